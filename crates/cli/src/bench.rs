@@ -1,0 +1,275 @@
+//! `mindrune bench`: figures, each beside a baseline measured in the same run.
+//!
+//! Speed targets live here, never in timed unit tests: a benchmark prints what it measured and
+//! says whether the target held, and a person (or CI log reader) judges.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use mindrune_engine::Recorder;
+use mindrune_store::{SqliteStore, Store as _};
+use serde_json::json;
+
+/// How many distinct scripts the benchmark agent runs.
+const SCRIPTS: usize = 20;
+/// Targets from the design brief.
+const TARGET_USES_PER_SECOND: f64 = 5_000.0;
+const TARGET_P99: Duration = Duration::from_millis(2);
+const TARGET_RATIO: f64 = 3.0;
+
+/// A realistic rs-sdk script of about 1.5 KB; `k` makes each one different code.
+fn script_source(k: usize) -> String {
+    format!(
+        "/** @skill chop-{k}\n * Goal: chop trees at spot {k} and bank the logs\n * Tags: skill:woodcutting\n */\n\
+import {{ runScript }} from '../../sdk/runner';\n\n\
+await runScript(async ({{ bot, sdk }}) => {{\n\
+  const target = {k};\n\
+  for (let i = 0; i < 28; i++) {{\n\
+    const tree = sdk.findNearbyLoc(/^(Tree|Oak)$/);\n\
+    if (!tree) {{ await bot.walkTo(3200 + target, 3240 - target); continue; }}\n\
+    const result = await bot.chopTree(tree);\n\
+    if (!result.success) {{ console.log('chop failed', result.message); break; }}\n\
+    if (sdk.getInventory().length >= 28) break;\n\
+  }}\n\
+  await bot.walkTo(3208, 3220);\n\
+  await bot.openBank();\n\
+  await bot.depositItem(/Logs/, -1);\n\
+  console.log('banked', sdk.getSkill('Woodcutting'));\n\
+}}, {{ timeout: 120_000 }});\n"
+    )
+}
+
+fn event_line(i: usize, start: i64) -> String {
+    let k = i % SCRIPTS;
+    let ok = !i.is_multiple_of(13);
+    let xp = if ok { 200 + (i % 7) * 25 } else { 0 };
+    let output = format!(
+        "chopping...\nbanked 42\n── Result ──\nnull\n── State ──\nPos (3208, 3220) lvl 0 | HP 10/10\nXP: {}\nInv 3/28: Bronze axe, Logs x2\n",
+        if ok {
+            format!("Woodcutting +{xp}")
+        } else {
+            "none gained".into()
+        }
+    );
+    let at = time::OffsetDateTime::from_unix_timestamp(start + i as i64 * 30)
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    json!({
+        "agent": "bench",
+        "at": at.format(&time::format_description::well_known::Rfc3339).unwrap_or_default(),
+        "kind": "shell",
+        "command": format!("cd /work && timeout 120 bun bots/bench/chop-{k}.ts 2>&1 | tail -20"),
+        "cwd": "/work",
+        "ok": ok,
+        "duration_ms": 45_000 + (i % 11) * 1000,
+        "output": output,
+    })
+    .to_string()
+}
+
+struct Figures {
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+    mean: Duration,
+}
+
+fn figures(mut latencies: Vec<Duration>, total: Duration) -> Figures {
+    latencies.sort();
+    let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
+    Figures {
+        per_second: latencies.len() as f64 / total.as_secs_f64(),
+        p50: at(0.50),
+        p99: at(0.99),
+        mean: total / latencies.len() as u32,
+    }
+}
+
+fn micros(d: Duration) -> String {
+    if d >= Duration::from_millis(10) {
+        format!("{:.1} ms", d.as_secs_f64() * 1e3)
+    } else {
+        format!("{:.0} µs", d.as_secs_f64() * 1e6)
+    }
+}
+
+fn setup_library(dir: &Path, name: &str) -> anyhow::Result<SqliteStore> {
+    let store = SqliteStore::open(&dir.join(name))?;
+    let owner = store.create_owner(
+        "bench-owner",
+        "mrk_benchkey_0123456789abcdef0123456789abcdef",
+        0,
+    )?;
+    store.create_agent(
+        owner.id,
+        "bench",
+        dir.join("workspace")
+            .to_str()
+            .context("temp path is not UTF-8")?,
+        0,
+    )?;
+    Ok(store)
+}
+
+pub fn record(uses: usize, json_out: bool) -> anyhow::Result<ExitCode> {
+    anyhow::ensure!(
+        uses >= 100,
+        "--uses must be at least 100 for meaningful percentiles"
+    );
+    let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
+    let bots = dir.path().join("workspace/bots/bench");
+    std::fs::create_dir_all(&bots)?;
+    std::fs::write(
+        bots.join("bot.env"),
+        "BOT_USERNAME=bench\nPASSWORD=benchpass123\nSERVER=localhost\n",
+    )?;
+    for k in 0..SCRIPTS {
+        std::fs::write(bots.join(format!("chop-{k}.ts")), script_source(k))?;
+    }
+    let start = 1_790_000_000;
+    let lines: Vec<String> = (0..uses).map(|i| event_line(i, start)).collect();
+
+    // MindRune: parse, classify, match the version, scrub, insert and rescore, one at a time.
+    let store = setup_library(dir.path(), "mindrune.db")?;
+    let recorder = Recorder::new(&store);
+    let mut latencies = Vec::with_capacity(uses);
+    let began = Instant::now();
+    for line in &lines {
+        let t = Instant::now();
+        let recorded = recorder.record_line(line)?;
+        latencies.push(t.elapsed());
+        anyhow::ensure!(
+            recorded.runs.len() == 1,
+            "the benchmark event did not record one run: {recorded:?}"
+        );
+    }
+    let mindrune = figures(latencies, began.elapsed());
+    let owner = store
+        .owner_by_name("bench-owner")?
+        .context("bench owner vanished")?;
+    anyhow::ensure!(
+        store.use_count(owner.id)? == uses as i64,
+        "not every use was stored"
+    );
+
+    // Baseline: the same rows into the same table (same indexes, same pragmas), bare, one
+    // transaction each.
+    let baseline_store = setup_library(dir.path(), "baseline.db")?;
+    let baseline_owner = baseline_store
+        .owner_by_name("bench-owner")?
+        .context("bench owner vanished")?;
+    let entries = store.skills(owner.id, None)?;
+    drop(baseline_store);
+    let conn = rusqlite::Connection::open(dir.path().join("baseline.db"))?;
+    conn.execute_batch(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;",
+    )?;
+    // The baseline needs versions to point at; copy the shape of the recorded library.
+    conn.execute("INSERT INTO skills (skill_id, owner_id, agent_id, agent_name, name, path, created_at) VALUES (1, ?1, 1, 'bench', 'x', 'bots/bench/x.ts', 0)", [baseline_owner.id.0])?;
+    for (i, _) in entries.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO versions (version_id, owner_id, skill_id, number, digest, code, created_at) VALUES (?1, ?2, 1, ?1, ?3, '', 0)",
+            rusqlite::params![i as i64 + 1, baseline_owner.id.0, format!("d{i}")],
+        )?;
+    }
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    let rows: Vec<_> = lines
+        .iter()
+        .map(|line| mindrune_core::event::parse_line(line).map_err(anyhow::Error::new))
+        .collect::<anyhow::Result<_>>()?;
+    let mut latencies = Vec::with_capacity(uses);
+    let began = Instant::now();
+    for (i, event) in rows.iter().enumerate() {
+        let t = Instant::now();
+        let tx = conn.unchecked_transaction()?;
+        tx.prepare_cached(
+            "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                               deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+             VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, NULL, 0, 0, 0, 0, 'shell', ?7, ?8, NULL, ?3)",
+        )?
+        .execute(rusqlite::params![
+            baseline_owner.id.0,
+            (i % SCRIPTS) as i64 + 1,
+            event.at.map_or(0, |at| at.unix_timestamp() * 1000),
+            event.ok.unwrap_or(true),
+            event.duration_ms.unwrap_or(0) as i64,
+            "{\"Woodcutting\":250.0}",
+            match &event.call {
+                mindrune_core::event::Call::Shell { command, .. } => command.as_str(),
+                _ => "",
+            },
+            event.output.as_deref(),
+        ])?;
+        tx.commit()?;
+        latencies.push(t.elapsed());
+    }
+    let bare = figures(latencies, began.elapsed());
+    let ratio = mindrune.mean.as_secs_f64() / bare.mean.as_secs_f64();
+
+    let checks = [
+        (
+            "uses/s",
+            mindrune.per_second >= TARGET_USES_PER_SECOND,
+            format!("≥ {TARGET_USES_PER_SECOND:.0}"),
+        ),
+        (
+            "p99",
+            mindrune.p99 < TARGET_P99,
+            format!("< {}", micros(TARGET_P99)),
+        ),
+        ("ratio", ratio <= TARGET_RATIO, format!("≤ {TARGET_RATIO}×")),
+    ];
+    let mut out = std::io::stdout().lock();
+    if json_out {
+        let figures_json = |f: &Figures| json!({"uses_per_second": f.per_second, "p50_us": f.p50.as_secs_f64() * 1e6, "p99_us": f.p99.as_secs_f64() * 1e6, "mean_us": f.mean.as_secs_f64() * 1e6});
+        serde_json::to_writer_pretty(
+            &mut out,
+            &json!({
+                "benchmark": "record",
+                "uses": uses,
+                "scripts": SCRIPTS,
+                "mindrune": figures_json(&mindrune),
+                "baseline_bare_sqlite": figures_json(&bare),
+                "ratio": ratio,
+                "targets": checks.iter().map(|(name, pass, target)| json!({"figure": name, "target": target, "pass": pass})).collect::<Vec<_>>(),
+            }),
+        )?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "mindrune bench record: {uses} uses of {SCRIPTS} scripts, SQLite WAL (synchronous=NORMAL)\n"
+        )?;
+        writeln!(out, "{:<34}{:>10}{:>10}{:>10}", "", "uses/s", "p50", "p99")?;
+        for (name, f) in [
+            (
+                "MindRune (parse, classify, match, insert, rescore)",
+                &mindrune,
+            ),
+            ("bare SQLite insert, one tx each", &bare),
+        ] {
+            writeln!(
+                out,
+                "{name}\n{:<34}{:>10.0}{:>10}{:>10}",
+                "",
+                f.per_second,
+                micros(f.p50),
+                micros(f.p99)
+            )?;
+        }
+        writeln!(
+            out,
+            "\nratio of mean latency (MindRune / bare): {ratio:.2}×\n"
+        )?;
+        for (name, pass, target) in &checks {
+            writeln!(
+                out,
+                "  {name:<7} target {target:<10} {}",
+                if *pass { "pass" } else { "FAIL" }
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

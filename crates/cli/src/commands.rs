@@ -1,0 +1,308 @@
+//! The subcommands. Each reads its input, calls the engine or the store, and renders.
+
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context as _, bail};
+use mindrune_core::header::is_valid_name;
+use mindrune_engine::hook::{self, HookAction};
+use mindrune_engine::{IngestError, Recorder, now_millis};
+use mindrune_store::{SqliteStore, Store as _};
+
+use crate::library::{self, resolve_owner};
+use crate::render;
+
+/// Exit status for input that was (partly) rejected: the rest was still recorded.
+const EXIT_BAD_INPUT: u8 = 2;
+
+pub fn init(home: &Path) -> anyhow::Result<ExitCode> {
+    let path = library::database_path(home);
+    let existed = path.exists();
+    std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
+    SqliteStore::open(&path)
+        .with_context(|| format!("cannot create the library at {}", path.display()))?;
+    let mut out = std::io::stdout().lock();
+    if existed {
+        writeln!(
+            out,
+            "The MindRune library in {} is ready (it existed already; nothing was changed).",
+            home.display()
+        )?;
+    } else {
+        writeln!(out, "Made an empty MindRune library in {}.", home.display())?;
+        writeln!(
+            out,
+            "\nNext: `mindrune owner add NAME`, then `mindrune agent add AGENT --owner NAME --workspace DIR`."
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A fresh owner key: 32 random bytes from the operating system, hex-encoded.
+fn new_owner_key() -> anyhow::Result<String> {
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("cannot read random bytes for the owner's key")?;
+    Ok(format!(
+        "mrk_{}",
+        bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    ))
+}
+
+pub fn owner_add(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
+    if !is_valid_name(name) {
+        bail!(
+            "`{name}` is not a valid owner name: use letters, digits, `-`, `_` and `.`, at most 64"
+        );
+    }
+    let store = library::open(home)?;
+    let owner = store.create_owner(name, &new_owner_key()?, now_millis())?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "Added owner `{}`.", owner.name)?;
+    writeln!(
+        out,
+        "Its key (keep it secret; MindRune scrubs it from everything it saves): {}",
+        owner.api_key
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn owner_list(home: &Path) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let mut out = std::io::stdout().lock();
+    for owner in store.owners()? {
+        let agents = store.agents(owner.id)?;
+        writeln!(out, "{}  ({} agents)", owner.name, agents.len())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn agent_add(
+    home: &Path,
+    name: &str,
+    owner: &str,
+    workspace: &Path,
+) -> anyhow::Result<ExitCode> {
+    if !is_valid_name(name) {
+        bail!(
+            "`{name}` is not a valid agent name: use letters, digits, `-`, `_` and `.`, at most 64"
+        );
+    }
+    let store = library::open(home)?;
+    let owner = resolve_owner(&store, Some(owner))?;
+    let workspace = workspace.canonicalize().with_context(|| {
+        format!(
+            "the workspace {} does not exist; make it first",
+            workspace.display()
+        )
+    })?;
+    if !workspace.is_dir() {
+        bail!("the workspace {} is not a folder", workspace.display());
+    }
+    let workspace_text = workspace
+        .to_str()
+        .with_context(|| format!("the workspace path {} is not UTF-8", workspace.display()))?;
+    let agent = store.create_agent(owner.id, name, workspace_text, now_millis())?;
+    let scripts = workspace.join("bots").join(name);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Added agent `{}` to `{}`'s family; its scripts are {}/*.ts.",
+        agent.name,
+        owner.name,
+        scripts.display()
+    )?;
+    if !scripts.is_dir() {
+        writeln!(
+            out,
+            "\nnote: {} does not exist yet; runs are recorded once scripts appear there.",
+            scripts.display()
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn agent_list(home: &Path, owner: Option<&str>) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let owner = resolve_owner(&store, owner)?;
+    let mut out = std::io::stdout().lock();
+    for agent in store.agents(owner.id)? {
+        writeln!(out, "{}  {}", agent.name, agent.workspace)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let recorder = Recorder::new(&store);
+    let (label, reader): (String, Box<dyn std::io::BufRead>) = match file {
+        None => ("<stdin>".into(), Box::new(std::io::stdin().lock())),
+        Some(path) if path == Path::new("-") => {
+            ("<stdin>".into(), Box::new(std::io::stdin().lock()))
+        }
+        Some(path) => {
+            let file = std::fs::File::open(path)
+                .with_context(|| format!("cannot open {}", path.display()))?;
+            (
+                path.display().to_string(),
+                Box::new(std::io::BufReader::new(file)),
+            )
+        }
+    };
+    let mut summary = render::RecordSummary::default();
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    for (index, line) in reader.split(b'\n').enumerate() {
+        let line_no = index + 1;
+        let bytes = line.with_context(|| format!("cannot read {label}"))?;
+        let result = match std::str::from_utf8(&bytes) {
+            Err(_) => Err(IngestError::Invalid {
+                field: None,
+                message: "the line is not UTF-8 text".into(),
+            }),
+            Ok(text) if text.trim().is_empty() => continue,
+            Ok(text) => recorder.record_line(text),
+        };
+        match result {
+            Ok(recorded) => {
+                for warning in &recorded.warnings {
+                    writeln!(err, "{label}:{line_no}: warning: {warning}")?;
+                }
+                if json {
+                    serde_json::to_writer(
+                        &mut out,
+                        &serde_json::json!({"line": line_no, "recorded": recorded}),
+                    )?;
+                    writeln!(out)?;
+                }
+                summary.add(&recorded);
+            }
+            Err(IngestError::Store(store_error)) => {
+                // The store failing is not the line's fault: stop, so nothing is silently lost.
+                return Err(anyhow::Error::new(store_error)
+                    .context(format!("{label}:{line_no}: cannot record")));
+            }
+            Err(error) => {
+                summary.rejected += 1;
+                writeln!(
+                    err,
+                    "{label}:{line_no}: error: {error}; nothing of this line was recorded"
+                )?;
+                if json {
+                    serde_json::to_writer(
+                        &mut out,
+                        &serde_json::json!({"line": line_no, "error": error.to_string()}),
+                    )?;
+                    writeln!(out)?;
+                }
+            }
+        }
+    }
+    if !json {
+        render::record_summary(&mut out, &summary)?;
+    }
+    Ok(if summary.rejected > 0 {
+        ExitCode::from(EXIT_BAD_INPUT)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn hook_claude_code(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
+    // A hook must never block the agent: bad input or a missing library is reported on
+    // stderr with exit status 1 (Claude Code shows it and carries on), never 2 (which blocks).
+    let outcome = (|| -> anyhow::Result<()> {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .context("cannot read the hook input")?;
+        let spool = home.join("hooks").join("claude-code");
+        match hook::handle(&input, agent, &spool)? {
+            HookAction::Record(event) => {
+                let store = library::open(home)?;
+                let recorded = Recorder::new(&store).record(&event)?;
+                for warning in recorded.warnings {
+                    eprintln!("mindrune: {warning}");
+                }
+            }
+            HookAction::Started | HookAction::TurnEnded { .. } | HookAction::Ignored(_) => {}
+        }
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(err) => {
+            eprintln!("mindrune hook: {err:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+pub fn skills(
+    home: &Path,
+    agent: Option<&str>,
+    owner: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let (owner, agent) = match agent {
+        Some(name) => {
+            let agent = store.agent_by_name(name)?.with_context(|| {
+                format!("no agent named `{name}`\n\nhint: `mindrune agent list` shows the agents")
+            })?;
+            if let Some(owner_name) = owner
+                && store.owner(agent.owner)?.name != owner_name
+            {
+                bail!("agent `{name}` is not in `{owner_name}`'s family");
+            }
+            (store.owner(agent.owner)?, Some(agent))
+        }
+        None => (resolve_owner(&store, owner)?, None),
+    };
+    let entries = store.skills(owner.id, agent.as_ref().map(|a| a.id))?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &render::skills_json(&entries))?;
+        writeln!(out)?;
+    } else {
+        render::skills_table(&mut out, &entries)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let Some((agent_name, name)) = skill.split_once('/') else {
+        bail!("`{skill}` is not AGENT/NAME (for example buzz/chop-oaks)");
+    };
+    let name = name.trim_end_matches(".ts");
+    let store = library::open(home)?;
+    let agent = store.agent_by_name(agent_name)?.with_context(|| {
+        format!("no agent named `{agent_name}`\n\nhint: `mindrune agent list` shows the agents")
+    })?;
+    let found = store.skill_by_name(agent.owner, agent_name, name)?.with_context(|| {
+        format!("`{agent_name}` has no skill `{name}`\n\nhint: `mindrune skills --agent {agent_name}` lists its skills")
+    })?;
+    let versions = store.versions(agent.owner, found.id)?;
+    // Each parent named the way people say it: `v2` within the skill, `buzz/chop v3` across.
+    let mut parents = std::collections::HashMap::new();
+    for parent in versions.iter().filter_map(|v| v.parent) {
+        let version = store.version(agent.owner, parent)?;
+        let label = if version.skill == found.id {
+            format!("v{}", version.number)
+        } else {
+            let skill = store.skill(agent.owner, version.skill)?;
+            format!("{}/{} v{}", skill.agent_name, skill.name, version.number)
+        };
+        parents.insert(parent, label);
+    }
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &render::skill_json(&found, &versions, &parents))?;
+        writeln!(out)?;
+    } else {
+        render::skill_detail(&mut out, &found, &versions, &parents)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

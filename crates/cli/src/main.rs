@@ -1,0 +1,207 @@
+//! The `mindrune` command: a thin layer over the engine and the store. This is the only crate
+//! that formats for a terminal.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod commands;
+mod library;
+mod render;
+
+/// MindRune: records, scores and versions the skills of AI agents.
+#[derive(Debug, Parser)]
+#[command(name = "mindrune", version, about, long_about = None)]
+struct Cli {
+    /// Where the library lives.
+    #[arg(
+        long,
+        global = true,
+        env = "MINDRUNE_HOME",
+        default_value = ".mindrune"
+    )]
+    home: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Make a new, empty library in MINDRUNE_HOME.
+    Init,
+    /// Owner accounts: a family is all agents of one owner.
+    Owner {
+        #[command(subcommand)]
+        command: OwnerCommand,
+    },
+    /// Agents (avatars) of an owner's family.
+    Agent {
+        #[command(subcommand)]
+        command: AgentCommand,
+    },
+    /// Record tool-call events (JSON lines) from a file or standard input.
+    Record {
+        /// The events file; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+        /// Print what each line recorded as JSON lines instead of a summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Feed tool calls in from an agent host's hooks.
+    Hook {
+        #[command(subcommand)]
+        host: HookHost,
+    },
+    /// One entry per skill: its current version, score and runs.
+    Skills {
+        /// Only this agent's skills.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The owner whose family to show (needed when the library has several).
+        #[arg(long)]
+        owner: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One skill and its versions.
+    Skill {
+        #[command(subcommand)]
+        command: SkillCommand,
+    },
+    /// Measure MindRune against its baselines.
+    Bench {
+        #[command(subcommand)]
+        which: BenchCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum OwnerCommand {
+    /// Add an owner account.
+    Add { name: String },
+    /// List owner accounts.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+enum AgentCommand {
+    /// Add an agent to an owner's family; its scripts are WORKSPACE/bots/NAME/*.ts.
+    Add {
+        name: String,
+        #[arg(long)]
+        owner: String,
+        #[arg(long)]
+        workspace: PathBuf,
+    },
+    /// List an owner's agents.
+    List {
+        #[arg(long)]
+        owner: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum HookHost {
+    /// Read one Claude Code hook call (JSON) on standard input.
+    ClaudeCode {
+        /// The agent whose tool calls these are.
+        #[arg(long)]
+        agent: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum SkillCommand {
+    /// A skill's versions, newest first.
+    Show {
+        /// AGENT/NAME, e.g. buzz/chop-oaks.
+        skill: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Recording uses into SQLite, beside bare SQLite inserts of the same rows.
+    Record {
+        /// How many uses to record.
+        #[arg(long, default_value_t = 20_000)]
+        uses: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("MINDRUNE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .without_time()
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(err) => {
+            // A closed pipe (`mindrune skills | head`) is not an error worth a message.
+            if err.chain().any(|cause| {
+                cause
+                    .downcast_ref::<std::io::Error>()
+                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            }) {
+                return ExitCode::SUCCESS;
+            }
+            let mut stderr = std::io::stderr().lock();
+            let _ = write!(stderr, "error: {err}");
+            for cause in err.chain().skip(1) {
+                let _ = write!(stderr, ": {cause}");
+            }
+            let _ = writeln!(stderr);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let home = cli.home;
+    match cli.command {
+        Command::Init => commands::init(&home),
+        Command::Owner {
+            command: OwnerCommand::Add { name },
+        } => commands::owner_add(&home, &name),
+        Command::Owner {
+            command: OwnerCommand::List,
+        } => commands::owner_list(&home),
+        Command::Agent {
+            command:
+                AgentCommand::Add {
+                    name,
+                    owner,
+                    workspace,
+                },
+        } => commands::agent_add(&home, &name, &owner, &workspace),
+        Command::Agent {
+            command: AgentCommand::List { owner },
+        } => commands::agent_list(&home, owner.as_deref()),
+        Command::Record { file, json } => commands::record(&home, file.as_deref(), json),
+        Command::Hook {
+            host: HookHost::ClaudeCode { agent },
+        } => commands::hook_claude_code(&home, &agent),
+        Command::Skills { agent, owner, json } => {
+            commands::skills(&home, agent.as_deref(), owner.as_deref(), json)
+        }
+        Command::Skill {
+            command: SkillCommand::Show { skill, json },
+        } => commands::skill_show(&home, &skill, json),
+        Command::Bench {
+            which: BenchCommand::Record { uses, json },
+        } => bench::record(uses, json),
+    }
+}

@@ -1,0 +1,365 @@
+//! How results look in a terminal and as JSON.
+//!
+//! Tables are plain text, aligned with spaces, readable without colour. JSON output is a
+//! stable interface: its field names only ever grow.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
+
+use mindrune_engine::Recorded;
+use mindrune_store::{Skill, SkillEntry, Version, VersionId};
+use serde_json::{Value, json};
+
+/// Totals over a `mindrune record` run.
+#[derive(Debug, Default)]
+pub struct RecordSummary {
+    pub uses: usize,
+    pub runs: usize,
+    pub snippet_uses: usize,
+    pub retries: usize,
+    pub new_versions: usize,
+    pub skills: BTreeSet<String>,
+    pub detached_or_skipped: usize,
+    pub rejected: usize,
+}
+
+impl RecordSummary {
+    pub fn add(&mut self, recorded: &Recorded) {
+        for run in &recorded.runs {
+            if run.added {
+                self.uses += 1;
+                self.runs += 1;
+                self.skills.insert(run.skill.clone());
+                if run.new_version {
+                    self.new_versions += 1;
+                }
+            } else {
+                self.retries += 1;
+            }
+        }
+        if let Some(snippet) = &recorded.snippet {
+            if snippet.added {
+                self.uses += 1;
+                self.snippet_uses += 1;
+            } else {
+                self.retries += 1;
+            }
+        }
+        if recorded.runs.is_empty() && recorded.snippet.is_none() {
+            self.detached_or_skipped += 1;
+        }
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+pub fn record_summary(out: &mut impl Write, s: &RecordSummary) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "Recorded {}: {} of {}, {}.",
+        plural(s.uses, "use", "uses"),
+        plural(s.runs, "run", "runs"),
+        plural(s.skills.len(), "script", "scripts"),
+        plural(s.snippet_uses, "inline snippet run", "inline snippet runs"),
+    )?;
+    if s.new_versions > 0 {
+        writeln!(
+            out,
+            "{} seen for the first time.",
+            plural(s.new_versions, "new version was", "new versions were")
+        )?;
+    }
+    if s.retries > 0 {
+        writeln!(
+            out,
+            "{} already recorded (same event id): not counted again.",
+            plural(s.retries, "use was", "uses were")
+        )?;
+    }
+    if s.detached_or_skipped > 0 {
+        writeln!(
+            out,
+            "{} recorded nothing (no script run, or sent to the background).",
+            plural(s.detached_or_skipped, "call", "calls")
+        )?;
+    }
+    if s.rejected > 0 {
+        writeln!(
+            out,
+            "{} rejected (see the errors above); the other lines were recorded.",
+            plural(s.rejected, "line was", "lines were")
+        )?;
+    }
+    Ok(())
+}
+
+/// `v8 · 7 versions`: the shown version and how many the skill has.
+fn version_label(number: i64, count: i64) -> String {
+    format!(
+        "v{number} · {}",
+        plural(count as usize, "version", "versions")
+    )
+}
+
+fn when(millis: Option<i64>) -> String {
+    let Some(millis) = millis else {
+        return "never".into();
+    };
+    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+    else {
+        return "?".into();
+    };
+    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
+    at.format(&format).unwrap_or_else(|_| "?".into())
+}
+
+fn when_json(millis: Option<i64>) -> Value {
+    millis
+        .and_then(|m| {
+            time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1_000_000).ok()
+        })
+        .and_then(|at| {
+            at.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .map_or(Value::Null, Value::String)
+}
+
+/// Scores are kept exact and shown as whole points.
+fn points(score: f64) -> i64 {
+    score.round() as i64
+}
+
+/// Writes rows as columns separated by two spaces; numeric columns are right-aligned.
+fn table(
+    out: &mut impl Write,
+    header: &[&str],
+    right: &[bool],
+    rows: &[Vec<String>],
+) -> std::io::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut text = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            let pad = widths[i] - cell.chars().count();
+            if i > 0 {
+                text.push_str("  ");
+            }
+            if right[i] {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(cell);
+            } else {
+                text.push_str(cell);
+                if i + 1 < cells.len() {
+                    text.push_str(&" ".repeat(pad));
+                }
+            }
+        }
+        text
+    };
+    writeln!(out, "{}", line(header.to_vec()))?;
+    for row in rows {
+        writeln!(out, "{}", line(row.iter().map(String::as_str).collect()))?;
+    }
+    Ok(())
+}
+
+pub fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Result<()> {
+    if entries.is_empty() {
+        writeln!(
+            out,
+            "No skills yet: a script's first recorded run makes it one."
+        )?;
+        return Ok(());
+    }
+    let rows: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            vec![
+                format!("{}/{}", e.skill.agent_name, e.skill.name),
+                version_label(e.version.number, e.version_count),
+                points(e.version.score).to_string(),
+                e.version.uses.to_string(),
+                e.version.ok.to_string(),
+                e.total_runs.to_string(),
+                when(e.version.last_used_at),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "SKILL",
+            "VERSION",
+            "SCORE",
+            "RUNS",
+            "OK",
+            "ALL RUNS",
+            "LAST USED (UTC)",
+        ],
+        &[false, false, true, true, true, true, false],
+        &rows,
+    )?;
+    let agents: BTreeSet<&str> = entries
+        .iter()
+        .map(|e| e.skill.agent_name.as_str())
+        .collect();
+    writeln!(
+        out,
+        "\n{} of {}. Score, runs and ok are the shown version's; all runs counts every version.",
+        plural(entries.len(), "skill", "skills"),
+        plural(agents.len(), "agent", "agents")
+    )
+}
+
+pub fn skills_json(entries: &[SkillEntry]) -> Value {
+    Value::Array(
+        entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "skill": format!("{}/{}", e.skill.agent_name, e.skill.name),
+                    "agent": e.skill.agent_name,
+                    "name": e.skill.name,
+                    "path": e.skill.path,
+                    "version": e.version.number,
+                    "versions": e.version_count,
+                    "digest": e.version.digest,
+                    "score": e.version.score,
+                    "runs": e.version.uses,
+                    "ok": e.version.ok,
+                    "total_runs": e.total_runs,
+                    "last_used": when_json(e.version.last_used_at),
+                    "best": e.best.map(|(version, score)| json!({"version": version, "score": score})),
+                })
+            })
+            .collect(),
+    )
+}
+
+fn lineage_label(v: &Version, parents: &HashMap<VersionId, String>) -> String {
+    match (v.parent, v.lineage) {
+        (Some(parent), Some(lineage)) => {
+            format!(
+                "{} ({})",
+                parents.get(&parent).cloned().unwrap_or_else(|| "?".into()),
+                lineage.as_str()
+            )
+        }
+        _ => "-".into(),
+    }
+}
+
+/// The best older version, when it scored higher than the current one.
+fn best_other<'a>(skill: &Skill, versions: &'a [Version]) -> Option<&'a Version> {
+    let current = versions
+        .iter()
+        .find(|v| Some(v.id) == skill.current_version)?;
+    versions
+        .iter()
+        .filter(|v| v.id != current.id && v.score > current.score)
+        .max_by(|a, b| a.score.total_cmp(&b.score))
+}
+
+pub fn skill_detail(
+    out: &mut impl Write,
+    skill: &Skill,
+    versions: &[Version],
+    parents: &HashMap<VersionId, String>,
+) -> std::io::Result<()> {
+    let current = versions
+        .iter()
+        .find(|v| Some(v.id) == skill.current_version);
+    match current {
+        Some(v) => writeln!(
+            out,
+            "{}/{}  {}  score {}  ({})",
+            skill.agent_name,
+            skill.name,
+            version_label(v.number, versions.len() as i64),
+            points(v.score),
+            skill.path
+        )?,
+        None => writeln!(out, "{}/{}  ({})", skill.agent_name, skill.name, skill.path)?,
+    }
+    if let Some(best) = best_other(skill, versions) {
+        writeln!(out, "best: v{}, {}", best.number, points(best.score))?;
+    }
+    writeln!(out)?;
+    let rows: Vec<Vec<String>> = versions
+        .iter()
+        .map(|v| {
+            vec![
+                format!(
+                    "v{}{}",
+                    v.number,
+                    if Some(v.id) == skill.current_version {
+                        "*"
+                    } else {
+                        ""
+                    }
+                ),
+                v.uses.to_string(),
+                v.ok.to_string(),
+                points(v.score).to_string(),
+                when(v.last_used_at),
+                lineage_label(v, parents),
+                v.digest.chars().take(19).collect(),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "VERSION",
+            "RUNS",
+            "OK",
+            "SCORE",
+            "LAST USED (UTC)",
+            "BUILT ON",
+            "DIGEST",
+        ],
+        &[false, true, true, true, false, false, false],
+        &rows,
+    )?;
+    writeln!(out, "\n* the version the file has now.")
+}
+
+pub fn skill_json(
+    skill: &Skill,
+    versions: &[Version],
+    parents: &HashMap<VersionId, String>,
+) -> Value {
+    let current = versions
+        .iter()
+        .find(|v| Some(v.id) == skill.current_version);
+    json!({
+        "skill": format!("{}/{}", skill.agent_name, skill.name),
+        "path": skill.path,
+        "version": current.map(|v| v.number),
+        "score": current.map(|v| v.score),
+        "best": best_other(skill, versions).map(|b| json!({"version": b.number, "score": b.score})),
+        "versions": versions.iter().map(|v| json!({
+            "version": v.number,
+            "digest": v.digest,
+            "runs": v.uses,
+            "ok": v.ok,
+            "score": v.score,
+            "last_used": when_json(v.last_used_at),
+            "created": when_json(Some(v.created_at)),
+            "built_on": v.parent.map(|p| json!({
+                "version": parents.get(&p),
+                "lineage": v.lineage.map(|l| l.as_str()),
+            })),
+            "inherited": v.inherited,
+            "breakdown": v.breakdown,
+        })).collect::<Vec<_>>(),
+    })
+}

@@ -1,0 +1,5 @@
+//! The one integration-test binary: runs the real `mindrune` on real files in temp dirs.
+
+mod hook;
+mod record;
+mod util;

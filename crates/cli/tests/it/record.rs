@@ -1,0 +1,355 @@
+//! `mindrune record`, `skills` and `skill show` on real workspaces.
+
+use serde_json::json;
+
+use crate::util::{TestLibrary, contains, script, shell, stderr, stdout};
+
+#[test]
+fn runs_are_recorded_per_script_and_an_edit_is_the_next_version() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &script(1));
+    let runs: Vec<_> = (0..5)
+        .map(|_| {
+            shell(
+                "buzz",
+                "cd /work && bun bots/buzz/chop.ts 2>&1 | tail -5",
+                true,
+            )
+        })
+        .collect();
+    let output = lib.record(&runs);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains("Recorded 5 uses: 5 runs of 1 script"),
+        "{}",
+        stdout(&output)
+    );
+
+    let skill = lib.skill_json("buzz/chop");
+    assert_eq!(skill["version"], 1);
+    assert_eq!(skill["versions"][0]["runs"], 5);
+    let score = skill["score"].as_f64().unwrap();
+    assert!(
+        (score - 623.0).abs() < 5.0,
+        "five clean runs score about 620, got {score}"
+    );
+
+    // Editing the code is a new version, built on v1 at 90 %.
+    lib.write_script("buzz", "chop", &script(2));
+    lib.record(&[shell("buzz", "bun bots/buzz/chop.ts", true)]);
+    let skill = lib.skill_json("buzz/chop");
+    assert_eq!(skill["version"], 2);
+    assert_eq!(skill["versions"].as_array().unwrap().len(), 2);
+    assert_eq!(skill["versions"][0]["built_on"]["lineage"], "edit");
+    assert_eq!(skill["versions"][1]["runs"], 5, "v1 keeps its runs");
+}
+
+#[test]
+fn writing_the_header_is_not_a_new_version() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &script(1));
+    lib.record(&[shell("buzz", "bun bots/buzz/chop.ts", true)]);
+    lib.write_script(
+        "buzz",
+        "chop",
+        &format!("/** @skill chop\n * Goal: chop trees\n */\n{}", script(1)),
+    );
+    lib.record(&[shell("buzz", "bun bots/buzz/chop.ts", true)]);
+    let skill = lib.skill_json("buzz/chop");
+    assert_eq!(skill["versions"].as_array().unwrap().len(), 1);
+    assert_eq!(skill["versions"][0]["runs"], 2);
+}
+
+#[test]
+fn a_line_running_two_scripts_is_one_run_of_each_and_a_loop_is_one_run() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "x", &script(1));
+    lib.write_script("buzz", "y", &script(2));
+    lib.record(&[
+        shell("buzz", "bun bots/buzz/x.ts; bun bots/buzz/y.ts", true),
+        shell(
+            "buzz",
+            "for i in 1 2 3 4; do bun bots/buzz/x.ts; done",
+            true,
+        ),
+    ]);
+    assert_eq!(lib.skill_json("buzz/x")["versions"][0]["runs"], 2);
+    assert_eq!(lib.skill_json("buzz/y")["versions"][0]["runs"], 1);
+}
+
+#[test]
+fn background_runs_builds_and_greps_are_not_runs() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "x", &script(1));
+    let output = lib.record(&[
+        shell("buzz", "bun bots/buzz/x.ts &", true),
+        shell("buzz", "nohup bun bots/buzz/x.ts > log 2>&1 &", true),
+        shell("buzz", "bun build bots/buzz/x.ts", true),
+        shell("buzz", "grep -n walkTo bots/buzz/x.ts", true),
+        json!({"agent": "buzz", "kind": "execute_code", "script": "bots/buzz/x.ts", "ok": true, "background": true}),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(lib.skills_json().as_array().unwrap().is_empty());
+    assert!(
+        stderr(&output).contains("background"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn execute_code_with_a_script_counts_like_the_shell_run_and_inline_code_is_a_snippet() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "x", &script(1));
+    let output = lib.record(&[
+        shell("buzz", "bun bots/buzz/x.ts", true),
+        json!({"agent": "buzz", "kind": "execute_code", "script": "bots/buzz/x.ts", "ok": true}),
+        json!({"agent": "buzz", "kind": "execute_code", "code": "await bot.chopTree()", "ok": true}),
+    ]);
+    assert!(
+        stdout(&output).contains("2 runs of 1 script, 1 inline snippet run"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(lib.skill_json("buzz/x")["versions"][0]["runs"], 2);
+}
+
+#[test]
+fn malformed_lines_are_rejected_with_their_line_number_and_the_rest_is_recorded() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "x", &script(1));
+    let dir = lib.dir.path();
+    let mut text = String::new();
+    text.push_str(&format!("{}\n", shell("buzz", "bun bots/buzz/x.ts", true)));
+    text.push_str("{not json\n");
+    text.push_str(&format!(
+        "{}\n",
+        json!({"agent": "buzz", "command": "bun bots/buzz/x.ts", "ok": true, "okk": 1})
+    ));
+    text.push_str(&format!(
+        "{}\n",
+        shell("nobody", "bun bots/nobody/x.ts", true)
+    ));
+    text.push_str(&format!("{}\n", json!({"agent": "buzz", "kind": "execute_code", "script": "../../etc/passwd.ts", "ok": true})));
+    text.push_str(&format!(
+        "{}\n",
+        json!({"agent": "buzz", "kind": "execute_code", "code": "x".repeat(262_145), "ok": true})
+    ));
+    let mut bytes = text.into_bytes();
+    bytes.extend_from_slice(b"{\"agent\": \"buzz\", \"command\": \"\xff\"}\n");
+    bytes.extend_from_slice(format!("{}\n", shell("buzz", "bun bots/buzz/x.ts", false)).as_bytes());
+    let path = dir.join("bad.jsonl");
+    std::fs::write(&path, bytes).unwrap();
+    let output = lib.run(&["record", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    for expected in [
+        "bad.jsonl:2: error:",
+        "bad.jsonl:3: error: field `okk`",
+        "bad.jsonl:4: error: field `agent`: no agent named `nobody`",
+        "bad.jsonl:5: error: field `script`",
+        "bad.jsonl:6: error: field `code`",
+        "bad.jsonl:7: error: the line is not UTF-8 text",
+    ] {
+        assert!(err.contains(expected), "missing `{expected}` in:\n{err}");
+    }
+    assert_eq!(
+        lib.skill_json("buzz/x")["versions"][0]["runs"],
+        2,
+        "lines 1 and 8 are recorded"
+    );
+}
+
+#[test]
+fn a_script_through_a_symlink_is_rejected() {
+    let lib = TestLibrary::new();
+    let bots = lib.agent("buzz", "ada");
+    let outside = lib.dir.path().join("outside.ts");
+    std::fs::write(&outside, script(9)).unwrap();
+    std::os::unix::fs::symlink(&outside, bots.join("evil.ts")).unwrap();
+    let output = lib.record(&[
+        json!({"agent": "buzz", "kind": "execute_code", "script": "bots/buzz/evil.ts", "ok": true}),
+    ]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("symlink"), "{}", stderr(&output));
+    assert!(lib.skills_json().as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_vanished_file_counts_for_its_last_known_version_with_a_warning() {
+    let lib = TestLibrary::new();
+    let bots = lib.agent("buzz", "ada");
+    lib.write_script("buzz", "x", &script(1));
+    lib.record(&[shell("buzz", "bun bots/buzz/x.ts", true)]);
+    std::fs::remove_file(bots.join("x.ts")).unwrap();
+    let output = lib.record(&[
+        shell("buzz", "bun bots/buzz/x.ts", false),
+        shell("buzz", "bun bots/buzz/never.ts", true),
+    ]);
+    assert!(output.status.success());
+    let err = stderr(&output);
+    assert!(
+        err.contains("the file is gone; the run is recorded for its last known version"),
+        "{err}"
+    );
+    assert!(
+        err.contains("never.ts: the file does not exist and was never seen"),
+        "{err}"
+    );
+    assert_eq!(lib.skill_json("buzz/x")["versions"][0]["runs"], 2);
+}
+
+#[test]
+fn a_copy_starts_its_own_history_and_a_sibling_copy_counts_for_the_sibling() {
+    let lib = TestLibrary::new();
+    lib.agent("pickles", "ada");
+    lib.agent("rnchk", "ada");
+    lib.write_script("pickles", "mine", &script(7));
+    lib.record(
+        &(0..5)
+            .map(|_| shell("pickles", "bun bots/pickles/mine.ts", true))
+            .collect::<Vec<_>>(),
+    );
+    // pickles copies its own script: a new skill built on the original.
+    lib.write_script("pickles", "mine-fast", &script(7));
+    lib.record(&[shell("pickles", "bun bots/pickles/mine-fast.ts", true)]);
+    let copy = lib.skill_json("pickles/mine-fast");
+    assert_eq!(copy["versions"][0]["built_on"]["lineage"], "copy");
+    assert_eq!(copy["versions"][0]["runs"], 1);
+    assert_eq!(
+        lib.skill_json("pickles/mine")["versions"][0]["runs"],
+        5,
+        "a copy never adds runs to the original"
+    );
+    // rnchk copies pickles' skill unchanged, with its From: line: the run counts for pickles/mine.
+    lib.write_script(
+        "rnchk",
+        "mine",
+        &format!("/** @skill mine\n * From: pickles/mine\n */\n{}", script(7)),
+    );
+    lib.record(&[shell("rnchk", "bun bots/rnchk/mine.ts", true)]);
+    assert_eq!(lib.skill_json("pickles/mine")["versions"][0]["runs"], 6);
+    // Once changed, the copy is rnchk's own, built on the sibling's skill.
+    lib.write_script(
+        "rnchk",
+        "mine",
+        &format!("/** @skill mine\n * From: pickles/mine\n */\n{}", script(8)),
+    );
+    lib.record(&[shell("rnchk", "bun bots/rnchk/mine.ts", true)]);
+    let own = lib.skill_json("rnchk/mine");
+    assert_eq!(own["versions"][0]["built_on"]["lineage"], "sibling");
+    assert_eq!(own["versions"][0]["built_on"]["version"], "pickles/mine v1");
+}
+
+#[test]
+fn another_owners_identical_script_is_its_own_and_never_shows_up() {
+    let lib = TestLibrary::new();
+    lib.ok(&["owner", "add", "eve"]);
+    lib.agent("buzz", "ada");
+    lib.agent("mallory", "eve");
+    lib.write_script("buzz", "x", &script(1));
+    lib.write_script(
+        "mallory",
+        "x",
+        &format!("/** @skill x\n * From: buzz/x\n */\n{}", script(1)),
+    );
+    lib.record(&[
+        shell("buzz", "bun bots/buzz/x.ts", true),
+        shell("mallory", "bun bots/mallory/x.ts", true),
+    ]);
+    let ada: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["skills", "--owner", "ada", "--json"])).unwrap();
+    let eve: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["skills", "--owner", "eve", "--json"])).unwrap();
+    assert_eq!(ada.as_array().unwrap().len(), 1);
+    assert_eq!(ada[0]["runs"], 1, "mallory's run never counts for buzz");
+    assert_eq!(eve[0]["skill"], "mallory/x");
+    assert_eq!(eve[0]["runs"], 1);
+}
+
+#[test]
+fn secrets_never_reach_the_library() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script(
+        "buzz",
+        "x",
+        "const login = { user: 'buzz', password: 'pw-buzz-s3cret77' };\nawait run(login);\n",
+    );
+    let mut event = shell("buzz", "PASSWORD=pw-buzz-s3cret77 bun bots/buzz/x.ts", true);
+    event["output"] = json!("logging in with pw-buzz-s3cret77\n── State ──\nXP: none gained\n");
+    let output = lib.record(&[event]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stored = lib.stored_bytes();
+    assert!(
+        !contains(&stored, "pw-buzz-s3cret77"),
+        "the bot's password leaked into the library"
+    );
+    assert!(contains(&stored, "[redacted]"));
+}
+
+#[test]
+fn skills_without_a_library_say_how_to_make_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = assert_cmd::Command::cargo_bin("mindrune")
+        .unwrap()
+        .env("MINDRUNE_HOME", dir.path().join("nowhere"))
+        .arg("skills")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("hint: run `mindrune init`"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn two_processes_recording_ten_thousand_events_each_store_twenty_thousand_uses() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.agent("pickles", "ada");
+    lib.write_script("buzz", "x", &script(1));
+    lib.write_script("pickles", "y", &script(2));
+    let file = |agent: &str, name: &str| {
+        let events: Vec<_> = (0..10_000)
+            .map(|i| {
+                let mut e = shell(agent, &format!("bun bots/{agent}/{name}.ts"), i % 5 != 0);
+                e["id"] = json!(format!("{agent}-{i}"));
+                e
+            })
+            .collect();
+        lib.events_file(&events)
+    };
+    let (a, b) = (file("buzz", "x"), file("pickles", "y"));
+    let spawn = |file: &std::path::Path| {
+        lib.std_cmd()
+            .args(["record", file.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn(&a), spawn(&b));
+    let (first, second) = (
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    );
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(second.status.success(), "{}", stderr(&second));
+    let skills = lib.skills_json();
+    let total: i64 = skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["total_runs"].as_i64().unwrap())
+        .sum();
+    assert_eq!(total, 20_000);
+}

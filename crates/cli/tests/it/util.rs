@@ -1,0 +1,156 @@
+//! Small helpers: a temporary library with a family, and a way to run the binary in it.
+
+use std::path::PathBuf;
+use std::process::Output;
+
+use assert_cmd::Command;
+
+/// A library in a temp dir with owner `ada` and, on demand, agents with workspaces.
+pub struct TestLibrary {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestLibrary {
+    pub fn new() -> TestLibrary {
+        let lib = TestLibrary {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        lib.ok(&["init"]);
+        lib.ok(&["owner", "add", "ada"]);
+        lib
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn workspace(&self, agent: &str) -> PathBuf {
+        self.dir.path().join("ws").join(agent)
+    }
+
+    /// Adds an agent of `owner` with an empty `bots/<agent>/` and a bot.env.
+    pub fn agent(&self, agent: &str, owner: &str) -> PathBuf {
+        let bots = self.workspace(agent).join("bots").join(agent);
+        std::fs::create_dir_all(&bots).unwrap();
+        std::fs::write(
+            bots.join("bot.env"),
+            format!("BOT_USERNAME={agent}\nPASSWORD=pw-{agent}-s3cret77\nSERVER=localhost\n"),
+        )
+        .unwrap();
+        let workspace = self.workspace(agent);
+        self.ok(&[
+            "agent",
+            "add",
+            agent,
+            "--owner",
+            owner,
+            "--workspace",
+            workspace.to_str().unwrap(),
+        ]);
+        bots
+    }
+
+    pub fn write_script(&self, agent: &str, name: &str, source: &str) {
+        let path = self
+            .workspace(agent)
+            .join("bots")
+            .join(agent)
+            .join(format!("{name}.ts"));
+        std::fs::write(path, source).unwrap();
+    }
+
+    /// The binary with this library as its home, as a plain `std` command (for spawning).
+    pub fn std_cmd(&self) -> std::process::Command {
+        let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"));
+        cmd.env("MINDRUNE_HOME", self.home())
+            .env_remove("MINDRUNE_LOG")
+            .current_dir(self.dir.path());
+        cmd
+    }
+
+    pub fn cmd(&self) -> Command {
+        Command::from_std(self.std_cmd())
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd().args(args).output().unwrap()
+    }
+
+    /// Runs and expects success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert!(
+            output.status.success(),
+            "mindrune {args:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// Writes events (one JSON value per line) to a file and records it.
+    pub fn record(&self, events: &[serde_json::Value]) -> Output {
+        let path = self.events_file(events);
+        self.run(&["record", path.to_str().unwrap()])
+    }
+
+    pub fn events_file(&self, events: &[serde_json::Value]) -> PathBuf {
+        let text: String = events.iter().map(|e| format!("{e}\n")).collect();
+        let path = self
+            .dir
+            .path()
+            .join(format!("events-{}.jsonl", rand_suffix()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    pub fn skills_json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["skills", "--json"])).unwrap()
+    }
+
+    pub fn skill_json(&self, skill: &str) -> serde_json::Value {
+        serde_json::from_str(&self.ok(&["skill", "show", skill, "--json"])).unwrap()
+    }
+
+    /// Every byte the library keeps on disk (database, WAL), for leak checks.
+    pub fn stored_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        for entry in std::fs::read_dir(self.home()).unwrap().flatten() {
+            if entry.path().is_file() {
+                bytes.extend(std::fs::read(entry.path()).unwrap());
+            }
+        }
+        bytes
+    }
+}
+
+fn rand_suffix() -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    N.fetch_add(1, Ordering::Relaxed).to_string()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|w| w == needle.as_bytes())
+}
+
+/// A small real-looking rs-sdk script; `n` varies its code.
+pub fn script(n: u32) -> String {
+    format!(
+        "import {{ runScript }} from '../../sdk/runner';\n\nawait runScript(async ({{ bot, sdk }}) => {{\n  await bot.walkTo(3200, {n});\n}}, {{ timeout: 60_000 }});\n"
+    )
+}
+
+pub fn shell(agent: &str, command: &str, ok: bool) -> serde_json::Value {
+    serde_json::json!({"agent": agent, "kind": "shell", "command": command, "cwd": "/work", "ok": ok, "duration_ms": 60000,
+                       "at": "2026-11-28T10:00:00Z"})
+}

@@ -1,0 +1,340 @@
+//! The event contract: how a host reports one tool call (one JSON object per line).
+//!
+//! Fields (all but `agent` optional): `id`, `agent`, `at`, `kind`, `command`, `cwd`, `script`,
+//! `code`, `background`, `ok`, `duration_ms`, `output`, `measures`, `damage`. Unknown fields are
+//! an error, not ignored: a typo must not silently drop a measurement.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// The longest inline `code` accepted, in characters (rs-sdk's `execute_code` limit).
+pub const MAX_CODE_CHARS: usize = 262_144;
+/// The longest `command` accepted, in characters.
+pub const MAX_COMMAND_CHARS: usize = 262_144;
+
+/// What kind of tool call an event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventKind {
+    Shell,
+    ExecuteCode,
+}
+
+/// Results of a run, when the host measured them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measures {
+    #[serde(default)]
+    pub xp: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub items: BTreeMap<String, f64>,
+    #[serde(default)]
+    pub goal_progress: Option<f64>,
+}
+
+/// Harm a run came to, when the host measured it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Damage {
+    #[serde(default)]
+    pub deaths: u32,
+    #[serde(default)]
+    pub stuck: bool,
+    #[serde(default)]
+    pub items_lost: u32,
+}
+
+/// One tool call as it arrives on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawEvent {
+    /// A host-chosen id; a second event with the same id is a retry and is not counted again.
+    #[serde(default)]
+    pub id: Option<String>,
+    pub agent: String,
+    #[serde(default, with = "time::serde::rfc3339::option")]
+    pub at: Option<OffsetDateTime>,
+    #[serde(default)]
+    pub kind: Option<EventKind>,
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub script: Option<String>,
+    #[serde(default)]
+    pub code: Option<String>,
+    #[serde(default)]
+    pub background: Option<bool>,
+    #[serde(default)]
+    pub ok: Option<bool>,
+    #[serde(default)]
+    pub duration_ms: Option<u64>,
+    #[serde(default)]
+    pub output: Option<String>,
+    #[serde(default)]
+    pub measures: Option<Measures>,
+    #[serde(default)]
+    pub damage: Option<Damage>,
+}
+
+/// What the call did, once the kind is settled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Call {
+    Shell {
+        command: String,
+        cwd: Option<String>,
+    },
+    ExecuteScript {
+        script: String,
+    },
+    ExecuteCode {
+        code: String,
+    },
+}
+
+/// A checked event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub id: Option<String>,
+    pub agent: String,
+    pub at: Option<OffsetDateTime>,
+    pub call: Call,
+    pub background: bool,
+    pub ok: Option<bool>,
+    pub duration_ms: Option<u64>,
+    pub output: Option<String>,
+    pub measures: Option<Measures>,
+    pub damage: Option<Damage>,
+}
+
+/// Why an event line was rejected: the field (when one is to blame) and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+pub struct EventError {
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl EventError {
+    fn field(field: &str, message: impl Into<String>) -> EventError {
+        EventError {
+            field: Some(field.to_string()),
+            message: message.into(),
+        }
+    }
+}
+
+/// Parses and checks one event line.
+pub fn parse_line(line: &str) -> Result<Event, EventError> {
+    let raw: RawEvent = serde_json::from_str(line).map_err(|err| {
+        let message = err.to_string();
+        // serde names the unknown field in its message; lift it out so the error says which.
+        let field = message
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_string);
+        EventError {
+            field,
+            message: format!("{message} (column {})", err.column()),
+        }
+    })?;
+    check(raw)
+}
+
+/// Checks a decoded event: the kind and its fields agree, sizes and numbers are sane.
+pub fn check(raw: RawEvent) -> Result<Event, EventError> {
+    if raw.agent.trim().is_empty() {
+        return Err(EventError::field(
+            "agent",
+            "is empty; name the agent that made the call",
+        ));
+    }
+    let kind = match raw.kind {
+        Some(kind) => kind,
+        None if raw.command.is_some() => EventKind::Shell,
+        None if raw.script.is_some() || raw.code.is_some() => EventKind::ExecuteCode,
+        None => {
+            return Err(EventError::field(
+                "kind",
+                "is missing and cannot be told from the other fields; give `command` (shell) or `script`/`code` (execute_code)",
+            ));
+        }
+    };
+    let call = match kind {
+        EventKind::Shell => {
+            if raw.script.is_some() || raw.code.is_some() {
+                return Err(EventError::field(
+                    "kind",
+                    "is `shell` but the event has `script` or `code`; those belong to `execute_code`",
+                ));
+            }
+            let Some(command) = raw.command else {
+                return Err(EventError::field(
+                    "command",
+                    "is missing; a shell event needs the command line",
+                ));
+            };
+            if command.chars().count() > MAX_COMMAND_CHARS {
+                return Err(EventError::field(
+                    "command",
+                    format!("is longer than {MAX_COMMAND_CHARS} characters"),
+                ));
+            }
+            Call::Shell {
+                command,
+                cwd: raw.cwd,
+            }
+        }
+        EventKind::ExecuteCode => {
+            if raw.command.is_some() || raw.cwd.is_some() {
+                return Err(EventError::field(
+                    "kind",
+                    "is `execute_code` but the event has `command`/`cwd`; those belong to `shell`",
+                ));
+            }
+            match (raw.script, raw.code) {
+                (Some(_), Some(_)) => {
+                    return Err(EventError::field(
+                        "script",
+                        "and `code` are both given; an execute_code call runs one or the other",
+                    ));
+                }
+                (Some(script), None) => {
+                    if script.trim().is_empty() {
+                        return Err(EventError::field("script", "is empty"));
+                    }
+                    Call::ExecuteScript { script }
+                }
+                (None, Some(code)) => {
+                    if code.chars().count() > MAX_CODE_CHARS {
+                        return Err(EventError::field(
+                            "code",
+                            format!(
+                                "is longer than {MAX_CODE_CHARS} characters (rs-sdk's own limit); save it as a script"
+                            ),
+                        ));
+                    }
+                    Call::ExecuteCode { code }
+                }
+                (None, None) => {
+                    return Err(EventError::field(
+                        "script",
+                        "or `code` is needed for an execute_code event",
+                    ));
+                }
+            }
+        }
+    };
+    if let Some(measures) = &raw.measures {
+        for (name, value) in measures.xp.iter().chain(measures.items.iter()) {
+            if !value.is_finite() || *value < 0.0 {
+                return Err(EventError::field(
+                    "measures",
+                    format!("`{name}` is {value}; gains must be finite and not negative"),
+                ));
+            }
+        }
+        if let Some(progress) = measures.goal_progress
+            && !(0.0..=1.0).contains(&progress)
+        {
+            return Err(EventError::field(
+                "measures.goal_progress",
+                format!("is {progress}; it must lie between 0 and 1"),
+            ));
+        }
+    }
+    Ok(Event {
+        id: raw.id,
+        agent: raw.agent,
+        at: raw.at,
+        call,
+        background: raw.background.unwrap_or(false),
+        ok: raw.ok,
+        duration_ms: raw.duration_ms,
+        output: raw.output,
+        measures: raw.measures,
+        damage: raw.damage,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shell_event_parses_and_its_kind_is_inferred() {
+        let event = parse_line(
+            r#"{"agent":"buzz","at":"2026-11-28T10:00:00Z","command":"bun bots/buzz/chop.ts","cwd":"/work","ok":true,"duration_ms":61000}"#,
+        )
+        .unwrap();
+        assert_eq!(event.agent, "buzz");
+        assert!(matches!(event.call, Call::Shell { .. }));
+        assert_eq!(event.duration_ms, Some(61_000));
+    }
+
+    #[test]
+    fn an_execute_code_event_with_measures_and_damage_parses() {
+        let event = parse_line(
+            r#"{"agent":"buzz","kind":"execute_code","script":"bots/buzz/mine.ts","ok":false,"measures":{"xp":{"Mining":1250},"items":{"Iron ore":14},"goal_progress":0.5},"damage":{"deaths":1,"stuck":false,"items_lost":3}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            event.call,
+            Call::ExecuteScript {
+                script: "bots/buzz/mine.ts".into()
+            }
+        );
+        assert_eq!(event.measures.unwrap().xp["Mining"], 1250.0);
+        assert_eq!(event.damage.unwrap().deaths, 1);
+    }
+
+    #[test]
+    fn an_unknown_field_is_an_error_that_names_it() {
+        let err = parse_line(r#"{"agent":"buzz","command":"ls","okay":true}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("okay"));
+    }
+
+    #[test]
+    fn bad_json_is_an_error_with_a_column() {
+        let err = parse_line(r#"{"agent":"buzz","#).unwrap_err();
+        assert!(err.message.contains("column"), "{err}");
+    }
+
+    #[test]
+    fn code_over_the_limit_is_rejected() {
+        let code = "a".repeat(MAX_CODE_CHARS + 1);
+        let line = serde_json::json!({"agent": "buzz", "code": code}).to_string();
+        assert_eq!(
+            parse_line(&line).unwrap_err().field.as_deref(),
+            Some("code")
+        );
+    }
+
+    #[test]
+    fn script_and_code_together_are_rejected() {
+        let err = parse_line(r#"{"agent":"a","script":"bots/a/x.ts","code":"1"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("script"));
+    }
+
+    #[test]
+    fn negative_xp_is_rejected() {
+        let err = parse_line(r#"{"agent":"a","command":"x","measures":{"xp":{"Mining":-1}}}"#)
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("measures"));
+    }
+
+    #[test]
+    fn a_bad_timestamp_is_rejected() {
+        assert!(parse_line(r#"{"agent":"a","command":"x","at":"yesterday"}"#).is_err());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn parsing_never_panics(line in "\\PC{0,300}") {
+            let _ = parse_line(&line);
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! MindRune's pure domain.
+//!
+//! Architecture invariant: this crate does no I/O. It knows nothing about SQL, HTTP, MCP or the
+//! filesystem; every function here takes values and returns values (plus diagnostics), so it
+//! can be tested and fuzzed in isolation.
+
+pub mod digest;
+pub mod event;
+pub mod header;
+pub mod rs_output;
+pub mod score;
+pub mod secrets;
+pub mod shell_line;

@@ -1,0 +1,822 @@
+//! Parsing what an rs-sdk run printed.
+//!
+//! Two producers are understood:
+//!
+//! * `sdk/runner.ts` (`runScript`, i.e. `bun bots/<bot>/<name>.ts`) ends its output with
+//!   `── Result ──` (JSON), maybe `── Error ── Name: msg` plus a few stack frames, and
+//!   `── State ──` holding `formatWorldStateSummary`:
+//!
+//!   ```text
+//!   Pos (3222, 3218) lvl 0 | HP 10/10 | DEAD | fighting Cow
+//!   XP: Woodcutting +1,250, Firemaking +40          (or "XP: none gained")
+//!   Inv 5/28: Bronze axe, Logs x4
+//!   NPCs: Man x3 (2t)
+//!   [!] dialog open (3 options)
+//!   > I can't reach that!
+//!   ```
+//!
+//! * The MCP `execute_code` tool returns `── Execution (success, 1234ms) ──`, `── Console ──`,
+//!   `── Result ──` or `── Error ──` (message on the following line), and
+//!   `── Terminal World State ──` (older servers: `── World State ──`, no Execution header)
+//!   holding the full `formatWorldState` (`Status: DEAD …`, `## Dialog`, `## Recent Messages` …).
+//!
+//! Real captures are messy: they can be truncated anywhere, interleaved with the script's own
+//! logs and the runner's stderr, carry CRLF line ends or ANSI colour codes, and hold several
+//! runs back to back. The parser therefore works line by line, keys on section headers only, and
+//! for every field takes the LAST section of its kind, because the last one describes the run
+//! that finished most recently. It never panics and never fails: anything it does not recognise
+//! is simply left out of the result.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// The longest error summary kept, in characters; longer ones are cut so a run record stays small.
+pub const ERROR_MAX_CHARS: usize = 200;
+
+/// What [`parse_run_output`] reports when an `── Error ──` section exists but its message was
+/// lost (the capture was cut right after the header). The section alone proves the run failed,
+/// so `error` is still `Some`.
+pub const MISSING_ERROR_MESSAGE: &str = "(no error message)";
+
+/// The facts MindRune needs from one run's printed output.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunOutput {
+    /// XP gained per skill, from the last `XP:` line of the last state section.
+    /// `"Woodcutting +1,250"` becomes `("Woodcutting", 1250.0)`. Values are finite and ≥ 0.
+    pub xp: BTreeMap<String, f64>,
+    /// An `XP:` line was present in the last state section (even `XP: none gained`), so an empty
+    /// `xp` means "nothing gained" rather than "unknown".
+    pub xp_line_seen: bool,
+    /// The last state section says the player is dead: a `| DEAD` segment on its `Pos (…)` line
+    /// (runner summary) or a `Status: DEAD` line (full world state).
+    pub dead: bool,
+    /// `"Name: msg"` of the last `── Error ──` section: its first line only, at most
+    /// [`ERROR_MAX_CHARS`] characters.
+    pub error: Option<String>,
+    /// `success`, `error`, `timeout` or `cancelled` from the last `── Execution (…) ──` header.
+    pub execution_status: Option<String>,
+    /// Milliseconds from the last `── Execution (status, 1234ms) ──` header.
+    pub elapsed_ms: Option<u64>,
+    /// The run probably ended stuck: `blocking_ui.is_some() || cant_reach`.
+    pub stuck_hint: bool,
+    /// A state section (`State`, `World State` or `Terminal World State`) was found.
+    pub state_seen: bool,
+    /// What blocks the next script, from the last state section: the text after `[!] ` in the
+    /// summary form, or the open-UI headings (`Dialog`, `Modal Open`, `Interface`, `Shop`,
+    /// `Trade`, `Grand Exchange`) of the full form, joined with `", "`.
+    pub blocking_ui: Option<String>,
+    /// A recent game message of the last state section (`> …` lines of the summary, `- …` lines
+    /// under `## Recent Messages` of the full form) says "can't reach" / "cannot reach"
+    /// (any case, straight or curly apostrophe), as in the game's "I can't reach that!".
+    pub cant_reach: bool,
+}
+
+/// Parses the printed output of a `runScript` run or an `execute_code` call. Never panics.
+pub fn parse_run_output(output: &str) -> RunOutput {
+    let clean = strip_ansi(output);
+    // Splitting on both '\r' and '\n' handles CRLF and carriage-return progress lines alike; the
+    // empty lines this creates are harmless because every rule below skips blank lines.
+    let lines: Vec<&str> = clean.split(['\n', '\r']).collect();
+    let sections = split_sections(&lines);
+
+    let mut out = RunOutput::default();
+
+    if let Some(exec) = sections
+        .iter()
+        .rev()
+        .find(|s| s.kind == SectionKind::Execution)
+    {
+        let (status, elapsed) = parse_execution_title(exec.title);
+        out.execution_status = status;
+        out.elapsed_ms = elapsed;
+    }
+
+    if let Some(err) = sections.iter().rev().find(|s| s.kind == SectionKind::Error) {
+        let first = if err.inline.is_empty() {
+            err.body.iter().map(|l| l.trim()).find(|l| !l.is_empty())
+        } else {
+            Some(err.inline)
+        };
+        let msg = first.unwrap_or(MISSING_ERROR_MESSAGE);
+        out.error = Some(truncate_chars(msg, ERROR_MAX_CHARS).to_owned());
+    }
+
+    if let Some(state) = sections.iter().rev().find(|s| s.kind == SectionKind::State) {
+        out.state_seen = true;
+        read_state(state.body, &mut out);
+    }
+
+    out.stuck_hint = out.blocking_ui.is_some() || out.cant_reach;
+    out
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SectionKind {
+    /// Text before the first header: the script's own logs.
+    Preamble,
+    Execution,
+    Console,
+    Result,
+    Error,
+    State,
+    Tip,
+    /// A header we do not know, e.g. one a script printed itself. It still ends the section
+    /// before it, which keeps foreign text out of the sections we read.
+    Other,
+}
+
+struct Section<'a> {
+    kind: SectionKind,
+    /// The header's title, e.g. `Execution (success, 12ms)`.
+    title: &'a str,
+    /// Text after the closing `──` on the header line (the runner's `── Error ── Name: msg`).
+    inline: &'a str,
+    body: &'a [&'a str],
+}
+
+fn split_sections<'a>(lines: &'a [&'a str]) -> Vec<Section<'a>> {
+    let mut sections = Vec::new();
+    let mut kind = SectionKind::Preamble;
+    let mut title = "";
+    let mut inline = "";
+    let mut body_start = 0;
+    for (i, line) in lines.iter().enumerate() {
+        if let Some((t, rest)) = parse_header(line) {
+            sections.push(Section {
+                kind,
+                title,
+                inline,
+                body: &lines[body_start..i],
+            });
+            kind = classify_title(t);
+            title = t;
+            inline = rest;
+            body_start = i + 1;
+        }
+    }
+    sections.push(Section {
+        kind,
+        title,
+        inline,
+        body: &lines[body_start.min(lines.len())..],
+    });
+    sections
+}
+
+/// Recognises `── Title ──` and `── Title ── inline text`. The rule (a trimmed line starting
+/// with at least two box-drawing dashes and carrying a non-empty title) is loose on purpose: a
+/// header cut by truncation (`── Sta`) still ends the previous section instead of being read as
+/// part of it. Lines made only of dashes are dividers, not headers.
+fn parse_header(line: &str) -> Option<(&str, &str)> {
+    const DASH: char = '─';
+    let t = line.trim();
+    if !t.starts_with("──") {
+        return None;
+    }
+    let rest = t.trim_start_matches(DASH).trim_start();
+    let (title, inline) = match rest.find("──") {
+        Some(i) => (&rest[..i], rest[i..].trim_start_matches(DASH)),
+        None => (rest, ""),
+    };
+    let title = title.trim();
+    if title.is_empty() {
+        return None;
+    }
+    Some((title, inline.trim()))
+}
+
+fn classify_title(title: &str) -> SectionKind {
+    let lower = title.to_ascii_lowercase();
+    match lower.as_str() {
+        "result" => SectionKind::Result,
+        "error" => SectionKind::Error,
+        "state" | "world state" | "terminal world state" => SectionKind::State,
+        "console" => SectionKind::Console,
+        "tip" => SectionKind::Tip,
+        _ if lower.starts_with("execution") => SectionKind::Execution,
+        _ => SectionKind::Other,
+    }
+}
+
+/// Reads `Execution (success, 1234ms)`. A status outside the four documented ones (for example a
+/// word cut by truncation) is dropped rather than guessed; the elapsed time needs its `ms` unit so
+/// that a number cut in half is not mistaken for a shorter run.
+fn parse_execution_title(title: &str) -> (Option<String>, Option<u64>) {
+    let Some(open) = title.find('(') else {
+        return (None, None);
+    };
+    let inner = &title[open + 1..];
+    let inner = inner.split(')').next().unwrap_or(inner);
+    let mut parts = inner.split(',');
+    let status = parts
+        .next()
+        .map(|s| s.trim().to_ascii_lowercase())
+        .and_then(|s| match s.as_str() {
+            "success" | "error" | "timeout" | "cancelled" => Some(s),
+            "canceled" => Some("cancelled".to_owned()),
+            _ => None,
+        });
+    // Everything after the first comma is the duration; a locale may have grouped its digits.
+    let rest: String = parts.collect::<Vec<_>>().join("");
+    let rest = rest.trim();
+    let elapsed = rest.strip_suffix("ms").and_then(|n| {
+        let digits: String = n
+            .chars()
+            .filter(|c| !matches!(c, ',' | '_' | ' '))
+            .collect();
+        digits.trim().parse::<u64>().ok()
+    });
+    (status, elapsed)
+}
+
+/// The full-form headings that mean an interface is open and will block the next script.
+const BLOCKING_HEADINGS: &[&str] = &[
+    "Dialog",
+    "Modal Open",
+    "Interface",
+    "Shop",
+    "Trade",
+    "Grand Exchange",
+];
+
+fn read_state(body: &[&str], out: &mut RunOutput) {
+    let mut blockers: Vec<String> = Vec::new();
+    let mut summary_blocker: Option<String> = None;
+    let mut in_recent_messages = false;
+    for raw in body {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(heading) = line.strip_prefix("## ") {
+            // Full world state: remember which subsection we are in, and note open UIs.
+            let heading = heading.trim();
+            in_recent_messages = heading.eq_ignore_ascii_case("Recent Messages");
+            if BLOCKING_HEADINGS.iter().any(|h| heading.starts_with(h)) {
+                blockers.push(heading.to_owned());
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("Pos (") {
+            // Segments are separated by '|': "… | HP 10/10 | DEAD | fighting Cow". Matching a
+            // whole segment keeps an NPC called "Dead …" in "fighting …" from counting.
+            out.dead = rest.split('|').skip(1).any(|seg| seg.trim() == "DEAD");
+        } else if let Some(rest) = line.strip_prefix("Status:") {
+            out.dead = rest.trim_start().starts_with("DEAD");
+        } else if let Some(rest) = line.strip_prefix("XP:") {
+            out.xp_line_seen = true;
+            out.xp = parse_xp_list(rest);
+        } else if let Some(rest) = line.strip_prefix("[!]") {
+            summary_blocker = Some(rest.trim().to_owned());
+        } else if let Some(msg) = line.strip_prefix('>') {
+            out.cant_reach |= says_cant_reach(msg);
+        } else if in_recent_messages && let Some(msg) = line.strip_prefix("- ") {
+            out.cant_reach |= says_cant_reach(msg);
+        }
+    }
+    out.blocking_ui = match summary_blocker {
+        Some(b) if !b.is_empty() => Some(b),
+        Some(_) => Some("blocking UI".to_owned()),
+        None if !blockers.is_empty() => Some(blockers.join(", ")),
+        None => None,
+    };
+}
+
+fn says_cant_reach(msg: &str) -> bool {
+    let lower = msg.to_lowercase();
+    lower.contains("can't reach") || lower.contains("can’t reach") || lower.contains("cannot reach")
+}
+
+/// One `Name +number` entry of an `XP:` line. Entries are separated by commas, and the number
+/// may itself contain grouping separators (`1,250`; other locales use `'`, `’` or a (narrow)
+/// no-break or thin space), so a comma only ends a number when it is not followed by exactly
+/// three digits. `.` is read as the decimal point, as Bun's default `en-US` `toLocaleString`
+/// prints it. Skill names may contain spaces and digits (`Stat18`).
+static XP_ENTRY: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:^|,)\s*([^,+]+?)\s*\+\s*([0-9]+(?:[,'’\x{a0}\x{202f}\x{2009} ][0-9]{3})*(?:\.[0-9]+)?)",
+    )
+    .expect("XP entry regex is valid")
+});
+
+fn parse_xp_list(list: &str) -> BTreeMap<String, f64> {
+    let mut xp = BTreeMap::new();
+    if list.trim().eq_ignore_ascii_case("none gained") {
+        return xp;
+    }
+    for caps in XP_ENTRY.captures_iter(list) {
+        let (Some(name), Some(num)) = (caps.get(1), caps.get(2)) else {
+            continue;
+        };
+        let name = name.as_str().trim();
+        if name.is_empty() {
+            continue;
+        }
+        let digits: String = num
+            .as_str()
+            .chars()
+            .filter(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let Ok(value) = digits.parse::<f64>() else {
+            continue;
+        };
+        // A number too long for f64 parses as infinity; it cannot be a real XP gain.
+        if !value.is_finite() || value < 0.0 {
+            continue;
+        }
+        let entry = xp.entry(name.to_owned()).or_insert(0.0);
+        let sum = *entry + value;
+        *entry = if sum.is_finite() { sum } else { f64::MAX };
+    }
+    xp
+}
+
+fn truncate_chars(s: &str, max: usize) -> &str {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// Removes ANSI escape sequences (CSI such as colours, OSC such as hyperlinks and titles, and
+/// two- or three-character escapes). A malformed sequence stops at the first character that
+/// cannot belong to it, so a stray ESC never swallows the rest of a line or the next line.
+pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+    if !s.contains(['\u{1b}', '\u{9b}']) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        let csi = match c {
+            '\u{9b}' => true,
+            '\u{1b}' => match chars.peek() {
+                Some('[') => {
+                    chars.next();
+                    true
+                }
+                Some(']' | 'P' | 'X' | '^' | '_') => {
+                    chars.next();
+                    // String sequences end with BEL or ESC '\'; a line end also stops them.
+                    while let Some(&n) = chars.peek() {
+                        match n {
+                            '\u{7}' => {
+                                chars.next();
+                                break;
+                            }
+                            '\u{1b}' => {
+                                chars.next();
+                                if chars.peek() == Some(&'\\') {
+                                    chars.next();
+                                }
+                                break;
+                            }
+                            '\n' | '\r' => break,
+                            _ => {
+                                chars.next();
+                            }
+                        }
+                    }
+                    continue;
+                }
+                Some(&n) if (' '..='/').contains(&n) || ('0'..='~').contains(&n) => {
+                    // nF escapes (ESC, intermediates, final) and two-character Fp/Fe/Fs escapes.
+                    while chars.peek().is_some_and(|n| (' '..='/').contains(n)) {
+                        chars.next();
+                    }
+                    if chars.peek().is_some_and(|n| ('0'..='~').contains(n)) {
+                        chars.next();
+                    }
+                    continue;
+                }
+                _ => continue,
+            },
+            other => {
+                out.push(other);
+                false
+            }
+        };
+        if csi {
+            // Parameter bytes 0x30–0x3F, intermediates 0x20–0x2F, then one final byte 0x40–0x7E.
+            while chars.peek().is_some_and(|n| ('0'..='?').contains(n)) {
+                chars.next();
+            }
+            while chars.peek().is_some_and(|n| (' '..='/').contains(n)) {
+                chars.next();
+            }
+            if chars.peek().is_some_and(|n| ('@'..='~').contains(n)) {
+                chars.next();
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const RUNNER_SUCCESS: &str = "\
+[Runner] Connecting to bot \"woody1\"...
+[Runner] Connected to bot \"woody1\"
+chopping tree 1
+chopping tree 2
+
+── Result ──
+{
+  \"logs\": 4
+}
+
+── State ──
+Pos (3222, 3218) | HP 10/10
+XP: Woodcutting +1,250, Firemaking +40
+Inv 5/28: Bronze axe, Logs x4
+NPCs: Man x3 (2t)
+> You get some logs.
+[Runner] Disconnecting bot \"woody1\"...
+";
+
+    const RUNNER_FAILURE: &str = "\
+[Runner] Connected to bot \"miner\"
+
+── Error ── BotDisconnectedError: Bot client disconnected during script execution
+    at <anonymous> (/repo/sdk/runner.ts:412:45)
+    at processTicksAndRejections (native:7:39)
+
+── State ──
+Pos (3285, 3365) lvl 0 | HP 3/10 | DEAD | fighting Giant rat
+XP: none gained
+Inv 1/28: Bronze pickaxe
+[!] dialog open (3 options)
+> Oh dear, you are dead!
+";
+
+    #[test]
+    fn runner_success() {
+        let r = parse_run_output(RUNNER_SUCCESS);
+        assert!(r.xp_line_seen);
+        assert_eq!(r.xp.get("Woodcutting"), Some(&1250.0));
+        assert_eq!(r.xp.get("Firemaking"), Some(&40.0));
+        assert_eq!(r.xp.len(), 2);
+        assert!(!r.dead);
+        assert_eq!(r.error, None);
+        assert_eq!(r.execution_status, None);
+        assert_eq!(r.elapsed_ms, None);
+        assert!(!r.stuck_hint);
+        assert!(r.state_seen);
+        assert_eq!(r.blocking_ui, None);
+    }
+
+    #[test]
+    fn runner_failure_dead_none_gained_dialog() {
+        let r = parse_run_output(RUNNER_FAILURE);
+        assert!(r.xp_line_seen);
+        assert!(r.xp.is_empty());
+        assert!(r.dead);
+        assert_eq!(
+            r.error.as_deref(),
+            Some("BotDisconnectedError: Bot client disconnected during script execution")
+        );
+        assert!(r.stuck_hint);
+        assert_eq!(r.blocking_ui.as_deref(), Some("dialog open (3 options)"));
+        assert!(!r.cant_reach);
+    }
+
+    #[test]
+    fn cant_reach_message_is_a_stuck_hint() {
+        let out = "── State ──\nPos (3200, 3200) | HP 10/10\nXP: none gained\n\
+                   Inv 0/28: (empty)\n> I can't reach that!\n> I can't reach that! (x3)\n";
+        let r = parse_run_output(out);
+        assert!(r.cant_reach);
+        assert!(r.stuck_hint);
+        assert_eq!(r.blocking_ui, None);
+    }
+
+    #[test]
+    fn curly_apostrophe_and_cannot() {
+        assert!(says_cant_reach(" I can’t reach that!"));
+        assert!(says_cant_reach("You cannot reach that."));
+        assert!(!says_cant_reach("You reach the tree."));
+    }
+
+    #[test]
+    fn dead_only_as_its_own_segment() {
+        let out = "── State ──\nPos (3200, 3200) | HP 10/10 | fighting DEAD Man\nXP: none gained\n";
+        assert!(!parse_run_output(out).dead);
+        let out = "── State ──\nPos (3200, 3200) | HP 0/10 | DEAD\n";
+        assert!(parse_run_output(out).dead);
+    }
+
+    #[test]
+    fn stale_state_suffix() {
+        let out = "── State ──\nPos (3200, 3200) | HP 0/10 | DEAD | state 12s ago\nXP: Attack +4\n";
+        let r = parse_run_output(out);
+        assert!(r.dead);
+        assert_eq!(r.xp.get("Attack"), Some(&4.0));
+    }
+
+    const MCP_NEW_SUCCESS: &str = "\
+── Execution (success, 1234ms) ──
+
+── Console ──
+walking to bank
+── fake header printed by the script ──
+
+── Result ──
+{
+  \"ok\": true
+}
+
+── Terminal World State ──
+# World State
+Tick: 1200 | In Game: true | Updated: just now
+
+## Player
+Name: woody1 (Combat 3)
+Position: (3222, 3218) Level 0
+
+## Skills
+Woodcutting: 15 (2,411 xp)
+
+## Recent Messages
+- You get some logs.
+";
+
+    #[test]
+    fn execute_code_new_success() {
+        let r = parse_run_output(MCP_NEW_SUCCESS);
+        assert_eq!(r.execution_status.as_deref(), Some("success"));
+        assert_eq!(r.elapsed_ms, Some(1234));
+        assert_eq!(r.error, None);
+        assert!(r.state_seen);
+        assert!(!r.xp_line_seen);
+        assert!(r.xp.is_empty());
+        assert!(!r.dead);
+        assert!(!r.stuck_hint);
+    }
+
+    const MCP_NEW_TIMEOUT: &str = "\
+── Execution (timeout, 120003ms) ──
+
+── Console ──
+attacking cow
+[warn] still attacking
+
+── Error ──
+Code execution timed out after 2 minute(s)
+
+An SDK/BotActions call had already started when execution stopped.
+
+── Terminal World State ──
+# World State
+Tick: 5 | In Game: true
+
+## Player
+Name: fighter (Combat 3)
+Position: (3253, 3266) Level 0
+Status: DEAD (life 2, death tick 4)
+
+## Dialog
+Options (select with sendClickDialog(N) using the N below, or clickDialogByText(\"...\")):
+  1. Yes
+  2. No
+
+## Player Chat
+- Zezima: I can't reach that lol
+
+## Recent Messages
+- Oh dear, you are dead!
+- I can't reach that!
+";
+
+    #[test]
+    fn execute_code_new_timeout() {
+        let r = parse_run_output(MCP_NEW_TIMEOUT);
+        assert_eq!(r.execution_status.as_deref(), Some("timeout"));
+        assert_eq!(r.elapsed_ms, Some(120_003));
+        assert_eq!(
+            r.error.as_deref(),
+            Some("Code execution timed out after 2 minute(s)")
+        );
+        assert!(r.dead);
+        assert_eq!(r.blocking_ui.as_deref(), Some("Dialog"));
+        assert!(r.cant_reach);
+        assert!(r.stuck_hint);
+    }
+
+    #[test]
+    fn player_chat_is_not_a_game_message() {
+        let out = "── Terminal World State ──\n## Player Chat\n- Bob: I can't reach that\n\
+                   ## Recent Messages\n- Welcome to RuneScape.\n";
+        let r = parse_run_output(out);
+        assert!(!r.cant_reach);
+        assert!(!r.stuck_hint);
+    }
+
+    #[test]
+    fn execute_code_old_form() {
+        let out = "── Console ──\nhello\n\n── Error ──\nTypeError: bot.chop is not a function\n\n\
+                   ── World State ──\n# World State\n## Player\nPosition: (3200, 3200) Level 0\n\
+                   ## Shop\nTitle: Bob's Brilliant Axes\n## Interface (id: 270)\n";
+        let r = parse_run_output(out);
+        assert_eq!(r.execution_status, None);
+        assert_eq!(r.elapsed_ms, None);
+        assert_eq!(
+            r.error.as_deref(),
+            Some("TypeError: bot.chop is not a function")
+        );
+        assert!(r.state_seen);
+        assert_eq!(r.blocking_ui.as_deref(), Some("Shop, Interface (id: 270)"));
+        assert!(r.stuck_hint);
+    }
+
+    #[test]
+    fn cancelled_and_canceled() {
+        let r = parse_run_output(
+            "── Execution (cancelled, 5ms) ──\n── Error ──\nCancelled by MCP client\n",
+        );
+        assert_eq!(r.execution_status.as_deref(), Some("cancelled"));
+        assert_eq!(r.elapsed_ms, Some(5));
+        let r = parse_run_output("── Execution (canceled, 5ms) ──\n");
+        assert_eq!(r.execution_status.as_deref(), Some("cancelled"));
+        let r = parse_run_output("── Execution (exploded, 5ms) ──\n");
+        assert_eq!(r.execution_status, None);
+        assert_eq!(r.elapsed_ms, Some(5));
+        let r = parse_run_output("── Execution (error, 1,234ms) ──\n");
+        assert_eq!(r.execution_status.as_deref(), Some("error"));
+        assert_eq!(r.elapsed_ms, Some(1234));
+    }
+
+    #[test]
+    fn crlf_output() {
+        let r = parse_run_output(&RUNNER_FAILURE.replace('\n', "\r\n"));
+        assert!(r.dead);
+        assert!(r.xp_line_seen);
+        assert_eq!(
+            r.error.as_deref(),
+            Some("BotDisconnectedError: Bot client disconnected during script execution")
+        );
+        let r = parse_run_output(&RUNNER_SUCCESS.replace('\n', "\r\n"));
+        assert_eq!(r.xp.get("Woodcutting"), Some(&1250.0));
+    }
+
+    #[test]
+    fn ansi_colours() {
+        let out = "\x1b[1m── Execution (success, 88ms) ──\x1b[0m\n\
+                   \x1b[2m── State ──\x1b[22m\n\
+                   Pos (3200, 3200) | HP \x1b[31m0/10\x1b[39m | \x1b[31mDEAD\x1b[0m\n\
+                   XP: \x1b[32mMining +1,005\x1b[0m\n\
+                   \x1b]8;;https://example.com\x07link\x1b]8;;\x07\n";
+        let r = parse_run_output(out);
+        assert_eq!(r.execution_status.as_deref(), Some("success"));
+        assert_eq!(r.elapsed_ms, Some(88));
+        assert!(r.dead);
+        assert_eq!(r.xp.get("Mining"), Some(&1005.0));
+    }
+
+    #[test]
+    fn strip_ansi_forms() {
+        assert_eq!(strip_ansi("plain"), Cow::Borrowed("plain"));
+        assert_eq!(strip_ansi("\x1b[38;5;196mred\x1b[0m"), "red");
+        assert_eq!(strip_ansi("\x1b(Bx"), "x");
+        assert_eq!(strip_ansi("\x1b]0;title\x1b\\y"), "y");
+        assert_eq!(strip_ansi("\u{9b}1mz"), "z");
+        // A truncated sequence must not eat the following line.
+        assert_eq!(strip_ansi("a\x1b[31\nb"), "a\nb");
+        assert_eq!(strip_ansi("a\x1b]8;;http\nb"), "a\nb");
+        assert_eq!(strip_ansi("end\x1b"), "end");
+    }
+
+    #[test]
+    fn truncated_mid_state() {
+        let out =
+            "── Result ──\n42\n\n── State ──\nPos (3200, 3200) | HP 10/10\nXP: Woodcutting +1,2";
+        let r = parse_run_output(out);
+        assert!(r.xp_line_seen);
+        // The number was cut; what is left still parses as a (smaller, but finite) gain.
+        assert_eq!(r.xp.get("Woodcutting"), Some(&1.0));
+        let out = "── Result ──\n42\n\n── State ──\nPos (3200, 32";
+        let r = parse_run_output(out);
+        assert!(r.state_seen);
+        assert!(!r.xp_line_seen);
+        assert!(!r.dead);
+        // A header cut in half ends the section before it but is not a state section.
+        let r = parse_run_output("── State ──\nXP: Attack +5\n── Sta");
+        assert_eq!(r.xp.get("Attack"), Some(&5.0));
+        let r = parse_run_output("── Error ──");
+        assert_eq!(r.error.as_deref(), Some(MISSING_ERROR_MESSAGE));
+    }
+
+    #[test]
+    fn last_state_section_wins() {
+        let out = format!(
+            "{RUNNER_FAILURE}\n{RUNNER_SUCCESS}\n── State ──\nPos (1, 2) | HP 1/10\nXP: Fishing +7\n"
+        );
+        let r = parse_run_output(&out);
+        assert!(!r.dead);
+        assert!(!r.stuck_hint);
+        assert_eq!(r.xp.len(), 1);
+        assert_eq!(r.xp.get("Fishing"), Some(&7.0));
+        // The error of the earlier run is still the last error section in the capture.
+        assert!(r.error.is_some());
+        // And in the other order the dead state is the last one.
+        let r = parse_run_output(&format!("{RUNNER_SUCCESS}{RUNNER_FAILURE}"));
+        assert!(r.dead);
+        assert!(r.xp.is_empty());
+    }
+
+    #[test]
+    fn xp_numbers_and_names() {
+        let xp = parse_xp_list(" Woodcutting +1,250, Firemaking +40");
+        assert_eq!(xp.get("Woodcutting"), Some(&1250.0));
+        assert_eq!(xp.get("Firemaking"), Some(&40.0));
+        let xp = parse_xp_list(" Attack +1,234,567, Hitpoints +12.5,Defence +3");
+        assert_eq!(xp.get("Attack"), Some(&1_234_567.0));
+        assert_eq!(xp.get("Hitpoints"), Some(&12.5));
+        assert_eq!(xp.get("Defence"), Some(&3.0));
+        let xp = parse_xp_list(" Rune Crafting +1\u{202f}250, Stat18 +2, Slayer +1'000");
+        assert_eq!(xp.get("Rune Crafting"), Some(&1250.0));
+        assert_eq!(xp.get("Stat18"), Some(&2.0));
+        assert_eq!(xp.get("Slayer"), Some(&1000.0));
+        assert!(parse_xp_list(" none gained").is_empty());
+        assert!(parse_xp_list(" +5, , garbage").is_empty());
+        // A number that overflows f64 is dropped instead of becoming infinity.
+        let huge = format!(" Magic +{}", "9".repeat(400));
+        assert!(parse_xp_list(&huge).is_empty());
+    }
+
+    #[test]
+    fn error_first_line_truncated_to_200_chars() {
+        let long = "é".repeat(300);
+        let r = parse_run_output(&format!("── Error ── Error: {long}\n    at x (y.ts:1:1)\n"));
+        let e = r.error.expect("error");
+        assert_eq!(e.chars().count(), ERROR_MAX_CHARS);
+        assert!(e.starts_with("Error: é"));
+    }
+
+    #[test]
+    fn empty_and_garbage() {
+        assert_eq!(parse_run_output(""), RunOutput::default());
+        assert_eq!(
+            parse_run_output("just some logs\nXP: Attack +5\n"),
+            RunOutput::default()
+        );
+        let r = parse_run_output("──────────\n── ──\n──");
+        assert_eq!(r, RunOutput::default());
+    }
+
+    fn section_strategy() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just("── State ──".to_owned()),
+            Just("── Terminal World State ──".to_owned()),
+            Just("── Error ──".to_owned()),
+            Just("── Error ── Error: boom".to_owned()),
+            Just("── Result ──".to_owned()),
+            "── Execution \\([a-z]{0,9}, [0-9,]{0,25}(ms)?\\) ──",
+            "XP: ([A-Za-z ]{0,12} \\+[0-9,.'\u{202f} ]{0,30}(, )?){0,4}",
+            "Pos \\([0-9, ]{0,12}\\)( \\| [A-Z]{0,5})*",
+            "(> |\\[!\\] |- |## )[ -~]{0,30}",
+            "\u{1b}\\[[0-9;]{0,6}[a-zA-Z]?",
+            ".{0,40}",
+        ]
+    }
+
+    proptest! {
+        // No regression files: this crate's tests must not write into the source tree.
+        #![proptest_config(ProptestConfig {
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn never_panics_on_arbitrary_text(s in any::<String>()) {
+            let r = parse_run_output(&s);
+            for v in r.xp.values() {
+                prop_assert!(v.is_finite() && *v >= 0.0);
+            }
+            if let Some(e) = &r.error {
+                prop_assert!(e.chars().count() <= ERROR_MAX_CHARS);
+            }
+        }
+
+        #[test]
+        fn never_panics_on_structured_text(
+            parts in proptest::collection::vec(section_strategy(), 0..30),
+            sep in prop_oneof![Just("\n"), Just("\r\n"), Just("\r")],
+        ) {
+            let s = parts.join(sep);
+            let r = parse_run_output(&s);
+            for v in r.xp.values() {
+                prop_assert!(v.is_finite() && *v >= 0.0);
+            }
+            prop_assert_eq!(r.stuck_hint, r.blocking_ui.is_some() || r.cant_reach);
+            if let Some(status) = &r.execution_status {
+                prop_assert!(["success", "error", "timeout", "cancelled"].contains(&status.as_str()));
+            }
+        }
+    }
+}

@@ -1,0 +1,2485 @@
+//! Which scripts a shell line runs (owned by the shell-line helper; see issue 2 §4).
+//!
+//! One tool call is one run per script, so MindRune needs to know, for a single shell line,
+//! which workspace scripts it runs in the foreground. [`classify_shell_line`] answers that
+//! without executing anything and without touching the filesystem:
+//!
+//! * The structure of the line (lists, `&&`/`||`, pipelines, subshells, brace groups,
+//!   `if`/`case`/loops, function definitions, `&` background jobs, heredocs, comments) comes
+//!   from `brush-parser`'s AST, so quoting and comments follow the real shell rules.
+//! * Words are unquoted by a small linear lexer in this module rather than by
+//!   `brush_parser::word::parse`, because that PEG word parser backtracks exponentially on
+//!   unbalanced parentheses inside arithmetic (for example `$(( \(\(\(…` or a heredoc body
+//!   full of `$((`), and a classifier must answer in bounded time for any input.
+//! * Before anything is handed to the parser, [`precheck`] bounds the nesting depth (the
+//!   parser recurses once per nesting level and would overflow the stack), the depth of
+//!   nested parentheses (the parser backtracks exponentially on them: 20 nested `(` already
+//!   take seconds), and rejects the one input class that makes brush-parser 0.4 panic (a
+//!   redirection file-descriptor number that does not fit in an `i32`, e.g. `99999999999>x`).
+//! * A walker then follows the commands in execution order, tracking the working directory
+//!   through `cd`, subshell scopes, function definitions and calls, background jobs and the
+//!   `wait`s that turn them back into foreground runs, and recursing into `sh -c '…'`,
+//!   `eval '…'`, `$(…)` and `<(…)`. A fuel budget bounds the total work.
+//!
+//! Anything it cannot be sure about becomes a diagnostic, never a guess.
+
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use brush_parser::ast;
+
+/// Where the line ran.
+#[derive(Debug, Clone, Copy)]
+pub struct ShellContext<'a> {
+    /// The working directory of the call as reported by the host (absolute like "/work" or "/work/bots/buzz", or relative to the workspace root like "bots/buzz"; None = the workspace root).
+    pub cwd: Option<&'a str>,
+    /// Absolute paths under which the agent's workspace is visible (e.g. ["/work", "/home/me/avatars/buzz"]). The first one is the canonical one. A path resolved inside any of them is made workspace-relative.
+    pub workspace_roots: &'a [&'a str],
+}
+
+/// What one shell line runs.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShellRuns {
+    /// Each distinct script the line runs in the foreground, once, in order of first appearance: workspace-relative, lexically normalised path with '/' separators, e.g. "bots/buzz/chop.ts".
+    pub runs: Vec<String>,
+    /// Scripts the line starts detached (sent to the background and never waited for); these are NOT runs, but the caller logs them.
+    pub detached: Vec<String>,
+    /// Problems worth telling the user (unparseable line, script path outside the workspace, …). Never fail: always return a value.
+    pub diagnostics: Vec<String>,
+}
+
+/// The file extensions of scripts whose runs count.
+pub const SCRIPT_EXTENSIONS: [&str; 4] = [".ts", ".js", ".mjs", ".tsx"];
+
+/// How deeply constructs may nest, counting subshells, groups, compound commands, command
+/// substitutions, `sh -c` strings and function calls together. brush-parser spends roughly
+/// 16 KiB of stack per nesting level in a debug build, so 64 levels stay well inside the
+/// 2 MiB stack of a spawned thread.
+pub const MAX_NESTING: usize = 64;
+
+/// How deeply parentheses may nest in one piece of shell code. brush-parser tries an
+/// arithmetic `((…))` reading before a subshell reading at every level and has no
+/// memoisation, so its time grows exponentially with this depth; 12 levels parse in about a
+/// millisecond, and no real command line comes close.
+const MAX_PAREN_NESTING: usize = 12;
+
+/// The total work allowed for one line, in units of one command visited or 64 bytes lexed or
+/// parsed. Function calls and loops re-walk code, so without a budget a short line of
+/// functions that each call the next one twice could take exponential time.
+const FUEL: usize = 1_000_000;
+
+/// At most this many diagnostics are returned, so that a huge line cannot produce a huge
+/// answer.
+const MAX_DIAGNOSTICS: usize = 20;
+
+/// Classifies one tool call's shell line into the scripts it runs (see the module docs).
+pub fn classify_shell_line(line: &str, ctx: &ShellContext<'_>) -> ShellRuns {
+    let mut walker = Walker::new(ctx.workspace_roots);
+    let cwd = walker.initial_cwd(ctx.cwd);
+    let mut scope = Scope::new(cwd);
+    let parsed = walker.walk_text(line, &mut scope, 0, Origin::Line);
+    walker.finish(parsed)
+}
+
+// ---------------------------------------------------------------------------------------
+// Paths
+// ---------------------------------------------------------------------------------------
+
+/// Lexically normalises an absolute path: drops empty and `.` segments and resolves `..`
+/// (which stops at `/`, as the kernel does), without looking at the filesystem.
+fn normalize_abs(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return "/".to_owned();
+    }
+    let mut out = String::with_capacity(path.len());
+    for part in parts {
+        out.push('/');
+        out.push_str(part);
+    }
+    out
+}
+
+/// Resolves `rel` against the absolute directory `base`.
+fn join_path(base: &str, rel: &str) -> String {
+    normalize_abs(&format!("{base}/{rel}"))
+}
+
+/// Whether the last path component has a counted script extension (and more than it).
+fn has_script_ext(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    SCRIPT_EXTENSIONS
+        .iter()
+        .any(|ext| name.len() > ext.len() && name.ends_with(ext))
+}
+
+/// The working directory as far as the walker knows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Cwd {
+    /// A normalised absolute path.
+    Known(String),
+    /// Unknown; the text says why, phrased to follow "the working directory is unknown".
+    Unknown(String),
+}
+
+impl Cwd {
+    /// The directory after `cd target` from this one. An empty target leaves it unchanged, as
+    /// in bash.
+    fn change_to(&self, target: &str) -> Cwd {
+        if target.is_empty() {
+            self.clone()
+        } else if target.starts_with('/') {
+            Cwd::Known(normalize_abs(target))
+        } else {
+            match self {
+                Cwd::Known(dir) => Cwd::Known(join_path(dir, target)),
+                Cwd::Unknown(why) => Cwd::Unknown(why.clone()),
+            }
+        }
+    }
+
+    /// The directory after `cd` to the given word: literal words are followed, anything the
+    /// shell would expand makes the directory unknown, since guessing could attribute a run
+    /// to the wrong script.
+    fn change_to_word(&self, word: &WordInfo, command: &str) -> Cwd {
+        match word.path() {
+            Some("-") => Cwd::Unknown(format!("after `{command} -`")),
+            Some(target) => self.change_to(target),
+            None => Cwd::Unknown(format!("after `{command} {}`", word.raw)),
+        }
+    }
+
+    /// The directory after one of several branches ran: known only if all agree.
+    fn merge(&self, other: &Cwd) -> Cwd {
+        match (self, other) {
+            (a, b) if a == b => a.clone(),
+            (Cwd::Unknown(why), _) | (_, Cwd::Unknown(why)) => Cwd::Unknown(why.clone()),
+            _ => Cwd::Unknown("because it depends on which branch of an `if` or `case` ran".into()),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Pre-parse scanner
+// ---------------------------------------------------------------------------------------
+
+/// An open construct while scanning shell code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Frame {
+    /// `(` in code, closed by `)`.
+    Paren,
+    /// `$(`, closed by `)`.
+    Subst,
+    /// `$((`, closed by `))`.
+    Arith,
+    /// `${`, closed by `}`.
+    DollarBrace,
+    /// `"`.
+    DQuote,
+    /// A backquoted command substitution.
+    Backtick,
+    /// A `{` group.
+    Brace,
+    /// `case … esac`, whose pattern `)`s close nothing.
+    Case,
+    /// `[[ … ]]`, whose `!`, `&&` and `||` each add a level in brush-parser's precedence parser.
+    ExtTest,
+}
+
+/// What [`scan`] found.
+#[derive(Debug, Default)]
+struct ScanOutcome {
+    /// When scanning an opened construct: the index just past its closing delimiter.
+    end: Option<usize>,
+    max_depth: usize,
+    /// The deepest nesting of parentheses the parser itself will see (those inside words,
+    /// such as `$(…)`, are left to the tokenizer and parsed separately).
+    max_parens: usize,
+    /// Parentheses still open at the end of the text.
+    unclosed_paren: bool,
+    /// Blanks between two opening parentheses, to be replaced by newlines (see
+    /// [`Scanner::paren`]).
+    paren_gaps: Vec<usize>,
+}
+
+#[derive(Default)]
+struct Scanner {
+    stack: Vec<Frame>,
+    /// Per open `(`: whether the parser sees it (it is not inside a word).
+    paren_counted: Vec<bool>,
+    ext_ops: Vec<usize>,
+    ext_total: usize,
+    parens: usize,
+    /// Open constructs that are part of a word (quotes, substitutions, expansions).
+    word_level: usize,
+    keywords: usize,
+    max_depth: usize,
+    max_parens: usize,
+    heredocs: Vec<(Vec<u8>, bool)>,
+    paren_gaps: Vec<usize>,
+}
+
+impl Scanner {
+    fn top(&self) -> Option<Frame> {
+        self.stack.last().copied()
+    }
+
+    fn note(&mut self) {
+        self.max_depth = self
+            .max_depth
+            .max(self.stack.len() + self.keywords + self.ext_total);
+        self.max_parens = self.max_parens.max(self.parens);
+    }
+
+    fn push(&mut self, frame: Frame) {
+        self.stack.push(frame);
+        match frame {
+            Frame::Paren => {
+                let counted = self.word_level == 0;
+                self.paren_counted.push(counted);
+                self.parens += usize::from(counted);
+            }
+            Frame::Subst | Frame::Arith | Frame::DollarBrace | Frame::DQuote | Frame::Backtick => {
+                self.word_level += 1;
+            }
+            Frame::ExtTest => self.ext_ops.push(0),
+            Frame::Brace | Frame::Case => {}
+        }
+        self.note();
+    }
+
+    fn pop(&mut self) {
+        match self.stack.pop() {
+            Some(Frame::Paren) => {
+                if self.paren_counted.pop().unwrap_or(false) {
+                    self.parens = self.parens.saturating_sub(1);
+                }
+            }
+            Some(
+                Frame::Subst | Frame::Arith | Frame::DollarBrace | Frame::DQuote | Frame::Backtick,
+            ) => self.word_level = self.word_level.saturating_sub(1),
+            Some(Frame::ExtTest) => {
+                let ops = self.ext_ops.pop().unwrap_or(0);
+                self.ext_total = self.ext_total.saturating_sub(ops);
+            }
+            Some(Frame::Brace | Frame::Case) | None => {}
+        }
+    }
+
+    /// Opens a `(` at `i`. brush-parser reads two `(` tokens in a row as the start of an
+    /// arithmetic command even when blanks separate them, whereas bash only does so for a
+    /// literal `((`; so `( (cd a; bun x.ts) )` would come back as arithmetic and its runs
+    /// would be lost. A newline between the two is equivalent for bash and stops the
+    /// parser's arithmetic reading, so the first blank of such a gap is marked to become
+    /// one (same length, so positions do not move).
+    fn paren(&mut self, b: &[u8], i: usize) -> usize {
+        let in_code = self.word_level == 0 && self.ext_ops.is_empty() && self.heredocs.is_empty();
+        self.push(Frame::Paren);
+        let mut j = i + 1;
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        if in_code && j > i + 1 && b.get(j) == Some(&b'(') {
+            self.paren_gaps.push(i + 1);
+        }
+        i + 1
+    }
+
+    fn ext_op(&mut self) {
+        if let Some(ops) = self.ext_ops.last_mut() {
+            *ops += 1;
+            self.ext_total += 1;
+            self.note();
+        }
+    }
+
+    /// Handles one byte of shell code (outside quotes) at `i`; returns the next index.
+    fn code_byte(&mut self, b: &[u8], i: usize, top: Option<Frame>) -> usize {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        match c {
+            b'\\' => i + 2,
+            b'\'' => skip_single_quoted(b, i + 1),
+            b'"' => {
+                self.push(Frame::DQuote);
+                i + 1
+            }
+            b'`' => {
+                if top == Some(Frame::Backtick) {
+                    self.pop();
+                } else {
+                    self.push(Frame::Backtick);
+                }
+                i + 1
+            }
+            b'$' => match next {
+                Some(b'\'') => skip_ansi_c(b, i + 2),
+                Some(b'(') if b.get(i + 2) == Some(&b'(') => {
+                    self.push(Frame::Arith);
+                    i + 3
+                }
+                Some(b'(') => {
+                    self.push(Frame::Subst);
+                    i + 2
+                }
+                Some(b'{') => {
+                    self.push(Frame::DollarBrace);
+                    i + 2
+                }
+                Some(b'"') => {
+                    self.push(Frame::DQuote);
+                    i + 2
+                }
+                _ => i + 1,
+            },
+            b'(' => self.paren(b, i),
+            b')' => match top {
+                Some(Frame::Arith) if next == Some(b')') => {
+                    self.pop();
+                    i + 2
+                }
+                Some(Frame::Paren | Frame::Subst) => {
+                    self.pop();
+                    i + 1
+                }
+                // A `)` that closes nothing is a case pattern's (or a syntax error the parser
+                // will report).
+                _ => i + 1,
+            },
+            b'#' if top != Some(Frame::Arith) && at_word_start(b, i) => skip_to_newline(b, i),
+            b'<' if next == Some(b'<') && top != Some(Frame::Arith) => {
+                if b.get(i + 2) == Some(&b'<') {
+                    i + 3
+                } else {
+                    self.heredoc_operator(b, i + 2)
+                }
+            }
+            b'\n' if !self.heredocs.is_empty() => self.skip_heredoc_bodies(b, i + 1),
+            b'&' | b'|' if top == Some(Frame::ExtTest) && next == Some(c) => {
+                self.ext_op();
+                i + 2
+            }
+            _ if is_keyword_byte(c) && at_word_start(b, i) => self.keyword(b, i, top),
+            _ => i + 1,
+        }
+    }
+
+    /// Handles a run of word bytes at a word start, counting reserved words that nest.
+    fn keyword(&mut self, b: &[u8], i: usize, top: Option<Frame>) -> usize {
+        let mut end = i;
+        while end < b.len() && is_keyword_byte(b[end]) {
+            end += 1;
+        }
+        if end < b.len() && !is_delimiter(b[end]) {
+            // Not a whole word, so not a reserved word; the run holds no byte with a special
+            // meaning, so it can be skipped.
+            return end;
+        }
+        match &b[i..end] {
+            b"if" | b"while" | b"until" | b"for" | b"select" | b"coproc" => {
+                self.keywords += 1;
+                self.note();
+            }
+            b"fi" | b"done" => self.keywords = self.keywords.saturating_sub(1),
+            b"case" => self.push(Frame::Case),
+            b"esac" if top == Some(Frame::Case) => self.pop(),
+            b"{" => self.push(Frame::Brace),
+            b"}" if top == Some(Frame::Brace) => self.pop(),
+            b"[[" => self.push(Frame::ExtTest),
+            b"]]" if top == Some(Frame::ExtTest) => self.pop(),
+            b"!" if top == Some(Frame::ExtTest) => self.ext_op(),
+            _ => {}
+        }
+        end
+    }
+
+    /// Records the delimiter of a heredoc whose `<<` ends just before `j`.
+    fn heredoc_operator(&mut self, b: &[u8], mut j: usize) -> usize {
+        let mut strip_tabs = false;
+        if b.get(j) == Some(&b'-') {
+            strip_tabs = true;
+            j += 1;
+        }
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        let mut delimiter = Vec::new();
+        while let Some(&c) = b.get(j) {
+            match c {
+                b'\'' | b'"' => {
+                    let close = b
+                        .get(j + 1..)
+                        .and_then(|rest| rest.iter().position(|&x| x == c))
+                        .map_or(b.len(), |p| j + 1 + p);
+                    delimiter.extend_from_slice(b.get(j + 1..close).unwrap_or_default());
+                    j = close + 1;
+                }
+                b'\\' => {
+                    if let Some(&escaped) = b.get(j + 1) {
+                        delimiter.push(escaped);
+                    }
+                    j += 2;
+                }
+                _ if is_delimiter(c) => break,
+                _ => {
+                    delimiter.push(c);
+                    j += 1;
+                }
+            }
+        }
+        if !delimiter.is_empty() {
+            self.heredocs.push((delimiter, strip_tabs));
+        }
+        j
+    }
+
+    /// Skips the bodies of the pending heredocs, which start at `i` (after a newline).
+    fn skip_heredoc_bodies(&mut self, b: &[u8], mut i: usize) -> usize {
+        for (delimiter, strip_tabs) in std::mem::take(&mut self.heredocs) {
+            while i < b.len() {
+                let line_end = b[i..]
+                    .iter()
+                    .position(|&c| c == b'\n')
+                    .map_or(b.len(), |p| i + p);
+                let mut line = &b[i..line_end];
+                if strip_tabs {
+                    while let [b'\t', rest @ ..] = line {
+                        line = rest;
+                    }
+                }
+                i = (line_end + 1).min(b.len());
+                if line == delimiter.as_slice() {
+                    break;
+                }
+            }
+        }
+        i
+    }
+}
+
+/// Bytes that end a shell word.
+fn is_delimiter(c: u8) -> bool {
+    matches!(
+        c,
+        b' ' | b'\t' | b'\n' | b'\r' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+    )
+}
+
+/// Bytes that can form a reserved word this scanner cares about.
+fn is_keyword_byte(c: u8) -> bool {
+    c.is_ascii_alphabetic() || matches!(c, b'_' | b'{' | b'}' | b'[' | b']' | b'!')
+}
+
+fn at_word_start(b: &[u8], i: usize) -> bool {
+    i == 0 || is_delimiter(b[i - 1])
+}
+
+/// The index just past the `'` closing a single-quoted string that starts at `j`.
+fn skip_single_quoted(b: &[u8], j: usize) -> usize {
+    b.get(j..)
+        .and_then(|rest| rest.iter().position(|&c| c == b'\''))
+        .map_or(b.len(), |p| j + p + 1)
+}
+
+/// The index just past the `'` closing an ANSI-C string (`$'…'`) whose body starts at `j`.
+fn skip_ansi_c(b: &[u8], mut j: usize) -> usize {
+    while j < b.len() {
+        match b[j] {
+            b'\\' => j += 2,
+            b'\'' => return j + 1,
+            _ => j += 1,
+        }
+    }
+    b.len()
+}
+
+/// The index of the newline ending the comment at `i` (the newline itself still matters).
+fn skip_to_newline(b: &[u8], i: usize) -> usize {
+    b[i..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |p| i + p)
+}
+
+/// Scans shell code from `start`. With `initial`, the code is the inside of that construct
+/// and the scan stops just past its closing delimiter; without, it runs to the end of the
+/// text. Either way it measures nesting. It is iterative and linear, so it is safe on any
+/// input; it follows the shell's quoting closely enough to find the ends of `$(…)` and
+/// `${…}` inside words and to bound what the parser will meet.
+fn scan(b: &[u8], start: usize, initial: Option<Frame>) -> ScanOutcome {
+    let mut s = Scanner::default();
+    let stop_when_closed = initial.is_some();
+    if let Some(frame) = initial {
+        s.push(frame);
+    }
+    let mut i = start;
+    while i < b.len() {
+        let c = b[i];
+        let next = b.get(i + 1).copied();
+        match s.top() {
+            Some(Frame::DQuote) => match c {
+                b'\\' => i += 2,
+                b'"' => {
+                    s.pop();
+                    i += 1;
+                }
+                b'`' => {
+                    s.push(Frame::Backtick);
+                    i += 1;
+                }
+                b'$' if next == Some(b'(') => {
+                    s.push(Frame::Subst);
+                    i += 2;
+                }
+                b'$' if next == Some(b'{') => {
+                    s.push(Frame::DollarBrace);
+                    i += 2;
+                }
+                _ => i += 1,
+            },
+            Some(Frame::DollarBrace) => match c {
+                b'\\' => i += 2,
+                b'\'' => i = skip_single_quoted(b, i + 1),
+                b'"' => {
+                    s.push(Frame::DQuote);
+                    i += 1;
+                }
+                b'`' => {
+                    s.push(Frame::Backtick);
+                    i += 1;
+                }
+                b'$' if next == Some(b'(') => {
+                    s.push(Frame::Subst);
+                    i += 2;
+                }
+                b'$' if next == Some(b'{') => {
+                    s.push(Frame::DollarBrace);
+                    i += 2;
+                }
+                b'}' => {
+                    s.pop();
+                    i += 1;
+                }
+                _ => i += 1,
+            },
+            top => i = s.code_byte(b, i, top),
+        }
+        if stop_when_closed && s.stack.is_empty() {
+            return ScanOutcome {
+                end: Some(i.min(b.len())),
+                max_depth: s.max_depth,
+                max_parens: s.max_parens,
+                unclosed_paren: false,
+                paren_gaps: s.paren_gaps,
+            };
+        }
+    }
+    ScanOutcome {
+        end: None,
+        max_depth: s.max_depth,
+        max_parens: s.max_parens,
+        unclosed_paren: s
+            .stack
+            .iter()
+            .any(|f| matches!(f, Frame::Paren | Frame::Subst)),
+        paren_gaps: s.paren_gaps,
+    }
+}
+
+/// Why a piece of shell code was not handed to the parser.
+#[derive(Debug)]
+enum PrecheckError {
+    /// Nested too deeply to parse safely; the shell itself might well run it.
+    TooDeep,
+    /// The shell would reject it too.
+    Unparseable(String),
+}
+
+/// Decides whether `text` is safe to hand to brush-parser (see the module docs) and returns
+/// the text to parse.
+fn precheck(text: &str, max_depth: usize) -> Result<std::borrow::Cow<'_, str>, PrecheckError> {
+    if expanding_heredoc_delimiter(text.as_bytes()) {
+        return Err(PrecheckError::Unparseable(
+            "a heredoc delimiter contains a substitution".to_owned(),
+        ));
+    }
+    if let Some(number) = oversized_fd_number(text.as_bytes()) {
+        return Err(PrecheckError::Unparseable(format!(
+            "the redirection file descriptor {number} is out of range"
+        )));
+    }
+    let outcome = scan(text.as_bytes(), 0, None);
+    if outcome.max_parens > MAX_PAREN_NESTING || outcome.max_depth > max_depth {
+        return Err(PrecheckError::TooDeep);
+    }
+    if outcome.unclosed_paren {
+        // Checked here rather than left to the parser because unbalanced parentheses are
+        // where its backtracking is at its worst.
+        return Err(PrecheckError::Unparseable(
+            "a parenthesis is never closed".to_owned(),
+        ));
+    }
+    if outcome.paren_gaps.is_empty() {
+        return Ok(std::borrow::Cow::Borrowed(text));
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    for gap in outcome.paren_gaps {
+        bytes[gap] = b'\n';
+    }
+    // Replacing an ASCII blank by an ASCII newline keeps the text valid UTF-8.
+    Ok(std::borrow::Cow::Owned(
+        String::from_utf8_lossy(&bytes).into_owned(),
+    ))
+}
+
+/// Whether a heredoc delimiter contains `$(`, `${`, `$[` or a backquote. brush-parser 0.4
+/// tokenizes such a delimiter as a nested construct while it is still collecting the
+/// heredoc tag, and at the end of the input (e.g. `<<$( &$(`) it then loops forever, pushing
+/// empty tokens until memory runs out. The check works on the raw text, whatever the
+/// quoting, because a miss would be fatal and a false alarm (the characters `<<$(` inside a
+/// quoted string) only costs a diagnostic on a line nobody writes.
+fn expanding_heredoc_delimiter(b: &[u8]) -> bool {
+    let mut i = 0;
+    while i + 1 < b.len() {
+        if b[i] != b'<' || b[i + 1] != b'<' || b.get(i + 2) == Some(&b'<') {
+            i += 1;
+            continue;
+        }
+        // `<<<` starts a here-string; skip past the whole run of `<`.
+        if i > 0 && b[i - 1] == b'<' {
+            i += 2;
+            continue;
+        }
+        let mut j = i + 2;
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        while matches!(b.get(j), Some(b' ' | b'\t')) {
+            j += 1;
+        }
+        let start = j;
+        while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') {
+            j += 1;
+        }
+        // The byte after a `$` at the end of the region still matters (`<<$(`).
+        let region = &b[start..(j + 1).min(b.len())];
+        if region.contains(&b'`')
+            || region
+                .windows(2)
+                .any(|w| w[0] == b'$' && matches!(w[1], b'(' | b'{' | b'['))
+        {
+            return true;
+        }
+        i = j.max(i + 2);
+    }
+    false
+}
+
+/// Finds a word of digits directly followed by `<` or `>` whose value does not fit in an
+/// `i32`: brush-parser 0.4 reads such a word as a redirection's file descriptor with
+/// `parse().unwrap()` and panics. It looks at the raw text (after removing line
+/// continuations, as the tokenizer does), so it can also reject such digits inside quotes;
+/// no real command line has them.
+fn oversized_fd_number(b: &[u8]) -> Option<String> {
+    let joined: Vec<u8>;
+    let b = if b.windows(2).any(|w| w == b"\\\n") {
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            if b[i] == b'\\' && b.get(i + 1) == Some(&b'\n') {
+                i += 2;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        joined = out;
+        &joined[..]
+    } else {
+        b
+    };
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() && at_word_start(b, i) {
+            let start = i;
+            while i < b.len() && b[i].is_ascii_digit() {
+                i += 1;
+            }
+            if matches!(b.get(i), Some(b'<' | b'>')) {
+                let digits = &b[start..i];
+                let fits = digits.len() <= 10
+                    && std::str::from_utf8(digits)
+                        .ok()
+                        .and_then(|d| d.parse::<i32>().ok())
+                        .is_some();
+                if !fits {
+                    return Some(String::from_utf8_lossy(digits).into_owned());
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------
+// Word lexer
+// ---------------------------------------------------------------------------------------
+
+/// One shell word, unquoted.
+#[derive(Debug, Clone, Default)]
+struct WordInfo {
+    /// The word as written.
+    raw: String,
+    /// The word after quote removal, or None if the shell would expand part of it
+    /// (a variable, `~`, a command substitution, arithmetic, an unusual `$'…'` escape).
+    literal: Option<String>,
+    /// Unquoted glob or brace-expansion characters, so the word may become other words.
+    glob: bool,
+    /// The code of each command substitution in the word, in order.
+    subs: Vec<String>,
+    /// Substitutions nested too deeply to follow.
+    too_deep: bool,
+}
+
+impl WordInfo {
+    /// The word as a path, if the shell would pass it on unchanged.
+    fn path(&self) -> Option<&str> {
+        if self.glob {
+            None
+        } else {
+            self.literal.as_deref()
+        }
+    }
+
+    /// Whether the word reads as an environment assignment (`NAME=value`).
+    fn is_assignment(&self) -> bool {
+        let Some((name, _)) = self.raw.split_once('=') else {
+            return false;
+        };
+        let mut chars = name.chars();
+        chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    }
+}
+
+/// Lexes one word as the shell's quote removal would see it.
+fn lex_word(raw: &str) -> WordInfo {
+    let mut lexer = Lexer::new(raw.as_bytes());
+    lexer.unquoted(0, raw.len(), 0);
+    lexer.finish(raw)
+}
+
+/// Lexes the body of a heredoc whose delimiter was unquoted: quotes are plain text there,
+/// but `$(…)` and backquotes still run.
+fn lex_heredoc(body: &str) -> WordInfo {
+    let b = body.as_bytes();
+    let mut lexer = Lexer::new(b);
+    let mut i = 0;
+    while i < b.len() {
+        i = match b[i] {
+            b'\\' => i + 2,
+            b'`' => lexer.backquoted(i + 1, b.len(), false),
+            b'$' => lexer.dollar(i, b.len(), true, 0),
+            _ => i + 1,
+        };
+    }
+    lexer.finish(body)
+}
+
+struct Lexer<'a> {
+    b: &'a [u8],
+    lit: Vec<u8>,
+    expanded: bool,
+    glob: bool,
+    brace: bool,
+    subs: Vec<String>,
+    too_deep: bool,
+}
+
+impl<'a> Lexer<'a> {
+    fn new(b: &'a [u8]) -> Self {
+        Lexer {
+            b,
+            lit: Vec::new(),
+            expanded: false,
+            glob: false,
+            brace: false,
+            subs: Vec::new(),
+            too_deep: false,
+        }
+    }
+
+    fn finish(self, raw: &str) -> WordInfo {
+        WordInfo {
+            raw: raw.to_owned(),
+            literal: (!self.expanded).then(|| String::from_utf8_lossy(&self.lit).into_owned()),
+            glob: self.glob,
+            subs: self.subs,
+            too_deep: self.too_deep,
+        }
+    }
+
+    fn text(&self, start: usize, end: usize) -> String {
+        String::from_utf8_lossy(self.b.get(start..end).unwrap_or_default()).into_owned()
+    }
+
+    /// Lexes `b[i..end]` outside quotes.
+    fn unquoted(&mut self, mut i: usize, end: usize, depth: usize) {
+        while i < end {
+            let c = self.b[i];
+            i = match c {
+                b'\\' if i + 1 < end => {
+                    // A backslash-newline is a line continuation and disappears.
+                    if self.b[i + 1] != b'\n' {
+                        self.lit.push(self.b[i + 1]);
+                    }
+                    i + 2
+                }
+                b'\'' => {
+                    let close = self.b[i + 1..end]
+                        .iter()
+                        .position(|&x| x == b'\'')
+                        .map_or(end, |p| i + 1 + p);
+                    self.lit.extend_from_slice(&self.b[i + 1..close]);
+                    close + 1
+                }
+                b'"' => self.double_quoted(i + 1, end, depth),
+                b'`' => self.backquoted(i + 1, end, false),
+                b'$' => self.dollar(i, end, false, depth),
+                b'~' if i == 0 => {
+                    self.expanded = true;
+                    i + 1
+                }
+                b'*' | b'?' | b'[' | b'(' | b')' => {
+                    // `(` and `)` only reach a word inside extglob patterns like `@(a|b)`.
+                    self.glob = true;
+                    self.lit.push(c);
+                    i + 1
+                }
+                b'{' => {
+                    self.brace = true;
+                    self.lit.push(c);
+                    i + 1
+                }
+                b'}' => {
+                    self.glob |= self.brace;
+                    self.lit.push(c);
+                    i + 1
+                }
+                _ => {
+                    self.lit.push(c);
+                    i + 1
+                }
+            };
+        }
+    }
+
+    /// Lexes a double-quoted string whose body starts at `i`; returns the index past it.
+    fn double_quoted(&mut self, mut i: usize, end: usize, depth: usize) -> usize {
+        while i < end {
+            let c = self.b[i];
+            match c {
+                b'"' => return i + 1,
+                b'\\' => match self.b.get(i + 1).filter(|_| i + 1 < end) {
+                    Some(b'\n') => i += 2,
+                    Some(&n) if matches!(n, b'$' | b'`' | b'"' | b'\\') => {
+                        self.lit.push(n);
+                        i += 2;
+                    }
+                    _ => {
+                        self.lit.push(c);
+                        i += 1;
+                    }
+                },
+                b'`' => i = self.backquoted(i + 1, end, true),
+                b'$' => i = self.dollar(i, end, true, depth),
+                _ => {
+                    self.lit.push(c);
+                    i += 1;
+                }
+            }
+        }
+        end
+    }
+
+    /// Lexes a backquoted command substitution whose body starts at `i`.
+    fn backquoted(&mut self, mut i: usize, end: usize, in_double_quotes: bool) -> usize {
+        self.expanded = true;
+        let mut code = Vec::new();
+        while i < end {
+            match self.b[i] {
+                b'`' => {
+                    self.subs.push(String::from_utf8_lossy(&code).into_owned());
+                    return i + 1;
+                }
+                b'\\'
+                    if i + 1 < end
+                        && (matches!(self.b[i + 1], b'`' | b'$' | b'\\')
+                            || (in_double_quotes && self.b[i + 1] == b'"')) =>
+                {
+                    code.push(self.b[i + 1]);
+                    i += 2;
+                }
+                c => {
+                    code.push(c);
+                    i += 1;
+                }
+            }
+        }
+        end
+    }
+
+    /// Lexes the expansion starting with the `$` at `i`.
+    fn dollar(&mut self, i: usize, end: usize, in_double_quotes: bool, depth: usize) -> usize {
+        let next = (i + 1 < end).then(|| self.b[i + 1]);
+        match next {
+            Some(b'\'') if !in_double_quotes => self.ansi_c(i + 2, end),
+            Some(b'"') if !in_double_quotes => self.double_quoted(i + 2, end, depth),
+            Some(b'(') => {
+                self.expanded = true;
+                let arithmetic = i + 2 < end && self.b[i + 2] == b'(';
+                let Some(close) = scan(&self.b[..end], i + 2, Some(Frame::Subst)).end else {
+                    return end;
+                };
+                if arithmetic {
+                    let inner_end = close.saturating_sub(2).max(i + 3);
+                    self.inner_subs(i + 3, inner_end, depth);
+                } else {
+                    let code = self.text(i + 2, close.saturating_sub(1).max(i + 2));
+                    self.subs.push(code);
+                }
+                close
+            }
+            Some(b'{') => {
+                self.expanded = true;
+                let Some(close) = scan(&self.b[..end], i + 2, Some(Frame::DollarBrace)).end else {
+                    return end;
+                };
+                self.inner_subs(i + 2, close.saturating_sub(1).max(i + 2), depth);
+                close
+            }
+            Some(b'[') => {
+                self.expanded = true;
+                let close = self.b[i + 2..end]
+                    .iter()
+                    .position(|&c| c == b']')
+                    .map_or(end, |p| i + 2 + p);
+                self.inner_subs(i + 2, close, depth);
+                (close + 1).min(end)
+            }
+            Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
+                self.expanded = true;
+                let mut j = i + 1;
+                while j < end && (self.b[j].is_ascii_alphanumeric() || self.b[j] == b'_') {
+                    j += 1;
+                }
+                j
+            }
+            Some(c) if c.is_ascii_digit() || b"@*#?-$!".contains(&c) => {
+                self.expanded = true;
+                i + 2
+            }
+            _ => {
+                self.lit.push(b'$');
+                i + 1
+            }
+        }
+    }
+
+    /// Collects the command substitutions inside an arithmetic or parameter expansion, whose
+    /// text is `b[start..end]`.
+    fn inner_subs(&mut self, start: usize, end: usize, depth: usize) {
+        if depth + 1 >= MAX_NESTING {
+            self.too_deep = true;
+            return;
+        }
+        let mut inner = Lexer::new(self.b);
+        inner.unquoted(start, end.min(self.b.len()), depth + 1);
+        self.subs.append(&mut inner.subs);
+        self.too_deep |= inner.too_deep;
+    }
+
+    /// Lexes an ANSI-C quoted string (`$'…'`) whose body starts at `i`.
+    fn ansi_c(&mut self, mut i: usize, end: usize) -> usize {
+        while i < end {
+            match self.b[i] {
+                b'\'' => return i + 1,
+                b'\\' if i + 1 < end => {
+                    let decoded = match self.b[i + 1] {
+                        b'n' => Some(b'\n'),
+                        b't' => Some(b'\t'),
+                        b'r' => Some(b'\r'),
+                        b'a' => Some(7),
+                        b'b' => Some(8),
+                        b'e' | b'E' => Some(27),
+                        b'f' => Some(12),
+                        b'v' => Some(11),
+                        c @ (b'\\' | b'\'' | b'"' | b'?') => Some(c),
+                        _ => None,
+                    };
+                    match decoded {
+                        Some(c) => self.lit.push(c),
+                        // Octal, hex and Unicode escapes are not decoded, so the word is not
+                        // trusted as a path.
+                        None => self.expanded = true,
+                    }
+                    i += 2;
+                }
+                c => {
+                    self.lit.push(c);
+                    i += 1;
+                }
+            }
+        }
+        end
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Walker
+// ---------------------------------------------------------------------------------------
+
+/// Where a piece of shell code came from, for diagnostics.
+#[derive(Debug, Clone, Copy)]
+enum Origin {
+    Line,
+    ShellString,
+    Eval,
+    Substitution,
+}
+
+impl Origin {
+    fn describe(self) -> &'static str {
+        match self {
+            Origin::Line => "the shell line",
+            Origin::ShellString => "a `sh -c` command string",
+            Origin::Eval => "an `eval` string",
+            Origin::Substitution => "a command substitution",
+        }
+    }
+}
+
+/// One shell process's state as far as running scripts is concerned.
+#[derive(Clone)]
+struct Scope {
+    cwd: Cwd,
+    dir_stack: Vec<Cwd>,
+    functions: HashMap<String, Rc<ast::FunctionBody>>,
+    /// Background jobs this shell started, in order (for `%N` and `$!`).
+    started: Vec<usize>,
+    /// Background jobs a `wait` would still wait for.
+    pending: Vec<usize>,
+    /// The background jobs this shell itself runs inside: its scripts are foreground runs
+    /// only if every one of them was waited for.
+    chain: Vec<usize>,
+    /// Functions being called, to stop recursion.
+    calls: Vec<String>,
+}
+
+impl Scope {
+    fn new(cwd: Cwd) -> Self {
+        Scope {
+            cwd,
+            dir_stack: Vec::new(),
+            functions: HashMap::new(),
+            started: Vec::new(),
+            pending: Vec::new(),
+            chain: Vec::new(),
+            calls: Vec::new(),
+        }
+    }
+
+    /// A subshell: a copy of this shell whose changes do not come back, and which cannot wait
+    /// for its parent's jobs.
+    fn subshell(&self) -> Self {
+        Scope {
+            started: Vec::new(),
+            pending: Vec::new(),
+            ..self.clone()
+        }
+    }
+
+    /// A new shell process (`sh -c`): it inherits only the working directory.
+    fn new_shell(&self, cwd: Cwd) -> Self {
+        Scope {
+            chain: self.chain.clone(),
+            ..Scope::new(cwd)
+        }
+    }
+}
+
+/// A script the line starts.
+struct Occurrence {
+    path: String,
+    chain: Vec<usize>,
+    detached: bool,
+}
+
+/// A shell builtin that changes what later commands mean.
+#[derive(Debug, Clone, Copy)]
+enum Builtin {
+    Cd,
+    Pushd,
+    Popd,
+    Wait,
+    Disown,
+}
+
+/// What a simple command does, as far as scripts are concerned. `at` is the index of the
+/// argument word after whose expansion it happens.
+#[derive(Debug)]
+enum Action {
+    Script {
+        at: usize,
+        cwd: Cwd,
+        detached: bool,
+    },
+    Shell {
+        at: usize,
+        code: String,
+        cwd: Cwd,
+        detached: bool,
+    },
+    Eval {
+        at: usize,
+        code: String,
+    },
+    Builtin {
+        at: usize,
+        kind: Builtin,
+        from: usize,
+    },
+    Call {
+        at: usize,
+        name: String,
+    },
+    Diag {
+        at: usize,
+        message: String,
+    },
+}
+
+impl Action {
+    fn at(&self) -> usize {
+        match self {
+            Action::Script { at, .. }
+            | Action::Shell { at, .. }
+            | Action::Eval { at, .. }
+            | Action::Builtin { at, .. }
+            | Action::Call { at, .. }
+            | Action::Diag { at, .. } => *at,
+        }
+    }
+}
+
+/// What the wrappers in front of a command changed.
+struct Mods {
+    /// The command is run by another program (`env`, `timeout`, …), so shell functions and
+    /// builtins such as `cd` do not apply.
+    external: bool,
+    /// `command`/`builtin` skip shell functions.
+    no_functions: bool,
+    detached: bool,
+    cwd: Cwd,
+    xargs: bool,
+}
+
+/// How a script runner (`bun`, `node`, `tsx`) reads its arguments.
+struct Runner {
+    name: &'static str,
+    /// Options followed by a separate value.
+    value_flags: &'static [&'static str],
+    /// Options that mean no script file runs (inline code, version, help, test runners).
+    no_file_flags: &'static [&'static str],
+    no_file_prefixes: &'static [&'static str],
+    /// A subcommand word that may precede the file (`bun run`, `tsx watch`).
+    run_word: Option<&'static str>,
+    /// Subcommands that do not run a file.
+    other_subcommands: &'static [&'static str],
+    /// Whether `--cwd <dir>` changes where the file is looked up.
+    cwd_flag: bool,
+}
+
+const BUN: Runner = Runner {
+    name: "bun",
+    value_flags: &[
+        "-r",
+        "--preload",
+        "--require",
+        "--import",
+        "--env-file",
+        "-c",
+        "--config",
+        "--tsconfig-override",
+        "-d",
+        "--define",
+        "-l",
+        "--loader",
+        "--main-fields",
+        "--extension-order",
+        "--jsx-factory",
+        "--jsx-fragment",
+        "--jsx-import-source",
+        "--jsx-runtime",
+        "--port",
+        "--conditions",
+        "--fetch-preconnect",
+        "--max-http-header-size",
+        "--dns-result-order",
+        "--title",
+        "--console-depth",
+        "--shell",
+        "--elide-lines",
+        "-F",
+        "--filter",
+        "--origin",
+        "--unhandled-rejections",
+        "--user-agent",
+    ],
+    no_file_flags: &[
+        "-e",
+        "--eval",
+        "-p",
+        "--print",
+        "-v",
+        "--version",
+        "-h",
+        "--help",
+        "--revision",
+    ],
+    no_file_prefixes: &["--eval=", "--print="],
+    run_word: Some("run"),
+    other_subcommands: &[
+        "test",
+        "build",
+        "install",
+        "i",
+        "add",
+        "a",
+        "remove",
+        "rm",
+        "update",
+        "outdated",
+        "link",
+        "unlink",
+        "pm",
+        "init",
+        "create",
+        "c",
+        "x",
+        "upgrade",
+        "publish",
+        "patch",
+        "patch-commit",
+        "audit",
+        "info",
+        "why",
+        "repl",
+        "exec",
+        "completions",
+        "discord",
+        "help",
+        "feedback",
+    ],
+    cwd_flag: true,
+};
+
+const NODE: Runner = Runner {
+    name: "node",
+    value_flags: &[
+        "-r",
+        "--require",
+        "--import",
+        "--loader",
+        "--experimental-loader",
+        "-C",
+        "--conditions",
+        "--env-file",
+        "--input-type",
+        "--inspect-port",
+        "--title",
+        "--watch-path",
+    ],
+    no_file_flags: &[
+        "-e",
+        "--eval",
+        "-p",
+        "--print",
+        "-c",
+        "--check",
+        "--test",
+        "--run",
+        "-v",
+        "--version",
+        "-h",
+        "--help",
+        "-i",
+        "--interactive",
+    ],
+    no_file_prefixes: &["--eval=", "--print=", "--run=", "--test="],
+    run_word: None,
+    other_subcommands: &[],
+    cwd_flag: false,
+};
+
+const TSX: Runner = Runner {
+    name: "tsx",
+    value_flags: &["--tsconfig", "--env-file", "--import", "--require", "-r"],
+    no_file_flags: &[
+        "-e",
+        "--eval",
+        "-p",
+        "--print",
+        "--test",
+        "-v",
+        "--version",
+        "-h",
+        "--help",
+    ],
+    no_file_prefixes: &["--eval=", "--print="],
+    run_word: Some("watch"),
+    other_subcommands: &[],
+    cwd_flag: false,
+};
+
+/// Options of `xargs` followed by a separate value.
+const XARGS_VALUE_FLAGS: &[&str] = &[
+    "-a",
+    "--arg-file",
+    "-d",
+    "--delimiter",
+    "-E",
+    "-I",
+    "-L",
+    "-n",
+    "--max-args",
+    "-P",
+    "--max-procs",
+    "-s",
+    "--max-chars",
+    "--process-slot-var",
+];
+
+/// An item of a simple command, in source order.
+enum Item<'x> {
+    Word(WordInfo),
+    Assignment(WordInfo),
+    Redirect(&'x ast::IoRedirect),
+    ProcessSubstitution(&'x ast::SubshellCommand),
+}
+
+impl<'x> Item<'x> {
+    fn from_ast(item: &'x ast::CommandPrefixOrSuffixItem, is_suffix: bool) -> Self {
+        match item {
+            ast::CommandPrefixOrSuffixItem::IoRedirect(redirect) => Item::Redirect(redirect),
+            ast::CommandPrefixOrSuffixItem::Word(word) => Item::Word(lex_word(&word.value)),
+            // After the command name an assignment is just an argument (`export A=1`).
+            ast::CommandPrefixOrSuffixItem::AssignmentWord(_, word) if is_suffix => {
+                Item::Word(lex_word(&word.value))
+            }
+            ast::CommandPrefixOrSuffixItem::AssignmentWord(_, word) => {
+                Item::Assignment(lex_word(&word.value))
+            }
+            ast::CommandPrefixOrSuffixItem::ProcessSubstitution(_, subshell) => {
+                Item::ProcessSubstitution(subshell)
+            }
+        }
+    }
+}
+
+struct Walker {
+    /// Normalised roots, the canonical one first.
+    roots: Vec<String>,
+    /// The same, longest first, so the most specific root wins.
+    roots_by_len: Vec<String>,
+    occurrences: Vec<Occurrence>,
+    /// Per background job: whether the line waits for it.
+    waited: Vec<bool>,
+    diagnostics: Vec<String>,
+    seen_diagnostics: HashSet<String>,
+    suppressed_diagnostics: usize,
+    fuel: usize,
+    gave_up: bool,
+}
+
+impl Walker {
+    fn new(roots: &[&str]) -> Self {
+        let mut walker = Walker {
+            roots: Vec::new(),
+            roots_by_len: Vec::new(),
+            occurrences: Vec::new(),
+            waited: Vec::new(),
+            diagnostics: Vec::new(),
+            seen_diagnostics: HashSet::new(),
+            suppressed_diagnostics: 0,
+            fuel: FUEL,
+            gave_up: false,
+        };
+        for root in roots {
+            if root.starts_with('/') {
+                let root = normalize_abs(root);
+                if !walker.roots.contains(&root) {
+                    walker.roots.push(root);
+                }
+            } else {
+                walker.diag(format!(
+                    "ignoring the workspace root `{root}`: it is not an absolute path"
+                ));
+            }
+        }
+        walker.roots_by_len = walker.roots.clone();
+        walker
+            .roots_by_len
+            .sort_by_key(|root| std::cmp::Reverse(root.len()));
+        walker
+    }
+
+    fn initial_cwd(&mut self, cwd: Option<&str>) -> Cwd {
+        let canonical = self.roots.first().cloned();
+        let relative_to_root = |rel: &str| match &canonical {
+            Some(root) => Cwd::Known(join_path(root, rel)),
+            None => Cwd::Unknown("because no workspace root was given".to_owned()),
+        };
+        match cwd {
+            None => relative_to_root(""),
+            Some(dir) if dir.starts_with('/') => Cwd::Known(normalize_abs(dir)),
+            Some(dir) if dir.starts_with('~') || dir.starts_with('$') => Cwd::Unknown(format!(
+                "because the reported directory `{dir}` is not a plain path"
+            )),
+            Some(dir) => relative_to_root(dir),
+        }
+    }
+
+    fn diag(&mut self, message: String) {
+        if self.seen_diagnostics.contains(&message) {
+            return;
+        }
+        if self.diagnostics.len() >= MAX_DIAGNOSTICS {
+            self.suppressed_diagnostics += 1;
+            return;
+        }
+        self.seen_diagnostics.insert(message.clone());
+        self.diagnostics.push(message);
+    }
+
+    /// Stops the analysis: the result will hold no runs, because a partial answer could
+    /// miss a run or attribute one wrongly.
+    fn give_up(&mut self, why: &str) {
+        if !self.gave_up {
+            self.gave_up = true;
+            self.diag(format!(
+                "gave up analysing the line: {why}; no runs recorded"
+            ));
+        }
+    }
+
+    /// Spends `units` of the work budget; false once it is exhausted.
+    fn burn(&mut self, units: usize) -> bool {
+        if self.gave_up {
+            return false;
+        }
+        if self.fuel < units {
+            self.give_up("it is too complex to analyse");
+            return false;
+        }
+        self.fuel -= units;
+        true
+    }
+
+    fn new_job(&mut self) -> usize {
+        self.waited.push(false);
+        self.waited.len() - 1
+    }
+
+    fn finish(mut self, parsed: bool) -> ShellRuns {
+        if self.suppressed_diagnostics > 0 {
+            let more = self.suppressed_diagnostics;
+            self.diagnostics
+                .push(format!("… and {more} more diagnostics"));
+        }
+        if !parsed || self.gave_up {
+            return ShellRuns {
+                runs: Vec::new(),
+                detached: Vec::new(),
+                diagnostics: self.diagnostics,
+            };
+        }
+        let mut runs = Vec::new();
+        let mut detached = Vec::new();
+        let mut seen_runs = HashSet::new();
+        let mut seen_detached = HashSet::new();
+        for occurrence in &self.occurrences {
+            let foreground =
+                !occurrence.detached && occurrence.chain.iter().all(|&job| self.waited[job]);
+            let (list, seen) = if foreground {
+                (&mut runs, &mut seen_runs)
+            } else {
+                (&mut detached, &mut seen_detached)
+            };
+            if seen.insert(occurrence.path.clone()) {
+                list.push(occurrence.path.clone());
+            }
+        }
+        ShellRuns {
+            runs,
+            detached,
+            diagnostics: self.diagnostics,
+        }
+    }
+
+    /// Parses and walks a piece of shell code. Returns false if it could not be parsed.
+    fn walk_text(&mut self, text: &str, scope: &mut Scope, depth: usize, origin: Origin) -> bool {
+        if !self.burn(1 + text.len() / 64) {
+            return false;
+        }
+        if depth >= MAX_NESTING {
+            self.give_up("it nests more than 64 levels deep");
+            return false;
+        }
+        let what = origin.describe();
+        let consequence = match origin {
+            Origin::Line => "; no runs recorded",
+            _ => "",
+        };
+        let text = match precheck(text, MAX_NESTING - depth) {
+            Ok(text) => text,
+            Err(PrecheckError::TooDeep) => {
+                self.give_up(&format!("{what} nests too deeply"));
+                return false;
+            }
+            Err(PrecheckError::Unparseable(why)) => {
+                self.diag(format!("could not parse {what} ({why}){consequence}"));
+                return false;
+            }
+        };
+        let options = brush_parser::ParserOptions::default();
+        let mut parser = brush_parser::Parser::new(text.as_bytes(), &options);
+        let program = match parser.parse_program() {
+            Ok(program) => program,
+            Err(error) => {
+                self.diag(format!("could not parse {what} ({error}){consequence}"));
+                return false;
+            }
+        };
+        for list in &program.complete_commands {
+            self.walk_list(list, scope, depth + 1);
+        }
+        true
+    }
+
+    fn walk_list(&mut self, list: &ast::CompoundList, scope: &mut Scope, depth: usize) {
+        for ast::CompoundListItem(and_or, separator) in &list.0 {
+            if self.gave_up {
+                return;
+            }
+            match separator {
+                ast::SeparatorOperator::Sequence => self.walk_and_or(and_or, scope, depth),
+                ast::SeparatorOperator::Async => {
+                    // `… &` runs the whole and-or list in a background subshell.
+                    let job = self.new_job();
+                    scope.started.push(job);
+                    scope.pending.push(job);
+                    let mut background = scope.subshell();
+                    background.chain.push(job);
+                    self.walk_and_or(and_or, &mut background, depth + 1);
+                }
+            }
+        }
+    }
+
+    fn walk_and_or(&mut self, and_or: &ast::AndOrList, scope: &mut Scope, depth: usize) {
+        // Both sides of `&&` and `||` are assumed to run: the classifier cannot know exit
+        // statuses, and a `cd dir || exit` should still move later commands into `dir`.
+        self.walk_pipeline(&and_or.first, scope, depth);
+        for next in &and_or.additional {
+            let (ast::AndOr::And(pipeline) | ast::AndOr::Or(pipeline)) = next;
+            self.walk_pipeline(pipeline, scope, depth);
+        }
+    }
+
+    fn walk_pipeline(&mut self, pipeline: &ast::Pipeline, scope: &mut Scope, depth: usize) {
+        if let [command] = pipeline.seq.as_slice() {
+            self.walk_command(command, scope, depth);
+        } else {
+            // Every command of a multi-command pipeline runs in its own subshell.
+            for command in &pipeline.seq {
+                let mut sub = scope.subshell();
+                self.walk_command(command, &mut sub, depth + 1);
+            }
+        }
+    }
+
+    fn walk_command(&mut self, command: &ast::Command, scope: &mut Scope, depth: usize) {
+        if !self.burn(1) {
+            return;
+        }
+        match command {
+            ast::Command::Simple(simple) => self.walk_simple(simple, scope, depth),
+            ast::Command::Compound(compound, redirects) => {
+                if let Some(redirects) = redirects {
+                    for redirect in &redirects.0 {
+                        self.walk_redirect(redirect, scope, depth);
+                    }
+                }
+                self.walk_compound(compound, scope, depth);
+            }
+            ast::Command::Function(definition) => {
+                // A definition runs nothing; its body counts only when the name is called.
+                if let Some(name) = lex_word(&definition.fname.value).literal {
+                    scope
+                        .functions
+                        .insert(name, Rc::new(definition.body.clone()));
+                }
+            }
+            ast::Command::ExtendedTest(test, redirects) => {
+                if let Some(redirects) = redirects {
+                    for redirect in &redirects.0 {
+                        self.walk_redirect(redirect, scope, depth);
+                    }
+                }
+                self.walk_extended_test(&test.expr, scope, depth);
+            }
+        }
+    }
+
+    fn walk_extended_test(
+        &mut self,
+        expr: &ast::ExtendedTestExpr,
+        scope: &mut Scope,
+        depth: usize,
+    ) {
+        // Iterative, because a long `&&` chain inside `[[ ]]` is a deep left-leaning tree.
+        let mut stack = vec![expr];
+        while let Some(expr) = stack.pop() {
+            match expr {
+                ast::ExtendedTestExpr::And(left, right)
+                | ast::ExtendedTestExpr::Or(left, right) => {
+                    stack.push(right);
+                    stack.push(left);
+                }
+                ast::ExtendedTestExpr::Not(inner) | ast::ExtendedTestExpr::Parenthesized(inner) => {
+                    stack.push(inner);
+                }
+                ast::ExtendedTestExpr::UnaryTest(_, word) => self.walk_word(word, scope, depth),
+                ast::ExtendedTestExpr::BinaryTest(_, left, right) => {
+                    self.walk_word(left, scope, depth);
+                    self.walk_word(right, scope, depth);
+                }
+            }
+        }
+    }
+
+    fn walk_compound(&mut self, compound: &ast::CompoundCommand, scope: &mut Scope, depth: usize) {
+        let depth = depth + 1;
+        if depth >= MAX_NESTING {
+            self.give_up("it nests more than 64 levels deep");
+            return;
+        }
+        match compound {
+            ast::CompoundCommand::Arithmetic(arithmetic) => {
+                self.walk_arithmetic(&arithmetic.expr, scope, depth);
+            }
+            ast::CompoundCommand::ArithmeticForClause(clause) => {
+                for expr in [&clause.initializer, &clause.condition, &clause.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.walk_arithmetic(expr, scope, depth);
+                }
+                self.walk_loop(None, &clause.body.list, scope, depth);
+            }
+            ast::CompoundCommand::BraceGroup(group) => self.walk_list(&group.list, scope, depth),
+            ast::CompoundCommand::Subshell(subshell) => self.walk_subshell(subshell, scope, depth),
+            ast::CompoundCommand::ForClause(clause) => {
+                for value in clause.values.iter().flatten() {
+                    self.walk_word(value, scope, depth);
+                }
+                self.walk_loop(None, &clause.body.list, scope, depth);
+            }
+            ast::CompoundCommand::CaseClause(clause) => {
+                self.walk_word(&clause.value, scope, depth);
+                let start = scope.cwd.clone();
+                let mut end: Option<Cwd> = None;
+                let mut has_default = false;
+                for item in &clause.cases {
+                    for pattern in &item.patterns {
+                        has_default |= pattern.value == "*";
+                        self.walk_word(pattern, scope, depth);
+                    }
+                    scope.cwd = start.clone();
+                    if let Some(list) = &item.cmd {
+                        self.walk_list(list, scope, depth);
+                    }
+                    end = Some(end.map_or_else(|| scope.cwd.clone(), |e| e.merge(&scope.cwd)));
+                }
+                if !has_default {
+                    end = Some(end.map_or_else(|| start.clone(), |e| e.merge(&start)));
+                }
+                scope.cwd = end.unwrap_or(start);
+            }
+            ast::CompoundCommand::IfClause(clause) => {
+                self.walk_list(&clause.condition, scope, depth);
+                let start = scope.cwd.clone();
+                self.walk_list(&clause.then, scope, depth);
+                let mut end = scope.cwd.clone();
+                let mut has_else = false;
+                for branch in clause.elses.iter().flatten() {
+                    scope.cwd = start.clone();
+                    match &branch.condition {
+                        Some(condition) => self.walk_list(condition, scope, depth),
+                        None => has_else = true,
+                    }
+                    self.walk_list(&branch.body, scope, depth);
+                    end = end.merge(&scope.cwd);
+                }
+                if !has_else {
+                    end = end.merge(&start);
+                }
+                scope.cwd = end;
+            }
+            ast::CompoundCommand::WhileClause(clause)
+            | ast::CompoundCommand::UntilClause(clause) => {
+                self.walk_loop(Some(&clause.0), &clause.1.list, scope, depth);
+            }
+            ast::CompoundCommand::Coprocess(coprocess) => {
+                // A coprocess runs in the background like `&`.
+                let job = self.new_job();
+                scope.started.push(job);
+                scope.pending.push(job);
+                let mut background = scope.subshell();
+                background.chain.push(job);
+                self.walk_command(&coprocess.body, &mut background, depth);
+            }
+        }
+    }
+
+    /// Walks a loop once: a script run four times by one line is still one run. If the body
+    /// changes directory, later iterations start elsewhere, so the body is walked a second
+    /// time with an unknown directory to flag relative scripts it would then run.
+    fn walk_loop(
+        &mut self,
+        condition: Option<&ast::CompoundList>,
+        body: &ast::CompoundList,
+        scope: &mut Scope,
+        depth: usize,
+    ) {
+        let start = scope.cwd.clone();
+        if let Some(condition) = condition {
+            self.walk_list(condition, scope, depth);
+        }
+        self.walk_list(body, scope, depth);
+        if scope.cwd != start {
+            let unknown = Cwd::Unknown("because it changes inside a loop".to_owned());
+            scope.cwd = unknown.clone();
+            if let Some(condition) = condition {
+                self.walk_list(condition, scope, depth);
+            }
+            self.walk_list(body, scope, depth);
+            scope.cwd = unknown;
+        }
+    }
+
+    fn walk_subshell(&mut self, subshell: &ast::SubshellCommand, scope: &Scope, depth: usize) {
+        let mut sub = scope.subshell();
+        self.walk_list(&subshell.list, &mut sub, depth + 1);
+    }
+
+    fn walk_arithmetic(
+        &mut self,
+        expr: &ast::UnexpandedArithmeticExpr,
+        scope: &Scope,
+        depth: usize,
+    ) {
+        let info = lex_word(&expr.value);
+        self.walk_subs(&info, scope, depth);
+    }
+
+    fn walk_word(&mut self, word: &ast::Word, scope: &Scope, depth: usize) {
+        let info = lex_word(&word.value);
+        self.walk_subs(&info, scope, depth);
+    }
+
+    /// Walks the command substitutions of a word; each runs in a subshell.
+    fn walk_subs(&mut self, info: &WordInfo, scope: &Scope, depth: usize) {
+        if !self.burn(info.raw.len() / 64) {
+            return;
+        }
+        if info.too_deep {
+            self.give_up("a word nests substitutions too deeply");
+            return;
+        }
+        for code in &info.subs {
+            let mut sub = scope.subshell();
+            self.walk_text(code, &mut sub, depth + 1, Origin::Substitution);
+        }
+    }
+
+    fn walk_redirect(&mut self, redirect: &ast::IoRedirect, scope: &Scope, depth: usize) {
+        match redirect {
+            ast::IoRedirect::File(_, _, target) => match target {
+                ast::IoFileRedirectTarget::Filename(word)
+                | ast::IoFileRedirectTarget::Duplicate(word) => self.walk_word(word, scope, depth),
+                ast::IoFileRedirectTarget::Fd(_) => {}
+                ast::IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
+                    self.walk_subshell(subshell, scope, depth);
+                }
+            },
+            ast::IoRedirect::HereDocument(_, heredoc) => {
+                // A heredoc body is data; only the substitutions in an unquoted one run.
+                if heredoc.requires_expansion {
+                    let info = lex_heredoc(&heredoc.doc.value);
+                    self.walk_subs(&info, scope, depth);
+                }
+            }
+            ast::IoRedirect::HereString(_, word) | ast::IoRedirect::OutputAndError(word, _) => {
+                self.walk_word(word, scope, depth);
+            }
+        }
+    }
+
+    fn walk_simple(&mut self, simple: &ast::SimpleCommand, scope: &mut Scope, depth: usize) {
+        let mut items: Vec<Item<'_>> = Vec::new();
+        if let Some(prefix) = &simple.prefix {
+            items.extend(prefix.0.iter().map(|item| Item::from_ast(item, false)));
+        }
+        if let Some(name) = &simple.word_or_name {
+            items.push(Item::Word(lex_word(&name.value)));
+        }
+        if let Some(suffix) = &simple.suffix {
+            items.extend(suffix.0.iter().map(|item| Item::from_ast(item, true)));
+        }
+
+        let args: Vec<&WordInfo> = items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Word(word) => Some(word),
+                _ => None,
+            })
+            .collect();
+        let mut action = self.classify(&args, scope);
+
+        // Substitutions run in source order, and the command's own action after the word that
+        // triggers it, so runs come out in order of appearance.
+        let mut arg_index = 0;
+        for item in &items {
+            match item {
+                Item::Word(word) => {
+                    self.walk_subs(word, scope, depth);
+                    if action.as_ref().is_some_and(|a| a.at() == arg_index)
+                        && let Some(action) = action.take()
+                    {
+                        self.perform(action, &args, scope, depth);
+                    }
+                    arg_index += 1;
+                }
+                Item::Assignment(word) => self.walk_subs(word, scope, depth),
+                Item::Redirect(redirect) => self.walk_redirect(redirect, scope, depth),
+                Item::ProcessSubstitution(subshell) => self.walk_subshell(subshell, scope, depth),
+            }
+        }
+    }
+
+    /// Decides what a simple command with these argument words does.
+    fn classify(&self, args: &[&WordInfo], scope: &Scope) -> Option<Action> {
+        let last = args.len().checked_sub(1)?;
+        let mut mods = Mods {
+            external: false,
+            no_functions: false,
+            detached: false,
+            cwd: scope.cwd.clone(),
+            xargs: false,
+        };
+        let mut i = 0;
+        loop {
+            let word = args.get(i)?;
+            let name = command_name(word)?;
+            let base = name.rsplit('/').next().unwrap_or(&name).to_owned();
+            if !mods.external
+                && !mods.no_functions
+                && word.literal.is_some()
+                && scope.functions.contains_key(&name)
+            {
+                return Some(Action::Call { at: last, name });
+            }
+            match base.as_str() {
+                "env" => {
+                    i = skip_env(args, i + 1, &mut mods);
+                    mods.external = true;
+                }
+                "timeout" => {
+                    let options = &["-s", "--signal", "-k", "--kill-after"];
+                    // The duration follows the options.
+                    i = skip_options(args, i + 1, options) + 1;
+                    mods.external = true;
+                }
+                "nice" => {
+                    i = skip_options(args, i + 1, &["-n", "--adjustment"]);
+                    mods.external = true;
+                }
+                "nohup" => {
+                    // nohup only ignores hangups; without `&` the command runs in the
+                    // foreground.
+                    i = skip_options(args, i + 1, &[]);
+                    mods.external = true;
+                }
+                "stdbuf" => {
+                    let options = &["-i", "-o", "-e", "--input", "--output", "--error"];
+                    i = skip_options(args, i + 1, options);
+                    mods.external = true;
+                }
+                "time" => {
+                    let options = &["-f", "--format", "-o", "--output"];
+                    i = skip_options(args, i + 1, options);
+                    mods.external = true;
+                }
+                "setsid" => {
+                    let j = skip_options(args, i + 1, &[]);
+                    // `setsid -f` forks and returns at once; plain setsid runs the command in
+                    // the foreground when the shell does not make it a group leader.
+                    mods.detached |= args[i + 1..j].iter().any(|w| {
+                        w.literal.as_deref().is_some_and(|o| {
+                            o == "--fork"
+                                || (o.starts_with('-') && !o.starts_with("--") && o.contains('f'))
+                        })
+                    });
+                    i = j;
+                    mods.external = true;
+                }
+                "xargs" => {
+                    i = skip_options(args, i + 1, XARGS_VALUE_FLAGS);
+                    mods.xargs = true;
+                    mods.external = true;
+                }
+                "exec" => {
+                    i = skip_options(args, i + 1, &["-a"]);
+                    mods.external = true;
+                }
+                "command" => {
+                    let j = skip_options(args, i + 1, &[]);
+                    let lookup_only = args[i + 1..j].iter().any(|w| {
+                        w.literal.as_deref().is_some_and(|o| {
+                            o.starts_with('-') && (o.contains('v') || o.contains('V'))
+                        })
+                    });
+                    if lookup_only {
+                        return None;
+                    }
+                    i = j;
+                    mods.no_functions = true;
+                }
+                "builtin" => {
+                    i += 1;
+                    mods.no_functions = true;
+                }
+                "sh" | "bash" | "dash" | "zsh" | "ksh" | "ash" | "mksh" => {
+                    return shell_string(args, i, &base, &mods);
+                }
+                "eval" if !mods.external => return eval_string(args, i, last),
+                "bun" => return run_script(args, i + 1, &mods, &BUN),
+                "node" | "nodejs" => return run_script(args, i + 1, &mods, &NODE),
+                "tsx" => return run_script(args, i + 1, &mods, &TSX),
+                "cd" | "pushd" | "popd" | "wait" | "disown" if !mods.external => {
+                    let kind = match base.as_str() {
+                        "cd" => Builtin::Cd,
+                        "pushd" => Builtin::Pushd,
+                        "popd" => Builtin::Popd,
+                        "wait" => Builtin::Wait,
+                        _ => Builtin::Disown,
+                    };
+                    return Some(Action::Builtin {
+                        at: last,
+                        kind,
+                        from: i + 1,
+                    });
+                }
+                _ => {
+                    // A script executed directly through its shebang (`./bots/a/x.ts`).
+                    // Without a slash the name is looked up in PATH instead.
+                    return (name.contains('/') && word.path().is_some() && has_script_ext(&name))
+                        .then_some(Action::Script {
+                            at: i,
+                            cwd: mods.cwd,
+                            detached: mods.detached,
+                        });
+                }
+            }
+        }
+    }
+
+    fn perform(&mut self, action: Action, args: &[&WordInfo], scope: &mut Scope, depth: usize) {
+        match action {
+            Action::Script { at, cwd, detached } => self.record(args[at], &cwd, scope, detached),
+            Action::Shell {
+                code,
+                cwd,
+                detached,
+                ..
+            } => {
+                let mut shell = scope.new_shell(cwd);
+                if detached {
+                    let job = self.new_job();
+                    shell.chain.push(job);
+                }
+                self.walk_text(&code, &mut shell, depth + 1, Origin::ShellString);
+            }
+            Action::Eval { code, .. } => {
+                self.walk_text(&code, scope, depth + 1, Origin::Eval);
+            }
+            Action::Builtin { kind, from, .. } => {
+                self.builtin(kind, args.get(from..).unwrap_or_default(), scope);
+            }
+            Action::Call { name, .. } => self.call(&name, scope, depth),
+            Action::Diag { message, .. } => self.diag(message),
+        }
+    }
+
+    /// Records the script named by `word`, run from `cwd`.
+    fn record(&mut self, word: &WordInfo, cwd: &Cwd, scope: &Scope, detached: bool) {
+        let Some(path) = word.path() else {
+            self.diag(format!(
+                "cannot resolve the script `{}`: it contains a variable, glob or substitution",
+                word.raw
+            ));
+            return;
+        };
+        let absolute = if path.starts_with('/') {
+            normalize_abs(path)
+        } else {
+            match cwd {
+                Cwd::Known(dir) => join_path(dir, path),
+                Cwd::Unknown(why) => {
+                    self.diag(format!(
+                        "cannot resolve the script `{path}`: the working directory is unknown {why}"
+                    ));
+                    return;
+                }
+            }
+        };
+        if !has_script_ext(&absolute) {
+            return;
+        }
+        match self.workspace_relative(&absolute) {
+            Some(relative) => self.occurrences.push(Occurrence {
+                path: relative,
+                chain: scope.chain.clone(),
+                detached,
+            }),
+            None => self.diag(format!(
+                "not counted: the script `{path}` resolves to `{absolute}`, outside the workspace"
+            )),
+        }
+    }
+
+    fn workspace_relative(&self, absolute: &str) -> Option<String> {
+        for root in &self.roots_by_len {
+            let rest = if root == "/" {
+                Some(absolute)
+            } else {
+                absolute.strip_prefix(root.as_str())
+            };
+            if let Some(relative) = rest.and_then(|rest| rest.strip_prefix('/'))
+                && !relative.is_empty()
+            {
+                return Some(relative.to_owned());
+            }
+        }
+        None
+    }
+
+    fn builtin(&mut self, kind: Builtin, args: &[&WordInfo], scope: &mut Scope) {
+        match kind {
+            Builtin::Cd | Builtin::Pushd => {
+                let command = if matches!(kind, Builtin::Cd) {
+                    "cd"
+                } else {
+                    "pushd"
+                };
+                let target = args.iter().copied().find(|w| {
+                    !w.literal.as_deref().is_some_and(|o| {
+                        o == "--"
+                            || (o.len() > 1
+                                && o.starts_with('-')
+                                && o[1..]
+                                    .chars()
+                                    .all(|c| matches!(c, 'L' | 'P' | 'e' | '@' | 'n')))
+                    })
+                });
+                let next = match target {
+                    None if matches!(kind, Builtin::Cd) => {
+                        Cwd::Unknown("after `cd` without a directory (it goes to $HOME)".to_owned())
+                    }
+                    None => Cwd::Unknown("after `pushd` without a directory".to_owned()),
+                    Some(word)
+                        if matches!(kind, Builtin::Pushd)
+                            && word.literal.as_deref().is_some_and(|t| {
+                                t.len() > 1 && (t.starts_with('+') || t.starts_with('-'))
+                            }) =>
+                    {
+                        Cwd::Unknown(format!("after `pushd {}`", word.raw))
+                    }
+                    Some(word) => scope.cwd.change_to_word(word, command),
+                };
+                if matches!(kind, Builtin::Pushd) {
+                    scope.dir_stack.push(scope.cwd.clone());
+                }
+                scope.cwd = next;
+            }
+            Builtin::Popd => {
+                if args.iter().any(|w| w.literal.as_deref() != Some("-n")) {
+                    scope.cwd = Cwd::Unknown("after `popd` with arguments".to_owned());
+                } else if let Some(previous) = scope.dir_stack.pop() {
+                    scope.cwd = previous;
+                }
+                // `popd` with an empty stack fails and leaves the directory alone.
+            }
+            Builtin::Wait => self.wait(args, scope),
+            Builtin::Disown => disown(args, scope),
+        }
+    }
+
+    /// `wait` turns the background jobs it waits for into foreground runs.
+    fn wait(&mut self, args: &[&WordInfo], scope: &mut Scope) {
+        let mut operands = Vec::new();
+        let mut skip_value = false;
+        for word in args {
+            if skip_value {
+                skip_value = false;
+                continue;
+            }
+            match word.literal.as_deref() {
+                Some("-n") => {
+                    self.diag(
+                        "`wait -n` waits for only one of the background jobs, so they count as detached"
+                            .to_owned(),
+                    );
+                    return;
+                }
+                Some("-p") => skip_value = true,
+                Some("-f" | "--") => {}
+                _ => operands.push(*word),
+            }
+        }
+        if operands.is_empty() {
+            for job in std::mem::take(&mut scope.pending) {
+                self.waited[job] = true;
+            }
+            return;
+        }
+        for word in operands {
+            match job_reference(word, scope) {
+                Some(job) => {
+                    if let Some(position) = scope.pending.iter().position(|&j| j == job) {
+                        scope.pending.remove(position);
+                        self.waited[job] = true;
+                    }
+                }
+                // A PID in a variable cannot be traced to one job; the line waits for
+                // something it started, so its jobs count as waited for.
+                None => {
+                    for job in std::mem::take(&mut scope.pending) {
+                        self.waited[job] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    fn call(&mut self, name: &str, scope: &mut Scope, depth: usize) {
+        let Some(body) = scope.functions.get(name).cloned() else {
+            return;
+        };
+        if scope.calls.iter().any(|called| called == name) {
+            // A recursive call runs nothing the first call did not.
+            return;
+        }
+        scope.calls.push(name.to_owned());
+        let ast::FunctionBody(compound, redirects) = &*body;
+        if let Some(redirects) = redirects {
+            for redirect in &redirects.0 {
+                self.walk_redirect(redirect, scope, depth + 1);
+            }
+        }
+        self.walk_compound(compound, scope, depth + 1);
+        scope.calls.pop();
+    }
+}
+
+/// The name a command word invokes. A word the shell would expand still names the program if
+/// its last path component is plain (`$HOME/.bun/bin/bun`, `~/.bun/bin/bun`).
+fn command_name(word: &WordInfo) -> Option<String> {
+    if let Some(literal) = &word.literal {
+        return Some(literal.clone());
+    }
+    let last = word.raw.rsplit('/').next()?;
+    (!last.is_empty()
+        && word.raw.contains('/')
+        && last
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-' | b'+')))
+    .then(|| last.to_owned())
+}
+
+/// Skips a wrapper's options; returns the index of the first word after them.
+fn skip_options(args: &[&WordInfo], mut j: usize, with_value: &[&str]) -> usize {
+    while let Some(word) = args.get(j) {
+        let Some(option) = word.literal.as_deref() else {
+            break;
+        };
+        if option == "--" {
+            return j + 1;
+        }
+        if option.len() > 1 && option.starts_with('-') {
+            j += if with_value.contains(&option) { 2 } else { 1 };
+            continue;
+        }
+        break;
+    }
+    j
+}
+
+/// Skips `env`'s options and assignments, following `-C dir`.
+fn skip_env(args: &[&WordInfo], mut j: usize, mods: &mut Mods) -> usize {
+    while let Some(word) = args.get(j) {
+        let Some(option) = word.literal.as_deref() else {
+            break;
+        };
+        match option {
+            "--" => {
+                j += 1;
+                break;
+            }
+            "-C" | "--chdir" => {
+                mods.cwd = match args.get(j + 1) {
+                    Some(dir) => mods.cwd.change_to_word(dir, "env -C"),
+                    None => mods.cwd.clone(),
+                };
+                j += 2;
+            }
+            "-u" | "--unset" | "-S" | "--split-string" => j += 2,
+            _ if option.starts_with("--chdir=") => {
+                mods.cwd = mods.cwd.change_to(&option["--chdir=".len()..]);
+                j += 1;
+            }
+            _ if option.starts_with("-C") && option.len() > 2 => {
+                mods.cwd = mods.cwd.change_to(&option[2..]);
+                j += 1;
+            }
+            _ if option.starts_with('-') => j += 1,
+            _ => break,
+        }
+    }
+    while args.get(j).is_some_and(|w| w.is_assignment()) {
+        j += 1;
+    }
+    j
+}
+
+/// `sh -c '…'` and friends: the string is parsed as a new shell's code.
+fn shell_string(args: &[&WordInfo], i: usize, name: &str, mods: &Mods) -> Option<Action> {
+    let mut j = i + 1;
+    let mut has_c = false;
+    while let Some(word) = args.get(j) {
+        let Some(option) = word.literal.as_deref() else {
+            break;
+        };
+        if option == "--" || option == "-" {
+            j += 1;
+            break;
+        }
+        if let Some(long) = option.strip_prefix("--") {
+            j += if matches!(long, "rcfile" | "init-file") {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        if option.len() > 1 && (option.starts_with('-') || option.starts_with('+')) {
+            has_c |= option.starts_with('-') && option.contains('c');
+            j += if matches!(&option[1..], "o" | "O") {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        break;
+    }
+    if !has_c {
+        // `bash script.sh` runs a shell script, which is not one of ours.
+        return None;
+    }
+    let word = args.get(j)?;
+    Some(match word.path() {
+        Some(code) => Action::Shell {
+            at: j,
+            code: code.to_owned(),
+            cwd: mods.cwd.clone(),
+            detached: mods.detached,
+        },
+        None => Action::Diag {
+            at: j,
+            message: format!(
+                "cannot analyse `{name} -c` with a command string that is not literal: `{}`",
+                word.raw
+            ),
+        },
+    })
+}
+
+/// `eval word…`: the words joined by spaces are parsed as code of the current shell.
+fn eval_string(args: &[&WordInfo], i: usize, last: usize) -> Option<Action> {
+    let words = args.get(i + 1..).filter(|w| !w.is_empty())?;
+    let mut code = Vec::with_capacity(words.len());
+    for word in words {
+        match word.literal.as_deref() {
+            Some(text) if !word.glob => code.push(text),
+            _ => {
+                return Some(Action::Diag {
+                    at: last,
+                    message: format!(
+                        "cannot analyse `eval` of a string that is not literal: `{}`",
+                        word.raw
+                    ),
+                });
+            }
+        }
+    }
+    Some(Action::Eval {
+        at: last,
+        code: code.join(" "),
+    })
+}
+
+/// Finds the script file a runner (`bun`, `node`, `tsx`) runs.
+fn run_script(args: &[&WordInfo], mut j: usize, mods: &Mods, runner: &Runner) -> Option<Action> {
+    let mut cwd = mods.cwd.clone();
+    let mut subcommand_seen = false;
+    let mut options_done = false;
+    while let Some(word) = args.get(j) {
+        let looks_like_option = word.raw.len() > 1 && word.raw.starts_with('-');
+        if !options_done && looks_like_option {
+            let Some(option) = word.literal.as_deref() else {
+                // An option with an expanded value such as `--port=$PORT`.
+                j += 1;
+                continue;
+            };
+            if option == "--" {
+                options_done = true;
+                j += 1;
+                continue;
+            }
+            if runner.no_file_flags.contains(&option)
+                || runner
+                    .no_file_prefixes
+                    .iter()
+                    .any(|p| option.starts_with(p))
+            {
+                return None;
+            }
+            if runner.cwd_flag && option == "--cwd" {
+                if let Some(dir) = args.get(j + 1) {
+                    cwd = cwd.change_to_word(dir, "bun --cwd");
+                }
+                j += 2;
+                continue;
+            }
+            if runner.cwd_flag && option.starts_with("--cwd=") {
+                cwd = cwd.change_to(&option["--cwd=".len()..]);
+                j += 1;
+                continue;
+            }
+            j += if runner.value_flags.contains(&option) {
+                2
+            } else {
+                1
+            };
+            continue;
+        }
+        let Some(file) = word.path() else {
+            return Some(Action::Diag {
+                at: j,
+                message: format!(
+                    "cannot resolve the script `{}` that `{}` runs: it contains a variable, glob or substitution",
+                    word.raw, runner.name
+                ),
+            });
+        };
+        if !subcommand_seen && runner.run_word == Some(file) {
+            subcommand_seen = true;
+            j += 1;
+            continue;
+        }
+        if !subcommand_seen && runner.other_subcommands.contains(&file) {
+            return None;
+        }
+        return has_script_ext(file).then_some(Action::Script {
+            at: j,
+            cwd,
+            detached: mods.detached,
+        });
+    }
+    mods.xargs.then(|| Action::Diag {
+        at: args.len().saturating_sub(1),
+        message: format!(
+            "cannot resolve the script that `{}` runs under `xargs`: it comes from xargs' input",
+            runner.name
+        ),
+    })
+}
+
+/// The background job a `wait` or `disown` operand names, if it names exactly one.
+fn job_reference(word: &WordInfo, scope: &Scope) -> Option<usize> {
+    if matches!(word.raw.as_str(), "$!" | "\"$!\"" | "${!}" | "\"${!}\"") {
+        return scope.started.last().copied();
+    }
+    let spec = word.literal.as_deref()?.strip_prefix('%')?;
+    match spec {
+        "" | "%" | "+" => scope.started.last().copied(),
+        "-" => scope.started.iter().rev().nth(1).copied(),
+        number => {
+            let n: usize = number.parse().ok()?;
+            scope.started.get(n.checked_sub(1)?).copied()
+        }
+    }
+}
+
+/// `disown` removes jobs from the shell's table, so a later `wait` no longer waits for them.
+fn disown(args: &[&WordInfo], scope: &mut Scope) {
+    let options: Vec<&str> = args.iter().filter_map(|w| w.literal.as_deref()).collect();
+    if options.contains(&"-h") {
+        // `disown -h` only stops SIGHUP from reaching the job; it stays waitable.
+        return;
+    }
+    if options.iter().any(|o| matches!(*o, "-a" | "-r")) {
+        scope.pending.clear();
+        return;
+    }
+    if args.is_empty() {
+        // Without operands, disown removes the current job.
+        if let Some(&current) = scope.started.last() {
+            scope.pending.retain(|&j| j != current);
+        }
+        return;
+    }
+    for word in args {
+        match job_reference(word, scope) {
+            Some(job) => scope.pending.retain(|&j| j != job),
+            // A PID in a variable cannot be traced to one job, so none stays waitable.
+            None => scope.pending.clear(),
+        }
+    }
+}

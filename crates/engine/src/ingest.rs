@@ -1,0 +1,604 @@
+//! Ingest: one tool call in, the uses it makes recorded.
+//!
+//! The steps, in order: find the agent (and from it the owner), drop detached runs, decide
+//! which scripts the call ran (the shell-line classifier, or the `script` field), read each
+//! file inside the workspace, match it to a skill and version, measure the run, scrub, record
+//! and rescore. Inline code goes to the snippet history instead and never becomes a skill.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use mindrune_core::digest;
+use mindrune_core::event::{Call, Event};
+use mindrune_core::header;
+use mindrune_core::rs_output::{self, RunOutput};
+use mindrune_core::secrets::{self, Scrubber};
+use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
+use mindrune_store::{
+    Agent, Lineage, Millis, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot, Store,
+    StoreError, VersionId,
+};
+
+use crate::workspace::{self, ReadError, SANDBOX_ROOT};
+
+/// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
+pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
+
+/// Why an event was rejected. Nothing of it was recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{}{message}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+    Invalid {
+        field: Option<String>,
+        message: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl IngestError {
+    fn field(field: &str, message: impl Into<String>) -> IngestError {
+        IngestError::Invalid {
+            field: Some(field.to_string()),
+            message: message.into(),
+        }
+    }
+}
+
+/// What one event added.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Recorded {
+    pub runs: Vec<RunRecorded>,
+    pub snippet: Option<SnippetRecorded>,
+    /// Things the user should know that did not stop the event: a detached run, a vanished
+    /// file, a script of another bot.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunRecorded {
+    /// `<agent>/<name>` of the skill the run counted for.
+    pub skill: String,
+    pub version: i64,
+    pub new_skill: bool,
+    pub new_version: bool,
+    /// `false` when the event id was already recorded (a retry).
+    pub added: bool,
+    pub ok: bool,
+    pub score: f64,
+    pub uses: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SnippetRecorded {
+    pub digest: String,
+    pub uses: i64,
+    pub ok: i64,
+    pub added: bool,
+}
+
+/// A script file as last matched, so an unchanged file costs no write transaction.
+#[derive(Clone)]
+struct KnownFile {
+    file_digest: String,
+    version: VersionId,
+    skill_label: String,
+    new_skill: bool,
+    new_version: bool,
+}
+
+#[derive(Default)]
+struct Caches {
+    agents: HashMap<String, Agent>,
+    scrubbers: HashMap<i64, (Option<std::time::SystemTime>, Arc<Scrubber>)>,
+    files: HashMap<(i64, String), KnownFile>,
+    owner_keys: HashMap<i64, String>,
+    /// Agents re-run the very same command lines all day; parsing one once is enough.
+    shell_lines: HashMap<(i64, String, Option<String>), Arc<ShellRuns>>,
+}
+
+/// Distinct shell lines whose classification is kept; past this the cache starts over.
+const SHELL_LINE_CACHE_LIMIT: usize = 4_096;
+
+/// Records tool calls into a store.
+pub struct Recorder<'s> {
+    store: &'s dyn Store,
+    caches: Mutex<Caches>,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_millis() -> Millis {
+    let now = time::OffsetDateTime::now_utc();
+    (now.unix_timestamp_nanos() / 1_000_000) as Millis
+}
+
+impl<'s> Recorder<'s> {
+    pub fn new(store: &'s dyn Store) -> Recorder<'s> {
+        Recorder {
+            store,
+            caches: Mutex::new(Caches::default()),
+        }
+    }
+
+    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
+        self.caches.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Parses and records one event line.
+    pub fn record_line(&self, line: &str) -> Result<Recorded, IngestError> {
+        let event = mindrune_core::event::parse_line(line).map_err(|err| IngestError::Invalid {
+            field: err.field,
+            message: err.message,
+        })?;
+        self.record(&event)
+    }
+
+    /// Records one event.
+    pub fn record(&self, event: &Event) -> Result<Recorded, IngestError> {
+        let agent = self.agent(&event.agent)?;
+        let owner = agent.owner;
+        let workspace = Path::new(&agent.workspace);
+        let mut recorded = Recorded::default();
+        if event.background {
+            recorded.warnings.push(
+                "a detached run (background: true): MindRune cannot see how it ends, so nothing is recorded".into(),
+            );
+            return Ok(recorded);
+        }
+        let at = event.at.map_or_else(now_millis, |at| {
+            (at.unix_timestamp_nanos() / 1_000_000) as Millis
+        });
+        let scrubber = self.scrubber(&agent)?;
+        let parsed_output = event.output.as_deref().map(rs_output::parse_run_output);
+        let outcome = measure(event, parsed_output.as_ref(), at)?;
+        let output = event
+            .output
+            .as_deref()
+            .map(|text| scrub_tail(&scrubber, text));
+
+        match &event.call {
+            Call::ExecuteCode { code } => {
+                let code = scrubber.scrub(code).text.into_owned();
+                let result = self.store.record_snippet_use(
+                    owner,
+                    &NewSnippetUse {
+                        agent: agent.id,
+                        digest: digest::snippet_digest(&code),
+                        code,
+                        outcome,
+                        output,
+                        event_id: event.id.clone(),
+                    },
+                )?;
+                recorded.snippet = Some(SnippetRecorded {
+                    digest: result.snippet.digest,
+                    uses: result.snippet.uses,
+                    ok: result.snippet.ok,
+                    added: result.added,
+                });
+            }
+            Call::ExecuteScript { script } => {
+                let relative =
+                    workspace::workspace_relative(script, workspace).ok_or_else(|| {
+                        IngestError::field(
+                            "script",
+                            format!("`{script}` is outside the workspace of `{}`", agent.name),
+                        )
+                    })?;
+                let Some((bot, _)) = workspace::script_of_bot(&relative) else {
+                    return Err(IngestError::field(
+                        "script",
+                        format!(
+                            "`{script}` is not a script of a bot (expected bots/{}/<name>.ts)",
+                            agent.name
+                        ),
+                    ));
+                };
+                if bot != agent.name {
+                    return Err(IngestError::field(
+                        "script",
+                        format!("`{script}` belongs to bot `{bot}`, not to `{}`", agent.name),
+                    ));
+                }
+                let source = match workspace::read_contained(workspace, &relative) {
+                    Ok(source) => source,
+                    Err(err) => return Err(IngestError::field("script", err.to_string())),
+                };
+                let call = scrubber.scrub(script).text.into_owned();
+                let run = RunInput {
+                    relative,
+                    source,
+                    outcome,
+                    output,
+                    call,
+                    source_kind: "execute_code",
+                    event_id: event.id.clone(),
+                };
+                self.record_run(&agent, &scrubber, run, &mut recorded)?;
+            }
+            Call::Shell { command, cwd } => {
+                let runs = self.classify(&agent, command, cwd.as_deref());
+                for note in &runs.diagnostics {
+                    recorded
+                        .warnings
+                        .push(scrubber.scrub(note).text.into_owned());
+                }
+                for detached in &runs.detached {
+                    recorded.warnings.push(format!(
+                        "{detached}: sent to the background, so not recorded (MindRune cannot see how a detached run ends)"
+                    ));
+                }
+                let scripts: Vec<&String> = runs
+                    .runs
+                    .iter()
+                    .filter(|path| match workspace::script_of_bot(path) {
+                        Some((bot, _)) if bot == agent.name => true,
+                        Some((bot, _)) => {
+                            recorded.warnings.push(format!(
+                                "{path}: a script of bot `{bot}`, not of `{}`; not recorded",
+                                agent.name
+                            ));
+                            false
+                        }
+                        None => false,
+                    })
+                    .collect();
+                let call = scrubber.scrub(command).text.into_owned();
+                let several = scripts.len() > 1;
+                for relative in scripts {
+                    let source = match workspace::read_contained(workspace, relative) {
+                        Ok(source) => source,
+                        Err(err) => {
+                            recorded
+                                .warnings
+                                .push(format!("{err}; the run is not recorded"));
+                            continue;
+                        }
+                    };
+                    // One call that runs several scripts is one run of each; each gets its own
+                    // id so a retried event is still recognised.
+                    let event_id = event.id.as_ref().map(|id| {
+                        if several {
+                            format!("{id}#{relative}")
+                        } else {
+                            id.clone()
+                        }
+                    });
+                    let run = RunInput {
+                        relative: relative.clone(),
+                        source,
+                        outcome: outcome.clone(),
+                        output: output.clone(),
+                        call: call.clone(),
+                        source_kind: "shell",
+                        event_id,
+                    };
+                    self.record_run(&agent, &scrubber, run, &mut recorded)?;
+                }
+            }
+        }
+        Ok(recorded)
+    }
+
+    fn record_run(
+        &self,
+        agent: &Agent,
+        scrubber: &Scrubber,
+        run: RunInput,
+        recorded: &mut Recorded,
+    ) -> Result<(), IngestError> {
+        let owner = agent.owner;
+        let cache_key = (agent.id.0, run.relative.clone());
+        let target = match &run.source {
+            None => {
+                // The file vanished between the call and the record: the run belongs to the
+                // version the library last saw, never to a guess.
+                let known = self.store.skill_at_path(owner, agent.id, &run.relative)?;
+                match known.and_then(|skill| skill.current_version.map(|v| (skill, v))) {
+                    Some((skill, version)) => {
+                        recorded.warnings.push(format!(
+                            "{}: the file is gone; the run is recorded for its last known version",
+                            run.relative
+                        ));
+                        KnownFile {
+                            file_digest: String::new(),
+                            version,
+                            skill_label: format!("{}/{}", skill.agent_name, skill.name),
+                            new_skill: false,
+                            new_version: false,
+                        }
+                    }
+                    None => {
+                        recorded.warnings.push(format!(
+                            "{}: the file does not exist and was never seen; the run is not recorded",
+                            run.relative
+                        ));
+                        return Ok(());
+                    }
+                }
+            }
+            Some(source) => {
+                let file_digest = digest::sha256(source.as_bytes());
+                let cached = self
+                    .caches()
+                    .files
+                    .get(&cache_key)
+                    .filter(|k| k.file_digest == file_digest)
+                    .cloned();
+                match cached {
+                    Some(known) => KnownFile {
+                        new_skill: false,
+                        new_version: false,
+                        ..known
+                    },
+                    None => {
+                        let known =
+                            self.match_file(agent, scrubber, &run.relative, source, file_digest)?;
+                        self.caches().files.insert(cache_key, known.clone());
+                        known
+                    }
+                }
+            }
+        };
+        let result = self.store.record_use(
+            owner,
+            &NewUse {
+                version: target.version,
+                agent: agent.id,
+                outcome: run.outcome.clone(),
+                source: run.source_kind.into(),
+                call: Some(run.call),
+                output: run.output,
+                event_id: run.event_id,
+            },
+        )?;
+        recorded.runs.push(RunRecorded {
+            skill: target.skill_label,
+            version: result.version.number,
+            new_skill: target.new_skill,
+            new_version: target.new_version,
+            added: result.added,
+            ok: run.outcome.ok,
+            score: result.version.score,
+            uses: result.version.uses,
+        });
+        Ok(())
+    }
+
+    /// Matches a file's content to a skill and version, creating them when new.
+    fn match_file(
+        &self,
+        agent: &Agent,
+        scrubber: &Scrubber,
+        relative: &str,
+        source: &str,
+        file_digest: String,
+    ) -> Result<KnownFile, IngestError> {
+        let owner = agent.owner;
+        let (parsed, _diagnostics) = header::parse(source);
+        let code = digest::code_without_header(source);
+        let code_digest = digest::sha256(code.as_bytes());
+        let name = workspace::script_of_bot(relative)
+            .map_or("", |(_, name)| name)
+            .to_string();
+        let tags = parsed.as_ref().map(|h| h.tags.clone()).unwrap_or_default();
+        let from = parsed.as_ref().and_then(|h| h.from.clone());
+
+        let existing = self.store.skill_at_path(owner, agent.id, relative)?;
+        let mut origin = None;
+        if existing.is_none() {
+            let same_code = self.store.versions_with_digest(owner, &code_digest)?;
+            // An unchanged copy of a sibling's skill (it keeps its From: line) counts for the
+            // sibling's skill: it is the sibling's, already.
+            if let Some(from) = &from
+                && let Some((sibling, version)) = same_code.iter().find(|(skill, _)| {
+                    skill.agent != Some(agent.id)
+                        && format!("{}/{}", skill.agent_name, skill.name) == *from
+                })
+            {
+                return Ok(KnownFile {
+                    file_digest,
+                    version: version.id,
+                    skill_label: format!("{}/{}", sibling.agent_name, sibling.name),
+                    new_skill: false,
+                    new_version: false,
+                });
+            }
+            // A copy or rename of one of the agent's own files starts its own history, built
+            // on the original.
+            if let Some((_, version)) = same_code
+                .iter()
+                .filter(|(skill, _)| skill.agent == Some(agent.id))
+                .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
+            {
+                origin = Some((version.id, Lineage::Copy));
+            } else if let Some(from) = &from
+                && let Some((sibling_agent, sibling_name)) = from.split_once('/')
+                && sibling_agent != agent.name
+                && let Some(sibling) =
+                    self.store
+                        .skill_by_name(owner, sibling_agent, sibling_name)?
+                && let Some(version) = sibling.current_version
+            {
+                // A changed copy of a sibling's skill: the avatar's own version, built on it.
+                origin = Some((version, Lineage::Sibling));
+            }
+        }
+        let matched = self.store.match_script(
+            owner,
+            &ScriptSnapshot {
+                agent: agent.id,
+                path: relative.to_string(),
+                name,
+                digest: code_digest,
+                code: scrubber.scrub(&code).text.into_owned(),
+                tags,
+                origin,
+            },
+            now_millis(),
+        )?;
+        Ok(KnownFile {
+            file_digest,
+            version: matched.version.id,
+            skill_label: format!("{}/{}", matched.skill.agent_name, matched.skill.name),
+            new_skill: matched.new_skill,
+            new_version: matched.new_version,
+        })
+    }
+
+    /// Which scripts a shell line runs, from the cache when the agent ran it before.
+    fn classify(&self, agent: &Agent, command: &str, cwd: Option<&str>) -> Arc<ShellRuns> {
+        let key = (agent.id.0, command.to_string(), cwd.map(str::to_string));
+        if let Some(runs) = self.caches().shell_lines.get(&key) {
+            return runs.clone();
+        }
+        let roots = [SANDBOX_ROOT, agent.workspace.as_str()];
+        let runs = Arc::new(shell_line::classify_shell_line(
+            command,
+            &ShellContext {
+                cwd,
+                workspace_roots: &roots,
+            },
+        ));
+        let mut caches = self.caches();
+        if caches.shell_lines.len() >= SHELL_LINE_CACHE_LIMIT {
+            caches.shell_lines.clear();
+        }
+        caches.shell_lines.insert(key, runs.clone());
+        runs
+    }
+
+    fn agent(&self, name: &str) -> Result<Agent, IngestError> {
+        if let Some(agent) = self.caches().agents.get(name) {
+            return Ok(agent.clone());
+        }
+        let agent = self.store.agent_by_name(name)?.ok_or_else(|| {
+            IngestError::field(
+                "agent",
+                format!("no agent named `{name}`; add it with `mindrune agent add {name} --owner OWNER --workspace DIR`"),
+            )
+        })?;
+        self.caches().agents.insert(name.to_string(), agent.clone());
+        Ok(agent)
+    }
+
+    /// The scrubber for an agent: its bot's password and keys from `bot.env`, and its owner's
+    /// key. Rebuilt when `bot.env` changes.
+    fn scrubber(&self, agent: &Agent) -> Result<Arc<Scrubber>, IngestError> {
+        let env_path = Path::new(&agent.workspace)
+            .join("bots")
+            .join(&agent.name)
+            .join("bot.env");
+        let modified = std::fs::metadata(&env_path).and_then(|m| m.modified()).ok();
+        if let Some((seen, scrubber)) = self.caches().scrubbers.get(&agent.id.0)
+            && *seen == modified
+        {
+            return Ok(scrubber.clone());
+        }
+        let owner_key = self.owner_key(agent.owner)?;
+        let relative = format!("bots/{}/bot.env", agent.name);
+        let mut known: Vec<String> =
+            match workspace::read_contained(Path::new(&agent.workspace), &relative) {
+                Ok(Some(text)) => secrets::secrets_in_bot_env(&text),
+                Ok(None) | Err(ReadError::NotText(_)) => Vec::new(),
+                Err(err) => {
+                    tracing::warn!("cannot read {relative} for its secrets: {err}");
+                    Vec::new()
+                }
+            };
+        known.push(owner_key);
+        let refs: Vec<&str> = known.iter().map(String::as_str).collect();
+        let scrubber = Arc::new(Scrubber::new(&refs));
+        self.caches()
+            .scrubbers
+            .insert(agent.id.0, (modified, scrubber.clone()));
+        Ok(scrubber)
+    }
+
+    fn owner_key(&self, owner: OwnerId) -> Result<String, IngestError> {
+        if let Some(key) = self.caches().owner_keys.get(&owner.0) {
+            return Ok(key.clone());
+        }
+        let key = self.store.owner(owner)?.api_key;
+        self.caches().owner_keys.insert(owner.0, key.clone());
+        Ok(key)
+    }
+}
+
+struct RunInput {
+    relative: String,
+    source: Option<String>,
+    outcome: Outcome,
+    output: Option<String>,
+    call: String,
+    source_kind: &'static str,
+    event_id: Option<String>,
+}
+
+/// The measured outcome of a call: the host's `measures`/`damage` when given, else what
+/// rs-sdk printed.
+fn measure(event: &Event, output: Option<&RunOutput>, at: Millis) -> Result<Outcome, IngestError> {
+    let ok = match (event.ok, output) {
+        (Some(ok), _) => ok,
+        (None, Some(out)) if out.execution_status.is_some() => {
+            out.execution_status.as_deref() == Some("success")
+        }
+        (None, Some(out)) if out.error.is_some() => false,
+        (None, Some(out)) if out.xp_line_seen => true,
+        _ => {
+            return Err(IngestError::field(
+                "ok",
+                "is missing and the output does not say how the run ended; give `ok` (true or false)",
+            ));
+        }
+    };
+    let mut outcome = Outcome {
+        at,
+        ok,
+        duration_ms: event
+            .duration_ms
+            .or(output.and_then(|o| o.elapsed_ms))
+            .unwrap_or(0),
+        ..Outcome::default()
+    };
+    match &event.measures {
+        Some(measures) => {
+            outcome.xp = measures.xp.clone();
+            outcome.items = measures.items.clone();
+            outcome.goal_progress = measures.goal_progress.unwrap_or(0.0);
+        }
+        None => {
+            if let Some(out) = output {
+                outcome.xp = out.xp.clone();
+            }
+        }
+    }
+    match &event.damage {
+        Some(damage) => {
+            outcome.deaths = damage.deaths;
+            outcome.stuck = damage.stuck;
+            outcome.items_lost = damage.items_lost;
+        }
+        None => {
+            if let Some(out) = output {
+                outcome.deaths = u32::from(out.dead);
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// The scrubbed end of a run's output, cut at a character boundary.
+fn scrub_tail(scrubber: &Scrubber, text: &str) -> String {
+    // Scrub before cutting, so a secret that straddles the cut is still found whole.
+    let scrubbed = scrubber.scrub(text).text;
+    if scrubbed.len() <= OUTPUT_TAIL_BYTES {
+        return scrubbed.into_owned();
+    }
+    let mut start = scrubbed.len() - OUTPUT_TAIL_BYTES;
+    while !scrubbed.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &scrubbed[start..])
+}

@@ -1,0 +1,8 @@
+//! MindRune's engine: everything that talks to both a [`mindrune_store::Store`] and the
+//! filesystem. Ingest of tool calls lives here; the faces (CLI, server, MCP) call it.
+
+pub mod hook;
+pub mod ingest;
+pub mod workspace;
+
+pub use ingest::{IngestError, Recorded, Recorder, now_millis};

@@ -1,0 +1,225 @@
+//! Reading an agent's files without ever leaving its home.
+//!
+//! Architecture invariant: every read of an agent's file goes through [`read_contained`]. It
+//! walks the path one component at a time with `symlink_metadata`, so neither a symlink nor a
+//! `..` can lead it out of the workspace, and it reads only regular files of bounded size.
+
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
+
+/// The largest script read, in bytes. rs-sdk's own code limit is 262,144 characters; a script
+/// file may be a little larger, but a 50 MB "script" is not one.
+pub const MAX_SCRIPT_BYTES: u64 = 1024 * 1024;
+
+/// The root the sandbox shows the workspace at (rs-sdk's `/work`).
+pub const SANDBOX_ROOT: &str = "/work";
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ReadError {
+    #[error("`{0}` leads outside the workspace")]
+    Outside(String),
+    #[error("`{0}` goes through a symlink; scripts must be plain files inside the workspace")]
+    Symlink(String),
+    #[error("`{0}` is not a regular file")]
+    NotAFile(String),
+    #[error("`{path}` is {size} bytes, over the {limit}-byte limit for a script")]
+    TooLarge { path: String, size: u64, limit: u64 },
+    #[error("`{0}` is not UTF-8 text")]
+    NotText(String),
+    #[error("cannot read `{path}`: {message}")]
+    Io { path: String, message: String },
+}
+
+/// A workspace-relative path made of plain names only (no `..`, no root), or `None`.
+pub fn clean_relative(path: &str) -> Option<PathBuf> {
+    let mut clean = PathBuf::new();
+    for component in Path::new(path).components() {
+        match component {
+            Component::Normal(name) => clean.push(name),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !clean.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    if clean.as_os_str().is_empty() {
+        None
+    } else {
+        Some(clean)
+    }
+}
+
+/// Turns a path as an agent wrote it (relative to the workspace, or absolute under the sandbox
+/// root or the workspace's real location) into a clean workspace-relative path.
+pub fn workspace_relative(path: &str, workspace: &Path) -> Option<String> {
+    let as_path = Path::new(path);
+    let relative = if as_path.is_absolute() {
+        let stripped = as_path
+            .strip_prefix(SANDBOX_ROOT)
+            .ok()
+            .or_else(|| as_path.strip_prefix(workspace).ok())?;
+        stripped.to_str()?.to_string()
+    } else {
+        path.to_string()
+    };
+    let clean = clean_relative(&relative)?;
+    Some(clean.to_str()?.replace('\\', "/"))
+}
+
+/// Reads a workspace-relative file. `Ok(None)` when it does not exist (a script that vanished
+/// between the call and the record).
+pub fn read_contained(workspace: &Path, relative: &str) -> Result<Option<String>, ReadError> {
+    let Some(clean) = clean_relative(relative) else {
+        return Err(ReadError::Outside(relative.to_string()));
+    };
+    let mut current = workspace.to_path_buf();
+    let components: Vec<_> = clean.components().collect();
+    for (index, component) in components.iter().enumerate() {
+        current.push(component);
+        let metadata = match std::fs::symlink_metadata(&current) {
+            Ok(metadata) => metadata,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => {
+                return Err(ReadError::Io {
+                    path: relative.to_string(),
+                    message: err.to_string(),
+                });
+            }
+        };
+        if metadata.file_type().is_symlink() {
+            return Err(ReadError::Symlink(relative.to_string()));
+        }
+        let last = index + 1 == components.len();
+        if last {
+            if !metadata.is_file() {
+                return Err(ReadError::NotAFile(relative.to_string()));
+            }
+            if metadata.len() > MAX_SCRIPT_BYTES {
+                return Err(ReadError::TooLarge {
+                    path: relative.to_string(),
+                    size: metadata.len(),
+                    limit: MAX_SCRIPT_BYTES,
+                });
+            }
+        } else if !metadata.is_dir() {
+            return Ok(None);
+        }
+    }
+    let io_error = |err: std::io::Error| ReadError::Io {
+        path: relative.to_string(),
+        message: err.to_string(),
+    };
+    let mut file = std::fs::File::open(&current).map_err(io_error)?;
+    let mut bytes = Vec::new();
+    // Read at most one byte past the limit: the file may have grown since it was measured.
+    file.by_ref()
+        .take(MAX_SCRIPT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io_error)?;
+    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+        return Err(ReadError::TooLarge {
+            path: relative.to_string(),
+            size: bytes.len() as u64,
+            limit: MAX_SCRIPT_BYTES,
+        });
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| ReadError::NotText(relative.to_string()))
+}
+
+/// `bots/<bot>/<name>.ts` → `(bot, name)`: the only place an agent's skills live.
+pub fn script_of_bot(relative: &str) -> Option<(&str, &str)> {
+    let mut parts = relative.split('/');
+    let (Some("bots"), Some(bot), Some(file), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let name = file.strip_suffix(".ts")?;
+    if bot.is_empty() || name.is_empty() {
+        return None;
+    }
+    Some((bot, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absolute_sandbox_paths_become_workspace_relative() {
+        let ws = Path::new("/home/me/buzz");
+        assert_eq!(
+            workspace_relative("/work/bots/buzz/x.ts", ws).as_deref(),
+            Some("bots/buzz/x.ts")
+        );
+        assert_eq!(
+            workspace_relative("/home/me/buzz/bots/buzz/x.ts", ws).as_deref(),
+            Some("bots/buzz/x.ts")
+        );
+        assert_eq!(
+            workspace_relative("./bots/buzz/../buzz/x.ts", ws).as_deref(),
+            Some("bots/buzz/x.ts")
+        );
+    }
+
+    #[test]
+    fn paths_that_climb_out_are_refused() {
+        let ws = Path::new("/home/me/buzz");
+        assert_eq!(workspace_relative("../other/bots/x.ts", ws), None);
+        assert_eq!(workspace_relative("/etc/passwd", ws), None);
+        assert_eq!(workspace_relative("bots/../../x.ts", ws), None);
+    }
+
+    #[test]
+    fn only_scripts_directly_in_a_bot_folder_are_skills() {
+        assert_eq!(script_of_bot("bots/buzz/chop.ts"), Some(("buzz", "chop")));
+        assert_eq!(script_of_bot("bots/buzz/lib/chop.ts"), None);
+        assert_eq!(script_of_bot("sdk/cli.ts"), None);
+        assert_eq!(script_of_bot("bots/buzz/chop.js"), None);
+    }
+
+    #[test]
+    fn a_symlink_in_the_path_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.ts"), "a();").unwrap();
+        std::fs::create_dir_all(dir.path().join("bots")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("bots/buzz")).unwrap();
+        assert_eq!(
+            read_contained(dir.path(), "bots/buzz/x.ts"),
+            Err(ReadError::Symlink("bots/buzz/x.ts".into()))
+        );
+    }
+
+    #[test]
+    fn a_missing_file_reads_as_none_and_binary_as_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(read_contained(dir.path(), "bots/a/x.ts"), Ok(None));
+        std::fs::create_dir_all(dir.path().join("bots/a")).unwrap();
+        std::fs::write(dir.path().join("bots/a/x.ts"), [0xff, 0xfe, 0x00]).unwrap();
+        assert!(matches!(
+            read_contained(dir.path(), "bots/a/x.ts"),
+            Err(ReadError::NotText(_))
+        ));
+    }
+
+    #[test]
+    fn a_huge_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("bots/a")).unwrap();
+        std::fs::write(
+            dir.path().join("bots/a/x.ts"),
+            vec![b'a'; (MAX_SCRIPT_BYTES + 10) as usize],
+        )
+        .unwrap();
+        assert!(matches!(
+            read_contained(dir.path(), "bots/a/x.ts"),
+            Err(ReadError::TooLarge { .. })
+        ));
+    }
+}

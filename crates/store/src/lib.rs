@@ -1,0 +1,339 @@
+//! The library's storage: one [`Store`] trait and its backends.
+//!
+//! Architecture invariant: owner isolation lives here, not in callers. Every method but the
+//! identity look-ups ([`Store::agent_by_name`], [`Store::owner_by_name`]) takes the
+//! [`OwnerId`] it acts for, and every query it runs filters by that owner, so an id that
+//! belongs to another family is simply not found.
+//!
+//! Architecture invariant: recording a use and rescoring its version happen in one
+//! transaction, so concurrent writers (threads or processes) never lose a use or an update.
+
+use std::collections::BTreeMap;
+
+use mindrune_core::score::ScoreBreakdown;
+use serde::{Deserialize, Serialize};
+
+mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+macro_rules! id_type {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(pub i64);
+    };
+}
+
+id_type!(
+    /// An owner account: a family is all agents of one owner.
+    OwnerId
+);
+id_type!(
+    /// An agent (an avatar or an assistant).
+    AgentId
+);
+id_type!(
+    /// A skill: one agent's file.
+    SkillId
+);
+id_type!(
+    /// One version of a skill: one content digest.
+    VersionId
+);
+id_type!(
+    /// One inline snippet's history.
+    SnippetId
+);
+
+/// Unix time in milliseconds, the one time unit of the store.
+pub type Millis = i64;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Owner {
+    pub id: OwnerId,
+    pub name: String,
+    /// The owner's key: a secret, scrubbed from everything the library saves.
+    pub api_key: String,
+    pub eager_sharing: bool,
+    pub created_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Agent {
+    pub id: AgentId,
+    pub owner: OwnerId,
+    pub name: String,
+    /// The agent's workspace on this machine; its scripts are `bots/<name>/*.ts` below it.
+    pub workspace: String,
+    pub created_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Skill {
+    pub id: SkillId,
+    pub owner: OwnerId,
+    /// `None` once the agent was deleted: the skill stays with the family.
+    pub agent: Option<AgentId>,
+    pub agent_name: String,
+    pub name: String,
+    /// Workspace-relative path, e.g. `bots/buzz/chop-oaks.ts`.
+    pub path: String,
+    pub kind: String,
+    /// The version the file had when it was last seen.
+    pub current_version: Option<VersionId>,
+    pub created_at: Millis,
+    pub deleted_at: Option<Millis>,
+}
+
+/// How a version came from its parent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Lineage {
+    /// The same file, changed.
+    Edit,
+    /// Another file of the same agent with the same code (a copy or a rename).
+    Copy,
+    /// A copy of a sibling's skill (its `From:` line), changed.
+    Sibling,
+}
+
+impl Lineage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lineage::Edit => "edit",
+            Lineage::Copy => "copy",
+            Lineage::Sibling => "sibling",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Lineage> {
+        match text {
+            "edit" => Some(Lineage::Edit),
+            "copy" => Some(Lineage::Copy),
+            "sibling" => Some(Lineage::Sibling),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Version {
+    pub id: VersionId,
+    pub owner: OwnerId,
+    pub skill: SkillId,
+    /// v1, v2, … within the skill.
+    pub number: i64,
+    pub digest: String,
+    /// The code without its header, scrubbed of secrets.
+    pub code: String,
+    pub parent: Option<VersionId>,
+    pub lineage: Option<Lineage>,
+    /// 0.9 × the parent's score when this version was created.
+    pub inherited: Option<f64>,
+    pub uses: i64,
+    pub ok: i64,
+    pub score: f64,
+    pub breakdown: Option<ScoreBreakdown>,
+    pub measure_key: String,
+    pub rate_per_minute: f64,
+    pub created_at: Millis,
+    pub last_used_at: Option<Millis>,
+}
+
+/// What the engine found in a script file, to be matched to a skill and version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScriptSnapshot {
+    pub agent: AgentId,
+    /// Workspace-relative path, e.g. `bots/buzz/chop-oaks.ts`.
+    pub path: String,
+    /// The file stem: the skill's name.
+    pub name: String,
+    pub digest: String,
+    /// Code without header, already scrubbed.
+    pub code: String,
+    /// Topic tags from the header, as written.
+    pub tags: Vec<String>,
+    /// Where a new skill's first version comes from, when it is a copy, a rename or a
+    /// sibling's skill adapted.
+    pub origin: Option<(VersionId, Lineage)>,
+}
+
+/// The outcome of matching a snapshot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Matched {
+    pub skill: Skill,
+    pub version: Version,
+    pub new_skill: bool,
+    pub new_version: bool,
+}
+
+/// The measured results of one run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub at: Millis,
+    pub ok: bool,
+    pub duration_ms: u64,
+    pub xp: BTreeMap<String, f64>,
+    pub items: BTreeMap<String, f64>,
+    pub goal_progress: f64,
+    pub deaths: u32,
+    pub stuck: bool,
+    pub items_lost: u32,
+}
+
+/// A use to record against a version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewUse {
+    pub version: VersionId,
+    pub agent: AgentId,
+    pub outcome: Outcome,
+    /// `shell` or `execute_code`.
+    pub source: String,
+    /// The command line or script path, scrubbed.
+    pub call: Option<String>,
+    /// The output's tail, scrubbed.
+    pub output: Option<String>,
+    /// The host's event id: a second use with the same id is a retry, not a new use.
+    pub event_id: Option<String>,
+}
+
+/// A version's counters and score right after a use was recorded.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct VersionStats {
+    pub id: VersionId,
+    pub skill: SkillId,
+    pub number: i64,
+    pub uses: i64,
+    pub ok: i64,
+    pub score: f64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedUse {
+    /// `false` when the event id was seen before and nothing was added.
+    pub added: bool,
+    pub version: VersionStats,
+}
+
+/// An inline snippet's use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewSnippetUse {
+    pub agent: AgentId,
+    pub digest: String,
+    pub code: String,
+    pub outcome: Outcome,
+    pub output: Option<String>,
+    pub event_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snippet {
+    pub id: SnippetId,
+    pub agent: Option<AgentId>,
+    pub digest: String,
+    pub code: String,
+    pub uses: i64,
+    pub ok: i64,
+    pub first_at: Millis,
+    pub last_used_at: Millis,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedSnippetUse {
+    pub added: bool,
+    pub snippet: Snippet,
+}
+
+/// One entry per skill, as every view shows it: the skill at its current version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkillEntry {
+    pub skill: Skill,
+    pub version: Version,
+    pub version_count: i64,
+    /// Runs of all versions together.
+    pub total_runs: i64,
+    /// The best-scoring older version, when it scored higher than the shown one.
+    pub best: Option<(i64, f64)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{0} not found")]
+    NotFound(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error(
+        "the library at {path} was written by a newer MindRune (schema {found}, this one knows {known}); upgrade mindrune"
+    )]
+    TooNew {
+        path: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("database error: {0}")]
+    Database(String),
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// The library's storage. Synchronous: the CLI needs no runtime, and the server calls it from
+/// blocking tasks.
+pub trait Store: Send + Sync {
+    /// Creates an owner account.
+    fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner>;
+    /// Identity look-up by name (the CLI's way to name an owner).
+    fn owner_by_name(&self, name: &str) -> Result<Option<Owner>>;
+    fn owner(&self, owner: OwnerId) -> Result<Owner>;
+    /// Every owner account (for the operator's command line).
+    fn owners(&self) -> Result<Vec<Owner>>;
+
+    /// Adds an agent to an owner's family. Agent names are unique in the library, as avatar
+    /// names are in the game.
+    fn create_agent(
+        &self,
+        owner: OwnerId,
+        name: &str,
+        workspace: &str,
+        now: Millis,
+    ) -> Result<Agent>;
+    /// Identity look-up: which agent (and so which owner) an event is from.
+    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>>;
+    fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>>;
+
+    /// The skill of one agent's file, if the library has seen it.
+    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>>;
+    fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill>;
+    /// A skill by its agent's name and its own (`buzz/chop-oaks`).
+    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>>;
+    /// Versions in this family with this digest, with their skills.
+    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>>;
+    fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version>;
+    /// Finds or creates the skill and version a snapshot of a file belongs to, in one
+    /// transaction: an unknown file is a new skill (built on its origin, if any); a new digest
+    /// of a known file is its next version, built on the current one.
+    fn match_script(
+        &self,
+        owner: OwnerId,
+        snapshot: &ScriptSnapshot,
+        now: Millis,
+    ) -> Result<Matched>;
+
+    /// Records a use and rescores its version, atomically.
+    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse>;
+    /// Records a use of an inline snippet in its agent's snippet history.
+    fn record_snippet_use(
+        &self,
+        owner: OwnerId,
+        new_use: &NewSnippetUse,
+    ) -> Result<RecordedSnippetUse>;
+    fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>>;
+
+    /// One entry per skill, optionally for one agent, best score first.
+    fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>>;
+    /// A skill's versions, newest first.
+    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>>;
+    /// How many uses the owner's family has recorded (all versions).
+    fn use_count(&self, owner: OwnerId) -> Result<i64>;
+}

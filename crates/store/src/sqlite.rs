@@ -1,0 +1,1080 @@
+//! The embedded default: SQLite (bundled, WAL).
+//!
+//! Durability: WAL with `synchronous=NORMAL`. A committed use survives a crash of any process;
+//! only a power cut or kernel crash may lose the last few commits, which SQLite's own docs
+//! describe as the WAL trade-off. `MINDRUNE_SYNC=full` selects `synchronous=FULL` for hosts
+//! that need power-loss durability at some throughput cost.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use mindrune_core::score::{self, Measure, ScoreBreakdown, ScoreInput, UseSample};
+use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+
+use crate::{
+    Agent, AgentId, Lineage, Matched, Millis, NewSnippetUse, NewUse, Outcome, Owner, OwnerId,
+    RecordedSnippetUse, RecordedUse, Result, ScriptSnapshot, Skill, SkillEntry, SkillId, Snippet,
+    SnippetId, Store, StoreError, Version, VersionId, VersionStats,
+};
+
+/// The migrations, in order. Never edit one that has landed: add the next.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_init.sql")];
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times a transaction that found the database busy is tried again.
+const BUSY_RETRIES: u32 = 20;
+/// How many uses of a version pass before the family's peer median is looked up again.
+const PEER_REFRESH_USES: i64 = 20;
+/// Score windows kept in memory; past this the cache is cleared (it is only a cache).
+const WINDOW_CACHE_LIMIT: usize = 20_000;
+
+/// The newest uses of one version, as the score reads them, and how many uses the version had
+/// when they were read. The count tells a stale entry: any writer, in this process or another,
+/// bumps it in the same transaction as its insert.
+struct CachedWindow {
+    uses: i64,
+    samples: VecDeque<UseSample>,
+}
+
+/// What recording a use reads of its version.
+struct VersionRow {
+    skill: SkillId,
+    number: i64,
+    uses: i64,
+    ok: i64,
+    score: f64,
+    inherited: Option<f64>,
+    measure_key: String,
+    peer_rate: Option<f64>,
+    peer_checked_uses: Option<i64>,
+    /// Newline-joined, sorted.
+    tags: String,
+}
+
+struct Inner {
+    conn: Connection,
+    windows: HashMap<i64, CachedWindow>,
+}
+
+pub struct SqliteStore {
+    inner: Mutex<Inner>,
+    location: String,
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("location", &self.location)
+            .finish()
+    }
+}
+
+fn db_err(err: rusqlite::Error) -> StoreError {
+    StoreError::Database(err.to_string())
+}
+
+fn is_busy(err: &StoreError) -> bool {
+    matches!(err, StoreError::Database(msg) if msg.contains("database is locked") || msg.contains("database is busy"))
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the library database at `path` and brings its schema up to
+    /// date.
+    pub fn open(path: &Path) -> Result<SqliteStore> {
+        let conn = Connection::open(path).map_err(db_err)?;
+        Self::setup(conn, path.display().to_string())
+    }
+
+    /// A private in-memory library, for tests.
+    pub fn open_in_memory() -> Result<SqliteStore> {
+        let conn = Connection::open_in_memory().map_err(db_err)?;
+        Self::setup(conn, ":memory:".into())
+    }
+
+    fn setup(conn: Connection, location: String) -> Result<SqliteStore> {
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
+        let sync = match std::env::var("MINDRUNE_SYNC").as_deref() {
+            Ok("full") => "FULL",
+            _ => "NORMAL",
+        };
+        conn.execute_batch(&format!(
+            "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
+        ))
+        .map_err(db_err)?;
+        let mut store = SqliteStore {
+            inner: Mutex::new(Inner {
+                conn,
+                windows: HashMap::new(),
+            }),
+            location,
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let location = self.location.clone();
+        let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+        let conn = &mut inner.conn;
+        let known = MIGRATIONS.len() as i64;
+        // Two processes opening a new library at once must not both run the migrations, so
+        // the check and the work share one immediate transaction.
+        with_retry(|| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let found: i64 = tx
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(db_err)?;
+            if found > known {
+                return Err(StoreError::TooNew {
+                    path: location.clone(),
+                    found,
+                    known,
+                });
+            }
+            for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+                tx.execute_batch(sql).map_err(db_err)?;
+                tx.pragma_update(None, "user_version", index as i64 + 1)
+                    .map_err(db_err)?;
+            }
+            tx.commit().map_err(db_err)
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves no half-done transaction behind (rusqlite rolls
+        // back on drop), so the connection is still good to use.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// SQLite's own integrity check; `ok` when the file is sound.
+    pub fn integrity_check(&self) -> Result<String> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(db_err)
+    }
+}
+
+/// Runs a write transaction, trying again while another process holds the database.
+fn with_retry<T>(mut work: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut attempt = 0;
+    loop {
+        match work() {
+            Err(err) if is_busy(&err) && attempt < BUSY_RETRIES => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(5 * u64::from(attempt)));
+            }
+            other => return other,
+        }
+    }
+}
+
+const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
+const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at";
+const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at";
+const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at";
+const SKILL_COLUMN_COUNT: usize = 10;
+
+fn owner_from(row: &Row<'_>) -> rusqlite::Result<Owner> {
+    Ok(Owner {
+        id: OwnerId(row.get(0)?),
+        name: row.get(1)?,
+        api_key: row.get(2)?,
+        eager_sharing: row.get(3)?,
+        created_at: row.get(4)?,
+    })
+}
+
+fn agent_from(row: &Row<'_>) -> rusqlite::Result<Agent> {
+    Ok(Agent {
+        id: AgentId(row.get(0)?),
+        owner: OwnerId(row.get(1)?),
+        name: row.get(2)?,
+        workspace: row.get(3)?,
+        created_at: row.get(4)?,
+    })
+}
+
+fn skill_from(row: &Row<'_>) -> rusqlite::Result<Skill> {
+    Ok(Skill {
+        id: SkillId(row.get(0)?),
+        owner: OwnerId(row.get(1)?),
+        agent: row.get::<_, Option<i64>>(2)?.map(AgentId),
+        agent_name: row.get(3)?,
+        name: row.get(4)?,
+        path: row.get(5)?,
+        kind: row.get(6)?,
+        current_version: row.get::<_, Option<i64>>(7)?.map(VersionId),
+        created_at: row.get(8)?,
+        deleted_at: row.get(9)?,
+    })
+}
+
+fn version_from_at(row: &Row<'_>, base: usize) -> rusqlite::Result<Version> {
+    let breakdown: Option<String> = row.get(base + 12)?;
+    let lineage: Option<String> = row.get(base + 7)?;
+    Ok(Version {
+        id: VersionId(row.get(base)?),
+        owner: OwnerId(row.get(base + 1)?),
+        skill: SkillId(row.get(base + 2)?),
+        number: row.get(base + 3)?,
+        digest: row.get(base + 4)?,
+        code: row.get(base + 5)?,
+        parent: row.get::<_, Option<i64>>(base + 6)?.map(VersionId),
+        lineage: lineage.as_deref().and_then(Lineage::parse),
+        inherited: row.get(base + 8)?,
+        uses: row.get(base + 9)?,
+        ok: row.get(base + 10)?,
+        score: row.get(base + 11)?,
+        breakdown: breakdown.and_then(|json| serde_json::from_str(&json).ok()),
+        measure_key: row.get(base + 13)?,
+        rate_per_minute: row.get(base + 14)?,
+        created_at: row.get(base + 15)?,
+        last_used_at: row.get(base + 16)?,
+    })
+}
+
+fn version_from(row: &Row<'_>) -> rusqlite::Result<Version> {
+    version_from_at(row, 0)
+}
+
+fn load_version(conn: &Connection, owner: OwnerId, version: VersionId) -> Result<Version> {
+    conn.query_row(
+        &format!(
+            "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.version_id = ?2"
+        ),
+        params![owner.0, version.0],
+        version_from,
+    )
+    .optional()
+    .map_err(db_err)?
+    .ok_or_else(|| StoreError::NotFound(format!("version {}", version.0)))
+}
+
+fn load_agent(conn: &Connection, owner: OwnerId, agent: AgentId) -> Result<Agent> {
+    conn.query_row(
+        &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 AND agent_id = ?2"),
+        params![owner.0, agent.0],
+        agent_from,
+    )
+    .optional()
+    .map_err(db_err)?
+    .ok_or_else(|| StoreError::NotFound(format!("agent {}", agent.0)))
+}
+
+fn json_map(map: &std::collections::BTreeMap<String, f64>) -> Option<String> {
+    if map.is_empty() {
+        None
+    } else {
+        serde_json::to_string(map).ok()
+    }
+}
+
+fn parse_map(json: Option<String>) -> std::collections::BTreeMap<String, f64> {
+    json.and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+fn sample_from(outcome: &Outcome, agent: AgentId) -> UseSample {
+    UseSample {
+        at: outcome.at.div_euclid(1000),
+        ok: outcome.ok,
+        agent: agent.0,
+        duration_ms: outcome.duration_ms,
+        xp: outcome.xp.clone(),
+        items: outcome.items.clone(),
+        goal_progress: outcome.goal_progress,
+        deaths: outcome.deaths,
+        stuck: outcome.stuck,
+        items_lost: outcome.items_lost,
+    }
+}
+
+/// Reads a version's newest uses (newest first), as the score needs them.
+fn read_window(
+    conn: &Connection,
+    owner: OwnerId,
+    version: VersionId,
+) -> Result<VecDeque<UseSample>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT at, ok, agent_id, duration_ms, xp, items, goal_progress, deaths, stuck, items_lost
+             FROM uses WHERE owner_id = ?1 AND version_id = ?2
+             ORDER BY at DESC, use_id DESC LIMIT ?3",
+        )
+        .map_err(db_err)?;
+    let rows = statement
+        .query_map(params![owner.0, version.0, score::WINDOW as i64], |row| {
+            Ok(UseSample {
+                at: row.get::<_, i64>(0)?.div_euclid(1000),
+                ok: row.get(1)?,
+                agent: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                duration_ms: row.get::<_, i64>(3)?.max(0) as u64,
+                xp: parse_map(row.get(4)?),
+                items: parse_map(row.get(5)?),
+                goal_progress: row.get(6)?,
+                deaths: row.get::<_, i64>(7)?.clamp(0, i64::from(u32::MAX)) as u32,
+                stuck: row.get(8)?,
+                items_lost: row.get::<_, i64>(9)?.clamp(0, i64::from(u32::MAX)) as u32,
+            })
+        })
+        .map_err(db_err)?;
+    rows.collect::<rusqlite::Result<VecDeque<_>>>()
+        .map_err(db_err)
+}
+
+/// Puts a new sample into a newest-first window at its place in time (a replayed event may be
+/// older than the newest use) and keeps the window at its size.
+fn insert_sample(window: &mut VecDeque<UseSample>, sample: UseSample) {
+    // Among equal times the newer insert counts as newer, as `use_id DESC` orders it.
+    let position = window
+        .iter()
+        .position(|s| s.at <= sample.at)
+        .unwrap_or(window.len());
+    window.insert(position, sample);
+    window.truncate(score::WINDOW);
+}
+
+/// Median rate of the family's comparable skills: same measure, a shared tag, ≥ 3 uses.
+fn peer_median_rate(
+    conn: &Connection,
+    owner: OwnerId,
+    skill: SkillId,
+    measure_key: &str,
+) -> Result<Option<f64>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT v.rate_per_minute FROM skills s
+             JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+             WHERE s.owner_id = ?1 AND s.skill_id <> ?2 AND s.deleted_at IS NULL
+               AND v.measure_key = ?3 AND v.uses >= 3
+               AND EXISTS (SELECT 1 FROM skill_tags peer JOIN skill_tags mine
+                           ON mine.tag = peer.tag AND mine.owner_id = peer.owner_id
+                           WHERE peer.owner_id = ?1 AND peer.skill_id = s.skill_id AND mine.skill_id = ?2)",
+        )
+        .map_err(db_err)?;
+    let rates = statement
+        .query_map(params![owner.0, skill.0, measure_key], |row| {
+            row.get::<_, f64>(0)
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<f64>>>()
+        .map_err(db_err)?;
+    Ok(score::peer_median_rate(rates))
+}
+
+fn skill_tags(conn: &Connection, owner: OwnerId, skill: SkillId) -> Result<Vec<String>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT tag FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2 ORDER BY tag",
+        )
+        .map_err(db_err)?;
+    let tags = statement
+        .query_map(params![owner.0, skill.0], |row| row.get(0))
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .map_err(db_err)?;
+    Ok(tags)
+}
+
+impl Store for SqliteStore {
+    fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner> {
+        let inner = self.lock();
+        let result = inner.conn.execute(
+            "INSERT INTO owners (name, api_key, created_at) VALUES (?1, ?2, ?3)",
+            params![name, api_key, now],
+        );
+        match result {
+            Ok(_) => {}
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                return Err(StoreError::Conflict(format!(
+                    "an owner named `{name}` already exists"
+                )));
+            }
+            Err(e) => return Err(db_err(e)),
+        }
+        let id = inner.conn.last_insert_rowid();
+        Ok(Owner {
+            id: OwnerId(id),
+            name: name.into(),
+            api_key: api_key.into(),
+            eager_sharing: false,
+            created_at: now,
+        })
+    }
+
+    fn owner_by_name(&self, name: &str) -> Result<Option<Owner>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = ?1"),
+                [name],
+                owner_from,
+            )
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn owner(&self, owner: OwnerId) -> Result<Owner> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = ?1"),
+                [owner.0],
+                owner_from,
+            )
+            .optional()
+            .map_err(db_err)?
+            .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))
+    }
+
+    fn owners(&self) -> Result<Vec<Owner>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!("SELECT {OWNER_COLUMNS} FROM owners ORDER BY name"))
+            .map_err(db_err)?;
+        let owners = statement
+            .query_map([], owner_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(owners)
+    }
+
+    fn create_agent(
+        &self,
+        owner: OwnerId,
+        name: &str,
+        workspace: &str,
+        now: Millis,
+    ) -> Result<Agent> {
+        let inner = self.lock();
+        let result = inner.conn.execute(
+            "INSERT INTO agents (owner_id, name, workspace, created_at)
+             SELECT owner_id, ?2, ?3, ?4 FROM owners WHERE owner_id = ?1",
+            params![owner.0, name, workspace, now],
+        );
+        match result {
+            Ok(0) => Err(StoreError::NotFound(format!("owner {}", owner.0))),
+            Ok(_) => Ok(Agent {
+                id: AgentId(inner.conn.last_insert_rowid()),
+                owner,
+                name: name.into(),
+                workspace: workspace.into(),
+                created_at: now,
+            }),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                Err(StoreError::Conflict(format!(
+                    "an agent named `{name}` already exists"
+                )))
+            }
+            Err(e) => Err(db_err(e)),
+        }
+    }
+
+    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE name = ?1"
+            ))
+            .map_err(db_err)?
+            .query_row([name], agent_from)
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 ORDER BY name"
+            ))
+            .map_err(db_err)?;
+        let agents = statement
+            .query_map([owner.0], agent_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(agents)
+    }
+
+    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.path = ?3"
+            ))
+            .map_err(db_err)?
+            .query_row(params![owner.0, agent.0, path], skill_from)
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"
+            ))
+            .map_err(db_err)?
+            .query_row(params![owner.0, skill.0], skill_from)
+            .optional()
+            .map_err(db_err)?
+            .ok_or_else(|| StoreError::NotFound(format!("skill {}", skill.0)))
+    }
+
+    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.name = ?3
+                 ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
+            ))
+            .map_err(db_err)?
+            .query_row(params![owner.0, agent_name, name], skill_from)
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS} FROM versions v
+                 JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                 WHERE v.owner_id = ?1 AND v.digest = ?2 ORDER BY v.version_id"
+            ))
+            .map_err(db_err)?;
+        let found = statement
+            .query_map(params![owner.0, digest], |row| {
+                Ok((skill_from(row)?, version_from_at(row, SKILL_COLUMN_COUNT)?))
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(found)
+    }
+
+    fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version> {
+        let inner = self.lock();
+        load_version(&inner.conn, owner, version)
+    }
+
+    fn match_script(
+        &self,
+        owner: OwnerId,
+        snapshot: &ScriptSnapshot,
+        now: Millis,
+    ) -> Result<Matched> {
+        let mut inner = self.lock();
+        with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let agent = load_agent(&tx, owner, snapshot.agent)?;
+            let existing = tx
+                .prepare_cached(&format!(
+                    "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.path = ?3"
+                ))
+                .map_err(db_err)?
+                .query_row(params![owner.0, agent.name, snapshot.path], skill_from)
+                .optional()
+                .map_err(db_err)?;
+            let new_skill = existing.is_none();
+            let skill_id = match &existing {
+                Some(skill) => {
+                    if skill.deleted_at.is_some() || skill.agent.is_none() {
+                        tx.execute(
+                            "UPDATE skills SET deleted_at = NULL, agent_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+                            params![owner.0, skill.id.0, agent.id.0],
+                        )
+                        .map_err(db_err)?;
+                    }
+                    skill.id
+                }
+                None => {
+                    tx.execute(
+                        "INSERT INTO skills (owner_id, agent_id, agent_name, name, path, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![owner.0, agent.id.0, agent.name, snapshot.name, snapshot.path, now],
+                    )
+                    .map_err(db_err)?;
+                    SkillId(tx.last_insert_rowid())
+                }
+            };
+            let found = tx
+                .prepare_cached(&format!(
+                    "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 AND v.digest = ?3"
+                ))
+                .map_err(db_err)?
+                .query_row(params![owner.0, skill_id.0, snapshot.digest], version_from)
+                .optional()
+                .map_err(db_err)?;
+            let new_version = found.is_none();
+            let version_id = match found {
+                Some(version) => version.id,
+                None => {
+                    // An edit builds on the version the file had; a new file builds on its
+                    // origin (a copy, a rename, a sibling's skill), if it has one.
+                    let parent = match existing.as_ref().and_then(|s| s.current_version) {
+                        Some(current) => Some((load_version(&tx, owner, current)?, Lineage::Edit)),
+                        None => match snapshot.origin {
+                            Some((origin, lineage)) => {
+                                Some((load_version(&tx, owner, origin)?, lineage))
+                            }
+                            None => None,
+                        },
+                    };
+                    let number: i64 = tx
+                        .query_row(
+                            "SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE owner_id = ?1 AND skill_id = ?2",
+                            params![owner.0, skill_id.0],
+                            |r| r.get(0),
+                        )
+                        .map_err(db_err)?;
+                    let inherited = parent
+                        .as_ref()
+                        .map(|(p, _)| score::inherited_from_parent(p.score));
+                    tx.execute(
+                        "INSERT INTO versions (owner_id, skill_id, number, digest, code, parent_version_id, lineage,
+                                               inherited, score, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                        params![
+                            owner.0,
+                            skill_id.0,
+                            number,
+                            snapshot.digest,
+                            snapshot.code,
+                            parent.as_ref().map(|(p, _)| p.id.0),
+                            parent.as_ref().map(|(_, l)| l.as_str()),
+                            inherited,
+                            inherited.unwrap_or(0.0),
+                            now
+                        ],
+                    )
+                    .map_err(db_err)?;
+                    VersionId(tx.last_insert_rowid())
+                }
+            };
+            tx.execute(
+                "UPDATE skills SET current_version_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+                params![owner.0, skill_id.0, version_id.0],
+            )
+            .map_err(db_err)?;
+            let new_tags = sorted(&snapshot.tags);
+            if skill_tags(&tx, owner, skill_id)? != new_tags {
+                tx.execute(
+                    "UPDATE skills SET tags = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+                    params![owner.0, skill_id.0, new_tags.join("\n")],
+                )
+                .map_err(db_err)?;
+                tx.execute(
+                    "DELETE FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2",
+                    params![owner.0, skill_id.0],
+                )
+                .map_err(db_err)?;
+                for tag in &snapshot.tags {
+                    tx.execute(
+                        "INSERT OR IGNORE INTO skill_tags (owner_id, skill_id, tag) VALUES (?1, ?2, ?3)",
+                        params![owner.0, skill_id.0, tag],
+                    )
+                    .map_err(db_err)?;
+                }
+            }
+            let skill = tx
+                .query_row(
+                    &format!("SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"),
+                    params![owner.0, skill_id.0],
+                    skill_from,
+                )
+                .map_err(db_err)?;
+            let version = load_version(&tx, owner, version_id)?;
+            tx.commit().map_err(db_err)?;
+            Ok(Matched {
+                skill,
+                version,
+                new_skill,
+                new_version,
+            })
+        })
+    }
+
+    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        let outcome = with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let row = tx
+                .prepare_cached(
+                    "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
+                            v.peer_checked_uses, s.tags
+                     FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                     WHERE v.owner_id = ?1 AND v.version_id = ?2",
+                )
+                .map_err(db_err)?
+                .query_row(params![owner.0, new_use.version.0], |r| {
+                    Ok(VersionRow {
+                        skill: SkillId(r.get(0)?),
+                        number: r.get(1)?,
+                        uses: r.get(2)?,
+                        ok: r.get(3)?,
+                        score: r.get(4)?,
+                        inherited: r.get(5)?,
+                        measure_key: r.get(6)?,
+                        peer_rate: r.get(7)?,
+                        peer_checked_uses: r.get(8)?,
+                        tags: r.get(9)?,
+                    })
+                })
+                .optional()
+                .map_err(db_err)?
+                .ok_or_else(|| StoreError::NotFound(format!("version {}", new_use.version.0)))?;
+            let stats = |uses, ok, score| VersionStats {
+                id: new_use.version,
+                skill: row.skill,
+                number: row.number,
+                uses,
+                ok,
+                score,
+            };
+            if let Some(event_id) = &new_use.event_id {
+                let seen: Option<i64> = tx
+                    .prepare_cached("SELECT use_id FROM uses WHERE owner_id = ?1 AND event_id = ?2")
+                    .map_err(db_err)?
+                    .query_row(params![owner.0, event_id], |r| r.get(0))
+                    .optional()
+                    .map_err(db_err)?;
+                if seen.is_some() {
+                    return Ok((false, stats(row.uses, row.ok, row.score), None));
+                }
+            }
+            let outcome = &new_use.outcome;
+            tx.prepare_cached(
+                "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?4
+                 FROM agents WHERE owner_id = ?1 AND agent_id = ?3",
+            )
+            .map_err(db_err)?
+            .execute(params![
+                owner.0,
+                new_use.version.0,
+                new_use.agent.0,
+                outcome.at,
+                outcome.ok,
+                outcome.duration_ms.min(i64::MAX as u64) as i64,
+                json_map(&outcome.xp),
+                json_map(&outcome.items),
+                outcome.goal_progress,
+                outcome.deaths,
+                outcome.stuck,
+                outcome.items_lost,
+                new_use.source,
+                new_use.call,
+                new_use.output,
+                new_use.event_id,
+            ])
+            .map_err(db_err)
+            .and_then(|n| if n == 1 { Ok(()) } else { Err(StoreError::NotFound(format!("agent {}", new_use.agent.0))) })?;
+
+            // The window: from the cache when no other writer touched this version since it was
+            // read, else from the table (which now holds the new use too).
+            let cached = inner
+                .windows
+                .remove(&new_use.version.0)
+                .filter(|w| w.uses == row.uses);
+            let window = match cached {
+                Some(mut cached) => {
+                    insert_sample(&mut cached.samples, sample_from(outcome, new_use.agent));
+                    cached.samples
+                }
+                None => read_window(&tx, owner, new_use.version)?,
+            };
+            let tags: Vec<String> = row.tags.lines().map(str::to_string).collect();
+            let samples = window.as_slices();
+            let contiguous: std::borrow::Cow<'_, [UseSample]> = if samples.1.is_empty() {
+                std::borrow::Cow::Borrowed(samples.0)
+            } else {
+                std::borrow::Cow::Owned(window.iter().cloned().collect())
+            };
+            let measure = Measure::choose(&tags, &contiguous);
+            let measure_key = measure.key();
+            // The family's median is looked up again every PEER_REFRESH_USES uses of this
+            // version (or when its measure changes), and kept in the version's row: the same
+            // for every process, and no scan of the family's skills on every run.
+            let refresh_peers = !tags.is_empty()
+                && (row.measure_key != measure_key
+                    || row
+                        .peer_checked_uses
+                        .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES));
+            let (peers, peer_checked_uses) = if tags.is_empty() {
+                (None, None)
+            } else if refresh_peers {
+                (
+                    peer_median_rate(&tx, owner, row.skill, &measure_key)?,
+                    Some(row.uses),
+                )
+            } else {
+                (row.peer_rate, row.peer_checked_uses)
+            };
+            let breakdown: ScoreBreakdown = score::score(&ScoreInput {
+                window: &contiguous,
+                measure: &measure,
+                peer_median_rate: peers,
+                inherited: row.inherited,
+            });
+            drop(contiguous);
+            tx.prepare_cached(
+                "UPDATE versions SET uses = uses + 1, ok = ok + ?3, score = ?4, breakdown = ?5, measure_key = ?6,
+                        rate_per_minute = ?7, last_used_at = MAX(COALESCE(last_used_at, ?8), ?8),
+                        peer_rate = ?9, peer_checked_uses = ?10
+                 WHERE owner_id = ?1 AND version_id = ?2",
+            )
+            .map_err(db_err)?
+            .execute(params![
+                owner.0,
+                new_use.version.0,
+                i64::from(outcome.ok),
+                breakdown.total,
+                serde_json::to_string(&breakdown).ok(),
+                measure_key,
+                breakdown.rate_per_minute,
+                outcome.at,
+                peers,
+                peer_checked_uses,
+            ])
+            .map_err(db_err)?;
+            tx.commit().map_err(db_err)?;
+            Ok((
+                true,
+                stats(
+                    row.uses + 1,
+                    row.ok + i64::from(outcome.ok),
+                    breakdown.total,
+                ),
+                Some(window),
+            ))
+        })?;
+        let (added, version, window) = outcome;
+        if let Some(samples) = window {
+            if inner.windows.len() >= WINDOW_CACHE_LIMIT {
+                inner.windows.clear();
+            }
+            inner.windows.insert(
+                version.id.0,
+                CachedWindow {
+                    uses: version.uses,
+                    samples,
+                },
+            );
+        }
+        Ok(RecordedUse { added, version })
+    }
+
+    fn record_snippet_use(
+        &self,
+        owner: OwnerId,
+        new_use: &NewSnippetUse,
+    ) -> Result<RecordedSnippetUse> {
+        let mut inner = self.lock();
+        with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let agent = load_agent(&tx, owner, new_use.agent)?;
+            let outcome = &new_use.outcome;
+            let added = match &new_use.event_id {
+                Some(event_id) => tx
+                    .query_row(
+                        "SELECT 1 FROM snippet_uses WHERE owner_id = ?1 AND event_id = ?2",
+                        params![owner.0, event_id],
+                        |_| Ok(()),
+                    )
+                    .optional()
+                    .map_err(db_err)?
+                    .is_none(),
+                None => true,
+            };
+            if added {
+                tx.execute(
+                    "INSERT INTO snippets (owner_id, agent_id, digest, code, first_at, last_used_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+                     ON CONFLICT (owner_id, agent_id, digest) DO NOTHING",
+                    params![owner.0, agent.id.0, new_use.digest, new_use.code, outcome.at],
+                )
+                .map_err(db_err)?;
+                let snippet_id: i64 = tx
+                    .query_row(
+                        "SELECT snippet_id FROM snippets WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                        params![owner.0, agent.id.0, new_use.digest],
+                        |r| r.get(0),
+                    )
+                    .map_err(db_err)?;
+                tx.execute(
+                    "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
+                                               goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4)",
+                    params![
+                        owner.0,
+                        snippet_id,
+                        agent.id.0,
+                        outcome.at,
+                        outcome.ok,
+                        outcome.duration_ms.min(i64::MAX as u64) as i64,
+                        json_map(&outcome.xp),
+                        json_map(&outcome.items),
+                        outcome.goal_progress,
+                        outcome.deaths,
+                        outcome.stuck,
+                        outcome.items_lost,
+                        new_use.output,
+                        new_use.event_id,
+                    ],
+                )
+                .map_err(db_err)?;
+                tx.execute(
+                    "UPDATE snippets SET uses = uses + 1, ok = ok + ?3, last_used_at = MAX(last_used_at, ?4)
+                     WHERE owner_id = ?1 AND snippet_id = ?2",
+                    params![owner.0, snippet_id, i64::from(outcome.ok), outcome.at],
+                )
+                .map_err(db_err)?;
+            }
+            let snippet = tx
+                .query_row(
+                    "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
+                     WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                    params![owner.0, agent.id.0, new_use.digest],
+                    snippet_from,
+                )
+                .map_err(db_err)?;
+            tx.commit().map_err(db_err)?;
+            Ok(RecordedSnippetUse { added, snippet })
+        })
+    }
+
+    fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
+                 WHERE owner_id = ?1 AND agent_id = ?2 ORDER BY last_used_at DESC",
+            )
+            .map_err(db_err)?;
+        let snippets = statement
+            .query_map(params![owner.0, agent.0], snippet_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(snippets)
+    }
+
+    fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
+                        (SELECT COUNT(*) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
+                        (SELECT COALESCE(SUM(c.uses), 0) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
+                        (SELECT b.number FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
+                            AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
+                        (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
+                            AND b.version_id <> v.version_id AND b.score > v.score)
+                 FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                 WHERE s.owner_id = ?1 AND (?2 IS NULL OR s.agent_id = ?2) AND s.deleted_at IS NULL
+                 ORDER BY v.score DESC, s.agent_name, s.name"
+            ))
+            .map_err(db_err)?;
+        let base = SKILL_COLUMN_COUNT + 17;
+        let entries = statement
+            .query_map(params![owner.0, agent.map(|a| a.0)], |row| {
+                let best_number: Option<i64> = row.get(base + 2)?;
+                let best_score: Option<f64> = row.get(base + 3)?;
+                Ok(SkillEntry {
+                    skill: skill_from(row)?,
+                    version: version_from_at(row, SKILL_COLUMN_COUNT)?,
+                    version_count: row.get(base)?,
+                    total_runs: row.get(base + 1)?,
+                    best: best_number.zip(best_score),
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(entries)
+    }
+
+    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 ORDER BY v.number DESC"
+            ))
+            .map_err(db_err)?;
+        let versions = statement
+            .query_map(params![owner.0, skill.0], version_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(versions)
+    }
+
+    fn use_count(&self, owner: OwnerId) -> Result<i64> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM uses WHERE owner_id = ?1",
+                [owner.0],
+                |r| r.get(0),
+            )
+            .map_err(db_err)
+    }
+}
+
+fn snippet_from(row: &Row<'_>) -> rusqlite::Result<Snippet> {
+    Ok(Snippet {
+        id: SnippetId(row.get(0)?),
+        agent: row.get::<_, Option<i64>>(1)?.map(AgentId),
+        digest: row.get(2)?,
+        code: row.get(3)?,
+        uses: row.get(4)?,
+        ok: row.get(5)?,
+        first_at: row.get(6)?,
+        last_used_at: row.get(7)?,
+    })
+}
+
+fn sorted(tags: &[String]) -> Vec<String> {
+    let mut tags = tags.to_vec();
+    tags.sort();
+    tags.dedup();
+    tags
+}

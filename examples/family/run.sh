@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Records a day of tool calls of an example family of three rs-sdk avatars (buzz, pickles,
+# rnchk; owner ada) into a fresh library and prints what MindRune made of them: which runs
+# counted, which version each ran, and the 0–1000 score that follows.
+#
+# The example files are copied to a temporary folder first, so the repository is never changed.
+# Set MINDRUNE to a built binary to skip `cargo run`.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+if [ -n "${MINDRUNE:-}" ]; then
+  mindrune() { "$MINDRUNE" "$@"; }
+else
+  (cd "$here/../.." && cargo build -q -p mindrune)
+  bin="$here/../../target/debug/mindrune"
+  mindrune() { "$bin" "$@"; }
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cp -R "$here/workspace" "$work/workspace"
+export MINDRUNE_HOME="$work/library"
+
+mindrune init >/dev/null
+mindrune owner add ada >/dev/null
+for bot in buzz pickles rnchk; do
+  mindrune agent add "$bot" --owner ada --workspace "$work/workspace/$bot" >/dev/null
+done
+
+echo "== Morning: $(wc -l <"$here/morning.jsonl" | tr -d ' ') tool calls"
+mindrune record "$here/morning.jsonl" 2> >(sed "s|$here/||" >&2)
+echo
+echo "== Noon: buzz edits chop-oaks.ts (a new version); pickles copies mine-iron.ts to mine-iron-fast.ts"
+cp -R "$here/afternoon/." "$work/workspace/"
+echo
+echo "== Afternoon: $(wc -l <"$here/afternoon.jsonl" | tr -d ' ') tool calls"
+mindrune record "$here/afternoon.jsonl" 2> >(sed "s|$here/||" >&2)
+echo
+echo "== mindrune skills"
+mindrune skills
+echo
+echo "== mindrune skill show buzz/chop-oaks"
+mindrune skill show buzz/chop-oaks

@@ -1,0 +1,11 @@
+//! Claude Code hook input never panics the hook handler.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let spool = tempfile::tempdir().expect("temp dir");
+        let _ = mindrune_engine::hook::handle(text, "fuzz", spool.path());
+    }
+});

@@ -15,6 +15,8 @@ use serde_json::json;
 
 /// How many distinct scripts the benchmark agent runs.
 const SCRIPTS: usize = 20;
+/// How many alternating blocks the two measurements are split into.
+const BLOCKS: usize = 20;
 /// Targets from the design brief.
 const TARGET_USES_PER_SECOND: f64 = 5_000.0;
 const TARGET_P99: Duration = Duration::from_millis(2);
@@ -134,41 +136,31 @@ pub fn record(uses: usize, json_out: bool) -> anyhow::Result<ExitCode> {
     // MindRune: parse, classify, match the version, scrub, insert and rescore, one at a time.
     let store = setup_library(dir.path(), "mindrune.db")?;
     let recorder = Recorder::new(&store);
-    let mut latencies = Vec::with_capacity(uses);
-    let began = Instant::now();
-    for line in &lines {
-        let t = Instant::now();
-        let recorded = recorder.record_line(line)?;
-        latencies.push(t.elapsed());
-        anyhow::ensure!(
-            recorded.runs.len() == 1,
-            "the benchmark event did not record one run: {recorded:?}"
-        );
-    }
-    let mindrune = figures(latencies, began.elapsed());
     let owner = store
         .owner_by_name("bench-owner")?
         .context("bench owner vanished")?;
-    anyhow::ensure!(
-        store.use_count(owner.id)? == uses as i64,
-        "not every use was stored"
-    );
 
-    // Baseline: the same rows into the same table (same indexes, same pragmas), bare, one
-    // transaction each.
+    // Baseline: the same rows into the same table (same indexes, same pragmas, same planner
+    // setting), bare, one transaction each.
     let baseline_store = setup_library(dir.path(), "baseline.db")?;
     let baseline_owner = baseline_store
         .owner_by_name("bench-owner")?
         .context("bench owner vanished")?;
-    let entries = store.skills(owner.id, None)?;
     drop(baseline_store);
     let conn = rusqlite::Connection::open(dir.path().join("baseline.db"))?;
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )?;
     conn.execute_batch(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;",
     )?;
-    // The baseline needs versions to point at; copy the shape of the recorded library.
-    conn.execute("INSERT INTO skills (skill_id, owner_id, agent_id, agent_name, name, path, created_at) VALUES (1, ?1, 1, 'bench', 'x', 'bots/bench/x.ts', 0)", [baseline_owner.id.0])?;
-    for (i, _) in entries.iter().enumerate() {
+    // The baseline's rows need versions to point at, one per script.
+    conn.execute(
+        "INSERT INTO skills (skill_id, owner_id, agent_id, agent_name, name, path, created_at) VALUES (1, ?1, 1, 'bench', 'x', 'bots/bench/x.ts', 0)",
+        [baseline_owner.id.0],
+    )?;
+    for i in 0..SCRIPTS {
         conn.execute(
             "INSERT INTO versions (version_id, owner_id, skill_id, number, digest, code, created_at) VALUES (?1, ?2, 1, ?1, ?3, '', 0)",
             rusqlite::params![i as i64 + 1, baseline_owner.id.0, format!("d{i}")],
@@ -179,10 +171,7 @@ pub fn record(uses: usize, json_out: bool) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|line| mindrune_core::event::parse_line(line).map_err(anyhow::Error::new))
         .collect::<anyhow::Result<_>>()?;
-    let mut latencies = Vec::with_capacity(uses);
-    let began = Instant::now();
-    for (i, event) in rows.iter().enumerate() {
-        let t = Instant::now();
+    let bare_insert = |i: usize, event: &mindrune_core::event::Event| -> anyhow::Result<()> {
         let tx = conn.unchecked_transaction()?;
         tx.prepare_cached(
             "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
@@ -203,9 +192,39 @@ pub fn record(uses: usize, json_out: bool) -> anyhow::Result<ExitCode> {
             event.output.as_deref(),
         ])?;
         tx.commit()?;
-        latencies.push(t.elapsed());
+        Ok(())
+    };
+
+    // The two run in alternating blocks, so whatever else the machine does slows both alike.
+    let mut mindrune_latencies = Vec::with_capacity(uses);
+    let mut bare_latencies = Vec::with_capacity(uses);
+    let (mut mindrune_total, mut bare_total) = (Duration::ZERO, Duration::ZERO);
+    for block in (0..uses).collect::<Vec<_>>().chunks(uses.div_ceil(BLOCKS)) {
+        let began = Instant::now();
+        for &i in block {
+            let t = Instant::now();
+            let recorded = recorder.record_line(&lines[i])?;
+            mindrune_latencies.push(t.elapsed());
+            anyhow::ensure!(
+                recorded.runs.len() == 1,
+                "the benchmark event did not record one run: {recorded:?}"
+            );
+        }
+        mindrune_total += began.elapsed();
+        let began = Instant::now();
+        for &i in block {
+            let t = Instant::now();
+            bare_insert(i, &rows[i])?;
+            bare_latencies.push(t.elapsed());
+        }
+        bare_total += began.elapsed();
     }
-    let bare = figures(latencies, began.elapsed());
+    anyhow::ensure!(
+        store.use_count(owner.id)? == uses as i64,
+        "not every use was stored"
+    );
+    let mindrune = figures(mindrune_latencies, mindrune_total);
+    let bare = figures(bare_latencies, bare_total);
     let ratio = mindrune.mean.as_secs_f64() / bare.mean.as_secs_f64();
 
     let checks = [

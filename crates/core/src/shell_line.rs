@@ -666,18 +666,29 @@ fn expanding_heredoc_delimiter(b: &[u8]) -> bool {
         while matches!(b.get(j), Some(b' ' | b'\t')) {
             j += 1;
         }
-        let start = j;
-        while j < b.len() && !matches!(b[j], b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'<' | b'>' | b'(' | b')') {
-            j += 1;
-        }
-        // The byte after a `$` at the end of the region still matters (`<<$(`).
-        let region = &b[start..(j + 1).min(b.len())];
-        if region.contains(&b'`')
-            || region
-                .windows(2)
-                .any(|w| w[0] == b'$' && matches!(w[1], b'(' | b'{' | b'['))
-        {
-            return true;
+        // Walk the delimiter word as the tokenizer would, through quotes, until it ends.
+        while j < b.len() {
+            match b[j] {
+                b'`' => return true,
+                b'$' if matches!(b.get(j + 1), Some(b'(' | b'{' | b'[')) => return true,
+                b'\\' => j += 2,
+                quote @ (b'\'' | b'"') => {
+                    j += 1;
+                    while j < b.len() && b[j] != quote {
+                        match b[j] {
+                            b'`' => return true,
+                            b'$' if matches!(b.get(j + 1), Some(b'(' | b'{' | b'[')) => {
+                                return true;
+                            }
+                            b'\\' if quote == b'"' => j += 2,
+                            _ => j += 1,
+                        }
+                    }
+                    j += 1;
+                }
+                c if is_delimiter(c) => break,
+                _ => j += 1,
+            }
         }
         i = j.max(i + 2);
     }

@@ -20,7 +20,7 @@ use mindrune_store::{
     StoreError, VersionId,
 };
 
-use crate::workspace::{self, ReadError, SANDBOX_ROOT};
+use crate::workspace::{self, FileStamp, ReadError, SANDBOX_ROOT};
 
 /// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
 pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
@@ -82,6 +82,8 @@ pub struct SnippetRecorded {
 #[derive(Clone)]
 struct KnownFile {
     file_digest: String,
+    /// The file's stamp when it was last read; `None` when it was not read.
+    stamp: Option<FileStamp>,
     version: VersionId,
     skill_label: String,
     new_skill: bool,
@@ -201,14 +203,14 @@ impl<'s> Recorder<'s> {
                         format!("`{script}` belongs to bot `{bot}`, not to `{}`", agent.name),
                     ));
                 }
-                let source = match workspace::read_contained(workspace, &relative) {
-                    Ok(source) => source,
+                let file = match workspace::stat_contained(workspace, &relative) {
+                    Ok(file) => file,
                     Err(err) => return Err(IngestError::field("script", err.to_string())),
                 };
                 let call = scrubber.scrub(script).text.into_owned();
                 let run = RunInput {
                     relative,
-                    source,
+                    file,
                     outcome,
                     output,
                     call,
@@ -247,8 +249,8 @@ impl<'s> Recorder<'s> {
                 let call = scrubber.scrub(command).text.into_owned();
                 let several = scripts.len() > 1;
                 for relative in scripts {
-                    let source = match workspace::read_contained(workspace, relative) {
-                        Ok(source) => source,
+                    let file = match workspace::stat_contained(workspace, relative) {
+                        Ok(file) => file,
                         Err(err) => {
                             recorded
                                 .warnings
@@ -267,7 +269,7 @@ impl<'s> Recorder<'s> {
                     });
                     let run = RunInput {
                         relative: relative.clone(),
-                        source,
+                        file,
                         outcome: outcome.clone(),
                         output: output.clone(),
                         call: call.clone(),
@@ -290,8 +292,37 @@ impl<'s> Recorder<'s> {
     ) -> Result<(), IngestError> {
         let owner = agent.owner;
         let cache_key = (agent.id.0, run.relative.clone());
-        let target = match &run.source {
-            None => {
+        let cached = |stamp: &FileStamp| {
+            self.caches()
+                .files
+                .get(&cache_key)
+                .filter(|k| k.stamp == Some(*stamp))
+                .cloned()
+        };
+        let source = match &run.file {
+            // The file's stamp is the one its version was matched at: nothing to read.
+            Some(stamp) if let Some(known) = cached(stamp) => Ok(known),
+            Some(_) => {
+                match workspace::read_contained(Path::new(&agent.workspace), &run.relative) {
+                    Ok(Some(source)) => Err(Some(source)),
+                    Ok(None) => Err(None),
+                    Err(err) => {
+                        recorded
+                            .warnings
+                            .push(format!("{err}; the run is not recorded"));
+                        return Ok(());
+                    }
+                }
+            }
+            None => Err(None),
+        };
+        let target = match source {
+            Ok(known) => KnownFile {
+                new_skill: false,
+                new_version: false,
+                ..known
+            },
+            Err(None) => {
                 // The file vanished between the call and the record: the run belongs to the
                 // version the library last saw, never to a guess.
                 let known = self.store.skill_at_path(owner, agent.id, &run.relative)?;
@@ -303,6 +334,7 @@ impl<'s> Recorder<'s> {
                         ));
                         KnownFile {
                             file_digest: String::new(),
+                            stamp: None,
                             version,
                             skill_label: format!("{}/{}", skill.agent_name, skill.name),
                             new_skill: false,
@@ -318,27 +350,31 @@ impl<'s> Recorder<'s> {
                     }
                 }
             }
-            Some(source) => {
+            Err(Some(source)) => {
                 let file_digest = digest::sha256(source.as_bytes());
-                let cached = self
+                let same_content = self
                     .caches()
                     .files
                     .get(&cache_key)
                     .filter(|k| k.file_digest == file_digest)
                     .cloned();
-                match cached {
+                let known = match same_content {
+                    // Touched but unchanged: the same version, under its new stamp.
                     Some(known) => KnownFile {
                         new_skill: false,
                         new_version: false,
                         ..known
                     },
                     None => {
-                        let known =
-                            self.match_file(agent, scrubber, &run.relative, source, file_digest)?;
-                        self.caches().files.insert(cache_key, known.clone());
-                        known
+                        self.match_file(agent, scrubber, &run.relative, &source, file_digest)?
                     }
-                }
+                };
+                let known = KnownFile {
+                    stamp: run.file,
+                    ..known
+                };
+                self.caches().files.insert(cache_key, known.clone());
+                known
             }
         };
         let result = self.store.record_use(
@@ -399,6 +435,7 @@ impl<'s> Recorder<'s> {
             {
                 return Ok(KnownFile {
                     file_digest,
+                    stamp: None,
                     version: version.id,
                     skill_label: format!("{}/{}", sibling.agent_name, sibling.name),
                     new_skill: false,
@@ -440,6 +477,7 @@ impl<'s> Recorder<'s> {
         )?;
         Ok(KnownFile {
             file_digest,
+            stamp: None,
             version: matched.version.id,
             skill_label: format!("{}/{}", matched.skill.agent_name, matched.skill.name),
             new_skill: matched.new_skill,
@@ -528,7 +566,8 @@ impl<'s> Recorder<'s> {
 
 struct RunInput {
     relative: String,
-    source: Option<String>,
+    /// The file's stamp when the run was recorded; `None` when it no longer exists.
+    file: Option<FileStamp>,
     outcome: Outcome,
     output: Option<String>,
     call: String,

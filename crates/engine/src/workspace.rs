@@ -69,9 +69,18 @@ pub fn workspace_relative(path: &str, workspace: &Path) -> Option<String> {
     Some(clean.to_str()?.replace('\\', "/"))
 }
 
-/// Reads a workspace-relative file. `Ok(None)` when it does not exist (a script that vanished
-/// between the call and the record).
-pub fn read_contained(workspace: &Path, relative: &str) -> Result<Option<String>, ReadError> {
+/// What identifies a file's content without reading it: when none of these changed, neither
+/// did the file (for the purposes of a cache; a changed file always changes its mtime).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub len: u64,
+    pub modified: Option<std::time::SystemTime>,
+    pub inode: u64,
+}
+
+/// Checks that a workspace-relative path is a plain file inside the workspace (no symlink on
+/// the way, not too large) and returns its stamp. `Ok(None)` when it does not exist.
+pub fn stat_contained(workspace: &Path, relative: &str) -> Result<Option<FileStamp>, ReadError> {
     let Some(clean) = clean_relative(relative) else {
         return Err(ReadError::Outside(relative.to_string()));
     };
@@ -92,27 +101,57 @@ pub fn read_contained(workspace: &Path, relative: &str) -> Result<Option<String>
         if metadata.file_type().is_symlink() {
             return Err(ReadError::Symlink(relative.to_string()));
         }
-        let last = index + 1 == components.len();
-        if last {
-            if !metadata.is_file() {
-                return Err(ReadError::NotAFile(relative.to_string()));
+        if index + 1 < components.len() {
+            if !metadata.is_dir() {
+                return Ok(None);
             }
-            if metadata.len() > MAX_SCRIPT_BYTES {
-                return Err(ReadError::TooLarge {
-                    path: relative.to_string(),
-                    size: metadata.len(),
-                    limit: MAX_SCRIPT_BYTES,
-                });
-            }
-        } else if !metadata.is_dir() {
-            return Ok(None);
+            continue;
         }
+        if !metadata.is_file() {
+            return Err(ReadError::NotAFile(relative.to_string()));
+        }
+        if metadata.len() > MAX_SCRIPT_BYTES {
+            return Err(ReadError::TooLarge {
+                path: relative.to_string(),
+                size: metadata.len(),
+                limit: MAX_SCRIPT_BYTES,
+            });
+        }
+        use std::os::unix::fs::MetadataExt as _;
+        return Ok(Some(FileStamp {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            inode: metadata.ino(),
+        }));
     }
+    Ok(None)
+}
+
+/// Reads a workspace-relative file. `Ok(None)` when it does not exist (a script that vanished
+/// between the call and the record).
+pub fn read_contained(workspace: &Path, relative: &str) -> Result<Option<String>, ReadError> {
+    if stat_contained(workspace, relative)?.is_none() {
+        return Ok(None);
+    }
+    let path = workspace.join(clean_relative(relative).unwrap_or_default());
     let io_error = |err: std::io::Error| ReadError::Io {
         path: relative.to_string(),
         message: err.to_string(),
     };
-    let mut file = std::fs::File::open(&current).map_err(io_error)?;
+    // O_NOFOLLOW: the last component may have been swapped for a symlink since it was checked.
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let mut file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+    {
+        Ok(file) => file,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(err) if err.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(ReadError::Symlink(relative.to_string()));
+        }
+        Err(err) => return Err(io_error(err)),
+    };
     let mut bytes = Vec::new();
     // Read at most one byte past the limit: the file may have grown since it was measured.
     file.by_ref()

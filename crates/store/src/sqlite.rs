@@ -96,6 +96,15 @@ impl SqliteStore {
 
     fn setup(conn: Connection, location: String) -> Result<SqliteStore> {
         conn.busy_timeout(BUSY_TIMEOUT).map_err(db_err)?;
+        // The query-planner stability guarantee: without it SQLite re-prepares a statement
+        // whenever a bound id changes to or from 0 or 1 (owner 1, version 1, …), which cost
+        // more than the rest of recording a use. Every query here is keyed by ids, so one plan
+        // per statement is the right plan.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+            true,
+        )
+        .map_err(db_err)?;
         let sync = match std::env::var("MINDRUNE_SYNC").as_deref() {
             Ok("full") => "FULL",
             _ => "NORMAL",
@@ -815,13 +824,10 @@ impl Store for SqliteStore {
                 None => read_window(&tx, owner, new_use.version)?,
             };
             let tags: Vec<String> = row.tags.lines().map(str::to_string).collect();
-            let samples = window.as_slices();
-            let contiguous: std::borrow::Cow<'_, [UseSample]> = if samples.1.is_empty() {
-                std::borrow::Cow::Borrowed(samples.0)
-            } else {
-                std::borrow::Cow::Owned(window.iter().cloned().collect())
-            };
-            let measure = Measure::choose(&tags, &contiguous);
+            let mut window = window;
+            // Newest-first in one slice, rotated in place (no copy of the samples).
+            let contiguous: &[UseSample] = window.make_contiguous();
+            let measure = Measure::choose(&tags, contiguous);
             let measure_key = measure.key();
             // The family's median is looked up again every PEER_REFRESH_USES uses of this
             // version (or when its measure changes), and kept in the version's row: the same
@@ -842,12 +848,11 @@ impl Store for SqliteStore {
                 (row.peer_rate, row.peer_checked_uses)
             };
             let breakdown: ScoreBreakdown = score::score(&ScoreInput {
-                window: &contiguous,
+                window: contiguous,
                 measure: &measure,
                 peer_median_rate: peers,
                 inherited: row.inherited,
             });
-            drop(contiguous);
             tx.prepare_cached(
                 "UPDATE versions SET uses = uses + 1, ok = ok + ?3, score = ?4, breakdown = ?5, measure_key = ?6,
                         rate_per_minute = ?7, last_used_at = MAX(COALESCE(last_used_at, ?8), ?8),

@@ -353,3 +353,36 @@ fn two_processes_recording_ten_thousand_events_each_store_twenty_thousand_uses()
         .sum();
     assert_eq!(total, 20_000);
 }
+
+#[test]
+fn the_skills_table_and_a_skills_versions_read_well() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.agent("pickles", "ada");
+    lib.write_script("buzz", "chop-oaks", &script(1));
+    lib.write_script("pickles", "mine-iron", &script(5));
+    let at = |minute: u32| format!("2026-11-28T10:{minute:02}:00Z");
+    let run = |agent: &str, name: &str, ok: bool, minute: u32| {
+        let mut event = shell(agent, &format!("bun bots/{agent}/{name}.ts"), ok);
+        event["at"] = json!(at(minute));
+        event
+    };
+    lib.record(
+        &(0..6)
+            .map(|m| run("buzz", "chop-oaks", true, m))
+            .collect::<Vec<_>>(),
+    );
+    lib.record(
+        &(0..3)
+            .map(|m| run("pickles", "mine-iron", m != 1, 10 + m))
+            .collect::<Vec<_>>(),
+    );
+    lib.write_script("buzz", "chop-oaks", &script(2));
+    lib.record(&[
+        run("buzz", "chop-oaks", false, 30),
+        run("buzz", "chop-oaks", true, 31),
+    ]);
+
+    insta::assert_snapshot!("skills_table", lib.ok(&["skills"]));
+    insta::assert_snapshot!("skill_show", lib.ok(&["skill", "show", "buzz/chop-oaks"]));
+}

@@ -181,6 +181,8 @@ enum Frame {
     Subst,
     /// `$((`, closed by `))`.
     Arith,
+    /// `((` in code (an arithmetic command), closed by `))`.
+    DParen,
     /// `${`, closed by `}`.
     DollarBrace,
     /// `"`.
@@ -209,13 +211,33 @@ struct ScanOutcome {
     /// Blanks between two opening parentheses, to be replaced by newlines (see
     /// [`Scanner::paren`]).
     paren_gaps: Vec<usize>,
+    /// The heredocs, to be cut out of the text (see [`precheck`]).
+    heredocs: Vec<ScannedHeredoc>,
+}
+
+/// A heredoc found by the scanner.
+#[derive(Debug, Clone)]
+struct ScannedHeredoc {
+    /// The span of the operator: `<<`, an optional `-`, blanks and the delimiter word.
+    operator: (usize, usize),
+    delimiter: Vec<u8>,
+    strip_tabs: bool,
+    /// Whether the body is expanded (the delimiter was not quoted).
+    expand: bool,
+    /// The body text.
+    body: (usize, usize),
+    /// What follows the line of the operator and belongs to the heredoc: the body and the
+    /// delimiter line.
+    removed: (usize, usize),
 }
 
 #[derive(Default)]
 struct Scanner {
     stack: Vec<Frame>,
-    /// Per open `(`: whether the parser sees it (it is not inside a word).
+    /// Per open `(` or `((`: whether the parser sees it (it is not inside a word).
     paren_counted: Vec<bool>,
+    /// Open arithmetic constructs, inside which `<<` is a shift and `#` no comment.
+    arith_level: usize,
     ext_ops: Vec<usize>,
     ext_total: usize,
     parens: usize,
@@ -224,7 +246,9 @@ struct Scanner {
     keywords: usize,
     max_depth: usize,
     max_parens: usize,
-    heredocs: Vec<(Vec<u8>, bool)>,
+    heredocs: Vec<ScannedHeredoc>,
+    /// Heredocs whose body starts after the next newline.
+    pending: Vec<usize>,
     paren_gaps: Vec<usize>,
 }
 
@@ -243,12 +267,18 @@ impl Scanner {
     fn push(&mut self, frame: Frame) {
         self.stack.push(frame);
         match frame {
-            Frame::Paren => {
+            Frame::Paren | Frame::DParen => {
                 let counted = self.word_level == 0;
                 self.paren_counted.push(counted);
-                self.parens += usize::from(counted);
+                let width = if frame == Frame::DParen { 2 } else { 1 };
+                self.parens += usize::from(counted) * width;
+                self.arith_level += usize::from(frame == Frame::DParen);
             }
-            Frame::Subst | Frame::Arith | Frame::DollarBrace | Frame::DQuote | Frame::Backtick => {
+            Frame::Arith => {
+                self.word_level += 1;
+                self.arith_level += 1;
+            }
+            Frame::Subst | Frame::DollarBrace | Frame::DQuote | Frame::Backtick => {
                 self.word_level += 1;
             }
             Frame::ExtTest => self.ext_ops.push(0),
@@ -259,14 +289,22 @@ impl Scanner {
 
     fn pop(&mut self) {
         match self.stack.pop() {
-            Some(Frame::Paren) => {
+            Some(frame @ (Frame::Paren | Frame::DParen)) => {
                 if self.paren_counted.pop().unwrap_or(false) {
-                    self.parens = self.parens.saturating_sub(1);
+                    let width = if frame == Frame::DParen { 2 } else { 1 };
+                    self.parens = self.parens.saturating_sub(width);
+                }
+                if frame == Frame::DParen {
+                    self.arith_level = self.arith_level.saturating_sub(1);
                 }
             }
-            Some(
-                Frame::Subst | Frame::Arith | Frame::DollarBrace | Frame::DQuote | Frame::Backtick,
-            ) => self.word_level = self.word_level.saturating_sub(1),
+            Some(Frame::Arith) => {
+                self.word_level = self.word_level.saturating_sub(1);
+                self.arith_level = self.arith_level.saturating_sub(1);
+            }
+            Some(Frame::Subst | Frame::DollarBrace | Frame::DQuote | Frame::Backtick) => {
+                self.word_level = self.word_level.saturating_sub(1);
+            }
             Some(Frame::ExtTest) => {
                 let ops = self.ext_ops.pop().unwrap_or(0);
                 self.ext_total = self.ext_total.saturating_sub(ops);
@@ -282,7 +320,16 @@ impl Scanner {
     /// parser's arithmetic reading, so the first blank of such a gap is marked to become
     /// one (same length, so positions do not move).
     fn paren(&mut self, b: &[u8], i: usize) -> usize {
-        let in_code = self.word_level == 0 && self.ext_ops.is_empty() && self.heredocs.is_empty();
+        if b.get(i + 1) == Some(&b'(') {
+            // A literal `((` starts an arithmetic command for bash and for brush-parser's
+            // tokenizer alike.
+            self.push(Frame::DParen);
+            return i + 2;
+        }
+        let in_code = self.word_level == 0
+            && self.arith_level == 0
+            && self.ext_ops.is_empty()
+            && self.pending.is_empty();
         self.push(Frame::Paren);
         let mut j = i + 1;
         while matches!(b.get(j), Some(b' ' | b'\t')) {
@@ -343,9 +390,15 @@ impl Scanner {
             },
             b'(' => self.paren(b, i),
             b')' => match top {
-                Some(Frame::Arith) if next == Some(b')') => {
+                Some(Frame::Arith | Frame::DParen) if next == Some(b')') => {
                     self.pop();
                     i + 2
+                }
+                Some(Frame::DParen) => {
+                    // `((a) …`: one of the two parentheses is closed.
+                    self.pop();
+                    self.push(Frame::Paren);
+                    i + 1
                 }
                 Some(Frame::Paren | Frame::Subst) => {
                     self.pop();
@@ -355,15 +408,15 @@ impl Scanner {
                 // will report).
                 _ => i + 1,
             },
-            b'#' if top != Some(Frame::Arith) && at_word_start(b, i) => skip_to_newline(b, i),
-            b'<' if next == Some(b'<') && top != Some(Frame::Arith) => {
+            b'#' if self.arith_level == 0 && at_word_start(b, i) => skip_to_newline(b, i),
+            b'<' if next == Some(b'<') && self.arith_level == 0 => {
                 if b.get(i + 2) == Some(&b'<') {
                     i + 3
                 } else {
-                    self.heredoc_operator(b, i + 2)
+                    self.heredoc_operator(b, i)
                 }
             }
-            b'\n' if !self.heredocs.is_empty() => self.skip_heredoc_bodies(b, i + 1),
+            b'\n' if !self.pending.is_empty() => self.skip_heredoc_bodies(b, i + 1),
             b'&' | b'|' if top == Some(Frame::ExtTest) && next == Some(c) => {
                 self.ext_op();
                 i + 2
@@ -402,8 +455,9 @@ impl Scanner {
         end
     }
 
-    /// Records the delimiter of a heredoc whose `<<` ends just before `j`.
-    fn heredoc_operator(&mut self, b: &[u8], mut j: usize) -> usize {
+    /// Records the heredoc whose `<<` is at `start`.
+    fn heredoc_operator(&mut self, b: &[u8], start: usize) -> usize {
+        let mut j = start + 2;
         let mut strip_tabs = false;
         if b.get(j) == Some(&b'-') {
             strip_tabs = true;
@@ -412,10 +466,13 @@ impl Scanner {
         while matches!(b.get(j), Some(b' ' | b'\t')) {
             j += 1;
         }
+        let word_start = j;
         let mut delimiter = Vec::new();
+        let mut quoted = false;
         while let Some(&c) = b.get(j) {
             match c {
                 b'\'' | b'"' => {
+                    quoted = true;
                     let close = b
                         .get(j + 1..)
                         .and_then(|rest| rest.iter().position(|&x| x == c))
@@ -424,6 +481,7 @@ impl Scanner {
                     j = close + 1;
                 }
                 b'\\' => {
+                    quoted = true;
                     if let Some(&escaped) = b.get(j + 1) {
                         delimiter.push(escaped);
                     }
@@ -436,31 +494,49 @@ impl Scanner {
                 }
             }
         }
-        if !delimiter.is_empty() {
-            self.heredocs.push((delimiter, strip_tabs));
+        let j = j.min(b.len());
+        // Without a delimiter word it is a syntax error, left for the parser to report.
+        if j > word_start {
+            self.pending.push(self.heredocs.len());
+            self.heredocs.push(ScannedHeredoc {
+                operator: (start, j),
+                delimiter,
+                strip_tabs,
+                expand: !quoted,
+                body: (b.len(), b.len()),
+                removed: (b.len(), b.len()),
+            });
         }
         j
     }
 
     /// Skips the bodies of the pending heredocs, which start at `i` (after a newline).
     fn skip_heredoc_bodies(&mut self, b: &[u8], mut i: usize) -> usize {
-        for (delimiter, strip_tabs) in std::mem::take(&mut self.heredocs) {
+        for index in std::mem::take(&mut self.pending) {
+            let heredoc = &mut self.heredocs[index];
+            let body_start = i;
+            let mut body_end = b.len();
             while i < b.len() {
                 let line_end = b[i..]
                     .iter()
                     .position(|&c| c == b'\n')
                     .map_or(b.len(), |p| i + p);
                 let mut line = &b[i..line_end];
-                if strip_tabs {
+                if heredoc.strip_tabs {
                     while let [b'\t', rest @ ..] = line {
                         line = rest;
                     }
                 }
+                let line_start = i;
                 i = (line_end + 1).min(b.len());
-                if line == delimiter.as_slice() {
+                if line == heredoc.delimiter.as_slice() {
+                    body_end = line_start;
                     break;
                 }
             }
+            // A body that runs to the end of the text ends there, as in bash.
+            heredoc.body = (body_start, body_end.min(i));
+            heredoc.removed = (body_start, i);
         }
         i
     }
@@ -580,6 +656,7 @@ fn scan(b: &[u8], start: usize, initial: Option<Frame>) -> ScanOutcome {
                 max_parens: s.max_parens,
                 unclosed_paren: false,
                 paren_gaps: s.paren_gaps,
+                heredocs: s.heredocs,
             };
         }
     }
@@ -590,8 +667,9 @@ fn scan(b: &[u8], start: usize, initial: Option<Frame>) -> ScanOutcome {
         unclosed_paren: s
             .stack
             .iter()
-            .any(|f| matches!(f, Frame::Paren | Frame::Subst)),
+            .any(|f| matches!(f, Frame::Paren | Frame::DParen | Frame::Subst)),
         paren_gaps: s.paren_gaps,
+        heredocs: s.heredocs,
     }
 }
 
@@ -604,20 +682,48 @@ enum PrecheckError {
     Unparseable(String),
 }
 
+/// A heredoc cut out of the text before parsing.
+#[derive(Debug, Clone)]
+struct Heredoc {
+    body: String,
+    /// Whether substitutions in the body run (the delimiter was not quoted).
+    expand: bool,
+}
+
+/// The text handed to the parser, and the heredocs cut out of it.
+struct Prepared<'t> {
+    text: std::borrow::Cow<'t, str>,
+    heredocs: Vec<Heredoc>,
+}
+
+/// The word that stands in for heredoc `index` in the text given to the parser.
+fn heredoc_marker(index: usize) -> String {
+    format!("__mindrune_heredoc_{index}__")
+}
+
+/// The heredoc a marker word stands for.
+fn heredoc_index(word: &str) -> Option<usize> {
+    word.strip_prefix("__mindrune_heredoc_")?
+        .strip_suffix("__")?
+        .parse()
+        .ok()
+}
+
 /// Decides whether `text` is safe to hand to brush-parser (see the module docs) and returns
 /// the text to parse.
-fn precheck(text: &str, max_depth: usize) -> Result<std::borrow::Cow<'_, str>, PrecheckError> {
-    if expanding_heredoc_delimiter(text.as_bytes()) {
-        return Err(PrecheckError::Unparseable(
-            "a heredoc delimiter contains a substitution".to_owned(),
-        ));
-    }
-    if let Some(number) = oversized_fd_number(text.as_bytes()) {
-        return Err(PrecheckError::Unparseable(format!(
-            "the redirection file descriptor {number} is out of range"
-        )));
-    }
-    let outcome = scan(text.as_bytes(), 0, None);
+///
+/// Heredocs are cut out here: each `<<DELIM` becomes a `<marker` redirection and its body
+/// and delimiter line are removed. brush-parser's tokenizer has several failure modes around
+/// heredocs (infinite loops that eat all memory, panics), all of which involve the heredoc
+/// machinery, so it is simplest never to show it one; the walker finds the bodies again
+/// through the markers, numbered from `first_heredoc`.
+fn precheck(
+    text: &str,
+    max_depth: usize,
+    first_heredoc: usize,
+) -> Result<Prepared<'_>, PrecheckError> {
+    let b = text.as_bytes();
+    let outcome = scan(b, 0, None);
     if outcome.max_parens > MAX_PAREN_NESTING || outcome.max_depth > max_depth {
         return Err(PrecheckError::TooDeep);
     }
@@ -628,72 +734,157 @@ fn precheck(text: &str, max_depth: usize) -> Result<std::borrow::Cow<'_, str>, P
             "a parenthesis is never closed".to_owned(),
         ));
     }
-    if outcome.paren_gaps.is_empty() {
-        return Ok(std::borrow::Cow::Borrowed(text));
+
+    let mut edits: Vec<(usize, usize, Vec<u8>)> = Vec::new();
+    for &gap in &outcome.paren_gaps {
+        edits.push((gap, gap + 1, b"\n".to_vec()));
     }
-    let mut bytes = text.as_bytes().to_vec();
-    for gap in outcome.paren_gaps {
-        bytes[gap] = b'\n';
+    let mut heredocs = Vec::with_capacity(outcome.heredocs.len());
+    for (offset, heredoc) in outcome.heredocs.iter().enumerate() {
+        let marker = format!("<{}", heredoc_marker(first_heredoc + offset));
+        edits.push((heredoc.operator.0, heredoc.operator.1, marker.into_bytes()));
+        if heredoc.removed.0 < heredoc.removed.1 {
+            edits.push((heredoc.removed.0, heredoc.removed.1, Vec::new()));
+        }
+        heredocs.push(Heredoc {
+            body: String::from_utf8_lossy(
+                b.get(heredoc.body.0..heredoc.body.1).unwrap_or_default(),
+            )
+            .into_owned(),
+            expand: heredoc.expand,
+        });
     }
-    // Replacing an ASCII blank by an ASCII newline keeps the text valid UTF-8.
-    Ok(std::borrow::Cow::Owned(
-        String::from_utf8_lossy(&bytes).into_owned(),
-    ))
+    let text = if edits.is_empty() {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        edits.sort_by_key(|edit| edit.0);
+        let mut out = Vec::with_capacity(b.len());
+        let mut at = 0;
+        for (start, end, replacement) in edits {
+            if start < at {
+                continue;
+            }
+            out.extend_from_slice(&b[at..start]);
+            out.extend_from_slice(&replacement);
+            at = end;
+        }
+        out.extend_from_slice(&b[at.min(b.len())..]);
+        // Every edit starts and ends at an ASCII byte, so the text stays valid UTF-8.
+        std::borrow::Cow::Owned(String::from_utf8_lossy(&out).into_owned())
+    };
+
+    // Whatever the scanner did not recognise as a heredoc reaches the parser as it is, so the
+    // inputs known to break brush-parser are refused outright.
+    if dangerous_heredoc_delimiter(text.as_bytes()) {
+        return Err(PrecheckError::Unparseable(
+            "its heredoc delimiter is empty or contains a substitution".to_owned(),
+        ));
+    }
+    if let Some(number) = oversized_fd_number(text.as_bytes()) {
+        return Err(PrecheckError::Unparseable(format!(
+            "the redirection file descriptor {number} is out of range"
+        )));
+    }
+    Ok(Prepared { text, heredocs })
 }
 
-/// Whether a heredoc delimiter contains `$(`, `${`, `$[` or a backquote. brush-parser 0.4
-/// tokenizes such a delimiter as a nested construct while it is still collecting the
-/// heredoc tag, and at the end of the input (e.g. `<<$( &$(`) it then loops forever, pushing
-/// empty tokens until memory runs out. The check works on the raw text, whatever the
-/// quoting, because a miss would be fatal and a false alarm (the characters `<<$(` inside a
-/// quoted string) only costs a diagnostic on a line nobody writes.
-fn expanding_heredoc_delimiter(b: &[u8]) -> bool {
+/// Whether a heredoc delimiter is one that brush-parser 0.4 cannot survive. When a
+/// substitution is left open at the end of the input, it loops forever, pushing empty tokens
+/// until memory runs out, for a delimiter containing `$(`, `${`, `$[` or a backquote (the
+/// tokenizer reads it as a nested construct while still collecting the tag, e.g.
+/// `<<$( &$(`) and for a delimiter that is empty once unquoted (`<<"" ${`), which matches
+/// every line; and it panics on a missing delimiter inside `$(…)`. The check looks at every
+/// `<<` in the raw text, whatever the quoting, because a miss would be fatal and a false
+/// alarm (such characters inside a quoted string) only costs a diagnostic on a line nobody
+/// writes.
+fn dangerous_heredoc_delimiter(b: &[u8]) -> bool {
+    let opens_construct = |j: usize| {
+        b[j] == b'`' || (b[j] == b'$' && matches!(b.get(j + 1), Some(b'(' | b'{' | b'[')))
+    };
     let mut i = 0;
-    while i + 1 < b.len() {
-        if b[i] != b'<' || b[i + 1] != b'<' || b.get(i + 2) == Some(&b'<') {
-            i += 1;
-            continue;
-        }
-        // `<<<` starts a here-string; skip past the whole run of `<`.
-        if i > 0 && b[i - 1] == b'<' {
+    while i < b.len() {
+        if b[i] == b'\\' {
+            // An escaped `<` is a literal character, not part of an operator.
             i += 2;
             continue;
         }
-        let mut j = i + 2;
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let run = b[i..].iter().take_while(|&&c| c == b'<').count();
+        i += run;
+        // The tokenizer splits a run of `<` greedily into `<<<` here-strings, so only a lone
+        // `<<<` is sure to be one; any other run of two or more may end in a heredoc `<<`.
+        if run < 2 || run == 3 {
+            continue;
+        }
+        let mut j = i;
         if b.get(j) == Some(&b'-') {
             j += 1;
         }
         while matches!(b.get(j), Some(b' ' | b'\t')) {
             j += 1;
         }
-        // Walk the delimiter word as the tokenizer would, through quotes, until it ends.
+        // Walk the delimiter word as the tokenizer would, through quotes, until it ends,
+        // counting the bytes that survive quote removal. Inside `${…}` or `$[…]` the word
+        // already ends at `}` or `]`, so the count that decides emptiness stops there, while
+        // the search for substitutions goes on to the end of the word.
+        let start = j;
+        let mut literal_bytes = 0;
+        let mut bytes_before_closer: Option<usize> = None;
         while j < b.len() {
+            if j - start > MAX_DELIMITER_SCAN {
+                return true;
+            }
             match b[j] {
-                b'`' => return true,
-                b'$' if matches!(b.get(j + 1), Some(b'(' | b'{' | b'[')) => return true,
-                b'\\' => j += 2,
+                _ if opens_construct(j) => return true,
+                b'}' | b']' => {
+                    bytes_before_closer.get_or_insert(literal_bytes);
+                    literal_bytes += 1;
+                    j += 1;
+                }
+                b'\\' => {
+                    literal_bytes += usize::from(j + 1 < b.len());
+                    j += 2;
+                }
                 quote @ (b'\'' | b'"') => {
                     j += 1;
                     while j < b.len() && b[j] != quote {
-                        match b[j] {
-                            b'`' => return true,
-                            b'$' if matches!(b.get(j + 1), Some(b'(' | b'{' | b'[')) => {
-                                return true;
-                            }
-                            b'\\' if quote == b'"' => j += 2,
-                            _ => j += 1,
+                        if j - start > MAX_DELIMITER_SCAN {
+                            return true;
                         }
+                        if opens_construct(j) {
+                            return true;
+                        }
+                        let escaped = quote == b'"' && b[j] == b'\\' && j + 1 < b.len();
+                        literal_bytes += 1;
+                        j += if escaped { 2 } else { 1 };
                     }
                     j += 1;
                 }
                 c if is_delimiter(c) => break,
-                _ => j += 1,
+                _ => {
+                    literal_bytes += 1;
+                    j += 1;
+                }
             }
         }
-        i = j.max(i + 2);
+        // A missing delimiter is a syntax error for bash too, but inside `$(…)` (as in
+        // `$(<< )$[`) it makes the tokenizer unwrap a character that is not there.
+        if bytes_before_closer.unwrap_or(literal_bytes) == 0 {
+            return true;
+        }
+        // The next `<<` is checked even if it lies inside this word: without tracking quotes
+        // from the start of the text, this walk may be misaligned, and skipping ahead could
+        // step over a real operator.
     }
     false
 }
+
+/// How far [`dangerous_heredoc_delimiter`] follows one delimiter word. Real delimiters are
+/// short; the cap keeps the check linear, and a word that long is treated as dangerous.
+const MAX_DELIMITER_SCAN: usize = 4096;
 
 /// Finds a word of digits directly followed by `<` or `>` whose value does not fit in an
 /// `i32`: brush-parser 0.4 reads such a word as a redirection's file descriptor with
@@ -1417,6 +1608,8 @@ struct Walker {
     /// The same, longest first, so the most specific root wins.
     roots_by_len: Vec<String>,
     occurrences: Vec<Occurrence>,
+    /// The heredocs cut out of every text parsed so far (see [`precheck`]).
+    heredocs: Vec<Heredoc>,
     /// Per background job: whether the line waits for it.
     waited: Vec<bool>,
     diagnostics: Vec<String>,
@@ -1432,6 +1625,7 @@ impl Walker {
             roots: Vec::new(),
             roots_by_len: Vec::new(),
             occurrences: Vec::new(),
+            heredocs: Vec::new(),
             waited: Vec::new(),
             diagnostics: Vec::new(),
             seen_diagnostics: HashSet::new(),
@@ -1565,8 +1759,8 @@ impl Walker {
             Origin::Line => "; no runs recorded",
             _ => "",
         };
-        let text = match precheck(text, MAX_NESTING - depth) {
-            Ok(text) => text,
+        let prepared = match precheck(text, MAX_NESTING - depth, self.heredocs.len()) {
+            Ok(prepared) => prepared,
             Err(PrecheckError::TooDeep) => {
                 self.give_up(&format!("{what} nests too deeply"));
                 return false;
@@ -1576,8 +1770,9 @@ impl Walker {
                 return false;
             }
         };
+        self.heredocs.extend(prepared.heredocs);
         let options = brush_parser::ParserOptions::default();
-        let mut parser = brush_parser::Parser::new(text.as_bytes(), &options);
+        let mut parser = brush_parser::Parser::new(prepared.text.as_bytes(), &options);
         let program = match parser.parse_program() {
             Ok(program) => program,
             Err(error) => {
@@ -1841,15 +2036,28 @@ impl Walker {
     fn walk_redirect(&mut self, redirect: &ast::IoRedirect, scope: &Scope, depth: usize) {
         match redirect {
             ast::IoRedirect::File(_, _, target) => match target {
-                ast::IoFileRedirectTarget::Filename(word)
-                | ast::IoFileRedirectTarget::Duplicate(word) => self.walk_word(word, scope, depth),
+                ast::IoFileRedirectTarget::Filename(word) => {
+                    match heredoc_index(&word.value).and_then(|i| self.heredocs.get(i)) {
+                        // A heredoc body is data; only the substitutions in an unquoted one
+                        // run.
+                        Some(heredoc) => {
+                            if heredoc.expand {
+                                let info = lex_heredoc(&heredoc.body);
+                                self.walk_subs(&info, scope, depth);
+                            }
+                        }
+                        None => self.walk_word(word, scope, depth),
+                    }
+                }
+                ast::IoFileRedirectTarget::Duplicate(word) => self.walk_word(word, scope, depth),
                 ast::IoFileRedirectTarget::Fd(_) => {}
                 ast::IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
                     self.walk_subshell(subshell, scope, depth);
                 }
             },
             ast::IoRedirect::HereDocument(_, heredoc) => {
-                // A heredoc body is data; only the substitutions in an unquoted one run.
+                // Heredocs are normally cut out before parsing; this handles any the scanner
+                // did not recognise.
                 if heredoc.requires_expansion {
                     let info = lex_heredoc(&heredoc.doc.value);
                     self.walk_subs(&info, scope, depth);
@@ -2491,6 +2699,1249 @@ fn disown(args: &[&WordInfo], scope: &mut Scope) {
             Some(job) => scope.pending.retain(|&j| j != job),
             // A PID in a variable cannot be traced to one job, so none stays waitable.
             None => scope.pending.clear(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const ROOT: &[&str] = &["/work"];
+    const TWO_ROOTS: &[&str] = &["/work", "/home/me/avatars/buzz"];
+
+    /// What the diagnostics of a case must look like.
+    #[derive(Debug, Clone, Copy)]
+    enum Diag {
+        /// No diagnostics at all.
+        Clean,
+        /// At least one diagnostic containing this text.
+        Mentions(&'static str),
+    }
+
+    /// One row of the table: a real-looking line and what it must classify as.
+    struct Case {
+        behaviour: &'static str,
+        line: &'static str,
+        cwd: Option<&'static str>,
+        roots: &'static [&'static str],
+        runs: &'static [&'static str],
+        detached: &'static [&'static str],
+        diag: Diag,
+    }
+
+    fn case(behaviour: &'static str, line: &'static str, runs: &'static [&'static str]) -> Case {
+        Case {
+            behaviour,
+            line,
+            cwd: None,
+            roots: ROOT,
+            runs,
+            detached: &[],
+            diag: Diag::Clean,
+        }
+    }
+
+    impl Case {
+        fn cwd(mut self, cwd: &'static str) -> Self {
+            self.cwd = Some(cwd);
+            self
+        }
+        fn roots(mut self, roots: &'static [&'static str]) -> Self {
+            self.roots = roots;
+            self
+        }
+        fn detached(mut self, detached: &'static [&'static str]) -> Self {
+            self.detached = detached;
+            self
+        }
+        fn diag(mut self, text: &'static str) -> Self {
+            self.diag = Diag::Mentions(text);
+            self
+        }
+    }
+
+    fn classify(line: &str, cwd: Option<&str>, roots: &[&str]) -> ShellRuns {
+        classify_shell_line(
+            line,
+            &ShellContext {
+                cwd,
+                workspace_roots: roots,
+            },
+        )
+    }
+
+    const X: &str = "bots/a/x.ts";
+    const Y: &str = "bots/a/y.ts";
+
+    fn table() -> Vec<Case> {
+        vec![
+            // How a run can be written.
+            case("a_plain_bun_call_is_a_run", "bun bots/a/x.ts", &[X]),
+            case("bun_run_is_a_run", "bun run bots/a/x.ts", &[X]),
+            case("a_dot_slash_path_is_a_run", "bun ./bots/a/x.ts", &[X]),
+            case(
+                "bun_flags_before_the_file_are_skipped",
+                "bun --smol bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "a_bun_flag_value_is_not_taken_for_the_script",
+                "bun --preload ./setup.ts bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "bun_run_flags_are_skipped",
+                "bun run --watch bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "arguments_after_the_script_do_not_matter",
+                "bun bots/a/x.ts 3 oak",
+                &[X],
+            ),
+            case(
+                "a_trailing_comment_still_runs_the_script",
+                "bun bots/a/x.ts  # chop oaks",
+                &[X],
+            ),
+            case(
+                "output_redirection_is_still_a_run",
+                "bun bots/a/x.ts > out.log",
+                &[X],
+            ),
+            case(
+                "a_pipe_into_tail_is_still_a_run",
+                "bun bots/a/x.ts 2>&1 | tail -20",
+                &[X],
+            ),
+            case(
+                "a_line_continuation_joins_the_words",
+                "bun \\\n  bots/a/x.ts \\\n  3",
+                &[X],
+            ),
+            case("double_quotes_are_removed", "bun \"bots/a/x.ts\"", &[X]),
+            case(
+                "single_quotes_keep_spaces_in_the_path",
+                "bun 'bots/a/my script.ts'",
+                &["bots/a/my script.ts"],
+            ),
+            case(
+                "an_escaped_space_is_part_of_the_path",
+                "bun bots/a/my\\ script.ts",
+                &["bots/a/my script.ts"],
+            ),
+            case(
+                "js_mjs_and_tsx_scripts_count_too",
+                "bun bots/a/x.js; bun bots/a/y.mjs; bun bots/a/z.tsx",
+                &["bots/a/x.js", "bots/a/y.mjs", "bots/a/z.tsx"],
+            ),
+            case(
+                "other_extensions_are_not_scripts",
+                "bun bots/a/data.json",
+                &[],
+            ),
+            case(
+                "scripts_outside_bots_are_returned_too",
+                "bun scripts/tool.ts",
+                &["scripts/tool.ts"],
+            ),
+            case(
+                "node_runs_a_script_too",
+                "node bots/a/x.js",
+                &["bots/a/x.js"],
+            ),
+            case("tsx_runs_a_script_too", "tsx bots/a/x.ts", &[X]),
+            case(
+                "a_script_executed_through_its_shebang_is_a_run",
+                "./bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "non_ascii_paths_are_kept",
+                "bun bots/ä/λ.ts",
+                &["bots/ä/λ.ts"],
+            ),
+            // Working directory.
+            case(
+                "cd_to_the_workspace_root_then_run",
+                "cd /work && bun bots/a/x.ts",
+                &[X],
+            )
+            .cwd("/work/bots/a"),
+            case(
+                "cd_into_the_bot_then_run_by_name",
+                "cd bots/a && bun x.ts",
+                &[X],
+            ),
+            case("cd_then_semicolon_then_run", "cd bots/a; bun x.ts", &[X]),
+            case(
+                "cd_or_exit_still_moves_later_commands",
+                "cd bots/a || exit 1; bun x.ts",
+                &[X],
+            ),
+            case(
+                "cd_then_bun_run_piped_into_tail",
+                "cd /work && bun run bots/a/x.ts 2>&1 | tail -40",
+                &[X],
+            ),
+            case(
+                "a_multi_line_script_tracks_cd",
+                "cd bots/a\nbun x.ts\n",
+                &[X],
+            ),
+            case(
+                "a_relative_host_cwd_is_under_the_first_root",
+                "bun x.ts",
+                &[X],
+            )
+            .cwd("bots/a"),
+            case("an_absolute_host_cwd_is_used", "bun x.ts", &[X]).cwd("/work/bots/a"),
+            case("the_host_cwd_work_is_the_root", "bun bots/a/x.ts", &[X]).cwd("/work"),
+            case(
+                "cd_dot_dot_from_a_bot_directory",
+                "cd .. && bun a/x.ts",
+                &[X],
+            )
+            .cwd("bots/a"),
+            case(
+                "a_cd_inside_a_subshell_does_not_leak",
+                "(cd bots/a && bun x.ts); bun bots/b/y.ts",
+                &[X, "bots/b/y.ts"],
+            ),
+            case(
+                "after_a_subshell_cd_relative_paths_use_the_old_directory",
+                "(cd bots/a); bun x.ts",
+                &["x.ts"],
+            ),
+            case(
+                "a_cd_in_a_pipeline_stage_does_not_leak",
+                "cd bots/a | cat; bun x.ts",
+                &["x.ts"],
+            ),
+            case(
+                "cd_dash_makes_the_directory_unknown",
+                "cd - && bun x.ts",
+                &[],
+            )
+            .diag("the working directory is unknown after `cd -`"),
+            case(
+                "cd_to_a_variable_makes_the_directory_unknown",
+                "cd \"$BOT_DIR\" && bun x.ts",
+                &[],
+            )
+            .diag("the working directory is unknown"),
+            case("cd_without_a_directory_goes_home", "cd && bun x.ts", &[]).diag("$HOME"),
+            case(
+                "absolute_paths_resolve_even_when_the_directory_is_unknown",
+                "cd $X && bun /work/bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "a_cd_in_only_one_branch_makes_the_directory_unknown",
+                "if [ -d bots/a ]; then cd bots/a; fi; bun x.ts",
+                &[],
+            )
+            .diag("which branch"),
+            case(
+                "a_cd_to_a_loop_variable_makes_the_directory_unknown",
+                "for d in a b; do cd bots/$d; done; bun x.ts",
+                &[],
+            )
+            .diag("the working directory is unknown"),
+            case(
+                "pushd_and_popd_are_followed",
+                "pushd bots/a > /dev/null && bun x.ts && popd && bun bots/b/y.ts",
+                &[X, "bots/b/y.ts"],
+            ),
+            case(
+                "bun_cwd_flag_moves_the_lookup",
+                "bun --cwd bots/a x.ts",
+                &[X],
+            ),
+            case("env_chdir_moves_the_lookup", "env -C bots/a bun x.ts", &[X]),
+            // Wrappers and environment.
+            case(
+                "environment_assignments_before_bun",
+                "BOT=a FOO=1 bun bots/a/x.ts",
+                &[X],
+            ),
+            case("env_with_assignments", "env BOT=a bun bots/a/x.ts", &[X]),
+            case("timeout_wraps_a_run", "timeout 60 bun bots/a/x.ts", &[X]),
+            case(
+                "timeout_with_a_signal_option",
+                "timeout -s KILL 5m bun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "timeout_with_long_options",
+                "timeout --kill-after=10 --signal=INT 300 bun bots/a/x.ts",
+                &[X],
+            ),
+            case("nice_wraps_a_run", "nice -n 10 bun bots/a/x.ts", &[X]),
+            case(
+                "nohup_without_ampersand_is_a_foreground_run",
+                "nohup bun bots/a/x.ts > out.log 2>&1",
+                &[X],
+            ),
+            case("the_time_keyword_wraps_a_run", "time bun bots/a/x.ts", &[X]),
+            case("command_wraps_a_run", "command bun bots/a/x.ts", &[X]),
+            case("exec_wraps_a_run", "exec bun bots/a/x.ts", &[X]),
+            case(
+                "stdbuf_wraps_a_run",
+                "stdbuf -oL bun bots/a/x.ts | tee run.log",
+                &[X],
+            ),
+            case(
+                "stacked_wrappers_are_all_skipped",
+                "cd bots/a && FOO=1 timeout 600 nice -n 5 stdbuf -oL bun run --smol x.ts 3 oak 2>&1 | tail -20",
+                &[X],
+            ),
+            case(
+                "sourcing_an_env_file_then_running",
+                "source bots/a/bot.env && bun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "shell_options_then_a_run",
+                "set -euo pipefail; export BOT=a; bun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "an_exit_status_echo_after_the_run",
+                "cd /work && timeout 300 bun run bots/a/x.ts 2>&1 | tail -40; echo \"exit: $?\"",
+                &[X],
+            ),
+            // Paths and roots.
+            case(
+                "an_absolute_path_under_the_root",
+                "bun /work/bots/a/x.ts",
+                &[X],
+            )
+            .cwd("/tmp"),
+            case(
+                "an_absolute_path_under_a_second_root",
+                "bun /home/me/avatars/buzz/bots/a/x.ts",
+                &[X],
+            )
+            .roots(TWO_ROOTS),
+            case("a_host_cwd_under_a_second_root", "bun x.ts", &[X])
+                .roots(TWO_ROOTS)
+                .cwd("/home/me/avatars/buzz/bots/a"),
+            case(
+                "dot_and_dot_dot_inside_the_workspace_are_normalised",
+                "bun bots/b/../a/./x.ts",
+                &[X],
+            ),
+            case(
+                "duplicate_slashes_are_normalised",
+                "bun bots//a///x.ts",
+                &[X],
+            ),
+            case(
+                "a_script_outside_the_workspace_is_not_a_run",
+                "bun /tmp/x.ts",
+                &[],
+            )
+            .diag("`/tmp/x.ts` resolves to `/tmp/x.ts`, outside the workspace"),
+            case("a_dot_dot_escape_is_not_a_run", "bun ../../etc/x.ts", &[])
+                .diag("outside the workspace"),
+            case(
+                "a_dot_dot_escape_from_a_bot_directory_is_not_a_run",
+                "bun ../../../x.ts",
+                &[],
+            )
+            .cwd("bots/a")
+            .diag("outside the workspace"),
+            case(
+                "a_variable_in_the_path_cannot_be_resolved",
+                "bun bots/$BOT/x.ts",
+                &[],
+            )
+            .diag("cannot resolve the script `bots/$BOT/x.ts`"),
+            case("a_glob_cannot_be_resolved", "bun bots/a/*.ts", &[])
+                .diag("cannot resolve the script `bots/a/*.ts`"),
+            case("a_tilde_path_cannot_be_resolved", "bun ~/bots/a/x.ts", &[])
+                .diag("cannot resolve"),
+            // Several scripts, loops, compound commands.
+            case(
+                "two_different_scripts_are_one_run_each",
+                "bun bots/a/x.ts; bun bots/a/y.ts",
+                &[X, Y],
+            ),
+            case(
+                "an_and_or_chain_runs_both",
+                "bun bots/a/x.ts && bun bots/a/y.ts || echo failed",
+                &[X, Y],
+            ),
+            case(
+                "the_same_script_twice_is_one_run",
+                "bun bots/a/x.ts; bun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "a_loop_running_the_same_script_four_times_is_one_run",
+                "for i in 1 2 3 4; do bun bots/a/x.ts; done",
+                &[X],
+            ),
+            case(
+                "a_loop_after_cd_runs_the_script_once",
+                "cd bots/a && for i in 1 2 3; do bun x.ts $i || break; done",
+                &[X],
+            ),
+            case(
+                "a_while_loop_body",
+                "while ! bun bots/a/x.ts; do sleep 5; done",
+                &[X],
+            ),
+            case(
+                "an_until_loop_body",
+                "until bun bots/a/x.ts; do sleep 1; done",
+                &[X],
+            ),
+            case(
+                "an_arithmetic_for_loop_body",
+                "for ((i=0; i<3; i++)); do bun bots/a/x.ts \"$i\"; done",
+                &[X],
+            ),
+            case(
+                "both_branches_of_an_if_count",
+                "if [ -f bots/a/x.ts ]; then bun bots/a/x.ts; else bun bots/a/y.ts; fi",
+                &[X, Y],
+            ),
+            case(
+                "an_if_condition_runs",
+                "if bun bots/a/x.ts; then echo ok; fi",
+                &[X],
+            ),
+            case(
+                "a_case_body_runs",
+                "case \"$1\" in chop) bun bots/a/x.ts ;; *) echo no ;; esac",
+                &[X],
+            ),
+            case(
+                "a_brace_group_with_a_redirect",
+                "{ bun bots/a/x.ts; echo done; } 2>&1 | tee log.txt",
+                &[X],
+            ),
+            case(
+                "a_subshell_runs_in_the_foreground",
+                "(bun bots/a/x.ts)",
+                &[X],
+            ),
+            case(
+                "spaced_double_parentheses_are_nested_subshells",
+                "( (cd bots/a && bun x.ts) )",
+                &[X],
+            ),
+            case("an_arithmetic_command_runs_nothing", "(( count++ ))", &[]),
+            case(
+                "an_extended_test_then_a_run",
+                "[[ -f bots/a/x.ts && -n $BOT ]] && bun bots/a/x.ts",
+                &[X],
+            ),
+            // Functions.
+            case(
+                "a_called_function_runs_its_body",
+                "run() { bun bots/a/x.ts \"$@\"; }; run 3",
+                &[X],
+            ),
+            case(
+                "a_function_that_is_never_called_runs_nothing",
+                "run() { bun bots/a/x.ts; }",
+                &[],
+            ),
+            case(
+                "a_function_keyword_definition_called_later",
+                "function go { cd bots/a && bun x.ts; }; go",
+                &[X],
+            ),
+            case(
+                "a_cd_inside_a_called_function_persists",
+                "go() { cd bots/a; }; go; bun x.ts",
+                &[X],
+            ),
+            case(
+                "a_recursive_function_is_walked_once",
+                "f() { bun bots/a/x.ts; f; }; f",
+                &[X],
+            ),
+            // Nested shells and substitutions.
+            case("sh_dash_c_is_parsed", "sh -c 'bun bots/a/x.ts'", &[X]),
+            case(
+                "bash_dash_c_with_cd",
+                "bash -c \"cd bots/a && bun x.ts\"",
+                &[X],
+            ),
+            case(
+                "bash_dash_lc_is_parsed",
+                "bash -lc 'bun run bots/a/x.ts 2>&1'",
+                &[X],
+            ),
+            case(
+                "a_dash_c_string_inherits_the_directory",
+                "cd bots/a && sh -c 'bun x.ts'",
+                &[X],
+            ),
+            case(
+                "timeout_around_bash_dash_c",
+                "timeout 60 bash -c 'cd bots/a && bun x.ts'",
+                &[X],
+            ),
+            case(
+                "a_non_literal_dash_c_string_is_reported",
+                "sh -c \"$CMD\"",
+                &[],
+            )
+            .diag("not literal"),
+            case("eval_of_a_literal_string", "eval \"bun bots/a/x.ts\"", &[X]),
+            case(
+                "xargs_with_the_script_named",
+                "echo 3 | xargs bun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "xargs_with_options",
+                "seq 4 | xargs -n1 -P2 bun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "xargs_supplying_the_script_cannot_be_resolved",
+                "ls bots/a/*.ts | xargs -n1 bun",
+                &[],
+            )
+            .diag("xargs"),
+            case(
+                "a_command_substitution_runs",
+                "echo \"result: $(bun bots/a/x.ts)\"",
+                &[X],
+            ),
+            case(
+                "a_backquote_substitution_runs",
+                "out=`bun bots/a/x.ts`",
+                &[X],
+            ),
+            case(
+                "an_assignment_substitution_runs_before_the_command",
+                "X=$(bun bots/a/x.ts) bun bots/a/y.ts",
+                &[X, Y],
+            ),
+            case(
+                "a_process_substitution_runs",
+                "diff <(bun bots/a/x.ts) expected.txt",
+                &[X],
+            ),
+            // Not runs.
+            case(
+                "bun_build_is_not_a_run",
+                "bun build bots/a/x.ts --outdir dist",
+                &[],
+            ),
+            case(
+                "bun_build_with_flags_is_not_a_run",
+                "bun build --target=bun --minify bots/a/x.ts",
+                &[],
+            ),
+            case("bun_test_is_not_a_run", "bun test bots/a/x.ts", &[]),
+            case(
+                "bun_test_with_flags_is_not_a_run",
+                "bun test --timeout 5000 bots/a/x.ts",
+                &[],
+            ),
+            case(
+                "bun_install_is_not_a_run",
+                "bun install && bun add zod",
+                &[],
+            ),
+            case("bunx_is_not_a_run", "bunx tsx bots/a/x.ts", &[]),
+            case("bun_x_is_not_a_run", "bun x tsc --noEmit bots/a/x.ts", &[]),
+            case("a_package_script_is_not_a_file_run", "bun run dev", &[]),
+            case(
+                "inline_bun_code_is_not_a_file_run",
+                "bun -e 'await import(\"./bots/a/x.ts\")'",
+                &[],
+            ),
+            case(
+                "node_test_is_not_a_run",
+                "node --test bots/a/x.test.ts",
+                &[],
+            ),
+            case(
+                "a_heredoc_body_is_data",
+                "cat <<EOF\nbun bots/a/x.ts\nEOF",
+                &[],
+            ),
+            case(
+                "writing_a_script_with_a_heredoc_then_running_it",
+                "cat > bots/a/x.ts <<'EOF'\nimport { runScript } from '../../sdk/runner';\nawait runScript(async (ctx) => { await ctx.bot.chop((1 + (2 * 3))); });\nEOF\nbun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "notes_in_a_heredoc_are_data",
+                "cat >> bots/a/lab_log.md <<'EOF'\n## Run 3\nRan `bun bots/a/x.ts` twice (it's slow).\nEOF",
+                &[],
+            ),
+            case(
+                "a_tab_stripping_heredoc_with_a_quoted_delimiter",
+                "cat <<-\"EOF\" > notes.txt\n\tbun bots/a/x.ts\n\tEOF\nbun bots/a/y.ts",
+                &[Y],
+            ),
+            case(
+                "two_heredocs_on_one_line",
+                "paste - /dev/fd/3 <<A 3<<'B'\nbun bots/a/x.ts\nA\n$(bun bots/a/x.ts)\nB\nbun bots/a/y.ts",
+                &[Y],
+            ),
+            case(
+                "a_heredoc_inside_a_command_substitution",
+                "x=$(cat <<EOF\nbun bots/a/x.ts\nEOF\n); bun bots/a/y.ts",
+                &[Y],
+            ),
+            case(
+                "a_heredoc_feeding_bash_runs_nothing_the_classifier_can_see",
+                "bash <<'EOF'\nbun bots/a/x.ts\nEOF",
+                &[],
+            ),
+            case(
+                "an_unterminated_heredoc_runs_to_the_end_as_in_bash",
+                "cat <<EOF\nbun bots/a/x.ts",
+                &[],
+            ),
+            case(
+                "an_empty_heredoc_delimiter_ends_at_an_empty_line",
+                "cat <<''\nbun bots/a/x.ts\n\nbun bots/a/y.ts",
+                &[Y],
+            ),
+            case(
+                "a_shift_inside_an_arithmetic_command_is_not_a_heredoc",
+                "(( x = 1 << 2 ))\nbun bots/a/x.ts",
+                &[X],
+            ),
+            case(
+                "a_substitution_in_an_unquoted_heredoc_runs",
+                "cat <<EOF\n$(bun bots/a/x.ts)\nEOF",
+                &[X],
+            ),
+            case("echo_of_a_command_is_data", "echo \"bun bots/a/x.ts\"", &[]),
+            case(
+                "a_quoted_and_and_is_data",
+                "echo \"a && bun bots/a/x.ts\"",
+                &[],
+            ),
+            case(
+                "grep_for_the_path_is_data",
+                "grep -r \"bots/a/x.ts\" .",
+                &[],
+            ),
+            case(
+                "a_commit_message_is_data",
+                "git commit -m \"bun bots/a/x.ts works now\"",
+                &[],
+            ),
+            case(
+                "appending_to_notes_is_data",
+                "echo 'bun bots/a/x.ts' >> bots/a/lab_log.md",
+                &[],
+            ),
+            case("cat_of_the_script_is_not_a_run", "cat bots/a/x.ts", &[]),
+            case("less_of_the_script_is_not_a_run", "less bots/a/x.ts", &[]),
+            case("ls_of_the_script_is_not_a_run", "ls -la bots/a/x.ts", &[]),
+            case("vim_of_the_script_is_not_a_run", "vim bots/a/x.ts", &[]),
+            case(
+                "sed_of_the_script_is_not_a_run",
+                "sed -n 1,20p bots/a/x.ts",
+                &[],
+            ),
+            case("a_commented_out_run_is_not_a_run", "# bun bots/a/x.ts", &[]),
+            case("npx_is_not_a_runner", "npx tsx bots/a/x.ts", &[]),
+            // Background jobs.
+            case(
+                "a_run_sent_to_the_background_is_detached",
+                "bun bots/a/x.ts &",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "nohup_with_ampersand_is_detached",
+                "nohup bun bots/a/x.ts > log 2>&1 &",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "a_backgrounded_run_inside_a_subshell_is_detached",
+                "(bun bots/a/x.ts &)",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "setsid_with_ampersand_is_detached",
+                "setsid bun bots/a/x.ts > /dev/null 2>&1 &",
+                &[],
+            )
+            .detached(&[X]),
+            case("setsid_fork_is_detached", "setsid -f bun bots/a/x.ts", &[]).detached(&[X]),
+            case(
+                "a_disowned_run_is_detached",
+                "bun bots/a/x.ts & disown",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "wait_does_not_reach_a_disowned_job",
+                "bun bots/a/x.ts & disown; wait",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "a_background_run_then_wait_is_a_run",
+                "bun bots/a/x.ts & wait",
+                &[X],
+            ),
+            case(
+                "wait_for_the_last_job_is_a_run",
+                "bun bots/a/x.ts & wait $!",
+                &[X],
+            ),
+            case(
+                "wait_for_job_one_is_a_run",
+                "bun bots/a/x.ts & wait %1",
+                &[X],
+            ),
+            case(
+                "wait_for_a_saved_pid_is_a_run",
+                "bun bots/a/x.ts & PID=$!; sleep 5; wait $PID",
+                &[X],
+            ),
+            case(
+                "and_and_wait_is_simply_a_run",
+                "bun bots/a/x.ts && wait",
+                &[X],
+            ),
+            case(
+                "a_background_run_that_is_killed_unwaited_is_detached",
+                "bun bots/a/x.ts > log 2>&1 & sleep 30; kill %1; tail log",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "waiting_for_the_second_job_only",
+                "bun bots/a/x.ts & bun bots/a/y.ts & wait %2",
+                &[Y],
+            )
+            .detached(&[X]),
+            case(
+                "an_outer_wait_does_not_reach_a_dash_c_job",
+                "sh -c 'bun bots/a/x.ts &'; wait",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "a_wait_inside_the_subshell_makes_it_a_run",
+                "(bun bots/a/x.ts & wait)",
+                &[X],
+            ),
+            case(
+                "an_outer_wait_does_not_reach_a_subshell_job",
+                "(bun bots/a/x.ts &); wait",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "background_runs_in_a_loop_then_wait",
+                "for i in 1 2; do bun bots/a/x.ts & done; wait",
+                &[X],
+            ),
+            case(
+                "wait_dash_n_does_not_make_runs",
+                "bun bots/a/x.ts & bun bots/a/y.ts & wait -n",
+                &[],
+            )
+            .detached(&[X, Y])
+            .diag("wait -n"),
+            case("a_coprocess_is_detached", "coproc bun bots/a/x.ts", &[]).detached(&[X]),
+            case(
+                "nohup_sh_dash_c_in_the_background_is_detached",
+                "nohup sh -c 'bun bots/a/x.ts' &",
+                &[],
+            )
+            .detached(&[X]),
+            case(
+                "a_foreground_and_a_background_run_of_the_same_script",
+                "bun bots/a/x.ts & bun bots/a/x.ts",
+                &[X],
+            )
+            .detached(&[X]),
+            // Lines that cannot be analysed.
+            case(
+                "an_unterminated_quote_yields_nothing",
+                "bun bots/a/x.ts \"unterminated",
+                &[],
+            )
+            .diag("could not parse the shell line"),
+            case(
+                "an_unclosed_parenthesis_yields_nothing",
+                "(bun bots/a/x.ts",
+                &[],
+            )
+            .diag("could not parse the shell line"),
+            case(
+                "a_dangling_and_and_yields_nothing",
+                "bun bots/a/x.ts &&",
+                &[],
+            )
+            .diag("could not parse the shell line"),
+            case(
+                "an_unparseable_dash_c_string_is_skipped",
+                "bun bots/a/x.ts; sh -c 'bun bots/a/y.ts \"'",
+                &[X],
+            )
+            .diag("could not parse a `sh -c` command string"),
+            case(
+                "a_huge_file_descriptor_number_yields_nothing",
+                "bun bots/a/x.ts 99999999999>x",
+                &[],
+            )
+            .diag("file descriptor"),
+            case(
+                "a_substitution_in_a_heredoc_delimiter_yields_nothing",
+                "bun bots/a/x.ts; cat <<$( &$(",
+                &[],
+            )
+            .diag("could not parse the shell line"),
+            case(
+                "an_empty_heredoc_delimiter_before_an_open_substitution_yields_nothing",
+                "bun bots/a/x.ts; cat <<\"\" ${",
+                &[],
+            )
+            .diag("could not parse the shell line"),
+            case(
+                "a_missing_heredoc_delimiter_inside_a_substitution_yields_nothing",
+                "bun bots/a/x.ts $(<< )$[",
+                &[],
+            )
+            .diag("could not parse the shell line"),
+            case(
+                "a_substitution_spanning_a_heredoc_body_yields_nothing",
+                "bun bots/a/x.ts <<E<$[$(E)\nE",
+                &[],
+            )
+            .diag("could not parse the shell line"),
+            case("an_empty_line_runs_nothing", "", &[]),
+            case("a_blank_line_runs_nothing", "  \n\t\n", &[]),
+        ]
+    }
+
+    #[test]
+    fn every_table_case_classifies_as_expected() {
+        let table = table();
+        assert!(table.len() >= 70, "the table must keep at least 70 lines");
+        let mut names = HashSet::new();
+        let mut failures = Vec::new();
+        for case in &table {
+            assert!(
+                names.insert(case.behaviour),
+                "duplicate case {}",
+                case.behaviour
+            );
+            let got = classify(case.line, case.cwd, case.roots);
+            let diag_ok = match case.diag {
+                Diag::Clean => got.diagnostics.is_empty(),
+                Diag::Mentions(text) => got.diagnostics.iter().any(|d| d.contains(text)),
+            };
+            if got.runs != case.runs || got.detached != case.detached || !diag_ok {
+                failures.push(format!(
+                    "{}: {:?} (cwd {:?})\n    expected runs {:?}, detached {:?}, diagnostics {:?}\n    got {:?}",
+                    case.behaviour, case.line, case.cwd, case.runs, case.detached, case.diag, got
+                ));
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} failing cases:\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+
+    /// Runs the classifier on a thread with a 2 MiB stack (the default for spawned threads,
+    /// and smaller than a main thread), returning how long it took.
+    fn classify_on_small_stack(line: String) -> (ShellRuns, std::time::Duration) {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let start = std::time::Instant::now();
+                let result = classify(&line, None, ROOT);
+                (result, start.elapsed())
+            })
+            .expect("spawn a test thread")
+            .join()
+            .expect("the classifier must not panic")
+    }
+
+    #[test]
+    fn pathological_lines_are_refused_quickly_without_overflowing_the_stack() {
+        let lines = [
+            "(".repeat(10_000),
+            "( ".repeat(10_000),
+            "((".repeat(5_000),
+            format!("{}bun bots/a/x.ts{}", "( ".repeat(13), " )".repeat(13)),
+            format!(
+                "{}bun bots/a/x.ts{}",
+                "{ ".repeat(50_000),
+                "; }".repeat(50_000)
+            ),
+            format!(
+                "{}bun bots/a/x.ts{}",
+                "echo $(".repeat(5_000),
+                ")".repeat(5_000)
+            ),
+            format!("echo {}x{}", "${a:-".repeat(5_000), "}".repeat(5_000)),
+            format!("[[ {}x ]]", "! ".repeat(5_000)),
+            format!("[[ {}x ]]", "a && ".repeat(25_000)),
+            format!("{}x", "coproc ".repeat(5_000)),
+            format!(
+                "cat <<EOF\n{}bun bots/a/x.ts{}\nEOF",
+                "$(echo ".repeat(500),
+                ")".repeat(500)
+            ),
+        ];
+        for line in lines {
+            let preview: String = line.chars().take(40).collect();
+            let (result, took) = classify_on_small_stack(line);
+            assert!(result.runs.is_empty(), "{preview}: {result:?}");
+            assert!(!result.diagnostics.is_empty(), "{preview}: {result:?}");
+            assert!(took.as_secs() < 10, "{preview} took {took:?}");
+        }
+    }
+
+    #[test]
+    fn inputs_that_make_brush_parser_backtrack_exponentially_finish_quickly() {
+        let lines = [
+            // Escaped parentheses inside arithmetic defeat brush's word parser; this module
+            // lexes words itself.
+            format!("echo $(( {} ))", "\\(".repeat(5_000)),
+            format!("cat <<EOF\n{}\nEOF\nbun bots/a/x.ts", "$((".repeat(20_000)),
+            format!("cat <<EOF\n{}\nEOF\nbun bots/a/x.ts", "$(".repeat(20_000)),
+            format!("{}bun bots/a/x.ts{}", "( ".repeat(12), " )".repeat(12)),
+            format!("{}bun bots/a/x.ts{}", "(".repeat(12), ")".repeat(12)),
+            format!("echo {}", "`".repeat(5_000)),
+        ];
+        for line in lines {
+            let preview: String = line.chars().take(40).collect();
+            let (_, took) = classify_on_small_stack(line);
+            assert!(took.as_secs() < 10, "{preview} took {took:?}");
+        }
+    }
+
+    #[test]
+    fn nesting_just_under_the_limit_fits_a_small_stack() {
+        let lines = [
+            format!("{}bun bots/a/x.ts{}", "{ ".repeat(60), "; }".repeat(60)),
+            format!(
+                "{}bun bots/a/x.ts{}",
+                "if true; then ".repeat(60),
+                "; fi".repeat(60)
+            ),
+            format!(
+                "{}bun bots/a/x.ts{}",
+                "while true; do ".repeat(60),
+                "; done".repeat(60)
+            ),
+            format!("{}bun bots/a/x.ts{}", "( ".repeat(12), " )".repeat(12)),
+            format!("{}bun bots/a/x.ts{}", "{ ( ".repeat(12), " ) }".repeat(12)),
+        ];
+        for line in lines {
+            let preview: String = line.chars().take(40).collect();
+            let (result, _) = classify_on_small_stack(line);
+            assert_eq!(result.runs, [X], "{preview}: {result:?}");
+        }
+    }
+
+    #[test]
+    fn deeply_nested_dash_c_and_eval_strings_are_refused() {
+        let mut line = "bun bots/a/x.ts".to_owned();
+        for _ in 0..70 {
+            line = format!("eval {line}");
+        }
+        let (result, _) = classify_on_small_stack(line);
+        assert!(result.runs.is_empty(), "{result:?}");
+        assert!(result.diagnostics.iter().any(|d| d.contains("gave up")));
+
+        let mut line = "bun bots/a/x.ts".to_owned();
+        for _ in 0..8 {
+            line = format!("sh -c '{}'", line.replace('\'', "'\\''"));
+        }
+        let (result, _) = classify_on_small_stack(line);
+        assert_eq!(result.runs, [X], "{result:?}");
+    }
+
+    #[test]
+    fn a_function_fan_out_exhausts_the_budget_instead_of_taking_forever() {
+        let mut line = String::from("f0() { bun bots/a/x.ts; }; ");
+        for i in 1..26 {
+            line += &format!("f{i}() {{ f{p}; f{p}; }}; ", p = i - 1);
+        }
+        line += "f25";
+        let (result, took) = classify_on_small_stack(line);
+        assert!(result.runs.is_empty(), "{result:?}");
+        assert!(result.diagnostics.iter().any(|d| d.contains("too complex")));
+        assert!(took.as_secs() < 30, "took {took:?}");
+    }
+
+    #[test]
+    fn a_hundred_kilobyte_line_is_classified() {
+        let line = "bun bots/a/x.ts; ".repeat(6_000);
+        assert!(line.len() > 100_000);
+        let (result, _) = classify_on_small_stack(line);
+        assert_eq!(result.runs, [X]);
+
+        let line: String = (0..6_000)
+            .map(|i| format!("bun bots/a/x{i}.ts; "))
+            .collect();
+        let (result, _) = classify_on_small_stack(line);
+        assert_eq!(result.runs.len(), 6_000);
+        assert_eq!(result.runs[0], "bots/a/x0.ts");
+    }
+
+    #[test]
+    fn nul_bytes_and_control_characters_do_not_panic() {
+        for line in [
+            "bun bots/a/x.ts\0",
+            "\0",
+            "bun \u{1b}[31m bots/a/x.ts",
+            "bun bots/a/x.ts\r",
+        ] {
+            let _ = classify(line, None, ROOT);
+        }
+        assert_eq!(classify("echo \0; bun bots/a/x.ts", None, ROOT).runs, [X]);
+    }
+
+    #[test]
+    fn diagnostics_are_capped() {
+        let line: String = (0..100).map(|i| format!("bun /tmp/x{i}.ts; ")).collect();
+        let result = classify(&line, None, ROOT);
+        assert!(result.diagnostics.len() <= MAX_DIAGNOSTICS + 1);
+        assert!(
+            result
+                .diagnostics
+                .last()
+                .is_some_and(|d| d.contains("more diagnostics"))
+        );
+    }
+
+    #[test]
+    fn without_workspace_roots_nothing_is_a_run() {
+        let result = classify("bun /work/bots/a/x.ts; bun x.ts", None, &[]);
+        assert!(result.runs.is_empty());
+        assert!(!result.diagnostics.is_empty());
+    }
+
+    #[test]
+    fn a_relative_workspace_root_is_ignored_with_a_diagnostic() {
+        let result = classify("bun bots/a/x.ts", None, &["work", "/work"]);
+        assert!(
+            result
+                .diagnostics
+                .iter()
+                .any(|d| d.contains("not an absolute path"))
+        );
+        assert_eq!(result.runs, [X]);
+    }
+
+    #[test]
+    fn the_most_specific_root_wins_when_roots_nest() {
+        let result = classify(
+            "bun /work/inner/bots/a/x.ts",
+            None,
+            &["/work", "/work/inner"],
+        );
+        assert_eq!(result.runs, [X]);
+    }
+
+    #[test]
+    fn path_normalisation_is_lexical() {
+        assert_eq!(
+            normalize_abs("/work/./bots//a/../a/x.ts"),
+            "/work/bots/a/x.ts"
+        );
+        assert_eq!(normalize_abs("/../../x.ts"), "/x.ts");
+        assert_eq!(normalize_abs("/"), "/");
+        assert_eq!(join_path("/work/bots/a", "../../x.ts"), "/work/x.ts");
+    }
+
+    #[test]
+    fn words_are_unquoted_like_the_shell_does() {
+        let word = lex_word(r#"'a b'"c\"d"e\ f$'\t'"#);
+        assert_eq!(word.literal.as_deref(), Some("a bc\"de f\t"));
+        assert!(!word.glob);
+        let word = lex_word(r#""$(bun "x.ts")"-`bun y.ts`"#);
+        assert_eq!(word.literal, None);
+        assert_eq!(word.subs, ["bun \"x.ts\"", "bun y.ts"]);
+        assert!(lex_word("bots/a/*.ts").glob);
+        assert!(lex_word("{a,b}.ts").glob);
+        assert!(lex_word("~/x.ts").literal.is_none());
+        assert_eq!(lex_word("${X:-$(bun z.ts)}").subs, ["bun z.ts"]);
+        assert_eq!(lex_word("$(( $(bun z.ts) + 1 ))").subs, ["bun z.ts"]);
+    }
+
+    /// Shell-looking text built from tokens that exercise quoting, nesting and jobs.
+    fn shellish() -> impl Strategy<Value = String> {
+        let token = prop_oneof![
+            Just("bun bots/a/x.ts"),
+            Just("bun ../x.ts"),
+            Just("bun /tmp/y.ts"),
+            Just("bun bots/$B/z.ts"),
+            Just("cd bots/a"),
+            Just("cd .."),
+            Just("cd -"),
+            Just("x.ts"),
+            Just(" "),
+            Just(";"),
+            Just("&"),
+            Just("&&"),
+            Just("|"),
+            Just("\n"),
+            Just("("),
+            Just(")"),
+            Just("{"),
+            Just("}"),
+            Just("$("),
+            Just("$(("),
+            Just("${"),
+            Just("`"),
+            Just("\""),
+            Just("'"),
+            Just("\\"),
+            Just("#"),
+            Just("<<E"),
+            Just("E"),
+            Just("wait"),
+            Just("f()"),
+            Just("f"),
+            Just("sh -c"),
+            Just("eval"),
+            Just("[["),
+            Just("]]"),
+            Just("!"),
+            Just("if"),
+            Just("then"),
+            Just("fi"),
+            Just("case"),
+            Just("esac"),
+            Just("99999999999>"),
+        ];
+        prop::collection::vec(token, 0..40).prop_map(|tokens| tokens.concat())
+    }
+
+    /// A command line made of runs and cds separated by shell operators.
+    fn command_line() -> impl Strategy<Value = String> {
+        let command = prop_oneof![
+            Just("bun bots/a/x.ts"),
+            Just("bun run ./bots/a/x.ts"),
+            Just("bun /work/bots/a/x.ts"),
+            Just("bun x.ts"),
+            Just("bun bots/a/y.ts"),
+            Just("cd bots/a"),
+            Just("cd /work"),
+            Just("(bun bots/a/x.ts)"),
+            Just("bun bots/a/x.ts &"),
+            Just("wait"),
+            Just("for i in 1 2; do bun bots/a/y.ts; done"),
+        ];
+        let separator = prop_oneof![
+            Just("; "),
+            Just(" && "),
+            Just(" || "),
+            Just("\n"),
+            Just(" | ")
+        ];
+        prop::collection::vec((command, separator), 1..12).prop_map(|parts| {
+            let mut line = String::new();
+            for (command, separator) in parts {
+                line.push_str(command);
+                if !command.ends_with('&') {
+                    line.push_str(separator);
+                } else {
+                    line.push(' ');
+                }
+            }
+            line.trim_end_matches(['|', ';', '&', ' ', '\n']).to_owned()
+        })
+    }
+
+    /// A path made of segments that like to escape.
+    fn path() -> impl Strategy<Value = String> {
+        let segment = prop_oneof![
+            Just(".."),
+            Just("."),
+            Just(""),
+            Just("bots"),
+            Just("a"),
+            Just("work"),
+            Just("tmp"),
+        ];
+        (any::<bool>(), prop::collection::vec(segment, 0..8)).prop_map(|(absolute, segments)| {
+            let mut path = segments.join("/");
+            if absolute {
+                path.insert(0, '/');
+            }
+            path
+        })
+    }
+
+    fn assert_inside_workspace(run: &str) {
+        assert!(!run.is_empty());
+        assert!(!run.starts_with('/'), "{run}");
+        assert!(
+            run.split('/').all(|s| !matches!(s, "" | "." | "..")),
+            "{run} is not normalised"
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_arbitrary_strings(line in any::<String>()) {
+            let _ = classify(&line, Some("bots/a"), TWO_ROOTS);
+        }
+
+        #[test]
+        fn never_panics_on_shell_looking_strings(line in shellish()) {
+            let result = classify(&line, Some("bots/a"), ROOT);
+            for run in &result.runs {
+                assert_inside_workspace(run);
+            }
+        }
+
+        #[test]
+        fn runs_never_escape_the_workspace(
+            cwd in prop_oneof![
+                Just(None),
+                Just(Some("bots/a")),
+                Just(Some("/work/bots/a")),
+                Just(Some("/tmp")),
+                Just(Some("../..")),
+                Just(Some("/")),
+            ],
+            dir in path(),
+            script in path(),
+        ) {
+            let line = format!("cd {dir} && bun {script}/x.ts; bun {script}.ts");
+            let result = classify(&line, cwd, TWO_ROOTS);
+            for run in result.runs.iter().chain(&result.detached) {
+                assert_inside_workspace(run);
+            }
+        }
+
+        #[test]
+        fn runs_and_detached_scripts_are_listed_once(line in command_line()) {
+            let result = classify(&line, None, ROOT);
+            let unique: HashSet<&String> = result.runs.iter().collect();
+            prop_assert_eq!(unique.len(), result.runs.len(), "{:?}", result);
+            let unique: HashSet<&String> = result.detached.iter().collect();
+            prop_assert_eq!(unique.len(), result.detached.len(), "{:?}", result);
+            for run in result.runs.iter().chain(&result.detached) {
+                assert_inside_workspace(run);
+            }
         }
     }
 }

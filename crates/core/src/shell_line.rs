@@ -1358,6 +1358,12 @@ enum Action {
         cwd: Cwd,
         detached: bool,
     },
+    /// A shell that reads its script from standard input (`bash <<'EOF'`, `sh -s`).
+    Stdin {
+        at: usize,
+        cwd: Cwd,
+        detached: bool,
+    },
     Eval {
         at: usize,
         code: String,
@@ -1382,6 +1388,7 @@ impl Action {
         match self {
             Action::Script { at, .. }
             | Action::Shell { at, .. }
+            | Action::Stdin { at, .. }
             | Action::Eval { at, .. }
             | Action::Builtin { at, .. }
             | Action::Call { at, .. }
@@ -2092,6 +2099,14 @@ impl Walker {
             })
             .collect();
         let mut action = self.classify(&args, scope);
+        if let Some(Action::Stdin { at, cwd, detached }) = action {
+            action = self.stdin_script(&items).map(|code| Action::Shell {
+                at,
+                code,
+                cwd,
+                detached,
+            });
+        }
 
         // Substitutions run in source order, and the command's own action after the word that
         // triggers it, so runs come out in order of appearance.
@@ -2112,6 +2127,30 @@ impl Walker {
                 Item::ProcessSubstitution(subshell) => self.walk_subshell(subshell, scope, depth),
             }
         }
+    }
+
+    /// The script a shell reading standard input gets from this command's own redirections:
+    /// a heredoc or a here-string. Piped input cannot be known.
+    fn stdin_script(&self, items: &[Item<'_>]) -> Option<String> {
+        let reads_stdin = |fd: &Option<ast::IoFd>| fd.is_none_or(|fd| fd == 0);
+        items.iter().rev().find_map(|item| match item {
+            Item::Redirect(ast::IoRedirect::File(
+                fd,
+                ast::IoFileRedirectKind::Read,
+                ast::IoFileRedirectTarget::Filename(word),
+            )) if reads_stdin(fd) => Some(
+                heredoc_index(&word.value)
+                    .and_then(|i| self.heredocs.get(i))
+                    .map(|heredoc| heredoc.body.clone()),
+            ),
+            Item::Redirect(ast::IoRedirect::HereDocument(fd, heredoc)) if reads_stdin(fd) => {
+                Some(Some(heredoc.doc.value.clone()))
+            }
+            Item::Redirect(ast::IoRedirect::HereString(fd, word)) if reads_stdin(fd) => {
+                Some(lex_word(&word.value).path().map(str::to_owned))
+            }
+            _ => None,
+        })?
     }
 
     /// Decides what a simple command with these argument words does.
@@ -2257,6 +2296,8 @@ impl Walker {
                 }
                 self.walk_text(&code, &mut shell, depth + 1, Origin::ShellString);
             }
+            // Resolved into `Shell` by `walk_simple` when the script is known.
+            Action::Stdin { .. } => {}
             Action::Eval { code, .. } => {
                 self.walk_text(&code, scope, depth + 1, Origin::Eval);
             }
@@ -2541,8 +2582,19 @@ fn shell_string(args: &[&WordInfo], i: usize, name: &str, mods: &Mods) -> Option
         break;
     }
     if !has_c {
-        // `bash script.sh` runs a shell script, which is not one of ours.
-        return None;
+        // `bash script.sh` runs a shell script, which is not one of ours; without a script
+        // (or with `-s`) the shell reads its commands from standard input.
+        let reads_stdin = args.get(j).is_none()
+            || args[i + 1..j].iter().any(|w| {
+                w.literal
+                    .as_deref()
+                    .is_some_and(|o| o.starts_with('-') && !o.starts_with("--") && o.contains('s'))
+            });
+        return reads_stdin.then(|| Action::Stdin {
+            at: args.len() - 1,
+            cwd: mods.cwd.clone(),
+            detached: mods.detached,
+        });
     }
     let word = args.get(j)?;
     Some(match word.path() {
@@ -3301,8 +3353,23 @@ mod tests {
                 &[Y],
             ),
             case(
-                "a_heredoc_feeding_bash_runs_nothing_the_classifier_can_see",
-                "bash <<'EOF'\nbun bots/a/x.ts\nEOF",
+                "a_shell_reading_a_heredoc_runs_its_commands",
+                "bash <<'EOF'\ncd bots/a\nbun x.ts\nEOF\nbun bots/a/y.ts",
+                &[X, Y],
+            ),
+            case(
+                "a_shell_reading_a_here_string_runs_it",
+                "sh -s <<< 'bun bots/a/x.ts'",
+                &[X],
+            ),
+            case(
+                "a_shell_reading_a_pipe_runs_nothing_the_classifier_can_see",
+                "echo 'bun bots/a/x.ts' | bash",
+                &[],
+            ),
+            case(
+                "a_shell_reading_a_file_is_not_analysed",
+                "bash < setup.sh",
                 &[],
             ),
             case(
@@ -3759,6 +3826,33 @@ mod tests {
             &["/work", "/work/inner"],
         );
         assert_eq!(result.runs, [X]);
+    }
+
+    #[test]
+    fn precheck_cuts_heredocs_out_and_separates_spaced_parentheses() {
+        let prepared = precheck(
+            "cat <<-'EOF' > x\n\tbun a.ts\n\tEOF\n( (bun b.ts) ) <<E\n$(c)\nE\n",
+            MAX_NESTING,
+            3,
+        )
+        .expect("a plain line passes");
+        assert_eq!(
+            prepared.text,
+            "cat <__mindrune_heredoc_3__ > x\n(\n(bun b.ts) ) <__mindrune_heredoc_4__\n"
+        );
+        assert_eq!(prepared.heredocs.len(), 2);
+        assert_eq!(prepared.heredocs[0].body, "\tbun a.ts\n");
+        assert!(!prepared.heredocs[0].expand);
+        assert_eq!(prepared.heredocs[1].body, "$(c)\n");
+        assert!(prepared.heredocs[1].expand);
+        assert!(matches!(
+            precheck(&"( ".repeat(13), MAX_NESTING, 0),
+            Err(PrecheckError::TooDeep)
+        ));
+        assert!(matches!(
+            precheck("echo ((1", MAX_NESTING, 0),
+            Err(PrecheckError::Unparseable(_))
+        ));
     }
 
     #[test]

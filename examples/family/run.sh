@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Records a day of tool calls of an example family of three rs-sdk avatars (buzz, pickles,
 # rnchk; owner ada) into a fresh library and prints what MindRune made of them: which runs
-# counted, which version each ran, and the 0–1000 score that follows.
+# counted, which version each ran, and the 0–1000 score that follows; then the turn ends, and
+# rnchk's family-skills/ shows what its siblings shared with it.
 #
 # The example files are copied to a temporary folder first, so the repository is never changed.
 # Set MINDRUNE to a built binary to skip `cargo run`.
@@ -28,7 +29,8 @@ done
 echo "== Morning: $(wc -l <"$here/morning.jsonl" | tr -d ' ') tool calls"
 mindrune record "$here/morning.jsonl" 2> >(sed "s|$here/||" >&2)
 echo
-echo "== Noon: buzz edits chop-oaks.ts (a new version); pickles copies mine-iron.ts to mine-iron-fast.ts"
+echo "== Noon: buzz edits chop-oaks.ts (a new version); pickles copies mine-iron.ts to mine-iron-fast.ts;"
+echo "   buzz and rnchk write Share: lines in their lab logs"
 cp -R "$here/afternoon/." "$work/workspace/"
 echo
 echo "== Afternoon: $(wc -l <"$here/afternoon.jsonl" | tr -d ' ') tool calls"
@@ -39,3 +41,17 @@ mindrune skills
 echo
 echo "== mindrune skill show buzz/chop-oaks"
 mindrune skill show buzz/chop-oaks
+echo
+echo "== The turn ends for each avatar"
+for bot in buzz pickles rnchk; do
+  mindrune turn-end "$bot" | sed "s|$work/||"
+done
+echo
+echo "== What rnchk's siblings shared with it: workspace/rnchk/family-skills/"
+(cd "$work/workspace/rnchk/family-skills" && find . -type f ! -name '.*' | sed 's|^\./|  |' | sort)
+echo
+echo "== family-skills/INDEX.md"
+cat "$work/workspace/rnchk/family-skills/INDEX.md"
+echo
+echo "== family-skills/LESSONS.md"
+cat "$work/workspace/rnchk/family-skills/LESSONS.md"

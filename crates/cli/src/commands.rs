@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use mindrune_core::header::is_valid_name;
+use mindrune_engine::family;
 use mindrune_engine::hook::{self, HookAction};
+use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::{IngestError, Recorder, now_millis};
 use mindrune_store::{SqliteStore, Store as _};
 
@@ -303,6 +305,103 @@ pub fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCo
         writeln!(out)?;
     } else {
         render::skill_detail(&mut out, &found, &versions, &parents)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn owner_eager(home: &Path, owner: &str, on: bool) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let owner = resolve_owner(&store, Some(owner))?;
+    store.set_eager_sharing(owner.id, on)?;
+    let mut out = std::io::stdout().lock();
+    if on {
+        writeln!(
+            out,
+            "Eager family sharing is on for `{}`: a headed script is shared after 3 runs with a score of 500 (it applies at the next run or turn end).",
+            owner.name
+        )?;
+    } else {
+        writeln!(
+            out,
+            "Eager family sharing is off for `{}`: a headed script is shared after 5 runs with a score of 600. Skills already shared stay shared.",
+            owner.name
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn agent_remove(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let agent = find_agent(&store, name)?;
+    let deleted = store.delete_agent(agent.owner, agent.id)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "Removed agent `{name}`: {} removed with their history; {} stay with the family, no longer linked to it.",
+        render::count(deleted.scripts_removed, "private script", "private scripts"),
+        render::count(deleted.skills_kept, "shared skill", "shared skills"),
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn find_agent(store: &SqliteStore, name: &str) -> anyhow::Result<mindrune_store::Agent> {
+    store.agent_by_name(name)?.with_context(|| {
+        format!("no agent named `{name}`\n\nhint: `mindrune agent list` shows the agents")
+    })
+}
+
+/// `mindrune turn-end` and `mindrune start`: a turn boundary, printed.
+pub fn turn_boundary(
+    home: &Path,
+    agent: &str,
+    boundary: Boundary,
+    out_dir: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let store = match library::open(home) {
+        Ok(store) => store,
+        Err(err) if boundary == Boundary::Start && out_dir.is_some() => {
+            // Better an empty family-skills/ than a stale one: the agent must not act on
+            // skills the library may have un-shared.
+            let dir = out_dir.unwrap_or(Path::new(""));
+            family::empty_mirror(dir)?;
+            return Err(err.context(format!(
+                "the library cannot answer, so {} was emptied",
+                dir.display()
+            )));
+        }
+        Err(err) => return Err(err),
+    };
+    let policy = match boundary {
+        Boundary::Start => MirrorPolicy::Now,
+        Boundary::TurnEnd => MirrorPolicy::WhenDue,
+    };
+    let report = turn::turn_boundary(&store, agent, boundary, policy, out_dir)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        render::turn_report(&mut out, &report, boundary == Boundary::Start)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn mirror(
+    home: &Path,
+    agent: &str,
+    out_dir: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let agent = find_agent(&store, agent)?;
+    let outcome = family::refresh_mirror(&store, &agent, out_dir)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, &outcome)?;
+        writeln!(out)?;
+    } else {
+        render::mirror_outcome(&mut out, &outcome)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use mindrune_engine::turn::Boundary;
 
 mod bench;
 mod commands;
@@ -71,6 +72,36 @@ enum Command {
         #[command(subcommand)]
         command: SkillCommand,
     },
+    /// Mark the end of an agent's turn: scan its bots/<bot>/, share what proved itself,
+    /// un-share what lost its header or file, read its Share: lessons, refresh family-skills/.
+    TurnEnd {
+        agent: String,
+        /// Write the mirror here instead of WORKSPACE/family-skills.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Before an agent starts: re-check every header (changing nothing already shared as it
+    /// is) and write family-skills/; if the library cannot answer, empty it.
+    Start {
+        agent: String,
+        /// Write the mirror here instead of WORKSPACE/family-skills (also what is emptied
+        /// when the library cannot answer).
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write an agent's family-skills/ now from the library's answer.
+    Mirror {
+        agent: String,
+        /// Write it here instead of WORKSPACE/family-skills.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Measure MindRune against its baselines.
     Bench {
         #[command(subcommand)]
@@ -84,6 +115,12 @@ enum OwnerCommand {
     Add { name: String },
     /// List owner accounts.
     List,
+    /// Switch eager family sharing (3 runs, score 500) on or off for an owner's family.
+    Eager {
+        owner: String,
+        #[arg(value_parser = ["on", "off"])]
+        setting: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -101,6 +138,8 @@ enum AgentCommand {
         #[arg(long)]
         owner: Option<String>,
     },
+    /// Delete an agent: its private scripts go; its shared skills stay with the family.
+    Remove { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,6 +170,13 @@ enum BenchCommand {
         /// How many uses to record.
         #[arg(long, default_value_t = 20_000)]
         uses: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// A turn boundary for an agent with 200 scripts, and a family-skills/ refresh for a
+    /// family of 20 agents × 100 shared skills × 10,000 uses.
+    Mirror {
         /// Print the figures as JSON.
         #[arg(long)]
         json: bool,
@@ -190,6 +236,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Agent {
             command: AgentCommand::List { owner },
         } => commands::agent_list(&home, owner.as_deref()),
+        Command::Agent {
+            command: AgentCommand::Remove { name },
+        } => commands::agent_remove(&home, &name),
+        Command::Owner {
+            command: OwnerCommand::Eager { owner, setting },
+        } => commands::owner_eager(&home, &owner, setting == "on"),
+        Command::TurnEnd { agent, out, json } => {
+            commands::turn_boundary(&home, &agent, Boundary::TurnEnd, out.as_deref(), json)
+        }
+        Command::Start { agent, out, json } => {
+            commands::turn_boundary(&home, &agent, Boundary::Start, out.as_deref(), json)
+        }
+        Command::Mirror { agent, out, json } => {
+            commands::mirror(&home, &agent, out.as_deref(), json)
+        }
         Command::Record { file, json } => commands::record(&home, file.as_deref(), json),
         Command::Hook {
             host: HookHost::ClaudeCode { agent },
@@ -203,5 +264,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench {
             which: BenchCommand::Record { uses, json },
         } => bench::record(uses, json),
+        Command::Bench {
+            which: BenchCommand::Mirror { json },
+        } => bench::mirror(json),
     }
 }

@@ -7,7 +7,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
 use mindrune_engine::Recorded;
-use mindrune_store::{Skill, SkillEntry, Version, VersionId};
+use mindrune_engine::family::MirrorOutcome;
+use mindrune_engine::turn::TurnReport;
+use mindrune_store::{
+    HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
+};
 use serde_json::{Value, json};
 
 /// Totals over a `mindrune record` run.
@@ -21,11 +25,16 @@ pub struct RecordSummary {
     pub skills: BTreeSet<String>,
     pub detached_or_skipped: usize,
     pub rejected: usize,
+    /// What the family sees that changed, in order.
+    pub sharing: Vec<SharingChange>,
 }
 
 impl RecordSummary {
     pub fn add(&mut self, recorded: &Recorded) {
         for run in &recorded.runs {
+            if let Some(change) = &run.sharing {
+                self.sharing.push(change.clone());
+            }
             if run.added {
                 self.uses += 1;
                 self.runs += 1;
@@ -49,6 +58,10 @@ impl RecordSummary {
             self.detached_or_skipped += 1;
         }
     }
+}
+
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    plural(n, one, many)
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -84,6 +97,9 @@ pub fn record_summary(out: &mut impl Write, s: &RecordSummary) -> std::io::Resul
             "{} recorded nothing (no script run, or sent to the background).",
             plural(s.detached_or_skipped, "call", "calls")
         )?;
+    }
+    for change in &s.sharing {
+        writeln!(out, "{}", sharing_line(change))?;
     }
     if s.rejected > 0 {
         writeln!(
@@ -184,6 +200,7 @@ pub fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Re
         .map(|e| {
             vec![
                 format!("{}/{}", e.skill.agent_name, e.skill.name),
+                sharing_label(e).to_string(),
                 version_label(e.version.number, e.version_count),
                 points(e.version.score).to_string(),
                 e.version.uses.to_string(),
@@ -197,6 +214,7 @@ pub fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Re
         out,
         &[
             "SKILL",
+            "SHARING",
             "VERSION",
             "SCORE",
             "RUNS",
@@ -204,7 +222,7 @@ pub fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Re
             "ALL RUNS",
             "LAST USED (UTC)",
         ],
-        &[false, false, true, true, true, true, false],
+        &[false, false, false, true, true, true, true, false],
         &rows,
     )?;
     let agents: BTreeSet<&str> = entries
@@ -238,6 +256,7 @@ pub fn skills_json(entries: &[SkillEntry]) -> Value {
                     "total_runs": e.total_runs,
                     "last_used": when_json(e.version.last_used_at),
                     "best": e.best.map(|(version, score)| json!({"version": version, "score": score})),
+                    "sharing": sharing_label(e),
                 })
             })
             .collect(),
@@ -362,4 +381,111 @@ pub fn skill_json(
             "breakdown": v.breakdown,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// How a skill stands with the family: `family` (shared), `headed` (has the header, not proven
+/// yet) or `private`.
+fn sharing_label(entry: &SkillEntry) -> &'static str {
+    match (entry.family, entry.skill.header.state) {
+        (true, _) => "family",
+        (false, HeaderState::Skill) => "headed",
+        _ => "private",
+    }
+}
+
+/// One change in what the family sees, as a sentence.
+pub fn sharing_line(change: &SharingChange) -> String {
+    match change.kind {
+        SharingKind::Shared => format!(
+            "👪 {}{} is a family skill now: {}.",
+            change.label,
+            change.version.map(|v| format!(" v{v}")).unwrap_or_default(),
+            change.reason
+        ),
+        SharingKind::Unshared => format!(
+            "🔒 {} is private again: {}. Its runs, score and versions are kept.",
+            change.label, change.reason
+        ),
+    }
+}
+
+pub fn turn_report(out: &mut impl Write, report: &TurnReport, start: bool) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} ({} in bots/{}/ checked).",
+        report.agent,
+        if start { "starting" } else { "turn ended" },
+        plural(report.checked, "script", "scripts"),
+        report.agent
+    )?;
+    for line in &report.checked_headers {
+        writeln!(out, "  checked  {line}")?;
+    }
+    for name in &report.new_skills {
+        writeln!(out, "  new skill  {name}")?;
+    }
+    for name in &report.new_versions {
+        writeln!(out, "  new version  {name}")?;
+    }
+    for change in &report.sharing {
+        writeln!(out, "  {}", sharing_line(change))?;
+    }
+    for line in &report.progress {
+        writeln!(out, "  {line}")?;
+    }
+    for line in &report.sibling_copies {
+        writeln!(out, "  {line}")?;
+    }
+    for offer in &report.offers {
+        writeln!(
+            out,
+            "  {} proved itself ({} runs, score {}) but has no header, so it stays private. To share it with your family, put this at its top:",
+            offer.file,
+            offer.runs,
+            points(offer.score)
+        )?;
+        for line in offer.header.lines() {
+            writeln!(out, "      {line}")?;
+        }
+    }
+    let lessons = &report.lessons;
+    if !lessons.added.is_empty() || !lessons.removed.is_empty() {
+        writeln!(
+            out,
+            "  lessons: {} shared, {} un-shared, {} as before",
+            lessons.added.len(),
+            lessons.removed.len(),
+            lessons.kept
+        )?;
+    }
+    for diagnostic in &report.diagnostics {
+        writeln!(out, "  warning: {diagnostic}")?;
+    }
+    mirror_outcome(out, &report.mirror)
+}
+
+pub fn mirror_outcome(out: &mut impl Write, outcome: &MirrorOutcome) -> std::io::Result<()> {
+    match outcome {
+        MirrorOutcome::Refreshed {
+            dir,
+            written,
+            removed,
+            unchanged,
+        } => {
+            write!(
+                out,
+                "  {dir}: {} written, {} removed, {} unchanged",
+                written.len(),
+                removed.len(),
+                unchanged
+            )?;
+            if !written.is_empty() {
+                write!(out, " (wrote {})", written.join(", "))?;
+            }
+            writeln!(out, ".")
+        }
+        MirrorOutcome::Skipped { reason } => {
+            writeln!(out, "  family-skills/ not refreshed: {reason}.")
+        }
+    }
 }

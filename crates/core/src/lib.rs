@@ -7,7 +7,11 @@
 pub mod digest;
 pub mod event;
 pub mod header;
+pub mod lessons;
+pub mod mirror_text;
 pub mod rs_output;
 pub mod score;
 pub mod secrets;
+pub mod sharing;
 pub mod shell_line;
+pub mod topics;

@@ -15,9 +15,10 @@ use mindrune_core::header;
 use mindrune_core::rs_output::{self, RunOutput};
 use mindrune_core::secrets::{self, Scrubber};
 use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
+use mindrune_core::topics;
 use mindrune_store::{
-    Agent, Lineage, Millis, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot, Store,
-    StoreError, VersionId,
+    Agent, HeaderState, Lineage, Millis, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot,
+    SharingChange, SkillHeader, Store, StoreError, VersionId,
 };
 
 use crate::workspace::{self, FileStamp, ReadError, SANDBOX_ROOT};
@@ -68,6 +69,9 @@ pub struct RunRecorded {
     pub ok: bool,
     pub score: f64,
     pub uses: i64,
+    /// The run (or the file's new header) changed what the family sees of the skill.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingChange>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -80,14 +84,17 @@ pub struct SnippetRecorded {
 
 /// A script file as last matched, so an unchanged file costs no write transaction.
 #[derive(Clone)]
-struct KnownFile {
-    file_digest: String,
+pub(crate) struct KnownFile {
+    pub(crate) file_digest: String,
     /// The file's stamp when it was last read; `None` when it was not read.
-    stamp: Option<FileStamp>,
-    version: VersionId,
-    skill_label: String,
-    new_skill: bool,
-    new_version: bool,
+    pub(crate) stamp: Option<FileStamp>,
+    pub(crate) version: VersionId,
+    pub(crate) skill_label: String,
+    pub(crate) new_skill: bool,
+    pub(crate) new_version: bool,
+    /// An unchanged copy of a sibling's skill: its runs count for the sibling's.
+    pub(crate) sibling_copy: bool,
+    pub(crate) sharing: Option<SharingChange>,
 }
 
 #[derive(Default)]
@@ -320,6 +327,7 @@ impl<'s> Recorder<'s> {
             Ok(known) => KnownFile {
                 new_skill: false,
                 new_version: false,
+                sharing: None,
                 ..known
             },
             Err(None) => {
@@ -339,6 +347,8 @@ impl<'s> Recorder<'s> {
                             skill_label: format!("{}/{}", skill.agent_name, skill.name),
                             new_skill: false,
                             new_version: false,
+                            sibling_copy: false,
+                            sharing: None,
                         }
                     }
                     None => {
@@ -363,6 +373,7 @@ impl<'s> Recorder<'s> {
                     Some(known) => KnownFile {
                         new_skill: false,
                         new_version: false,
+                        sharing: None,
                         ..known
                     },
                     None => {
@@ -387,6 +398,7 @@ impl<'s> Recorder<'s> {
                 call: Some(run.call),
                 output: run.output,
                 event_id: run.event_id,
+                recorded_at: now_millis(),
             },
         )?;
         recorded.runs.push(RunRecorded {
@@ -398,12 +410,14 @@ impl<'s> Recorder<'s> {
             ok: run.outcome.ok,
             score: result.version.score,
             uses: result.version.uses,
+            sharing: result.shared.or(target.sharing),
         });
         Ok(())
     }
 
-    /// Matches a file's content to a skill and version, creating them when new.
-    fn match_file(
+    /// Matches a file's content to a skill and version, creating them when new, and records
+    /// the header it carries (which decides sharing).
+    pub(crate) fn match_file(
         &self,
         agent: &Agent,
         scrubber: &Scrubber,
@@ -440,6 +454,8 @@ impl<'s> Recorder<'s> {
                     skill_label: format!("{}/{}", sibling.agent_name, sibling.name),
                     new_skill: false,
                     new_version: false,
+                    sibling_copy: true,
+                    sharing: None,
                 });
             }
             // A copy or rename of one of the agent's own files starts its own history, built
@@ -471,6 +487,8 @@ impl<'s> Recorder<'s> {
                 digest: code_digest,
                 code: scrubber.scrub(&code).text.into_owned(),
                 tags,
+                header: skill_header(parsed.as_ref(), scrubber),
+                file_digest: Some(file_digest.clone()),
                 origin,
             },
             now_millis(),
@@ -482,7 +500,16 @@ impl<'s> Recorder<'s> {
             skill_label: format!("{}/{}", matched.skill.agent_name, matched.skill.name),
             new_skill: matched.new_skill,
             new_version: matched.new_version,
+            sibling_copy: false,
+            sharing: matched.sharing,
         })
+    }
+
+    /// Forgets what was cached about an agent's file (the turn boundary read it afresh).
+    pub(crate) fn forget_file(&self, agent: &Agent, relative: &str) {
+        self.caches()
+            .files
+            .remove(&(agent.id.0, relative.to_string()));
     }
 
     /// Which scripts a shell line runs, from the cache when the agent ran it before.
@@ -507,7 +534,7 @@ impl<'s> Recorder<'s> {
         runs
     }
 
-    fn agent(&self, name: &str) -> Result<Agent, IngestError> {
+    pub(crate) fn agent(&self, name: &str) -> Result<Agent, IngestError> {
         if let Some(agent) = self.caches().agents.get(name) {
             return Ok(agent.clone());
         }
@@ -523,7 +550,7 @@ impl<'s> Recorder<'s> {
 
     /// The scrubber for an agent: its bot's password and keys from `bot.env`, and its owner's
     /// key. Rebuilt when `bot.env` changes.
-    fn scrubber(&self, agent: &Agent) -> Result<Arc<Scrubber>, IngestError> {
+    pub(crate) fn scrubber(&self, agent: &Agent) -> Result<Arc<Scrubber>, IngestError> {
         let env_path = Path::new(&agent.workspace)
             .join("bots")
             .join(&agent.name)
@@ -562,6 +589,50 @@ impl<'s> Recorder<'s> {
         self.caches().owner_keys.insert(owner.0, key.clone());
         Ok(key)
     }
+}
+
+/// What a header says, as the library keeps it: its state decides sharing; its words are
+/// scrubbed like the code.
+pub(crate) fn skill_header(parsed: Option<&header::Header>, scrubber: &Scrubber) -> SkillHeader {
+    let Some(parsed) = parsed else {
+        return SkillHeader::default();
+    };
+    let scrub = |text: &Option<String>| {
+        text.as_deref()
+            .map(|t| scrubber.scrub(t).text.into_owned())
+            .filter(|t| !t.is_empty())
+    };
+    SkillHeader {
+        state: if parsed.private {
+            HeaderState::Private
+        } else {
+            HeaderState::Skill
+        },
+        goal: scrub(&parsed.goal),
+        preconditions: scrub(&parsed.preconditions),
+        params: scrub(&parsed.params),
+        result: scrub(&parsed.result),
+        from: parsed.from.clone(),
+        topics: header_topics(parsed),
+    }
+}
+
+/// Topic tags of a header: tags written exactly in `Tags:`, and exact tags in its goal and
+/// preconditions. (The vocabulary's aliases come with the tag map.)
+fn header_topics(parsed: &header::Header) -> Vec<String> {
+    let mut topics: Vec<String> = Vec::new();
+    let words = [parsed.goal.as_deref(), parsed.preconditions.as_deref()];
+    let found = parsed
+        .tags
+        .iter()
+        .filter_map(|tag| topics::normalize_tag(tag))
+        .chain(words.into_iter().flatten().flat_map(topics::exact_tags));
+    for topic in found {
+        if !topics.contains(&topic) {
+            topics.push(topic);
+        }
+    }
+    topics
 }
 
 struct RunInput {

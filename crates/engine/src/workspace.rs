@@ -81,6 +81,15 @@ pub struct FileStamp {
 /// Checks that a workspace-relative path is a plain file inside the workspace (no symlink on
 /// the way, not too large) and returns its stamp. `Ok(None)` when it does not exist.
 pub fn stat_contained(workspace: &Path, relative: &str) -> Result<Option<FileStamp>, ReadError> {
+    stat_contained_limited(workspace, relative, MAX_SCRIPT_BYTES)
+}
+
+/// [`stat_contained`] with another size limit (a lab log may be larger than a script).
+pub fn stat_contained_limited(
+    workspace: &Path,
+    relative: &str,
+    limit: u64,
+) -> Result<Option<FileStamp>, ReadError> {
     let Some(clean) = clean_relative(relative) else {
         return Err(ReadError::Outside(relative.to_string()));
     };
@@ -110,11 +119,11 @@ pub fn stat_contained(workspace: &Path, relative: &str) -> Result<Option<FileSta
         if !metadata.is_file() {
             return Err(ReadError::NotAFile(relative.to_string()));
         }
-        if metadata.len() > MAX_SCRIPT_BYTES {
+        if metadata.len() > limit {
             return Err(ReadError::TooLarge {
                 path: relative.to_string(),
                 size: metadata.len(),
-                limit: MAX_SCRIPT_BYTES,
+                limit,
             });
         }
         use std::os::unix::fs::MetadataExt as _;
@@ -130,7 +139,16 @@ pub fn stat_contained(workspace: &Path, relative: &str) -> Result<Option<FileSta
 /// Reads a workspace-relative file. `Ok(None)` when it does not exist (a script that vanished
 /// between the call and the record).
 pub fn read_contained(workspace: &Path, relative: &str) -> Result<Option<String>, ReadError> {
-    if stat_contained(workspace, relative)?.is_none() {
+    read_contained_limited(workspace, relative, MAX_SCRIPT_BYTES)
+}
+
+/// [`read_contained`] with another size limit.
+pub fn read_contained_limited(
+    workspace: &Path,
+    relative: &str,
+    limit: u64,
+) -> Result<Option<String>, ReadError> {
+    if stat_contained_limited(workspace, relative, limit)?.is_none() {
         return Ok(None);
     }
     let path = workspace.join(clean_relative(relative).unwrap_or_default());
@@ -155,19 +173,61 @@ pub fn read_contained(workspace: &Path, relative: &str) -> Result<Option<String>
     let mut bytes = Vec::new();
     // Read at most one byte past the limit: the file may have grown since it was measured.
     file.by_ref()
-        .take(MAX_SCRIPT_BYTES + 1)
+        .take(limit + 1)
         .read_to_end(&mut bytes)
         .map_err(io_error)?;
-    if bytes.len() as u64 > MAX_SCRIPT_BYTES {
+    if bytes.len() as u64 > limit {
         return Err(ReadError::TooLarge {
             path: relative.to_string(),
             size: bytes.len() as u64,
-            limit: MAX_SCRIPT_BYTES,
+            limit,
         });
     }
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| ReadError::NotText(relative.to_string()))
+}
+
+/// The names of the entries of a workspace-relative directory, when it is a real directory
+/// reached without a symlink. `Ok(None)` when it does not exist.
+pub fn list_contained(workspace: &Path, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
+    let Some(clean) = clean_relative(relative) else {
+        return Err(ReadError::Outside(relative.to_string()));
+    };
+    let mut current = workspace.to_path_buf();
+    for component in clean.components() {
+        current.push(component);
+        match std::fs::symlink_metadata(&current) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                return Err(ReadError::Symlink(relative.to_string()));
+            }
+            Ok(metadata) if !metadata.is_dir() => {
+                return Err(ReadError::NotAFile(relative.to_string()));
+            }
+            Ok(_) => {}
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(err) => {
+                return Err(ReadError::Io {
+                    path: relative.to_string(),
+                    message: err.to_string(),
+                });
+            }
+        }
+    }
+    let io_error = |err: std::io::Error| ReadError::Io {
+        path: relative.to_string(),
+        message: err.to_string(),
+    };
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&current).map_err(io_error)? {
+        let entry = entry.map_err(io_error)?;
+        // A name that is not UTF-8 cannot be a skill's; it is passed over.
+        if let Ok(name) = entry.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    names.sort();
+    Ok(Some(names))
 }
 
 /// `bots/<bot>/<name>.ts` → `(bot, name)`: the only place an agent's skills live.

@@ -68,6 +68,55 @@ pub struct Agent {
     /// The agent's workspace on this machine; its scripts are `bots/<name>/*.ts` below it.
     pub workspace: String,
     pub created_at: Millis,
+    /// When its `family-skills/` was last written (refreshes are at most once a minute).
+    pub mirror_refreshed_at: Option<Millis>,
+    /// When its last turn ended.
+    pub last_turn_at: Option<Millis>,
+}
+
+/// The `@skill` header a skill's file carried when it was last read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderState {
+    /// No header (or one too broken to name the skill): private.
+    #[default]
+    None,
+    /// An `@skill` header: shared once a version has proven itself.
+    Skill,
+    /// An `@skill` header with `@private` in it: private.
+    Private,
+}
+
+impl HeaderState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HeaderState::None => "none",
+            HeaderState::Skill => "skill",
+            HeaderState::Private => "private",
+        }
+    }
+
+    pub fn parse(text: &str) -> HeaderState {
+        match text {
+            "skill" => HeaderState::Skill,
+            "private" => HeaderState::Private,
+            _ => HeaderState::None,
+        }
+    }
+}
+
+/// What a skill's header says: its description, as last read from the file (scrubbed).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SkillHeader {
+    pub state: HeaderState,
+    pub goal: Option<String>,
+    pub preconditions: Option<String>,
+    pub params: Option<String>,
+    pub result: Option<String>,
+    /// `From: <sibling>/<name>` as written.
+    pub from: Option<String>,
+    /// Topic tags found in the header's words.
+    pub topics: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -84,7 +133,13 @@ pub struct Skill {
     /// The version the file had when it was last seen.
     pub current_version: Option<VersionId>,
     pub created_at: Millis,
+    /// Set while the file is gone (deleted or renamed); a file that comes back clears it.
     pub deleted_at: Option<Millis>,
+    /// The header's `Tags:` as written.
+    pub tags: Vec<String>,
+    pub header: SkillHeader,
+    /// The digest of the whole file (header included) when it was last read.
+    pub file_digest: Option<String>,
 }
 
 /// How a version came from its parent.
@@ -140,6 +195,8 @@ pub struct Version {
     pub rate_per_minute: f64,
     pub created_at: Millis,
     pub last_used_at: Option<Millis>,
+    /// When this version cleared the sharing bar while it was the headed file's version.
+    pub shared_at: Option<Millis>,
 }
 
 /// What the engine found in a script file, to be matched to a skill and version.
@@ -153,8 +210,12 @@ pub struct ScriptSnapshot {
     pub digest: String,
     /// Code without header, already scrubbed.
     pub code: String,
-    /// Topic tags from the header, as written.
+    /// `Tags:` from the header, as written.
     pub tags: Vec<String>,
+    /// The header as read from the file (its state decides sharing).
+    pub header: SkillHeader,
+    /// The digest of the whole file, header included.
+    pub file_digest: Option<String>,
     /// Where a new skill's first version comes from, when it is a copy, a rename or a
     /// sibling's skill adapted.
     pub origin: Option<(VersionId, Lineage)>,
@@ -167,6 +228,101 @@ pub struct Matched {
     pub version: Version,
     pub new_skill: bool,
     pub new_version: bool,
+    /// The skill became shared, shared a newer version, or stopped being shared.
+    pub sharing: Option<SharingChange>,
+}
+
+/// A change in what the family sees of a skill.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharingChange {
+    pub skill: SkillId,
+    /// `<agent>/<name>`.
+    pub label: String,
+    pub kind: SharingKind,
+    /// The version siblings now get a chance at (for `shared`).
+    pub version: Option<i64>,
+    /// Why, in words: "cleared the bar (5 runs, score 624)", "the header was removed", …
+    pub reason: String,
+    pub at: Millis,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SharingKind {
+    Shared,
+    Unshared,
+}
+
+impl SharingKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SharingKind::Shared => "shared",
+            SharingKind::Unshared => "unshared",
+        }
+    }
+}
+
+/// A shared skill with every version's standing (no code), newest version first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SharedSkill {
+    pub skill: Skill,
+    pub versions: Vec<VersionSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VersionSummary {
+    pub id: VersionId,
+    pub number: i64,
+    pub digest: String,
+    pub uses: i64,
+    pub ok: i64,
+    pub score: f64,
+    pub shared_at: Option<Millis>,
+}
+
+/// How the family's other avatars use one skill: its runs and the runs of their copies.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SiblingUse {
+    /// Siblings that ran any version of the skill or a copy of it.
+    pub used_by: usize,
+    pub runs: i64,
+    /// Their failed runs since the given time.
+    pub failures_since: i64,
+    /// Siblings' skills built on it (`<agent>/<name>`, latest version number).
+    pub copies: Vec<(String, i64)>,
+}
+
+/// A `Share:` line of an agent's lab log, as the engine read it (scrubbed).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NewLesson {
+    pub line: usize,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Lesson {
+    pub agent: AgentId,
+    pub agent_name: String,
+    pub text: String,
+    pub line: usize,
+    pub first_seen_at: Millis,
+}
+
+/// What replacing an agent's lessons changed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct LessonsChange {
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub kept: usize,
+}
+
+/// What deleting an agent did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeletedAgent {
+    /// Its private scripts, removed with their history.
+    pub scripts_removed: usize,
+    /// Its shared skills, kept for the family and no longer linked to it.
+    pub skills_kept: usize,
 }
 
 /// The measured results of one run.
@@ -197,6 +353,8 @@ pub struct NewUse {
     pub output: Option<String>,
     /// The host's event id: a second use with the same id is a retry, not a new use.
     pub event_id: Option<String>,
+    /// When the library recorded it (the run itself happened at `outcome.at`).
+    pub recorded_at: Millis,
 }
 
 /// A version's counters and score right after a use was recorded.
@@ -215,6 +373,8 @@ pub struct RecordedUse {
     /// `false` when the event id was seen before and nothing was added.
     pub added: bool,
     pub version: VersionStats,
+    /// The use made a headed script's version clear the bar: it is shared now.
+    pub shared: Option<SharingChange>,
 }
 
 /// An inline snippet's use.
@@ -256,6 +416,8 @@ pub struct SkillEntry {
     pub total_runs: i64,
     /// The best-scoring older version, when it scored higher than the shown one.
     pub best: Option<(i64, f64)>,
+    /// Shared with the family (👪).
+    pub family: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -336,4 +498,51 @@ pub trait Store: Send + Sync {
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>>;
     /// How many uses the owner's family has recorded (all versions).
     fn use_count(&self, owner: OwnerId) -> Result<i64>;
+
+    /// Switches eager family sharing (the lower bar) on or off for the owner's family.
+    fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()>;
+    /// Marks a skill's file as gone (deleted or renamed): a shared skill stops being shared;
+    /// its history is kept.
+    fn mark_file_gone(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        now: Millis,
+    ) -> Result<Option<SharingChange>>;
+    /// Shares every headed skill of the agent whose current version clears the family's bar
+    /// (the bar may have been lowered since the last run).
+    fn share_qualified(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        now: Millis,
+    ) -> Result<Vec<SharingChange>>;
+    /// Every skill the family shares now, with its versions' standing.
+    fn shared_skills(&self, owner: OwnerId) -> Result<Vec<SharedSkill>>;
+    /// How the family's other avatars use a skill (any version, or a copy of it).
+    fn sibling_use(&self, owner: OwnerId, skill: SkillId, since: Millis) -> Result<SiblingUse>;
+    /// Sharing changes of an agent's skills since a time, oldest first.
+    fn sharing_changes(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SharingChange>>;
+    /// Makes an agent's lessons exactly these `Share:` lines (a line gone from the lab log is
+    /// un-shared; a line kept keeps its first-seen time).
+    fn replace_lessons(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        lessons: &[NewLesson],
+        now: Millis,
+    ) -> Result<LessonsChange>;
+    /// Every lesson of the family, newest first.
+    fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>>;
+    /// Notes that an agent's turn ended, or that its `family-skills/` was written.
+    fn note_turn_end(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
+    fn note_mirror_refresh(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
+    /// Deletes an agent: its private scripts (with their history), snippets and lessons go;
+    /// its shared skills stay with the family, no longer linked to it.
+    fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent>;
 }

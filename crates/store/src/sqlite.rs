@@ -14,13 +14,19 @@ use mindrune_core::score::{self, Measure, ScoreBreakdown, ScoreInput, UseSample}
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::{
-    Agent, AgentId, Lineage, Matched, Millis, NewSnippetUse, NewUse, Outcome, Owner, OwnerId,
-    RecordedSnippetUse, RecordedUse, Result, ScriptSnapshot, Skill, SkillEntry, SkillId, Snippet,
-    SnippetId, Store, StoreError, Version, VersionId, VersionStats,
+    Agent, AgentId, DeletedAgent, HeaderState, Lesson, LessonsChange, Lineage, Matched, Millis,
+    NewLesson, NewSnippetUse, NewUse, Outcome, Owner, OwnerId, RecordedSnippetUse, RecordedUse,
+    Result, ScriptSnapshot, SharedSkill, SharingChange, SharingKind, SiblingUse, Skill, SkillEntry,
+    SkillHeader, SkillId, Snippet, SnippetId, Store, StoreError, Version, VersionId, VersionStats,
+    VersionSummary,
 };
+use mindrune_core::sharing::SharingBar;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/sqlite/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/sqlite/0001_init.sql"),
+    include_str!("../migrations/sqlite/0002_sharing.sql"),
+];
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -52,6 +58,9 @@ struct VersionRow {
     peer_checked_uses: Option<i64>,
     /// Newline-joined, sorted.
     tags: String,
+    /// The version is a headed file's current version and not shared yet: a use may make it
+    /// clear the bar.
+    may_share: bool,
 }
 
 struct Inner {
@@ -185,10 +194,21 @@ fn with_retry<T>(mut work: impl FnMut() -> Result<T>) -> Result<T> {
 }
 
 const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
-const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at";
-const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at";
-const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at";
-const SKILL_COLUMN_COUNT: usize = 10;
+const AGENT_COLUMNS: &str =
+    "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at";
+const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
+    s.tags, s.header, s.goal, s.preconditions, s.params, s.result, s.from_skill, s.topics, s.file_digest";
+const SKILL_COLUMN_COUNT: usize = 19;
+const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at, v.shared_at";
+const VERSION_COLUMN_COUNT: usize = 18;
+
+/// A newline-joined list column as a list.
+fn lines_of(text: String) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
 
 fn owner_from(row: &Row<'_>) -> rusqlite::Result<Owner> {
     Ok(Owner {
@@ -207,6 +227,8 @@ fn agent_from(row: &Row<'_>) -> rusqlite::Result<Agent> {
         name: row.get(2)?,
         workspace: row.get(3)?,
         created_at: row.get(4)?,
+        mirror_refreshed_at: row.get(5)?,
+        last_turn_at: row.get(6)?,
     })
 }
 
@@ -222,6 +244,17 @@ fn skill_from(row: &Row<'_>) -> rusqlite::Result<Skill> {
         current_version: row.get::<_, Option<i64>>(7)?.map(VersionId),
         created_at: row.get(8)?,
         deleted_at: row.get(9)?,
+        tags: lines_of(row.get(10)?),
+        header: SkillHeader {
+            state: HeaderState::parse(&row.get::<_, String>(11)?),
+            goal: row.get(12)?,
+            preconditions: row.get(13)?,
+            params: row.get(14)?,
+            result: row.get(15)?,
+            from: row.get(16)?,
+            topics: lines_of(row.get(17)?),
+        },
+        file_digest: row.get(18)?,
     })
 }
 
@@ -246,6 +279,7 @@ fn version_from_at(row: &Row<'_>, base: usize) -> rusqlite::Result<Version> {
         rate_per_minute: row.get(base + 14)?,
         created_at: row.get(base + 15)?,
         last_used_at: row.get(base + 16)?,
+        shared_at: row.get(base + 17)?,
     })
 }
 
@@ -392,6 +426,167 @@ fn skill_tags(conn: &Connection, owner: OwnerId, skill: SkillId) -> Result<Vec<S
     Ok(tags)
 }
 
+/// What the family sees of a skill at one moment.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct SharingState {
+    /// Shared with the family now: headed, its file present, and a version was shared.
+    visible: bool,
+    /// The newest version that was ever shared.
+    newest_shared: Option<i64>,
+}
+
+fn sharing_state(conn: &Connection, owner: OwnerId, skill: SkillId) -> Result<SharingState> {
+    conn.prepare_cached(
+        "SELECT s.header = 'skill' AND s.deleted_at IS NULL,
+                (SELECT MAX(v.number) FROM versions v
+                  WHERE v.owner_id = s.owner_id AND v.skill_id = s.skill_id AND v.shared_at IS NOT NULL)
+         FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2",
+    )
+    .map_err(db_err)?
+    .query_row(params![owner.0, skill.0], |r| {
+        let headed: bool = r.get(0)?;
+        let newest_shared: Option<i64> = r.get(1)?;
+        Ok(SharingState {
+            visible: headed && newest_shared.is_some(),
+            newest_shared,
+        })
+    })
+    .optional()
+    .map_err(db_err)
+    .map(Option::unwrap_or_default)
+}
+
+/// Marks the skill's current version shared when the file is headed and the version clears the
+/// family's bar on its own runs.
+fn share_if_qualified(
+    conn: &Connection,
+    owner: OwnerId,
+    skill: SkillId,
+    now: Millis,
+) -> Result<()> {
+    let candidate = conn
+        .prepare_cached(
+            "SELECT v.version_id, v.uses, v.score, o.eager_sharing
+             FROM skills s
+             JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+             JOIN owners o ON o.owner_id = s.owner_id
+             WHERE s.owner_id = ?1 AND s.skill_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
+               AND v.shared_at IS NULL",
+        )
+        .map_err(db_err)?
+        .query_row(params![owner.0, skill.0], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, f64>(2)?,
+                r.get::<_, bool>(3)?,
+            ))
+        })
+        .optional()
+        .map_err(db_err)?;
+    if let Some((version, uses, score, eager)) = candidate
+        && SharingBar::for_family(eager).cleared_by(uses, score)
+    {
+        conn.prepare_cached(
+            "UPDATE versions SET shared_at = ?3 WHERE owner_id = ?1 AND version_id = ?2",
+        )
+        .map_err(db_err)?
+        .execute(params![owner.0, version, now])
+        .map_err(db_err)?;
+    }
+    Ok(())
+}
+
+/// A skill as a sharing change describes it.
+struct SkillNow {
+    agent: Option<i64>,
+    label: String,
+    header: String,
+    deleted: bool,
+    /// The current version's number, runs and score.
+    current: Option<(i64, i64, f64)>,
+}
+
+/// Compares what the family saw of a skill before a change with what it sees now, and logs
+/// (and returns) the difference.
+fn note_sharing_change(
+    conn: &Connection,
+    owner: OwnerId,
+    skill: SkillId,
+    before: &SharingState,
+    now: Millis,
+) -> Result<Option<SharingChange>> {
+    let after = sharing_state(conn, owner, skill)?;
+    if after == *before || (!before.visible && !after.visible) {
+        return Ok(None);
+    }
+    let SkillNow {
+        agent,
+        label,
+        header,
+        deleted,
+        current,
+    } = conn
+        .prepare_cached(
+            "SELECT s.agent_id, s.agent_name || '/' || s.name, s.header, s.deleted_at IS NOT NULL,
+                    v.number, v.uses, v.score
+             FROM skills s LEFT JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+             WHERE s.owner_id = ?1 AND s.skill_id = ?2",
+        )
+        .map_err(db_err)?
+        .query_row(params![owner.0, skill.0], |r| {
+            let number: Option<i64> = r.get(4)?;
+            Ok(SkillNow {
+                agent: r.get(0)?,
+                label: r.get(1)?,
+                header: r.get(2)?,
+                deleted: r.get(3)?,
+                current: match number {
+                    Some(n) => Some((n, r.get(5)?, r.get(6)?)),
+                    None => None,
+                },
+            })
+        })
+        .map_err(db_err)?;
+    let (kind, version, reason) = if after.visible {
+        let newly_proven = after.newest_shared != before.newest_shared;
+        let reason = match current {
+            Some((number, uses, score)) if newly_proven && after.newest_shared == Some(number) => {
+                format!(
+                    "cleared the bar ({uses} runs, score {})",
+                    score.round() as i64
+                )
+            }
+            _ => "shared again: its header and file are back".to_string(),
+        };
+        (SharingKind::Shared, after.newest_shared, reason)
+    } else {
+        let reason = if deleted {
+            "the file was deleted or renamed"
+        } else if HeaderState::parse(&header) == HeaderState::Private {
+            "the header says @private"
+        } else {
+            "the @skill header was removed"
+        };
+        (SharingKind::Unshared, None, reason.to_string())
+    };
+    conn.prepare_cached(
+        "INSERT INTO sharing_events (owner_id, skill_id, agent_id, version_number, kind, reason, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )
+    .map_err(db_err)?
+    .execute(params![owner.0, skill.0, agent, version, kind.as_str(), reason, now])
+    .map_err(db_err)?;
+    Ok(Some(SharingChange {
+        skill,
+        label,
+        kind,
+        version,
+        reason,
+        at: now,
+    }))
+}
+
 impl Store for SqliteStore {
     fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner> {
         let inner = self.lock();
@@ -482,6 +677,8 @@ impl Store for SqliteStore {
                 name: name.into(),
                 workspace: workspace.into(),
                 created_at: now,
+                mirror_refreshed_at: None,
+                last_turn_at: None,
             }),
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
@@ -611,6 +808,10 @@ impl Store for SqliteStore {
                 .optional()
                 .map_err(db_err)?;
             let new_skill = existing.is_none();
+            let before = match &existing {
+                Some(skill) => sharing_state(&tx, owner, skill.id)?,
+                None => SharingState::default(),
+            };
             let skill_id = match &existing {
                 Some(skill) => {
                     if skill.deleted_at.is_some() || skill.agent.is_none() {
@@ -711,6 +912,28 @@ impl Store for SqliteStore {
                     .map_err(db_err)?;
                 }
             }
+            let header = &snapshot.header;
+            tx.prepare_cached(
+                "UPDATE skills SET header = ?3, goal = ?4, preconditions = ?5, params = ?6, result = ?7,
+                        from_skill = ?8, topics = ?9, file_digest = COALESCE(?10, file_digest)
+                 WHERE owner_id = ?1 AND skill_id = ?2",
+            )
+            .map_err(db_err)?
+            .execute(params![
+                owner.0,
+                skill_id.0,
+                header.state.as_str(),
+                header.goal,
+                header.preconditions,
+                header.params,
+                header.result,
+                header.from,
+                header.topics.join("\n"),
+                snapshot.file_digest,
+            ])
+            .map_err(db_err)?;
+            share_if_qualified(&tx, owner, skill_id, now)?;
+            let sharing = note_sharing_change(&tx, owner, skill_id, &before, now)?;
             let skill = tx
                 .query_row(
                     &format!("SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"),
@@ -725,6 +948,7 @@ impl Store for SqliteStore {
                 version,
                 new_skill,
                 new_version,
+                sharing,
             })
         })
     }
@@ -740,7 +964,9 @@ impl Store for SqliteStore {
             let row = tx
                 .prepare_cached(
                     "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
-                            v.peer_checked_uses, s.tags
+                            v.peer_checked_uses, s.tags,
+                            s.header = 'skill' AND s.deleted_at IS NULL AND s.current_version_id = v.version_id
+                                AND v.shared_at IS NULL
                      FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
                      WHERE v.owner_id = ?1 AND v.version_id = ?2",
                 )
@@ -757,6 +983,7 @@ impl Store for SqliteStore {
                         peer_rate: r.get(7)?,
                         peer_checked_uses: r.get(8)?,
                         tags: r.get(9)?,
+                        may_share: r.get(10)?,
                     })
                 })
                 .optional()
@@ -778,14 +1005,14 @@ impl Store for SqliteStore {
                     .optional()
                     .map_err(db_err)?;
                 if seen.is_some() {
-                    return Ok((false, stats(row.uses, row.ok, row.score), None));
+                    return Ok((false, stats(row.uses, row.ok, row.score), None, None));
                 }
             }
             let outcome = &new_use.outcome;
             tx.prepare_cached(
                 "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
                                    deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
-                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?4
+                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
                  FROM agents WHERE owner_id = ?1 AND agent_id = ?3",
             )
             .map_err(db_err)?
@@ -806,6 +1033,7 @@ impl Store for SqliteStore {
                 new_use.call,
                 new_use.output,
                 new_use.event_id,
+                new_use.recorded_at,
             ])
             .map_err(db_err)
             .and_then(|n| if n == 1 { Ok(()) } else { Err(StoreError::NotFound(format!("agent {}", new_use.agent.0))) })?;
@@ -873,6 +1101,16 @@ impl Store for SqliteStore {
                 peer_checked_uses,
             ])
             .map_err(db_err)?;
+            // A headed script is shared right after the run that makes it qualify. The bar is
+            // only looked up when the version could clear even the lowest one.
+            let lowest = SharingBar::lowest();
+            let shared = if row.may_share && lowest.cleared_by(row.uses + 1, breakdown.total) {
+                let before = sharing_state(&tx, owner, row.skill)?;
+                share_if_qualified(&tx, owner, row.skill, new_use.recorded_at)?;
+                note_sharing_change(&tx, owner, row.skill, &before, new_use.recorded_at)?
+            } else {
+                None
+            };
             tx.commit().map_err(db_err)?;
             Ok((
                 true,
@@ -882,9 +1120,10 @@ impl Store for SqliteStore {
                     breakdown.total,
                 ),
                 Some(window),
+                shared,
             ))
         })?;
-        let (added, version, window) = outcome;
+        let (added, version, window, shared) = outcome;
         if let Some(samples) = window {
             if inner.windows.len() >= WINDOW_CACHE_LIMIT {
                 inner.windows.clear();
@@ -897,7 +1136,11 @@ impl Store for SqliteStore {
                 },
             );
         }
-        Ok(RecordedUse { added, version })
+        Ok(RecordedUse {
+            added,
+            version,
+            shared,
+        })
     }
 
     fn record_snippet_use(
@@ -1010,13 +1253,15 @@ impl Store for SqliteStore {
                         (SELECT b.number FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
                             AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
                         (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
-                            AND b.version_id <> v.version_id AND b.score > v.score)
+                            AND b.version_id <> v.version_id AND b.score > v.score),
+                        s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = s.owner_id
+                            AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
                  FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
                  WHERE s.owner_id = ?1 AND (?2 IS NULL OR s.agent_id = ?2) AND s.deleted_at IS NULL
                  ORDER BY v.score DESC, s.agent_name, s.name"
             ))
             .map_err(db_err)?;
-        let base = SKILL_COLUMN_COUNT + 17;
+        let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
         let entries = statement
             .query_map(params![owner.0, agent.map(|a| a.0)], |row| {
                 let best_number: Option<i64> = row.get(base + 2)?;
@@ -1027,6 +1272,7 @@ impl Store for SqliteStore {
                     version_count: row.get(base)?,
                     total_runs: row.get(base + 1)?,
                     best: best_number.zip(best_score),
+                    family: row.get(base + 4)?,
                 })
             })
             .map_err(db_err)?
@@ -1061,6 +1307,431 @@ impl Store for SqliteStore {
                 |r| r.get(0),
             )
             .map_err(db_err)
+    }
+    fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
+        let inner = self.lock();
+        let changed = inner
+            .conn
+            .execute(
+                "UPDATE owners SET eager_sharing = ?2 WHERE owner_id = ?1",
+                params![owner.0, eager],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+        }
+        Ok(())
+    }
+
+    fn mark_file_gone(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        now: Millis,
+    ) -> Result<Option<SharingChange>> {
+        let mut inner = self.lock();
+        with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let before = sharing_state(&tx, owner, skill)?;
+            let changed = tx
+                .execute(
+                    "UPDATE skills SET deleted_at = ?3, file_digest = NULL
+                     WHERE owner_id = ?1 AND skill_id = ?2 AND deleted_at IS NULL",
+                    params![owner.0, skill.0, now],
+                )
+                .map_err(db_err)?;
+            let change = if changed > 0 {
+                note_sharing_change(&tx, owner, skill, &before, now)?
+            } else {
+                None
+            };
+            tx.commit().map_err(db_err)?;
+            Ok(change)
+        })
+    }
+
+    fn share_qualified(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        now: Millis,
+    ) -> Result<Vec<SharingChange>> {
+        let mut inner = self.lock();
+        with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let lowest = SharingBar::lowest();
+            let candidates: Vec<i64> = tx
+                .prepare_cached(
+                    "SELECT s.skill_id FROM skills s
+                     JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                     WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
+                       AND v.shared_at IS NULL AND v.uses >= ?3 AND v.score >= ?4
+                     ORDER BY s.skill_id",
+                )
+                .map_err(db_err)?
+                .query_map(params![owner.0, agent.0, lowest.runs, lowest.score], |r| r.get(0))
+                .map_err(db_err)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(db_err)?;
+            let mut changes = Vec::new();
+            for skill in candidates {
+                let skill = SkillId(skill);
+                let before = sharing_state(&tx, owner, skill)?;
+                share_if_qualified(&tx, owner, skill, now)?;
+                changes.extend(note_sharing_change(&tx, owner, skill, &before, now)?);
+            }
+            tx.commit().map_err(db_err)?;
+            Ok(changes)
+        })
+    }
+
+    fn shared_skills(&self, owner: OwnerId) -> Result<Vec<SharedSkill>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at
+                 FROM skills s JOIN versions v ON v.skill_id = s.skill_id AND v.owner_id = s.owner_id
+                 WHERE s.owner_id = ?1 AND s.header = 'skill' AND s.deleted_at IS NULL
+                   AND EXISTS (SELECT 1 FROM versions x
+                               WHERE x.owner_id = s.owner_id AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
+                 ORDER BY s.agent_name, s.name, s.skill_id, v.number DESC"
+            ))
+            .map_err(db_err)?;
+        let mut rows = statement.query(params![owner.0]).map_err(db_err)?;
+        let mut shared: Vec<SharedSkill> = Vec::new();
+        let base = SKILL_COLUMN_COUNT;
+        while let Some(row) = rows.next().map_err(db_err)? {
+            let skill_id = SkillId(row.get(0).map_err(db_err)?);
+            let version = VersionSummary {
+                id: VersionId(row.get(base).map_err(db_err)?),
+                number: row.get(base + 1).map_err(db_err)?,
+                digest: row.get(base + 2).map_err(db_err)?,
+                uses: row.get(base + 3).map_err(db_err)?,
+                ok: row.get(base + 4).map_err(db_err)?,
+                score: row.get(base + 5).map_err(db_err)?,
+                shared_at: row.get(base + 6).map_err(db_err)?,
+            };
+            match shared.last_mut() {
+                Some(last) if last.skill.id == skill_id => last.versions.push(version),
+                _ => shared.push(SharedSkill {
+                    skill: skill_from(row).map_err(db_err)?,
+                    versions: vec![version],
+                }),
+            }
+        }
+        Ok(shared)
+    }
+
+    fn sibling_use(&self, owner: OwnerId, skill: SkillId, since: Millis) -> Result<SiblingUse> {
+        let inner = self.lock();
+        let conn = &inner.conn;
+        let author: Option<i64> = conn
+            .prepare_cached("SELECT agent_id FROM skills WHERE owner_id = ?1 AND skill_id = ?2")
+            .map_err(db_err)?
+            .query_row(params![owner.0, skill.0], |r| r.get(0))
+            .optional()
+            .map_err(db_err)?
+            .ok_or_else(|| StoreError::NotFound(format!("skill {}", skill.0)))?;
+        // A copy is a sibling's skill whose first version was built on one of this skill's
+        // versions (copied from the mirror with its From: line); its later versions are its own
+        // edits, so it is shown at its latest.
+        let copies: Vec<(i64, String, i64)> = conn
+            .prepare_cached(
+                "SELECT c.skill_id, c.agent_name || '/' || c.name,
+                        (SELECT MAX(l.number) FROM versions l WHERE l.owner_id = c.owner_id AND l.skill_id = c.skill_id)
+                 FROM versions p
+                 -- CROSS JOIN keeps this skill's few versions outside: copies are then found
+                 -- through versions_by_parent, not by walking the family's versions.
+                 CROSS JOIN versions f ON f.parent_version_id = p.version_id AND f.owner_id = p.owner_id AND f.lineage = 'sibling'
+                 JOIN skills c ON c.skill_id = f.skill_id AND c.owner_id = f.owner_id
+                 WHERE p.owner_id = ?1 AND p.skill_id = ?2 AND c.deleted_at IS NULL AND c.skill_id <> ?2
+                 GROUP BY c.skill_id ORDER BY c.agent_name, c.name",
+            )
+            .map_err(db_err)?
+            .query_map(params![owner.0, skill.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_err)?;
+        let mut per_agent: HashMap<i64, ()> = HashMap::new();
+        let mut runs = 0;
+        let mut failures_since = 0;
+        let mut usage = conn
+            .prepare_cached(
+                "SELECT u.agent_id, COUNT(*), COALESCE(SUM(u.ok = 0 AND u.at >= ?4), 0)
+                 FROM versions v JOIN uses u ON u.version_id = v.version_id AND u.owner_id = v.owner_id
+                 WHERE v.owner_id = ?1 AND v.skill_id = ?2 AND u.agent_id IS NOT NULL
+                   AND (?3 IS NULL OR u.agent_id <> ?3)
+                 GROUP BY u.agent_id",
+            )
+            .map_err(db_err)?;
+        for skill_id in std::iter::once(skill.0).chain(copies.iter().map(|c| c.0)) {
+            let rows = usage
+                .query_map(params![owner.0, skill_id, author, since], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            for row in rows {
+                let (agent, count, failed) = row.map_err(db_err)?;
+                per_agent.insert(agent, ());
+                runs += count;
+                failures_since += failed;
+            }
+        }
+        Ok(SiblingUse {
+            used_by: per_agent.len(),
+            runs,
+            failures_since,
+            copies: copies.into_iter().map(|(_, label, n)| (label, n)).collect(),
+        })
+    }
+
+    fn sharing_changes(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SharingChange>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT e.skill_id, s.agent_name || '/' || s.name, e.kind, e.version_number, e.reason, e.at
+                 FROM sharing_events e JOIN skills s ON s.skill_id = e.skill_id AND s.owner_id = e.owner_id
+                 WHERE e.owner_id = ?1 AND e.agent_id = ?2 AND e.at >= ?3
+                 ORDER BY e.at, e.sharing_event_id",
+            )
+            .map_err(db_err)?;
+        let changes = statement
+            .query_map(params![owner.0, agent.0, since], |r| {
+                let kind: String = r.get(2)?;
+                Ok(SharingChange {
+                    skill: SkillId(r.get(0)?),
+                    label: r.get(1)?,
+                    kind: if kind == "shared" {
+                        SharingKind::Shared
+                    } else {
+                        SharingKind::Unshared
+                    },
+                    version: r.get(3)?,
+                    reason: r.get(4)?,
+                    at: r.get(5)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(changes)
+    }
+
+    fn replace_lessons(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        lessons: &[NewLesson],
+        now: Millis,
+    ) -> Result<LessonsChange> {
+        let mut inner = self.lock();
+        with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            load_agent(&tx, owner, agent)?;
+            let existing: HashMap<String, String> = tx
+                .prepare_cached(
+                    "SELECT digest, text FROM lessons WHERE owner_id = ?1 AND agent_id = ?2",
+                )
+                .map_err(db_err)?
+                .query_map(params![owner.0, agent.0], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(db_err)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(db_err)?;
+            let mut change = LessonsChange::default();
+            let mut wanted: HashMap<String, &NewLesson> = HashMap::new();
+            for lesson in lessons {
+                wanted
+                    .entry(mindrune_core::digest::sha256(lesson.text.as_bytes()))
+                    .or_insert(lesson);
+            }
+            for (digest, text) in &existing {
+                if !wanted.contains_key(digest) {
+                    tx.execute(
+                        "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                        params![owner.0, agent.0, digest],
+                    )
+                    .map_err(db_err)?;
+                    change.removed.push(text.clone());
+                }
+            }
+            // Lessons keep the order of the log: a line further down is newer.
+            let mut fresh: Vec<(&String, &&NewLesson)> = wanted.iter().collect();
+            fresh.sort_by_key(|(_, lesson)| lesson.line);
+            for (digest, lesson) in fresh {
+                if existing.contains_key(digest) {
+                    tx.execute(
+                        "UPDATE lessons SET line = ?4 WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                        params![owner.0, agent.0, digest, lesson.line as i64],
+                    )
+                    .map_err(db_err)?;
+                    change.kept += 1;
+                } else {
+                    tx.execute(
+                        "INSERT INTO lessons (owner_id, agent_id, digest, text, line, first_seen_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                        params![owner.0, agent.0, digest, lesson.text, lesson.line as i64, now],
+                    )
+                    .map_err(db_err)?;
+                    change.added.push(lesson.text.clone());
+                }
+            }
+            change.removed.sort();
+            tx.commit().map_err(db_err)?;
+            Ok(change)
+        })
+    }
+
+    fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT l.agent_id, a.name, l.text, l.line, l.first_seen_at
+                 FROM lessons l JOIN agents a ON a.agent_id = l.agent_id AND a.owner_id = l.owner_id
+                 WHERE l.owner_id = ?1
+                 ORDER BY l.first_seen_at DESC, l.line DESC, l.lesson_id DESC",
+            )
+            .map_err(db_err)?;
+        let lessons = statement
+            .query_map(params![owner.0], |r| {
+                Ok(Lesson {
+                    agent: AgentId(r.get(0)?),
+                    agent_name: r.get(1)?,
+                    text: r.get(2)?,
+                    line: r.get::<_, i64>(3)? as usize,
+                    first_seen_at: r.get(4)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(lessons)
+    }
+
+    fn note_turn_end(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        self.set_agent_time(owner, agent, "last_turn_at", at)
+    }
+
+    fn note_mirror_refresh(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        self.set_agent_time(owner, agent, "mirror_refreshed_at", at)
+    }
+
+    fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent> {
+        let mut inner = self.lock();
+        let result = with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            load_agent(&tx, owner, agent)?;
+            // Its shared skills stay with the family; everything else it wrote goes.
+            let kept = tx
+                .execute(
+                    "UPDATE skills SET agent_id = NULL
+                     WHERE owner_id = ?1 AND agent_id = ?2 AND header = 'skill' AND deleted_at IS NULL
+                       AND EXISTS (SELECT 1 FROM versions v WHERE v.owner_id = skills.owner_id
+                                   AND v.skill_id = skills.skill_id AND v.shared_at IS NOT NULL)",
+                    params![owner.0, agent.0],
+                )
+                .map_err(db_err)?;
+            let doomed = "SELECT skill_id FROM skills WHERE owner_id = ?1 AND agent_id = ?2";
+            let doomed_versions = format!(
+                "SELECT version_id FROM versions WHERE owner_id = ?1 AND skill_id IN ({doomed})"
+            );
+            let removed: usize = tx
+                .query_row(
+                    "SELECT COUNT(*) FROM skills WHERE owner_id = ?1 AND agent_id = ?2",
+                    params![owner.0, agent.0],
+                    |r| r.get::<_, i64>(0),
+                )
+                .map_err(db_err)? as usize;
+            for statement in [
+                format!(
+                    "UPDATE versions SET parent_version_id = NULL
+                     WHERE owner_id = ?1 AND parent_version_id IN ({doomed_versions})"
+                ),
+                format!(
+                    "DELETE FROM uses WHERE owner_id = ?1 AND version_id IN ({doomed_versions})"
+                ),
+                format!(
+                    "DELETE FROM sharing_events WHERE owner_id = ?1 AND skill_id IN ({doomed})"
+                ),
+                format!("DELETE FROM skill_tags WHERE owner_id = ?1 AND skill_id IN ({doomed})"),
+                format!(
+                    "UPDATE skills SET current_version_id = NULL WHERE owner_id = ?1 AND skill_id IN ({doomed})"
+                ),
+                format!("DELETE FROM versions WHERE owner_id = ?1 AND skill_id IN ({doomed})"),
+                "DELETE FROM skills WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "DELETE FROM snippet_uses WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "DELETE FROM snippets WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "UPDATE uses SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "UPDATE sharing_events SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2"
+                    .to_string(),
+                "DELETE FROM agents WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+            ] {
+                let mut prepared = tx.prepare(&statement).map_err(db_err)?;
+                let wants_agent = prepared.parameter_count() >= 2;
+                if wants_agent {
+                    prepared
+                        .execute(params![owner.0, agent.0])
+                        .map_err(db_err)?;
+                } else {
+                    prepared.execute(params![owner.0]).map_err(db_err)?;
+                }
+            }
+            tx.commit().map_err(db_err)?;
+            Ok(DeletedAgent {
+                scripts_removed: removed,
+                skills_kept: kept,
+            })
+        });
+        // Cached windows of removed versions must not outlive them.
+        inner.windows.clear();
+        result
+    }
+}
+
+impl SqliteStore {
+    fn set_agent_time(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        column: &str,
+        at: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        let changed = inner
+            .conn
+            .execute(
+                &format!("UPDATE agents SET {column} = ?3 WHERE owner_id = ?1 AND agent_id = ?2"),
+                params![owner.0, agent.0, at],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+        }
+        Ok(())
     }
 }
 

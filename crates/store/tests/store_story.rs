@@ -1,8 +1,8 @@
 //! The store's story, told against the SQLite backend. Every test opens its own library.
 
 use mindrune_store::{
-    AgentId, Lineage, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot, SqliteStore, Store,
-    VersionId,
+    AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
+    ScriptSnapshot, SharingKind, SkillHeader, SqliteStore, Store, VersionId,
 };
 
 struct Family {
@@ -35,8 +35,20 @@ fn snapshot(agent: AgentId, bot: &str, name: &str, code: &str) -> ScriptSnapshot
         digest: mindrune_core::digest::sha256(code.as_bytes()),
         code: code.into(),
         tags: vec![],
+        header: SkillHeader::default(),
+        file_digest: None,
         origin: None,
     }
+}
+
+/// The same file with an `@skill` header in the given state.
+fn headed(mut snapshot: ScriptSnapshot, state: HeaderState) -> ScriptSnapshot {
+    snapshot.header = SkillHeader {
+        state,
+        goal: Some(format!("do {}", snapshot.name)),
+        ..SkillHeader::default()
+    };
+    snapshot
 }
 
 fn clean_run(version: VersionId, agent: AgentId, at_s: i64) -> NewUse {
@@ -53,6 +65,7 @@ fn clean_run(version: VersionId, agent: AgentId, at_s: i64) -> NewUse {
         call: None,
         output: None,
         event_id: None,
+        recorded_at: at_s * 1000,
     }
 }
 
@@ -363,4 +376,372 @@ fn a_library_from_a_newer_mindrune_is_refused_with_a_clear_error() {
     drop(conn);
     let err = SqliteStore::open(&path).unwrap_err().to_string();
     assert!(err.contains("newer MindRune"), "{err}");
+}
+
+fn failed_run(version: VersionId, agent: AgentId, at_s: i64) -> NewUse {
+    let mut run = clean_run(version, agent, at_s);
+    run.outcome.ok = false;
+    run
+}
+
+#[test]
+fn a_headed_script_is_shared_right_after_the_run_that_makes_it_qualify() {
+    let f = family();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    assert_eq!(v1.sharing, None);
+    for run in 0..4 {
+        let used = f
+            .store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap();
+        assert_eq!(used.shared, None, "run {run} must not share yet");
+    }
+    assert!(f.store.shared_skills(f.owner).unwrap().is_empty());
+    let fifth = f
+        .store
+        .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 20))
+        .unwrap();
+    let shared = fifth.shared.expect("the fifth clean run clears the bar");
+    assert_eq!(shared.kind, SharingKind::Shared);
+    assert_eq!(shared.label, "buzz/chop");
+    assert_eq!(shared.version, Some(1));
+    assert!(
+        shared
+            .reason
+            .starts_with("cleared the bar (5 runs, score 6"),
+        "{}",
+        shared.reason
+    );
+    let family_skills = f.store.shared_skills(f.owner).unwrap();
+    assert_eq!(family_skills.len(), 1);
+    assert_eq!(family_skills[0].versions[0].number, 1);
+    assert!(family_skills[0].versions[0].shared_at.is_some());
+}
+
+#[test]
+fn a_script_without_a_header_is_never_shared_and_the_header_shares_it_at_once() {
+    let f = family();
+    let bare = snapshot(f.buzz, "buzz", "chop", "chop();");
+    let v1 = f.store.match_script(f.owner, &bare, 1).unwrap();
+    for run in 0..6 {
+        let used = f
+            .store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap();
+        assert_eq!(used.shared, None);
+    }
+    assert!(f.store.shared_skills(f.owner).unwrap().is_empty());
+    let now_headed = f
+        .store
+        .match_script(f.owner, &headed(bare.clone(), HeaderState::Skill), 100)
+        .unwrap();
+    assert!(!now_headed.new_version, "a header is not a new version");
+    let change = now_headed
+        .sharing
+        .expect("the header shares a proven script at once");
+    assert_eq!(change.kind, SharingKind::Shared);
+    assert_eq!(f.store.shared_skills(f.owner).unwrap().len(), 1);
+}
+
+#[test]
+fn private_or_a_removed_header_un_shares_and_the_header_back_shares_again() {
+    let f = family();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    for run in 0..5 {
+        f.store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap();
+    }
+    let private = f
+        .store
+        .match_script(f.owner, &headed(file.clone(), HeaderState::Private), 50_000)
+        .unwrap();
+    let change = private.sharing.unwrap();
+    assert_eq!(change.kind, SharingKind::Unshared);
+    assert_eq!(change.reason, "the header says @private");
+    assert!(f.store.shared_skills(f.owner).unwrap().is_empty());
+    let removed = f
+        .store
+        .match_script(
+            f.owner,
+            &snapshot(f.buzz, "buzz", "chop", "chop();"),
+            51_000,
+        )
+        .unwrap();
+    assert_eq!(removed.sharing, None, "already un-shared");
+    let back = f.store.match_script(f.owner, &file, 52_000).unwrap();
+    assert_eq!(back.sharing.unwrap().kind, SharingKind::Shared);
+    // History is kept throughout.
+    assert_eq!(f.store.version(f.owner, v1.version.id).unwrap().uses, 5);
+    let log = f.store.sharing_changes(f.owner, f.buzz, 0).unwrap();
+    let kinds: Vec<_> = log.iter().map(|c| c.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            SharingKind::Shared,
+            SharingKind::Unshared,
+            SharingKind::Shared
+        ]
+    );
+}
+
+#[test]
+fn eager_sharing_lowers_the_bar_and_switching_it_off_keeps_what_was_shared() {
+    let f = family();
+    f.store.set_eager_sharing(f.owner, true).unwrap();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    let mut shared = None;
+    for run in 0..3 {
+        shared = f
+            .store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap()
+            .shared;
+    }
+    assert!(shared.is_some(), "three clean runs clear the eager bar");
+    f.store.set_eager_sharing(f.owner, false).unwrap();
+    assert_eq!(f.store.shared_skills(f.owner).unwrap().len(), 1);
+    assert!(!f.store.owner(f.owner).unwrap().eager_sharing);
+}
+
+#[test]
+fn one_failure_in_three_does_not_clear_the_eager_bar() {
+    let f = family();
+    f.store.set_eager_sharing(f.owner, true).unwrap();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    f.store
+        .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10))
+        .unwrap();
+    f.store
+        .record_use(f.owner, &failed_run(v1.version.id, f.buzz, 11))
+        .unwrap();
+    let third = f
+        .store
+        .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 12))
+        .unwrap();
+    assert_eq!(third.shared, None, "score {}", third.version.score);
+}
+
+#[test]
+fn the_bar_lowered_later_shares_qualified_scripts_at_the_turn_end() {
+    let f = family();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    for run in 0..3 {
+        f.store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap();
+    }
+    assert!(
+        f.store
+            .share_qualified(f.owner, f.buzz, 20)
+            .unwrap()
+            .is_empty()
+    );
+    f.store.set_eager_sharing(f.owner, true).unwrap();
+    let changes = f.store.share_qualified(f.owner, f.buzz, 21).unwrap();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].label, "buzz/chop");
+}
+
+#[test]
+fn a_deleted_file_un_shares_its_skill_and_keeps_its_history() {
+    let f = family();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    for run in 0..5 {
+        f.store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap();
+    }
+    let gone = f
+        .store
+        .mark_file_gone(f.owner, v1.skill.id, 30)
+        .unwrap()
+        .unwrap();
+    assert_eq!(gone.kind, SharingKind::Unshared);
+    assert_eq!(gone.reason, "the file was deleted or renamed");
+    assert!(f.store.shared_skills(f.owner).unwrap().is_empty());
+    assert_eq!(
+        f.store.mark_file_gone(f.owner, v1.skill.id, 31).unwrap(),
+        None
+    );
+    // The file comes back: shared again at once, with its runs.
+    let back = f.store.match_script(f.owner, &file, 40).unwrap();
+    assert_eq!(back.sharing.unwrap().kind, SharingKind::Shared);
+    assert_eq!(back.version.uses, 5);
+}
+
+#[test]
+fn an_unproven_new_version_does_not_replace_the_shared_one() {
+    let f = family();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    for run in 0..5 {
+        f.store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap();
+    }
+    let edit = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop(2);"),
+        HeaderState::Skill,
+    );
+    let v2 = f.store.match_script(f.owner, &edit, 50).unwrap();
+    assert_eq!(v2.sharing, None);
+    f.store
+        .record_use(f.owner, &clean_run(v2.version.id, f.buzz, 60))
+        .unwrap();
+    let shared = f.store.shared_skills(f.owner).unwrap();
+    let standing: Vec<_> = shared[0]
+        .versions
+        .iter()
+        .map(|v| (v.number, v.shared_at.is_some()))
+        .collect();
+    assert_eq!(standing, [(2, false), (1, true)]);
+}
+
+#[test]
+fn sibling_use_counts_siblings_runs_of_any_version_and_of_copies() {
+    let f = family();
+    let file = headed(
+        snapshot(f.buzz, "buzz", "mine", "mine();"),
+        HeaderState::Skill,
+    );
+    let v1 = f.store.match_script(f.owner, &file, 1).unwrap();
+    for run in 0..5 {
+        f.store
+            .record_use(f.owner, &clean_run(v1.version.id, f.buzz, 10 + run))
+            .unwrap();
+    }
+    // pickles runs an unchanged copy (counts for buzz's skill) and fails once.
+    f.store
+        .record_use(f.owner, &failed_run(v1.version.id, f.pickles, 100))
+        .unwrap();
+    // pickles adapts a copy: its own skill built on buzz's.
+    let mut adapted = snapshot(f.pickles, "pickles", "mine", "mine(2);");
+    adapted.origin = Some((v1.version.id, Lineage::Sibling));
+    let copy = f.store.match_script(f.owner, &adapted, 110).unwrap();
+    f.store
+        .record_use(f.owner, &clean_run(copy.version.id, f.pickles, 120))
+        .unwrap();
+    let usage = f.store.sibling_use(f.owner, v1.skill.id, 50_000).unwrap();
+    assert_eq!(usage.used_by, 1);
+    assert_eq!(usage.runs, 2);
+    assert_eq!(usage.failures_since, 1);
+    assert_eq!(usage.copies, [("pickles/mine".to_string(), 1)]);
+    let later = f.store.sibling_use(f.owner, v1.skill.id, 200_000).unwrap();
+    assert_eq!(
+        later.failures_since, 0,
+        "failures older than the window do not count"
+    );
+}
+
+#[test]
+fn lessons_follow_the_lab_log_and_keep_their_first_seen_time() {
+    let f = family();
+    let lesson = |line: usize, text: &str| NewLesson {
+        line,
+        text: text.into(),
+    };
+    let first = f
+        .store
+        .replace_lessons(
+            f.owner,
+            f.buzz,
+            &[lesson(3, "oaks west of Draynor"), lesson(9, "bank first")],
+            10,
+        )
+        .unwrap();
+    assert_eq!(first.added.len(), 2);
+    let second = f
+        .store
+        .replace_lessons(
+            f.owner,
+            f.buzz,
+            &[lesson(4, "bank first"), lesson(12, "new one")],
+            20,
+        )
+        .unwrap();
+    assert_eq!(second.added, ["new one"]);
+    assert_eq!(second.removed, ["oaks west of Draynor"]);
+    assert_eq!(second.kept, 1);
+    let all = f.store.lessons(f.owner).unwrap();
+    let seen: Vec<_> = all
+        .iter()
+        .map(|l| (l.text.as_str(), l.first_seen_at))
+        .collect();
+    assert_eq!(seen, [("new one", 20), ("bank first", 10)]);
+    let other = f.store.create_owner("eve", "mrk_eve", 0).unwrap();
+    assert!(f.store.lessons(other.id).unwrap().is_empty());
+    assert!(f.store.replace_lessons(other.id, f.buzz, &[], 30).is_err());
+}
+
+#[test]
+fn deleting_an_agent_removes_its_scripts_and_leaves_its_shared_skills_to_the_family() {
+    let f = family();
+    let shared_file = headed(
+        snapshot(f.buzz, "buzz", "chop", "chop();"),
+        HeaderState::Skill,
+    );
+    let shared = f.store.match_script(f.owner, &shared_file, 1).unwrap();
+    for run in 0..5 {
+        f.store
+            .record_use(f.owner, &clean_run(shared.version.id, f.buzz, 10 + run))
+            .unwrap();
+    }
+    let private = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "secret", "s();"), 2)
+        .unwrap();
+    f.store
+        .record_use(f.owner, &clean_run(private.version.id, f.buzz, 30))
+        .unwrap();
+    f.store
+        .replace_lessons(
+            f.owner,
+            f.buzz,
+            &[NewLesson {
+                line: 1,
+                text: "x".into(),
+            }],
+            3,
+        )
+        .unwrap();
+    let deleted = f.store.delete_agent(f.owner, f.buzz).unwrap();
+    assert_eq!(deleted.scripts_removed, 1);
+    assert_eq!(deleted.skills_kept, 1);
+    assert!(f.store.agent_by_name("buzz").unwrap().is_none());
+    let family_skills = f.store.shared_skills(f.owner).unwrap();
+    assert_eq!(family_skills.len(), 1);
+    assert_eq!(family_skills[0].skill.agent, None);
+    assert_eq!(family_skills[0].skill.agent_name, "buzz");
+    assert!(f.store.skill(f.owner, private.skill.id).is_err());
+    assert!(f.store.lessons(f.owner).unwrap().is_empty());
+    assert_eq!(f.store.use_count(f.owner).unwrap(), 5);
+    assert_eq!(f.store.integrity_check().unwrap(), "ok");
 }

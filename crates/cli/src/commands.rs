@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use mindrune_core::header::is_valid_name;
+use mindrune_core::sharing::SharingBar;
 use mindrune_engine::family;
 use mindrune_engine::hook::{self, HookAction};
 use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
@@ -229,7 +230,23 @@ pub fn hook_claude_code(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
                     eprintln!("mindrune: {warning}");
                 }
             }
-            HookAction::Started | HookAction::TurnEnded { .. } | HookAction::Ignored(_) => {}
+            HookAction::TurnEnded { .. } => {
+                // Claude Code's Stop is the agent's turn boundary: scan, share, un-share,
+                // lessons, and the mirror when it is due. The report goes to stderr, which
+                // Claude Code shows only in its verbose mode.
+                let store = library::open(home)?;
+                let report = turn::turn_boundary(
+                    &store,
+                    agent,
+                    Boundary::TurnEnd,
+                    MirrorPolicy::WhenDue,
+                    None,
+                )?;
+                let mut text = Vec::new();
+                render::turn_report(&mut text, &report, false)?;
+                eprint!("{}", String::from_utf8_lossy(&text));
+            }
+            HookAction::Started | HookAction::Ignored(_) => {}
         }
         Ok(())
     })();
@@ -299,12 +316,16 @@ pub fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCo
         };
         parents.insert(parent, label);
     }
+    let bar = SharingBar::for_family(store.owner(agent.owner)?.eager_sharing);
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(&mut out, &render::skill_json(&found, &versions, &parents))?;
+        serde_json::to_writer_pretty(
+            &mut out,
+            &render::skill_json(&found, &versions, &parents, bar),
+        )?;
         writeln!(out)?;
     } else {
-        render::skill_detail(&mut out, &found, &versions, &parents)?;
+        render::skill_detail(&mut out, &found, &versions, &parents, bar)?;
     }
     Ok(ExitCode::SUCCESS)
 }

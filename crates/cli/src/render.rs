@@ -6,6 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
+use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::Recorded;
 use mindrune_engine::family::MirrorOutcome;
 use mindrune_engine::turn::TurnReport;
@@ -287,11 +288,56 @@ fn best_other<'a>(skill: &Skill, versions: &'a [Version]) -> Option<&'a Version>
         .max_by(|a, b| a.score.total_cmp(&b.score))
 }
 
+/// Where a skill stands with the family, in a sentence for its owner.
+fn sharing_sentence(skill: &Skill, versions: &[Version], bar: SharingBar) -> String {
+    let shared: Vec<String> = versions
+        .iter()
+        .filter(|v| v.shared_at.is_some())
+        .map(|v| format!("v{}", v.number))
+        .collect();
+    let current = versions
+        .iter()
+        .find(|v| Some(v.id) == skill.current_version);
+    match skill.header.state {
+        _ if skill.deleted_at.is_some() => {
+            "🔒 private: its file is gone (deleted or renamed); history is kept".into()
+        }
+        HeaderState::Skill if !shared.is_empty() => {
+            let standings: Vec<VersionStanding> = versions
+                .iter()
+                .map(|v| VersionStanding {
+                    number: v.number,
+                    runs: v.uses,
+                    score: v.score,
+                    shared: v.shared_at.is_some(),
+                })
+                .collect();
+            let siblings_get = sharing::version_for_siblings(&standings, bar)
+                .map(|i| format!("; siblings get v{}", versions[i].number))
+                .unwrap_or_default();
+            format!(
+                "👪 family skill (shared versions: {}{siblings_get})",
+                shared.join(", ")
+            )
+        }
+        HeaderState::Skill => match current {
+            Some(v) => format!(
+                "headed, {}",
+                bar.progress(&format!("{}.ts", skill.name), v.uses, v.score)
+            ),
+            None => "headed, not shared yet".into(),
+        },
+        HeaderState::Private => "🔒 private (@private in its header)".into(),
+        HeaderState::None => "🔒 private (no @skill header)".into(),
+    }
+}
+
 pub fn skill_detail(
     out: &mut impl Write,
     skill: &Skill,
     versions: &[Version],
     parents: &HashMap<VersionId, String>,
+    bar: SharingBar,
 ) -> std::io::Result<()> {
     let current = versions
         .iter()
@@ -311,6 +357,7 @@ pub fn skill_detail(
     if let Some(best) = best_other(skill, versions) {
         writeln!(out, "best: v{}, {}", best.number, points(best.score))?;
     }
+    writeln!(out, "{}", sharing_sentence(skill, versions, bar))?;
     writeln!(out)?;
     let rows: Vec<Vec<String>> = versions
         .iter()
@@ -328,6 +375,7 @@ pub fn skill_detail(
                 v.uses.to_string(),
                 v.ok.to_string(),
                 points(v.score).to_string(),
+                if v.shared_at.is_some() { "yes" } else { "-" }.to_string(),
                 when(v.last_used_at),
                 lineage_label(v, parents),
                 v.digest.chars().take(19).collect(),
@@ -341,11 +389,12 @@ pub fn skill_detail(
             "RUNS",
             "OK",
             "SCORE",
+            "SHARED",
             "LAST USED (UTC)",
             "BUILT ON",
             "DIGEST",
         ],
-        &[false, true, true, true, false, false, false],
+        &[false, true, true, true, false, false, false, false],
         &rows,
     )?;
     writeln!(out, "\n* the version the file has now.")
@@ -355,6 +404,7 @@ pub fn skill_json(
     skill: &Skill,
     versions: &[Version],
     parents: &HashMap<VersionId, String>,
+    bar: SharingBar,
 ) -> Value {
     let current = versions
         .iter()
@@ -365,6 +415,8 @@ pub fn skill_json(
         "version": current.map(|v| v.number),
         "score": current.map(|v| v.score),
         "best": best_other(skill, versions).map(|b| json!({"version": b.number, "score": b.score})),
+        "header": skill.header.state,
+        "sharing": sharing_sentence(skill, versions, bar),
         "versions": versions.iter().map(|v| json!({
             "version": v.number,
             "digest": v.digest,
@@ -378,6 +430,7 @@ pub fn skill_json(
                 "lineage": v.lineage.map(|l| l.as_str()),
             })),
             "inherited": v.inherited,
+            "shared": v.shared_at.is_some(),
             "breakdown": v.breakdown,
         })).collect::<Vec<_>>(),
     })

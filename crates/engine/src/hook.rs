@@ -89,10 +89,15 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
     let event_name = str_field(&value, "hook_event_name")
         .ok_or_else(|| hook_error("hook_event_name", "is missing; is this a Claude Code hook?"))?;
     match event_name {
-        "Stop" | "SubagentStop" => {
+        "Stop" => {
             return Ok(HookAction::TurnEnded {
                 swept: sweep_stale(spool),
             });
+        }
+        "SubagentStop" => {
+            return Ok(HookAction::Ignored(
+                "a subagent stopped; the agent's own turn goes on".into(),
+            ));
         }
         "PreToolUse" | "PostToolUse" | "PostToolUseFailure" => {}
         other => {

@@ -64,3 +64,35 @@ fn bad_hook_input_never_blocks_the_agent() {
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("not JSON"), "{}", stderr(&output));
 }
+
+#[test]
+fn claude_code_s_stop_is_the_turn_boundary() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.agent("pickles", "ada");
+    lib.write_script(
+        "buzz",
+        "chop",
+        &format!("/** @skill chop\n * Goal: chop trees\n */\n{}", script(1)),
+    );
+    let bots = lib.workspace("buzz").join("bots/buzz");
+    std::fs::write(bots.join("lab_log.md"), "Share: trees regrow in a minute\n").unwrap();
+    let output = hook(
+        &lib,
+        json!({"hook_event_name": "Stop", "session_id": "s", "transcript_path": "/tmp/t.jsonl", "cwd": "/work",
+               "stop_hook_active": false}),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let report = stderr(&output);
+    assert!(report.contains("buzz: turn ended"), "{report}");
+    assert!(report.contains("chop.ts: 0/5 runs"), "{report}");
+    assert!(report.contains("lessons: 1 shared"), "{report}");
+    // The sibling's mirror carries the lesson at its next refresh.
+    lib.ok(&["mirror", "pickles"]);
+    let lessons =
+        std::fs::read_to_string(lib.workspace("pickles").join("family-skills/LESSONS.md")).unwrap();
+    assert!(
+        lessons.contains("trees regrow in a minute (buzz)"),
+        "{lessons}"
+    );
+}

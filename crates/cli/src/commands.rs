@@ -397,7 +397,38 @@ pub fn turn_boundary(
         Boundary::Start => MirrorPolicy::Now,
         Boundary::TurnEnd => MirrorPolicy::WhenDue,
     };
-    let report = turn::turn_boundary(&store, agent, boundary, policy, out_dir)?;
+    let report = match turn::turn_boundary(&store, agent, boundary, policy, out_dir) {
+        Ok(report) => report,
+        Err(err) if boundary == Boundary::Start => {
+            // The library opened but could not answer: the same rule as above, for the
+            // agent's own mirror when no other directory was named.
+            let dir = match out_dir {
+                Some(dir) => Some(dir.to_path_buf()),
+                None => store
+                    .agent_by_name(agent)
+                    .ok()
+                    .flatten()
+                    .map(|a| family::default_dir(&a)),
+            };
+            let err = anyhow::Error::new(err);
+            return Err(match dir {
+                Some(dir) => match family::empty_mirror(&dir) {
+                    Ok(_) => err.context(format!(
+                        "the library at {} cannot answer for `{agent}`, so {} was emptied",
+                        library::database_path(home).display(),
+                        dir.display()
+                    )),
+                    Err(empty_err) => err.context(format!(
+                        "the library at {} cannot answer for `{agent}`, and {} could not be emptied either ({empty_err})",
+                        library::database_path(home).display(),
+                        dir.display()
+                    )),
+                },
+                None => err.context(format!("cannot start `{agent}`")),
+            });
+        }
+        Err(err) => return Err(err.into()),
+    };
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &report)?;

@@ -6,8 +6,8 @@
 //! lines become the agent's lessons. Then the family mirror is refreshed.
 //!
 //! A scan is idempotent: a file whose bytes are unchanged since the library last read it is not
-//! parsed again and changes nothing, so a restart re-checks every header but leaves what is
-//! shared as it is.
+//! matched again and changes nothing (its header's problems are still reported), so a restart
+//! re-checks every header but leaves what is shared as it is.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -161,6 +161,14 @@ pub fn turn_boundary(
         let file_digest = digest::sha256(source.as_bytes());
         let skill = known.get(&relative);
         let unchanged = skill.is_some_and(|s| s.skill.file_digest.as_deref() == Some(&file_digest));
+        // Reported at every boundary while the problem lasts, even when a run read the file
+        // first (recording a run does not report a header's problems).
+        for diagnostic in &diagnostics {
+            report.diagnostics.push(format!(
+                "{relative}:{}: {}",
+                diagnostic.line, diagnostic.message
+            ));
+        }
         if unchanged {
             present.insert(relative.clone());
             if boundary == Boundary::Start {
@@ -169,12 +177,6 @@ pub fn turn_boundary(
                     .push(describe_check(name, skill, "unchanged"));
             }
             continue;
-        }
-        for diagnostic in &diagnostics {
-            report.diagnostics.push(format!(
-                "{relative}:{}: {}",
-                diagnostic.line, diagnostic.message
-            ));
         }
         // A script without a header that the library never ran is not a skill yet: its
         // first run makes it one.

@@ -1,6 +1,8 @@
 //! The one integration-test binary: runs the real `mindrune` on real files in temp dirs.
 
 mod family;
+mod family_input;
 mod hook;
+mod mirror_crash;
 mod record;
 mod util;

@@ -154,3 +154,37 @@ pub fn shell(agent: &str, command: &str, ok: bool) -> serde_json::Value {
     serde_json::json!({"agent": agent, "kind": "shell", "command": command, "cwd": "/work", "ok": ok, "duration_ms": 60000,
                        "at": "2026-11-28T10:00:00Z"})
 }
+
+/// Every visible file under a directory (hidden entries such as the mirror's manifest and temp
+/// files left out), relative path → bytes. A missing directory has none.
+pub fn visible_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return files;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().into_string().unwrap();
+        if name.starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        if entry.file_type().unwrap().is_dir() {
+            for (inner, bytes) in visible_files(&path) {
+                files.insert(format!("{name}/{inner}"), bytes);
+            }
+        } else {
+            files.insert(name, std::fs::read(&path).unwrap());
+        }
+    }
+    files
+}
+
+/// The permission bits of a path (not following a symlink).
+pub fn mode_of(path: &std::path::Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::symlink_metadata(path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o7777
+}

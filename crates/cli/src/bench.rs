@@ -632,3 +632,368 @@ pub fn mirror(json_out: bool) -> anyhow::Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// The target for mapping free text to tags.
+const TARGET_TAGS_MB_PER_SECOND: f64 = 200.0;
+/// Timed builds of the vocabulary; the median is reported.
+const TAG_BUILDS: usize = 5;
+/// Alternating blocks of the two mapping measurements, so a slow patch of the machine falls
+/// on both alike.
+const TAG_BLOCKS: usize = 10;
+
+/// A small deterministic random source (xorshift64*), so every run maps the same text.
+struct Dice(u64);
+
+impl Dice {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Free text as agents write it: goals, preconditions, lab-log runs and prose, `Share:`
+/// lessons and a little code, naming the vocabulary's pages by title (in any case), by
+/// nickname and by exact tag, among everyday words. One line each, at least `bytes` in all.
+fn free_text_lines(
+    vocabulary: &mindrune_core::vocabulary::Vocabulary,
+    bytes: usize,
+) -> Vec<String> {
+    let entries = vocabulary.entries();
+    let title = |dice: &mut Dice| {
+        let entry = dice.pick(entries);
+        match dice.below(4) {
+            0 => entry.title.to_lowercase(),
+            1 => entry.title.to_uppercase(),
+            _ => entry.title.clone(),
+        }
+    };
+    let tag = |dice: &mut Dice| dice.pick(entries).tag();
+    const EVERYDAY: &[&str] = &[
+        "cows",
+        "the goblin",
+        "logs",
+        "the bank",
+        "a tree",
+        "fish",
+        "chickens",
+        "the man",
+        "rocks",
+        "the door",
+        "ore",
+        "bones",
+        "the range",
+        "coins",
+        "the guard",
+    ];
+    const VERBS: &[&str] = &[
+        "kill",
+        "chop",
+        "mine",
+        "fish",
+        "cook",
+        "buy",
+        "sell",
+        "walk to",
+        "talk to",
+        "bank",
+        "smith",
+        "pick up",
+        "attack",
+        "steal from",
+    ];
+    const NICKNAMES: &[&str] = &[
+        "lumby",
+        "fally",
+        "ardy",
+        "wildy",
+        "barb village",
+        "rune pick",
+    ];
+    let mut dice = Dice(0x9e37_79b9_7f4a_7c15);
+    let mut lines = Vec::new();
+    let mut total = 0;
+    while total < bytes {
+        let n = dice.below(3_400);
+        let line = match dice.below(8) {
+            0 => format!(
+                " * Goal: {} {} near {} and bank the {}",
+                dice.pick(VERBS),
+                title(&mut dice),
+                title(&mut dice),
+                dice.pick(EVERYDAY)
+            ),
+            1 => format!(
+                " * Preconditions: level {} {}, a {}, {} done; start in {}",
+                n % 99,
+                title(&mut dice),
+                title(&mut dice),
+                tag(&mut dice),
+                dice.pick(NICKNAMES)
+            ),
+            2 => format!(
+                "Share: [{}] {} is {} {} of {}; bring {} and watch out for {}",
+                tag(&mut dice),
+                title(&mut dice),
+                n % 40,
+                ["steps north", "tiles west", "squares east"][n % 3],
+                title(&mut dice),
+                title(&mut dice),
+                dice.pick(EVERYDAY)
+            ),
+            3 => format!(
+                "## Run {n:03} - walked to {}, {} {} x{}, XP +{}; {} was slow, so I went back to {} and the {} again",
+                title(&mut dice),
+                dice.pick(VERBS),
+                dice.pick(EVERYDAY),
+                n % 28,
+                n * 7,
+                dice.pick(EVERYDAY),
+                dice.pick(NICKNAMES),
+                dice.pick(EVERYDAY)
+            ),
+            4 => format!(
+                "  await bot.walkTo({}, {}); // {} — then {} the {} ({})",
+                3_000 + n,
+                3_200 + n % 300,
+                title(&mut dice),
+                dice.pick(VERBS),
+                dice.pick(EVERYDAY),
+                tag(&mut dice)
+            ),
+            // Lab-log prose: most of a log's bytes, with a name now and then.
+            6 => format!(
+                "The script stalled after {} ticks because the {} was closed; I opened it by hand, waited for the dialog to clear and ran it again. It kept going for {} minutes, then {} blocked the path near {}, so next time I will check the route first and bank earlier.",
+                n % 90,
+                dice.pick(EVERYDAY),
+                n % 30,
+                dice.pick(EVERYDAY),
+                title(&mut dice)
+            ),
+            7 => format!(
+                "Observations: the {} respawn every {} seconds, the inventory fills in about {} minutes, and walking back costs more than the trip is worth unless run energy is above {} percent. {} would be better if the bank were closer.",
+                dice.pick(EVERYDAY),
+                n % 60,
+                n % 12,
+                n % 100,
+                dice.pick(NICKNAMES)
+            ),
+            _ => format!(
+                "{} {} with {} in {}, then {} {}",
+                dice.pick(VERBS),
+                dice.pick(EVERYDAY),
+                title(&mut dice),
+                title(&mut dice),
+                dice.pick(VERBS),
+                dice.pick(EVERYDAY)
+            ),
+        };
+        total += line.len();
+        lines.push(line);
+    }
+    lines
+}
+
+/// Writes a wiki tree of one page per `kind:slug` line, as rs-sdk's generators write pages: a
+/// `# Title` heading and a detail table. Returns how many pages were written.
+fn write_wiki(listing: &str, dir: &Path) -> anyhow::Result<usize> {
+    use mindrune_core::vocabulary::{Source, parse_listing};
+
+    let (entries, _) = parse_listing(listing, Source::Wiki);
+    let folder = |kind: &str| match kind {
+        "quest" => "quests",
+        "skill" => "skills",
+        "item" => "items",
+        "npc" => "npcs",
+        _ => "shops",
+    };
+    for entry in &entries {
+        let path = dir.join(folder(&entry.kind));
+        std::fs::create_dir_all(&path)?;
+        std::fs::write(
+            path.join(format!("{}.md", entry.slug)),
+            format!(
+                "# {}\n\n| Detail | Value |\n|---|---|\n| Members | No |\n| Examine | A {} of the game. |\n\n## Notes\n\nGenerated for `mindrune bench tags`.\n",
+                entry.title, entry.kind
+            ),
+        )?;
+    }
+    Ok(entries.len())
+}
+
+/// `mindrune bench tags`: building the vocabulary from a wiki of the real rs-sdk pages plus
+/// the places and LostHQ pages, and mapping free text to tags beside a plain Aho-Corasick scan
+/// of the same text for the same names (ASCII case ignored, leftmost-longest), in one run.
+pub fn tags(pages: Option<&Path>, megabytes: usize, json_out: bool) -> anyhow::Result<ExitCode> {
+    use mindrune_core::vocabulary::Vocabulary;
+    use mindrune_engine::tags as engine_tags;
+
+    anyhow::ensure!(megabytes >= 1, "--megabytes must be at least 1");
+    let default = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/rs-sdk/wiki-pages.txt"
+    );
+    let pages = pages.unwrap_or(Path::new(default));
+    let listing = std::fs::read_to_string(pages).with_context(|| {
+        format!(
+            "cannot read the page listing {}\n\nhint: pass one with --pages FILE (`kind:slug` lines)",
+            pages.display()
+        )
+    })?;
+    let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
+    let written = write_wiki(&listing, dir.path())?;
+
+    // Building: reading the pages, then compiling the alias table and its automaton.
+    let mut reads = Vec::with_capacity(TAG_BUILDS);
+    let mut compiles = Vec::with_capacity(TAG_BUILDS);
+    let mut plain_builds = Vec::with_capacity(TAG_BUILDS);
+    let mut vocabulary = None;
+    for _ in 0..TAG_BUILDS {
+        let (read_took, read) = time_it(|| Ok(engine_tags::build_from_wiki(dir.path())?))?;
+        anyhow::ensure!(
+            read.skipped.is_empty() && read.entries.len() == written,
+            "the generated wiki did not read back whole: {:?}",
+            read.skipped
+        );
+        let (compile_took, built) =
+            time_it(|| Ok(Vocabulary::from_entries(read.entries.iter().cloned()).0))?;
+        let names: Vec<String> = built.names().map(str::to_string).collect();
+        let (plain_took, _) = time_it(|| {
+            Ok(aho_corasick::AhoCorasick::builder()
+                .ascii_case_insensitive(true)
+                .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                .build(&names)?)
+        })?;
+        reads.push(read_took);
+        compiles.push(compile_took);
+        plain_builds.push(plain_took);
+        vocabulary = Some(built);
+    }
+    let vocabulary = vocabulary.context("no build was measured")?;
+    let (read_took, compile_took, plain_build) =
+        (median(reads), median(compiles), median(plain_builds));
+
+    // Mapping: the same lines through MindRune and through a plain scan, alternating blocks.
+    let lines = free_text_lines(&vocabulary, megabytes * 1_000_000);
+    let bytes: usize = lines.iter().map(String::len).sum();
+    let plain = aho_corasick::AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+        .build(vocabulary.names())?;
+    let (mut mindrune_took, mut plain_took) = (Duration::ZERO, Duration::ZERO);
+    let (mut tags_found, mut plain_found) = (0usize, 0usize);
+    for block in lines.chunks(lines.len().div_ceil(TAG_BLOCKS)) {
+        let began = Instant::now();
+        for line in block {
+            tags_found += vocabulary.map(line).len();
+        }
+        mindrune_took += began.elapsed();
+        let began = Instant::now();
+        for line in block {
+            plain_found += plain.find_iter(line).count();
+        }
+        plain_took += began.elapsed();
+    }
+    let mb_per_second = |took: Duration| bytes as f64 / 1e6 / took.as_secs_f64();
+    let (mindrune_rate, plain_rate) = (mb_per_second(mindrune_took), mb_per_second(plain_took));
+    let ratio = mindrune_rate / plain_rate;
+    let pass = mindrune_rate >= TARGET_TAGS_MB_PER_SECOND;
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+
+    let mut out = std::io::stdout().lock();
+    if json_out {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &json!({
+                "benchmark": "tags",
+                "build": {
+                    "pages": written,
+                    "tags": vocabulary.len(),
+                    "names": vocabulary.name_count(),
+                    "read_wiki_ms": ms(read_took),
+                    "compile_ms": ms(compile_took),
+                    "total_ms": ms(read_took + compile_took),
+                    "baseline_plain_aho_corasick_build_ms": ms(plain_build),
+                },
+                "map": {
+                    "bytes": bytes,
+                    "lines": lines.len(),
+                    "tags_found": tags_found,
+                    "mb_per_second": mindrune_rate,
+                    "baseline_plain_aho_corasick_mb_per_second": plain_rate,
+                    "baseline_matches": plain_found,
+                    "ratio": ratio,
+                    "target_mb_per_second": TARGET_TAGS_MB_PER_SECOND,
+                    "pass": pass,
+                },
+            }),
+        )?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "mindrune bench tags: {} wiki pages (generated from {}) plus places and LostHQ pages\n",
+            written,
+            pages.display()
+        )?;
+        writeln!(
+            out,
+            "build: {} tags, {} names; medians of {TAG_BUILDS} builds",
+            vocabulary.len(),
+            vocabulary.name_count()
+        )?;
+        writeln!(
+            out,
+            "  read the wiki ({written} pages)     {:>10}",
+            micros(read_took)
+        )?;
+        writeln!(
+            out,
+            "  compile the vocabulary           {:>10}",
+            micros(compile_took)
+        )?;
+        writeln!(
+            out,
+            "  total                            {:>10}",
+            micros(read_took + compile_took)
+        )?;
+        writeln!(
+            out,
+            "  baseline: plain aho-corasick build {:>8}\n",
+            micros(plain_build)
+        )?;
+        writeln!(
+            out,
+            "map: {:.1} MB of free text in {} lines",
+            bytes as f64 / 1e6,
+            lines.len()
+        )?;
+        writeln!(
+            out,
+            "  MindRune (spelling rules, whole words, aliases, exact tags) {mindrune_rate:>7.0} MB/s  ({tags_found} tags)"
+        )?;
+        writeln!(
+            out,
+            "  baseline: plain aho-corasick, same names                   {plain_rate:>7.0} MB/s  ({plain_found} matches)"
+        )?;
+        writeln!(
+            out,
+            "  ratio (MindRune / baseline)                                {ratio:>7.2}×\n"
+        )?;
+        writeln!(
+            out,
+            "  map     target ≥ {TARGET_TAGS_MB_PER_SECOND:.0} MB/s  {}",
+            if pass { "pass" } else { "FAIL" }
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

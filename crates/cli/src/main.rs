@@ -93,6 +93,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The wrap-up at a goal or step end: the lesson prompt, headed scripts not shared yet,
+    /// what became a family skill, proven scripts without a header, repeated inline code.
+    Wrapup {
+        agent: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The short text an agent is told about sharing (with the family's bar), for its start.
+    Instructions { agent: String },
     /// Write an agent's family-skills/ now from the library's answer.
     Mirror {
         agent: String,
@@ -106,6 +115,35 @@ enum Command {
     Bench {
         #[command(subcommand)]
         which: BenchCommand,
+    },
+    /// Topic tags: build the vocabulary from rs-sdk's wiki, or see which tags a text carries.
+    Tags {
+        #[command(subcommand)]
+        command: TagsCommand,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TagsCommand {
+    /// Write the topic-tag vocabulary into the library from an rs-sdk wiki folder.
+    ///
+    /// One tag per page of its quests/, skills/, items/, npcs/ and shops/, plus the built-in
+    /// places and LostHQ pages. Run it again after an rs-sdk update: new pages become new
+    /// tags. Exits with 2 when files were skipped (each is named).
+    Build {
+        /// The wiki folder, or an rs-sdk checkout that has one.
+        #[arg(long)]
+        wiki: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the topic tags a text carries, one a line.
+    ///
+    /// Tags written exactly, and names the vocabulary knows ("lumby" is place:lumbridge).
+    Map {
+        /// The text; `-` or nothing reads standard input.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        text: Vec<String>,
     },
 }
 
@@ -181,6 +219,20 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Building the topic-tag vocabulary from a wiki of the real 1,350 pages, and mapping
+    /// 50 MB of free text to tags, beside a plain Aho-Corasick scan of the same text.
+    Tags {
+        /// The `kind:slug` listing the wiki is generated from (default: the shared rs-sdk
+        /// listing beside the source tree).
+        #[arg(long)]
+        pages: Option<PathBuf>,
+        /// Megabytes of free text to map.
+        #[arg(long, default_value_t = 50)]
+        megabytes: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -248,6 +300,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Start { agent, out, json } => {
             commands::turn_boundary(&home, &agent, Boundary::Start, out.as_deref(), json)
         }
+        Command::Wrapup { agent, json } => commands::wrapup(&home, &agent, json),
+        Command::Instructions { agent } => commands::instructions(&home, &agent),
         Command::Mirror { agent, out, json } => {
             commands::mirror(&home, &agent, out.as_deref(), json)
         }
@@ -267,5 +321,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Bench {
             which: BenchCommand::Mirror { json },
         } => bench::mirror(json),
+        Command::Bench {
+            which:
+                BenchCommand::Tags {
+                    pages,
+                    megabytes,
+                    json,
+                },
+        } => bench::tags(pages.as_deref(), megabytes, json),
+        Command::Tags {
+            command: TagsCommand::Build { wiki, json },
+        } => commands::tags_build(&home, &wiki, json),
+        Command::Tags {
+            command: TagsCommand::Map { text },
+        } => commands::tags_map(&home, &text),
     }
 }

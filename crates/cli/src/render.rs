@@ -10,6 +10,7 @@ use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::Recorded;
 use mindrune_engine::family::MirrorOutcome;
 use mindrune_engine::turn::TurnReport;
+use mindrune_engine::wrapup::WrapUp;
 use mindrune_store::{
     HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
 };
@@ -541,4 +542,51 @@ pub fn mirror_outcome(out: &mut impl Write, outcome: &MirrorOutcome) -> std::io:
             writeln!(out, "  family-skills/ not refreshed: {reason}.")
         }
     }
+}
+
+pub fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
+    writeln!(out, "{}: wrap-up", wrap.agent)?;
+    writeln!(out, "\n{}", wrap.lesson_prompt)?;
+    if !wrap.became_family.is_empty() {
+        writeln!(out, "\nBecame family skills since the last wrap-up:")?;
+        for change in &wrap.became_family {
+            writeln!(out, "  {}", sharing_line(change))?;
+        }
+    }
+    if !wrap.not_shared_yet.is_empty() {
+        writeln!(
+            out,
+            "\nHeaded scripts not shared yet (the family's bar: {} runs of the current version, score {}):",
+            wrap.bar.runs,
+            points(wrap.bar.score)
+        )?;
+        for line in &wrap.not_shared_yet {
+            writeln!(out, "  {line}")?;
+        }
+    }
+    for line in &wrap.sibling_copies {
+        writeln!(out, "\n  {line}")?;
+    }
+    for offer in &wrap.offers {
+        writeln!(
+            out,
+            "\n{} proved itself ({} runs, score {}) but has no header, so it stays private. To share it with your family, put this at its top:",
+            offer.file,
+            offer.runs,
+            points(offer.score)
+        )?;
+        for line in offer.header.lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    for advice in &wrap.suggestions {
+        writeln!(out, "\n{}", advice.message)?;
+        for line in advice.quote.lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    for diagnostic in &wrap.diagnostics {
+        writeln!(out, "\nwarning: {diagnostic}")?;
+    }
+    Ok(())
 }

@@ -34,7 +34,27 @@ pub fn code_without_header(source: &str) -> String {
         None => source,
     };
     let body = body.trim_start_matches(['\n', '\r']);
-    body.replace("\r\n", "\n")
+    // Every run of `\r` right before a `\n` goes, in one pass: replacing `\r\n` once would
+    // leave `\r\n` behind from `\r\r\n`, and the stored code would then not be stable under
+    // a second normalisation (a copied file would stop matching its own version).
+    let mut out = String::with_capacity(body.len());
+    let mut pending_cr = 0usize;
+    for c in body.chars() {
+        match c {
+            '\r' => pending_cr += 1,
+            '\n' => {
+                pending_cr = 0;
+                out.push('\n');
+            }
+            other => {
+                out.extend(std::iter::repeat_n('\r', pending_cr));
+                pending_cr = 0;
+                out.push(other);
+            }
+        }
+    }
+    out.extend(std::iter::repeat_n('\r', pending_cr));
+    out
 }
 
 /// The digest of a script's version: its code without the header.

@@ -243,6 +243,26 @@ fn tag_group(inside: &str) -> Option<Vec<Tagged>> {
     (!items.is_empty()).then_some(items)
 }
 
+/// The byte where a lesson's text starts after its leading tag groups (the groups [`view`]
+/// takes off as tags) and the white space after them; 0 when it has none. The vocabulary adds
+/// the tags it finds here, so they join the ones the author wrote, in order.
+pub(crate) fn leading_tags_end(text: &str) -> usize {
+    let mut rest = text.trim_start();
+    while let Some(inside) = rest.strip_prefix('[') {
+        let Some(close) = inside.find(']') else {
+            break;
+        };
+        if tag_group(&inside[..close]).is_none() {
+            break;
+        }
+        rest = inside[close + 1..].trim_start();
+    }
+    if rest.len() == text.trim_start().len() {
+        return 0;
+    }
+    text.len() - rest.len()
+}
+
 /// One line of `LESSONS.md`: `- [tag] [tag] text (author)`, or `- text (author)` without tags.
 /// Every part is made one line, so a lesson can never add a line of its own.
 pub fn render_line(view: &LessonView, author: &str) -> String {

@@ -7,11 +7,14 @@
 pub mod digest;
 pub mod event;
 pub mod header;
+pub mod instructions;
 pub mod lessons;
 pub mod mirror_text;
+pub mod near_repeat;
 pub mod rs_output;
 pub mod score;
 pub mod secrets;
 pub mod sharing;
 pub mod shell_line;
 pub mod topics;
+pub mod vocabulary;

@@ -566,6 +566,10 @@ pub fn render_lessons(
         lines(others),
         "No sibling shares a lesson yet.\n",
     );
+    if feedback.lines.is_empty() {
+        // Feedback is only for authors whose skills siblings wrote about: no empty heading.
+        feedback.heading.clear();
+    }
     if !nothing_shared && others.lines.is_empty() {
         // Only feedback: no empty "Lessons" section under it.
         others.heading.clear();
@@ -1083,6 +1087,10 @@ mod tests {
     #[test]
     fn no_lessons_and_only_feedback_read_sensibly() {
         let none = render_lessons("buzz", &[], &shared);
+        assert!(
+            !none.contains("## Feedback"),
+            "no empty feedback heading: {none}"
+        );
         assert!(none.ends_with("\n## Lessons\nNo sibling shares a lesson yet.\n"));
         let only = render_lessons("buzz", &[lesson("x", "[skill:buzz/fish] ok", 1)], &shared);
         assert!(only.ends_with("## Feedback on your shared skills\n- [skill:buzz/fish] ok (x)\n"));

@@ -38,3 +38,68 @@ fn a_heredoc_whose_delimiter_is_only_white_space_is_refused_not_looped_on() {
         assert!(runs.runs.is_empty(), "{line:?}: {runs:?}");
     }
 }
+
+#[test]
+fn a_mirrored_skill_file_gives_back_code_whose_file_had_cr_cr_lf_line_ends() {
+    use mindrune_core::digest::code_without_header;
+    use mindrune_core::mirror_text::{SkillFileHeader, render_skill_file};
+
+    // The `mirror_text` target's round trip fails on this input (its last part is the code).
+    let code = code_without_header("a\r\r\nb");
+    assert_eq!(code_without_header(&code), code);
+    let file = render_skill_file(
+        &SkillFileHeader {
+            name: "x",
+            from: "pickles/x",
+            ..SkillFileHeader::default()
+        },
+        &code,
+    );
+    assert_eq!(code_without_header(&file), code);
+}
+
+/// Tokenizes a snippet on another thread and fails (instead of hanging) if it takes too long.
+fn analyze_in_time(code: &'static str) -> Option<mindrune_core::near_repeat::Analysis> {
+    let (send, receive) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(mindrune_core::near_repeat::analyze(code));
+    });
+    receive
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or_else(|_| panic!("tokenizing {code:?} did not finish"))
+}
+
+#[test]
+fn a_template_whose_code_point_escape_is_never_closed_does_not_tokenize_and_does_not_hang() {
+    // ress 0.11.7 skips to the escape's `}` one byte at a time and never stops at the end of
+    // the text; the `near_repeat` target found it in a snippet cut by its `\x01` separator.
+    for code in [
+        "c sdks\\u88529b7b`0d5c8aa3c.fii =s\\U88520b7b21\0;aa\x01(bot.wiee\\u{a\0%,s\\u880bb29527d5c8a // c\n",
+        "(bot.wiee\\u{a\0%,s\\u880bb29527d5c8a // c\n",
+        "`\\u{a",
+    ] {
+        assert_eq!(analyze_in_time(code), None, "{code:?}");
+    }
+}
+
+#[test]
+fn a_code_point_escape_of_more_than_eight_digits_does_not_tokenize_and_does_not_panic() {
+    // ress 0.11.7 multiplies the code point in a `u32` without a check, which panics in debug
+    // builds, in templates, strings and identifiers alike.
+    for code in ["`\\u{123456789}`", "'\\u{123456789}'", "x = \\u{123456789}"] {
+        assert_eq!(analyze_in_time(code), None, "{code:?}");
+    }
+}
+
+#[test]
+fn an_html_like_comment_opened_and_closed_at_once_does_not_tokenize_and_does_not_panic() {
+    // ress 0.11.7 finds the `-->` of `<!-->` inside its own `<!--` and slices backwards.
+    for code in [
+        "<vu<vu<.<!-->>=u<.<!--6\r\r\r\r+\rdk\r\r`\rdk<.<!--6\r\x07\0\0\0\ru<.<!--6\r\r\r\r`\rdk\r\r`\rdk",
+        "<!-->>=u<.<!--6",
+        "<!-->",
+        "a <!--> b",
+    ] {
+        assert_eq!(analyze_in_time(code), None, "{code:?}");
+    }
+}

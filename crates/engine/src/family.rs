@@ -16,7 +16,9 @@ use mindrune_core::mirror_text::{
 };
 use mindrune_core::secrets::Scrubber;
 use mindrune_core::sharing::{self, SharingBar, VersionStanding};
-use mindrune_store::{Agent, Millis, SharedSkill, Store, StoreError, VersionId, VersionSummary};
+use mindrune_store::{
+    Agent, Millis, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
+};
 
 use crate::ingest::now_millis;
 use crate::mirror_writer::{self, MirrorError, RefreshReport, Wanted};
@@ -146,7 +148,7 @@ pub fn answer(store: &dyn Store, reader: &Agent) -> Result<FamilyAnswer, FamilyE
             runs: version.uses,
             goal: skill.skill.header.goal.as_deref().map(scrub),
             preconditions: skill.skill.header.preconditions.as_deref().map(scrub),
-            topics: skill.skill.header.topics.clone(),
+            topics: shown_topics(&skill.skill, &scrubber),
         });
         skills.push(MirroredSkill {
             path,
@@ -186,6 +188,14 @@ fn file_header(skill: &MirroredSkill, scrubber: &Scrubber) -> String {
         scrub(&header.params),
         scrub(&header.result),
     );
+    // Tags are kept as the header wrote them, unscrubbed: scrub them like every other field.
+    let tags: Vec<String> = skill
+        .shared
+        .skill
+        .tags
+        .iter()
+        .map(|tag| scrubber.scrub(tag).text.into_owned())
+        .collect();
     let from = format!(
         "{}/{}",
         skill.shared.skill.agent_name, skill.shared.skill.name
@@ -197,12 +207,41 @@ fn file_header(skill: &MirroredSkill, scrubber: &Scrubber) -> String {
             preconditions: preconditions.as_deref(),
             params: params.as_deref(),
             result: result.as_deref(),
-            tags: &skill.shared.skill.tags,
+            tags: &tags,
             from: &from,
-            topics: &header.topics,
+            topics: &shown_topics(&skill.shared.skill, scrubber),
         },
         "",
     )
+}
+
+/// The header's topics that may be shown. Topics are derived from the header's words as
+/// written and are lower case, so a secret written as a tag (`item:AKIA…`) would pass the
+/// scrubber as its lower-cased topic: a topic spelled in the words before they are scrubbed
+/// but not after is left out with the secret.
+fn shown_topics(skill: &Skill, scrubber: &Scrubber) -> Vec<String> {
+    let header = &skill.header;
+    let fields = [
+        &header.goal,
+        &header.preconditions,
+        &header.params,
+        &header.result,
+    ];
+    let words = skill
+        .tags
+        .iter()
+        .chain(fields.into_iter().flatten())
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("\n");
+    let written = words.to_ascii_lowercase();
+    let scrubbed = scrubber.scrub(&words).text.to_ascii_lowercase();
+    header
+        .topics
+        .iter()
+        .filter(|topic| !written.contains(topic.as_str()) || scrubbed.contains(topic.as_str()))
+        .cloned()
+        .collect()
 }
 
 /// Writes the agent's mirror from the library's answer (into `dir`, or its workspace's

@@ -15,12 +15,12 @@ use mindrune_core::header;
 use mindrune_core::rs_output::{self, RunOutput};
 use mindrune_core::secrets::{self, Scrubber};
 use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
-use mindrune_core::topics;
 use mindrune_store::{
     Agent, HeaderState, Lineage, Millis, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot,
     SharingChange, SkillHeader, Store, StoreError, VersionId,
 };
 
+use crate::tags;
 use crate::workspace::{self, FileStamp, ReadError, SANDBOX_ROOT};
 
 /// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
@@ -432,7 +432,12 @@ impl<'s> Recorder<'s> {
         let name = workspace::script_of_bot(relative)
             .map_or("", |(_, name)| name)
             .to_string();
-        let tags = parsed.as_ref().map(|h| h.tags.clone()).unwrap_or_default();
+        // Tags are stored (and mirrored) as written, so they are scrubbed like every other word
+        // of the header: a secret written as a tag never reaches the library.
+        let tags: Vec<String> = parsed
+            .as_ref()
+            .map(|h| scrubbed_tags(&h.tags, scrubber))
+            .unwrap_or_default();
         let from = parsed.as_ref().and_then(|h| h.from.clone());
 
         let existing = self.store.skill_at_path(owner, agent.id, relative)?;
@@ -487,7 +492,7 @@ impl<'s> Recorder<'s> {
                 digest: code_digest,
                 code: scrubber.scrub(&code).text.into_owned(),
                 tags,
-                header: skill_header(parsed.as_ref(), scrubber),
+                header: skill_header(parsed.as_ref(), scrubber, self.store)?,
                 file_digest: Some(file_digest.clone()),
                 origin,
             },
@@ -593,46 +598,75 @@ impl<'s> Recorder<'s> {
 
 /// What a header says, as the library keeps it: its state decides sharing; its words are
 /// scrubbed like the code.
-pub(crate) fn skill_header(parsed: Option<&header::Header>, scrubber: &Scrubber) -> SkillHeader {
+pub(crate) fn skill_header(
+    parsed: Option<&header::Header>,
+    scrubber: &Scrubber,
+    store: &dyn Store,
+) -> Result<SkillHeader, StoreError> {
     let Some(parsed) = parsed else {
-        return SkillHeader::default();
+        return Ok(SkillHeader::default());
     };
     let scrub = |text: &Option<String>| {
         text.as_deref()
             .map(|t| scrubber.scrub(t).text.into_owned())
             .filter(|t| !t.is_empty())
     };
-    SkillHeader {
+    // Topics are read from the scrubbed words: a secret in a goal or a tag must not come back
+    // as a lower-cased topic.
+    let clean = header::Header {
+        goal: scrub(&parsed.goal),
+        preconditions: scrub(&parsed.preconditions),
+        params: scrub(&parsed.params),
+        result: scrub(&parsed.result),
+        tags: scrubbed_tags(&parsed.tags, scrubber),
+        ..parsed.clone()
+    };
+    Ok(SkillHeader {
         state: if parsed.private {
             HeaderState::Private
         } else {
             HeaderState::Skill
         },
-        goal: scrub(&parsed.goal),
-        preconditions: scrub(&parsed.preconditions),
-        params: scrub(&parsed.params),
-        result: scrub(&parsed.result),
+        topics: header_topics(&clean, store)?,
+        goal: clean.goal,
+        preconditions: clean.preconditions,
+        params: clean.params,
+        result: clean.result,
         from: parsed.from.clone(),
-        topics: header_topics(parsed),
-    }
+    })
 }
 
-/// Topic tags of a header: tags written exactly in `Tags:`, and exact tags in its goal and
-/// preconditions. (The vocabulary's aliases come with the tag map.)
-fn header_topics(parsed: &header::Header) -> Vec<String> {
+/// A header's tags with secrets scrubbed; a tag that was all secret is dropped.
+fn scrubbed_tags(tags: &[String], scrubber: &Scrubber) -> Vec<String> {
+    tags.iter()
+        .map(|tag| scrubber.scrub(tag).text.into_owned())
+        .filter(|tag| !tag.is_empty() && tag != mindrune_core::secrets::REDACTED)
+        .collect()
+}
+
+/// Topic tags of a header, by the library's vocabulary: each `Tags:` entry as an exact tag or
+/// a name (`lumby`, `cooks-assistant`, everyday names too: the author chose it as a tag), then
+/// the tags of the goal's and preconditions' free text (exact tags and names).
+fn header_topics(parsed: &header::Header, store: &dyn Store) -> Result<Vec<String>, StoreError> {
+    let vocabulary = tags::vocabulary(store)?;
     let mut topics: Vec<String> = Vec::new();
     let words = [parsed.goal.as_deref(), parsed.preconditions.as_deref()];
     let found = parsed
         .tags
         .iter()
-        .filter_map(|tag| topics::normalize_tag(tag))
-        .chain(words.into_iter().flatten().flat_map(topics::exact_tags));
+        .filter_map(|tag| vocabulary.tag_for_word(tag))
+        .chain(
+            words
+                .into_iter()
+                .flatten()
+                .flat_map(|text| vocabulary.map(text)),
+        );
     for topic in found {
         if !topics.contains(&topic) {
             topics.push(topic);
         }
     }
-    topics
+    Ok(topics)
 }
 
 struct RunInput {

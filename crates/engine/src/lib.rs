@@ -5,7 +5,10 @@ pub mod family;
 pub mod hook;
 pub mod ingest;
 pub mod mirror_writer;
+pub mod snippets;
+pub mod tags;
 pub mod turn;
 pub mod workspace;
+pub mod wrapup;
 
 pub use ingest::{IngestError, Recorded, Recorder, now_millis};

@@ -22,6 +22,7 @@ use mindrune_store::{
 
 use crate::family::{self, MirrorOutcome};
 use crate::ingest::{IngestError, Recorder, now_millis};
+use crate::tags;
 use crate::workspace::{self, MAX_SCRIPT_BYTES, ReadError};
 
 /// The largest lab log read. Larger than a script: a log grows all day.
@@ -52,7 +53,7 @@ pub struct TurnReport {
     pub new_skills: Vec<String>,
     /// `<name>.ts vN`: a changed file became a new version.
     pub new_versions: Vec<String>,
-    /// Headed scripts not shared yet, with their way to the bar.
+    /// Headed scripts not shared yet, with their way to the bar, closest first.
     pub progress: Vec<String>,
     /// Scripts without a header that cleared the bar: offered, with the header to paste.
     pub offers: Vec<Offer>,
@@ -220,7 +221,16 @@ pub fn turn_boundary(
 
     let eager = store.owner(owner)?.eager_sharing;
     let bar = SharingBar::for_family(eager);
-    for entry in store.skills(owner, Some(agent.id))? {
+    // The headed scripts closest to being shared come first: most runs, then best score.
+    let mut entries = store.skills(owner, Some(agent.id))?;
+    entries.sort_by(|a, b| {
+        b.version
+            .uses
+            .cmp(&a.version.uses)
+            .then(b.version.score.total_cmp(&a.version.score))
+            .then(a.skill.name.cmp(&b.skill.name))
+    });
+    for entry in entries {
         let file = format!("{}.ts", entry.skill.name);
         if entry.family {
             continue;
@@ -242,7 +252,6 @@ pub fn turn_boundary(
             _ => {}
         }
     }
-    report.progress.sort();
     report.sharing = store.sharing_changes(owner, agent.id, since)?;
 
     let due = agent
@@ -292,11 +301,24 @@ fn sync_lessons(
             diagnostic.line, diagnostic.message
         ));
     }
+    // Each lesson carries its topic tags first, as `[tag]`s: the ones the vocabulary finds in
+    // its words join the ones its author wrote, so `grep -r 'place:lumbridge'` finds it.
+    let vocabulary = if lines.is_empty() {
+        None
+    } else {
+        Some(tags::vocabulary(store)?)
+    };
     let lessons: Vec<NewLesson> = lines
         .into_iter()
-        .map(|line| NewLesson {
-            line: line.line,
-            text: scrubber.scrub(&line.text).text.into_owned(),
+        .map(|line| {
+            let text = scrubber.scrub(&line.text).text.into_owned();
+            NewLesson {
+                line: line.line,
+                text: match &vocabulary {
+                    Some(vocabulary) => vocabulary.tag_lesson(&text),
+                    None => text,
+                },
+            }
         })
         .collect();
     Ok(store.replace_lessons(agent.owner, agent.id, &lessons, now)?)

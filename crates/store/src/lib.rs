@@ -1,7 +1,8 @@
 //! The library's storage: one [`Store`] trait and its backends.
 //!
 //! Architecture invariant: owner isolation lives here, not in callers. Every method but the
-//! identity look-ups ([`Store::agent_by_name`], [`Store::owner_by_name`]) takes the
+//! identity look-ups ([`Store::agent_by_name`], [`Store::owner_by_name`]) and the topic-tag
+//! vocabulary's (global reference data: the game's page names, no family's data) takes the
 //! [`OwnerId`] it acts for, and every query it runs filters by that owner, so an id that
 //! belongs to another family is simply not found.
 //!
@@ -72,6 +73,8 @@ pub struct Agent {
     pub mirror_refreshed_at: Option<Millis>,
     /// When its last turn ended.
     pub last_turn_at: Option<Millis>,
+    /// When it last had a wrap-up.
+    pub last_wrapup_at: Option<Millis>,
 }
 
 /// The `@skill` header a skill's file carried when it was last read.
@@ -400,6 +403,32 @@ pub struct Snippet {
     pub last_used_at: Millis,
 }
 
+/// A snippet's runs in a window of time ([`Store::snippet_runs_since`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SnippetRuns {
+    pub snippet: SnippetId,
+    pub digest: String,
+    pub code: String,
+    /// Successful runs in the window.
+    pub ok: i64,
+    /// All runs in the window.
+    pub runs: i64,
+    /// The window's last run.
+    pub last_run_at: Millis,
+}
+
+/// A snippet's window as the near-repeat suggestions take it.
+impl From<SnippetRuns> for mindrune_core::near_repeat::RecentSnippet {
+    fn from(runs: SnippetRuns) -> Self {
+        mindrune_core::near_repeat::RecentSnippet {
+            digest: runs.digest,
+            code: runs.code,
+            ok_runs: runs.ok,
+            last_run_at: runs.last_run_at,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedSnippetUse {
     pub added: bool,
@@ -491,6 +520,14 @@ pub trait Store: Send + Sync {
         new_use: &NewSnippetUse,
     ) -> Result<RecordedSnippetUse>;
     fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>>;
+    /// Every snippet the agent ran at or after `since`, with its runs in that window, most
+    /// recently run first: the input of the near-repeat suggestions.
+    fn snippet_runs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SnippetRuns>>;
 
     /// One entry per skill, optionally for one agent, best score first.
     fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>>;
@@ -498,6 +535,25 @@ pub trait Store: Send + Sync {
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>>;
     /// How many uses the owner's family has recorded (all versions).
     fn use_count(&self, owner: OwnerId) -> Result<i64>;
+
+    /// Notes that an agent had a wrap-up.
+    fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
+    /// At which successful-run count each snippet group was last suggested to the agent as a
+    /// file (group key → runs).
+    fn snippet_suggestions(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+    ) -> Result<std::collections::HashMap<String, i64>>;
+    /// Remembers that a snippet group was suggested at this run count.
+    fn note_snippet_suggestion(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        group_key: &str,
+        runs: i64,
+        at: Millis,
+    ) -> Result<()>;
 
     /// Switches eager family sharing (the lower bar) on or off for the owner's family.
     fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()>;
@@ -545,4 +601,38 @@ pub trait Store: Send + Sync {
     /// Deletes an agent: its private scripts (with their history), snippets and lessons go;
     /// its shared skills stay with the family, no longer linked to it.
     fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent>;
+
+    // The topic-tag vocabulary. Global reference data (like a Citus reference table): the names
+    // of the game's pages, the same for every family and holding none of a family's data, so
+    // these methods take no OwnerId.
+
+    /// Makes the vocabulary exactly these entries, in one transaction: tags not there yet are
+    /// added (re-running after an rs-sdk update adds its new pages as new tags), tags no longer
+    /// given are removed, the others keep their first-seen time and take the new title,
+    /// source and aliases.
+    fn replace_vocabulary(
+        &self,
+        entries: &[VocabularyEntry],
+        now: Millis,
+    ) -> Result<VocabularyChange>;
+    /// Every entry of the vocabulary, by kind and slug.
+    fn vocabulary(&self) -> Result<Vec<VocabularyEntry>>;
+    /// The digest of the vocabulary as last written, or `None` before the first build: one
+    /// read tells a process whether the vocabulary it compiled is still current.
+    fn vocabulary_digest(&self) -> Result<Option<String>>;
+}
+
+/// One tag of the topic-tag vocabulary and the names that mean it (kind, slug, title, source,
+/// aliases).
+pub use mindrune_core::vocabulary::{Entry as VocabularyEntry, Source as VocabularySource};
+
+/// What replacing the vocabulary changed, by tag (`quest:restless-ghost`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VocabularyChange {
+    /// Tags new to the vocabulary, sorted.
+    pub added: Vec<String>,
+    /// Tags no longer in it, sorted.
+    pub removed: Vec<String>,
+    /// Tags kept.
+    pub kept: usize,
 }

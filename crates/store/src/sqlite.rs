@@ -17,8 +17,8 @@ use crate::{
     Agent, AgentId, DeletedAgent, HeaderState, Lesson, LessonsChange, Lineage, Matched, Millis,
     NewLesson, NewSnippetUse, NewUse, Outcome, Owner, OwnerId, RecordedSnippetUse, RecordedUse,
     Result, ScriptSnapshot, SharedSkill, SharingChange, SharingKind, SiblingUse, Skill, SkillEntry,
-    SkillHeader, SkillId, Snippet, SnippetId, Store, StoreError, Version, VersionId, VersionStats,
-    VersionSummary,
+    SkillHeader, SkillId, Snippet, SnippetId, SnippetRuns, Store, StoreError, Version, VersionId,
+    VersionStats, VersionSummary,
 };
 use mindrune_core::sharing::SharingBar;
 
@@ -26,6 +26,8 @@ use mindrune_core::sharing::SharingBar;
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0001_init.sql"),
     include_str!("../migrations/sqlite/0002_sharing.sql"),
+    include_str!("../migrations/sqlite/0003_vocabulary.sql"),
+    include_str!("../migrations/sqlite/0004_wrapups.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -193,9 +195,20 @@ fn with_retry<T>(mut work: impl FnMut() -> Result<T>) -> Result<T> {
     }
 }
 
+/// Each snippet of an agent run since a time, with its runs since then. The plan walks the
+/// agent's snippets by `snippets`' unique index (owner_id, agent_id, digest), skips those not run
+/// since (`last_used_at` is the newest use's time), and seeks each one's window in
+/// `snippet_uses_by_snippet` (snippet_id, at DESC); snippet ids are unique across owners, and
+/// the owner is checked on both tables.
+const SNIPPET_RUNS_SINCE: &str =
+    "SELECT s.snippet_id, s.digest, s.code, SUM(u.ok), COUNT(*), MAX(u.at)
+     FROM snippets s JOIN snippet_uses u ON u.snippet_id = s.snippet_id AND u.owner_id = s.owner_id
+     WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.last_used_at >= ?3 AND u.at >= ?3
+     GROUP BY s.snippet_id
+     ORDER BY MAX(u.at) DESC, s.snippet_id";
+
 const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
-const AGENT_COLUMNS: &str =
-    "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at";
+const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at";
 const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
     s.tags, s.header, s.goal, s.preconditions, s.params, s.result, s.from_skill, s.topics, s.file_digest";
 const SKILL_COLUMN_COUNT: usize = 19;
@@ -229,6 +242,7 @@ fn agent_from(row: &Row<'_>) -> rusqlite::Result<Agent> {
         created_at: row.get(4)?,
         mirror_refreshed_at: row.get(5)?,
         last_turn_at: row.get(6)?,
+        last_wrapup_at: row.get(7)?,
     })
 }
 
@@ -679,6 +693,7 @@ impl Store for SqliteStore {
                 created_at: now,
                 mirror_refreshed_at: None,
                 last_turn_at: None,
+                last_wrapup_at: None,
             }),
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
@@ -1242,6 +1257,34 @@ impl Store for SqliteStore {
         Ok(snippets)
     }
 
+    fn snippet_runs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SnippetRuns>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(SNIPPET_RUNS_SINCE)
+            .map_err(db_err)?;
+        let runs = statement
+            .query_map(params![owner.0, agent.0, since], |r| {
+                Ok(SnippetRuns {
+                    snippet: SnippetId(r.get(0)?),
+                    digest: r.get(1)?,
+                    code: r.get(2)?,
+                    ok: r.get(3)?,
+                    runs: r.get(4)?,
+                    last_run_at: r.get(5)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(runs)
+    }
+
     fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>> {
         let inner = self.lock();
         let mut statement = inner
@@ -1308,6 +1351,48 @@ impl Store for SqliteStore {
             )
             .map_err(db_err)
     }
+    fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        self.set_agent_time(owner, agent, "last_wrapup_at", at)
+    }
+
+    fn snippet_suggestions(&self, owner: OwnerId, agent: AgentId) -> Result<HashMap<String, i64>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT group_key, suggested_runs FROM snippet_suggestions WHERE owner_id = ?1 AND agent_id = ?2",
+            )
+            .map_err(db_err)?;
+        let rows = statement
+            .query_map(params![owner.0, agent.0], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<HashMap<String, i64>>>()
+            .map_err(db_err)?;
+        Ok(rows)
+    }
+
+    fn note_snippet_suggestion(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        group_key: &str,
+        runs: i64,
+        at: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "INSERT INTO snippet_suggestions (owner_id, agent_id, group_key, suggested_at, suggested_runs)
+                 SELECT owner_id, agent_id, ?3, ?4, ?5 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+                 ON CONFLICT (owner_id, agent_id, group_key)
+                 DO UPDATE SET suggested_at = excluded.suggested_at, suggested_runs = excluded.suggested_runs",
+                params![owner.0, agent.0, group_key, at, runs],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
     fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
         let inner = self.lock();
         let changed = inner
@@ -1685,6 +1770,7 @@ impl Store for SqliteStore {
                 "DELETE FROM snippet_uses WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM snippets WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "DELETE FROM snippet_suggestions WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "UPDATE uses SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "UPDATE sharing_events SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2"
                     .to_string(),
@@ -1709,6 +1795,150 @@ impl Store for SqliteStore {
         // Cached windows of removed versions must not outlive them.
         inner.windows.clear();
         result
+    }
+
+    // The topic-tag vocabulary: global reference data, so no owner (see the trait).
+
+    fn replace_vocabulary(
+        &self,
+        entries: &[crate::VocabularyEntry],
+        now: Millis,
+    ) -> Result<crate::VocabularyChange> {
+        // By tag, first one given wins; sorted, so the digest does not depend on the order.
+        let mut wanted: std::collections::BTreeMap<(String, String), &crate::VocabularyEntry> =
+            std::collections::BTreeMap::new();
+        for entry in entries {
+            let tag = format!("{}:{}", entry.kind, entry.slug);
+            if mindrune_core::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
+                return Err(StoreError::Conflict(format!(
+                    "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
+                )));
+            }
+            wanted
+                .entry((entry.kind.clone(), entry.slug.clone()))
+                .or_insert(entry);
+        }
+        // Aliases are kept newline-joined, so a line break inside one would split it.
+        let aliases_of = |entry: &crate::VocabularyEntry| {
+            entry
+                .aliases
+                .iter()
+                .map(|alias| alias.replace(['\n', '\r'], " "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let mut canonical = String::new();
+        for ((kind, slug), entry) in &wanted {
+            canonical.push_str(&format!(
+                "{kind}\u{1f}{slug}\u{1f}{}\u{1f}{}\u{1f}{}\n",
+                entry.title,
+                entry.source.as_str(),
+                aliases_of(entry)
+            ));
+        }
+        let digest = mindrune_core::digest::sha256(canonical.as_bytes());
+        let mut inner = self.lock();
+        with_retry(|| {
+            let tx = inner
+                .conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let existing: std::collections::HashSet<(String, String)> = tx
+                .prepare_cached("SELECT kind, slug FROM vocabulary")
+                .map_err(db_err)?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(db_err)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(db_err)?;
+            let mut change = crate::VocabularyChange::default();
+            for (kind, slug) in &existing {
+                if !wanted.contains_key(&(kind.clone(), slug.clone())) {
+                    tx.execute(
+                        "DELETE FROM vocabulary WHERE kind = ?1 AND slug = ?2",
+                        params![kind, slug],
+                    )
+                    .map_err(db_err)?;
+                    change.removed.push(format!("{kind}:{slug}"));
+                }
+            }
+            {
+                let mut upsert = tx
+                    .prepare_cached(
+                        "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                         ON CONFLICT (kind, slug) DO UPDATE
+                         SET title = excluded.title, source = excluded.source, aliases = excluded.aliases",
+                    )
+                    .map_err(db_err)?;
+                for ((kind, slug), entry) in &wanted {
+                    upsert
+                        .execute(params![
+                            kind,
+                            slug,
+                            entry.title,
+                            entry.source.as_str(),
+                            aliases_of(entry),
+                            now
+                        ])
+                        .map_err(db_err)?;
+                    if existing.contains(&(kind.clone(), slug.clone())) {
+                        change.kept += 1;
+                    } else {
+                        change.added.push(format!("{kind}:{slug}"));
+                    }
+                }
+            }
+            tx.execute(
+                "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, ?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE
+                 SET digest = excluded.digest, entries = excluded.entries, built_at = excluded.built_at",
+                params![digest, wanted.len() as i64, now],
+            )
+            .map_err(db_err)?;
+            tx.commit().map_err(db_err)?;
+            change.removed.sort();
+            Ok(change)
+        })
+    }
+
+    fn vocabulary(&self) -> Result<Vec<crate::VocabularyEntry>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT kind, slug, title, source, aliases FROM vocabulary ORDER BY kind, slug",
+            )
+            .map_err(db_err)?;
+        let entries = statement
+            .query_map([], |r| {
+                let source: String = r.get(3)?;
+                Ok(crate::VocabularyEntry {
+                    kind: r.get(0)?,
+                    slug: r.get(1)?,
+                    title: r.get(2)?,
+                    // Only MindRune writes the column; an unknown value reads as a wiki page.
+                    source: crate::VocabularySource::parse(&source)
+                        .unwrap_or(crate::VocabularySource::Wiki),
+                    aliases: lines_of(r.get(4)?),
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(entries)
+    }
+
+    fn vocabulary_digest(&self) -> Result<Option<String>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                "SELECT digest FROM vocabulary_state WHERE id = 1",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)
     }
 }
 

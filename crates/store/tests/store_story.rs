@@ -745,3 +745,184 @@ fn deleting_an_agent_removes_its_scripts_and_leaves_its_shared_skills_to_the_fam
     assert_eq!(f.store.use_count(f.owner).unwrap(), 5);
     assert_eq!(f.store.integrity_check().unwrap(), "ok");
 }
+
+#[test]
+fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets() {
+    let f = family();
+    let day: i64 = 24 * 60 * 60 * 1000;
+    let now = 30 * day;
+    let since = now - mindrune_core::near_repeat::WINDOW_MS;
+    let run = |store: &SqliteStore, owner, agent, code: &str, at: i64, ok: bool| {
+        store
+            .record_snippet_use(
+                owner,
+                &NewSnippetUse {
+                    agent,
+                    digest: mindrune_core::digest::snippet_digest(code),
+                    code: code.into(),
+                    outcome: Outcome {
+                        at,
+                        ok,
+                        ..Outcome::default()
+                    },
+                    output: None,
+                    event_id: None,
+                },
+            )
+            .unwrap();
+    };
+    let west = "await bot.walkTo(3200, 3210); await bot.chopTree('oak');";
+    let east = "await bot.walkTo(3105, 3210); await bot.chopTree('oak');";
+    let old = "await bot.openBank();";
+    // Two runs of `west` before the window do not count; three in it do, one of them failed.
+    for at in [since - 2 * day, since - 1, since, since + day, now] {
+        run(&f.store, f.owner, f.buzz, west, at, at != since + day);
+    }
+    run(&f.store, f.owner, f.buzz, east, now - day, true);
+    run(&f.store, f.owner, f.buzz, old, since - day, true);
+    // A sibling's snippet and another family's are not this agent's history.
+    run(&f.store, f.owner, f.pickles, west, now, true);
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap().id;
+    let bobs = f.store.create_agent(other, "rex", "/ws/rex", 0).unwrap().id;
+    run(&f.store, other, bobs, west, now, true);
+
+    let runs = f.store.snippet_runs_since(f.owner, f.buzz, since).unwrap();
+    let summary: Vec<(&str, i64, i64, i64)> = runs
+        .iter()
+        .map(|r| (r.code.as_str(), r.ok, r.runs, r.last_run_at))
+        .collect();
+    assert_eq!(
+        summary,
+        [(west, 2, 3, now), (east, 1, 1, now - day)],
+        "most recently run first, counted in the window only"
+    );
+    assert_eq!(runs[0].digest, mindrune_core::digest::snippet_digest(west));
+    assert!(
+        f.store
+            .snippet_runs_since(other, f.buzz, since)
+            .unwrap()
+            .is_empty(),
+        "another family's owner id finds nothing"
+    );
+
+    // Mapped to the core's input, the window gives one near-repeat group of 3 successful runs.
+    let recent: Vec<mindrune_core::near_repeat::RecentSnippet> =
+        runs.into_iter().map(Into::into).collect();
+    let suggestions = mindrune_core::near_repeat::suggestions("buzz", &recent, &Default::default());
+    assert_eq!(suggestions.len(), 1);
+    assert!(suggestions[0].near_repeat);
+    assert_eq!(suggestions[0].count, 3);
+    assert_eq!(suggestions[0].args, ["3200"]);
+}
+
+/// The topic-tag vocabulary is global reference data: one per library, written as a whole by
+/// `tags build`, read by every family alike.
+#[test]
+fn the_vocabulary_is_replaced_as_a_whole_and_a_rebuild_adds_new_pages_as_new_tags() {
+    use mindrune_store::{VocabularyEntry, VocabularySource};
+
+    let store = SqliteStore::open_in_memory().unwrap();
+    assert_eq!(store.vocabulary_digest().unwrap(), None, "never built");
+    assert!(store.vocabulary().unwrap().is_empty());
+
+    let entry = |kind: &str, slug: &str, title: &str, source| {
+        let mut entry = VocabularyEntry::new(kind, slug, title, source);
+        if slug == "lumbridge" {
+            entry.aliases = vec!["Lumby".into(), "a\nsplit".into()];
+        }
+        entry
+    };
+    let first = vec![
+        entry(
+            "quest",
+            "cooks-assistant",
+            "Cook's Assistant",
+            VocabularySource::Wiki,
+        ),
+        entry(
+            "item",
+            "bronze-pickaxe",
+            "Bronze pickaxe",
+            VocabularySource::Wiki,
+        ),
+        entry("place", "lumbridge", "Lumbridge", VocabularySource::Places),
+    ];
+    let change = store.replace_vocabulary(&first, 10).unwrap();
+    assert_eq!(
+        change.added,
+        [
+            "item:bronze-pickaxe",
+            "place:lumbridge",
+            "quest:cooks-assistant"
+        ]
+    );
+    assert!(change.removed.is_empty());
+    assert_eq!(change.kept, 0);
+    let digest = store.vocabulary_digest().unwrap().expect("built");
+
+    // Entries come back by kind and slug, with their source and aliases (one a line).
+    let stored = store.vocabulary().unwrap();
+    let tags: Vec<String> = stored.iter().map(VocabularyEntry::tag).collect();
+    assert_eq!(
+        tags,
+        [
+            "item:bronze-pickaxe",
+            "place:lumbridge",
+            "quest:cooks-assistant"
+        ]
+    );
+    assert_eq!(stored[1].source, VocabularySource::Places);
+    assert_eq!(stored[1].aliases, ["Lumby", "a split"]);
+    assert_eq!(stored[2].title, "Cook's Assistant");
+
+    // The same entries in another order change nothing, not even the digest.
+    let mut same = first.clone();
+    same.reverse();
+    let change = store.replace_vocabulary(&same, 20).unwrap();
+    assert!(change.added.is_empty() && change.removed.is_empty());
+    assert_eq!(change.kept, 3);
+    assert_eq!(
+        store.vocabulary_digest().unwrap().as_deref(),
+        Some(digest.as_str())
+    );
+
+    // An rs-sdk update: a new page becomes a new tag, a page gone is removed, a retitled page
+    // is kept under its new title.
+    let second = vec![
+        entry(
+            "quest",
+            "cooks-assistant",
+            "Cook's Assistant (quest)",
+            VocabularySource::Wiki,
+        ),
+        entry("place", "lumbridge", "Lumbridge", VocabularySource::Places),
+        entry("quest", "regicide", "Regicide", VocabularySource::Wiki),
+    ];
+    let change = store.replace_vocabulary(&second, 30).unwrap();
+    assert_eq!(change.added, ["quest:regicide"]);
+    assert_eq!(change.removed, ["item:bronze-pickaxe"]);
+    assert_eq!(change.kept, 2);
+    assert_ne!(
+        store.vocabulary_digest().unwrap().as_deref(),
+        Some(digest.as_str())
+    );
+    let stored = store.vocabulary().unwrap();
+    assert_eq!(stored.len(), 3);
+    assert_eq!(stored[1].title, "Cook's Assistant (quest)");
+
+    // Something that is not a tag is refused and nothing changes.
+    let bad = vec![entry("monster", "goblin", "Goblin", VocabularySource::Wiki)];
+    let err = store.replace_vocabulary(&bad, 40).unwrap_err();
+    assert!(
+        err.to_string().contains("`monster:goblin` is not a tag"),
+        "{err}"
+    );
+    assert_eq!(store.vocabulary().unwrap().len(), 3);
+
+    // The vocabulary is the same for every family: it lives beside them, not in one.
+    let f = family();
+    f.store.replace_vocabulary(&second, 50).unwrap();
+    f.store.create_owner("eve", "mrk_eve_key", 60).unwrap();
+    assert_eq!(f.store.vocabulary().unwrap().len(), 3);
+    assert_eq!(f.store.integrity_check().unwrap(), "ok");
+}

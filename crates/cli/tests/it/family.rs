@@ -157,8 +157,9 @@ fn a_family_shares_exactly_what_each_avatar_chose_and_what_proved_itself() {
     let mirrored = &pickles["buzz/chop-oaks.ts"];
     assert!(mirrored.starts_with("/** @skill chop-oaks\n"), "{mirrored}");
     assert!(mirrored.contains(" * From: buzz/chop-oaks\n"), "{mirrored}");
+    // The header's Tags: first, then what its goal names ("west of Draynor").
     assert!(
-        mirrored.contains(" * Topics: item:oak-logs\n"),
+        mirrored.contains(" * Topics: item:oak-logs, place:draynor-village\n"),
         "{mirrored}"
     );
     assert!(

@@ -5,4 +5,6 @@ mod family_input;
 mod hook;
 mod mirror_crash;
 mod record;
+mod tags;
 mod util;
+mod wrapup;

@@ -1,0 +1,110 @@
+//! `mindrune wrapup` and `mindrune instructions`: what an agent is told at a step's end and at
+//! its start.
+
+use serde_json::json;
+
+use crate::util::{TestLibrary, script, stderr, stdout};
+
+fn runs(lib: &TestLibrary, agent: &str, name: &str, ok: bool, times: usize) {
+    let events: Vec<_> = (0..times)
+        .map(|_| json!({"agent": agent, "kind": "shell", "command": format!("bun bots/{agent}/{name}.ts"), "cwd": "/work", "ok": ok, "duration_ms": 60000}))
+        .collect();
+    let output = lib.record(&events);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+fn headed(name: &str, n: u32) -> String {
+    format!(
+        "/** @skill {name}\n * Goal: {name} near Lumbridge\n */\n{}",
+        script(n)
+    )
+}
+
+#[test]
+fn the_wrap_up_tells_the_agent_where_its_scripts_stand() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.agent("pickles", "ada");
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    lib.write_script("buzz", "fight", &headed("fight", 2));
+    lib.write_script("buzz", "fish", &script(3));
+    runs(&lib, "buzz", "chop", true, 5);
+    runs(&lib, "buzz", "fight", true, 3);
+    runs(&lib, "buzz", "fish", true, 6);
+    // pickles keeps an unchanged copy of buzz's shared skill.
+    lib.ok(&["mirror", "pickles"]);
+    let copy = std::fs::read_to_string(lib.workspace("pickles").join("family-skills/buzz/chop.ts"))
+        .unwrap();
+    lib.write_script("pickles", "chop", &copy);
+    // Inline code run again and again with other numbers.
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let snippets: Vec<_> = [3200, 3210, 3222]
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let at = time::OffsetDateTime::from_unix_timestamp(now - 300 + i as i64 * 60)
+                .unwrap()
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap();
+            json!({"agent": "buzz", "at": at, "kind": "execute_code", "code": format!("await bot.walkTo({x}, 3220);\nawait bot.chopTree(sdk.findNearbyLoc(/^Oak$/));"), "ok": true})
+        })
+        .collect();
+    assert!(lib.record(&snippets).status.success());
+
+    let wrap = lib.ok(&["wrapup", "buzz"]);
+    assert!(
+        wrap.contains("Write one short lesson in bots/buzz/lab_log.md"),
+        "{wrap}"
+    );
+    assert!(
+        wrap.contains("👪 buzz/chop v1 is a family skill now"),
+        "{wrap}"
+    );
+    assert!(wrap.contains("fight.ts: 3/5 runs, score"), "{wrap}");
+    assert!(wrap.contains("— not shared yet"), "{wrap}");
+    assert!(wrap.contains("fish.ts proved itself (6 runs"), "{wrap}");
+    assert!(wrap.contains("/** @skill fish"), "{wrap}");
+    assert!(
+        wrap.contains("You've run this 3× with different numbers; save it as bots/buzz/"),
+        "{wrap}"
+    );
+    assert!(
+        wrap.contains("bot.walkTo(3222, 3220)"),
+        "the newest code is quoted:\n{wrap}"
+    );
+
+    // The next wrap-up lists only what is new: chop was shared before it, and the snippet is
+    // suggested again only at 6 runs.
+    let again = lib.ok(&["wrapup", "buzz"]);
+    assert!(!again.contains("is a family skill now"), "{again}");
+    assert!(!again.contains("You've run this"), "{again}");
+
+    let copies = lib.ok(&["wrapup", "pickles"]);
+    assert!(
+        copies.contains("chop.ts: an unchanged copy of buzz/chop, already a family skill"),
+        "{copies}"
+    );
+}
+
+#[test]
+fn the_instructions_name_the_family_s_bar_and_the_eager_line() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    let standard = lib.ok(&["instructions", "buzz"]);
+    assert!(standard.contains("at least 5 recorded runs and a score of at least 600"));
+    assert!(!standard.contains("Your owner wants proven routines shared"));
+    lib.ok(&["owner", "eager", "ada", "on"]);
+    let eager = lib.ok(&["instructions", "buzz"]);
+    assert!(eager.contains("at least 3 recorded runs and a score of at least 500"));
+    assert!(eager.contains("Your owner wants proven routines shared: when a script of yours works reliably, give it the @skill header so your siblings can use it."));
+    let output = lib.run(&["instructions", "nobody"]);
+    assert!(!output.status.success());
+    assert!(
+        stderr(&output).contains("no agent named `nobody`"),
+        "{}",
+        stdout(&output)
+    );
+}

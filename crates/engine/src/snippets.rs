@@ -13,12 +13,13 @@ pub fn advice(
     agent: &Agent,
     now: Millis,
 ) -> Result<Vec<Suggestion>, StoreError> {
+    let since = now - near_repeat::WINDOW_MS;
     let recent: Vec<RecentSnippet> = store
-        .snippet_runs_since(agent.owner, agent.id, now - near_repeat::WINDOW_MS)?
+        .snippet_runs_since(agent.owner, agent.id, since)?
         .into_iter()
         .map(RecentSnippet::from)
         .collect();
-    let last = store.snippet_suggestions(agent.owner, agent.id)?;
+    let last = store.snippet_suggestions(agent.owner, agent.id, since)?;
     let due = near_repeat::suggestions(&agent.name, &recent, &last);
     for suggestion in &due {
         store.note_snippet_suggestion(

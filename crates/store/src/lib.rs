@@ -539,11 +539,13 @@ pub trait Store: Send + Sync {
     /// Notes that an agent had a wrap-up.
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
     /// At which successful-run count each snippet group was last suggested to the agent as a
-    /// file (group key → runs).
+    /// file (group key → runs), for suggestions made at or after `since` (an older suggestion
+    /// has left the window its count was taken over, so the cadence starts over).
     fn snippet_suggestions(
         &self,
         owner: OwnerId,
         agent: AgentId,
+        since: Millis,
     ) -> Result<std::collections::HashMap<String, i64>>;
     /// Remembers that a snippet group was suggested at this run count.
     fn note_snippet_suggestion(

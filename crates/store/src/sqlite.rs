@@ -1355,16 +1355,24 @@ impl Store for SqliteStore {
         self.set_agent_time(owner, agent, "last_wrapup_at", at)
     }
 
-    fn snippet_suggestions(&self, owner: OwnerId, agent: AgentId) -> Result<HashMap<String, i64>> {
+    fn snippet_suggestions(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<HashMap<String, i64>> {
         let inner = self.lock();
         let mut statement = inner
             .conn
             .prepare_cached(
-                "SELECT group_key, suggested_runs FROM snippet_suggestions WHERE owner_id = ?1 AND agent_id = ?2",
+                "SELECT group_key, suggested_runs FROM snippet_suggestions
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND suggested_at >= ?3",
             )
             .map_err(db_err)?;
         let rows = statement
-            .query_map(params![owner.0, agent.0], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_map(params![owner.0, agent.0, since], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .map_err(db_err)?
             .collect::<rusqlite::Result<HashMap<String, i64>>>()
             .map_err(db_err)?;

@@ -9,7 +9,7 @@ use std::io::Write;
 use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::Recorded;
 use mindrune_engine::family::MirrorOutcome;
-use mindrune_engine::turn::TurnReport;
+use mindrune_engine::turn::{Offer, TurnReport};
 use mindrune_engine::wrapup::WrapUp;
 use mindrune_store::{
     HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
@@ -304,15 +304,7 @@ fn sharing_sentence(skill: &Skill, versions: &[Version], bar: SharingBar) -> Str
             "🔒 private: its file is gone (deleted or renamed); history is kept".into()
         }
         HeaderState::Skill if !shared.is_empty() => {
-            let standings: Vec<VersionStanding> = versions
-                .iter()
-                .map(|v| VersionStanding {
-                    number: v.number,
-                    runs: v.uses,
-                    score: v.score,
-                    shared: v.shared_at.is_some(),
-                })
-                .collect();
+            let standings: Vec<VersionStanding> = versions.iter().map(Into::into).collect();
             let siblings_get = sharing::version_for_siblings(&standings, bar)
                 .map(|i| format!("; siblings get v{}", versions[i].number))
                 .unwrap_or_default();
@@ -491,16 +483,7 @@ pub fn turn_report(out: &mut impl Write, report: &TurnReport, start: bool) -> st
         writeln!(out, "  {line}")?;
     }
     for offer in &report.offers {
-        writeln!(
-            out,
-            "  {} proved itself ({} runs, score {}) but has no header, so it stays private. To share it with your family, put this at its top:",
-            offer.file,
-            offer.runs,
-            points(offer.score)
-        )?;
-        for line in offer.header.lines() {
-            writeln!(out, "      {line}")?;
-        }
+        offer_text(out, offer, "  ", "      ")?;
     }
     let lessons = &report.lessons;
     if !lessons.added.is_empty() || !lessons.removed.is_empty() {
@@ -544,6 +527,26 @@ pub fn mirror_outcome(out: &mut impl Write, outcome: &MirrorOutcome) -> std::io:
     }
 }
 
+/// A proven script without a header, offered with the header to paste.
+fn offer_text(
+    out: &mut impl Write,
+    offer: &Offer,
+    lead: &str,
+    indent: &str,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{lead}{} proved itself ({} runs, score {}) but has no header, so it stays private. To share it with your family, put this at its top:",
+        offer.file,
+        offer.runs,
+        points(offer.score)
+    )?;
+    for line in offer.header.lines() {
+        writeln!(out, "{indent}{line}")?;
+    }
+    Ok(())
+}
+
 pub fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
     writeln!(out, "{}: wrap-up", wrap.agent)?;
     writeln!(out, "\n{}", wrap.lesson_prompt)?;
@@ -568,16 +571,7 @@ pub fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
         writeln!(out, "\n  {line}")?;
     }
     for offer in &wrap.offers {
-        writeln!(
-            out,
-            "\n{} proved itself ({} runs, score {}) but has no header, so it stays private. To share it with your family, put this at its top:",
-            offer.file,
-            offer.runs,
-            points(offer.score)
-        )?;
-        for line in offer.header.lines() {
-            writeln!(out, "    {line}")?;
-        }
+        offer_text(out, offer, "\n", "    ")?;
     }
     for advice in &wrap.suggestions {
         writeln!(out, "\n{}", advice.message)?;

@@ -105,16 +105,7 @@ pub fn answer(store: &dyn Store, reader: &Agent) -> Result<FamilyAnswer, FamilyE
     let mut own = Vec::new();
     let mut paths = HashSet::new();
     for skill in shared {
-        let standings: Vec<VersionStanding> = skill
-            .versions
-            .iter()
-            .map(|v| VersionStanding {
-                number: v.number,
-                runs: v.uses,
-                score: v.score,
-                shared: v.shared_at.is_some(),
-            })
-            .collect();
+        let standings: Vec<VersionStanding> = skill.versions.iter().map(Into::into).collect();
         let Some(index) = sharing::version_for_siblings(&standings, bar) else {
             continue;
         };

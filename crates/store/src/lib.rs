@@ -283,6 +283,29 @@ pub struct VersionSummary {
     pub shared_at: Option<Millis>,
 }
 
+/// A version as the choice of the siblings' version reads it.
+impl From<&VersionSummary> for mindrune_core::sharing::VersionStanding {
+    fn from(v: &VersionSummary) -> Self {
+        mindrune_core::sharing::VersionStanding {
+            number: v.number,
+            runs: v.uses,
+            score: v.score,
+            shared: v.shared_at.is_some(),
+        }
+    }
+}
+
+impl From<&Version> for mindrune_core::sharing::VersionStanding {
+    fn from(v: &Version) -> Self {
+        mindrune_core::sharing::VersionStanding {
+            number: v.number,
+            runs: v.uses,
+            score: v.score,
+            shared: v.shared_at.is_some(),
+        }
+    }
+}
+
 /// How the family's other avatars use one skill: its runs and the runs of their copies.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SiblingUse {

@@ -381,10 +381,9 @@ pub fn turn_boundary(
 ) -> anyhow::Result<ExitCode> {
     let store = match library::open(home) {
         Ok(store) => store,
-        Err(err) if boundary == Boundary::Start && out_dir.is_some() => {
+        Err(err) if let (Boundary::Start, Some(dir)) = (boundary, out_dir) => {
             // Better an empty family-skills/ than a stale one: the agent must not act on
             // skills the library may have un-shared.
-            let dir = out_dir.unwrap_or(Path::new(""));
             family::empty_mirror(dir)?;
             return Err(err.context(format!(
                 "the library cannot answer, so {} was emptied",

@@ -17,7 +17,7 @@ use mindrune_core::mirror_text::{
 use mindrune_core::secrets::Scrubber;
 use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_store::{
-    Agent, Millis, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
+    Agent, Millis, Owner, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
 };
 
 use crate::ingest::now_millis;
@@ -88,8 +88,19 @@ pub fn default_dir(agent: &Agent) -> PathBuf {
 /// Builds the answer for `reader` from the library.
 pub fn answer(store: &dyn Store, reader: &Agent) -> Result<FamilyAnswer, FamilyError> {
     let owner = store.owner(reader.owner)?;
-    let bar = SharingBar::for_family(owner.eager_sharing);
     let scrubber = Scrubber::new(&[owner.api_key.as_str()]);
+    answer_with(store, reader, &owner, &scrubber)
+}
+
+/// [`answer`] with the owner and its scrubber already at hand (a refresh needs both again to
+/// write the skill files, and building a scrubber is not free).
+fn answer_with(
+    store: &dyn Store,
+    reader: &Agent,
+    owner: &Owner,
+    scrubber: &Scrubber,
+) -> Result<FamilyAnswer, FamilyError> {
+    let bar = SharingBar::for_family(owner.eager_sharing);
     let scrub = |text: &str| scrubber.scrub(text).text.into_owned();
     let now = now_millis();
 
@@ -139,7 +150,7 @@ pub fn answer(store: &dyn Store, reader: &Agent) -> Result<FamilyAnswer, FamilyE
             runs: version.uses,
             goal: skill.skill.header.goal.as_deref().map(scrub),
             preconditions: skill.skill.header.preconditions.as_deref().map(scrub),
-            topics: shown_topics(&skill.skill, &scrubber),
+            topics: shown_topics(&skill.skill, scrubber),
         });
         skills.push(MirroredSkill {
             path,
@@ -243,9 +254,9 @@ pub fn refresh_mirror(
     dir: Option<&Path>,
 ) -> Result<MirrorOutcome, FamilyError> {
     let dir = dir.map_or_else(|| default_dir(reader), Path::to_path_buf);
-    let answer = answer(store, reader)?;
     let owner = store.owner(reader.owner)?;
     let scrubber = Scrubber::new(&[owner.api_key.as_str()]);
+    let answer = answer_with(store, reader, &owner, &scrubber)?;
     let mut wanted = vec![
         Wanted {
             path: "INDEX.md".into(),

@@ -814,11 +814,14 @@ pub fn tags(pages: Option<&Path>, megabytes: usize, json_out: bool) -> anyhow::R
     use mindrune_engine::tags as engine_tags;
 
     anyhow::ensure!(megabytes >= 1, "--megabytes must be at least 1");
-    let default = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/rs-sdk/wiki-pages.txt"
-    );
-    let pages = pages.unwrap_or(Path::new(default));
+    // The project's shared data: `$MINDRUNE_SHARED`, else `../shared` beside the checkout.
+    let default = std::env::var_os("MINDRUNE_SHARED")
+        .map_or_else(
+            || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+            std::path::PathBuf::from,
+        )
+        .join("data/rs-sdk/wiki-pages.txt");
+    let pages = pages.unwrap_or(&default);
     let listing = std::fs::read_to_string(pages).with_context(|| {
         format!(
             "cannot read the page listing {}\n\nhint: pass one with --pages FILE (`kind:slug` lines)",

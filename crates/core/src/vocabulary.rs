@@ -1159,12 +1159,24 @@ impl Vocabulary {
 mod tests {
     use super::*;
 
-    fn wiki_listing() -> String {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../../shared/data/rs-sdk/wiki-pages.txt"
+    /// rs-sdk's wiki pages, one `kind:slug` a line (1,350 of them), from the project's shared data:
+    /// `$MINDRUNE_SHARED` when set, else `../shared` beside the checkout (where CI has it).
+    fn wiki_pages_path() -> std::path::PathBuf {
+        let shared = std::env::var_os("MINDRUNE_SHARED").map_or_else(
+            || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+            std::path::PathBuf::from,
         );
-        std::fs::read_to_string(path).unwrap_or_else(|err| panic!("cannot read {path}: {err}"))
+        shared.join("data/rs-sdk/wiki-pages.txt")
+    }
+
+    fn wiki_listing() -> String {
+        let path = wiki_pages_path();
+        std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "cannot read {}: {err} (set MINDRUNE_SHARED to the shared folder)",
+                path.display()
+            )
+        })
     }
 
     static WIKI: LazyLock<Vocabulary> = LazyLock::new(|| {

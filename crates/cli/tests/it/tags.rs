@@ -8,11 +8,15 @@ use serde_json::json;
 
 use crate::util::{TestLibrary, stderr, stdout};
 
-/// rs-sdk's wiki pages, one `kind:slug` a line (1,350 of them).
-const WIKI_PAGES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/data/rs-sdk/wiki-pages.txt"
-);
+/// rs-sdk's wiki pages, one `kind:slug` a line (1,350 of them), from the project's shared data:
+/// `$MINDRUNE_SHARED` when set, else `../shared` beside the checkout (where CI has it).
+fn wiki_pages_path() -> std::path::PathBuf {
+    let shared = std::env::var_os("MINDRUNE_SHARED").map_or_else(
+        || std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        std::path::PathBuf::from,
+    );
+    shared.join("data/rs-sdk/wiki-pages.txt")
+}
 
 /// The folder a page of this kind lives in.
 fn folder(kind: &str) -> &'static str {
@@ -53,8 +57,13 @@ fn write_page(wiki: &Path, tag: &str, heading: &str) {
 
 /// A wiki tree of every page in rs-sdk's listing, in `<dir>/rs-sdk/wiki`.
 fn generate_wiki(dir: &Path) -> PathBuf {
-    let listing = std::fs::read_to_string(WIKI_PAGES)
-        .unwrap_or_else(|err| panic!("cannot read {WIKI_PAGES}: {err}"));
+    let path = wiki_pages_path();
+    let listing = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+        panic!(
+            "cannot read {}: {err} (set MINDRUNE_SHARED to the shared folder)",
+            path.display()
+        )
+    });
     let wiki = dir.join("rs-sdk").join("wiki");
     let mut pages = 0;
     for tag in listing.lines().map(str::trim).filter(|l| !l.is_empty()) {

@@ -4,6 +4,10 @@
 # counted, which version each ran, and the 0–1000 score that follows; then the turn ends, and
 # rnchk's family-skills/ shows what its siblings shared with it.
 #
+# With `serve` (`./examples/family/run.sh serve`), it then starts the server on that library
+# (`mindrune serve`, embedded SQLite) and prints how to log in to the owner's dashboard and the
+# operator's console; Ctrl-C stops it. Set ADDR to listen elsewhere than 127.0.0.1:7878.
+#
 # The example files are copied to a temporary folder first, so the repository is never changed.
 # Set MINDRUNE to a built binary to skip `cargo run`.
 set -euo pipefail
@@ -21,7 +25,7 @@ cp -R "$here/workspace" "$work/workspace"
 export MINDRUNE_HOME="$work/library"
 
 mindrune init >/dev/null
-mindrune owner add ada >/dev/null
+owner_key=$(mindrune owner add ada | sed -n 's/.*: \(mrk_[0-9a-f]*\)$/\1/p')
 for bot in buzz pickles rnchk; do
   mindrune agent add "$bot" --owner ada --workspace "$work/workspace/$bot" >/dev/null
 done
@@ -55,3 +59,15 @@ cat "$work/workspace/rnchk/family-skills/INDEX.md"
 echo
 echo "== family-skills/LESSONS.md"
 cat "$work/workspace/rnchk/family-skills/LESSONS.md"
+
+if [ "${1:-}" = serve ]; then
+  addr=${ADDR:-127.0.0.1:7878}
+  operator=$(mindrune token operator)
+  echo
+  echo "== mindrune serve"
+  echo "   dashboard  http://$addr/dashboard   owner: ada   key: $owner_key"
+  echo "   console    http://$addr/console     operator token: $operator"
+  echo "   runners    mindrune runner --server http://$addr --agent buzz --workspace … --token \"\$(mindrune token issue buzz)\""
+  echo "   (MINDRUNE_HOME=$MINDRUNE_HOME; Ctrl-C stops the server and removes this example library)"
+  mindrune serve --addr "$addr"
+fi

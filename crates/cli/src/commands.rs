@@ -43,7 +43,7 @@ pub fn init(home: &Path) -> anyhow::Result<ExitCode> {
 }
 
 /// A fresh owner key: 32 random bytes from the operating system, hex-encoded.
-fn new_owner_key() -> anyhow::Result<String> {
+pub(crate) fn new_owner_key() -> anyhow::Result<String> {
     let mut bytes = [0u8; 24];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut bytes))
@@ -213,7 +213,11 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
     })
 }
 
-pub fn hook_claude_code(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
+pub fn hook_claude_code(
+    home: &Path,
+    agent: &str,
+    relay: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
     // A hook must never block the agent: bad input or a missing library is reported on
     // stderr with exit status 1 (Claude Code shows it and carries on), never 2 (which blocks).
     let outcome = (|| -> anyhow::Result<()> {
@@ -221,6 +225,22 @@ pub fn hook_claude_code(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
         std::io::stdin()
             .read_to_string(&mut input)
             .context("cannot read the hook input")?;
+        if let Some(relay) = relay {
+            // Relay mode: the runner beside the sandbox delivers to the server, so the hook
+            // only writes a file and never waits for the network or needs a library. Its notes
+            // of started calls live in the relay folder too.
+            let spool = relay.join(mindrune_server::runner::spool::PENDING);
+            match hook::handle(&input, agent, &spool)? {
+                HookAction::Record(event) => {
+                    mindrune_server::runner::spool::relay_event(relay, &event)?;
+                }
+                HookAction::TurnEnded { .. } => {
+                    mindrune_server::runner::spool::relay_turn_end(relay)?;
+                }
+                HookAction::Started | HookAction::Ignored(_) => {}
+            }
+            return Ok(());
+        }
         let spool = home.join("hooks").join("claude-code");
         match hook::handle(&input, agent, &spool)? {
             HookAction::Record(event) => {

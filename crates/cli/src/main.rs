@@ -9,9 +9,13 @@ use clap::{Parser, Subcommand};
 use mindrune_engine::turn::Boundary;
 
 mod bench;
+mod bench_serve;
 mod commands;
 mod library;
 mod render;
+mod runner;
+mod serve;
+mod setup;
 
 /// MindRune: records, scores and versions the skills of AI agents.
 #[derive(Debug, Parser)]
@@ -121,6 +125,58 @@ enum Command {
         #[command(subcommand)]
         command: TagsCommand,
     },
+    /// Run the server: the runner protocol, the owners' dashboard and the operator's console.
+    Serve {
+        /// Listen here (default 127.0.0.1:7878, or the configuration's `addr`).
+        #[arg(long)]
+        addr: Option<std::net::SocketAddr>,
+        /// A TOML configuration file.
+        #[arg(long, env = "MINDRUNE_CONFIG")]
+        config: Option<PathBuf>,
+    },
+    /// Tokens for runners (one avatar each) and for the operator's console.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+    /// Run beside an avatar's sandbox: relay its tool calls and turn ends to the server, write
+    /// its family-skills/ from the answer, spool everything while the server is away.
+    Runner(runner::RunnerArgs),
+    /// Wire a real setup in one command.
+    Setup {
+        #[command(subcommand)]
+        target: SetupTarget,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Issue a runner token for an agent and print it (the library keeps only its digest).
+    Issue { agent: String },
+    /// Revoke every runner token of an agent.
+    Revoke { agent: String },
+    /// Issue an operator token for the console (read-only, every family) and print it.
+    Operator,
+}
+
+#[derive(Debug, Subcommand)]
+enum SetupTarget {
+    /// Register every bot of an rs-sdk checkout's bots/ as an agent of OWNER (the checkout is
+    /// each one's workspace), add MindRune's Claude Code hooks to its .claude/settings.json
+    /// (merged with the hooks there), build the topic-tag vocabulary from its wiki/, and print
+    /// the commands that start the server and a runner per bot.
+    ///
+    /// Everything is checked before anything is written; running it again changes nothing.
+    RsSdk {
+        /// The rs-sdk checkout.
+        path: PathBuf,
+        /// The owner whose family the bots join (added when missing).
+        #[arg(long)]
+        owner: String,
+        /// Show what would change (the settings file as a diff) and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -187,6 +243,10 @@ enum HookHost {
         /// The agent whose tool calls these are.
         #[arg(long)]
         agent: String,
+        /// Write each call and turn end into DIR/inbox/ for `mindrune runner` instead of
+        /// recording it into the library (no library is needed then).
+        #[arg(long, value_name = "DIR", env = "MINDRUNE_RELAY")]
+        relay: Option<PathBuf>,
     },
 }
 
@@ -219,6 +279,23 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Runners on loopback sending events to a real `mindrune serve` for a while: throughput,
+    /// p50/p99 latency, and whether every acknowledged event was stored exactly once, beside
+    /// the same events recorded in-process.
+    Serve {
+        /// How long the runners send, in seconds.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// How many runners send at once.
+        #[arg(long, default_value_t = 50)]
+        runners: usize,
+        /// Events per batch.
+        #[arg(long, default_value_t = 10)]
+        batch: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Building the topic-tag vocabulary from a wiki of the real 1,350 pages, and mapping
     /// 50 MB of free text to tags, beside a plain Aho-Corasick scan of the same text.
     Tags {
@@ -236,15 +313,25 @@ enum BenchCommand {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("MINDRUNE_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
-        .without_time()
-        .init();
     let cli = Cli::parse();
+    // A server's log is its record (requests, batches, shutdown), with times; a command's log
+    // holds only warnings. MINDRUNE_LOG sets the filter, MINDRUNE_LOG_FORMAT=json gives one
+    // JSON object per line for a log collector.
+    let long_running = matches!(cli.command, Command::Serve { .. })
+        || matches!(&cli.command, Command::Runner(args) if args.long_running());
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MINDRUNE_LOG")
+        .unwrap_or_else(|_| if long_running { "info" } else { "warn" }.into());
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter);
+    match (
+        std::env::var("MINDRUNE_LOG_FORMAT").as_deref(),
+        long_running,
+    ) {
+        (Ok("json"), _) => subscriber.json().init(),
+        (_, true) => subscriber.init(),
+        (_, false) => subscriber.without_time().init(),
+    }
     match run(cli) {
         Ok(code) => code,
         Err(err) => {
@@ -271,6 +358,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let home = cli.home;
     match cli.command {
         Command::Init => commands::init(&home),
+        Command::Runner(args) => runner::run(&home, args),
+        Command::Serve { addr, config } => serve::serve(&home, addr, config.as_deref()),
+        Command::Token {
+            command: TokenCommand::Issue { agent },
+        } => serve::token_issue(&home, &agent),
+        Command::Token {
+            command: TokenCommand::Revoke { agent },
+        } => serve::token_revoke(&home, &agent),
+        Command::Token {
+            command: TokenCommand::Operator,
+        } => serve::token_operator(&home),
         Command::Owner {
             command: OwnerCommand::Add { name },
         } => commands::owner_add(&home, &name),
@@ -307,8 +405,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Record { file, json } => commands::record(&home, file.as_deref(), json),
         Command::Hook {
-            host: HookHost::ClaudeCode { agent },
-        } => commands::hook_claude_code(&home, &agent),
+            host: HookHost::ClaudeCode { agent, relay },
+        } => commands::hook_claude_code(&home, &agent, relay.as_deref()),
         Command::Skills { agent, owner, json } => {
             commands::skills(&home, agent.as_deref(), owner.as_deref(), json)
         }
@@ -329,11 +427,28 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     json,
                 },
         } => bench::tags(pages.as_deref(), megabytes, json),
+        Command::Bench {
+            which:
+                BenchCommand::Serve {
+                    seconds,
+                    runners,
+                    batch,
+                    json,
+                },
+        } => bench_serve::serve(seconds, runners, batch, json),
         Command::Tags {
             command: TagsCommand::Build { wiki, json },
         } => commands::tags_build(&home, &wiki, json),
         Command::Tags {
             command: TagsCommand::Map { text },
         } => commands::tags_map(&home, &text),
+        Command::Setup {
+            target:
+                SetupTarget::RsSdk {
+                    path,
+                    owner,
+                    dry_run,
+                },
+        } => setup::rs_sdk(&home, &path, &owner, dry_run),
     }
 }

@@ -17,7 +17,7 @@ use mindrune_core::mirror_text::{
 use mindrune_core::secrets::Scrubber;
 use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_store::{
-    Agent, Millis, Owner, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
+    Agent, Millis, Owner, OwnerId, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
 };
 
 use crate::ingest::now_millis;
@@ -246,14 +246,50 @@ fn shown_topics(skill: &Skill, scrubber: &Scrubber) -> Vec<String> {
         .collect()
 }
 
-/// Writes the agent's mirror from the library's answer (into `dir`, or its workspace's
-/// `family-skills/`), rewriting only what changed.
-pub fn refresh_mirror(
-    store: &dyn Store,
+/// What an agent's `family-skills/` should hold: every file with a key that changes when its
+/// content does, and the content of any of them on demand. The local mirror writer and the
+/// server's answer to a runner are built from the same plan, so both write the same bytes.
+pub struct MirrorPlan<'s> {
+    pub wanted: Vec<Wanted>,
+    answer: FamilyAnswer,
+    headers: HashMap<String, (String, VersionId)>,
+    store: &'s dyn Store,
+    owner: OwnerId,
+    scrubber: Scrubber,
+}
+
+impl MirrorPlan<'_> {
+    /// The content of one wanted file (scrubbed like every mirrored file).
+    pub fn content(&self, path: &str) -> Result<String, MirrorError> {
+        match path {
+            "INDEX.md" => Ok(self.answer.index.clone()),
+            "LESSONS.md" => Ok(self.answer.lessons.clone()),
+            path => {
+                let Some((header, version)) = self.headers.get(path) else {
+                    return Err(MirrorError::Content {
+                        path: path.to_string(),
+                        message: "not a file of this mirror".into(),
+                    });
+                };
+                let code = self
+                    .store
+                    .version(self.owner, *version)
+                    .map_err(|err| MirrorError::Content {
+                        path: path.to_string(),
+                        message: err.to_string(),
+                    })?
+                    .code;
+                Ok(format!("{header}{}", self.scrubber.scrub(&code).text))
+            }
+        }
+    }
+}
+
+/// Plans the agent's mirror from the library's answer.
+pub fn mirror_plan<'s>(
+    store: &'s dyn Store,
     reader: &Agent,
-    dir: Option<&Path>,
-) -> Result<MirrorOutcome, FamilyError> {
-    let dir = dir.map_or_else(|| default_dir(reader), Path::to_path_buf);
+) -> Result<MirrorPlan<'s>, FamilyError> {
     let owner = store.owner(reader.owner)?;
     let scrubber = Scrubber::new(&[owner.api_key.as_str()]);
     let answer = answer_with(store, reader, &owner, &scrubber)?;
@@ -283,27 +319,30 @@ pub fn refresh_mirror(
         });
         headers.insert(skill.path.clone(), (header, skill.version.id));
     }
+    Ok(MirrorPlan {
+        wanted,
+        answer,
+        headers,
+        store,
+        owner: owner.id,
+        scrubber,
+    })
+}
+
+/// Writes the agent's mirror from the library's answer (into `dir`, or its workspace's
+/// `family-skills/`), rewriting only what changed.
+pub fn refresh_mirror(
+    store: &dyn Store,
+    reader: &Agent,
+    dir: Option<&Path>,
+) -> Result<MirrorOutcome, FamilyError> {
+    let dir = dir.map_or_else(|| default_dir(reader), Path::to_path_buf);
+    let plan = mirror_plan(store, reader)?;
     let report: RefreshReport =
-        mirror_writer::refresh(
-            &dir,
-            &wanted,
-            &mut |file: &Wanted| match file.path.as_str() {
-                "INDEX.md" => Ok(answer.index.clone()),
-                "LESSONS.md" => Ok(answer.lessons.clone()),
-                path => {
-                    let (header, version) = &headers[path];
-                    let code = store
-                        .version(owner.id, *version)
-                        .map_err(|err| MirrorError::Content {
-                            path: path.to_string(),
-                            message: err.to_string(),
-                        })?
-                        .code;
-                    Ok(format!("{header}{}", scrubber.scrub(&code).text))
-                }
-            },
-        )?;
-    store.note_mirror_refresh(owner.id, reader.id, now_millis())?;
+        mirror_writer::refresh(&dir, &plan.wanted, &mut |file: &Wanted| {
+            plan.content(&file.path)
+        })?;
+    store.note_mirror_refresh(reader.owner, reader.id, now_millis())?;
     Ok(MirrorOutcome::Refreshed {
         dir: dir.display().to_string(),
         written: report.written,

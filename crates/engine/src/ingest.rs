@@ -6,7 +6,7 @@
 //! and rescore. Inline code goes to the snippet history instead and never becomes a skill.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use mindrune_core::digest;
@@ -21,7 +21,9 @@ use mindrune_store::{
 };
 
 use crate::tags;
-use crate::workspace::{self, FileStamp, ReadError, SANDBOX_ROOT};
+use crate::workspace::{
+    self, AgentFiles, FileStamp, LocalFiles, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT,
+};
 
 /// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
 pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
@@ -100,7 +102,7 @@ pub(crate) struct KnownFile {
 #[derive(Default)]
 struct Caches {
     agents: HashMap<String, Agent>,
-    scrubbers: HashMap<i64, (Option<std::time::SystemTime>, Arc<Scrubber>)>,
+    scrubbers: HashMap<i64, (Option<FileStamp>, Arc<Scrubber>)>,
     files: HashMap<(i64, String), KnownFile>,
     owner_keys: HashMap<i64, String>,
     /// Agents re-run the very same command lines all day; parsing one once is enough.
@@ -130,6 +132,11 @@ impl<'s> Recorder<'s> {
         }
     }
 
+    /// The store this recorder writes to.
+    pub fn store(&self) -> &'s dyn Store {
+        self.store
+    }
+
     fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
         self.caches.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -143,8 +150,20 @@ impl<'s> Recorder<'s> {
         self.record(&event)
     }
 
-    /// Records one event.
+    /// Records one event, reading the agent's files on this machine.
     pub fn record(&self, event: &Event) -> Result<Recorded, IngestError> {
+        let agent = self.agent(&event.agent)?;
+        let workspace = PathBuf::from(&agent.workspace);
+        self.record_with(event, &LocalFiles(&workspace))
+    }
+
+    /// Records one event, reading the agent's files from `files` (a runner's snapshot on the
+    /// server, the workspace itself on the agent's machine).
+    pub fn record_with(
+        &self,
+        event: &Event,
+        files: &dyn AgentFiles,
+    ) -> Result<Recorded, IngestError> {
         let agent = self.agent(&event.agent)?;
         let owner = agent.owner;
         let workspace = Path::new(&agent.workspace);
@@ -158,7 +177,7 @@ impl<'s> Recorder<'s> {
         let at = event.at.map_or_else(now_millis, |at| {
             (at.unix_timestamp_nanos() / 1_000_000) as Millis
         });
-        let scrubber = self.scrubber(&agent)?;
+        let scrubber = self.scrubber(&agent, files)?;
         let parsed_output = event.output.as_deref().map(rs_output::parse_run_output);
         let outcome = measure(event, parsed_output.as_ref(), at)?;
         let output = event
@@ -210,7 +229,7 @@ impl<'s> Recorder<'s> {
                         format!("`{script}` belongs to bot `{bot}`, not to `{}`", agent.name),
                     ));
                 }
-                let file = match workspace::stat_contained(workspace, &relative) {
+                let file = match files.stat(&relative, MAX_SCRIPT_BYTES) {
                     Ok(file) => file,
                     Err(err) => return Err(IngestError::field("script", err.to_string())),
                 };
@@ -224,7 +243,7 @@ impl<'s> Recorder<'s> {
                     source_kind: "execute_code",
                     event_id: event.id.clone(),
                 };
-                self.record_run(&agent, &scrubber, run, &mut recorded)?;
+                self.record_run(&agent, files, &scrubber, run, &mut recorded)?;
             }
             Call::Shell { command, cwd } => {
                 let runs = self.classify(&agent, command, cwd.as_deref());
@@ -256,7 +275,7 @@ impl<'s> Recorder<'s> {
                 let call = scrubber.scrub(command).text.into_owned();
                 let several = scripts.len() > 1;
                 for relative in scripts {
-                    let file = match workspace::stat_contained(workspace, relative) {
+                    let file = match files.stat(relative, MAX_SCRIPT_BYTES) {
                         Ok(file) => file,
                         Err(err) => {
                             recorded
@@ -283,7 +302,7 @@ impl<'s> Recorder<'s> {
                         source_kind: "shell",
                         event_id,
                     };
-                    self.record_run(&agent, &scrubber, run, &mut recorded)?;
+                    self.record_run(&agent, files, &scrubber, run, &mut recorded)?;
                 }
             }
         }
@@ -293,6 +312,7 @@ impl<'s> Recorder<'s> {
     fn record_run(
         &self,
         agent: &Agent,
+        files: &dyn AgentFiles,
         scrubber: &Scrubber,
         run: RunInput,
         recorded: &mut Recorded,
@@ -309,18 +329,16 @@ impl<'s> Recorder<'s> {
         let source = match &run.file {
             // The file's stamp is the one its version was matched at: nothing to read.
             Some(stamp) if let Some(known) = cached(stamp) => Ok(known),
-            Some(_) => {
-                match workspace::read_contained(Path::new(&agent.workspace), &run.relative) {
-                    Ok(Some(source)) => Err(Some(source)),
-                    Ok(None) => Err(None),
-                    Err(err) => {
-                        recorded
-                            .warnings
-                            .push(format!("{err}; the run is not recorded"));
-                        return Ok(());
-                    }
+            Some(_) => match files.read(&run.relative, MAX_SCRIPT_BYTES) {
+                Ok(Some(source)) => Err(Some(source)),
+                Ok(None) => Err(None),
+                Err(err) => {
+                    recorded
+                        .warnings
+                        .push(format!("{err}; the run is not recorded"));
+                    return Ok(());
                 }
-            }
+            },
             None => Err(None),
         };
         let target = match source {
@@ -539,6 +557,15 @@ impl<'s> Recorder<'s> {
         runs
     }
 
+    /// Makes the recorder use this record of an agent from now on (a long-lived recorder is
+    /// told the agent a request's token names, so an agent re-created under the same name is
+    /// never recorded under its old id).
+    pub fn know_agent(&self, agent: &Agent) {
+        self.caches()
+            .agents
+            .insert(agent.name.clone(), agent.clone());
+    }
+
     pub(crate) fn agent(&self, name: &str) -> Result<Agent, IngestError> {
         if let Some(agent) = self.caches().agents.get(name) {
             return Ok(agent.clone());
@@ -555,34 +582,33 @@ impl<'s> Recorder<'s> {
 
     /// The scrubber for an agent: its bot's password and keys from `bot.env`, and its owner's
     /// key. Rebuilt when `bot.env` changes.
-    pub(crate) fn scrubber(&self, agent: &Agent) -> Result<Arc<Scrubber>, IngestError> {
-        let env_path = Path::new(&agent.workspace)
-            .join("bots")
-            .join(&agent.name)
-            .join("bot.env");
-        let modified = std::fs::metadata(&env_path).and_then(|m| m.modified()).ok();
+    pub(crate) fn scrubber(
+        &self,
+        agent: &Agent,
+        files: &dyn AgentFiles,
+    ) -> Result<Arc<Scrubber>, IngestError> {
+        let relative = format!("bots/{}/bot.env", agent.name);
+        let stamp = files.stat(&relative, MAX_SCRIPT_BYTES).ok().flatten();
         if let Some((seen, scrubber)) = self.caches().scrubbers.get(&agent.id.0)
-            && *seen == modified
+            && *seen == stamp
         {
             return Ok(scrubber.clone());
         }
         let owner_key = self.owner_key(agent.owner)?;
-        let relative = format!("bots/{}/bot.env", agent.name);
-        let mut known: Vec<String> =
-            match workspace::read_contained(Path::new(&agent.workspace), &relative) {
-                Ok(Some(text)) => secrets::secrets_in_bot_env(&text),
-                Ok(None) | Err(ReadError::NotText(_)) => Vec::new(),
-                Err(err) => {
-                    tracing::warn!("cannot read {relative} for its secrets: {err}");
-                    Vec::new()
-                }
-            };
+        let mut known: Vec<String> = match files.read(&relative, MAX_SCRIPT_BYTES) {
+            Ok(Some(text)) => secrets::secrets_in_bot_env(&text),
+            Ok(None) | Err(ReadError::NotText(_)) => Vec::new(),
+            Err(err) => {
+                tracing::warn!("cannot read {relative} for its secrets: {err}");
+                Vec::new()
+            }
+        };
         known.push(owner_key);
         let refs: Vec<&str> = known.iter().map(String::as_str).collect();
         let scrubber = Arc::new(Scrubber::new(&refs));
         self.caches()
             .scrubbers
-            .insert(agent.id.0, (modified, scrubber.clone()));
+            .insert(agent.id.0, (stamp, scrubber.clone()));
         Ok(scrubber)
     }
 

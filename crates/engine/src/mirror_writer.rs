@@ -356,6 +356,38 @@ pub fn empty(dir: &Path) -> Result<RefreshReport, MirrorError> {
     })
 }
 
+/// The keys the directory holds: the manifest's path → key entries whose file is present as a
+/// regular file. A runner sends them to the server (`MirrorRequest.have`) so that unchanged
+/// files come back without their content. An entry whose file is missing is left out, because
+/// the manifest may vouch for a file that is not there (see the module docs) and the server
+/// would then leave out content the runner needs. A missing or corrupt manifest, or a mirror
+/// directory that is a symlink or not a directory, holds nothing.
+pub fn held_keys(dir: &Path) -> BTreeMap<String, String> {
+    let is_real_dir = fs::symlink_metadata(dir).is_ok_and(|metadata| metadata.is_dir());
+    if !is_real_dir {
+        return BTreeMap::new();
+    }
+    read_manifest(&dir.join(MANIFEST))
+        .into_iter()
+        .filter(|(path, _)| {
+            let Ok((folder, name)) = split_wanted(path) else {
+                return false;
+            };
+            let folder_path = if folder.is_empty() {
+                dir.to_path_buf()
+            } else {
+                dir.join(folder)
+            };
+            // The folder is checked without following a symlink, as a refresh would.
+            let folder_ok = folder.is_empty()
+                || fs::symlink_metadata(&folder_path).is_ok_and(|metadata| metadata.is_dir());
+            folder_ok
+                && fs::symlink_metadata(folder_path.join(name))
+                    .is_ok_and(|metadata| metadata.file_type().is_file())
+        })
+        .collect()
+}
+
 /// The wanted files by folder (`""` is the mirror directory itself, always present and first),
 /// each folder's files by name. Checks every path, duplicates and file/folder clashes.
 fn layout(wanted: &[Wanted]) -> Result<BTreeMap<&str, BTreeMap<&str, &Wanted>>, MirrorError> {
@@ -911,6 +943,32 @@ mod tests {
         assert_exactly(&mirror.dir, &wanted);
         assert_eq!(mode(&mirror.dir.join("buzz")), DIR_MODE);
         assert_eq!(mode(&mirror.dir.join("buzz/chop.ts")), FILE_MODE);
+    }
+
+    #[test]
+    fn held_keys_are_the_manifest_s_entries_whose_files_are_present() {
+        let mirror = Mirror::new();
+        assert!(held_keys(&mirror.dir).is_empty(), "no mirror holds nothing");
+        let wanted = some_files("v1");
+        refresh_logged(&mirror.dir, &wanted);
+        let held = held_keys(&mirror.dir);
+        let expected: BTreeMap<String, String> = wanted
+            .iter()
+            .map(|item| (item.path.clone(), item.key.clone()))
+            .collect();
+        assert_eq!(held, expected);
+        // A file gone behind the writer's back is not vouched for any more.
+        open_up(&mirror.dir.join("buzz"));
+        fs::remove_file(mirror.dir.join("buzz/mine.ts")).unwrap();
+        seal_up(&mirror.dir.join("buzz"));
+        let held = held_keys(&mirror.dir);
+        assert_eq!(held.len(), 4);
+        assert!(!held.contains_key("buzz/mine.ts"));
+        // A corrupt manifest holds nothing.
+        open_up(&mirror.dir);
+        fs::remove_file(mirror.dir.join(MANIFEST)).unwrap();
+        fs::write(mirror.dir.join(MANIFEST), "{oops").unwrap();
+        assert!(held_keys(&mirror.dir).is_empty());
     }
 
     #[test]

@@ -23,7 +23,7 @@ use mindrune_store::{
 use crate::family::{self, MirrorOutcome};
 use crate::ingest::{IngestError, Recorder, now_millis};
 use crate::tags;
-use crate::workspace::{self, MAX_SCRIPT_BYTES, ReadError};
+use crate::workspace::{self, AgentFiles, LocalFiles, MAX_SCRIPT_BYTES, ReadError};
 
 /// The largest lab log read. Larger than a script: a log grows all day.
 pub const MAX_LAB_LOG_BYTES: u64 = 16 * 1024 * 1024;
@@ -104,7 +104,8 @@ pub enum MirrorPolicy {
     Skip,
 }
 
-/// Marks a turn boundary for an agent: scan, share, un-share, lessons, mirror.
+/// Marks a turn boundary for an agent whose workspace is on this machine: scan, share,
+/// un-share, lessons, mirror.
 pub fn turn_boundary(
     store: &dyn Store,
     agent_name: &str,
@@ -114,9 +115,30 @@ pub fn turn_boundary(
 ) -> Result<TurnReport, TurnError> {
     let recorder = Recorder::new(store);
     let agent = recorder.agent(agent_name)?;
-    let owner = agent.owner;
     let workspace = PathBuf::from(&agent.workspace);
-    if !workspace.is_dir() {
+    turn_boundary_with(
+        &recorder,
+        agent_name,
+        &LocalFiles(&workspace),
+        boundary,
+        mirror,
+        mirror_dir,
+    )
+}
+
+/// [`turn_boundary`] over any view of the agent's files (a runner's snapshot on the server).
+pub fn turn_boundary_with(
+    recorder: &Recorder<'_>,
+    agent_name: &str,
+    files: &dyn AgentFiles,
+    boundary: Boundary,
+    mirror: MirrorPolicy,
+    mirror_dir: Option<&Path>,
+) -> Result<TurnReport, TurnError> {
+    let store = recorder.store();
+    let agent = recorder.agent(agent_name)?;
+    let owner = agent.owner;
+    if !files.exists() {
         return Err(TurnError::NoWorkspace {
             agent: agent.name.clone(),
             path: agent.workspace.clone(),
@@ -128,9 +150,10 @@ pub fn turn_boundary(
         agent: agent.name.clone(),
         ..TurnReport::default()
     };
-    let scrubber = recorder.scrubber(&agent)?;
+    let scrubber = recorder.scrubber(&agent, files)?;
     let bot_dir = format!("bots/{}", agent.name);
-    let names = workspace::list_contained(&workspace, &bot_dir)
+    let names = files
+        .list(&bot_dir)
         .map_err(|source| TurnError::BotDir {
             bot: agent.name.clone(),
             source,
@@ -150,7 +173,7 @@ pub fn turn_boundary(
             continue;
         }
         report.checked += 1;
-        let source = match workspace::read_contained(&workspace, &relative) {
+        let source = match files.read(&relative, MAX_SCRIPT_BYTES) {
             Ok(Some(source)) => source,
             Ok(None) => continue,
             Err(err) => {
@@ -217,7 +240,7 @@ pub fn turn_boundary(
     // The family's bar may have been lowered since the last run.
     store.share_qualified(owner, agent.id, started)?;
 
-    report.lessons = sync_lessons(store, &agent, &workspace, &scrubber, started, &mut report)?;
+    report.lessons = sync_lessons(store, &agent, files, &scrubber, started, &mut report)?;
 
     let eager = store.owner(owner)?.eager_sharing;
     let bar = SharingBar::for_family(eager);
@@ -278,13 +301,13 @@ pub fn turn_boundary(
 fn sync_lessons(
     store: &dyn Store,
     agent: &Agent,
-    workspace: &Path,
+    files: &dyn AgentFiles,
     scrubber: &mindrune_core::secrets::Scrubber,
     now: Millis,
     report: &mut TurnReport,
 ) -> Result<LessonsChange, TurnError> {
     let relative = format!("bots/{}/lab_log.md", agent.name);
-    let text = match workspace::read_contained_limited(workspace, &relative, MAX_LAB_LOG_BYTES) {
+    let text = match files.read(&relative, MAX_LAB_LOG_BYTES) {
         Ok(text) => text.unwrap_or_default(),
         Err(err) => {
             report.diagnostics.push(format!(

@@ -14,7 +14,7 @@ pub const MAX_SCRIPT_BYTES: u64 = 1024 * 1024;
 /// The root the sandbox shows the workspace at (rs-sdk's `/work`).
 pub const SANDBOX_ROOT: &str = "/work";
 
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum ReadError {
     #[error("`{0}` leads outside the workspace")]
     Outside(String),
@@ -228,6 +228,140 @@ pub fn list_contained(workspace: &Path, relative: &str) -> Result<Option<Vec<Str
     }
     names.sort();
     Ok(Some(names))
+}
+
+/// An agent's files, wherever they are: on this machine ([`LocalFiles`]) or as a snapshot a
+/// runner sent from beside the agent's sandbox ([`SnapshotFiles`]). The engine reads an agent's
+/// files only through this, so recording and turn boundaries work the same in both places.
+pub trait AgentFiles {
+    /// Whether the workspace exists at all.
+    fn exists(&self) -> bool;
+    /// A file's stamp, `Ok(None)` when it does not exist (see [`stat_contained_limited`]).
+    fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError>;
+    /// A file's text, `Ok(None)` when it does not exist (see [`read_contained_limited`]).
+    fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError>;
+    /// The names in a directory, `Ok(None)` when it does not exist (see [`list_contained`]).
+    fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError>;
+}
+
+/// The files of a workspace on this machine, read with every containment check.
+#[derive(Debug, Clone, Copy)]
+pub struct LocalFiles<'a>(pub &'a Path);
+
+impl AgentFiles for LocalFiles<'_> {
+    fn exists(&self) -> bool {
+        self.0.is_dir()
+    }
+
+    fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError> {
+        stat_contained_limited(self.0, relative, limit)
+    }
+
+    fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError> {
+        read_contained_limited(self.0, relative, limit)
+    }
+
+    fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
+        list_contained(self.0, relative)
+    }
+}
+
+/// Files a runner read beside the agent's sandbox and sent along: each path maps to its text,
+/// or to the reason the runner could not read it (a symlink, too large, not text). A path the
+/// snapshot does not hold does not exist. A directory lists the files directly in it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SnapshotFiles {
+    files: std::collections::BTreeMap<String, Result<String, ReadError>>,
+}
+
+impl SnapshotFiles {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a file the runner read; a path that is not clean and relative is refused.
+    pub fn insert(
+        &mut self,
+        relative: &str,
+        content: Result<String, ReadError>,
+    ) -> Result<(), ReadError> {
+        let Some(clean) = clean_relative(relative).and_then(|p| p.to_str().map(str::to_string))
+        else {
+            return Err(ReadError::Outside(relative.to_string()));
+        };
+        self.files.insert(clean, content);
+        Ok(())
+    }
+
+    pub fn len(&self) -> usize {
+        self.files.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.files.is_empty()
+    }
+
+    fn get(&self, relative: &str) -> Result<Option<&str>, ReadError> {
+        let Some(clean) = clean_relative(relative) else {
+            return Err(ReadError::Outside(relative.to_string()));
+        };
+        match clean.to_str().and_then(|key| self.files.get(key)) {
+            None => Ok(None),
+            Some(Ok(text)) => Ok(Some(text)),
+            Some(Err(err)) => Err(err.clone()),
+        }
+    }
+}
+
+impl AgentFiles for SnapshotFiles {
+    fn exists(&self) -> bool {
+        true
+    }
+
+    fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError> {
+        let Some(text) = self.get(relative)? else {
+            return Ok(None);
+        };
+        if text.len() as u64 > limit {
+            return Err(ReadError::TooLarge {
+                path: relative.to_string(),
+                size: text.len() as u64,
+                limit,
+            });
+        }
+        // A snapshot has no mtime or inode: the content's digest stands in for both, so an
+        // unchanged file is still recognised without being matched again.
+        let digest = mindrune_core::digest::sha256(text.as_bytes());
+        let hex = digest.trim_start_matches("sha256:");
+        Ok(Some(FileStamp {
+            len: text.len() as u64,
+            modified: None,
+            inode: u64::from_str_radix(hex.get(..16).unwrap_or("0"), 16).unwrap_or(0),
+        }))
+    }
+
+    fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError> {
+        if self.stat(relative, limit)?.is_none() {
+            return Ok(None);
+        }
+        Ok(self.get(relative)?.map(str::to_string))
+    }
+
+    fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
+        let Some(clean) = clean_relative(relative).and_then(|p| p.to_str().map(str::to_string))
+        else {
+            return Err(ReadError::Outside(relative.to_string()));
+        };
+        let prefix = format!("{clean}/");
+        Ok(Some(
+            self.files
+                .keys()
+                .filter_map(|key| key.strip_prefix(&prefix))
+                .filter(|name| !name.contains('/'))
+                .map(str::to_string)
+                .collect(),
+        ))
+    }
 }
 
 /// `bots/<bot>/<name>.ts` → `(bot, name)`: the only place an agent's skills live.

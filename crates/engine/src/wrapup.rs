@@ -10,8 +10,11 @@
 use mindrune_core::sharing::SharingBar;
 use mindrune_store::{SharingChange, SharingKind, Store};
 
-use crate::ingest::now_millis;
+use mindrune_store::Agent;
+
+use crate::ingest::{Recorder, now_millis};
 use crate::turn::{self, Boundary, MirrorPolicy, Offer, TurnError};
+use crate::workspace::{AgentFiles, LocalFiles};
 
 /// How many headed scripts not shared yet a wrap-up lists.
 pub const MAX_PROGRESS_LINES: usize = 3;
@@ -50,12 +53,32 @@ pub fn wrap_up(store: &dyn Store, agent_name: &str) -> Result<WrapUp, TurnError>
                 "no agent named `{agent_name}`; `mindrune agent list` shows the agents"
             ),
         })?;
-    let since = agent.last_wrapup_at.unwrap_or(agent.created_at);
-    let report = turn::turn_boundary(
-        store,
-        agent_name,
-        Boundary::TurnEnd,
+    let recorder = Recorder::new(store);
+    let workspace = std::path::PathBuf::from(&agent.workspace);
+    wrap_up_with(
+        &recorder,
+        agent,
+        &LocalFiles(&workspace),
         MirrorPolicy::WhenDue,
+    )
+}
+
+/// [`wrap_up`] over any view of the agent's files (a runner's snapshot on the server, which
+/// writes no mirror itself: `MirrorPolicy::Skip`).
+pub fn wrap_up_with(
+    recorder: &Recorder<'_>,
+    agent: Agent,
+    files: &dyn AgentFiles,
+    mirror: MirrorPolicy,
+) -> Result<WrapUp, TurnError> {
+    let store = recorder.store();
+    let since = agent.last_wrapup_at.unwrap_or(agent.created_at);
+    let report = turn::turn_boundary_with(
+        recorder,
+        &agent.name,
+        files,
+        Boundary::TurnEnd,
+        mirror,
         None,
     )?;
     let owner = store.owner(agent.owner)?;

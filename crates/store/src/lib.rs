@@ -472,6 +472,35 @@ pub struct SkillEntry {
     pub family: bool,
 }
 
+/// An owner's dashboard login, found by its session secret's digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    pub owner: OwnerId,
+    /// Sent with every dashboard form; a form without it changes nothing.
+    pub csrf_token: String,
+    pub expires_at: Millis,
+}
+
+/// The latest game state a runner reported for its avatar, as the JSON it sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AvatarState {
+    pub agent: AgentId,
+    pub state: String,
+    pub reported_at: Millis,
+}
+
+/// How much one family reused its family skills over a window (the operator's console).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FamilyReuse {
+    /// Script runs of the family's avatars.
+    pub runs: i64,
+    /// Of those, runs of a sibling's skill: an unchanged copy from `family-skills/` (a run of
+    /// the sibling's own version) or the avatar's own version built on a sibling's skill.
+    pub runs_from_family: i64,
+    /// Skills of the family that another avatar ran (any version, or a copy of it).
+    pub skills_reused: i64,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{0} not found")]
@@ -645,6 +674,50 @@ pub trait Store: Send + Sync {
     /// The digest of the vocabulary as last written, or `None` before the first build: one
     /// read tells a process whether the vocabulary it compiled is still current.
     fn vocabulary_digest(&self) -> Result<Option<String>>;
+
+    // The server's identities. Only digests of the secrets it issues are stored; the look-ups
+    // by digest are identity look-ups (they find the owner), like `agent_by_name`.
+
+    /// Keeps a runner token (its digest) issued for one avatar.
+    fn issue_runner_token(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        token_hash: &str,
+        now: Millis,
+    ) -> Result<()>;
+    /// The avatar a runner token was issued for; `None` when unknown or revoked.
+    fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>>;
+    /// Revokes every runner token of an avatar; returns how many were live.
+    fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize>;
+    /// Keeps an operator token (its digest): it reads the console, every family, read-only.
+    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<()>;
+    /// Whether an operator token is known and not revoked.
+    fn operator_token_valid(&self, token_hash: &str) -> Result<bool>;
+    /// Starts a dashboard session for an owner.
+    fn create_session(
+        &self,
+        owner: OwnerId,
+        session_hash: &str,
+        csrf_token: &str,
+        now: Millis,
+        expires_at: Millis,
+    ) -> Result<()>;
+    /// A live session by its secret's digest; expired sessions are not found.
+    fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>>;
+    /// Ends a session (logout).
+    fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()>;
+    /// Keeps the latest game state a runner reported for its avatar.
+    fn save_avatar_state(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        state: &str,
+        reported_at: Millis,
+    ) -> Result<()>;
+    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>>;
+    /// How the family reused its family skills since a time.
+    fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse>;
 }
 
 /// One tag of the topic-tag vocabulary and the names that mean it (kind, slug, title, source,

@@ -14,11 +14,11 @@ use mindrune_core::score::{self, Measure, ScoreBreakdown, ScoreInput, UseSample}
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::{
-    Agent, AgentId, DeletedAgent, HeaderState, Lesson, LessonsChange, Lineage, Matched, Millis,
-    NewLesson, NewSnippetUse, NewUse, Outcome, Owner, OwnerId, RecordedSnippetUse, RecordedUse,
-    Result, ScriptSnapshot, SharedSkill, SharingChange, SharingKind, SiblingUse, Skill, SkillEntry,
-    SkillHeader, SkillId, Snippet, SnippetId, SnippetRuns, Store, StoreError, Version, VersionId,
-    VersionStats, VersionSummary,
+    Agent, AgentId, AvatarState, DeletedAgent, FamilyReuse, HeaderState, Lesson, LessonsChange,
+    Lineage, Matched, Millis, NewLesson, NewSnippetUse, NewUse, Outcome, Owner, OwnerId,
+    RecordedSnippetUse, RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange,
+    SharingKind, SiblingUse, Skill, SkillEntry, SkillHeader, SkillId, Snippet, SnippetId,
+    SnippetRuns, Store, StoreError, Version, VersionId, VersionStats, VersionSummary,
 };
 use mindrune_core::sharing::SharingBar;
 
@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0002_sharing.sql"),
     include_str!("../migrations/sqlite/0003_vocabulary.sql"),
     include_str!("../migrations/sqlite/0004_wrapups.sql"),
+    include_str!("../migrations/sqlite/0005_server.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -1171,18 +1172,20 @@ impl Store for SqliteStore {
                 .map_err(db_err)?;
             let agent = load_agent(&tx, owner, new_use.agent)?;
             let outcome = &new_use.outcome;
-            let added = match &new_use.event_id {
+            // An event id already stored is a retry: it answers with the snippet that event
+            // recorded, whatever the retry carries (another avatar's or changed code included).
+            let recorded_before: Option<i64> = match &new_use.event_id {
                 Some(event_id) => tx
                     .query_row(
-                        "SELECT 1 FROM snippet_uses WHERE owner_id = ?1 AND event_id = ?2",
+                        "SELECT snippet_id FROM snippet_uses WHERE owner_id = ?1 AND event_id = ?2",
                         params![owner.0, event_id],
-                        |_| Ok(()),
+                        |r| r.get(0),
                     )
                     .optional()
-                    .map_err(db_err)?
-                    .is_none(),
-                None => true,
+                    .map_err(db_err)?,
+                None => None,
             };
+            let added = recorded_before.is_none();
             if added {
                 tx.execute(
                     "INSERT INTO snippets (owner_id, agent_id, digest, code, first_at, last_used_at)
@@ -1227,14 +1230,21 @@ impl Store for SqliteStore {
                 )
                 .map_err(db_err)?;
             }
-            let snippet = tx
-                .query_row(
+            let snippet = match recorded_before {
+                Some(snippet_id) => tx.query_row(
+                    "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
+                     WHERE owner_id = ?1 AND snippet_id = ?2",
+                    params![owner.0, snippet_id],
+                    snippet_from,
+                ),
+                None => tx.query_row(
                     "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
                      WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
                     params![owner.0, agent.id.0, new_use.digest],
                     snippet_from,
-                )
-                .map_err(db_err)?;
+                ),
+            }
+            .map_err(db_err)?;
             tx.commit().map_err(db_err)?;
             Ok(RecordedSnippetUse { added, snippet })
         })
@@ -1779,6 +1789,8 @@ impl Store for SqliteStore {
                 "DELETE FROM snippets WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM snippet_suggestions WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "DELETE FROM runner_tokens WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "DELETE FROM avatar_states WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "UPDATE uses SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "UPDATE sharing_events SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2"
                     .to_string(),
@@ -1948,6 +1960,248 @@ impl Store for SqliteStore {
             .optional()
             .map_err(db_err)
     }
+
+    fn issue_runner_token(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        token_hash: &str,
+        now: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        let inserted = inner
+            .conn
+            .execute(
+                "INSERT INTO runner_tokens (owner_id, agent_id, token_hash, created_at)
+                 SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2",
+                params![owner.0, agent.0, token_hash, now],
+            )
+            .map_err(db_err)?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+        }
+        Ok(())
+    }
+
+    fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
+                   (SELECT agent_id FROM runner_tokens WHERE token_hash = ?1 AND revoked_at IS NULL)"
+            ))
+            .map_err(db_err)?
+            .query_row([token_hash], agent_from)
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "UPDATE runner_tokens SET revoked_at = ?3
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND revoked_at IS NULL",
+                params![owner.0, agent.0, now],
+            )
+            .map_err(db_err)
+    }
+
+    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<()> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "INSERT INTO operator_tokens (token_hash, created_at) VALUES (?1, ?2)",
+                params![token_hash, now],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn operator_token_valid(&self, token_hash: &str) -> Result<bool> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(
+                "SELECT 1 FROM operator_tokens WHERE token_hash = ?1 AND revoked_at IS NULL",
+            )
+            .map_err(db_err)?
+            .query_row([token_hash], |_| Ok(()))
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(db_err)
+    }
+
+    fn create_session(
+        &self,
+        owner: OwnerId,
+        session_hash: &str,
+        csrf_token: &str,
+        now: Millis,
+        expires_at: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        // Expired sessions are swept whenever a new one starts.
+        inner
+            .conn
+            .execute(
+                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND expires_at <= ?2",
+                params![owner.0, now],
+            )
+            .map_err(db_err)?;
+        let inserted = inner
+            .conn
+            .execute(
+                "INSERT INTO dashboard_sessions (owner_id, session_hash, csrf_token, created_at, expires_at)
+                 SELECT owner_id, ?2, ?3, ?4, ?5 FROM owners WHERE owner_id = ?1",
+                params![owner.0, session_hash, csrf_token, now, expires_at],
+            )
+            .map_err(db_err)?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+        }
+        Ok(())
+    }
+
+    fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(
+                "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
+                 WHERE session_hash = ?1 AND expires_at > ?2",
+            )
+            .map_err(db_err)?
+            .query_row(params![session_hash, now], |r| {
+                Ok(Session {
+                    owner: OwnerId(r.get(0)?),
+                    csrf_token: r.get(1)?,
+                    expires_at: r.get(2)?,
+                })
+            })
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND session_hash = ?2",
+                params![owner.0, session_hash],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn save_avatar_state(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        state: &str,
+        reported_at: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        let changed = inner
+            .conn
+            .execute(
+                "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
+                 SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+                 ON CONFLICT (agent_id) DO UPDATE SET state = excluded.state, reported_at = excluded.reported_at
+                 WHERE excluded.reported_at >= avatar_states.reported_at",
+                params![owner.0, agent.0, state, reported_at],
+            )
+            .map_err(db_err)?;
+        // A state older than the one kept changes nothing; an unknown agent is an error.
+        if changed == 0 && agent_missing(&inner.conn, owner, agent)? {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+        }
+        Ok(())
+    }
+
+    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(
+                "SELECT agent_id, state, reported_at FROM avatar_states
+                 WHERE owner_id = ?1 AND agent_id = ?2",
+            )
+            .map_err(db_err)?
+            .query_row(params![owner.0, agent.0], |r| {
+                Ok(AvatarState {
+                    agent: AgentId(r.get(0)?),
+                    state: r.get(1)?,
+                    reported_at: r.get(2)?,
+                })
+            })
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {
+        let inner = self.lock();
+        let conn = &inner.conn;
+        // A run is "from a family skill" when the avatar ran a sibling's version (an unchanged
+        // copy from family-skills/ counts for the sibling's skill) or its own skill built on a
+        // sibling's (a version with lineage `sibling` anywhere in the skill's history).
+        let (runs, runs_from_family): (i64, i64) = conn
+            .prepare_cached(
+                "SELECT COUNT(*), COALESCE(SUM(
+                        (s.agent_id IS NULL OR u.agent_id <> s.agent_id)
+                        OR s.skill_id IN (SELECT b.skill_id FROM versions b
+                                          WHERE b.owner_id = ?1 AND b.lineage = 'sibling')), 0)
+                 FROM uses u
+                 JOIN versions v ON v.version_id = u.version_id AND v.owner_id = u.owner_id
+                 JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                 WHERE u.owner_id = ?1 AND u.at >= ?2 AND u.agent_id IS NOT NULL",
+            )
+            .map_err(db_err)?
+            .query_row(params![owner.0, since], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?;
+        // Skills reused by a sibling: run by another avatar, or built on by a copy that ran.
+        let skills_reused: i64 = conn
+            .prepare_cached(
+                "SELECT COUNT(DISTINCT reused) FROM (
+                   SELECT s.skill_id AS reused
+                   FROM uses u
+                   JOIN versions v ON v.version_id = u.version_id AND v.owner_id = u.owner_id
+                   JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                   WHERE u.owner_id = ?1 AND u.at >= ?2 AND u.agent_id IS NOT NULL
+                     AND (s.agent_id IS NULL OR u.agent_id <> s.agent_id)
+                   UNION
+                   SELECT p.skill_id
+                   FROM versions f
+                   JOIN versions p ON p.version_id = f.parent_version_id AND p.owner_id = f.owner_id
+                   WHERE f.owner_id = ?1 AND f.lineage = 'sibling' AND p.skill_id <> f.skill_id
+                     AND EXISTS (SELECT 1 FROM versions cv
+                                 JOIN uses u ON u.version_id = cv.version_id AND u.owner_id = cv.owner_id
+                                 WHERE cv.owner_id = ?1 AND cv.skill_id = f.skill_id AND u.at >= ?2))",
+            )
+            .map_err(db_err)?
+            .query_row(params![owner.0, since], |r| r.get(0))
+            .map_err(db_err)?;
+        Ok(FamilyReuse {
+            runs,
+            runs_from_family,
+            skills_reused,
+        })
+    }
+}
+
+/// Whether an owner's agent does not exist (an update that changed nothing, told apart from
+/// one that had nothing to change).
+fn agent_missing(conn: &Connection, owner: OwnerId, agent: AgentId) -> Result<bool> {
+    conn.prepare_cached("SELECT 1 FROM agents WHERE owner_id = ?1 AND agent_id = ?2")
+        .map_err(db_err)?
+        .query_row(params![owner.0, agent.0], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_none())
+        .map_err(db_err)
 }
 
 impl SqliteStore {

@@ -926,3 +926,155 @@ fn the_vocabulary_is_replaced_as_a_whole_and_a_rebuild_adds_new_pages_as_new_tag
     assert_eq!(f.store.vocabulary().unwrap().len(), 3);
     assert_eq!(f.store.integrity_check().unwrap(), "ok");
 }
+
+#[test]
+fn a_runner_token_names_its_agent_until_it_is_revoked() {
+    let f = family();
+    f.store
+        .issue_runner_token(f.owner, f.buzz, "sha256:token-of-buzz", 1)
+        .unwrap();
+    let agent = f
+        .store
+        .agent_by_runner_token("sha256:token-of-buzz")
+        .unwrap()
+        .unwrap();
+    assert_eq!(agent.id, f.buzz);
+    assert_eq!(agent.owner, f.owner);
+    assert!(
+        f.store
+            .agent_by_runner_token("sha256:unknown")
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(f.store.revoke_runner_tokens(f.owner, f.buzz, 2).unwrap(), 1);
+    assert!(
+        f.store
+            .agent_by_runner_token("sha256:token-of-buzz")
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn a_token_cannot_be_issued_for_another_owner_s_agent() {
+    let f = family();
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(
+        f.store
+            .issue_runner_token(other.id, f.buzz, "sha256:stolen", 1)
+            .is_err()
+    );
+    assert!(
+        f.store
+            .agent_by_runner_token("sha256:stolen")
+            .unwrap()
+            .is_none()
+    );
+    // Revoking through another owner touches nothing.
+    f.store
+        .issue_runner_token(f.owner, f.buzz, "sha256:mine", 1)
+        .unwrap();
+    assert_eq!(
+        f.store.revoke_runner_tokens(other.id, f.buzz, 2).unwrap(),
+        0
+    );
+    assert!(
+        f.store
+            .agent_by_runner_token("sha256:mine")
+            .unwrap()
+            .is_some()
+    );
+}
+
+#[test]
+fn operator_tokens_are_known_by_their_digest() {
+    let f = family();
+    assert!(!f.store.operator_token_valid("sha256:op").unwrap());
+    f.store.issue_operator_token("sha256:op", 1).unwrap();
+    assert!(f.store.operator_token_valid("sha256:op").unwrap());
+}
+
+#[test]
+fn a_session_lasts_until_it_expires_or_ends() {
+    let f = family();
+    f.store
+        .create_session(f.owner, "sha256:cookie", "csrf-1", 1_000, 5_000)
+        .unwrap();
+    let session = f.store.session("sha256:cookie", 2_000).unwrap().unwrap();
+    assert_eq!(session.owner, f.owner);
+    assert_eq!(session.csrf_token, "csrf-1");
+    assert!(f.store.session("sha256:cookie", 5_000).unwrap().is_none());
+    f.store.end_session(f.owner, "sha256:cookie").unwrap();
+    assert!(f.store.session("sha256:cookie", 2_000).unwrap().is_none());
+}
+
+#[test]
+fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing() {
+    let f = family();
+    assert!(f.store.avatar_state(f.owner, f.buzz).unwrap().is_none());
+    f.store
+        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":10}"#, 2_000)
+        .unwrap();
+    f.store
+        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":5}"#, 1_000)
+        .unwrap();
+    let state = f.store.avatar_state(f.owner, f.buzz).unwrap().unwrap();
+    assert_eq!(state.state, r#"{"wealth":10}"#);
+    assert_eq!(state.reported_at, 2_000);
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(f.store.avatar_state(other.id, f.buzz).unwrap().is_none());
+    assert!(
+        f.store
+            .save_avatar_state(other.id, f.buzz, "{}", 3_000)
+            .is_err()
+    );
+}
+
+#[test]
+fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused() {
+    let f = family();
+    let chop = f
+        .store
+        .match_script(
+            f.owner,
+            &headed(
+                snapshot(f.buzz, "buzz", "chop", "chop();"),
+                HeaderState::Skill,
+            ),
+            0,
+        )
+        .unwrap();
+    for at in 1..=3 {
+        f.store
+            .record_use(f.owner, &clean_run(chop.version.id, f.buzz, at))
+            .unwrap();
+    }
+    // Pickles runs buzz's unchanged copy (the sibling's own version) twice…
+    for at in 4..=5 {
+        f.store
+            .record_use(f.owner, &clean_run(chop.version.id, f.pickles, at))
+            .unwrap();
+    }
+    // …and a changed copy of it, built on it, once.
+    let mut copy = snapshot(f.pickles, "pickles", "chop", "chop(); bank();");
+    copy.origin = Some((chop.version.id, Lineage::Sibling));
+    let copy = f.store.match_script(f.owner, &copy, 6).unwrap();
+    f.store
+        .record_use(f.owner, &clean_run(copy.version.id, f.pickles, 7))
+        .unwrap();
+    let reuse = f.store.family_reuse(f.owner, 0).unwrap();
+    assert_eq!(reuse.runs, 6);
+    assert_eq!(reuse.runs_from_family, 3);
+    assert_eq!(reuse.skills_reused, 1);
+    // A window that starts after the sibling's runs counts only what is in it.
+    let late = f.store.family_reuse(f.owner, 7_000).unwrap();
+    assert_eq!(
+        (late.runs, late.runs_from_family, late.skills_reused),
+        (1, 1, 1)
+    );
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert_eq!(
+        f.store.family_reuse(other.id, 0).unwrap(),
+        Default::default()
+    );
+}

@@ -5,6 +5,8 @@ mod family_input;
 mod hook;
 mod mirror_crash;
 mod record;
+mod runner;
+mod setup;
 mod tags;
 mod util;
 mod wrapup;

@@ -1,0 +1,600 @@
+//! `mindrune runner` end to end: the real server, the real hook in relay mode and the real
+//! runner, on real files — runs recorded exactly once, a sibling's family-skills/ written, the
+//! bot's password kept on the machine, and every event delivered exactly once through a
+//! server killed (SIGKILL) in the middle of delivery.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::util::{TestLibrary, contains, stderr, visible_files};
+
+/// A port nothing listens on right now (the CLI cannot be told to bind port 0).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until `done` holds, failing the test with `what` after `limit`.
+fn wait_for(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A `mindrune serve` child process, killed when dropped.
+struct Server {
+    child: Child,
+}
+
+impl Server {
+    fn start(lib: &TestLibrary, port: u16) -> Server {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(lib.dir.path().join("serve.log"))
+            .unwrap();
+        let child = lib
+            .std_cmd()
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let server = Server { child };
+        wait_for(Duration::from_secs(30), "the server to listen", || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        server
+    }
+
+    /// SIGKILL: no graceful shutdown, requests in flight cut off.
+    fn kill_hard(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One test's family: a library, its agents, one spool per agent, and the server's URL.
+struct Setup {
+    lib: TestLibrary,
+    port: u16,
+}
+
+impl Setup {
+    fn new(agents: &[&str]) -> Setup {
+        let lib = TestLibrary::new();
+        for agent in agents {
+            lib.agent(agent, "ada");
+        }
+        Setup {
+            lib,
+            port: free_port(),
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn spool(&self, agent: &str) -> PathBuf {
+        self.lib.dir.path().join("spool").join(agent)
+    }
+
+    fn token(&self, agent: &str) -> String {
+        self.lib.ok(&["token", "issue", agent]).trim().to_string()
+    }
+
+    /// One Claude Code hook call through the hook in relay mode, with no library in reach.
+    fn hook(&self, agent: &str, input: &serde_json::Value) -> Output {
+        let mut cmd = self.lib.cmd();
+        cmd.env("MINDRUNE_HOME", self.lib.dir.path().join("no-library-here"))
+            .args(["hook", "claude-code", "--agent", agent, "--relay"])
+            .arg(self.spool(agent))
+            .write_stdin(input.to_string());
+        let output = cmd.output().unwrap();
+        assert!(output.status.success(), "hook failed: {}", stderr(&output));
+        output
+    }
+
+    /// A shell call of `bun bots/<agent>/<name>.ts`, seen by `PreToolUse` and `PostToolUse`.
+    fn run_script(&self, agent: &str, name: &str, id: &str, output: &str) {
+        let mut call = json!({"session_id": "s1", "cwd": "/work", "tool_name": "Bash", "tool_use_id": id,
+                              "tool_input": {"command": format!("bun bots/{agent}/{name}.ts 2>&1 | tail -20")}});
+        call["hook_event_name"] = json!("PreToolUse");
+        self.hook(agent, &call);
+        self.post(agent, name, id, output);
+    }
+
+    /// Only the `PostToolUse` of a call.
+    fn post(&self, agent: &str, name: &str, id: &str, output: &str) {
+        let call = json!({"hook_event_name": "PostToolUse", "session_id": "s1", "cwd": "/work", "tool_name": "Bash",
+                          "tool_use_id": id, "tool_input": {"command": format!("bun bots/{agent}/{name}.ts")},
+                          "tool_response": {"stdout": output, "stderr": "", "interrupted": false}});
+        self.hook(agent, &call);
+    }
+
+    fn stop(&self, agent: &str) {
+        self.hook(
+            agent,
+            &json!({"hook_event_name": "Stop", "session_id": "s1"}),
+        );
+    }
+
+    fn runner_args(&self, agent: &str, token: &str) -> Vec<String> {
+        let workspace = self.lib.workspace(agent);
+        [
+            "runner",
+            "--server",
+            &self.url(),
+            "--token",
+            token,
+            "--agent",
+            agent,
+            "--workspace",
+            workspace.to_str().unwrap(),
+            "--spool",
+            self.spool(agent).to_str().unwrap(),
+        ]
+        .map(str::to_string)
+        .to_vec()
+    }
+
+    fn runner_once(&self, agent: &str, token: &str, extra: &[&str]) -> Output {
+        self.lib
+            .cmd()
+            .args(self.runner_args(agent, token))
+            .arg("--once")
+            .args(extra)
+            .output()
+            .unwrap()
+    }
+
+    /// A long-running runner, its log in `runner-<agent>.log`.
+    fn runner(&self, agent: &str, token: &str, extra: &[&str]) -> Child {
+        let log = std::fs::File::create(self.log_path(agent)).unwrap();
+        self.lib
+            .std_cmd()
+            .env("MINDRUNE_LOG", "info")
+            .env("NO_COLOR", "1")
+            .args(self.runner_args(agent, token))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
+    }
+
+    fn log_path(&self, agent: &str) -> PathBuf {
+        self.lib.dir.path().join(format!("runner-{agent}.log"))
+    }
+
+    fn log(&self, agent: &str) -> String {
+        std::fs::read_to_string(self.log_path(agent)).unwrap_or_default()
+    }
+
+    fn count(&self, agent: &str, folder: &str) -> usize {
+        items(&self.spool(agent).join(folder))
+    }
+}
+
+/// The spool items in a folder (hidden temp files and `.error.txt` notes left out).
+fn items(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    !name.starts_with('.') && name.ends_with(".json")
+                })
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Asks a long-running runner to stop (SIGTERM) and expects a clean exit.
+fn terminate(mut child: Child) {
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(
+                status.success(),
+                "the runner exits cleanly on SIGTERM: {status}"
+            );
+            return;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the runner did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn runs(lib: &TestLibrary, skill: &str) -> i64 {
+    lib.skill_json(skill)["versions"][0]["runs"]
+        .as_i64()
+        .unwrap()
+}
+
+fn headed(name: &str, body: &str) -> String {
+    format!("/** @skill {name}\n * Goal: chop oaks and bank the logs\n */\n{body}")
+}
+
+const PICKLES_PASSWORD: &str = "pw-pickles-s3cret77";
+
+#[test]
+fn a_runner_delivers_each_run_once_and_writes_a_sibling_s_family_skills() {
+    let s = Setup::new(&["pickles", "buzz"]);
+    let lib = &s.lib;
+    // The bot's password sits in the script, its output and its lab log: none of it may
+    // reach the server.
+    lib.write_script(
+        "pickles",
+        "chop",
+        &headed(
+            "chop",
+            &format!(
+                "import {{ runScript }} from '../../sdk/runner';\n// logs in as pickles / {PICKLES_PASSWORD}\nawait runScript(async ({{ bot }}) => {{\n  await bot.chop(7);\n}});\n"
+            ),
+        ),
+    );
+    std::fs::write(
+        lib.workspace("pickles").join("bots/pickles/lab_log.md"),
+        format!("# pickles\nShare: oaks regrow in a minute\npassword {PICKLES_PASSWORD}\n"),
+    )
+    .unwrap();
+    let _server = Server::start(lib, s.port);
+    let pickles = s.token("pickles");
+    let buzz = s.token("buzz");
+
+    for n in 1..=5 {
+        s.run_script(
+            "pickles",
+            "chop",
+            &format!("toolu_{n}"),
+            &format!("logged in with {PICKLES_PASSWORD}\n── State ──\nXP: Woodcutting +250\n"),
+        );
+    }
+    // Claude Code fired one PostToolUse twice: the same call, so the same event id.
+    s.post("pickles", "chop", "toolu_3", "again");
+    s.stop("pickles");
+    assert_eq!(s.count("pickles", "inbox"), 7);
+    assert!(
+        !lib.dir.path().join("no-library-here").exists(),
+        "the hook in relay mode needs no library"
+    );
+
+    let output = s.runner_once("pickles", &pickles, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(s.count("pickles", "inbox"), 0);
+    assert_eq!(s.count("pickles", "outbox"), 0);
+    assert_eq!(s.count("pickles", "rejected"), 0);
+    assert_eq!(
+        runs(lib, "pickles/chop"),
+        5,
+        "each call counted exactly once"
+    );
+
+    // Delivered already: a second pass sends nothing and counts nothing.
+    let output = s.runner_once("pickles", &pickles, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(runs(lib, "pickles/chop"), 5);
+
+    // The sibling's turn ends: its runner writes family-skills/ from the server's answer.
+    s.stop("buzz");
+    let output = s.runner_once("buzz", &buzz, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mirror = visible_files(&lib.workspace("buzz").join("family-skills"));
+    assert_eq!(
+        mirror.keys().collect::<Vec<_>>(),
+        ["INDEX.md", "LESSONS.md", "pickles/chop.ts"],
+        "the proven, headed skill is buzz's family skill now"
+    );
+    let mirrored = String::from_utf8(mirror["pickles/chop.ts"].clone()).unwrap();
+    assert!(mirrored.contains("await bot.chop(7);"), "{mirrored}");
+    assert!(mirrored.contains(" * From: pickles/chop\n"), "{mirrored}");
+    let lessons = String::from_utf8(mirror["LESSONS.md"].clone()).unwrap();
+    assert!(lessons.contains("oaks regrow in a minute"), "{lessons}");
+
+    // The password never left the machine: not in the library, not in anything mirrored.
+    let stored = lib.stored_bytes();
+    assert!(
+        !contains(&stored, PICKLES_PASSWORD),
+        "the bot's password reached the library"
+    );
+    assert!(
+        !mirror
+            .values()
+            .any(|bytes| contains(bytes, PICKLES_PASSWORD))
+    );
+}
+
+#[test]
+fn every_event_is_stored_exactly_once_through_a_server_killed_mid_delivery() {
+    const EVENTS: usize = 200;
+    let s = Setup::new(&["buzz"]);
+    let lib = &s.lib;
+    lib.write_script("buzz", "fish", "await bot.fish();\n");
+    // The token is issued while no server runs: the library is all it needs.
+    let token = s.token("buzz");
+    for n in 0..EVENTS {
+        s.post(
+            "buzz",
+            "fish",
+            &format!("toolu_f{n}"),
+            "── State ──\nXP: Fishing +10\n",
+        );
+    }
+    assert_eq!(s.count("buzz", "inbox"), EVENTS);
+
+    // The runner starts while the server is down: everything moves to the outbox and waits.
+    // Batches of 20, so a kill right after one batch's answer lands while the next one is
+    // being stored: part of it stored, no answer, all of it sent again.
+    let runner = s.runner("buzz", &token, &["--max-batch", "20"]);
+    wait_for(
+        Duration::from_secs(60),
+        "the inbox to move to the outbox",
+        || s.count("buzz", "inbox") == 0 && s.count("buzz", "outbox") == EVENTS,
+    );
+
+    // Up to three times: the server starts, delivers some, and is killed without warning.
+    // The first kill comes while the runner deletes a delivered batch (between two requests);
+    // the later ones a few milliseconds after, when the next batch is on the server, part of
+    // it stored and no answer sent: the runner sends all of it again.
+    let mut left_at_kills = Vec::new();
+    for (round, delay_ms) in [(1, 0), (2, 3), (3, 6)] {
+        let server = Server::start(lib, s.port);
+        let target = EVENTS - 45 * round;
+        wait_for(Duration::from_secs(60), "delivery to go on", || {
+            s.count("buzz", "outbox") <= target
+        });
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        server.kill_hard();
+        // A batch answered just before the kill may still be being deleted from the outbox.
+        std::thread::sleep(Duration::from_millis(100));
+        let left_at_kill = s.count("buzz", "outbox");
+        if left_at_kill == 0 {
+            // The server was faster than the kill this time; the first kill still counts.
+            break;
+        }
+        // Nothing goes while the server is down.
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(
+            s.count("buzz", "outbox"),
+            left_at_kill,
+            "nothing leaves the outbox while the server is down"
+        );
+        left_at_kills.push(left_at_kill);
+    }
+    assert!(
+        left_at_kills
+            .first()
+            .is_some_and(|&left| left > 0 && left < EVENTS),
+        "the first kill came in the middle of delivery: {left_at_kills:?}"
+    );
+
+    let _server = Server::start(lib, s.port);
+    wait_for(Duration::from_secs(120), "the outbox to empty", || {
+        s.count("buzz", "outbox") == 0
+    });
+    terminate(runner);
+
+    assert_eq!(s.count("buzz", "rejected"), 0, "{}", s.log("buzz"));
+    assert_eq!(
+        runs(lib, "buzz/fish"),
+        EVENTS as i64,
+        "every event stored exactly once — none lost, none twice"
+    );
+    let log = s.log("buzz");
+    assert!(log.contains("the server is away"), "{log}");
+    assert!(log.contains("the server answers again"), "{log}");
+    // What the run went through, for `--nocapture`.
+    let duplicates: usize = log
+        .split("duplicate=")
+        .skip(1)
+        .filter_map(|rest| rest.split(' ').next()?.parse::<usize>().ok())
+        .sum();
+    eprintln!(
+        "fault test: {left_at_kills:?} of {EVENTS} events still spooled at each kill; {duplicates} sent again after a lost answer and recognised as stored"
+    );
+}
+
+#[test]
+fn a_runner_started_while_the_server_is_down_empties_family_skills_then_fills_it() {
+    let s = Setup::new(&["buzz"]);
+    let lib = &s.lib;
+    let mirror = lib.workspace("buzz").join("family-skills");
+    std::fs::create_dir_all(mirror.join("pickles")).unwrap();
+    std::fs::write(mirror.join("INDEX.md"), "stale index\n").unwrap();
+    std::fs::write(mirror.join("pickles/old.ts"), "// no longer shared\n").unwrap();
+    let token = s.token("buzz");
+
+    let runner = s.runner("buzz", &token, &[]);
+    wait_for(
+        Duration::from_secs(30),
+        "family-skills/ to be emptied",
+        || visible_files(&mirror).is_empty(),
+    );
+    assert!(mirror.is_dir(), "emptied, not removed");
+
+    // The server comes: the start goes through and family-skills/ is written.
+    let _server = Server::start(lib, s.port);
+    wait_for(
+        Duration::from_secs(30),
+        "family-skills/ to be written",
+        || visible_files(&mirror).contains_key("INDEX.md"),
+    );
+    terminate(runner);
+    let files = visible_files(&mirror);
+    assert_eq!(files.keys().collect::<Vec<_>>(), ["INDEX.md", "LESSONS.md"]);
+    assert!(!contains(&files["INDEX.md"], "stale"));
+    let log = s.log("buzz");
+    assert!(log.contains("better empty than stale"), "{log}");
+    assert!(log.contains("marked the agent's start"), "{log}");
+}
+
+#[test]
+fn refused_items_go_to_rejected_with_the_reason_and_are_not_retried() {
+    let s = Setup::new(&["buzz", "pickles"]);
+    let lib = &s.lib;
+    lib.write_script("buzz", "fish", "await bot.fish();\n");
+    let _server = Server::start(lib, s.port);
+    let token = s.token("buzz");
+    // execute_code with another bot's script: the server refuses that one event.
+    s.hook(
+        "buzz",
+        &json!({"hook_event_name": "PostToolUse", "cwd": "/work", "tool_name": "mcp__rs-agent-bot__execute_code",
+                "tool_use_id": "toolu_x", "tool_input": {"bot_name": "buzz", "script": "bots/pickles/steal.ts"},
+                "tool_response": [{"type": "text", "text": "done"}]}),
+    );
+    s.post("buzz", "fish", "toolu_ok", "fine");
+    // Something that is no hook's item lands in the inbox.
+    std::fs::write(
+        s.spool("buzz")
+            .join("inbox")
+            .join("9999999999999-0000000001-000000-event.json"),
+        "{not json",
+    )
+    .unwrap();
+
+    let output = s.runner_once("buzz", &token, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(s.count("buzz", "outbox"), 0);
+    assert_eq!(s.count("buzz", "rejected"), 2);
+    assert_eq!(
+        runs(lib, "buzz/fish"),
+        1,
+        "the good event went through beside the bad ones"
+    );
+    let notes: String = std::fs::read_dir(s.spool("buzz").join("rejected"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".error.txt"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(notes.contains("pickles"), "{notes}");
+    assert!(
+        notes.contains("not an event of the event contract"),
+        "{notes}"
+    );
+    assert!(stderr(&output).contains("refused"), "{}", stderr(&output));
+
+    // Run again: nothing is retried.
+    let output = s.runner_once("buzz", &token, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(s.count("buzz", "rejected"), 2);
+}
+
+#[test]
+fn a_refused_token_stops_the_runner_and_keeps_the_spool() {
+    let s = Setup::new(&["buzz"]);
+    let lib = &s.lib;
+    lib.write_script("buzz", "fish", "await bot.fish();\n");
+    let _server = Server::start(lib, s.port);
+    s.post("buzz", "fish", "toolu_1", "fine");
+    let output = s.runner_once("buzz", "mr_runner_bogus", &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stderr(&output);
+    assert!(text.contains("refused the runner token"), "{text}");
+    assert!(text.contains("mindrune token issue buzz"), "{text}");
+    assert_eq!(
+        s.count("buzz", "outbox"),
+        1,
+        "what was spooled stays spooled"
+    );
+    // Another avatar's token is refused before anything is sent.
+    lib.agent("pickles", "ada");
+    let pickles = s.token("pickles");
+    let output = s.runner_once("buzz", &pickles, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("token is for agent `pickles`"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(s.count("buzz", "outbox"), 1);
+}
+
+#[test]
+fn the_avatar_s_game_state_reaches_the_dashboard_s_library() {
+    let s = Setup::new(&["buzz"]);
+    let lib = &s.lib;
+    let _server = Server::start(lib, s.port);
+    let token = s.token("buzz");
+    let state = lib.dir.path().join("state.json");
+    std::fs::write(
+        &state,
+        json!({"tick": 5, "skills": [{"name": "Woodcutting", "level": 17, "baseLevel": 15, "experience": 2500}],
+               "inventory": [{"slot": 0, "name": "Coins", "count": 321}], "equipment": [{"slot": 3, "name": "Bronze sword", "count": 1}],
+               "bank": {"isOpen": false, "items": []}})
+        .to_string(),
+    )
+    .unwrap();
+    let output = s.runner_once("buzz", &token, &["--state-file", state.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let stored = lib.stored_bytes();
+    assert!(contains(&stored, "\"Woodcutting\":15"));
+    assert!(contains(&stored, "Bronze sword"));
+    assert!(contains(&stored, "\"wealth\":321"));
+}
+
+#[test]
+fn without_hooks_a_changed_bot_folder_marks_a_turn_end_by_itself() {
+    let s = Setup::new(&["buzz"]);
+    let lib = &s.lib;
+    let _server = Server::start(lib, s.port);
+    let token = s.token("buzz");
+    let runner = s.runner("buzz", &token, &["--turn-every", "1"]);
+    wait_for(Duration::from_secs(30), "the start", || {
+        s.log("buzz").contains("marked the agent's start")
+    });
+    // Nothing changed: no turn is marked.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(
+        !s.log("buzz").contains("marking a turn end"),
+        "{}",
+        s.log("buzz")
+    );
+    // The agent writes its lab log: a turn end follows within about a second.
+    std::fs::write(
+        lib.workspace("buzz").join("bots/buzz/lab_log.md"),
+        "Share: the Lumbridge bank is upstairs\n",
+    )
+    .unwrap();
+    wait_for(Duration::from_secs(30), "a turn end", || {
+        s.log("buzz").contains("delivered a turn end")
+    });
+    terminate(runner);
+    assert!(s.log("buzz").contains("marking a turn end"));
+    // The lesson reached the library: a sibling added now sees it in its family-skills/.
+    lib.agent("pickles", "ada");
+    lib.ok(&["mirror", "pickles"]);
+    let lessons =
+        std::fs::read_to_string(lib.workspace("pickles").join("family-skills/LESSONS.md")).unwrap();
+    assert!(
+        lessons.contains("the Lumbridge bank is upstairs"),
+        "{lessons}"
+    );
+}

@@ -1,0 +1,385 @@
+//! `mindrune setup rs-sdk PATH --owner NAME`: an rs-sdk checkout wired in one command — its
+//! bots registered, MindRune's hooks merged into `.claude/settings.json`, the vocabulary built
+//! from its wiki — and nothing changed by a second run, a dry run or a check that fails.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::util::{TestLibrary, script, stderr, stdout};
+
+const HOOK_COMMAND: &str = r#"mindrune hook claude-code --agent "$MINDRUNE_AGENT""#;
+
+/// A user's own settings: keys MindRune does not know, and a hook of their own.
+const USER_SETTINGS: &str = r#"{
+  "permissions": {
+    "allow": ["Bash(bun:*)", "mcp__rs-agent-bot__execute_code"]
+  },
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "Write|Edit",
+        "hooks": [{"type": "command", "command": "./scripts/lint-staged.sh", "timeout": 30}]
+      }
+    ],
+    "Notification": [
+      {"hooks": [{"type": "command", "command": "notify-send claude"}]}
+    ]
+  },
+  "model": "opus",
+  "env": {"BUN_ENV": "dev"}
+}
+"#;
+
+/// A library home with no library yet, in a temp dir (`TestLibrary::new` would make one).
+fn no_library() -> TestLibrary {
+    TestLibrary {
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
+/// An rs-sdk checkout as upstream lays it out: bots `a` and `b`, rs-sdk's own `_template/`
+/// and `create-bot.ts` beside them, a small wiki, and the user's `.claude/settings.json`.
+fn checkout(lib: &TestLibrary) -> PathBuf {
+    let root = lib.dir.path().join("rs-sdk");
+    for bot in ["a", "b"] {
+        let dir = root.join("bots").join(bot);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("bot.env"),
+            format!("BOT_USERNAME={bot}\nPASSWORD=pw-{bot}-s3cret77\nSERVER=localhost\n"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("lab_log.md"), format!("# {bot} Lab Log\n")).unwrap();
+    }
+    std::fs::create_dir_all(root.join("bots/_template")).unwrap();
+    std::fs::write(root.join("bots/_template/script.ts"), script(0)).unwrap();
+    std::fs::write(root.join("bots/create-bot.ts"), "// makes a bot\n").unwrap();
+    let wiki = root.join("wiki");
+    for (folder, slug, title) in [
+        ("quests", "cooks-assistant", "Cook's Assistant"),
+        ("quests", "restless-ghost", "The Restless Ghost"),
+        ("skills", "mining", "Mining"),
+        ("items", "bronze-pickaxe", "Bronze pickaxe"),
+        ("npcs", "goblin", "Goblin"),
+        (
+            "shops",
+            "lumbridge-general-store",
+            "Lumbridge General Store",
+        ),
+    ] {
+        write_page(&wiki, folder, slug, title);
+    }
+    std::fs::create_dir_all(root.join(".claude")).unwrap();
+    std::fs::write(root.join(".claude/settings.json"), USER_SETTINGS).unwrap();
+    root
+}
+
+/// One page as rs-sdk's generators write it: a `# Title` heading, then a table.
+fn write_page(wiki: &Path, folder: &str, slug: &str, title: &str) {
+    let dir = wiki.join(folder);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{slug}.md")),
+        format!("# {title}\n\n| Detail | Value |\n|---|---|\n| Members | No |\n"),
+    )
+    .unwrap();
+}
+
+fn setup(lib: &TestLibrary, root: &Path, extra: &[&str]) -> std::process::Output {
+    let mut args = vec!["setup", "rs-sdk", root.to_str().unwrap(), "--owner", "ada"];
+    args.extend_from_slice(extra);
+    lib.run(&args)
+}
+
+fn setup_ok(lib: &TestLibrary, root: &Path, extra: &[&str]) -> String {
+    let output = setup(lib, root, extra);
+    assert!(output.status.success(), "{}", stderr(&output));
+    stdout(&output)
+}
+
+/// Output with the temp dir and the owner's key replaced, for snapshots.
+fn stable(lib: &TestLibrary, text: &str) -> String {
+    let canonical = lib.dir.path().canonicalize().unwrap();
+    let mut text = text
+        .replace(canonical.to_str().unwrap(), "[TMP]")
+        .replace(lib.dir.path().to_str().unwrap(), "[TMP]");
+    while let Some(at) = text.find("mrk_") {
+        let end = text[at + 4..]
+            .find(|c: char| !c.is_ascii_hexdigit())
+            .map_or(text.len(), |n| at + 4 + n);
+        text.replace_range(at..end, "[KEY]");
+    }
+    text
+}
+
+fn settings(root: &Path) -> Vec<u8> {
+    std::fs::read(root.join(".claude/settings.json")).unwrap()
+}
+
+/// The library's agents and vocabulary, read from its database: (agents, vocabulary rows,
+/// vocabulary state).
+fn library_rows(lib: &TestLibrary) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let db = rusqlite::Connection::open(lib.home().join("library.db")).unwrap();
+    let rows = |sql: &str| -> Vec<String> {
+        let mut statement = db.prepare(sql).unwrap();
+        statement
+            .query_map([], |row| row.get::<_, String>(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    (
+        rows(
+            "SELECT a.name || ' ' || o.name || ' ' || a.workspace || ' ' || a.created_at
+             FROM agents a JOIN owners o USING (owner_id) ORDER BY a.name",
+        ),
+        rows("SELECT kind || ':' || slug || ' ' || added_at FROM vocabulary ORDER BY kind, slug"),
+        rows("SELECT digest || ' ' || entries || ' ' || built_at FROM vocabulary_state"),
+    )
+}
+
+#[test]
+fn setup_registers_every_bot_merges_the_hooks_into_the_users_settings_and_builds_the_vocabulary() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    let out = setup_ok(&lib, &root, &[]);
+    insta::assert_snapshot!("first_run", stable(&lib, &out));
+
+    // Both bots are agents of `ada`, with the checkout as their workspace.
+    let workspace = root.canonicalize().unwrap();
+    let agents = lib.ok(&["agent", "list", "--owner", "ada"]);
+    assert_eq!(
+        agents,
+        format!("a  {}\nb  {}\n", workspace.display(), workspace.display())
+    );
+
+    // The user's settings are all still there, in their place, byte for byte up to where
+    // MindRune's entries go in; ours are added once per event.
+    let text = String::from_utf8(settings(&root)).unwrap();
+    let kept = USER_SETTINGS
+        .find("      }\n    ],\n    \"Notification\"")
+        .unwrap();
+    assert!(text.starts_with(&USER_SETTINGS[..kept]), "{text}");
+    assert!(
+        text.ends_with("  },\n  \"model\": \"opus\",\n  \"env\": {\"BUN_ENV\": \"dev\"}\n}\n"),
+        "{text}"
+    );
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let hooks = &value["hooks"];
+    assert_eq!(
+        hooks["PreToolUse"][0],
+        json!({"matcher": "Write|Edit", "hooks": [{"type": "command", "command": "./scripts/lint-staged.sh", "timeout": 30}]})
+    );
+    assert_eq!(
+        hooks["Notification"],
+        json!([{"hooks": [{"type": "command", "command": "notify-send claude"}]}])
+    );
+    for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
+        let groups = hooks[event].as_array().unwrap();
+        assert_eq!(
+            groups.last().unwrap(),
+            &json!({"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}),
+            "{event}"
+        );
+    }
+    assert_eq!(
+        hooks["Stop"],
+        json!([{"hooks": [{"type": "command", "command": HOOK_COMMAND}]}])
+    );
+    let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+    assert_eq!(keys.len(), 4);
+    assert!(text.find("\"permissions\"") < text.find("\"hooks\""));
+    assert!(text.find("\"hooks\"") < text.find("\"model\""));
+    assert!(text.find("\"model\"") < text.find("\"env\""));
+
+    // The vocabulary came from the wiki.
+    assert_eq!(
+        lib.ok(&["tags", "map", "do The Restless Ghost with a bronze pickaxe"]),
+        "quest:restless-ghost\nitem:bronze-pickaxe\n"
+    );
+}
+
+#[test]
+fn a_second_run_says_everything_is_there_already_and_changes_nothing() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    setup_ok(&lib, &root, &[]);
+    let settings_before = settings(&root);
+    let rows_before = library_rows(&lib);
+    assert_eq!(rows_before.0.len(), 2);
+
+    let again = setup_ok(&lib, &root, &[]);
+    insta::assert_snapshot!("second_run", stable(&lib, &again));
+    assert_eq!(settings(&root), settings_before);
+    assert_eq!(library_rows(&lib), rows_before);
+    // A dry run now has nothing to show either.
+    let dry = setup_ok(&lib, &root, &["--dry-run"]);
+    assert!(dry.contains("Nothing would change.\n"), "{dry}");
+    assert!(!dry.contains("\n+"), "{dry}");
+    assert_eq!(settings(&root), settings_before);
+    assert_eq!(library_rows(&lib), rows_before);
+}
+
+#[test]
+fn a_dry_run_shows_the_settings_diff_and_the_agents_and_changes_nothing() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    let out = setup_ok(&lib, &root, &["--dry-run"]);
+    insta::assert_snapshot!("dry_run", stable(&lib, &out));
+    assert_eq!(settings(&root), USER_SETTINGS.as_bytes());
+    assert!(!lib.home().exists(), "a dry run makes no library");
+    let leftovers: Vec<_> = std::fs::read_dir(root.join(".claude"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name())
+        .collect();
+    assert_eq!(leftovers, ["settings.json"]);
+}
+
+#[test]
+fn a_settings_file_that_is_not_json_is_an_error_naming_its_line_and_column_and_nothing_is_written()
+{
+    let lib = no_library();
+    let root = checkout(&lib);
+    let path = root.join(".claude/settings.json");
+    let broken = USER_SETTINGS.replace("\"model\": \"opus\",", "\"model\": \"opus\",,");
+    std::fs::write(&path, &broken).unwrap();
+    let output = setup(&lib, &root, &[]);
+    assert!(!output.status.success());
+    let err = stderr(&output);
+    let shown = path.canonicalize().unwrap();
+    assert!(
+        err.starts_with(&format!(
+            "error: {}: line 16, column 19: key must be a string; MindRune's hooks cannot be added, and nothing was changed\n\nhint: fix the JSON there",
+            shown.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), broken.as_bytes());
+    assert!(
+        !lib.home().exists(),
+        "nothing is written, not even a library"
+    );
+
+    // `hooks` must be an object of events, and each of MindRune's events an array.
+    for (text, at) in [
+        (
+            "{\n  \"hooks\": [\"PreToolUse\"]\n}\n",
+            "line 2, column 11: invalid type: an array, expected \"hooks\" to be an object of hook events",
+        ),
+        (
+            "{\"hooks\": {\"Stop\": \"say done\"}}",
+            "line 1, column 29: invalid type: string \"say done\", expected a hook event to be an array of matcher groups",
+        ),
+        (
+            "[1, 2]",
+            "line 1, column 1: invalid type: an array, expected an object (Claude Code's settings)",
+        ),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let output = setup(&lib, &root, &[]);
+        assert!(!output.status.success());
+        let err = stderr(&output);
+        assert!(
+            err.starts_with(&format!("error: {}: {at}; ", shown.display())),
+            "{err}"
+        );
+        assert!(err.contains("\n\nhint: "), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), text.as_bytes());
+    }
+    assert!(!lib.home().exists());
+}
+
+#[test]
+fn a_bot_name_taken_by_another_owner_or_workspace_is_an_error_and_nothing_changes() {
+    let lib = TestLibrary::new();
+    let root = checkout(&lib);
+    // `b` is bob's already; `a` is ada's but lives in another workspace.
+    lib.ok(&["owner", "add", "bob"]);
+    lib.agent("b", "bob");
+    lib.agent("a", "ada");
+    let rows_before = library_rows(&lib);
+    let output = setup(&lib, &root, &[]);
+    assert!(!output.status.success());
+    let err = stable(&lib, &stderr(&output));
+    assert_eq!(
+        err,
+        "error: bots of [TMP]/rs-sdk/bots/ are registered elsewhere, so nothing was changed:\n  `a` is an agent of `ada` already, with another workspace: [TMP]/ws/a\n  `b` is an agent of `bob` already (workspace [TMP]/ws/b)\n\nhint: agent names are unique in the library; rename the bot's folder, or, if it is the same bot moved here, `mindrune agent remove NAME` first (its private scripts' history goes with it)\n"
+    );
+    assert_eq!(library_rows(&lib), rows_before);
+    assert_eq!(settings(&root), USER_SETTINGS.as_bytes());
+}
+
+#[test]
+fn an_existing_owner_is_reused_and_a_checkout_without_settings_or_wiki_gets_new_settings() {
+    let lib = TestLibrary::new();
+    let root = checkout(&lib);
+    std::fs::remove_dir_all(root.join(".claude")).unwrap();
+    std::fs::remove_dir_all(root.join("wiki")).unwrap();
+    let out = stable(&lib, &setup_ok(&lib, &root, &[]));
+    assert!(out.contains("Owner `ada` exists already.\n"), "{out}");
+    assert!(
+        out.contains("[TMP]/rs-sdk has no wiki/ folder, so no topic-tag vocabulary was built"),
+        "{out}"
+    );
+    assert!(!out.contains("[KEY]"), "{out}");
+    let text = String::from_utf8(settings(&root)).unwrap();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        value,
+        json!({"hooks": {
+            "PreToolUse": [{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
+            "PostToolUse": [{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
+            "PostToolUseFailure": [{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
+        }})
+    );
+    assert!(
+        text.starts_with("{\n  \"hooks\": {\n    \"PreToolUse\": [\n"),
+        "{text}"
+    );
+    let again = setup_ok(&lib, &root, &[]);
+    assert!(again.contains("Nothing was changed.\n"), "{again}");
+    assert_eq!(settings(&root), text.as_bytes());
+}
+
+#[test]
+fn the_installed_hook_command_records_a_bots_run_through_the_shell() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    setup_ok(&lib, &root, &[]);
+    std::fs::write(root.join("bots/a/chop.ts"), script(1)).unwrap();
+    let value: serde_json::Value = serde_json::from_slice(&settings(&root)).unwrap();
+    let command = value["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // As Claude Code runs a command hook: through the shell, in the project, the call on
+    // standard input; `mindrune` found on PATH.
+    let bin = assert_cmd::cargo::cargo_bin("mindrune");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let base = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": root, "tool_name": "Bash",
+                      "tool_input": {"command": "bun bots/a/chop.ts 2>&1 | tail -20"}, "tool_use_id": "toolu_01"});
+    for event in ["PreToolUse", "PostToolUse"] {
+        let mut input = base.clone();
+        input["hook_event_name"] = json!(event);
+        input["tool_response"] = json!({"stdout": "── State ──\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
+        let output = assert_cmd::Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(&root)
+            .env("PATH", &path)
+            .env("MINDRUNE_HOME", lib.home())
+            .env("MINDRUNE_AGENT", "a")
+            .env_remove("MINDRUNE_LOG")
+            .write_stdin(input.to_string())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{event}: {}", stderr(&output));
+    }
+    let skill = lib.skill_json("a/chop");
+    assert_eq!(skill["versions"][0]["runs"], 1);
+}

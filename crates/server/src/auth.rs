@@ -1,0 +1,208 @@
+//! Who is asking: a runner (its token names one avatar, and from it the owner), an owner on the
+//! dashboard (a session cookie from logging in with the owner's key), or the operator (an
+//! operator token, read-only console).
+//!
+//! Architecture invariant: the server takes the avatar and the owner from the credential, never
+//! from the request. Handlers get an [`Runner`], an [`OwnerSession`] or an [`Operator`] from
+//! these extractors and pass its owner to every store call.
+//!
+//! Secrets the server issues (runner and operator tokens, session cookies) are random 256-bit
+//! values; only their SHA-256 digests are stored, and a look-up goes by digest, so a stolen
+//! database holds no usable credential and timing reveals nothing an attacker could steer. The
+//! owner's key is compared in constant time.
+
+use axum::extract::FromRequestParts;
+use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::http::request::Parts;
+use mindrune_store::{Agent, OwnerId};
+use subtle::ConstantTimeEq as _;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+
+/// The dashboard's session cookie.
+pub const SESSION_COOKIE: &str = "mindrune_session";
+
+/// A new random secret with a prefix that says what it is (`mr_runner_…`).
+pub fn new_secret(prefix: &str) -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random source works");
+    let mut out = String::with_capacity(prefix.len() + 64);
+    out.push_str(prefix);
+    for byte in bytes {
+        out.push_str(&format!("{byte:02x}"));
+    }
+    out
+}
+
+/// The stored form of a secret.
+pub fn secret_digest(secret: &str) -> String {
+    mindrune_core::digest::sha256(secret.as_bytes())
+}
+
+/// Whether two secrets are equal, in time that does not depend on where they differ.
+pub fn same_secret(a: &str, b: &str) -> bool {
+    let (a, b) = (secret_digest(a), secret_digest(b));
+    bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+fn bearer(parts: &Parts) -> Option<&str> {
+    let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
+    let token = value.strip_prefix("Bearer ")?.trim();
+    (!token.is_empty()).then_some(token)
+}
+
+/// A runner, by its token: the avatar it was started for.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    pub agent: Agent,
+}
+
+impl Runner {
+    pub fn owner(&self) -> OwnerId {
+        self.agent.owner
+    }
+}
+
+impl FromRequestParts<AppState> for Runner {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(token) = bearer(parts) else {
+            return Err(ApiError::unauthorized(
+                "no runner token: send `Authorization: Bearer <token>` (issue one with `mindrune token issue AGENT`)",
+            ));
+        };
+        let digest = secret_digest(token);
+        let store = state.store();
+        let agent = state
+            .blocking(move || store.agent_by_runner_token(&digest))
+            .await??;
+        match agent {
+            Some(agent) => Ok(Runner { agent }),
+            None => Err(ApiError::unauthorized(
+                "this runner token is unknown or revoked; issue a new one with `mindrune token issue AGENT`",
+            )),
+        }
+    }
+}
+
+/// The operator, by an operator token: reads the console, nothing else.
+#[derive(Debug, Clone, Copy)]
+pub struct Operator;
+
+impl FromRequestParts<AppState> for Operator {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let token = bearer(parts)
+            .map(str::to_string)
+            .or_else(|| cookie(parts, OPERATOR_COOKIE));
+        let Some(token) = token else {
+            return Err(ApiError::unauthorized(
+                "no operator token: send `Authorization: Bearer <token>` or log in at /console/login (issue one with `mindrune token operator`)",
+            ));
+        };
+        let digest = secret_digest(&token);
+        let store = state.store();
+        if state
+            .blocking(move || store.operator_token_valid(&digest))
+            .await??
+        {
+            Ok(Operator)
+        } else {
+            Err(ApiError::unauthorized(
+                "this operator token is unknown or revoked",
+            ))
+        }
+    }
+}
+
+/// The console's cookie: the operator token itself, set by the console's login form.
+pub const OPERATOR_COOKIE: &str = "mindrune_operator";
+
+/// The value of a cookie of the request.
+pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
+    parts
+        .headers
+        .get_all(COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_string())
+}
+
+/// An owner logged in to the dashboard.
+#[derive(Debug, Clone)]
+pub struct OwnerSession {
+    pub owner: OwnerId,
+    /// The session's CSRF token: every form carries it, and a POST without it changes nothing.
+    pub csrf_token: String,
+    /// The digest of the cookie's secret (to end the session).
+    pub session_digest: String,
+}
+
+impl OwnerSession {
+    /// Checks a form's CSRF token, in constant time.
+    pub fn check_csrf(&self, sent: &str) -> Result<(), ApiError> {
+        if bool::from(sent.as_bytes().ct_eq(self.csrf_token.as_bytes())) {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden(
+                "the form's security token does not match this login; reload the page and try again",
+            ))
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for OwnerSession {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let Some(secret) = cookie(parts, SESSION_COOKIE) else {
+            return Err(ApiError::unauthorized(
+                "not logged in: log in at /dashboard/login with your owner key",
+            ));
+        };
+        let digest = secret_digest(&secret);
+        let store = state.store();
+        let lookup = digest.clone();
+        let now = mindrune_engine::ingest::now_millis();
+        let session = state
+            .blocking(move || store.session(&lookup, now))
+            .await??;
+        match session {
+            Some(session) => Ok(OwnerSession {
+                owner: session.owner,
+                csrf_token: session.csrf_token,
+                session_digest: digest,
+            }),
+            None => Err(ApiError::unauthorized(
+                "your login has expired: log in again at /dashboard/login",
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_prefixed_random_and_long() {
+        let a = new_secret("mr_runner_");
+        let b = new_secret("mr_runner_");
+        assert!(a.starts_with("mr_runner_"));
+        assert_eq!(a.len(), "mr_runner_".len() + 64);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn only_the_same_secret_matches() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "abcd"));
+    }
+}

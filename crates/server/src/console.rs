@@ -1,0 +1,377 @@
+//! The operator's console: read-only tables across every family, behind an operator token.
+//!
+//! Family skill reuse (per family, the last 30 days: runs, runs started from a family skill and
+//! their share, skills reused by a sibling) and Family skills (one row per shared skill, its
+//! versions behind "Versions"). The console has no form but its login: it changes nothing.
+//!
+//! The operator logs in with a token from `mindrune token operator` (kept in an HttpOnly,
+//! SameSite=Strict cookie for `/console`), or sends it as `Authorization: Bearer` (curl).
+
+use std::fmt::Write as _;
+
+use axum::Form;
+use axum::Router;
+use axum::extract::rejection::FormRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use mindrune_engine::ingest::now_millis;
+use mindrune_store::{FamilyReuse, Owner, SharedSkill};
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::auth::{OPERATOR_COOKIE, Operator, secret_digest};
+use crate::error::ApiError;
+use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points};
+
+/// The window of the reuse table.
+const REUSE_DAYS: i64 = 30;
+
+/// The largest console form body.
+const FORM_LIMIT: usize = 16 * 1024;
+
+const LOGIN_GUARD: LoginGuard = LoginGuard {
+    cookie_name: "mindrune_console_login",
+    path: "/console/login",
+};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/console", get(console))
+        .route("/console/login", get(login_page).post(login))
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
+}
+
+fn error_page(err: &ApiError) -> Response {
+    html::error_page(
+        err.status,
+        &err.detail.message,
+        ("/console", "Back to the console"),
+    )
+}
+
+// -------------------------------------------------------------------------------------------
+// Login
+// -------------------------------------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+fn login_response(
+    status: StatusCode,
+    headers: &HeaderMap,
+    state: &AppState,
+    problem: Option<&str>,
+) -> Response {
+    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().secure_cookies);
+    let problem = problem
+        .map(|p| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(p)))
+        .unwrap_or_default();
+    let body = format!(
+        "<section class=\"card narrow\"><h1>Operator console</h1>\
+         <p class=\"muted\">Read-only: how families reuse their skills.</p>{problem}\
+         <form method=\"post\" action=\"/console/login\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
+         <label for=\"token\">Operator token</label>\
+         <input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"off\" required maxlength=\"200\">\
+         <button type=\"submit\" class=\"primary\">Open the console</button></form>\
+         <p class=\"small muted\">Issue a token with <code>mindrune token operator</code>.</p></section>",
+        token = escape(&token),
+    );
+    let mut response = html::respond(status, html::page("Console login", Nav::None, &body));
+    if let Some(set) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().append(header::SET_COOKIE, set);
+    }
+    response
+}
+
+async fn login_page(
+    State(state): State<AppState>,
+    operator: Result<Operator, ApiError>,
+    headers: HeaderMap,
+) -> Response {
+    if operator.is_ok() {
+        return Redirect::to("/console").into_response();
+    }
+    login_response(StatusCode::OK, &headers, &state, None)
+}
+
+/// Whether a text can be an operator token at all (`mr_operator_` and hex): anything else is
+/// refused before a look-up, and only such a text is ever put in a cookie.
+fn token_shaped(token: &str) -> bool {
+    token.len() <= 200
+        && token.starts_with("mr_operator_")
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Response {
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => {
+            return html::error_page(
+                rejection.status(),
+                &format!(
+                    "The form could not be read ({}). Open the login page again.",
+                    rejection.body_text()
+                ),
+                ("/console/login", "Open the login page"),
+            );
+        }
+    };
+    if !LOGIN_GUARD.check(&headers, &form.csrf) {
+        return html::error_page(
+            StatusCode::FORBIDDEN,
+            "The login form's security token is missing or out of date. Open the login page again and log in from there.",
+            ("/console/login", "Open the login page"),
+        );
+    }
+    const WRONG: &str = "This operator token is unknown or revoked. Issue a new one with `mindrune token operator`.";
+    let token = form.token.trim().to_string();
+    if !token_shaped(&token) {
+        return login_response(StatusCode::UNAUTHORIZED, &headers, &state, Some(WRONG));
+    }
+    let store = state.store();
+    let digest = secret_digest(&token);
+    let valid = state
+        .blocking(move || store.operator_token_valid(&digest))
+        .await
+        .and_then(|valid| valid.map_err(ApiError::from));
+    match valid {
+        Ok(true) => {}
+        Ok(false) => {
+            return login_response(StatusCode::UNAUTHORIZED, &headers, &state, Some(WRONG));
+        }
+        Err(err) => return error_page(&err),
+    }
+    let secure = state.config().secure_cookies;
+    let mut response = Redirect::to("/console").into_response();
+    let cookies = [
+        html::cookie(
+            OPERATOR_COOKIE,
+            &token,
+            "/console",
+            state.config().session_length().as_secs(),
+            secure,
+        ),
+        LOGIN_GUARD.clear(secure),
+    ];
+    for cookie in cookies {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+// -------------------------------------------------------------------------------------------
+// The tables
+// -------------------------------------------------------------------------------------------
+
+/// One family's rows.
+struct FamilyRows {
+    owner: Owner,
+    avatars: usize,
+    reuse: FamilyReuse,
+    shared: Vec<SharedSkill>,
+}
+
+/// `23 %` of runs, or a dash without runs.
+fn share(part: i64, whole: i64) -> String {
+    if whole <= 0 {
+        "–".into()
+    } else {
+        format!("{} %", (part as f64 * 100.0 / whole as f64).round() as i64)
+    }
+}
+
+fn console_html(families: &[FamilyRows], shown_text: &Shown) -> String {
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<h1>Avatars &amp; world</h1><p class=\"lead\">{} · read-only</p>",
+        count(families.len() as i64, "family", "families")
+    );
+    // Family skill reuse.
+    let _ = write!(
+        body,
+        "<section class=\"card\" aria-labelledby=\"reuse-title\"><h2 id=\"reuse-title\">Family skill reuse</h2>\
+         <p class=\"small muted\">Per family, the last {REUSE_DAYS} days. A run from a family skill ran a \
+         sibling's skill or the avatar's own copy built on one.</p>"
+    );
+    if families.is_empty() {
+        body.push_str("<p class=\"muted\">No families yet.</p>");
+    } else {
+        body.push_str(
+            "<div class=\"table-scroll\"><table id=\"reuse\"><thead><tr>\
+             <th scope=\"col\">Family (owner)</th><th scope=\"col\" class=\"num\">Avatars</th>\
+             <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">From a family skill</th>\
+             <th scope=\"col\" class=\"num\">Share</th><th scope=\"col\" class=\"num\">Skills reused by a sibling</th>\
+             </tr></thead><tbody>",
+        );
+        for family in families {
+            let _ = write!(
+                body,
+                "<tr><td>{owner}</td><td class=\"num\">{avatars}</td><td class=\"num\">{runs}</td>\
+                 <td class=\"num\">{from}</td><td class=\"num\">{share}</td><td class=\"num\">{reused}</td></tr>",
+                owner = shown_text.text(&family.owner.name),
+                avatars = family.avatars,
+                runs = family.reuse.runs,
+                from = family.reuse.runs_from_family,
+                share = share(family.reuse.runs_from_family, family.reuse.runs),
+                reused = family.reuse.skills_reused,
+            );
+        }
+        body.push_str("</tbody></table></div>");
+    }
+    body.push_str("</section>");
+    // Family skills: one row per skill, at its latest shared version.
+    let total: usize = families.iter().map(|f| f.shared.len()).sum();
+    let _ = write!(
+        body,
+        "<section class=\"card\" aria-labelledby=\"skills-title\"><h2 id=\"skills-title\">Family skills</h2>\
+         <p class=\"small muted\">{}: one row per skill, at its latest shared version.</p>",
+        count(total as i64, "shared skill", "shared skills")
+    );
+    if total == 0 {
+        body.push_str("<p class=\"muted\">No skill is shared yet.</p>");
+    } else {
+        body.push_str(
+            "<div class=\"table-scroll\"><table id=\"family-skills\"><thead><tr>\
+             <th scope=\"col\">Owner</th><th scope=\"col\">Avatar</th><th scope=\"col\">Skill</th>\
+             <th scope=\"col\">Version</th><th scope=\"col\" class=\"num\">Runs</th>\
+             <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Versions</th></tr></thead><tbody>",
+        );
+        for family in families {
+            for shared in &family.shared {
+                let latest = shared
+                    .versions
+                    .iter()
+                    .filter(|v| v.shared_at.is_some())
+                    .max_by_key(|v| v.number);
+                let Some(latest) = latest else { continue };
+                let avatar = if shared.skill.agent.is_some() {
+                    shown_text.text(&shared.skill.agent_name)
+                } else {
+                    format!(
+                        "{} <span class=\"muted small\">(deleted)</span>",
+                        shown_text.text(&shared.skill.agent_name)
+                    )
+                };
+                let _ = write!(
+                    body,
+                    "<tr><td>{owner}</td><td>{avatar}</td><td>{skill}</td><td>v{number}</td>\
+                     <td class=\"num\">{runs}</td><td class=\"num\">{score}</td><td>\
+                     <details><summary>Versions ({n})</summary><table><thead><tr><th scope=\"col\">Version</th>\
+                     <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">OK</th>\
+                     <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Shared</th></tr></thead><tbody>",
+                    owner = shown_text.text(&family.owner.name),
+                    skill = shown_text.text(&shared.skill.name),
+                    number = latest.number,
+                    runs = latest.uses,
+                    score = points(latest.score),
+                    n = shared.versions.len(),
+                );
+                for v in &shared.versions {
+                    let _ = write!(
+                        body,
+                        "<tr><td>v{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                         <td class=\"num\">{}</td><td>{}</td></tr>",
+                        v.number,
+                        v.uses,
+                        v.ok,
+                        points(v.score),
+                        if v.shared_at.is_some() { "yes" } else { "–" }
+                    );
+                }
+                body.push_str("</tbody></table></details></td></tr>");
+            }
+        }
+        body.push_str("</tbody></table></div>");
+    }
+    body.push_str("</section>");
+    body
+}
+
+async fn console(
+    State(state): State<AppState>,
+    operator: Result<Operator, ApiError>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(err) = operator {
+        // A browser without a token goes to the login page; a script that sent a wrong token
+        // (or a browser whose cookie was revoked) hears why.
+        let sent_token = headers.contains_key(header::AUTHORIZATION)
+            || html::cookie_value(&headers, OPERATOR_COOKIE).is_some();
+        return if err.status == StatusCode::UNAUTHORIZED && !sent_token {
+            Redirect::to("/console/login").into_response()
+        } else if err.status == StatusCode::UNAUTHORIZED {
+            html::error_page(
+                StatusCode::UNAUTHORIZED,
+                &err.detail.message,
+                ("/console/login", "Log in with another token"),
+            )
+        } else {
+            error_page(&err)
+        };
+    }
+    let store = state.store();
+    let since = now_millis() - REUSE_DAYS * 24 * 3600 * 1000;
+    let page = state
+        .blocking(move || -> Result<String, ApiError> {
+            let owners = store.owners()?;
+            let mut families = Vec::with_capacity(owners.len());
+            for owner in owners {
+                families.push(FamilyRows {
+                    avatars: store.agents(owner.id)?.len(),
+                    reuse: store.family_reuse(owner.id, since)?,
+                    shared: store.shared_skills(owner.id)?,
+                    owner,
+                });
+            }
+            // Every owner's key is scrubbed from every row: the console sees all families.
+            let keys: Vec<&str> = families.iter().map(|f| f.owner.api_key.as_str()).collect();
+            let shown_text = Shown::new(&keys);
+            Ok(html::page(
+                "Console",
+                Nav::Operator,
+                &console_html(&families, &shown_text),
+            ))
+        })
+        .await
+        .and_then(|page| page);
+    match page {
+        Ok(page) => html::respond(StatusCode::OK, page),
+        Err(err) => error_page(&err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_are_whole_percents() {
+        assert_eq!(share(1, 3), "33 %");
+        assert_eq!(share(0, 0), "–");
+        assert_eq!(share(5, 5), "100 %");
+    }
+
+    #[test]
+    fn only_operator_shaped_tokens_are_looked_up() {
+        assert!(token_shaped("mr_operator_0123abcd"));
+        assert!(!token_shaped("mr_operator_x; Path=/"));
+        assert!(!token_shaped("mr_session_0123"));
+    }
+}

@@ -1,0 +1,1194 @@
+//! The owner's dashboard: server-rendered pages of one owner's family.
+//!
+//! `/dashboard` shows the family (each avatar with its script counts) with the sharing bar and
+//! the Eager family sharing switch; `/dashboard/avatars/{id}` an avatar's scripts beside its
+//! stats; `/dashboard/skills/{id}/code` a script's code as plain text. An owner logs in with
+//! the owner's key and gets a session cookie; every form carries the session's CSRF token.
+//!
+//! Architecture invariant: every store call passes the session's owner, so another family's
+//! avatar or skill id is "not found" (404), never shown. Ids in a URL are only ever looked up
+//! together with that owner.
+//!
+//! Scripts are text here: shown in `<pre><code>` after escaping, served as `text/plain` with
+//! `nosniff`, never run.
+
+use std::fmt::Write as _;
+
+use axum::Form;
+use axum::Router;
+use axum::extract::rejection::{FormRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use mindrune_core::sharing::{self, SharingBar, VersionStanding};
+use mindrune_engine::ingest::now_millis;
+use mindrune_store::{
+    Agent, AgentId, HeaderState, Owner, SkillEntry, SkillId, StoreError, Version,
+};
+use serde::Deserialize;
+
+use crate::app::AppState;
+use crate::auth::{OwnerSession, SESSION_COOKIE, new_secret, same_secret, secret_digest};
+use crate::error::ApiError;
+use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
+use crate::wire::AvatarStats;
+
+/// The largest dashboard form body: a name, a key and a token fit many times over.
+const FORM_LIMIT: usize = 16 * 1024;
+
+/// The login form's CSRF cookie, sent only to the login page.
+const LOGIN_GUARD: LoginGuard = LoginGuard {
+    cookie_name: "mindrune_login",
+    path: "/dashboard/login",
+};
+
+/// Owner names and keys longer than this are not ours; they are refused without a look-up.
+const MAX_NAME_CHARS: usize = 200;
+const MAX_KEY_CHARS: usize = 1024;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/", get(root))
+        .route("/dashboard", get(family_page))
+        .route("/dashboard/login", get(login_page).post(login))
+        .route("/dashboard/logout", post(logout))
+        .route("/dashboard/eager", post(eager))
+        .route("/dashboard/avatars/{agent_id}", get(avatar_page))
+        .route("/dashboard/skills/{skill_id}/code", get(code))
+        .merge(html::static_routes())
+        .layer(DefaultBodyLimit::max(FORM_LIMIT))
+}
+
+async fn root() -> Redirect {
+    Redirect::to("/dashboard")
+}
+
+// -------------------------------------------------------------------------------------------
+// Errors as pages
+// -------------------------------------------------------------------------------------------
+
+/// An error of a logged-in page, as a small HTML page with the error's status.
+fn error_page(err: &ApiError) -> Response {
+    html::error_page(
+        err.status,
+        &err.detail.message,
+        ("/dashboard", "Back to your family"),
+    )
+}
+
+fn not_found(what: &str) -> Response {
+    html::error_page(
+        StatusCode::NOT_FOUND,
+        &format!("There is no such {what} in your family. It may have been removed."),
+        ("/dashboard", "Back to your family"),
+    )
+}
+
+fn form_error(rejection: &FormRejection) -> Response {
+    html::error_page(
+        rejection.status(),
+        &format!(
+            "The form could not be read ({}). Nothing was changed; reload the page and try again.",
+            rejection.body_text()
+        ),
+        ("/dashboard", "Back to your family"),
+    )
+}
+
+/// The session of a page request: a visitor without one is sent to the login page; a failure
+/// of the library is an error page.
+fn page_session(session: Result<OwnerSession, ApiError>) -> Result<OwnerSession, Box<Response>> {
+    match session {
+        Ok(session) => Ok(session),
+        Err(err) if err.status == StatusCode::UNAUTHORIZED => {
+            Err(Box::new(Redirect::to("/dashboard/login").into_response()))
+        }
+        Err(err) => Err(Box::new(error_page(&err))),
+    }
+}
+
+/// The session of a form POST: without one nothing is changed and the answer says so.
+fn form_session(session: Result<OwnerSession, ApiError>) -> Result<OwnerSession, Box<Response>> {
+    match session {
+        Ok(session) => Ok(session),
+        Err(err) if err.status == StatusCode::UNAUTHORIZED => Err(Box::new(html::error_page(
+            StatusCode::UNAUTHORIZED,
+            "You are not logged in, or your login has expired. Nothing was changed; log in and try again.",
+            ("/dashboard/login", "Log in"),
+        ))),
+        Err(err) => Err(Box::new(error_page(&err))),
+    }
+}
+
+fn csrf_error(err: &ApiError) -> Response {
+    html::error_page(
+        err.status,
+        &format!("{}. Nothing was changed.", err.detail.message),
+        ("/dashboard", "Back to your family"),
+    )
+}
+
+// -------------------------------------------------------------------------------------------
+// Login and logout
+// -------------------------------------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+struct LoginForm {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    key: String,
+    #[serde(default)]
+    csrf: String,
+}
+
+fn login_body(token: &str, name: &str, problem: Option<&str>) -> String {
+    let problem = problem
+        .map(|p| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(p)))
+        .unwrap_or_default();
+    format!(
+        "<section class=\"card narrow\">\
+         <h1>Log in to your dashboard</h1>\
+         <p class=\"muted\">Your avatars' scripts, skills and stats. Only you see them.</p>\
+         {problem}\
+         <form method=\"post\" action=\"/dashboard/login\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
+         <label for=\"name\">Owner name</label>\
+         <input type=\"text\" id=\"name\" name=\"name\" value=\"{name}\" autocomplete=\"username\" \
+         autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"{MAX_NAME_CHARS}\">\
+         <label for=\"key\">Owner key</label>\
+         <input type=\"password\" id=\"key\" name=\"key\" autocomplete=\"current-password\" required \
+         maxlength=\"{MAX_KEY_CHARS}\">\
+         <button type=\"submit\" class=\"primary\">Log in</button>\
+         </form>\
+         <p class=\"small muted\">Your owner key was printed when the account was made \
+         (<code>mindrune owner add</code>).</p>\
+         </section>",
+        token = escape(token),
+        name = escape(name),
+    )
+}
+
+fn login_response(
+    status: StatusCode,
+    headers: &HeaderMap,
+    state: &AppState,
+    name: &str,
+    problem: Option<&str>,
+) -> Response {
+    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().secure_cookies);
+    let mut response = html::respond(
+        status,
+        html::page("Log in", Nav::None, &login_body(&token, name, problem)),
+    );
+    if let Some(set) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
+        response.headers_mut().append(header::SET_COOKIE, set);
+    }
+    response
+}
+
+async fn login_page(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    headers: HeaderMap,
+) -> Response {
+    if session.is_ok() {
+        return Redirect::to("/dashboard").into_response();
+    }
+    login_response(StatusCode::OK, &headers, &state, "", None)
+}
+
+async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    form: Result<Form<LoginForm>, FormRejection>,
+) -> Response {
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return form_error(&rejection),
+    };
+    if !LOGIN_GUARD.check(&headers, &form.csrf) {
+        return html::error_page(
+            StatusCode::FORBIDDEN,
+            "The login form's security token is missing or out of date. Nothing was changed; open the login page again and log in from there.",
+            ("/dashboard/login", "Open the login page"),
+        );
+    }
+    // One message for a wrong name and a wrong key: the page must not tell which was wrong.
+    const WRONG: &str =
+        "That owner name and key do not match an account. Check both and try again.";
+    let name = form.name.trim().to_string();
+    // The name is shown again on a failed login; a key pasted into it by mistake is not.
+    let shown_name = Shown::new(&[form.key.as_str()]).plain(&name);
+    if name.is_empty()
+        || form.key.is_empty()
+        || name.chars().count() > MAX_NAME_CHARS
+        || form.key.chars().count() > MAX_KEY_CHARS
+    {
+        return login_response(
+            StatusCode::UNAUTHORIZED,
+            &headers,
+            &state,
+            &shown_name,
+            Some(WRONG),
+        );
+    }
+    let store = state.store();
+    let lookup = name.clone();
+    let owner = match state
+        .blocking(move || store.owner_by_name(&lookup))
+        .await
+        .and_then(|found| found.map_err(ApiError::from))
+    {
+        Ok(owner) => owner,
+        Err(err) => return error_page(&err),
+    };
+    // The key is compared in constant time, and an unknown name costs the same comparison,
+    // so neither the answer nor its timing tells an unknown name from a wrong key.
+    let matched = match &owner {
+        Some(owner) => same_secret(&form.key, &owner.api_key),
+        None => {
+            let _ = same_secret(&form.key, "mr_no_such_owner_key");
+            false
+        }
+    };
+    let Some(owner) = owner.filter(|_| matched) else {
+        return login_response(
+            StatusCode::UNAUTHORIZED,
+            &headers,
+            &state,
+            &shown_name,
+            Some(WRONG),
+        );
+    };
+    let secret = new_secret("mr_session_");
+    let csrf = new_secret("mr_csrf_");
+    let length = state.config().session_length();
+    let now = now_millis();
+    let expires = now.saturating_add(i64::try_from(length.as_millis()).unwrap_or(i64::MAX));
+    let digest = secret_digest(&secret);
+    let created = state
+        .blocking(move || store.create_session(owner.id, &digest, &csrf, now, expires))
+        .await
+        .and_then(|done| done.map_err(ApiError::from));
+    if let Err(err) = created {
+        return error_page(&err);
+    }
+    let secure = state.config().secure_cookies;
+    let mut response = Redirect::to("/dashboard").into_response();
+    let cookies = [
+        html::cookie(SESSION_COOKIE, &secret, "/", length.as_secs(), secure),
+        LOGIN_GUARD.clear(secure),
+    ];
+    for cookie in cookies {
+        if let Ok(value) = HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+    response
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct CsrfForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+async fn logout(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Response {
+    let session = match form_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return form_error(&rejection),
+    };
+    if let Err(err) = session.check_csrf(&form.csrf) {
+        return csrf_error(&err);
+    }
+    let store = state.store();
+    let (owner, digest) = (session.owner, session.session_digest.clone());
+    let ended = state
+        .blocking(move || store.end_session(owner, &digest))
+        .await
+        .and_then(|done| done.map_err(ApiError::from));
+    if let Err(err) = ended {
+        return error_page(&err);
+    }
+    let mut response = Redirect::to("/dashboard/login").into_response();
+    let clear = html::cookie(SESSION_COOKIE, "", "/", 0, state.config().secure_cookies);
+    if let Ok(value) = HeaderValue::from_str(&clear) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+// -------------------------------------------------------------------------------------------
+// Eager family sharing
+// -------------------------------------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+struct EagerForm {
+    #[serde(default)]
+    csrf: String,
+    /// `on` when the checkbox is ticked; a checkbox left unticked sends nothing.
+    #[serde(default)]
+    eager: Option<String>,
+    /// The page the switch was on, to go back to.
+    #[serde(default)]
+    back: Option<String>,
+}
+
+/// Where the switch may send the owner back to: the family page or an avatar page, nothing
+/// else (a form field must not become an open redirect).
+fn back_to(back: Option<&str>) -> String {
+    match back {
+        Some(path)
+            if path.strip_prefix("/dashboard/avatars/").is_some_and(|id| {
+                !id.is_empty() && id.len() <= 18 && id.bytes().all(|b| b.is_ascii_digit())
+            }) =>
+        {
+            path.to_string()
+        }
+        _ => "/dashboard".into(),
+    }
+}
+
+async fn eager(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    form: Result<Form<EagerForm>, FormRejection>,
+) -> Response {
+    let session = match form_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return form_error(&rejection),
+    };
+    if let Err(err) = session.check_csrf(&form.csrf) {
+        return csrf_error(&err);
+    }
+    let eager = match form.eager.as_deref() {
+        None | Some("off") => false,
+        Some("on") => true,
+        Some(other) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "`{other}` is not a setting of Eager family sharing (it is on or off). Nothing was changed."
+                ),
+                ("/dashboard", "Back to your family"),
+            );
+        }
+    };
+    let store = state.store();
+    let owner = session.owner;
+    let saved = state
+        .blocking(move || store.set_eager_sharing(owner, eager))
+        .await
+        .and_then(|done| done.map_err(ApiError::from));
+    if let Err(err) = saved {
+        return error_page(&err);
+    }
+    Redirect::to(&back_to(form.back.as_deref())).into_response()
+}
+
+// -------------------------------------------------------------------------------------------
+// What a script entry shows
+// -------------------------------------------------------------------------------------------
+
+/// Whether a skill is a family skill: its file carries the `@skill` header, is there, and a
+/// version was shared (as the store's entries count it).
+fn is_family(skill: &mindrune_store::Skill, versions: &[Version]) -> bool {
+    skill.header.state == HeaderState::Skill
+        && skill.deleted_at.is_none()
+        && versions.iter().any(|v| v.shared_at.is_some())
+}
+
+/// The version a script's entry shows: for a family skill the version siblings get (a newer
+/// private draft does not replace it until it is shared too); otherwise the file's current
+/// version. An index into `versions`.
+fn shown_index(
+    skill: &mindrune_store::Skill,
+    versions: &[Version],
+    family: bool,
+    bar: SharingBar,
+) -> Option<usize> {
+    if family {
+        let standings: Vec<VersionStanding> = versions.iter().map(Into::into).collect();
+        if let Some(index) = sharing::version_for_siblings(&standings, bar) {
+            return Some(index);
+        }
+    }
+    versions
+        .iter()
+        .position(|v| Some(v.id) == skill.current_version)
+        .or(if versions.is_empty() { None } else { Some(0) })
+}
+
+/// The best-scoring other version, when it scored higher than the shown one.
+fn best_other(versions: &[Version], shown: &Version) -> Option<(i64, f64)> {
+    versions
+        .iter()
+        .filter(|v| v.id != shown.id && v.score > shown.score)
+        .max_by(|a, b| a.score.total_cmp(&b.score))
+        .map(|v| (v.number, v.score))
+}
+
+/// `chop-oaks.ts`: the file's name as the avatar wrote it (the path below its `bots/<bot>/`).
+fn file_name(skill: &mindrune_store::Skill) -> String {
+    skill
+        .path
+        .strip_prefix(&format!("bots/{}/", skill.agent_name))
+        .filter(|name| !name.is_empty())
+        .map_or_else(|| format!("{}.ts", skill.name), str::to_string)
+}
+
+/// Where a private headed script stands against the family's bar, as the wrap-up says it
+/// (`x.ts: 3/5 runs, score 540/600 — not shared yet`). A script that clears the bar now (the
+/// owner just lowered it) is shared at its next run or turn end, and the line says so.
+fn progress_line(file: &str, runs: i64, score: f64, bar: SharingBar) -> String {
+    if bar.cleared_by(runs, score) {
+        format!(
+            "{file}: {}/{} runs, score {}/{} — clears the bar; shared at its next run or turn end",
+            runs.min(bar.runs),
+            bar.runs,
+            points(score),
+            points(bar.score)
+        )
+    } else {
+        bar.progress(file, runs, score)
+    }
+}
+
+/// One entry of an avatar's page, with everything it shows.
+struct ScriptView {
+    entry: SkillEntry,
+    /// Newest first.
+    versions: Vec<Version>,
+    shown: usize,
+}
+
+impl ScriptView {
+    fn shown(&self) -> &Version {
+        &self.versions[self.shown]
+    }
+}
+
+fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text: &Shown) {
+    let skill = &view.entry.skill;
+    let version = view.shown();
+    let id = skill.id.0;
+    let file = file_name(skill);
+    let tag = if view.entry.family {
+        "<span class=\"tag family\">👪 Family</span>"
+    } else {
+        "<span class=\"tag private\">🔒 Private</span>"
+    };
+    let _ = write!(
+        out,
+        "<li class=\"card script\" id=\"skill-{id}\"><h3><span class=\"file\">{file}</span>{tag}</h3>\
+         <ul class=\"facts\"><li class=\"version\">v{number} · {versions}</li>\
+         <li class=\"score\">score {score}</li><li class=\"runs\">{runs}</li>",
+        file = shown_text.text(&file),
+        number = version.number,
+        versions = count(view.versions.len() as i64, "version", "versions"),
+        score = points(version.score),
+        runs = count(version.uses, "run", "runs"),
+    );
+    if view.entry.total_runs > version.uses {
+        let _ = write!(
+            out,
+            "<li>{} in all versions</li>",
+            count(view.entry.total_runs, "run", "runs")
+        );
+    }
+    out.push_str("</ul>");
+    match (view.entry.family, skill.header.state) {
+        (true, _) => {
+            // A newer draft of a shared skill is not what siblings get until it is shared too.
+            if let Some(current) = view
+                .versions
+                .iter()
+                .find(|v| Some(v.id) == skill.current_version)
+                .filter(|v| v.number > version.number && v.shared_at.is_none())
+            {
+                let _ = write!(
+                    out,
+                    "<p class=\"progress\">Newer draft v{}, {}</p>",
+                    current.number,
+                    shown_text.text(&progress_line(&file, current.uses, current.score, bar))
+                );
+            }
+        }
+        (false, HeaderState::Skill) => {
+            let _ = write!(
+                out,
+                "<p class=\"progress\">{}</p>",
+                shown_text.text(&progress_line(&file, version.uses, version.score, bar))
+            );
+        }
+        (false, HeaderState::Private) => {
+            out.push_str(
+                "<p class=\"small muted\">Private: <code>@private</code> in its header.</p>",
+            );
+        }
+        (false, HeaderState::None) => {}
+    }
+    if let Some(goal) = skill
+        .header
+        .goal
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+    {
+        let _ = write!(
+            out,
+            "<p class=\"goal\"><span class=\"muted\">Goal:</span> {}</p>",
+            shown_text.text(goal)
+        );
+    }
+    // View (a disclosure: it works without JS), Copy (needs JS, so hidden until the script
+    // shows it) and Download, in one row; opened, the code takes the row's whole width and
+    // Copy and Download move below it.
+    let _ = write!(
+        out,
+        "<div class=\"actions\">\
+         <details class=\"code\"><summary>View code</summary>\
+         <p class=\"small muted\">v{number}, as recorded (without its <code>@skill</code> header).</p>\
+         <pre><code id=\"code-{id}\">{code}</code></pre></details>\
+         <button type=\"button\" class=\"copy\" data-copy=\"code-{id}\" hidden>Copy</button>\
+         <a class=\"button download\" href=\"/dashboard/skills/{id}/code?download=1\" download>Download</a>\
+         </div>",
+        number = version.number,
+        code = shown_text.text(&version.code),
+    );
+    versions_html(out, view, shown_text);
+    out.push_str("</li>");
+}
+
+fn versions_html(out: &mut String, view: &ScriptView, shown_text: &Shown) {
+    let skill = &view.entry.skill;
+    let shown = view.shown();
+    let _ = write!(
+        out,
+        "<details class=\"versions\"><summary>Versions ({})</summary>",
+        view.versions.len()
+    );
+    if let Some((number, score)) = best_other(&view.versions, shown) {
+        let _ = write!(
+            out,
+            "<p class=\"best\">best: v{number}, {}</p>",
+            points(score)
+        );
+    }
+    out.push_str(
+        "<div class=\"table-scroll\"><table><thead><tr><th scope=\"col\">Version</th>\
+         <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">OK</th>\
+         <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Last used (UTC)</th>\
+         <th scope=\"col\">Shared</th><th scope=\"col\">Code</th></tr></thead><tbody>",
+    );
+    for v in &view.versions {
+        let mut notes = Vec::new();
+        if Some(v.id) == skill.current_version {
+            notes.push("the file now");
+        }
+        if v.id == shown.id && view.entry.family {
+            notes.push("siblings get it");
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" <span class=\"muted small\">({})</span>", notes.join(", "))
+        };
+        let _ = write!(
+            out,
+            "<tr><td>v{number}{notes}</td><td class=\"num\">{runs}</td><td class=\"num\">{ok}</td>\
+             <td class=\"num\">{score}</td><td>{last}</td><td>{shared}</td>\
+             <td><a href=\"/dashboard/skills/{id}/code?version={number}\">view</a></td></tr>",
+            number = v.number,
+            runs = v.uses,
+            ok = v.ok,
+            score = points(v.score),
+            last = shown_text.text(&when(v.last_used_at)),
+            shared = if v.shared_at.is_some() { "yes" } else { "–" },
+            id = skill.id.0,
+        );
+    }
+    out.push_str("</tbody></table></div></details>");
+}
+
+/// The sharing bar and the Eager family sharing switch, together: flipping the switch moves
+/// the bar and every progress line of the page at once.
+fn sharing_html(out: &mut String, owner: &Owner, csrf: &str, back: &str) {
+    let bar = SharingBar::for_family(owner.eager_sharing);
+    let sentence = if owner.eager_sharing {
+        format!(
+            "Eager family sharing is on: a script with an <code>@skill</code> header is shared after {} of its current version and a score of {}.",
+            count(bar.runs, "run", "runs"),
+            points(bar.score)
+        )
+    } else {
+        format!(
+            "A script with an <code>@skill</code> header is shared after {} of its current version and a score of {}.",
+            count(bar.runs, "run", "runs"),
+            points(bar.score)
+        )
+    };
+    let _ = write!(
+        out,
+        "<section class=\"card\" aria-labelledby=\"sharing-title\">\
+         <div class=\"sharing\"><div><h2 id=\"sharing-title\">Sharing bar</h2>\
+         <p class=\"bar\" id=\"sharing-bar\">{sentence}</p></div>\
+         <form method=\"post\" action=\"/dashboard/eager\" class=\"switch\" data-autosubmit>\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"back\" value=\"{back}\">\
+         <label><input type=\"checkbox\" name=\"eager\" value=\"on\" id=\"eager\"{checked}> Eager family sharing</label>\
+         <button type=\"submit\" class=\"save\">Save</button></form></div>\
+         <p class=\"small muted\">{help} Sharing stays each avatar's choice: only scripts with \
+         the header are shared. Avatars hear of a new bar the next time they start.</p></section>",
+        csrf = escape(csrf),
+        back = escape(back),
+        checked = if owner.eager_sharing { " checked" } else { "" },
+        help = if owner.eager_sharing {
+            "Switched off, the bar is 5 runs and a score of 600 again; what is shared stays shared."
+        } else {
+            "Eager family sharing lowers the bar to 3 runs and a score of 500."
+        },
+    );
+}
+
+// -------------------------------------------------------------------------------------------
+// The family page
+// -------------------------------------------------------------------------------------------
+
+fn family_html(
+    owner: &Owner,
+    agents: &[Agent],
+    entries: &[SkillEntry],
+    csrf: &str,
+    shown_text: &Shown,
+) -> String {
+    let mut body = String::new();
+    let family_total = entries.iter().filter(|e| e.family).count();
+    let _ = write!(
+        body,
+        "<h1>Your family</h1><p class=\"lead\">{} · {} · {}</p>",
+        count(agents.len() as i64, "avatar", "avatars"),
+        count(entries.len() as i64, "script", "scripts"),
+        count(family_total as i64, "family skill", "family skills"),
+    );
+    sharing_html(&mut body, owner, csrf, "/dashboard");
+    if agents.is_empty() {
+        body.push_str(
+            "<section class=\"card\"><h2>No avatars yet</h2><p>Add one with \
+             <code>mindrune agent add NAME --owner OWNER --workspace DIR</code>, or set up an \
+             rs-sdk checkout with <code>mindrune setup</code>. Its scripts show here after their \
+             first recorded run.</p></section>",
+        );
+    } else {
+        body.push_str("<h2>Avatars</h2><ul class=\"avatars\">");
+        for agent in agents {
+            let own: Vec<&SkillEntry> = entries
+                .iter()
+                .filter(|e| e.skill.agent == Some(agent.id))
+                .collect();
+            let family = own.iter().filter(|e| e.family).count();
+            let _ = write!(
+                body,
+                "<li><a class=\"card\" href=\"/dashboard/avatars/{id}\">\
+                 <span class=\"name\">{name}</span>\
+                 <p class=\"counts\">{scripts} · {family} family</p>\
+                 <p class=\"small muted\">Last turn: {last}</p></a></li>",
+                id = agent.id.0,
+                name = shown_text.text(&agent.name),
+                scripts = count(own.len() as i64, "script", "scripts"),
+                last = shown_text.text(&when(agent.last_turn_at)),
+            );
+        }
+        body.push_str("</ul>");
+    }
+    let orphans = entries.iter().filter(|e| e.skill.agent.is_none()).count();
+    if orphans > 0 {
+        let _ = write!(
+            body,
+            "<p class=\"small muted\">{} of deleted avatars stay with the family.</p>",
+            count(orphans as i64, "skill", "skills")
+        );
+    }
+    body
+}
+
+async fn family_page(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let store = state.store();
+    let owner_id = session.owner;
+    let csrf = session.csrf_token.clone();
+    let page = state
+        .blocking(move || -> Result<String, ApiError> {
+            let owner = store.owner(owner_id)?;
+            let agents = store.agents(owner_id)?;
+            let entries = store.skills(owner_id, None)?;
+            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let body = family_html(&owner, &agents, &entries, &csrf, &shown_text);
+            Ok(html::page(
+                "Your family",
+                Nav::Owner {
+                    owner: &owner.name,
+                    csrf: &csrf,
+                },
+                &body,
+            ))
+        })
+        .await
+        .and_then(|page| page);
+    match page {
+        Ok(page) => html::respond(StatusCode::OK, page),
+        Err(err) => error_page(&err),
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// An avatar's page
+// -------------------------------------------------------------------------------------------
+
+/// Parses an id from a URL; anything but a positive number is "not found".
+fn parse_id(raw: &str) -> Option<i64> {
+    raw.parse::<i64>().ok().filter(|id| *id > 0)
+}
+
+/// `12,345`.
+fn grouped(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
+fn stats_html(out: &mut String, state: Option<&mindrune_store::AvatarState>, shown_text: &Shown) {
+    out.push_str(
+        "<aside class=\"card stats\" aria-labelledby=\"stats-title\"><h2 id=\"stats-title\">Stats</h2>",
+    );
+    let Some(state) = state else {
+        out.push_str(
+            "<p class=\"muted\">No state reported yet: its runner sends the avatar's levels, \
+             quests, wealth, gear and bank as it plays.</p></aside>",
+        );
+        return;
+    };
+    let stats: AvatarStats = match serde_json::from_str(&state.state) {
+        Ok(stats) => stats,
+        Err(_) => {
+            out.push_str(
+                "<p class=\"muted\">The last reported state could not be read; the runner's next report replaces it.</p></aside>",
+            );
+            return;
+        }
+    };
+    let _ = write!(
+        out,
+        "<p class=\"small muted\">As its runner last reported it, {} UTC.</p>",
+        shown_text.text(&when(Some(state.reported_at)))
+    );
+    // Levels.
+    if stats.levels.is_empty() {
+        out.push_str("<h3>Levels</h3><p class=\"muted\">None reported.</p>");
+    } else {
+        let total: u64 = stats.levels.values().map(|l| u64::from(*l)).sum();
+        let _ = write!(
+            out,
+            "<h3>Levels</h3><div class=\"table-scroll\"><table class=\"levels\"><thead><tr>\
+             <th scope=\"col\">Skill</th><th scope=\"col\" class=\"num\">Level</th></tr></thead><tbody>"
+        );
+        for (skill, level) in &stats.levels {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td class=\"num\">{level}</td></tr>",
+                shown_text.text(skill)
+            );
+        }
+        let _ = write!(
+            out,
+            "</tbody><tfoot><tr><th scope=\"row\">Total</th><td class=\"num\">{total}</td></tr></tfoot></table></div>"
+        );
+    }
+    // Quests.
+    let _ = write!(out, "<h3>Quests ({})</h3>", stats.quests.len());
+    if stats.quests.is_empty() {
+        out.push_str("<p class=\"muted\">None done yet.</p>");
+    } else {
+        out.push_str("<ul class=\"quests\">");
+        for quest in &stats.quests {
+            let _ = write!(out, "<li>{}</li>", shown_text.text(quest));
+        }
+        out.push_str("</ul>");
+    }
+    // Wealth.
+    out.push_str("<h3>Wealth</h3>");
+    match stats.wealth {
+        Some(coins) => {
+            let _ = write!(
+                out,
+                "<p class=\"wealth\">{} coins <span class=\"muted small\">(carried and banked)</span></p>",
+                grouped(coins)
+            );
+        }
+        None => out.push_str("<p class=\"muted\">Not reported.</p>"),
+    }
+    // Gear.
+    out.push_str("<h3>Gear</h3>");
+    if stats.gear.is_empty() {
+        out.push_str("<p class=\"muted\">Nothing equipped.</p>");
+    } else {
+        out.push_str("<ul class=\"gear\">");
+        for item in &stats.gear {
+            let _ = write!(out, "<li>{}</li>", shown_text.text(item));
+        }
+        out.push_str("</ul>");
+    }
+    // Bank.
+    out.push_str("<h3>Bank</h3>");
+    if stats.bank.is_empty() {
+        out.push_str("<p class=\"muted\">Empty, or not seen yet.</p>");
+    } else {
+        out.push_str(
+            "<div class=\"table-scroll\"><table class=\"bank\"><thead><tr><th scope=\"col\">Item</th>\
+             <th scope=\"col\" class=\"num\">Count</th></tr></thead><tbody>",
+        );
+        for (item, n) in &stats.bank {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td class=\"num\">{}</td></tr>",
+                shown_text.text(item),
+                grouped(*n)
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    out.push_str("</aside>");
+}
+
+fn avatar_html(
+    owner: &Owner,
+    agent: &Agent,
+    scripts: &[ScriptView],
+    state: Option<&mindrune_store::AvatarState>,
+    csrf: &str,
+    shown_text: &Shown,
+) -> String {
+    let bar = SharingBar::for_family(owner.eager_sharing);
+    let family = scripts.iter().filter(|s| s.entry.family).count();
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p class=\"small\"><a href=\"/dashboard\">← Your family</a></p>\
+         <h1>{name}</h1><p class=\"lead\">{scripts} · {family} family</p>",
+        name = shown_text.text(&agent.name),
+        scripts = count(scripts.len() as i64, "script", "scripts"),
+    );
+    sharing_html(
+        &mut body,
+        owner,
+        csrf,
+        &format!("/dashboard/avatars/{}", agent.id.0),
+    );
+    body.push_str("<div class=\"avatar-layout\"><section aria-labelledby=\"scripts-title\"><h2 id=\"scripts-title\">Scripts</h2>");
+    if scripts.is_empty() {
+        let _ = write!(
+            body,
+            "<p class=\"card muted\">No scripts yet. A script in <code>bots/{}/</code> shows here after its first recorded run.</p>",
+            shown_text.text(&agent.name)
+        );
+    } else {
+        body.push_str("<ul class=\"scripts\">");
+        for view in scripts {
+            script_html(&mut body, view, bar, shown_text);
+        }
+        body.push_str("</ul>");
+    }
+    body.push_str("</section>");
+    stats_html(&mut body, state, shown_text);
+    body.push_str("</div>");
+    body
+}
+
+async fn avatar_page(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(raw): Path<String>,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let Some(id) = parse_id(&raw) else {
+        return not_found("avatar");
+    };
+    let store = state.store();
+    let owner_id = session.owner;
+    let csrf = session.csrf_token.clone();
+    let page = state
+        .blocking(move || -> Result<Option<String>, ApiError> {
+            let owner = store.owner(owner_id)?;
+            // The avatar is looked for among the session owner's own: another family's id is
+            // simply not there.
+            let Some(agent) = store
+                .agents(owner_id)?
+                .into_iter()
+                .find(|a| a.id == AgentId(id))
+            else {
+                return Ok(None);
+            };
+            let bar = SharingBar::for_family(owner.eager_sharing);
+            let mut scripts = Vec::new();
+            let mut entries = store.skills(owner_id, Some(agent.id))?;
+            entries.sort_by(|a, b| {
+                b.family
+                    .cmp(&a.family)
+                    .then_with(|| a.skill.name.cmp(&b.skill.name))
+            });
+            for entry in entries {
+                let versions = store.versions(owner_id, entry.skill.id)?;
+                let Some(shown) = shown_index(&entry.skill, &versions, entry.family, bar) else {
+                    continue;
+                };
+                scripts.push(ScriptView {
+                    entry,
+                    versions,
+                    shown,
+                });
+            }
+            let avatar_state = store.avatar_state(owner_id, agent.id)?;
+            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let body = avatar_html(
+                &owner,
+                &agent,
+                &scripts,
+                avatar_state.as_ref(),
+                &csrf,
+                &shown_text,
+            );
+            Ok(Some(html::page(
+                &shown_text.text(&agent.name),
+                Nav::Owner {
+                    owner: &owner.name,
+                    csrf: &csrf,
+                },
+                &body,
+            )))
+        })
+        .await
+        .and_then(|page| page);
+    match page {
+        Ok(Some(page)) => html::respond(StatusCode::OK, page),
+        Ok(None) => not_found("avatar"),
+        Err(err) => error_page(&err),
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// A script's code, as text
+// -------------------------------------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+struct CodeQuery {
+    #[serde(default)]
+    download: Option<String>,
+    #[serde(default)]
+    version: Option<String>,
+}
+
+/// A file name that is safe in a `Content-Disposition` header: letters, digits, `.`, `-` and
+/// `_` kept, anything else a `_`.
+fn safe_file_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let trimmed = cleaned.trim_start_matches('.');
+    if trimmed.is_empty() {
+        "script".into()
+    } else {
+        trimmed.chars().take(100).collect()
+    }
+}
+
+async fn code(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(raw): Path<String>,
+    query: Result<Query<CodeQuery>, QueryRejection>,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let Some(id) = parse_id(&raw) else {
+        return not_found("script");
+    };
+    let Ok(Query(query)) = query else {
+        return html::error_page(
+            StatusCode::BAD_REQUEST,
+            "The address's query could not be read; use the View or Download link of the script.",
+            ("/dashboard", "Back to your family"),
+        );
+    };
+    let download = match query.download.as_deref() {
+        None | Some("0") | Some("false") => false,
+        Some("1") | Some("true") | Some("") => true,
+        Some(_) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                "`download` is 1 (a file to save) or 0 (text to read).",
+                ("/dashboard", "Back to your family"),
+            );
+        }
+    };
+    let wanted = match query.version.as_deref().map(str::parse::<i64>) {
+        None => None,
+        Some(Ok(number)) if number > 0 => Some(number),
+        Some(_) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                "`version` is a version number of the script (1, 2, …).",
+                ("/dashboard", "Back to your family"),
+            );
+        }
+    };
+    let store = state.store();
+    let owner_id = session.owner;
+    let found = state
+        .blocking(move || -> Result<Option<(String, i64, String)>, ApiError> {
+            let owner = store.owner(owner_id)?;
+            // The skill is looked up with the session's owner: another family's id is not
+            // found.
+            let skill = match store.skill(owner_id, SkillId(id)) {
+                Ok(skill) => skill,
+                Err(StoreError::NotFound(_)) => return Ok(None),
+                Err(err) => return Err(err.into()),
+            };
+            let versions = store.versions(owner_id, skill.id)?;
+            let index = match wanted {
+                Some(number) => versions.iter().position(|v| v.number == number),
+                None => {
+                    let bar = SharingBar::for_family(owner.eager_sharing);
+                    shown_index(&skill, &versions, is_family(&skill, &versions), bar)
+                }
+            };
+            let Some(index) = index else {
+                return Ok(None);
+            };
+            let version = &versions[index];
+            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let stem = skill.name.clone();
+            Ok(Some((
+                shown_text.plain(&version.code),
+                version.number,
+                stem,
+            )))
+        })
+        .await
+        .and_then(|found| found);
+    let (code, number, stem) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found("script or version"),
+        Err(err) => return error_page(&err),
+    };
+    let mut response = (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        code,
+    )
+        .into_response();
+    if download {
+        let name = if wanted.is_some() {
+            format!("{}-v{number}.ts", safe_file_name(&stem))
+        } else {
+            format!("{}.ts", safe_file_name(&stem))
+        };
+        if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_DISPOSITION, value);
+        }
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_switch_goes_back_only_to_dashboard_pages() {
+        assert_eq!(
+            back_to(Some("/dashboard/avatars/12")),
+            "/dashboard/avatars/12"
+        );
+        assert_eq!(back_to(None), "/dashboard");
+        assert_eq!(back_to(Some("https://evil.example/")), "/dashboard");
+        assert_eq!(back_to(Some("//evil.example")), "/dashboard");
+        assert_eq!(back_to(Some("/dashboard/avatars/1/../../x")), "/dashboard");
+        assert_eq!(back_to(Some("/dashboard/avatars/")), "/dashboard");
+    }
+
+    #[test]
+    fn download_names_are_header_safe() {
+        assert_eq!(safe_file_name("chop-oaks"), "chop-oaks");
+        assert_eq!(safe_file_name("a\"b\r\nc"), "a_b__c");
+        assert_eq!(safe_file_name("..."), "script");
+        assert_eq!(safe_file_name("<script>"), "_script_");
+    }
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(-1234567), "-1,234,567");
+    }
+
+    #[test]
+    fn a_script_that_clears_a_lowered_bar_says_when_it_is_shared() {
+        let line = progress_line("x.ts", 3, 550.0, SharingBar::EAGER);
+        assert!(line.starts_with("x.ts: 3/3 runs, score 550/500"), "{line}");
+        assert!(line.contains("next run or turn end"), "{line}");
+        assert_eq!(
+            progress_line("x.ts", 3, 540.0, SharingBar::STANDARD),
+            "x.ts: 3/5 runs, score 540/600 — not shared yet"
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! Error answers: every failure is a status code and a JSON body that says what happened, where
+//! (the request field) and what to do.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+
+use crate::wire::{ErrorBody, ErrorDetail};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub detail: ErrorDetail,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            detail: ErrorDetail {
+                code: code.into(),
+                message: message.into(),
+                field: None,
+            },
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    pub fn bad_field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut error = Self::bad_request(message);
+        error.detail.field = Some(field.into());
+        error
+    }
+
+    pub fn unauthorized(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::FORBIDDEN, "forbidden", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::GONE, "gone", message)
+    }
+
+    pub fn too_large(limit: usize) -> Self {
+        Self::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            format!(
+                "the request body is over the {limit}-byte limit of this endpoint; send fewer events per batch"
+            ),
+        )
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
+    }
+
+    /// A failure of the server itself. The details go to the log, not to the client.
+    pub fn internal(context: &str, err: impl std::fmt::Display) -> Self {
+        tracing::error!("{context}: {err}");
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            format!("{context}; nothing was stored — try again (the server log has the details)"),
+        )
+    }
+}
+
+impl From<mindrune_store::StoreError> for ApiError {
+    fn from(err: mindrune_store::StoreError) -> Self {
+        match err {
+            mindrune_store::StoreError::NotFound(what) => {
+                ApiError::not_found(format!("{what}; it may have been removed"))
+            }
+            other => ApiError::internal("the library could not be read or written", other),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = ErrorBody { error: self.detail };
+        (self.status, axum::Json(body)).into_response()
+    }
+}

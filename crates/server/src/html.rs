@@ -1,0 +1,336 @@
+//! The pieces every HTML page of the dashboard and the console shares: escaping, the page
+//! layout, error pages, cookies and the static assets.
+//!
+//! Every dynamic string goes through [`Shown::text`] (scrubbed, then escaped) or [`escape`]
+//! before it reaches a page: pages are built with `format!`, so escaping is the one thing that
+//! keeps a script's name or goal from becoming markup. The Content-Security-Policy forbids
+//! inline scripts and styles as a second line of defence, so pages carry neither: behaviour
+//! lives in `static/app.js`, looks in `static/app.css`.
+
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use axum::Router;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use mindrune_core::secrets::Scrubber;
+
+use crate::app::AppState;
+
+/// Escapes text for HTML element content and for quoted attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 8);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text on its way to a page: scrubbed of the secrets it may hold (the owner's key and
+/// credential shapes), then escaped. What the store returns was scrubbed when it was saved;
+/// scrubbing again is cheap and keeps a page safe even if a row slipped through.
+pub struct Shown {
+    scrubber: Scrubber,
+}
+
+impl Shown {
+    /// Scrubs the given exact secrets (owners' keys) besides every credential shape.
+    pub fn new(known: &[&str]) -> Shown {
+        Shown {
+            scrubber: Scrubber::new(known),
+        }
+    }
+
+    /// The text, scrubbed and escaped for HTML.
+    pub fn text(&self, text: &str) -> String {
+        escape(&self.scrubber.scrub(text).text)
+    }
+
+    /// The text, scrubbed but not escaped (for plain-text answers).
+    pub fn plain(&self, text: &str) -> String {
+        self.scrubber.scrub(text).text.into_owned()
+    }
+}
+
+/// `1 script`, `2 scripts`.
+pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// Scores are kept exact and shown as whole points (0–1000), as the command line shows them.
+pub fn points(score: f64) -> i64 {
+    score.round() as i64
+}
+
+/// A time as the command line shows it: `2025-06-01 14:02` (UTC); `never` when there is none.
+pub fn when(millis: Option<i64>) -> String {
+    let Some(millis) = millis else {
+        return "never".into();
+    };
+    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+    else {
+        return "?".into();
+    };
+    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
+    at.format(&format).unwrap_or_else(|_| "?".into())
+}
+
+/// What the page header offers besides the brand.
+pub enum Nav<'a> {
+    /// The login pages: nothing to go to yet.
+    None,
+    /// An owner's pages: the family and a logout form (which needs the session's CSRF token).
+    Owner { owner: &'a str, csrf: &'a str },
+    /// The operator's console.
+    Operator,
+}
+
+/// A whole page: the shared head (viewport, stylesheet, script), the header and `main`.
+/// `title` and `body` must already be escaped.
+pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
+    let mut out = String::with_capacity(body.len() + 2048);
+    let _ = write!(
+        out,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <meta name=\"color-scheme\" content=\"light dark\">\n\
+         <meta name=\"referrer\" content=\"no-referrer\">\n\
+         <title>{title} · MindRune</title>\n\
+         <link rel=\"icon\" href=\"data:,\">\n\
+         <link rel=\"stylesheet\" href=\"{css}\">\n\
+         <script src=\"{js}\" defer></script>\n</head>\n<body>\n\
+         <header class=\"top\"><div class=\"top-inner\">",
+        css = CSS.url,
+        js = JS.url,
+    );
+    match nav {
+        Nav::None => out.push_str("<span class=\"brand\">MindRune</span>"),
+        Nav::Owner { owner, csrf } => {
+            let _ = write!(
+                out,
+                "<a class=\"brand\" href=\"/dashboard\">MindRune</a>\
+                 <nav aria-label=\"Account\"><span class=\"who\">{owner}</span>\
+                 <form method=\"post\" action=\"/dashboard/logout\" class=\"inline\">\
+                 <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+                 <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
+                owner = escape(owner),
+                csrf = escape(csrf),
+            );
+        }
+        Nav::Operator => out.push_str(
+            "<a class=\"brand\" href=\"/console\">MindRune</a>\
+             <nav aria-label=\"Console\"><span class=\"who\">Operator console · read-only</span></nav>",
+        ),
+    }
+    let _ = write!(
+        out,
+        "</div></header>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
+    );
+    out
+}
+
+/// An HTML answer. Pages hold a family's private data, so no cache keeps them.
+pub fn respond(status: StatusCode, html: String) -> Response {
+    (
+        status,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/html; charset=utf-8"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        ],
+        html,
+    )
+        .into_response()
+}
+
+/// A small error page: what happened, in words, and where to go next. `message` is plain
+/// text (it is escaped here).
+pub fn error_page(status: StatusCode, message: &str, back: (&str, &str)) -> Response {
+    let title = status.canonical_reason().unwrap_or("Error");
+    let body = format!(
+        "<section class=\"card narrow\"><h1>{title}</h1><p>{message}</p>\
+         <p><a href=\"{href}\">{label}</a></p></section>",
+        title = escape(title),
+        message = escape(message),
+        href = escape(back.0),
+        label = escape(back.1),
+    );
+    respond(status, page(&escape(title), Nav::None, &body))
+}
+
+/// A `Set-Cookie` value: HttpOnly and SameSite=Strict always, `Secure` when the server sits
+/// behind TLS. `max_age` 0 deletes the cookie.
+pub fn cookie(name: &str, value: &str, path: &str, max_age_secs: u64, secure: bool) -> String {
+    format!(
+        "{name}={value}; Path={path}; Max-Age={max_age_secs}; HttpOnly; SameSite=Strict{}",
+        if secure { "; Secure" } else { "" }
+    )
+}
+
+/// The value of a cookie of the request.
+pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value.to_string())
+}
+
+/// A login form's CSRF guard (a double-submit cookie). Before a login there is no session to
+/// hold a CSRF token, so the login page sets a random token in a cookie only its own path gets
+/// and puts the same token in the form; a login POST must carry both, equal. Another site can
+/// make a browser send the cookie (not with SameSite=Strict, but older browsers) yet cannot
+/// read it to fill in the form, so it cannot log a browser in to an account of its choosing.
+pub struct LoginGuard {
+    pub cookie_name: &'static str,
+    pub path: &'static str,
+}
+
+/// How long a login page's token stays valid, in seconds.
+const LOGIN_GUARD_SECS: u64 = 3600;
+
+impl LoginGuard {
+    /// The token for a login page: the one the browser holds if it looks like ours (so two
+    /// open login tabs both work), else a new one with the `Set-Cookie` that stores it.
+    pub fn token(&self, headers: &HeaderMap, secure: bool) -> (String, Option<String>) {
+        match cookie_value(headers, self.cookie_name) {
+            Some(token) if token.starts_with("mr_login_") && token.len() == 9 + 64 => (token, None),
+            _ => {
+                let token = crate::auth::new_secret("mr_login_");
+                let set = cookie(
+                    self.cookie_name,
+                    &token,
+                    self.path,
+                    LOGIN_GUARD_SECS,
+                    secure,
+                );
+                (token, Some(set))
+            }
+        }
+    }
+
+    /// Whether a login POST carries the token its browser holds, compared in constant time.
+    pub fn check(&self, headers: &HeaderMap, sent: &str) -> bool {
+        match cookie_value(headers, self.cookie_name) {
+            Some(held) => !sent.is_empty() && crate::auth::same_secret(&held, sent),
+            None => false,
+        }
+    }
+
+    /// The `Set-Cookie` that removes the token once it served its login.
+    pub fn clear(&self, secure: bool) -> String {
+        cookie(self.cookie_name, "", self.path, 0, secure)
+    }
+}
+
+/// A static file served with a content-derived version in its URL, so browsers may keep it
+/// for a year and still see a new release's file at once.
+pub struct Asset {
+    pub url: String,
+    body: &'static str,
+    content_type: &'static str,
+}
+
+impl Asset {
+    fn new(path: &str, body: &'static str, content_type: &'static str) -> Asset {
+        let digest = mindrune_core::digest::sha256(body.as_bytes());
+        let short = digest.trim_start_matches("sha256:");
+        Asset {
+            url: format!("{path}?v={}", &short[..12.min(short.len())]),
+            body,
+            content_type,
+        }
+    }
+
+    fn response(&self) -> Response {
+        (
+            [
+                (
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(self.content_type),
+                ),
+                (
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, max-age=31536000, immutable"),
+                ),
+            ],
+            self.body,
+        )
+            .into_response()
+    }
+}
+
+static CSS: LazyLock<Asset> = LazyLock::new(|| {
+    Asset::new(
+        "/static/app.css",
+        include_str!("../static/app.css"),
+        "text/css; charset=utf-8",
+    )
+});
+
+static JS: LazyLock<Asset> = LazyLock::new(|| {
+    Asset::new(
+        "/static/app.js",
+        include_str!("../static/app.js"),
+        "text/javascript; charset=utf-8",
+    )
+});
+
+/// `/static/app.css` and `/static/app.js`.
+pub fn static_routes() -> Router<AppState> {
+    Router::new()
+        .route("/static/app.css", get(|| async { CSS.response() }))
+        .route("/static/app.js", get(|| async { JS.response() }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markup_characters_are_escaped() {
+        assert_eq!(
+            escape("<script>alert('x & \"y\"')</script>"),
+            "&lt;script&gt;alert(&#39;x &amp; &quot;y&quot;&#39;)&lt;/script&gt;"
+        );
+        assert_eq!(escape("chop-oaks é 👪"), "chop-oaks é 👪");
+    }
+
+    #[test]
+    fn shown_text_is_scrubbed_before_it_is_escaped() {
+        let shown = Shown::new(&["mrk_secret_owner_key_123"]);
+        let text = shown.text("<b>key mrk_secret_owner_key_123</b>");
+        assert!(!text.contains("mrk_secret_owner_key_123"), "{text}");
+        assert!(text.starts_with("&lt;b&gt;"), "{text}");
+    }
+
+    #[test]
+    fn asset_urls_carry_a_content_version() {
+        assert!(CSS.url.starts_with("/static/app.css?v="));
+        assert!(JS.url.starts_with("/static/app.js?v="));
+    }
+
+    #[test]
+    fn cookies_are_http_only_and_strict() {
+        let c = cookie("a", "b", "/", 60, true);
+        assert_eq!(
+            c,
+            "a=b; Path=/; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
+        );
+        assert!(!cookie("a", "b", "/", 60, false).contains("Secure"));
+    }
+}

@@ -1,0 +1,13 @@
+//! MindRune's server: the runner protocol over HTTP (`/v1/`), the runner that speaks it beside
+//! each avatar's sandbox, the owner's dashboard and the operator's console.
+
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod config;
+pub mod console;
+pub mod dashboard;
+pub mod error;
+pub mod html;
+pub mod runner;
+pub mod wire;

@@ -1,0 +1,594 @@
+//! The runner's spool: three folders under one root (by default
+//! `<MINDRUNE_HOME>/runner/<agent>/`) that carry every tool call and turn end from the agent's
+//! hook to the server, through crashes and server restarts.
+//!
+//! * `inbox/`: the hook (`mindrune hook claude-code --relay DIR`) writes each finished call as
+//!   one file holding the event contract's JSON object, and a `turn_end` marker when the agent's
+//!   turn ends. Writing a file here is all the hook does, so it never waits for the network.
+//! * `outbox/`: the runner moves each inbox item here, in order, after adding what the server
+//!   needs from the agent's files (the scripts a call ran, the folder's snapshot at a turn
+//!   end), scrubbed of the bot's secrets. An item leaves the outbox only once the server
+//!   answered 2xx.
+//! * `rejected/`: items the server (or the runner) refused, each with a `.error.txt` beside it
+//!   saying why, so nothing is retried forever and nothing disappears without a trace.
+//!
+//! Names sort in arrival order: `<millis, 13 digits>-<pid, 10 digits>-<counter, 6 digits>-<kind>.json`.
+//! An item keeps its name from inbox to outbox, so a runner killed between writing the outbox
+//! copy and deleting the inbox file finds both and only deletes the inbox file: the item is
+//! sent once. Every write is atomic (a hidden temp file in the same folder, fsynced, renamed,
+//! then the folder fsynced), so a folder listing never shows a partial item.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use mindrune_core::event::{Call, Event, EventKind, RawEvent};
+
+/// Where the hook puts items for the runner.
+pub const INBOX: &str = "inbox";
+/// Where the runner keeps items until the server took them.
+pub const OUTBOX: &str = "outbox";
+/// Where refused items go, each with the reason beside it.
+pub const REJECTED: &str = "rejected";
+/// Where the hook notes calls that started (its `PreToolUse` notes), in relay mode.
+pub const PENDING: &str = "pending";
+/// The file a runner holds a lock on while it uses the spool.
+const LOCK: &str = ".lock";
+
+/// Hidden temp files older than this are left over from a crash and swept away at a runner's
+/// start; younger ones may belong to a hook writing right now.
+const STALE_TEMP: Duration = Duration::from_secs(10 * 60);
+
+/// What a spool item carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// One finished tool call.
+    Event,
+    /// The agent's turn ended.
+    TurnEnd,
+}
+
+impl Kind {
+    fn suffix(self) -> &'static str {
+        match self {
+            Kind::Event => "event",
+            Kind::TurnEnd => "turn_end",
+        }
+    }
+
+    /// The kind a spool file's name says, or `None` for a name no spool writer makes.
+    pub fn of_name(name: &str) -> Option<Kind> {
+        let stem = name.strip_suffix(".json")?;
+        if stem.ends_with("-turn_end") {
+            Some(Kind::TurnEnd)
+        } else if stem.ends_with("-event") {
+            Some(Kind::Event)
+        } else {
+            None
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SpoolError {
+    #[error(
+        "cannot {action} `{path}`: {source}; check that the spool folder is writable and the disk has room"
+    )]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "another runner is already using the spool `{0}`; stop it first, or give this one its own --spool"
+    )]
+    Locked(PathBuf),
+    #[error("the hook's event cannot be written as JSON: {0}")]
+    Encode(String),
+}
+
+fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> SpoolError + 'a {
+    move |source| SpoolError::Io {
+        action,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One item in a spool folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    pub name: String,
+    pub path: PathBuf,
+    /// `None` when the name is not one a spool writer makes (the item is refused).
+    pub kind: Option<Kind>,
+    /// Its size in bytes, to keep batches under the server's body limit.
+    pub len: u64,
+}
+
+/// A fresh item name for `kind`, sorting after every name this process made before.
+pub fn item_name(kind: Kind) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let counter = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(
+        "{millis:013}-{:010}-{counter:06}-{}.json",
+        std::process::id(),
+        kind.suffix()
+    )
+}
+
+/// Writes `dir/name` atomically and durably: a hidden temp file in the same folder, written in
+/// full and fsynced, renamed over the name, then the folder fsynced so the rename survives a
+/// power loss. The temp file is removed when anything fails.
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), SpoolError> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let temp = dir.join(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let target = dir.join(name);
+    let written = (|| {
+        // create_new: never writes through a file or symlink planted at the temp name.
+        let mut file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .map_err(io("create", &temp))?;
+        file.write_all(bytes).map_err(io("write", &temp))?;
+        file.sync_all().map_err(io("sync", &temp))?;
+        fs::rename(&temp, &target).map_err(io("rename into place", &target))
+    })();
+    if written.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    written?;
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), SpoolError> {
+    File::open(dir)
+        .and_then(|folder| folder.sync_all())
+        .map_err(io("sync", dir))
+}
+
+fn create_dir(path: &Path) -> Result<(), SpoolError> {
+    fs::create_dir_all(path).map_err(io("create", path))
+}
+
+/// The event contract's object for a checked event: what the hook writes into the inbox.
+pub fn raw_event(event: &Event) -> RawEvent {
+    let (kind, command, cwd, script, code) = match &event.call {
+        Call::Shell { command, cwd } => (
+            EventKind::Shell,
+            Some(command.clone()),
+            cwd.clone(),
+            None,
+            None,
+        ),
+        Call::ExecuteScript { script } => (
+            EventKind::ExecuteCode,
+            None,
+            None,
+            Some(script.clone()),
+            None,
+        ),
+        Call::ExecuteCode { code } => {
+            (EventKind::ExecuteCode, None, None, None, Some(code.clone()))
+        }
+    };
+    RawEvent {
+        id: event.id.clone(),
+        agent: event.agent.clone(),
+        at: event.at,
+        kind: Some(kind),
+        command,
+        cwd,
+        script,
+        code,
+        background: event.background.then_some(true),
+        ok: event.ok,
+        duration_ms: event.duration_ms,
+        output: event.output.clone(),
+        measures: event.measures.clone(),
+        damage: event.damage.clone(),
+    }
+}
+
+/// The JSON object of a raw event without its empty fields.
+pub fn event_json(raw: &RawEvent) -> Result<serde_json::Value, SpoolError> {
+    let mut value = serde_json::to_value(raw).map_err(|err| SpoolError::Encode(err.to_string()))?;
+    if let serde_json::Value::Object(object) = &mut value {
+        object.retain(|_, field| !field.is_null());
+    }
+    Ok(value)
+}
+
+/// A random event id, for a call the host gave none: the server recognises a batch sent again
+/// by its events' ids, so every event needs one.
+fn random_id() -> String {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the operating system's random source works");
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    format!("relay:{hex}")
+}
+
+/// Writes one finished call into `root/inbox/` for the runner (what the hook does in relay
+/// mode). A call without an id gets a random one. Returns the item's path.
+pub fn relay_event(root: &Path, event: &Event) -> Result<PathBuf, SpoolError> {
+    let mut raw = raw_event(event);
+    if raw.id.as_deref().is_none_or(str::is_empty) {
+        raw.id = Some(random_id());
+    }
+    let bytes = serde_json::to_vec(&event_json(&raw)?)
+        .map_err(|err| SpoolError::Encode(err.to_string()))?;
+    relay(root, Kind::Event, &bytes)
+}
+
+/// Writes a turn-end marker into `root/inbox/` (the agent's turn ended). Returns its path.
+pub fn relay_turn_end(root: &Path) -> Result<PathBuf, SpoolError> {
+    relay(root, Kind::TurnEnd, br#"{"boundary":"turn_end"}"#)
+}
+
+fn relay(root: &Path, kind: Kind, bytes: &[u8]) -> Result<PathBuf, SpoolError> {
+    let inbox = root.join(INBOX);
+    create_dir(&inbox)?;
+    let name = item_name(kind);
+    write_atomic(&inbox, &name, bytes)?;
+    Ok(inbox.join(name))
+}
+
+/// A runner's hold on its spool: the three folders, locked against a second runner (two
+/// runners taking the same inbox would each send what the other sent).
+#[derive(Debug)]
+pub struct Spool {
+    root: PathBuf,
+    inbox: PathBuf,
+    outbox: PathBuf,
+    rejected: PathBuf,
+    /// Held for the runner's life; the lock goes with the file.
+    _lock: File,
+}
+
+impl Spool {
+    /// Opens (creating) the spool at `root` and locks it.
+    pub fn open(root: &Path) -> Result<Spool, SpoolError> {
+        let (inbox, outbox, rejected) = (root.join(INBOX), root.join(OUTBOX), root.join(REJECTED));
+        for dir in [&inbox, &outbox, &rejected] {
+            create_dir(dir)?;
+        }
+        let lock_path = root.join(LOCK);
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io("open", &lock_path))?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => {
+                return Err(SpoolError::Locked(root.to_path_buf()));
+            }
+            Err(fs::TryLockError::Error(err)) => return Err(io("lock", &lock_path)(err)),
+        }
+        let spool = Spool {
+            root: root.to_path_buf(),
+            inbox,
+            outbox,
+            rejected,
+            _lock: lock,
+        };
+        spool.sweep_temp_files();
+        Ok(spool)
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn inbox(&self) -> &Path {
+        &self.inbox
+    }
+
+    pub fn outbox(&self) -> &Path {
+        &self.outbox
+    }
+
+    pub fn rejected(&self) -> &Path {
+        &self.rejected
+    }
+
+    /// The inbox's items, oldest first.
+    pub fn inbox_items(&self) -> Result<Vec<Item>, SpoolError> {
+        list(&self.inbox)
+    }
+
+    /// The outbox's items, oldest first.
+    pub fn outbox_items(&self) -> Result<Vec<Item>, SpoolError> {
+        list(&self.outbox)
+    }
+
+    /// Whether the outbox already holds an item of this name (the runner stopped between
+    /// writing it and deleting its inbox file).
+    pub fn in_outbox(&self, name: &str) -> bool {
+        fs::symlink_metadata(self.outbox.join(name)).is_ok()
+    }
+
+    /// Writes an item's outbox copy (atomically, under the same name).
+    pub fn put_outbox(&self, name: &str, bytes: &[u8]) -> Result<(), SpoolError> {
+        write_atomic(&self.outbox, name, bytes)
+    }
+
+    /// Deletes an item that is done with. A missing file is fine (gone already). The folder is
+    /// not fsynced: should a power loss bring the file back, it is sent again, and the server
+    /// recognises its events by their ids.
+    pub fn remove(&self, item: &Item) -> Result<(), SpoolError> {
+        match fs::remove_file(&item.path) {
+            Ok(()) => Ok(()),
+            Err(err) if err.kind() == ErrorKind::NotFound => Ok(()),
+            Err(err) => Err(io("remove", &item.path)(err)),
+        }
+    }
+
+    /// Moves an item into `rejected/` with the reason in `<name>.error.txt` beside it.
+    pub fn reject(&self, item: &Item, reason: &str) -> Result<PathBuf, SpoolError> {
+        let note = format!(
+            "{reason}\n\nThis item was not sent (again). Fix what the message says and move the \
+             file back into {} to send it, or delete it.\n",
+            item.path
+                .parent()
+                .map_or_else(|| "the outbox".to_string(), |p| p.display().to_string())
+        );
+        write_atomic(
+            &self.rejected,
+            &format!("{}.error.txt", item.name),
+            note.as_bytes(),
+        )?;
+        let target = self.rejected.join(&item.name);
+        match fs::rename(&item.path, &target) {
+            Ok(()) => {}
+            Err(err) if err.kind() == ErrorKind::NotFound => {}
+            Err(err) => return Err(io("move into rejected/", &item.path)(err)),
+        }
+        sync_dir(&self.rejected)?;
+        Ok(target)
+    }
+
+    /// Removes hidden temp files a crashed writer left behind (older than ten minutes: a
+    /// younger one may be a hook's write in progress).
+    fn sweep_temp_files(&self) {
+        for dir in [&self.inbox, &self.outbox, &self.rejected] {
+            let Ok(entries) = fs::read_dir(dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                if !(name.starts_with('.') && name.contains(".tmp-")) {
+                    continue;
+                }
+                let old = entry
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|modified| modified.elapsed().ok())
+                    .is_some_and(|age| age > STALE_TEMP);
+                if old {
+                    let _ = fs::remove_file(entry.path());
+                }
+            }
+        }
+    }
+}
+
+/// The items of a spool folder, sorted by name (arrival order). Hidden files (temp files in
+/// progress) are not items.
+fn list(dir: &Path) -> Result<Vec<Item>, SpoolError> {
+    let mut items = Vec::new();
+    for entry in fs::read_dir(dir).map_err(io("list", dir))? {
+        let entry = entry.map_err(io("list", dir))?;
+        let Ok(name) = entry.file_name().into_string() else {
+            // A name that is not UTF-8 is no spool writer's; it is still shown to the caller
+            // as an item of no kind so that it ends up in rejected/ instead of blocking.
+            let path = entry.path();
+            items.push(Item {
+                name: path
+                    .file_name()
+                    .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+                path,
+                kind: None,
+                len: 0,
+            });
+            continue;
+        };
+        if name.starts_with('.') {
+            continue;
+        }
+        let Ok(file_type) = entry.file_type() else {
+            continue;
+        };
+        if file_type.is_dir() {
+            continue;
+        }
+        let len = entry.metadata().map_or(0, |m| m.len());
+        items.push(Item {
+            kind: if file_type.is_file() {
+                Kind::of_name(&name)
+            } else {
+                None
+            },
+            path: entry.path(),
+            name,
+            len,
+        });
+    }
+    items.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mindrune_core::event::parse_line;
+
+    fn shell_event(id: Option<&str>) -> Event {
+        parse_line(
+            &serde_json::json!({"id": id, "agent": "buzz", "command": "bun bots/buzz/chop.ts", "cwd": "/work", "ok": true, "duration_ms": 1200})
+                .to_string(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_atomic_write_leaves_only_the_named_file() {
+        let dir = tempfile::tempdir().unwrap();
+        write_atomic(dir.path(), "a.json", b"{\"x\":1}").unwrap();
+        write_atomic(dir.path(), "a.json", b"{\"x\":2}").unwrap();
+        let names: Vec<String> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec!["a.json"]);
+        assert_eq!(fs::read(dir.path().join("a.json")).unwrap(), b"{\"x\":2}");
+    }
+
+    #[test]
+    fn a_failed_atomic_write_leaves_no_temp_file() {
+        let dir = tempfile::tempdir().unwrap();
+        // A folder where the file should go: the rename fails, the temp file is cleaned up.
+        fs::create_dir(dir.path().join("taken.json")).unwrap();
+        fs::write(dir.path().join("taken.json").join("inside"), "x").unwrap();
+        let err = write_atomic(dir.path(), "taken.json", b"{}").unwrap_err();
+        assert!(err.to_string().contains("taken.json"), "{err}");
+        let hidden = fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| {
+                e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with('.')
+            })
+            .count();
+        assert_eq!(hidden, 0);
+    }
+
+    #[test]
+    fn items_list_in_arrival_order_and_temp_files_are_not_items() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut made = Vec::new();
+        for index in 0..30 {
+            let kind = if index % 7 == 6 {
+                Kind::TurnEnd
+            } else {
+                Kind::Event
+            };
+            let path = if kind == Kind::TurnEnd {
+                relay_turn_end(dir.path()).unwrap()
+            } else {
+                relay_event(dir.path(), &shell_event(Some(&format!("call-{index}")))).unwrap()
+            };
+            made.push((
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                kind,
+            ));
+        }
+        fs::write(dir.path().join(INBOX).join(".x.json.tmp-1-1"), "{").unwrap();
+        let listed = list(&dir.path().join(INBOX)).unwrap();
+        let listed: Vec<(String, Kind)> = listed
+            .into_iter()
+            .map(|item| (item.name, item.kind.unwrap()))
+            .collect();
+        assert_eq!(listed, made);
+        // Each event kept its id, in the contract's shape.
+        let first = fs::read_to_string(dir.path().join(INBOX).join(&made[0].0)).unwrap();
+        let event = parse_line(&first).unwrap();
+        assert_eq!(event.id.as_deref(), Some("call-0"));
+        assert!(
+            !first.contains("null"),
+            "empty fields are left out: {first}"
+        );
+    }
+
+    #[test]
+    fn names_sort_by_time_then_process_then_counter() {
+        let a = item_name(Kind::Event);
+        let b = item_name(Kind::TurnEnd);
+        assert!(a < b, "{a} < {b}");
+        assert_eq!(Kind::of_name(&a), Some(Kind::Event));
+        assert_eq!(Kind::of_name(&b), Some(Kind::TurnEnd));
+        assert_eq!(Kind::of_name("notes.txt"), None);
+        assert_eq!(Kind::of_name("1-2-3-other.json"), None);
+        let parts: Vec<&str> = a.split('-').collect();
+        assert_eq!(parts[0].len(), 13);
+        assert_eq!(parts[1].len(), 10);
+        assert_eq!(parts[2].len(), 6);
+    }
+
+    #[test]
+    fn an_event_without_an_id_gets_a_random_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let one = relay_event(dir.path(), &shell_event(None)).unwrap();
+        let two = relay_event(dir.path(), &shell_event(None)).unwrap();
+        let id = |path: &Path| {
+            parse_line(&fs::read_to_string(path).unwrap())
+                .unwrap()
+                .id
+                .unwrap()
+        };
+        assert!(id(&one).starts_with("relay:"));
+        assert_ne!(id(&one), id(&two));
+    }
+
+    #[test]
+    fn a_rejected_item_moves_with_its_reason_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        let path = relay_turn_end(dir.path()).unwrap();
+        let item = spool.inbox_items().unwrap().remove(0);
+        assert_eq!(item.path, path);
+        let moved = spool.reject(&item, "inbox item is not JSON").unwrap();
+        assert!(moved.exists());
+        assert!(!path.exists());
+        let note =
+            fs::read_to_string(spool.rejected().join(format!("{}.error.txt", item.name))).unwrap();
+        assert!(note.starts_with("inbox item is not JSON"), "{note}");
+        assert!(spool.inbox_items().unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_second_runner_cannot_take_the_same_spool() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = Spool::open(dir.path()).unwrap();
+        let err = Spool::open(dir.path()).unwrap_err();
+        assert!(matches!(err, SpoolError::Locked(_)), "{err}");
+        assert!(err.to_string().contains("--spool"), "{err}");
+    }
+
+    #[test]
+    fn stale_temp_files_are_swept_at_open_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let inbox = dir.path().join(INBOX);
+        fs::create_dir_all(&inbox).unwrap();
+        let stale = inbox.join(".a.json.tmp-1-0");
+        let fresh = inbox.join(".b.json.tmp-1-1");
+        fs::write(&stale, "{").unwrap();
+        fs::write(&fresh, "{").unwrap();
+        let old = SystemTime::now() - Duration::from_secs(3600);
+        File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let _spool = Spool::open(dir.path()).unwrap();
+        assert!(!stale.exists());
+        assert!(fresh.exists());
+    }
+}

@@ -1,0 +1,74 @@
+//! A shutdown lets the requests in flight finish: a runner that is halfway through sending a
+//! batch when the server is told to stop still gets its answer, and its events are stored.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use mindrune_server::app::{AppState, serve};
+use mindrune_server::auth::secret_digest;
+use mindrune_server::config::ServerConfig;
+use mindrune_store::{SqliteStore, Store};
+
+#[test]
+fn a_batch_in_flight_at_shutdown_is_answered_and_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("library.db");
+    let store = SqliteStore::open(&path).unwrap();
+    let owner = store.create_owner("ada", "mrk_ada_key", 0).unwrap();
+    let agent = store.create_agent(owner.id, "buzz", "/work", 0).unwrap();
+    store
+        .issue_runner_token(owner.id, agent.id, &secret_digest("mr_runner_t"), 0)
+        .unwrap();
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let state = AppState::new(Box::new(store), ServerConfig::default());
+    let server = runtime.spawn(serve(state, listener, async move {
+        let _ = stop_rx.await;
+    }));
+
+    let events: Vec<_> = (0..20)
+        .map(|i| {
+            serde_json::json!({
+                "event": {"id": format!("e{i}"), "kind": "execute_code", "code": format!("await bot.chop({i});"), "ok": true}
+            })
+        })
+        .collect();
+    let body = serde_json::json!({ "events": events }).to_string();
+    let (first, rest) = body.as_bytes().split_at(body.len() / 2);
+
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer mr_runner_t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(first).unwrap();
+    stream.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // The server is told to stop while the batch is half sent.
+    stop_tx.send(()).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    stream.write_all(rest).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert_eq!(answer.matches("\"recorded\"").count(), 20, "{answer}");
+
+    runtime.block_on(server).unwrap().unwrap();
+    // The server is gone…
+    assert!(TcpStream::connect(addr).is_err());
+    // …and what it acknowledged is in the library.
+    let store = SqliteStore::open(&path).unwrap();
+    let snippets = store.snippets(owner.id, agent.id).unwrap();
+    assert_eq!(snippets.len(), 20);
+}

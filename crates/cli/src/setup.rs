@@ -390,24 +390,31 @@ impl Plan {
         )?;
         writeln!(out, "  mindrune serve")?;
         let workspace = shell_word(&self.workspace);
-        for (name, _) in &self.bots {
-            writeln!(
-                out,
-                "  mindrune runner --server {SERVER_URL} --agent {name} --workspace {workspace} --token \"$(mindrune token issue {name})\""
-            )?;
-        }
-        // Claude Code runs the hooks in the checkout, where the default MINDRUNE_HOME
-        // (`.mindrune`) is another folder than this library, unless it is that one.
+        // The hooks hand each call to the bot's runner through its spool (relay mode), so they
+        // need no library at all: only which bot they run for and where its runner reads.
         let library = self
             .home
             .canonicalize()
             .or_else(|_| std::path::absolute(&self.home))
             .unwrap_or_else(|_| self.home.clone());
-        if library != self.checkout.join(".mindrune") {
+        for (name, _) in &self.bots {
+            let spool = mindrune_server::runner::default_spool(&library, name);
             writeln!(
                 out,
-                "\nnote: the hooks find the library through MINDRUNE_HOME, so start Claude Code with MINDRUNE_HOME={}",
-                shell_word(&library.display().to_string())
+                "  mindrune runner --server {SERVER_URL} --agent {name} --workspace {workspace} --spool {} --token \"$(mindrune token issue {name})\"",
+                shell_word(&spool.display().to_string())
+            )?;
+        }
+        writeln!(
+            out,
+            "\nStart each bot's Claude Code with its name and its runner's spool, so the hooks relay its tool calls:"
+        )?;
+        for (name, _) in &self.bots {
+            let spool = mindrune_server::runner::default_spool(&library, name);
+            writeln!(
+                out,
+                "  MINDRUNE_AGENT={name} MINDRUNE_RELAY={} claude",
+                shell_word(&spool.display().to_string())
             )?;
         }
         Ok(())

@@ -382,10 +382,17 @@ async fn get_mirror(
     State(state): State<AppState>,
     runner: Runner,
 ) -> Result<Json<MirrorAnswer>, ApiError> {
+    send_mirror(&state, runner.agent, BTreeMap::new()).await
+}
+
+async fn send_mirror(
+    state: &AppState,
+    agent: Agent,
+    have: BTreeMap<String, String>,
+) -> Result<Json<MirrorAnswer>, ApiError> {
     let store = state.store();
-    let agent = runner.agent;
     let answer = state
-        .blocking(move || mirror_answer(store, &agent, &BTreeMap::new()))
+        .blocking(move || mirror_answer(store, &agent, &have))
         .await??;
     Ok(Json(answer))
 }
@@ -397,12 +404,7 @@ async fn post_mirror(
     body: Body,
 ) -> Result<Json<MirrorAnswer>, ApiError> {
     let request: MirrorRequest = read_json(&headers, body, wire::MAX_SMALL_BODY).await?;
-    let store = state.store();
-    let agent = runner.agent;
-    let answer = state
-        .blocking(move || mirror_answer(store, &agent, &request.have))
-        .await??;
-    Ok(Json(answer))
+    send_mirror(&state, runner.agent, request.have).await
 }
 
 async fn post_wrapup(

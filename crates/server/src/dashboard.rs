@@ -121,6 +121,40 @@ fn form_session(session: Result<OwnerSession, ApiError>) -> Result<OwnerSession,
     }
 }
 
+/// A dashboard form that may change something: a live session, a readable form, and the
+/// session's CSRF token in it — else the page that says which of these failed.
+fn checked_form<F: CarriesCsrf>(
+    session: Result<OwnerSession, ApiError>,
+    form: Result<Form<F>, FormRejection>,
+) -> Result<(OwnerSession, F), Box<Response>> {
+    let session = form_session(session)?;
+    let form = match form {
+        Ok(Form(form)) => form,
+        Err(rejection) => return Err(Box::new(form_error(&rejection))),
+    };
+    if let Err(err) = session.check_csrf(form.csrf()) {
+        return Err(Box::new(csrf_error(&err)));
+    }
+    Ok((session, form))
+}
+
+/// A form that carries the session's CSRF token.
+trait CarriesCsrf {
+    fn csrf(&self) -> &str;
+}
+
+impl CarriesCsrf for CsrfForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+impl CarriesCsrf for EagerForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 fn csrf_error(err: &ApiError) -> Response {
     html::error_page(
         err.status,
@@ -300,17 +334,10 @@ async fn logout(
     session: Result<OwnerSession, ApiError>,
     form: Result<Form<CsrfForm>, FormRejection>,
 ) -> Response {
-    let session = match form_session(session) {
-        Ok(session) => session,
+    let (session, _) = match checked_form(session, form) {
+        Ok(checked) => checked,
         Err(response) => return *response,
     };
-    let form = match form {
-        Ok(Form(form)) => form,
-        Err(rejection) => return form_error(&rejection),
-    };
-    if let Err(err) = session.check_csrf(&form.csrf) {
-        return csrf_error(&err);
-    }
     let store = state.store();
     let (owner, digest) = (session.owner, session.session_digest.clone());
     let ended = state
@@ -364,17 +391,10 @@ async fn eager(
     session: Result<OwnerSession, ApiError>,
     form: Result<Form<EagerForm>, FormRejection>,
 ) -> Response {
-    let session = match form_session(session) {
-        Ok(session) => session,
+    let (session, form) = match checked_form(session, form) {
+        Ok(checked) => checked,
         Err(response) => return *response,
     };
-    let form = match form {
-        Ok(Form(form)) => form,
-        Err(rejection) => return form_error(&rejection),
-    };
-    if let Err(err) = session.check_csrf(&form.csrf) {
-        return csrf_error(&err);
-    }
     let eager = match form.eager.as_deref() {
         None | Some("off") => false,
         Some("on") => true,

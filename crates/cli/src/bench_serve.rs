@@ -3,7 +3,7 @@
 
 use std::io::Write as _;
 use std::path::Path;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,6 +15,7 @@ use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_store::{SqliteStore, Store as _};
 use serde_json::json;
 
+use crate::bench::{Print, Row};
 use crate::library;
 
 /// Distinct scripts each runner's avatar runs.
@@ -90,10 +91,7 @@ fn start_server(home: &Path, port: u16) -> anyhow::Result<Served> {
 
 /// The server's peak resident memory (VmHWM), in MiB.
 fn peak_rss_mib(pid: u32) -> Option<f64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
+    crate::bench::peak_rss_of(&pid.to_string())
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
@@ -103,12 +101,13 @@ fn percentile(sorted: &[Duration], q: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
 }
 
+/// Returns the rows, and whether every acknowledged event was stored exactly once.
 pub fn serve(
     seconds: u64,
     runners: usize,
     batch: usize,
-    json_out: bool,
-) -> anyhow::Result<ExitCode> {
+    print: Print,
+) -> anyhow::Result<(Vec<Row>, bool)> {
     anyhow::ensure!(
         runners >= 1 && batch >= 1,
         "--runners and --batch must be at least 1"
@@ -247,7 +246,7 @@ pub fn serve(
     let p99 = percentile(&latencies, 0.99);
 
     let mut out = std::io::stdout().lock();
-    if json_out {
+    if print == Print::Json {
         serde_json::to_writer_pretty(
             &mut out,
             &json!({
@@ -268,7 +267,7 @@ pub fn serve(
             }),
         )?;
         writeln!(out)?;
-    } else {
+    } else if print == Print::Text {
         writeln!(
             out,
             "mindrune bench serve: {runners} runners on loopback, batches of {batch}, {:.0} s",
@@ -300,9 +299,259 @@ pub fn serve(
             if exactly_once { "yes" } else { "NO" }
         )?;
     }
-    Ok(if exactly_once {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    let size = format!(
+        "{runners} runners × {:.0} s, batches of {batch}",
+        elapsed.as_secs_f64()
+    );
+    let mut rows = vec![
+        Row::new("serve", "events recorded over HTTP", &size)
+            .figure(events_per_second, "events/s")
+            .baseline(
+                "same events recorded in-process",
+                baseline_per_second,
+                "events/s",
+            ),
+        Row::new("serve", "request latency p99", &size).figure(p99.as_secs_f64() * 1e3, "ms"),
+        Row::new(
+            "serve",
+            "acknowledged events stored exactly once",
+            format!("{acknowledged} acknowledged, {stored} stored"),
+        )
+        .target("all, once", exactly_once),
+    ];
+    if let Some(rss) = rss {
+        let mut row = Row::new("serve", "server peak RSS under load", &size).figure(rss, "MiB");
+        row.peak_rss_mib = Some(rss);
+        rows.push(row);
+    }
+    Ok((rows, exactly_once))
+}
+
+/// Agents of the family in the memory benchmark's library.
+const MEMORY_AGENTS: usize = 20;
+/// Headed skills each of them has (the first [`SCRIPTS_PER_RUNNER`] are the runner events' files).
+const MEMORY_SKILLS_PER_AGENT: usize = 50;
+/// The budget: the server's RSS with 1,000,000 uses stored.
+const TARGET_SERVER_RSS_MIB: f64 = 100.0;
+
+/// A library of a family of [`MEMORY_AGENTS`] agents with their skills (made through the Store
+/// API) and `uses` uses written in bulk straight into its `uses` table (one transaction; the
+/// versions' counters set to match, nothing rescored). Returns agent0's runner token.
+fn memory_library(home: &Path, workspace: &Path, uses: usize) -> anyhow::Result<String> {
+    use mindrune_store::{HeaderState, ScriptSnapshot, SkillHeader};
+
+    let path = library::database_path(home);
+    let token = new_secret("mr_runner_");
+    let mut versions = Vec::new();
+    {
+        let store = SqliteStore::open(&path)?;
+        let owner =
+            store.create_owner("bench", "mrk_benchkey_0123456789abcdef0123456789abcdef", 0)?;
+        for a in 0..MEMORY_AGENTS {
+            let name = format!("runner{a:02}");
+            let agent = store.create_agent(
+                owner.id,
+                &name,
+                workspace.to_str().context("temp path is not UTF-8")?,
+                0,
+            )?;
+            if a == 0 {
+                store.issue_runner_token(owner.id, agent.id, &secret_digest(&token), 0)?;
+            }
+            for k in 0..MEMORY_SKILLS_PER_AGENT {
+                let text = script(a, k);
+                let code = mindrune_core::digest::code_without_header(&text);
+                let matched = store.match_script(
+                    owner.id,
+                    &ScriptSnapshot {
+                        agent: agent.id,
+                        path: format!("bots/{name}/chop-{k}.ts"),
+                        name: format!("chop-{k}"),
+                        digest: mindrune_core::digest::sha256(code.as_bytes()),
+                        code,
+                        tags: vec!["skill:woodcutting".into()],
+                        header: SkillHeader {
+                            state: HeaderState::Skill,
+                            goal: Some(format!("chop trees at spot {k}")),
+                            topics: vec!["skill:woodcutting".into()],
+                            ..SkillHeader::default()
+                        },
+                        file_digest: None,
+                        origin: None,
+                    },
+                    0,
+                )?;
+                versions.push((matched.version.id.0, agent.id.0));
+            }
+        }
+    }
+    let mut conn = rusqlite::Connection::open(&path)?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF;")?;
+    let start: i64 = 1_790_000_000_000;
+    let tx = conn.transaction()?;
+    let mut counts = vec![(0i64, 0i64); versions.len()];
+    {
+        let mut insert = tx.prepare(
+            "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                               deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+             VALUES (1, ?1, ?2, ?3, ?4, 30000, ?5, NULL, 0, 0, 0, 0, 'shell', ?6, ?7, NULL, ?3)",
+        )?;
+        for i in 0..uses {
+            let v = i % versions.len();
+            let (version, agent) = versions[v];
+            let ok = !i.is_multiple_of(11);
+            counts[v].0 += 1;
+            counts[v].1 += i64::from(ok);
+            insert.execute(rusqlite::params![
+                version,
+                agent,
+                start + i as i64 * 1000,
+                ok,
+                if ok { "{\"Woodcutting\":250.0}" } else { "{}" },
+                format!("bun bots/runner{:02}/chop-{}.ts", v / MEMORY_SKILLS_PER_AGENT, v % MEMORY_SKILLS_PER_AGENT),
+                "chopping...\n── State ──\nPos (3208, 3220) | HP 10/10\nXP: Woodcutting +250\nInv 3/28: Bronze axe, Logs x2",
+            ])?;
+        }
+        let mut update = tx.prepare(
+            "UPDATE versions SET uses = ?2, ok = ?3, score = 600, last_used_at = ?4, shared_at = ?4 WHERE version_id = ?1",
+        )?;
+        for ((version, _), (n, ok)) in versions.iter().zip(&counts) {
+            update.execute(rusqlite::params![
+                version,
+                n,
+                ok,
+                start + uses as i64 * 1000
+            ])?;
+        }
+    }
+    tx.commit()?;
+    conn.execute_batch("PRAGMA wal_checkpoint(TRUNCATE);")?;
+    Ok(token)
+}
+
+/// Starts `mindrune serve` on the library in `home`, makes it do an avatar's work (a mirror
+/// fetch, a start and a turn end with its files, event batches, the mirror again) and answers
+/// the server's peak RSS (VmHWM) in MiB.
+fn serve_and_work(home: &Path, token: &str) -> anyhow::Result<f64> {
+    let port = free_port()?;
+    let server = start_server(home, port)?;
+    let base = format!("http://127.0.0.1:{port}");
+    let agent = ureq::Agent::new_with_defaults();
+    let auth = format!("Bearer {token}");
+    let files: serde_json::Map<String, serde_json::Value> = (0..MEMORY_SKILLS_PER_AGENT)
+        .map(|k| {
+            (
+                format!("bots/runner00/chop-{k}.ts"),
+                json!({ "text": script(0, k) }),
+            )
+        })
+        .collect();
+    let check = |what: &str, answer: Result<ureq::http::Response<ureq::Body>, ureq::Error>| {
+        answer
+            .map_err(|err| anyhow::anyhow!("the server refused {what}: {err}"))
+            .and_then(|mut r| Ok(r.body_mut().read_to_string()?.len()))
+    };
+    check(
+        "the mirror",
+        agent
+            .get(&format!("{base}/v1/mirror"))
+            .header("Authorization", &auth)
+            .call(),
+    )?;
+    for boundary in ["start", "turn_end"] {
+        check(
+            "a turn",
+            agent
+                .post(&format!("{base}/v1/turns"))
+                .header("Authorization", &auth)
+                .send_json(
+                    json!({ "boundary": boundary, "files": files, "mirror": { "have": {} } }),
+                ),
+        )?;
+    }
+    for b in 0..10u64 {
+        let events: Vec<_> = (0..50).map(|i| wire_event(0, b * 50 + i)).collect();
+        check(
+            "an event batch",
+            agent
+                .post(&format!("{base}/v1/events"))
+                .header("Authorization", &auth)
+                .send_json(json!({ "events": events })),
+        )?;
+    }
+    check(
+        "the mirror",
+        agent
+            .get(&format!("{base}/v1/mirror"))
+            .header("Authorization", &auth)
+            .call(),
+    )?;
+    peak_rss_mib(server.child.id()).context("cannot read the server's VmHWM")
+}
+
+/// `mindrune bench memory`: the server's peak RSS with `uses` uses stored, beside the same
+/// server doing the same work on the same family with no uses.
+pub fn memory(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
+    let dir = tempfile::tempdir()?;
+    let workspace = dir.path().join("workspace");
+    std::fs::create_dir_all(&workspace)?;
+    let (empty_home, full_home) = (dir.path().join("empty"), dir.path().join("full"));
+    std::fs::create_dir_all(&empty_home)?;
+    std::fs::create_dir_all(&full_home)?;
+    let token = memory_library(&empty_home, &workspace, 0)?;
+    let empty_rss = serve_and_work(&empty_home, &token)?;
+    let began = Instant::now();
+    let token = memory_library(&full_home, &workspace, uses)?;
+    let built = began.elapsed();
+    let full_rss = serve_and_work(&full_home, &token)?;
+    let stored = {
+        let store = library::open(&full_home)?;
+        let owner = store
+            .owner_by_name("bench")?
+            .context("the bench owner is gone")?;
+        store.use_count(owner.id)?
+    };
+    let size = format!("{stored} uses, {MEMORY_AGENTS} agents × {MEMORY_SKILLS_PER_AGENT} skills");
+    let mut row = Row::new("memory", "server peak RSS with the uses stored", size)
+        .figure(full_rss, "MiB")
+        .baseline("same work, no uses stored", empty_rss, "MiB")
+        .target(
+            format!("≤ {TARGET_SERVER_RSS_MIB:.0} MiB"),
+            full_rss <= TARGET_SERVER_RSS_MIB,
+        );
+    row.peak_rss_mib = Some(full_rss);
+    let mut out = std::io::stdout().lock();
+    if print == Print::Json {
+        serde_json::to_writer_pretty(
+            &mut out,
+            &json!({
+                "benchmark": "memory",
+                "uses": stored,
+                "library_built_s": built.as_secs_f64(),
+                "server_peak_rss_mib": full_rss,
+                "baseline_no_uses_peak_rss_mib": empty_rss,
+                "target_mib": TARGET_SERVER_RSS_MIB,
+                "pass": full_rss <= TARGET_SERVER_RSS_MIB,
+            }),
+        )?;
+        writeln!(out)?;
+    } else if print == Print::Text {
+        writeln!(
+            out,
+            "mindrune bench memory: {stored} uses stored (written in {:.1} s)",
+            built.as_secs_f64()
+        )?;
+        writeln!(out, "  server peak RSS     {full_rss:.1} MiB")?;
+        writeln!(out, "  baseline, no uses   {empty_rss:.1} MiB")?;
+        writeln!(
+            out,
+            "  target ≤ {TARGET_SERVER_RSS_MIB:.0} MiB      {}",
+            if full_rss <= TARGET_SERVER_RSS_MIB {
+                "pass"
+            } else {
+                "FAIL"
+            }
+        )?;
+    }
+    Ok(vec![row])
 }

@@ -184,8 +184,10 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
             }
             Err(IngestError::Store(store_error)) => {
                 // The store failing is not the line's fault: stop, so nothing is silently lost.
-                return Err(anyhow::Error::new(store_error)
-                    .context(format!("{label}:{line_no}: cannot record")));
+                return Err(anyhow::Error::new(store_error).context(format!(
+                    "{label}:{line_no}: cannot record into the library at {}",
+                    library::database_path(home).display()
+                )));
             }
             Err(error) => {
                 summary.rejected += 1;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use mindrune_engine::turn::Boundary;
 
 mod bench;
+mod bench_scan;
 mod bench_serve;
 mod commands;
 mod library;
@@ -115,10 +116,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Measure MindRune against its baselines.
+    /// Measure MindRune against its baselines. Without a subcommand, runs every benchmark
+    /// (about 3–4 minutes on 2 cores) and prints one table: figure, baseline, ratio, target,
+    /// pass/FAIL. A missed budget is a FAIL row, not an error: the exit status is 0.
     Bench {
         #[command(subcommand)]
-        which: BenchCommand,
+        which: Option<BenchCommand>,
+        /// Print every row as JSON (with no subcommand).
+        #[arg(long)]
+        json: bool,
+        /// How long `serve`'s 50 runners send (with no subcommand).
+        #[arg(long, default_value_t = 20)]
+        serve_seconds: u64,
+        /// Leave out the server-memory benchmark (1,000,000 uses; with no subcommand).
+        #[arg(long)]
+        skip_memory: bool,
     },
     /// Topic tags: build the vocabulary from rs-sdk's wiki, or see which tags a text carries.
     Tags {
@@ -310,6 +322,76 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The secret scrubber over generated scripts and run output (and a tenth of it, to show
+    /// the rate is flat), beside a plain Aho-Corasick scan for the same trigger literals.
+    Secrets {
+        /// Megabytes of text to scrub.
+        #[arg(long, default_value_t = 50)]
+        megabytes: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The wrap-up's near-repeat lookup for an agent's inline snippets of the last 7 days,
+    /// beside tokenizing the same snippets only.
+    NearRepeat {
+        /// How many distinct snippets the agent ran.
+        #[arg(long, default_value_t = 2_000)]
+        snippets: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The server's peak RSS with this many uses stored (after a mirror fetch, turns and
+    /// event batches), beside the same work on the same family with no uses.
+    Memory {
+        /// How many uses the library holds.
+        #[arg(long, default_value_t = 1_000_000)]
+        uses: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// One benchmark with its own detail; exit 0 when it ran (a missed budget is printed).
+fn bench_command(which: BenchCommand) -> anyhow::Result<ExitCode> {
+    use bench::Print;
+    let ran = |rows: anyhow::Result<Vec<bench::Row>>| rows.map(|_| ExitCode::SUCCESS);
+    match which {
+        BenchCommand::Record { uses, json } => ran(bench::record(uses, Print::detail(json))),
+        BenchCommand::Mirror { json } => ran(bench::mirror(Print::detail(json))),
+        BenchCommand::Tags {
+            pages,
+            megabytes,
+            json,
+        } => ran(bench::tags(
+            pages.as_deref(),
+            megabytes,
+            Print::detail(json),
+        )),
+        BenchCommand::Serve {
+            seconds,
+            runners,
+            batch,
+            json,
+        } => bench_serve::serve(seconds, runners, batch, Print::detail(json)).map(
+            |(_, exactly_once)| {
+                if exactly_once {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            },
+        ),
+        BenchCommand::Secrets { megabytes, json } => {
+            ran(bench_scan::secrets(megabytes, Print::detail(json)))
+        }
+        BenchCommand::NearRepeat { snippets, json } => {
+            ran(bench_scan::near_repeat(snippets, Print::detail(json)))
+        }
+        BenchCommand::Memory { uses, json } => ran(bench_serve::memory(uses, Print::detail(json))),
+    }
 }
 
 fn main() -> ExitCode {
@@ -414,28 +496,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             command: SkillCommand::Show { skill, json },
         } => commands::skill_show(&home, &skill, json),
         Command::Bench {
-            which: BenchCommand::Record { uses, json },
-        } => bench::record(uses, json),
+            which: None,
+            json,
+            serve_seconds,
+            skip_memory,
+        } => bench::all(serve_seconds, skip_memory, json),
         Command::Bench {
-            which: BenchCommand::Mirror { json },
-        } => bench::mirror(json),
-        Command::Bench {
-            which:
-                BenchCommand::Tags {
-                    pages,
-                    megabytes,
-                    json,
-                },
-        } => bench::tags(pages.as_deref(), megabytes, json),
-        Command::Bench {
-            which:
-                BenchCommand::Serve {
-                    seconds,
-                    runners,
-                    batch,
-                    json,
-                },
-        } => bench_serve::serve(seconds, runners, batch, json),
+            which: Some(which), ..
+        } => bench_command(which),
         Command::Tags {
             command: TagsCommand::Build { wiki, json },
         } => commands::tags_build(&home, &wiki, json),

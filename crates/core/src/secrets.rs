@@ -28,12 +28,15 @@
 //!    `gho_`, `ghu_`, `ghs_`, `ghr_` + 36, `github_pat_…`), GitLab `glpat-…`, Slack `xox[abposr]-…`,
 //!    Slack and Discord webhook URLs, OpenAI `sk-…`/`sk-proj-…`, Anthropic `sk-ant-…`, Stripe
 //!    `sk_/rk_` + `live_/test_`, Google `AIza…` (35), npm `npm_…`, Hugging Face `hf_…`, SendGrid
-//!    `SG.….…`, and JWTs `eyJ….eyJ….…`. Obvious placeholders (`EXAMPLE`, `xxxx`, `****`, or too
+//!    `SG.….…`, Telegram bot tokens `<digits>:AA…` (also in `/bot…/` URLs), MindRune's own
+//!    `mrk_` + 48 hex owner keys and `mr_runner_`/`mr_operator_`/`mr_session_` + 64 hex tokens,
+//!    and JWTs `eyJ….eyJ….…`. Obvious placeholders (`EXAMPLE`, `xxxx`, `****`, or too
 //!    few distinct characters) are skipped.
 //! 4. **Credentials in URLs** (`scheme://user:PASSWORD@host`), **`Bearer <token>`**, and
 //!    **`Authorization: Basic <base64>`**.
 //! 5. **Credential-looking assignments**: a name whose words include password, passwd, pwd,
-//!    pass, passphrase, secret, token, credential(s), creds, auth, authorization, or an
+//!    pass, passphrase, secret, token, credential(s), creds, auth, authorization, a last word
+//!    `sig`/`signature` (`?sig=…` of a SAS URL), an env-style `…_PAT`, or an
 //!    api/access/private/secret/client/… `key` (case-insensitive, camelCase, snake_case,
 //!    kebab-case and env-style `X_KEY` all understood), assigned in `=`, `:`, `:=`, `=>`,
 //!    `==`/`!=` (a literal compared with a password is the password), JSON `"key": "value"`,
@@ -45,6 +48,9 @@
 //!
 //! False-positive trade-offs (each one chosen so code and logs stay readable):
 //!
+//! * A value with `${…}` interpolations is judged piece by piece: each literal piece that is a
+//!   secret on its own goes, the interpolations stay (`password=[redacted]${SUFFIX}`); a value
+//!   made only of interpolations is a placeholder.
 //! * An assignment value counts only when it is a literal of ≥ 4 characters that is not a
 //!   placeholder: empty, `process.env.X`, `os.environ[…]`, `$VAR`, `${VAR}`, `{{VAR}}`,
 //!   `%VAR%`, `<your-token>`, `your_token_here`, `xxx`, `***`, `…`, `[redacted]`, `changeme`,
@@ -65,7 +71,8 @@
 //! * High-entropy runs are NOT flagged when they are pure hex (sha256 and md5 digests, git
 //!   commit hashes, UUIDs: hex secrets are only caught by name), a word plus hex
 //!   (`crash-7dc27920…`), contain `example`, follow `sha256:`, `sha1:`, `sha512:`, `md5:`, `h1:`
-//!   or `base64,` (data URIs), are SRI hashes (`sha512-…`), sit inside a URL (URL tokens are
+//!   or `base64,` (data URIs), decode as base64 to prose (printable ASCII with a space, mostly
+//!   letters: `VGhlIHF1aWNr…`), are SRI hashes (`sha512-…`), sit inside a URL (URL tokens are
 //!   caught by the URL, webhook and query-string rules), are one-case identifiers with two or
 //!   more `_`/`-` (`TR31_V1_IBM3624_PIN_KEY`), are more than 60% words (`Renderer`, `inventory`,
 //!   `VERIFICATION`: camelCase identifiers and paths; about 2% of random 32-character tokens
@@ -138,6 +145,11 @@ pub enum SecretKind {
     HuggingFaceToken,
     /// A SendGrid API key.
     SendGridKey,
+    /// A Telegram bot token (`123456789:AA…`).
+    TelegramToken,
+    /// A MindRune owner's key (`mrk_` + 48 hex) or token (`mr_runner_`, `mr_operator_`,
+    /// `mr_session_` + 64 hex).
+    MindRuneKey,
     /// A JSON Web Token.
     Jwt,
     /// The password part of `scheme://user:password@host`.
@@ -159,7 +171,7 @@ impl SecretKind {
             PrivateKey => 1,
             AwsKey | GithubToken | GitlabToken | SlackToken | WebhookUrl | OpenAiKey
             | AnthropicKey | StripeKey | GoogleApiKey | NpmToken | HuggingFaceToken
-            | SendGridKey => 2,
+            | SendGridKey | TelegramToken | MindRuneKey => 2,
             Jwt => 3,
             UrlPassword => 4,
             BearerToken | BasicAuth => 5,
@@ -244,6 +256,8 @@ const R_BASIC: u32 = 1 << 15;
 const R_PEM: u32 = 1 << 16;
 const R_KNOWN: u32 = 1 << 17;
 const R_ENTROPY: u32 = 1 << 18;
+const R_TELEGRAM: u32 = 1 << 19;
+const R_MINDRUNE: u32 = 1 << 20;
 const R_ALL: u32 = u32::MAX;
 
 /// Trigger substrings (matched ASCII-case-insensitively) and the rules they wake up. Every rule
@@ -284,6 +298,12 @@ const TRIGGERS: &[(&str, u32)] = &[
     ("://", R_URL),
     ("bearer", R_BEARER),
     ("-----begin", R_PEM),
+    (":aa", R_TELEGRAM),
+    ("mrk_", R_MINDRUNE),
+    ("mr_", R_MINDRUNE),
+    ("sig=", R_ASSIGN),
+    ("signature=", R_ASSIGN),
+    ("_pat", R_ASSIGN),
 ];
 
 /// Non-overlapping leftmost-first search is markedly faster than overlapping search, and losing
@@ -375,6 +395,20 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
             r"(?-u:\b)SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
             0,
             |m| shaped(m, SecretKind::SendGridKey),
+        ),
+        // Telegram bot tokens, also inside the Bot API's URLs (`/bot123456789:AA…/sendMessage`).
+        shape(
+            R_TELEGRAM,
+            r"(?:(?-u:\b)|bot)([0-9]{8,10}:AA[A-Za-z0-9_\-]{33})",
+            1,
+            |m| shaped(m, SecretKind::TelegramToken),
+        ),
+        // MindRune's own credentials: hex only, so the entropy rule never sees them.
+        shape(
+            R_MINDRUNE,
+            r"(?-u:\b)(?:mrk_[0-9a-f]{48}|mr_(?:runner|operator|session)_[0-9a-f]{64})(?-u:\b)",
+            0,
+            |m| shaped(m, SecretKind::MindRuneKey),
         ),
         shape(
             R_JWT,
@@ -1240,7 +1274,49 @@ fn is_random_token(line: &str, s: usize, e: usize) -> bool {
     if word_coverage(run) * 10 > run.len() * 6 {
         return false;
     }
-    shannon_entropy(run.as_bytes()) >= MIN_ENTROPY_BITS
+    shannon_entropy(run.as_bytes()) >= MIN_ENTROPY_BITS && !is_base64_of_prose(run)
+}
+
+/// Whether a run is base64 (or base64url) of ordinary prose: every decoded byte printable ASCII
+/// or a line break, at least one space, and mostly letters and spaces. Random key material
+/// decodes to arbitrary bytes (the chance that 24 random bytes are all printable is below
+/// 10^-10), so this only lets encoded text through (`"VGhlIHF1aWNr…"`). Credentials encoded
+/// without a space (`user:password`) still count; `Authorization: Basic` is caught by its own
+/// rule anyway.
+fn is_base64_of_prose(run: &str) -> bool {
+    let sextet = |c: u8| -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' | b'-' => 62,
+            b'/' | b'_' => 63,
+            _ => return None,
+        })
+    };
+    let (mut bytes, mut spaces, mut wordy) = (0usize, 0usize, 0usize);
+    for chunk in run.as_bytes().chunks_exact(4) {
+        let mut n = 0u32;
+        for &c in chunk {
+            match sextet(c) {
+                Some(v) => n = (n << 6) | v,
+                None => return false,
+            }
+        }
+        for byte in [(n >> 16) as u8, (n >> 8) as u8, n as u8] {
+            match byte {
+                b' ' => spaces += 1,
+                b'\n' | b'\r' | b'\t' => {}
+                0x21..=0x7e => {}
+                _ => return false,
+            }
+            if byte == b' ' || byte.is_ascii_alphabetic() {
+                wordy += 1;
+            }
+            bytes += 1;
+        }
+    }
+    bytes >= 18 && spaces > 0 && wordy * 10 >= bytes * 7
 }
 
 /// How many characters belong to words: a lower-case run of three or more letters with an
@@ -1332,8 +1408,13 @@ fn assignment_spans(line: &str, hits: LineHits<'_>, spans: &mut Vec<Span>) {
             s -= 1;
         }
         let mut e = hit_end.min(b.len());
-        while e < b.len() && is_ident_byte(b[e]) {
-            e += 1;
+        if b[e - 1] == b'=' {
+            // A trigger that ends in `=` (`sig=`): the name ends before it.
+            e -= 1;
+        } else {
+            while e < b.len() && is_ident_byte(b[e]) {
+                e += 1;
+            }
         }
         skip_until = e;
         let ident = line[s..e].trim_end_matches(['.', '-']);
@@ -1344,7 +1425,7 @@ fn assignment_spans(line: &str, hits: LineHits<'_>, spans: &mut Vec<Span>) {
         let parsed = parse_assignment(line, s, s + ident.len(), decl_line);
         if let Some(parsed) = parsed {
             skip_until = skip_until.max(parsed.consumed);
-            if let Some((vs, ve)) = parsed.secret {
+            for (vs, ve) in parsed.secret {
                 spans.push(Span::new(vs, ve, SecretKind::Assignment, true));
             }
         }
@@ -1531,7 +1612,16 @@ const CREDENTIAL_SUFFIXES: &[&str] = &[
 ];
 
 /// Words that are a credential only as the last word (`dbPass`, but not `passThrough`).
-const CREDENTIAL_LAST_WORDS: &[&str] = &["auth", "oauth", "pass", "psk", "pw", "pwd"];
+const CREDENTIAL_LAST_WORDS: &[&str] = &[
+    "auth",
+    "oauth",
+    "pass",
+    "psk",
+    "pw",
+    "pwd",
+    "sig",
+    "signature",
+];
 
 /// Words that make a following `key` a secret key (`apiKey`, `ACCESS_KEY`).
 const KEY_QUALIFIERS: &[&str] = &[
@@ -1626,6 +1716,11 @@ fn is_credential_name(name: &str) -> bool {
         if in_sorted(CREDENTIAL_LAST_WORDS, w) || w.ends_with("auth") {
             return true;
         }
+        // A personal access token in an env-style name (`AZURE_DEVOPS_PAT`, `GH_PAT`); in code
+        // `pat` is as often a pattern.
+        if w == "pat" && env_style && i > 0 {
+            return true;
+        }
         if w == "key" && i > 0 {
             let q = word(i - 1);
             return in_sorted(KEY_QUALIFIERS, q)
@@ -1673,8 +1768,9 @@ fn in_sorted(list: &[&str], word: &str) -> bool {
 }
 
 struct Parsed {
-    /// The byte range of a secret value, if the value is one.
-    secret: Option<(usize, usize)>,
+    /// The byte ranges of a secret value: one if the value is a secret, one for each secret
+    /// literal piece of an interpolated value (`hunter2-${SUFFIX}`), none otherwise.
+    secret: Vec<(usize, usize)>,
     /// Where parsing stopped: the end of the value.
     consumed: usize,
 }
@@ -1768,14 +1864,7 @@ fn parse_assignment(line: &str, s: usize, e: usize, decl_line: bool) -> Option<P
         }
         let close = i.min(b.len());
         let consumed = (close + 1).min(b.len());
-        let content = &line[start..close];
-        if q == b'`' && content.contains("${") {
-            return Some(Parsed {
-                secret: None,
-                consumed,
-            });
-        }
-        let secret = secret_in_literal(line, start, close, true, env_form);
+        let secret = literal_secrets(line, start, close, true, env_form);
         return Some(Parsed { secret, consumed });
     }
 
@@ -1786,7 +1875,7 @@ fn parse_assignment(line: &str, s: usize, e: usize, decl_line: bool) -> Option<P
                 end = end.min(p + i);
             }
         }
-        let secret = secret_in_literal(line, p, end, false, true);
+        let secret = literal_secrets(line, p, end, false, true);
         return Some(Parsed {
             secret,
             consumed: end,
@@ -1824,7 +1913,7 @@ fn parse_assignment(line: &str, s: usize, e: usize, decl_line: bool) -> Option<P
         || looks_like_code_value(value, b.get(end).copied());
     if is_expression || value.is_empty() {
         return Some(Parsed {
-            secret: None,
+            secret: Vec::new(),
             consumed,
         });
     }
@@ -1836,13 +1925,16 @@ fn parse_assignment(line: &str, s: usize, e: usize, decl_line: bool) -> Option<P
             te += 1;
         }
         let token = &line[ts..te];
-        let secret = (te > ts && token_like(token)).then_some((ts, te));
+        let secret = (te > ts && token_like(token))
+            .then_some((ts, te))
+            .into_iter()
+            .collect();
         return Some(Parsed {
             secret,
             consumed: te,
         });
     }
-    let secret = secret_in_literal(line, p, end, false, false);
+    let secret = literal_secrets(line, p, end, false, false);
     Some(Parsed { secret, consumed })
 }
 
@@ -1886,6 +1978,37 @@ fn is_auth_scheme(word: &str) -> bool {
     ["bearer", "basic", "token", "digest"]
         .iter()
         .any(|s| word.eq_ignore_ascii_case(s))
+}
+
+/// The secret ranges of `line[start..end]`, a literal assigned to a credential name. A value
+/// with `${…}` interpolations (`password=hunter2-${SUFFIX}`, `` `pw${n}` ``) is judged piece by
+/// piece: the interpolations stay, each literal piece that is a secret on its own goes. A value
+/// that is only interpolations (`${PASSWORD}`) has no secret.
+fn literal_secrets(
+    line: &str,
+    start: usize,
+    end: usize,
+    quoted: bool,
+    env_form: bool,
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut at = start;
+    while at < end {
+        let piece_end = line[at..end].find("${").map_or(end, |i| at + i);
+        if piece_end > at
+            && let Some(range) = secret_in_literal(line, at, piece_end, quoted, env_form)
+        {
+            out.push(range);
+        }
+        if piece_end == end {
+            break;
+        }
+        // Skip the interpolation; an unclosed one runs to the end of the value.
+        at = line[piece_end..end]
+            .find('}')
+            .map_or(end, |i| piece_end + i + 1);
+    }
+    out
 }
 
 /// Decides whether `line[start..end]`, a literal assigned to a credential name, is a secret.
@@ -1962,7 +2085,17 @@ fn token_like(t: &str) -> bool {
 fn is_placeholder(v: &str) -> bool {
     let l = v.to_ascii_lowercase();
     let l = l.as_str();
-    const INFIXES: &[&str] = &["redacted", "${", "{{", "xxxx", "****", "…", "...", "•••"];
+    const INFIXES: &[&str] = &[
+        "redacted",
+        "placeholder",
+        "${",
+        "{{",
+        "xxxx",
+        "****",
+        "…",
+        "...",
+        "•••",
+    ];
     if INFIXES.iter().any(|p| l.contains(p)) {
         return true;
     }

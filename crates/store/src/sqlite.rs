@@ -85,7 +85,26 @@ impl std::fmt::Debug for SqliteStore {
 }
 
 fn db_err(err: rusqlite::Error) -> StoreError {
-    StoreError::Database(err.to_string())
+    // A full disk and a failing write are the library's surroundings, not a bug: say so, and
+    // what to do. SQLite reports a write past the process's file-size limit (EFBIG) as an I/O
+    // error, and a short write on a full disk as `SQLITE_FULL`.
+    match err.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DiskFull) => StoreError::Database(format!(
+            "{err}: the disk holding the library is full; free space on it and run the command \
+             again (the change that failed was not stored; what was stored before is kept)"
+        )),
+        Some(rusqlite::ErrorCode::SystemIoFailure) => StoreError::Database(format!(
+            "{err}: the library's files could not be written; check that their disk has free \
+             space and is writable (and the process's file-size limit, `ulimit -f`), then run \
+             the command again (the change that failed was not stored; what was stored before \
+             is kept)"
+        )),
+        Some(rusqlite::ErrorCode::ReadOnly) => StoreError::Database(format!(
+            "{err}: the library's folder or files are read-only; make them writable (or point \
+             MINDRUNE_HOME at a writable library) and run the command again (nothing was stored)"
+        )),
+        _ => StoreError::Database(err.to_string()),
+    }
 }
 
 fn is_busy(err: &StoreError) -> bool {
@@ -408,13 +427,18 @@ fn peer_median_rate(
 ) -> Result<Option<f64>> {
     let mut statement = conn
         .prepare_cached(
+            // The peers are found from this skill's own tags (its few rows by the primary key,
+            // then each tag's skills by skill_tags_by_tag), once; each peer is then one look-up.
+            // The unary `+` keeps SQLite from walking the whole family by owner_id instead:
+            // with every skill tagged alike, that was a scan of the family's tags per skill of
+            // the family, quadratic in its size, on every recorded use.
             "SELECT v.rate_per_minute FROM skills s
              JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             WHERE s.owner_id = ?1 AND s.skill_id <> ?2 AND s.deleted_at IS NULL
-               AND v.measure_key = ?3 AND v.uses >= 3
-               AND EXISTS (SELECT 1 FROM skill_tags peer JOIN skill_tags mine
-                           ON mine.tag = peer.tag AND mine.owner_id = peer.owner_id
-                           WHERE peer.owner_id = ?1 AND peer.skill_id = s.skill_id AND mine.skill_id = ?2)",
+             WHERE s.skill_id IN (SELECT peer.skill_id FROM skill_tags mine
+                                  CROSS JOIN skill_tags peer ON peer.owner_id = mine.owner_id AND peer.tag = mine.tag
+                                  WHERE +mine.owner_id = ?1 AND mine.skill_id = ?2 AND peer.skill_id <> ?2)
+               AND +s.owner_id = ?1 AND s.deleted_at IS NULL
+               AND v.measure_key = ?3 AND v.uses >= 3",
         )
         .map_err(db_err)?;
     let rates = statement

@@ -1,11 +1,14 @@
 //! The one integration-test binary: runs the real `mindrune` on real files in temp dirs.
 
+mod bench;
 mod family;
 mod family_input;
+mod faults;
 mod hook;
 mod mirror_crash;
 mod record;
 mod runner;
+mod secrets;
 mod setup;
 mod tags;
 mod util;

@@ -303,7 +303,13 @@ const TRIGGERS: &[(&str, u32)] = &[
     ("mr_", R_MINDRUNE),
     ("sig=", R_ASSIGN),
     ("signature=", R_ASSIGN),
-    ("_pat", R_ASSIGN),
+    // An env-style `…_PAT` is only a trigger where a value follows it: a bare `_pat` is in
+    // every `file_path`, and made most lines of code go through the assignment parser.
+    ("_pat=", R_ASSIGN),
+    ("_pat\"", R_ASSIGN),
+    ("_pat'", R_ASSIGN),
+    ("_pat:", R_ASSIGN),
+    ("_pat ", R_ASSIGN),
 ];
 
 /// Non-overlapping leftmost-first search is markedly faster than overlapping search, and losing

@@ -23,51 +23,6 @@ const SCAN_BLOCKS: usize = 10;
 const BOT_PASSWORD: &str = "benchpass123";
 const OWNER_KEY: &str = "mrk_benchkey_0123456789abcdef0123456789abcdef";
 
-/// The literal prefixes the scrubber's prescan looks for (`core::secrets`' trigger list): the
-/// baseline is a plain Aho-Corasick scan for them, ASCII case ignored.
-const TRIGGERS: &[&str] = &[
-    "pass",
-    "pwd",
-    "pw",
-    "psk",
-    "secret",
-    "token",
-    "key",
-    "auth",
-    "cred",
-    "akia",
-    "asia",
-    "abia",
-    "acca",
-    "ghp_",
-    "gho_",
-    "ghu_",
-    "ghs_",
-    "ghr_",
-    "github_pat_",
-    "glpat-",
-    "xox",
-    "hooks.slack.com",
-    "/api/webhooks/",
-    "sk-",
-    "k_live_",
-    "k_test_",
-    "aiza",
-    "npm_",
-    "hf_",
-    "sg.",
-    "eyj",
-    "://",
-    "bearer",
-    "-----begin",
-    ":aa",
-    "mrk_",
-    "mr_",
-    "sig=",
-    "signature=",
-    "_pat",
-];
-
 /// Secrets as they slip into scripts and logs, planted now and then.
 const PLANTED: &[&str] = &[
     "const password = \"hunter22x\";",
@@ -152,7 +107,7 @@ fn scan(scrubber: &Scrubber, megabytes: usize) -> anyhow::Result<Scan> {
     let bytes: usize = docs.iter().map(String::len).sum();
     let plain = aho_corasick::AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .build(TRIGGERS)?;
+        .build(mindrune_core::secrets::trigger_literals())?;
     let (mut took, mut plain_took, mut newline_took) =
         (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     let (mut findings, mut matches, mut newlines) = (0usize, 0usize, 0usize);

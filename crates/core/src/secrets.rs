@@ -312,6 +312,12 @@ const TRIGGERS: &[(&str, u32)] = &[
     ("_pat ", R_ASSIGN),
 ];
 
+/// The literals the prescan looks for (ASCII case ignored): what a plain scan, the benchmark's
+/// baseline, would look for too.
+pub fn trigger_literals() -> impl Iterator<Item = &'static str> {
+    TRIGGERS.iter().map(|(literal, _)| *literal)
+}
+
 /// Non-overlapping leftmost-first search is markedly faster than overlapping search, and losing
 /// a trigger hidden inside another costs nothing: the only overlaps are within one identifier
 /// (which the assignment parser expands anyway) or put a word character before a shape that

@@ -588,7 +588,7 @@ impl<'s> Recorder<'s> {
         files: &dyn AgentFiles,
     ) -> Result<Arc<Scrubber>, IngestError> {
         let relative = format!("bots/{}/bot.env", agent.name);
-        let stamp = files.stat(&relative, MAX_SCRIPT_BYTES).ok().flatten();
+        let stamp = files.change_stamp(&relative);
         if let Some((seen, scrubber)) = self.caches().scrubbers.get(&agent.id.0)
             && *seen == stamp
         {

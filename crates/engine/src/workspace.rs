@@ -242,6 +242,12 @@ pub trait AgentFiles {
     fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError>;
     /// The names in a directory, `Ok(None)` when it does not exist (see [`list_contained`]).
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError>;
+    /// A stamp that changes when the file may have changed: only a cache's check of whether to
+    /// read again (the read itself goes through [`AgentFiles::read`]), so it may be cheaper
+    /// than [`AgentFiles::stat`]. `None` when there is nothing to stamp.
+    fn change_stamp(&self, relative: &str) -> Option<FileStamp> {
+        self.stat(relative, MAX_SCRIPT_BYTES).ok().flatten()
+    }
 }
 
 /// The files of a workspace on this machine, read with every containment check.
@@ -263,6 +269,19 @@ impl AgentFiles for LocalFiles<'_> {
 
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
         list_contained(self.0, relative)
+    }
+
+    /// One `stat` of the path instead of a contained walk: this runs on every recorded use (the
+    /// bot.env check of the scrubber cache), and following a symlink here only decides whether
+    /// to read again, through the contained read.
+    fn change_stamp(&self, relative: &str) -> Option<FileStamp> {
+        use std::os::unix::fs::MetadataExt as _;
+        let metadata = std::fs::metadata(self.0.join(clean_relative(relative)?)).ok()?;
+        Some(FileStamp {
+            len: metadata.len(),
+            modified: metadata.modified().ok(),
+            inode: metadata.ino(),
+        })
     }
 }
 

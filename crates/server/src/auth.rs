@@ -12,7 +12,7 @@
 //! owner's key is compared in constant time.
 
 use axum::extract::FromRequestParts;
-use axum::http::header::{AUTHORIZATION, COOKIE};
+use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use mindrune_store::{Agent, OwnerId};
 use subtle::ConstantTimeEq as _;
@@ -123,15 +123,7 @@ pub const OPERATOR_COOKIE: &str = "mindrune_operator";
 
 /// The value of a cookie of the request.
 pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
-    parts
-        .headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value.to_string())
+    crate::html::cookie_value(&parts.headers, name)
 }
 
 /// An owner logged in to the dashboard.

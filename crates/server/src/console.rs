@@ -13,7 +13,7 @@ use axum::Form;
 use axum::Router;
 use axum::extract::rejection::FormRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use mindrune_engine::ingest::now_millis;
@@ -85,9 +85,7 @@ fn login_response(
         token = escape(&token),
     );
     let mut response = html::respond(status, html::page("Console login", Nav::None, &body));
-    if let Some(set) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
-        response.headers_mut().append(header::SET_COOKIE, set);
-    }
+    html::set_cookies(&mut response, set_cookie);
     response
 }
 
@@ -167,11 +165,7 @@ async fn login(
         ),
         LOGIN_GUARD.clear(secure),
     ];
-    for cookie in cookies {
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            response.headers_mut().append(header::SET_COOKIE, value);
-        }
-    }
+    html::set_cookies(&mut response, cookies);
     response
 }
 

@@ -216,9 +216,7 @@ fn login_response(
         status,
         html::page("Log in", Nav::None, &login_body(&token, name, problem)),
     );
-    if let Some(set) = set_cookie.and_then(|c| HeaderValue::from_str(&c).ok()) {
-        response.headers_mut().append(header::SET_COOKIE, set);
-    }
+    html::set_cookies(&mut response, set_cookie);
     response
 }
 
@@ -315,11 +313,7 @@ async fn login(
         html::cookie(SESSION_COOKIE, &secret, "/", length.as_secs(), secure),
         LOGIN_GUARD.clear(secure),
     ];
-    for cookie in cookies {
-        if let Ok(value) = HeaderValue::from_str(&cookie) {
-            response.headers_mut().append(header::SET_COOKIE, value);
-        }
-    }
+    html::set_cookies(&mut response, cookies);
     response
 }
 
@@ -348,10 +342,16 @@ async fn logout(
         return error_page(&err);
     }
     let mut response = Redirect::to("/dashboard/login").into_response();
-    let clear = html::cookie(SESSION_COOKIE, "", "/", 0, state.config().secure_cookies);
-    if let Ok(value) = HeaderValue::from_str(&clear) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
+    html::set_cookies(
+        &mut response,
+        [html::cookie(
+            SESSION_COOKIE,
+            "",
+            "/",
+            0,
+            state.config().secure_cookies,
+        )],
+    );
     response
 }
 

@@ -178,6 +178,19 @@ pub fn cookie(name: &str, value: &str, path: &str, max_age_secs: u64, secure: bo
     )
 }
 
+/// Adds `Set-Cookie` headers to an answer (a cookie that is not a valid header value, which
+/// `cookie` never makes, is left out).
+pub fn set_cookies(
+    response: &mut axum::response::Response,
+    cookies: impl IntoIterator<Item = String>,
+) {
+    for cookie in cookies {
+        if let Ok(value) = axum::http::HeaderValue::from_str(&cookie) {
+            response.headers_mut().append(header::SET_COOKIE, value);
+        }
+    }
+}
+
 /// The value of a cookie of the request.
 pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
     headers

@@ -115,6 +115,8 @@ fn kill_after(child: &mut Child, delay: Duration, what: &str) -> bool {
 const RECORD_SCRIPTS: usize = 12;
 const RECORD_EVENTS: usize = 4000;
 const RECORD_KILLS: usize = 300;
+/// The most events one `record` run is given.
+const RECORD_SLICE: usize = 200;
 
 /// One event as the host sends it, and what it should add.
 struct HostEvent {
@@ -252,7 +254,10 @@ fn recording_killed_at_any_moment_loses_no_acknowledged_use_and_counts_none_twic
     while !pending.is_empty() && kills < RECORD_KILLS {
         iteration += 1;
         let file = lib.dir.path().join(format!("pending-{iteration}.jsonl"));
-        let text: String = pending
+        // A run gets a slice of what is pending, so a run the kill misses (a busy machine, a
+        // window still too wide) uses up one slice, not every event the test has.
+        let slice = pending.len().min(RECORD_SLICE);
+        let text: String = pending[..slice]
             .iter()
             .map(|&i| format!("{}\n", events[i].line))
             .collect();
@@ -333,10 +338,12 @@ fn recording_killed_at_any_moment_loses_no_acknowledged_use_and_counts_none_twic
             }
         } else {
             finished += 1;
-            assert!(
-                pending.is_empty(),
-                "a finished run acknowledges every event"
+            assert_eq!(
+                acked_now, slice,
+                "a finished run acknowledges every event it was given"
             );
+            // The kill came too late: aim earlier.
+            window_ms = (window_ms * 0.8).max(2.0);
         }
 
         // After every kill: the library is sound, and holds every acknowledged use, plus at

@@ -98,6 +98,11 @@ pub(crate) fn tag_spans(text: &str) -> Vec<(Range<usize>, String)> {
         if !starts_a_word(text, span.start) || continues_a_word(text, span.end) {
             continue;
         }
+        // `skill:pickles/mine-iron` is a reference to a sibling's skill, never the topic
+        // `skill:pickles` (which could name another owner's avatar).
+        if text[span.end..].starts_with('/') {
+            continue;
+        }
         if let Some(tag) = normalize_tag(candidate.as_str()) {
             found.push((span, tag));
         }
@@ -322,5 +327,14 @@ mod tests {
             prop_assert_eq!(skill_refs(&text), vec![format!("{avatar}/{name}")]);
             prop_assert!(exact_tags(&text).is_empty());
         }
+    }
+
+    #[test]
+    fn a_skill_reference_is_not_read_as_the_topic_of_its_avatar() {
+        assert!(exact_tags("Share: [skill:yq1/chop.ts] fails when full").is_empty());
+        assert_eq!(
+            skill_refs("Share: [skill:yq1/chop.ts] fails"),
+            vec!["yq1/chop"]
+        );
     }
 }

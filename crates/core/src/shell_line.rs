@@ -14,7 +14,9 @@
 //! * Before anything is handed to the parser, [`precheck`] bounds the nesting depth (the
 //!   parser recurses once per nesting level and would overflow the stack), bounds the depth
 //!   of nested parentheses (the parser backtracks exponentially on them: 20 nested `(`
-//!   already take seconds), cuts heredocs out of the text (brush-parser 0.4's tokenizer can
+//!   already take seconds), also counted with no regard to quoting, bounds the array
+//!   subscripts `name[` (whose arithmetic indexes it backtracks on as badly), cuts heredocs
+//!   out of the text (brush-parser 0.4's tokenizer can
 //!   loop until memory runs out, or panic, on unusual heredocs; the walker finds the bodies
 //!   again through marker words), and refuses the remaining inputs known to make it panic
 //!   (a redirection file-descriptor number that does not fit in an `i32`, `99999999999>x`).
@@ -65,6 +67,47 @@ pub const MAX_NESTING: usize = 64;
 /// memoisation, so its time grows exponentially with this depth; 12 levels parse in about a
 /// millisecond, and no real command line comes close.
 const MAX_PAREN_NESTING: usize = 12;
+
+/// How deeply parentheses may nest when quotes are not taken into account. The scanner's count
+/// above follows quoting, but where it reads quoting differently from brush-parser (odd mixes
+/// of `$'…'`, backquotes and `"`), brush may see parentheses the scanner took for quoted text;
+/// fuzzing found a 197-byte line that took brush minutes that way. This cap holds whatever
+/// either of them thinks is quoted, and real command lines stay far below it.
+const MAX_RAW_PAREN_NESTING: usize = 16;
+
+/// How many array subscripts (`name[`) a line may hold. brush-parser reads the index of each as
+/// arithmetic (for an assignment-like word `name[…`, and for an expansion `${name[…`), and an
+/// index may hold `$((…))`, `${…}` or another subscript; it tries several readings at every
+/// level without memoisation. Fuzzing found lines of 27 to 49 bytes that took from a second to
+/// minutes. The count takes no notice of quoting (nesting cannot be told reliably where the
+/// scanner and brush-parser read quotes differently), so it bounds every reading; real command
+/// lines hold one or two (`${arr[@]}`, `a[0]=x`, a `grep 'lvl[0-9]'`), and a line with more gets
+/// a diagnostic instead of runs.
+const MAX_SUBSCRIPTS: usize = 3;
+
+/// Counts the `[` bytes that follow a name character: the subscripts of [`MAX_SUBSCRIPTS`].
+fn subscript_count(b: &[u8]) -> usize {
+    b.windows(2)
+        .filter(|w| w[1] == b'[' && (w[0].is_ascii_alphanumeric() || w[0] == b'_'))
+        .count()
+}
+
+/// The deepest nesting of parentheses in `b`, counting every `(` and `)` byte (a `)` with
+/// nothing open is ignored).
+fn raw_paren_depth(b: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for &c in b {
+        match c {
+            b'(' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
 
 /// The total work allowed for one line, in units of one command visited or 64 bytes lexed or
 /// parsed. Function calls and loops re-walk code, so without a budget a short line of
@@ -211,6 +254,8 @@ struct ScanOutcome {
     max_parens: usize,
     /// Parentheses still open at the end of the text.
     unclosed_paren: bool,
+    /// A `<<` inside arithmetic (see [`Scanner::shift_in_arith`]).
+    shift_in_arith: bool,
     /// Blanks between two opening parentheses, to be replaced by newlines (see
     /// [`Scanner::paren`]).
     paren_gaps: Vec<usize>,
@@ -253,6 +298,10 @@ struct Scanner {
     /// Heredocs whose body starts after the next newline.
     pending: Vec<usize>,
     paren_gaps: Vec<usize>,
+    /// A `<<` inside an arithmetic expansion `$((…))`: a shift for the shell, but brush-parser
+    /// 0.4's tokenizer takes it for a heredoc there (not in an arithmetic command `((…))`), and fuzzing found 16 bytes (`$(($(())<<`, a tab-separated
+    /// control character and trailing tabs) on which it then pushes tokens for seconds on end.
+    shift_in_arith: bool,
 }
 
 impl Scanner {
@@ -412,6 +461,10 @@ impl Scanner {
                 _ => i + 1,
             },
             b'#' if self.arith_level == 0 && at_word_start(b, i) => skip_to_newline(b, i),
+            b'<' if next == Some(b'<') && self.stack.contains(&Frame::Arith) => {
+                self.shift_in_arith = true;
+                i + 2
+            }
             b'<' if next == Some(b'<') && self.arith_level == 0 => {
                 if b.get(i + 2) == Some(&b'<') {
                     i + 3
@@ -658,6 +711,7 @@ fn scan(b: &[u8], start: usize, initial: Option<Frame>) -> ScanOutcome {
                 max_depth: s.max_depth,
                 max_parens: s.max_parens,
                 unclosed_paren: false,
+                shift_in_arith: s.shift_in_arith,
                 paren_gaps: s.paren_gaps,
                 heredocs: s.heredocs,
             };
@@ -671,6 +725,7 @@ fn scan(b: &[u8], start: usize, initial: Option<Frame>) -> ScanOutcome {
             .stack
             .iter()
             .any(|f| matches!(f, Frame::Paren | Frame::DParen | Frame::Subst)),
+        shift_in_arith: s.shift_in_arith,
         paren_gaps: s.paren_gaps,
         heredocs: s.heredocs,
     }
@@ -726,9 +781,18 @@ fn precheck(
     first_heredoc: usize,
 ) -> Result<Prepared<'_>, PrecheckError> {
     let b = text.as_bytes();
+    if raw_paren_depth(b) > MAX_RAW_PAREN_NESTING || subscript_count(b) > MAX_SUBSCRIPTS {
+        return Err(PrecheckError::TooDeep);
+    }
     let outcome = scan(b, 0, None);
     if outcome.max_parens > MAX_PAREN_NESTING || outcome.max_depth > max_depth {
         return Err(PrecheckError::TooDeep);
+    }
+    if outcome.shift_in_arith {
+        return Err(PrecheckError::Unparseable(
+            "it shifts with `<<` inside `$((…))`, which the parser would read as a heredoc"
+                .to_owned(),
+        ));
     }
     if outcome.unclosed_paren {
         // Checked here rather than left to the parser because unbalanced parentheses are
@@ -826,6 +890,9 @@ fn dangerous_heredoc_delimiter(b: &[u8]) -> bool {
         if b.get(j) == Some(&b'-') {
             j += 1;
         }
+        // Only blanks separate the operator from its tag for brush-parser; other white space
+        // (a carriage return, a form feed) is part of the tag's word, but the tag is trimmed
+        // afterwards, so such characters never count as the tag's.
         while matches!(b.get(j), Some(b' ' | b'\t')) {
             j += 1;
         }
@@ -861,15 +928,17 @@ fn dangerous_heredoc_delimiter(b: &[u8]) -> bool {
                             return true;
                         }
                         let escaped = quote == b'"' && b[j] == b'\\' && j + 1 < b.len();
-                        literal_bytes += 1;
-                        j += if escaped { 2 } else { 1 };
+                        let trimmed = trimmed_len(b, j);
+                        literal_bytes += usize::from(trimmed == 0);
+                        j += if escaped { 2 } else { trimmed.max(1) };
                     }
                     j += 1;
                 }
-                c if is_delimiter(c) => break,
+                c if ends_brush_word(c) => break,
                 _ => {
-                    literal_bytes += 1;
-                    j += 1;
+                    let trimmed = trimmed_len(b, j);
+                    literal_bytes += usize::from(trimmed == 0);
+                    j += trimmed.max(1);
                 }
             }
         }
@@ -887,6 +956,32 @@ fn dangerous_heredoc_delimiter(b: &[u8]) -> bool {
 
 /// How far [`dangerous_heredoc_delimiter`] follows one delimiter word. Real delimiters are
 /// short; the cap keeps the check linear, and a word that long is treated as dangerous.
+/// Bytes that end a word for brush-parser's tokenizer: only space and tab are blanks there (a
+/// carriage return is a word character), plus newlines and the operator characters.
+fn ends_brush_word(c: u8) -> bool {
+    matches!(
+        c,
+        b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b')' | b'<' | b'>'
+    )
+}
+
+/// The length of the white-space character at `b[j]` if it is one brush-parser trims from a
+/// heredoc tag (`str::trim`: any Unicode white space, form feeds and no-break spaces included),
+/// else 0. A tag of nothing but such characters is empty.
+fn trimmed_len(b: &[u8], j: usize) -> usize {
+    let len = match b[j] {
+        0x00..0x80 => 1,
+        0xc0..0xe0 => 2,
+        0xe0..0xf0 => 3,
+        _ => 4,
+    };
+    // `b` is the bytes of a `str`, so a whole character starts here unless `j` is inside one.
+    match b.get(j..j + len).and_then(|c| std::str::from_utf8(c).ok()) {
+        Some(c) if c.chars().next().is_some_and(char::is_whitespace) => len,
+        _ => 0,
+    }
+}
+
 const MAX_DELIMITER_SCAN: usize = 4096;
 
 /// Finds a word of digits directly followed by `<` or `>` whose value does not fit in an

@@ -33,6 +33,14 @@ fn a_heredoc_whose_delimiter_is_only_white_space_is_refused_not_looped_on() {
         "x<<\x0c<#<<a'",
         "<<\u{a0}<#",
         "cat <<\x0b<#",
+        // Inside an open `${`, where the scanner does not cut heredocs out.
+        "G|&${<<\x0c\t",
+        "${<<\x0c\t",
+        "${<<'\x0c'\t",
+        "${<<\u{a0}\t",
+        // A carriage return after `<<` is the tag's word for brush-parser, trimmed to nothing.
+        "!<\n<\n <<\r  \x1c<\r   ",
+        "${<<\r x",
     ] {
         let runs = classify_in_time(line);
         assert!(runs.runs.is_empty(), "{line:?}: {runs:?}");
@@ -102,4 +110,49 @@ fn an_html_like_comment_opened_and_closed_at_once_does_not_tokenize_and_does_not
     ] {
         assert_eq!(analyze_in_time(code), None, "{code:?}");
     }
+}
+
+#[test]
+fn parentheses_brush_parser_sees_outside_the_scanner_s_quotes_are_refused_in_time() {
+    // brush-parser took minutes on this line: it reads the run of `(` as nested subshells and
+    // arithmetic, which the scanner took for quoted text.
+    let line = "p[\x12pV[/[$``\x22d\x00\x04\x00$[Tz[\x00k0['1['''A'<'-\x00 \x00\x00\x00\x00\x00\x008~]=#k{[\x03\x00r\x22$'\x22\x00\x00\x00\x00\x00\x00k$(&>((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((+((>:)[[<[ ~]]] \x0e^()(|)|^<'-\x00\x00\x00d\x00\x04\x00$[To[\x00k0\x00\x00\x00\x008~]=#\x09";
+    let runs = classify_in_time(line);
+    assert!(runs.runs.is_empty(), "{runs:?}");
+    assert!(!runs.diagnostics.is_empty(), "{runs:?}");
+}
+
+#[test]
+fn nested_array_subscripts_and_parameter_expansions_are_refused_in_time() {
+    // brush-parser tries several readings of each `w[${` level: the first took a second, the
+    // others tens of seconds.
+    for line in [
+        "w[w[${w[w[${w[w[${Y[}}\\\"g}|",
+        "w[${w[${w[${w[${w[${Y[}}}}\\\"g}|",
+        "w[w[w[w[${w[w[w[w[${w[w[w[w[${Y[}}}}}}\\\"g}|",
+        // Closers inside quotes, which brush-parser does not take as closers.
+        "k[\"?${p[}\"]$(\"\"\"?${Z[\"?\"w?${pZ[}ut}&\"}ut}&dW)]])]",
+        // Arithmetic in the subscripts.
+        "k[k$((>[)()o[k$((>[)($)k[k$((>[)([)()o[k$((>[)($)k[k$((>[)())k[k",
+    ] {
+        let runs = classify_in_time(line);
+        assert!(!runs.diagnostics.is_empty(), "{line:?}: {runs:?}");
+    }
+    // A line with up to three subscripts is still read (one with more gets a diagnostic: the
+    // price of a bound that holds whatever the quoting).
+    let runs = classify_in_time("i=${idx[${pos[0]}]}; a[0]=1; [ -f x ] && bun bots/buzz/chop.ts");
+    assert_eq!(runs.runs, ["bots/buzz/chop.ts"], "{runs:?}");
+}
+
+#[test]
+fn a_shift_inside_arithmetic_is_refused_not_tokenized_as_a_heredoc() {
+    // brush-parser's tokenizer took this `<<` for a heredoc and pushed tokens for seconds.
+    let runs = classify_in_time("$(($(())<<\t\t\x13|\t\t");
+    assert!(runs.runs.is_empty(), "{runs:?}");
+    assert!(
+        runs.diagnostics
+            .iter()
+            .any(|d| d.contains("inside `$((…))`")),
+        "{runs:?}"
+    );
 }

@@ -3,14 +3,14 @@
 //! Speed targets live here, never in timed unit tests: a benchmark prints what it measured and
 //! says whether the target held, and a person (or CI log reader) judges.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use mindrune_engine::Recorder;
-use mindrune_store::{SqliteStore, Store as _};
+use mindrune_store::{SqliteStore, Store};
 use serde::Serialize;
 use serde_json::json;
 
@@ -145,7 +145,7 @@ pub fn stamp_rss(mut rows: Vec<Row>) -> Vec<Row> {
 }
 
 /// A number in a table cell, with as many digits as it deserves.
-fn number(value: f64) -> String {
+pub(crate) fn number(value: f64) -> String {
     let digits = if value >= 100.0 {
         0
     } else if value >= 10.0 {
@@ -274,13 +274,13 @@ pub fn print_rows(rows: &[Row], json_out: bool) -> anyhow::Result<()> {
 }
 
 /// How many distinct scripts the benchmark agent runs.
-const SCRIPTS: usize = 20;
+pub(crate) const SCRIPTS: usize = 20;
 /// How many alternating blocks the two measurements are split into.
 const BLOCKS: usize = 20;
 /// Targets from the design brief.
-const TARGET_USES_PER_SECOND: f64 = 5_000.0;
-const TARGET_P99: Duration = Duration::from_millis(2);
-const TARGET_RATIO: f64 = 3.0;
+pub(crate) const TARGET_USES_PER_SECOND: f64 = 5_000.0;
+pub(crate) const TARGET_P99: Duration = Duration::from_millis(2);
+pub(crate) const TARGET_RATIO: f64 = 3.0;
 
 /// A realistic rs-sdk script of about 1.5 KB; `k` makes each one different code.
 pub(crate) fn script_source(k: usize) -> String {
@@ -304,7 +304,7 @@ await runScript(async ({{ bot, sdk }}) => {{\n\
     )
 }
 
-fn event_line(i: usize, start: i64) -> String {
+pub(crate) fn event_line(i: usize, start: i64) -> String {
     let k = i % SCRIPTS;
     let ok = !i.is_multiple_of(13);
     let xp = if ok { 200 + (i % 7) * 25 } else { 0 };
@@ -331,14 +331,14 @@ fn event_line(i: usize, start: i64) -> String {
     .to_string()
 }
 
-struct Figures {
-    per_second: f64,
-    p50: Duration,
-    p99: Duration,
-    mean: Duration,
+pub(crate) struct Figures {
+    pub(crate) per_second: f64,
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
+    pub(crate) mean: Duration,
 }
 
-fn figures(mut latencies: Vec<Duration>, total: Duration) -> Figures {
+pub(crate) fn figures(mut latencies: Vec<Duration>, total: Duration) -> Figures {
     latencies.sort();
     let at = |q: f64| latencies[((latencies.len() as f64 - 1.0) * q).round() as usize];
     Figures {
@@ -357,25 +357,67 @@ pub(crate) fn micros(d: Duration) -> String {
     }
 }
 
+/// A [`Figures`] as `bench record --json` prints it.
+pub(crate) fn figures_json(f: &Figures) -> serde_json::Value {
+    json!({"uses_per_second": f.per_second, "p50_us": f.p50.as_secs_f64() * 1e6, "p99_us": f.p99.as_secs_f64() * 1e6, "mean_us": f.mean.as_secs_f64() * 1e6})
+}
+
+/// `bench record`'s text table of MindRune and its baseline, and the ratio of their means.
+pub(crate) fn write_figures(
+    out: &mut impl Write,
+    measured: [(&str, &Figures); 2],
+    ratio: f64,
+) -> std::io::Result<()> {
+    writeln!(out, "{:<34}{:>10}{:>10}{:>10}", "", "uses/s", "p50", "p99")?;
+    for (name, f) in measured {
+        writeln!(
+            out,
+            "{name}\n{:<34}{:>10.0}{:>10}{:>10}",
+            "",
+            f.per_second,
+            micros(f.p50),
+            micros(f.p99)
+        )?;
+    }
+    writeln!(
+        out,
+        "\nratio of mean latency (MindRune / bare): {ratio:.2}×\n"
+    )
+}
+
 pub(crate) fn setup_library(dir: &Path, name: &str) -> anyhow::Result<SqliteStore> {
     let store = SqliteStore::open(&dir.join(name))?;
-    let owner = store.create_owner(
-        "bench-owner",
-        "mrk_benchkey_0123456789abcdef0123456789abcdef",
-        0,
-    )?;
-    store.create_agent(
+    add_bench_agent(&store, dir, "bench-owner", "bench")?;
+    Ok(store)
+}
+
+/// Adds the benchmark's owner and its agent, whose workspace is `dir/workspace`.
+pub(crate) fn add_bench_agent(
+    store: &dyn Store,
+    dir: &Path,
+    owner: &str,
+    agent: &str,
+) -> anyhow::Result<mindrune_store::Agent> {
+    let owner = store.create_owner(owner, "mrk_benchkey_0123456789abcdef0123456789abcdef", 0)?;
+    Ok(store.create_agent(
         owner.id,
-        "bench",
+        agent,
         dir.join("workspace")
             .to_str()
             .context("temp path is not UTF-8")?,
         0,
-    )?;
-    Ok(store)
+    )?)
 }
 
-pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
+/// What `bench record` records: a workspace of [`SCRIPTS`] scripts in a temporary folder, and
+/// `uses` event lines that run them (with the same lines parsed, for the bare baselines).
+pub(crate) struct Workload {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) lines: Vec<String>,
+    pub(crate) events: Vec<mindrune_core::event::Event>,
+}
+
+pub(crate) fn workload(uses: usize) -> anyhow::Result<Workload> {
     anyhow::ensure!(
         uses >= 100,
         "--uses must be at least 100 for meaningful percentiles"
@@ -392,6 +434,71 @@ pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     }
     let start = 1_790_000_000;
     let lines: Vec<String> = (0..uses).map(|i| event_line(i, start)).collect();
+    let events = lines
+        .iter()
+        .map(|line| mindrune_core::event::parse_line(line).map_err(anyhow::Error::new))
+        .collect::<anyhow::Result<_>>()?;
+    Ok(Workload { dir, lines, events })
+}
+
+/// The `call` column of a bare baseline's row.
+pub(crate) fn bare_call(event: &mindrune_core::event::Event) -> &str {
+    match &event.call {
+        mindrune_core::event::Call::Shell { command, .. } => command.as_str(),
+        _ => "",
+    }
+}
+
+/// The `xp` column of a bare baseline's row.
+pub(crate) const BARE_XP: &str = "{\"Woodcutting\":250.0}";
+
+/// Times `mindrune(i)` and `bare(i)` for every use `i`, in alternating blocks, so whatever else
+/// the machine does slows both alike. Returns their figures, MindRune's first.
+pub(crate) fn alternate(
+    uses: usize,
+    mut mindrune: impl FnMut(usize) -> anyhow::Result<()>,
+    mut bare: impl FnMut(usize) -> anyhow::Result<()>,
+) -> anyhow::Result<(Figures, Figures)> {
+    let mut mindrune_latencies = Vec::with_capacity(uses);
+    let mut bare_latencies = Vec::with_capacity(uses);
+    let (mut mindrune_total, mut bare_total) = (Duration::ZERO, Duration::ZERO);
+    for block in (0..uses).collect::<Vec<_>>().chunks(uses.div_ceil(BLOCKS)) {
+        let began = Instant::now();
+        for &i in block {
+            let t = Instant::now();
+            mindrune(i)?;
+            mindrune_latencies.push(t.elapsed());
+        }
+        mindrune_total += began.elapsed();
+        let began = Instant::now();
+        for &i in block {
+            let t = Instant::now();
+            bare(i)?;
+            bare_latencies.push(t.elapsed());
+        }
+        bare_total += began.elapsed();
+    }
+    Ok((
+        figures(mindrune_latencies, mindrune_total),
+        figures(bare_latencies, bare_total),
+    ))
+}
+
+/// The row that stands for a benchmark group that failed to run.
+fn did_not_run(group: &str, name: &str, err: &anyhow::Error) -> Row {
+    let mut row = Row::new(group, name, "—");
+    row.baseline_name = format!("error: {err:#}");
+    row.result = Verdict::Fail;
+    row
+}
+
+/// `mindrune bench record`: recording uses into SQLite beside bare SQLite inserts of the same
+/// rows; with `postgres` (the `--database` URL), also into a scratch schema of that PostgreSQL
+/// database beside bare PostgreSQL inserts, in the same run (see [`crate::bench_pg`]).
+pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Result<Vec<Row>> {
+    let work = workload(uses)?;
+    let dir = &work.dir;
+    let lines = &work.lines;
 
     // MindRune: parse, classify, match the version, scrub, insert and rescore, one at a time.
     let store = setup_library(dir.path(), "mindrune.db")?;
@@ -427,10 +534,7 @@ pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
         )?;
     }
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
-    let rows: Vec<_> = lines
-        .iter()
-        .map(|line| mindrune_core::event::parse_line(line).map_err(anyhow::Error::new))
-        .collect::<anyhow::Result<_>>()?;
+    let rows = &work.events;
     let bare_insert = |i: usize, event: &mindrune_core::event::Event| -> anyhow::Result<()> {
         let tx = conn.unchecked_transaction()?;
         tx.prepare_cached(
@@ -444,11 +548,8 @@ pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
             event.at.map_or(0, |at| at.unix_timestamp() * 1000),
             event.ok.unwrap_or(true),
             event.duration_ms.unwrap_or(0) as i64,
-            "{\"Woodcutting\":250.0}",
-            match &event.call {
-                mindrune_core::event::Call::Shell { command, .. } => command.as_str(),
-                _ => "",
-            },
+            BARE_XP,
+            bare_call(event),
             event.output.as_deref(),
         ])?;
         tx.commit()?;
@@ -456,36 +557,28 @@ pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     };
 
     // The two run in alternating blocks, so whatever else the machine does slows both alike.
-    let mut mindrune_latencies = Vec::with_capacity(uses);
-    let mut bare_latencies = Vec::with_capacity(uses);
-    let (mut mindrune_total, mut bare_total) = (Duration::ZERO, Duration::ZERO);
-    for block in (0..uses).collect::<Vec<_>>().chunks(uses.div_ceil(BLOCKS)) {
-        let began = Instant::now();
-        for &i in block {
-            let t = Instant::now();
+    let (mindrune, bare) = alternate(
+        uses,
+        |i| {
             let recorded = recorder.record_line(&lines[i])?;
-            mindrune_latencies.push(t.elapsed());
             anyhow::ensure!(
                 recorded.runs.len() == 1,
                 "the benchmark event did not record one run: {recorded:?}"
             );
-        }
-        mindrune_total += began.elapsed();
-        let began = Instant::now();
-        for &i in block {
-            let t = Instant::now();
-            bare_insert(i, &rows[i])?;
-            bare_latencies.push(t.elapsed());
-        }
-        bare_total += began.elapsed();
-    }
+            Ok(())
+        },
+        |i| bare_insert(i, &rows[i]),
+    )?;
     anyhow::ensure!(
         store.use_count(owner.id)? == uses as i64,
         "not every use was stored"
     );
-    let mindrune = figures(mindrune_latencies, mindrune_total);
-    let bare = figures(bare_latencies, bare_total);
     let ratio = mindrune.mean.as_secs_f64() / bare.mean.as_secs_f64();
+
+    // The same uses on PostgreSQL, when a database was chosen.
+    let pg = postgres
+        .map(|url| crate::bench_pg::measure(url, &work))
+        .transpose()?;
 
     let checks = [
         (
@@ -502,45 +595,35 @@ pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     ];
     let mut out = std::io::stdout().lock();
     if print == Print::Json {
-        let figures_json = |f: &Figures| json!({"uses_per_second": f.per_second, "p50_us": f.p50.as_secs_f64() * 1e6, "p99_us": f.p99.as_secs_f64() * 1e6, "mean_us": f.mean.as_secs_f64() * 1e6});
-        serde_json::to_writer_pretty(
-            &mut out,
-            &json!({
-                "benchmark": "record",
-                "uses": uses,
-                "scripts": SCRIPTS,
-                "mindrune": figures_json(&mindrune),
-                "baseline_bare_sqlite": figures_json(&bare),
-                "ratio": ratio,
-                "targets": checks.iter().map(|(name, pass, target)| json!({"figure": name, "target": target, "pass": pass})).collect::<Vec<_>>(),
-            }),
-        )?;
+        let mut report = json!({
+            "benchmark": "record",
+            "uses": uses,
+            "scripts": SCRIPTS,
+            "mindrune": figures_json(&mindrune),
+            "baseline_bare_sqlite": figures_json(&bare),
+            "ratio": ratio,
+            "targets": checks.iter().map(|(name, pass, target)| json!({"figure": name, "target": target, "pass": pass})).collect::<Vec<_>>(),
+        });
+        if let Some(pg) = &pg {
+            report["postgresql"] = pg.json();
+        }
+        serde_json::to_writer_pretty(&mut out, &report)?;
         writeln!(out)?;
     } else if print == Print::Text {
         writeln!(
             out,
             "mindrune bench record: {uses} uses of {SCRIPTS} scripts, SQLite WAL (synchronous=NORMAL)\n"
         )?;
-        writeln!(out, "{:<34}{:>10}{:>10}{:>10}", "", "uses/s", "p50", "p99")?;
-        for (name, f) in [
-            (
-                "MindRune (parse, classify, match, insert, rescore)",
-                &mindrune,
-            ),
-            ("bare SQLite insert, one tx each", &bare),
-        ] {
-            writeln!(
-                out,
-                "{name}\n{:<34}{:>10.0}{:>10}{:>10}",
-                "",
-                f.per_second,
-                micros(f.p50),
-                micros(f.p99)
-            )?;
-        }
-        writeln!(
-            out,
-            "\nratio of mean latency (MindRune / bare): {ratio:.2}×\n"
+        write_figures(
+            &mut out,
+            [
+                (
+                    "MindRune (parse, classify, match, insert, rescore)",
+                    &mindrune,
+                ),
+                ("bare SQLite insert, one tx each", &bare),
+            ],
+            ratio,
         )?;
         for (name, pass, target) in &checks {
             writeln!(
@@ -549,11 +632,14 @@ pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
                 if *pass { "pass" } else { "FAIL" }
             )?;
         }
+        if let Some(pg) = &pg {
+            pg.write_text(&mut out, uses, [&mindrune, &bare], ratio)?;
+        }
     }
     let size = format!("{uses} uses, {SCRIPTS} scripts");
     let bare_name = "bare SQLite insert, one tx each";
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    Ok(vec![
+    let mut rows = vec![
         Row::new("record", "uses recorded per second", &size)
             .figure(mindrune.per_second, "uses/s")
             .baseline(bare_name, bare.per_second, "uses/s")
@@ -566,7 +652,11 @@ pub fn record(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
             .figure(us(mindrune.mean), "µs")
             .baseline(bare_name, us(bare.mean), "µs")
             .target(format!("ratio ≤ {TARGET_RATIO}×"), checks[2].1),
-    ])
+    ];
+    if let Some(pg) = &pg {
+        rows.extend(pg.rows(&size));
+    }
+    Ok(rows)
 }
 
 /// Targets from the design brief for a turn boundary and a mirror refresh.
@@ -1301,11 +1391,19 @@ const ALL_MEMORY_USES: usize = 1_000_000;
 
 /// `mindrune bench`: every benchmark at a stated size, one table (or JSON) of their rows.
 /// A missed budget is a FAIL row, not an error: the exit status is 0 whenever the benchmarks
-/// ran.
-pub fn all(serve_seconds: u64, skip_memory: bool, json_out: bool) -> anyhow::Result<ExitCode> {
+/// ran. With `postgres` (the `--database` URL), `record` runs on that PostgreSQL database too.
+pub fn all(
+    serve_seconds: u64,
+    skip_memory: bool,
+    postgres: Option<&str>,
+    json_out: bool,
+) -> anyhow::Result<ExitCode> {
     type Group<'a> = (&'a str, Box<dyn FnOnce() -> anyhow::Result<Vec<Row>> + 'a>);
     let mut groups: Vec<Group<'_>> = vec![
-        ("record", Box::new(|| record(ALL_RECORD_USES, Print::Quiet))),
+        (
+            "record",
+            Box::new(|| record(ALL_RECORD_USES, None, Print::Quiet)),
+        ),
         ("mirror", Box::new(|| mirror(Print::Quiet))),
         (
             "tags",
@@ -1332,6 +1430,23 @@ pub fn all(serve_seconds: u64, skip_memory: bool, json_out: bool) -> anyhow::Res
             }),
         ),
     ];
+    if let Some(url) = postgres {
+        // A group of its own, so SQLite's rows stand when PostgreSQL fails; its rows (a
+        // failure's too) are `record`'s.
+        groups.insert(
+            1,
+            (
+                "record (PostgreSQL)",
+                Box::new(move || {
+                    Ok(
+                        crate::bench_pg::record(url, ALL_RECORD_USES).unwrap_or_else(|err| {
+                            vec![did_not_run("record", "did not run (PostgreSQL)", &err)]
+                        }),
+                    )
+                }),
+            ),
+        );
+    }
     if !skip_memory {
         groups.push((
             "memory",
@@ -1344,12 +1459,7 @@ pub fn all(serve_seconds: u64, skip_memory: bool, json_out: bool) -> anyhow::Res
         let began = Instant::now();
         match run() {
             Ok(group) => rows.extend(stamp_rss(group)),
-            Err(err) => {
-                let mut row = Row::new(name, "did not run", "—");
-                row.baseline_name = format!("error: {err:#}");
-                row.result = Verdict::Fail;
-                rows.push(row);
-            }
+            Err(err) => rows.push(did_not_run(name, "did not run", &err)),
         }
         eprintln!(
             "mindrune bench: {name} took {:.1} s",

@@ -71,6 +71,8 @@ fn start_server(home: &Path, port: u16) -> anyhow::Result<Served> {
     let child = Command::new(exe)
         .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
         .env("MINDRUNE_HOME", home)
+        // The benchmark's own library in `home`, never a database --database chose.
+        .env_remove("MINDRUNE_DATABASE_URL")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -196,7 +198,7 @@ pub fn serve(
     drop(server);
     let acknowledged = acknowledged.load(Ordering::Relaxed);
     let stored = {
-        let store = library::open(&home)?;
+        let store = SqliteStore::open(&library::database_path(&home))?;
         let owner = store
             .owner_by_name("bench")?
             .context("the bench owner is gone")?;
@@ -505,7 +507,7 @@ pub fn memory(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     let built = began.elapsed();
     let full_rss = serve_and_work(&full_home, &token)?;
     let stored = {
-        let store = library::open(&full_home)?;
+        let store = SqliteStore::open(&library::database_path(&full_home))?;
         let owner = store
             .owner_by_name("bench")?
             .context("the bench owner is gone")?;

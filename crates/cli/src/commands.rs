@@ -11,7 +11,7 @@ use mindrune_engine::family;
 use mindrune_engine::hook::{self, HookAction};
 use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::{IngestError, Recorder, now_millis};
-use mindrune_store::{SqliteStore, Store as _};
+use mindrune_store::{SqliteStore, Store};
 
 use crate::library::{self, resolve_owner};
 use crate::render;
@@ -20,12 +20,23 @@ use crate::render;
 const EXIT_BAD_INPUT: u8 = 2;
 
 pub fn init(home: &Path) -> anyhow::Result<ExitCode> {
+    let database = library::database(home);
+    let mut out = std::io::stdout().lock();
+    if let library::Database::Postgres(_) = database {
+        let store = database.open()?;
+        let owners = store.owners()?.len();
+        writeln!(
+            out,
+            "The MindRune library in PostgreSQL at {database} is ready ({owners} owner{}).",
+            if owners == 1 { "" } else { "s" }
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let path = library::database_path(home);
     let existed = path.exists();
     std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
     SqliteStore::open(&path)
         .with_context(|| format!("cannot create the library at {}", path.display()))?;
-    let mut out = std::io::stdout().lock();
     if existed {
         writeln!(
             out,
@@ -94,7 +105,7 @@ pub fn agent_add(
         );
     }
     let store = library::open(home)?;
-    let owner = resolve_owner(&store, Some(owner))?;
+    let owner = resolve_owner(&*store, Some(owner))?;
     let workspace = workspace.canonicalize().with_context(|| {
         format!(
             "the workspace {} does not exist; make it first",
@@ -129,7 +140,7 @@ pub fn agent_add(
 
 pub fn agent_list(home: &Path, owner: Option<&str>) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let owner = resolve_owner(&store, owner)?;
+    let owner = resolve_owner(&*store, owner)?;
     let mut out = std::io::stdout().lock();
     for agent in store.agents(owner.id)? {
         writeln!(out, "{}  {}", agent.name, agent.workspace)?;
@@ -139,7 +150,7 @@ pub fn agent_list(home: &Path, owner: Option<&str>) -> anyhow::Result<ExitCode> 
 
 pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let recorder = Recorder::new(&store);
+    let recorder = Recorder::new(&*store);
     let (label, reader): (String, Box<dyn std::io::BufRead>) = match file {
         None => ("<stdin>".into(), Box::new(std::io::stdin().lock())),
         Some(path) if path == Path::new("-") => {
@@ -186,7 +197,7 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
                 // The store failing is not the line's fault: stop, so nothing is silently lost.
                 return Err(anyhow::Error::new(store_error).context(format!(
                     "{label}:{line_no}: cannot record into the library at {}",
-                    library::database_path(home).display()
+                    library::database(home)
                 )));
             }
             Err(error) => {
@@ -247,7 +258,7 @@ pub fn hook_claude_code(
         match hook::handle(&input, agent, &spool)? {
             HookAction::Record(event) => {
                 let store = library::open(home)?;
-                let recorded = Recorder::new(&store).record(&event)?;
+                let recorded = Recorder::new(&*store).record(&event)?;
                 for warning in recorded.warnings {
                     eprintln!("mindrune: {warning}");
                 }
@@ -258,7 +269,7 @@ pub fn hook_claude_code(
                 // Claude Code shows only in its verbose mode.
                 let store = library::open(home)?;
                 let report = turn::turn_boundary(
-                    &store,
+                    &*store,
                     agent,
                     Boundary::TurnEnd,
                     MirrorPolicy::WhenDue,
@@ -300,7 +311,7 @@ pub fn skills(
             }
             (store.owner(agent.owner)?, Some(agent))
         }
-        None => (resolve_owner(&store, owner)?, None),
+        None => (resolve_owner(&*store, owner)?, None),
     };
     let entries = store.skills(owner.id, agent.as_ref().map(|a| a.id))?;
     let mut out = std::io::stdout().lock();
@@ -354,7 +365,7 @@ pub fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCo
 
 pub fn owner_eager(home: &Path, owner: &str, on: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let owner = resolve_owner(&store, Some(owner))?;
+    let owner = resolve_owner(&*store, Some(owner))?;
     store.set_eager_sharing(owner.id, on)?;
     let mut out = std::io::stdout().lock();
     if on {
@@ -375,7 +386,7 @@ pub fn owner_eager(home: &Path, owner: &str, on: bool) -> anyhow::Result<ExitCod
 
 pub fn agent_remove(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let agent = find_agent(&store, name)?;
+    let agent = find_agent(&*store, name)?;
     let deleted = store.delete_agent(agent.owner, agent.id)?;
     let mut out = std::io::stdout().lock();
     writeln!(
@@ -387,7 +398,7 @@ pub fn agent_remove(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn find_agent(store: &SqliteStore, name: &str) -> anyhow::Result<mindrune_store::Agent> {
+fn find_agent(store: &dyn Store, name: &str) -> anyhow::Result<mindrune_store::Agent> {
     store.agent_by_name(name)?.with_context(|| {
         format!("no agent named `{name}`\n\nhint: `mindrune agent list` shows the agents")
     })
@@ -418,7 +429,7 @@ pub fn turn_boundary(
         Boundary::Start => MirrorPolicy::Now,
         Boundary::TurnEnd => MirrorPolicy::WhenDue,
     };
-    let report = match turn::turn_boundary(&store, agent, boundary, policy, out_dir) {
+    let report = match turn::turn_boundary(&*store, agent, boundary, policy, out_dir) {
         Ok(report) => report,
         Err(err) if boundary == Boundary::Start => {
             // The library opened but could not answer: the same rule as above, for the
@@ -436,12 +447,12 @@ pub fn turn_boundary(
                 Some(dir) => match family::empty_mirror(&dir) {
                     Ok(_) => err.context(format!(
                         "the library at {} cannot answer for `{agent}`, so {} was emptied",
-                        library::database_path(home).display(),
+                        library::database(home),
                         dir.display()
                     )),
                     Err(empty_err) => err.context(format!(
                         "the library at {} cannot answer for `{agent}`, and {} could not be emptied either ({empty_err})",
-                        library::database_path(home).display(),
+                        library::database(home),
                         dir.display()
                     )),
                 },
@@ -467,8 +478,8 @@ pub fn mirror(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let agent = find_agent(&store, agent)?;
-    let outcome = family::refresh_mirror(&store, &agent, out_dir)?;
+    let agent = find_agent(&*store, agent)?;
+    let outcome = family::refresh_mirror(&*store, &agent, out_dir)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &outcome)?;
@@ -481,7 +492,7 @@ pub fn mirror(
 
 pub fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let agent = find_agent(&store, agent)?;
+    let agent = find_agent(&*store, agent)?;
     let eager = store.owner(agent.owner)?.eager_sharing;
     let text = mindrune_core::instructions::text(&agent.name, SharingBar::for_family(eager), eager);
     std::io::stdout().lock().write_all(text.as_bytes())?;
@@ -490,7 +501,7 @@ pub fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
 
 pub fn wrapup(home: &Path, agent: &str, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let wrap = mindrune_engine::wrapup::wrap_up(&store, agent)?;
+    let wrap = mindrune_engine::wrapup::wrap_up(&*store, agent)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &wrap)?;
@@ -514,7 +525,7 @@ pub fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCo
 
     let store = library::open(home)?;
     let read = tags::build_from_wiki(wiki)?;
-    let written = tags::write_vocabulary(&store, &read, now_millis())?;
+    let written = tags::write_vocabulary(&*store, &read, now_millis())?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(
@@ -626,8 +637,8 @@ pub fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode> {
             input
         }
     };
-    let vocabulary = if library::database_path(home).exists() {
-        mindrune_engine::tags::vocabulary(&library::open(home)?)?
+    let vocabulary = if library::exists(home) {
+        mindrune_engine::tags::vocabulary(&*library::open(home)?)?
     } else {
         eprintln!(
             "note: no MindRune library at {}; mapping with the built-in places and LostHQ pages only",

@@ -1,30 +1,119 @@
-//! Opening the library in MINDRUNE_HOME.
+//! Opening the library: the SQLite file in MINDRUNE_HOME (the embedded default), or the
+//! PostgreSQL database that `--database` / MINDRUNE_DATABASE_URL names.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::{Context as _, bail};
-use mindrune_store::{Owner, SqliteStore, Store as _};
+use mindrune_store::{Owner, PgStore, SqliteStore, Store};
 
 /// The database file inside the library's home.
 pub fn database_path(home: &Path) -> PathBuf {
     home.join("library.db")
 }
 
+/// A library's database, as `--database`, `--from` and `--to` name it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Database {
+    /// `sqlite:PATH`: a SQLite file.
+    Sqlite(PathBuf),
+    /// `postgres://…` (or `postgresql://…`): a PostgreSQL database.
+    Postgres(String),
+}
+
+impl Database {
+    /// Reads `postgres://USER@HOST:PORT/DB` or `sqlite:PATH`.
+    pub fn parse(spec: &str) -> anyhow::Result<Database> {
+        if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
+            Ok(Database::Postgres(spec.to_string()))
+        } else if let Some(path) = spec.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                bail!("`sqlite:` needs a file after it, e.g. sqlite:.mindrune/library.db");
+            }
+            Ok(Database::Sqlite(PathBuf::from(path)))
+        } else {
+            bail!(
+                "`{spec}` names no database MindRune knows\n\nhint: write postgres://USER@HOST:PORT/DATABASE \
+                 or sqlite:PATH"
+            )
+        }
+    }
+
+    /// Opens the library there, creating its tables if needed.
+    pub fn open(&self) -> anyhow::Result<Box<dyn Store>> {
+        if let Database::Sqlite(path) = self
+            && let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        Ok(match self {
+            Database::Sqlite(path) => Box::new(
+                SqliteStore::open(path)
+                    .with_context(|| format!("cannot open the library at {}", path.display()))?,
+            ),
+            Database::Postgres(url) => {
+                Box::new(PgStore::open(url).context("cannot open the library in PostgreSQL")?)
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for Database {
+    /// The database for messages, never with its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Database::Sqlite(path) => write!(f, "{}", path.display()),
+            Database::Postgres(url) => f.write_str(&mindrune_store::redact_url(url)),
+        }
+    }
+}
+
+/// The PostgreSQL database chosen for this process (`--database` / MINDRUNE_DATABASE_URL), set
+/// once by `main` before any command runs; without one the library is MINDRUNE_HOME's SQLite file.
+static CHOSEN: OnceLock<Database> = OnceLock::new();
+
+/// Chooses the database every command of this process opens instead of MINDRUNE_HOME's file.
+pub fn choose_database(spec: &str) -> anyhow::Result<()> {
+    let database = Database::parse(spec)?;
+    let _ = CHOSEN.set(database);
+    Ok(())
+}
+
+/// Where this process's library is.
+pub fn database(home: &Path) -> Database {
+    CHOSEN
+        .get()
+        .cloned()
+        .unwrap_or_else(|| Database::Sqlite(database_path(home)))
+}
+
+/// Whether the library exists already. A PostgreSQL database is a library as soon as MindRune
+/// can open it (opening creates its tables).
+pub fn exists(home: &Path) -> bool {
+    match database(home) {
+        Database::Sqlite(path) => path.exists(),
+        Database::Postgres(_) => true,
+    }
+}
+
 /// Opens an existing library; a missing one is an error that says how to make it.
-pub fn open(home: &Path) -> anyhow::Result<SqliteStore> {
-    let path = database_path(home);
-    if !path.exists() {
+pub fn open(home: &Path) -> anyhow::Result<Box<dyn Store>> {
+    let database = database(home);
+    if let Database::Sqlite(path) = &database
+        && !path.exists()
+    {
         bail!(
-            "no MindRune library at {}\n\nhint: run `mindrune init` to make one (or set MINDRUNE_HOME)",
+            "no MindRune library at {}\n\nhint: run `mindrune init` to make one (or set MINDRUNE_HOME, \
+             or MINDRUNE_DATABASE_URL for a PostgreSQL library)",
             home.display()
         );
     }
-    SqliteStore::open(&path)
-        .with_context(|| format!("cannot open the library at {}", path.display()))
+    database.open()
 }
 
 /// Finds the owner a command acts for: the one named, or the only one there is.
-pub fn resolve_owner(store: &SqliteStore, name: Option<&str>) -> anyhow::Result<Owner> {
+pub fn resolve_owner(store: &dyn Store, name: Option<&str>) -> anyhow::Result<Owner> {
     if let Some(name) = name {
         return store.owner_by_name(name)?.with_context(|| {
             format!("no owner named `{name}`\n\nhint: `mindrune owner list` shows the owners; `mindrune owner add {name}` adds one")
@@ -43,5 +132,31 @@ pub fn resolve_owner(store: &SqliteStore, name: Option<&str>) -> anyhow::Result<
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_database_is_named_by_a_postgres_url_or_a_sqlite_path() {
+        assert_eq!(
+            Database::parse("postgres://ada@db:5432/lib").unwrap(),
+            Database::Postgres("postgres://ada@db:5432/lib".into())
+        );
+        assert_eq!(
+            Database::parse("sqlite:lib/library.db").unwrap(),
+            Database::Sqlite("lib/library.db".into())
+        );
+        for bad in ["mysql://x", "sqlite:", "library.db"] {
+            assert!(Database::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_database_is_shown_without_its_password() {
+        let db = Database::parse("postgres://ada:hunter2@db:5432/lib").unwrap();
+        assert_eq!(db.to_string(), "postgres://ada:***@db:5432/lib");
     }
 }

@@ -9,10 +9,12 @@ use clap::{Parser, Subcommand};
 use mindrune_engine::turn::Boundary;
 
 mod bench;
+mod bench_pg;
 mod bench_scan;
 mod bench_serve;
 mod commands;
 mod library;
+mod migrate;
 mod render;
 mod runner;
 mod serve;
@@ -30,6 +32,10 @@ struct Cli {
         default_value = ".mindrune"
     )]
     home: PathBuf,
+    /// Keep the library in this database instead of MINDRUNE_HOME's SQLite file:
+    /// postgres://USER@HOST:PORT/DATABASE (a `schema=NAME` parameter picks a schema).
+    #[arg(long, global = true, env = "MINDRUNE_DATABASE_URL", value_name = "URL")]
+    database: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -154,6 +160,22 @@ enum Command {
     /// Run beside an avatar's sandbox: relay its tool calls and turn ends to the server, write
     /// its family-skills/ from the answer, spool everything while the server is away.
     Runner(runner::RunnerArgs),
+    /// Copy a whole library from SQLite into PostgreSQL, then verify every table: its row
+    /// count and a SHA-256 digest of its rows.
+    ///
+    /// Ids are kept, so every reference stays right. The destination must be empty or a
+    /// partial copy of the same library: run it again after an interruption and it goes on
+    /// where it stopped. Rows already in the destination are never overwritten; a difference
+    /// is an error naming the table and the rows.
+    Migrate {
+        /// The library to copy: sqlite:PATH, e.g. sqlite:.mindrune/library.db.
+        #[arg(long, value_name = "sqlite:PATH")]
+        from: String,
+        /// Where to copy it: postgres://USER@HOST:PORT/DATABASE (a `schema=NAME` parameter
+        /// picks a schema, created if needed).
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
     /// Wire a real setup in one command.
     Setup {
         #[command(subcommand)]
@@ -275,7 +297,9 @@ enum SkillCommand {
 
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
-    /// Recording uses into SQLite, beside bare SQLite inserts of the same rows.
+    /// Recording uses into SQLite, beside bare SQLite inserts of the same rows; with
+    /// --database postgres://…, also into a scratch schema there (dropped after), beside bare
+    /// PostgreSQL inserts of the same rows, in the same run.
     Record {
         /// How many uses to record.
         #[arg(long, default_value_t = 20_000)]
@@ -355,11 +379,14 @@ enum BenchCommand {
 }
 
 /// One benchmark with its own detail; exit 0 when it ran (a missed budget is printed).
-fn bench_command(which: BenchCommand) -> anyhow::Result<ExitCode> {
+/// `postgres` is the PostgreSQL database chosen with --database, if any.
+fn bench_command(which: BenchCommand, postgres: Option<&str>) -> anyhow::Result<ExitCode> {
     use bench::Print;
     let ran = |rows: anyhow::Result<Vec<bench::Row>>| rows.map(|_| ExitCode::SUCCESS);
     match which {
-        BenchCommand::Record { uses, json } => ran(bench::record(uses, Print::detail(json))),
+        BenchCommand::Record { uses, json } => {
+            ran(bench::record(uses, postgres, Print::detail(json)))
+        }
         BenchCommand::Mirror { json } => ran(bench::mirror(Print::detail(json))),
         BenchCommand::Tags {
             pages,
@@ -438,8 +465,12 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let home = cli.home;
+    if let Some(database) = cli.database.as_deref().filter(|url| !url.is_empty()) {
+        library::choose_database(database)?;
+    }
     match cli.command {
         Command::Init => commands::init(&home),
+        Command::Migrate { from, to } => migrate::migrate(&from, &to),
         Command::Runner(args) => runner::run(&home, args),
         Command::Serve { addr, config } => serve::serve(&home, addr, config.as_deref()),
         Command::Token {
@@ -500,10 +531,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             serve_seconds,
             skip_memory,
-        } => bench::all(serve_seconds, skip_memory, json),
+        } => bench::all(
+            serve_seconds,
+            skip_memory,
+            bench_pg::chosen(&home).as_deref(),
+            json,
+        ),
         Command::Bench {
             which: Some(which), ..
-        } => bench_command(which),
+        } => bench_command(which, bench_pg::chosen(&home).as_deref()),
         Command::Tags {
             command: TagsCommand::Build { wiki, json },
         } => commands::tags_build(&home, &wiki, json),

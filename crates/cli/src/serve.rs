@@ -8,7 +8,6 @@ use anyhow::{Context as _, bail};
 use mindrune_engine::ingest::now_millis;
 use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_server::config::{self, ServerConfig};
-use mindrune_store::Store as _;
 
 use crate::library;
 
@@ -25,7 +24,7 @@ pub fn serve(
         settings.addr = addr;
     }
     let store = library::open(home)?;
-    mindrune_server::app::run(Box::new(store), settings, |addr| {
+    mindrune_server::app::run(store, settings, |addr| {
         // The one line a person starting the server needs; the rest goes to the log.
         eprintln!("mindrune: serving on http://{addr} (dashboard: http://{addr}/dashboard)");
         tracing::info!(%addr, "listening");

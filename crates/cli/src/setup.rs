@@ -18,7 +18,7 @@ use mindrune_core::header::is_valid_name;
 use mindrune_core::vocabulary::{Entry, Vocabulary};
 use mindrune_engine::now_millis;
 use mindrune_engine::tags::{self, TagsError, WikiRead};
-use mindrune_store::{SqliteStore, Store as _};
+use mindrune_store::Store;
 
 use crate::commands::thousands;
 use crate::library;
@@ -63,7 +63,7 @@ struct Plan {
     checkout: PathBuf,
     workspace: String,
     /// The library, when it exists already.
-    store: Option<SqliteStore>,
+    store: Option<Box<dyn Store>>,
     owner: String,
     owner_exists: bool,
     /// Bots by name, and whether each is registered already.
@@ -131,7 +131,7 @@ impl Plan {
             .to_string();
         let (names, skipped) = scan_bots(&checkout)?;
 
-        let store = if library::database_path(home).exists() {
+        let store = if library::exists(home) {
             Some(library::open(home)?)
         } else {
             None
@@ -178,7 +178,7 @@ impl Plan {
         }
 
         let settings = plan_settings(&checkout)?;
-        let vocabulary = plan_vocabulary(&checkout, store.as_ref())?;
+        let vocabulary = plan_vocabulary(&checkout, store.as_deref())?;
         Ok(Plan {
             home: home.to_path_buf(),
             checkout,
@@ -197,15 +197,13 @@ impl Plan {
     /// file and the vocabulary, in that order.
     fn apply(&self) -> anyhow::Result<Done> {
         let created;
-        let store = match &self.store {
-            Some(store) => store,
+        let store: &dyn Store = match &self.store {
+            Some(store) => &**store,
             None => {
-                let path = library::database_path(&self.home);
                 std::fs::create_dir_all(&self.home)
                     .with_context(|| format!("cannot create {}", self.home.display()))?;
-                created = SqliteStore::open(&path)
-                    .with_context(|| format!("cannot create the library at {}", path.display()))?;
-                &created
+                created = library::database(&self.home).open()?;
+                &*created
             }
         };
         let mut done = Done {
@@ -1265,7 +1263,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 // The vocabulary
 // ---------------------------------------------------------------------------------------------
 
-fn plan_vocabulary(checkout: &Path, store: Option<&SqliteStore>) -> anyhow::Result<VocabularyPlan> {
+fn plan_vocabulary(checkout: &Path, store: Option<&dyn Store>) -> anyhow::Result<VocabularyPlan> {
     let wiki = checkout.join("wiki");
     if !wiki.is_dir() {
         return Ok(VocabularyPlan::NoWiki);

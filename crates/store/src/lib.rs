@@ -14,8 +14,13 @@ use std::collections::BTreeMap;
 use mindrune_core::score::ScoreBreakdown;
 use serde::{Deserialize, Serialize};
 
+mod common;
+mod copy;
+mod postgres;
 mod sqlite;
 
+pub use copy::{CopyReport, TableCopy, copy_library};
+pub use postgres::{PgStore, redact_url};
 pub use sqlite::SqliteStore;
 
 macro_rules! id_type {
@@ -718,6 +723,11 @@ pub trait Store: Send + Sync {
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>>;
     /// How the family reused its family skills since a time.
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse>;
+
+    /// Checks the family's stored run counts and scores against a recomputation from its
+    /// recorded uses: one line per disagreement, none when every version agrees. A lost or
+    /// doubled use, or a score computed from a stale window, shows here.
+    fn audit(&self, owner: OwnerId) -> Result<Vec<String>>;
 }
 
 /// One tag of the topic-tag vocabulary and the names that mean it (kind, slug, title, source,

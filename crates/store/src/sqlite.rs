@@ -15,12 +15,17 @@ use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::{
     Agent, AgentId, AvatarState, DeletedAgent, FamilyReuse, HeaderState, Lesson, LessonsChange,
-    Lineage, Matched, Millis, NewLesson, NewSnippetUse, NewUse, Outcome, Owner, OwnerId,
-    RecordedSnippetUse, RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange,
-    SharingKind, SiblingUse, Skill, SkillEntry, SkillHeader, SkillId, Snippet, SnippetId,
-    SnippetRuns, Store, StoreError, Version, VersionId, VersionStats, VersionSummary,
+    Lineage, Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
+    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SharingKind,
+    SiblingUse, Skill, SkillEntry, SkillHeader, SkillId, Snippet, SnippetId, SnippetRuns, Store,
+    StoreError, Version, VersionId, VersionStats, VersionSummary,
 };
 use mindrune_core::sharing::SharingBar;
+
+use crate::common::{
+    SharingState, StoredVersion, VersionRow, audit_version, insert_sample, json_map, lines_of,
+    parse_map, sample_from, sharing_change, sorted,
+};
 
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
@@ -46,24 +51,6 @@ const WINDOW_CACHE_LIMIT: usize = 20_000;
 struct CachedWindow {
     uses: i64,
     samples: VecDeque<UseSample>,
-}
-
-/// What recording a use reads of its version.
-struct VersionRow {
-    skill: SkillId,
-    number: i64,
-    uses: i64,
-    ok: i64,
-    score: f64,
-    inherited: Option<f64>,
-    measure_key: String,
-    peer_rate: Option<f64>,
-    peer_checked_uses: Option<i64>,
-    /// Newline-joined, sorted.
-    tags: String,
-    /// The version is a headed file's current version and not shared yet: a use may make it
-    /// clear the bar.
-    may_share: bool,
 }
 
 struct Inner {
@@ -191,6 +178,17 @@ impl SqliteStore {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `work` on the library's connection, holding it for the whole call (the copy into
+    /// PostgreSQL reads every table in one transaction through it).
+    pub(crate) fn with_connection<T>(&self, work: impl FnOnce(&mut Connection) -> T) -> T {
+        work(&mut self.lock().conn)
+    }
+
+    /// Where the library is (its file), for messages.
+    pub(crate) fn location(&self) -> &str {
+        &self.location
+    }
+
     /// SQLite's own integrity check; `ok` when the file is sound.
     pub fn integrity_check(&self) -> Result<String> {
         let inner = self.lock();
@@ -234,14 +232,6 @@ const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s
 const SKILL_COLUMN_COUNT: usize = 19;
 const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at, v.shared_at";
 const VERSION_COLUMN_COUNT: usize = 18;
-
-/// A newline-joined list column as a list.
-fn lines_of(text: String) -> Vec<String> {
-    text.lines()
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect()
-}
 
 fn owner_from(row: &Row<'_>) -> rusqlite::Result<Owner> {
     Ok(Owner {
@@ -345,34 +335,6 @@ fn load_agent(conn: &Connection, owner: OwnerId, agent: AgentId) -> Result<Agent
     .ok_or_else(|| StoreError::NotFound(format!("agent {}", agent.0)))
 }
 
-fn json_map(map: &std::collections::BTreeMap<String, f64>) -> Option<String> {
-    if map.is_empty() {
-        None
-    } else {
-        serde_json::to_string(map).ok()
-    }
-}
-
-fn parse_map(json: Option<String>) -> std::collections::BTreeMap<String, f64> {
-    json.and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
-}
-
-fn sample_from(outcome: &Outcome, agent: AgentId) -> UseSample {
-    UseSample {
-        at: outcome.at.div_euclid(1000),
-        ok: outcome.ok,
-        agent: agent.0,
-        duration_ms: outcome.duration_ms,
-        xp: outcome.xp.clone(),
-        items: outcome.items.clone(),
-        goal_progress: outcome.goal_progress,
-        deaths: outcome.deaths,
-        stuck: outcome.stuck,
-        items_lost: outcome.items_lost,
-    }
-}
-
 /// Reads a version's newest uses (newest first), as the score needs them.
 fn read_window(
     conn: &Connection,
@@ -404,18 +366,6 @@ fn read_window(
         .map_err(db_err)?;
     rows.collect::<rusqlite::Result<VecDeque<_>>>()
         .map_err(db_err)
-}
-
-/// Puts a new sample into a newest-first window at its place in time (a replayed event may be
-/// older than the newest use) and keeps the window at its size.
-fn insert_sample(window: &mut VecDeque<UseSample>, sample: UseSample) {
-    // Among equal times the newer insert counts as newer, as `use_id DESC` orders it.
-    let position = window
-        .iter()
-        .position(|s| s.at <= sample.at)
-        .unwrap_or(window.len());
-    window.insert(position, sample);
-    window.truncate(score::WINDOW);
 }
 
 /// Median rate of the family's comparable skills: same measure, a shared tag, ≥ 3 uses.
@@ -463,15 +413,6 @@ fn skill_tags(conn: &Connection, owner: OwnerId, skill: SkillId) -> Result<Vec<S
         .collect::<rusqlite::Result<Vec<String>>>()
         .map_err(db_err)?;
     Ok(tags)
-}
-
-/// What the family sees of a skill at one moment.
-#[derive(Debug, Default, Clone, PartialEq)]
-struct SharingState {
-    /// Shared with the family now: headed, its file present, and a version was shared.
-    visible: bool,
-    /// The newest version that was ever shared.
-    newest_shared: Option<i64>,
 }
 
 fn sharing_state(conn: &Connection, owner: OwnerId, skill: SkillId) -> Result<SharingState> {
@@ -587,28 +528,7 @@ fn note_sharing_change(
             })
         })
         .map_err(db_err)?;
-    let (kind, version, reason) = if after.visible {
-        let newly_proven = after.newest_shared != before.newest_shared;
-        let reason = match current {
-            Some((number, uses, score)) if newly_proven && after.newest_shared == Some(number) => {
-                format!(
-                    "cleared the bar ({uses} runs, score {})",
-                    score.round() as i64
-                )
-            }
-            _ => "shared again: its header and file are back".to_string(),
-        };
-        (SharingKind::Shared, after.newest_shared, reason)
-    } else {
-        let reason = if deleted {
-            "the file was deleted or renamed"
-        } else if HeaderState::parse(&header) == HeaderState::Private {
-            "the header says @private"
-        } else {
-            "the @skill header was removed"
-        };
-        (SharingKind::Unshared, None, reason.to_string())
-    };
+    let (kind, version, reason) = sharing_change(before, &after, current, deleted, &header);
     conn.prepare_cached(
         "INSERT INTO sharing_events (owner_id, skill_id, agent_id, version_number, kind, reason, at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -2215,6 +2135,46 @@ impl Store for SqliteStore {
             skills_reused,
         })
     }
+    fn audit(&self, owner: OwnerId) -> Result<Vec<String>> {
+        let inner = self.lock();
+        let conn = &inner.conn;
+        let versions = conn
+            .prepare(
+                "SELECT v.version_id, s.agent_name || '/' || s.name, v.uses, v.ok, v.score, v.inherited,
+                        v.peer_rate, s.tags,
+                        (SELECT COUNT(*) FROM uses u WHERE u.owner_id = v.owner_id AND u.version_id = v.version_id),
+                        (SELECT COALESCE(SUM(u.ok), 0) FROM uses u WHERE u.owner_id = v.owner_id AND u.version_id = v.version_id)
+                 FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                 WHERE v.owner_id = ?1 ORDER BY v.version_id",
+            )
+            .map_err(db_err)?
+            .query_map([owner.0], |r| {
+                Ok((
+                    StoredVersion {
+                        version: r.get(0)?,
+                        label: r.get(1)?,
+                        uses: r.get(2)?,
+                        ok: r.get(3)?,
+                        score: r.get(4)?,
+                        inherited: r.get(5)?,
+                        peer_rate: r.get(6)?,
+                        tags: r.get(7)?,
+                    },
+                    r.get::<_, i64>(8)?,
+                    r.get::<_, i64>(9)?,
+                ))
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        let mut problems = Vec::new();
+        for (stored, counted_uses, counted_ok) in versions {
+            let window = read_window(conn, owner, VersionId(stored.version))?;
+            let window: Vec<UseSample> = window.into();
+            problems.extend(audit_version(&stored, counted_uses, counted_ok, &window));
+        }
+        Ok(problems)
+    }
 }
 
 /// Whether an owner's agent does not exist (an update that changed nothing, told apart from
@@ -2262,11 +2222,4 @@ fn snippet_from(row: &Row<'_>) -> rusqlite::Result<Snippet> {
         first_at: row.get(6)?,
         last_used_at: row.get(7)?,
     })
-}
-
-fn sorted(tags: &[String]) -> Vec<String> {
-    let mut tags = tags.to_vec();
-    tags.sort();
-    tags.dedup();
-    tags
 }

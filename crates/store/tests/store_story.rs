@@ -1,19 +1,68 @@
-//! The store's story, told against the SQLite backend. Every test opens its own library.
+//! The store's story, told against every backend: each story below is one body, run as
+//! `sqlite::<story>` on a SQLite file and as `postgres::<story>` in a PostgreSQL schema of its
+//! own (see `support`). Every test opens its own library.
+//!
+//! Run one half with `cargo test -p mindrune-store --test store_story sqlite::` (or
+//! `postgres::`; the database is `MINDRUNE_TEST_DATABASE_URL`, by default
+//! `postgres://postgres@127.0.0.1:5432/test`, and these tests fail when it cannot be reached).
+
+mod support;
 
 use mindrune_store::{
     AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
-    ScriptSnapshot, SharingKind, SkillHeader, SqliteStore, Store, VersionId,
+    ScriptSnapshot, SharingKind, SkillHeader, Store, StoreError, VersionId,
 };
+use support::{Backend, Library};
 
+support::on_every_backend! {
+    // Skills and their versions.
+    a_new_file_is_v1_and_the_same_code_matches_it_again,
+    an_edit_is_the_next_version_built_on_the_current_one_at_ninety_percent,
+    going_back_to_old_code_is_the_old_version_again,
+    five_clean_runs_score_about_620_and_every_use_is_counted,
+    a_retried_event_id_is_not_counted_twice,
+    the_audit_agrees_with_recorded_runs_and_names_a_lost_use_or_a_stale_score,
+    another_owner_never_sees_a_family_s_skills_or_versions,
+    a_copy_starts_its_own_history_built_on_the_original,
+    skills_show_one_entry_per_skill_at_its_current_version,
+    tags_are_kept_and_peers_sharing_one_feed_the_effectiveness,
+    snippets_keep_their_own_history_per_agent,
+    // The library itself.
+    two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window,
+    a_library_from_a_newer_mindrune_is_refused_with_a_clear_error,
+    // Family sharing.
+    a_headed_script_is_shared_right_after_the_run_that_makes_it_qualify,
+    a_script_without_a_header_is_never_shared_and_the_header_shares_it_at_once,
+    private_or_a_removed_header_un_shares_and_the_header_back_shares_again,
+    eager_sharing_lowers_the_bar_and_switching_it_off_keeps_what_was_shared,
+    one_failure_in_three_does_not_clear_the_eager_bar,
+    the_bar_lowered_later_shares_qualified_scripts_at_the_turn_end,
+    a_deleted_file_un_shares_its_skill_and_keeps_its_history,
+    an_unproven_new_version_does_not_replace_the_shared_one,
+    sibling_use_counts_siblings_runs_of_any_version_and_of_copies,
+    lessons_follow_the_lab_log_and_keep_their_first_seen_time,
+    deleting_an_agent_removes_its_scripts_and_leaves_its_shared_skills_to_the_family,
+    snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets,
+    the_vocabulary_is_replaced_as_a_whole_and_a_rebuild_adds_new_pages_as_new_tags,
+    // The server's identities and reports.
+    a_runner_token_names_its_agent_until_it_is_revoked,
+    a_token_cannot_be_issued_for_another_owner_s_agent,
+    operator_tokens_are_known_by_their_digest,
+    a_session_lasts_until_it_expires_or_ends,
+    the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing,
+    family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused,
+}
+
+/// Ada's family: her avatars buzz and pickles, in a library of their own.
 struct Family {
-    store: SqliteStore,
+    store: Library,
     owner: OwnerId,
     buzz: AgentId,
     pickles: AgentId,
 }
 
-fn family() -> Family {
-    let store = SqliteStore::open_in_memory().unwrap();
+fn family(backend: Backend) -> Family {
+    let store = backend.open();
     let owner = store.create_owner("ada", "mrk_ada_key", 0).unwrap();
     let buzz = store.create_agent(owner.id, "buzz", "/ws/buzz", 0).unwrap();
     let pickles = store
@@ -69,9 +118,8 @@ fn clean_run(version: VersionId, agent: AgentId, at_s: i64) -> NewUse {
     }
 }
 
-#[test]
-fn a_new_file_is_v1_and_the_same_code_matches_it_again() {
-    let f = family();
+fn a_new_file_is_v1_and_the_same_code_matches_it_again(backend: Backend) {
+    let f = family(backend);
     let first = f
         .store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
@@ -86,9 +134,8 @@ fn a_new_file_is_v1_and_the_same_code_matches_it_again() {
     assert_eq!(again.version.id, first.version.id);
 }
 
-#[test]
-fn an_edit_is_the_next_version_built_on_the_current_one_at_ninety_percent() {
-    let f = family();
+fn an_edit_is_the_next_version_built_on_the_current_one_at_ninety_percent(backend: Backend) {
+    let f = family(backend);
     let v1 = f
         .store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
@@ -116,9 +163,8 @@ fn an_edit_is_the_next_version_built_on_the_current_one_at_ninety_percent() {
     );
 }
 
-#[test]
-fn going_back_to_old_code_is_the_old_version_again() {
-    let f = family();
+fn going_back_to_old_code_is_the_old_version_again(backend: Backend) {
+    let f = family(backend);
     let v1 = f
         .store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
@@ -136,9 +182,8 @@ fn going_back_to_old_code_is_the_old_version_again() {
     assert_eq!(back.skill.current_version, Some(v1.id));
 }
 
-#[test]
-fn five_clean_runs_score_about_620_and_every_use_is_counted() {
-    let f = family();
+fn five_clean_runs_score_about_620_and_every_use_is_counted(backend: Backend) {
+    let f = family(backend);
     let v1 = f
         .store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
@@ -155,6 +200,7 @@ fn five_clean_runs_score_about_620_and_every_use_is_counted() {
     let version = last.unwrap().version;
     assert_eq!(version.uses, 5);
     assert_eq!(version.ok, 5);
+    f.store.assert_integrity_ok();
     assert!(
         (version.score - 620.0).abs() < 10.0,
         "score {}",
@@ -162,9 +208,38 @@ fn five_clean_runs_score_about_620_and_every_use_is_counted() {
     );
 }
 
-#[test]
-fn a_retried_event_id_is_not_counted_twice() {
-    let f = family();
+fn the_audit_agrees_with_recorded_runs_and_names_a_lost_use_or_a_stale_score(backend: Backend) {
+    let f = family(backend);
+    let v1 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
+        .unwrap()
+        .version;
+    for i in 0..4 {
+        f.store
+            .record_use(f.owner, &clean_run(v1.id, f.buzz, 100 + i * 60))
+            .unwrap();
+    }
+    f.store.assert_integrity_ok();
+
+    // A use that vanished behind the store's back, and a score nobody computed.
+    f.store
+        .tamper("DELETE FROM uses WHERE use_id = (SELECT MAX(use_id) FROM uses)");
+    let problems = f.store.audit(f.owner).unwrap();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(
+        problems[0].contains("buzz/chop")
+            && problems[0].contains("counts 4 runs (4 ok) but 3 runs (3 ok)"),
+        "{problems:?}"
+    );
+    assert!(problems[1].contains("the stored score is"), "{problems:?}");
+    f.store.tamper("UPDATE versions SET uses = 3, ok = 3");
+    let problems = f.store.audit(f.owner).unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+}
+
+fn a_retried_event_id_is_not_counted_twice(backend: Backend) {
+    let f = family(backend);
     let v1 = f
         .store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
@@ -178,9 +253,8 @@ fn a_retried_event_id_is_not_counted_twice() {
     assert_eq!(again.version.uses, 1);
 }
 
-#[test]
-fn another_owner_never_sees_a_family_s_skills_or_versions() {
-    let f = family();
+fn another_owner_never_sees_a_family_s_skills_or_versions(backend: Backend) {
+    let f = family(backend);
     let v1 = f
         .store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
@@ -224,9 +298,8 @@ fn another_owner_never_sees_a_family_s_skills_or_versions() {
     assert_eq!(theirs.version.parent, None);
 }
 
-#[test]
-fn a_copy_starts_its_own_history_built_on_the_original() {
-    let f = family();
+fn a_copy_starts_its_own_history_built_on_the_original(backend: Backend) {
+    let f = family(backend);
     let v1 = f
         .store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
@@ -249,9 +322,8 @@ fn a_copy_starts_its_own_history_built_on_the_original() {
     );
 }
 
-#[test]
-fn skills_show_one_entry_per_skill_at_its_current_version() {
-    let f = family();
+fn skills_show_one_entry_per_skill_at_its_current_version(backend: Backend) {
+    let f = family(backend);
     f.store
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
         .unwrap();
@@ -271,9 +343,8 @@ fn skills_show_one_entry_per_skill_at_its_current_version() {
     assert_eq!(f.store.skills(f.owner, Some(f.pickles)).unwrap().len(), 1);
 }
 
-#[test]
-fn tags_are_kept_and_peers_sharing_one_feed_the_effectiveness() {
-    let f = family();
+fn tags_are_kept_and_peers_sharing_one_feed_the_effectiveness(backend: Backend) {
+    let f = family(backend);
     let mut mine = snapshot(f.buzz, "buzz", "mine", "m1();");
     mine.tags = vec!["skill:mining".into()];
     let mine = f.store.match_script(f.owner, &mine, 1).unwrap().version;
@@ -302,9 +373,8 @@ fn tags_are_kept_and_peers_sharing_one_feed_the_effectiveness() {
     );
 }
 
-#[test]
-fn snippets_keep_their_own_history_per_agent() {
-    let f = family();
+fn snippets_keep_their_own_history_per_agent(backend: Backend) {
+    let f = family(backend);
     let snippet = |at| NewSnippetUse {
         agent: f.buzz,
         digest: "sha256:s".into(),
@@ -327,12 +397,11 @@ fn snippets_keep_their_own_history_per_agent() {
     assert_eq!(f.store.snippets(f.owner, f.buzz).unwrap().len(), 1);
 }
 
-#[test]
-fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("library.db");
-    let a = SqliteStore::open(&path).unwrap();
-    let b = SqliteStore::open(&path).unwrap();
+/// On SQLite two handles on one file; on PostgreSQL two handles (two pools) on one schema.
+fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window(backend: Backend) {
+    let library = backend.open();
+    let other_handle = library.open_again().unwrap();
+    let (a, b): (&dyn Store, &dyn Store) = (&*library, &*other_handle);
     let owner = a.create_owner("ada", "k", 0).unwrap().id;
     let buzz = a.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
     let v1 = a
@@ -342,7 +411,7 @@ fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window() {
     // Interleave writers: each must see the other's uses in its window (the cache is checked
     // against the version's use count inside the transaction).
     for i in 0..10 {
-        let (store, ok) = if i % 2 == 0 { (&a, true) } else { (&b, false) };
+        let (store, ok) = if i % 2 == 0 { (a, true) } else { (b, false) };
         let mut run = clean_run(v1.id, buzz, 100 + i);
         run.outcome.ok = ok;
         store.record_use(owner, &run).unwrap();
@@ -350,7 +419,7 @@ fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window() {
     let version = a.version(owner, v1.id).unwrap();
     assert_eq!((version.uses, version.ok), (10, 5));
     // The same uses recorded through one handle must give exactly the same score.
-    let single = SqliteStore::open_in_memory().unwrap();
+    let single = backend.open();
     let owner2 = single.create_owner("ada", "k", 0).unwrap().id;
     let buzz2 = single.create_agent(owner2, "buzz", "/ws", 0).unwrap().id;
     let w1 = single
@@ -363,19 +432,23 @@ fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window() {
         single.record_use(owner2, &run).unwrap();
     }
     assert_eq!(single.version(owner2, w1.id).unwrap().score, version.score);
-    assert_eq!(a.integrity_check().unwrap(), "ok");
+    library.assert_integrity_ok();
 }
 
-#[test]
-fn a_library_from_a_newer_mindrune_is_refused_with_a_clear_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("library.db");
-    drop(SqliteStore::open(&path).unwrap());
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.pragma_update(None, "user_version", 99).unwrap();
-    drop(conn);
-    let err = SqliteStore::open(&path).unwrap_err().to_string();
-    assert!(err.contains("newer MindRune"), "{err}");
+/// On SQLite the file's `user_version`; on PostgreSQL a row in the schema's
+/// `mindrune_migrations`.
+fn a_library_from_a_newer_mindrune_is_refused_with_a_clear_error(backend: Backend) {
+    let library = backend.open();
+    library.stamp_schema_version(99);
+    let err = library
+        .open_again()
+        .err()
+        .expect("a library from a newer MindRune is refused");
+    assert!(
+        matches!(err, StoreError::TooNew { found: 99, .. }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("newer MindRune"), "{err}");
 }
 
 fn failed_run(version: VersionId, agent: AgentId, at_s: i64) -> NewUse {
@@ -384,9 +457,8 @@ fn failed_run(version: VersionId, agent: AgentId, at_s: i64) -> NewUse {
     run
 }
 
-#[test]
-fn a_headed_script_is_shared_right_after_the_run_that_makes_it_qualify() {
-    let f = family();
+fn a_headed_script_is_shared_right_after_the_run_that_makes_it_qualify(backend: Backend) {
+    let f = family(backend);
     let file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
         HeaderState::Skill,
@@ -422,9 +494,8 @@ fn a_headed_script_is_shared_right_after_the_run_that_makes_it_qualify() {
     assert!(family_skills[0].versions[0].shared_at.is_some());
 }
 
-#[test]
-fn a_script_without_a_header_is_never_shared_and_the_header_shares_it_at_once() {
-    let f = family();
+fn a_script_without_a_header_is_never_shared_and_the_header_shares_it_at_once(backend: Backend) {
+    let f = family(backend);
     let bare = snapshot(f.buzz, "buzz", "chop", "chop();");
     let v1 = f.store.match_script(f.owner, &bare, 1).unwrap();
     for run in 0..6 {
@@ -447,9 +518,8 @@ fn a_script_without_a_header_is_never_shared_and_the_header_shares_it_at_once() 
     assert_eq!(f.store.shared_skills(f.owner).unwrap().len(), 1);
 }
 
-#[test]
-fn private_or_a_removed_header_un_shares_and_the_header_back_shares_again() {
-    let f = family();
+fn private_or_a_removed_header_un_shares_and_the_header_back_shares_again(backend: Backend) {
+    let f = family(backend);
     let file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
         HeaderState::Skill,
@@ -493,9 +563,8 @@ fn private_or_a_removed_header_un_shares_and_the_header_back_shares_again() {
     );
 }
 
-#[test]
-fn eager_sharing_lowers_the_bar_and_switching_it_off_keeps_what_was_shared() {
-    let f = family();
+fn eager_sharing_lowers_the_bar_and_switching_it_off_keeps_what_was_shared(backend: Backend) {
+    let f = family(backend);
     f.store.set_eager_sharing(f.owner, true).unwrap();
     let file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
@@ -516,9 +585,8 @@ fn eager_sharing_lowers_the_bar_and_switching_it_off_keeps_what_was_shared() {
     assert!(!f.store.owner(f.owner).unwrap().eager_sharing);
 }
 
-#[test]
-fn one_failure_in_three_does_not_clear_the_eager_bar() {
-    let f = family();
+fn one_failure_in_three_does_not_clear_the_eager_bar(backend: Backend) {
+    let f = family(backend);
     f.store.set_eager_sharing(f.owner, true).unwrap();
     let file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
@@ -538,9 +606,8 @@ fn one_failure_in_three_does_not_clear_the_eager_bar() {
     assert_eq!(third.shared, None, "score {}", third.version.score);
 }
 
-#[test]
-fn the_bar_lowered_later_shares_qualified_scripts_at_the_turn_end() {
-    let f = family();
+fn the_bar_lowered_later_shares_qualified_scripts_at_the_turn_end(backend: Backend) {
+    let f = family(backend);
     let file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
         HeaderState::Skill,
@@ -563,9 +630,8 @@ fn the_bar_lowered_later_shares_qualified_scripts_at_the_turn_end() {
     assert_eq!(changes[0].label, "buzz/chop");
 }
 
-#[test]
-fn a_deleted_file_un_shares_its_skill_and_keeps_its_history() {
-    let f = family();
+fn a_deleted_file_un_shares_its_skill_and_keeps_its_history(backend: Backend) {
+    let f = family(backend);
     let file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
         HeaderState::Skill,
@@ -594,9 +660,8 @@ fn a_deleted_file_un_shares_its_skill_and_keeps_its_history() {
     assert_eq!(back.version.uses, 5);
 }
 
-#[test]
-fn an_unproven_new_version_does_not_replace_the_shared_one() {
-    let f = family();
+fn an_unproven_new_version_does_not_replace_the_shared_one(backend: Backend) {
+    let f = family(backend);
     let file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
         HeaderState::Skill,
@@ -625,9 +690,8 @@ fn an_unproven_new_version_does_not_replace_the_shared_one() {
     assert_eq!(standing, [(2, false), (1, true)]);
 }
 
-#[test]
-fn sibling_use_counts_siblings_runs_of_any_version_and_of_copies() {
-    let f = family();
+fn sibling_use_counts_siblings_runs_of_any_version_and_of_copies(backend: Backend) {
+    let f = family(backend);
     let file = headed(
         snapshot(f.buzz, "buzz", "mine", "mine();"),
         HeaderState::Skill,
@@ -661,9 +725,8 @@ fn sibling_use_counts_siblings_runs_of_any_version_and_of_copies() {
     );
 }
 
-#[test]
-fn lessons_follow_the_lab_log_and_keep_their_first_seen_time() {
-    let f = family();
+fn lessons_follow_the_lab_log_and_keep_their_first_seen_time(backend: Backend) {
+    let f = family(backend);
     let lesson = |line: usize, text: &str| NewLesson {
         line,
         text: text.into(),
@@ -701,9 +764,10 @@ fn lessons_follow_the_lab_log_and_keep_their_first_seen_time() {
     assert!(f.store.replace_lessons(other.id, f.buzz, &[], 30).is_err());
 }
 
-#[test]
-fn deleting_an_agent_removes_its_scripts_and_leaves_its_shared_skills_to_the_family() {
-    let f = family();
+fn deleting_an_agent_removes_its_scripts_and_leaves_its_shared_skills_to_the_family(
+    backend: Backend,
+) {
+    let f = family(backend);
     let shared_file = headed(
         snapshot(f.buzz, "buzz", "chop", "chop();"),
         HeaderState::Skill,
@@ -743,16 +807,15 @@ fn deleting_an_agent_removes_its_scripts_and_leaves_its_shared_skills_to_the_fam
     assert!(f.store.skill(f.owner, private.skill.id).is_err());
     assert!(f.store.lessons(f.owner).unwrap().is_empty());
     assert_eq!(f.store.use_count(f.owner).unwrap(), 5);
-    assert_eq!(f.store.integrity_check().unwrap(), "ok");
+    f.store.assert_integrity_ok();
 }
 
-#[test]
-fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets() {
-    let f = family();
+fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets(backend: Backend) {
+    let f = family(backend);
     let day: i64 = 24 * 60 * 60 * 1000;
     let now = 30 * day;
     let since = now - mindrune_core::near_repeat::WINDOW_MS;
-    let run = |store: &SqliteStore, owner, agent, code: &str, at: i64, ok: bool| {
+    let run = |store: &dyn Store, owner, agent, code: &str, at: i64, ok: bool| {
         store
             .record_snippet_use(
                 owner,
@@ -776,15 +839,15 @@ fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets() {
     let old = "await bot.openBank();";
     // Two runs of `west` before the window do not count; three in it do, one of them failed.
     for at in [since - 2 * day, since - 1, since, since + day, now] {
-        run(&f.store, f.owner, f.buzz, west, at, at != since + day);
+        run(&*f.store, f.owner, f.buzz, west, at, at != since + day);
     }
-    run(&f.store, f.owner, f.buzz, east, now - day, true);
-    run(&f.store, f.owner, f.buzz, old, since - day, true);
+    run(&*f.store, f.owner, f.buzz, east, now - day, true);
+    run(&*f.store, f.owner, f.buzz, old, since - day, true);
     // A sibling's snippet and another family's are not this agent's history.
-    run(&f.store, f.owner, f.pickles, west, now, true);
+    run(&*f.store, f.owner, f.pickles, west, now, true);
     let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap().id;
     let bobs = f.store.create_agent(other, "rex", "/ws/rex", 0).unwrap().id;
-    run(&f.store, other, bobs, west, now, true);
+    run(&*f.store, other, bobs, west, now, true);
 
     let runs = f.store.snippet_runs_since(f.owner, f.buzz, since).unwrap();
     let summary: Vec<(&str, i64, i64, i64)> = runs
@@ -817,11 +880,12 @@ fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets() {
 
 /// The topic-tag vocabulary is global reference data: one per library, written as a whole by
 /// `tags build`, read by every family alike.
-#[test]
-fn the_vocabulary_is_replaced_as_a_whole_and_a_rebuild_adds_new_pages_as_new_tags() {
+fn the_vocabulary_is_replaced_as_a_whole_and_a_rebuild_adds_new_pages_as_new_tags(
+    backend: Backend,
+) {
     use mindrune_store::{VocabularyEntry, VocabularySource};
 
-    let store = SqliteStore::open_in_memory().unwrap();
+    let store = backend.open();
     assert_eq!(store.vocabulary_digest().unwrap(), None, "never built");
     assert!(store.vocabulary().unwrap().is_empty());
 
@@ -920,16 +984,15 @@ fn the_vocabulary_is_replaced_as_a_whole_and_a_rebuild_adds_new_pages_as_new_tag
     assert_eq!(store.vocabulary().unwrap().len(), 3);
 
     // The vocabulary is the same for every family: it lives beside them, not in one.
-    let f = family();
+    let f = family(backend);
     f.store.replace_vocabulary(&second, 50).unwrap();
     f.store.create_owner("eve", "mrk_eve_key", 60).unwrap();
     assert_eq!(f.store.vocabulary().unwrap().len(), 3);
-    assert_eq!(f.store.integrity_check().unwrap(), "ok");
+    f.store.assert_integrity_ok();
 }
 
-#[test]
-fn a_runner_token_names_its_agent_until_it_is_revoked() {
-    let f = family();
+fn a_runner_token_names_its_agent_until_it_is_revoked(backend: Backend) {
+    let f = family(backend);
     f.store
         .issue_runner_token(f.owner, f.buzz, "sha256:token-of-buzz", 1)
         .unwrap();
@@ -955,9 +1018,8 @@ fn a_runner_token_names_its_agent_until_it_is_revoked() {
     );
 }
 
-#[test]
-fn a_token_cannot_be_issued_for_another_owner_s_agent() {
-    let f = family();
+fn a_token_cannot_be_issued_for_another_owner_s_agent(backend: Backend) {
+    let f = family(backend);
     let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
     assert!(
         f.store
@@ -986,17 +1048,15 @@ fn a_token_cannot_be_issued_for_another_owner_s_agent() {
     );
 }
 
-#[test]
-fn operator_tokens_are_known_by_their_digest() {
-    let f = family();
+fn operator_tokens_are_known_by_their_digest(backend: Backend) {
+    let f = family(backend);
     assert!(!f.store.operator_token_valid("sha256:op").unwrap());
     f.store.issue_operator_token("sha256:op", 1).unwrap();
     assert!(f.store.operator_token_valid("sha256:op").unwrap());
 }
 
-#[test]
-fn a_session_lasts_until_it_expires_or_ends() {
-    let f = family();
+fn a_session_lasts_until_it_expires_or_ends(backend: Backend) {
+    let f = family(backend);
     f.store
         .create_session(f.owner, "sha256:cookie", "csrf-1", 1_000, 5_000)
         .unwrap();
@@ -1008,9 +1068,8 @@ fn a_session_lasts_until_it_expires_or_ends() {
     assert!(f.store.session("sha256:cookie", 2_000).unwrap().is_none());
 }
 
-#[test]
-fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing() {
-    let f = family();
+fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing(backend: Backend) {
+    let f = family(backend);
     assert!(f.store.avatar_state(f.owner, f.buzz).unwrap().is_none());
     f.store
         .save_avatar_state(f.owner, f.buzz, r#"{"wealth":10}"#, 2_000)
@@ -1030,9 +1089,8 @@ fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing() {
     );
 }
 
-#[test]
-fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused() {
-    let f = family();
+fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused(backend: Backend) {
+    let f = family(backend);
     let chop = f
         .store
         .match_script(

@@ -90,3 +90,78 @@ fn bench_json_rows_have_every_field() {
         }
     }
 }
+
+/// `bench record --database postgres://…`: the SQLite figures and, in the same run, the same
+/// uses on PostgreSQL beside bare PostgreSQL inserts; the scratch schema is gone afterwards.
+/// PostgreSQL: MINDRUNE_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test);
+/// when it cannot be reached the test fails, as the other PostgreSQL tests do.
+#[test]
+fn bench_record_on_postgres_prints_both_backends_and_drops_its_schema() {
+    let url = std::env::var("MINDRUNE_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap_or_else(|err| {
+        panic!("PostgreSQL is not reachable: {err}; point MINDRUNE_TEST_DATABASE_URL at one")
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .env("MINDRUNE_HOME", dir.path().join("home"))
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .args([
+            "--database",
+            &url,
+            "bench",
+            "record",
+            "--uses",
+            "300",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "mindrune bench record on PostgreSQL failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    for (backend, baseline) in [
+        (&value, "baseline_bare_sqlite"),
+        (&value["postgresql"], "baseline_bare_postgresql"),
+    ] {
+        for figures in [&backend["mindrune"], &backend[baseline]] {
+            for field in ["uses_per_second", "p50_us", "p99_us", "mean_us"] {
+                assert!(
+                    figures[field].as_f64().is_some_and(|v| v > 0.0),
+                    "{field} missing in {figures} ({baseline})"
+                );
+            }
+        }
+        assert!(
+            backend["ratio"].as_f64().is_some_and(|r| r > 0.0),
+            "{value}"
+        );
+    }
+    let targets = value["postgresql"]["targets"].as_array().expect("targets");
+    assert_eq!(targets.len(), 1, "only the ratio is a target: {value}");
+    assert_eq!(targets[0]["figure"], "ratio");
+    assert!(targets[0]["pass"].is_boolean());
+
+    // The scratch schema it named, and any other of this process's, is gone.
+    let schema = value["postgresql"]["schema"].as_str().expect("schema");
+    assert!(
+        schema.starts_with(&format!("bench_record_{pid}_")),
+        "{schema}"
+    );
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM information_schema.schemata
+             WHERE schema_name = $1 OR schema_name LIKE $2",
+            &[&schema, &format!("bench\\_record\\_{pid}\\_%")],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "bench record left its schema {schema} behind");
+}

@@ -16,22 +16,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::util::{TestLibrary, script, visible_files};
+use crate::util::{Rng, TestLibrary, script, visible_files};
 
 /// The signal `Child::kill` sends.
 const SIGKILL: i32 = 9;
-
-/// A small xorshift generator: the tests need no more, and print its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
 
 fn seed(test: &str) -> u64 {
     let seed = match std::env::var("MINDRUNE_FAULT_SEED") {

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::util::{TestLibrary, mode_of, stderr, visible_files};
+use crate::util::{Rng, TestLibrary, mode_of, stderr, visible_files};
 
 const SKILLS: usize = 200;
 const ITERATIONS: usize = 120;
@@ -67,18 +67,6 @@ fn clean_refresh(lib: &TestLibrary, dir: &Path) -> (BTreeMap<String, Vec<u8>>, D
     let started = Instant::now();
     lib.ok(&["mirror", "pickles", "--out", dir.to_str().unwrap()]);
     (visible_files(dir), started.elapsed())
-}
-
-/// A small xorshift generator: the test needs no more, and prints its seed.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
 }
 
 fn seed() -> u64 {

@@ -56,7 +56,7 @@ fn write_page(wiki: &Path, tag: &str, heading: &str) {
 }
 
 /// A wiki tree of every page in rs-sdk's listing, in `<dir>/rs-sdk/wiki`.
-fn generate_wiki(dir: &Path) -> PathBuf {
+pub(crate) fn generate_wiki(dir: &Path) -> PathBuf {
     let path = wiki_pages_path();
     let listing = std::fs::read_to_string(&path).unwrap_or_else(|err| {
         panic!(

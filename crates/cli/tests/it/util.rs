@@ -188,3 +188,16 @@ pub fn mode_of(path: &std::path::Path) -> u32 {
         .mode()
         & 0o7777
 }
+
+/// A small xorshift generator: the tests need no more, and print their seeds, so a failing run
+/// can be repeated.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}

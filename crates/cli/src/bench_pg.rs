@@ -1,0 +1,366 @@
+//! `mindrune bench record` on PostgreSQL, when `--database` / MINDRUNE_DATABASE_URL names one:
+//! the same event lines recorded by MindRune into a library in a scratch schema of that
+//! database, beside bare PostgreSQL inserts of the same rows into the same `uses` table, one
+//! transaction each, in alternating blocks (the SQLite measurement's method, `bench.rs`).
+//!
+//! The design budget (≥ 5,000 uses/s, p99 < 2 ms) is written for embedded SQLite; on PostgreSQL
+//! every use is a few round trips to a server, so only the ratio to bare inserts is a target
+//! here, and uses/s and p99 are reported as figures. The scratch schema is dropped at the end,
+//! also when the benchmark fails.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context as _;
+use mindrune_engine::Recorder;
+use mindrune_store::{PgStore, Store as _};
+use serde_json::json;
+
+use crate::bench::{
+    self, BARE_XP, Figures, Row, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND,
+    Workload, micros, number,
+};
+use crate::library::{self, Database};
+
+/// What the PostgreSQL baseline is.
+const BARE_NAME: &str = "bare PostgreSQL insert, one tx each";
+
+/// The PostgreSQL database this process's library is in (`--database` /
+/// MINDRUNE_DATABASE_URL), if one was chosen.
+pub fn chosen(home: &Path) -> Option<String> {
+    match library::database(home) {
+        Database::Postgres(url) => Some(url),
+        Database::Sqlite(_) => None,
+    }
+}
+
+/// `bench record` on PostgreSQL alone, at `uses` uses (for `mindrune bench`): its rows.
+pub fn record(url: &str, uses: usize) -> anyhow::Result<Vec<Row>> {
+    let work = bench::workload(uses)?;
+    Ok(measure(url, &work)?.rows(&format!("{uses} uses, {SCRIPTS} scripts")))
+}
+
+/// The figures of one PostgreSQL run.
+pub(crate) struct Measured {
+    /// host:port/database, never the password.
+    location: String,
+    schema: String,
+    /// The server's `synchronous_commit`, which bounds what a commit costs.
+    synchronous_commit: String,
+    mindrune: Figures,
+    bare: Figures,
+    /// Ratio of mean latency, MindRune / bare.
+    ratio: f64,
+}
+
+/// A scratch schema; dropping the guard drops the schema and everything in it, also when the
+/// benchmark failed half-way.
+struct Scratch {
+    store: PgStore,
+    schema: String,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Err(err) = self.store.drop_schema() {
+            eprintln!(
+                "mindrune bench record: could not drop the scratch schema {} in PostgreSQL at {}: {err}\n\
+                 hint: drop it by hand: DROP SCHEMA {} CASCADE",
+                self.schema,
+                self.store.location(),
+                self.schema
+            );
+        }
+    }
+}
+
+/// A schema name no other run uses: `bench_record_<pid>_<nanos>`.
+fn scratch_name() -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    format!("bench_record_{}_{nanos}", std::process::id())
+}
+
+/// The URL without MindRune's own `schema=NAME` parameter (the driver refuses it), other
+/// parameters kept.
+fn without_schema(url: &str) -> String {
+    let Some((base, query)) = url.split_once('?') else {
+        return url.to_string();
+    };
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty() && !pair.starts_with("schema="))
+        .collect();
+    if rest.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", rest.join("&"))
+    }
+}
+
+/// The URL of the library in `schema` of the same database (a schema the URL named is
+/// replaced: the benchmark never writes into a real library).
+fn in_schema(url: &str, schema: &str) -> String {
+    let url = without_schema(url);
+    let join = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{join}schema={schema}")
+}
+
+/// One plain connection to the database with `schema` as its search path: the baseline's.
+fn connect(url: &str, schema: &str) -> anyhow::Result<postgres::Client> {
+    let mut config: postgres::Config = without_schema(url)
+        .parse()
+        .context("the --database URL is not one PostgreSQL reads")?;
+    let options = match config.get_options() {
+        Some(options) => format!("{options} -c search_path={schema}"),
+        None => format!("-c search_path={schema}"),
+    };
+    config.options(&options);
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(Duration::from_secs(10));
+    }
+    config
+        .connect(postgres::NoTls)
+        .context("cannot connect the baseline's client to PostgreSQL")
+}
+
+/// Records the workload's lines into a library in a scratch schema of the database at `url`,
+/// beside bare inserts of the same rows, and drops the schema.
+pub(crate) fn measure(url: &str, work: &Workload) -> anyhow::Result<Measured> {
+    let uses = work.lines.len();
+    let schema = scratch_name();
+    let store = PgStore::open(&in_schema(url, &schema))
+        .context("cannot make a scratch library in PostgreSQL for `bench record`")?;
+    // From here on the schema exists: the guard drops it however this function ends.
+    let scratch = Scratch { store, schema };
+    let store = &scratch.store;
+
+    // MindRune: the library's own owner and agent, as on SQLite.
+    let agent = bench::add_bench_agent(store, work.dir.path(), "bench-owner", "bench")?;
+    let recorder = Recorder::new(store);
+
+    // Baseline: an owner of its own in the same tables (so the two never see each other's
+    // rows), its skill and one version per script inserted first, then the same uses, bare.
+    let baseline =
+        bench::add_bench_agent(store, work.dir.path(), "bench-baseline", "bench-baseline")?;
+    let mut client = connect(url, &scratch.schema)?;
+    let synchronous_commit: String = client.query_one("SHOW synchronous_commit", &[])?.get(0);
+    let skill: i64 = client
+        .query_one(
+            "INSERT INTO skills (owner_id, agent_id, agent_name, name, path, created_at)
+             VALUES ($1, $2, 'bench-baseline', 'x', 'bots/bench-baseline/x.ts', 0) RETURNING skill_id",
+            &[&baseline.owner.0, &baseline.id.0],
+        )?
+        .get(0);
+    let mut versions = Vec::with_capacity(SCRIPTS);
+    for i in 0..SCRIPTS {
+        let version: i64 = client
+            .query_one(
+                "INSERT INTO versions (owner_id, skill_id, number, digest, code, created_at)
+                 VALUES ($1, $2, $3, $4, '', 0) RETURNING version_id",
+                &[&baseline.owner.0, &skill, &(i as i64 + 1), &format!("d{i}")],
+            )?
+            .get(0);
+        versions.push(version);
+    }
+    let insert = client.prepare(
+        "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                           deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, 0, 0, FALSE, 0, 'shell', $8, $9, NULL, $4)",
+    )?;
+
+    let (mindrune, bare) = bench::alternate(
+        uses,
+        |i| {
+            let recorded = recorder.record_line(&work.lines[i])?;
+            anyhow::ensure!(
+                recorded.runs.len() == 1,
+                "the benchmark event did not record one run on PostgreSQL: {recorded:?}"
+            );
+            Ok(())
+        },
+        |i| {
+            let event = &work.events[i];
+            let mut tx = client.transaction()?;
+            tx.execute(
+                &insert,
+                &[
+                    &baseline.owner.0,
+                    &versions[i % SCRIPTS],
+                    &baseline.id.0,
+                    &event.at.map_or(0, |at| at.unix_timestamp() * 1000),
+                    &event.ok.unwrap_or(true),
+                    &(event.duration_ms.unwrap_or(0) as i64),
+                    &BARE_XP,
+                    &bench::bare_call(event),
+                    &event.output.as_deref(),
+                ],
+            )?;
+            tx.commit()?;
+            Ok(())
+        },
+    )?;
+    anyhow::ensure!(
+        store.use_count(agent.owner)? == uses as i64,
+        "not every use was stored in PostgreSQL"
+    );
+    drop(client);
+    Ok(Measured {
+        location: store.location().to_string(),
+        schema: scratch.schema.clone(),
+        synchronous_commit,
+        ratio: mindrune.mean.as_secs_f64() / bare.mean.as_secs_f64(),
+        mindrune,
+        bare,
+    })
+}
+
+impl Measured {
+    fn pass(&self) -> bool {
+        self.ratio <= TARGET_RATIO
+    }
+
+    /// The `postgresql` object of `bench record --json`.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        json!({
+            "database": self.location,
+            "schema": self.schema,
+            "synchronous_commit": self.synchronous_commit,
+            "mindrune": bench::figures_json(&self.mindrune),
+            "baseline_bare_postgresql": bench::figures_json(&self.bare),
+            "ratio": self.ratio,
+            "targets": [{"figure": "ratio", "target": format!("≤ {TARGET_RATIO}×"), "pass": self.pass()}],
+        })
+    }
+
+    /// The PostgreSQL part of `bench record`'s text, then both backends side by side.
+    pub(crate) fn write_text(
+        &self,
+        out: &mut impl Write,
+        uses: usize,
+        [sqlite, sqlite_bare]: [&Figures; 2],
+        sqlite_ratio: f64,
+    ) -> std::io::Result<()> {
+        writeln!(
+            out,
+            "\nthe same {uses} uses on PostgreSQL at {} (synchronous_commit={}; scratch schema {}, \
+             dropped after the run)\n",
+            self.location, self.synchronous_commit, self.schema
+        )?;
+        bench::write_figures(
+            out,
+            [
+                (
+                    "MindRune (parse, classify, match, insert, rescore)",
+                    &self.mindrune,
+                ),
+                (BARE_NAME, &self.bare),
+            ],
+            self.ratio,
+        )?;
+        writeln!(
+            out,
+            "  {:<7} target {:<10} {}",
+            "ratio",
+            format!("≤ {TARGET_RATIO}×"),
+            if self.pass() { "pass" } else { "FAIL" }
+        )?;
+        writeln!(
+            out,
+            "  uses/s and p99 are figures only: the budget (≥ {TARGET_USES_PER_SECOND:.0} uses/s, \
+             p99 < {}) is SQLite's\n",
+            micros(TARGET_P99)
+        )?;
+        let line = |out: &mut dyn Write, name: &str, sqlite: String, pg: String| {
+            writeln!(out, "{name:<42}{sqlite:>10}{pg:>12}")
+        };
+        line(out, "side by side", "SQLite".into(), "PostgreSQL".into())?;
+        for (who, sqlite, pg) in [
+            ("MindRune", sqlite, &self.mindrune),
+            ("bare insert", sqlite_bare, &self.bare),
+        ] {
+            line(
+                out,
+                &format!("{who} uses/s"),
+                number(sqlite.per_second),
+                number(pg.per_second),
+            )?;
+            line(
+                out,
+                &format!("{who} p50"),
+                micros(sqlite.p50),
+                micros(pg.p50),
+            )?;
+            line(
+                out,
+                &format!("{who} p99"),
+                micros(sqlite.p99),
+                micros(pg.p99),
+            )?;
+        }
+        line(
+            out,
+            "ratio of mean latency (MindRune / bare)",
+            format!("{sqlite_ratio:.2}×"),
+            format!("{:.2}×", self.ratio),
+        )
+    }
+
+    /// `bench record`'s PostgreSQL rows: uses/s and p99 for the record, the ratio against its
+    /// target.
+    pub(crate) fn rows(&self, size: &str) -> Vec<Row> {
+        let us = |d: Duration| d.as_secs_f64() * 1e6;
+        vec![
+            Row::new("record", "uses recorded per second (PostgreSQL)", size)
+                .figure(self.mindrune.per_second, "uses/s")
+                .baseline(BARE_NAME, self.bare.per_second, "uses/s"),
+            Row::new("record", "p99 latency of one use (PostgreSQL)", size)
+                .figure(us(self.mindrune.p99), "µs")
+                .baseline(BARE_NAME, us(self.bare.p99), "µs"),
+            Row::new("record", "mean latency of one use (PostgreSQL)", size)
+                .figure(us(self.mindrune.mean), "µs")
+                .baseline(BARE_NAME, us(self.bare.mean), "µs")
+                .target(format!("ratio ≤ {TARGET_RATIO}×"), self.pass()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scratch_schema_replaces_any_schema_the_url_names() {
+        assert_eq!(
+            in_schema("postgres://u@h:5432/db", "bench_record_1_2"),
+            "postgres://u@h:5432/db?schema=bench_record_1_2"
+        );
+        assert_eq!(
+            in_schema(
+                "postgres://u@h/db?schema=lib&sslmode=disable",
+                "bench_record_1_2"
+            ),
+            "postgres://u@h/db?sslmode=disable&schema=bench_record_1_2"
+        );
+        assert_eq!(
+            without_schema("postgres://u@h/db?schema=lib"),
+            "postgres://u@h/db"
+        );
+    }
+
+    #[test]
+    fn a_scratch_name_is_a_schema_name() {
+        let name = scratch_name();
+        assert!(
+            name.starts_with("bench_record_") && name.len() <= 63,
+            "{name}"
+        );
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        );
+    }
+}

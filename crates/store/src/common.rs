@@ -1,0 +1,178 @@
+//! What both backends share that is not SQL: how list and map columns are written and read,
+//! and how a score window takes a new use.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use mindrune_core::score::{self, UseSample};
+
+use crate::{AgentId, HeaderState, Outcome, SharingKind, SkillId};
+
+/// A newline-joined list column as a list.
+pub(crate) fn lines_of(text: String) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+pub(crate) fn json_map(map: &BTreeMap<String, f64>) -> Option<String> {
+    if map.is_empty() {
+        None
+    } else {
+        serde_json::to_string(map).ok()
+    }
+}
+
+pub(crate) fn parse_map(json: Option<String>) -> BTreeMap<String, f64> {
+    json.and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+pub(crate) fn sample_from(outcome: &Outcome, agent: AgentId) -> UseSample {
+    UseSample {
+        at: outcome.at.div_euclid(1000),
+        ok: outcome.ok,
+        agent: agent.0,
+        duration_ms: outcome.duration_ms,
+        xp: outcome.xp.clone(),
+        items: outcome.items.clone(),
+        goal_progress: outcome.goal_progress,
+        deaths: outcome.deaths,
+        stuck: outcome.stuck,
+        items_lost: outcome.items_lost,
+    }
+}
+
+/// Puts a new sample into a newest-first window at its place in time (a replayed event may be
+/// older than the newest use) and keeps the window at its size.
+pub(crate) fn insert_sample(window: &mut VecDeque<UseSample>, sample: UseSample) {
+    // Among equal times the newer insert counts as newer, as `use_id DESC` orders it.
+    let position = window
+        .iter()
+        .position(|s| s.at <= sample.at)
+        .unwrap_or(window.len());
+    window.insert(position, sample);
+    window.truncate(score::WINDOW);
+}
+
+pub(crate) fn sorted(tags: &[String]) -> Vec<String> {
+    let mut tags = tags.to_vec();
+    tags.sort();
+    tags.dedup();
+    tags
+}
+
+/// What a version's row says about its runs and score, as the audit reads it.
+pub(crate) struct StoredVersion {
+    pub version: i64,
+    pub label: String,
+    pub uses: i64,
+    pub ok: i64,
+    pub score: f64,
+    pub inherited: Option<f64>,
+    pub peer_rate: Option<f64>,
+    /// The skill's tags, newline-joined (as the skills table keeps them).
+    pub tags: String,
+}
+
+/// Compares a version's stored counters and score with a recomputation from its uses: the
+/// counted rows, and the score of its newest uses under the peer rate its last use recorded.
+/// Returns what disagrees, one line each.
+pub(crate) fn audit_version(
+    stored: &StoredVersion,
+    counted_uses: i64,
+    counted_ok: i64,
+    window: &[UseSample],
+) -> Vec<String> {
+    let mut problems = Vec::new();
+    let label = format!("{} (version {})", stored.label, stored.version);
+    if stored.uses != counted_uses || stored.ok != counted_ok {
+        problems.push(format!(
+            "{label}: the row counts {} runs ({} ok) but {counted_uses} runs ({counted_ok} ok) are recorded",
+            stored.uses, stored.ok
+        ));
+    }
+    if counted_uses > 0 {
+        let tags = lines_of(stored.tags.clone());
+        let measure = score::Measure::choose(&tags, window);
+        let recomputed = score::score(&score::ScoreInput {
+            window,
+            measure: &measure,
+            peer_median_rate: if tags.is_empty() {
+                None
+            } else {
+                stored.peer_rate
+            },
+            inherited: stored.inherited,
+        })
+        .total;
+        if (recomputed - stored.score).abs() > 1e-6 {
+            problems.push(format!(
+                "{label}: the stored score is {:.3} but its runs give {recomputed:.3}",
+                stored.score
+            ));
+        }
+    }
+    problems
+}
+
+/// What the family sees of a skill at one moment.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub(crate) struct SharingState {
+    /// Shared with the family now: headed, its file present, and a version was shared.
+    pub visible: bool,
+    /// The newest version that was ever shared.
+    pub newest_shared: Option<i64>,
+}
+
+/// How a change of what the family sees of a skill is logged: shared (with the version now
+/// shared) or un-shared, and why. `current` is the skill's current version's number, runs and
+/// score; `deleted` and `header` say what its file is now.
+pub(crate) fn sharing_change(
+    before: &SharingState,
+    after: &SharingState,
+    current: Option<(i64, i64, f64)>,
+    deleted: bool,
+    header: &str,
+) -> (SharingKind, Option<i64>, String) {
+    if after.visible {
+        let newly_proven = after.newest_shared != before.newest_shared;
+        let reason = match current {
+            Some((number, uses, score)) if newly_proven && after.newest_shared == Some(number) => {
+                format!(
+                    "cleared the bar ({uses} runs, score {})",
+                    score.round() as i64
+                )
+            }
+            _ => "shared again: its header and file are back".to_string(),
+        };
+        (SharingKind::Shared, after.newest_shared, reason)
+    } else {
+        let reason = if deleted {
+            "the file was deleted or renamed"
+        } else if HeaderState::parse(header) == HeaderState::Private {
+            "the header says @private"
+        } else {
+            "the @skill header was removed"
+        };
+        (SharingKind::Unshared, None, reason.to_string())
+    }
+}
+
+/// What recording a use reads of its version.
+pub(crate) struct VersionRow {
+    pub skill: SkillId,
+    pub number: i64,
+    pub uses: i64,
+    pub ok: i64,
+    pub score: f64,
+    pub inherited: Option<f64>,
+    pub measure_key: String,
+    pub peer_rate: Option<f64>,
+    pub peer_checked_uses: Option<i64>,
+    /// Newline-joined, sorted.
+    pub tags: String,
+    /// The version is a headed file's current version and not shared yet: a use may make it
+    /// clear the bar.
+    pub may_share: bool,
+}

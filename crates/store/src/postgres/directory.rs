@@ -1,0 +1,561 @@
+//! The directory on PostgreSQL: owners, agents, the topic-tag vocabulary, runner and operator
+//! tokens, dashboard sessions and each avatar's reported state.
+//!
+//! These are the look-ups that find a family (by a name, a token's digest or a session's digest)
+//! and the small records kept beside it. A change to what belongs to one family (its agents, an
+//! agent's tokens and times, its sessions, its avatars' states, its sharing switch) runs as that
+//! family's write, under its lock; owners, operator tokens and the vocabulary belong to no family
+//! and take a global write. Text is ordered with the `C` collation, byte by byte, as SQLite orders
+//! it, whatever the database's own collation.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::conn::Tx;
+
+use super::rows::{AGENT_COLUMNS, OWNER_COLUMNS, agent_from, all, col, owner_from};
+use super::{Fail, PgResult, PgStore, VOCABULARY_LOCK, is_unique_violation};
+use crate::common::lines_of;
+use crate::{
+    Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError,
+    VocabularyChange, VocabularyEntry, VocabularySource,
+};
+
+/// Turns a unique constraint's failure into the store's conflict, leaving other failures as
+/// they are.
+fn conflict_on_unique(err: postgres::Error, conflict: impl FnOnce() -> StoreError) -> Fail {
+    let fail = Fail::from(err);
+    if is_unique_violation(&fail) {
+        Fail::Store(conflict())
+    } else {
+        fail
+    }
+}
+
+fn owner_taken(name: &str) -> StoreError {
+    StoreError::Conflict(format!("an owner named `{name}` already exists"))
+}
+
+fn agent_taken(name: &str) -> StoreError {
+    StoreError::Conflict(format!("an agent named `{name}` already exists"))
+}
+
+pub(super) fn create_owner(
+    store: &PgStore,
+    name: &str,
+    api_key: &str,
+    now: Millis,
+) -> Result<Owner> {
+    store.write_global(None, |tx| {
+        // A taken name is told before the insert, which would use up an id; the unique
+        // constraint still catches two processes racing for one name.
+        if tx
+            .query_opt("SELECT 1 FROM owners WHERE name = $1", &[&name])?
+            .is_some()
+        {
+            return Err(owner_taken(name).into());
+        }
+        let row = tx
+            .query_one(
+                "INSERT INTO owners (name, api_key, created_at) VALUES ($1, $2, $3)
+                 RETURNING owner_id",
+                &[&name, &api_key, &now],
+            )
+            .map_err(|err| conflict_on_unique(err, || owner_taken(name)))?;
+        Ok(Owner {
+            id: OwnerId(col(&row, 0)?),
+            name: name.into(),
+            api_key: api_key.into(),
+            eager_sharing: false,
+            created_at: now,
+        })
+    })
+}
+
+pub(super) fn owner_by_name(store: &PgStore, name: &str) -> Result<Option<Owner>> {
+    store.read(|tx| {
+        tx.query_opt(
+            &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = $1"),
+            &[&name],
+        )?
+        .as_ref()
+        .map(owner_from)
+        .transpose()
+    })
+}
+
+pub(super) fn owner(store: &PgStore, owner: OwnerId) -> Result<Owner> {
+    store.read(|tx| {
+        let row = tx
+            .query_opt(
+                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = $1"),
+                &[&owner.0],
+            )?
+            .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))?;
+        owner_from(&row)
+    })
+}
+
+pub(super) fn owners(store: &PgStore) -> Result<Vec<Owner>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            &format!("SELECT {OWNER_COLUMNS} FROM owners ORDER BY name COLLATE \"C\""),
+            &[],
+        )?;
+        all(rows, owner_from)
+    })
+}
+
+pub(super) fn create_agent(
+    store: &PgStore,
+    owner: OwnerId,
+    name: &str,
+    workspace: &str,
+    now: Millis,
+) -> Result<Agent> {
+    store.write(owner, |tx| {
+        // As for owners: a taken name is told before the insert uses up an id.
+        if tx
+            .query_opt("SELECT 1 FROM agents WHERE name = $1", &[&name])?
+            .is_some()
+        {
+            return Err(agent_taken(name).into());
+        }
+        let row = tx
+            .query_opt(
+                "INSERT INTO agents (owner_id, name, workspace, created_at)
+                 SELECT owner_id, $2::text, $3::text, $4::bigint FROM owners WHERE owner_id = $1
+                 RETURNING agent_id",
+                &[&owner.0, &name, &workspace, &now],
+            )
+            .map_err(|err| conflict_on_unique(err, || agent_taken(name)))?
+            .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))?;
+        Ok(Agent {
+            id: AgentId(col(&row, 0)?),
+            owner,
+            name: name.into(),
+            workspace: workspace.into(),
+            created_at: now,
+            mirror_refreshed_at: None,
+            last_turn_at: None,
+            last_wrapup_at: None,
+        })
+    })
+}
+
+pub(super) fn agent_by_name(store: &PgStore, name: &str) -> Result<Option<Agent>> {
+    store.read(|tx| {
+        tx.query_opt(
+            &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"),
+            &[&name],
+        )?
+        .as_ref()
+        .map(agent_from)
+        .transpose()
+    })
+}
+
+pub(super) fn agents(store: &PgStore, owner: OwnerId) -> Result<Vec<Agent>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            &format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = $1 ORDER BY name COLLATE \"C\""
+            ),
+            &[&owner.0],
+        )?;
+        all(rows, agent_from)
+    })
+}
+
+/// The agent times a note may set (a column name, never the caller's text).
+#[derive(Clone, Copy)]
+enum AgentTime {
+    Wrapup,
+    TurnEnd,
+    MirrorRefresh,
+}
+
+impl AgentTime {
+    fn column(self) -> &'static str {
+        match self {
+            AgentTime::Wrapup => "last_wrapup_at",
+            AgentTime::TurnEnd => "last_turn_at",
+            AgentTime::MirrorRefresh => "mirror_refreshed_at",
+        }
+    }
+}
+
+/// Sets one of an agent's times; an agent not in the family is not found.
+fn set_agent_time(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    time: AgentTime,
+    at: Millis,
+) -> Result<()> {
+    let sql = format!(
+        "UPDATE agents SET {} = $3 WHERE owner_id = $1 AND agent_id = $2",
+        time.column()
+    );
+    store.write(owner, |tx| {
+        let changed = tx.execute(&sql, &[&owner.0, &agent.0, &at])?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)).into());
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn note_wrapup(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    at: Millis,
+) -> Result<()> {
+    set_agent_time(store, owner, agent, AgentTime::Wrapup, at)
+}
+
+pub(super) fn set_eager_sharing(store: &PgStore, owner: OwnerId, eager: bool) -> Result<()> {
+    store.write(owner, |tx| {
+        let changed = tx.execute(
+            "UPDATE owners SET eager_sharing = $2 WHERE owner_id = $1",
+            &[&owner.0, &eager],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)).into());
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn note_turn_end(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    at: Millis,
+) -> Result<()> {
+    set_agent_time(store, owner, agent, AgentTime::TurnEnd, at)
+}
+
+pub(super) fn note_mirror_refresh(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    at: Millis,
+) -> Result<()> {
+    set_agent_time(store, owner, agent, AgentTime::MirrorRefresh, at)
+}
+
+/// An entry's aliases as the column keeps them: newline-joined, so a line break inside one
+/// (which would split it) becomes a space.
+fn aliases_of(entry: &VocabularyEntry) -> String {
+    entry
+        .aliases
+        .iter()
+        .map(|alias| alias.replace(['\n', '\r'], " "))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub(super) fn replace_vocabulary(
+    store: &PgStore,
+    entries: &[VocabularyEntry],
+    now: Millis,
+) -> Result<VocabularyChange> {
+    // By tag, first one given wins; sorted, so the digest does not depend on the order.
+    let mut wanted: BTreeMap<(String, String), &VocabularyEntry> = BTreeMap::new();
+    for entry in entries {
+        let tag = format!("{}:{}", entry.kind, entry.slug);
+        if mindrune_core::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
+            return Err(StoreError::Conflict(format!(
+                "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
+            )));
+        }
+        wanted
+            .entry((entry.kind.clone(), entry.slug.clone()))
+            .or_insert(entry);
+    }
+    let mut canonical = String::new();
+    for ((kind, slug), entry) in &wanted {
+        canonical.push_str(&format!(
+            "{kind}\u{1f}{slug}\u{1f}{}\u{1f}{}\u{1f}{}\n",
+            entry.title,
+            entry.source.as_str(),
+            aliases_of(entry)
+        ));
+    }
+    let digest = mindrune_core::digest::sha256(canonical.as_bytes());
+    // The new entries as columns, for one upsert of them all.
+    let mut kinds = Vec::with_capacity(wanted.len());
+    let mut slugs = Vec::with_capacity(wanted.len());
+    let mut titles = Vec::with_capacity(wanted.len());
+    let mut sources = Vec::with_capacity(wanted.len());
+    let mut aliases = Vec::with_capacity(wanted.len());
+    for ((kind, slug), entry) in &wanted {
+        kinds.push(kind.as_str());
+        slugs.push(slug.as_str());
+        titles.push(entry.title.as_str());
+        sources.push(entry.source.as_str());
+        aliases.push(aliases_of(entry));
+    }
+    store.write_global(Some(VOCABULARY_LOCK), |tx| {
+        let existing: HashSet<(String, String)> = tx
+            .query("SELECT kind, slug FROM vocabulary", &[])?
+            .iter()
+            .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
+            .collect::<PgResult<_>>()?;
+        let mut change = VocabularyChange::default();
+        let (mut gone_kinds, mut gone_slugs) = (Vec::new(), Vec::new());
+        for (kind, slug) in &existing {
+            if !wanted.contains_key(&(kind.clone(), slug.clone())) {
+                gone_kinds.push(kind.as_str());
+                gone_slugs.push(slug.as_str());
+                change.removed.push(format!("{kind}:{slug}"));
+            }
+        }
+        if !gone_kinds.is_empty() {
+            tx.execute(
+                "DELETE FROM vocabulary
+                 WHERE (kind, slug) IN (SELECT * FROM unnest($1::text[], $2::text[]))",
+                &[&gone_kinds, &gone_slugs],
+            )?;
+        }
+        if !kinds.is_empty() {
+            tx.execute(
+                "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
+                 SELECT kind, slug, title, source, aliases, $6::bigint
+                 FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])
+                      AS given (kind, slug, title, source, aliases)
+                 ON CONFLICT (kind, slug) DO UPDATE
+                 SET title = EXCLUDED.title, source = EXCLUDED.source, aliases = EXCLUDED.aliases",
+                &[&kinds, &slugs, &titles, &sources, &aliases, &now],
+            )?;
+        }
+        for (kind, slug) in wanted.keys() {
+            if existing.contains(&(kind.clone(), slug.clone())) {
+                change.kept += 1;
+            } else {
+                change.added.push(format!("{kind}:{slug}"));
+            }
+        }
+        tx.execute(
+            "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, $1, $2, $3)
+             ON CONFLICT (id) DO UPDATE
+             SET digest = EXCLUDED.digest, entries = EXCLUDED.entries, built_at = EXCLUDED.built_at",
+            &[&digest, &(wanted.len() as i64), &now],
+        )?;
+        change.removed.sort();
+        Ok(change)
+    })
+}
+
+pub(super) fn vocabulary(store: &PgStore) -> Result<Vec<VocabularyEntry>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT kind, slug, title, source, aliases FROM vocabulary
+             ORDER BY kind COLLATE \"C\", slug COLLATE \"C\"",
+            &[],
+        )?;
+        all(rows, |row| {
+            let source: &str = col(row, 3)?;
+            Ok(VocabularyEntry {
+                kind: col(row, 0)?,
+                slug: col(row, 1)?,
+                title: col(row, 2)?,
+                // Only MindRune writes the column; an unknown value reads as a wiki page.
+                source: VocabularySource::parse(source).unwrap_or(VocabularySource::Wiki),
+                aliases: lines_of(col(row, 4)?),
+            })
+        })
+    })
+}
+
+pub(super) fn vocabulary_digest(store: &PgStore) -> Result<Option<String>> {
+    store.read(|tx| {
+        tx.query_opt("SELECT digest FROM vocabulary_state WHERE id = 1", &[])?
+            .map(|row| col(&row, 0))
+            .transpose()
+    })
+}
+
+pub(super) fn issue_runner_token(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    token_hash: &str,
+    now: Millis,
+) -> Result<()> {
+    store.write(owner, |tx| {
+        let inserted = tx.execute(
+            "INSERT INTO runner_tokens (owner_id, agent_id, token_hash, created_at)
+             SELECT owner_id, agent_id, $3::text, $4::bigint FROM agents
+             WHERE owner_id = $1 AND agent_id = $2",
+            &[&owner.0, &agent.0, &token_hash, &now],
+        )?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)).into());
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn agent_by_runner_token(store: &PgStore, token_hash: &str) -> Result<Option<Agent>> {
+    store.read(|tx| {
+        tx.query_opt(
+            &format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
+                   (SELECT agent_id FROM runner_tokens WHERE token_hash = $1 AND revoked_at IS NULL)"
+            ),
+            &[&token_hash],
+        )?
+        .as_ref()
+        .map(agent_from)
+        .transpose()
+    })
+}
+
+pub(super) fn revoke_runner_tokens(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    now: Millis,
+) -> Result<usize> {
+    store.write(owner, |tx| {
+        let revoked = tx.execute(
+            "UPDATE runner_tokens SET revoked_at = $3
+             WHERE owner_id = $1 AND agent_id = $2 AND revoked_at IS NULL",
+            &[&owner.0, &agent.0, &now],
+        )?;
+        Ok(revoked as usize)
+    })
+}
+
+pub(super) fn issue_operator_token(store: &PgStore, token_hash: &str, now: Millis) -> Result<()> {
+    store.write_global(None, |tx| {
+        tx.execute(
+            "INSERT INTO operator_tokens (token_hash, created_at) VALUES ($1, $2)",
+            &[&token_hash, &now],
+        )?;
+        Ok(())
+    })
+}
+
+pub(super) fn operator_token_valid(store: &PgStore, token_hash: &str) -> Result<bool> {
+    store.read(|tx| {
+        let found = tx.query_opt(
+            "SELECT 1 FROM operator_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
+            &[&token_hash],
+        )?;
+        Ok(found.is_some())
+    })
+}
+
+pub(super) fn create_session(
+    store: &PgStore,
+    owner: OwnerId,
+    session_hash: &str,
+    csrf_token: &str,
+    now: Millis,
+    expires_at: Millis,
+) -> Result<()> {
+    store.write(owner, |tx| {
+        // Expired sessions are swept whenever a new one starts.
+        tx.execute(
+            "DELETE FROM dashboard_sessions WHERE owner_id = $1 AND expires_at <= $2",
+            &[&owner.0, &now],
+        )?;
+        let inserted = tx.execute(
+            "INSERT INTO dashboard_sessions (owner_id, session_hash, csrf_token, created_at, expires_at)
+             SELECT owner_id, $2::text, $3::text, $4::bigint, $5::bigint FROM owners WHERE owner_id = $1",
+            &[&owner.0, &session_hash, &csrf_token, &now, &expires_at],
+        )?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)).into());
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn session(store: &PgStore, session_hash: &str, now: Millis) -> Result<Option<Session>> {
+    store.read(|tx| {
+        tx.query_opt(
+            "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
+             WHERE session_hash = $1 AND expires_at > $2",
+            &[&session_hash, &now],
+        )?
+        .map(|row| {
+            Ok(Session {
+                owner: OwnerId(col(&row, 0)?),
+                csrf_token: col(&row, 1)?,
+                expires_at: col(&row, 2)?,
+            })
+        })
+        .transpose()
+    })
+}
+
+pub(super) fn end_session(store: &PgStore, owner: OwnerId, session_hash: &str) -> Result<()> {
+    store.write(owner, |tx| {
+        tx.execute(
+            "DELETE FROM dashboard_sessions WHERE owner_id = $1 AND session_hash = $2",
+            &[&owner.0, &session_hash],
+        )?;
+        Ok(())
+    })
+}
+
+/// Whether an owner's agent does not exist (an update that changed nothing, told apart from
+/// one that had nothing to change).
+fn agent_missing(tx: &mut Tx<'_>, owner: OwnerId, agent: AgentId) -> PgResult<bool> {
+    let found = tx.query_opt(
+        "SELECT 1 FROM agents WHERE owner_id = $1 AND agent_id = $2",
+        &[&owner.0, &agent.0],
+    )?;
+    Ok(found.is_none())
+}
+
+pub(super) fn save_avatar_state(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    state: &str,
+    reported_at: Millis,
+) -> Result<()> {
+    store.write(owner, |tx| {
+        let changed = tx.execute(
+            "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
+             SELECT owner_id, agent_id, $3::text, $4::bigint FROM agents
+             WHERE owner_id = $1 AND agent_id = $2
+             ON CONFLICT (owner_id, agent_id) DO UPDATE
+             SET state = EXCLUDED.state, reported_at = EXCLUDED.reported_at
+             WHERE EXCLUDED.reported_at >= avatar_states.reported_at",
+            &[&owner.0, &agent.0, &state, &reported_at],
+        )?;
+        // A state older than the one kept changes nothing; an unknown agent is an error.
+        if changed == 0 && agent_missing(tx, owner, agent)? {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)).into());
+        }
+        Ok(())
+    })
+}
+
+pub(super) fn avatar_state(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+) -> Result<Option<AvatarState>> {
+    store.read(|tx| {
+        tx.query_opt(
+            "SELECT agent_id, state, reported_at FROM avatar_states
+             WHERE owner_id = $1 AND agent_id = $2",
+            &[&owner.0, &agent.0],
+        )?
+        .map(|row| {
+            Ok(AvatarState {
+                agent: AgentId(col(&row, 0)?),
+                state: col(&row, 1)?,
+                reported_at: col(&row, 2)?,
+            })
+        })
+        .transpose()
+    })
+}

@@ -1,0 +1,745 @@
+//! The shared backend: PostgreSQL, for families that outgrow one machine.
+//!
+//! Several `mindrune serve` processes may point at one database. The same [`Store`] contract
+//! holds as on SQLite, and the way it holds across processes is one rule:
+//!
+//! Architecture invariant: every write for a family runs in one transaction that first takes
+//! the family's transaction-scoped advisory lock (`pg_advisory_xact_lock(owner_id)`), so the
+//! writes of one family are serialised across every process and connection, while different
+//! families never wait for each other. Recording a use, rescoring its version and deciding
+//! whether it is now shared therefore see each other's results exactly as on SQLite (whose
+//! database lock serialises every writer). Reads take no lock: a read of several statements
+//! runs in one `REPEATABLE READ` transaction, so it sees one committed state of the family.
+//!
+//! The SQL lives in the submodules (`records`, `family`, `directory`), one per part of the
+//! trait; this file holds the connection pool, the migrations and the transaction helpers.
+
+use std::time::Duration;
+
+use postgres::error::SqlState;
+use postgres::{Config, NoTls};
+
+use conn::{Manager, Tx};
+
+use crate::{
+    Agent, AgentId, AvatarState, DeletedAgent, FamilyReuse, Lesson, LessonsChange, Matched, Millis,
+    NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse, RecordedUse, Result,
+    ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill, SkillEntry, SkillId,
+    Snippet, SnippetRuns, Store, StoreError, Version, VersionId, VocabularyChange, VocabularyEntry,
+};
+
+mod audit;
+mod conn;
+mod directory;
+mod family;
+mod records;
+mod rows;
+mod sharing;
+
+/// The migrations, in order. Never edit one that has landed: add the next.
+const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+
+/// The first key of MindRune's two-key advisory locks (the single-key space holds the
+/// families' locks; PostgreSQL keeps the two spaces apart). "MR".
+const LOCK_CLASS: i32 = 0x4d52;
+/// Held while the schema is created or migrated, so two processes never both migrate.
+const MIGRATION_LOCK: i32 = 1;
+/// Held while the vocabulary is replaced.
+pub(crate) const VOCABULARY_LOCK: i32 = 2;
+
+/// How many times a transaction that lost a serialisation race or a deadlock is tried again.
+const RETRIES: u32 = 20;
+/// Connections per store; the server calls the store from blocking tasks, one per request.
+const DEFAULT_POOL_SIZE: u32 = 8;
+
+type Pool = r2d2::Pool<Manager>;
+
+/// What a transaction's body can fail with: PostgreSQL's own error (which may mean "try
+/// again") or the store's answer (not found, conflict). `?` turns either into it.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Pg(postgres::Error),
+    Store(StoreError),
+}
+
+impl From<postgres::Error> for Fail {
+    fn from(err: postgres::Error) -> Fail {
+        Fail::Pg(err)
+    }
+}
+
+impl From<StoreError> for Fail {
+    fn from(err: StoreError) -> Fail {
+        Fail::Store(err)
+    }
+}
+
+pub(crate) type PgResult<T> = std::result::Result<T, Fail>;
+
+/// Whether PostgreSQL asks for the transaction to be run again.
+fn is_retryable(err: &postgres::Error) -> bool {
+    matches!(
+        err.code(),
+        Some(&SqlState::T_R_SERIALIZATION_FAILURE) | Some(&SqlState::T_R_DEADLOCK_DETECTED)
+    )
+}
+
+/// Whether the error is a unique constraint's (a name or token already taken).
+pub(crate) fn is_unique_violation(fail: &Fail) -> bool {
+    matches!(fail, Fail::Pg(err) if err.code() == Some(&SqlState::UNIQUE_VIOLATION))
+}
+
+pub(crate) fn pg_err(err: postgres::Error, location: &str) -> StoreError {
+    if let Some(db) = err.as_db_error() {
+        let what = match *db.code() {
+            SqlState::DISK_FULL => {
+                ": the database server's disk is full; free space on it and run the command \
+                 again (the change that failed was not stored; what was stored before is kept)"
+            }
+            SqlState::READ_ONLY_SQL_TRANSACTION => {
+                ": the database is read-only (a standby?); point MindRune at the primary and \
+                 run the command again (nothing was stored)"
+            }
+            _ => "",
+        };
+        return StoreError::Database(format!("{db}{what}"));
+    }
+    if err.is_closed() || std::error::Error::source(&err).is_some_and(|s| s.is::<std::io::Error>())
+    {
+        return StoreError::Database(format!(
+            "cannot reach PostgreSQL at {location}: {err}; check that it runs and that \
+             --database / MINDRUNE_DATABASE_URL names it"
+        ));
+    }
+    StoreError::Database(err.to_string())
+}
+
+/// Where a database is, for messages: host, port and database name, never the password.
+fn describe(config: &Config) -> String {
+    let host = config
+        .get_hosts()
+        .first()
+        .map(|h| match h {
+            postgres::config::Host::Tcp(name) => name.clone(),
+            postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .unwrap_or_else(|| "localhost".into());
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let db = config.get_dbname().unwrap_or("postgres");
+    format!("{host}:{port}/{db}")
+}
+
+/// A schema name MindRune creates and names in SQL: lower-case letters, digits and `_`.
+fn checked_schema(schema: &str) -> Result<&str> {
+    let valid = !schema.is_empty()
+        && schema.len() <= 63
+        && schema
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        && !schema.as_bytes()[0].is_ascii_digit();
+    if valid {
+        Ok(schema)
+    } else {
+        Err(StoreError::Database(format!(
+            "`{schema}` is not a schema name MindRune uses: lower-case letters, digits and `_`, \
+             starting with a letter, at most 63 characters"
+        )))
+    }
+}
+
+/// The library in a PostgreSQL database (or one schema of it).
+pub struct PgStore {
+    pool: Pool,
+    location: String,
+    schema: Option<String>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("location", &self.location)
+            .field("schema", &self.schema)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Opens the library in the database at `url` (`postgres://user@host:port/db`), creating
+    /// its tables or bringing them up to date. A `schema=NAME` query parameter keeps the library in
+    /// that schema (created if needed) instead of the connection's default.
+    pub fn open(url: &str) -> Result<PgStore> {
+        let (url, schema) = split_schema(url);
+        Self::connect(&url, schema.as_deref(), DEFAULT_POOL_SIZE)
+    }
+
+    /// Opens the library in one schema of the database (created if needed): each test gets
+    /// its own, so tests run in parallel on one database.
+    pub fn open_in_schema(url: &str, schema: &str) -> Result<PgStore> {
+        Self::connect(url, Some(schema), DEFAULT_POOL_SIZE)
+    }
+
+    fn connect(url: &str, schema: Option<&str>, pool_size: u32) -> Result<PgStore> {
+        let mut config: Config = url.parse().map_err(|err| {
+            StoreError::Database(format!(
+                "`{}` is not a PostgreSQL URL ({err}); write it as postgres://USER@HOST:PORT/DATABASE",
+                redact_url(url)
+            ))
+        })?;
+        let location = describe(&config);
+        if config.get_application_name().is_none() {
+            // Operators see MindRune's connections in pg_stat_activity by this name.
+            config.application_name("mindrune");
+        }
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(Duration::from_secs(10));
+        }
+        if let Some(schema) = schema {
+            let schema = checked_schema(schema)?;
+            config.options(&format!("-c search_path={schema}"));
+        }
+        // One connection first, outside the pool: it says at once (not after the pool's
+        // timeout) when the database cannot be reached, and it migrates.
+        let mut first = config
+            .connect(NoTls)
+            .map_err(|err| pg_err(err, &location))?;
+        migrate(&mut first, schema, &location)?;
+        drop(first);
+        let pool = r2d2::Pool::builder()
+            .max_size(pool_size)
+            .min_idle(Some(0))
+            // No test query on every check-out (a round trip per transaction): a connection
+            // found closed when its transaction begins is replaced then (`transaction`).
+            .test_on_check_out(false)
+            .connection_timeout(Duration::from_secs(30))
+            .build_unchecked(Manager { config });
+        Ok(PgStore {
+            pool,
+            location,
+            schema: schema.map(str::to_string),
+        })
+    }
+
+    /// Where the library is, for messages (never the password).
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// Drops the store's schema and everything in it (tests clean up after themselves).
+    pub fn drop_schema(&self) -> Result<()> {
+        let Some(schema) = &self.schema else {
+            return Err(StoreError::Database(
+                "the library is not in its own schema; nothing was dropped".into(),
+            ));
+        };
+        let mut conn = self.connection()?;
+        conn.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"))
+            .map_err(|err| pg_err(err, &self.location))
+    }
+
+    pub(crate) fn connection(&self) -> Result<r2d2::PooledConnection<Manager>> {
+        self.pool.get().map_err(|err| {
+            StoreError::Database(format!(
+                "cannot reach PostgreSQL at {}: {err}; check that it runs and accepts connections",
+                self.location
+            ))
+        })
+    }
+
+    /// Runs one write for a family: one transaction, serialised with every other write for
+    /// that family in any process (see the module's invariant), tried again when PostgreSQL
+    /// reports a deadlock or a serialisation failure.
+    pub(crate) fn write<T>(
+        &self,
+        owner: OwnerId,
+        work: impl FnMut(&mut Tx<'_>) -> PgResult<T>,
+    ) -> Result<T> {
+        let begin = format!(
+            "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({})",
+            owner.0
+        );
+        self.transaction(&begin, work)
+    }
+
+    /// Runs one write that is not a family's (owners, tokens, the vocabulary); `lock`, when
+    /// given, is a two-key advisory lock held for the transaction.
+    pub(crate) fn write_global<T>(
+        &self,
+        lock: Option<i32>,
+        work: impl FnMut(&mut Tx<'_>) -> PgResult<T>,
+    ) -> Result<T> {
+        let begin = match lock {
+            Some(key) => format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({LOCK_CLASS}, {key})"
+            ),
+            None => "BEGIN ISOLATION LEVEL READ COMMITTED".to_string(),
+        };
+        self.transaction(&begin, work)
+    }
+
+    /// Runs a read: one snapshot for all its statements.
+    pub(crate) fn read<T>(&self, work: impl FnMut(&mut Tx<'_>) -> PgResult<T>) -> Result<T> {
+        self.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", work)
+    }
+
+    fn transaction<T>(
+        &self,
+        begin: &str,
+        mut work: impl FnMut(&mut Tx<'_>) -> PgResult<T>,
+    ) -> Result<T> {
+        let mut conn = self.connection()?;
+        let mut attempt = 0;
+        let mut reconnected = false;
+        loop {
+            let mut began = false;
+            let outcome = (|| -> PgResult<T> {
+                let mut tx = conn.begin(begin)?;
+                began = true;
+                let value = work(&mut tx)?;
+                tx.commit()?;
+                Ok(value)
+            })();
+            match outcome {
+                Ok(value) => return Ok(value),
+                // The server closed this idle connection (a restart, an administrator, an idle
+                // timeout: its last word is a FATAL error, then the socket closes) before the
+                // transaction began: nothing was done on it, so a fresh connection takes
+                // the whole transaction, once.
+                Err(Fail::Pg(err))
+                    if !began && (err.is_closed() || conn.is_closed()) && !reconnected =>
+                {
+                    reconnected = true;
+                    conn = self.connection()?;
+                }
+                Err(Fail::Pg(err)) if is_retryable(&err) && attempt < RETRIES => {
+                    attempt += 1;
+                    std::thread::sleep(Duration::from_millis(2 * u64::from(attempt)));
+                }
+                Err(Fail::Pg(err)) => return Err(pg_err(err, &self.location)),
+                Err(Fail::Store(err)) => return Err(err),
+            }
+        }
+    }
+}
+
+/// Takes MindRune's own `schema=NAME` parameter out of a URL's query (the driver would refuse
+/// it), leaving the others (`sslmode=…`, `connect_timeout=…`) in place.
+fn split_schema(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut schema = None;
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("schema=") {
+            Some(name) => {
+                schema = Some(name.to_string());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if rest.is_empty() {
+        (base.to_string(), schema)
+    } else {
+        (format!("{base}?{}", rest.join("&")), schema)
+    }
+}
+
+/// A database URL as messages show it: `postgres://ada:***@db/lib` for
+/// `postgres://ada:secret@db/lib` (a URL without a password is shown as it is).
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// Creates the schema if asked for one, then runs the migrations the database has not seen, all
+/// in one transaction under the migration lock.
+fn migrate(conn: &mut postgres::Client, schema: Option<&str>, location: &str) -> Result<()> {
+    let known = MIGRATIONS.len() as i64;
+    let run = |conn: &mut postgres::Client| -> PgResult<()> {
+        let mut tx = conn.transaction()?;
+        tx.execute(
+            "SELECT pg_advisory_xact_lock($1, $2)",
+            &[&LOCK_CLASS, &MIGRATION_LOCK],
+        )?;
+        if let Some(schema) = schema {
+            tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))?;
+        }
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS mindrune_migrations (
+                 version    BIGINT PRIMARY KEY,
+                 applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+             )",
+        )?;
+        let found: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM mindrune_migrations",
+                &[],
+            )?
+            .try_get(0)?;
+        if found > known {
+            return Err(Fail::Store(StoreError::TooNew {
+                path: location.to_string(),
+                found,
+                known,
+            }));
+        }
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            tx.batch_execute(sql)?;
+            tx.execute(
+                "INSERT INTO mindrune_migrations (version) VALUES ($1)",
+                &[&(index as i64 + 1)],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    };
+    match run(conn) {
+        Ok(()) => Ok(()),
+        Err(Fail::Pg(err)) => Err(pg_err(err, location)),
+        Err(Fail::Store(err)) => Err(err),
+    }
+}
+
+impl Store for PgStore {
+    fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner> {
+        directory::create_owner(self, name, api_key, now)
+    }
+
+    fn owner_by_name(&self, name: &str) -> Result<Option<Owner>> {
+        directory::owner_by_name(self, name)
+    }
+
+    fn owner(&self, owner: OwnerId) -> Result<Owner> {
+        directory::owner(self, owner)
+    }
+
+    fn owners(&self) -> Result<Vec<Owner>> {
+        directory::owners(self)
+    }
+
+    fn create_agent(
+        &self,
+        owner: OwnerId,
+        name: &str,
+        workspace: &str,
+        now: Millis,
+    ) -> Result<Agent> {
+        directory::create_agent(self, owner, name, workspace, now)
+    }
+
+    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
+        directory::agent_by_name(self, name)
+    }
+
+    fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>> {
+        directory::agents(self, owner)
+    }
+
+    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
+        records::skill_at_path(self, owner, agent, path)
+    }
+
+    fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
+        records::skill(self, owner, skill)
+    }
+
+    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
+        records::skill_by_name(self, owner, agent_name, name)
+    }
+
+    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
+        records::versions_with_digest(self, owner, digest)
+    }
+
+    fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version> {
+        records::version(self, owner, version)
+    }
+
+    fn match_script(
+        &self,
+        owner: OwnerId,
+        snapshot: &ScriptSnapshot,
+        now: Millis,
+    ) -> Result<Matched> {
+        records::match_script(self, owner, snapshot, now)
+    }
+
+    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
+        records::record_use(self, owner, new_use)
+    }
+
+    fn record_snippet_use(
+        &self,
+        owner: OwnerId,
+        new_use: &NewSnippetUse,
+    ) -> Result<RecordedSnippetUse> {
+        records::record_snippet_use(self, owner, new_use)
+    }
+
+    fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
+        records::snippets(self, owner, agent)
+    }
+
+    fn snippet_runs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SnippetRuns>> {
+        records::snippet_runs_since(self, owner, agent, since)
+    }
+
+    fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>> {
+        records::skills(self, owner, agent)
+    }
+
+    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
+        records::versions(self, owner, skill)
+    }
+
+    fn use_count(&self, owner: OwnerId) -> Result<i64> {
+        records::use_count(self, owner)
+    }
+
+    fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        directory::note_wrapup(self, owner, agent, at)
+    }
+
+    fn snippet_suggestions(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<std::collections::HashMap<String, i64>> {
+        records::snippet_suggestions(self, owner, agent, since)
+    }
+
+    fn note_snippet_suggestion(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        group_key: &str,
+        runs: i64,
+        at: Millis,
+    ) -> Result<()> {
+        records::note_snippet_suggestion(self, owner, agent, group_key, runs, at)
+    }
+
+    fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
+        directory::set_eager_sharing(self, owner, eager)
+    }
+
+    fn mark_file_gone(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        now: Millis,
+    ) -> Result<Option<SharingChange>> {
+        family::mark_file_gone(self, owner, skill, now)
+    }
+
+    fn share_qualified(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        now: Millis,
+    ) -> Result<Vec<SharingChange>> {
+        family::share_qualified(self, owner, agent, now)
+    }
+
+    fn shared_skills(&self, owner: OwnerId) -> Result<Vec<SharedSkill>> {
+        family::shared_skills(self, owner)
+    }
+
+    fn sibling_use(&self, owner: OwnerId, skill: SkillId, since: Millis) -> Result<SiblingUse> {
+        family::sibling_use(self, owner, skill, since)
+    }
+
+    fn sharing_changes(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SharingChange>> {
+        family::sharing_changes(self, owner, agent, since)
+    }
+
+    fn replace_lessons(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        lessons: &[NewLesson],
+        now: Millis,
+    ) -> Result<LessonsChange> {
+        family::replace_lessons(self, owner, agent, lessons, now)
+    }
+
+    fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>> {
+        family::lessons(self, owner)
+    }
+
+    fn note_turn_end(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        directory::note_turn_end(self, owner, agent, at)
+    }
+
+    fn note_mirror_refresh(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        directory::note_mirror_refresh(self, owner, agent, at)
+    }
+
+    fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent> {
+        family::delete_agent(self, owner, agent)
+    }
+
+    fn replace_vocabulary(
+        &self,
+        entries: &[VocabularyEntry],
+        now: Millis,
+    ) -> Result<VocabularyChange> {
+        directory::replace_vocabulary(self, entries, now)
+    }
+
+    fn vocabulary(&self) -> Result<Vec<VocabularyEntry>> {
+        directory::vocabulary(self)
+    }
+
+    fn vocabulary_digest(&self) -> Result<Option<String>> {
+        directory::vocabulary_digest(self)
+    }
+
+    fn issue_runner_token(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        token_hash: &str,
+        now: Millis,
+    ) -> Result<()> {
+        directory::issue_runner_token(self, owner, agent, token_hash, now)
+    }
+
+    fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>> {
+        directory::agent_by_runner_token(self, token_hash)
+    }
+
+    fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize> {
+        directory::revoke_runner_tokens(self, owner, agent, now)
+    }
+
+    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<()> {
+        directory::issue_operator_token(self, token_hash, now)
+    }
+
+    fn operator_token_valid(&self, token_hash: &str) -> Result<bool> {
+        directory::operator_token_valid(self, token_hash)
+    }
+
+    fn create_session(
+        &self,
+        owner: OwnerId,
+        session_hash: &str,
+        csrf_token: &str,
+        now: Millis,
+        expires_at: Millis,
+    ) -> Result<()> {
+        directory::create_session(self, owner, session_hash, csrf_token, now, expires_at)
+    }
+
+    fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>> {
+        directory::session(self, session_hash, now)
+    }
+
+    fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()> {
+        directory::end_session(self, owner, session_hash)
+    }
+
+    fn save_avatar_state(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        state: &str,
+        reported_at: Millis,
+    ) -> Result<()> {
+        directory::save_avatar_state(self, owner, agent, state, reported_at)
+    }
+
+    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
+        directory::avatar_state(self, owner, agent)
+    }
+
+    fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {
+        family::family_reuse(self, owner, since)
+    }
+
+    fn audit(&self, owner: OwnerId) -> Result<Vec<String>> {
+        audit::audit(self, owner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_never_appears_in_a_message() {
+        assert_eq!(
+            redact_url("postgres://ada:hunter2@db:5432/lib"),
+            "postgres://ada:***@db:5432/lib"
+        );
+        assert_eq!(redact_url("postgres://ada@db/lib"), "postgres://ada@db/lib");
+    }
+
+    #[test]
+    fn the_schema_parameter_is_taken_out_of_the_url_and_the_others_stay() {
+        assert_eq!(
+            split_schema("postgres://h/db?schema=fam&sslmode=disable"),
+            ("postgres://h/db?sslmode=disable".into(), Some("fam".into()))
+        );
+        assert_eq!(
+            split_schema("postgres://h/db?schema=fam"),
+            ("postgres://h/db".into(), Some("fam".into()))
+        );
+        assert_eq!(
+            split_schema("postgres://h/db"),
+            ("postgres://h/db".into(), None)
+        );
+    }
+
+    #[test]
+    fn only_plain_schema_names_are_accepted() {
+        assert!(checked_schema("mindrune_t1").is_ok());
+        for bad in ["", "1abc", "Abc", "a;drop", "a b", &"x".repeat(64)] {
+            assert!(checked_schema(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_connection_the_server_closed_is_replaced_before_the_next_transaction() {
+        let url = std::env::var("MINDRUNE_TEST_DATABASE_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+        let schema = format!("mindrune_unit_reconnect_{}", std::process::id());
+        let store = PgStore::open_in_schema(&url, &schema)
+            .unwrap_or_else(|err| panic!("PostgreSQL at {url} is not reachable: {err}"));
+        let pid: i32 = store
+            .read(|tx| Ok(tx.query_one("SELECT pg_backend_pid()", &[])?.try_get(0)?))
+            .unwrap();
+        // The pool's one idle connection is closed by the server, as a restart would.
+        let mut admin = postgres::Client::connect(&url, NoTls).unwrap();
+        admin
+            .execute("SELECT pg_terminate_backend($1)", &[&pid])
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let owner = store.create_owner("ada", "mrk_ada", 0);
+        let dropped = store.drop_schema();
+        let owner = owner.expect("the next transaction runs on a fresh connection");
+        assert_eq!(owner.name, "ada");
+        dropped.unwrap();
+    }
+}

@@ -1,0 +1,132 @@
+//! PostgreSQL rows as the store's types. Every read uses `try_get`, which reports a column of an
+//! unexpected type as an error where `get` would panic.
+
+use postgres::Row;
+use postgres::types::FromSql;
+
+use super::PgResult;
+use crate::common::lines_of;
+use crate::{
+    Agent, AgentId, HeaderState, Lineage, Owner, OwnerId, Skill, SkillHeader, SkillId, Snippet,
+    SnippetId, Version, VersionId,
+};
+
+pub(crate) const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
+pub(crate) const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at";
+/// A skill's columns, with the skills table as `s`.
+pub(crate) const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
+    s.tags, s.header, s.goal, s.preconditions, s.params, s.result, s.from_skill, s.topics, s.file_digest";
+pub(crate) const SKILL_COLUMN_COUNT: usize = 19;
+/// A version's columns, with the versions table as `v`.
+pub(crate) const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at, v.shared_at";
+pub(crate) const VERSION_COLUMN_COUNT: usize = 18;
+pub(crate) const SNIPPET_COLUMNS: &str =
+    "snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at";
+
+/// One column, by index.
+pub(crate) fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> PgResult<T> {
+    Ok(row.try_get(index)?)
+}
+
+pub(crate) fn owner_from(row: &Row) -> PgResult<Owner> {
+    Ok(Owner {
+        id: OwnerId(col(row, 0)?),
+        name: col(row, 1)?,
+        api_key: col(row, 2)?,
+        eager_sharing: col(row, 3)?,
+        created_at: col(row, 4)?,
+    })
+}
+
+pub(crate) fn agent_from(row: &Row) -> PgResult<Agent> {
+    Ok(Agent {
+        id: AgentId(col(row, 0)?),
+        owner: OwnerId(col(row, 1)?),
+        name: col(row, 2)?,
+        workspace: col(row, 3)?,
+        created_at: col(row, 4)?,
+        mirror_refreshed_at: col(row, 5)?,
+        last_turn_at: col(row, 6)?,
+        last_wrapup_at: col(row, 7)?,
+    })
+}
+
+/// A skill from `SKILL_COLUMNS` starting at column `base`.
+pub(crate) fn skill_from_at(row: &Row, base: usize) -> PgResult<Skill> {
+    Ok(Skill {
+        id: SkillId(col(row, base)?),
+        owner: OwnerId(col(row, base + 1)?),
+        agent: col::<Option<i64>>(row, base + 2)?.map(AgentId),
+        agent_name: col(row, base + 3)?,
+        name: col(row, base + 4)?,
+        path: col(row, base + 5)?,
+        kind: col(row, base + 6)?,
+        current_version: col::<Option<i64>>(row, base + 7)?.map(VersionId),
+        created_at: col(row, base + 8)?,
+        deleted_at: col(row, base + 9)?,
+        tags: lines_of(col(row, base + 10)?),
+        header: SkillHeader {
+            state: HeaderState::parse(col(row, base + 11)?),
+            goal: col(row, base + 12)?,
+            preconditions: col(row, base + 13)?,
+            params: col(row, base + 14)?,
+            result: col(row, base + 15)?,
+            from: col(row, base + 16)?,
+            topics: lines_of(col(row, base + 17)?),
+        },
+        file_digest: col(row, base + 18)?,
+    })
+}
+
+pub(crate) fn skill_from(row: &Row) -> PgResult<Skill> {
+    skill_from_at(row, 0)
+}
+
+/// A version from `VERSION_COLUMNS` starting at column `base`.
+pub(crate) fn version_from_at(row: &Row, base: usize) -> PgResult<Version> {
+    let breakdown: Option<String> = col(row, base + 12)?;
+    let lineage: Option<&str> = col(row, base + 7)?;
+    Ok(Version {
+        id: VersionId(col(row, base)?),
+        owner: OwnerId(col(row, base + 1)?),
+        skill: SkillId(col(row, base + 2)?),
+        number: col(row, base + 3)?,
+        digest: col(row, base + 4)?,
+        code: col(row, base + 5)?,
+        parent: col::<Option<i64>>(row, base + 6)?.map(VersionId),
+        lineage: lineage.and_then(Lineage::parse),
+        inherited: col(row, base + 8)?,
+        uses: col(row, base + 9)?,
+        ok: col(row, base + 10)?,
+        score: col(row, base + 11)?,
+        breakdown: breakdown.and_then(|json| serde_json::from_str(&json).ok()),
+        measure_key: col(row, base + 13)?,
+        rate_per_minute: col(row, base + 14)?,
+        created_at: col(row, base + 15)?,
+        last_used_at: col(row, base + 16)?,
+        shared_at: col(row, base + 17)?,
+    })
+}
+
+pub(crate) fn version_from(row: &Row) -> PgResult<Version> {
+    version_from_at(row, 0)
+}
+
+/// A snippet from `SNIPPET_COLUMNS`.
+pub(crate) fn snippet_from(row: &Row) -> PgResult<Snippet> {
+    Ok(Snippet {
+        id: SnippetId(col(row, 0)?),
+        agent: col::<Option<i64>>(row, 1)?.map(AgentId),
+        digest: col(row, 2)?,
+        code: col(row, 3)?,
+        uses: col(row, 4)?,
+        ok: col(row, 5)?,
+        first_at: col(row, 6)?,
+        last_used_at: col(row, 7)?,
+    })
+}
+
+/// Every row, mapped.
+pub(crate) fn all<T>(rows: Vec<Row>, map: impl Fn(&Row) -> PgResult<T>) -> PgResult<Vec<T>> {
+    rows.iter().map(map).collect()
+}

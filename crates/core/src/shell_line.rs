@@ -14,8 +14,9 @@
 //! * Before anything is handed to the parser, [`precheck`] bounds the nesting depth (the
 //!   parser recurses once per nesting level and would overflow the stack), bounds the depth
 //!   of nested parentheses (the parser backtracks exponentially on them: 20 nested `(`
-//!   already take seconds), also counted with no regard to quoting, bounds the array
-//!   subscripts `name[` (whose arithmetic indexes it backtracks on as badly), cuts heredocs
+//!   already take seconds), also counted with no regard to quoting, bounds the places it
+//!   parses arithmetic in words (subscripts and `$((`, on which it backtracks as badly), cuts
+//!   heredocs
 //!   out of the text (brush-parser 0.4's tokenizer can
 //!   loop until memory runs out, or panic, on unusual heredocs; the walker finds the bodies
 //!   again through marker words), and refuses the remaining inputs known to make it panic
@@ -75,20 +76,31 @@ const MAX_PAREN_NESTING: usize = 12;
 /// either of them thinks is quoted, and real command lines stay far below it.
 const MAX_RAW_PAREN_NESTING: usize = 16;
 
-/// How many array subscripts (`name[`) a line may hold. brush-parser reads the index of each as
-/// arithmetic (for an assignment-like word `name[…`, and for an expansion `${name[…`), and an
-/// index may hold `$((…))`, `${…}` or another subscript; it tries several readings at every
-/// level without memoisation. Fuzzing found lines of 27 to 49 bytes that took from a second to
-/// minutes. The count takes no notice of quoting (nesting cannot be told reliably where the
-/// scanner and brush-parser read quotes differently), so it bounds every reading; real command
-/// lines hold one or two (`${arr[@]}`, `a[0]=x`, a `grep 'lvl[0-9]'`), and a line with more gets
-/// a diagnostic instead of runs.
-const MAX_SUBSCRIPTS: usize = 3;
+/// How many places a line may hold where brush-parser parses arithmetic inside a word: a `[`
+/// that does not start a word (an array subscript `name[…]`, `${name[…]}`, an index or a
+/// bracket expression in arithmetic) and a `$((`. Arithmetic may hold `$((…))`, `${x[…]}` or
+/// another index, and brush-parser tries several readings at every level without
+/// memoisation: fuzzing found lines of 27 to 484 bytes that took from a second to minutes. The
+/// count takes no notice of quoting or nesting (neither can be told reliably where the scanner
+/// and brush-parser read quotes differently), so it bounds every reading; real command lines
+/// hold one or two (`${arr[@]}`, `a[0]=x`, `$((i + 1))`, a `grep 'lvl[0-9]'`), and a line
+/// with more gets a diagnostic instead of runs.
+const MAX_ARITHMETIC_PLACES: usize = 4;
 
-/// Counts the `[` bytes that follow a name character: the subscripts of [`MAX_SUBSCRIPTS`].
-fn subscript_count(b: &[u8]) -> usize {
-    b.windows(2)
-        .filter(|w| w[1] == b'[' && (w[0].is_ascii_alphanumeric() || w[0] == b'_'))
+/// Counts the places of [`MAX_ARITHMETIC_PLACES`] in `b`.
+fn arithmetic_places(b: &[u8]) -> usize {
+    (0..b.len())
+        .filter(|&i| match b[i] {
+            b'[' => {
+                i > 0
+                    && !matches!(
+                        b[i - 1],
+                        b' ' | b'\t' | b'\n' | b';' | b'&' | b'|' | b'(' | b'[' | b'!'
+                    )
+            }
+            b'$' => b[i + 1..].starts_with(b"(("),
+            _ => false,
+        })
         .count()
 }
 
@@ -781,7 +793,7 @@ fn precheck(
     first_heredoc: usize,
 ) -> Result<Prepared<'_>, PrecheckError> {
     let b = text.as_bytes();
-    if raw_paren_depth(b) > MAX_RAW_PAREN_NESTING || subscript_count(b) > MAX_SUBSCRIPTS {
+    if raw_paren_depth(b) > MAX_RAW_PAREN_NESTING || arithmetic_places(b) > MAX_ARITHMETIC_PLACES {
         return Err(PrecheckError::TooDeep);
     }
     let outcome = scan(b, 0, None);

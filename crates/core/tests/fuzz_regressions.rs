@@ -134,13 +134,16 @@ fn nested_array_subscripts_and_parameter_expansions_are_refused_in_time() {
         "k[\"?${p[}\"]$(\"\"\"?${Z[\"?\"w?${pZ[}ut}&\"}ut}&dW)]])]",
         // Arithmetic in the subscripts.
         "k[k$((>[)()o[k$((>[)($)k[k$((>[)([)()o[k$((>[)($)k[k$((>[)())k[k",
+        "Y[b\"\"\"k[k$((>[)())$((>[i())!)i>r(]k$((>[)())$((>[i())i>r(], _)\"if w))$((>[",
     ] {
         let runs = classify_in_time(line);
         assert!(!runs.diagnostics.is_empty(), "{line:?}: {runs:?}");
     }
-    // A line with up to three subscripts is still read (one with more gets a diagnostic: the
-    // price of a bound that holds whatever the quoting).
-    let runs = classify_in_time("i=${idx[${pos[0]}]}; a[0]=1; [ -f x ] && bun bots/buzz/chop.ts");
+    // A line with up to four subscripts or `$((` is still read (one with more gets a
+    // diagnostic: the price of a bound that holds whatever the quoting).
+    let runs = classify_in_time(
+        "i=${idx[${pos[0]}]}; a[$((i + 1))]=1; [[ -f x ]] && [ -d y ] && bun bots/buzz/chop.ts",
+    );
     assert_eq!(runs.runs, ["bots/buzz/chop.ts"], "{runs:?}");
 }
 

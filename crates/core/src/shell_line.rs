@@ -268,6 +268,8 @@ struct ScanOutcome {
     unclosed_paren: bool,
     /// A `<<` inside arithmetic (see [`Scanner::shift_in_arith`]).
     shift_in_arith: bool,
+    /// See [`Scanner::placed_shifts`].
+    placed_shifts: Vec<usize>,
     /// Blanks between two opening parentheses, to be replaced by newlines (see
     /// [`Scanner::paren`]).
     paren_gaps: Vec<usize>,
@@ -314,6 +316,9 @@ struct Scanner {
     /// 0.4's tokenizer takes it for a heredoc there (not in an arithmetic command `((…))`), and fuzzing found 16 bytes (`$(($(())<<`, a tab-separated
     /// control character and trailing tabs) on which it then pushes tokens for seconds on end.
     shift_in_arith: bool,
+    /// Where a `<<` is a shift in an arithmetic command `((…))`, which brush-parser reads as
+    /// one (see [`unplaced_heredoc_operator`]).
+    placed_shifts: Vec<usize>,
 }
 
 impl Scanner {
@@ -475,6 +480,10 @@ impl Scanner {
             b'#' if self.arith_level == 0 && at_word_start(b, i) => skip_to_newline(b, i),
             b'<' if next == Some(b'<') && self.stack.contains(&Frame::Arith) => {
                 self.shift_in_arith = true;
+                i + 2
+            }
+            b'<' if next == Some(b'<') && self.arith_level > 0 => {
+                self.placed_shifts.push(i);
                 i + 2
             }
             b'<' if next == Some(b'<') && self.arith_level == 0 => {
@@ -724,6 +733,7 @@ fn scan(b: &[u8], start: usize, initial: Option<Frame>) -> ScanOutcome {
                 max_parens: s.max_parens,
                 unclosed_paren: false,
                 shift_in_arith: s.shift_in_arith,
+                placed_shifts: s.placed_shifts,
                 paren_gaps: s.paren_gaps,
                 heredocs: s.heredocs,
             };
@@ -738,6 +748,7 @@ fn scan(b: &[u8], start: usize, initial: Option<Frame>) -> ScanOutcome {
             .iter()
             .any(|f| matches!(f, Frame::Paren | Frame::DParen | Frame::Subst)),
         shift_in_arith: s.shift_in_arith,
+        placed_shifts: s.placed_shifts,
         paren_gaps: s.paren_gaps,
         heredocs: s.heredocs,
     }
@@ -806,6 +817,12 @@ fn precheck(
                 .to_owned(),
         ));
     }
+    if unplaced_heredoc_operator(b, &outcome) {
+        return Err(PrecheckError::Unparseable(
+            "it has a `<<` that is neither a heredoc nor a shift where it stands (inside quotes?)"
+                .to_owned(),
+        ));
+    }
     if outcome.unclosed_paren {
         // Checked here rather than left to the parser because unbalanced parentheses are
         // where its backtracking is at its worst.
@@ -865,6 +882,34 @@ fn precheck(
         )));
     }
     Ok(Prepared { text, heredocs })
+}
+
+/// Whether `b` holds a `<<` that the scanner did not place: neither a heredoc it cuts out nor a
+/// shift in an arithmetic command. brush-parser's tokenizer may still take such a `<<` for a
+/// heredoc (inside backquotes in double quotes, for one: fuzzing found `"`'`"<<'"' ` looping for
+/// seconds), and its heredoc machinery is where it loops and panics, so the line is refused; a
+/// false alarm (a `<<` in a quoted message) only costs a diagnostic. `<<<` is a here-string.
+fn unplaced_heredoc_operator(b: &[u8], outcome: &ScanOutcome) -> bool {
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' {
+            i += 2;
+            continue;
+        }
+        if b[i] != b'<' {
+            i += 1;
+            continue;
+        }
+        let run = b[i..].iter().take_while(|&&c| c == b'<').count();
+        let placed = run == 2
+            && (outcome.placed_shifts.contains(&i)
+                || outcome.heredocs.iter().any(|h| h.operator.0 == i));
+        if run >= 2 && run != 3 && !placed {
+            return true;
+        }
+        i += run;
+    }
+    false
 }
 
 /// Whether a heredoc delimiter is one that brush-parser 0.4 cannot survive. When a

@@ -159,3 +159,15 @@ fn a_shift_inside_arithmetic_is_refused_not_tokenized_as_a_heredoc() {
         "{runs:?}"
     );
 }
+
+#[test]
+fn a_heredoc_operator_the_scanner_cannot_place_is_refused_in_time() {
+    // Inside backquotes inside double quotes the scanner does not see this `<<` as code;
+    // brush-parser's tokenizer took it for a heredoc and looped for seconds.
+    let runs = classify_in_time("\"`'`\"<<'\"' ");
+    assert!(runs.runs.is_empty(), "{runs:?}");
+    assert!(!runs.diagnostics.is_empty(), "{runs:?}");
+    // Real heredocs and shifts in arithmetic commands are still read.
+    let runs = classify_in_time("cat <<EOF\nhi\nEOF\n((x = 1 << 2))\nbun bots/buzz/chop.ts");
+    assert_eq!(runs.runs, ["bots/buzz/chop.ts"], "{runs:?}");
+}

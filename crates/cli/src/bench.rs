@@ -519,9 +519,10 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
         rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
         true,
     )?;
-    conn.execute_batch(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = OFF;",
-    )?;
+    conn.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF;",
+        SqliteStore::synchronous()
+    ))?;
     // The baseline's rows need versions to point at, one per script.
     conn.execute(
         "INSERT INTO skills (skill_id, owner_id, agent_id, agent_name, name, path, created_at) VALUES (1, ?1, 1, 'bench', 'x', 'bots/bench/x.ts', 0)",
@@ -612,7 +613,8 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
     } else if print == Print::Text {
         writeln!(
             out,
-            "mindrune bench record: {uses} uses of {SCRIPTS} scripts, SQLite WAL (synchronous=NORMAL)\n"
+            "mindrune bench record: {uses} uses of {SCRIPTS} scripts, SQLite WAL (synchronous={})\n",
+            SqliteStore::synchronous()
         )?;
         write_figures(
             &mut out,

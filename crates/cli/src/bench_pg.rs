@@ -84,34 +84,18 @@ fn scratch_name() -> String {
     format!("bench_record_{}_{nanos}", std::process::id())
 }
 
-/// The URL without MindRune's own `schema=NAME` parameter (the driver refuses it), other
-/// parameters kept.
-fn without_schema(url: &str) -> String {
-    let Some((base, query)) = url.split_once('?') else {
-        return url.to_string();
-    };
-    let rest: Vec<&str> = query
-        .split('&')
-        .filter(|pair| !pair.is_empty() && !pair.starts_with("schema="))
-        .collect();
-    if rest.is_empty() {
-        base.to_string()
-    } else {
-        format!("{base}?{}", rest.join("&"))
-    }
-}
-
 /// The URL of the library in `schema` of the same database (a schema the URL named is
 /// replaced: the benchmark never writes into a real library).
 fn in_schema(url: &str, schema: &str) -> String {
-    let url = without_schema(url);
+    let url = mindrune_store::split_schema(url).0;
     let join = if url.contains('?') { '&' } else { '?' };
     format!("{url}{join}schema={schema}")
 }
 
 /// One plain connection to the database with `schema` as its search path: the baseline's.
 fn connect(url: &str, schema: &str) -> anyhow::Result<postgres::Client> {
-    let mut config: postgres::Config = without_schema(url)
+    let mut config: postgres::Config = mindrune_store::split_schema(url)
+        .0
         .parse()
         .context("the --database URL is not one PostgreSQL reads")?;
     let options = match config.get_options() {
@@ -346,7 +330,7 @@ mod tests {
             "postgres://u@h/db?sslmode=disable&schema=bench_record_1_2"
         );
         assert_eq!(
-            without_schema("postgres://u@h/db?schema=lib"),
+            mindrune_store::split_schema("postgres://u@h/db?schema=lib").0,
             "postgres://u@h/db"
         );
     }

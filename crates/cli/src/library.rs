@@ -33,8 +33,9 @@ impl Database {
             Ok(Database::Sqlite(PathBuf::from(path)))
         } else {
             bail!(
-                "`{spec}` names no database MindRune knows\n\nhint: write postgres://USER@HOST:PORT/DATABASE \
-                 or sqlite:PATH"
+                "`{}` names no database MindRune knows\n\nhint: write postgres://USER@HOST:PORT/DATABASE \
+                 or sqlite:PATH",
+                mindrune_store::redact_url(spec)
             )
         }
     }
@@ -152,6 +153,8 @@ mod tests {
         for bad in ["mysql://x", "sqlite:", "library.db"] {
             assert!(Database::parse(bad).is_err(), "{bad}");
         }
+        let typo = Database::parse("postgress://ada:hunter2@db/lib").unwrap_err();
+        assert!(!typo.to_string().contains("hunter2"), "{typo}");
     }
 
     #[test]

@@ -33,7 +33,8 @@ struct Cli {
     )]
     home: PathBuf,
     /// Keep the library in this database instead of MINDRUNE_HOME's SQLite file:
-    /// postgres://USER@HOST:PORT/DATABASE (a `schema=NAME` parameter picks a schema).
+    /// postgres://USER@HOST:PORT/DATABASE (a `schema=NAME` parameter picks a schema), or
+    /// sqlite:PATH for a SQLite file elsewhere.
     #[arg(long, global = true, env = "MINDRUNE_DATABASE_URL", value_name = "URL")]
     database: Option<String>,
     #[command(subcommand)]

@@ -10,11 +10,15 @@ use crate::header;
 
 /// The `sha256:<hex>` digest of some bytes.
 pub fn sha256(bytes: &[u8]) -> String {
-    let hash = Sha256::digest(bytes);
+    sha256_text(&Sha256::digest(bytes))
+}
+
+/// A SHA-256 hash already computed (a streaming hasher's output) as `sha256:<hex>`.
+pub fn sha256_text(hash: &[u8]) -> String {
     // sha2 0.11's output no longer implements `LowerHex`, so hex-encode by hand.
     let mut out = String::with_capacity(7 + 64);
     out.push_str("sha256:");
-    for byte in hash.iter() {
+    for byte in hash {
         out.push(HEX[usize::from(byte >> 4)]);
         out.push(HEX[usize::from(byte & 0x0f)]);
     }

@@ -7,6 +7,17 @@ use mindrune_core::score::{self, UseSample};
 
 use crate::{AgentId, HeaderState, Outcome, SharingKind, SkillId};
 
+/// The columns the row readers of both backends take, in their order (the same SQL on both).
+pub(crate) const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
+pub(crate) const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at";
+/// A skill's columns, with the skills table as `s`.
+pub(crate) const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
+    s.tags, s.header, s.goal, s.preconditions, s.params, s.result, s.from_skill, s.topics, s.file_digest";
+pub(crate) const SKILL_COLUMN_COUNT: usize = 19;
+/// A version's columns, with the versions table as `v`.
+pub(crate) const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at, v.shared_at";
+pub(crate) const VERSION_COLUMN_COUNT: usize = 18;
+
 /// A newline-joined list column as a list.
 pub(crate) fn lines_of(text: String) -> Vec<String> {
     text.lines()

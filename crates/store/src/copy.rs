@@ -597,15 +597,8 @@ impl TableDigest {
 
     /// The row count and the digest as `sha256:<hex>`.
     fn finish(self) -> (u64, String) {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
         let hash = self.hasher.finalize();
-        let mut out = String::with_capacity(7 + 64);
-        out.push_str("sha256:");
-        for byte in hash.iter() {
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-        }
-        (self.rows, out)
+        (self.rows, mindrune_core::digest::sha256_text(&hash))
     }
 }
 

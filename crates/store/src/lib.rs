@@ -20,7 +20,7 @@ mod postgres;
 mod sqlite;
 
 pub use copy::{CopyReport, TableCopy, copy_library};
-pub use postgres::{PgStore, redact_url};
+pub use postgres::{PgStore, redact_url, split_schema};
 pub use sqlite::SqliteStore;
 
 macro_rules! id_type {
@@ -266,6 +266,14 @@ impl SharingKind {
         match self {
             SharingKind::Shared => "shared",
             SharingKind::Unshared => "unshared",
+        }
+    }
+
+    /// Reads the kind as the store writes it; anything but `shared` is an un-sharing.
+    pub fn parse(text: &str) -> SharingKind {
+        match text {
+            "shared" => SharingKind::Shared,
+            _ => SharingKind::Unshared,
         }
     }
 }

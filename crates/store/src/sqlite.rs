@@ -23,8 +23,9 @@ use crate::{
 use mindrune_core::sharing::SharingBar;
 
 use crate::common::{
-    SharingState, StoredVersion, VersionRow, audit_version, insert_sample, json_map, lines_of,
-    parse_map, sample_from, sharing_change, sorted,
+    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SharingState, StoredVersion,
+    VERSION_COLUMN_COUNT, VERSION_COLUMNS, VersionRow, audit_version, insert_sample, json_map,
+    lines_of, parse_map, sample_from, sharing_change, sorted,
 };
 
 /// The migrations, in order. Never edit one that has landed: add the next.
@@ -123,10 +124,7 @@ impl SqliteStore {
             true,
         )
         .map_err(db_err)?;
-        let sync = match std::env::var("MINDRUNE_SYNC").as_deref() {
-            Ok("full") => "FULL",
-            _ => "NORMAL",
-        };
+        let sync = Self::synchronous();
         conn.execute_batch(&format!(
             "PRAGMA journal_mode = WAL; PRAGMA synchronous = {sync}; PRAGMA foreign_keys = ON;"
         ))
@@ -189,6 +187,15 @@ impl SqliteStore {
         &self.location
     }
 
+    /// The `synchronous` setting every connection gets: `NORMAL`, or `FULL` with
+    /// `MINDRUNE_SYNC=full` (see the module docs).
+    pub fn synchronous() -> &'static str {
+        match std::env::var("MINDRUNE_SYNC").as_deref() {
+            Ok("full") => "FULL",
+            _ => "NORMAL",
+        }
+    }
+
     /// SQLite's own integrity check; `ok` when the file is sound.
     pub fn integrity_check(&self) -> Result<String> {
         let inner = self.lock();
@@ -224,14 +231,6 @@ const SNIPPET_RUNS_SINCE: &str =
      WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.last_used_at >= ?3 AND u.at >= ?3
      GROUP BY s.snippet_id
      ORDER BY MAX(u.at) DESC, s.snippet_id";
-
-const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
-const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at";
-const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
-    s.tags, s.header, s.goal, s.preconditions, s.params, s.result, s.from_skill, s.topics, s.file_digest";
-const SKILL_COLUMN_COUNT: usize = 19;
-const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at, v.shared_at";
-const VERSION_COLUMN_COUNT: usize = 18;
 
 fn owner_from(row: &Row<'_>) -> rusqlite::Result<Owner> {
     Ok(Owner {
@@ -1011,7 +1010,7 @@ impl Store for SqliteStore {
                 }
                 None => read_window(&tx, owner, new_use.version)?,
             };
-            let tags: Vec<String> = row.tags.lines().map(str::to_string).collect();
+            let tags = lines_of(row.tags.clone());
             let mut window = window;
             // Newest-first in one slice, rotated in place (no copy of the samples).
             let contiguous: &[UseSample] = window.make_contiguous();
@@ -1020,11 +1019,10 @@ impl Store for SqliteStore {
             // The family's median is looked up again every PEER_REFRESH_USES uses of this
             // version (or when its measure changes), and kept in the version's row: the same
             // for every process, and no scan of the family's skills on every run.
-            let refresh_peers = !tags.is_empty()
-                && (row.measure_key != measure_key
-                    || row
-                        .peer_checked_uses
-                        .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES));
+            let refresh_peers = row.measure_key != measure_key
+                || row
+                    .peer_checked_uses
+                    .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES);
             let (peers, peer_checked_uses) = if tags.is_empty() {
                 (None, None)
             } else if refresh_peers {
@@ -1565,11 +1563,7 @@ impl Store for SqliteStore {
                 Ok(SharingChange {
                     skill: SkillId(r.get(0)?),
                     label: r.get(1)?,
-                    kind: if kind == "shared" {
-                        SharingKind::Shared
-                    } else {
-                        SharingKind::Unshared
-                    },
+                    kind: SharingKind::parse(&kind),
                     version: r.get(3)?,
                     reason: r.get(4)?,
                     at: r.get(5)?,

@@ -417,6 +417,23 @@ fn only_sqlite_into_postgres_is_supported_and_the_source_must_exist() {
         "{}",
         stderr(&output)
     );
+    // A file that is not a library is refused as it is, not given MindRune's tables.
+    let stranger = lib.dir.path().join("notes.db");
+    std::fs::write(&stranger, b"").unwrap();
+    let output = lib.run(&[
+        "migrate",
+        "--from",
+        &format!("sqlite:{}", stranger.display()),
+        "--to",
+        DEFAULT_DATABASE_URL,
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("is not a MindRune library (it has no owners table)"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(std::fs::metadata(&stranger).unwrap().len(), 0);
     let output = lib.run(&["migrate", "--from", &from(&lib), "--to", "sqlite:copy.db"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(

@@ -26,9 +26,8 @@
 //! The test runs in a schema of its own, dropped at the end, passed or failed. When PostgreSQL
 //! cannot be reached the test fails: CI must not pass without it.
 
-use crate::util::Rng;
+use crate::util::{Rng, free_port};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
@@ -154,14 +153,6 @@ fn cli(home: &Path, url: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout).unwrap()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// One `mindrune serve` process on the library, its log in a file; killed when dropped.

@@ -3,23 +3,14 @@
 //! bot's password kept on the machine, and every event delivered exactly once through a
 //! server killed (SIGKILL) in the middle of delivery.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::util::{TestLibrary, contains, stderr, visible_files};
-
-/// A port nothing listens on right now (the CLI cannot be told to bind port 0).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::util::{TestLibrary, contains, free_port, stderr, visible_files};
 
 /// Waits until `done` holds, failing the test with `what` after `limit`.
 fn wait_for(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {

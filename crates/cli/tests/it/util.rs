@@ -64,6 +64,8 @@ impl TestLibrary {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"));
         cmd.env("MINDRUNE_HOME", self.home())
             .env_remove("MINDRUNE_LOG")
+            // The library is this one's SQLite file, whatever database the caller's shell chose.
+            .env_remove("MINDRUNE_DATABASE_URL")
             .current_dir(self.dir.path());
         cmd
     }
@@ -200,4 +202,13 @@ impl Rng {
         self.0 ^= self.0 << 17;
         self.0 % n.max(1)
     }
+}
+
+/// A loopback port nobody listens on now (for a server a test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }

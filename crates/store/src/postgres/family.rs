@@ -200,11 +200,7 @@ pub(super) fn sharing_changes(
             Ok(SharingChange {
                 skill: SkillId(col(row, 0)?),
                 label: col(row, 1)?,
-                kind: if kind == "shared" {
-                    SharingKind::Shared
-                } else {
-                    SharingKind::Unshared
-                },
+                kind: SharingKind::parse(kind),
                 version: col(row, 3)?,
                 reason: col(row, 4)?,
                 at: col(row, 5)?,

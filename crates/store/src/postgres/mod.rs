@@ -76,6 +76,16 @@ impl From<StoreError> for Fail {
 
 pub(crate) type PgResult<T> = std::result::Result<T, Fail>;
 
+impl Fail {
+    /// The store's error for the caller, naming the database for PostgreSQL's own errors.
+    fn into_store(self, location: &str) -> StoreError {
+        match self {
+            Fail::Pg(err) => pg_err(err, location),
+            Fail::Store(err) => err,
+        }
+    }
+}
+
 /// Whether PostgreSQL asks for the transaction to be run again.
 fn is_retryable(err: &postgres::Error) -> bool {
     matches!(
@@ -314,8 +324,14 @@ impl PgStore {
                     attempt += 1;
                     std::thread::sleep(Duration::from_millis(2 * u64::from(attempt)));
                 }
-                Err(Fail::Pg(err)) => return Err(pg_err(err, &self.location)),
-                Err(Fail::Store(err)) => return Err(err),
+                Err(Fail::Pg(err)) if is_retryable(&err) => {
+                    return Err(StoreError::Database(format!(
+                        "{}: gave up after {RETRIES} tries, the family is under heavy concurrent \
+                         writes; run the command again (nothing of this change was stored)",
+                        pg_err(err, &self.location)
+                    )));
+                }
+                Err(fail) => return Err(fail.into_store(&self.location)),
             }
         }
     }
@@ -323,7 +339,7 @@ impl PgStore {
 
 /// Takes MindRune's own `schema=NAME` parameter out of a URL's query (the driver would refuse
 /// it), leaving the others (`sslmode=…`, `connect_timeout=…`) in place.
-fn split_schema(url: &str) -> (String, Option<String>) {
+pub fn split_schema(url: &str) -> (String, Option<String>) {
     let Some((base, query)) = url.split_once('?') else {
         return (url.to_string(), None);
     };
@@ -402,11 +418,7 @@ fn migrate(conn: &mut postgres::Client, schema: Option<&str>, location: &str) ->
         tx.commit()?;
         Ok(())
     };
-    match run(conn) {
-        Ok(()) => Ok(()),
-        Err(Fail::Pg(err)) => Err(pg_err(err, location)),
-        Err(Fail::Store(err)) => Err(err),
-    }
+    run(conn).map_err(|fail| fail.into_store(location))
 }
 
 impl Store for PgStore {

@@ -30,7 +30,7 @@ use super::sharing::{
     skill_tags,
 };
 use super::{PgResult, PgStore};
-use crate::common::{VersionRow, json_map, parse_map, sorted};
+use crate::common::{VersionRow, json_map, lines_of, parse_map, sorted};
 use crate::{
     Agent, AgentId, Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse,
     RecordedUse, Result, ScriptSnapshot, Skill, SkillEntry, SkillId, Snippet, SnippetId,
@@ -437,17 +437,16 @@ pub(super) fn record_use(store: &PgStore, owner: OwnerId, new_use: &NewUse) -> R
 
         // The window, read from the table (which now holds the new use too).
         let window = read_window(tx, owner, new_use.version)?;
-        let tags: Vec<String> = row.tags.lines().map(str::to_string).collect();
+        let tags = lines_of(row.tags.clone());
         let measure = Measure::choose(&tags, &window);
         let measure_key = measure.key();
         // The family's median is looked up again every PEER_REFRESH_USES uses of this version
         // (or when its measure changes), and kept in the version's row: the same for every
         // process, and no scan of the family's skills on every run.
-        let refresh_peers = !tags.is_empty()
-            && (row.measure_key != measure_key
+        let refresh_peers = row.measure_key != measure_key
                 || row
                     .peer_checked_uses
-                    .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES));
+                    .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES);
         let (peers, peer_checked_uses) = if tags.is_empty() {
             (None, None)
         } else if refresh_peers {

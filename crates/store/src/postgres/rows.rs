@@ -6,20 +6,15 @@ use postgres::types::FromSql;
 
 use super::PgResult;
 use crate::common::lines_of;
+pub(crate) use crate::common::{
+    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMN_COUNT,
+    VERSION_COLUMNS,
+};
 use crate::{
     Agent, AgentId, HeaderState, Lineage, Owner, OwnerId, Skill, SkillHeader, SkillId, Snippet,
     SnippetId, Version, VersionId,
 };
 
-pub(crate) const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
-pub(crate) const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at";
-/// A skill's columns, with the skills table as `s`.
-pub(crate) const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
-    s.tags, s.header, s.goal, s.preconditions, s.params, s.result, s.from_skill, s.topics, s.file_digest";
-pub(crate) const SKILL_COLUMN_COUNT: usize = 19;
-/// A version's columns, with the versions table as `v`.
-pub(crate) const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at, v.shared_at";
-pub(crate) const VERSION_COLUMN_COUNT: usize = 18;
 pub(crate) const SNIPPET_COLUMNS: &str =
     "snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at";
 

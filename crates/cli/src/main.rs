@@ -15,6 +15,7 @@ mod bench_serve;
 mod commands;
 mod library;
 mod migrate;
+mod playbooks;
 mod render;
 mod runner;
 mod serve;
@@ -176,6 +177,45 @@ enum Command {
         /// picks a schema, created if needed).
         #[arg(long, value_name = "URL")]
         to: String,
+    },
+    /// The assistant's MCP server on standard input and output (playbook skills: workspace_read,
+    /// file_write, file_copy, file_move, skill_create, skill_refine, playbook_search,
+    /// playbook_record).
+    Mcp {
+        #[command(flatten)]
+        workspace: playbooks::Workspace,
+    },
+    /// The cards waiting for you: every change to a playbook skill is one.
+    Inbox {
+        #[command(flatten)]
+        workspace: playbooks::Workspace,
+        /// Every card, answered ones too.
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Answer a card: show it, approve it, or turn it down with a reason.
+    Card {
+        #[command(flatten)]
+        workspace: playbooks::Workspace,
+        #[command(subcommand)]
+        command: playbooks::CardCommand,
+    },
+    /// Change a playbook skill (the fixer's revise and stop; revert and retire): each files a
+    /// card.
+    Refine {
+        #[command(flatten)]
+        workspace: playbooks::Workspace,
+        #[command(subcommand)]
+        command: playbooks::RefineCommand,
+    },
+    /// Playbook skills: set up a workspace, the record, search, the carried list, suggestions.
+    Playbook {
+        #[command(flatten)]
+        workspace: playbooks::Workspace,
+        #[command(subcommand)]
+        command: playbooks::PlaybookCommand,
     },
     /// Wire a real setup in one command.
     Setup {
@@ -433,6 +473,8 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| if long_running { "info" } else { "warn" }.into());
     let subscriber = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // MCP hosts and service managers capture stderr to a file: colour only on a terminal.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter);
     match (
         std::env::var("MINDRUNE_LOG_FORMAT").as_deref(),
@@ -547,6 +589,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tags {
             command: TagsCommand::Map { text },
         } => commands::tags_map(&home, &text),
+        Command::Mcp { workspace } => playbooks::mcp(&workspace.workspace),
+        Command::Inbox {
+            workspace,
+            all,
+            json,
+        } => playbooks::inbox(&workspace.workspace, all, json),
+        Command::Card { workspace, command } => playbooks::card(&workspace.workspace, command),
+        Command::Refine { workspace, command } => playbooks::refine(&workspace.workspace, command),
+        Command::Playbook { workspace, command } => {
+            playbooks::playbook(&workspace.workspace, command)
+        }
         Command::Setup {
             target:
                 SetupTarget::RsSdk {

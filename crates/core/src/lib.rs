@@ -6,11 +6,14 @@
 
 pub mod digest;
 pub mod event;
+pub mod fisher;
 pub mod header;
 pub mod instructions;
 pub mod lessons;
 pub mod mirror_text;
 pub mod near_repeat;
+pub mod permissions;
+pub mod playbook_file;
 pub mod rs_output;
 pub mod score;
 pub mod secrets;

@@ -5,6 +5,7 @@ pub mod family;
 pub mod hook;
 pub mod ingest;
 pub mod mirror_writer;
+pub mod playbook;
 pub mod snippets;
 pub mod tags;
 pub mod turn;

@@ -1,5 +1,6 @@
 //! MindRune's server: the runner protocol over HTTP (`/v1/`), the runner that speaks it beside
-//! each avatar's sandbox, the owner's dashboard and the operator's console.
+//! each avatar's sandbox, the owner's dashboard and the operator's console, and the MCP server
+//! of a personal assistant's playbook skills (`mcp`).
 
 pub mod api;
 pub mod app;
@@ -9,5 +10,6 @@ pub mod console;
 pub mod dashboard;
 pub mod error;
 pub mod html;
+pub mod mcp;
 pub mod runner;
 pub mod wire;

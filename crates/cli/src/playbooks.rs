@@ -1,0 +1,526 @@
+//! The human's side of the playbook skills: the inbox and its cards, the fixer's commands, and
+//! `mindrune mcp`, the assistant's side.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use mindrune_core::permissions::Permissions;
+use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, Playbooks};
+
+/// The assistant's workspace (its skills are WORKSPACE/skills/).
+#[derive(Debug, Args)]
+pub struct Workspace {
+    #[arg(
+        long,
+        env = "MINDRUNE_WORKSPACE",
+        default_value = ".",
+        value_name = "DIR"
+    )]
+    pub workspace: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CardCommand {
+    /// A card in full: what it proposes, and for a revision or revert the diff against the live
+    /// file.
+    Show { id: i64 },
+    /// Approve a card: a draft goes live, a revision or revert is applied, a skill is retired.
+    Approve { id: i64 },
+    /// Turn a card down, with the reason the door repeats if the same name is proposed again.
+    Reject {
+        id: i64,
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RefineCommand {
+    /// The fixer files its corrected SKILL.md for a report, with the fingerprint of the exact
+    /// file it read (`sha256:` and the hex of `sha256sum SKILL.md`).
+    Revise {
+        #[arg(long)]
+        report: i64,
+        /// The corrected SKILL.md.
+        #[arg(long)]
+        file: PathBuf,
+        #[arg(long)]
+        fingerprint: String,
+    },
+    /// The fixer stops without a revision, and says why (the procedure was not followed, or
+    /// the record does not show enough).
+    Stop {
+        #[arg(long)]
+        report: i64,
+        #[arg(long)]
+        reason: String,
+    },
+    /// File a card that makes an earlier kept version live again.
+    Revert {
+        skill: String,
+        #[arg(long)]
+        version: u32,
+    },
+    /// File a card asking whether a skill should stop being used (always held for you).
+    Retire {
+        skill: String,
+        #[arg(long)]
+        why: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PlaybookCommand {
+    /// Write permissions.yaml (the shipped default, or the mode built for unattended work) and
+    /// a playbooks.toml to edit, unless they exist.
+    Init {
+        #[arg(long)]
+        unattended: bool,
+    },
+    /// Propose a skill yourself, from a SKILL.md you wrote: it goes through the same door
+    /// (skill_create's checks) and is filed as a card like any other.
+    Propose {
+        name: String,
+        /// The SKILL.md to propose (its version and status are the runtime's and are ignored).
+        #[arg(long)]
+        file: PathBuf,
+    },
+    /// How each skill has done: reads, corrections, and whether the live revision did better
+    /// than the one it replaced (Fisher's exact test). Writes nothing.
+    Record { skill: Option<String> },
+    /// Find skills by words, best first, with a line on when to use each.
+    Search {
+        #[arg(required = true)]
+        words: Vec<String>,
+    },
+    /// The carried skills with when to use each: the lines described on every turn.
+    Carried,
+    /// The observer leaves a suggestion for the assistant (it cannot write a skill itself).
+    Suggest { text: String },
+    /// A task its project's checks closed as done: with enough tool calls it suggests a skill.
+    TaskDone {
+        #[arg(long)]
+        task: String,
+        #[arg(long)]
+        tool_calls: u32,
+        /// The project's own checks passed (tests, build).
+        #[arg(long)]
+        checks_passed: bool,
+    },
+}
+
+fn open(workspace: &Path) -> anyhow::Result<Playbooks> {
+    Playbooks::open(workspace)
+        .with_context(|| format!("cannot open the workspace {}", workspace.display()))
+}
+
+/// A rule's refusal is the message itself; anything else keeps its chain.
+fn refusal(err: PlaybookError) -> anyhow::Error {
+    anyhow::Error::new(err)
+}
+
+pub fn mcp(workspace: &Path) -> anyhow::Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the MCP server's runtime")?;
+    runtime.block_on(mindrune_server::mcp::serve_stdio(workspace))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn inbox(workspace: &Path, all: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let playbooks = open(workspace)?;
+    let cards = playbooks.ledger().cards(!all)?;
+    let mut out = String::new();
+    if json {
+        let rows: Vec<serde_json::Value> = cards.iter().map(card_json).collect();
+        out = serde_json::to_string_pretty(&rows)?;
+        out.push('\n');
+    } else if cards.is_empty() {
+        out.push_str(if all {
+            "No cards yet.\n"
+        } else {
+            "Nothing waits for you.\n"
+        });
+    } else {
+        for card in &cards {
+            let _ = writeln!(
+                out,
+                "#{:<4} {:<7} {:<24} {:<8} filed by {} {}",
+                card.id,
+                card.kind.as_str(),
+                card.skill,
+                card.state.as_str(),
+                card.filed_by,
+                card.filed_at
+            );
+        }
+        if !all {
+            out.push_str(
+                "\nmindrune card show N · card approve N · card reject N --reason \"…\"\n",
+            );
+        }
+    }
+    print!("{out}");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn card_json(card: &Card) -> serde_json::Value {
+    serde_json::json!({
+        "id": card.id,
+        "kind": card.kind.as_str(),
+        "skill": card.skill,
+        "state": card.state.as_str(),
+        "filed_by": card.filed_by,
+        "filed_at": card.filed_at,
+        "fingerprint": card.fingerprint,
+        "base_version": card.base_version,
+        "restore_version": card.restore_version,
+        "report": card.report_id,
+        "why": card.why,
+        "answered_at": card.answered_at,
+        "answered_by": card.answered_by,
+        "reason": card.reason,
+        "outcome": card.outcome,
+    })
+}
+
+pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> {
+    let playbooks = open(workspace)?;
+    match command {
+        CardCommand::Show { id } => {
+            let Some(card) = playbooks.ledger().card(id)? else {
+                anyhow::bail!("there is no card #{id}; `mindrune inbox --all` lists them");
+            };
+            print!("{}", show_card(&playbooks, &card)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        CardCommand::Approve { id } => {
+            let answered = playbooks.approve(id).map_err(refusal)?;
+            match answered.state {
+                CardState::Applied => {
+                    println!("card #{id} approved: {}", answered.outcome);
+                    Ok(ExitCode::SUCCESS)
+                }
+                _ => {
+                    eprintln!("card #{id} refused: {}", answered.outcome);
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        CardCommand::Reject { id, reason } => {
+            let answered = playbooks.reject(id, &reason).map_err(refusal)?;
+            println!("card #{id} turned down: {}", answered.outcome);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "card #{} · {} · {} · {}",
+        card.id,
+        card.kind.as_str(),
+        card.skill,
+        card.state.as_str()
+    );
+    let _ = write!(out, "filed by {} at {}", card.filed_by, card.filed_at);
+    if let Some(version) = card.base_version {
+        let _ = write!(out, ", against v{version}");
+    }
+    if let Some(fingerprint) = &card.fingerprint {
+        let _ = write!(out, " ({fingerprint})");
+    }
+    out.push('\n');
+    if let Some(report) = card.report_id {
+        let line = playbooks
+            .ledger()
+            .usage(Some(&card.skill))?
+            .into_iter()
+            .find(|line| line.id == report);
+        match line {
+            Some(line) => {
+                let _ = writeln!(
+                    out,
+                    "answers report #{report}: step {} of v{} went wrong",
+                    line.step.unwrap_or(0),
+                    line.revision.unwrap_or(0)
+                );
+            }
+            None => {
+                let _ = writeln!(out, "answers report #{report}");
+            }
+        }
+    }
+    if let Some(why) = &card.why {
+        let _ = writeln!(out, "why: {why}");
+    }
+    if let Some(answered) = &card.answered_at {
+        let _ = writeln!(
+            out,
+            "answered by {} at {answered}{}",
+            card.answered_by.as_deref().unwrap_or("?"),
+            card.reason
+                .as_deref()
+                .map(|reason| format!(": \"{reason}\""))
+                .unwrap_or_default()
+        );
+    }
+    if let Some(outcome) = &card.outcome {
+        let _ = writeln!(out, "outcome: {outcome}");
+    }
+    let proposal = card.proposal.as_deref().unwrap_or_default();
+    match card.kind {
+        CardKind::Create => {
+            // A field left out does not block a skill; the human sees what it still owes.
+            if let Ok((skill, _)) = mindrune_core::playbook_file::parse(proposal) {
+                let owed = mindrune_core::playbook_file::owed_fields(&skill);
+                if !owed.is_empty() {
+                    let _ = writeln!(out, "owes: {}", owed.join(", "));
+                }
+            }
+            out.push('\n');
+            out.push_str(proposal);
+        }
+        CardKind::Revise | CardKind::Revert => {
+            let live_path =
+                playbook::layout::live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
+            let live = std::fs::read_to_string(&live_path).unwrap_or_default();
+            let label = match card.restore_version {
+                Some(version) => format!("v{version} (kept)"),
+                None => "proposed".to_string(),
+            };
+            out.push('\n');
+            let diff = similar::TextDiff::from_lines(live.as_str(), proposal);
+            let _ = write!(
+                out,
+                "{}",
+                diff.unified_diff()
+                    .context_radius(3)
+                    .header("live SKILL.md", &label)
+            );
+        }
+        CardKind::Retire => {}
+    }
+    Ok(out)
+}
+
+pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCode> {
+    let playbooks = open(workspace)?;
+    let filed = match command {
+        RefineCommand::Revise {
+            report,
+            file,
+            fingerprint,
+        } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read the revision {}", file.display()))?;
+            playbooks
+                .revise(report, &text, fingerprint.trim(), "fixer")
+                .map_err(refusal)?
+        }
+        RefineCommand::Stop { report, reason } => {
+            playbooks.fixer_stopped(report, &reason).map_err(refusal)?;
+            println!("report #{report}: noted that the fixer stopped without a revision");
+            return Ok(ExitCode::SUCCESS);
+        }
+        RefineCommand::Revert { skill, version } => playbooks
+            .revert(&skill, version, "human")
+            .map_err(refusal)?,
+        RefineCommand::Retire { skill, why } => playbooks
+            .retire(&skill, why.as_deref(), "human")
+            .map_err(refusal)?,
+    };
+    match filed.answered {
+        Some(answered) => println!(
+            "card #{} filed and {} on its own: {}",
+            filed.card,
+            answered.state.as_str(),
+            answered.outcome
+        ),
+        None => println!("card #{} filed; it waits in the inbox", filed.card),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<ExitCode> {
+    if let PlaybookCommand::Init { unattended } = command {
+        return init(workspace, unattended);
+    }
+    let playbooks = open(workspace)?;
+    match command {
+        PlaybookCommand::Init { .. } => unreachable!("handled above"),
+        PlaybookCommand::Propose { name, file } => {
+            let text = std::fs::read_to_string(&file)
+                .with_context(|| format!("cannot read {}", file.display()))?;
+            let (skill, _) = mindrune_core::playbook_file::parse(&text)
+                .map_err(|err| anyhow::anyhow!("{}: {err}", file.display()))?;
+            let proposal = playbook::door::Proposal {
+                name,
+                skill,
+                suggested_by: playbook::door::Suggester::Human,
+                accepted_as_done: false,
+            };
+            match playbooks
+                .create(&proposal, playbook::door::Attendance::Attended)
+                .map_err(refusal)?
+            {
+                playbook::door::Created::EvidenceAdded { skill } => {
+                    println!("added as evidence to {skill}, which already has these steps")
+                }
+                playbook::door::Created::Filed {
+                    card,
+                    answered: None,
+                } => {
+                    println!(
+                        "card #{card} filed: the draft waits in skills/pending/{}/",
+                        proposal.name
+                    )
+                }
+                playbook::door::Created::Filed {
+                    card,
+                    answered: Some(answered),
+                } => println!(
+                    "card #{card} filed and {}: {}",
+                    answered.state.as_str(),
+                    answered.outcome
+                ),
+            }
+        }
+        PlaybookCommand::Record { skill } => {
+            let records = playbooks.record(skill.as_deref())?;
+            if let Some(skill) = &skill
+                && records.is_empty()
+            {
+                anyhow::bail!("there is no skill named {skill} in skills/");
+            }
+            print!("{}", playbook::record::render(&records));
+        }
+        PlaybookCommand::Search { words } => {
+            let query = words.join(" ");
+            let hits = playbooks.search(&query, 20)?;
+            if hits.is_empty() {
+                println!("No skill matches \"{query}\".");
+            }
+            for hit in hits {
+                let carried = if hit.carried { " (carried)" } else { "" };
+                println!(
+                    "{} — {}{carried}",
+                    hit.name,
+                    hit.when.lines().next().unwrap_or_default()
+                );
+            }
+        }
+        PlaybookCommand::Carried => {
+            for line in playbooks.carried_lines()? {
+                println!("{line}");
+            }
+        }
+        PlaybookCommand::Suggest { text } => {
+            let id = playbooks.observer_suggests(&text).map_err(refusal)?;
+            println!("suggestion #{id} left for the assistant");
+        }
+        PlaybookCommand::TaskDone {
+            task,
+            tool_calls,
+            checks_passed,
+        } => {
+            let done = playbook::suggest::DoneTask {
+                task,
+                tool_calls,
+                checks_passed,
+            };
+            match playbooks.task_done(&done)? {
+                Some(id) => println!("suggestion #{id}: worth writing down as a skill"),
+                None => println!(
+                    "not suggested: it needs its checks to pass and at least {} tool calls",
+                    playbooks.config().carry_over_tool_calls
+                ),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn init(workspace: &Path, unattended: bool) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(workspace)
+        .with_context(|| format!("cannot make {}", workspace.display()))?;
+    let workspace = &workspace
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", workspace.display()))?;
+    let permissions = workspace.join(playbook::config::PERMISSIONS_FILE);
+    let config = workspace.join(playbook::config::CONFIG_FILE);
+    let mode = if unattended {
+        Permissions::unattended()
+    } else {
+        Permissions::shipped_default()
+    };
+    let mut wrote = Vec::new();
+    for (path, text) in [
+        (&permissions, mode.render()),
+        (&config, config_template(workspace)),
+    ] {
+        if path.exists() {
+            println!("{} exists; left as it is", path.display());
+            continue;
+        }
+        playbook::layout::write_atomic(path, text.as_bytes())?;
+        wrote.push(path.display().to_string());
+    }
+    // Opening makes skills/ and the ledger, and checks both files read back.
+    open(workspace)?;
+    for path in wrote {
+        println!("wrote {path}");
+    }
+    println!(
+        "start the assistant's MCP server with: mindrune mcp --workspace {}",
+        workspace.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The settings file `playbook init` writes. The home tree is $HOME when the workspace is in it,
+/// else the workspace's own folder, so the file works as written.
+fn config_template(workspace: &Path) -> String {
+    let workspace = workspace
+        .canonicalize()
+        .unwrap_or_else(|_| workspace.to_path_buf());
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .and_then(|home| home.canonicalize().ok())
+        .filter(|home| workspace.starts_with(home))
+        .unwrap_or(workspace);
+    CONFIG_TEMPLATE.replace(
+        "# home = \"/home/you\"",
+        &format!("home = {:?}", home.display().to_string()),
+    )
+}
+
+const CONFIG_TEMPLATE: &str = r#"# MindRune playbook skills: settings for this workspace.
+
+# The tools the assistant's runtime has besides MindRune's own (workspace_read, file_write,
+# file_copy, file_move, skill_create, skill_refine, playbook_search, playbook_record). A skill
+# step naming any other tool is refused.
+tools = []
+
+# The home tree: every path a skill names must be inside it, and so must the workspace.
+# Default: $HOME.
+# home = "/home/you"
+
+# The skill fixer: any command, started in the background once per report, with pointers only
+# (MINDRUNE_SKILL_DIR, MINDRUNE_REVISION, MINDRUNE_STEP, MINDRUNE_TURN_RECORD, MINDRUNE_REPORT,
+# MINDRUNE_WORKSPACE, MINDRUNE_BIN). See examples/fixer.sh.
+# fixer = "/path/to/fixer.sh"
+
+# When nobody attends a skill_create call, stop once this many drafts wait for you.
+max_waiting_drafts = 5
+
+# A task its checks closed as done that took at least this many tool calls suggests a skill.
+carry_over_tool_calls = 8
+"#;

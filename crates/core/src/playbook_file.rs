@@ -1,0 +1,3370 @@
+//! A playbook skill file, `workspace/skills/<name>/SKILL.md`: its parser, its renderer and the
+//! checks that block an unsafe one.
+//!
+//! A skill is a procedure written down. Its file opens with a block of YAML fields between two
+//! `---` lines (the frontmatter: the trigger, when to use it and when not, preconditions, the
+//! steps with the one tool each uses, forbidden tools, the expected result, failure modes,
+//! evidence, and the version and status the runtime sets), and the procedure in prose follows as
+//! the body.
+//!
+//! - [`parse`] reads a file. A field left out still loads and is reported as owed (a
+//!   [`Diagnostic`]), because refusing a file written by hand would make it silently vanish;
+//!   only a file that does not read back cleanly is a [`ParseError`].
+//! - [`render`] writes the canonical text, and `parse(render(s))` gives `s` back.
+//! - [`blocking_checks`] lists the gaps the spec says block a skill, because a skill with them
+//!   could not be followed safely: a tool the runtime lacks, a tool the skill forbids itself, a
+//!   step key other than `do` and `tool`, a declared but empty list of steps, anything that
+//!   reads like a credential, and a path outside the home tree or one that cannot be shown to be
+//!   inside it.
+//!
+//! The reader refuses YAML anchors and aliases, tags, merge keys and a second document. Anchors
+//! and aliases let a few lines expand into gigabytes (the "billion laughs" alias bomb), and tags
+//! and merge keys make a value mean something other than what it says. A skill file is written
+//! by an assistant and read by a human, so it has no need of any of them, and refusing them
+//! outright is simpler and safer than trusting a limit to catch the bad cases. They are found by
+//! a scanner that follows libyaml's tokenizer (the one `yaml_serde` runs on) before `yaml_serde`
+//! sees the text; the same scan gives the line of every key and step, which `yaml_serde`'s
+//! values do not carry.
+//!
+//! Pure: no I/O, and nothing here panics on any input.
+
+use std::fmt::Write as _;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use yaml_serde::{Mapping, Value};
+
+use crate::secrets::{Scrubber, SecretKind};
+
+/// The largest skill file read, in bytes; a larger one is refused before any parsing.
+pub const MAX_SKILL_BYTES: usize = 256 * 1024;
+
+/// The fields a skill declares, in the order [`render`] writes them (after the optional `name`).
+pub const FIELDS: [&str; 11] = [
+    "trigger",
+    "use_when",
+    "not_when",
+    "preconditions",
+    "steps",
+    "forbidden-tools",
+    "expected_result",
+    "failure_modes",
+    "evidence",
+    "version",
+    "status",
+];
+
+/// The file line of the frontmatter's first line: the opening `---` is line 1.
+const FRONTMATTER_LINE_OFFSET: usize = 1;
+
+/// The longest piece of the file's own text a message repeats, in characters.
+const MAX_ECHO_CHARS: usize = 80;
+
+/// A skill file as read: every field is `None` when the file leaves it out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SkillFile {
+    pub name: Option<String>,
+    pub trigger: Option<String>,
+    pub use_when: Option<String>,
+    pub not_when: Option<String>,
+    pub preconditions: Option<Vec<String>>,
+    /// `None`: the field is absent (owed). `Some` of an empty list: declared but empty, which
+    /// blocks.
+    pub steps: Option<Vec<Step>>,
+    pub forbidden_tools: Option<Vec<String>>,
+    pub expected_result: Option<String>,
+    pub failure_modes: Option<Vec<String>>,
+    pub evidence: Option<Vec<String>>,
+    pub version: Option<u32>,
+    pub status: Option<Status>,
+    /// Everything after the closing `---` line, as written.
+    pub body: String,
+}
+
+/// One step of the procedure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// What the step does: its `do` key (empty when the step has none).
+    pub action: String,
+    /// The one tool the step uses, if any.
+    pub tool: Option<String>,
+    /// Keys other than `do` and `tool`, in file order, each once. Any of them blocks the skill.
+    pub other_keys: Vec<String>,
+    /// The 1-based line of the step in the whole file, 0 if unknown.
+    pub line: usize,
+}
+
+/// Where a skill stands. The runtime sets it; whoever writes a skill does not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Draft,
+    Active,
+    Retired,
+    Rejected,
+}
+
+impl Status {
+    /// Every status, in the order of its life.
+    pub const ALL: [Status; 4] = [
+        Status::Draft,
+        Status::Active,
+        Status::Retired,
+        Status::Rejected,
+    ];
+
+    /// The word the file holds.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Draft => "draft",
+            Status::Active => "active",
+            Status::Retired => "retired",
+            Status::Rejected => "rejected",
+        }
+    }
+
+    /// Reads the word the file holds, written in lowercase.
+    pub fn parse(word: &str) -> Option<Status> {
+        Status::ALL
+            .into_iter()
+            .find(|status| status.as_str() == word)
+    }
+}
+
+/// A problem that does not stop the file loading: an owed field, an unknown field (ignored), or
+/// a field of the wrong type (treated as absent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// The 1-based line in the whole file; 0 when the diagnostic is about something absent.
+    pub line: usize,
+    /// The field it is about.
+    pub field: String,
+    pub message: String,
+}
+
+/// Why a skill file does not read back cleanly. Each message names the line and what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error(
+        "SKILL.md is {bytes} bytes, more than the {max} a skill file may have: keep the \
+         procedure short and put long material in files its steps read"
+    )]
+    TooLarge { bytes: usize, max: usize },
+    #[error(
+        "SKILL.md line {line}: a skill file must start with a line `---` that opens its block \
+         of fields (trigger, steps and the rest), closed by another line `---`, with the \
+         procedure in prose below it"
+    )]
+    NoFrontmatter { line: usize },
+    #[error(
+        "SKILL.md line {line}: the block of fields opened here is never closed: add a line \
+         `---` after the last field"
+    )]
+    Unclosed { line: usize },
+    #[error(
+        "SKILL.md line {line}: the block of fields is not valid YAML ({message}): fix it there"
+    )]
+    NotYaml { line: usize, message: String },
+    #[error(
+        "SKILL.md line {line}: YAML anchors and aliases (`&name`, `*name`) are refused in a \
+         skill file: write the value out in full"
+    )]
+    AnchorOrAlias { line: usize },
+    #[error(
+        "SKILL.md line {line}: YAML tags (`!name`, `!!type`) are refused in a skill file: \
+         write the plain value, in quotes if it must stay text"
+    )]
+    Tag { line: usize },
+    #[error(
+        "SKILL.md line {line}: YAML merge keys (`<<:`) are refused in a skill file: write each \
+         field out in full"
+    )]
+    MergeKey { line: usize },
+    #[error(
+        "SKILL.md line {line}: `{marker}` here would start a second YAML document, but the \
+         block of fields is one document and ends at the first line that is exactly `---`: \
+         remove it"
+    )]
+    SecondDocument { line: usize, marker: String },
+    #[error("SKILL.md line {line}: `{key}` is written a second time in the same place: keep one")]
+    DuplicateKey { line: usize, key: String },
+    #[error(
+        "SKILL.md line {line}: the block of fields is {found}, but it must be `field: value` \
+         lines"
+    )]
+    NotAMapping { line: usize, found: &'static str },
+    #[error(
+        "SKILL.md line {line}: step {step} is {found}, but a step is written `- do: what to \
+         do`, with `tool: name` below it when it uses a tool"
+    )]
+    StepNotMapping {
+        line: usize,
+        step: usize,
+        found: &'static str,
+    },
+    #[error(
+        "SKILL.md line {line}: step {step} has `{key}` as {found}, but it must be text (a step \
+         names one tool, or leaves `tool:` out)"
+    )]
+    StepValue {
+        line: usize,
+        step: usize,
+        key: &'static str,
+        found: &'static str,
+    },
+}
+
+/// What [`blocking_checks`] needs to know about the runtime and the machine.
+#[derive(Debug, Clone, Copy)]
+pub struct CheckContext<'a> {
+    /// The tools the runtime has.
+    pub runtime_tools: &'a [String],
+    /// The absolute path of the home tree, unix style (`/home/alice`).
+    pub home: &'a str,
+    /// The absolute path of the workspace; relative paths in the text resolve against it.
+    pub workspace: &'a str,
+    /// Finds what reads like a credential.
+    pub scrubber: &'a Scrubber,
+}
+
+/// The kinds of gap that block a skill, in the order the spec lists them (and
+/// [`blocking_checks`] returns them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockerKind {
+    UnknownTool,
+    ForbiddenTool,
+    StepKey,
+    EmptySteps,
+    Credential,
+    PathOutsideHome,
+    PathUnprovable,
+}
+
+/// One gap that blocks a skill from being written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blocker {
+    pub kind: BlockerKind,
+    /// The 1-based line in the whole file, 0 if unknown.
+    pub line: usize,
+    /// The field the line belongs to, or `body`.
+    pub field: String,
+    pub message: String,
+}
+
+/// Reads a skill file: its fields, its body and the non-blocking diagnostics (owed, unknown and
+/// wrong-typed fields).
+pub fn parse(text: &str) -> Result<(SkillFile, Vec<Diagnostic>), ParseError> {
+    if text.len() > MAX_SKILL_BYTES {
+        return Err(ParseError::TooLarge {
+            bytes: text.len(),
+            max: MAX_SKILL_BYTES,
+        });
+    }
+    let (fragment, body) = split(text)?;
+    // libyaml reads `\r\n` as one line break too; normalising it first keeps the scanner's byte
+    // positions and the error positions on the same text.
+    let fragment = fragment.replace("\r\n", "\n");
+    let (tokens, stop) = scan::scan(&fragment);
+    let file_line = |line: usize| line + FRONTMATTER_LINE_OFFSET;
+    match stop {
+        scan::Stop::AnchorOrAlias { line } => {
+            return Err(ParseError::AnchorOrAlias {
+                line: file_line(line),
+            });
+        }
+        scan::Stop::Tag { line } => {
+            return Err(ParseError::Tag {
+                line: file_line(line),
+            });
+        }
+        scan::Stop::Document { line, marker } => {
+            return Err(ParseError::SecondDocument {
+                line: file_line(line),
+                marker: marker.to_owned(),
+            });
+        }
+        scan::Stop::TooDeep { line } => {
+            return Err(ParseError::NotYaml {
+                line: file_line(line),
+                message: format!("it is nested more than {} levels deep", scan::MAX_DEPTH),
+            });
+        }
+        scan::Stop::End | scan::Stop::Invalid => {}
+    }
+    let tree = match stop {
+        scan::Stop::End => tree::build(&tokens),
+        _ => None,
+    };
+    if let Some(line) = tree.as_ref().and_then(tree::first_merge_key) {
+        return Err(ParseError::MergeKey {
+            line: file_line(line),
+        });
+    }
+    let value: Value = match yaml_serde::from_str(&fragment) {
+        Ok(value) => value,
+        Err(err) => return Err(yaml_error(&err, &fragment, tree.as_ref())),
+    };
+    if tree.is_none() && has_merge_key(&value) {
+        // Only reached if the scanner could not follow a file yaml_serde accepts: the line is
+        // then found by looking for the key's text.
+        let line = fragment
+            .lines()
+            .position(|l| l.trim_start().starts_with("<<"))
+            .map_or(1, |i| i + 1);
+        return Err(ParseError::MergeKey {
+            line: file_line(line),
+        });
+    }
+    let mut skill = read_fields(&value, tree.as_ref())?;
+    skill.0.body = body.to_owned();
+    for field in owed_fields(&skill.0) {
+        skill.1.push(Diagnostic {
+            line: 0,
+            field: field.to_owned(),
+            message: format!("`{field}` is owed: it says {}", purpose(field)),
+        });
+    }
+    Ok(skill)
+}
+
+/// The canonical text of a skill: fields in the order of [`FIELDS`] after `name`, absent ones
+/// left out, one `- do:` (and `tool:`) per step, and the body after the closing `---` line.
+pub fn render(skill: &SkillFile) -> String {
+    let mut out = String::from("---\n");
+    let text_fields = |out: &mut String, key: &str, value: &Option<String>| {
+        if let Some(value) = value {
+            out.push_str(key);
+            out.push(':');
+            push_scalar(out, value, 2);
+        }
+    };
+    text_fields(&mut out, "name", &skill.name);
+    text_fields(&mut out, "trigger", &skill.trigger);
+    text_fields(&mut out, "use_when", &skill.use_when);
+    text_fields(&mut out, "not_when", &skill.not_when);
+    push_list(&mut out, "preconditions", skill.preconditions.as_deref());
+    if let Some(steps) = &skill.steps {
+        if steps.is_empty() {
+            out.push_str("steps: []\n");
+        } else {
+            out.push_str("steps:\n");
+            for step in steps {
+                out.push_str("  - do:");
+                push_scalar(&mut out, &step.action, 6);
+                if let Some(tool) = &step.tool {
+                    out.push_str("    tool:");
+                    push_scalar(&mut out, tool, 6);
+                }
+                let mut seen: Vec<&str> = vec!["do", "tool"];
+                for key in &step.other_keys {
+                    // A repeated key would make the file unreadable; parse never produces one.
+                    if seen.contains(&key.as_str()) {
+                        continue;
+                    }
+                    seen.push(key);
+                    out.push_str("    ");
+                    push_key(&mut out, key);
+                    out.push_str(":\n");
+                }
+            }
+        }
+    }
+    push_list(
+        &mut out,
+        "forbidden-tools",
+        skill.forbidden_tools.as_deref(),
+    );
+    text_fields(&mut out, "expected_result", &skill.expected_result);
+    push_list(&mut out, "failure_modes", skill.failure_modes.as_deref());
+    push_list(&mut out, "evidence", skill.evidence.as_deref());
+    if let Some(version) = skill.version {
+        let _ = writeln!(out, "version: {version}");
+    }
+    if let Some(status) = skill.status {
+        let _ = writeln!(out, "status: {}", status.as_str());
+    }
+    out.push_str("---\n");
+    out.push_str(&skill.body);
+    out
+}
+
+/// The fields a skill owes, in the order of [`FIELDS`]: every field but `version` and `status`
+/// (which the runtime sets) that is absent, or is text with nothing but white space in it. An
+/// empty list is a declaration ("none"), not a debt; an empty `steps` blocks instead.
+pub fn owed_fields(skill: &SkillFile) -> Vec<&'static str> {
+    let blank = |text: &Option<String>| text.as_ref().is_none_or(|t| t.trim().is_empty());
+    FIELDS
+        .into_iter()
+        .filter(|field| match *field {
+            "trigger" => blank(&skill.trigger),
+            "use_when" => blank(&skill.use_when),
+            "not_when" => blank(&skill.not_when),
+            "preconditions" => skill.preconditions.is_none(),
+            "steps" => skill.steps.is_none(),
+            "forbidden-tools" => skill.forbidden_tools.is_none(),
+            "expected_result" => blank(&skill.expected_result),
+            "failure_modes" => skill.failure_modes.is_none(),
+            "evidence" => skill.evidence.is_none(),
+            _ => false,
+        })
+        .collect()
+}
+
+/// The tools of the steps in order; steps without a tool are skipped.
+pub fn tool_sequence(skill: &SkillFile) -> Vec<String> {
+    skill
+        .steps
+        .iter()
+        .flatten()
+        .filter_map(|step| step.tool.clone())
+        .collect()
+}
+
+/// The spec's blocking checks over the whole file text (frontmatter and body) and its parse.
+/// Blockers come in the order of [`BlockerKind`], then by line.
+pub fn blocking_checks(text: &str, skill: &SkillFile, ctx: &CheckContext) -> Vec<Blocker> {
+    let layout = Layout::of(text);
+    let mut blockers = Vec::new();
+    let steps = skill.steps.as_deref().unwrap_or_default();
+    let forbidden = skill.forbidden_tools.as_deref().unwrap_or_default();
+    for (index, step) in steps.iter().enumerate() {
+        let number = index + 1;
+        if let Some(tool) = &step.tool {
+            if !ctx.runtime_tools.contains(tool) {
+                let has = if ctx.runtime_tools.is_empty() {
+                    "none".to_owned()
+                } else {
+                    ctx.runtime_tools.join(", ")
+                };
+                blockers.push(Blocker {
+                    kind: BlockerKind::UnknownTool,
+                    line: step.line,
+                    field: "steps".to_owned(),
+                    message: format!(
+                        "step {number} names tool `{}`, which this runtime does not have; it \
+                         has: {has}",
+                        echo(tool)
+                    ),
+                });
+            }
+            if forbidden.contains(tool) {
+                blockers.push(Blocker {
+                    kind: BlockerKind::ForbiddenTool,
+                    line: step.line,
+                    field: "steps".to_owned(),
+                    message: format!(
+                        "step {number} names tool `{tool}`, which this skill's own \
+                         forbidden-tools lists: use another tool in the step, or take it off \
+                         forbidden-tools",
+                        tool = echo(tool)
+                    ),
+                });
+            }
+        }
+        for key in &step.other_keys {
+            blockers.push(Blocker {
+                kind: BlockerKind::StepKey,
+                line: step.line,
+                field: "steps".to_owned(),
+                message: step_key_message(number, key),
+            });
+        }
+    }
+    if skill.steps.as_ref().is_some_and(Vec::is_empty) {
+        blockers.push(Blocker {
+            kind: BlockerKind::EmptySteps,
+            line: layout.key_line("steps"),
+            field: "steps".to_owned(),
+            message: "`steps` is declared but lists no step: write the steps (`- do: …`), or \
+                      leave `steps:` out while the procedure is still owed"
+                .to_owned(),
+        });
+    }
+    for finding in ctx.scrubber.scrub(text).findings {
+        blockers.push(Blocker {
+            kind: BlockerKind::Credential,
+            line: finding.line,
+            field: layout.field_of(finding.line),
+            message: format!(
+                "this line holds what reads like {}: a skill must never carry a credential, so \
+                 take it out and let the step get it from where the runtime keeps secrets",
+                describe_secret(finding.kind)
+            ),
+        });
+    }
+    blockers.extend(paths::blockers(text, ctx, &layout));
+    blockers.sort_by_key(|blocker| (blocker.kind as u8, blocker.line));
+    blockers
+}
+
+/// What each field says, for the owed diagnostics (the spec's table "What a skill declares").
+fn purpose(field: &str) -> &'static str {
+    match field {
+        "trigger" => "the situation that should make the assistant reach for this skill",
+        "use_when" => "when the skill applies",
+        "not_when" => "the near misses where the skill does not apply",
+        "preconditions" => "what must already be true before step one",
+        "steps" => "the numbered steps, each naming the one tool it uses, or none",
+        "forbidden-tools" => "the tools the procedure must never call",
+        "expected_result" => "what done looks like, so the assistant can check",
+        "failure_modes" => "the ways the skill is known to go wrong",
+        "evidence" => "the work the skill was written from",
+        _ => "what the runtime sets",
+    }
+}
+
+fn step_key_message(number: usize, key: &str) -> String {
+    let lower = key.to_lowercase();
+    let hint = if lower.contains("tool") {
+        "rename it to `tool` (one tool per step)"
+    } else if lower.starts_with("do") || lower.contains("action") {
+        "rename it to `do`"
+    } else {
+        "put what the step does under `do` and the one tool it uses under `tool`, or remove it"
+    };
+    format!(
+        "step {number} has the key `{}`, but a step takes only `do` and `tool`: a misspelled \
+         key would leave the step with no tool and no sign of it; {hint}",
+        echo(key)
+    )
+}
+
+fn describe_secret(kind: SecretKind) -> &'static str {
+    match kind {
+        SecretKind::KnownSecret => "one of the runtime's own secrets",
+        SecretKind::Assignment => "a password or key assigned to a name",
+        SecretKind::PrivateKey => "a private key",
+        SecretKind::AwsKey => "an AWS access key id",
+        SecretKind::GithubToken => "a GitHub token",
+        SecretKind::GitlabToken => "a GitLab token",
+        SecretKind::SlackToken => "a Slack token",
+        SecretKind::WebhookUrl => "a webhook URL with its secret",
+        SecretKind::OpenAiKey => "an OpenAI API key",
+        SecretKind::AnthropicKey => "an Anthropic API key",
+        SecretKind::StripeKey => "a Stripe key",
+        SecretKind::GoogleApiKey => "a Google API key",
+        SecretKind::NpmToken => "an npm token",
+        SecretKind::HuggingFaceToken => "a Hugging Face token",
+        SecretKind::SendGridKey => "a SendGrid key",
+        SecretKind::TelegramToken => "a Telegram bot token",
+        SecretKind::MindRuneKey => "a MindRune key or token",
+        SecretKind::Jwt => "a JSON Web Token",
+        SecretKind::UrlPassword => "a password inside a URL",
+        SecretKind::BearerToken => "a bearer token",
+        SecretKind::BasicAuth => "basic-auth credentials",
+        SecretKind::HighEntropy => "a long random token",
+    }
+}
+
+/// At most [`MAX_ECHO_CHARS`] characters of the file's own text, on one line, for a message.
+fn echo(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(MAX_ECHO_CHARS)
+        .collect();
+    if text.chars().count() > MAX_ECHO_CHARS {
+        out.push('…');
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Splitting the file.
+
+/// Splits the text into the frontmatter (keeping the line break before the closing `---`, since
+/// a block scalar that ends the fragment without one reads differently between YAML crates) and
+/// the body after the closing line.
+fn split(text: &str) -> Result<(&str, &str), ParseError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some((first, rest)) = text.split_once('\n') else {
+        return Err(if text.trim_end() == "---" {
+            ParseError::Unclosed { line: 1 }
+        } else {
+            ParseError::NoFrontmatter { line: 1 }
+        });
+    };
+    if first.trim_end() != "---" {
+        return Err(ParseError::NoFrontmatter { line: 1 });
+    }
+    let mut start = 0;
+    while start < rest.len() {
+        let end = rest[start..].find('\n').map_or(rest.len(), |i| start + i);
+        if rest[start..end].trim_end() == "---" {
+            let body = rest.get(end + 1..).unwrap_or("");
+            return Ok((&rest[..start], body));
+        }
+        start = end + 1;
+    }
+    Err(ParseError::Unclosed { line: 1 })
+}
+
+/// Where the frontmatter and its top-level keys lie in the raw text, found line by line: used
+/// to name the field of a blocker's line.
+struct Layout {
+    /// The 1-based line of the closing `---`, 0 when the text has no frontmatter.
+    closing: usize,
+    /// The top-level keys (written at the start of a line) with their lines.
+    keys: Vec<(usize, String)>,
+}
+
+impl Layout {
+    fn of(text: &str) -> Layout {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut lines = text.split('\n');
+        let mut layout = Layout {
+            closing: 0,
+            keys: Vec::new(),
+        };
+        if lines.next().is_none_or(|first| first.trim_end() != "---") {
+            return layout;
+        }
+        for (index, line) in lines.enumerate() {
+            let number = index + 2;
+            if line.trim_end() == "---" {
+                layout.closing = number;
+                return layout;
+            }
+            let starts_key = line.chars().next().is_some_and(|c| !" \t#-".contains(c));
+            if let (true, Some((key, _))) = (starts_key, line.split_once(':')) {
+                let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
+                layout.keys.push((number, key.to_owned()));
+            }
+        }
+        // An unclosed block is not a frontmatter: every line is then the body's.
+        layout.keys.clear();
+        layout
+    }
+
+    fn field_of(&self, line: usize) -> String {
+        if self.closing == 0 || line > self.closing {
+            return "body".to_owned();
+        }
+        self.keys
+            .iter()
+            .rev()
+            .find(|(key_line, _)| *key_line <= line)
+            .map_or_else(|| "frontmatter".to_owned(), |(_, key)| key.clone())
+    }
+
+    fn key_line(&self, key: &str) -> usize {
+        self.keys
+            .iter()
+            .find(|(_, k)| k == key)
+            .map_or(0, |(line, _)| *line)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading the values.
+
+static YAML_POSITION: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r" at position (\d+)").expect("position regex is valid"));
+static YAML_LOCATION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r" at (?:line \d+ column \d+|position \d+)").expect("location regex is valid")
+});
+
+/// Turns yaml_serde's error into a [`ParseError`] whose line counts in the whole file.
+fn yaml_error(err: &yaml_serde::Error, fragment: &str, tree: Option<&tree::Node>) -> ParseError {
+    let message = err.to_string();
+    let yaml_line = err.location().map_or(1, |location| location.line().max(1));
+    if message.contains("duplicate entry") {
+        // yaml_serde places a duplicate at the start of its mapping; the scan knows the key's
+        // own line.
+        if let Some((line, key)) = tree.and_then(tree::first_duplicate) {
+            return ParseError::DuplicateKey {
+                line: line + FRONTMATTER_LINE_OFFSET,
+                key: echo(&key),
+            };
+        }
+        let key = message
+            .split_once('"')
+            .and_then(|(_, rest)| rest.rsplit_once('"'))
+            .map_or("?", |(key, _)| key);
+        return ParseError::DuplicateKey {
+            line: yaml_line + FRONTMATTER_LINE_OFFSET,
+            key: echo(key),
+        };
+    }
+    // libyaml's reader names a byte position instead of a line.
+    let line = YAML_POSITION
+        .captures(&message)
+        .and_then(|captures| captures[1].parse::<usize>().ok())
+        .map_or(yaml_line, |position| {
+            let end = position.min(fragment.len());
+            fragment.as_bytes()[..end]
+                .iter()
+                .filter(|&&b| b == b'\n')
+                .count()
+                + 1
+        });
+    // The positions in the message count within the block, not the file, so they go.
+    let message = YAML_LOCATION.replace_all(&message, "").into_owned();
+    ParseError::NotYaml {
+        line: line + FRONTMATTER_LINE_OFFSET,
+        message,
+    }
+}
+
+fn has_merge_key(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(value) = stack.pop() {
+        match value {
+            Value::Mapping(mapping) => {
+                for (key, value) in mapping {
+                    if key.as_str() == Some("<<") {
+                        return true;
+                    }
+                    stack.push(key);
+                    stack.push(value);
+                }
+            }
+            Value::Sequence(items) => stack.extend(items),
+            Value::Tagged(tagged) => stack.push(&tagged.value),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// What a value is, for a message.
+fn describe(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "empty",
+        Value::Bool(_) => "true or false",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Sequence(_) => "a list",
+        Value::Mapping(_) => "a mapping",
+        Value::Tagged(_) => "a tagged value",
+    }
+}
+
+/// A key as the file wrote it, for unknown fields and step keys.
+fn key_text(key: &Value) -> String {
+    match key {
+        Value::String(text) => text.clone(),
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::Sequence(_) => "(a list)".to_owned(),
+        Value::Mapping(_) => "(a mapping)".to_owned(),
+        Value::Tagged(_) => "(a tagged value)".to_owned(),
+    }
+}
+
+/// The hint for an unknown field that is a known one spelled differently.
+fn did_you_mean(key: &str) -> Option<&'static str> {
+    let folded = key.trim().to_lowercase().replace('_', "-");
+    std::iter::once("name")
+        .chain(FIELDS)
+        .find(|field| field.replace('_', "-") == folded)
+}
+
+fn read_fields(
+    value: &Value,
+    tree: Option<&tree::Node>,
+) -> Result<(SkillFile, Vec<Diagnostic>), ParseError> {
+    let empty = Mapping::new();
+    let mapping = match value {
+        Value::Null => &empty,
+        Value::Mapping(mapping) => mapping,
+        other => {
+            let line = tree.map_or(1, tree::Node::line) + FRONTMATTER_LINE_OFFSET;
+            return Err(ParseError::NotAMapping {
+                line,
+                found: describe(other),
+            });
+        }
+    };
+    // The scan's entries line up with yaml_serde's one for one (same order, no duplicates);
+    // when they do not, lines are unknown rather than wrong.
+    let entries = match tree {
+        Some(tree::Node::Map { entries, .. }) if entries.len() == mapping.len() => Some(entries),
+        _ => None,
+    };
+    let mut skill = SkillFile::default();
+    let mut diagnostics = Vec::new();
+    for (index, (key, value)) in mapping.iter().enumerate() {
+        let entry = entries.map(|entries| &entries[index]);
+        let line = entry.map_or(0, |entry| entry.line + FRONTMATTER_LINE_OFFSET);
+        let Some(name) = key.as_str() else {
+            diagnostics.push(Diagnostic {
+                line,
+                field: key_text(key),
+                message: format!("unknown field `{}` is ignored", echo(&key_text(key))),
+            });
+            continue;
+        };
+        // Messages about this field; `steps` writes its own diagnostics, with step lines.
+        let mut notes: Vec<String> = Vec::new();
+        let mut wrong = |message: String| notes.push(message);
+        match name {
+            "name" => skill.name = read_text(name, value, &mut wrong),
+            "trigger" => skill.trigger = read_text(name, value, &mut wrong),
+            "use_when" => skill.use_when = read_text(name, value, &mut wrong),
+            "not_when" => skill.not_when = read_text(name, value, &mut wrong),
+            "expected_result" => skill.expected_result = read_text(name, value, &mut wrong),
+            "preconditions" => skill.preconditions = read_list(name, value, &mut wrong),
+            "forbidden-tools" => skill.forbidden_tools = read_list(name, value, &mut wrong),
+            "failure_modes" => skill.failure_modes = read_list(name, value, &mut wrong),
+            "evidence" => skill.evidence = read_list(name, value, &mut wrong),
+            "steps" => {
+                let items = entry.and_then(|entry| match &entry.value {
+                    tree::Node::Seq { items, .. } => Some(items.as_slice()),
+                    _ => None,
+                });
+                skill.steps = read_steps(value, items, line, &mut diagnostics)?;
+            }
+            "version" => {
+                skill.version = match value {
+                    Value::Null => None,
+                    Value::Number(n) => n
+                        .as_u64()
+                        .and_then(|v| u32::try_from(v).ok())
+                        .filter(|&v| v > 0),
+                    _ => None,
+                };
+                if skill.version.is_none() && !value.is_null() {
+                    wrong(format!(
+                        "`version` is {}, but it must be a whole number from 1 up: the field is \
+                         ignored (the runtime sets it)",
+                        shown(value)
+                    ));
+                }
+            }
+            "status" => {
+                skill.status = value.as_str().and_then(Status::parse);
+                if skill.status.is_none() && !value.is_null() {
+                    wrong(format!(
+                        "`status` is {}, but it must be one of draft, active, retired, rejected: \
+                         the field is ignored (the runtime sets it)",
+                        shown(value)
+                    ));
+                }
+            }
+            _ => {
+                let hint = did_you_mean(name)
+                    .map(|field| format!(": did you mean `{field}`?"))
+                    .unwrap_or_default();
+                wrong(format!("unknown field `{}` is ignored{hint}", echo(name)));
+            }
+        }
+        for message in notes {
+            diagnostics.push(Diagnostic {
+                line,
+                field: name.to_owned(),
+                message,
+            });
+        }
+    }
+    Ok((skill, diagnostics))
+}
+
+/// A value for a message: text and numbers as written (shortened), anything else by kind.
+fn shown(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("`{}`", echo(text)),
+        Value::Number(n) => format!("`{n}`"),
+        other => describe(other).to_owned(),
+    }
+}
+
+fn read_text(field: &str, value: &Value, wrong: &mut impl FnMut(String)) -> Option<String> {
+    match value {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => {
+            let fix = if matches!(other, Value::Number(_) | Value::Bool(_)) {
+                "put it in quotes"
+            } else {
+                "write it as text"
+            };
+            wrong(format!(
+                "`{field}` is {}, but it must be text: {fix}; until then the field is ignored",
+                describe(other)
+            ));
+            None
+        }
+    }
+}
+
+fn read_list(field: &str, value: &Value, wrong: &mut impl FnMut(String)) -> Option<Vec<String>> {
+    match value {
+        // `field:` with nothing after it declares the list and leaves it empty, as `steps:` does.
+        Value::Null => Some(Vec::new()),
+        Value::String(text) => Some(vec![text.clone()]),
+        Value::Sequence(items) => {
+            let mut list = Vec::with_capacity(items.len());
+            for (index, item) in items.iter().enumerate() {
+                match item {
+                    Value::String(text) => list.push(text.clone()),
+                    other => {
+                        wrong(format!(
+                            "`{field}` must be a list of text, but item {} is {}: put it in \
+                             quotes; until then the field is ignored",
+                            index + 1,
+                            describe(other)
+                        ));
+                        return None;
+                    }
+                }
+            }
+            Some(list)
+        }
+        other => {
+            wrong(format!(
+                "`{field}` is {}, but it must be a list of text (`- item` lines): the field is \
+                 ignored",
+                describe(other)
+            ));
+            None
+        }
+    }
+}
+
+fn read_steps(
+    value: &Value,
+    items: Option<&[(usize, tree::Node)]>,
+    field_line: usize,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Result<Option<Vec<Step>>, ParseError> {
+    let values = match value {
+        Value::Null => return Ok(Some(Vec::new())),
+        Value::Sequence(values) => values,
+        other => {
+            diagnostics.push(Diagnostic {
+                line: field_line,
+                field: "steps".to_owned(),
+                message: format!(
+                    "`steps` is {}, but it must be a list of steps (`- do: …`): the field is \
+                     ignored",
+                    describe(other)
+                ),
+            });
+            return Ok(None);
+        }
+    };
+    let items = items.filter(|items| items.len() == values.len());
+    let mut steps = Vec::with_capacity(values.len());
+    for (index, value) in values.iter().enumerate() {
+        let number = index + 1;
+        let line = items.map_or(field_line, |items| items[index].0 + FRONTMATTER_LINE_OFFSET);
+        let Value::Mapping(mapping) = value else {
+            return Err(ParseError::StepNotMapping {
+                line,
+                step: number,
+                found: describe(value),
+            });
+        };
+        let mut step = Step {
+            action: String::new(),
+            tool: None,
+            other_keys: Vec::new(),
+            line,
+        };
+        let mut has_do = false;
+        for (key, value) in mapping {
+            match key.as_str() {
+                Some(key @ ("do" | "tool")) => {
+                    let text = match value {
+                        Value::String(text) => Some(text.clone()),
+                        Value::Null => None,
+                        other => {
+                            return Err(ParseError::StepValue {
+                                line,
+                                step: number,
+                                key: if key == "do" { "do" } else { "tool" },
+                                found: describe(other),
+                            });
+                        }
+                    };
+                    if key == "do" {
+                        has_do = text.is_some();
+                        step.action = text.unwrap_or_default();
+                    } else {
+                        step.tool = text;
+                    }
+                }
+                _ => {
+                    let text = key_text(key);
+                    // Two keys can read the same once written out (`1` and `"1"`); each blocks
+                    // alike, so one is kept.
+                    if !step.other_keys.contains(&text) {
+                        step.other_keys.push(text);
+                    }
+                }
+            }
+        }
+        if !has_do || step.action.trim().is_empty() {
+            diagnostics.push(Diagnostic {
+                line,
+                field: "steps".to_owned(),
+                message: format!("step {number} has no `do`: say what the step does"),
+            });
+        }
+        steps.push(step);
+    }
+    Ok(Some(steps))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rendering.
+
+/// True for the characters YAML lets a file hold as they are (its `c-printable`, without the
+/// line breaks, the tab and the byte-order mark, which are written as escapes).
+fn is_printable(c: char) -> bool {
+    matches!(c as u32, 0x20..=0x7E | 0xA0..=0xD7FF | 0xE000..=0xFFFD | 0x10000..=0x10FFFF)
+        && !matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}')
+}
+
+/// Whether `text` can be written without quotes and read back as the same text.
+fn is_plain_safe(text: &str, as_key: bool) -> bool {
+    let Some(first) = text.chars().next() else {
+        return false;
+    };
+    if !text.chars().all(is_printable)
+        || "-?:,[]{}#&*!|>'\"%@`".contains(first)
+        || text.starts_with(' ')
+        || text.ends_with(' ')
+        || text.contains(": ")
+        || text.contains(" #")
+        || text.ends_with(':')
+        || (as_key && (text.len() > 1000 || text == "<<"))
+    {
+        return false;
+    }
+    // The YAML reader itself is the judge of what a plain scalar means (`null`, `true`, `1e3`,
+    // `0x1F` are not text).
+    let probe = if as_key {
+        format!("{text}: x\n")
+    } else {
+        format!("k: {text}\n")
+    };
+    match yaml_serde::from_str::<Value>(&probe) {
+        Ok(Value::Mapping(mapping)) if mapping.len() == 1 => {
+            let (key, value) = mapping
+                .iter()
+                .next()
+                .map_or((&Value::Null, &Value::Null), |kv| kv);
+            let read = if as_key { key } else { value };
+            read.as_str() == Some(text)
+        }
+        _ => false,
+    }
+}
+
+/// Whether `text` can be written as a literal block (`|`): several lines, each starting with a
+/// visible character or empty, nothing that needs an escape.
+fn is_literal_safe(text: &str) -> bool {
+    text.contains('\n')
+        && text.chars().any(|c| !c.is_whitespace())
+        && text
+            .chars()
+            .all(|c| c == '\n' || c == '\t' || is_printable(c))
+        && text.split('\n').all(|line| !line.starts_with([' ', '\t']))
+}
+
+/// Writes a scalar after `key:` or `-`, with its leading space and its line break. A literal
+/// block's lines are indented by `block_indent` spaces.
+fn push_scalar(out: &mut String, text: &str, block_indent: usize) {
+    if is_plain_safe(text, false) {
+        out.push(' ');
+        out.push_str(text);
+        out.push('\n');
+    } else if is_literal_safe(text) {
+        let content = text.trim_end_matches('\n');
+        let trailing = text.len() - content.len();
+        out.push_str(match trailing {
+            0 => " |-\n",
+            1 => " |\n",
+            _ => " |+\n",
+        });
+        for line in content.split('\n') {
+            if !line.is_empty() {
+                out.extend(std::iter::repeat_n(' ', block_indent));
+                out.push_str(line);
+            }
+            out.push('\n');
+        }
+        out.extend(std::iter::repeat_n('\n', trailing.saturating_sub(1)));
+    } else {
+        out.push(' ');
+        push_double_quoted(out, text);
+        out.push('\n');
+    }
+}
+
+fn push_key(out: &mut String, key: &str) {
+    if is_plain_safe(key, true) {
+        out.push_str(key);
+    } else {
+        push_double_quoted(out, key);
+    }
+}
+
+fn push_double_quoted(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\0' => out.push_str("\\0"),
+            '\u{85}' => out.push_str("\\N"),
+            '\u{2028}' => out.push_str("\\L"),
+            '\u{2029}' => out.push_str("\\P"),
+            c if is_printable(c) => out.push(c),
+            c if (c as u32) <= 0xFF => {
+                let _ = write!(out, "\\x{:02X}", c as u32);
+            }
+            c if (c as u32) <= 0xFFFF => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => {
+                let _ = write!(out, "\\U{:08X}", c as u32);
+            }
+        }
+    }
+    out.push('"');
+}
+
+fn push_list(out: &mut String, key: &str, items: Option<&[String]>) {
+    let Some(items) = items else {
+        return;
+    };
+    out.push_str(key);
+    if items.is_empty() {
+        out.push_str(": []\n");
+        return;
+    }
+    out.push_str(":\n");
+    for item in items {
+        out.push_str("  -");
+        push_scalar(out, item, 4);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scanner.
+
+/// A tokenizer that follows libyaml's scanner (`scanner.c`), the one `yaml_serde` runs on, so
+/// that it sees exactly the anchors, aliases, tags and document markers libyaml would, and
+/// nothing inside a quoted, plain or block scalar or a comment. It does not check everything
+/// libyaml checks: where the text is not YAML it stops (or goes on where libyaml would stop),
+/// and `yaml_serde` names the error.
+mod scan {
+    /// The deepest nesting read. A skill file needs three levels; the bound keeps deep
+    /// nesting, which no skill needs, away from libyaml's per-level work.
+    pub(super) const MAX_DEPTH: usize = 64;
+    /// libyaml's limit on how far before its `:` a simple key may start, in bytes.
+    const MAX_SIMPLE_KEY_BYTES: usize = 1024;
+
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(super) enum Kind {
+        BlockSequenceStart,
+        BlockMappingStart,
+        BlockEnd,
+        FlowSequenceStart,
+        FlowSequenceEnd,
+        FlowMappingStart,
+        FlowMappingEnd,
+        BlockEntry,
+        FlowEntry,
+        Key,
+        Value,
+        Scalar,
+    }
+
+    #[derive(Debug, Clone)]
+    pub(super) struct Token {
+        pub kind: Kind,
+        /// 1-based line within the fragment.
+        pub line: usize,
+        /// A scalar's text when it fits on one line (only keys need it).
+        pub text: Option<String>,
+        pub plain: bool,
+    }
+
+    impl Token {
+        fn new(kind: Kind, line: usize) -> Token {
+            Token {
+                kind,
+                line,
+                text: None,
+                plain: false,
+            }
+        }
+    }
+
+    /// Why the scan stopped.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub(super) enum Stop {
+        /// It read to the end.
+        End,
+        /// It met something libyaml refuses as well; `yaml_serde` says what.
+        Invalid,
+        AnchorOrAlias {
+            line: usize,
+        },
+        Tag {
+            line: usize,
+        },
+        Document {
+            line: usize,
+            marker: &'static str,
+        },
+        TooDeep {
+            line: usize,
+        },
+    }
+
+    pub(super) fn scan(fragment: &str) -> (Vec<Token>, Stop) {
+        let mut scanner = Scanner {
+            chars: fragment.chars().collect(),
+            pos: 0,
+            line: 1,
+            column: 0,
+            index: 0,
+            flow_level: 0,
+            indent: -1,
+            indents: Vec::new(),
+            simple_key_allowed: true,
+            simple_keys: vec![None],
+            tokens: Vec::new(),
+        };
+        let stop = loop {
+            if let Err(stop) = scanner.fetch_next_token() {
+                break stop;
+            }
+        };
+        (scanner.tokens, stop)
+    }
+
+    #[derive(Debug, Clone, Copy)]
+    struct SimpleKey {
+        token_number: usize,
+        line: usize,
+        column: usize,
+        index: usize,
+    }
+
+    struct Scanner {
+        chars: Vec<char>,
+        pos: usize,
+        line: usize,
+        column: usize,
+        /// Byte offset, for the simple-key length limit.
+        index: usize,
+        flow_level: usize,
+        indent: isize,
+        indents: Vec<isize>,
+        simple_key_allowed: bool,
+        /// One possible simple key per flow level, the block context's first.
+        simple_keys: Vec<Option<SimpleKey>>,
+        tokens: Vec<Token>,
+    }
+
+    fn is_break(c: char) -> bool {
+        matches!(c, '\r' | '\n' | '\u{85}' | '\u{2028}' | '\u{2029}')
+    }
+
+    fn is_blank(c: char) -> bool {
+        c == ' ' || c == '\t'
+    }
+
+    /// libyaml's `IS_BLANKZ`: a blank, a break or the end (a NUL byte counts as the end).
+    fn is_blankz(c: Option<char>) -> bool {
+        c.is_none_or(|c| is_blank(c) || is_break(c) || c == '\0')
+    }
+
+    fn is_breakz(c: Option<char>) -> bool {
+        c.is_none_or(|c| is_break(c) || c == '\0')
+    }
+
+    impl Scanner {
+        fn peek_at(&self, n: usize) -> Option<char> {
+            self.chars.get(self.pos + n).copied()
+        }
+
+        fn peek(&self) -> Option<char> {
+            self.peek_at(0)
+        }
+
+        fn at_end(&self) -> bool {
+            self.peek().is_none_or(|c| c == '\0')
+        }
+
+        fn advance(&mut self) {
+            let Some(c) = self.peek() else {
+                return;
+            };
+            self.pos += 1;
+            self.index += c.len_utf8();
+            if is_break(c) {
+                if c == '\r' && self.peek() == Some('\n') {
+                    self.pos += 1;
+                    self.index += 1;
+                }
+                self.line += 1;
+                self.column = 0;
+            } else {
+                self.column += 1;
+            }
+        }
+
+        fn push(&mut self, kind: Kind, line: usize) {
+            self.tokens.push(Token::new(kind, line));
+        }
+
+        /// `---` or `...` at the start of a line, followed by a blank or the end.
+        fn document_indicator(&self) -> Option<&'static str> {
+            if self.column != 0 || !is_blankz(self.peek_at(3)) {
+                return None;
+            }
+            let three = |c: char| (0..3).all(|n| self.peek_at(n) == Some(c));
+            if three('-') {
+                Some("---")
+            } else if three('.') {
+                Some("...")
+            } else {
+                None
+            }
+        }
+
+        fn fetch_next_token(&mut self) -> Result<(), Stop> {
+            self.scan_to_next_token();
+            self.unroll_indent(self.column as isize);
+            if self.at_end() {
+                self.unroll_indent(-1);
+                return Err(Stop::End);
+            }
+            let line = self.line;
+            let c = self.peek().unwrap_or('\0');
+            let next = self.peek_at(1);
+            if self.column == 0 && c == '%' {
+                return Err(Stop::Document { line, marker: "%" });
+            }
+            if let Some(marker) = self.document_indicator() {
+                return Err(Stop::Document { line, marker });
+            }
+            match c {
+                '[' => self.flow_collection_start(Kind::FlowSequenceStart),
+                '{' => self.flow_collection_start(Kind::FlowMappingStart),
+                ']' => self.flow_collection_end(Kind::FlowSequenceEnd),
+                '}' => self.flow_collection_end(Kind::FlowMappingEnd),
+                ',' => {
+                    self.remove_simple_key();
+                    self.simple_key_allowed = true;
+                    self.advance();
+                    self.push(Kind::FlowEntry, line);
+                }
+                '-' if is_blankz(next) => self.block_entry()?,
+                '?' if self.flow_level > 0 || is_blankz(next) => self.key()?,
+                ':' if self.flow_level > 0 || is_blankz(next) => self.value()?,
+                '*' | '&' => return Err(Stop::AnchorOrAlias { line }),
+                '!' => return Err(Stop::Tag { line }),
+                '|' | '>' if self.flow_level == 0 => self.block_scalar()?,
+                '\'' | '"' => self.flow_scalar(c == '\'')?,
+                _ if self.plain_can_start(c, next) => self.plain_scalar()?,
+                _ => return Err(Stop::Invalid),
+            }
+            if self.flow_level + self.indents.len() > MAX_DEPTH {
+                return Err(Stop::TooDeep { line: self.line });
+            }
+            Ok(())
+        }
+
+        fn plain_can_start(&self, c: char, next: Option<char>) -> bool {
+            let indicator = is_blankz(Some(c)) || "-?:,[]{}#&*!|>'\"%@`".contains(c);
+            !indicator
+                || (c == '-' && !next.is_some_and(is_blank))
+                || (self.flow_level == 0 && (c == '?' || c == ':') && !is_blankz(next))
+        }
+
+        fn scan_to_next_token(&mut self) {
+            loop {
+                if self.column == 0 && self.peek() == Some('\u{feff}') {
+                    self.advance();
+                }
+                while self.peek() == Some(' ')
+                    || ((self.flow_level > 0 || !self.simple_key_allowed)
+                        && self.peek() == Some('\t'))
+                {
+                    self.advance();
+                }
+                if self.peek() == Some('#') {
+                    while !is_breakz(self.peek()) {
+                        self.advance();
+                    }
+                }
+                if !self.peek().is_some_and(is_break) {
+                    break;
+                }
+                self.advance();
+                if self.flow_level == 0 {
+                    self.simple_key_allowed = true;
+                }
+            }
+        }
+
+        fn save_simple_key(&mut self) {
+            if self.simple_key_allowed {
+                let key = SimpleKey {
+                    token_number: self.tokens.len(),
+                    line: self.line,
+                    column: self.column,
+                    index: self.index,
+                };
+                if let Some(slot) = self.simple_keys.last_mut() {
+                    *slot = Some(key);
+                }
+            }
+        }
+
+        fn remove_simple_key(&mut self) {
+            if let Some(slot) = self.simple_keys.last_mut() {
+                *slot = None;
+            }
+        }
+
+        fn roll_indent(&mut self, column: isize, number: Option<usize>, kind: Kind, line: usize) {
+            if self.flow_level > 0 || self.indent >= column {
+                return;
+            }
+            self.indents.push(self.indent);
+            self.indent = column;
+            let token = Token::new(kind, line);
+            match number {
+                Some(n) => self.tokens.insert(n.min(self.tokens.len()), token),
+                None => self.tokens.push(token),
+            }
+        }
+
+        fn unroll_indent(&mut self, column: isize) {
+            if self.flow_level > 0 {
+                return;
+            }
+            while self.indent > column {
+                self.push(Kind::BlockEnd, self.line);
+                self.indent = self.indents.pop().unwrap_or(-1);
+            }
+        }
+
+        fn flow_collection_start(&mut self, kind: Kind) {
+            let line = self.line;
+            self.save_simple_key();
+            self.simple_keys.push(None);
+            self.flow_level += 1;
+            self.simple_key_allowed = true;
+            self.advance();
+            self.push(kind, line);
+        }
+
+        fn flow_collection_end(&mut self, kind: Kind) {
+            let line = self.line;
+            self.remove_simple_key();
+            if self.flow_level > 0 {
+                self.flow_level -= 1;
+                self.simple_keys.pop();
+            }
+            self.simple_key_allowed = false;
+            self.advance();
+            self.push(kind, line);
+        }
+
+        fn block_entry(&mut self) -> Result<(), Stop> {
+            let line = self.line;
+            if self.flow_level == 0 {
+                if !self.simple_key_allowed {
+                    return Err(Stop::Invalid);
+                }
+                self.roll_indent(self.column as isize, None, Kind::BlockSequenceStart, line);
+            }
+            self.remove_simple_key();
+            self.simple_key_allowed = true;
+            self.advance();
+            self.push(Kind::BlockEntry, line);
+            Ok(())
+        }
+
+        fn key(&mut self) -> Result<(), Stop> {
+            let line = self.line;
+            if self.flow_level == 0 {
+                if !self.simple_key_allowed {
+                    return Err(Stop::Invalid);
+                }
+                self.roll_indent(self.column as isize, None, Kind::BlockMappingStart, line);
+            }
+            self.remove_simple_key();
+            self.simple_key_allowed = self.flow_level == 0;
+            self.advance();
+            self.push(Kind::Key, line);
+            Ok(())
+        }
+
+        fn value(&mut self) -> Result<(), Stop> {
+            let line = self.line;
+            // A simple key is possible only on the same line, at most 1024 bytes back.
+            let key = self.simple_keys.last().copied().flatten().filter(|key| {
+                key.line == self.line && key.index + MAX_SIMPLE_KEY_BYTES >= self.index
+            });
+            if let Some(key) = key {
+                let at = key.token_number.min(self.tokens.len());
+                self.tokens.insert(at, Token::new(Kind::Key, key.line));
+                self.roll_indent(
+                    key.column as isize,
+                    Some(at),
+                    Kind::BlockMappingStart,
+                    key.line,
+                );
+                self.remove_simple_key();
+                self.simple_key_allowed = false;
+            } else {
+                if self.flow_level == 0 {
+                    if !self.simple_key_allowed {
+                        return Err(Stop::Invalid);
+                    }
+                    self.roll_indent(self.column as isize, None, Kind::BlockMappingStart, line);
+                }
+                self.simple_key_allowed = self.flow_level == 0;
+            }
+            self.advance();
+            self.push(Kind::Value, line);
+            Ok(())
+        }
+
+        fn block_scalar(&mut self) -> Result<(), Stop> {
+            let line = self.line;
+            self.remove_simple_key();
+            self.simple_key_allowed = true;
+            self.advance();
+            let mut increment: isize = 0;
+            let mut read_digit = |scanner: &mut Scanner| -> Result<(), Stop> {
+                if let Some(d) = scanner.peek().and_then(|c| c.to_digit(10)) {
+                    if d == 0 {
+                        return Err(Stop::Invalid);
+                    }
+                    increment = d as isize;
+                    scanner.advance();
+                }
+                Ok(())
+            };
+            if matches!(self.peek(), Some('+' | '-')) {
+                self.advance();
+                read_digit(self)?;
+            } else if self.peek().is_some_and(|c| c.is_ascii_digit()) {
+                read_digit(self)?;
+                if matches!(self.peek(), Some('+' | '-')) {
+                    self.advance();
+                }
+            }
+            while self.peek().is_some_and(is_blank) {
+                self.advance();
+            }
+            if self.peek() == Some('#') {
+                while !is_breakz(self.peek()) {
+                    self.advance();
+                }
+            }
+            if !is_breakz(self.peek()) {
+                return Err(Stop::Invalid);
+            }
+            if self.peek().is_some_and(is_break) {
+                self.advance();
+            }
+            let mut indent: isize = match increment {
+                0 => 0,
+                n if self.indent >= 0 => self.indent + n,
+                n => n,
+            };
+            self.block_scalar_breaks(&mut indent)?;
+            while self.column as isize == indent && !self.at_end() {
+                while !is_breakz(self.peek()) {
+                    self.advance();
+                }
+                if self.at_end() {
+                    break;
+                }
+                self.advance();
+                self.block_scalar_breaks(&mut indent)?;
+            }
+            self.push(Kind::Scalar, line);
+            Ok(())
+        }
+
+        /// Empty lines and indentation inside a block scalar; settles the indentation when the
+        /// header did not give it.
+        fn block_scalar_breaks(&mut self, indent: &mut isize) -> Result<(), Stop> {
+            let mut max_indent: isize = 0;
+            loop {
+                while (*indent == 0 || (self.column as isize) < *indent) && self.peek() == Some(' ')
+                {
+                    self.advance();
+                }
+                max_indent = max_indent.max(self.column as isize);
+                if (*indent == 0 || (self.column as isize) < *indent) && self.peek() == Some('\t') {
+                    return Err(Stop::Invalid);
+                }
+                if !self.peek().is_some_and(is_break) {
+                    break;
+                }
+                self.advance();
+            }
+            if *indent == 0 {
+                *indent = max_indent.max(self.indent + 1).max(1);
+            }
+            Ok(())
+        }
+
+        fn flow_scalar(&mut self, single: bool) -> Result<(), Stop> {
+            let line = self.line;
+            self.save_simple_key();
+            self.simple_key_allowed = false;
+            let quote = if single { '\'' } else { '"' };
+            self.advance();
+            let mut text = String::new();
+            let mut one_line = true;
+            loop {
+                if self.document_indicator().is_some() || self.at_end() {
+                    return Err(Stop::Invalid);
+                }
+                while let Some(c) = self.peek().filter(|&c| !is_blankz(Some(c))) {
+                    if single && c == '\'' && self.peek_at(1) == Some('\'') {
+                        text.push('\'');
+                        self.advance();
+                        self.advance();
+                    } else if c == quote {
+                        break;
+                    } else if !single && c == '\\' && self.peek_at(1).is_some_and(is_break) {
+                        self.advance();
+                        self.advance();
+                        one_line = false;
+                        break;
+                    } else if !single && c == '\\' {
+                        self.escape(&mut text)?;
+                    } else {
+                        text.push(c);
+                        self.advance();
+                    }
+                }
+                if self.peek() == Some(quote) {
+                    self.advance();
+                    break;
+                }
+                while let Some(c) = self.peek().filter(|&c| is_blank(c) || is_break(c)) {
+                    if is_break(c) {
+                        one_line = false;
+                    } else {
+                        text.push(c);
+                    }
+                    self.advance();
+                }
+            }
+            self.tokens.push(Token {
+                kind: Kind::Scalar,
+                line,
+                text: one_line.then_some(text),
+                plain: false,
+            });
+            Ok(())
+        }
+
+        /// One escape in a double-quoted scalar, the backslash included.
+        fn escape(&mut self, text: &mut String) -> Result<(), Stop> {
+            let simple = match self.peek_at(1) {
+                Some('0') => Some('\0'),
+                Some('a') => Some('\u{7}'),
+                Some('b') => Some('\u{8}'),
+                Some('t' | '\t') => Some('\t'),
+                Some('n') => Some('\n'),
+                Some('v') => Some('\u{b}'),
+                Some('f') => Some('\u{c}'),
+                Some('r') => Some('\r'),
+                Some('e') => Some('\u{1b}'),
+                Some(' ') => Some(' '),
+                Some('"') => Some('"'),
+                Some('/') => Some('/'),
+                Some('\\') => Some('\\'),
+                Some('N') => Some('\u{85}'),
+                Some('_') => Some('\u{a0}'),
+                Some('L') => Some('\u{2028}'),
+                Some('P') => Some('\u{2029}'),
+                _ => None,
+            };
+            let width = match self.peek_at(1) {
+                _ if simple.is_some() => 0,
+                Some('x') => 2,
+                Some('u') => 4,
+                Some('U') => 8,
+                _ => return Err(Stop::Invalid),
+            };
+            self.advance();
+            self.advance();
+            if let Some(c) = simple {
+                text.push(c);
+                return Ok(());
+            }
+            let mut value: u32 = 0;
+            for _ in 0..width {
+                let digit = self
+                    .peek()
+                    .and_then(|c| c.to_digit(16))
+                    .ok_or(Stop::Invalid)?;
+                value = value * 16 + digit;
+                self.advance();
+            }
+            text.push(char::from_u32(value).ok_or(Stop::Invalid)?);
+            Ok(())
+        }
+
+        fn plain_scalar(&mut self) -> Result<(), Stop> {
+            let line = self.line;
+            self.save_simple_key();
+            self.simple_key_allowed = false;
+            let indent = self.indent + 1;
+            let mut text = String::new();
+            let mut whitespace = String::new();
+            let mut leading_blanks = false;
+            let mut one_line = true;
+            loop {
+                if self.document_indicator().is_some() || self.peek() == Some('#') {
+                    break;
+                }
+                while let Some(c) = self.peek().filter(|&c| !is_blankz(Some(c))) {
+                    let next = self.peek_at(1);
+                    if self.flow_level > 0 && c == ':' && next.is_some_and(|n| ",?[]{}".contains(n))
+                    {
+                        return Err(Stop::Invalid);
+                    }
+                    if (c == ':' && is_blankz(next)) || (self.flow_level > 0 && ",[]{}".contains(c))
+                    {
+                        break;
+                    }
+                    if leading_blanks {
+                        one_line = false;
+                        leading_blanks = false;
+                        text.push(' ');
+                    } else {
+                        text.push_str(&whitespace);
+                    }
+                    whitespace.clear();
+                    text.push(c);
+                    self.advance();
+                }
+                if !self.peek().is_some_and(|c| is_blank(c) || is_break(c)) {
+                    break;
+                }
+                while let Some(c) = self.peek().filter(|&c| is_blank(c) || is_break(c)) {
+                    if is_blank(c) {
+                        if leading_blanks && (self.column as isize) < indent && c == '\t' {
+                            return Err(Stop::Invalid);
+                        }
+                        if !leading_blanks {
+                            whitespace.push(c);
+                        }
+                    } else {
+                        leading_blanks = true;
+                        whitespace.clear();
+                    }
+                    self.advance();
+                }
+                if self.flow_level == 0 && (self.column as isize) < indent {
+                    break;
+                }
+            }
+            if leading_blanks {
+                self.simple_key_allowed = true;
+            }
+            self.tokens.push(Token {
+                kind: Kind::Scalar,
+                line,
+                text: one_line.then_some(text),
+                plain: true,
+            });
+            Ok(())
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tree of the scan.
+
+/// The shape of the frontmatter with the line of every node, built from the scan's tokens the
+/// way libyaml's parser builds events. It is used only beside `yaml_serde`'s value, which is the
+/// judge of what the text means; where the two disagree, lines are unknown.
+mod tree {
+    use super::scan::{Kind, Token};
+
+    /// Deeper than the scan lets through, so only a bug could reach it; it keeps the recursion
+    /// bounded regardless.
+    const MAX_TREE_DEPTH: usize = 4 * super::scan::MAX_DEPTH;
+
+    pub(super) enum Node {
+        Empty {
+            line: usize,
+        },
+        Scalar {
+            line: usize,
+            text: Option<String>,
+            plain: bool,
+        },
+        /// Items with the line of their `-` (or of the item, in a flow sequence).
+        Seq {
+            line: usize,
+            items: Vec<(usize, Node)>,
+        },
+        Map {
+            line: usize,
+            entries: Vec<Entry>,
+        },
+    }
+
+    pub(super) struct Entry {
+        pub line: usize,
+        pub key: Node,
+        pub value: Node,
+    }
+
+    impl Node {
+        pub(super) fn line(&self) -> usize {
+            match self {
+                Node::Empty { line }
+                | Node::Scalar { line, .. }
+                | Node::Seq { line, .. }
+                | Node::Map { line, .. } => *line,
+            }
+        }
+    }
+
+    pub(super) fn build(tokens: &[Token]) -> Option<Node> {
+        if tokens.is_empty() {
+            return Some(Node::Empty { line: 1 });
+        }
+        let mut parser = Parser {
+            tokens,
+            pos: 0,
+            depth: 0,
+        };
+        let root = parser.node(false)?;
+        (parser.pos == tokens.len()).then_some(root)
+    }
+
+    /// The line of the first plain `<<` key, the YAML merge key.
+    pub(super) fn first_merge_key(root: &Node) -> Option<usize> {
+        let mut found: Option<usize> = None;
+        walk(root, &mut |entries| {
+            for entry in entries {
+                if let Node::Scalar {
+                    text: Some(text),
+                    plain: true,
+                    line,
+                } = &entry.key
+                    && text == "<<"
+                {
+                    found = Some(found.map_or(*line, |f| f.min(*line)));
+                }
+            }
+        });
+        found
+    }
+
+    /// The first key written twice in one mapping: its second line and its text.
+    pub(super) fn first_duplicate(root: &Node) -> Option<(usize, String)> {
+        let mut found: Option<(usize, String)> = None;
+        walk(root, &mut |entries| {
+            let mut seen = std::collections::HashSet::new();
+            for entry in entries {
+                if let Node::Scalar {
+                    text: Some(text),
+                    line,
+                    ..
+                } = &entry.key
+                    && !seen.insert(text.as_str())
+                    && found.as_ref().is_none_or(|f| *line < f.0)
+                {
+                    found = Some((*line, text.clone()));
+                }
+            }
+        });
+        found
+    }
+
+    /// Calls `visit` with the entries of every mapping in the tree.
+    fn walk<'n>(root: &'n Node, visit: &mut impl FnMut(&'n [Entry])) {
+        let mut stack = vec![root];
+        while let Some(node) = stack.pop() {
+            match node {
+                Node::Seq { items, .. } => stack.extend(items.iter().map(|(_, item)| item)),
+                Node::Map { entries, .. } => {
+                    visit(entries);
+                    for entry in entries {
+                        stack.push(&entry.key);
+                        stack.push(&entry.value);
+                    }
+                }
+                Node::Empty { .. } | Node::Scalar { .. } => {}
+            }
+        }
+    }
+
+    struct Parser<'t> {
+        tokens: &'t [Token],
+        pos: usize,
+        depth: usize,
+    }
+
+    impl Parser<'_> {
+        fn peek(&self) -> Option<Kind> {
+            self.tokens.get(self.pos).map(|token| token.kind)
+        }
+
+        fn peek_is(&self, kinds: &[Kind]) -> bool {
+            self.peek().is_some_and(|kind| kinds.contains(&kind))
+        }
+
+        fn line(&self) -> usize {
+            self.tokens
+                .get(self.pos)
+                .or(self.tokens.last())
+                .map_or(1, |token| token.line)
+        }
+
+        fn node(&mut self, indentless: bool) -> Option<Node> {
+            self.depth += 1;
+            if self.depth > MAX_TREE_DEPTH {
+                return None;
+            }
+            let token = self.tokens.get(self.pos)?;
+            let node = match token.kind {
+                Kind::Scalar => {
+                    self.pos += 1;
+                    Node::Scalar {
+                        line: token.line,
+                        text: token.text.clone(),
+                        plain: token.plain,
+                    }
+                }
+                Kind::FlowSequenceStart => self.flow_sequence()?,
+                Kind::FlowMappingStart => self.flow_mapping()?,
+                Kind::BlockSequenceStart => self.block_sequence()?,
+                Kind::BlockMappingStart => self.block_mapping()?,
+                Kind::BlockEntry if indentless => self.indentless_sequence()?,
+                _ => return None,
+            };
+            self.depth -= 1;
+            Some(node)
+        }
+
+        /// A node, or an empty one when the next token is one of `ends`.
+        fn node_or_empty(&mut self, ends: &[Kind], line: usize, indentless: bool) -> Option<Node> {
+            if self.peek().is_none() || self.peek_is(ends) {
+                Some(Node::Empty { line })
+            } else {
+                self.node(indentless)
+            }
+        }
+
+        fn block_sequence(&mut self) -> Option<Node> {
+            let line = self.line();
+            self.pos += 1;
+            let mut items = Vec::new();
+            loop {
+                match self.peek()? {
+                    Kind::BlockEntry => {
+                        let entry_line = self.line();
+                        self.pos += 1;
+                        let ends = [Kind::BlockEntry, Kind::BlockEnd];
+                        items.push((entry_line, self.node_or_empty(&ends, entry_line, false)?));
+                    }
+                    Kind::BlockEnd => {
+                        self.pos += 1;
+                        return Some(Node::Seq { line, items });
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        fn indentless_sequence(&mut self) -> Option<Node> {
+            let line = self.line();
+            let mut items = Vec::new();
+            while self.peek() == Some(Kind::BlockEntry) {
+                let entry_line = self.line();
+                self.pos += 1;
+                let ends = [Kind::BlockEntry, Kind::Key, Kind::Value, Kind::BlockEnd];
+                items.push((entry_line, self.node_or_empty(&ends, entry_line, false)?));
+            }
+            Some(Node::Seq { line, items })
+        }
+
+        fn block_mapping(&mut self) -> Option<Node> {
+            let line = self.line();
+            self.pos += 1;
+            let mut entries = Vec::new();
+            let ends = [Kind::Key, Kind::Value, Kind::BlockEnd];
+            loop {
+                match self.peek()? {
+                    Kind::Key => {
+                        let key_line = self.line();
+                        self.pos += 1;
+                        let key = self.node_or_empty(&ends, key_line, true)?;
+                        let value = if self.peek() == Some(Kind::Value) {
+                            let value_line = self.line();
+                            self.pos += 1;
+                            self.node_or_empty(&ends, value_line, true)?
+                        } else {
+                            Node::Empty { line: key_line }
+                        };
+                        entries.push(Entry {
+                            line: key_line,
+                            key,
+                            value,
+                        });
+                    }
+                    Kind::Value => {
+                        let value_line = self.line();
+                        self.pos += 1;
+                        let value = self.node_or_empty(&ends, value_line, true)?;
+                        let key = Node::Empty { line: value_line };
+                        entries.push(Entry {
+                            line: value_line,
+                            key,
+                            value,
+                        });
+                    }
+                    Kind::BlockEnd => {
+                        self.pos += 1;
+                        return Some(Node::Map { line, entries });
+                    }
+                    _ => return None,
+                }
+            }
+        }
+
+        /// `key: value` inside a flow collection, after its `?` or at its key.
+        fn flow_pair(&mut self, end: Kind) -> Option<Entry> {
+            let line = self.line();
+            let key = if self.peek() == Some(Kind::Key) {
+                self.pos += 1;
+                self.node_or_empty(&[Kind::Value, Kind::FlowEntry, end], line, false)?
+            } else {
+                Node::Empty { line }
+            };
+            let value = if self.peek() == Some(Kind::Value) {
+                let value_line = self.line();
+                self.pos += 1;
+                self.node_or_empty(&[Kind::FlowEntry, end], value_line, false)?
+            } else {
+                Node::Empty { line }
+            };
+            Some(Entry { line, key, value })
+        }
+
+        /// Reads the separator before an entry; `false` at the collection's end.
+        fn flow_next(&mut self, end: Kind, first: bool) -> Option<bool> {
+            if self.peek()? == end {
+                self.pos += 1;
+                return Some(false);
+            }
+            if !first {
+                if self.peek()? != Kind::FlowEntry {
+                    return None;
+                }
+                self.pos += 1;
+                if self.peek()? == end {
+                    self.pos += 1;
+                    return Some(false);
+                }
+            }
+            Some(true)
+        }
+
+        fn flow_sequence(&mut self) -> Option<Node> {
+            let line = self.line();
+            self.pos += 1;
+            let mut items = Vec::new();
+            let mut first = true;
+            while self.flow_next(Kind::FlowSequenceEnd, first)? {
+                first = false;
+                let item_line = self.line();
+                let item = if self.peek() == Some(Kind::Key) {
+                    let entry = self.flow_pair(Kind::FlowSequenceEnd)?;
+                    Node::Map {
+                        line: item_line,
+                        entries: vec![entry],
+                    }
+                } else {
+                    self.node(false)?
+                };
+                items.push((item_line, item));
+            }
+            Some(Node::Seq { line, items })
+        }
+
+        fn flow_mapping(&mut self) -> Option<Node> {
+            let line = self.line();
+            self.pos += 1;
+            let mut entries = Vec::new();
+            let mut first = true;
+            while self.flow_next(Kind::FlowMappingEnd, first)? {
+                first = false;
+                let entry = if self.peek_is(&[Kind::Key, Kind::Value]) {
+                    self.flow_pair(Kind::FlowMappingEnd)?
+                } else {
+                    let entry_line = self.line();
+                    let key = self.node(false)?;
+                    Entry {
+                        line: entry_line,
+                        key,
+                        value: Node::Empty { line: entry_line },
+                    }
+                };
+                entries.push(entry);
+            }
+            Some(Node::Map { line, entries })
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Paths.
+
+/// The path check: every path-like token in the text must be shown to lie inside the home tree.
+mod paths {
+    use std::collections::HashSet;
+
+    use super::{Blocker, BlockerKind, CheckContext, Layout, echo};
+
+    /// Why a path cannot be shown to be inside the home tree.
+    enum Verdict {
+        /// It resolves (lexically) outside the home tree; `resolved` when that differs from
+        /// the token.
+        Outside {
+            resolved: Option<String>,
+        },
+        /// A Windows absolute path, which a unix home tree cannot hold.
+        Windows,
+        NetworkShare,
+        Variable,
+        Tilde,
+        DriveRelative,
+    }
+
+    pub(super) fn blockers(text: &str, ctx: &CheckContext, layout: &Layout) -> Vec<Blocker> {
+        let home = components(ctx.home, &[]);
+        let workspace = components(ctx.workspace, &[]);
+        let mut seen = HashSet::new();
+        let mut blockers = Vec::new();
+        for (index, line) in text.split('\n').enumerate() {
+            for token in tokens(line) {
+                let Some(verdict) = judge(token, &home, &workspace) else {
+                    continue;
+                };
+                if !seen.insert(token) {
+                    continue;
+                }
+                let shown = echo(&ctx.scrubber.scrub(token).text);
+                let home_shown = echo(ctx.home);
+                let (kind, message) = match verdict {
+                    Verdict::Outside { resolved } => (
+                        BlockerKind::PathOutsideHome,
+                        match resolved {
+                            Some(resolved) => format!(
+                                "`{shown}` resolves to {}, outside the home tree {home_shown}: \
+                                 a skill may only name paths inside it",
+                                echo(&ctx.scrubber.scrub(&resolved).text)
+                            ),
+                            None => format!(
+                                "`{shown}` is outside the home tree {home_shown}: a skill may \
+                                 only name paths inside it"
+                            ),
+                        },
+                    ),
+                    Verdict::Windows => (
+                        BlockerKind::PathOutsideHome,
+                        format!(
+                            "`{shown}` is a Windows path, which cannot lie inside the home tree \
+                             {home_shown}: name the file by its path under {home_shown}"
+                        ),
+                    ),
+                    Verdict::NetworkShare => unprovable(&shown, "is a network share", &home_shown),
+                    Verdict::Variable => unprovable(&shown, "depends on a variable", &home_shown),
+                    Verdict::Tilde => unprovable(&shown, "starts with a tilde", &home_shown),
+                    Verdict::DriveRelative => {
+                        unprovable(&shown, "is a drive-relative Windows path", &home_shown)
+                    }
+                };
+                let number = index + 1;
+                blockers.push(Blocker {
+                    kind,
+                    line: number,
+                    field: layout.field_of(number),
+                    message,
+                });
+            }
+        }
+        blockers
+    }
+
+    fn unprovable(shown: &str, what: &str, home: &str) -> (BlockerKind, String) {
+        (
+            BlockerKind::PathUnprovable,
+            format!(
+                "`{shown}` {what}, so it cannot be shown to be inside the home tree {home}: write \
+                 the path out in full under {home}, or relative to the workspace"
+            ),
+        )
+    }
+
+    /// The path-like pieces of a line: split on white space, quotes, backticks, brackets and
+    /// the punctuation that ends a path in prose, with sentence punctuation trimmed off.
+    fn tokens(line: &str) -> impl Iterator<Item = &str> {
+        line.split(|c: char| c.is_whitespace() || "'\"`‘’“”()[]<>,;=".contains(c))
+            .map(trim_token)
+            .filter(|token| !token.is_empty())
+    }
+
+    fn trim_token(token: &str) -> &str {
+        let mut token = token
+            .trim_start_matches('*')
+            .trim_end_matches(['*', ':', '!', '?']);
+        // One sentence-ending dot goes; `..` and a dot after a separator are part of the path.
+        if let Some(rest) = token.strip_suffix('.')
+            && !rest.ends_with(['.', '/', '\\'])
+        {
+            token = rest.trim_end_matches(['*', ':', '!', '?']);
+        }
+        token
+    }
+
+    fn judge(token: &str, home: &[&str], workspace: &[&str]) -> Option<Verdict> {
+        let lower = token.to_ascii_lowercase();
+        if let Some(rest) = lower.strip_prefix("file:") {
+            let rest = &token[token.len() - rest.len()..];
+            return match rest.strip_prefix("//") {
+                Some(after) if after.starts_with('/') => absolute(after, home),
+                Some(after) => match after.strip_prefix("localhost") {
+                    Some(path) if path.starts_with('/') => absolute(path, home),
+                    _ => Some(Verdict::NetworkShare),
+                },
+                None if rest.starts_with('/') => absolute(rest, home),
+                None => relative(rest, home, workspace),
+            };
+        }
+        if let Some((scheme, _)) = token.split_once("://") {
+            let is_scheme = scheme
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+.-".contains(c));
+            if is_scheme {
+                let network = ["smb", "cifs", "nfs", "afp"];
+                return network
+                    .contains(&scheme.to_ascii_lowercase().as_str())
+                    .then_some(Verdict::NetworkShare);
+            }
+        }
+        if token.starts_with("\\\\") {
+            return Some(Verdict::NetworkShare);
+        }
+        if let Some(rest) = token.strip_prefix("//") {
+            return match rest.chars().next() {
+                Some(c) if c != '/' => Some(Verdict::NetworkShare),
+                _ => absolute(token, home),
+            };
+        }
+        let mut chars = token.chars();
+        if let (Some(letter), Some(':'), Some(third)) = (chars.next(), chars.next(), chars.next())
+            && letter.is_ascii_alphabetic()
+        {
+            return Some(if third == '\\' || third == '/' {
+                Verdict::Windows
+            } else {
+                Verdict::DriveRelative
+            });
+        }
+        if let Some(rest) = token.strip_prefix('~') {
+            let is_tilde_path = match rest.chars().next() {
+                None => false,
+                Some(c) => c == '/' || c == '\\' || c.is_ascii_alphabetic() || c == '_',
+            };
+            if is_tilde_path {
+                return Some(Verdict::Tilde);
+            }
+        }
+        let has_separator = token.contains(['/', '\\']);
+        if has_separator && has_variable(token) {
+            return Some(Verdict::Variable);
+        }
+        if token.starts_with('/') {
+            return absolute(token, home);
+        }
+        if has_separator {
+            return relative(token, home, workspace);
+        }
+        None
+    }
+
+    /// `$NAME`, `${…}` (a variable starts with a letter, `_` or `{`, so `$5` is money) or
+    /// `%NAME%`.
+    fn has_variable(token: &str) -> bool {
+        let bytes = token.as_bytes();
+        let dollar = bytes.windows(2).any(|pair| {
+            pair[0] == b'$' && (pair[1].is_ascii_alphabetic() || pair[1] == b'_' || pair[1] == b'{')
+        });
+        if dollar {
+            return true;
+        }
+        let mut parts = token.split('%');
+        parts.next();
+        let inner: Vec<&str> = parts.collect();
+        // `inner` holds what follows each `%`; a name closed by another `%` is a variable.
+        inner.len() >= 2
+            && inner[..inner.len() - 1].iter().any(|name| {
+                name.chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "_()".contains(c))
+            })
+    }
+
+    /// An absolute unix path: blocked when it resolves outside the home tree. A token of
+    /// nothing but slashes is a divider in prose, not a path.
+    fn absolute(token: &str, home: &[&str]) -> Option<Verdict> {
+        if token.chars().all(|c| c == '/') {
+            return None;
+        }
+        verdict(token, components(token, &[]), home)
+    }
+
+    fn relative(token: &str, home: &[&str], workspace: &[&str]) -> Option<Verdict> {
+        verdict(token, components(token, workspace), home)
+    }
+
+    fn verdict(token: &str, path: Vec<&str>, home: &[&str]) -> Option<Verdict> {
+        if path.starts_with(home) {
+            return None;
+        }
+        let resolved = format!("/{}", path.join("/"));
+        Some(Verdict::Outside {
+            resolved: (resolved != token).then_some(resolved),
+        })
+    }
+
+    /// The components of `path` resolved lexically (`.`, `..`, repeated separators) on top of
+    /// `base`; both `/` and `\` separate.
+    fn components<'a>(path: &'a str, base: &[&'a str]) -> Vec<&'a str> {
+        let mut out: Vec<&str> = if path.starts_with(['/', '\\']) {
+            Vec::new()
+        } else {
+            base.to_vec()
+        };
+        for part in path.split(['/', '\\']) {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    out.pop();
+                }
+                part => out.push(part),
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const EXAMPLE: &str = "---
+name: weekly-report
+trigger: the human asks for the weekly report
+use_when: a week of notes exists under notes/
+not_when: the human wants a single day's summary
+preconditions:
+  - notes/ holds this week's files
+steps:
+  - do: Read this week's notes
+    tool: workspace_read
+  - do: Decide what matters
+  - do: Write the report to reports/weekly.md
+    tool: file_write
+forbidden-tools:
+  - shell
+expected_result: reports/weekly.md exists with one section per project
+failure_modes:
+  - notes from last week get included
+evidence:
+  - the 2026-11-20 weekly report the human accepted
+version: 3
+status: active
+---
+Procedure prose in markdown...
+";
+
+    fn tools() -> Vec<String> {
+        ["workspace_read", "file_write", "shell"]
+            .map(str::to_owned)
+            .to_vec()
+    }
+
+    fn check(text: &str) -> Vec<Blocker> {
+        let (skill, _) = parse(text).unwrap_or_else(|err| panic!("{err}\n{text}"));
+        let scrubber = Scrubber::new(&[]);
+        let tools = tools();
+        let ctx = CheckContext {
+            runtime_tools: &tools,
+            home: "/home/alice",
+            workspace: "/home/alice/workspace",
+            scrubber: &scrubber,
+        };
+        blocking_checks(text, &skill, &ctx)
+    }
+
+    fn kinds(blockers: &[Blocker]) -> Vec<BlockerKind> {
+        blockers.iter().map(|b| b.kind).collect()
+    }
+
+    /// A complete skill with `extra` as its steps (and anything else) and `body` as its body.
+    fn skill_with(steps: &str, body: &str) -> String {
+        format!(
+            "---\ntrigger: t\nuse_when: u\nnot_when: n\npreconditions: []\n{steps}\
+             forbidden-tools:\n  - shell\nexpected_result: e\nfailure_modes: []\nevidence: []\n---\n{body}"
+        )
+    }
+
+    fn err(text: &str) -> ParseError {
+        match parse(text) {
+            Ok(parsed) => panic!("expected an error, got {parsed:?}"),
+            Err(err) => err,
+        }
+    }
+
+    #[test]
+    fn the_spec_example_parses_with_no_diagnostics() {
+        let (skill, diagnostics) = parse(EXAMPLE).unwrap();
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        assert_eq!(skill.name.as_deref(), Some("weekly-report"));
+        assert_eq!(
+            skill.trigger.as_deref(),
+            Some("the human asks for the weekly report")
+        );
+        assert_eq!(
+            skill.not_when.as_deref(),
+            Some("the human wants a single day's summary")
+        );
+        assert_eq!(
+            skill.preconditions,
+            Some(vec!["notes/ holds this week's files".to_owned()])
+        );
+        let steps = skill.steps.as_ref().unwrap();
+        assert_eq!(steps.len(), 3);
+        assert_eq!(steps[0].action, "Read this week's notes");
+        assert_eq!(steps[0].tool.as_deref(), Some("workspace_read"));
+        assert_eq!(steps[1].tool, None);
+        assert_eq!([steps[0].line, steps[1].line, steps[2].line], [9, 11, 12]);
+        assert_eq!(skill.forbidden_tools, Some(vec!["shell".to_owned()]));
+        assert_eq!(skill.version, Some(3));
+        assert_eq!(skill.status, Some(Status::Active));
+        assert_eq!(skill.body, "Procedure prose in markdown...\n");
+        assert!(owed_fields(&skill).is_empty());
+    }
+
+    #[test]
+    fn the_spec_example_is_already_canonical() {
+        let (skill, _) = parse(EXAMPLE).unwrap();
+        assert_eq!(render(&skill), EXAMPLE);
+    }
+
+    #[test]
+    fn the_spec_example_passes_the_blocking_checks_on_a_runtime_with_its_tools() {
+        let (skill, _) = parse(EXAMPLE).unwrap();
+        let scrubber = Scrubber::new(&[]);
+        let tools = ["workspace_read".to_owned(), "file_write".to_owned()];
+        let ctx = CheckContext {
+            runtime_tools: &tools,
+            home: "/home/alice",
+            workspace: "/home/alice/workspace",
+            scrubber: &scrubber,
+        };
+        assert_eq!(blocking_checks(EXAMPLE, &skill, &ctx), vec![]);
+    }
+
+    #[test]
+    fn a_file_missing_trigger_and_evidence_owes_them() {
+        let text = EXAMPLE
+            .replace("trigger: the human asks for the weekly report\n", "")
+            .replace(
+                "evidence:\n  - the 2026-11-20 weekly report the human accepted\n",
+                "",
+            );
+        let (skill, diagnostics) = parse(&text).unwrap();
+        assert_eq!(owed_fields(&skill), vec!["trigger", "evidence"]);
+        let owed: Vec<&str> = diagnostics.iter().map(|d| d.field.as_str()).collect();
+        assert_eq!(owed, vec!["trigger", "evidence"]);
+        assert!(
+            diagnostics[0].message.starts_with("`trigger` is owed"),
+            "{diagnostics:?}"
+        );
+    }
+
+    #[test]
+    fn an_empty_block_of_fields_loads_with_everything_owed() {
+        let (skill, diagnostics) = parse("---\n---\n").unwrap();
+        assert_eq!(skill, SkillFile::default());
+        let owed = owed_fields(&skill);
+        assert_eq!(owed, FIELDS[..9].to_vec());
+        assert_eq!(diagnostics.len(), 9);
+        assert!(diagnostics.iter().all(|d| d.line == 0));
+    }
+
+    #[test]
+    fn a_block_of_only_comments_loads_like_an_empty_one() {
+        let (skill, _) = parse("---\n# nothing yet\n---\nbody").unwrap();
+        assert_eq!(skill.body, "body");
+        assert_eq!(skill.steps, None);
+    }
+
+    #[test]
+    fn a_blank_text_field_is_still_owed() {
+        let (skill, _) = parse("---\ntrigger: \"  \"\n---\n").unwrap();
+        assert_eq!(skill.trigger.as_deref(), Some("  "));
+        assert!(owed_fields(&skill).contains(&"trigger"));
+    }
+
+    #[test]
+    fn an_unknown_field_is_ignored_with_a_diagnostic_and_a_hint_when_it_is_a_misspelling() {
+        let (skill, diagnostics) =
+            parse("---\ntools: [a]\nforbidden_tools:\n  - shell\n---\n").unwrap();
+        assert_eq!(skill.forbidden_tools, None);
+        assert_eq!(diagnostics[0].line, 2);
+        assert_eq!(diagnostics[0].message, "unknown field `tools` is ignored");
+        assert_eq!(diagnostics[1].line, 3);
+        assert_eq!(
+            diagnostics[1].message,
+            "unknown field `forbidden_tools` is ignored: did you mean `forbidden-tools`?"
+        );
+    }
+
+    #[test]
+    fn a_wrong_typed_field_is_treated_as_absent_with_a_diagnostic() {
+        let text = "---\ntrigger: [1, 2]\nuse_when: 42\nevidence:\n  - fine\n  - 7\nversion: 0\nstatus: live\n---\n";
+        let (skill, diagnostics) = parse(text).unwrap();
+        assert_eq!(skill.trigger, None);
+        assert_eq!(skill.use_when, None);
+        assert_eq!(skill.evidence, None);
+        assert_eq!(skill.version, None);
+        assert_eq!(skill.status, None);
+        let wrong: Vec<(usize, &str)> = diagnostics
+            .iter()
+            .filter(|d| d.line > 0)
+            .map(|d| (d.line, d.field.as_str()))
+            .collect();
+        assert_eq!(
+            wrong,
+            vec![
+                (2, "trigger"),
+                (3, "use_when"),
+                (4, "evidence"),
+                (7, "version"),
+                (8, "status")
+            ]
+        );
+        assert!(
+            diagnostics[0]
+                .message
+                .contains("is a list, but it must be text")
+        );
+        assert!(diagnostics[1].message.contains("put it in quotes"));
+        assert!(diagnostics[2].message.contains("item 2 is a number"));
+        assert!(diagnostics[4].message.contains("`live`"));
+        // A field treated as absent is owed like one left out.
+        assert!(owed_fields(&skill).contains(&"trigger"));
+    }
+
+    #[test]
+    fn a_single_string_is_a_one_item_list_and_an_empty_list_is_a_declaration() {
+        let (skill, _) =
+            parse("---\nforbidden-tools: shell\npreconditions: []\nevidence:\n---\n").unwrap();
+        assert_eq!(skill.forbidden_tools, Some(vec!["shell".to_owned()]));
+        assert_eq!(skill.preconditions, Some(vec![]));
+        assert_eq!(skill.evidence, Some(vec![]));
+        assert!(!owed_fields(&skill).contains(&"preconditions"));
+    }
+
+    #[test]
+    fn multi_line_text_reads_as_yaml_says() {
+        let text = "---\ntrigger: |\n  line one\n  line two\nuse_when: >-\n  folded\n  together\nnot_when: \"quoted\\ttab\"\n---\n";
+        let (skill, _) = parse(text).unwrap();
+        assert_eq!(skill.trigger.as_deref(), Some("line one\nline two\n"));
+        assert_eq!(skill.use_when.as_deref(), Some("folded together"));
+        assert_eq!(skill.not_when.as_deref(), Some("quoted\ttab"));
+    }
+
+    #[test]
+    fn a_folded_scalar_that_ends_the_block_keeps_its_final_newline() {
+        // The line break before the closing `---` stays in the fragment, so a block scalar at the
+        // end of the block ends with its newline like one anywhere else; without that break YAML
+        // readers disagree (yaml_serde reads `a b`, others `a b\n`).
+        let (skill, _) = parse("---\ntrigger: >\n  a\n  b\n---\nbody\n").unwrap();
+        assert_eq!(skill.trigger.as_deref(), Some("a b\n"));
+        assert_eq!(skill.body, "body\n");
+    }
+
+    #[test]
+    fn a_step_without_do_loads_with_a_diagnostic() {
+        let (skill, diagnostics) = parse("---\nsteps:\n  - tool: shell\n---\n").unwrap();
+        let steps = skill.steps.unwrap();
+        assert_eq!(steps[0].action, "");
+        assert_eq!(steps[0].tool.as_deref(), Some("shell"));
+        assert!(
+            diagnostics
+                .iter()
+                .any(|d| d.message == "step 1 has no `do`: say what the step does")
+        );
+    }
+
+    #[test]
+    fn steps_in_flow_style_read_the_same_as_in_block_style() {
+        let (skill, _) = parse("---\nsteps: [{do: a, tool: shell}, {do: b}]\n---\n").unwrap();
+        let steps = skill.steps.unwrap();
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].tool.as_deref(), Some("shell"));
+        assert_eq!(steps[1].action, "b");
+        assert_eq!(steps[1].line, 2);
+    }
+
+    #[test]
+    fn the_step_lines_count_in_the_whole_file_with_comments_and_blank_lines() {
+        let text = "---\n# a comment\n\nsteps:\n\n  # first\n  -\n    do: a\n  - do: b\n---\n";
+        let (skill, _) = parse(text).unwrap();
+        let lines: Vec<usize> = skill.steps.unwrap().iter().map(|s| s.line).collect();
+        assert_eq!(lines, vec![7, 9]);
+    }
+
+    #[test]
+    fn the_tool_sequence_skips_steps_without_a_tool() {
+        let (skill, _) = parse(EXAMPLE).unwrap();
+        assert_eq!(tool_sequence(&skill), vec!["workspace_read", "file_write"]);
+        assert!(tool_sequence(&SkillFile::default()).is_empty());
+    }
+
+    #[test]
+    fn status_words_round_trip() {
+        for status in Status::ALL {
+            assert_eq!(Status::parse(status.as_str()), Some(status));
+        }
+        assert_eq!(Status::parse("Active"), None);
+    }
+
+    // Blocking checks.
+
+    #[test]
+    fn a_step_naming_a_tool_the_runtime_lacks_is_blocked() {
+        let text = skill_with(
+            "steps:\n  - do: a\n    tool: workspace_read\n  - do: b\n    tool: sql\n",
+            "",
+        );
+        let blockers = check(&text);
+        assert_eq!(kinds(&blockers), vec![BlockerKind::UnknownTool]);
+        assert_eq!(blockers[0].line, 9);
+        assert_eq!(
+            blockers[0].message,
+            "step 2 names tool `sql`, which this runtime does not have; it has: workspace_read, \
+             file_write, shell"
+        );
+    }
+
+    #[test]
+    fn a_step_naming_a_tool_the_runtime_has_is_not_blocked() {
+        let text = skill_with("steps:\n  - do: a\n    tool: workspace_read\n", "");
+        assert_eq!(check(&text), vec![]);
+    }
+
+    #[test]
+    fn a_step_naming_a_tool_the_skill_forbids_is_blocked() {
+        let text = skill_with("steps:\n  - do: a\n    tool: shell\n", "");
+        let blockers = check(&text);
+        assert_eq!(kinds(&blockers), vec![BlockerKind::ForbiddenTool]);
+        assert_eq!(blockers[0].line, 7);
+        assert!(blockers[0].message.starts_with(
+            "step 1 names tool `shell`, which this skill's own forbidden-tools lists"
+        ));
+    }
+
+    #[test]
+    fn a_step_naming_a_tool_the_skill_does_not_forbid_is_not_blocked() {
+        let text = skill_with("steps:\n  - do: a\n    tool: file_write\n", "");
+        assert_eq!(check(&text), vec![]);
+    }
+
+    #[test]
+    fn a_misspelled_tools_key_in_a_step_is_blocked() {
+        let text = skill_with("steps:\n  - do: a\n    tools: file_write\n", "");
+        let (skill, _) = parse(&text).unwrap();
+        assert_eq!(skill.steps.as_ref().unwrap()[0].other_keys, vec!["tools"]);
+        let blockers = check(&text);
+        assert_eq!(kinds(&blockers), vec![BlockerKind::StepKey]);
+        assert_eq!(blockers[0].line, 7);
+        assert!(
+            blockers[0].message.contains("no tool and no sign of it"),
+            "{}",
+            blockers[0].message
+        );
+        assert!(blockers[0].message.contains("rename it to `tool`"));
+    }
+
+    #[test]
+    fn a_step_with_only_do_and_tool_is_not_blocked() {
+        let text = skill_with("steps:\n  - do: a\n    tool: file_write\n  - do: b\n", "");
+        assert_eq!(check(&text), vec![]);
+    }
+
+    #[test]
+    fn a_declared_but_empty_list_of_steps_is_blocked() {
+        for steps in ["steps: []\n", "steps:\n", "steps: ~\n"] {
+            let blockers = check(&skill_with(steps, ""));
+            assert_eq!(kinds(&blockers), vec![BlockerKind::EmptySteps], "{steps}");
+            assert_eq!(blockers[0].line, 6);
+            assert_eq!(blockers[0].field, "steps");
+        }
+    }
+
+    #[test]
+    fn absent_steps_are_owed_not_blocking() {
+        let text = skill_with("", "");
+        let (skill, diagnostics) = parse(&text).unwrap();
+        assert_eq!(owed_fields(&skill), vec!["steps"]);
+        assert_eq!(diagnostics.len(), 1);
+        assert_eq!(check(&text), vec![]);
+    }
+
+    #[test]
+    fn a_credential_anywhere_in_the_file_is_blocked_without_repeating_it() {
+        let key = "AKIAQ3EGJ7LPRX5TWN2M";
+        let text = skill_with(
+            "steps:\n  - do: a\n",
+            &format!("Use the key {key} to sign in.\n"),
+        );
+        let blockers = check(&text);
+        assert_eq!(kinds(&blockers), vec![BlockerKind::Credential]);
+        assert_eq!(blockers[0].line, 14);
+        assert_eq!(blockers[0].field, "body");
+        assert!(blockers[0].message.contains("an AWS access key id"));
+        assert!(!blockers[0].message.contains(key));
+
+        let in_frontmatter = skill_with(&format!("steps:\n  - do: sign in with {key}\n"), "");
+        let blockers = check(&in_frontmatter);
+        assert_eq!(kinds(&blockers), vec![BlockerKind::Credential]);
+        assert_eq!((blockers[0].line, blockers[0].field.as_str()), (7, "steps"));
+    }
+
+    #[test]
+    fn a_documentation_placeholder_key_is_not_a_credential() {
+        let text = skill_with(
+            "steps:\n  - do: a\n",
+            "The key looks like AKIAIOSFODNN7EXAMPLE.\n",
+        );
+        assert_eq!(check(&text), vec![]);
+    }
+
+    #[test]
+    fn paths_outside_the_home_tree_or_not_provably_inside_it_are_blocked() {
+        let cases = [
+            ("/etc/passwd", BlockerKind::PathOutsideHome),
+            ("/home/alice/../bob", BlockerKind::PathOutsideHome),
+            ("/home/alicex/f", BlockerKind::PathOutsideHome),
+            ("../../../etc/x", BlockerKind::PathOutsideHome),
+            ("notes/../../../../tmp", BlockerKind::PathOutsideHome),
+            ("file:///etc/hosts", BlockerKind::PathOutsideHome),
+            ("C:\\Users", BlockerKind::PathOutsideHome),
+            ("~/x", BlockerKind::PathUnprovable),
+            ("~bob/x", BlockerKind::PathUnprovable),
+            ("$HOME/x", BlockerKind::PathUnprovable),
+            ("${HOME}/x", BlockerKind::PathUnprovable),
+            ("%APPDATA%\\x", BlockerKind::PathUnprovable),
+            ("\\\\server\\share", BlockerKind::PathUnprovable),
+            ("//server/share", BlockerKind::PathUnprovable),
+            ("smb://server/share", BlockerKind::PathUnprovable),
+            ("file://server/share", BlockerKind::PathUnprovable),
+            ("C:notes", BlockerKind::PathUnprovable),
+        ];
+        for (path, kind) in cases {
+            let text = skill_with("steps:\n  - do: a\n", &format!("Then open {path}.\n"));
+            let blockers = check(&text);
+            assert_eq!(kinds(&blockers), vec![kind], "{path}: {blockers:?}");
+            assert_eq!(blockers[0].line, 14, "{path}");
+            assert!(
+                blockers[0].message.contains(path),
+                "{path}: {}",
+                blockers[0].message
+            );
+        }
+    }
+
+    #[test]
+    fn paths_inside_the_home_tree_and_things_that_are_not_paths_are_fine() {
+        let fine = [
+            "/home/alice/notes",
+            "/home/alice",
+            "/home/alice/./a/../b",
+            "notes/a.md",
+            "./a",
+            "../notes",
+            "and/or",
+            "https://example.com/a/b",
+            "mailto:alice@example.com",
+            "$5/month",
+            "50%/50%",
+            "a / b",
+            "~ 5 minutes",
+            "file:///home/alice/x",
+            "[link](./a.md)",
+            "`/home/alice/x`.",
+        ];
+        for text in fine {
+            let text = skill_with("steps:\n  - do: a\n", &format!("Then see {text}.\n"));
+            assert_eq!(check(&text), vec![], "{text}");
+        }
+    }
+
+    #[test]
+    fn a_path_in_the_frontmatter_is_checked_too_and_reported_once() {
+        let text = skill_with(
+            "steps:\n  - do: read /etc/passwd\n  - do: read /etc/passwd again\n",
+            "Never touch /etc/passwd.\n",
+        );
+        let blockers = check(&text);
+        assert_eq!(kinds(&blockers), vec![BlockerKind::PathOutsideHome]);
+        assert_eq!((blockers[0].line, blockers[0].field.as_str()), (7, "steps"));
+        assert_eq!(
+            blockers[0].message,
+            "`/etc/passwd` is outside the home tree /home/alice: a skill may only name paths \
+             inside it"
+        );
+    }
+
+    #[test]
+    fn a_relative_path_that_escapes_says_where_it_resolves() {
+        let text = skill_with("steps:\n  - do: a\n", "Open ../../../etc/x\n");
+        let blockers = check(&text);
+        assert!(
+            blockers[0].message.contains("resolves to /etc/x"),
+            "{}",
+            blockers[0].message
+        );
+    }
+
+    #[test]
+    fn blockers_come_in_the_spec_order_then_by_line() {
+        let text = format!(
+            "---\ntrigger: see ~/x\nsteps:\n  - do: a\n    tool: shell\n    tools: b\n  - do: c\n    tool: sql\n  - do: d\n    tool: nope\nforbidden-tools: [shell]\n---\n/etc/passwd and {}\n",
+            "AKIAQ3EGJ7LPRX5TWN2M"
+        );
+        let blockers = check(&text);
+        let got: Vec<(BlockerKind, usize)> = blockers.iter().map(|b| (b.kind, b.line)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (BlockerKind::UnknownTool, 7),
+                (BlockerKind::UnknownTool, 9),
+                (BlockerKind::ForbiddenTool, 4),
+                (BlockerKind::StepKey, 4),
+                (BlockerKind::Credential, 13),
+                (BlockerKind::PathOutsideHome, 13),
+                (BlockerKind::PathUnprovable, 2),
+            ]
+        );
+    }
+
+    // Parse errors.
+
+    #[test]
+    fn a_block_that_is_not_yaml_names_its_line() {
+        let error = err("---\ntrigger: a\nuse_when: b: c\n---\n");
+        assert_eq!(
+            error,
+            ParseError::NotYaml {
+                line: 3,
+                message: "mapping values are not allowed in this context".to_owned()
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "SKILL.md line 3: the block of fields is not valid YAML (mapping values are not \
+             allowed in this context): fix it there"
+        );
+    }
+
+    #[test]
+    fn a_control_character_names_its_line() {
+        let error = err("---\ntrigger: a\nuse_when: b\u{1}\n---\n");
+        assert!(
+            matches!(error, ParseError::NotYaml { line: 3, .. }),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn an_alias_bomb_is_refused_at_once() {
+        let mut text = String::from(
+            "---\na0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n",
+        );
+        for level in 1..10 {
+            let refs: Vec<String> = (0..9).map(|_| format!("*a{}", level - 1)).collect();
+            text.push_str(&format!("a{level}: &a{level} [{}]\n", refs.join(",")));
+        }
+        text.push_str("---\n");
+        let started = std::time::Instant::now();
+        assert_eq!(err(&text), ParseError::AnchorOrAlias { line: 2 });
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+    }
+
+    #[test]
+    fn anchors_and_aliases_are_refused_with_their_line() {
+        assert_eq!(
+            err("---\nx: &a hello\n---\n"),
+            ParseError::AnchorOrAlias { line: 2 }
+        );
+        assert_eq!(
+            err("---\nx: a\ny: *a\n---\n"),
+            ParseError::AnchorOrAlias { line: 3 }
+        );
+        assert_eq!(
+            err("---\nsteps:\n  - &s\n    do: a\n---\n"),
+            ParseError::AnchorOrAlias { line: 3 }
+        );
+        assert!(
+            err("---\nx: &a hello\n---\n")
+                .to_string()
+                .starts_with("SKILL.md line 2: YAML anchors")
+        );
+    }
+
+    #[test]
+    fn an_ampersand_or_star_inside_text_is_not_an_anchor() {
+        let text = "---\ntrigger: salt & pepper *twice*\nuse_when: \"&quoted\"\nnot_when: '*single'\n# &comment\nexpected_result: |\n  &literal\n  *block\nfailure_modes:\n  - a\n    &continued\n---\n&body *body\n";
+        let (skill, _) = parse(text).unwrap();
+        assert_eq!(skill.trigger.as_deref(), Some("salt & pepper *twice*"));
+        assert_eq!(skill.use_when.as_deref(), Some("&quoted"));
+        assert_eq!(skill.expected_result.as_deref(), Some("&literal\n*block\n"));
+        assert_eq!(skill.failure_modes, Some(vec!["a &continued".to_owned()]));
+    }
+
+    #[test]
+    fn a_key_written_twice_is_refused_with_its_second_line_and_name() {
+        assert_eq!(
+            err("---\ntrigger: a\nsteps: []\ntrigger: b\n---\n"),
+            ParseError::DuplicateKey {
+                line: 4,
+                key: "trigger".to_owned()
+            }
+        );
+        let in_step = err("---\nsteps:\n  - do: a\n    tool: x\n    tool: y\n---\n");
+        assert_eq!(
+            in_step,
+            ParseError::DuplicateKey {
+                line: 5,
+                key: "tool".to_owned()
+            }
+        );
+        assert_eq!(
+            in_step.to_string(),
+            "SKILL.md line 5: `tool` is written a second time in the same place: keep one"
+        );
+    }
+
+    #[test]
+    fn tags_are_refused() {
+        assert_eq!(
+            err("---\nversion: !!str 3\n---\n"),
+            ParseError::Tag { line: 2 }
+        );
+        assert_eq!(
+            err("---\ntrigger: !custom x\n---\n"),
+            ParseError::Tag { line: 2 }
+        );
+    }
+
+    #[test]
+    fn a_merge_key_is_refused() {
+        assert_eq!(
+            err("---\nbase: {trigger: a}\nsteps:\n  - <<: {do: a}\n    tool: x\n---\n"),
+            ParseError::MergeKey { line: 4 }
+        );
+        // Quoted, `<<` is only a key like any other (and an unknown field).
+        let (_, diagnostics) = parse("---\n\"<<\": x\n---\n").unwrap();
+        assert_eq!(diagnostics[0].message, "unknown field `<<` is ignored");
+    }
+
+    #[test]
+    fn a_second_document_inside_the_block_is_refused() {
+        assert_eq!(
+            err("---\ntrigger: a\n--- # second\nuse_when: b\n---\n"),
+            ParseError::SecondDocument {
+                line: 3,
+                marker: "---".to_owned()
+            }
+        );
+        assert_eq!(
+            err("---\ntrigger: a\n...\nuse_when: b\n---\n"),
+            ParseError::SecondDocument {
+                line: 3,
+                marker: "...".to_owned()
+            }
+        );
+        assert_eq!(
+            err("---\n%YAML 1.2\ntrigger: a\n---\n"),
+            ParseError::SecondDocument {
+                line: 2,
+                marker: "%".to_owned()
+            }
+        );
+    }
+
+    #[test]
+    fn a_file_of_ten_megabytes_is_refused_by_size_before_parsing() {
+        let text = format!("---\n{}", "a".repeat(10 * 1024 * 1024));
+        let started = std::time::Instant::now();
+        assert_eq!(
+            err(&text),
+            ParseError::TooLarge {
+                bytes: text.len(),
+                max: MAX_SKILL_BYTES
+            }
+        );
+        assert!(started.elapsed() < std::time::Duration::from_millis(50));
+    }
+
+    #[test]
+    fn a_file_with_crlf_line_ends_parses() {
+        let text = EXAMPLE.replace('\n', "\r\n");
+        let (skill, diagnostics) = parse(&text).unwrap();
+        assert!(diagnostics.is_empty(), "{diagnostics:?}");
+        let (expected, _) = parse(EXAMPLE).unwrap();
+        assert_eq!(
+            SkillFile {
+                body: expected.body.replace('\n', "\r\n"),
+                ..expected
+            },
+            skill
+        );
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_tolerated() {
+        let (skill, _) = parse(&format!("\u{feff}{EXAMPLE}")).unwrap();
+        assert_eq!(skill, parse(EXAMPLE).unwrap().0);
+        let blockers = check(&format!("\u{feff}{}", skill_with("steps: []\n", "")));
+        assert_eq!(blockers[0].line, 6);
+    }
+
+    #[test]
+    fn a_file_without_the_opening_line_says_what_the_first_line_must_be() {
+        let error = err("# Weekly report\n\ntrigger: x\n");
+        assert_eq!(error, ParseError::NoFrontmatter { line: 1 });
+        assert!(
+            error
+                .to_string()
+                .starts_with("SKILL.md line 1: a skill file must start with a line `---`")
+        );
+        assert_eq!(err(""), ParseError::NoFrontmatter { line: 1 });
+    }
+
+    #[test]
+    fn an_unclosed_block_is_refused() {
+        assert_eq!(err("---\ntrigger: x\n"), ParseError::Unclosed { line: 1 });
+        assert_eq!(err("---"), ParseError::Unclosed { line: 1 });
+    }
+
+    #[test]
+    fn a_step_that_is_not_a_mapping_is_refused() {
+        let error = err("---\nsteps:\n  - do: a\n  - Read the notes\n---\n");
+        assert_eq!(
+            error,
+            ParseError::StepNotMapping {
+                line: 4,
+                step: 2,
+                found: "text"
+            }
+        );
+        assert_eq!(
+            error.to_string(),
+            "SKILL.md line 4: step 2 is text, but a step is written `- do: what to do`, with \
+             `tool: name` below it when it uses a tool"
+        );
+        assert!(matches!(
+            err("---\nsteps:\n  -\n---\n"),
+            ParseError::StepNotMapping { line: 3, .. }
+        ));
+    }
+
+    #[test]
+    fn a_step_tool_that_is_not_text_is_refused() {
+        assert_eq!(
+            err("---\nsteps:\n  - do: a\n    tool: [x, y]\n---\n"),
+            ParseError::StepValue {
+                line: 3,
+                step: 1,
+                key: "tool",
+                found: "a list"
+            }
+        );
+    }
+
+    #[test]
+    fn a_block_that_is_a_list_is_refused() {
+        assert_eq!(
+            err("---\n- trigger: a\n---\n"),
+            ParseError::NotAMapping {
+                line: 2,
+                found: "a list"
+            }
+        );
+    }
+
+    #[test]
+    fn nesting_deeper_than_any_skill_needs_is_refused() {
+        let text = format!(
+            "---\ntrigger: {}{}\n---\n",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        assert!(matches!(err(&text), ParseError::NotYaml { line: 2, .. }));
+    }
+
+    #[test]
+    fn no_error_message_ends_with_a_period() {
+        let errors = [
+            ParseError::TooLarge { bytes: 1, max: 0 },
+            err(""),
+            err("---\n"),
+            err("---\na: b: c\n---\n"),
+            err("---\na: &x 1\n---\n"),
+            err("---\na: !x 1\n---\n"),
+            err("---\n<<: {}\n---\n"),
+            err("---\n...\n---\n"),
+            err("---\na: 1\na: 2\n---\n"),
+            err("---\n- a\n---\n"),
+            err("---\nsteps: [a]\n---\n"),
+            err("---\nsteps: [{do: [a]}]\n---\n"),
+        ];
+        for error in errors {
+            let message = error.to_string();
+            assert!(!message.ends_with('.'), "{message}");
+            assert!(message.starts_with("SKILL.md"), "{message}");
+        }
+    }
+
+    // Rendering.
+
+    #[test]
+    fn render_quotes_what_would_not_read_back_as_text() {
+        let skill = SkillFile {
+            trigger: Some("true".to_owned()),
+            use_when: Some("a: b # c".to_owned()),
+            not_when: Some("- dash".to_owned()),
+            expected_result: Some("  two lines\nsecond".to_owned()),
+            preconditions: Some(vec!["3".to_owned(), "line\nbreak\n".to_owned()]),
+            steps: Some(vec![Step {
+                action: "multi\nline".to_owned(),
+                tool: Some("null".to_owned()),
+                other_keys: vec!["tools".to_owned(), "a b: c".to_owned()],
+                line: 0,
+            }]),
+            ..SkillFile::default()
+        };
+        let text = render(&skill);
+        assert_eq!(
+            text,
+            "---\ntrigger: \"true\"\nuse_when: \"a: b # c\"\nnot_when: \"- dash\"\npreconditions:\n  - \"3\"\n  - |\n    line\n    break\nsteps:\n  - do: |-\n      multi\n      line\n    tool: \"null\"\n    tools:\n    \"a b: c\":\nexpected_result: \"  two lines\\nsecond\"\n---\n"
+        );
+        let (back, _) = parse(&text).unwrap();
+        assert_eq!(without_lines(back), skill);
+    }
+
+    fn without_lines(mut skill: SkillFile) -> SkillFile {
+        for step in skill.steps.iter_mut().flatten() {
+            step.line = 0;
+        }
+        skill
+    }
+
+    fn text_strategy() -> impl Strategy<Value = String> {
+        "([ -~]|[é€\\t\\n\\r\\x{85}\\x{2028}\\x{feff}]|: | #|---|\\.\\.\\.|&a|\\*a|!t|<<|  ){0,12}"
+    }
+
+    fn list_strategy() -> impl Strategy<Value = Option<Vec<String>>> {
+        proptest::option::of(proptest::collection::vec(text_strategy(), 0..3))
+    }
+
+    fn step_strategy() -> impl Strategy<Value = Step> {
+        (
+            text_strategy(),
+            proptest::option::of(text_strategy()),
+            proptest::collection::vec("[a-z_ ]{1,8}", 0..3),
+        )
+            .prop_map(|(action, tool, keys)| {
+                let mut other_keys: Vec<String> = Vec::new();
+                for key in keys {
+                    if key != "do" && key != "tool" && !other_keys.contains(&key) {
+                        other_keys.push(key);
+                    }
+                }
+                Step {
+                    action,
+                    tool,
+                    other_keys,
+                    line: 0,
+                }
+            })
+    }
+
+    fn skill_strategy() -> impl Strategy<Value = SkillFile> {
+        let texts = (
+            proptest::option::of(text_strategy()),
+            proptest::option::of(text_strategy()),
+            proptest::option::of(text_strategy()),
+            proptest::option::of(text_strategy()),
+            proptest::option::of(text_strategy()),
+        );
+        let lists = (
+            list_strategy(),
+            list_strategy(),
+            list_strategy(),
+            list_strategy(),
+        );
+        let rest = (
+            proptest::option::of(proptest::collection::vec(step_strategy(), 0..4)),
+            proptest::option::of(1..=u32::MAX),
+            proptest::option::of(proptest::sample::select(Status::ALL.to_vec())),
+            "([ -~]|\\n|---\\n){0,40}",
+        );
+        (texts, lists, rest).prop_map(
+            |(
+                (name, trigger, use_when, not_when, expected_result),
+                (preconditions, forbidden_tools, failure_modes, evidence),
+                (steps, version, status, body),
+            )| SkillFile {
+                name,
+                trigger,
+                use_when,
+                not_when,
+                preconditions,
+                steps,
+                forbidden_tools,
+                expected_result,
+                failure_modes,
+                evidence,
+                version,
+                status,
+                body,
+            },
+        )
+    }
+
+    /// Whether the scan's tree has the shape of yaml_serde's value: the same mappings with the
+    /// same number of entries, the same lists with the same number of items.
+    fn same_shape(node: &tree::Node, value: &Value) -> bool {
+        match (node, value) {
+            (tree::Node::Map { entries, .. }, Value::Mapping(mapping)) => {
+                entries.len() == mapping.len()
+                    && entries.iter().zip(mapping).all(|(entry, (key, value))| {
+                        same_shape(&entry.key, key) && same_shape(&entry.value, value)
+                    })
+            }
+            (tree::Node::Seq { items, .. }, Value::Sequence(values)) => {
+                items.len() == values.len()
+                    && items
+                        .iter()
+                        .zip(values)
+                        .all(|((_, item), value)| same_shape(item, value))
+            }
+            (tree::Node::Empty { .. }, Value::Null) => true,
+            (tree::Node::Scalar { .. }, value) => !matches!(
+                value,
+                Value::Mapping(_) | Value::Sequence(_) | Value::Tagged(_)
+            ),
+            _ => false,
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn the_scan_reads_the_same_structure_as_yaml_serde(
+            fragment in "([a-z]{1,3}: |  |- |\\? |: |\\[|\\]|\\{|\\}|, |\\||>|\"|'|#|&a |\\*a|!|\\n|\\t|[a-z:-]|---|\\.\\.\\.|%){0,60}",
+        ) {
+            let (tokens, stop) = scan::scan(&fragment);
+            if let (Ok(value), scan::Stop::End) = (yaml_serde::from_str::<Value>(&fragment), &stop) {
+                let tree = tree::build(&tokens);
+                prop_assert!(tree.is_some(), "{fragment:?} {tokens:?}");
+                let tree = tree.unwrap();
+                prop_assert!(same_shape(&tree, &value), "{fragment:?} {value:?}");
+            }
+        }
+
+        #[test]
+        fn a_rendered_skill_parses_back_to_itself(skill in skill_strategy()) {
+            let text = render(&skill);
+            let parsed = parse(&text);
+            prop_assert!(parsed.is_ok(), "{parsed:?}\n{text}");
+            let (back, _) = parsed.unwrap();
+            prop_assert_eq!(without_lines(back), skill, "{}", text);
+        }
+
+        #[test]
+        fn parsing_never_panics_on_any_text(text in "\\PC{0,400}") {
+            let _ = parse(&text);
+        }
+
+        #[test]
+        fn parsing_never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+            let _ = parse(&String::from_utf8_lossy(&bytes));
+        }
+
+        #[test]
+        fn parsing_never_panics_on_frontmatter_like_text_and_lines_stay_in_the_file(
+            block in "([a-z_-]{1,6}: |  - |- |\\[|\\]|\\{|\\}|, |: |\\||>|\"|'|#|&|\\*|!|\\n|\\t| |[a-z]|\\\\){0,80}",
+            body in "([ -~]|\\n){0,40}",
+        ) {
+            let text = format!("---\n{block}\n---\n{body}");
+            let line_count = text.split('\n').count();
+            match parse(&text) {
+                Ok((skill, diagnostics)) => {
+                    for step in skill.steps.iter().flatten() {
+                        prop_assert!(step.line <= line_count, "{step:?}");
+                    }
+                    for diagnostic in diagnostics {
+                        prop_assert!(diagnostic.line <= line_count, "{diagnostic:?}");
+                    }
+                    let scrubber = Scrubber::new(&[]);
+                    let tools = tools();
+                    let ctx = CheckContext {
+                        runtime_tools: &tools,
+                        home: "/home/alice",
+                        workspace: "/home/alice/workspace",
+                        scrubber: &scrubber,
+                    };
+                    let _ = blocking_checks(&text, &skill, &ctx);
+                    let rendered = render(&skill);
+                    let back = parse(&rendered);
+                    prop_assert!(back.is_ok(), "{back:?}\n{rendered}");
+                    prop_assert_eq!(without_lines(back.unwrap().0), without_lines(skill));
+                }
+                Err(error) => {
+                    let message = error.to_string();
+                    prop_assert!(!message.ends_with('.'), "{message}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! The workspace's `playbooks.toml` (the human's settings for the playbook face) and its
+//! `permissions.yaml` (who can do what).
+
+use std::path::{Path, PathBuf};
+
+use mindrune_core::permissions::Permissions;
+use serde::Deserialize;
+
+use super::PlaybookError;
+
+pub const CONFIG_FILE: &str = "playbooks.toml";
+pub const PERMISSIONS_FILE: &str = "permissions.yaml";
+
+/// The default for `max_waiting_drafts`: enough for a day's suggestions, few enough to read.
+pub const DEFAULT_MAX_WAITING_DRAFTS: usize = 5;
+/// The default for `carry_over_tool_calls`: a task closed as done after this many tool calls
+/// was worth writing down.
+pub const DEFAULT_CARRY_OVER_TOOL_CALLS: u32 = 8;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlaybookConfig {
+    /// The tools the assistant's runtime has besides MindRune's own MCP tools.
+    pub tools: Vec<String>,
+    /// The home tree: every path a skill names must be inside it.
+    pub home: PathBuf,
+    /// The fixer: a shell command started in the background for each report.
+    pub fixer: Option<String>,
+    /// When nobody attends a `skill_create` call, it stops once this many drafts wait.
+    pub max_waiting_drafts: usize,
+    /// A task its checks closed as done that took at least this many tool calls suggests a skill.
+    pub carry_over_tool_calls: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    tools: Vec<String>,
+    home: Option<PathBuf>,
+    fixer: Option<String>,
+    max_waiting_drafts: Option<usize>,
+    carry_over_tool_calls: Option<u32>,
+}
+
+impl PlaybookConfig {
+    /// Reads `<workspace>/playbooks.toml`, or the defaults when there is none. The home tree
+    /// defaults to `$HOME`, and to the workspace's parent when `$HOME` is unset.
+    pub fn load(workspace: &Path) -> Result<PlaybookConfig, PlaybookError> {
+        let path = workspace.join(CONFIG_FILE);
+        let raw = match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                toml::from_str::<RawConfig>(&text).map_err(|err| PlaybookError::Config {
+                    path: path.clone(),
+                    message: err.to_string().trim_end().to_string(),
+                })?
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => RawConfig {
+                tools: Vec::new(),
+                home: None,
+                fixer: None,
+                max_waiting_drafts: None,
+                carry_over_tool_calls: None,
+            },
+            Err(err) => return Err(super::io_error("read", &path)(err)),
+        };
+        let home = match raw.home {
+            Some(home) => home,
+            None => std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|home| home.is_absolute())
+                .or_else(|| workspace.parent().map(Path::to_path_buf))
+                .unwrap_or_else(|| workspace.to_path_buf()),
+        };
+        if !home.is_absolute() {
+            return Err(PlaybookError::Config {
+                path,
+                message: format!(
+                    "home = {:?} is not an absolute path; write the full path of the home tree",
+                    home.display().to_string()
+                ),
+            });
+        }
+        // The home tree as the filesystem names it, so that a workspace reached through a
+        // symlinked home is still seen inside it.
+        let home = home.canonicalize().unwrap_or(home);
+        if let Some(tool) = raw.tools.iter().find(|tool| tool.trim().is_empty()) {
+            return Err(PlaybookError::Config {
+                path,
+                message: format!("tools lists an empty name ({tool:?}); remove it"),
+            });
+        }
+        Ok(PlaybookConfig {
+            tools: raw.tools,
+            home,
+            fixer: raw.fixer.filter(|command| !command.trim().is_empty()),
+            max_waiting_drafts: raw.max_waiting_drafts.unwrap_or(DEFAULT_MAX_WAITING_DRAFTS),
+            carry_over_tool_calls: raw
+                .carry_over_tool_calls
+                .unwrap_or(DEFAULT_CARRY_OVER_TOOL_CALLS),
+        })
+    }
+}
+
+/// Reads `<workspace>/permissions.yaml`, or the shipped default when there is none.
+pub fn load_permissions(workspace: &Path) -> Result<Permissions, PlaybookError> {
+    let path = workspace.join(PERMISSIONS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => Permissions::parse(&text).map_err(|err| PlaybookError::Config {
+            path,
+            message: format!("line {}: {}", err.line, err.message),
+        }),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            Ok(Permissions::shipped_default())
+        }
+        Err(err) => Err(super::io_error("read", &path)(err)),
+    }
+}

@@ -1,0 +1,276 @@
+//! The assistant's file tools on its workspace.
+//!
+//! `workspace_read` reads any plain file inside the workspace; a read of a skill writes one line
+//! to the usage log. `file_write`, `file_copy` and `file_move` write anywhere in the workspace
+//! except `skills/`: that path rule outranks every permission, in every mode, because a file
+//! dropped there directly would skip the door's checks.
+//!
+//! Architecture invariant: the path rule is decided on the path as the filesystem will resolve
+//! it: lexically (`..`, `.`), with every existing component checked for a symlink (refused),
+//! and by comparing names case-insensitively (`Skills/`, `SKILLS/` on a case-insensitive disk).
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use mindrune_core::playbook_file;
+
+use super::layout;
+use super::{PlaybookError, Playbooks, Rule, io_error};
+use crate::workspace::{self, ReadError};
+
+/// The largest file `workspace_read` returns.
+pub const MAX_READ_BYTES: u64 = 1024 * 1024;
+/// The largest file `file_write` writes.
+pub const MAX_WRITE_BYTES: usize = 10 * 1024 * 1024;
+
+impl Playbooks {
+    /// `workspace_read`: a file's text. `turn` is where the record of the current turn is on
+    /// disk, when the host says; it goes into the usage line of a skill read.
+    pub fn workspace_read(&self, path: &str, turn: Option<&str>) -> Result<String, PlaybookError> {
+        let relative = self.relative(path)?;
+        let skill = skill_of(&relative);
+        let target = match &skill {
+            Some((name, true)) => format!("{}/{name}/{}", layout::SKILLS, layout::SKILL_FILE),
+            _ => relative.clone(),
+        };
+        let read = workspace::read_contained_limited(&self.workspace, &target, MAX_READ_BYTES);
+        let result = match read {
+            Ok(Some(text)) => Ok(text),
+            Ok(None) => Err(PlaybookError::refused(
+                Rule::NotFound,
+                format!("{target} does not exist"),
+            )),
+            Err(err) => Err(read_refusal(err)),
+        };
+        if let Some((name, _)) = skill {
+            let revision = result
+                .as_ref()
+                .ok()
+                .and_then(|text| playbook_file::parse(text).ok())
+                .and_then(|(skill, _)| skill.version);
+            self.ledger
+                .log_read(&name, revision, result.is_ok(), turn)?;
+        }
+        result
+    }
+
+    /// `file_write`: writes a file (atomically), making its folders.
+    pub fn file_write(&self, path: &str, content: &str) -> Result<String, PlaybookError> {
+        let target = self.writable(path, "file_write")?;
+        if content.len() > MAX_WRITE_BYTES {
+            return Err(PlaybookError::refused(
+                Rule::Invalid,
+                format!(
+                    "{} bytes is over file_write's {MAX_WRITE_BYTES}-byte limit",
+                    content.len()
+                ),
+            ));
+        }
+        layout::write_atomic(&self.workspace.join(&target), content.as_bytes())?;
+        Ok(format!(
+            "wrote {} ({} bytes)",
+            target.display(),
+            content.len()
+        ))
+    }
+
+    /// `file_copy`: copies a plain file (from anywhere in the workspace, `skills/` included) to a
+    /// place outside `skills/`.
+    pub fn file_copy(&self, from: &str, to: &str) -> Result<String, PlaybookError> {
+        let source = self.relative(from)?;
+        let target = self.writable(to, "file_copy")?;
+        let text = match workspace::read_contained_limited(
+            &self.workspace,
+            &source,
+            MAX_WRITE_BYTES as u64,
+        ) {
+            Ok(Some(text)) => text,
+            Ok(None) => {
+                return Err(PlaybookError::refused(
+                    Rule::NotFound,
+                    format!("{source} does not exist"),
+                ));
+            }
+            Err(err) => return Err(read_refusal(err)),
+        };
+        layout::write_atomic(&self.workspace.join(&target), text.as_bytes())?;
+        Ok(format!("copied {source} to {}", target.display()))
+    }
+
+    /// `file_move`: moves a plain file; neither end may be in `skills/` (moving a file out of it
+    /// would delete a skill without its card).
+    pub fn file_move(&self, from: &str, to: &str) -> Result<String, PlaybookError> {
+        let source = self.writable(from, "file_move")?;
+        let target = self.writable(to, "file_move")?;
+        let source_path = self.workspace.join(&source);
+        let metadata = fs::symlink_metadata(&source_path).map_err(|_| {
+            PlaybookError::refused(
+                Rule::NotFound,
+                format!("{} does not exist", source.display()),
+            )
+        })?;
+        if !metadata.is_file() {
+            return Err(PlaybookError::refused(
+                Rule::BadPath,
+                format!(
+                    "{} is not a plain file; file_move moves files",
+                    source.display()
+                ),
+            ));
+        }
+        let target_path = self.workspace.join(&target);
+        if let Some(parent) = target_path.parent() {
+            fs::create_dir_all(parent).map_err(io_error("create", parent))?;
+        }
+        fs::rename(&source_path, &target_path).map_err(io_error("move", &source_path))?;
+        Ok(format!(
+            "moved {} to {}",
+            source.display(),
+            target.display()
+        ))
+    }
+
+    /// A path as the assistant wrote it, made workspace-relative; outside the workspace refused.
+    fn relative(&self, path: &str) -> Result<String, PlaybookError> {
+        let as_path = Path::new(path);
+        let relative = if as_path.is_absolute() {
+            as_path
+                .strip_prefix(&self.workspace)
+                .ok()
+                .and_then(|rest| rest.to_str())
+                .map(str::to_string)
+        } else {
+            Some(path.to_string())
+        };
+        relative
+            .and_then(|relative| workspace::clean_relative(&relative))
+            .and_then(|clean| clean.to_str().map(str::to_string))
+            .ok_or_else(|| {
+                PlaybookError::refused(
+                    Rule::BadPath,
+                    format!(
+                        "{path} is outside the workspace; give a path inside {}",
+                        self.workspace.display()
+                    ),
+                )
+            })
+    }
+
+    /// A path a file tool may write: inside the workspace, reached without a symlink, and not in
+    /// `skills/`.
+    fn writable(&self, path: &str, tool: &str) -> Result<PathBuf, PlaybookError> {
+        let skills_refusal = || {
+            PlaybookError::refused(
+                Rule::SkillsPath,
+                format!(
+                    "{tool} cannot write {path}: workspace/skills/ refuses file_write, file_copy and file_move in every mode, because a file dropped there would skip the checks; write a skill with skill_create, change one with skill_refine"
+                ),
+            )
+        };
+        // `..` is resolved before anything else, so `notes/../skills/x` is seen for what it is.
+        let relative = self.relative(path)?;
+        let relative = PathBuf::from(relative);
+        if is_skills_path(&relative) {
+            return Err(skills_refusal());
+        }
+        // Every component that exists must be a real folder (or, last, a real file): a symlink
+        // could lead into skills/ or out of the workspace.
+        let mut current = self.workspace.clone();
+        for component in relative.components() {
+            current.push(component);
+            match fs::symlink_metadata(&current) {
+                Ok(metadata) if metadata.file_type().is_symlink() => {
+                    return Err(PlaybookError::refused(
+                        Rule::BadPath,
+                        format!("{tool} cannot write {path}: it goes through a symlink"),
+                    ));
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        // Belt and braces: the deepest existing folder, as the filesystem names it, must not be
+        // skills/ (a case-insensitive disk, a hard-to-see alias).
+        let skills = layout::skills_dir(&self.workspace).canonicalize().ok();
+        let mut existing = self.workspace.join(&relative);
+        while !existing.exists() {
+            if !existing.pop() {
+                break;
+            }
+        }
+        if let (Some(skills), Ok(real)) = (skills, existing.canonicalize())
+            && real.starts_with(&skills)
+        {
+            return Err(skills_refusal());
+        }
+        Ok(relative)
+    }
+}
+
+/// Whether a clean workspace-relative path is in `skills/`, comparing the first component the
+/// way a case-insensitive disk would (and ignoring the trailing dots and spaces Windows drops).
+pub fn is_skills_path(relative: &Path) -> bool {
+    let Some(Component::Normal(first)) = relative.components().next() else {
+        return false;
+    };
+    let first = first.to_string_lossy().to_lowercase();
+    first.trim_end_matches(['.', ' ']) == layout::SKILLS
+}
+
+/// `skills/<name>/SKILL.md` or `skills/<name>` as (name, whether the folder was named): the
+/// reads that write a usage line. Drafts, rejected skills and history are not skill reads.
+fn skill_of(relative: &str) -> Option<(String, bool)> {
+    let parts: Vec<&str> = relative.split('/').collect();
+    match parts.as_slice() {
+        [skills, name, file] if *skills == layout::SKILLS && *file == layout::SKILL_FILE => {
+            layout::check_name(name)
+                .ok()
+                .map(|()| (name.to_string(), false))
+        }
+        [skills, name] if *skills == layout::SKILLS => layout::check_name(name)
+            .ok()
+            .map(|()| (name.to_string(), true)),
+        _ => None,
+    }
+}
+
+fn read_refusal(err: ReadError) -> PlaybookError {
+    let rule = match err {
+        ReadError::Outside(_) | ReadError::Symlink(_) | ReadError::NotAFile(_) => Rule::BadPath,
+        _ => Rule::Invalid,
+    };
+    PlaybookError::refused(rule, err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn skills_path_is_recognised_whatever_its_case_or_trailing_dots() {
+        for path in [
+            "skills/x/SKILL.md",
+            "Skills/x",
+            "SKILLS",
+            "skills./x",
+            "skills /x",
+        ] {
+            assert!(is_skills_path(Path::new(path)), "{path}");
+        }
+        for path in ["notes/skills/x", "skillsx/a", "my-skills/a"] {
+            assert!(!is_skills_path(Path::new(path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn only_live_skill_files_are_skill_reads() {
+        assert_eq!(
+            skill_of("skills/weekly/SKILL.md"),
+            Some(("weekly".into(), false))
+        );
+        assert_eq!(skill_of("skills/weekly"), Some(("weekly".into(), true)));
+        assert_eq!(skill_of("skills/pending/weekly/SKILL.md"), None);
+        assert_eq!(skill_of("skills/weekly/history/1/SKILL.md"), None);
+        assert_eq!(skill_of("notes/a.md"), None);
+    }
+}

@@ -1,0 +1,133 @@
+//! The apply journal: how answering a card survives a crash.
+//!
+//! A card's answer changes files under `skills/` and a row in the ledger. The files cannot join
+//! the ledger's transaction, so before touching any file the whole change is written down in
+//! `.mindrune/applying.json` (atomically): the file operations, each one safe to do twice, and
+//! the card's answer. Then the files change, then the ledger commits, then the journal goes.
+//!
+//! A crash anywhere leaves one of three states, and the next write (or open) of the workspace
+//! finishes the job: no journal (nothing had started, or all was done); a journal with the card
+//! still waiting (the operations are done again, all of them, and the card answered); a journal
+//! with the card answered (the operations are done again, harmlessly, and the journal removed).
+//! So a file is always old or new, and the card never says "waiting" about a change that landed.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Transaction;
+use serde::{Deserialize, Serialize};
+
+use super::layout;
+use super::ledger::{self, CardState};
+use super::{PlaybookError, io_error};
+
+const JOURNAL: &str = "applying.json";
+
+/// One file operation, safe to repeat. Paths are relative to the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Step {
+    /// Write a file atomically with these exact contents.
+    Write { path: String, text: String },
+    /// Move a folder; done when `from` is gone and `to` is there.
+    MoveDir { from: String, to: String },
+    /// Put a name on the carried list, or take it off.
+    Carry { name: String, carried: bool },
+}
+
+/// A card's answer and the file operations that carry it out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub card: i64,
+    pub state: String,
+    pub answered_by: String,
+    pub reason: Option<String>,
+    pub outcome: String,
+    pub steps: Vec<Step>,
+}
+
+fn journal_path(workspace: &Path) -> PathBuf {
+    workspace.join(".mindrune").join(JOURNAL)
+}
+
+/// Writes the journal, does every step, and answers the card, inside the caller's locked
+/// transaction. The caller removes the journal with [`clear`] after the commit.
+pub fn apply(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), PlaybookError> {
+    let text = serde_json::to_vec_pretty(entry)
+        .map_err(|err| io_error("encode", &journal_path(workspace))(std::io::Error::other(err)))?;
+    layout::write_atomic(&journal_path(workspace), &text)?;
+    finish(workspace, tx, entry)
+}
+
+fn finish(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), PlaybookError> {
+    for step in &entry.steps {
+        run(workspace, step)?;
+    }
+    let state = match entry.state.as_str() {
+        "applied" => CardState::Applied,
+        "rejected" => CardState::Rejected,
+        _ => CardState::Refused,
+    };
+    // A card already answered (the crash came after the commit) is left as it is.
+    ledger::answer_card(
+        tx,
+        entry.card,
+        state,
+        &entry.answered_by,
+        entry.reason.as_deref(),
+        &entry.outcome,
+    )?;
+    Ok(())
+}
+
+fn run(workspace: &Path, step: &Step) -> Result<(), PlaybookError> {
+    match step {
+        Step::Write { path, text } => layout::write_atomic(&workspace.join(path), text.as_bytes()),
+        Step::MoveDir { from, to } => {
+            let (from, to) = (workspace.join(from), workspace.join(to));
+            if !from.exists() && to.exists() {
+                return Ok(());
+            }
+            if to.exists() {
+                // Only a folder this very journal put there half-way can be here: a rejected
+                // draft's old folder (the door refuses the name otherwise).
+                std::fs::remove_dir_all(&to).map_err(io_error("replace", &to))?;
+            }
+            layout::move_dir(&from, &to)
+        }
+        Step::Carry { name, carried } => layout::set_carried(workspace, name, *carried),
+    }
+}
+
+/// Finishes a change a crash interrupted, inside the caller's locked transaction. Called at
+/// the start of every locked write of a workspace.
+pub fn recover(workspace: &Path, tx: &Transaction<'_>) -> Result<(), PlaybookError> {
+    let path = journal_path(workspace);
+    let text = match std::fs::read(&path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => return Err(io_error("read", &path)(err)),
+    };
+    // The journal is written atomically, so it is whole or absent; anything else is not ours.
+    let entry: Entry = serde_json::from_slice(&text).map_err(|err| {
+        io_error("read the apply journal", &path)(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{err}; it is MindRune's own file: move it aside to go on"),
+        ))
+    })?;
+    tracing::warn!(
+        card = entry.card,
+        "finishing card #{} after an interruption",
+        entry.card
+    );
+    finish(workspace, tx, &entry)
+}
+
+/// Removes the journal once the ledger has committed.
+pub fn clear(workspace: &Path) -> Result<(), PlaybookError> {
+    let path = journal_path(workspace);
+    match std::fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(err) => Err(io_error("remove", &path)(err)),
+    }
+}

@@ -1,0 +1,128 @@
+//! Suggestions for a skill. Neither the observer nor the "what carries over" rule can write a
+//! skill: each leaves a suggestion the assistant reads (attached to its next playbook tool
+//! result), and the assistant decides whether to take it to the door, `skill_create`.
+
+use rusqlite::params;
+
+use super::ledger;
+use super::{PlaybookError, Playbooks, Rule};
+
+/// A task its project's checks closed as done.
+#[derive(Debug, Clone)]
+pub struct DoneTask {
+    pub task: String,
+    pub tool_calls: u32,
+    /// Whether the project's own checks closed it as done (tests passed, the build is green).
+    pub checks_passed: bool,
+}
+
+impl Playbooks {
+    /// The observer noticed the same multi-step work being redone.
+    pub fn observer_suggests(&self, text: &str) -> Result<i64, PlaybookError> {
+        let text = text.trim();
+        if text.is_empty() {
+            return Err(PlaybookError::refused(
+                Rule::Invalid,
+                "the suggestion is empty; say what work keeps being redone",
+            ));
+        }
+        self.add_suggestion(
+            "observer",
+            &format!(
+                "The observer noticed: {text}. If it is worth keeping, write it down with skill_create (suggested_by: observer)."
+            ),
+        )
+    }
+
+    /// "What carries over": a task its checks closed as done that took at least
+    /// `carry_over_tool_calls` tool calls suggests a skill. `None` when it does not qualify.
+    pub fn task_done(&self, done: &DoneTask) -> Result<Option<i64>, PlaybookError> {
+        if !done.checks_passed || done.tool_calls < self.config.carry_over_tool_calls {
+            return Ok(None);
+        }
+        self.add_suggestion(
+            "carry-over",
+            &format!(
+                "\"{}\" took {} tool calls and its checks closed it as done: worth writing down as a skill with skill_create (suggested_by: carry-over, accepted_as_done: true)",
+                done.task.trim(),
+                done.tool_calls
+            ),
+        )
+        .map(Some)
+    }
+
+    fn add_suggestion(&self, source: &str, text: &str) -> Result<i64, PlaybookError> {
+        self.ledger.locked(|tx| {
+            tx.execute(
+                "INSERT INTO suggestions (at, source, text) VALUES (?1, ?2, ?3)",
+                params![ledger::now(), source, text],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    /// The suggestions the assistant has not been shown yet, marked shown.
+    pub fn take_suggestions(&self) -> Result<Vec<String>, PlaybookError> {
+        // Asked after every tool call: a read first, so the usual answer (none) takes no lock.
+        let waiting: i64 = self.ledger.read(|connection| {
+            connection.query_row(
+                "SELECT count(*) FROM suggestions WHERE shown = 0",
+                [],
+                |row| row.get(0),
+            )
+        })?;
+        if waiting == 0 {
+            return Ok(Vec::new());
+        }
+        self.ledger.locked(|tx| {
+            let texts: Vec<String> = {
+                let mut statement =
+                    tx.prepare("SELECT text FROM suggestions WHERE shown = 0 ORDER BY id")?;
+                statement
+                    .query_map([], |row| row.get(0))?
+                    .collect::<rusqlite::Result<_>>()?
+            };
+            tx.execute("UPDATE suggestions SET shown = 1 WHERE shown = 0", [])?;
+            Ok(texts)
+        })
+    }
+
+    /// The carried skills, one line each with when to use it: what the assistant is shown on
+    /// every turn. Other skills arrive as names alone, to be looked up with playbook_search.
+    pub fn carried_lines(&self) -> Result<Vec<String>, PlaybookError> {
+        let carried = super::layout::carried(&self.workspace)?;
+        let mut lines = Vec::new();
+        for name in carried {
+            let Some(skill) =
+                super::layout::load(&super::layout::live_dir(&self.workspace, &name), &name)?
+            else {
+                continue;
+            };
+            let when = skill
+                .parsed
+                .ok()
+                .and_then(|parsed| parsed.use_when.or(parsed.trigger))
+                .unwrap_or_else(|| "(no use_when yet)".to_string());
+            lines.push(format!(
+                "{name}: {}",
+                when.lines().next().unwrap_or_default()
+            ));
+        }
+        Ok(lines)
+    }
+
+    /// The names of the live, active skills that are not carried.
+    pub fn other_skill_names(&self) -> Result<Vec<String>, PlaybookError> {
+        let carried = super::layout::carried(&self.workspace)?;
+        Ok(
+            super::layout::list(&super::layout::skills_dir(&self.workspace))?
+                .into_iter()
+                .filter(|skill| {
+                    skill.status() == Some(mindrune_core::playbook_file::Status::Active)
+                })
+                .map(|skill| skill.name)
+                .filter(|name| !carried.contains(name))
+                .collect(),
+        )
+    }
+}

@@ -1,0 +1,1291 @@
+//! `mindrune mcp`: the playbook skills' MCP face, a stdio server with the assistant's eight tools
+//! (`workspace_read`, `file_write`, `file_copy`, `file_move`, `skill_create`, `skill_refine`,
+//! `playbook_search`, `playbook_record`). Each is a thin layer on
+//! [`mindrune_engine::playbook::Playbooks`]: the engine is synchronous (SQLite inside), so every
+//! call runs on Tokio's blocking pool.
+//!
+//! Results are text. A rule saying no ([`PlaybookError::Refused`]) and a machine failure alike
+//! come back as a tool result with `isError` and the engine's message, never as a protocol
+//! error, so the assistant reads why and can act on it; so do malformed arguments (MCP
+//! 2025-11-25: input validation errors are tool execution errors). After every result, the
+//! suggestions the assistant has not seen yet (the observer's, "what carries over") follow as
+//! `Suggestion: …` lines.
+//!
+//! # Asking the human
+//!
+//! Where `permissions.yaml` says `ask` for an act (create, report, revise, revert, retire), the
+//! human is asked before it happens:
+//!
+//! - When the client declared the elicitation capability (form mode) and the session's protocol
+//!   is older than 2026-07-28, the server asks through MCP elicitation: a yes/no form
+//!   ([`Approval`]) with a sentence saying what is about to happen. Accepting with `approve:
+//!   true` lets the act go ahead (a skill_create is then attended). Declining, cancelling,
+//!   answering no, or an answer that cannot be read, refuses it and nothing is filed or drafted.
+//!   A skill_create runs the door's checks before asking, so a proposal the door would refuse
+//!   never bothers the human.
+//! - Otherwise the client cannot be asked from here (no elicitation capability, or protocol
+//!   2026-07-28 and later, which forbids server-to-client requests). Then the host's own
+//!   permission prompt for this tool call is the ask, as the spec puts it, "the same as any other
+//!   call to that tool": the act goes ahead and the result says so in one line. Since the server
+//!   cannot tell whether a person saw that prompt, such a skill_create counts as unattended, so
+//!   the limit on drafts waiting for nobody still applies.
+//!
+//! `card` and `auto` ask nothing; the engine files the card, or applies it on its own. A skill the
+//! human asked for (`suggested_by: human`) is attended and not asked about again.
+//!
+//! Logs go to stderr through `tracing`, never to stdout, which is the protocol.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use mindrune_core::permissions::{Act, Policy};
+use mindrune_core::playbook_file::{SkillFile, Step};
+use mindrune_engine::playbook::cards::Answered;
+use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
+use mindrune_engine::playbook::fixer::FixerStart;
+use mindrune_engine::playbook::refine::{Filed, Report};
+use mindrune_engine::playbook::{CardState, PlaybookError, Playbooks, record};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{ElicitationError, RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// The most hits `playbook_search` returns, and how many when the caller does not say.
+pub const MAX_SEARCH_LIMIT: u32 = 50;
+pub const DEFAULT_SEARCH_LIMIT: u32 = 10;
+
+/// Why the MCP server could not start or stopped abnormally.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The workspace could not be opened (the engine's message: a bad `playbooks.toml` line, an
+    /// unreadable ledger).
+    #[error(transparent)]
+    Workspace(#[from] PlaybookError),
+    #[error("the MCP session did not start: {0}")]
+    Initialize(Box<rmcp::service::ServerInitializeError>),
+    #[error("the MCP server stopped abnormally: {0}")]
+    Stopped(#[from] tokio::task::JoinError),
+}
+
+impl From<rmcp::service::ServerInitializeError> for McpError {
+    fn from(err: rmcp::service::ServerInitializeError) -> Self {
+        McpError::Initialize(Box::new(err))
+    }
+}
+
+/// Serves the playbook tools of the workspace at `workspace` over stdin/stdout until the client
+/// closes the connection.
+pub async fn serve_stdio(workspace: &Path) -> Result<(), McpError> {
+    let workspace = workspace.to_path_buf();
+    let server = tokio::task::spawn_blocking(move || {
+        let playbooks = Playbooks::open(&workspace)?;
+        PlaybookServer::new(Arc::new(playbooks))
+    })
+    .await??;
+    tracing::info!(workspace = %server.playbooks.workspace().display(), "MCP server on stdio");
+    let running = server.serve(rmcp::transport::stdio_pipes()).await?;
+    let reason = running.waiting().await?;
+    tracing::info!(?reason, "MCP session ended");
+    Ok(())
+}
+
+/// The MCP server of one workspace's playbook skills.
+#[derive(Clone)]
+pub struct PlaybookServer {
+    playbooks: Arc<Playbooks>,
+    /// What `initialize` answers as instructions: how to use skills, and the skills as of start.
+    instructions: String,
+    tool_router: ToolRouter<Self>,
+}
+
+impl std::fmt::Debug for PlaybookServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlaybookServer")
+            .field("workspace", &self.playbooks.workspace())
+            .finish_non_exhaustive()
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Wire types: the tools' arguments. Their doc comments are the schema descriptions the assistant
+// reads.
+// ----------------------------------------------------------------------------------------------
+
+/// Arguments of `workspace_read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// The file to read, relative to the workspace (an absolute path inside it works too). A
+    /// skill is `skills/<name>/SKILL.md`, or just `skills/<name>`.
+    pub path: String,
+    /// Where the record of the current turn is on disk, when your host tells you; it goes into
+    /// the usage log beside a skill read, for the skill fixer to find.
+    #[serde(default)]
+    pub turn: Option<String>,
+}
+
+/// Arguments of `file_write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// The file to write, relative to the workspace; its folders are made. Anything under
+    /// `skills/` is refused.
+    pub path: String,
+    /// The whole new text of the file.
+    pub content: String,
+}
+
+/// Arguments of `file_copy` and `file_move`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CopyArgs {
+    /// The file to take, relative to the workspace.
+    pub from: String,
+    /// Where it goes, relative to the workspace; never under `skills/`.
+    pub to: String,
+}
+
+/// Who suggested a skill.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SuggestedBy {
+    /// You, on your own judgement.
+    #[default]
+    Assistant,
+    /// Your human asked for it.
+    Human,
+    /// You are acting on the observer's suggestion.
+    Observer,
+    /// You are acting on a "what carries over" suggestion (a task closed as done).
+    CarryOver,
+}
+
+impl SuggestedBy {
+    fn suggester(self) -> Suggester {
+        match self {
+            SuggestedBy::Assistant => Suggester::Assistant,
+            SuggestedBy::Human => Suggester::Human,
+            SuggestedBy::Observer => Suggester::Observer,
+            SuggestedBy::CarryOver => Suggester::CarryOver,
+        }
+    }
+}
+
+/// Arguments of `skill_create`. Version and status are set by the runtime, never here.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateArgs {
+    /// The skill's name, also its folder: lowercase letters, digits and `-` (e.g.
+    /// `weekly-report`).
+    pub name: String,
+    /// The situation that should make you reach for this skill.
+    #[serde(default)]
+    pub trigger: Option<String>,
+    /// When it applies.
+    #[serde(default)]
+    pub use_when: Option<String>,
+    /// The near misses where it does not apply.
+    #[serde(default)]
+    pub not_when: Option<String>,
+    /// What must already be true before step one.
+    #[serde(default)]
+    pub preconditions: Option<Vec<String>>,
+    /// The numbered steps, in order, each an object with `do` (what the step does) and `tool`
+    /// (the one tool it uses; leave it out when it uses none). No other key is allowed: a
+    /// misspelled one is refused, never ignored.
+    #[serde(default)]
+    #[schemars(schema_with = "steps_schema")]
+    pub steps: Option<Vec<Value>>,
+    /// Tools the procedure must never call.
+    #[serde(default)]
+    pub forbidden_tools: Option<Vec<String>>,
+    /// What done looks like, so whoever follows it can check.
+    #[serde(default)]
+    pub expected_result: Option<String>,
+    /// The ways it is known to go wrong.
+    #[serde(default)]
+    pub failure_modes: Option<Vec<String>>,
+    /// The work it was written from.
+    #[serde(default)]
+    pub evidence: Option<Vec<String>>,
+    /// The procedure in prose: the body of SKILL.md below its fields.
+    pub procedure: String,
+    /// Who suggested the skill (default `assistant`).
+    #[serde(default)]
+    pub suggested_by: SuggestedBy,
+    /// Whether the task this was written from was accepted as done (by your human or the
+    /// project's own checks). A second success on the same steps as an existing skill then adds
+    /// evidence to it instead of being refused as a duplicate.
+    #[serde(default)]
+    pub accepted_as_done: bool,
+    /// Not an argument: the runtime sets a skill's version. Read only to refuse it by name.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub version: Option<Value>,
+    /// Not an argument: the runtime sets a skill's status. Read only to refuse it by name.
+    #[serde(default)]
+    #[schemars(skip)]
+    pub status: Option<Value>,
+}
+
+fn steps_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "do": {
+                    "type": "string",
+                    "description": "What the step does, in a sentence."
+                },
+                "tool": {
+                    "type": "string",
+                    "description": "The one tool the step uses; leave it out when it uses none."
+                }
+            },
+            "required": ["do"]
+        }
+    })
+}
+
+/// What `skill_refine` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RefineAction {
+    /// A step of a skill you followed failed, turned out wrong, or is missing. Needs `skill`,
+    /// `revision` and `step` (and `turn` when you know it). Never for a use that went well.
+    Report,
+    /// The skill fixer files a corrected SKILL.md for a report. Needs `report`, `content` and
+    /// `fingerprint`.
+    Revise,
+    /// Restore an earlier kept version. Needs `skill` and `version`.
+    Revert,
+    /// Ask whether a skill should stop being used; always your human's call. Needs `skill`
+    /// (`why` is welcome).
+    Retire,
+}
+
+impl RefineAction {
+    fn as_str(self) -> &'static str {
+        match self {
+            RefineAction::Report => "report",
+            RefineAction::Revise => "revise",
+            RefineAction::Revert => "revert",
+            RefineAction::Retire => "retire",
+        }
+    }
+
+    fn act(self) -> Act {
+        match self {
+            RefineAction::Report => Act::Report,
+            RefineAction::Revise => Act::Revise,
+            RefineAction::Revert => Act::Revert,
+            RefineAction::Retire => Act::Retire,
+        }
+    }
+}
+
+/// Arguments of `skill_refine`. Which ones are needed depends on `action`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RefineArgs {
+    /// `report`, `revise`, `revert` or `retire`.
+    pub action: RefineAction,
+    /// The skill's name (report, revert, retire).
+    #[serde(default)]
+    pub skill: Option<String>,
+    /// The revision you followed: the `version` in the SKILL.md you read (report).
+    #[serde(default)]
+    pub revision: Option<u32>,
+    /// The step that failed, was wrong, or is missing (one past the last for a missing final
+    /// step) (report).
+    #[serde(default)]
+    pub step: Option<u32>,
+    /// Where the record of the turn is on disk, when your host tells you (report).
+    #[serde(default)]
+    pub turn: Option<String>,
+    /// The report's number, as the fixer was given it (revise).
+    #[serde(default)]
+    pub report: Option<i64>,
+    /// The whole corrected SKILL.md (revise).
+    #[serde(default)]
+    pub content: Option<String>,
+    /// `sha256:<64 hex>` of the exact SKILL.md the correction was written against (revise).
+    #[serde(default)]
+    pub fingerprint: Option<String>,
+    /// The kept version to restore, from the skill's `history/` (revert).
+    #[serde(default)]
+    pub version: Option<u32>,
+    /// Why the skill should stop being used (retire).
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+/// Arguments of `playbook_search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// Words describing the work (e.g. "weekly report to the team"); empty lists every live
+    /// skill by name.
+    pub query: String,
+    /// How many skills to return at most (default 10, at most 50).
+    #[serde(default)]
+    pub limit: Option<u32>,
+}
+
+/// Arguments of `playbook_record`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RecordArgs {
+    /// One skill's name; leave it out for every live skill.
+    #[serde(default)]
+    pub skill: Option<String>,
+}
+
+/// The yes/no the human is asked through MCP elicitation.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Approval {
+    /// Yes to let it happen, no to refuse it.
+    pub approve: bool,
+}
+
+rmcp::elicit_safe!(Approval);
+
+/// A tool's arguments, parsed by the tool rather than by the framework, so that a malformed call
+/// is a tool error the assistant reads (naming the field) rather than a protocol error its host
+/// may hide. The schema is `T`'s.
+#[derive(Debug)]
+struct Args<T>(Result<T, String>);
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        Ok(Args(serde_path_to_error::deserialize(value).map_err(
+            |err| {
+                let path = err.path().to_string();
+                if path == "." {
+                    format!("the arguments do not fit this tool: {}", err.inner())
+                } else {
+                    format!("argument {path}: {}", err.inner())
+                }
+            },
+        )))
+    }
+}
+
+impl<T: JsonSchema> JsonSchema for Args<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        T::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        T::json_schema(generator)
+    }
+}
+
+// ----------------------------------------------------------------------------------------------
+// Answers.
+// ----------------------------------------------------------------------------------------------
+
+/// What a tool says back: its text, and whether the call did what was asked.
+struct Answer {
+    text: String,
+    is_error: bool,
+}
+
+impl Answer {
+    fn ok(text: impl Into<String>) -> Self {
+        Answer {
+            text: text.into(),
+            is_error: false,
+        }
+    }
+
+    fn error(text: impl Into<String>) -> Self {
+        Answer {
+            text: text.into(),
+            is_error: true,
+        }
+    }
+
+    /// A line added after the text of a call that went through (the host's-prompt note).
+    fn with_note(mut self, line: Option<&str>) -> Self {
+        if let Some(line) = line
+            && !self.is_error
+        {
+            if !self.text.ends_with('\n') {
+                self.text.push('\n');
+            }
+            self.text.push_str(line);
+        }
+        self
+    }
+}
+
+impl From<PlaybookError> for Answer {
+    fn from(err: PlaybookError) -> Self {
+        if err.rule().is_none() {
+            tracing::warn!(error = %err, "playbook call failed");
+        }
+        Answer::error(err.to_string())
+    }
+}
+
+/// How the human is asked for an act whose policy is `ask`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AskBy {
+    /// MCP elicitation.
+    Elicitation,
+    /// The host's own permission prompt for the tool call.
+    HostPrompt,
+}
+
+const HOST_PROMPT_LINE: &str = "(Your host's permission prompt for this call was the ask: this client cannot be asked through MCP elicitation.)";
+const SAID_NO_FILED: &str = "your human said no; nothing was filed";
+const SAID_NO_DRAFTED: &str = "your human said no; nothing was drafted";
+
+impl PlaybookServer {
+    /// A server over an opened workspace. Reads the carried list and the other skills' names
+    /// once, for the instructions every session starts with.
+    pub fn new(playbooks: Arc<Playbooks>) -> Result<Self, PlaybookError> {
+        let instructions =
+            instructions(&playbooks.carried_lines()?, &playbooks.other_skill_names()?);
+        Ok(PlaybookServer {
+            playbooks,
+            instructions,
+            tool_router: Self::tool_router(),
+        })
+    }
+
+    /// The workspace's playbooks.
+    pub fn playbooks(&self) -> &Arc<Playbooks> {
+        &self.playbooks
+    }
+
+    /// What `initialize` answers as instructions.
+    pub fn instructions(&self) -> &str {
+        &self.instructions
+    }
+
+    /// Runs an engine call on the blocking pool.
+    async fn engine<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Playbooks) -> Result<T, PlaybookError> + Send + 'static,
+    ) -> Result<T, Answer> {
+        let playbooks = Arc::clone(&self.playbooks);
+        match tokio::task::spawn_blocking(move || work(&playbooks)).await {
+            Ok(result) => result.map_err(Answer::from),
+            Err(err) => {
+                tracing::error!(error = %err, "a playbook call panicked");
+                Err(Answer::error(format!(
+                    "the playbook call failed inside MindRune: {err}"
+                )))
+            }
+        }
+    }
+
+    /// The tool result: the answer, then the suggestions not shown yet.
+    async fn finish(&self, answer: Answer) -> CallToolResult {
+        let mut text = answer.text;
+        match self.engine(|playbooks| playbooks.take_suggestions()).await {
+            Ok(suggestions) => {
+                for suggestion in suggestions {
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    let _ = write!(text, "Suggestion: {suggestion}");
+                }
+            }
+            Err(err) => tracing::warn!(error = %err.text, "could not read the suggestions"),
+        }
+        let content = vec![ContentBlock::text(text)];
+        if answer.is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+    }
+
+    /// How the human can be asked in this session.
+    fn ask_by(context: &RequestContext<RoleServer>) -> AskBy {
+        if context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+        {
+            return AskBy::HostPrompt;
+        }
+        let form = context
+            .client_capabilities()
+            .and_then(|capabilities| capabilities.elicitation)
+            // A capability naming neither mode is form mode (the 2025-06-18 shape).
+            .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
+        if form {
+            AskBy::Elicitation
+        } else {
+            AskBy::HostPrompt
+        }
+    }
+
+    /// Asks the human through elicitation: whether they said yes.
+    async fn ask(
+        &self,
+        context: &RequestContext<RoleServer>,
+        message: String,
+    ) -> Result<bool, Answer> {
+        match context.peer.elicit::<Approval>(message).await {
+            Ok(Some(approval)) => Ok(approval.approve),
+            Ok(None)
+            | Err(ElicitationError::UserDeclined)
+            | Err(ElicitationError::UserCancelled)
+            | Err(ElicitationError::NoContent) => Ok(false),
+            Err(ElicitationError::ParseError { data, .. }) => {
+                tracing::warn!(%data, "an elicitation answer that is not {{approve: bool}}");
+                Ok(false)
+            }
+            Err(err) => Err(Answer::error(format!(
+                "your human could not be asked ({err}), so nothing was done"
+            ))),
+        }
+    }
+
+    async fn create(&self, args: CreateArgs, context: RequestContext<RoleServer>) -> Answer {
+        let proposal = match proposal(args) {
+            Ok(proposal) => proposal,
+            Err(message) => return Answer::error(message),
+        };
+        let policy = self.playbooks.permissions().policy(Act::Create);
+        let (attendance, note) = if proposal.suggested_by == Suggester::Human {
+            (Attendance::Attended, None)
+        } else if policy == Policy::Ask {
+            match Self::ask_by(&context) {
+                AskBy::HostPrompt => (Attendance::Unattended, Some(HOST_PROMPT_LINE)),
+                AskBy::Elicitation => {
+                    let checked = proposal.clone();
+                    if let Err(answer) = self
+                        .engine(move |playbooks| {
+                            playbooks.check_create(&checked, Attendance::Attended)
+                        })
+                        .await
+                    {
+                        return answer;
+                    }
+                    let when = proposal
+                        .skill
+                        .use_when
+                        .as_deref()
+                        .or(proposal.skill.trigger.as_deref())
+                        .and_then(|when| when.lines().next())
+                        .map(|when| format!(" (use when: {when})"))
+                        .unwrap_or_default();
+                    let message = format!(
+                        "The assistant wants to draft a new skill, {}{when}, suggested by {}. Allow it? The draft then waits on a card for your approval.",
+                        proposal.name,
+                        proposal.suggested_by.as_str()
+                    );
+                    match self.ask(&context, message).await {
+                        Ok(true) => (Attendance::Attended, None),
+                        Ok(false) => return Answer::error(SAID_NO_DRAFTED),
+                        Err(answer) => return answer,
+                    }
+                }
+            }
+        } else {
+            (Attendance::Unattended, None)
+        };
+        let name = proposal.name.clone();
+        let created = self
+            .engine(move |playbooks| playbooks.create(&proposal, attendance))
+            .await;
+        match created {
+            Ok(Created::EvidenceAdded { skill }) => Answer::ok(format!(
+                "{skill} already uses exactly these steps, so this success was added to it as evidence; no new skill was drafted"
+            )),
+            Ok(Created::Filed { card, answered }) => {
+                let drafted = format!("Drafted {name} and filed card #{card}");
+                match answered {
+                    None => Answer::ok(format!(
+                        "{drafted}; it waits in skills/pending/{name}/ until your human approves it."
+                    )),
+                    Some(answered) => answered_answer(&drafted, &answered),
+                }
+            }
+            Err(answer) => answer,
+        }
+        .with_note(note)
+    }
+
+    async fn refine(&self, args: RefineArgs, context: RequestContext<RoleServer>) -> Answer {
+        let action = args.action;
+        let request = match Refine::from_args(args) {
+            Ok(request) => request,
+            Err(message) => return Answer::error(message),
+        };
+        let mut note = None;
+        if self.playbooks.permissions().policy(action.act()) == Policy::Ask {
+            match Self::ask_by(&context) {
+                AskBy::HostPrompt => note = Some(HOST_PROMPT_LINE),
+                AskBy::Elicitation => match self.ask_message(&request).await {
+                    Ok(Some(message)) => match self.ask(&context, message).await {
+                        Ok(true) => {}
+                        Ok(false) => return Answer::error(SAID_NO_FILED),
+                        Err(answer) => return answer,
+                    },
+                    // Nothing to ask about: the engine refuses it below.
+                    Ok(None) => {}
+                    Err(answer) => return answer,
+                },
+            }
+        }
+        match request {
+            Refine::Report(report) => {
+                let what = format!(
+                    "Reported step {} of {} v{}",
+                    report.step, report.skill, report.revision
+                );
+                match self.engine(move |playbooks| playbooks.report(&report)).await {
+                    Ok(reported) => {
+                        let fixer = match reported.fixer {
+                            FixerStart::Started { log } => format!(
+                                "The skill fixer started in the background and reads the record itself (its log: {}).",
+                                log.display()
+                            ),
+                            FixerStart::NotConfigured => {
+                                "No skill fixer is configured (fixer = in playbooks.toml), so the correction is recorded only.".to_string()
+                            }
+                            FixerStart::Failed { message } => format!(
+                                "The skill fixer did not start ({message}); the correction is recorded."
+                            ),
+                        };
+                        Answer::ok(format!(
+                            "{what} (report #{}); the correction is in the usage log. {fixer}",
+                            reported.report
+                        ))
+                    }
+                    Err(answer) => answer,
+                }
+            }
+            Refine::Revise {
+                report,
+                content,
+                fingerprint,
+            } => {
+                let filed = self
+                    .engine(move |playbooks| playbooks.revise(report, &content, &fingerprint, "fixer"))
+                    .await;
+                filed_answer(filed, &format!("the revision for report #{report}"))
+            }
+            Refine::Revert { skill, version } => {
+                let what = format!("the revert of {skill} to v{version}");
+                let filed = self
+                    .engine(move |playbooks| playbooks.revert(&skill, version, "assistant"))
+                    .await;
+                filed_answer(filed, &what)
+            }
+            Refine::Retire { skill, why } => {
+                let what = format!("retiring {skill}");
+                let filed = self
+                    .engine(move |playbooks| playbooks.retire(&skill, why.as_deref(), "assistant"))
+                    .await;
+                filed_answer(filed, &what)
+            }
+        }
+        .with_note(note)
+    }
+
+    /// The sentence the human is asked, after the act's own checks: an act the engine would
+    /// refuse (no such skill, revision, report or kept version; a step out of range; already
+    /// retired) is refused at once and nobody is asked about it. `None` is never returned now
+    /// but keeps the caller's shape.
+    async fn ask_message(&self, request: &Refine) -> Result<Option<String>, Answer> {
+        Ok(Some(match request {
+            Refine::Report(report) => {
+                let checked = report.clone();
+                self.engine(move |playbooks| playbooks.check_report(&checked).map(|_| ()))
+                    .await?;
+                format!(
+                    "The assistant wants to report that step {} of {} v{} went wrong. Allow it?",
+                    report.step, report.skill, report.revision
+                )
+            }
+            Refine::Revise {
+                report,
+                fingerprint,
+                ..
+            } => {
+                let (report, fingerprint) = (*report, fingerprint.clone());
+                let line = self
+                    .engine(move |playbooks| {
+                        playbooks.check_revise(report, &fingerprint)?;
+                        playbooks.ledger().report(report)
+                    })
+                    .await?;
+                let Some(line) = line else {
+                    return Ok(None);
+                };
+                let step = line
+                    .step
+                    .map(|step| format!("step {step} of "))
+                    .unwrap_or_default();
+                let revision = line.revision.map(|v| format!(" v{v}")).unwrap_or_default();
+                format!(
+                    "The skill fixer wants to file a corrected {} for report #{report} ({step}{}{revision} went wrong). Allow it? The revision then waits on a card for your approval.",
+                    line.skill, line.skill
+                )
+            }
+            Refine::Revert { skill, version } => {
+                let (checked, version) = (skill.clone(), *version);
+                self.engine(move |playbooks| playbooks.check_revert(&checked, version).map(|_| ()))
+                    .await?;
+                format!(
+                    "The assistant wants to revert {skill} to its kept version v{version}. Allow it? The revert then waits on a card for your approval."
+                )
+            }
+            Refine::Retire { skill, why } => {
+                let checked = skill.clone();
+                self.engine(move |playbooks| playbooks.check_retire(&checked).map(|_| ()))
+                    .await?;
+                let why = why
+                    .as_deref()
+                    .map(|why| format!(" because: {}", why.trim()))
+                    .unwrap_or_default();
+                format!(
+                    "The assistant asks whether {skill} should be retired{why}. Allow it to file the question? Retiring then waits on a card for your answer."
+                )
+            }
+        }))
+    }
+}
+
+/// A `skill_refine` call with the arguments its action needs.
+enum Refine {
+    Report(Report),
+    Revise {
+        report: i64,
+        content: String,
+        fingerprint: String,
+    },
+    Revert {
+        skill: String,
+        version: u32,
+    },
+    Retire {
+        skill: String,
+        why: Option<String>,
+    },
+}
+
+impl Refine {
+    fn from_args(args: RefineArgs) -> Result<Refine, String> {
+        let action = args.action;
+        let name = action.as_str();
+        let given: [(&str, bool); 9] = [
+            ("skill", args.skill.is_some()),
+            ("revision", args.revision.is_some()),
+            ("step", args.step.is_some()),
+            ("turn", args.turn.is_some()),
+            ("report", args.report.is_some()),
+            ("content", args.content.is_some()),
+            ("fingerprint", args.fingerprint.is_some()),
+            ("version", args.version.is_some()),
+            ("why", args.why.is_some()),
+        ];
+        let takes: &[&str] = match action {
+            RefineAction::Report => &["skill", "revision", "step", "turn"],
+            RefineAction::Revise => &["report", "content", "fingerprint"],
+            RefineAction::Revert => &["skill", "version"],
+            RefineAction::Retire => &["skill", "why"],
+        };
+        let stray: Vec<&str> = given
+            .iter()
+            .filter(|(key, is_given)| *is_given && !takes.contains(key))
+            .map(|(key, _)| *key)
+            .collect();
+        if !stray.is_empty() {
+            return Err(format!(
+                "skill_refine {name} takes {}; it does not take {}",
+                takes.join(", "),
+                stray.join(", ")
+            ));
+        }
+        let missing = |what: &str| {
+            format!(
+                "skill_refine {name} needs {what}; it takes {}",
+                takes.join(", ")
+            )
+        };
+        Ok(match action {
+            RefineAction::Report => {
+                let (Some(skill), Some(revision), Some(step)) =
+                    (args.skill, args.revision, args.step)
+                else {
+                    let absent: Vec<&str> = [
+                        ("skill", given[0].1),
+                        ("revision", given[1].1),
+                        ("step", given[2].1),
+                    ]
+                    .iter()
+                    .filter(|(_, is_given)| !is_given)
+                    .map(|(key, _)| *key)
+                    .collect();
+                    return Err(missing(&absent.join(" and ")));
+                };
+                Refine::Report(Report {
+                    skill,
+                    revision,
+                    step,
+                    turn: args.turn.filter(|turn| !turn.trim().is_empty()),
+                })
+            }
+            RefineAction::Revise => {
+                let (Some(report), Some(content), Some(fingerprint)) =
+                    (args.report, args.content, args.fingerprint)
+                else {
+                    let absent: Vec<&str> = [
+                        ("report", given[4].1),
+                        ("content", given[5].1),
+                        ("fingerprint", given[6].1),
+                    ]
+                    .iter()
+                    .filter(|(_, is_given)| !is_given)
+                    .map(|(key, _)| *key)
+                    .collect();
+                    return Err(missing(&absent.join(" and ")));
+                };
+                Refine::Revise {
+                    report,
+                    content,
+                    fingerprint,
+                }
+            }
+            RefineAction::Revert => {
+                let (Some(skill), Some(version)) = (args.skill, args.version) else {
+                    let absent: Vec<&str> = [("skill", given[0].1), ("version", given[7].1)]
+                        .iter()
+                        .filter(|(_, is_given)| !is_given)
+                        .map(|(key, _)| *key)
+                        .collect();
+                    return Err(missing(&absent.join(" and ")));
+                };
+                Refine::Revert { skill, version }
+            }
+            RefineAction::Retire => {
+                let Some(skill) = args.skill else {
+                    return Err(missing("skill"));
+                };
+                Refine::Retire {
+                    skill,
+                    why: args.why.filter(|why| !why.trim().is_empty()),
+                }
+            }
+        })
+    }
+}
+
+/// The answer to a card filed by revise, revert or retire.
+fn filed_answer(filed: Result<Filed, Answer>, what: &str) -> Answer {
+    match filed {
+        Ok(Filed {
+            card,
+            answered: None,
+        }) => Answer::ok(format!(
+            "Filed {what} as card #{card}; it waits for your human's answer."
+        )),
+        Ok(Filed {
+            card,
+            answered: Some(answered),
+        }) => answered_answer(&format!("Filed {what} as card #{card}"), &answered),
+        Err(answer) => answer,
+    }
+}
+
+/// A card the runtime answered on its own at once: applied, or refused (nothing changed).
+fn answered_answer(filed: &str, answered: &Answered) -> Answer {
+    match answered.state {
+        CardState::Applied => Answer::ok(format!(
+            "{filed}, and it was applied on its own (the card is filed as answered): {}.",
+            answered.outcome
+        )),
+        CardState::Refused => Answer::error(format!(
+            "{filed}, but it could not be applied, so nothing changed: {}",
+            answered.outcome
+        )),
+        CardState::Waiting => Answer::ok(format!("{filed}; it waits for your human's answer.")),
+        CardState::Rejected => Answer::error(format!(
+            "{filed}, and it was turned down: {}",
+            answered.outcome
+        )),
+    }
+}
+
+/// The proposal a `skill_create` call makes. Steps are taken from free JSON objects so that a
+/// key other than `do` and `tool` reaches the door's blocking check instead of being dropped.
+fn proposal(args: CreateArgs) -> Result<Proposal, String> {
+    if args.version.is_some() || args.status.is_some() {
+        return Err(
+            "version and status are set by the runtime, never by whoever writes the skill; leave them out"
+                .to_string(),
+        );
+    }
+    let steps = match args.steps {
+        None => None,
+        Some(steps) => Some(
+            steps
+                .into_iter()
+                .enumerate()
+                .map(|(index, value)| step(index + 1, value))
+                .collect::<Result<Vec<Step>, String>>()?,
+        ),
+    };
+    let skill = SkillFile {
+        name: Some(args.name.clone()),
+        trigger: args.trigger,
+        use_when: args.use_when,
+        not_when: args.not_when,
+        preconditions: args.preconditions,
+        steps,
+        forbidden_tools: args.forbidden_tools,
+        expected_result: args.expected_result,
+        failure_modes: args.failure_modes,
+        evidence: args.evidence,
+        version: None,
+        status: None,
+        body: args.procedure,
+    };
+    Ok(Proposal {
+        name: args.name,
+        skill,
+        suggested_by: args.suggested_by.suggester(),
+        accepted_as_done: args.accepted_as_done,
+    })
+}
+
+/// One step from its JSON object.
+fn step(number: usize, value: Value) -> Result<Step, String> {
+    let Value::Object(object) = value else {
+        return Err(format!(
+            "step {number} is {}, not an object; write each step as {{\"do\": \"…\", \"tool\": \"…\"}}",
+            json_kind(&value)
+        ));
+    };
+    let mut action = None;
+    let mut tool = None;
+    let mut other_keys = Vec::new();
+    for (key, value) in object {
+        match key.as_str() {
+            "do" => match value {
+                Value::String(text) => action = Some(text),
+                other => {
+                    return Err(format!(
+                        "step {number}: do is {}, not text",
+                        json_kind(&other)
+                    ));
+                }
+            },
+            "tool" => match value {
+                Value::String(text) => tool = Some(text),
+                Value::Null => {}
+                other => {
+                    return Err(format!(
+                        "step {number}: tool is {}, not the name of one tool",
+                        json_kind(&other)
+                    ));
+                }
+            },
+            _ => other_keys.push(key),
+        }
+    }
+    if action.is_none() && other_keys.is_empty() {
+        return Err(format!("step {number} has no do: say what the step does"));
+    }
+    Ok(Step {
+        action: action.unwrap_or_default(),
+        tool,
+        other_keys,
+        // Unknown until the door renders the file.
+        line: 0,
+    })
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "true or false",
+        Value::Number(_) => "a number",
+        Value::String(_) => "text",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The instructions every session starts with.
+fn instructions(carried: &[String], others: &[String]) -> String {
+    let mut text = String::from(
+        "MindRune keeps your skills: procedures written down under workspace/skills/, each a SKILL.md with numbered steps and the one tool each step uses. \
+Before work that looks like something you have solved before, check whether a skill matches: the carried skills below come with when to use them; look any other up with playbook_search. \
+Follow a skill by reading it with workspace_read (skills/<name>/SKILL.md); the read is logged, so your human can see which skill you followed. \
+If a step fails, turns out to be wrong, or is missing, say so with skill_refine (action report: the skill, the revision you read and the step). Never report a use that went well, and do not rewrite the skill yourself: the skill fixer does that from the record. \
+After new or hard work worth keeping, write it down with skill_create; skills/ refuses file_write, file_copy and file_move. playbook_record shows how each skill has done.\n",
+    );
+    text.push_str("\nCarried skills:\n");
+    if carried.is_empty() {
+        text.push_str("(none yet)\n");
+    }
+    for line in carried {
+        let _ = writeln!(text, "- {line}");
+    }
+    text.push_str("\nOther skills (look up with playbook_search):\n");
+    if others.is_empty() {
+        text.push_str("(none)\n");
+    } else {
+        let _ = writeln!(text, "{}", others.join(", "));
+    }
+    text
+}
+
+#[tool_router]
+impl PlaybookServer {
+    /// `workspace_read`.
+    #[tool(
+        description = "Read a text file in your workspace. Reading a skill (skills/<name>/SKILL.md, or skills/<name>) is how you follow it: the read is logged with the skill's revision.",
+        annotations(
+            title = "Read a workspace file",
+            read_only_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn workspace_read(
+        &self,
+        Parameters(Args(args)): Parameters<Args<ReadArgs>>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(ReadArgs { path, turn }) => self
+                .engine(move |playbooks| playbooks.workspace_read(&path, turn.as_deref()))
+                .await
+                .map_or_else(|answer| answer, Answer::ok),
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+
+    /// `file_write`.
+    #[tool(
+        description = "Write a text file in your workspace, making its folders. workspace/skills/ refuses it in every mode: write a skill with skill_create, change one with skill_refine.",
+        annotations(
+            title = "Write a workspace file",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn file_write(
+        &self,
+        Parameters(Args(args)): Parameters<Args<WriteArgs>>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(WriteArgs { path, content }) => self
+                .engine(move |playbooks| playbooks.file_write(&path, &content))
+                .await
+                .map_or_else(|answer| answer, Answer::ok),
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+
+    /// `file_copy`.
+    #[tool(
+        description = "Copy a file within your workspace. The copy may not land in workspace/skills/, in any mode.",
+        annotations(
+            title = "Copy a workspace file",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn file_copy(
+        &self,
+        Parameters(Args(args)): Parameters<Args<CopyArgs>>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(CopyArgs { from, to }) => self
+                .engine(move |playbooks| playbooks.file_copy(&from, &to))
+                .await
+                .map_or_else(|answer| answer, Answer::ok),
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+
+    /// `file_move`.
+    #[tool(
+        description = "Move a file within your workspace. Neither end may be in workspace/skills/, in any mode.",
+        annotations(
+            title = "Move a workspace file",
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn file_move(
+        &self,
+        Parameters(Args(args)): Parameters<Args<CopyArgs>>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(CopyArgs { from, to }) => self
+                .engine(move |playbooks| playbooks.file_move(&from, &to))
+                .await
+                .map_or_else(|answer| answer, Answer::ok),
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+
+    /// `skill_create`.
+    #[tool(
+        description = "Write a procedure down as a new skill: the only way a skill is made. The door refuses a taken name, the same sequence of tools as another skill, a step naming a tool this runtime lacks or the skill forbids, a step key other than do and tool, an empty list of steps, anything like a credential, and a path outside the home tree. A skill that passes is drafted in skills/pending/ and filed as a card for your human; under the shipped default your human is asked first.",
+        annotations(
+            title = "Create a skill",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn skill_create(
+        &self,
+        Parameters(Args(args)): Parameters<Args<CreateArgs>>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(args) => self.create(args, context).await,
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+
+    /// `skill_refine`.
+    #[tool(
+        description = "Change an existing skill: the only way one changes. action report: a step of a skill you followed failed, was wrong or is missing (skill, revision, step, turn); never for a use that went well; the skill fixer takes it from there. action revise: the skill fixer's corrected SKILL.md (report, content, fingerprint). action revert: restore a kept version (skill, version). action retire: ask whether a skill should stop being used (skill, why); always your human's call.",
+        annotations(
+            title = "Refine a skill",
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = false,
+            open_world_hint = false
+        )
+    )]
+    async fn skill_refine(
+        &self,
+        Parameters(Args(args)): Parameters<Args<RefineArgs>>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(args) => self.refine(args, context).await,
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+
+    /// `playbook_search`.
+    #[tool(
+        description = "Find live skills by words, best match first: one line each with when to use it, marked (carried) when it is described on every turn. Search before work that looks like something solved before, then read the skill with workspace_read.",
+        annotations(
+            title = "Search skills",
+            read_only_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn playbook_search(
+        &self,
+        Parameters(Args(args)): Parameters<Args<SearchArgs>>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(SearchArgs { query, limit }) => {
+                let limit = limit
+                    .unwrap_or(DEFAULT_SEARCH_LIMIT)
+                    .clamp(1, MAX_SEARCH_LIMIT) as usize;
+                let words = query.clone();
+                match self
+                    .engine(move |playbooks| playbooks.search(&words, limit))
+                    .await
+                {
+                    Ok(hits) if hits.is_empty() => {
+                        if query.trim().is_empty() {
+                            Answer::ok("No live skills yet.")
+                        } else {
+                            Answer::ok(format!("No skill matches \"{}\".", query.trim()))
+                        }
+                    }
+                    Ok(hits) => Answer::ok(
+                        hits.iter()
+                            .map(|hit| {
+                                let when = hit.when.lines().next().unwrap_or_default().trim();
+                                let when = if when.is_empty() {
+                                    "(no use_when yet)"
+                                } else {
+                                    when
+                                };
+                                let carried = if hit.carried { " (carried)" } else { "" };
+                                format!("{} — {when}{carried}", hit.name)
+                            })
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                    ),
+                    Err(answer) => answer,
+                }
+            }
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+
+    /// `playbook_record`.
+    #[tool(
+        description = "How each live skill has done, from the usage log: reads, reported corrections, turns, and whether its live revision did better or worse than the one it replaced (or that it is too early to say). Writes nothing.",
+        annotations(title = "Skill record", read_only_hint = true, open_world_hint = false)
+    )]
+    async fn playbook_record(
+        &self,
+        Parameters(Args(args)): Parameters<Args<RecordArgs>>,
+    ) -> CallToolResult {
+        let answer = match args {
+            Ok(RecordArgs { skill }) => {
+                let only = skill.clone();
+                match self
+                    .engine(move |playbooks| playbooks.record(only.as_deref()))
+                    .await
+                {
+                    Ok(records) if records.is_empty() && skill.is_some() => Answer::error(format!(
+                        "there is no live skill named {} in skills/",
+                        skill.unwrap_or_default()
+                    )),
+                    Ok(records) => Answer::ok(record::render(&records).trim_end()),
+                    Err(answer) => answer,
+                }
+            }
+            Err(message) => Answer::error(message),
+        };
+        self.finish(answer).await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for PlaybookServer {
+    fn get_info(&self) -> ServerConfig {
+        let mut implementation = Implementation::new("mindrune", env!("CARGO_PKG_VERSION"));
+        implementation.title = Some("MindRune playbook skills".to_string());
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(implementation)
+            .with_instructions(self.instructions.clone())
+    }
+}

@@ -1,0 +1,908 @@
+//! The playbook skills' MCP server, driven by a real rmcp client over an in-memory pipe: the
+//! eight tools and their schemas, the door and the path rule as the assistant meets them, and
+//! how the human is asked (elicitation when the client can, the host's prompt when it cannot).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use mindrune_core::permissions::Permissions;
+use mindrune_engine::playbook::{CardState, Playbooks};
+use mindrune_server::mcp::PlaybookServer;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, Implementation, ProtocolVersion,
+};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt as _, RequestContext, RoleClient, RunningService,
+};
+use rmcp::{ClientHandler, ErrorData, ServiceExt as _};
+use serde_json::{Value, json};
+
+/// The tools the test runtime has besides MindRune's own.
+const TOOLS: &[&str] = &["shell", "browser", "email_send"];
+
+struct Workspace {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+    playbooks: Arc<Playbooks>,
+}
+
+impl Workspace {
+    /// A workspace inside a fresh home tree, with `playbooks.toml` naming the runtime's tools and
+    /// the home, and `permissions` as `permissions.yaml` when given (else the shipped default).
+    fn new(permissions: Option<&Permissions>) -> Workspace {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let home = dir.path().canonicalize().expect("canonical home");
+        let path = home.join("workspace");
+        std::fs::create_dir_all(&path).expect("workspace dir");
+        let tools: Vec<String> = TOOLS.iter().map(|tool| format!("{tool:?}")).collect();
+        std::fs::write(
+            path.join("playbooks.toml"),
+            format!(
+                "tools = [{}]\nhome = {:?}\n",
+                tools.join(", "),
+                home.display().to_string()
+            ),
+        )
+        .expect("playbooks.toml");
+        if let Some(permissions) = permissions {
+            std::fs::write(path.join("permissions.yaml"), permissions.render())
+                .expect("permissions.yaml");
+        }
+        let playbooks = Arc::new(Playbooks::open(&path).expect("open workspace"));
+        Workspace {
+            _dir: dir,
+            path,
+            playbooks,
+        }
+    }
+
+    fn server(&self) -> PlaybookServer {
+        PlaybookServer::new(Arc::clone(&self.playbooks)).expect("server")
+    }
+
+    fn exists(&self, relative: &str) -> bool {
+        self.path.join(relative).exists()
+    }
+
+    fn pending(&self) -> Vec<String> {
+        names_in(&self.path.join("skills/pending"))
+    }
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|entry| entry.ok()?.file_name().to_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// How the test's human answers an elicitation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Human {
+    /// The client does not declare elicitation: the host's own prompt is the ask.
+    CannotBeAsked,
+    Approves,
+    AnswersNo,
+    Declines,
+    Cancels,
+}
+
+/// The assistant's host: an MCP client that records what its human was asked.
+#[derive(Clone)]
+struct Host {
+    human: Human,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientHandler for Host {
+    fn get_info(&self) -> ClientConfig {
+        let capabilities = if self.human == Human::CannotBeAsked {
+            ClientCapabilities::default()
+        } else {
+            ClientCapabilities::builder().enable_elicitation().build()
+        };
+        ClientConfig::new(capabilities, Implementation::new("test-host", "0.0.0"))
+            .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            panic!("the server asks with a form");
+        };
+        let schema = serde_json::to_value(&requested_schema).expect("schema");
+        assert_eq!(
+            schema["properties"]["approve"]["type"], "boolean",
+            "{schema}"
+        );
+        self.asked.lock().unwrap().push(message);
+        Ok(match self.human {
+            Human::CannotBeAsked => panic!("a client without the capability was asked"),
+            Human::Approves => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": true}))
+            }
+            Human::AnswersNo => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(json!({"approve": false}))
+            }
+            Human::Declines => ElicitResult::new(ElicitationAction::Decline),
+            Human::Cancels => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+}
+
+struct Session {
+    client: RunningService<RoleClient, Host>,
+    asked: Arc<Mutex<Vec<String>>>,
+}
+
+impl Session {
+    async fn call(&self, tool: &'static str, arguments: Value) -> CallToolResult {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments are an object");
+        };
+        self.client
+            .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+            .await
+            .unwrap_or_else(|err| panic!("{tool}: protocol error {err}"))
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.asked.lock().unwrap().clone()
+    }
+}
+
+async fn connect(server: PlaybookServer, human: Human) -> Session {
+    connect_with(server, human, ClientLifecycleMode::Initialize).await
+}
+
+async fn connect_with(
+    server: PlaybookServer,
+    human: Human,
+    lifecycle: ClientLifecycleMode,
+) -> Session {
+    let (server_side, client_side) = tokio::io::duplex(1 << 16);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_side).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let client = Host {
+        human,
+        asked: Arc::clone(&asked),
+    }
+    .serve_with_lifecycle(client_side, lifecycle)
+    .await
+    .expect("client connects");
+    Session { client, asked }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|content| content.as_text())
+        .map(|text| text.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[track_caller]
+fn ok(result: &CallToolResult) -> String {
+    assert_eq!(
+        result.is_error,
+        Some(false),
+        "expected success: {}",
+        text(result)
+    );
+    text(result)
+}
+
+#[track_caller]
+fn refused(result: &CallToolResult) -> String {
+    assert_eq!(
+        result.is_error,
+        Some(true),
+        "expected isError: {}",
+        text(result)
+    );
+    text(result)
+}
+
+fn weekly_report() -> Value {
+    json!({
+        "name": "weekly-report",
+        "trigger": "the human asks for the weekly report",
+        "use_when": "a weekly status report is due on Friday",
+        "not_when": "a one-off summary of a single project",
+        "preconditions": ["the week's notes are in notes/"],
+        "steps": [
+            {"do": "Collect the week's notes", "tool": "shell"},
+            {"do": "Write the report to reports/", "tool": "file_write"},
+            {"do": "Send it to the team", "tool": "email_send"}
+        ],
+        "expected_result": "reports/<week>.md exists and the team has it",
+        "failure_modes": ["notes/ is empty on a holiday week"],
+        "evidence": ["the report of week 12, accepted by the human"],
+        "procedure": "Gather, write, send. Keep it to one page."
+    })
+}
+
+/// Creates weekly-report through the door and approves its card: a live, carried skill.
+async fn live_weekly_report(workspace: &Workspace) {
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    ok(&session.call("skill_create", weekly_report()).await);
+    let cards = workspace.playbooks.ledger().cards(true).expect("cards");
+    let card = cards
+        .iter()
+        .find(|card| card.skill == "weekly-report")
+        .expect("its card");
+    let answered = workspace.playbooks.approve(card.id).expect("approve");
+    assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
+    assert!(workspace.exists("skills/weekly-report/SKILL.md"));
+}
+
+#[tokio::test]
+async fn lists_the_eight_tools_each_with_its_argument_schema() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+
+    let info = session.client.peer_info().expect("server info");
+    assert_eq!(
+        info.server_info.as_ref().map(|info| info.name.as_str()),
+        Some("mindrune")
+    );
+    assert_eq!(
+        info.server_info.as_ref().map(|info| info.version.as_str()),
+        Some(env!("CARGO_PKG_VERSION"))
+    );
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(instructions.contains("playbook_search"), "{instructions}");
+    assert!(instructions.contains("Carried skills:"), "{instructions}");
+    assert!(
+        instructions.contains("Other skills (look up with playbook_search):"),
+        "{instructions}"
+    );
+
+    let tools = session.client.list_all_tools().await.expect("tools/list");
+    let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    names.sort_unstable();
+    let mut expected = mindrune_engine::playbook::MCP_TOOLS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(names, expected);
+
+    let fields: &[(&str, &[&str], &[&str])] = &[
+        ("workspace_read", &["path", "turn"], &["path"]),
+        ("file_write", &["path", "content"], &["path", "content"]),
+        ("file_copy", &["from", "to"], &["from", "to"]),
+        ("file_move", &["from", "to"], &["from", "to"]),
+        (
+            "skill_create",
+            &[
+                "name",
+                "trigger",
+                "use_when",
+                "not_when",
+                "preconditions",
+                "steps",
+                "forbidden_tools",
+                "expected_result",
+                "failure_modes",
+                "evidence",
+                "procedure",
+                "suggested_by",
+                "accepted_as_done",
+            ],
+            &["name", "procedure"],
+        ),
+        (
+            "skill_refine",
+            &[
+                "action",
+                "skill",
+                "revision",
+                "step",
+                "turn",
+                "report",
+                "content",
+                "fingerprint",
+                "version",
+                "why",
+            ],
+            &["action"],
+        ),
+        ("playbook_search", &["query", "limit"], &["query"]),
+        ("playbook_record", &["skill"], &[]),
+    ];
+    for (name, properties, required) in fields {
+        let tool = tools
+            .iter()
+            .find(|tool| tool.name == *name)
+            .expect("listed");
+        assert!(
+            tool.description
+                .as_deref()
+                .is_some_and(|text| !text.is_empty()),
+            "{name}"
+        );
+        let schema = Value::Object((*tool.input_schema).clone());
+        assert_eq!(schema["type"], "object", "{name}: {schema}");
+        let mut listed: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("{name} has properties: {schema}"))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        listed.sort_unstable();
+        let mut properties = properties.to_vec();
+        properties.sort_unstable();
+        assert_eq!(listed, properties, "{name}");
+        for property in &properties {
+            let described = &schema["properties"][property]["description"];
+            assert!(
+                described.as_str().is_some_and(|text| !text.is_empty()),
+                "{name}.{property}: {schema}"
+            );
+        }
+        let mut listed_required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|items| items.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        listed_required.sort_unstable();
+        let mut required = required.to_vec();
+        required.sort_unstable();
+        assert_eq!(listed_required, required, "{name}: {schema}");
+        assert_eq!(
+            schema["additionalProperties"], false,
+            "{name} refuses unknown arguments"
+        );
+    }
+
+    // A step is an open object, so that a misspelled key reaches the door instead of the client
+    // dropping it; its `do` and `tool` are described.
+    let create = tools
+        .iter()
+        .find(|tool| tool.name == "skill_create")
+        .unwrap();
+    let step = &create.input_schema["properties"]["steps"]["items"];
+    assert_eq!(step["type"], "object", "{step}");
+    assert!(
+        step.get("additionalProperties")
+            .is_none_or(|extra| extra != false),
+        "{step}"
+    );
+    assert_eq!(step["properties"]["do"]["type"], "string");
+    assert_eq!(step["properties"]["tool"]["type"], "string");
+}
+
+#[tokio::test]
+async fn skill_create_under_the_shipped_default_without_elicitation_drafts_and_files_a_card() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let result = session.call("skill_create", weekly_report()).await;
+    let said = ok(&result);
+    assert!(
+        said.contains("Drafted weekly-report and filed card #"),
+        "{said}"
+    );
+    assert!(
+        said.contains("permission prompt"),
+        "the result says how the human was asked: {said}"
+    );
+    assert!(workspace.exists("skills/pending/weekly-report/SKILL.md"));
+    assert!(
+        !workspace.exists("skills/weekly-report"),
+        "it waits on the card"
+    );
+    let cards = workspace.playbooks.ledger().cards(true).expect("cards");
+    assert_eq!(cards.len(), 1);
+    assert_eq!(cards[0].skill, "weekly-report");
+    assert_eq!(cards[0].filed_by, "assistant");
+    assert_eq!(cards[0].state, CardState::Waiting);
+}
+
+#[tokio::test]
+async fn skill_create_in_unattended_mode_goes_live_at_once() {
+    let workspace = Workspace::new(Some(&Permissions::unattended()));
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let said = ok(&session.call("skill_create", weekly_report()).await);
+    assert!(said.contains("applied on its own"), "{said}");
+    assert!(
+        !said.contains("permission prompt"),
+        "nothing was asked: {said}"
+    );
+    assert!(workspace.exists("skills/weekly-report/SKILL.md"));
+    assert!(workspace.pending().is_empty());
+}
+
+#[tokio::test]
+async fn a_misspelled_tools_key_is_refused_by_the_blocking_check_and_leaves_nothing() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let mut proposal = weekly_report();
+    proposal["steps"][1] = json!({"do": "Write the report to reports/", "tools": "file_write"});
+    let said = refused(&session.call("skill_create", proposal).await);
+    assert!(said.contains("cannot be followed safely"), "{said}");
+    assert!(
+        said.contains("`tools`"),
+        "the refusal names the key: {said}"
+    );
+    assert!(
+        !said.contains("permission prompt"),
+        "no note on a refusal: {said}"
+    );
+    assert!(workspace.pending().is_empty(), "nothing on disk");
+    assert!(
+        workspace
+            .playbooks
+            .ledger()
+            .cards(false)
+            .expect("cards")
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn malformed_steps_and_arguments_are_tool_errors_that_say_where() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+
+    let mut proposal = weekly_report();
+    proposal["steps"][1] = json!("write the report");
+    let said = refused(&session.call("skill_create", proposal).await);
+    assert!(said.contains("step 2"), "{said}");
+
+    let mut proposal = weekly_report();
+    proposal["steps"] = json!([]);
+    let said = refused(&session.call("skill_create", proposal).await);
+    assert!(
+        said.contains("cannot be followed safely"),
+        "an empty list of steps blocks: {said}"
+    );
+
+    let mut proposal = weekly_report();
+    proposal["version"] = json!(7);
+    let said = refused(&session.call("skill_create", proposal).await);
+    assert!(
+        said.contains("version and status are set by the runtime"),
+        "{said}"
+    );
+
+    let said = refused(&session.call("skill_create", json!({"name": "x"})).await);
+    assert!(said.contains("procedure"), "{said}");
+
+    let said = refused(
+        &session
+            .call(
+                "skill_refine",
+                json!({"action": "report", "skill": "weekly-report"}),
+            )
+            .await,
+    );
+    assert!(said.contains("needs revision and step"), "{said}");
+    let said = refused(
+        &session
+            .call("skill_refine", json!({"action": "revise", "report": 1}))
+            .await,
+    );
+    assert!(said.contains("needs content and fingerprint"), "{said}");
+    let said = refused(
+        &session
+            .call(
+                "skill_refine",
+                json!({"action": "retire", "skill": "a", "version": 2}),
+            )
+            .await,
+    );
+    assert!(said.contains("does not take version"), "{said}");
+    let said = refused(
+        &session
+            .call("skill_refine", json!({"action": "rewrite", "skill": "a"}))
+            .await,
+    );
+    assert!(said.contains("action"), "{said}");
+
+    assert!(workspace.pending().is_empty());
+}
+
+#[tokio::test]
+async fn the_file_tools_refuse_skills_in_every_spelling() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    for path in [
+        "skills/x/SKILL.md",
+        "notes/../skills/x",
+        "Skills/x",
+        "./skills/pending/x/SKILL.md",
+    ] {
+        let said = refused(
+            &session
+                .call(
+                    "file_write",
+                    json!({"path": path, "content": "---\nname: x\n---\n"}),
+                )
+                .await,
+        );
+        assert!(said.contains("skill_create"), "{path}: {said}");
+    }
+    assert!(
+        names_in(&workspace.path.join("skills"))
+            .iter()
+            .all(|name| name == "pending" || name == "rejected")
+    );
+
+    ok(&session
+        .call(
+            "file_write",
+            json!({"path": "notes/a.md", "content": "hello"}),
+        )
+        .await);
+    let said = refused(
+        &session
+            .call(
+                "file_copy",
+                json!({"from": "notes/a.md", "to": "skills/a/SKILL.md"}),
+            )
+            .await,
+    );
+    assert!(said.contains("skills/"), "{said}");
+    let said = refused(
+        &session
+            .call(
+                "file_move",
+                json!({"from": "notes/a.md", "to": "SKILLS/a.md"}),
+            )
+            .await,
+    );
+    assert!(said.contains("skills/"), "{said}");
+    ok(&session
+        .call(
+            "file_copy",
+            json!({"from": "notes/a.md", "to": "notes/b.md"}),
+        )
+        .await);
+    ok(&session
+        .call(
+            "file_move",
+            json!({"from": "notes/b.md", "to": "notes/c.md"}),
+        )
+        .await);
+    assert_eq!(
+        ok(&session
+            .call("workspace_read", json!({"path": "notes/c.md"}))
+            .await),
+        "hello"
+    );
+    assert!(!workspace.exists("skills/a"));
+}
+
+#[tokio::test]
+async fn reading_a_live_skill_writes_a_usage_line() {
+    let workspace = Workspace::new(None);
+    live_weekly_report(&workspace).await;
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let said = ok(&session
+        .call(
+            "workspace_read",
+            json!({"path": "skills/weekly-report/SKILL.md", "turn": "turns/2026-11-30/7.jsonl"}),
+        )
+        .await);
+    assert!(said.contains("Gather, write, send."), "{said}");
+    let usage = workspace
+        .playbooks
+        .ledger()
+        .usage(Some("weekly-report"))
+        .expect("usage");
+    assert_eq!(usage.len(), 1, "{usage:?}");
+    assert_eq!(usage[0].kind, "read");
+    assert!(usage[0].ok);
+    assert_eq!(usage[0].revision, Some(1));
+    assert_eq!(usage[0].turn.as_deref(), Some("turns/2026-11-30/7.jsonl"));
+
+    // A read of something that is not there is logged as a read that did not go through.
+    refused(
+        &session
+            .call("workspace_read", json!({"path": "skills/nope"}))
+            .await,
+    );
+    ok(&session
+        .call("workspace_read", json!({"path": "skills/weekly-report"}))
+        .await);
+    let usage = workspace
+        .playbooks
+        .ledger()
+        .usage(Some("weekly-report"))
+        .expect("usage");
+    assert_eq!(usage.len(), 2);
+}
+
+#[tokio::test]
+async fn an_elicitation_client_that_declines_gets_nothing_drafted() {
+    for human in [Human::Declines, Human::Cancels, Human::AnswersNo] {
+        let workspace = Workspace::new(None);
+        let session = connect(workspace.server(), human).await;
+        let said = refused(&session.call("skill_create", weekly_report()).await);
+        assert!(
+            said.contains("your human said no; nothing was drafted"),
+            "{human:?}: {said}"
+        );
+        let asked = session.asked();
+        assert_eq!(asked.len(), 1, "{human:?}");
+        assert!(asked[0].contains("weekly-report"), "{}", asked[0]);
+        assert!(workspace.pending().is_empty(), "{human:?}");
+        assert!(
+            workspace
+                .playbooks
+                .ledger()
+                .cards(false)
+                .expect("cards")
+                .is_empty()
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_elicitation_client_that_approves_gets_the_draft() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::Approves).await;
+    let said = ok(&session.call("skill_create", weekly_report()).await);
+    assert!(said.contains("Drafted weekly-report"), "{said}");
+    assert!(
+        !said.contains("permission prompt"),
+        "the human was asked here: {said}"
+    );
+    assert_eq!(session.asked().len(), 1);
+    assert_eq!(workspace.pending(), ["weekly-report"]);
+}
+
+#[tokio::test]
+async fn a_session_on_protocol_2026_07_28_is_never_sent_an_elicitation() {
+    // That protocol forbids server-to-client requests: the host's own prompt is the ask, even
+    // for a client that can answer an elicitation.
+    let workspace = Workspace::new(None);
+    let session = connect_with(
+        workspace.server(),
+        Human::Declines,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await;
+    let said = ok(&session.call("skill_create", weekly_report()).await);
+    assert!(said.contains("permission prompt"), "{said}");
+    assert!(session.asked().is_empty());
+    assert_eq!(workspace.pending(), ["weekly-report"]);
+}
+
+#[tokio::test]
+async fn a_proposal_the_door_refuses_never_bothers_the_human() {
+    let workspace = Workspace::new(None);
+    live_weekly_report(&workspace).await;
+    let session = connect(workspace.server(), Human::Approves).await;
+    let said = refused(&session.call("skill_create", weekly_report()).await);
+    assert!(said.contains("already exists"), "{said}");
+    let mut same_steps = weekly_report();
+    same_steps["name"] = json!("friday-report");
+    let said = refused(&session.call("skill_create", same_steps).await);
+    assert!(
+        said.contains("weekly-report"),
+        "the refusal names the skill that exists: {said}"
+    );
+    assert!(session.asked().is_empty(), "{:?}", session.asked());
+
+    // A skill the human asked for is not asked about again.
+    let mut asked_for = weekly_report();
+    asked_for["name"] = json!("monthly-report");
+    asked_for["suggested_by"] = json!("human");
+    asked_for["steps"] = json!([{"do": "Collect the month's notes", "tool": "shell"}]);
+    ok(&session.call("skill_create", asked_for).await);
+    assert!(session.asked().is_empty());
+    assert_eq!(workspace.pending(), ["monthly-report"]);
+}
+
+#[tokio::test]
+async fn a_report_is_asked_about_and_a_no_files_nothing() {
+    let workspace = Workspace::new(None);
+    live_weekly_report(&workspace).await;
+    let report = json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 2, "turn": "turns/9.jsonl"});
+
+    let session = connect(workspace.server(), Human::Declines).await;
+    let said = refused(&session.call("skill_refine", report.clone()).await);
+    assert_eq!(said, "your human said no; nothing was filed");
+    assert_eq!(
+        session.asked(),
+        ["The assistant wants to report that step 2 of weekly-report v1 went wrong. Allow it?"]
+    );
+    let usage = workspace
+        .playbooks
+        .ledger()
+        .usage(Some("weekly-report"))
+        .expect("usage");
+    assert!(
+        usage.iter().all(|line| line.kind != "correction"),
+        "{usage:?}"
+    );
+
+    let session = connect(workspace.server(), Human::Approves).await;
+    let said = ok(&session.call("skill_refine", report).await);
+    assert!(
+        said.contains("Reported step 2 of weekly-report v1 (report #"),
+        "{said}"
+    );
+    assert!(said.contains("No skill fixer is configured"), "{said}");
+    let usage = workspace
+        .playbooks
+        .ledger()
+        .usage(Some("weekly-report"))
+        .expect("usage");
+    let corrections: Vec<_> = usage
+        .iter()
+        .filter(|line| line.kind == "correction")
+        .collect();
+    assert_eq!(corrections.len(), 1);
+    assert_eq!(corrections[0].step, Some(2));
+    assert_eq!(corrections[0].turn.as_deref(), Some("turns/9.jsonl"));
+
+    // A refusal from the engine is a tool error with its message.
+    let said = refused(
+        &session
+            .call(
+                "skill_refine",
+                json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 9}),
+            )
+            .await,
+    );
+    assert!(said.contains("has 3 steps"), "{said}");
+}
+
+#[tokio::test]
+async fn retire_and_revert_file_cards_and_the_fixer_files_as_fixer() {
+    let workspace = Workspace::new(None);
+    live_weekly_report(&workspace).await;
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+
+    let said = ok(&session
+        .call(
+            "skill_refine",
+            json!({"action": "retire", "skill": "weekly-report", "why": "the team stopped"}),
+        )
+        .await);
+    assert!(
+        said.contains("Filed retiring weekly-report as card #"),
+        "{said}"
+    );
+    assert!(said.contains("permission prompt"), "{said}");
+    let said = refused(
+        &session
+            .call(
+                "skill_refine",
+                json!({"action": "revert", "skill": "weekly-report", "version": 1}),
+            )
+            .await,
+    );
+    assert!(said.contains("no kept version 1"), "{said}");
+
+    let said = ok(&session
+        .call(
+            "skill_refine",
+            json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 3}),
+        )
+        .await);
+    let report: i64 = said
+        .split("report #")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .and_then(|id| id.parse().ok())
+        .unwrap_or_else(|| panic!("a report number in {said}"));
+    let live = std::fs::read_to_string(workspace.path.join("skills/weekly-report/SKILL.md"))
+        .expect("live");
+    let fingerprint = mindrune_core::digest::sha256(live.as_bytes());
+    let corrected = live.replace("Send it to the team", "Send it to the team's list");
+    assert_ne!(corrected, live);
+    let said = ok(
+        &session
+            .call(
+                "skill_refine",
+                json!({"action": "revise", "report": report, "content": corrected, "fingerprint": fingerprint}),
+            )
+            .await,
+    );
+    assert!(
+        said.contains(&format!(
+            "Filed the revision for report #{report} as card #"
+        )),
+        "{said}"
+    );
+    let cards = workspace.playbooks.ledger().cards(true).expect("cards");
+    let revise = cards
+        .iter()
+        .find(|card| card.report_id == Some(report))
+        .expect("the revise card");
+    assert_eq!(revise.filed_by, "fixer");
+    let retire = cards
+        .iter()
+        .find(|card| card.why.is_some())
+        .expect("the retire card");
+    assert_eq!(retire.filed_by, "assistant");
+}
+
+#[tokio::test]
+async fn search_and_record_answer_in_lines() {
+    let workspace = Workspace::new(None);
+    live_weekly_report(&workspace).await;
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+
+    let said = ok(&session
+        .call("playbook_search", json!({"query": "weekly reports"}))
+        .await);
+    assert_eq!(
+        said,
+        "weekly-report — a weekly status report is due on Friday (carried)"
+    );
+    let said = ok(&session
+        .call("playbook_search", json!({"query": "zebra", "limit": 500}))
+        .await);
+    assert_eq!(said, "No skill matches \"zebra\".");
+
+    let said = ok(&session.call("playbook_record", json!({})).await);
+    assert!(said.starts_with("weekly-report (v1, active)"), "{said}");
+    let said = ok(&session
+        .call("playbook_record", json!({"skill": "weekly-report"}))
+        .await);
+    assert!(said.starts_with("weekly-report (v1, active)"), "{said}");
+    let said = refused(
+        &session
+            .call("playbook_record", json!({"skill": "nope"}))
+            .await,
+    );
+    assert!(said.contains("nope"), "{said}");
+
+    // The instructions of a server started now describe the carried skill.
+    let server = workspace.server();
+    assert!(
+        server
+            .instructions()
+            .contains("- weekly-report: a weekly status report is due on Friday"),
+        "{}",
+        server.instructions()
+    );
+}
+
+#[tokio::test]
+async fn suggestions_follow_the_next_result_once() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    workspace
+        .playbooks
+        .observer_suggests("the weekly report is rebuilt by hand every Friday")
+        .expect("suggest");
+    let said = refused(
+        &session
+            .call("workspace_read", json!({"path": "notes/none.md"}))
+            .await,
+    );
+    assert!(
+        said.contains(
+            "\nSuggestion: The observer noticed: the weekly report is rebuilt by hand every Friday"
+        ),
+        "{said}"
+    );
+    let said = ok(&session
+        .call("playbook_search", json!({"query": "weekly"}))
+        .await);
+    assert!(!said.contains("Suggestion:"), "{said}");
+}

@@ -12,6 +12,8 @@
 #   MINDRUNE_REPORT       the report's id
 #   MINDRUNE_WORKSPACE    the workspace
 #   MINDRUNE_BIN          the mindrune program
+#   MINDRUNE_FIXER_TOKEN  the report's token; `mindrune refine revise` reads it from here, and a
+#                         revision without it is refused (the assistant never sees it)
 #
 # It reads the record itself and ends in one of two ways: it stops and says why (`mindrune
 # refine stop`), or it files one corrected SKILL.md with the fingerprint of the exact file it

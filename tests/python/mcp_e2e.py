@@ -275,7 +275,7 @@ async def run_session(session: ClientSession, ws: Workspace, asked: list[str]) -
     step(f"the fixer filed card #{card_id}, a revision waiting for the human")
 
     shown = ws.mindrune("card", "show", str(card_id))
-    check(f'+  - do: "{CORRECTION}"' in shown, "the card's diff does not show the corrected step", shown)
+    check(f'+  - do: {CORRECTION}' in shown, "the card's diff does not show the corrected step", shown)
     check("-  - do: Write the report to reports/weekly.md\n" in shown, "the diff does not show the step replaced", shown)
     step(f"mindrune card show {card_id}: the diff has \"newest week first\"")
 

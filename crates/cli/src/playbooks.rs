@@ -49,6 +49,9 @@ pub enum RefineCommand {
         file: PathBuf,
         #[arg(long)]
         fingerprint: String,
+        /// The token MindRune handed the fixer for this report.
+        #[arg(long, env = "MINDRUNE_FIXER_TOKEN", hide_env_values = true)]
+        token: String,
     },
     /// The fixer stops without a revision, and says why (the procedure was not followed, or
     /// the record does not show enough).
@@ -292,12 +295,26 @@ fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
             let live_path =
                 playbook::layout::live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
             let live = std::fs::read_to_string(&live_path).unwrap_or_default();
+            // The diff is against what would land, rendered with its next version, so the
+            // human approves exactly what goes live; a waiting card that could no longer be
+            // applied says so instead.
+            let landing = if card.state == CardState::Waiting {
+                match playbook::cards::preview(playbooks, card) {
+                    Ok(text) => text,
+                    Err(err) => {
+                        let _ = writeln!(out, "approving it now would be refused: {err}");
+                        proposal.to_string()
+                    }
+                }
+            } else {
+                proposal.to_string()
+            };
             let label = match card.restore_version {
                 Some(version) => format!("v{version} (kept)"),
                 None => "proposed".to_string(),
             };
             out.push('\n');
-            let diff = similar::TextDiff::from_lines(live.as_str(), proposal);
+            let diff = similar::TextDiff::from_lines(live.as_str(), landing.as_str());
             let _ = write!(
                 out,
                 "{}",
@@ -318,11 +335,12 @@ pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCo
             report,
             file,
             fingerprint,
+            token,
         } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read the revision {}", file.display()))?;
             playbooks
-                .revise(report, &text, fingerprint.trim(), "fixer")
+                .revise(report, &text, fingerprint.trim(), token.trim(), "fixer")
                 .map_err(refusal)?
         }
         RefineCommand::Stop { report, reason } => {

@@ -2289,6 +2289,7 @@ mod paths {
         }
         if let Some(rest) = token.strip_prefix('~') {
             let is_tilde_path = match rest.chars().next() {
+                // A bare `~` is YAML's null (`steps: ~`) far more often than the home folder.
                 None => false,
                 Some(c) => c == '/' || c == '\\' || c.is_ascii_alphabetic() || c == '_',
             };
@@ -2297,7 +2298,7 @@ mod paths {
             }
         }
         let has_separator = token.contains(['/', '\\']);
-        if has_separator && has_variable(token) {
+        if (has_separator || is_only_variable(token)) && has_variable(token) {
             return Some(Verdict::Variable);
         }
         if token.starts_with('/') {
@@ -2307,6 +2308,31 @@ mod paths {
             return relative(token, home, workspace);
         }
         None
+    }
+
+    /// A token that is one variable and nothing else (`$TMPDIR`, `${HOME}`, `%APPDATA%`): a
+    /// path as soon as a step `cd`s into it or writes to it, and one that cannot be shown.
+    fn is_only_variable(token: &str) -> bool {
+        let name = |text: &str| {
+            let mut chars = text.chars();
+            chars
+                .next()
+                .is_some_and(|first| first.is_ascii_alphabetic() || first == '_')
+                && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if let Some(inner) = token
+            .strip_prefix("${")
+            .and_then(|rest| rest.strip_suffix('}'))
+        {
+            return !inner.is_empty() && !inner.contains('}');
+        }
+        if let Some(rest) = token.strip_prefix('$') {
+            return name(rest);
+        }
+        token
+            .strip_prefix('%')
+            .and_then(|rest| rest.strip_suffix('%'))
+            .is_some_and(name)
     }
 
     /// `$NAME`, `${…}` (a variable starts with a letter, `_` or `{`, so `$5` is money) or
@@ -2795,6 +2821,9 @@ Procedure prose in markdown...
             ("smb://server/share", BlockerKind::PathUnprovable),
             ("file://server/share", BlockerKind::PathUnprovable),
             ("C:notes", BlockerKind::PathUnprovable),
+            ("$TMPDIR", BlockerKind::PathUnprovable),
+            ("${HOME}", BlockerKind::PathUnprovable),
+            ("%USERPROFILE%", BlockerKind::PathUnprovable),
         ];
         for (path, kind) in cases {
             let text = skill_with("steps:\n  - do: a\n", &format!("Then open {path}.\n"));

@@ -28,10 +28,14 @@ impl Workspace {
         let home_path = home.path().canonicalize().unwrap();
         let dir = home_path.join("workspace");
         fs::create_dir_all(&dir).unwrap();
+        // The fixer here only hands its report's token back (beside the workspace), so the tests
+        // can file revisions as the fixer would.
+        let fixer = "fixer = 'printf %s \"$MINDRUNE_FIXER_TOKEN\" > \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT.tmp\" && mv \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT.tmp\" \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT\"'";
+        let fixer = if extra.contains("fixer") { "" } else { fixer };
         fs::write(
             dir.join("playbooks.toml"),
             format!(
-                "{TOOLS}\nhome = {:?}\n{extra}\n",
+                "{TOOLS}\nhome = {:?}\n{fixer}\n{extra}\n",
                 home_path.display().to_string()
             ),
         )
@@ -536,6 +540,29 @@ fn report(ws: &Workspace, step: u32) -> i64 {
         .report
 }
 
+/// The token the fixer of a report was handed (the test fixer writes it beside the workspace).
+fn token(ws: &Workspace, report: i64) -> String {
+    let path = ws.dir.parent().unwrap().join(format!("token-{report}"));
+    for _ in 0..200 {
+        if let Ok(token) = fs::read_to_string(&path) {
+            return token;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    panic!("the fixer of report #{report} never wrote its token");
+}
+
+/// Files a revision as the report's fixer would.
+fn revise(
+    ws: &Workspace,
+    report: i64,
+    text: &str,
+    fingerprint: &str,
+) -> Result<mindrune_engine::playbook::refine::Filed, mindrune_engine::playbook::PlaybookError> {
+    ws.playbooks
+        .revise(report, text, fingerprint, &token(ws, report), "fixer")
+}
+
 fn revised_text(ws: &Workspace) -> String {
     ws.live_text("weekly-report").replace(
         "Write the report to reports/weekly.md",
@@ -585,7 +612,7 @@ fn the_fixer_gets_pointers_only() {
     .unwrap();
     ws.reopen();
     ws.live("weekly-report", &skill_text(READ_WRITE));
-    let turn = ws.dir.join("turns/42.txt");
+    let turn = ws.dir.parent().unwrap().join("turns/42.txt");
     let reported = ws
         .playbooks
         .report(&Report {
@@ -634,6 +661,7 @@ fn a_revision_goes_live_as_the_next_version_and_keeps_the_old_one_in_history() {
             id,
             &revised_text(&ws),
             &ws.fingerprint("weekly-report"),
+            &token(&ws, id),
             "fixer",
         )
         .unwrap();
@@ -664,6 +692,7 @@ fn a_revision_against_a_file_that_changed_is_refused_at_apply_and_the_card_says_
             id,
             &revised_text(&ws),
             &ws.fingerprint("weekly-report"),
+            &token(&ws, id),
             "fixer",
         )
         .unwrap();
@@ -696,11 +725,13 @@ fn a_revision_that_fails_a_blocking_check_is_refused() {
     let bad = ws
         .live_text("weekly-report")
         .replace("tool: file_write", "tool: shell");
-    let (rule, _) =
-        ws.refusal(
-            ws.playbooks
-                .revise(id, &bad, &ws.fingerprint("weekly-report"), "fixer"),
-        );
+    let (rule, _) = ws.refusal(ws.playbooks.revise(
+        id,
+        &bad,
+        &ws.fingerprint("weekly-report"),
+        &token(&ws, id),
+        "fixer",
+    ));
     assert_eq!(rule, Rule::Blocked);
     assert!(ws.playbooks.ledger().cards(true).unwrap().is_empty());
 }
@@ -715,6 +746,7 @@ fn a_report_gets_at_most_one_revision() {
             id,
             &revised_text(&ws),
             &ws.fingerprint("weekly-report"),
+            &token(&ws, id),
             "fixer",
         )
         .unwrap();
@@ -722,6 +754,7 @@ fn a_report_gets_at_most_one_revision() {
         id,
         &revised_text(&ws),
         &ws.fingerprint("weekly-report"),
+        &token(&ws, id),
         "fixer",
     ));
     assert_eq!(rule, Rule::OneRevisionPerReport);
@@ -737,7 +770,13 @@ fn two_revisions_of_one_skill_applied_at_once_land_one_after_the_other() {
     let second = report(&ws, 2);
     let a = ws
         .playbooks
-        .revise(first, &revised_text(&ws), &fingerprint, "fixer")
+        .revise(
+            first,
+            &revised_text(&ws),
+            &fingerprint,
+            &token(&ws, first),
+            "fixer",
+        )
         .unwrap()
         .card;
     let b_text = ws.live_text("weekly-report").replace(
@@ -746,7 +785,7 @@ fn two_revisions_of_one_skill_applied_at_once_land_one_after_the_other() {
     );
     let b = ws
         .playbooks
-        .revise(second, &b_text, &fingerprint, "fixer")
+        .revise(second, &b_text, &fingerprint, &token(&ws, second), "fixer")
         .unwrap()
         .card;
     // Two processes answer at the same moment: each opens the workspace on its own.
@@ -782,6 +821,7 @@ fn a_revert_makes_a_kept_version_live_again_as_a_new_version_number() {
             id,
             &revised_text(&ws),
             &ws.fingerprint("weekly-report"),
+            &token(&ws, id),
             "fixer",
         )
         .unwrap()
@@ -849,6 +889,7 @@ fn reverting_a_retired_skill_brings_it_back_active_and_carried() {
             id,
             &revised_text(&ws),
             &ws.fingerprint("weekly-report"),
+            &token(&ws, id),
             "fixer",
         )
         .unwrap()
@@ -901,6 +942,7 @@ fn every_row_of_the_permissions_table_in_both_modes() {
                 id,
                 &revised_text(&ws),
                 &ws.fingerprint("weekly-report"),
+                &token(&ws, id),
                 "fixer",
             )
             .unwrap();
@@ -1044,6 +1086,7 @@ fn the_record_says_whether_the_live_revision_did_better_than_the_one_it_replaced
             id,
             &revised_text(&ws),
             &ws.fingerprint("weekly-report"),
+            &token(&ws, id),
             "fixer",
         )
         .unwrap();
@@ -1132,4 +1175,178 @@ fn a_task_closed_as_done_after_enough_tool_calls_suggests_a_skill() {
         ws.playbooks.take_suggestions().unwrap().is_empty(),
         "each is shown once"
     );
+}
+
+// --- What only the runtime may do -----------------------------------------------------------
+
+#[test]
+fn a_revision_without_the_fixers_token_is_refused() {
+    let ws = Workspace::new(true);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    let id = report(&ws, 2);
+    let fingerprint = ws.fingerprint("weekly-report");
+    for wrong in ["", "0000", "not the token"] {
+        let (rule, message) =
+            ws.refusal(
+                ws.playbooks
+                    .revise(id, &revised_text(&ws), &fingerprint, wrong, "fixer"),
+            );
+        assert_eq!(rule, Rule::Invalid);
+        assert!(
+            message.contains("only the fixer started for report"),
+            "{message}"
+        );
+    }
+    assert!(!ws.skills().join("weekly-report/history").exists());
+}
+
+#[test]
+fn a_turn_record_inside_the_workspace_is_refused() {
+    let ws = Workspace::new(false);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    for turn in [
+        "notes/turn.txt",
+        &ws.dir.join("notes/turn.txt").display().to_string(),
+        "../ws/notes/t.txt",
+    ] {
+        let turn = turn.replace(
+            "../ws/",
+            &format!("../{}/", ws.dir.file_name().unwrap().to_string_lossy()),
+        );
+        let (rule, message) = ws.refusal(ws.playbooks.report(&Report {
+            skill: "weekly-report".into(),
+            revision: 1,
+            step: 1,
+            turn: Some(turn.clone()),
+        }));
+        assert_eq!(rule, Rule::Invalid, "{turn}");
+        assert!(message.contains("inside the workspace"), "{message}");
+    }
+    assert!(ws.playbooks.ledger().usage(None).unwrap().is_empty());
+}
+
+#[test]
+fn reverting_a_retired_skill_that_was_never_revised_brings_it_back() {
+    let ws = Workspace::new(false);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    let retire = ws.playbooks.retire("weekly-report", None, "human").unwrap();
+    ws.playbooks.approve(retire.card).unwrap();
+    let revert = ws.playbooks.revert("weekly-report", 1, "human").unwrap();
+    let answered = ws.playbooks.approve(revert.card).unwrap();
+    assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
+    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    assert_eq!((live.status, live.version), (Some(Status::Active), Some(2)));
+    assert_eq!(
+        mindrune_engine::playbook::layout::carried(&ws.dir).unwrap(),
+        ["weekly-report"]
+    );
+}
+
+#[test]
+fn the_file_tools_refuse_mindrunes_own_files_under_any_spelling() {
+    let ws = Workspace::new(false);
+    fs::create_dir_all(ws.dir.join("notes")).unwrap();
+    fs::write(ws.dir.join("notes/a.md"), "a").unwrap();
+    let before = snapshot(&ws.dir.join(".mindrune"));
+    let settings = fs::read(ws.dir.join("playbooks.toml")).unwrap();
+    for path in [
+        ".mindrune/applying.json",
+        ".mindrune/playbooks.sqlite3",
+        ".MINDRUNE/x",
+        "notes/../.mindrune/x",
+        "playbooks.toml",
+        "Permissions.YAML",
+        "permissions.yaml",
+    ] {
+        let (rule, message) = ws.refusal(ws.playbooks.file_write(path, "x"));
+        assert_eq!(rule, Rule::SkillsPath, "{path}");
+        assert!(message.contains("MindRune's own"), "{message}");
+        assert!(
+            ws.playbooks.file_copy("notes/a.md", path).is_err(),
+            "{path}"
+        );
+        assert!(
+            ws.playbooks.file_move(path, "notes/b.md").is_err(),
+            "{path}"
+        );
+    }
+    // A hard link to the settings is the same file by any name.
+    fs::hard_link(
+        ws.dir.join("playbooks.toml"),
+        ws.dir.join("notes/settings.toml"),
+    )
+    .unwrap();
+    let (rule, _) = ws.refusal(
+        ws.playbooks
+            .file_write("notes/settings.toml", "fixer = 'x'"),
+    );
+    assert_eq!(rule, Rule::SkillsPath);
+    assert_eq!(fs::read(ws.dir.join("playbooks.toml")).unwrap(), settings);
+    assert_eq!(snapshot(&ws.dir.join(".mindrune")).len(), before.len());
+}
+
+#[test]
+fn a_forged_apply_journal_cannot_write_outside_skills() {
+    let ws = Workspace::new(false);
+    let outside = ws.dir.parent().unwrap().join("bashrc");
+    let journal = serde_json::json!({
+        "card": 99, "state": "applied", "answered_by": "auto", "reason": null, "outcome": "x",
+        "steps": [{"op": "write", "path": outside.display().to_string(), "text": "evil"}]
+    });
+    fs::write(ws.dir.join(".mindrune/applying.json"), journal.to_string()).unwrap();
+    let err = Playbooks::open(&ws.dir)
+        .err()
+        .expect("a forged journal is refused");
+    assert!(err.to_string().contains("not under skills/"), "{err}");
+    assert!(!outside.exists());
+}
+
+#[test]
+fn an_unattended_create_leaves_no_journal_behind() {
+    let ws = Workspace::new(true);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    assert!(!ws.dir.join(".mindrune/applying.json").exists());
+    // So removing the skill by hand, as the human may, breaks nothing.
+    fs::remove_dir_all(ws.skills().join("weekly-report")).unwrap();
+    Playbooks::open(&ws.dir).unwrap();
+}
+
+#[test]
+fn a_hand_lowered_version_never_overwrites_history() {
+    let ws = Workspace::new(true);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    let id = report(&ws, 2);
+    revise(
+        &ws,
+        id,
+        &revised_text(&ws),
+        &ws.fingerprint("weekly-report"),
+    )
+    .unwrap();
+    let kept_v1 = fs::read_to_string(ws.skills().join("weekly-report/history/1/SKILL.md")).unwrap();
+    // The human edits the live v2 by hand and writes version: 1.
+    let edited = ws
+        .live_text("weekly-report")
+        .replace("version: 2", "version: 1")
+        .replace("newest week first", "newest first");
+    fs::write(ws.skills().join("weekly-report/SKILL.md"), &edited).unwrap();
+    let id = report(&ws, 1);
+    let filed = revise(
+        &ws,
+        id,
+        &edited.replace("Read this week's notes", "Read the notes"),
+        &ws.fingerprint("weekly-report"),
+    )
+    .unwrap();
+    assert_eq!(filed.answered.map(|a| a.state), Some(CardState::Applied));
+    assert_eq!(
+        fs::read_to_string(ws.skills().join("weekly-report/history/1/SKILL.md")).unwrap(),
+        kept_v1
+    );
+    assert_eq!(
+        fs::read_to_string(ws.skills().join("weekly-report/history/2/SKILL.md")).unwrap(),
+        edited
+    );
+    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    assert_eq!(live.version, Some(3));
 }

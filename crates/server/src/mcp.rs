@@ -30,8 +30,12 @@
 //!   cannot tell whether a person saw that prompt, such a skill_create counts as unattended, so
 //!   the limit on drafts waiting for nobody still applies.
 //!
-//! `card` and `auto` ask nothing; the engine files the card, or applies it on its own. A skill the
-//! human asked for (`suggested_by: human`) is attended and not asked about again.
+//! `card` and `auto` ask nothing; the engine files the card, or applies it on its own.
+//! `suggested_by: human` is the assistant's word and is recorded as such, but it does not make a
+//! call attended: only the human's own yes, asked here, does.
+//!
+//! `skill_refine revise` takes the token MindRune handed the fixer started for the report: the
+//! assistant that reported never sees it, so it cannot rewrite the skill itself.
 //!
 //! Logs go to stderr through `tracing`, never to stdout, which is the protocol.
 
@@ -321,6 +325,10 @@ pub struct RefineArgs {
     /// `sha256:<64 hex>` of the exact SKILL.md the correction was written against (revise).
     #[serde(default)]
     pub fingerprint: Option<String>,
+    /// The token MindRune handed the skill fixer for this report (`MINDRUNE_FIXER_TOKEN`):
+    /// only that fixer may file the report's revision (revise).
+    #[serde(default)]
+    pub token: Option<String>,
     /// The kept version to restore, from the skill's `history/` (revert).
     #[serde(default)]
     pub version: Option<u32>,
@@ -562,9 +570,9 @@ impl PlaybookServer {
             Err(message) => return Answer::error(message),
         };
         let policy = self.playbooks.permissions().policy(Act::Create);
-        let (attendance, note) = if proposal.suggested_by == Suggester::Human {
-            (Attendance::Attended, None)
-        } else if policy == Policy::Ask {
+        // `suggested_by: human` is the assistant's word; a person attends only when the human
+        // was asked here and said yes.
+        let (attendance, note) = if policy == Policy::Ask {
             match Self::ask_by(&context) {
                 AskBy::HostPrompt => (Attendance::Unattended, Some(HOST_PROMPT_LINE)),
                 AskBy::Elicitation => {
@@ -676,9 +684,12 @@ impl PlaybookServer {
                 report,
                 content,
                 fingerprint,
+                token,
             } => {
                 let filed = self
-                    .engine(move |playbooks| playbooks.revise(report, &content, &fingerprint, "fixer"))
+                    .engine(move |playbooks| {
+                        playbooks.revise(report, &content, &fingerprint, &token, "fixer")
+                    })
                     .await;
                 filed_answer(filed, &format!("the revision for report #{report}"))
             }
@@ -718,12 +729,13 @@ impl PlaybookServer {
             Refine::Revise {
                 report,
                 fingerprint,
+                token,
                 ..
             } => {
-                let (report, fingerprint) = (*report, fingerprint.clone());
+                let (report, fingerprint, token) = (*report, fingerprint.clone(), token.clone());
                 let line = self
                     .engine(move |playbooks| {
-                        playbooks.check_revise(report, &fingerprint)?;
+                        playbooks.check_revise(report, &fingerprint, &token)?;
                         playbooks.ledger().report(report)
                     })
                     .await?;
@@ -771,6 +783,7 @@ enum Refine {
         report: i64,
         content: String,
         fingerprint: String,
+        token: String,
     },
     Revert {
         skill: String,
@@ -786,7 +799,7 @@ impl Refine {
     fn from_args(args: RefineArgs) -> Result<Refine, String> {
         let action = args.action;
         let name = action.as_str();
-        let given: [(&str, bool); 9] = [
+        let given: [(&str, bool); 10] = [
             ("skill", args.skill.is_some()),
             ("revision", args.revision.is_some()),
             ("step", args.step.is_some()),
@@ -796,10 +809,11 @@ impl Refine {
             ("fingerprint", args.fingerprint.is_some()),
             ("version", args.version.is_some()),
             ("why", args.why.is_some()),
+            ("token", args.token.is_some()),
         ];
         let takes: &[&str] = match action {
             RefineAction::Report => &["skill", "revision", "step", "turn"],
-            RefineAction::Revise => &["report", "content", "fingerprint"],
+            RefineAction::Revise => &["report", "content", "fingerprint", "token"],
             RefineAction::Revert => &["skill", "version"],
             RefineAction::Retire => &["skill", "why"],
         };
@@ -845,13 +859,14 @@ impl Refine {
                 })
             }
             RefineAction::Revise => {
-                let (Some(report), Some(content), Some(fingerprint)) =
-                    (args.report, args.content, args.fingerprint)
+                let (Some(report), Some(content), Some(fingerprint), Some(token)) =
+                    (args.report, args.content, args.fingerprint, args.token)
                 else {
                     let absent: Vec<&str> = [
                         ("report", given[4].1),
                         ("content", given[5].1),
                         ("fingerprint", given[6].1),
+                        ("token", given[9].1),
                     ]
                     .iter()
                     .filter(|(_, is_given)| !is_given)
@@ -863,6 +878,7 @@ impl Refine {
                     report,
                     content,
                     fingerprint,
+                    token,
                 }
             }
             RefineAction::Revert => {
@@ -1175,7 +1191,7 @@ impl PlaybookServer {
 
     /// `skill_refine`.
     #[tool(
-        description = "Change an existing skill: the only way one changes. action report: a step of a skill you followed failed, was wrong or is missing (skill, revision, step, turn); never for a use that went well; the skill fixer takes it from there. action revise: the skill fixer's corrected SKILL.md (report, content, fingerprint). action revert: restore a kept version (skill, version). action retire: ask whether a skill should stop being used (skill, why); always your human's call.",
+        description = "Change an existing skill: the only way one changes. action report: a step of a skill you followed failed, was wrong or is missing (skill, revision, step, turn); never for a use that went well; the skill fixer takes it from there. action revise: the skill fixer's corrected SKILL.md (report, content, fingerprint, token); only the fixer has the token. action revert: restore a kept version (skill, version). action retire: ask whether a skill should stop being used (skill, why); always your human's call.",
         annotations(
             title = "Refine a skill",
             read_only_hint = false,

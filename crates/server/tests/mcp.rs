@@ -27,7 +27,27 @@ struct Workspace {
     playbooks: Arc<Playbooks>,
 }
 
+/// A fixer that only hands its report's token back, beside the workspace, so a test can file a
+/// revision as the fixer would.
+const FIXER: &str = "fixer = 'printf %s \"$MINDRUNE_FIXER_TOKEN\" > \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT.tmp\" && mv \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT.tmp\" \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT\"'";
+
 impl Workspace {
+    /// The token the fixer of a report was handed.
+    fn token(&self, report: i64) -> String {
+        let path = self
+            .path
+            .parent()
+            .expect("home")
+            .join(format!("token-{report}"));
+        for _ in 0..200 {
+            if let Ok(token) = std::fs::read_to_string(&path) {
+                return token;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("the fixer of report #{report} never wrote its token");
+    }
+
     /// A workspace inside a fresh home tree, with `playbooks.toml` naming the runtime's tools and
     /// the home, and `permissions` as `permissions.yaml` when given (else the shipped default).
     fn new(permissions: Option<&Permissions>) -> Workspace {
@@ -39,7 +59,7 @@ impl Workspace {
         std::fs::write(
             path.join("playbooks.toml"),
             format!(
-                "tools = [{}]\nhome = {:?}\n",
+                "tools = [{}]\nhome = {:?}\n{FIXER}\n",
                 tools.join(", "),
                 home.display().to_string()
             ),
@@ -322,6 +342,7 @@ async fn lists_the_eight_tools_each_with_its_argument_schema() {
                 "fingerprint",
                 "version",
                 "why",
+                "token",
             ],
             &["action"],
         ),
@@ -704,13 +725,14 @@ async fn a_proposal_the_door_refuses_never_bothers_the_human() {
     );
     assert!(session.asked().is_empty(), "{:?}", session.asked());
 
-    // A skill the human asked for is not asked about again.
+    // `suggested_by: human` is the assistant's word: the human is still asked.
     let mut asked_for = weekly_report();
     asked_for["name"] = json!("monthly-report");
     asked_for["suggested_by"] = json!("human");
     asked_for["steps"] = json!([{"do": "Collect the month's notes", "tool": "shell"}]);
     ok(&session.call("skill_create", asked_for).await);
-    assert!(session.asked().is_empty());
+    assert_eq!(session.asked().len(), 1, "{:?}", session.asked());
+    assert!(session.asked()[0].contains("monthly-report"));
     assert_eq!(workspace.pending(), ["monthly-report"]);
 }
 
@@ -718,7 +740,7 @@ async fn a_proposal_the_door_refuses_never_bothers_the_human() {
 async fn a_report_is_asked_about_and_a_no_files_nothing() {
     let workspace = Workspace::new(None);
     live_weekly_report(&workspace).await;
-    let report = json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 2, "turn": "turns/9.jsonl"});
+    let report = json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 2, "turn": "../turns/9.jsonl"});
 
     let session = connect(workspace.server(), Human::Declines).await;
     let said = refused(&session.call("skill_refine", report.clone()).await);
@@ -743,7 +765,10 @@ async fn a_report_is_asked_about_and_a_no_files_nothing() {
         said.contains("Reported step 2 of weekly-report v1 (report #"),
         "{said}"
     );
-    assert!(said.contains("No skill fixer is configured"), "{said}");
+    assert!(
+        said.contains("The skill fixer started in the background"),
+        "{said}"
+    );
     let usage = workspace
         .playbooks
         .ledger()
@@ -755,7 +780,7 @@ async fn a_report_is_asked_about_and_a_no_files_nothing() {
         .collect();
     assert_eq!(corrections.len(), 1);
     assert_eq!(corrections[0].step, Some(2));
-    assert_eq!(corrections[0].turn.as_deref(), Some("turns/9.jsonl"));
+    assert_eq!(corrections[0].turn.as_deref(), Some("../turns/9.jsonl"));
 
     // A refusal from the engine is a tool error with its message.
     let said = refused(
@@ -813,11 +838,24 @@ async fn retire_and_revert_file_cards_and_the_fixer_files_as_fixer() {
     let fingerprint = mindrune_core::digest::sha256(live.as_bytes());
     let corrected = live.replace("Send it to the team", "Send it to the team's list");
     assert_ne!(corrected, live);
+    let said = refused(
+        &session
+            .call(
+                "skill_refine",
+                json!({"action": "revise", "report": report, "content": corrected.clone(), "fingerprint": fingerprint.clone(), "token": "guessed"}),
+            )
+            .await,
+    );
+    assert!(
+        said.contains("only the fixer started for report"),
+        "the assistant cannot revise without the fixer's token: {said}"
+    );
+    let token = workspace.token(report);
     let said = ok(
         &session
             .call(
                 "skill_refine",
-                json!({"action": "revise", "report": report, "content": corrected, "fingerprint": fingerprint}),
+                json!({"action": "revise", "report": report, "content": corrected, "fingerprint": fingerprint, "token": token}),
             )
             .await,
     );

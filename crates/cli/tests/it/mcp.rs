@@ -359,7 +359,7 @@ async fn a_skill_made_over_mcp_is_reported_revised_by_the_fixer_approved_and_com
     let id = card["id"].as_i64().unwrap();
     let shown = ws.ok(&["card", "show", &id.to_string()]);
     assert!(
-        shown.contains("+  - do: \"Write the report to reports/weekly.md, newest week first\""),
+        shown.contains("+  - do: Write the report to reports/weekly.md, newest week first"),
         "the diff shows the corrected step: {shown}"
     );
     assert!(

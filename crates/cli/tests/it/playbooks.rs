@@ -251,8 +251,14 @@ fn unattended_mode_applies_on_its_own_but_holds_a_retirement_for_the_human() {
         std::fs::read_to_string(assistant.workspace.join("skills/weekly-report/SKILL.md")).unwrap();
     assert!(live.contains("status: retired"), "{live}");
     assert_eq!(assistant.ok(&["playbook", "carried"]), "");
-    let message = assistant.fails(&["refine", "revert", "weekly-report", "--version", "1"]);
-    assert!(message.contains("no kept version 1"), "{message}");
+    // Reverting the retired skill brings it back, on its own in this mode.
+    let back = assistant.ok(&["refine", "revert", "weekly-report", "--version", "1"]);
+    assert!(back.contains("v1 is live again as v2"), "{back}");
+    assert!(back.contains("active and carried again"), "{back}");
+    assert_eq!(
+        assistant.ok(&["playbook", "carried"]),
+        "weekly-report: a week of notes exists under notes/\n"
+    );
 }
 
 #[test]

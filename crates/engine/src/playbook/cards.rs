@@ -280,9 +280,18 @@ fn replace_live(playbooks: &Playbooks, card: &Card) -> Result<Plan, PlaybookErro
         &format!("the {} of {name}", card.kind.as_str()),
         None,
     )?;
-    let old_version = live.version().unwrap_or(1);
+    // The live file's version says which history/ slot keeps it, unless a hand edit made that
+    // slot's version number point at a different kept text: nothing in history/ is ever
+    // overwritten, so the live text is then kept after the newest slot.
+    let max_kept = max_kept_version(workspace, name);
+    let claimed = live.version().unwrap_or(1);
+    let slot = layout::history_dir(workspace, name, claimed).join(layout::SKILL_FILE);
+    let old_version = match std::fs::read_to_string(&slot) {
+        Ok(kept) if kept != live.text => max_kept.max(claimed) + 1,
+        _ => claimed,
+    };
     let old_status = live.status();
-    let version = old_version.max(max_kept_version(workspace, name)) + 1;
+    let version = old_version.max(max_kept) + 1;
     let bring_back = card.kind == CardKind::Revert || old_status != Some(Status::Retired);
     skill.version = Some(version);
     skill.name = Some(name.to_string());
@@ -322,6 +331,20 @@ fn replace_live(playbooks: &Playbooks, card: &Card) -> Result<Plan, PlaybookErro
         outcome.push_str("; it was retired and is active and carried again");
     }
     Ok((outcome, steps))
+}
+
+/// What approving a revise or revert card would make the live `SKILL.md` (the text as it
+/// would land: rendered, with the next version and its status), or why it would be refused.
+pub fn preview(playbooks: &Playbooks, card: &Card) -> Result<String, PlaybookError> {
+    let (_, steps) = replace_live(playbooks, card)?;
+    let live = live_file(&card.skill);
+    Ok(steps
+        .into_iter()
+        .find_map(|step| match step {
+            Step::Write { path, text } if path == live => Some(text),
+            _ => None,
+        })
+        .unwrap_or_default())
 }
 
 /// The highest version kept in a skill's `history/`, or 0.

@@ -114,56 +114,54 @@ impl Playbooks {
         attendance: Attendance,
     ) -> Result<Created, PlaybookError> {
         layout::check_name(&proposal.name)?;
-        self.ledger
-            .locked(|tx| match self.examine(tx, proposal, attendance)? {
-                Examined::Evidence { skill } => {
-                    let text = proposal
-                        .skill
-                        .evidence
-                        .as_ref()
-                        .map(|items| items.join("; "))
-                        .filter(|text| !text.trim().is_empty())
-                        .unwrap_or_else(|| {
-                            format!(
-                                "a second success of a task accepted as done ({})",
-                                proposal.name
-                            )
-                        });
-                    tx.execute(
-                        "INSERT INTO evidence (at, skill, text) VALUES (?1, ?2, ?3)",
-                        params![ledger::now(), skill, text],
-                    )?;
-                    Ok(Created::EvidenceAdded { skill })
+        self.changing(|tx| match self.examine(tx, proposal, attendance)? {
+            Examined::Evidence { skill } => {
+                let text = proposal
+                    .skill
+                    .evidence
+                    .as_ref()
+                    .map(|items| items.join("; "))
+                    .filter(|text| !text.trim().is_empty())
+                    .unwrap_or_else(|| {
+                        format!(
+                            "a second success of a task accepted as done ({})",
+                            proposal.name
+                        )
+                    });
+                tx.execute(
+                    "INSERT INTO evidence (at, skill, text) VALUES (?1, ?2, ?3)",
+                    params![ledger::now(), skill, text],
+                )?;
+                Ok(Created::EvidenceAdded { skill })
+            }
+            Examined::Draft { text } => {
+                let dir = layout::pending_dir(&self.workspace, &proposal.name);
+                let written = layout::write_atomic(&dir.join(layout::SKILL_FILE), text.as_bytes());
+                if let Err(err) = written {
+                    let _ = std::fs::remove_dir_all(&dir);
+                    return Err(err);
                 }
-                Examined::Draft { text } => {
-                    let dir = layout::pending_dir(&self.workspace, &proposal.name);
-                    let written =
-                        layout::write_atomic(&dir.join(layout::SKILL_FILE), text.as_bytes());
-                    if let Err(err) = written {
+                let filed = cards::file_under_policy(
+                    self,
+                    tx,
+                    CardKind::Create,
+                    &NewCard {
+                        skill: proposal.name.clone(),
+                        filed_by: proposal.suggested_by.as_str().to_string(),
+                        proposal: Some(text),
+                        ..NewCard::default()
+                    },
+                );
+                let (card, answered) = match filed {
+                    Ok(filed) => filed,
+                    Err(err) => {
                         let _ = std::fs::remove_dir_all(&dir);
                         return Err(err);
                     }
-                    let filed = cards::file_under_policy(
-                        self,
-                        tx,
-                        CardKind::Create,
-                        &NewCard {
-                            skill: proposal.name.clone(),
-                            filed_by: proposal.suggested_by.as_str().to_string(),
-                            proposal: Some(text),
-                            ..NewCard::default()
-                        },
-                    );
-                    let (card, answered) = match filed {
-                        Ok(filed) => filed,
-                        Err(err) => {
-                            let _ = std::fs::remove_dir_all(&dir);
-                            return Err(err);
-                        }
-                    };
-                    Ok(Created::Filed { card, answered })
-                }
-            })
+                };
+                Ok(Created::Filed { card, answered })
+            }
+        })
     }
 
     fn examine(

@@ -156,8 +156,10 @@ impl Playbooks {
             })
     }
 
-    /// A path a file tool may write: inside the workspace, reached without a symlink, and not in
-    /// `skills/`.
+    /// A path a file tool may write: inside the workspace, reached without a symlink, not in
+    /// `skills/`, and not one of MindRune's own files (`.mindrune/`, `playbooks.toml`,
+    /// `permissions.yaml`), whose change would get around the door as surely as a file dropped
+    /// into `skills/`: a forged apply journal, a fixer command, a permission made `auto`.
     fn writable(&self, path: &str, tool: &str) -> Result<PathBuf, PlaybookError> {
         let skills_refusal = || {
             PlaybookError::refused(
@@ -167,43 +169,86 @@ impl Playbooks {
                 ),
             )
         };
+        let runtime_refusal = || {
+            PlaybookError::refused(
+                Rule::SkillsPath,
+                format!(
+                    "{tool} cannot write {path}: it is MindRune's own (the ledger, the settings or the permissions), which only your human changes"
+                ),
+            )
+        };
         // `..` is resolved before anything else, so `notes/../skills/x` is seen for what it is.
-        let relative = self.relative(path)?;
-        let relative = PathBuf::from(relative);
+        let relative = PathBuf::from(self.relative(path)?);
         if is_skills_path(&relative) {
             return Err(skills_refusal());
         }
-        // Every component that exists must be a real folder (or, last, a real file): a symlink
-        // could lead into skills/ or out of the workspace.
+        if is_runtime_path(&relative) {
+            return Err(runtime_refusal());
+        }
+        // Every component that exists must be a real folder (or, last, a real file), and none
+        // may be `skills/` or one of MindRune's own files under another spelling: they are
+        // compared by device and inode, which no case folding, Unicode trick or hard link
+        // changes.
+        let guarded: Vec<((u64, u64), bool)> = [
+            (layout::skills_dir(&self.workspace), true),
+            (self.workspace.join(".mindrune"), false),
+            (self.workspace.join(super::config::CONFIG_FILE), false),
+            (self.workspace.join(super::config::PERMISSIONS_FILE), false),
+        ]
+        .into_iter()
+        .filter_map(|(path, is_skills)| {
+            Some((identity(&fs::symlink_metadata(path).ok()?), is_skills))
+        })
+        .collect();
         let mut current = self.workspace.clone();
         for component in relative.components() {
             current.push(component);
-            match fs::symlink_metadata(&current) {
-                Ok(metadata) if metadata.file_type().is_symlink() => {
-                    return Err(PlaybookError::refused(
-                        Rule::BadPath,
-                        format!("{tool} cannot write {path}: it goes through a symlink"),
-                    ));
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        // Belt and braces: the deepest existing folder, as the filesystem names it, must not be
-        // skills/ (a case-insensitive disk, a hard-to-see alias).
-        let skills = layout::skills_dir(&self.workspace).canonicalize().ok();
-        let mut existing = self.workspace.join(&relative);
-        while !existing.exists() {
-            if !existing.pop() {
+            let Ok(metadata) = fs::symlink_metadata(&current) else {
                 break;
+            };
+            if metadata.file_type().is_symlink() {
+                return Err(PlaybookError::refused(
+                    Rule::BadPath,
+                    format!("{tool} cannot write {path}: it goes through a symlink"),
+                ));
             }
-        }
-        if let (Some(skills), Ok(real)) = (skills, existing.canonicalize())
-            && real.starts_with(&skills)
-        {
-            return Err(skills_refusal());
+            if let Some((_, is_skills)) = guarded.iter().find(|(id, _)| *id == identity(&metadata))
+            {
+                return Err(if *is_skills {
+                    skills_refusal()
+                } else {
+                    runtime_refusal()
+                });
+            }
         }
         Ok(relative)
+    }
+}
+
+/// A file's identity on disk: its device and inode.
+fn identity(metadata: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt as _;
+    (metadata.dev(), metadata.ino())
+}
+
+/// Whether a clean workspace-relative path is one of MindRune's own: the `.mindrune/` folder,
+/// `playbooks.toml` or `permissions.yaml` (compared as a case-insensitive disk would).
+pub fn is_runtime_path(relative: &Path) -> bool {
+    let names: Vec<String> = relative
+        .components()
+        .map(|component| {
+            component
+                .as_os_str()
+                .to_string_lossy()
+                .to_lowercase()
+                .trim_end_matches(['.', ' '])
+                .to_string()
+        })
+        .collect();
+    match names.as_slice() {
+        [first, ..] if first == ".mindrune" => true,
+        [only] => only == super::config::CONFIG_FILE || only == super::config::PERMISSIONS_FILE,
+        _ => false,
     }
 }
 

@@ -14,6 +14,7 @@
 //! | `MINDRUNE_REPORT`        | the report's id, which a revision names                    |
 //! | `MINDRUNE_WORKSPACE`     | the workspace                                              |
 //! | `MINDRUNE_BIN`           | the `mindrune` program, to file `mindrune refine revise`   |
+//! | `MINDRUNE_FIXER_TOKEN`   | the report's token: a revision without it is refused       |
 //!
 //! Its output goes to `.mindrune/fixer/report-<id>.log`.
 
@@ -47,11 +48,19 @@ fn mindrune_bin() -> Option<PathBuf> {
     (exe.file_stem()?.to_str()? == "mindrune").then_some(exe)
 }
 
+/// A fresh token for one report's fixer: 32 random bytes as hex. Only its digest is kept.
+pub(crate) fn new_token() -> Option<String> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
 pub(crate) fn start(
     playbooks: &Playbooks,
     report_id: i64,
     live: &OnDisk,
     report: &Report,
+    token: &str,
 ) -> FixerStart {
     let Some(command) = playbooks.config.fixer.as_deref() else {
         return FixerStart::NotConfigured;
@@ -93,7 +102,8 @@ pub(crate) fn start(
         .env("MINDRUNE_STEP", report.step.to_string())
         .env("MINDRUNE_TURN_RECORD", report.turn.as_deref().unwrap_or(""))
         .env("MINDRUNE_REPORT", report_id.to_string())
-        .env("MINDRUNE_WORKSPACE", &playbooks.workspace);
+        .env("MINDRUNE_WORKSPACE", &playbooks.workspace)
+        .env("MINDRUNE_FIXER_TOKEN", token);
     // Its own process group: a Ctrl-C or a host stopping the MCP server's group must not kill a
     // fixer halfway, leaving its report with neither a revision nor a note.
     std::os::unix::process::CommandExt::process_group(&mut child, 0);

@@ -79,7 +79,33 @@ fn finish(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), P
     Ok(())
 }
 
+/// A journal step's path must be a clean relative path under `skills/`: the journal is
+/// MindRune's own file, but a replay must never write or move anything else even if the file
+/// were tampered with.
+fn under_skills(workspace: &Path, path: &str) -> Result<PathBuf, PlaybookError> {
+    match crate::workspace::clean_relative(path) {
+        Some(clean) if clean.starts_with(layout::SKILLS) && clean != Path::new(layout::SKILLS) => {
+            Ok(workspace.join(clean))
+        }
+        _ => Err(super::PlaybookError::refused(
+            super::Rule::BadPath,
+            format!(
+                "the apply journal names {path:?}, which is not under skills/; it was not written by MindRune: move .mindrune/{JOURNAL} aside"
+            ),
+        )),
+    }
+}
+
 fn run(workspace: &Path, step: &Step) -> Result<(), PlaybookError> {
+    match step {
+        Step::Write { path, .. } | Step::MoveDir { from: path, .. } => {
+            under_skills(workspace, path)?;
+        }
+        Step::Carry { name, .. } => layout::check_name(name)?,
+    }
+    if let Step::MoveDir { to, .. } = step {
+        under_skills(workspace, to)?;
+    }
     match step {
         Step::Write { path, text } => layout::write_atomic(&workspace.join(path), text.as_bytes()),
         Step::MoveDir { from, to } => {

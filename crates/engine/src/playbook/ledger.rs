@@ -15,7 +15,10 @@ use rusqlite::{Connection, OptionalExtension as _, Row, Transaction, params};
 use super::PlaybookError;
 
 /// Migrations, in order. Never edit one that has landed; add the next.
-const MIGRATIONS: [&str; 1] = [include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: [&str; 2] = [
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_fixer_token.sql"),
+];
 
 pub struct Ledger {
     path: PathBuf,

@@ -6,6 +6,8 @@ use rusqlite::{OptionalExtension as _, params};
 use mindrune_core::playbook_file::Status;
 
 use super::cards::{self, Answered};
+use mindrune_core::digest;
+
 use super::fixer::{self, FixerStart};
 use super::layout::{self, OnDisk};
 use super::ledger::{self, CardKind, NewCard};
@@ -55,14 +57,30 @@ impl Playbooks {
     /// background with pointers only.
     pub fn report(&self, report: &Report) -> Result<Reported, PlaybookError> {
         let live = self.check_report(report)?;
+        // The fixer's token: only the fixer started for this report can file its revision,
+        // so the assistant that reported cannot rewrite the skill itself.
+        let token = if self.config.fixer.is_some() {
+            fixer::new_token()
+        } else {
+            None
+        };
+        let digest = token
+            .as_deref()
+            .map(|token| digest::sha256(token.as_bytes()));
         let id = self.ledger.locked(|tx| {
             tx.execute(
-                "INSERT INTO usage (at, skill, revision, kind, ok, step, turn) VALUES (?1, ?2, ?3, 'correction', 1, ?4, ?5)",
-                params![ledger::now(), report.skill, report.revision, report.step, report.turn],
+                "INSERT INTO usage (at, skill, revision, kind, ok, step, turn, fixer_token) VALUES (?1, ?2, ?3, 'correction', 1, ?4, ?5, ?6)",
+                params![ledger::now(), report.skill, report.revision, report.step, report.turn, digest],
             )?;
             Ok(tx.last_insert_rowid())
         })?;
-        let start = fixer::start(self, id, &live, report);
+        let start = match &token {
+            Some(token) => fixer::start(self, id, &live, report, token),
+            None if self.config.fixer.is_some() => FixerStart::Failed {
+                message: "no random token could be made for it".to_string(),
+            },
+            None => FixerStart::NotConfigured,
+        };
         Ok(Reported {
             report: id,
             fixer: start,
@@ -73,6 +91,35 @@ impl Playbooks {
     /// asks the human whether to report. Returns the live skill.
     pub fn check_report(&self, report: &Report) -> Result<OnDisk, PlaybookError> {
         let live = self.live_skill(&report.skill)?;
+        // The record of the turn is the host's: one inside the workspace could have been
+        // written by the assistant itself, which does not get to tell the fixer what went wrong.
+        if let Some(turn) = &report.turn {
+            let path = std::path::Path::new(turn);
+            let absolute = if path.is_absolute() {
+                path.to_path_buf()
+            } else {
+                self.workspace.join(path)
+            };
+            let mut lexical = std::path::PathBuf::new();
+            for component in absolute.components() {
+                match component {
+                    std::path::Component::ParentDir => {
+                        lexical.pop();
+                    }
+                    std::path::Component::CurDir => {}
+                    other => lexical.push(other),
+                }
+            }
+            let resolved = lexical.canonicalize().unwrap_or_else(|_| lexical.clone());
+            if lexical.starts_with(&self.workspace) || resolved.starts_with(&self.workspace) {
+                return Err(PlaybookError::refused(
+                    Rule::Invalid,
+                    format!(
+                        "the turn record {turn} is inside the workspace, where the assistant can write; give where the host keeps the record of the turn"
+                    ),
+                ));
+            }
+        }
         let live_version = live.version().unwrap_or(1);
         let steps_of_revision = if report.revision == live_version {
             live.parsed
@@ -121,9 +168,10 @@ impl Playbooks {
         report: i64,
         text: &str,
         fingerprint: &str,
+        token: &str,
         filed_by: &str,
     ) -> Result<Filed, PlaybookError> {
-        let skill_name = self.check_revise(report, fingerprint)?;
+        let skill_name = self.check_revise(report, fingerprint, token)?;
         let live = self.live_skill(&skill_name)?;
         // The same blocking checks a new skill gets, now and again when it is applied.
         let proposed = self.checked_text(text, &format!("the revision of {skill_name}"), None)?;
@@ -217,7 +265,14 @@ impl Playbooks {
     ) -> Result<(OnDisk, OnDisk), PlaybookError> {
         let live = self.live_skill(name)?;
         let kept_dir = layout::history_dir(&self.workspace, name, version);
-        let Some(kept) = layout::load(&kept_dir, name)? else {
+        let kept = layout::load(&kept_dir, name)?;
+        // A retired skill that was never revised has no history: its live version is the one
+        // to bring back.
+        let kept = kept.or_else(|| {
+            (live.status() == Some(Status::Retired) && live.version() == Some(version))
+                .then(|| live.clone())
+        });
+        let Some(kept) = kept else {
             let live_version = live.version().unwrap_or(1);
             let hint = if version == live_version && live.status() != Some(Status::Retired) {
                 format!("v{version} is the live version")
@@ -294,10 +349,30 @@ impl Playbooks {
 
     /// The checks of `revise` that need no lock: the report exists and the fingerprint is one.
     /// Returns the report's skill.
-    pub fn check_revise(&self, report: i64, fingerprint: &str) -> Result<String, PlaybookError> {
+    pub fn check_revise(
+        &self,
+        report: i64,
+        fingerprint: &str,
+        token: &str,
+    ) -> Result<String, PlaybookError> {
         let line = self.ledger.report(report)?.ok_or_else(|| {
             PlaybookError::refused(Rule::NotFound, format!("there is no report #{report}"))
         })?;
+        let expected: Option<String> = self.ledger.read(|connection| {
+            connection.query_row(
+                "SELECT fixer_token FROM usage WHERE id = ?1",
+                [report],
+                |row| row.get(0),
+            )
+        })?;
+        if expected.is_none() || expected != Some(digest::sha256(token.as_bytes())) {
+            return Err(PlaybookError::refused(
+                Rule::Invalid,
+                format!(
+                    "only the fixer started for report #{report} may file its revision (its MINDRUNE_FIXER_TOKEN did not come with this one)"
+                ),
+            ));
+        }
         if !fingerprint.starts_with("sha256:") || fingerprint.len() != 71 {
             return Err(PlaybookError::refused(
                 Rule::Invalid,

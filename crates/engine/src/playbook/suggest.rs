@@ -93,16 +93,21 @@ impl Playbooks {
         let carried = super::layout::carried(&self.workspace)?;
         let mut lines = Vec::new();
         for name in carried {
-            let Some(skill) =
-                super::layout::load(&super::layout::live_dir(&self.workspace, &name), &name)?
-            else {
+            // A name on the list that is not a skill name (a hand edit) or a skill that cannot
+            // be read is shown as such; it never keeps the others (or the server) from starting.
+            if super::layout::check_name(&name).is_err() {
                 continue;
+            }
+            let dir = super::layout::live_dir(&self.workspace, &name);
+            let when = match super::layout::load(&dir, &name) {
+                Ok(Some(skill)) => skill
+                    .parsed
+                    .ok()
+                    .and_then(|parsed| parsed.use_when.or(parsed.trigger))
+                    .unwrap_or_else(|| "(no use_when yet)".to_string()),
+                Ok(None) => continue,
+                Err(err) => format!("(cannot be read: {err})"),
             };
-            let when = skill
-                .parsed
-                .ok()
-                .and_then(|parsed| parsed.use_when.or(parsed.trigger))
-                .unwrap_or_else(|| "(no use_when yet)".to_string());
             lines.push(format!(
                 "{name}: {}",
                 when.lines().next().unwrap_or_default()

@@ -15,6 +15,7 @@ pub mod near_repeat;
 pub mod permissions;
 pub mod playbook_file;
 pub mod rs_output;
+pub mod runx;
 pub mod score;
 pub mod secrets;
 pub mod sharing;

@@ -85,6 +85,16 @@ impl Workspace {
         }
     }
 
+    /// `skill_create` of a proposal made from a file's text.
+    fn create(
+        &self,
+        name: &str,
+        text: &str,
+        attendance: Attendance,
+    ) -> Result<Created, mindrune_engine::playbook::PlaybookError> {
+        self.playbooks.create(&proposal(name, text), attendance)
+    }
+
     fn live_text(&self, name: &str) -> String {
         fs::read_to_string(self.skills().join(name).join("SKILL.md")).unwrap()
     }
@@ -151,8 +161,9 @@ fn proposal(name: &str, text: &str) -> Proposal {
 fn a_name_taken_by_a_live_skill_is_refused() {
     let ws = Workspace::new(false);
     ws.live("weekly-report", &skill_text(READ_WRITE));
-    let (rule, message) = ws.refusal(ws.playbooks.create(
-        &proposal("weekly-report", &skill_text(READ_SEARCH)),
+    let (rule, message) = ws.refusal(ws.create(
+        "weekly-report",
+        &skill_text(READ_SEARCH),
         Attendance::Attended,
     ));
     assert_eq!(rule, Rule::NameTaken);
@@ -162,14 +173,15 @@ fn a_name_taken_by_a_live_skill_is_refused() {
 #[test]
 fn a_name_waiting_for_approval_is_refused_naming_its_card() {
     let ws = Workspace::new(false);
-    ws.playbooks
-        .create(
-            &proposal("weekly-report", &skill_text(READ_WRITE)),
-            Attendance::Attended,
-        )
-        .unwrap();
-    let (rule, message) = ws.refusal(ws.playbooks.create(
-        &proposal("weekly-report", &skill_text(READ_SEARCH)),
+    ws.create(
+        "weekly-report",
+        &skill_text(READ_WRITE),
+        Attendance::Attended,
+    )
+    .unwrap();
+    let (rule, message) = ws.refusal(ws.create(
+        "weekly-report",
+        &skill_text(READ_SEARCH),
         Attendance::Attended,
     ));
     assert_eq!(rule, Rule::NameTaken);
@@ -182,12 +194,12 @@ fn a_name_waiting_for_approval_is_refused_naming_its_card() {
 #[test]
 fn a_name_the_human_turned_down_is_refused_repeating_their_reason() {
     let ws = Workspace::new(false);
-    ws.playbooks
-        .create(
-            &proposal("weekly-report", &skill_text(READ_WRITE)),
-            Attendance::Attended,
-        )
-        .unwrap();
+    ws.create(
+        "weekly-report",
+        &skill_text(READ_WRITE),
+        Attendance::Attended,
+    )
+    .unwrap();
     ws.playbooks
         .reject(1, "I write that report myself")
         .unwrap();
@@ -197,8 +209,9 @@ fn a_name_the_human_turned_down_is_refused_repeating_their_reason() {
             .join("rejected/weekly-report/REASON.md")
             .exists()
     );
-    let (rule, message) = ws.refusal(ws.playbooks.create(
-        &proposal("weekly-report", &skill_text(READ_SEARCH)),
+    let (rule, message) = ws.refusal(ws.create(
+        "weekly-report",
+        &skill_text(READ_SEARCH),
         Attendance::Attended,
     ));
     assert_eq!(rule, Rule::NameTaken);
@@ -212,8 +225,9 @@ fn a_name_the_human_turned_down_is_refused_repeating_their_reason() {
 fn the_same_sequence_of_tools_is_refused_naming_the_existing_skill() {
     let ws = Workspace::new(false);
     ws.live("weekly-report", &skill_text(READ_WRITE));
-    let (rule, message) = ws.refusal(ws.playbooks.create(
-        &proposal("friday-summary", &skill_text(READ_WRITE)),
+    let (rule, message) = ws.refusal(ws.create(
+        "friday-summary",
+        &skill_text(READ_WRITE),
         Attendance::Attended,
     ));
     assert_eq!(rule, Rule::SameTools);
@@ -224,14 +238,15 @@ fn the_same_sequence_of_tools_is_refused_naming_the_existing_skill() {
 #[test]
 fn the_same_sequence_as_a_waiting_draft_is_refused_too() {
     let ws = Workspace::new(false);
-    ws.playbooks
-        .create(
-            &proposal("weekly-report", &skill_text(READ_WRITE)),
-            Attendance::Attended,
-        )
-        .unwrap();
-    let (rule, message) = ws.refusal(ws.playbooks.create(
-        &proposal("friday-summary", &skill_text(READ_WRITE)),
+    ws.create(
+        "weekly-report",
+        &skill_text(READ_WRITE),
+        Attendance::Attended,
+    )
+    .unwrap();
+    let (rule, message) = ws.refusal(ws.create(
+        "friday-summary",
+        &skill_text(READ_WRITE),
         Attendance::Attended,
     ));
     assert_eq!(rule, Rule::SameTools);
@@ -277,25 +292,19 @@ fn too_many_drafts_waiting_stops_an_unattended_call_but_not_an_attended_one() {
     ];
     // forbidden-tools lists shell in skill_text; use texts without it here.
     let text = |steps: &str| skill_text(steps).replace("forbidden-tools:\n  - shell\n", "");
-    ws.playbooks
-        .create(&proposal("one", &text(steps[0])), Attendance::Unattended)
+    ws.create("one", &text(steps[0]), Attendance::Unattended)
         .unwrap();
-    ws.playbooks
-        .create(&proposal("two", &text(steps[1])), Attendance::Unattended)
+    ws.create("two", &text(steps[1]), Attendance::Unattended)
         .unwrap();
     let before = snapshot(&ws.skills());
-    let (rule, message) = ws.refusal(
-        ws.playbooks
-            .create(&proposal("three", &text(steps[2])), Attendance::Unattended),
-    );
+    let (rule, message) = ws.refusal(ws.create("three", &text(steps[2]), Attendance::Unattended));
     assert_eq!(rule, Rule::TooManyDrafts);
     assert!(
         message.contains("2 drafts are already waiting"),
         "{message}"
     );
     assert_eq!(snapshot(&ws.skills()), before);
-    ws.playbooks
-        .create(&proposal("three", &text(steps[2])), Attendance::Attended)
+    ws.create("three", &text(steps[2]), Attendance::Attended)
         .unwrap();
 }
 
@@ -303,37 +312,25 @@ fn too_many_drafts_waiting_stops_an_unattended_call_but_not_an_attended_one() {
 fn the_door_asks_its_questions_in_the_specs_order() {
     let ws = Workspace::with_config(false, "max_waiting_drafts = 1");
     ws.live("weekly-report", &skill_text(READ_WRITE));
-    ws.playbooks
-        .create(
-            &proposal("other", &skill_text(READ_SEARCH)),
-            Attendance::Attended,
-        )
+    ws.create("other", &skill_text(READ_SEARCH), Attendance::Attended)
         .unwrap();
     // Name taken and same tools: the name is asked first.
-    let (rule, _) = ws.refusal(ws.playbooks.create(
-        &proposal("weekly-report", &skill_text(READ_WRITE)),
+    let (rule, _) = ws.refusal(ws.create(
+        "weekly-report",
+        &skill_text(READ_WRITE),
         Attendance::Unattended,
     ));
     assert_eq!(rule, Rule::NameTaken);
     // Same tools, too many drafts, and a blocking problem: the tools are asked next.
     let blocked_same = skill_text(READ_WRITE).replace("Read the notes", "Read /etc/passwd");
-    let (rule, _) = ws.refusal(
-        ws.playbooks
-            .create(&proposal("new-one", &blocked_same), Attendance::Unattended),
-    );
+    let (rule, _) = ws.refusal(ws.create("new-one", &blocked_same, Attendance::Unattended));
     assert_eq!(rule, Rule::SameTools);
     // Too many drafts and a blocking problem: the drafts are asked before the file is checked.
     let blocked = skill_text("  - do: a\n    tool: calendar_read\n")
         .replace("Read the notes", "Read /etc/passwd");
-    let (rule, _) = ws.refusal(
-        ws.playbooks
-            .create(&proposal("new-one", &blocked), Attendance::Unattended),
-    );
+    let (rule, _) = ws.refusal(ws.create("new-one", &blocked, Attendance::Unattended));
     assert_eq!(rule, Rule::TooManyDrafts);
-    let (rule, _) = ws.refusal(
-        ws.playbooks
-            .create(&proposal("new-one", &blocked), Attendance::Attended),
-    );
+    let (rule, _) = ws.refusal(ws.create("new-one", &blocked, Attendance::Attended));
     assert_eq!(rule, Rule::Blocked);
 }
 
@@ -394,10 +391,7 @@ fn each_blocking_check_refuses_and_leaves_nothing_on_disk() {
     ];
     for (name, text, needle) in cases {
         let before = snapshot(&ws.skills());
-        let (rule, message) = ws.refusal(
-            ws.playbooks
-                .create(&proposal(name, &text), Attendance::Attended),
-        );
+        let (rule, message) = ws.refusal(ws.create(name, &text, Attendance::Attended));
         assert_eq!(rule, Rule::Blocked, "{name}: {message}");
         assert!(message.contains(needle), "{name}: {message}");
         assert_eq!(
@@ -430,10 +424,7 @@ fn a_skill_that_leaves_fields_out_still_enters_and_owes_them() {
 fn names_that_are_paths_are_refused_before_anything_else() {
     let ws = Workspace::new(false);
     for name in ["../escape", "a/b", "..", "Weekly"] {
-        let (rule, _) = ws.refusal(ws.playbooks.create(
-            &proposal(name, &skill_text(READ_WRITE)),
-            Attendance::Attended,
-        ));
+        let (rule, _) = ws.refusal(ws.create(name, &skill_text(READ_WRITE), Attendance::Attended));
         assert_eq!(rule, Rule::BadName, "{name}");
     }
     assert!(!ws.dir.join("escape").exists());

@@ -148,6 +148,11 @@ pub fn recover(workspace: &Path, tx: &Transaction<'_>) -> Result<(), PlaybookErr
     finish(workspace, tx, &entry)
 }
 
+/// Whether an interrupted change waits to be finished.
+pub fn pending(workspace: &Path) -> bool {
+    journal_path(workspace).exists()
+}
+
 /// Removes the journal once the ledger has committed.
 pub fn clear(workspace: &Path) -> Result<(), PlaybookError> {
     let path = journal_path(workspace);

@@ -143,6 +143,13 @@ pub(crate) fn io_error(
     }
 }
 
+/// Whether `skills/pending/` holds anything (a draft may have lost its card to a crash).
+fn has_drafts(workspace: &Path) -> bool {
+    std::fs::read_dir(layout::skills_dir(workspace).join(layout::PENDING))
+        .map(|mut entries| entries.next().is_some())
+        .unwrap_or(false)
+}
+
 /// One assistant's workspace, opened: its configuration, the human's permissions and the ledger.
 pub struct Playbooks {
     workspace: PathBuf,
@@ -187,8 +194,11 @@ impl Playbooks {
             ledger,
             scrubber: Scrubber::new(&[]),
         };
-        // Whatever a crash interrupted is finished before anyone reads the inbox.
-        playbooks.changing(|_| Ok(()))?;
+        // Whatever a crash interrupted is finished before anyone reads the inbox. Only then is
+        // the write lock taken: an open with no journal and no draft has nothing to finish.
+        if journal::pending(&playbooks.workspace) || has_drafts(&playbooks.workspace) {
+            playbooks.changing(|_| Ok(()))?;
+        }
         Ok(playbooks)
     }
 

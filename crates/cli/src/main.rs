@@ -13,6 +13,7 @@ mod bench_pg;
 mod bench_scan;
 mod bench_serve;
 mod commands;
+mod lab;
 mod library;
 mod migrate;
 mod playbooks;
@@ -216,6 +217,12 @@ enum Command {
         workspace: playbooks::Workspace,
         #[command(subcommand)]
         command: playbooks::PlaybookCommand,
+    },
+    /// The Skill Lab: design, build, improve and extend the harness of Runx skill packages,
+    /// every write bound to the digest it was planned against.
+    Lab {
+        #[command(subcommand)]
+        command: lab::LabCommand,
     },
     /// Wire a real setup in one command.
     Setup {
@@ -589,6 +596,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tags {
             command: TagsCommand::Map { text },
         } => commands::tags_map(&home, &text),
+        Command::Lab { command } => lab::lab(command),
         Command::Mcp { workspace } => playbooks::mcp(&workspace.workspace),
         Command::Inbox {
             workspace,

@@ -1,9 +1,11 @@
 //! MindRune's engine: everything that talks to both a [`mindrune_store::Store`] and the
 //! filesystem. Ingest of tool calls lives here; the faces (CLI, server, MCP) call it.
 
+pub mod atomic_file;
 pub mod family;
 pub mod hook;
 pub mod ingest;
+pub mod lab;
 pub mod mirror_writer;
 pub mod playbook;
 pub mod snippets;

@@ -5,6 +5,8 @@ mod family;
 mod family_input;
 mod faults;
 mod hook;
+mod lab;
+mod lab_faults;
 mod mcp;
 mod migrate;
 mod mirror_crash;

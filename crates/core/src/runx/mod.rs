@@ -5,5 +5,11 @@
 //! (`runx.stable-json.v1`) and the package snapshot digest as pure functions; reading the
 //! package folder from disk belongs to the crates that do I/O.
 
+pub mod admission;
+pub mod contracts;
+pub mod package;
+pub mod receipt;
+pub mod resources;
 pub mod snapshot;
 pub mod stable_json;
+pub mod yaml;

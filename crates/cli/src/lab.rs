@@ -1,0 +1,581 @@
+//! `mindrune lab`: the Skill Lab's runners (`design`, `build`, `improve`, `harness`) and its
+//! native steps on their own (`inspect`, `validate`, `verify`).
+//!
+//! Exit status follows Runx: 0 when the run sealed and closed, 1 on a failure or refusal, 2
+//! when an agent act needs an answer (the answers template is printed).
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use mindrune_core::runx::contracts::ApplyVerdict;
+use mindrune_core::runx::receipt::{self, Disposition, VerifyOptions};
+use mindrune_engine::lab::runners::{
+    self, Agent, AnswersFile, CommandAgent, NoAgent, RunEnd, RunReport, RunRequest, Runner,
+};
+use mindrune_engine::lab::seal::{SealRequest, StoreSealer, throwaway_sealer};
+use mindrune_engine::lab::validate::{LabTools, PackageValidator, validate_package};
+use mindrune_engine::lab::{inspect, receipt_store};
+use serde_json::{Map, Value, json};
+
+#[derive(Debug, Subcommand)]
+pub enum LabCommand {
+    /// Read-only catalog fit and architecture planning: stops at the digest-bound plan.
+    Design(RunArgs),
+    /// Create or update a package; it is written only after its staged copy passes parsing,
+    /// inspection and harness replay.
+    Build(RunArgs),
+    /// Turn one receipt or harness failure into a bounded package update.
+    Improve(RunArgs),
+    /// Add fixtures to an existing package and replay its harness before committing them.
+    Harness(RunArgs),
+    /// Print the authoring context of a package target (files, metrics, base_digest, catalog).
+    Inspect {
+        #[command(flatten)]
+        target: Target,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a package: parse it, inspect it, and replay its harness when that is safe.
+    Validate {
+        #[command(flatten)]
+        target: Target,
+        /// Replay the harness even when the package's catalog says it executes (cli-tool
+        /// runners run in a scratch copy with a scrubbed environment).
+        #[arg(long)]
+        allow_execute_harness: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check a receipt's digest, content id and signature against the local key.
+    Verify {
+        /// A receipt id (`sha256:…`), its file name, or a path to the file.
+        receipt: String,
+        #[arg(long, default_value = ".", value_name = "DIR")]
+        repo_root: PathBuf,
+        /// Also accept Runx's unsigned `sig:<digest>` development receipts.
+        #[arg(long)]
+        allow_local_development_signatures: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct Target {
+    /// The package folder, relative to the repo root.
+    #[arg(long, value_name = "DIR")]
+    target_dir: String,
+    /// The workspace root (defaults to the current folder).
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    repo_root: PathBuf,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    target: Target,
+    /// The capability or improvement to deliver.
+    #[arg(long)]
+    objective: String,
+    /// The identity of a newly requested package (build).
+    #[arg(long)]
+    package_name: Option<String>,
+    /// Product, repository and operator constraints.
+    #[arg(long)]
+    project_context: Option<String>,
+    /// The agent: a shell command that reads an act's JSON request on stdin and prints its
+    /// JSON answer (`{"architecture_decision": …}` or `{"change_draft": …}`).
+    #[arg(long, value_name = "CMD", conflicts_with = "answers")]
+    agent_cmd: Option<String>,
+    /// Answers instead of an agent: `{"answers": {"agent_task.<task>.output": …}}`.
+    #[arg(long, value_name = "FILE")]
+    answers: Option<PathBuf>,
+    /// How long one agent act may take.
+    #[arg(long, default_value_t = 600, value_name = "SECONDS")]
+    agent_timeout: u64,
+    /// Improve: the receipt whose failure is being fixed.
+    #[arg(long)]
+    receipt_id: Option<String>,
+    /// Improve: a summary of that receipt.
+    #[arg(long)]
+    receipt_summary: Option<String>,
+    /// Improve and harness: sanitized harness output or an assertion failure.
+    #[arg(long)]
+    harness_output: Option<String>,
+    /// Improve: a JSON failure packet (runx.review.receipt.v1) from a file.
+    #[arg(long, value_name = "FILE")]
+    failure_packet: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn lab(command: LabCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        LabCommand::Design(args) => run(Runner::Design, args),
+        LabCommand::Build(args) => run(Runner::Build, args),
+        LabCommand::Improve(args) => run(Runner::Improve, args),
+        LabCommand::Harness(args) => run(Runner::Harness, args),
+        LabCommand::Inspect { target, json } => inspect_command(&target, json),
+        LabCommand::Validate {
+            target,
+            allow_execute_harness,
+            json,
+        } => validate_command(&target, allow_execute_harness, json),
+        LabCommand::Verify {
+            receipt,
+            repo_root,
+            allow_local_development_signatures,
+            json,
+        } => verify_command(
+            &receipt,
+            &repo_root,
+            allow_local_development_signatures,
+            json,
+        ),
+    }
+}
+
+fn print_json(value: &Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
+    let context = inspect::inspect_workspace(&target.repo_root, Some(&target.target_dir))?;
+    if json {
+        print_json(&context)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", target.target_dir)?;
+    if context["target_exists"] == json!(false) {
+        writeln!(out, "  absent (a build would create it)")?;
+    }
+    writeln!(
+        out,
+        "  base_digest  {}",
+        context["base_digest"].as_str().unwrap_or("")
+    )?;
+    let metrics = &context["target_metrics"];
+    writeln!(
+        out,
+        "  files        {} ({} bytes, {} executable lines)",
+        metrics["files"], metrics["bytes"], metrics["executable_lines"]
+    )?;
+    if let Some(inspection) = context.get("target_inspection") {
+        if inspection["status"] == "invalid" {
+            writeln!(
+                out,
+                "  invalid      {}",
+                inspection["error"].as_str().unwrap_or("")
+            )?;
+        } else {
+            let runners: Vec<String> = inspection["runners"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|runner| {
+                    format!(
+                        "{} ({})",
+                        runner["name"].as_str().unwrap_or(""),
+                        runner["type"].as_str().unwrap_or("")
+                    )
+                })
+                .collect();
+            writeln!(
+                out,
+                "  skill        {} {}",
+                inspection["skill"].as_str().unwrap_or(""),
+                inspection["version"].as_str().unwrap_or("")
+            )?;
+            writeln!(out, "  runners      {}", runners.join(", "))?;
+            writeln!(
+                out,
+                "  harness      {} inline case(s), {} fixture(s)",
+                inspection["counts"]["harness_cases"], inspection["counts"]["fixtures"]
+            )?;
+        }
+    }
+    let skills = context["catalog_skills"].as_array().map_or(0, Vec::len);
+    writeln!(out, "  catalog      {skills} skill(s) in the workspace")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<ExitCode> {
+    let relative = mindrune_core::runx::admission::normalize_target_dir(&target.target_dir)?;
+    let sealers = throwaway_sealer;
+    let mut tools = LabTools::new(&sealers);
+    let validation = validate_package(
+        &target.repo_root.join(&relative),
+        allow,
+        &mut tools,
+        &sealers,
+    )
+    .map_err(anyhow::Error::msg)?;
+    let verdict = validation["verdict"].as_str().unwrap_or("");
+    if json {
+        print_json(&validation)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{relative}: {verdict}")?;
+        writeln!(
+            out,
+            "  package_digest  {}",
+            validation["package_digest"].as_str().unwrap_or("")
+        )?;
+        if let Some(error) = validation["error"].as_str() {
+            writeln!(out, "  error           {error}")?;
+        }
+        let harness = &validation["harness"];
+        if harness["attempted"] == json!(true) {
+            writeln!(
+                out,
+                "  harness         {}: {} case(s), {} assertion error(s)",
+                harness["status"].as_str().unwrap_or(""),
+                harness["case_count"],
+                harness["assertion_error_count"]
+            )?;
+            for error in harness["assertion_errors"].as_array().into_iter().flatten() {
+                writeln!(out, "    {}", error.as_str().unwrap_or(""))?;
+            }
+        } else {
+            writeln!(
+                out,
+                "  harness         not replayed: the package executes; pass --allow-execute-harness to replay it in a scratch copy"
+            )?;
+        }
+    }
+    Ok(if verdict == "validation_failed" {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn verify_command(
+    reference: &str,
+    repo_root: &Path,
+    allow_dev: bool,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let store = receipt_store::ReceiptStore::for_repo(repo_root)?;
+    let stored = store.load(reference)?;
+    let key = receipt_store::LocalSigningKey::for_repo(repo_root)
+        .context("verifying needs the local signing key that sealed the receipt")?;
+    let mut options = VerifyOptions::trusting([key.trusted_key()]);
+    options.allow_local_development_signatures = allow_dev;
+    let verdict = receipt::verify(&stored.receipt, &options);
+    if json {
+        let value = match &verdict {
+            Ok(verified) => json!({
+                "verdict": "verified", "id": verified.id, "digest": verified.digest,
+                "kid": verified.kid, "disposition": verified.disposition,
+                "reason_code": verified.reason_code, "path": stored.path,
+            }),
+            Err(err) => {
+                json!({"verdict": "invalid", "error": err.to_string(), "path": stored.path})
+            }
+        };
+        print_json(&value)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        match &verdict {
+            Ok(verified) => {
+                writeln!(out, "verified {}", verified.id)?;
+                writeln!(out, "  digest       {}", verified.digest)?;
+                writeln!(out, "  signed by    {}", verified.kid)?;
+                writeln!(
+                    out,
+                    "  seal         {} ({})",
+                    verified.disposition, verified.reason_code
+                )?;
+            }
+            Err(err) => writeln!(out, "invalid receipt {}: {err}", stored.path.display())?,
+        }
+    }
+    Ok(if verdict.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
+    let relative = mindrune_core::runx::admission::normalize_target_dir(&args.target.target_dir)?;
+    let repo_root = std::fs::canonicalize(&args.target.repo_root).with_context(|| {
+        format!(
+            "cannot open the workspace {}",
+            args.target.repo_root.display()
+        )
+    })?;
+    let failure_packet = match &args.failure_packet {
+        Some(path) => Some(
+            serde_json::from_str::<Value>(
+                &std::fs::read_to_string(path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
+            )
+            .with_context(|| format!("{} is not JSON", path.display()))?,
+        ),
+        None => None,
+    };
+    let request = RunRequest {
+        repo_root: repo_root.clone(),
+        target_dir: relative,
+        objective: args.objective,
+        package_name: args.package_name,
+        project_context: args.project_context,
+        receipt_id: args.receipt_id,
+        receipt_summary: args.receipt_summary,
+        harness_output: args.harness_output,
+        failure_packet,
+    };
+    let mut agent: Box<dyn Agent> = match (&args.agent_cmd, &args.answers) {
+        (Some(command), _) => Box::new(CommandAgent {
+            command: command.clone(),
+            timeout: Duration::from_secs(args.agent_timeout),
+            workdir: repo_root.clone(),
+        }),
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the answers file {}", path.display()))?;
+            let value: Value = serde_json::from_str(&text)
+                .with_context(|| format!("the answers file {} is not JSON", path.display()))?;
+            Box::new(AnswersFile::new(value))
+        }
+        (None, None) => Box::new(NoAgent),
+    };
+    let sealers = throwaway_sealer;
+    let mut validator = PackageValidator::new(&sealers);
+    let report = runners::run(runner, &request, agent.as_mut(), &mut validator);
+    let sealer = StoreSealer::for_repo(&repo_root).map_err(anyhow::Error::msg)?;
+    let (receipt_id, receipt_path) = sealer
+        .seal_request(&run_seal(&report))
+        .map_err(anyhow::Error::msg)?;
+
+    let mut result = report.result_json();
+    if let Some(object) = result.as_object_mut() {
+        object.insert("receipt_id".into(), json!(receipt_id));
+        object.insert(
+            "steps".into(),
+            json!(
+                report
+                    .steps
+                    .iter()
+                    .map(|s| json!({"step": s.step, "status": s.status}))
+                    .collect::<Vec<_>>()
+            ),
+        );
+    }
+    if args.json {
+        print_json(&result)?;
+    } else {
+        // The act's request is large (it carries the whole authoring context): keep it in a
+        // file the operator can hand to an agent, rather than flooding the terminal.
+        let request_file = match &report.end {
+            RunEnd::NeedsAgent { act, request } => {
+                let path = repo_root.join(".runx/authoring/requests").join(format!(
+                    "{}-{}.json",
+                    report.runner.as_str(),
+                    act.task()
+                ));
+                std::fs::create_dir_all(path.parent().unwrap_or(&repo_root))
+                    .with_context(|| format!("cannot create {}", path.display()))?;
+                let bytes = serde_json::to_vec_pretty(request)?;
+                mindrune_engine::atomic_file::write_atomic(&path, &bytes, 0o644)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                Some(path)
+            }
+            _ => None,
+        };
+        print_run(&report, &receipt_path, request_file.as_deref())?;
+    }
+    Ok(match &report.end {
+        RunEnd::Planned | RunEnd::Applied(_) => ExitCode::SUCCESS,
+        RunEnd::NeedsAgent { .. } => ExitCode::from(2),
+        RunEnd::Failed { .. } => ExitCode::FAILURE,
+    })
+}
+
+/// The receipt of a lab run, for every way it can end.
+fn run_seal(report: &RunReport) -> SealRequest {
+    let (disposition, reason_code, summary) = match &report.end {
+        RunEnd::Planned => (
+            Disposition::Closed,
+            "skill_lab_planned".to_owned(),
+            "architecture plan bound to the inspected base digest".to_owned(),
+        ),
+        RunEnd::Applied(result) => (
+            Disposition::Closed,
+            match result.verdict {
+                ApplyVerdict::ValidatedAndApplied => "skill_lab_applied",
+                ApplyVerdict::Unchanged => "skill_lab_unchanged",
+                ApplyVerdict::NeedsCore => "skill_lab_needs_core",
+            }
+            .to_owned(),
+            format!(
+                "{} {}: {} written, {} deleted",
+                result.target_dir,
+                serde_json::to_value(result.verdict)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or(""),
+                result.changed_paths.len(),
+                result.deleted_paths.len()
+            ),
+        ),
+        RunEnd::NeedsAgent { act, .. } => (
+            Disposition::Deferred,
+            "skill_lab_needs_agent".to_owned(),
+            format!("waiting for an answer to the {} act", act.task()),
+        ),
+        RunEnd::Failed { step, reason } => (
+            // A refusal by a native step blocks the change; anything else failed.
+            if matches!(*step, "plan" | "bind" | "apply") {
+                Disposition::Blocked
+            } else {
+                Disposition::Failed
+            },
+            format!("skill_lab_{step}_refused"),
+            format!("{step}: {reason}"),
+        ),
+    };
+    let criteria = report
+        .steps
+        .iter()
+        .map(|step| (format!("step:{}", step.step), step.status == "sealed"))
+        .collect();
+    let mut metadata = Map::new();
+    metadata.insert("runner".into(), json!(report.runner.as_str()));
+    metadata.insert(
+        "steps".into(),
+        json!(
+            report
+                .steps
+                .iter()
+                .map(|s| json!({"step": s.step, "status": s.status}))
+                .collect::<Vec<_>>()
+        ),
+    );
+    SealRequest {
+        kind: "skill",
+        subject_uri: format!("mindrune:lab/{}", report.runner.as_str()),
+        inputs: report.inputs.clone(),
+        output: report.result_json(),
+        disposition,
+        reason_code,
+        summary,
+        criteria,
+        metadata,
+    }
+}
+
+fn print_run(
+    report: &RunReport,
+    receipt_path: &Path,
+    request_file: Option<&Path>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    for step in &report.steps {
+        let mark = match step.status {
+            "sealed" => "✓",
+            "needs_agent" => "…",
+            _ => "✗",
+        };
+        let detail = step_detail(report, step.step);
+        // A step with no detail (one that stopped) ends at its name, with no trailing blanks.
+        let line = format!("{mark} {:<9} {detail}", step.step);
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    match &report.end {
+        RunEnd::Planned => {
+            writeln!(
+                out,
+                "design stops at the plan; run `mindrune lab build` with the same objective to write it"
+            )?;
+        }
+        RunEnd::Applied(_) => {}
+        RunEnd::NeedsAgent { act, .. } => {
+            writeln!(out)?;
+            writeln!(
+                out,
+                "The {} act needs an answer. Give one with --agent-cmd CMD (it receives the request on stdin) or --answers FILE shaped like:",
+                act.task()
+            )?;
+            serde_json::to_writer_pretty(&mut out, &runners::answers_template(*act))?;
+            writeln!(out)?;
+            if let Some(path) = request_file {
+                writeln!(out, "request   {}", path.display())?;
+            }
+        }
+        RunEnd::Failed { step, reason } => {
+            writeln!(out, "{step} refused: {reason}")?;
+            writeln!(out, "nothing was written to the target")?;
+        }
+    }
+    writeln!(out, "receipt   {}", receipt_path.display())?;
+    Ok(())
+}
+
+fn step_detail(report: &RunReport, step: &str) -> String {
+    match step {
+        "inspect" => report
+            .authoring_context
+            .as_ref()
+            .map(|context| {
+                format!(
+                    "{} ({}, {})",
+                    context["target_dir"].as_str().unwrap_or(""),
+                    if context["target_exists"] == json!(true) {
+                        "exists"
+                    } else {
+                        "absent"
+                    },
+                    context["base_digest"].as_str().unwrap_or("")
+                )
+            })
+            .unwrap_or_default(),
+        "architect" | "plan" => report
+            .plan
+            .as_ref()
+            .map(|plan| {
+                let disposition =
+                    serde_json::to_value(plan.architecture.disposition).unwrap_or_default();
+                if step == "plan" {
+                    plan.plan_digest.to_string()
+                } else {
+                    disposition.as_str().unwrap_or("").to_owned()
+                }
+            })
+            .unwrap_or_default(),
+        "author" | "bind" => report
+            .bundle
+            .as_ref()
+            .map(|bundle| {
+                format!(
+                    "{}: {} write(s), {} delete(s)",
+                    bundle.decision.as_str(),
+                    bundle.writes.len(),
+                    bundle.deletes.len()
+                )
+            })
+            .unwrap_or_default(),
+        "apply" => match &report.end {
+            RunEnd::Applied(result) => format!(
+                "{} → {}",
+                serde_json::to_value(result.verdict)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or(""),
+                result.package_digest
+            ),
+            _ => String::new(),
+        },
+        _ => String::new(),
+    }
+}

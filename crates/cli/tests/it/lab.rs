@@ -1,0 +1,1259 @@
+//! `mindrune lab` end to end, on the real binary and real packages.
+//!
+//! The four Runx packages (hello-world, web-fetch, weather-forecast, skill-lab) are read from
+//! the project's shared data at test time (`$MINDRUNE_SHARED`, else `../shared` beside the
+//! checkout) and copied into a temp workspace; the JavaScript modules Runx does not ship come
+//! from the engine's test data. The package these tests build, `checklist-gate`, is our own: a
+//! deterministic pass/hold/refused gate over a checklist and the evidence recorded for each
+//! item, with a `type: javascript` runner, an operator manual and two fixtures. Its agent acts
+//! are answered by `tests/data/lab/agent.sh` from the canned answers beside it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use crate::util::{stderr, stdout};
+
+/// `sha256("absent")`: Runx's digest of a package folder that does not exist.
+const ABSENT_DIGEST: &str =
+    "sha256:5ad38304b535c2987dbd24657c1a11b884984ff600d9f389deb0d4e634fee792";
+
+/// The Runx packages in the shared data.
+const REAL_PACKAGES: [&str; 4] = ["hello-world", "web-fetch", "weather-forecast", "skill-lab"];
+
+/// The files of our own package, as its build draft writes them (in path order).
+const CHECKLIST_GATE_FILES: [&str; 5] = [
+    "SKILL.md",
+    "X.yaml",
+    "checklist-gate.mjs",
+    "fixtures/all-required-evidenced-passes.yaml",
+    "fixtures/claimed-without-evidence-holds.yaml",
+];
+
+const GATE: &str = "skills/checklist-gate";
+const GATE_OBJECTIVE: &str =
+    "Gate a release or hand-over on its checklist and the evidence recorded for each item.";
+
+fn shared() -> PathBuf {
+    std::env::var_os("MINDRUNE_SHARED").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    )
+}
+
+fn test_data() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lab")
+}
+
+/// Copies a folder recursively, giving every copy a plain writable mode (the shared files are
+/// read-only), so a package's digest does not depend on where it was copied from.
+fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    fs::set_permissions(to, fs::Permissions::from_mode(0o755)).unwrap();
+    for entry in fs::read_dir(from).unwrap_or_else(|err| {
+        panic!(
+            "cannot read {}: {err} (set MINDRUNE_SHARED)",
+            from.display()
+        )
+    }) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::write(&target, fs::read(entry.path()).unwrap()).unwrap();
+            fs::set_permissions(&target, fs::Permissions::from_mode(0o644)).unwrap();
+        }
+    }
+}
+
+/// Every file under a folder (hidden ones included), relative path → (bytes, mode).
+fn tree(dir: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
+    fn walk(dir: &Path, prefix: &str, files: &mut BTreeMap<String, (Vec<u8>, u32)>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let entry = entry.unwrap();
+            let name = entry.file_name().into_string().unwrap();
+            let relative = format!("{prefix}{name}");
+            if entry.file_type().unwrap().is_dir() {
+                walk(&entry.path(), &format!("{relative}/"), files);
+            } else {
+                let mode = entry.metadata().unwrap().permissions().mode();
+                files.insert(relative, (fs::read(entry.path()).unwrap(), mode));
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(dir, "", &mut files);
+    files
+}
+
+/// The names in a folder (hidden ones included).
+fn names(dir: &Path) -> BTreeSet<String> {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The package digest as runx.md §2.4 defines it, computed here independently of the lab:
+/// `sha256(b"directory\0" ‖ per file: field(path) ‖ field(u32_be(st_mode)) ‖ field(bytes))`,
+/// files in depth-first walk order with each folder's entries sorted by name.
+fn runx_package_digest(dir: &Path) -> String {
+    fn field(out: &mut Vec<u8>, bytes: &[u8]) {
+        out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+        out.extend_from_slice(bytes);
+    }
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<u8>) {
+        let mut entries: Vec<String> = names(dir).into_iter().collect();
+        entries.sort();
+        for name in entries {
+            if [".git", ".runx", "node_modules", "target"].contains(&name.as_str()) {
+                continue;
+            }
+            let path = dir.join(&name);
+            let relative = format!("{prefix}{name}");
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                walk(&path, &format!("{relative}/"), out);
+            } else {
+                field(out, relative.as_bytes());
+                field(out, &meta.permissions().mode().to_be_bytes());
+                field(out, &fs::read(&path).unwrap());
+            }
+        }
+    }
+    if !dir.exists() {
+        return mindrune_core::digest::sha256(b"absent");
+    }
+    let mut bytes = b"directory\0".to_vec();
+    walk(dir, "", &mut bytes);
+    mindrune_core::digest::sha256(&bytes)
+}
+
+fn is_sha256_digest(value: &str) -> bool {
+    value.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Replaces every `<prefix><64 hex>` in `text` with `label`.
+fn redact_hex(text: &str, prefix: &str, label: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(prefix) {
+        let after = &rest[at + prefix.len()..];
+        let hex = after.bytes().take_while(u8::is_ascii_hexdigit).count();
+        out.push_str(&rest[..at]);
+        if hex == 64 {
+            out.push_str(label);
+            rest = &after[64..];
+        } else {
+            out.push_str(prefix);
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The node binary is there (hello-world's runner is `command: node`).
+fn node_available() -> bool {
+    std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success())
+}
+
+/// A temp workspace to run `mindrune lab` in.
+struct Workspace {
+    dir: tempfile::TempDir,
+}
+
+impl Workspace {
+    fn new() -> Workspace {
+        let workspace = Workspace {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        fs::create_dir_all(workspace.root().join("skills")).unwrap();
+        workspace
+    }
+
+    /// A workspace holding the given real packages under `skills/`.
+    fn with_packages(packages: &[&str]) -> Workspace {
+        let workspace = Workspace::new();
+        for package in packages {
+            workspace.add_package(package);
+        }
+        workspace
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.root().join(relative)
+    }
+
+    /// Copies a real package to `skills/<package>`, with our JavaScript module beside it when
+    /// the package needs one.
+    fn add_package(&self, package: &str) {
+        let target = self.path(&format!("skills/{package}"));
+        copy_dir(&shared().join("data/runx/packages").join(package), &target);
+        let modules = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../engine/tests/data/runx-modules")
+            .join(package);
+        if modules.is_dir() {
+            copy_dir(&modules, &target);
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+            .arg("lab")
+            .args(args)
+            .env("MINDRUNE_HOME", self.root().join(".home"))
+            .env_remove("MINDRUNE_LOG")
+            .env_remove("MINDRUNE_DATABASE_URL")
+            .env_remove("MINDRUNE_LAB_CRASH_AT")
+            .current_dir(self.root())
+            .output()
+            .unwrap()
+    }
+
+    /// Runs and expects `code`; returns stdout.
+    fn expect(&self, code: i32, args: &[&str]) -> String {
+        let output = self.run(args);
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "mindrune lab {args:?}\nstdout:\n{}\nstderr:\n{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        stdout(&output)
+    }
+
+    fn json(&self, code: i32, args: &[&str]) -> Value {
+        let mut args = args.to_vec();
+        args.push("--json");
+        let text = self.expect(code, &args);
+        serde_json::from_str(&text).unwrap_or_else(|err| panic!("{err}: {text}"))
+    }
+
+    fn inspect(&self, target_dir: &str) -> Value {
+        self.json(0, &["inspect", "--target-dir", target_dir])
+    }
+
+    fn digest(&self, target_dir: &str) -> String {
+        self.inspect(target_dir)["base_digest"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// The receipt files sealed so far.
+    fn receipts(&self) -> BTreeSet<String> {
+        names(&self.path(".runx/receipts"))
+    }
+
+    /// `lab verify --json` of a receipt id or path, with its exit code.
+    fn verify(&self, reference: &str) -> (i32, Value) {
+        let output = self.run(&["verify", reference, "--json"]);
+        let value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|err| panic!("{err}: {}{}", stdout(&output), stderr(&output)));
+        (output.status.code().unwrap(), value)
+    }
+
+    /// A fresh answers folder holding these act answers (by act task id), and the
+    /// `--agent-cmd` that answers from it; the agent keeps each request it gets in `requests/`.
+    fn agent(&self, name: &str, answers: &[(&str, &Value)]) -> (String, PathBuf) {
+        let dir = self.root().join(".agents").join(name);
+        let requests = dir.join("requests");
+        fs::create_dir_all(&requests).unwrap();
+        for (act, answer) in answers {
+            fs::write(
+                dir.join(format!("{act}.json")),
+                serde_json::to_vec_pretty(answer).unwrap(),
+            )
+            .unwrap();
+        }
+        let command = format!(
+            "sh '{}' '{}' '{}'",
+            test_data().join("agent.sh").display(),
+            dir.display(),
+            requests.display()
+        );
+        (command, requests)
+    }
+
+    /// Runs a lab runner with an agent answering from `answers`; returns the output.
+    fn lab_run(
+        &self,
+        runner: &str,
+        target_dir: &str,
+        answers: &Answers,
+        extra: &[&str],
+    ) -> (Output, PathBuf) {
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (command, requests) = self.agent(
+            &format!("{runner}-{run}"),
+            &[
+                ("skill-lab-architecture", &answers.architecture),
+                ("skill-lab-author", &answers.author),
+            ],
+        );
+        let mut args = vec![
+            runner,
+            "--target-dir",
+            target_dir,
+            "--objective",
+            GATE_OBJECTIVE,
+            "--agent-cmd",
+            &command,
+        ];
+        args.extend_from_slice(extra);
+        (self.run(&args), requests)
+    }
+
+    /// Builds checklist-gate from its canned answers and returns the build's stdout.
+    fn build_gate(&self) -> String {
+        let (output, _) = self.lab_run("build", GATE, &Answers::load("checklist-gate"), &[]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}{}",
+            stdout(&output),
+            stderr(&output)
+        );
+        stdout(&output)
+    }
+
+    /// Human output with the workspace path, digests and receipt ids replaced.
+    fn redact(&self, text: &str) -> String {
+        let canonical = self.root().canonicalize().unwrap();
+        let text = text
+            .replace(canonical.to_str().unwrap(), "[WS]")
+            .replace(self.root().to_str().unwrap(), "[WS]");
+        let text = redact_hex(&text, "sha256-", "[RECEIPT]");
+        redact_hex(&text, "sha256:", "[DIGEST]")
+    }
+}
+
+/// The `receipt   <path>` line of a run's human output.
+fn printed_receipt(out: &str) -> String {
+    out.lines()
+        .find_map(|line| line.strip_prefix("receipt   "))
+        .unwrap_or_else(|| panic!("no receipt line in:\n{out}"))
+        .to_owned()
+}
+
+/// The two agent answers of a scenario under `tests/data/lab/`.
+#[derive(Clone)]
+struct Answers {
+    architecture: Value,
+    author: Value,
+}
+
+impl Answers {
+    fn load(scenario: &str) -> Answers {
+        let read = |act: &str| -> Value {
+            let path = test_data().join(scenario).join(format!("{act}.json"));
+            serde_json::from_slice(&fs::read(&path).unwrap()).unwrap()
+        };
+        Answers {
+            architecture: read("skill-lab-architecture"),
+            author: read("skill-lab-author"),
+        }
+    }
+
+    fn writes(&mut self) -> &mut Vec<Value> {
+        self.author["change_draft"]["writes"]
+            .as_array_mut()
+            .unwrap()
+    }
+
+    /// The drafted files, path → contents.
+    fn drafted(&self) -> BTreeMap<String, Vec<u8>> {
+        self.author["change_draft"]["writes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|write| {
+                (
+                    write["path"].as_str().unwrap().to_owned(),
+                    write["contents"].as_str().unwrap().as_bytes().to_vec(),
+                )
+            })
+            .collect()
+    }
+
+    /// Replaces (or adds) one drafted file.
+    fn with_write(mut self, path: &str, contents: &str) -> Answers {
+        let writes = self.writes();
+        writes.retain(|write| write["path"] != path);
+        writes.push(json!({"path": path, "contents": contents}));
+        self
+    }
+}
+
+// --- inspect --------------------------------------------------------------------------------
+
+#[test]
+fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_whole_catalog() {
+    let first = Workspace::with_packages(&REAL_PACKAGES);
+    let second = Workspace::with_packages(&REAL_PACKAGES);
+    for package in REAL_PACKAGES {
+        let target = format!("skills/{package}");
+        let context = first.inspect(&target);
+        let digest = context["base_digest"].as_str().unwrap();
+        assert!(is_sha256_digest(digest), "{package}: {digest}");
+        // The digest is the package's bytes and modes, as §2.4 defines it: the same on every
+        // run and in another workspace, and the same as an independent computation.
+        assert_eq!(first.digest(&target), digest, "{package} on a second run");
+        assert_eq!(
+            second.digest(&target),
+            digest,
+            "{package} in another workspace"
+        );
+        assert_eq!(
+            runx_package_digest(&first.path(&target)),
+            digest,
+            "{package}"
+        );
+        assert_eq!(context["target_dir"], target.as_str());
+        assert_eq!(context["target_exists"], true);
+        assert_eq!(context["schema"], "runx.skill_lab.authoring_context.v1");
+        assert_eq!(context["target_inspection"]["skill"], package);
+        assert_eq!(context["target_inspection"]["status"], "valid", "{package}");
+        let files: BTreeSet<String> = context["target_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|file| file["path"].as_str().unwrap().to_owned())
+            .collect();
+        let on_disk: BTreeSet<String> = tree(&first.path(&target)).into_keys().collect();
+        assert_eq!(files, on_disk, "{package}");
+
+        let catalog: BTreeMap<String, String> = context["catalog_skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|skill| {
+                assert_eq!(skill["status"], "valid", "{skill}");
+                (
+                    skill["name"].as_str().unwrap().to_owned(),
+                    skill["path"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let expected: BTreeMap<String, String> = REAL_PACKAGES
+            .iter()
+            .map(|name| ((*name).to_owned(), format!("skills/{name}/X.yaml")))
+            .collect();
+        assert_eq!(catalog, expected);
+    }
+
+    // The human view says the same in lines.
+    let out = first.expect(0, &["inspect", "--target-dir", "skills/web-fetch"]);
+    let digest = first.digest("skills/web-fetch");
+    assert!(
+        out.starts_with(&format!(
+            "skills/web-fetch\n  base_digest  {digest}\n  files        6 (12551 bytes, 0 executable lines)\n  skill        web-fetch 0.4.0\n"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("  harness      0 inline case(s), 4 fixture(s)\n  catalog      4 skill(s) in the workspace\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn inspect_digest_changes_after_a_byte_edit_and_after_a_chmod_and_comes_back_when_undone() {
+    let workspace = Workspace::with_packages(&["weather-forecast"]);
+    let target = "skills/weather-forecast";
+    let original = workspace.digest(target);
+
+    let manual = workspace.path(&format!("{target}/SKILL.md"));
+    let bytes = fs::read(&manual).unwrap();
+    let mut edited = bytes.clone();
+    let last = edited.len() - 1;
+    edited[last] ^= 0x01;
+    fs::write(&manual, &edited).unwrap();
+    let after_edit = workspace.digest(target);
+    assert!(is_sha256_digest(&after_edit));
+    assert_ne!(
+        after_edit, original,
+        "a one-byte edit must change the digest"
+    );
+    fs::write(&manual, &bytes).unwrap();
+    assert_eq!(workspace.digest(target), original);
+
+    let module = workspace.path(&format!("{target}/weather-forecast.mjs"));
+    fs::set_permissions(&module, fs::Permissions::from_mode(0o755)).unwrap();
+    let after_chmod = workspace.digest(target);
+    assert_ne!(after_chmod, original, "the mode is part of the digest");
+    assert_ne!(after_chmod, after_edit);
+    assert_eq!(after_chmod, runx_package_digest(&workspace.path(target)));
+    fs::set_permissions(&module, fs::Permissions::from_mode(0o644)).unwrap();
+    assert_eq!(workspace.digest(target), original);
+}
+
+#[test]
+fn inspect_of_an_absent_target_reports_it_absent_with_the_absent_digest() {
+    let workspace = Workspace::with_packages(&["web-fetch"]);
+    let context = workspace.inspect("skills/not-yet");
+    assert_eq!(context["target_exists"], false);
+    assert_eq!(context["base_digest"], ABSENT_DIGEST);
+    assert_eq!(
+        runx_package_digest(&workspace.path("skills/not-yet")),
+        ABSENT_DIGEST
+    );
+    assert_eq!(context["target_files"], json!([]));
+    assert_eq!(context["target_metrics"]["files"], 0);
+    assert!(context.get("target_inspection").is_none(), "{context}");
+    // The catalog is still the workspace's.
+    assert_eq!(context["catalog_skills"][0]["name"], "web-fetch");
+
+    let out = workspace.expect(0, &["inspect", "--target-dir", "skills/not-yet"]);
+    assert_eq!(
+        out,
+        format!(
+            "skills/not-yet\n  absent (a build would create it)\n  base_digest  {ABSENT_DIGEST}\n  files        0 (0 bytes, 0 executable lines)\n  catalog      1 skill(s) in the workspace\n"
+        )
+    );
+    assert!(!workspace.path("skills/not-yet").exists());
+}
+
+#[test]
+fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
+    let workspace = Workspace::with_packages(&["web-fetch", "hello-world"]);
+    fs::write(
+        workspace.path("skills/web-fetch/X.yaml"),
+        "skill: web-fetch\nversion: \"0.4.0\"\nrunnerz:\n  fetch: {}\n",
+    )
+    .unwrap();
+    // Exit 0: an invalid package is what an agent is asked to repair, not a failed inspection.
+    let context = workspace.inspect("skills/web-fetch");
+    let inspection = &context["target_inspection"];
+    assert_eq!(inspection["status"], "invalid", "{inspection}");
+    let error = inspection["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("X.yaml:3: runnerz: unknown X.yaml top-level field"),
+        "{error}"
+    );
+    assert!(is_sha256_digest(context["base_digest"].as_str().unwrap()));
+    // The catalog lists the invalid package too, with the same reason.
+    let entry = context["catalog_skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|skill| skill["path"] == "skills/web-fetch/X.yaml")
+        .unwrap();
+    assert_eq!(entry["status"], "invalid");
+    assert_eq!(entry["error"], error);
+
+    let out = workspace.expect(0, &["inspect", "--target-dir", "skills/web-fetch"]);
+    assert!(out.contains(&format!("  invalid      {error}\n")), "{out}");
+
+    // A YAML syntax error names its line and column.
+    fs::write(
+        workspace.path("skills/web-fetch/X.yaml"),
+        "skill: web-fetch\nrunners:\n  fetch: [1\n",
+    )
+    .unwrap();
+    let context = workspace.inspect("skills/web-fetch");
+    let error = context["target_inspection"]["error"].as_str().unwrap();
+    assert!(error.starts_with("X.yaml:4:1: invalid YAML"), "{error}");
+
+    // Validation, unlike inspection, fails on it.
+    let validation = workspace.json(1, &["validate", "--target-dir", "skills/web-fetch"]);
+    assert_eq!(validation["verdict"], "validation_failed");
+    assert_eq!(validation["error"], error);
+}
+
+// --- validate -------------------------------------------------------------------------------
+
+#[test]
+fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
+    let workspace = Workspace::with_packages(&["web-fetch", "weather-forecast"]);
+    for package in ["web-fetch", "weather-forecast"] {
+        let target = format!("skills/{package}");
+        let validation = workspace.json(0, &["validate", "--target-dir", &target]);
+        assert_eq!(validation["verdict"], "tested", "{validation}");
+        assert_eq!(validation["schema"], "runx.skill.validation.v1");
+        assert_eq!(
+            validation["package_digest"],
+            workspace.digest(&target).as_str()
+        );
+        let harness = &validation["harness"];
+        assert_eq!(harness["attempted"], true);
+        assert_eq!(harness["status"], "passed", "{harness}");
+        assert_eq!(harness["case_count"], 4);
+        assert_eq!(harness["assertion_error_count"], 0);
+
+        let out = workspace.expect(0, &["validate", "--target-dir", &target]);
+        assert!(out.starts_with(&format!("{target}: tested\n")), "{out}");
+        assert!(
+            out.contains("  harness         passed: 4 case(s), 0 assertion error(s)\n"),
+            "{out}"
+        );
+    }
+}
+
+#[test]
+fn validate_replays_skill_lab_own_seven_cases_only_with_approval_to_execute() {
+    let workspace = Workspace::with_packages(&["skill-lab"]);
+    let before = tree(&workspace.path("skills/skill-lab"));
+    let held = workspace.json(0, &["validate", "--target-dir", "skills/skill-lab"]);
+    assert_eq!(held["verdict"], "needs_consequential_harness_approval");
+    assert_eq!(held["harness"]["attempted"], false);
+    let out = workspace.expect(0, &["validate", "--target-dir", "skills/skill-lab"]);
+    assert!(
+        out.contains("not replayed: the package executes; pass --allow-execute-harness"),
+        "{out}"
+    );
+
+    let tested = workspace.json(
+        0,
+        &[
+            "validate",
+            "--target-dir",
+            "skills/skill-lab",
+            "--allow-execute-harness",
+        ],
+    );
+    assert_eq!(tested["verdict"], "tested", "{}", tested["harness"]);
+    assert_eq!(tested["harness"]["status"], "passed");
+    assert_eq!(tested["harness"]["case_count"], 7);
+    assert_eq!(tested["harness"]["assertion_error_count"], 0);
+    // Its fixtures build packages, but in scratch copies: the workspace is untouched.
+    assert_eq!(tree(&workspace.path("skills/skill-lab")), before);
+    assert_eq!(
+        names(&workspace.path("skills")),
+        BTreeSet::from(["skill-lab".to_owned()])
+    );
+    assert!(!workspace.path(".runx-tmp").exists());
+}
+
+#[test]
+fn validate_replays_hello_world_cli_tool_only_with_approval_to_execute() {
+    let workspace = Workspace::with_packages(&["hello-world"]);
+    let held = workspace.json(0, &["validate", "--target-dir", "skills/hello-world"]);
+    assert_eq!(held["verdict"], "needs_consequential_harness_approval");
+    assert_eq!(held["harness"]["attempted"], false);
+    if !node_available() {
+        println!("skipping hello-world's harness replay: `node` is not installed");
+        return;
+    }
+    let tested = workspace.json(
+        0,
+        &[
+            "validate",
+            "--target-dir",
+            "skills/hello-world",
+            "--allow-execute-harness",
+        ],
+    );
+    assert_eq!(tested["verdict"], "tested", "{}", tested["harness"]);
+    assert_eq!(tested["harness"]["case_count"], 1);
+    assert_eq!(
+        tested["harness"]["case_names"],
+        json!(["hello-world-smoke"])
+    );
+    assert_eq!(tested["harness"]["assertion_error_count"], 0);
+}
+
+// --- build, harness ---------------------------------------------------------------------------
+
+#[test]
+fn build_with_a_scripted_agent_writes_exactly_the_drafted_package_which_validates_and_verifies() {
+    let workspace = Workspace::with_packages(&["web-fetch"]);
+    let answers = Answers::load("checklist-gate");
+    let (output, requests) = workspace.lab_run("build", GATE, &answers, &[]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}{}", stderr(&output));
+    insta::assert_snapshot!("build_human_output", workspace.redact(&out));
+
+    // Exactly the drafted files, with the mode a new package file gets.
+    let package = tree(&workspace.path(GATE));
+    assert_eq!(
+        package.keys().map(String::as_str).collect::<Vec<_>>(),
+        CHECKLIST_GATE_FILES
+    );
+    let drafted = answers.drafted();
+    assert_eq!(drafted.len(), package.len());
+    for (path, (bytes, mode)) in &package {
+        assert_eq!(Some(bytes), drafted.get(path), "{path}");
+        assert_eq!(mode & 0o777, 0o644, "{path}");
+    }
+    // No staging folder is left beside it.
+    assert_eq!(
+        names(&workspace.path("skills")),
+        BTreeSet::from(["checklist-gate".to_owned(), "web-fetch".to_owned()])
+    );
+
+    // The agent designed against the absent target and authored against the bound plan.
+    let asked: Value = serde_json::from_slice(
+        &fs::read(requests.join("skill-lab-architecture.request.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(asked["task"], "skill-lab-architecture");
+    assert_eq!(asked["runner"], "build");
+    assert_eq!(asked["inputs"]["objective"], GATE_OBJECTIVE);
+    assert_eq!(asked["inputs"]["target_dir"], GATE);
+    let context = &asked["context"]["authoring_context"];
+    assert_eq!(context["target_exists"], false);
+    assert_eq!(context["base_digest"], ABSENT_DIGEST);
+    assert_eq!(context["catalog_skills"][0]["name"], "web-fetch");
+    let asked: Value =
+        serde_json::from_slice(&fs::read(requests.join("skill-lab-author.request.json")).unwrap())
+            .unwrap();
+    assert_eq!(asked["task"], "skill-lab-author");
+    let plan = &asked["context"]["architecture_plan"];
+    assert_eq!(plan["base_digest"], ABSENT_DIGEST);
+    assert_eq!(
+        plan["architecture"],
+        answers.architecture["architecture_decision"]
+    );
+    assert!(is_sha256_digest(plan["plan_digest"].as_str().unwrap()));
+
+    // The package validates on its own, without approval (it only reads).
+    let validation = workspace.json(0, &["validate", "--target-dir", GATE]);
+    assert_eq!(validation["verdict"], "tested", "{}", validation["harness"]);
+    assert_eq!(validation["harness"]["case_count"], 2);
+    assert_eq!(
+        validation["harness"]["case_names"],
+        json!([
+            "all-required-evidenced-passes",
+            "claimed-without-evidence-holds"
+        ])
+    );
+    assert_eq!(validation["inspection"]["skill"], "checklist-gate");
+    let digest = workspace.digest(GATE);
+    assert_eq!(validation["package_digest"], digest.as_str());
+    assert!(
+        out.contains(&format!("✓ apply     validated_and_applied → {digest}\n")),
+        "{out}"
+    );
+
+    // The printed receipt verifies.
+    let receipt = printed_receipt(&out);
+    let verified = workspace.expect(0, &["verify", &receipt]);
+    assert!(verified.starts_with("verified sha256:"), "{verified}");
+    assert!(
+        verified.contains("  seal         closed (skill_lab_applied)\n"),
+        "{verified}"
+    );
+    assert_eq!(workspace.receipts().len(), 1);
+}
+
+#[test]
+fn build_from_an_answers_file_writes_the_same_package_as_the_scripted_agent() {
+    let workspace = Workspace::new();
+    workspace.build_gate();
+    let answers = Answers::load("checklist-gate");
+    let file = workspace.path("answers.json");
+    fs::write(
+        &file,
+        serde_json::to_vec(&json!({"answers": {
+            "agent_task.skill-lab-architecture.output": answers.architecture,
+            "agent_task.skill-lab-author.output": answers.author,
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let result = workspace.json(
+        0,
+        &[
+            "build",
+            "--target-dir",
+            "skills/gate-copy",
+            "--objective",
+            GATE_OBJECTIVE,
+            "--answers",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(result["apply_result"]["verdict"], "validated_and_applied");
+    assert_eq!(result["apply_result"]["target_dir"], "skills/gate-copy");
+    // The digest is the package's content, not its place: both copies have the same one.
+    assert_eq!(
+        result["apply_result"]["package_digest"],
+        workspace.digest(GATE).as_str()
+    );
+    assert_eq!(
+        tree(&workspace.path("skills/gate-copy")),
+        tree(&workspace.path(GATE))
+    );
+}
+
+#[test]
+fn a_second_identical_build_re_inspects_and_rewrites_the_same_bytes_against_the_new_base() {
+    let workspace = Workspace::new();
+    workspace.build_gate();
+    let built = tree(&workspace.path(GATE));
+    let first_digest = workspace.digest(GATE);
+
+    let (output, requests) =
+        workspace.lab_run("build", GATE, &Answers::load("checklist-gate"), &["--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let result: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let apply = &result["apply_result"];
+    // Not refused as stale: the run re-inspected, so its base is the package the first build
+    // wrote, and the plan is a new one bound to that base.
+    assert_eq!(apply["verdict"], "validated_and_applied", "{result}");
+    assert_eq!(apply["base_digest"], first_digest.as_str());
+    assert_eq!(apply["package_digest"], first_digest.as_str());
+    assert_eq!(
+        apply["validation"]["candidate_digest"],
+        first_digest.as_str()
+    );
+    assert_eq!(apply["validation"]["delta"]["bytes"], 0);
+    assert_eq!(apply["validation"]["delta"]["files"], 0);
+    // Every drafted path is reported as written, though its bytes are what was there.
+    assert_eq!(apply["changed_paths"], json!(CHECKLIST_GATE_FILES));
+    let asked: Value = serde_json::from_slice(
+        &fs::read(requests.join("skill-lab-architecture.request.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(asked["context"]["authoring_context"]["target_exists"], true);
+    assert_eq!(
+        asked["context"]["authoring_context"]["base_digest"],
+        first_digest.as_str()
+    );
+    assert_eq!(tree(&workspace.path(GATE)), built);
+    assert_eq!(workspace.receipts().len(), 2);
+    let (code, verified) = workspace.verify(result["receipt_id"].as_str().unwrap());
+    assert_eq!(code, 0, "{verified}");
+    assert_eq!(verified["reason_code"], "skill_lab_applied");
+}
+
+#[test]
+fn harness_mode_adds_a_fixture_and_replays_it_with_the_rest_of_the_package() {
+    let workspace = Workspace::new();
+    workspace.build_gate();
+    let built = tree(&workspace.path(GATE));
+    let answers = Answers::load("checklist-gate-harness");
+    let (output, _) = workspace.lab_run("harness", GATE, &answers, &[]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(0), "{out}{}", stderr(&output));
+    assert!(out.contains("✓ architect extend_existing\n"), "{out}");
+    assert!(
+        out.contains("✓ bind      write: 1 write(s), 0 delete(s)\n"),
+        "{out}"
+    );
+
+    let after = tree(&workspace.path(GATE));
+    let added = "fixtures/duplicate-id-refused.yaml";
+    assert_eq!(
+        after.get(added).map(|(bytes, _)| bytes),
+        answers.drafted().get(added)
+    );
+    let mut rest = after.clone();
+    rest.remove(added);
+    assert_eq!(
+        rest, built,
+        "harness mode changes nothing but the new fixture"
+    );
+
+    let validation = workspace.json(0, &["validate", "--target-dir", GATE]);
+    assert_eq!(validation["verdict"], "tested");
+    assert_eq!(validation["harness"]["case_count"], 3);
+    assert_eq!(
+        validation["harness"]["case_names"][2],
+        "duplicate-id-refused"
+    );
+    let (code, verified) = workspace.verify(&printed_receipt(&out));
+    assert_eq!(code, 0, "{verified}");
+}
+
+#[test]
+fn harness_mode_refuses_a_draft_touching_skill_md_and_leaves_the_package_byte_for_byte() {
+    let workspace = Workspace::new();
+    workspace.build_gate();
+    let skills_before = tree(&workspace.path("skills"));
+    let answers = Answers::load("checklist-gate-harness").with_write(
+        "SKILL.md",
+        "---\nname: checklist-gate\ndescription: A shorter gate.\n---\n\n# Checklist Gate\n\nGate things.\n",
+    );
+    let (output, _) = workspace.lab_run("harness", GATE, &answers, &[]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
+    assert!(
+        out.contains(
+            "apply refused: harness mode may only change fixtures/*.yaml files: SKILL.md\nnothing was written to the target\n"
+        ),
+        "{out}"
+    );
+    assert_eq!(tree(&workspace.path("skills")), skills_before);
+    let (code, verified) = workspace.verify(&printed_receipt(&out));
+    assert_eq!(code, 0, "{verified}");
+    assert_eq!(verified["disposition"], "blocked");
+    assert_eq!(verified["reason_code"], "skill_lab_apply_refused");
+}
+
+// --- refusals ---------------------------------------------------------------------------------
+
+/// The hold fixture, rewritten to expect the wrong decision.
+const WRONG_HOLD_FIXTURE: &str = "name: claimed-without-evidence-holds
+kind: skill
+target: ..
+runner: gate
+inputs:
+  checklist:
+    - id: backup-verified
+      label: Restore from last night's backup verified
+    - id: rollback-plan
+      label: Rollback plan written and linked
+  completions:
+    - id: backup-verified
+      evidence: restore drill ticket OPS-1207
+    - id: rollback-plan
+      evidence: \"\"
+expect:
+  status: sealed
+  output:
+    subset:
+      decision: pass
+";
+
+#[test]
+fn a_candidate_failing_its_own_harness_is_refused_naming_the_case_and_path_and_nothing_is_written()
+{
+    let workspace = Workspace::with_packages(&["web-fetch"]);
+    let skills_before = tree(&workspace.path("skills"));
+    let answers = Answers::load("checklist-gate").with_write(
+        "fixtures/claimed-without-evidence-holds.yaml",
+        WRONG_HOLD_FIXTURE,
+    );
+    let (output, _) = workspace.lab_run("build", GATE, &answers, &[]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
+    assert!(
+        out.contains(
+            "apply refused: candidate package failed validation: harness failed with 1 assertion error: claimed-without-evidence-holds: output.decision: expected \"pass\", got \"hold\"\n"
+        ),
+        "{out}"
+    );
+    assert!(!workspace.path(GATE).exists());
+    // No staging folder is left behind either.
+    assert_eq!(tree(&workspace.path("skills")), skills_before);
+    let (code, verified) = workspace.verify(&printed_receipt(&out));
+    assert_eq!(code, 0, "{verified}");
+
+    // In harness mode on an existing package: refused, and the package is as it was.
+    workspace.build_gate();
+    let skills_before = tree(&workspace.path("skills"));
+    let mut answers = Answers::load("checklist-gate-harness");
+    let fixture = answers.drafted()["fixtures/duplicate-id-refused.yaml"].clone();
+    let wrong = String::from_utf8(fixture)
+        .unwrap()
+        .replace("decision: refused", "decision: hold");
+    answers = answers.with_write("fixtures/duplicate-id-refused.yaml", &wrong);
+    let (output, _) = workspace.lab_run("harness", GATE, &answers, &[]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
+    assert!(
+        out.contains("harness failed with 1 assertion error: duplicate-id-refused: output: expected {\"decision\":\"hold\""),
+        "{out}"
+    );
+    assert_eq!(tree(&workspace.path("skills")), skills_before);
+}
+
+#[test]
+fn without_an_agent_the_run_stops_with_exit_2_the_answers_template_and_a_sealed_receipt() {
+    let workspace = Workspace::new();
+    let out = workspace.expect(
+        2,
+        &["build", "--target-dir", GATE, "--objective", GATE_OBJECTIVE],
+    );
+    insta::assert_snapshot!("needs_agent_human_output", workspace.redact(&out));
+    let template = json!({"answers": {"agent_task.skill-lab-architecture.output": {
+        "architecture_decision": {
+            "schema": "runx.skill.architecture_decision.v1",
+            "...": "one runx.skill.architecture_decision.v1 as the skill-lab SKILL.md's `skill-lab-architecture` contract describes",
+        }
+    }}});
+    assert!(
+        out.contains(&serde_json::to_string_pretty(&template).unwrap()),
+        "{out}"
+    );
+    // The request is kept for an agent to answer.
+    let request_path = workspace.path(".runx/authoring/requests/build-skill-lab-architecture.json");
+    assert!(
+        out.contains(&format!(
+            "request   {}\n",
+            request_path.canonicalize().unwrap().display()
+        )),
+        "{out}"
+    );
+    let request: Value = serde_json::from_slice(&fs::read(&request_path).unwrap()).unwrap();
+    assert_eq!(request["task"], "skill-lab-architecture");
+    assert_eq!(request["inputs"]["objective"], GATE_OBJECTIVE);
+    assert_eq!(
+        request["context"]["authoring_context"]["base_digest"],
+        ABSENT_DIGEST
+    );
+    assert_eq!(workspace.receipts().len(), 1);
+    assert!(!workspace.path(GATE).exists());
+
+    let result = workspace.json(
+        2,
+        &["build", "--target-dir", GATE, "--objective", GATE_OBJECTIVE],
+    );
+    assert_eq!(result["status"], "needs_agent");
+    assert_eq!(result["act"], "skill-lab-architecture");
+    assert_eq!(result["answers_template"], template);
+    assert_eq!(result["request"], request);
+    assert_eq!(
+        result["steps"],
+        json!([{"step": "inspect", "status": "sealed"}, {"step": "architect", "status": "needs_agent"}])
+    );
+    assert_eq!(workspace.receipts().len(), 2);
+    let (code, verified) = workspace.verify(result["receipt_id"].as_str().unwrap());
+    assert_eq!(code, 0, "{verified}");
+    assert_eq!(verified["disposition"], "deferred");
+    assert_eq!(verified["reason_code"], "skill_lab_needs_agent");
+}
+
+#[test]
+fn an_agent_with_no_answer_for_the_author_act_stops_after_the_plan_with_nothing_written() {
+    let workspace = Workspace::new();
+    let answers = Answers::load("checklist-gate");
+    let (command, _) = workspace.agent(
+        "architect-only",
+        &[("skill-lab-architecture", &answers.architecture)],
+    );
+    let result = workspace.json(
+        2,
+        &[
+            "build",
+            "--target-dir",
+            GATE,
+            "--objective",
+            GATE_OBJECTIVE,
+            "--agent-cmd",
+            &command,
+        ],
+    );
+    assert_eq!(result["status"], "needs_agent");
+    assert_eq!(result["act"], "skill-lab-author");
+    assert_eq!(
+        result["request"]["context"]["architecture_plan"]["base_digest"],
+        ABSENT_DIGEST
+    );
+    let steps: Vec<&str> = result["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|step| step["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["sealed", "sealed", "sealed", "needs_agent"]);
+    assert!(!workspace.path(GATE).exists());
+    let (code, _) = workspace.verify(result["receipt_id"].as_str().unwrap());
+    assert_eq!(code, 0);
+}
+
+// --- receipts ---------------------------------------------------------------------------------
+
+#[test]
+fn every_terminal_path_seals_a_receipt_that_verifies() {
+    let workspace = Workspace::new();
+    let mut sealed = Vec::new();
+
+    // Success.
+    let out = workspace.build_gate();
+    sealed.push((printed_receipt(&out), "closed", "skill_lab_applied"));
+
+    // Refusal: a draft adding a README.
+    let answers = Answers::load("checklist-gate").with_write("README.md", "# Checklist Gate\n");
+    let (output, _) = workspace.lab_run("build", "skills/with-readme", &answers, &[]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
+    assert!(
+        out.contains(
+            "apply refused: README.md is auxiliary package bloat; keep operating guidance in SKILL.md\n"
+        ),
+        "{out}"
+    );
+    assert!(!workspace.path("skills/with-readme").exists());
+    sealed.push((printed_receipt(&out), "blocked", "skill_lab_apply_refused"));
+
+    // Refusal before the write, by plan admission: a public package without its journeys.
+    let mut answers = Answers::load("checklist-gate");
+    answers.architecture["architecture_decision"]["proof_plan"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|proof| proof["kind"] != "composed_operator_journey");
+    let (output, _) = workspace.lab_run("build", "skills/unproven", &answers, &[]);
+    let out = stdout(&output);
+    assert_eq!(output.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("plan refused: public architectures require selection_trial, standalone_operator_journey, and composed_operator_journey proofs\n"),
+        "{out}"
+    );
+    sealed.push((printed_receipt(&out), "blocked", "skill_lab_plan_refused"));
+
+    // Needs an agent.
+    let out = workspace.expect(
+        2,
+        &[
+            "build",
+            "--target-dir",
+            "skills/later",
+            "--objective",
+            GATE_OBJECTIVE,
+        ],
+    );
+    sealed.push((printed_receipt(&out), "deferred", "skill_lab_needs_agent"));
+
+    assert_eq!(workspace.receipts().len(), sealed.len());
+    for (path, disposition, reason) in sealed {
+        let (code, verified) = workspace.verify(&path);
+        assert_eq!(code, 0, "{path}: {verified}");
+        assert_eq!(verified["verdict"], "verified");
+        assert_eq!(verified["disposition"], disposition, "{path}");
+        assert_eq!(verified["reason_code"], reason, "{path}");
+        // By id too.
+        let id = verified["id"].as_str().unwrap();
+        assert_eq!(workspace.verify(id).0, 0);
+    }
+}
+
+#[test]
+fn a_receipt_changed_by_one_byte_fails_verification_saying_it_was_changed_after_sealing() {
+    let workspace = Workspace::new();
+    let out = workspace.build_gate();
+    let path = PathBuf::from(printed_receipt(&out));
+    let original = fs::read(&path).unwrap();
+    let (_, verified) = workspace.verify(path.to_str().unwrap());
+    let id = verified["id"].as_str().unwrap().to_owned();
+
+    // One byte of the signed body: the seal's reason code.
+    let text = String::from_utf8(original.clone()).unwrap();
+    let at = text.find("\"skill_lab_applied\"").unwrap() + "\"skill_lab_".len();
+    let mut tampered = original.clone();
+    tampered[at] = b'A';
+    fs::write(&path, &tampered).unwrap();
+
+    let (code, verdict) = workspace.verify(&id);
+    assert_eq!(code, 1, "{verdict}");
+    assert_eq!(verdict["verdict"], "invalid");
+    let error = verdict["error"].as_str().unwrap();
+    assert!(
+        error.starts_with("receipt digest mismatch: the receipt records sha256:")
+            && error.ends_with("; it was changed after it was sealed"),
+        "{error}"
+    );
+    let human = workspace.expect(1, &["verify", path.to_str().unwrap()]);
+    assert!(
+        human.starts_with(&format!(
+            "invalid receipt {}: receipt digest mismatch",
+            path.display()
+        )),
+        "{human}"
+    );
+
+    fs::write(&path, &original).unwrap();
+    assert_eq!(workspace.verify(&id).0, 0);
+}
+
+// --- bad input --------------------------------------------------------------------------------
+
+#[test]
+fn bad_cli_input_is_refused_before_anything_runs() {
+    let workspace = Workspace::with_packages(&["web-fetch"]);
+    for args in [
+        vec!["inspect", "--target-dir", "../x"],
+        vec!["validate", "--target-dir", "../x"],
+        vec!["build", "--target-dir", "../x", "--objective", "anything"],
+        vec![
+            "build",
+            "--target-dir",
+            "skills/../../x",
+            "--objective",
+            "anything",
+        ],
+    ] {
+        let output = workspace.run(&args);
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            stdout(&output)
+        );
+        assert!(
+            stderr(&output).contains("target_dir must stay inside repo_root"),
+            "{args:?}: {}",
+            stderr(&output)
+        );
+    }
+
+    let answers = workspace.path("answers.json");
+    fs::write(
+        &answers,
+        "{\"answers\": {\"agent_task.skill-lab-architecture.output\": ",
+    )
+    .unwrap();
+    let output = workspace.run(&[
+        "build",
+        "--target-dir",
+        GATE,
+        "--objective",
+        "anything",
+        "--answers",
+        answers.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains(&format!(
+            "the answers file {} is not JSON",
+            answers.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    let missing = workspace.path("no-such-answers.json");
+    let output = workspace.run(&[
+        "build",
+        "--target-dir",
+        GATE,
+        "--objective",
+        "anything",
+        "--answers",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains(&format!(
+            "cannot read the answers file {}",
+            missing.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+
+    // None of these started a run: nothing was sealed or written.
+    assert!(workspace.receipts().is_empty());
+    assert_eq!(
+        names(&workspace.path("skills")),
+        BTreeSet::from(["web-fetch".to_owned()])
+    );
+    assert!(!workspace.root().parent().unwrap().join("x").exists());
+}

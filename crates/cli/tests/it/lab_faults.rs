@@ -1,0 +1,198 @@
+//! `mindrune lab` killed in the middle of its commit, at every mutation in turn: afterwards
+//! the next lab step finds the target byte for byte as it was, with no journal left, and a
+//! clean retry applies the change whole.
+//!
+//! The debug binary honours `MINDRUNE_LAB_CRASH_AT=N`, which aborts the process (SIGABRT, no
+//! unwinding, no cleanup, as a `kill -9` would) just before the commit's N-th mutation.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+fn shared() -> PathBuf {
+    std::env::var_os("MINDRUNE_SHARED").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    )
+}
+
+/// The agent answers of one of the skill-lab package's own fixtures.
+fn fixture_answers(name: &str) -> Value {
+    let path = shared()
+        .join("data/runx/packages/skill-lab/fixtures")
+        .join(name);
+    let text = fs::read_to_string(&path).unwrap_or_else(|err| {
+        panic!(
+            "cannot read {}: {err} (set MINDRUNE_SHARED)",
+            path.display()
+        )
+    });
+    let fixture: Value = yaml_serde::from_str(&text).unwrap();
+    fixture["caller"]["answers"].clone()
+}
+
+/// Every file of a folder (recursively, skipping `.runx`) with its bytes and mode.
+fn tree(root: &Path) -> BTreeMap<String, (String, u32)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut files = BTreeMap::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|name| name == ".runx") {
+                continue;
+            }
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let mode = fs::metadata(&path).unwrap().permissions().mode();
+                let relative = path.strip_prefix(root).unwrap().display().to_string();
+                let text = String::from_utf8_lossy(&fs::read(&path).unwrap()).into_owned();
+                files.insert(relative, (text, mode));
+            }
+        }
+    }
+    files
+}
+
+fn lab(repo: &Path, args: &[&str], crash_at: Option<usize>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"));
+    cmd.arg("lab").args(args).arg("--repo-root").arg(repo);
+    cmd.env_remove("MINDRUNE_LAB_CRASH_AT")
+        .env_remove("MINDRUNE_LOG");
+    if let Some(step) = crash_at {
+        cmd.env("MINDRUNE_LAB_CRASH_AT", step.to_string());
+    }
+    cmd.output().unwrap()
+}
+
+/// Crashes `lab <runner>` at each commit mutation in turn until a run completes; after each
+/// crash, `lab inspect` must report (and leave) exactly the `before` files.
+fn crash_at_every_point(repo: &Path, target: &str, runner_args: &[&str]) -> usize {
+    let before = tree(repo);
+    for step in 1..50 {
+        let run = lab(repo, runner_args, Some(step));
+        if run.status.success() {
+            return step;
+        }
+        assert_eq!(
+            run.status.code(),
+            None,
+            "crash point {step}: the run should have been killed, not fail: {}",
+            String::from_utf8_lossy(&run.stdout)
+        );
+        let inspect = lab(repo, &["inspect", "--target-dir", target, "--json"], None);
+        assert!(
+            inspect.status.success(),
+            "{}",
+            String::from_utf8_lossy(&inspect.stderr)
+        );
+        assert_eq!(
+            tree(repo),
+            before,
+            "crash point {step}: the target was not restored"
+        );
+        let journal = repo.join(".runx/authoring/journal");
+        assert!(
+            !journal.exists() || fs::read_dir(&journal).unwrap().next().is_none(),
+            "crash point {step}: the journal was left behind"
+        );
+    }
+    panic!("the run never completed");
+}
+
+#[test]
+fn a_build_killed_at_any_commit_step_leaves_no_package_and_a_retry_builds_it_whole() {
+    let repo = tempfile::tempdir().unwrap();
+    fs::create_dir(repo.path().join("skills")).unwrap();
+    let answers = repo.path().join("answers.json");
+    fs::write(
+        &answers,
+        json!({"answers": fixture_answers("build-thin-skill.yaml")}).to_string(),
+    )
+    .unwrap();
+    let args = [
+        "build",
+        "--target-dir",
+        "skills/note",
+        "--objective",
+        "Create a bounded decision-note skill",
+        "--answers",
+        answers.to_str().unwrap(),
+    ];
+    let completed_at = crash_at_every_point(repo.path(), "skills/note", &args);
+    // The commit creates the package folder and the record folder, writes two files and the
+    // record, and verifies: every one of those was a crash point before the run completed.
+    assert!(completed_at >= 6, "only {completed_at} crash points");
+    let files = tree(&repo.path().join("skills/note"));
+    assert_eq!(
+        files.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["SKILL.md", "X.yaml"]
+    );
+}
+
+#[test]
+fn an_improve_killed_at_any_commit_step_leaves_the_old_package_byte_for_byte() {
+    let repo = tempfile::tempdir().unwrap();
+    let target = repo.path().join("skills/demo");
+    fs::create_dir_all(target.join("fixtures")).unwrap();
+    let thin = fixture_answers("build-thin-skill.yaml");
+    let writes = thin["agent_task.skill-lab-author.output"]["change_draft"]["writes"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for write in &writes {
+        fs::write(
+            target.join(write["path"].as_str().unwrap()),
+            write["contents"].as_str().unwrap(),
+        )
+        .unwrap();
+    }
+    fs::write(target.join("fixtures/obsolete.yaml"), "name: obsolete\n").unwrap();
+
+    // The no-change fixture's extend_existing decision, made to plan one deletion, and a draft
+    // that rewrites the manual, adds a fixture and deletes the obsolete one.
+    let mut answers = fixture_answers("no-change-skips-write.yaml");
+    let decision =
+        &mut answers["agent_task.skill-lab-architecture.output"]["architecture_decision"];
+    decision["resource_budget"]["max_files"] = json!(8);
+    decision["resource_budget"]["max_fanout"] = json!(1);
+    decision["deletions"] = json!(["fixtures/obsolete.yaml"]);
+    let manual = writes[0]["contents"].as_str().unwrap().replace(
+        "one bounded recommendation",
+        "one bounded, reviewable recommendation",
+    );
+    answers["agent_task.skill-lab-author.output"]["change_draft"] = json!({
+        "schema": "runx.skill.change_draft.v1",
+        "decision": "write",
+        "summary": "Sharpen the manual and replace the obsolete fixture.",
+        "non_goals": ["Do not change the runner."],
+        "writes": [
+            {"path": "SKILL.md", "contents": manual},
+            {"path": "fixtures/ready.yaml", "contents": "name: ready\nkind: skill\ntarget: ..\nrunner: note\ninputs:\n  objective: Choose the next action.\ncaller:\n  answers:\n    agent_task.fixture-decision-note.output:\n      decision_note:\n        objective: Choose the next action.\n        recommendation: Read the evidence first.\nexpect:\n  status: sealed\n"}
+        ],
+        "deletes": ["fixtures/obsolete.yaml"],
+        "expected_outputs": []
+    });
+    let answers_path = repo.path().join("answers.json");
+    fs::write(&answers_path, json!({ "answers": answers }).to_string()).unwrap();
+    let args = [
+        "improve",
+        "--target-dir",
+        "skills/demo",
+        "--objective",
+        "Sharpen the decision-note manual",
+        "--answers",
+        answers_path.to_str().unwrap(),
+    ];
+    crash_at_every_point(repo.path(), "skills/demo", &args);
+    let files = tree(&target);
+    assert!(files.contains_key("fixtures/ready.yaml"));
+    assert!(!files.contains_key("fixtures/obsolete.yaml"));
+    assert_eq!(files["SKILL.md"].0, manual, "the manual landed whole");
+}

@@ -1,0 +1,1872 @@
+//! `runx.receipt.v1`: the signed, content-addressed record every Skill Lab terminal path seals.
+//!
+//! A receipt is only worth something if anyone can recompute it, so the digest, the id and the
+//! signature follow Runx's own code exactly:
+//!
+//! - **Canonical form** (`runx.receipt.c14n.v1`, Runx `crates/runx-receipts/src/canonical.rs`):
+//!   object keys sorted by bytes at every level, no whitespace, strings escaped as serde_json
+//!   escapes them, numbers as Rust prints them. For strings, booleans, nulls and integers these
+//!   are the bytes `runx.stable-json.v1` writes too; the two differ only for fractional and
+//!   exponent numbers, which a receipt body never needs, so [`canonical_json`] refuses them
+//!   rather than guess how Runx's number type prints them.
+//! - **Digest**: `sha256:<hex>` of the canonical form of the receipt without `signature`,
+//!   `digest` and `metadata` (`canonical_receipt_body_digest`). `metadata` is a local read aid
+//!   and deliberately unsigned.
+//! - **Id**: `sha256:<hex>` of the canonical form without those three fields and also without
+//!   `id` and `lineage` (`content_addressed_receipt_id`). Runx computes it first and then the
+//!   digest (`runtime/src/receipts/seal.rs`, `seal_receipt_unvalidated`), so the digest commits
+//!   the id. Leaving `lineage` out lets a parent commit its children's ids without a cycle.
+//! - **Signature** (`runtime/src/receipts/signing.rs`): Ed25519 over the UTF-8 bytes of the
+//!   digest *string* (`sha256:<hex>`), written `base64:` + URL-safe base64 without padding;
+//!   Runx also accepts standard base64 when reading, and so do we.
+//! - **Issuer**: `{type, kid, public_key_sha256}` where `public_key_sha256` is `sha256:<hex>` of
+//!   the raw 32-byte public key. The public key itself is *not* in the receipt: Runx's verifier
+//!   looks the `kid` up in a trusted key set and then checks that the key hashes to
+//!   `public_key_sha256`. [`verify`] does the same with [`VerifyOptions::trusted_keys`].
+//! - **Local development**: Runx's unsigned development mode writes `sig:` + digest, which
+//!   proves nothing; [`verify`] accepts it only when
+//!   [`VerifyOptions::allow_local_development_signatures`] is set.
+//!
+//! The draft types below serialize field for field as Runx's `runx-contracts` types do
+//! (`crates/runx-contracts/src/receipt.rs`): the same optional fields are left out when absent,
+//! and the same ones are written as `null` or `[]`, because the digest covers those bytes.
+
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use ed25519_dalek::{Signature, Signer as _};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+pub use ed25519_dalek::{SigningKey, VerifyingKey};
+
+use super::stable_json::{self, stable_digest};
+use crate::digest;
+
+/// The schema tag of a receipt.
+pub const RECEIPT_SCHEMA: &str = "runx.receipt.v1";
+/// The canonicalization a receipt's digest and id are computed under.
+pub const RECEIPT_CANONICALIZATION: &str = "runx.receipt.c14n.v1";
+/// The only signature algorithm `runx.receipt.v1` allows.
+pub const SIGNATURE_ALGORITHM: &str = "Ed25519";
+/// The prefix of a real signature value.
+pub const SIGNATURE_PREFIX: &str = "base64:";
+/// The prefix of Runx's local-development pseudo-signature (`sig:` + body digest).
+pub const LOCAL_DEVELOPMENT_SIGNATURE_PREFIX: &str = "sig:";
+/// How MindRune names a local receipt key: this prefix plus the first 16 hex digits of the
+/// public key's SHA-256, so the name changes whenever the key does.
+pub const KEY_ID_PREFIX: &str = "mindrune-lab-ed25519-";
+
+const ID_PREFIX: &str = "sha256:";
+const FILE_PREFIX: &str = "sha256-";
+const FILE_SUFFIX: &str = ".json";
+
+/// Every top-level field Runx's `Receipt` type knows; it denies any other.
+const TOP_LEVEL_FIELDS: [&str; 16] = [
+    "schema",
+    "id",
+    "created_at",
+    "canonicalization",
+    "issuer",
+    "signature",
+    "digest",
+    "idempotency",
+    "subject",
+    "authority",
+    "signals",
+    "decisions",
+    "acts",
+    "seal",
+    "lineage",
+    "metadata",
+];
+const DISPOSITIONS: [&str; 8] = [
+    "closed",
+    "deferred",
+    "superseded",
+    "declined",
+    "blocked",
+    "failed",
+    "killed",
+    "timed_out",
+];
+const CRITERION_STATUSES: [&str; 5] =
+    ["verified", "failed", "pending", "not_applicable", "unknown"];
+const ACT_FORMS: [&str; 5] = ["revision", "reply", "review", "observation", "verification"];
+const ISSUER_TYPES: [&str; 4] = ["local", "hosted", "ci", "verifier"];
+const COMMITMENT_SCOPES: [&str; 5] = ["input", "output", "stdout", "stderr", "error"];
+
+/// Why a receipt could not be sealed or did not verify.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReceiptError {
+    /// The receipt is not a well-formed `runx.receipt.v1` document; `field` is the dotted path.
+    #[error("malformed runx.receipt.v1 receipt: `{field}` {problem}")]
+    Malformed { field: String, problem: String },
+    /// The body no longer hashes to the recorded digest: something signed was changed.
+    #[error(
+        "receipt digest mismatch: the receipt records {recorded} but its body hashes to {computed}; it was changed after it was sealed"
+    )]
+    DigestMismatch { recorded: String, computed: String },
+    /// The recorded id is not the content address of the body.
+    #[error(
+        "receipt id mismatch: the receipt records id {recorded} but its content address is {computed}"
+    )]
+    IdMismatch { recorded: String, computed: String },
+    /// The signature was not made by the named key over this receipt's digest.
+    #[error("receipt signature does not verify for key {kid}: {reason}")]
+    BadSignature { kid: String, reason: String },
+    /// No trusted key has the issuer's key id.
+    #[error(
+        "receipt is signed by key {kid} ({public_key_sha256}), which is not among the trusted keys; verify with that key's public key"
+    )]
+    UnknownSigner {
+        kid: String,
+        public_key_sha256: String,
+    },
+    /// The trusted key with the issuer's key id is not the key the issuer names.
+    #[error(
+        "receipt issuer {kid} names public key {recorded}, but the trusted key with that id is {expected}"
+    )]
+    KeyHashMismatch {
+        kid: String,
+        recorded: String,
+        expected: String,
+    },
+    /// A `sig:<digest>` pseudo-signature where a real one is required.
+    #[error(
+        "receipt carries a local-development pseudo-signature (sig:<digest>), which proves nothing; it is accepted only when local-development signatures are allowed"
+    )]
+    LocalDevelopmentSignatureRefused,
+    /// A draft that would not make a valid receipt; `field` is the receipt path it lands at.
+    #[error("cannot seal receipt: `{field}` {problem}")]
+    InvalidDraft { field: String, problem: String },
+}
+
+fn malformed(field: impl Into<String>, problem: impl Into<String>) -> ReceiptError {
+    ReceiptError::Malformed {
+        field: field.into(),
+        problem: problem.into(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The draft: what a caller knows when a path ends.
+// ---------------------------------------------------------------------------------------------
+
+/// A pointer to something outside the receipt (`runx.reference.v1`): a harness, a principal, a
+/// signal, another receipt. `kind` is Runx's reference `type` (`harness`, `principal`,
+/// `receipt`, `artifact`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Reference {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locator: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<String>,
+}
+
+impl Reference {
+    pub fn new(kind: impl Into<String>, uri: impl Into<String>) -> Self {
+        Self {
+            kind: kind.into(),
+            uri: uri.into(),
+            provider: None,
+            locator: None,
+            label: None,
+            observed_at: None,
+        }
+    }
+
+    /// The same reference with a locator, which is how a parent commits a child receipt's
+    /// digest next to its id.
+    pub fn with_locator(mut self, locator: impl Into<String>) -> Self {
+        self.locator = Some(locator.into());
+        self
+    }
+
+    pub fn with_label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+}
+
+/// How a path ended (`seal.disposition`, `closure.disposition`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    Closed,
+    Deferred,
+    Superseded,
+    Declined,
+    Blocked,
+    Failed,
+    Killed,
+    TimedOut,
+}
+
+/// Whether a success criterion held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CriterionStatus {
+    Verified,
+    Failed,
+    Pending,
+    NotApplicable,
+    Unknown,
+}
+
+/// What kind of act an act was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ActForm {
+    Revision,
+    Reply,
+    Review,
+    Observation,
+    Verification,
+}
+
+/// Who issued a receipt. Runx's production verifier only trusts real signatures from `hosted`
+/// and `ci` issuers; a MindRune workspace key is honestly `local`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IssuerType {
+    Local,
+    Hosted,
+    Ci,
+    Verifier,
+}
+
+/// Which bytes a commitment covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommitmentScope {
+    Input,
+    Output,
+    Stdout,
+    Stderr,
+    Error,
+}
+
+/// The hash a commitment uses; `runx.receipt.v1` has only one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HashAlgorithm {
+    Sha256,
+}
+
+/// A scoped digest the receipt binds, such as the digest of the run's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Commitment {
+    pub scope: CommitmentScope,
+    pub algorithm: HashAlgorithm,
+    pub value: String,
+    pub canonicalization: String,
+}
+
+impl Commitment {
+    /// Commits to a JSON value by its `runx.stable-json.v1` digest.
+    pub fn stable_json(scope: CommitmentScope, value: &Value) -> Result<Self, ReceiptError> {
+        Ok(Self {
+            scope,
+            algorithm: HashAlgorithm::Sha256,
+            value: stable_digest(value).map_err(|err| ReceiptError::InvalidDraft {
+                field: "subject.commitments".to_owned(),
+                problem: err.to_string(),
+            })?,
+            canonicalization: stable_json::CANONICALIZATION.to_owned(),
+        })
+    }
+}
+
+/// Where the run's input came from: a source, a short human preview and the input's digest.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InputContext {
+    pub source: String,
+    pub preview: String,
+    pub value_hash: String,
+}
+
+/// What ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Subject {
+    /// Open kind, such as `skill` or `graph`.
+    pub kind: String,
+    #[serde(rename = "ref")]
+    pub reference: Reference,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_context: Option<InputContext>,
+    pub commitments: Vec<Commitment>,
+}
+
+/// The three deduplication keys. Runx treats them as opaque non-empty strings; callers
+/// normally make them digests, which [`Idempotency::from_inputs`] does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Idempotency {
+    pub intent_key: String,
+    pub trigger_fingerprint: String,
+    pub content_hash: String,
+}
+
+impl Idempotency {
+    /// The keys as the `runx.stable-json.v1` digests of what identifies the intent, the
+    /// trigger and the content, so the same request always gets the same keys.
+    pub fn from_inputs(
+        intent: &Value,
+        trigger: &Value,
+        content: &Value,
+    ) -> Result<Self, ReceiptError> {
+        let digest_of = |field: &str, value: &Value| {
+            stable_digest(value).map_err(|err| ReceiptError::InvalidDraft {
+                field: format!("idempotency.{field}"),
+                problem: err.to_string(),
+            })
+        };
+        Ok(Self {
+            intent_key: digest_of("intent_key", intent)?,
+            trigger_fingerprint: digest_of("trigger_fingerprint", trigger)?,
+            content_hash: digest_of("content_hash", content)?,
+        })
+    }
+}
+
+/// Whether this authority was narrowed from a parent's. Runx writes both fields as `null`
+/// when there is no parent, so they are never left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Attenuation {
+    pub parent_authority_ref: Option<Reference>,
+    pub subset_proof: Option<Value>,
+}
+
+/// The enforcement profile the run ran under, kept as a hash plus the readable references.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Enforcement {
+    pub profile_hash: String,
+    pub redaction_refs: Vec<Reference>,
+    pub setup_refs: Vec<Reference>,
+    pub teardown_refs: Vec<Reference>,
+}
+
+impl Enforcement {
+    /// A profile hashed as Runx's runtime hashes its own (`seal.rs`,
+    /// `enforcement_profile_hash`): the digest of `{profile_id, redaction_refs, setup_refs,
+    /// teardown_refs}` in canonical JSON.
+    pub fn for_profile(
+        profile_id: &str,
+        redaction_refs: Vec<Reference>,
+        setup_refs: Vec<Reference>,
+        teardown_refs: Vec<Reference>,
+    ) -> Result<Self, ReceiptError> {
+        let as_value = |refs: &[Reference]| serde_json::to_value(refs).unwrap_or(Value::Null);
+        let identity = serde_json::json!({
+            "profile_id": profile_id,
+            "redaction_refs": as_value(&redaction_refs),
+            "setup_refs": as_value(&setup_refs),
+            "teardown_refs": as_value(&teardown_refs),
+        });
+        let profile_hash = stable_digest(&identity).map_err(|err| ReceiptError::InvalidDraft {
+            field: "authority.enforcement.profile_hash".to_owned(),
+            problem: err.to_string(),
+        })?;
+        Ok(Self {
+            profile_hash,
+            redaction_refs,
+            setup_refs,
+            teardown_refs,
+        })
+    }
+}
+
+/// What allowed the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Authority {
+    pub actor_ref: Reference,
+    pub grant_refs: Vec<Reference>,
+    pub scope_refs: Vec<Reference>,
+    pub authority_proof_refs: Vec<Reference>,
+    pub attenuation: Attenuation,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mandate_ref: Option<Reference>,
+    /// Runx's authority terms, passed through as given.
+    pub terms: Vec<Value>,
+    pub enforcement: Enforcement,
+}
+
+impl Authority {
+    /// An actor acting under an enforcement profile, with no grants, scopes or parent.
+    pub fn new(actor_ref: Reference, enforcement: Enforcement) -> Self {
+        Self {
+            actor_ref,
+            grant_refs: Vec::new(),
+            scope_refs: Vec::new(),
+            authority_proof_refs: Vec::new(),
+            attenuation: Attenuation::default(),
+            mandate_ref: None,
+            terms: Vec::new(),
+            enforcement,
+        }
+    }
+}
+
+/// One criterion's outcome, with the evidence for it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CriterionBinding {
+    pub criterion_id: String,
+    pub status: CriterionStatus,
+    pub evidence_refs: Vec<Reference>,
+    pub verification_refs: Vec<Reference>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+impl CriterionBinding {
+    pub fn new(criterion_id: impl Into<String>, status: CriterionStatus) -> Self {
+        Self {
+            criterion_id: criterion_id.into(),
+            status,
+            evidence_refs: Vec::new(),
+            verification_refs: Vec::new(),
+            summary: None,
+        }
+    }
+
+    pub fn with_summary(mut self, summary: impl Into<String>) -> Self {
+        self.summary = Some(summary.into());
+        self
+    }
+}
+
+/// A criterion an act set out to meet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SuccessCriterion {
+    pub criterion_id: String,
+    pub statement: String,
+    pub required: bool,
+}
+
+/// Why an act was done and what would count as success.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Intent {
+    pub purpose: String,
+    pub legitimacy: String,
+    pub success_criteria: Vec<SuccessCriterion>,
+    pub constraints: Vec<String>,
+    pub derived_from: Vec<Reference>,
+}
+
+/// How one act ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Closure {
+    pub disposition: Disposition,
+    pub reason_code: String,
+    pub summary: String,
+    pub closed_at: String,
+}
+
+/// Which runner did an agent act. Runx writes all three fields, `null` when unknown.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunnerProvenance {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub prompt_version: Option<String>,
+}
+
+/// One thing the run did, inline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Act {
+    pub id: String,
+    pub form: ActForm,
+    pub intent: Intent,
+    pub summary: String,
+    pub criterion_bindings: Vec<CriterionBinding>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<RunnerProvenance>,
+    pub source_refs: Vec<Reference>,
+    pub target_refs: Vec<Reference>,
+    pub artifact_refs: Vec<Reference>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_ref: Option<Reference>,
+    pub closure: Closure,
+}
+
+/// The outcome: exactly one per receipt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Seal {
+    pub disposition: Disposition,
+    pub reason_code: String,
+    pub summary: String,
+    pub closed_at: String,
+    /// Equals `closed_at` for a terminal seal; later only for a deferred run still observed.
+    pub last_observed_at: String,
+    pub criteria: Vec<CriterionBinding>,
+}
+
+impl Seal {
+    /// A terminal seal: observed last when it closed.
+    pub fn terminal(
+        disposition: Disposition,
+        reason_code: impl Into<String>,
+        summary: impl Into<String>,
+        closed_at: impl Into<String>,
+        criteria: Vec<CriterionBinding>,
+    ) -> Self {
+        let closed_at = closed_at.into();
+        Self {
+            disposition,
+            reason_code: reason_code.into(),
+            summary: summary.into(),
+            last_observed_at: closed_at.clone(),
+            closed_at,
+            criteria,
+        }
+    }
+}
+
+/// Graph wiring, which the id leaves out so a parent can name its children by id.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Lineage {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<Reference>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub previous: Option<Reference>,
+    pub children: Vec<Reference>,
+    /// Runx's fanout sync points, passed through as given.
+    pub sync: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resume_ref: Option<Reference>,
+}
+
+/// Everything a caller knows when a path ends; [`seal`] adds the issuer, id, digest and
+/// signature. Timestamps are RFC 3339 UTC strings (`2026-05-22T00:00:00Z`) passed in, so
+/// sealing stays pure and reproducible.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReceiptDraft {
+    pub created_at: String,
+    pub issuer_type: IssuerType,
+    pub idempotency: Idempotency,
+    pub subject: Subject,
+    pub authority: Authority,
+    pub signals: Vec<Reference>,
+    pub acts: Vec<Act>,
+    pub seal: Seal,
+    pub lineage: Option<Lineage>,
+    /// Unsigned local read aid: outside the digest and the id.
+    pub metadata: Option<Map<String, Value>>,
+}
+
+impl ReceiptDraft {
+    /// A `local` draft with no signals, acts, lineage or metadata.
+    pub fn new(
+        created_at: impl Into<String>,
+        idempotency: Idempotency,
+        subject: Subject,
+        authority: Authority,
+        seal: Seal,
+    ) -> Self {
+        Self {
+            created_at: created_at.into(),
+            issuer_type: IssuerType::Local,
+            idempotency,
+            subject,
+            authority,
+            signals: Vec::new(),
+            acts: Vec::new(),
+            seal,
+            lineage: None,
+            metadata: None,
+        }
+    }
+}
+
+/// `receipt.issuer`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+struct Issuer {
+    #[serde(rename = "type")]
+    issuer_type: IssuerType,
+    kid: String,
+    public_key_sha256: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Keys.
+// ---------------------------------------------------------------------------------------------
+
+/// `sha256:<hex>` of the raw 32-byte public key: what `issuer.public_key_sha256` records.
+pub fn public_key_sha256(key: &VerifyingKey) -> String {
+    digest::sha256(key.as_bytes())
+}
+
+/// The key id MindRune gives a local key: [`KEY_ID_PREFIX`] plus 16 hex digits of its hash.
+pub fn key_id(key: &VerifyingKey) -> String {
+    let hash = public_key_sha256(key);
+    let hex = hash.strip_prefix(ID_PREFIX).unwrap_or(&hash);
+    format!("{KEY_ID_PREFIX}{}", &hex[..16])
+}
+
+/// A public key a verifier trusts, under the key id receipts name it by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustedKey {
+    pub kid: String,
+    pub key: VerifyingKey,
+}
+
+impl TrustedKey {
+    pub fn new(kid: impl Into<String>, key: VerifyingKey) -> Self {
+        Self {
+            kid: kid.into(),
+            key,
+        }
+    }
+
+    /// A key under the id [`seal`] gives it ([`key_id`]).
+    pub fn local(key: VerifyingKey) -> Self {
+        Self {
+            kid: key_id(&key),
+            key,
+        }
+    }
+}
+
+/// What [`verify`] trusts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct VerifyOptions {
+    /// The keys a real signature may come from; the receipt names one by `issuer.kid`.
+    pub trusted_keys: Vec<TrustedKey>,
+    /// Accept Runx's `sig:<digest>` pseudo-signature, which only shows the digest was copied.
+    pub allow_local_development_signatures: bool,
+}
+
+impl VerifyOptions {
+    pub fn trusting(keys: impl IntoIterator<Item = TrustedKey>) -> Self {
+        Self {
+            trusted_keys: keys.into_iter().collect(),
+            allow_local_development_signatures: false,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Canonical form, digest and id.
+// ---------------------------------------------------------------------------------------------
+
+/// The `runx.receipt.c14n.v1` text of a value. Refuses fractional and exponent numbers (see
+/// the module notes), naming where the number is.
+pub fn canonical_json(value: &Value) -> Result<String, ReceiptError> {
+    let mut out = String::new();
+    write_canonical(value, &mut out).map_err(|mut path| {
+        path.reverse();
+        let mut field = String::new();
+        for step in path {
+            match step {
+                Step::Key(key) if field.is_empty() => field.push_str(&key),
+                Step::Key(key) => {
+                    field.push('.');
+                    field.push_str(&key);
+                }
+                Step::Index(index) => {
+                    let _ = write!(field, "[{index}]");
+                }
+            }
+        }
+        malformed(
+            if field.is_empty() {
+                "receipt".to_owned()
+            } else {
+                field
+            },
+            format!(
+                "is a non-integer number, which {RECEIPT_CANONICALIZATION} here does not support"
+            ),
+        )
+    })?;
+    Ok(out)
+}
+
+/// One step of the path to a refused value, collected innermost first as the error unwinds.
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+fn write_canonical(value: &Value, out: &mut String) -> Result<(), Vec<Step>> {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        Value::Number(number) => {
+            if let Some(int) = number.as_i64() {
+                let _ = write!(out, "{int}");
+            } else if let Some(int) = number.as_u64() {
+                let _ = write!(out, "{int}");
+            } else {
+                return Err(Vec::new());
+            }
+        }
+        Value::String(text) => write_string(text, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out).map_err(|mut path| {
+                    path.push(Step::Index(index));
+                    path
+                })?;
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            // Sorting here rather than trusting the map's order keeps the bytes right even if
+            // serde_json's `preserve_order` feature is switched on somewhere in the build.
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort_unstable();
+            out.push('{');
+            for (index, key) in keys.into_iter().enumerate() {
+                if index > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                write_canonical(&map[key], out).map_err(|mut path| {
+                    path.push(Step::Key(key.clone()));
+                    path
+                })?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+/// A JSON string as serde_json writes it, which is what Runx's canonicalizer calls.
+fn write_string(text: &str, out: &mut String) {
+    out.push_str(&Value::String(text.to_owned()).to_string());
+}
+
+/// The receipt object without the named top-level fields.
+fn without(receipt: &Value, fields: &[&str]) -> Result<Value, ReceiptError> {
+    let object = receipt
+        .as_object()
+        .ok_or_else(|| malformed("receipt", "is not a JSON object"))?;
+    Ok(Value::Object(
+        object
+            .iter()
+            .filter(|(key, _)| !fields.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+    ))
+}
+
+/// The signed body's digest: everything but `signature`, `digest` and `metadata`.
+pub fn body_digest(receipt: &Value) -> Result<String, ReceiptError> {
+    let body = without(receipt, &["signature", "digest", "metadata"])?;
+    Ok(digest::sha256(canonical_json(&body)?.as_bytes()))
+}
+
+/// The content address: the body also without `id` and `lineage`.
+pub fn content_address(receipt: &Value) -> Result<String, ReceiptError> {
+    let identity = without(
+        receipt,
+        &["signature", "digest", "metadata", "id", "lineage"],
+    )?;
+    Ok(digest::sha256(canonical_json(&identity)?.as_bytes()))
+}
+
+/// The file a receipt is stored in: `sha256:<hex>` becomes `sha256-<hex>.json`, since a colon
+/// is not allowed in a Windows file name. Other ids have no file name.
+pub fn receipt_file_name(id: &str) -> Option<String> {
+    let hex = id.strip_prefix(ID_PREFIX)?;
+    is_sha256_hex(hex).then(|| format!("{FILE_PREFIX}{hex}{FILE_SUFFIX}"))
+}
+
+/// The receipt id a store file name stands for, the inverse of [`receipt_file_name`].
+pub fn receipt_id_from_file_name(name: &str) -> Option<String> {
+    let hex = name.strip_suffix(FILE_SUFFIX)?.strip_prefix(FILE_PREFIX)?;
+    is_sha256_hex(hex).then(|| format!("{ID_PREFIX}{hex}"))
+}
+
+fn is_sha256_hex(hex: &str) -> bool {
+    hex.len() == 64 && hex.bytes().all(|byte| byte.is_ascii_hexdigit())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sealing and verifying.
+// ---------------------------------------------------------------------------------------------
+
+/// Builds the full `runx.receipt.v1` receipt for a draft, signed with `key`: the issuer is the
+/// key's id and hash, the id and digest are computed as Runx computes them, and the signature
+/// covers the digest. The result is verified against the key before it is returned, so a
+/// draft that would not verify (an empty required string, a timestamp that is not RFC 3339
+/// UTC, a fractional number) is refused here as [`ReceiptError::InvalidDraft`].
+pub fn seal(draft: &ReceiptDraft, key: &SigningKey) -> Result<Value, ReceiptError> {
+    let verifying = key.verifying_key();
+    let issuer = Issuer {
+        issuer_type: draft.issuer_type,
+        kid: key_id(&verifying),
+        public_key_sha256: public_key_sha256(&verifying),
+    };
+    let sealed = seal_with_issuer(draft, &issuer, key).and_then(|receipt| {
+        verify(
+            &receipt,
+            &VerifyOptions::trusting([TrustedKey::local(verifying)]),
+        )?;
+        Ok(receipt)
+    });
+    sealed.map_err(|err| match err {
+        ReceiptError::Malformed { field, problem } => ReceiptError::InvalidDraft { field, problem },
+        other => other,
+    })
+}
+
+fn seal_with_issuer(
+    draft: &ReceiptDraft,
+    issuer: &Issuer,
+    key: &SigningKey,
+) -> Result<Value, ReceiptError> {
+    let mut body = Map::new();
+    body.insert("schema".to_owned(), Value::from(RECEIPT_SCHEMA));
+    body.insert(
+        "created_at".to_owned(),
+        Value::from(draft.created_at.as_str()),
+    );
+    body.insert(
+        "canonicalization".to_owned(),
+        Value::from(RECEIPT_CANONICALIZATION),
+    );
+    body.insert("issuer".to_owned(), to_value("issuer", issuer)?);
+    body.insert(
+        "idempotency".to_owned(),
+        to_value("idempotency", &draft.idempotency)?,
+    );
+    body.insert("subject".to_owned(), to_value("subject", &draft.subject)?);
+    body.insert(
+        "authority".to_owned(),
+        to_value("authority", &draft.authority)?,
+    );
+    body.insert("signals".to_owned(), to_value("signals", &draft.signals)?);
+    // Runx always writes `decisions`; the Skill Lab records its reasoning in acts instead.
+    body.insert("decisions".to_owned(), Value::Array(Vec::new()));
+    body.insert("acts".to_owned(), to_value("acts", &draft.acts)?);
+    body.insert("seal".to_owned(), to_value("seal", &draft.seal)?);
+    if let Some(lineage) = &draft.lineage {
+        body.insert("lineage".to_owned(), to_value("lineage", lineage)?);
+    }
+    if let Some(metadata) = &draft.metadata {
+        body.insert("metadata".to_owned(), Value::Object(metadata.clone()));
+    }
+    let mut receipt = Value::Object(body);
+    let id = content_address(&receipt)?;
+    insert(&mut receipt, "id", Value::from(id));
+    let digest = body_digest(&receipt)?;
+    let signature = sign_digest(&digest, key);
+    insert(&mut receipt, "digest", Value::from(digest));
+    insert(
+        &mut receipt,
+        "signature",
+        serde_json::json!({ "alg": SIGNATURE_ALGORITHM, "value": signature }),
+    );
+    Ok(receipt)
+}
+
+/// The signature value for a body digest: `base64:` + URL-safe, unpadded Ed25519 bytes.
+fn sign_digest(digest: &str, key: &SigningKey) -> String {
+    let signature: Signature = key.sign(digest.as_bytes());
+    format!(
+        "{SIGNATURE_PREFIX}{}",
+        URL_SAFE_NO_PAD.encode(signature.to_bytes())
+    )
+}
+
+fn insert(receipt: &mut Value, field: &str, value: Value) {
+    if let Value::Object(map) = receipt {
+        map.insert(field.to_owned(), value);
+    }
+}
+
+fn to_value<T: Serialize>(field: &str, value: &T) -> Result<Value, ReceiptError> {
+    serde_json::to_value(value).map_err(|err| ReceiptError::InvalidDraft {
+        field: field.to_owned(),
+        problem: err.to_string(),
+    })
+}
+
+/// A receipt whose shape, digest and id check out, before any signature is looked at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Integrity {
+    pub id: String,
+    pub digest: String,
+}
+
+/// How a verified receipt's signature was accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SignatureCheck {
+    /// A real Ed25519 signature by a trusted key.
+    Ed25519,
+    /// A `sig:<digest>` pseudo-signature, accepted because the caller allowed it.
+    LocalDevelopment,
+}
+
+/// What [`verify`] established.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedReceipt {
+    pub id: String,
+    pub digest: String,
+    /// `issuer.kid`.
+    pub kid: String,
+    pub signature: SignatureCheck,
+    pub disposition: String,
+    pub reason_code: String,
+}
+
+/// Checks a receipt's shape, then that its body still hashes to its digest, then that its id
+/// is its content address. Needs no key, so a store can refuse an inconsistent receipt
+/// before writing it; [`verify`] adds the signature.
+pub fn check_integrity(receipt: &Value) -> Result<Integrity, ReceiptError> {
+    check_shape(receipt)?;
+    let recorded_digest = top_string(receipt, "digest");
+    let computed_digest = body_digest(receipt)?;
+    if recorded_digest != computed_digest {
+        return Err(ReceiptError::DigestMismatch {
+            recorded: recorded_digest.to_owned(),
+            computed: computed_digest,
+        });
+    }
+    let recorded_id = top_string(receipt, "id");
+    let computed_id = content_address(receipt)?;
+    if recorded_id != computed_id {
+        return Err(ReceiptError::IdMismatch {
+            recorded: recorded_id.to_owned(),
+            computed: computed_id,
+        });
+    }
+    Ok(Integrity {
+        id: computed_id,
+        digest: computed_digest,
+    })
+}
+
+/// Verifies a receipt: [`check_integrity`], then the signature over the digest, by the trusted
+/// key the issuer names (whose hash must be `issuer.public_key_sha256`), or a pseudo-signature
+/// when the options allow it.
+pub fn verify(receipt: &Value, options: &VerifyOptions) -> Result<VerifiedReceipt, ReceiptError> {
+    let Integrity { id, digest } = check_integrity(receipt)?;
+    let kid = receipt["issuer"]["kid"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let value = receipt["signature"]["value"].as_str().unwrap_or_default();
+    let signature = if let Some(named) = value.strip_prefix(LOCAL_DEVELOPMENT_SIGNATURE_PREFIX) {
+        if !options.allow_local_development_signatures {
+            return Err(ReceiptError::LocalDevelopmentSignatureRefused);
+        }
+        if named != digest {
+            return Err(ReceiptError::BadSignature {
+                kid,
+                reason: format!("the pseudo-signature names {named}, not the body digest {digest}"),
+            });
+        }
+        SignatureCheck::LocalDevelopment
+    } else if let Some(encoded) = value.strip_prefix(SIGNATURE_PREFIX) {
+        let bytes = URL_SAFE_NO_PAD
+            .decode(encoded)
+            .or_else(|_| STANDARD.decode(encoded))
+            .map_err(|_| malformed("signature.value", "is not valid base64 after `base64:`"))?;
+        let signature = Signature::from_slice(&bytes)
+            .map_err(|_| malformed("signature.value", "does not hold 64 signature bytes"))?;
+        let key = trusted_key(receipt, &kid, options)?;
+        key.verify_strict(digest.as_bytes(), &signature)
+            .map_err(|_| ReceiptError::BadSignature {
+                kid: kid.clone(),
+                reason: "it was not made by that key over this receipt's digest".to_owned(),
+            })?;
+        SignatureCheck::Ed25519
+    } else {
+        return Err(malformed(
+            "signature.value",
+            "starts with neither `base64:` (a signature) nor `sig:` (a local-development pseudo-signature)",
+        ));
+    };
+    Ok(VerifiedReceipt {
+        id,
+        digest,
+        kid,
+        signature,
+        disposition: receipt["seal"]["disposition"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        reason_code: receipt["seal"]["reason_code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    })
+}
+
+/// The trusted key the issuer names: found by key id as Runx does, then bound by hash.
+fn trusted_key<'a>(
+    receipt: &Value,
+    kid: &str,
+    options: &'a VerifyOptions,
+) -> Result<&'a VerifyingKey, ReceiptError> {
+    let recorded = receipt["issuer"]["public_key_sha256"]
+        .as_str()
+        .unwrap_or_default();
+    let mut named = options
+        .trusted_keys
+        .iter()
+        .filter(|key| key.kid == kid)
+        .peekable();
+    let Some(first) = named.peek().map(|key| public_key_sha256(&key.key)) else {
+        return Err(ReceiptError::UnknownSigner {
+            kid: kid.to_owned(),
+            public_key_sha256: recorded.to_owned(),
+        });
+    };
+    named
+        .find(|key| public_key_sha256(&key.key) == recorded)
+        .map(|key| &key.key)
+        .ok_or_else(|| ReceiptError::KeyHashMismatch {
+            kid: kid.to_owned(),
+            recorded: recorded.to_owned(),
+            expected: first,
+        })
+}
+
+fn top_string<'a>(receipt: &'a Value, field: &str) -> &'a str {
+    receipt[field].as_str().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape: the parts of `schemas/receipt.schema.json` a verifier leans on.
+// ---------------------------------------------------------------------------------------------
+
+fn join(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent}.{name}")
+    }
+}
+
+fn object<'a>(value: &'a Value, path: &str) -> Result<&'a Map<String, Value>, ReceiptError> {
+    value
+        .as_object()
+        .ok_or_else(|| malformed(path, "must be a JSON object"))
+}
+
+fn required<'a>(
+    map: &'a Map<String, Value>,
+    parent: &str,
+    name: &str,
+) -> Result<&'a Value, ReceiptError> {
+    map.get(name)
+        .ok_or_else(|| malformed(join(parent, name), "is missing"))
+}
+
+fn string<'a>(
+    map: &'a Map<String, Value>,
+    parent: &str,
+    name: &str,
+) -> Result<&'a str, ReceiptError> {
+    required(map, parent, name)?
+        .as_str()
+        .ok_or_else(|| malformed(join(parent, name), "must be a string"))
+}
+
+fn non_empty<'a>(
+    map: &'a Map<String, Value>,
+    parent: &str,
+    name: &str,
+) -> Result<&'a str, ReceiptError> {
+    let text = string(map, parent, name)?;
+    if text.is_empty() {
+        return Err(malformed(join(parent, name), "must not be empty"));
+    }
+    Ok(text)
+}
+
+fn constant(
+    map: &Map<String, Value>,
+    parent: &str,
+    name: &str,
+    expected: &str,
+) -> Result<(), ReceiptError> {
+    let text = string(map, parent, name)?;
+    if text != expected {
+        return Err(malformed(
+            join(parent, name),
+            format!("must be {expected:?}, not {text:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn one_of(
+    map: &Map<String, Value>,
+    parent: &str,
+    name: &str,
+    allowed: &[&str],
+) -> Result<(), ReceiptError> {
+    let text = string(map, parent, name)?;
+    if !allowed.contains(&text) {
+        return Err(malformed(
+            join(parent, name),
+            format!("is {text:?}, not one of {}", allowed.join(", ")),
+        ));
+    }
+    Ok(())
+}
+
+/// `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, the pattern Runx's schema gives every timestamp, and a
+/// real date and time.
+fn is_timestamp(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        bytes
+            .get(range)
+            .is_some_and(|part| part.iter().all(u8::is_ascii_digit))
+    };
+    let shape = bytes.len() >= 20
+        && digits(0..4)
+        && bytes[4] == b'-'
+        && digits(5..7)
+        && bytes[7] == b'-'
+        && digits(8..10)
+        && bytes[10] == b'T'
+        && digits(11..13)
+        && bytes[13] == b':'
+        && digits(14..16)
+        && bytes[16] == b':'
+        && digits(17..19)
+        && match &bytes[19..] {
+            [b'Z'] => true,
+            [b'.', fraction @ .., b'Z'] => {
+                !fraction.is_empty() && fraction.iter().all(u8::is_ascii_digit)
+            }
+            _ => false,
+        };
+    shape && OffsetDateTime::parse(text, &Rfc3339).is_ok()
+}
+
+fn timestamp(map: &Map<String, Value>, parent: &str, name: &str) -> Result<(), ReceiptError> {
+    let text = string(map, parent, name)?;
+    if !is_timestamp(text) {
+        return Err(malformed(
+            join(parent, name),
+            format!("is {text:?}, not an RFC 3339 UTC timestamp such as 2026-05-22T00:00:00Z"),
+        ));
+    }
+    Ok(())
+}
+
+/// An optional array: absent is fine (Runx defaults it), present must be an array whose items
+/// each pass `item`.
+fn array_of(
+    map: &Map<String, Value>,
+    parent: &str,
+    name: &str,
+    item: impl Fn(&Value, &str) -> Result<(), ReceiptError>,
+) -> Result<(), ReceiptError> {
+    let Some(value) = map.get(name) else {
+        return Ok(());
+    };
+    let path = join(parent, name);
+    let items = value
+        .as_array()
+        .ok_or_else(|| malformed(&path, "must be an array"))?;
+    for (index, value) in items.iter().enumerate() {
+        item(value, &format!("{path}[{index}]"))?;
+    }
+    Ok(())
+}
+
+fn optional(
+    map: &Map<String, Value>,
+    parent: &str,
+    name: &str,
+    check: impl Fn(&Value, &str) -> Result<(), ReceiptError>,
+) -> Result<(), ReceiptError> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(()),
+        Some(value) => check(value, &join(parent, name)),
+    }
+}
+
+fn reference(value: &Value, path: &str) -> Result<(), ReceiptError> {
+    let map = object(value, path)?;
+    non_empty(map, path, "type")?;
+    non_empty(map, path, "uri")?;
+    if map.contains_key("observed_at") {
+        timestamp(map, path, "observed_at")?;
+    }
+    Ok(())
+}
+
+fn binding(value: &Value, path: &str) -> Result<(), ReceiptError> {
+    let map = object(value, path)?;
+    string(map, path, "criterion_id")?;
+    one_of(map, path, "status", &CRITERION_STATUSES)?;
+    array_of(map, path, "evidence_refs", reference)?;
+    array_of(map, path, "verification_refs", reference)
+}
+
+fn closure(value: &Value, path: &str) -> Result<(), ReceiptError> {
+    let map = object(value, path)?;
+    one_of(map, path, "disposition", &DISPOSITIONS)?;
+    non_empty(map, path, "reason_code")?;
+    non_empty(map, path, "summary")?;
+    timestamp(map, path, "closed_at")
+}
+
+fn act(value: &Value, path: &str) -> Result<(), ReceiptError> {
+    let map = object(value, path)?;
+    non_empty(map, path, "id")?;
+    one_of(map, path, "form", &ACT_FORMS)?;
+    let intent_path = join(path, "intent");
+    let intent = object(required(map, path, "intent")?, &intent_path)?;
+    string(intent, &intent_path, "purpose")?;
+    string(intent, &intent_path, "legitimacy")?;
+    array_of(intent, &intent_path, "derived_from", reference)?;
+    non_empty(map, path, "summary")?;
+    array_of(map, path, "criterion_bindings", binding)?;
+    for refs in ["source_refs", "target_refs", "artifact_refs"] {
+        array_of(map, path, refs, reference)?;
+    }
+    optional(map, path, "context_ref", reference)?;
+    closure(required(map, path, "closure")?, &join(path, "closure"))
+}
+
+fn commitment(value: &Value, path: &str) -> Result<(), ReceiptError> {
+    let map = object(value, path)?;
+    one_of(map, path, "scope", &COMMITMENT_SCOPES)?;
+    constant(map, path, "algorithm", "sha256")?;
+    non_empty(map, path, "value")?;
+    non_empty(map, path, "canonicalization")?;
+    Ok(())
+}
+
+fn check_shape(receipt: &Value) -> Result<(), ReceiptError> {
+    let map = object(receipt, "receipt")?;
+    if let Some(unknown) = map
+        .keys()
+        .find(|key| !TOP_LEVEL_FIELDS.contains(&key.as_str()))
+    {
+        return Err(malformed(
+            unknown.as_str(),
+            "is not a runx.receipt.v1 field",
+        ));
+    }
+    constant(map, "", "schema", RECEIPT_SCHEMA)?;
+    non_empty(map, "", "id")?;
+    timestamp(map, "", "created_at")?;
+    constant(map, "", "canonicalization", RECEIPT_CANONICALIZATION)?;
+    non_empty(map, "", "digest")?;
+
+    let issuer = object(required(map, "", "issuer")?, "issuer")?;
+    one_of(issuer, "issuer", "type", &ISSUER_TYPES)?;
+    non_empty(issuer, "issuer", "kid")?;
+    non_empty(issuer, "issuer", "public_key_sha256")?;
+
+    let signature = object(required(map, "", "signature")?, "signature")?;
+    constant(signature, "signature", "alg", SIGNATURE_ALGORITHM)?;
+    non_empty(signature, "signature", "value")?;
+
+    let idempotency = object(required(map, "", "idempotency")?, "idempotency")?;
+    for key in ["intent_key", "trigger_fingerprint", "content_hash"] {
+        non_empty(idempotency, "idempotency", key)?;
+    }
+
+    let subject = object(required(map, "", "subject")?, "subject")?;
+    non_empty(subject, "subject", "kind")?;
+    reference(required(subject, "subject", "ref")?, "subject.ref")?;
+    optional(subject, "subject", "input_context", |value, path| {
+        let context = object(value, path)?;
+        non_empty(context, path, "source")?;
+        string(context, path, "preview")?;
+        non_empty(context, path, "value_hash")?;
+        Ok(())
+    })?;
+    array_of(subject, "subject", "commitments", commitment)?;
+
+    let authority = object(required(map, "", "authority")?, "authority")?;
+    reference(
+        required(authority, "authority", "actor_ref")?,
+        "authority.actor_ref",
+    )?;
+    for refs in ["grant_refs", "scope_refs", "authority_proof_refs"] {
+        array_of(authority, "authority", refs, reference)?;
+    }
+    object(
+        required(authority, "authority", "attenuation")?,
+        "authority.attenuation",
+    )?;
+    optional(authority, "authority", "mandate_ref", reference)?;
+    let enforcement = object(
+        required(authority, "authority", "enforcement")?,
+        "authority.enforcement",
+    )?;
+    non_empty(enforcement, "authority.enforcement", "profile_hash")?;
+
+    array_of(map, "", "signals", reference)?;
+    array_of(map, "", "decisions", |value, path| {
+        object(value, path).map(|_| ())
+    })?;
+    array_of(map, "", "acts", act)?;
+
+    let seal = object(required(map, "", "seal")?, "seal")?;
+    one_of(seal, "seal", "disposition", &DISPOSITIONS)?;
+    non_empty(seal, "seal", "reason_code")?;
+    non_empty(seal, "seal", "summary")?;
+    timestamp(seal, "seal", "closed_at")?;
+    timestamp(seal, "seal", "last_observed_at")?;
+    array_of(seal, "seal", "criteria", binding)?;
+
+    optional(map, "", "lineage", |value, path| {
+        let lineage = object(value, path)?;
+        for single in ["parent", "previous", "resume_ref"] {
+            optional(lineage, path, single, reference)?;
+        }
+        array_of(lineage, path, "children", reference)
+    })?;
+    optional(map, "", "metadata", |value, path| {
+        object(value, path).map(|_| ())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn key(byte: u8) -> SigningKey {
+        SigningKey::from_bytes(&[byte; 32])
+    }
+
+    fn draft() -> ReceiptDraft {
+        let closed_at = "2026-05-22T10:00:00Z";
+        let enforcement = Enforcement::for_profile(
+            "mindrune.lab.enforcement.v1",
+            Vec::new(),
+            Vec::new(),
+            Vec::new(),
+        )
+        .unwrap();
+        let mut draft = ReceiptDraft::new(
+            "2026-05-22T09:59:58Z",
+            Idempotency::from_inputs(
+                &json!({"runner": "build", "objective": "note"}),
+                &json!({"trigger": "cli"}),
+                &json!({"base_digest": "sha256:00"}),
+            )
+            .unwrap(),
+            Subject {
+                kind: "graph".to_owned(),
+                reference: Reference::new("harness", "runx:harness:skill-lab-build"),
+                input_context: Some(InputContext {
+                    source: "runx:signal:cli".to_owned(),
+                    preview: "build a decision-note skill".to_owned(),
+                    value_hash:
+                        "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+                            .to_owned(),
+                }),
+                commitments: vec![
+                    Commitment::stable_json(
+                        CommitmentScope::Output,
+                        &json!({"verdict": "unchanged"}),
+                    )
+                    .unwrap(),
+                ],
+            },
+            Authority::new(
+                Reference::new("principal", "runx:principal:local_operator"),
+                enforcement,
+            ),
+            Seal::terminal(
+                Disposition::Closed,
+                "graph_closed",
+                "skill-lab build sealed",
+                closed_at,
+                vec![
+                    CriterionBinding::new("apply_verified", CriterionStatus::Verified)
+                        .with_summary("the applied package digest equals the candidate digest"),
+                ],
+            ),
+        );
+        draft.signals = vec![Reference::new("signal", "runx:signal:cli")];
+        draft.acts = vec![Act {
+            id: "act_apply".to_owned(),
+            form: ActForm::Revision,
+            intent: Intent {
+                purpose: "Commit the validated bundle".to_owned(),
+                legitimacy: "The operator invoked the build runner".to_owned(),
+                success_criteria: vec![SuccessCriterion {
+                    criterion_id: "apply_verified".to_owned(),
+                    statement: "The package equals the replayed candidate".to_owned(),
+                    required: true,
+                }],
+                constraints: vec!["no writes outside target_dir".to_owned()],
+                derived_from: Vec::new(),
+            },
+            summary: "applied 2 writes".to_owned(),
+            criterion_bindings: vec![CriterionBinding::new(
+                "apply_verified",
+                CriterionStatus::Verified,
+            )],
+            by: None,
+            source_refs: Vec::new(),
+            target_refs: vec![Reference::new(
+                "artifact",
+                "runx:artifact:skills/decision-note",
+            )],
+            artifact_refs: Vec::new(),
+            context_ref: None,
+            closure: Closure {
+                disposition: Disposition::Closed,
+                reason_code: "validated_and_applied".to_owned(),
+                summary: "applied".to_owned(),
+                closed_at: closed_at.to_owned(),
+            },
+        }];
+        draft.lineage = Some(Lineage {
+            children: vec![
+                Reference::new("receipt", "runx:receipt:sha256:2222222222222222222222222222222222222222222222222222222222222222")
+                    .with_locator("sha256:3333333333333333333333333333333333333333333333333333333333333333"),
+            ],
+            ..Lineage::default()
+        });
+        let mut metadata = Map::new();
+        metadata.insert("skill_name".to_owned(), json!("skill-lab"));
+        draft.metadata = Some(metadata);
+        draft
+    }
+
+    fn trusting(key: &SigningKey) -> VerifyOptions {
+        VerifyOptions::trusting([TrustedKey::local(key.verifying_key())])
+    }
+
+    /// Every path to a leaf of the signed body, so a test can change each one in turn.
+    fn leaf_paths(value: &Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        match value {
+            Value::Object(map) if !map.is_empty() => {
+                for (key, child) in map {
+                    path.push(key.clone());
+                    leaf_paths(child, path, out);
+                    path.pop();
+                }
+            }
+            Value::Array(items) if !items.is_empty() => {
+                for (index, child) in items.iter().enumerate() {
+                    path.push(index.to_string());
+                    leaf_paths(child, path, out);
+                    path.pop();
+                }
+            }
+            _ => out.push(path.clone()),
+        }
+    }
+
+    fn leaf_mut<'a>(value: &'a mut Value, path: &[String]) -> &'a mut Value {
+        path.iter().fold(value, |value, step| match value {
+            Value::Array(items) => &mut items[step.parse::<usize>().unwrap()],
+            other => &mut other[step.as_str()],
+        })
+    }
+
+    #[test]
+    fn seal_then_verify_round_trips() {
+        let key = key(7);
+        let receipt = seal(&draft(), &key).unwrap();
+        let verified = verify(&receipt, &trusting(&key)).unwrap();
+        assert_eq!(verified.id, receipt["id"].as_str().unwrap());
+        assert_eq!(verified.digest, receipt["digest"].as_str().unwrap());
+        assert_eq!(verified.signature, SignatureCheck::Ed25519);
+        assert_eq!(verified.disposition, "closed");
+        assert_eq!(verified.reason_code, "graph_closed");
+        assert_eq!(verified.kid, key_id(&key.verifying_key()));
+        assert!(verified.kid.starts_with(KEY_ID_PREFIX));
+        assert_eq!(
+            receipt["issuer"],
+            json!({
+                "type": "local",
+                "kid": verified.kid,
+                "public_key_sha256": public_key_sha256(&key.verifying_key()),
+            })
+        );
+        let signature = receipt["signature"]["value"].as_str().unwrap();
+        let encoded = signature.strip_prefix("base64:").unwrap();
+        assert_eq!(
+            encoded.len(),
+            86,
+            "64 bytes are 86 unpadded base64 characters"
+        );
+        assert!(
+            !encoded.contains(['+', '/', '=']),
+            "URL-safe and unpadded: {encoded}"
+        );
+        // Sealing is deterministic: Ed25519 signatures are, and nothing else varies.
+        assert_eq!(seal(&draft(), &key).unwrap(), receipt);
+    }
+
+    #[test]
+    fn sealed_receipt_has_runx_shape() {
+        let receipt = seal(&draft(), &key(7)).unwrap();
+        assert_eq!(receipt["schema"], "runx.receipt.v1");
+        assert_eq!(receipt["canonicalization"], "runx.receipt.c14n.v1");
+        assert_eq!(receipt["signature"]["alg"], "Ed25519");
+        assert_eq!(receipt["decisions"], json!([]));
+        assert_eq!(
+            receipt["authority"]["attenuation"],
+            json!({"parent_authority_ref": null, "subset_proof": null}),
+            "Runx writes both attenuation fields even when empty"
+        );
+        assert!(receipt["authority"].get("mandate_ref").is_none());
+        assert!(receipt["acts"][0].get("by").is_none());
+        assert_eq!(receipt["lineage"]["sync"], json!([]));
+        assert!(receipt["lineage"].get("parent").is_none());
+        assert_eq!(
+            receipt["seal"]["last_observed_at"],
+            receipt["seal"]["closed_at"]
+        );
+        assert_eq!(
+            receipt["subject"]["commitments"][0]["canonicalization"],
+            "runx.stable-json.v1"
+        );
+    }
+
+    #[test]
+    fn flipping_any_body_field_breaks_the_digest() {
+        let key = key(7);
+        let receipt = seal(&draft(), &key).unwrap();
+        let body = without(&receipt, &["signature", "digest", "metadata"]).unwrap();
+        let mut paths = Vec::new();
+        leaf_paths(&body, &mut Vec::new(), &mut paths);
+        assert!(
+            paths.len() > 40,
+            "the draft should cover most of the shape: {}",
+            paths.len()
+        );
+        let mut digest_mismatches = 0;
+        for path in &paths {
+            let mut tampered = receipt.clone();
+            let leaf = leaf_mut(&mut tampered, path);
+            *leaf = match leaf {
+                Value::String(text) => Value::String(format!("{text}x")),
+                Value::Bool(flag) => Value::Bool(!*flag),
+                Value::Null => json!({"type": "principal", "uri": "runx:principal:intruder"}),
+                Value::Array(_) => json!([{"type": "signal", "uri": "runx:signal:extra"}]),
+                Value::Object(_) => json!({"type": "signal", "uri": "runx:signal:extra"}),
+                Value::Number(_) => json!(1),
+            };
+            match verify(&tampered, &trusting(&key)) {
+                Err(ReceiptError::DigestMismatch { .. }) => digest_mismatches += 1,
+                // Changing a constant or an enumerated value makes the receipt malformed
+                // first, which must name the field that was changed.
+                Err(ReceiptError::Malformed { field, .. }) => {
+                    let dotted = path.join(".");
+                    let bracketed = field.replace('[', ".").replace(']', "");
+                    assert_eq!(bracketed, dotted, "malformed error names the changed field");
+                }
+                other => panic!("changing {path:?} was not caught: {other:?}"),
+            }
+        }
+        assert!(
+            digest_mismatches * 2 > paths.len(),
+            "{digest_mismatches} of {}",
+            paths.len()
+        );
+    }
+
+    #[test]
+    fn flipping_metadata_keeps_the_receipt_valid() {
+        let key = key(7);
+        let mut receipt = seal(&draft(), &key).unwrap();
+        receipt["metadata"]["skill_name"] = json!("renamed read aid");
+        receipt["metadata"]["float_is_fine_here"] = json!(0.5);
+        assert!(verify(&receipt, &trusting(&key)).is_ok());
+        receipt.as_object_mut().unwrap().remove("metadata");
+        assert!(verify(&receipt, &trusting(&key)).is_ok());
+    }
+
+    #[test]
+    fn receipt_from_another_key_fails() {
+        let ours = key(7);
+        let theirs = key(9);
+        let receipt = seal(&draft(), &theirs).unwrap();
+        assert_eq!(
+            verify(&receipt, &trusting(&ours)),
+            Err(ReceiptError::UnknownSigner {
+                kid: key_id(&theirs.verifying_key()),
+                public_key_sha256: public_key_sha256(&theirs.verifying_key()),
+            })
+        );
+        // A receipt that claims our issuer but was signed by another key.
+        let issuer = Issuer {
+            issuer_type: IssuerType::Local,
+            kid: key_id(&ours.verifying_key()),
+            public_key_sha256: public_key_sha256(&ours.verifying_key()),
+        };
+        let forged = seal_with_issuer(&draft(), &issuer, &theirs).unwrap();
+        assert!(matches!(
+            verify(&forged, &trusting(&ours)),
+            Err(ReceiptError::BadSignature { .. })
+        ));
+        // A trusted key under the issuer's id that is not the key the issuer names.
+        let options = VerifyOptions::trusting([TrustedKey::new(
+            key_id(&theirs.verifying_key()),
+            ours.verifying_key(),
+        )]);
+        assert!(matches!(
+            verify(&receipt, &options),
+            Err(ReceiptError::KeyHashMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn id_excludes_id_and_lineage_but_the_digest_commits_both() {
+        let key = key(7);
+        let first = seal(&draft(), &key).unwrap();
+        let mut rewired = draft();
+        rewired.lineage = Some(Lineage {
+            parent: Some(Reference::new("receipt", "runx:receipt:parent")),
+            ..Lineage::default()
+        });
+        let second = seal(&rewired, &key).unwrap();
+        assert_eq!(first["id"], second["id"], "lineage is outside the id");
+        assert_ne!(
+            first["digest"], second["digest"],
+            "lineage is inside the digest"
+        );
+        let mut no_lineage = draft();
+        no_lineage.lineage = None;
+        assert_eq!(seal(&no_lineage, &key).unwrap()["id"], first["id"]);
+
+        let mut renamed = first.clone();
+        renamed["id"] = json!("sha256:anything");
+        assert_eq!(
+            content_address(&renamed).unwrap(),
+            first["id"].as_str().unwrap()
+        );
+
+        let mut changed = draft();
+        changed.seal.summary = "another summary".to_owned();
+        assert_ne!(seal(&changed, &key).unwrap()["id"], first["id"]);
+    }
+
+    #[test]
+    fn wrong_id_with_matching_digest_is_an_id_mismatch() {
+        let key = key(7);
+        let mut receipt = seal(&draft(), &key).unwrap();
+        let wrong = "sha256:4444444444444444444444444444444444444444444444444444444444444444";
+        receipt["id"] = json!(wrong);
+        let digest = body_digest(&receipt).unwrap();
+        receipt["signature"]["value"] = json!(sign_digest(&digest, &key));
+        receipt["digest"] = json!(digest);
+        match verify(&receipt, &trusting(&key)) {
+            Err(ReceiptError::IdMismatch { recorded, .. }) => assert_eq!(recorded, wrong),
+            other => panic!("expected an id mismatch, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn tampered_signature_is_a_bad_signature() {
+        let key = key(7);
+        let mut receipt = seal(&draft(), &key).unwrap();
+        let other_digest =
+            "sha256:5555555555555555555555555555555555555555555555555555555555555555";
+        receipt["signature"]["value"] = json!(sign_digest(other_digest, &key));
+        assert!(matches!(
+            verify(&receipt, &trusting(&key)),
+            Err(ReceiptError::BadSignature { .. })
+        ));
+        receipt["signature"]["value"] = json!("base64:AAAA");
+        assert!(matches!(
+            verify(&receipt, &trusting(&key)),
+            Err(ReceiptError::Malformed { field, .. }) if field == "signature.value"
+        ));
+    }
+
+    #[test]
+    fn standard_base64_signatures_are_accepted_as_runx_does() {
+        let key = key(7);
+        let mut receipt = seal(&draft(), &key).unwrap();
+        let digest = receipt["digest"].as_str().unwrap().to_owned();
+        let signature: Signature = key.sign(digest.as_bytes());
+        receipt["signature"]["value"] =
+            json!(format!("base64:{}", STANDARD.encode(signature.to_bytes())));
+        assert!(verify(&receipt, &trusting(&key)).is_ok());
+    }
+
+    #[test]
+    fn malformed_receipts_name_the_field() {
+        let key = key(7);
+        let receipt = seal(&draft(), &key).unwrap();
+        // Each case breaks one field of a good receipt.
+        type Case = (&'static str, fn(&mut Value));
+        let cases: [Case; 6] = [
+            ("seal", |r: &mut Value| {
+                r.as_object_mut().unwrap().remove("seal");
+            }),
+            ("issuer.kid", |r: &mut Value| r["issuer"]["kid"] = json!("")),
+            ("created_at", |r: &mut Value| {
+                r["created_at"] = json!("2026-05-22 10:00")
+            }),
+            ("surprise", |r: &mut Value| r["surprise"] = json!(true)),
+            ("acts[0].closure.disposition", |r: &mut Value| {
+                r["acts"][0]["closure"]["disposition"] = json!("done")
+            }),
+            ("signature.alg", |r: &mut Value| {
+                r["signature"]["alg"] = json!("RS256")
+            }),
+        ];
+        for (field, change) in cases {
+            let mut broken = receipt.clone();
+            change(&mut broken);
+            match verify(&broken, &trusting(&key)) {
+                Err(ReceiptError::Malformed { field: named, .. }) => assert_eq!(named, field),
+                other => panic!("{field}: expected malformed, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            verify(&json!([]), &trusting(&key)),
+            Err(ReceiptError::Malformed { field, .. }) if field == "receipt"
+        ));
+    }
+
+    #[test]
+    fn invalid_drafts_are_refused_at_seal() {
+        let key = key(7);
+        let mut bad_time = draft();
+        bad_time.seal.closed_at = "2026-05-22T10:00:00+02:00".to_owned();
+        assert!(matches!(
+            seal(&bad_time, &key),
+            Err(ReceiptError::InvalidDraft { field, .. }) if field == "seal.closed_at"
+        ));
+        let mut empty_reason = draft();
+        empty_reason.seal.reason_code.clear();
+        assert!(matches!(
+            seal(&empty_reason, &key),
+            Err(ReceiptError::InvalidDraft { field, .. }) if field == "seal.reason_code"
+        ));
+        let mut fractional = draft();
+        fractional.authority.terms = vec![json!({"limit": 0.5})];
+        assert!(matches!(
+            seal(&fractional, &key),
+            Err(ReceiptError::InvalidDraft { field, .. }) if field == "authority.terms[0].limit"
+        ));
+    }
+
+    #[test]
+    fn local_development_signatures_need_permission() {
+        let key = key(7);
+        let mut receipt = seal(&draft(), &key).unwrap();
+        let digest = receipt["digest"].as_str().unwrap().to_owned();
+        receipt["signature"]["value"] = json!(format!("sig:{digest}"));
+        assert_eq!(
+            verify(&receipt, &trusting(&key)),
+            Err(ReceiptError::LocalDevelopmentSignatureRefused)
+        );
+        let allowed = VerifyOptions {
+            allow_local_development_signatures: true,
+            ..VerifyOptions::default()
+        };
+        assert_eq!(
+            verify(&receipt, &allowed).unwrap().signature,
+            SignatureCheck::LocalDevelopment
+        );
+        receipt["signature"]["value"] = json!("sig:sha256:pending");
+        assert!(matches!(
+            verify(&receipt, &allowed),
+            Err(ReceiptError::BadSignature { .. })
+        ));
+    }
+
+    /// Runx's own `fixtures/contracts/harness-spine/receipt-success.json`, as its
+    /// `runx-receipt-c14n-v1.oracles.json` writes it, with the digests that oracle pins.
+    #[test]
+    fn reproduces_runx_oracle_receipt() {
+        let text = include_str!("../../tests/data/runx-receipt-success.json");
+        let receipt: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(canonical_json(&receipt).unwrap(), text.trim_end());
+        assert_eq!(
+            digest::sha256(canonical_json(&receipt).unwrap().as_bytes()),
+            "sha256:c7f2ec7047aaf087e4d2344c475ed0d47f38e8d9cd49efd816ef6413230c4a72"
+        );
+        assert_eq!(
+            body_digest(&receipt).unwrap(),
+            "sha256:9a5e2c1e399216cd9a6f5bd9e2f33997a2578e2a51507d9d63b53e66903f5c74"
+        );
+        assert_eq!(
+            content_address(&receipt).unwrap(),
+            "sha256:74d7e59802c366410de0acbc29460494ffe6d617563ea8135688968401b909e1"
+        );
+        assert_eq!(receipt["id"], json!(content_address(&receipt).unwrap()));
+        // Its signature is the local-development `sig:<digest>`.
+        assert_eq!(
+            verify(&receipt, &VerifyOptions::default()),
+            Err(ReceiptError::LocalDevelopmentSignatureRefused)
+        );
+        let allowed = VerifyOptions {
+            allow_local_development_signatures: true,
+            ..VerifyOptions::default()
+        };
+        let verified = verify(&receipt, &allowed).unwrap();
+        assert_eq!(verified.kid, "fixture-key");
+        assert_eq!(verified.disposition, "closed");
+    }
+
+    #[test]
+    fn canonical_json_matches_stable_json_for_receipt_values() {
+        let value = json!({"b": [1, -2, true, null], "a": "line\nbreak \u{1f} \u{2028} é", "c": {"z": 18446744073709551615u64}});
+        assert_eq!(
+            canonical_json(&value).unwrap(),
+            "{\"a\":\"line\\nbreak \\u001f \u{2028} é\",\"b\":[1,-2,true,null],\"c\":{\"z\":18446744073709551615}}"
+        );
+        let small = json!({"b": [1, -2, true, null], "a": "line\nbreak \u{1f} é"});
+        assert_eq!(
+            canonical_json(&small).unwrap(),
+            stable_json::to_stable_json(&small).unwrap()
+        );
+    }
+
+    #[test]
+    fn file_names_map_sha256_ids() {
+        let hex = "74d7e59802c366410de0acbc29460494ffe6d617563ea8135688968401b909e1";
+        let id = format!("sha256:{hex}");
+        let name = receipt_file_name(&id).unwrap();
+        assert_eq!(name, format!("sha256-{hex}.json"));
+        assert_eq!(
+            receipt_id_from_file_name(&name).as_deref(),
+            Some(id.as_str())
+        );
+        assert_eq!(receipt_file_name("sha256:abc"), None);
+        assert_eq!(receipt_file_name("hrn_rcpt_graph_step"), None);
+        assert_eq!(
+            receipt_file_name(&format!("sha256:{}", "g".repeat(64))),
+            None
+        );
+        assert_eq!(receipt_id_from_file_name("index.json"), None);
+        assert_eq!(
+            receipt_id_from_file_name(&format!("sha256-{hex}.json.tmp")),
+            None
+        );
+    }
+
+    #[test]
+    fn timestamps_follow_runx_pattern() {
+        assert!(is_timestamp("2026-05-22T00:00:00Z"));
+        assert!(is_timestamp("2026-05-22T00:00:00.123Z"));
+        assert!(!is_timestamp("2026-05-22T00:00:00.Z"));
+        assert!(!is_timestamp("2026-05-22T00:00:00+00:00"));
+        assert!(!is_timestamp("2026-13-22T00:00:00Z"));
+        assert!(!is_timestamp("2026-05-22"));
+    }
+}

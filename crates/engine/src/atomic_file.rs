@@ -1,0 +1,85 @@
+//! Writing a file so that a crash leaves the old bytes or the new ones, never a mix.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write as _};
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::path::Path;
+
+/// Writes `bytes` to `path` atomically with the given permission bits (`0o644`): a temp file
+/// beside it (created exclusively and never through a symlink), written in full, fsynced,
+/// renamed over the name, and the folder fsynced. The folder must exist.
+///
+/// The mode is set explicitly rather than left to the umask because a Runx package digest
+/// includes every file's mode: the same bytes must land with the same mode wherever they are
+/// written, or a verified apply could not compare a staged candidate with the committed files.
+pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = folder.join(format!(".{name}.tmp-{}", std::process::id()));
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(mode & 0o7777)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&temp)
+    };
+    let mut file = match create() {
+        Err(err) if err.kind() == ErrorKind::AlreadyExists => {
+            fs::remove_file(&temp)?;
+            create()?
+        }
+        other => other?,
+    };
+    let written = file
+        .write_all(bytes)
+        // The umask may have masked bits off at creation; set exactly what was asked.
+        .and_then(|()| file.set_permissions(fs::Permissions::from_mode(mode & 0o7777)))
+        .and_then(|()| file.sync_all());
+    drop(file);
+    if let Err(err) = written.and_then(|()| fs::rename(&temp, path)) {
+        let _ = fs::remove_file(&temp);
+        return Err(err);
+    }
+    sync_dir(folder)
+}
+
+/// Fsyncs a folder so a rename or removal in it survives a crash.
+pub fn sync_dir(folder: &Path) -> std::io::Result<()> {
+    File::open(folder)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_file_lands_whole_with_the_asked_mode_and_no_temp_is_left() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.txt");
+        fs::write(&path, "old").unwrap();
+        write_atomic(&path, b"new", 0o600).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
+            0o600
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_symlink_at_the_temp_name_is_replaced_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = dir.path().join("outside");
+        fs::write(&outside, "keep").unwrap();
+        let temp = dir
+            .path()
+            .join(format!(".a.txt.tmp-{}", std::process::id()));
+        std::os::unix::fs::symlink(&outside, &temp).unwrap();
+        write_atomic(&dir.path().join("a.txt"), b"x", 0o644).unwrap();
+        assert_eq!(fs::read(&outside).unwrap(), b"keep");
+    }
+}

@@ -1,0 +1,318 @@
+//! The verified, crash-safe commit of a validated change: every path is written atomically,
+//! and an undo journal makes the set of writes all-or-nothing even across a `kill -9`.
+//!
+//! Before the first byte of the target changes, the journal
+//! (`.runx/authoring/journal/<sha256(target_dir)>/`) holds a copy of every path the commit will
+//! touch as it was (or a note that it did not exist) and the folders it will create, and its
+//! manifest is fsynced. Then the writes and deletes run, the result is hashed, and only a
+//! result equal to the validated candidate removes the journal. A mismatch rolls back from
+//! the journal at once; a crash leaves the journal behind, and the next step that touches the
+//! target ([`recover`]) rolls back from it before doing anything else.
+//!
+//! Architecture invariant: a target with a journal is never read or written by any lab step
+//! until [`recover`] has put it back; after recovery it is byte for byte its pre-commit self.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Component, Path, PathBuf};
+
+use mindrune_core::digest;
+use mindrune_core::runx::admission::Refusal;
+use serde::{Deserialize, Serialize};
+
+use super::apply::ApplyError;
+use crate::atomic_file::{sync_dir, write_atomic};
+
+const JOURNAL_SCHEMA: &str = "mindrune.lab.apply_journal.v1";
+
+/// One change to one file: new contents and mode, or a delete.
+#[derive(Debug, Clone)]
+pub struct Operation {
+    /// The file, relative to the repo root, `/`-separated.
+    pub path: String,
+    /// `Some((bytes, mode))` to write, `None` to delete.
+    pub content: Option<(Vec<u8>, u32)>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Manifest {
+    schema: String,
+    target_dir: String,
+    entries: Vec<Entry>,
+    /// Folders the commit creates, outermost first (repo-relative).
+    created_dirs: Vec<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    path: String,
+    /// The journal file holding the prior bytes, or `None` when the path did not exist.
+    prior: Option<String>,
+    mode: u32,
+}
+
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ApplyError {
+    let path = path.to_path_buf();
+    move |source| ApplyError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+fn target_hex(target_dir: &str) -> String {
+    digest::sha256(target_dir.as_bytes())
+        .trim_start_matches("sha256:")
+        .to_owned()
+}
+
+fn journal_dir(repo_root: &Path, target_dir: &str) -> PathBuf {
+    repo_root
+        .join(".runx/authoring/journal")
+        .join(target_hex(target_dir))
+}
+
+/// Whether an interrupted commit left its journal for this target.
+pub fn has_journal(repo_root: &Path, target_dir: &str) -> bool {
+    journal_dir(repo_root, target_dir).exists()
+}
+
+/// The per-target lock file `.runx/authoring/locks/<sha256(target_dir)>.lock`, as Runx names
+/// it. Held while a commit runs and while an interrupted one is rolled back, so two lab
+/// processes never interleave on one package. The lock is released when the file is dropped.
+pub fn lock(repo_root: &Path, target_dir: &str) -> Result<File, ApplyError> {
+    let path = repo_root.join(format!(
+        ".runx/authoring/locks/{}.lock",
+        target_hex(target_dir)
+    ));
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(io_error("create", parent))?;
+    }
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(&path)
+        .map_err(io_error("open the lock", &path))?;
+    file.set_permissions(fs::Permissions::from_mode(0o600))
+        .map_err(io_error("restrict the lock", &path))?;
+    file.lock().map_err(io_error("take the lock", &path))?;
+    Ok(file)
+}
+
+/// A repo-relative path from a journal, refused if it could leave the repo (a journal is a
+/// file on disk, so it is read as untrusted input).
+fn contained(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError> {
+    let mut path = repo_root.to_path_buf();
+    for component in Path::new(relative).components() {
+        match component {
+            Component::Normal(part) => path.push(part),
+            _ => {
+                return Err(Refusal(format!(
+                    "the apply journal names {relative:?}, which leaves the workspace; remove .runx/authoring/journal and inspect the target by hand"
+                ))
+                .into());
+            }
+        }
+    }
+    Ok(path)
+}
+
+/// Rolls back an apply that was interrupted, if its journal is there. The caller holds the
+/// target's [`lock`]. Returns whether anything was rolled back.
+pub fn recover(repo_root: &Path, target_dir: &str) -> Result<bool, ApplyError> {
+    let dir = journal_dir(repo_root, target_dir);
+    let manifest_path = dir.join("manifest.json");
+    let text = match fs::read_to_string(&manifest_path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+            // A journal folder without a manifest never armed: nothing was touched yet.
+            if dir.exists() {
+                fs::remove_dir_all(&dir).map_err(io_error("remove", &dir))?;
+            }
+            return Ok(false);
+        }
+        Err(source) => return Err(io_error("read", &manifest_path)(source)),
+    };
+    let manifest: Manifest = serde_json::from_str(&text).map_err(|err| {
+        Refusal(format!(
+            "the apply journal {} is damaged ({err}); inspect the target by hand, then remove the journal",
+            manifest_path.display()
+        ))
+    })?;
+    roll_back(repo_root, &dir, &manifest)?;
+    fs::remove_dir_all(&dir).map_err(io_error("remove", &dir))?;
+    if let Some(parent) = dir.parent() {
+        sync_dir(parent).map_err(io_error("sync", parent))?;
+    }
+    Ok(true)
+}
+
+fn roll_back(repo_root: &Path, dir: &Path, manifest: &Manifest) -> Result<(), ApplyError> {
+    for entry in manifest.entries.iter().rev() {
+        let path = contained(repo_root, &entry.path)?;
+        match &entry.prior {
+            Some(name) => {
+                let saved = contained(dir, name)?;
+                let bytes = fs::read(&saved).map_err(io_error("read", &saved))?;
+                if let Some(parent) = path.parent() {
+                    fs::create_dir_all(parent).map_err(io_error("create", parent))?;
+                }
+                write_atomic(&path, &bytes, entry.mode).map_err(io_error("restore", &path))?;
+            }
+            None => match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(io_error("remove", &path)(source)),
+            },
+        }
+    }
+    for folder in manifest.created_dirs.iter().rev() {
+        let path = contained(repo_root, folder)?;
+        // Only an empty folder is ours to remove; anything else was put there by someone else.
+        let _ = fs::remove_dir(&path);
+    }
+    Ok(())
+}
+
+/// Writes a crash point for the fault-injection tests: with `MINDRUNE_LAB_CRASH_AT=N` in a
+/// debug build, the process aborts (as a `kill -9` would stop it) just before mutation number
+/// `N` of a commit. Release builds have no crash points.
+fn crash_point(step: usize) {
+    #[cfg(debug_assertions)]
+    if std::env::var("MINDRUNE_LAB_CRASH_AT")
+        .ok()
+        .and_then(|n| n.parse::<usize>().ok())
+        == Some(step)
+    {
+        std::process::abort();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = step;
+}
+
+/// Applies `operations` under the target's lock with an undo journal, then runs `verify`
+/// (which hashes the result); on any failure, and when `verify` fails, rolls every path back.
+pub fn commit_verified(
+    repo_root: &Path,
+    target_dir: &str,
+    operations: &[Operation],
+    verify: impl FnOnce() -> Result<String, ApplyError>,
+) -> Result<String, ApplyError> {
+    let dir = journal_dir(repo_root, target_dir);
+    let manifest = arm_journal(repo_root, target_dir, &dir, operations)?;
+    let mut step = 0;
+    let outcome = (|| {
+        for folder in &manifest.created_dirs {
+            step += 1;
+            crash_point(step);
+            let path = contained(repo_root, folder)?;
+            fs::create_dir(&path).map_err(io_error("create", &path))?;
+        }
+        for operation in operations {
+            step += 1;
+            crash_point(step);
+            let path = contained(repo_root, &operation.path)?;
+            match &operation.content {
+                Some((bytes, mode)) => {
+                    write_atomic(&path, bytes, *mode).map_err(io_error("write", &path))?
+                }
+                None => {
+                    fs::remove_file(&path).map_err(io_error("delete", &path))?;
+                    if let Some(parent) = path.parent() {
+                        sync_dir(parent).map_err(io_error("sync", parent))?;
+                    }
+                }
+            }
+        }
+        step += 1;
+        crash_point(step);
+        verify()
+    })();
+    match outcome {
+        Ok(digest) => {
+            // The commit stands once the manifest is gone; the prior copies go after it.
+            let manifest_path = dir.join("manifest.json");
+            fs::remove_file(&manifest_path).map_err(io_error("remove", &manifest_path))?;
+            sync_dir(&dir).map_err(io_error("sync", &dir))?;
+            let _ = fs::remove_dir_all(&dir);
+            Ok(digest)
+        }
+        Err(err) => {
+            roll_back(repo_root, &dir, &manifest)?;
+            fs::remove_dir_all(&dir).map_err(io_error("remove", &dir))?;
+            Err(err)
+        }
+    }
+}
+
+/// Saves every path's prior state into the journal and writes its manifest last, fsynced:
+/// from that moment a crash is recoverable.
+fn arm_journal(
+    repo_root: &Path,
+    target_dir: &str,
+    dir: &Path,
+    operations: &[Operation],
+) -> Result<Manifest, ApplyError> {
+    if dir.exists() {
+        fs::remove_dir_all(dir).map_err(io_error("remove", dir))?;
+    }
+    fs::create_dir_all(dir).map_err(io_error("create", dir))?;
+    let mut entries = Vec::with_capacity(operations.len());
+    let mut created_dirs: Vec<String> = Vec::new();
+    for (index, operation) in operations.iter().enumerate() {
+        let path = contained(repo_root, &operation.path)?;
+        let prior = match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => {
+                let name = format!("prior-{index}");
+                let bytes = fs::read(&path).map_err(io_error("read", &path))?;
+                write_atomic(&dir.join(&name), &bytes, 0o600)
+                    .map_err(io_error("journal", &path))?;
+                Some((name, meta.permissions().mode()))
+            }
+            Ok(_) => {
+                return Err(Refusal(format!(
+                    "{} is not a regular file; refusing to replace it",
+                    operation.path
+                ))
+                .into());
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+            Err(source) => return Err(io_error("read", &path)(source)),
+        };
+        // The folders to create: missing ancestors, outermost first, each listed once.
+        let mut missing = Vec::new();
+        let mut relative = Path::new(&operation.path).parent();
+        while let Some(folder) = relative.filter(|folder| !folder.as_os_str().is_empty()) {
+            if repo_root.join(folder).exists() {
+                break;
+            }
+            missing.push(folder.to_string_lossy().into_owned());
+            relative = folder.parent();
+        }
+        for folder in missing.into_iter().rev() {
+            if !created_dirs.contains(&folder) {
+                created_dirs.push(folder);
+            }
+        }
+        entries.push(Entry {
+            path: operation.path.clone(),
+            mode: prior.as_ref().map_or(0o100644, |(_, mode)| *mode),
+            prior: prior.map(|(name, _)| name),
+        });
+    }
+    let manifest = Manifest {
+        schema: JOURNAL_SCHEMA.into(),
+        target_dir: target_dir.into(),
+        entries,
+        created_dirs,
+    };
+    let text = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
+    let manifest_path = dir.join("manifest.json");
+    write_atomic(&manifest_path, &text, 0o600).map_err(io_error("write", &manifest_path))?;
+    Ok(manifest)
+}

@@ -1,0 +1,540 @@
+//! The sandbox for a package's `type: javascript` modules: an embedded QuickJS with no ambient
+//! authority.
+//!
+//! Runx runs deterministic domain modules in an isolated worker that "has no environment,
+//! filesystem, network, clock or randomness" and receives only its validated in-memory module
+//! bundle, its JSON inputs and a frozen `context.environment` holding the declared names. We
+//! reproduce that contract in process: the module loader only serves files from the bundle the
+//! caller hands us, the global object loses its clock and randomness, a memory limit caps the
+//! heap and an interrupt handler enforces the wall limit even inside a tight loop.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rquickjs::loader::{ImportAttributes, Loader, Resolver};
+use rquickjs::{CatchResultExt, Context, Ctx, Function, Module, Object, Promise, Runtime, Value};
+use serde_json::Value as Json;
+
+/// Runx's default wall limit for one JavaScript invocation.
+pub const DEFAULT_WALL: Duration = Duration::from_secs(2);
+
+/// The widest wall limit a runner may declare through `timeout_seconds` (1 through 30).
+pub const MAX_TIMEOUT_SECONDS: u64 = 30;
+
+/// Runx gives each worker a 64 MiB heap; a module that needs more is outside its contract.
+pub const HEAP_BYTES: usize = 64 * 1024 * 1024;
+
+/// A deep recursion must fail as a JavaScript error, not overflow the host thread's stack.
+const STACK_BYTES: usize = 1024 * 1024;
+
+/// What one invocation may use.
+#[derive(Debug, Clone, Copy)]
+pub struct JsLimits {
+    /// Wall-clock ceiling for loading the modules and running the export together.
+    pub wall: Duration,
+    /// Heap ceiling handed to QuickJS.
+    pub heap_bytes: usize,
+}
+
+impl Default for JsLimits {
+    fn default() -> Self {
+        Self {
+            wall: DEFAULT_WALL,
+            heap_bytes: HEAP_BYTES,
+        }
+    }
+}
+
+impl JsLimits {
+    /// The limits for a runner that may declare `timeout_seconds`; values outside 1..=30 are
+    /// refused rather than clamped, because Runx rejects them at parse time.
+    pub fn for_timeout(timeout_seconds: Option<u64>) -> Result<Self, String> {
+        match timeout_seconds {
+            None => Ok(Self::default()),
+            Some(seconds) if (1..=MAX_TIMEOUT_SECONDS).contains(&seconds) => Ok(Self {
+                wall: Duration::from_secs(seconds),
+                ..Self::default()
+            }),
+            Some(seconds) => Err(format!(
+                "timeout_seconds {seconds} is outside 1..={MAX_TIMEOUT_SECONDS}"
+            )),
+        }
+    }
+}
+
+/// One call of a module export.
+#[derive(Debug, Clone)]
+pub struct JsInvocation<'a> {
+    /// Every module the worker may load, by package-relative path (`weather-forecast.mjs`).
+    pub bundle: &'a BTreeMap<String, String>,
+    /// The package-relative path of the module whose export is called.
+    pub entry: &'a str,
+    /// The export to call; Runx's default is `default`.
+    pub export: &'a str,
+    /// The first argument.
+    pub inputs: &'a Json,
+    /// The declared environment names and their values, frozen into `context.environment`.
+    pub environment: &'a BTreeMap<String, String>,
+    /// Wall and heap ceilings.
+    pub limits: JsLimits,
+}
+
+/// Why an invocation produced no output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JsError {
+    /// The bundle or a module's imports break the sandbox's rules (a path outside the bundle).
+    ModuleRejected(String),
+    /// The module threw, failed to parse or returned a promise that never settled.
+    Execution(String),
+    /// The wall limit was reached and the interrupt handler stopped the code.
+    WallLimit(Duration),
+    /// The export returned something `JSON.stringify` cannot represent as a value.
+    OutputRejected(String),
+}
+
+impl std::fmt::Display for JsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ModuleRejected(message) => write!(f, "module rejected: {message}"),
+            Self::Execution(message) => write!(f, "execution failed: {message}"),
+            Self::WallLimit(wall) => {
+                write!(f, "wall limit of {} ms reached", wall.as_millis())
+            }
+            Self::OutputRejected(message) => write!(f, "output rejected: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for JsError {}
+
+/// The globals a deterministic module must not reach, removed before any module is loaded.
+/// `Date` and `performance` are clocks, `WeakRef` and `FinalizationRegistry` observe the garbage
+/// collector, and the rest do not exist in QuickJS but are deleted anyway so a future engine
+/// update cannot quietly add them.
+const REMOVED_GLOBALS: [&str; 8] = [
+    "Date",
+    "performance",
+    "WeakRef",
+    "FinalizationRegistry",
+    "fetch",
+    "require",
+    "process",
+    "setTimeout",
+];
+
+/// Installed before the modules load: the global clean-up, a throwing `Math.random` and the
+/// frozen `Runx.parseUrl` helper. It is plain script text so the sandbox's shape can be read in
+/// one place.
+const PRELUDE: &str = r##"
+"use strict";
+(() => {
+  const removed = __REMOVED__;
+  for (const name of removed) {
+    delete globalThis[name];
+  }
+  Object.defineProperty(Math, "random", {
+    value() { throw new TypeError("Math.random is unavailable in deterministic modules"); },
+    configurable: false,
+    enumerable: false,
+    writable: false,
+  });
+  const pattern = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/(?:([^@/?#]*)@)?(\[[0-9A-Fa-f:.]+\]|[^:/?#]*)(?::([0-9]*))?([^?#]*)(\?[^#]*)?(#.*)?$/;
+  const defaults = { "http:": "80", "https:": "443" };
+  function parseUrl(value) {
+    if (typeof value !== "string") {
+      throw new TypeError("Runx.parseUrl expects a string");
+    }
+    const match = pattern.exec(value.trim());
+    if (match === null || match[3] === "") {
+      throw new TypeError("Runx.parseUrl expects an absolute URL: " + value);
+    }
+    const protocol = match[1].toLowerCase() + ":";
+    const hostname = match[3].toLowerCase();
+    const explicitPort = match[4] === undefined ? "" : match[4];
+    const port = explicitPort === defaults[protocol] ? "" : explicitPort;
+    const host = port === "" ? hostname : hostname + ":" + port;
+    const pathname = match[5] === "" ? "/" : match[5];
+    const search = match[6] === undefined || match[6] === "?" ? "" : match[6];
+    const hash = match[7] === undefined || match[7] === "#" ? "" : match[7];
+    const userinfo = match[2] === undefined ? "" : match[2];
+    const split = userinfo.indexOf(":");
+    return Object.freeze({
+      href: protocol + "//" + (userinfo === "" ? "" : userinfo + "@") + host + pathname + search + hash,
+      protocol,
+      username: split < 0 ? userinfo : userinfo.slice(0, split),
+      password: split < 0 ? "" : userinfo.slice(split + 1),
+      host,
+      hostname,
+      port,
+      pathname,
+      search,
+      hash,
+      origin: protocol + "//" + host,
+    });
+  }
+  Object.freeze(parseUrl);
+  Object.defineProperty(globalThis, "Runx", {
+    value: Object.freeze({ parseUrl }),
+    configurable: false,
+    enumerable: false,
+    writable: false,
+  });
+})();
+"##;
+
+/// Build the frozen second argument from the environment JSON text.
+const CONTEXT_FACTORY: &str = r#"
+(environmentJson) => {
+  const environment = Object.freeze(JSON.parse(environmentJson));
+  return Object.freeze({ environment });
+}
+"#;
+
+/// Serves modules from the in-memory bundle only. Resolution accepts relative specifiers that
+/// stay inside the bundle root and name a file the bundle holds; a bare specifier (`node:fs`),
+/// an absolute path or a `..` that climbs out is refused.
+struct BundleLoader {
+    bundle: BTreeMap<String, String>,
+}
+
+/// Resolve `specifier` imported from `base` against the bundle's root, or say why not.
+pub fn resolve_import(base: &str, specifier: &str) -> Result<String, String> {
+    if !(specifier.starts_with("./") || specifier.starts_with("../")) {
+        return Err(format!(
+            "import {specifier:?} from {base:?} is not a relative path inside the bundle"
+        ));
+    }
+    let mut parts: Vec<&str> = base.split('/').collect();
+    parts.pop();
+    for segment in specifier.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if parts.pop().is_none() {
+                    return Err(format!(
+                        "import {specifier:?} from {base:?} climbs out of the bundle"
+                    ));
+                }
+            }
+            other => parts.push(other),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+impl Resolver for BundleLoader {
+    fn resolve<'js>(
+        &mut self,
+        _ctx: &Ctx<'js>,
+        base: &str,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<String> {
+        let resolved = resolve_import(base, name)
+            .map_err(|message| rquickjs::Error::new_resolving_message(base, name, message))?;
+        if self.bundle.contains_key(&resolved) {
+            Ok(resolved)
+        } else {
+            Err(rquickjs::Error::new_resolving_message(
+                base,
+                name,
+                format!("{resolved:?} is not in the package bundle"),
+            ))
+        }
+    }
+}
+
+impl Loader for BundleLoader {
+    fn load<'js>(
+        &mut self,
+        ctx: &Ctx<'js>,
+        name: &str,
+        _attributes: Option<ImportAttributes<'js>>,
+    ) -> rquickjs::Result<Module<'js, rquickjs::module::Declared>> {
+        let source = self.bundle.get(name).ok_or_else(|| {
+            rquickjs::Error::new_loading_message(name, "not in the package bundle")
+        })?;
+        Module::declare(ctx.clone(), name, source.clone())
+    }
+}
+
+/// Check every static relative import in the bundle before anything runs, so a module that
+/// reaches outside the bundle is refused as a whole rather than failing halfway.
+fn check_static_imports(bundle: &BTreeMap<String, String>) -> Result<(), JsError> {
+    for (path, source) in bundle {
+        for specifier in static_import_specifiers(source) {
+            let resolved = resolve_import(path, &specifier).map_err(JsError::ModuleRejected)?;
+            if !bundle.contains_key(&resolved) {
+                return Err(JsError::ModuleRejected(format!(
+                    "import {specifier:?} from {path:?} resolves to {resolved:?}, which is not in the package bundle"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The string literals after `from` or a bare `import` — a lexical scan that is enough for the
+/// pre-check; the loader remains the real gate for anything this scan misses.
+fn static_import_specifiers(source: &str) -> Vec<String> {
+    let mut specifiers = Vec::new();
+    for line in source.lines() {
+        let trimmed = line.trim_start();
+        let is_import = trimmed.starts_with("import ")
+            || trimmed.starts_with("import\"")
+            || trimmed.starts_with("import'")
+            || trimmed.starts_with("export ");
+        if !is_import {
+            continue;
+        }
+        let tail = match trimmed.rfind(" from ") {
+            Some(at) => &trimmed[at + 6..],
+            None if trimmed.starts_with("import") => trimmed["import".len()..].trim_start(),
+            None => continue,
+        };
+        let tail = tail.trim_start();
+        let Some(quote) = tail.chars().next().filter(|c| *c == '"' || *c == '\'') else {
+            continue;
+        };
+        if let Some(end) = tail[1..].find(quote) {
+            specifiers.push(tail[1..=end].to_owned());
+        }
+    }
+    specifiers
+}
+
+/// Run one export and return its JSON result.
+pub fn run_module(invocation: &JsInvocation<'_>) -> Result<Json, JsError> {
+    if !invocation.bundle.contains_key(invocation.entry) {
+        return Err(JsError::ModuleRejected(format!(
+            "entry module {:?} is not in the package bundle",
+            invocation.entry
+        )));
+    }
+    check_static_imports(invocation.bundle)?;
+    let runtime =
+        Runtime::new().map_err(|err| JsError::Execution(format!("starting QuickJS: {err}")))?;
+    runtime.set_memory_limit(invocation.limits.heap_bytes);
+    runtime.set_max_stack_size(STACK_BYTES);
+    let deadline = Instant::now() + invocation.limits.wall;
+    runtime.set_interrupt_handler(Some(Box::new(move || Instant::now() >= deadline)));
+    runtime.set_loader(
+        BundleLoader {
+            bundle: invocation.bundle.clone(),
+        },
+        BundleLoader {
+            bundle: invocation.bundle.clone(),
+        },
+    );
+    let context =
+        Context::full(&runtime).map_err(|err| JsError::Execution(format!("context: {err}")))?;
+    let result = context.with(|ctx| evaluate(&ctx, invocation));
+    // The interrupt handler's verdict is the honest cause of any failure after the deadline:
+    // QuickJS reports an interrupted run as a generic uncatchable error.
+    match result {
+        Err(JsError::Execution(_)) if Instant::now() >= deadline => {
+            Err(JsError::WallLimit(invocation.limits.wall))
+        }
+        other => other,
+    }
+}
+
+fn evaluate(ctx: &Ctx<'_>, invocation: &JsInvocation<'_>) -> Result<Json, JsError> {
+    let removed = serde_json::to_string(&REMOVED_GLOBALS)
+        .map_err(|err| JsError::Execution(err.to_string()))?;
+    let prelude = PRELUDE.replace("__REMOVED__", &removed);
+    ctx.eval::<(), _>(prelude)
+        .catch(ctx)
+        .map_err(|err| JsError::Execution(format!("installing the sandbox: {err}")))?;
+
+    let source = invocation
+        .bundle
+        .get(invocation.entry)
+        .cloned()
+        .unwrap_or_default();
+    let declared = Module::declare(ctx.clone(), invocation.entry, source)
+        .catch(ctx)
+        .map_err(|err| module_error(invocation.entry, &err.to_string()))?;
+    let (module, promise) = declared
+        .eval()
+        .catch(ctx)
+        .map_err(|err| module_error(invocation.entry, &err.to_string()))?;
+    promise
+        .finish::<()>()
+        .catch(ctx)
+        .map_err(|err| module_error(invocation.entry, &err.to_string()))?;
+
+    let export: Value = module
+        .get(invocation.export)
+        .catch(ctx)
+        .map_err(|err| JsError::Execution(format!("reading export: {err}")))?;
+    let Some(function) = export.as_function().cloned() else {
+        return Err(JsError::Execution(format!(
+            "module {:?} does not export a callable {:?}",
+            invocation.entry, invocation.export
+        )));
+    };
+
+    let inputs_text = serde_json::to_string(invocation.inputs)
+        .map_err(|err| JsError::Execution(err.to_string()))?;
+    let inputs = ctx
+        .json_parse(inputs_text)
+        .catch(ctx)
+        .map_err(|err| JsError::Execution(format!("materialising inputs: {err}")))?;
+    let environment_text = serde_json::to_string(invocation.environment)
+        .map_err(|err| JsError::Execution(err.to_string()))?;
+    let factory: Function = ctx
+        .eval(CONTEXT_FACTORY)
+        .catch(ctx)
+        .map_err(|err| JsError::Execution(format!("building the context: {err}")))?;
+    let context_arg: Object = factory
+        .call((environment_text,))
+        .catch(ctx)
+        .map_err(|err| JsError::Execution(format!("building the context: {err}")))?;
+
+    let returned: Value = function
+        .call((inputs, context_arg))
+        .catch(ctx)
+        .map_err(|err| JsError::Execution(err.to_string()))?;
+    let settled = match returned.as_promise() {
+        Some(promise) => settle(ctx, promise)?,
+        None => returned,
+    };
+    if settled.is_undefined() || settled.is_function() || settled.is_symbol() {
+        return Err(JsError::OutputRejected(
+            "the export returned a value JSON cannot represent".to_owned(),
+        ));
+    }
+    let text = ctx
+        .json_stringify(settled)
+        .catch(ctx)
+        .map_err(|err| JsError::OutputRejected(err.to_string()))?
+        .ok_or_else(|| JsError::OutputRejected("the export returned no JSON value".to_owned()))?
+        .to_string()
+        .map_err(|err| JsError::OutputRejected(err.to_string()))?;
+    serde_json::from_str(&text).map_err(|err| JsError::OutputRejected(err.to_string()))
+}
+
+fn settle<'js>(ctx: &Ctx<'js>, promise: &Promise<'js>) -> Result<Value<'js>, JsError> {
+    promise.finish::<Value>().catch(ctx).map_err(|err| {
+        let text = err.to_string();
+        if text.contains("WouldBlock") || text.contains("would block") {
+            JsError::Execution(
+                "the export returned a promise that did not settle in the job queue".to_owned(),
+            )
+        } else {
+            JsError::Execution(text)
+        }
+    })
+}
+
+/// A load failure that names the bundle boundary is a rejection of the module graph, not an
+/// execution error, so the caller can tell "imported something outside" from "threw".
+fn module_error(entry: &str, message: &str) -> JsError {
+    if message.contains("bundle") || message.contains("resolving") || message.contains("loading") {
+        JsError::ModuleRejected(format!("{entry}: {message}"))
+    } else {
+        JsError::Execution(format!("{entry}: {message}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(source: &str, limits: JsLimits) -> Result<Json, JsError> {
+        let bundle = BTreeMap::from([("main.mjs".to_owned(), source.to_owned())]);
+        let environment = BTreeMap::from([("REGION".to_owned(), "eu".to_owned())]);
+        run_module(&JsInvocation {
+            bundle: &bundle,
+            entry: "main.mjs",
+            export: "default",
+            inputs: &serde_json::json!({"value": 2}),
+            environment: &environment,
+            limits,
+        })
+    }
+
+    #[test]
+    fn calls_the_default_export_with_inputs_and_frozen_environment() {
+        let output = run(
+            "export default (inputs, context) => ({ doubled: inputs.value * 2, region: context.environment.REGION, frozen: Object.isFrozen(context.environment) && Object.isFrozen(context) });",
+            JsLimits::default(),
+        );
+        assert_eq!(
+            output,
+            Ok(serde_json::json!({"doubled": 4, "region": "eu", "frozen": true}))
+        );
+    }
+
+    #[test]
+    fn resolves_relative_imports_inside_the_bundle() {
+        let bundle = BTreeMap::from([
+            (
+                "lib/main.mjs".to_owned(),
+                "import { value } from './value.mjs'; export function run() { return { value }; }"
+                    .to_owned(),
+            ),
+            (
+                "lib/value.mjs".to_owned(),
+                "export const value = 42;".to_owned(),
+            ),
+        ]);
+        let output = run_module(&JsInvocation {
+            bundle: &bundle,
+            entry: "lib/main.mjs",
+            export: "run",
+            inputs: &serde_json::json!({}),
+            environment: &BTreeMap::new(),
+            limits: JsLimits::default(),
+        });
+        assert_eq!(output, Ok(serde_json::json!({"value": 42})));
+    }
+
+    #[test]
+    fn parse_url_is_frozen_and_splits_an_absolute_url() {
+        let output = run(
+            "export default () => { const u = Runx.parseUrl('HTTPS://Example.com:443/a/b?x=1#f'); return { host: u.host, path: u.pathname, search: u.search, frozen: Object.isFrozen(Runx) && Object.isFrozen(u) }; };",
+            JsLimits::default(),
+        );
+        assert_eq!(
+            output,
+            Ok(
+                serde_json::json!({"host": "example.com", "path": "/a/b", "search": "?x=1", "frozen": true})
+            )
+        );
+    }
+
+    #[test]
+    fn heap_and_stack_exhaustion_fail_as_errors_not_crashes() {
+        let small = JsLimits {
+            heap_bytes: 8 * 1024 * 1024,
+            ..JsLimits::default()
+        };
+        let heap = run(
+            "export default () => { const keep = []; for (;;) keep.push(new Array(100000).fill(1)); };",
+            small,
+        );
+        assert!(matches!(heap, Err(JsError::Execution(_))), "{heap:?}");
+        let stack = run(
+            "const f = (n) => f(n + 1) + 1; export default () => f(0);",
+            JsLimits::default(),
+        );
+        assert!(matches!(stack, Err(JsError::Execution(_))), "{stack:?}");
+    }
+
+    #[test]
+    fn resolve_import_refuses_climbing_out_and_bare_names() {
+        assert_eq!(
+            resolve_import("a/b.mjs", "./c.mjs"),
+            Ok("a/c.mjs".to_owned())
+        );
+        assert_eq!(
+            resolve_import("a/b.mjs", "../c.mjs"),
+            Ok("c.mjs".to_owned())
+        );
+        assert!(resolve_import("b.mjs", "../c.mjs").is_err());
+        assert!(resolve_import("b.mjs", "node:fs").is_err());
+        assert!(resolve_import("b.mjs", "/etc/passwd").is_err());
+    }
+}

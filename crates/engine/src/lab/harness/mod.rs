@@ -1,0 +1,421 @@
+//! Harness replay: run every declared case of a Runx package and judge it by its `expect`.
+//!
+//! Runx's `runx harness <pkg>` runs the inline `X.yaml` cases first and then every
+//! `fixtures/*.yaml`, each in a disposable workspace so cases cannot satisfy each other, and
+//! reports `{status, case_count, assertion_error_count, assertion_errors, case_names,
+//! receipt_ids, graph_case_count}`. This module does the same over a package already read into
+//! memory ([`SnapshotFile`]s) and an execution profile and cases already parsed into JSON, so the
+//! strict YAML parser and this replay stay independent.
+//!
+//! What a case may touch is decided here, not by the package: agent work comes only from
+//! `caller.answers`, human gates only from `caller.approvals`, HTTP only from
+//! `caller.http_responses` (there is no transport at all), JavaScript runs in an embedded
+//! sandbox with no clock, randomness, filesystem or network, and a `cli-tool` process sees a
+//! scrubbed environment and an empty home. Native `runx.skill.*` tools are the caller's,
+//! through [`NativeTools`]; sealing a receipt per case is the caller's, through [`CaseSealer`].
+
+pub mod assertions;
+pub mod cli_tool;
+pub mod javascript;
+mod run;
+pub mod web;
+
+use std::path::Path;
+use std::time::Duration;
+
+use mindrune_core::runx::snapshot::SnapshotFile;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub use run::run_case;
+
+/// Native tools the caller implements (`runx.skill.inspect`, `plan`, `bind`, `apply`, ...).
+pub trait NativeTools {
+    /// Run `tool` with the step's materialised inputs inside the case's scratch copy of the
+    /// package. Return `None` for a tool this implementation does not know, so the replay can
+    /// report it as unsupported; otherwise the tool's claim, an object whose top-level keys are
+    /// its output packets (`{"apply_result": {...}}`), which the replay exposes as
+    /// `{"apply_result": {"data": {...}}}` like every packet.
+    fn call(&mut self, tool: &str, inputs: &Value, scratch: &Path)
+    -> Option<Result<Value, String>>;
+}
+
+/// A [`NativeTools`] that knows no tool, for packages that use only the built-in ones.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NoNativeTools;
+
+impl NativeTools for NoNativeTools {
+    fn call(&mut self, _: &str, _: &Value, _: &Path) -> Option<Result<Value, String>> {
+        None
+    }
+}
+
+/// Seals one receipt per case; the receipt store owns the real implementation.
+pub trait CaseSealer {
+    /// Seal `case` and return the receipt id.
+    fn seal(&mut self, case: &CaseOutcome) -> Result<String, String>;
+}
+
+/// How a case ended, in the fixture vocabulary of `expect.status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStatus {
+    Sealed,
+    Failure,
+    NeedsAgent,
+    PolicyDenied,
+    Escalated,
+}
+
+impl CaseStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sealed => "sealed",
+            Self::Failure => "failure",
+            Self::NeedsAgent => "needs_agent",
+            Self::PolicyDenied => "policy_denied",
+            Self::Escalated => "escalated",
+        }
+    }
+
+    /// The receipt disposition Runx seals for this status (`status_from_disposition` inverted).
+    pub fn disposition(self) -> &'static str {
+        match self {
+            Self::Sealed => "closed",
+            Self::Failure => "failed",
+            Self::NeedsAgent | Self::Escalated => "deferred",
+            Self::PolicyDenied => "blocked",
+        }
+    }
+
+    /// Runx reports a deferred receipt's state as `deferred` and every other as `sealed`.
+    pub fn state(self) -> &'static str {
+        match self {
+            Self::NeedsAgent | Self::Escalated => "deferred",
+            _ => "sealed",
+        }
+    }
+}
+
+/// One step of a graph run, in execution order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepTrace {
+    pub step_id: String,
+    /// `succeeded`, `failed`, `needs_agent`, `policy_denied`, `declined` or `skipped`.
+    pub status: String,
+}
+
+/// Everything a case produced; what a receipt is sealed from.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CaseOutcome {
+    pub name: String,
+    pub runner: String,
+    /// True when the runner is `type: graph`.
+    pub graph: bool,
+    pub status: CaseStatus,
+    /// The graph's steps (empty for a single-source runner, as in Runx).
+    pub steps: Vec<StepTrace>,
+    /// The run's result: the `result_from` steps' outputs for a graph, otherwise the source's.
+    pub output: Value,
+    /// Each executed step's addressable outputs (declared outputs and `{data: ...}` packets).
+    pub step_outputs: Map<String, Value>,
+    /// The runner inputs after defaults, as the run saw them.
+    pub inputs: Value,
+    pub reason_code: String,
+    pub disposition: String,
+    pub state: String,
+    /// Why the run did not seal, when it did not.
+    pub error: Option<String>,
+    /// Filled in by [`run_harness`] once the sealer has returned.
+    pub receipt_id: Option<String>,
+    /// Filled in by [`run_harness`] from the case's `expect`.
+    pub assertion_errors: Vec<String>,
+}
+
+/// The package-level verdict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HarnessStatus {
+    Passed,
+    Failed,
+    NotDeclared,
+}
+
+/// Runx's `PackageHarnessReport`, field for field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HarnessReport {
+    pub status: HarnessStatus,
+    pub case_count: usize,
+    pub assertion_error_count: usize,
+    /// Each names its case and the JSON path, e.g.
+    /// `weather-forecast-packet: step_outputs.validate.decision: expected "ready", got "refused"`.
+    pub assertion_errors: Vec<String>,
+    pub case_names: Vec<String>,
+    pub receipt_ids: Vec<String>,
+    pub graph_case_count: usize,
+}
+
+/// Knobs that are the replay's, not the package's.
+#[derive(Debug, Clone)]
+pub struct HarnessOptions {
+    /// The instant every case is stamped with (`fetched_at` and the like); fixed so a replay
+    /// is reproducible, as Runx's harness uses a default `created_at`.
+    pub created_at: String,
+    /// Wall limit of a `cli-tool` process whose runner declares no `timeout_seconds`.
+    pub cli_timeout: Duration,
+}
+
+impl Default for HarnessOptions {
+    fn default() -> Self {
+        Self {
+            created_at: "2026-01-01T00:00:00Z".to_owned(),
+            cli_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The report and the per-case outcomes behind it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HarnessRun {
+    pub report: HarnessReport,
+    pub cases: Vec<CaseOutcome>,
+}
+
+/// The cases in Runx's order: the profile's inline `harness.cases` first, then the fixture
+/// documents sorted by their path (callers pass `fixtures/*.yaml` already parsed).
+pub fn declared_cases(profile: &Value, fixtures: &[(String, Value)]) -> Vec<Value> {
+    let mut cases: Vec<Value> = profile
+        .pointer("/harness/cases")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut sorted: Vec<&(String, Value)> = fixtures.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    cases.extend(sorted.into_iter().map(|(_, doc)| doc.clone()));
+    cases
+}
+
+/// Replay every case, seal each, judge each, and report.
+pub fn run_harness(
+    files: &[SnapshotFile],
+    profile: &Value,
+    cases: &[Value],
+    tools: &mut dyn NativeTools,
+    sealer: &mut dyn CaseSealer,
+    options: &HarnessOptions,
+) -> HarnessRun {
+    let mut outcomes = Vec::with_capacity(cases.len());
+    let mut report = HarnessReport {
+        status: HarnessStatus::NotDeclared,
+        case_count: cases.len(),
+        assertion_error_count: 0,
+        assertion_errors: Vec::new(),
+        case_names: Vec::new(),
+        receipt_ids: Vec::new(),
+        graph_case_count: 0,
+    };
+    for case in cases {
+        let mut outcome = run_case(files, profile, case, tools, options);
+        match sealer.seal(&outcome) {
+            Ok(id) => {
+                report.receipt_ids.push(id.clone());
+                outcome.receipt_id = Some(id);
+            }
+            Err(err) => outcome
+                .assertion_errors
+                .push(format!("{}: receipt: sealing failed: {err}", outcome.name)),
+        }
+        outcome
+            .assertion_errors
+            .extend(check_expectations(case, &outcome));
+        report.case_names.push(outcome.name.clone());
+        if outcome.graph {
+            report.graph_case_count += 1;
+        }
+        report
+            .assertion_errors
+            .extend(outcome.assertion_errors.iter().cloned());
+        outcomes.push(outcome);
+    }
+    report.assertion_error_count = report.assertion_errors.len();
+    report.status = if cases.is_empty() {
+        HarnessStatus::NotDeclared
+    } else if report.assertion_errors.is_empty() {
+        HarnessStatus::Passed
+    } else {
+        HarnessStatus::Failed
+    };
+    HarnessRun {
+        report,
+        cases: outcomes,
+    }
+}
+
+/// Judge one outcome by its case's `expect` block; each error names the case and the path.
+pub fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<String> {
+    let name = &outcome.name;
+    let mut errors = Vec::new();
+    let expect = case.get("expect").cloned().unwrap_or(Value::Null);
+    let mut push = |path: String, expected: String, actual: String| {
+        errors.push(format!("{name}: {path}: expected {expected}, got {actual}"));
+    };
+
+    if let Some(expected) = expect.get("status").and_then(Value::as_str)
+        && expected != outcome.status.as_str()
+    {
+        let detail = outcome
+            .error
+            .as_ref()
+            .map(|err| format!(" ({err})"))
+            .unwrap_or_default();
+        push(
+            "status".to_owned(),
+            Value::from(expected).to_string(),
+            format!("{}{detail}", Value::from(outcome.status.as_str())),
+        );
+    }
+
+    if let Some(receipt) = expect.get("receipt").and_then(Value::as_object) {
+        check_receipt(receipt, outcome, &mut push);
+    }
+
+    if let Some(steps) = expect.get("steps").and_then(Value::as_array)
+        && !steps.is_empty()
+    {
+        let actual: Vec<Value> = outcome
+            .steps
+            .iter()
+            .filter(|step| step.status != "skipped")
+            .map(|step| Value::from(step.step_id.as_str()))
+            .collect();
+        if steps != &actual {
+            push(
+                "steps".to_owned(),
+                Value::Array(steps.clone()).to_string(),
+                Value::Array(actual).to_string(),
+            );
+        }
+    }
+
+    if let Some(answers) = case.pointer("/caller/answers").and_then(Value::as_object) {
+        let mut observed = vec![outcome.output.clone()];
+        observed.extend(outcome.step_outputs.values().cloned());
+        for (request_id, answer) in answers {
+            if !observed
+                .iter()
+                .any(|seen| assertions::observable(answer, seen))
+            {
+                push(
+                    format!("caller.answers.{request_id}"),
+                    "the supplied answer to be observable in the run's output".to_owned(),
+                    "no step or result that contains it".to_owned(),
+                );
+            }
+        }
+    }
+
+    if let Some(expectation) = expect.get("output") {
+        json_expectation(expectation, &outcome.output, "output", &mut push);
+    }
+    if let Some(per_step) = expect.get("step_outputs").and_then(Value::as_object) {
+        for (step_id, expectation) in per_step {
+            let actual = outcome
+                .step_outputs
+                .get(step_id)
+                .cloned()
+                .unwrap_or(Value::Null);
+            json_expectation(
+                expectation,
+                &actual,
+                &format!("step_outputs.{step_id}"),
+                &mut push,
+            );
+        }
+    }
+    errors
+}
+
+fn json_expectation(
+    expectation: &Value,
+    actual: &Value,
+    path: &str,
+    push: &mut impl FnMut(String, String, String),
+) {
+    let exact = expectation.get("exact");
+    let subset = expectation.get("subset");
+    if exact.is_none() && subset.is_none() {
+        push(
+            path.to_owned(),
+            "an exact or subset expectation".to_owned(),
+            expectation.to_string(),
+        );
+    }
+    if let Some(expected) = exact
+        && let Err(mismatch) = assertions::exact(expected, actual, path)
+    {
+        push(mismatch.path, mismatch.expected, mismatch.actual);
+    }
+    if let Some(expected) = subset
+        && let Err(mismatch) = assertions::subset(expected, actual, path)
+    {
+        push(mismatch.path, mismatch.expected, mismatch.actual);
+    }
+}
+
+/// The receipt fields a replay can judge without the sealed receipt's bytes: the schema (the
+/// sealer writes `runx.receipt.v1`), the seal's state, disposition and reason code, the number
+/// of child (step) receipts and, once sealed, the receipt id. Digest and signature fields are
+/// the receipt store's to verify and are not second-guessed here.
+fn check_receipt(
+    receipt: &Map<String, Value>,
+    outcome: &CaseOutcome,
+    push: &mut impl FnMut(String, String, String),
+) {
+    let text = |key: &str| receipt.get(key).and_then(Value::as_str);
+    let schema = text("schema").unwrap_or("runx.receipt.v1");
+    if schema != "runx.receipt.v1" {
+        push(
+            "receipt.schema".to_owned(),
+            Value::from(schema).to_string(),
+            Value::from("runx.receipt.v1").to_string(),
+        );
+    }
+    for (key, actual) in [
+        ("state", outcome.state.as_str()),
+        ("disposition", outcome.disposition.as_str()),
+        ("reason_code", outcome.reason_code.as_str()),
+    ] {
+        if let Some(expected) = text(key)
+            && expected != actual
+        {
+            push(
+                format!("receipt.{key}"),
+                Value::from(expected).to_string(),
+                Value::from(actual).to_string(),
+            );
+        }
+    }
+    if let Some(expected) = receipt.get("child_receipt_count").and_then(Value::as_u64) {
+        let actual = outcome
+            .steps
+            .iter()
+            .filter(|step| step.status != "skipped")
+            .count();
+        if usize::try_from(expected).ok() != Some(actual) {
+            push(
+                "receipt.child_receipt_count".to_owned(),
+                expected.to_string(),
+                actual.to_string(),
+            );
+        }
+    }
+    if let (Some(expected), Some(actual)) = (text("receipt_id"), outcome.receipt_id.as_deref())
+        && expected != actual
+    {
+        push(
+            "receipt.receipt_id".to_owned(),
+            Value::from(expected).to_string(),
+            Value::from(actual).to_string(),
+        );
+    }
+}

@@ -1,0 +1,952 @@
+//! Executing one case: preflight, the runner's source or graph, and output projection.
+//!
+//! The semantics follow Runx's runtime:
+//! * A graph step's inputs are the runner inputs (ambient graph parameters), minus any name a
+//!   context edge produces, overlaid with the step's `inputs`, where `$input.<path>` resolves
+//!   into the runner inputs and an unresolved binding drops the key; context edges
+//!   (`name: <step>.<output path>`) then add the producer's addressable output.
+//! * A step's addressable outputs are its declared `run.outputs` (raw values from its claim,
+//!   each required), then its artifact packets: `wrap_as` wraps the whole claim as
+//!   `{data: ...}`, each `named_emits` key wraps that claim field. A tool's claim exposes each
+//!   top-level key as a packet. This is why `context: {x: step.out.data}` reads the payload.
+//! * `when: {field: <step>.<path>, equals|not_equals}` reads a prior step's addressable outputs;
+//!   a step whose predicate source was skipped is skipped too, and a predicate whose value is
+//!   not there leaves the step to run.
+//! * `result_from` names the steps whose outputs form the graph's result.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mindrune_core::runx::snapshot::SnapshotFile;
+use serde_json::{Map, Value, json};
+
+use super::assertions::{data_envelope, json_equal};
+use super::javascript::{JsInvocation, JsLimits, run_module};
+use super::{CaseOutcome, CaseStatus, HarnessOptions, NativeTools, StepTrace, cli_tool, web};
+
+/// How one source or step ended.
+enum End {
+    /// The claim the step produced.
+    Done(Value),
+    /// An agent act or approval has no answer yet.
+    NeedsAgent(String),
+    /// A capability refused by policy; the claim still describes the refusal.
+    PolicyDenied(Value, String),
+    /// A human declined an approval gate.
+    Declined(String),
+    Failed(String),
+}
+
+/// What a case runs against.
+struct Env<'a> {
+    bundle: BTreeMap<String, String>,
+    scratch: PathBuf,
+    home: PathBuf,
+    caller: Map<String, Value>,
+    case_env: BTreeMap<String, String>,
+    tools: &'a mut dyn NativeTools,
+    options: &'a HarnessOptions,
+}
+
+fn object(value: Option<&Value>) -> Map<String, Value> {
+    value
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn text<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
+    value.get(key).and_then(Value::as_str)
+}
+
+/// Run one case in its own scratch copy of the package and describe what happened; expectations
+/// are judged separately ([`super::check_expectations`]).
+pub fn run_case(
+    files: &[SnapshotFile],
+    profile: &Value,
+    case: &Value,
+    tools: &mut dyn NativeTools,
+    options: &HarnessOptions,
+) -> CaseOutcome {
+    let name = text(case, "name").unwrap_or("unnamed").to_owned();
+    let mut outcome = CaseOutcome {
+        name,
+        runner: String::new(),
+        graph: false,
+        status: CaseStatus::Failure,
+        steps: Vec::new(),
+        output: Value::Null,
+        step_outputs: Map::new(),
+        inputs: Value::Object(Map::new()),
+        reason_code: String::new(),
+        disposition: String::new(),
+        state: String::new(),
+        error: None,
+        receipt_id: None,
+        assertion_errors: Vec::new(),
+    };
+    let result = execute(files, profile, case, tools, options, &mut outcome);
+    if let Err(message) = result {
+        outcome.status = CaseStatus::Failure;
+        outcome.error = Some(message);
+        if outcome.reason_code.is_empty() {
+            outcome.reason_code = "harness_failed".to_owned();
+        }
+    }
+    outcome.disposition = outcome.status.disposition().to_owned();
+    outcome.state = outcome.status.state().to_owned();
+    outcome
+}
+
+fn select_runner<'p>(
+    profile: &'p Value,
+    requested: Option<&str>,
+) -> Result<(String, &'p Value), String> {
+    let runners = profile
+        .get("runners")
+        .and_then(Value::as_object)
+        .ok_or_else(|| "the execution profile declares no runners".to_owned())?;
+    if let Some(name) = requested {
+        return runners
+            .get(name)
+            .map(|runner| (name.to_owned(), runner))
+            .ok_or_else(|| format!("runner {name:?} is not declared"));
+    }
+    let defaults: Vec<_> = runners
+        .iter()
+        .filter(|(_, runner)| runner.get("default").and_then(Value::as_bool) == Some(true))
+        .collect();
+    match (defaults.as_slice(), runners.len()) {
+        ([(name, runner)], _) => Ok(((*name).clone(), *runner)),
+        ([], 1) => runners
+            .iter()
+            .next()
+            .map(|(name, runner)| (name.clone(), runner))
+            .ok_or_else(|| "no runner".to_owned()),
+        _ => Err("no single default runner is declared".to_owned()),
+    }
+}
+
+fn execute(
+    files: &[SnapshotFile],
+    profile: &Value,
+    case: &Value,
+    tools: &mut dyn NativeTools,
+    options: &HarnessOptions,
+    outcome: &mut CaseOutcome,
+) -> Result<(), String> {
+    let (runner_name, runner) = select_runner(profile, text(case, "runner"))?;
+    outcome.runner = runner_name.clone();
+    let kind = text(runner, "type").unwrap_or("").to_owned();
+    outcome.graph = kind == "graph";
+
+    let workspace = tempfile::Builder::new()
+        .prefix("mindrune-harness-")
+        .tempdir()
+        .map_err(|err| format!("creating the scratch workspace: {err}"))?;
+    let scratch = workspace.path().join("package");
+    let home = workspace.path().join("home");
+    std::fs::create_dir_all(&home).map_err(|err| format!("creating the scratch home: {err}"))?;
+    copy_package(files, &scratch)?;
+
+    let mut env = Env {
+        bundle: javascript_bundle(files),
+        scratch,
+        home,
+        caller: object(case.get("caller")),
+        case_env: case
+            .get("env")
+            .and_then(Value::as_object)
+            .map(|env| {
+                env.iter()
+                    .map(|(key, value)| {
+                        let value = value
+                            .as_str()
+                            .map_or_else(|| value.to_string(), str::to_owned);
+                        (key.clone(), value)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        tools,
+        options,
+    };
+
+    // Preflight: defaults, then required inputs, before any step or process runs.
+    let inputs = match preflight(profile, runner, &object(case.get("inputs"))) {
+        Ok(inputs) => inputs,
+        Err(message) => {
+            outcome.status = CaseStatus::Failure;
+            outcome.reason_code = "preflight_failed".to_owned();
+            outcome.error = Some(message);
+            return Ok(());
+        }
+    };
+    outcome.inputs = Value::Object(inputs.clone());
+
+    if outcome.graph {
+        run_graph(runner, &runner_name, &inputs, &mut env, outcome);
+    } else {
+        let end = run_source(&kind, runner, &inputs, &mut env);
+        let (status, output, error) = match end {
+            End::Done(claim) => (CaseStatus::Sealed, claim, None),
+            End::NeedsAgent(message) => (CaseStatus::NeedsAgent, Value::Null, Some(message)),
+            End::PolicyDenied(claim, message) => (CaseStatus::PolicyDenied, claim, Some(message)),
+            End::Declined(message) | End::Failed(message) => {
+                (CaseStatus::Failure, Value::Null, Some(message))
+            }
+        };
+        outcome.status = status;
+        outcome.output = output;
+        outcome.error = error;
+        let prefix = if kind == "agent" || kind == "agent-task" {
+            "agent_act"
+        } else {
+            "process"
+        };
+        outcome.reason_code = format!("{prefix}_{}", outcome.status.disposition());
+    }
+    drop(workspace);
+    Ok(())
+}
+
+/// Write the package into the scratch folder with each file's recorded permission bits.
+fn copy_package(files: &[SnapshotFile], root: &Path) -> Result<(), String> {
+    std::fs::create_dir_all(root).map_err(|err| format!("creating {}: {err}", root.display()))?;
+    for file in files {
+        let relative = Path::new(&file.path);
+        if relative.is_absolute()
+            || relative
+                .components()
+                .any(|c| !matches!(c, std::path::Component::Normal(_)))
+        {
+            return Err(format!(
+                "package path {:?} is not a plain relative path",
+                file.path
+            ));
+        }
+        let target = root.join(relative);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|err| format!("creating {}: {err}", parent.display()))?;
+        }
+        std::fs::write(&target, &file.contents)
+            .map_err(|err| format!("writing {}: {err}", target.display()))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = file.mode & 0o7777;
+            if mode != 0 {
+                std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))
+                    .map_err(|err| format!("setting the mode of {}: {err}", target.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The package's JavaScript modules, the only code a `type: javascript` source may load.
+fn javascript_bundle(files: &[SnapshotFile]) -> BTreeMap<String, String> {
+    files
+        .iter()
+        .filter(|file| file.path.ends_with(".mjs") || file.path.ends_with(".js"))
+        .filter_map(|file| {
+            String::from_utf8(file.contents.clone())
+                .ok()
+                .map(|source| (file.path.clone(), source))
+        })
+        .collect()
+}
+
+/// Resolve `{definition: name}` input specs against the profile's `input_definitions`.
+fn input_spec<'p>(profile: &'p Value, spec: &'p Value) -> &'p Value {
+    match text(spec, "definition") {
+        Some(name) => profile
+            .pointer(&format!("/input_definitions/{name}"))
+            .unwrap_or(spec),
+        None => spec,
+    }
+}
+
+fn preflight(
+    profile: &Value,
+    runner: &Value,
+    supplied: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let mut inputs = supplied.clone();
+    let mut missing = Vec::new();
+    if let Some(declared) = runner.get("inputs").and_then(Value::as_object) {
+        for (name, spec) in declared {
+            let spec = input_spec(profile, spec);
+            let present = inputs.get(name).is_some_and(|value| !value.is_null());
+            if !present {
+                if let Some(default) = spec.get("default") {
+                    inputs.insert(name.clone(), default.clone());
+                } else if spec.get("required").and_then(Value::as_bool) == Some(true) {
+                    missing.push(name.clone());
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(inputs)
+    } else {
+        Err(format!("missing required input(s): {}", missing.join(", ")))
+    }
+}
+
+/// The declared environment names and their values, from the case's `env` only: a replay never
+/// reads the operator's environment. A missing required name stops before the worker runs.
+fn declared_environment(
+    source: &Value,
+    case_env: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut selected = BTreeMap::new();
+    let Some(environment) = source.get("environment") else {
+        return Ok(selected);
+    };
+    let names = |key: &str| -> Vec<String> {
+        environment
+            .get(key)
+            .and_then(Value::as_array)
+            .map(|items| {
+                items
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut missing = Vec::new();
+    for name in names("required") {
+        match case_env.get(&name) {
+            Some(value) => {
+                selected.insert(name, value.clone());
+            }
+            None => missing.push(name),
+        }
+    }
+    for name in names("optional") {
+        if let Some(value) = case_env.get(&name) {
+            selected.insert(name, value.clone());
+        }
+    }
+    if missing.is_empty() {
+        Ok(selected)
+    } else {
+        Err(format!(
+            "missing required environment name(s): {}",
+            missing.join(", ")
+        ))
+    }
+}
+
+/// Run a runner-level source or a step's `run` of the given type.
+fn run_source(kind: &str, source: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) -> End {
+    match kind {
+        "agent" | "agent-task" => agent_act(source, env),
+        "approval" => approval(source, "approval", env),
+        "javascript" => javascript(source, inputs, env),
+        "cli-tool" => cli(source, inputs, env),
+        other => End::Failed(format!(
+            "source type {other:?} is not supported by the harness"
+        )),
+    }
+}
+
+fn agent_act(source: &Value, env: &Env<'_>) -> End {
+    let task = text(source, "task").unwrap_or("agent");
+    let request_id = format!("agent_task.{task}.output");
+    let Some(answer) = env
+        .caller
+        .get("answers")
+        .and_then(|answers| answers.get(&request_id))
+    else {
+        return End::NeedsAgent(format!("awaiting agent answer {request_id}"));
+    };
+    // An answer may close itself with another disposition (`closure.disposition`), as Runx
+    // lets a replayed agent act defer or fail.
+    match answer
+        .pointer("/closure/disposition")
+        .and_then(Value::as_str)
+    {
+        None | Some("closed") => End::Done(answer.clone()),
+        Some("deferred") => End::NeedsAgent(format!("agent act {request_id} deferred")),
+        Some("blocked") => {
+            End::PolicyDenied(answer.clone(), format!("agent act {request_id} blocked"))
+        }
+        Some("declined") => End::Declined(format!("agent act {request_id} declined")),
+        Some(other) => End::Failed(format!("agent act {request_id} closed with {other}")),
+    }
+}
+
+fn approval(source: &Value, gate: &str, env: &Env<'_>) -> End {
+    let gate = text(source, "gate")
+        .or_else(|| text(source, "id"))
+        .unwrap_or(gate);
+    let answer = env
+        .caller
+        .get("approvals")
+        .and_then(|approvals| approvals.get(gate))
+        .or_else(|| {
+            env.caller
+                .get("answers")
+                .and_then(|answers| answers.get(gate))
+        });
+    let approved = match answer {
+        None => return End::NeedsAgent(format!("awaiting approval {gate}")),
+        Some(Value::Bool(value)) => *value,
+        Some(Value::Object(object)) => {
+            match object.get("approved").or_else(|| object.get("payload")) {
+                Some(Value::Bool(value)) => *value,
+                _ => {
+                    return End::Failed(format!(
+                        "approval answer for {gate} has no boolean approved"
+                    ));
+                }
+            }
+        }
+        Some(_) => return End::Failed(format!("approval answer for {gate} is not a boolean")),
+    };
+    if approved {
+        End::Done(json!({ "approval": { "gate": gate, "approved": true } }))
+    } else {
+        End::Declined(format!("approval {gate} was declined"))
+    }
+}
+
+fn javascript(source: &Value, inputs: &Map<String, Value>, env: &Env<'_>) -> End {
+    let Some(module) = text(source, "module") else {
+        return End::Failed("javascript source declares no module".to_owned());
+    };
+    let entry = module.trim_start_matches("./");
+    let export = text(source, "export").unwrap_or("default");
+    let limits = match JsLimits::for_timeout(source.get("timeout_seconds").and_then(Value::as_u64))
+    {
+        Ok(limits) => limits,
+        Err(message) => return End::Failed(message),
+    };
+    let environment = match declared_environment(source, &env.case_env) {
+        Ok(environment) => environment,
+        Err(message) => return End::Failed(message),
+    };
+    let inputs = Value::Object(inputs.clone());
+    match run_module(&JsInvocation {
+        bundle: &env.bundle,
+        entry,
+        export,
+        inputs: &inputs,
+        environment: &environment,
+        limits,
+    }) {
+        Ok(output) => End::Done(output),
+        Err(err) => End::Failed(format!("javascript {entry}#{export}: {err}")),
+    }
+}
+
+fn cli(source: &Value, inputs: &Map<String, Value>, env: &Env<'_>) -> End {
+    let Some(command) = text(source, "command") else {
+        return End::Failed("cli-tool source declares no command".to_owned());
+    };
+    let args: Vec<String> = source
+        .get("args")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|item| {
+                    item.as_str()
+                        .map_or_else(|| item.to_string(), str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let declared = match declared_environment(source, &env.case_env) {
+        Ok(declared) => declared,
+        Err(message) => return End::Failed(message),
+    };
+    let timeout = source
+        .get("timeout_seconds")
+        .and_then(Value::as_u64)
+        .map_or(env.options.cli_timeout, Duration::from_secs);
+    let result = cli_tool::run(&cli_tool::CliRequest {
+        command,
+        args: &args,
+        cwd: text(source, "cwd"),
+        inputs,
+        declared_env: &declared,
+        scratch: &env.scratch,
+        home: &env.home,
+        timeout,
+    });
+    match result {
+        Ok(result) if result.success => End::Done(parse_json_maybe(&result.stdout)),
+        Ok(result) if result.timed_out => End::Failed(format!(
+            "cli-tool {command} exceeded its {} s timeout",
+            timeout.as_secs()
+        )),
+        Ok(result) => End::Failed(format!(
+            "cli-tool {command} exited {}: {}",
+            result
+                .exit_code
+                .map_or_else(|| "by signal".to_owned(), |code| code.to_string()),
+            result.stderr.trim()
+        )),
+        Err(message) => End::Failed(message),
+    }
+}
+
+/// Runx reads a process's stdout as JSON when it parses and as a trimmed string otherwise.
+pub fn parse_json_maybe(stdout: &str) -> Value {
+    let trimmed = stdout.trim();
+    if trimmed.is_empty() {
+        return Value::String(String::new());
+    }
+    serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
+}
+
+/// Built-in tools first, then the caller's.
+fn run_tool(tool: &str, inputs: &Map<String, Value>, env: &mut Env<'_>) -> End {
+    let responses = object(env.caller.get("http_responses"));
+    let inputs_value = Value::Object(inputs.clone());
+    match tool {
+        "web.fetch" => {
+            let claim = web::web_fetch(&inputs_value, &responses, &env.options.created_at);
+            match claim
+                .pointer("/fetch_result/decision")
+                .and_then(Value::as_str)
+            {
+                Some("ready") => End::Done(claim),
+                Some("policy_denied") => {
+                    let host = claim
+                        .pointer("/fetch_result/policy/attempted_host")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned();
+                    End::PolicyDenied(
+                        claim,
+                        format!("web.fetch: host {host:?} is not allowlisted"),
+                    )
+                }
+                _ => {
+                    let blocker = claim
+                        .pointer("/fetch_result/blocker")
+                        .and_then(Value::as_str)
+                        .unwrap_or("fetch failed")
+                        .to_owned();
+                    End::Failed(format!("web.fetch: {blocker}"))
+                }
+            }
+        }
+        "http.read" => match web::http_read(&inputs_value, &responses) {
+            Ok(claim) => End::Done(claim),
+            Err(message) => End::Failed(format!("http.read: {message}")),
+        },
+        "fs.read" => match fs_read(inputs, &env.scratch) {
+            Ok(claim) => End::Done(claim),
+            Err(message) => End::Failed(format!("fs.read: {message}")),
+        },
+        _ => match env.tools.call(tool, &inputs_value, &env.scratch) {
+            None => End::Failed(format!("tool {tool:?} is not available in the harness")),
+            Some(Ok(claim)) => End::Done(claim),
+            Some(Err(message)) => End::Failed(format!("{tool}: {message}")),
+        },
+    }
+}
+
+/// `fs.read` of one file inside the case's scratch package, never outside it (symlinks are
+/// resolved before the containment check).
+fn fs_read(inputs: &Map<String, Value>, scratch: &Path) -> Result<Value, String> {
+    let path = inputs
+        .get("path")
+        .and_then(Value::as_str)
+        .ok_or_else(|| "needs a path input".to_owned())?;
+    let relative = Path::new(path);
+    if relative.is_absolute() {
+        return Err(format!("{path:?} is absolute"));
+    }
+    let root = scratch
+        .canonicalize()
+        .map_err(|err| format!("resolving the workspace: {err}"))?;
+    let target = root
+        .join(relative)
+        .canonicalize()
+        .map_err(|err| format!("{path:?}: {err}"))?;
+    if !target.starts_with(&root) {
+        return Err(format!("{path:?} is outside the workspace"));
+    }
+    let bytes = std::fs::read(&target).map_err(|err| format!("{path:?}: {err}"))?;
+    let contents =
+        String::from_utf8(bytes.clone()).map_err(|_| format!("{path:?} is not UTF-8 text"))?;
+    Ok(json!({
+        "file": {
+            "path": path,
+            "contents": contents,
+            "bytes": bytes.len(),
+            "content_digest": mindrune_core::digest::sha256(&bytes),
+        }
+    }))
+}
+
+/// `$input.<path>` bindings resolved against the runner inputs; a binding that does not resolve
+/// is dropped (returns `None`), inside arrays and objects too.
+fn materialize(value: &Value, inputs: &Map<String, Value>) -> Option<Value> {
+    match value {
+        Value::String(binding) => match binding.strip_prefix("$input.") {
+            Some(path) => resolve_path(inputs, path).cloned(),
+            None => Some(value.clone()),
+        },
+        Value::Array(items) => Some(Value::Array(
+            items
+                .iter()
+                .filter_map(|item| materialize(item, inputs))
+                .collect(),
+        )),
+        Value::Object(map) => Some(Value::Object(
+            map.iter()
+                .filter_map(|(key, item)| materialize(item, inputs).map(|v| (key.clone(), v)))
+                .collect(),
+        )),
+        _ => Some(value.clone()),
+    }
+}
+
+fn resolve_path<'v>(root: &'v Map<String, Value>, path: &str) -> Option<&'v Value> {
+    let mut segments = path.split('.');
+    let mut current = root.get(segments.next()?)?;
+    for segment in segments {
+        current = current.as_object()?.get(segment)?;
+    }
+    Some(current)
+}
+
+/// Parse `<step>.<output path>` into the producer and the path.
+fn split_edge(reference: &str) -> Option<(&str, &str)> {
+    reference
+        .split_once('.')
+        .filter(|(step, path)| !step.is_empty() && !path.is_empty())
+}
+
+/// The addressable outputs of a finished step (see the module comment).
+fn project(step: &Value, claim: &Value) -> Result<Map<String, Value>, String> {
+    let empty = Map::new();
+    let claim_object = claim.as_object().unwrap_or(&empty);
+    let mut outputs = Map::new();
+    if step.get("tool").is_some() {
+        for (name, value) in claim_object {
+            outputs.insert(name.clone(), data_envelope(value.clone()));
+        }
+    }
+    if let Some(declared) = step.pointer("/run/outputs").and_then(Value::as_object) {
+        for name in declared.keys() {
+            let value = claim_object.get(name).ok_or_else(|| {
+                format!("declared run output {name:?} was not returned by the step")
+            })?;
+            outputs.insert(name.clone(), value.clone());
+        }
+    }
+    if let Some(artifacts) = step.get("artifacts").filter(|_| !claim_object.is_empty()) {
+        if let Some(wrap_as) = text(artifacts, "wrap_as") {
+            let value = claim_object
+                .get(wrap_as)
+                .cloned()
+                .unwrap_or_else(|| claim.clone());
+            outputs.insert(wrap_as.to_owned(), data_envelope(value));
+        }
+        if let Some(named) = artifacts.get("named_emits").and_then(Value::as_object) {
+            for name in named.keys() {
+                if let Some(value) = claim_object.get(name) {
+                    outputs.insert(name.clone(), data_envelope(value.clone()));
+                }
+            }
+        }
+    }
+    Ok(outputs)
+}
+
+fn run_graph(
+    runner: &Value,
+    runner_name: &str,
+    inputs: &Map<String, Value>,
+    env: &mut Env<'_>,
+    outcome: &mut CaseOutcome,
+) {
+    let graph = runner.get("graph").cloned().unwrap_or(Value::Null);
+    let graph_name = text(&graph, "name").unwrap_or(runner_name).to_owned();
+    let steps = graph
+        .get("steps")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut outputs: Map<String, Value> = Map::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut status = CaseStatus::Sealed;
+    let mut last_ran: Option<String> = None;
+
+    for step in &steps {
+        let Some(step_id) = text(step, "id").map(str::to_owned) else {
+            status = CaseStatus::Failure;
+            outcome.error = Some("a graph step has no id".to_owned());
+            break;
+        };
+        if let Some(when) = step.get("when")
+            && should_skip(when, &outputs, &skipped)
+        {
+            skipped.push(step_id.clone());
+            outcome.steps.push(StepTrace {
+                step_id,
+                status: "skipped".to_owned(),
+            });
+            continue;
+        }
+        let step_inputs = match step_inputs(step, inputs, &outputs) {
+            Ok(step_inputs) => step_inputs,
+            Err(message) => {
+                outcome.steps.push(StepTrace {
+                    step_id: step_id.clone(),
+                    status: "failed".to_owned(),
+                });
+                status = CaseStatus::Failure;
+                outcome.error = Some(format!("step {step_id}: {message}"));
+                break;
+            }
+        };
+        let end = if let Some(tool) = text(step, "tool") {
+            run_tool(tool, &step_inputs, env)
+        } else if let Some(run) = step.get("run") {
+            match run {
+                Value::String(kind) if kind == "approval" => approval(&Value::Null, &step_id, env),
+                Value::Object(_) => {
+                    let kind = text(run, "type").unwrap_or("");
+                    if kind == "approval" {
+                        approval(run, &step_id, env)
+                    } else {
+                        run_source(kind, run, &step_inputs, env)
+                    }
+                }
+                _ => End::Failed("run must be an inline source or approval".to_owned()),
+            }
+        } else if step.get("skill").is_some() {
+            End::Failed("nested skill steps are not supported by the harness".to_owned())
+        } else {
+            End::Failed("step declares none of tool, run or skill".to_owned())
+        };
+        last_ran = Some(step_id.clone());
+        let (trace, claim, stop) = match end {
+            End::Done(claim) => ("succeeded", Some(claim), None),
+            End::PolicyDenied(claim, message) => {
+                status = CaseStatus::PolicyDenied;
+                ("policy_denied", Some(claim), Some(message))
+            }
+            End::NeedsAgent(message) => {
+                status = CaseStatus::NeedsAgent;
+                ("needs_agent", None, Some(message))
+            }
+            End::Declined(message) => {
+                status = CaseStatus::Failure;
+                ("declined", None, Some(message))
+            }
+            End::Failed(message) => {
+                status = CaseStatus::Failure;
+                ("failed", None, Some(message))
+            }
+        };
+        let mut trace = trace;
+        let mut stop = stop;
+        if let Some(claim) = claim {
+            match project(step, &claim) {
+                Ok(projected) => {
+                    outputs.insert(step_id.clone(), Value::Object(projected));
+                }
+                Err(message) => {
+                    status = CaseStatus::Failure;
+                    trace = "failed";
+                    stop = Some(message);
+                }
+            }
+        }
+        outcome.steps.push(StepTrace {
+            step_id: step_id.clone(),
+            status: trace.to_owned(),
+        });
+        if let Some(message) = stop {
+            outcome.error = Some(format!("step {step_id}: {message}"));
+            break;
+        }
+    }
+
+    let result_from: Vec<String> = graph
+        .get("result_from")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let producers: Vec<&String> = if result_from.is_empty() {
+        last_ran.iter().collect()
+    } else {
+        result_from.iter().collect()
+    };
+    let mut result = Map::new();
+    let mut any = false;
+    for producer in producers {
+        if let Some(Value::Object(map)) = outputs.get(producer.as_str()) {
+            any = true;
+            for (key, value) in map {
+                result.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    outcome.output = if any {
+        Value::Object(result)
+    } else {
+        Value::Null
+    };
+    outcome.step_outputs = outputs;
+    outcome.status = status;
+    outcome.reason_code = format!("{graph_name}_{}", status.disposition());
+}
+
+fn should_skip(when: &Value, outputs: &Map<String, Value>, skipped: &[String]) -> bool {
+    let Some(field) = text(when, "field") else {
+        return false;
+    };
+    let Some((source, path)) = field.split_once('.') else {
+        return false;
+    };
+    if skipped.iter().any(|step| step == source) {
+        return true;
+    }
+    let Some(value) = outputs
+        .get(source)
+        .and_then(Value::as_object)
+        .and_then(|map| resolve_path(map, path))
+    else {
+        return false;
+    };
+    if let Some(expected) = when.get("equals") {
+        !json_equal(value, expected)
+    } else if let Some(disallowed) = when.get("not_equals") {
+        json_equal(value, disallowed)
+    } else {
+        false
+    }
+}
+
+fn step_inputs(
+    step: &Value,
+    graph_inputs: &Map<String, Value>,
+    outputs: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
+    let context = object(step.get("context"));
+    let mut inputs = graph_inputs.clone();
+    for name in context.keys() {
+        inputs.remove(name);
+    }
+    for (key, value) in object(step.get("inputs")) {
+        match materialize(&value, graph_inputs) {
+            Some(value) => {
+                inputs.insert(key, value);
+            }
+            None => {
+                inputs.remove(&key);
+            }
+        }
+    }
+    for (name, reference) in context {
+        let reference = reference
+            .as_str()
+            .ok_or_else(|| format!("context {name} is not a <step>.<output> reference"))?;
+        let (source, path) = split_edge(reference).ok_or_else(|| {
+            format!("context {name} ({reference}) is not a <step>.<output> reference")
+        })?;
+        let produced = outputs
+            .get(source)
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("context source step {source} has not run"))?;
+        let value = resolve_path(produced, path).ok_or_else(|| {
+            format!(
+                "context {name} ({reference}) does not resolve; {source} has {:?}",
+                produced.keys().collect::<Vec<_>>()
+            )
+        })?;
+        inputs.insert(name, value.clone());
+    }
+    Ok(inputs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn step_inputs_follow_runx_materialisation() {
+        let graph_inputs = json!({"location": "here", "horizon": "soon", "extra": 1})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let step = json!({
+            "inputs": {"location": "$input.location", "purpose": "$input.purpose", "fixed": "x"},
+            "context": {"draft": "interpret.draft.data"},
+        });
+        let outputs = json!({"interpret": {"draft": {"data": {"ok": true}}}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        let resolved = step_inputs(&step, &graph_inputs, &outputs);
+        assert_eq!(
+            resolved.map(Value::Object),
+            Ok(
+                json!({"location": "here", "horizon": "soon", "extra": 1, "fixed": "x", "draft": {"ok": true}})
+            )
+        );
+    }
+
+    #[test]
+    fn projection_exposes_declared_outputs_and_packets() {
+        let step = json!({
+            "run": {"type": "agent-task", "outputs": {"draft": "object"}},
+            "artifacts": {"named_emits": {"draft": "draft"}, "wrap_as": "packet"},
+        });
+        let projected = project(&step, &json!({"draft": {"a": 1}}));
+        assert_eq!(
+            projected.map(Value::Object),
+            Ok(json!({"draft": {"data": {"a": 1}}, "packet": {"data": {"draft": {"a": 1}}}}))
+        );
+        assert!(project(&step, &json!({"other": 1})).is_err());
+    }
+
+    #[test]
+    fn when_reads_prior_outputs_and_propagates_skips() {
+        let outputs = json!({"a": {"decision": "ready"}})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert!(!should_skip(
+            &json!({"field": "a.decision", "equals": "ready"}),
+            &outputs,
+            &[]
+        ));
+        assert!(should_skip(
+            &json!({"field": "a.decision", "not_equals": "ready"}),
+            &outputs,
+            &[]
+        ));
+        assert!(should_skip(
+            &json!({"field": "b.decision", "equals": "x"}),
+            &outputs,
+            &["b".to_owned()]
+        ));
+        assert!(!should_skip(
+            &json!({"field": "a.missing", "equals": "x"}),
+            &outputs,
+            &[]
+        ));
+    }
+}

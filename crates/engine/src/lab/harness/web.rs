@@ -1,0 +1,701 @@
+//! `web.fetch` and `http.read` answered from a fixture's `caller.http_responses`.
+//!
+//! Runx's harness replaces only the transport: the capability's own admission, allowlist,
+//! redirect, byte-limit and extraction code still runs over the fixture's bytes. We do the same,
+//! and there is no transport behind it at all, so a URL the fixture did not supply is a provider
+//! error and no replay can ever reach the network.
+
+use serde_json::{Map, Value, json};
+
+/// Runx's ceiling on `max_bytes` (`STANDARD_HTTP_RESPONSE_BYTES`, 8 MiB).
+pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Runx stops following redirects after this many hops.
+const MAX_REDIRECTS: usize = 10;
+
+/// One supplied response.
+struct Response {
+    status: u16,
+    headers: Map<String, Value>,
+    body: Vec<u8>,
+}
+
+fn supplied(responses: &Map<String, Value>, url: &str) -> Option<Response> {
+    let entry = responses.get(url)?.as_object()?;
+    let status = entry
+        .get("status")
+        .and_then(Value::as_u64)
+        .and_then(|s| u16::try_from(s).ok())
+        .unwrap_or(200);
+    let headers = entry
+        .get("headers")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    let body = match entry.get("body") {
+        Some(Value::String(text)) => text.as_bytes().to_vec(),
+        Some(Value::Null) | None => Vec::new(),
+        Some(other) => other.to_string().into_bytes(),
+    };
+    Some(Response {
+        status,
+        headers,
+        body,
+    })
+}
+
+fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
+    response
+        .headers
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .and_then(|(_, value)| value.as_str())
+}
+
+/// The parts of an absolute http(s) URL the allowlist and redirect code need.
+struct ParsedUrl {
+    scheme: String,
+    host: String,
+    rest: String,
+}
+
+fn parse_url(raw: &str) -> Result<ParsedUrl, String> {
+    let (scheme, after) = raw
+        .split_once("://")
+        .ok_or_else(|| format!("url {raw:?} is not absolute"))?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return Err(format!("url scheme {scheme:?} is not http or https"));
+    }
+    let end = after.find(['/', '?', '#']).unwrap_or(after.len());
+    let authority = &after[..end];
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = if host_port.starts_with('[') {
+        host_port
+            .find(']')
+            .map_or(host_port, |close| &host_port[..=close])
+    } else {
+        host_port.split(':').next().unwrap_or_default()
+    };
+    if host.is_empty() {
+        return Err(format!("url {raw:?} has no host"));
+    }
+    Ok(ParsedUrl {
+        scheme,
+        host: host.to_ascii_lowercase(),
+        rest: after[end..].to_owned(),
+    })
+}
+
+/// The host Runx records as `attempted_host` even when the URL does not parse.
+fn safe_host(raw: &str) -> String {
+    parse_url(raw).map(|url| url.host).unwrap_or_default()
+}
+
+/// Exact hosts, `*` for any public host, and leading wildcards such as `*.example.com` (which
+/// match subdomains only, as the input's description says).
+pub fn host_allowed(host: &str, allowlist: &[String]) -> bool {
+    allowlist.iter().any(|entry| {
+        if entry == "*" {
+            return true;
+        }
+        match entry.strip_prefix("*.") {
+            Some(suffix) => host.len() > suffix.len() + 1 && host.ends_with(&format!(".{suffix}")),
+            None => host == entry,
+        }
+    })
+}
+
+fn normalize_allowlist(value: Option<&Value>) -> Result<Vec<String>, String> {
+    let Some(value) = value else {
+        return Ok(vec!["*".to_owned()]);
+    };
+    let items = value
+        .as_array()
+        .ok_or_else(|| "allowlist must be an array of hosts".to_owned())?;
+    let mut hosts = Vec::new();
+    for item in items {
+        let host = item
+            .as_str()
+            .map(|h| h.trim().to_ascii_lowercase())
+            .filter(|h| !h.is_empty() && h.len() <= 253)
+            .ok_or_else(|| "allowlist entries must be non-empty host strings".to_owned())?;
+        if !hosts.contains(&host) {
+            hosts.push(host);
+        }
+    }
+    if hosts.len() > 64 {
+        return Err("allowlist holds more than 64 hosts".to_owned());
+    }
+    Ok(hosts)
+}
+
+fn join_location(current: &ParsedUrl, location: &str) -> String {
+    if location.contains("://") {
+        location.to_owned()
+    } else if location.starts_with("//") {
+        format!("{}:{location}", current.scheme)
+    } else if location.starts_with('/') {
+        format!("{}://{}{location}", current.scheme, current.host)
+    } else {
+        let base = current.rest.rsplit_once('/').map_or("", |(dir, _)| dir);
+        format!("{}://{}{base}/{location}", current.scheme, current.host)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Text,
+    Metadata,
+    Links,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::Metadata => "metadata",
+            Self::Links => "links",
+        }
+    }
+
+    fn empty(self) -> Value {
+        match self {
+            Self::Text => json!(""),
+            Self::Metadata => json!({}),
+            Self::Links => json!([]),
+        }
+    }
+}
+
+fn failed(
+    decision: &str,
+    host: &str,
+    allowlist: &[String],
+    mode: Mode,
+    message: &str,
+    fetched_at: &str,
+) -> Value {
+    json!({
+        "decision": decision,
+        "final_url": "",
+        "status": 0,
+        "content_digest": "",
+        "extract_mode": mode.name(),
+        "extracted": mode.empty(),
+        "provenance": {"fetched_at": fetched_at, "redirects": [], "bytes": 0, "truncated": false},
+        "policy": {
+            "allowlist_decision": if decision == "policy_denied" { "denied" } else { "allowed" },
+            "attempted_host": host,
+            "allowlist_checked": allowlist,
+        },
+        "blocker": message,
+    })
+}
+
+/// Run `web.fetch` against the supplied responses and return its claim `{fetch_result: ...}`.
+pub fn web_fetch(inputs: &Value, responses: &Map<String, Value>, fetched_at: &str) -> Value {
+    let result = fetch_result(inputs, responses, fetched_at);
+    json!({ "fetch_result": result })
+}
+
+fn fetch_result(inputs: &Value, responses: &Map<String, Value>, fetched_at: &str) -> Value {
+    let raw_url = inputs
+        .get("url")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .trim();
+    let attempted = safe_host(raw_url);
+    let mode = match inputs
+        .get("extract")
+        .and_then(Value::as_str)
+        .unwrap_or("text")
+        .trim()
+    {
+        "text" => Mode::Text,
+        "metadata" => Mode::Metadata,
+        "links" => Mode::Links,
+        _ => {
+            return failed(
+                "needs_agent",
+                &attempted,
+                &[],
+                Mode::Text,
+                "extract must be text, metadata, or links",
+                fetched_at,
+            );
+        }
+    };
+    let allowlist = match normalize_allowlist(inputs.get("allowlist")) {
+        Ok(list) => list,
+        Err(message) => return failed("needs_agent", &attempted, &[], mode, &message, fetched_at),
+    };
+    if raw_url.is_empty() || allowlist.is_empty() {
+        return failed(
+            "needs_agent",
+            &attempted,
+            &allowlist,
+            mode,
+            "missing required input",
+            fetched_at,
+        );
+    }
+    let max_bytes = match inputs.get("max_bytes") {
+        None => MAX_BYTES,
+        Some(value) => match value.as_f64() {
+            Some(n) if n.fract() == 0.0 && n >= 1.0 && n <= MAX_BYTES as f64 => n as u64,
+            _ => {
+                return failed(
+                    "needs_agent",
+                    &attempted,
+                    &allowlist,
+                    mode,
+                    "max_bytes must be a positive integer no greater than 8388608",
+                    fetched_at,
+                );
+            }
+        },
+    };
+    let mut current = match parse_url(raw_url) {
+        Ok(url) => url,
+        Err(message) => {
+            return failed(
+                "needs_agent",
+                &attempted,
+                &allowlist,
+                mode,
+                &message,
+                fetched_at,
+            );
+        }
+    };
+    if !host_allowed(&current.host, &allowlist) {
+        let message = format!("host {:?} is not allowlisted", current.host);
+        return failed(
+            "policy_denied",
+            &current.host,
+            &allowlist,
+            mode,
+            &message,
+            fetched_at,
+        );
+    }
+    let initial_host = current.host.clone();
+    let mut current_url = raw_url.to_owned();
+    let mut redirects = Vec::new();
+    for hop in 0..=MAX_REDIRECTS {
+        let Some(response) = supplied(responses, &current_url) else {
+            let message = format!("no fixture response for {current_url}");
+            return failed(
+                "provider_error",
+                &initial_host,
+                &allowlist,
+                mode,
+                &message,
+                fetched_at,
+            );
+        };
+        if !(300..400).contains(&response.status) {
+            return success(
+                &initial_host,
+                &allowlist,
+                mode,
+                &current_url,
+                &response,
+                redirects,
+                max_bytes,
+                fetched_at,
+            );
+        }
+        let Some(location) = header(&response, "location") else {
+            let message = format!(
+                "provider returned redirect HTTP {} without a location",
+                response.status
+            );
+            return failed(
+                "provider_error",
+                &initial_host,
+                &allowlist,
+                mode,
+                &message,
+                fetched_at,
+            );
+        };
+        if hop == MAX_REDIRECTS {
+            let message = format!("provider exceeded {MAX_REDIRECTS} redirects");
+            return failed(
+                "provider_error",
+                &initial_host,
+                &allowlist,
+                mode,
+                &message,
+                fetched_at,
+            );
+        }
+        let next_url = join_location(&current, location);
+        let next = match parse_url(&next_url) {
+            Ok(url) => url,
+            Err(message) => {
+                return failed(
+                    "provider_error",
+                    &initial_host,
+                    &allowlist,
+                    mode,
+                    &message,
+                    fetched_at,
+                );
+            }
+        };
+        if !host_allowed(&next.host, &allowlist) {
+            let message = format!("redirect host {:?} is not allowlisted", next.host);
+            return failed(
+                "policy_denied",
+                &next.host,
+                &allowlist,
+                mode,
+                &message,
+                fetched_at,
+            );
+        }
+        redirects.push(json!({"status": response.status, "from": current_url, "to": next_url}));
+        current = next;
+        current_url = next_url;
+    }
+    failed(
+        "provider_error",
+        &initial_host,
+        &allowlist,
+        mode,
+        "redirect loop did not terminate",
+        fetched_at,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn success(
+    initial_host: &str,
+    allowlist: &[String],
+    mode: Mode,
+    final_url: &str,
+    response: &Response,
+    redirects: Vec<Value>,
+    max_bytes: u64,
+    fetched_at: &str,
+) -> Value {
+    let limit = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+    let truncated = response.body.len() > limit;
+    let body = &response.body[..response.body.len().min(limit)];
+    let text = String::from_utf8_lossy(body);
+    let content_type = header(response, "content-type").unwrap_or("").to_owned();
+    let extracted = match mode {
+        Mode::Text => Value::String(readable_text(&text, &content_type)),
+        Mode::Metadata => metadata(&text, &content_type),
+        Mode::Links => Value::Array(
+            links(&text, final_url)
+                .into_iter()
+                .map(Value::String)
+                .collect(),
+        ),
+    };
+    json!({
+        "decision": "ready",
+        "final_url": final_url,
+        "status": response.status,
+        "content_digest": mindrune_core::digest::sha256(body),
+        "extract_mode": mode.name(),
+        "extracted": extracted,
+        "provenance": {
+            "fetched_at": fetched_at,
+            "redirects": redirects,
+            "bytes": body.len(),
+            "truncated": truncated,
+        },
+        "policy": {
+            "allowlist_decision": "allowed",
+            "attempted_host": initial_host,
+            "allowlist_checked": allowlist,
+        },
+    })
+}
+
+/// `http.read`: the supplied response for one exact URL, as `{http_response: ...}`.
+pub fn http_read(inputs: &Value, responses: &Map<String, Value>) -> Result<Value, String> {
+    let url = inputs
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| "http.read needs a url input".to_owned())?;
+    parse_url(url)?;
+    let response =
+        supplied(responses, url).ok_or_else(|| format!("no fixture response for {url}"))?;
+    let text = String::from_utf8_lossy(&response.body).into_owned();
+    let body = serde_json::from_str::<Value>(&text).unwrap_or(Value::String(text));
+    Ok(json!({
+        "http_response": {
+            "url": url,
+            "status": response.status,
+            "headers": response.headers,
+            "body": body,
+            "content_digest": mindrune_core::digest::sha256(&response.body),
+        }
+    }))
+}
+
+fn is_html(text: &str, content_type: &str) -> bool {
+    content_type.to_ascii_lowercase().contains("html")
+        || text
+            .trim_start()
+            .to_ascii_lowercase()
+            .starts_with("<!doctype html")
+        || text.trim_start().to_ascii_lowercase().starts_with("<html")
+}
+
+/// Visible text of an HTML document (scripts and styles dropped, tags removed, whitespace
+/// collapsed); any other content type is returned as it came, trimmed.
+fn readable_text(text: &str, content_type: &str) -> String {
+    if !is_html(text, content_type) {
+        return text.trim().to_owned();
+    }
+    let mut out = String::new();
+    let lower = text.to_ascii_lowercase();
+    let mut i = 0;
+    while i < text.len() {
+        if text[i..].starts_with('<') {
+            let skip_to = ["script", "style"].iter().find_map(|tag| {
+                lower[i..]
+                    .starts_with(&format!("<{tag}"))
+                    .then(|| lower[i..].find(&format!("</{tag}>")).map(|e| i + e))
+                    .flatten()
+            });
+            let from = skip_to.unwrap_or(i);
+            match text[from..].find('>') {
+                Some(end) => {
+                    out.push(' ');
+                    i = from + end + 1;
+                }
+                None => break,
+            }
+        } else {
+            let next = text[i..].find('<').map_or(text.len(), |n| i + n);
+            out.push_str(&decode_entities(&text[i..next]));
+            i = next;
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn decode_entities(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&nbsp;", " ")
+        .replace("&amp;", "&")
+}
+
+/// Every tag in the document as its lowercase name plus its attributes.
+fn tags(text: &str) -> Vec<(String, Vec<(String, String)>)> {
+    let mut found = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find('<') {
+        let after = &rest[start + 1..];
+        let Some(end) = after.find('>') else { break };
+        let inner = &after[..end];
+        rest = &after[end + 1..];
+        if inner.starts_with('/') || inner.starts_with('!') {
+            continue;
+        }
+        let name_end = inner
+            .find(|c: char| c.is_whitespace() || c == '/')
+            .unwrap_or(inner.len());
+        let name = inner[..name_end].to_ascii_lowercase();
+        found.push((name, attributes(&inner[name_end..])));
+    }
+    found
+}
+
+fn attributes(text: &str) -> Vec<(String, String)> {
+    let mut attrs = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        let name_end = rest
+            .find(|c: char| c == '=' || c.is_whitespace() || c == '/')
+            .unwrap_or(rest.len());
+        let name = rest[..name_end].to_ascii_lowercase();
+        rest = rest[name_end..].trim_start();
+        let mut value = String::new();
+        if let Some(after_eq) = rest.strip_prefix('=') {
+            let after_eq = after_eq.trim_start();
+            if let Some(quote) = after_eq.chars().next().filter(|c| *c == '"' || *c == '\'') {
+                let body = &after_eq[1..];
+                let close = body.find(quote).unwrap_or(body.len());
+                value = decode_entities(&body[..close]);
+                rest = body.get(close + 1..).unwrap_or("");
+            } else {
+                let close = after_eq.find(char::is_whitespace).unwrap_or(after_eq.len());
+                value = decode_entities(&after_eq[..close]);
+                rest = &after_eq[close..];
+            }
+        } else if name.is_empty() {
+            rest = rest.get(1..).unwrap_or("");
+        }
+        if !name.is_empty() {
+            attrs.push((name, value));
+        }
+        rest = rest.trim_start();
+    }
+    attrs
+}
+
+fn attr<'a>(attrs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    attrs
+        .iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value.as_str())
+}
+
+/// `title`, `description`, `canonical`, `declared_language` and `content_type`, each present
+/// only when the document declares it (the content type whenever the response carried one).
+fn metadata(text: &str, content_type: &str) -> Value {
+    let mut out = Map::new();
+    if is_html(text, content_type) {
+        let lower = text.to_ascii_lowercase();
+        if let Some(open) = lower.find("<title") {
+            let body_start = lower[open..].find('>').map(|n| open + n + 1);
+            if let Some(start) = body_start
+                && let Some(end) = lower[start..].find("</title>")
+            {
+                let title = decode_entities(text[start..start + end].trim());
+                out.insert("title".to_owned(), Value::String(title));
+            }
+        }
+        for (name, attrs) in tags(text) {
+            match name.as_str() {
+                "html" => {
+                    if let Some(lang) = attr(&attrs, "lang") {
+                        out.insert("declared_language".to_owned(), json!(lang));
+                    }
+                }
+                "meta"
+                    if attr(&attrs, "name")
+                        .is_some_and(|n| n.eq_ignore_ascii_case("description")) =>
+                {
+                    if let Some(content) = attr(&attrs, "content") {
+                        out.insert("description".to_owned(), json!(content));
+                    }
+                }
+                "link"
+                    if attr(&attrs, "rel").is_some_and(|r| r.eq_ignore_ascii_case("canonical")) =>
+                {
+                    if let Some(href) = attr(&attrs, "href") {
+                        out.insert("canonical".to_owned(), json!(href));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    if !content_type.is_empty() {
+        out.insert("content_type".to_owned(), json!(content_type));
+    }
+    Value::Object(out)
+}
+
+/// Absolute hrefs of `<a>` tags, resolved against the final URL, in document order, deduplicated.
+fn links(text: &str, final_url: &str) -> Vec<String> {
+    let Ok(base) = parse_url(final_url) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for (name, attrs) in tags(text) {
+        if name != "a" {
+            continue;
+        }
+        let Some(href) = attr(&attrs, "href").map(str::trim) else {
+            continue;
+        };
+        if href.is_empty() || href.starts_with('#') {
+            continue;
+        }
+        let absolute = join_location(&base, href);
+        if parse_url(&absolute).is_ok() && !out.contains(&absolute) {
+            out.push(absolute);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn responses() -> Map<String, Value> {
+        json!({
+            "https://a.test/doc": {"status": 200, "headers": {"content-type": "text/html"},
+                "body": "<html lang=\"fr\"><head><title>T</title><script>x()</script></head><body><p>Hello <b>world</b></p><a href=\"/next\">n</a><a href=\"https://b.test/x\">b</a></body></html>"},
+            "https://a.test/moved": {"status": 301, "headers": {"Location": "https://evil.test/"}, "body": ""},
+        })
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+    }
+
+    #[test]
+    fn text_links_and_truncation() {
+        let text = web_fetch(&json!({"url": "https://a.test/doc"}), &responses(), "t");
+        assert_eq!(
+            text["fetch_result"]["extracted"],
+            json!("T Hello world n b")
+        );
+        let links = web_fetch(
+            &json!({"url": "https://a.test/doc", "extract": "links"}),
+            &responses(),
+            "t",
+        );
+        assert_eq!(
+            links["fetch_result"]["extracted"],
+            json!(["https://a.test/next", "https://b.test/x"])
+        );
+        let clipped = web_fetch(
+            &json!({"url": "https://a.test/doc", "max_bytes": 10}),
+            &responses(),
+            "t",
+        );
+        assert_eq!(
+            clipped["fetch_result"]["provenance"]["truncated"],
+            json!(true)
+        );
+        assert_eq!(clipped["fetch_result"]["provenance"]["bytes"], json!(10));
+    }
+
+    #[test]
+    fn allowlist_denies_before_and_after_redirects() {
+        let denied = web_fetch(
+            &json!({"url": "https://a.test/doc", "allowlist": ["b.test"]}),
+            &responses(),
+            "t",
+        );
+        assert_eq!(denied["fetch_result"]["decision"], json!("policy_denied"));
+        let redirected = web_fetch(
+            &json!({"url": "https://a.test/moved", "allowlist": ["a.test"]}),
+            &responses(),
+            "t",
+        );
+        assert_eq!(
+            redirected["fetch_result"]["decision"],
+            json!("policy_denied")
+        );
+        assert_eq!(
+            redirected["fetch_result"]["policy"]["attempted_host"],
+            json!("evil.test")
+        );
+        assert!(host_allowed("x.example.com", &["*.example.com".to_owned()]));
+        assert!(!host_allowed("example.com", &["*.example.com".to_owned()]));
+    }
+
+    #[test]
+    fn unknown_url_is_a_provider_error_not_a_network_call() {
+        let missing = web_fetch(&json!({"url": "https://nowhere.test/"}), &responses(), "t");
+        assert_eq!(missing["fetch_result"]["decision"], json!("provider_error"));
+        assert!(http_read(&json!({"url": "https://nowhere.test/"}), &responses()).is_err());
+    }
+}

@@ -1,0 +1,221 @@
+//! Sealing the Skill Lab's receipts: one per terminal path of a `mindrune lab` run (sealed,
+//! failed, refused, waiting for an agent) and one per harness case.
+//!
+//! The receipt's subject commits the run's inputs and its result by their `runx.stable-json.v1`
+//! digests, so a receipt proves which inputs produced which result without carrying either;
+//! the local read aid (`metadata`, outside the digest) keeps the runner and step trace.
+
+use std::path::{Path, PathBuf};
+
+use mindrune_core::runx::receipt::{
+    self, Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus, Disposition,
+    Enforcement, Idempotency, ReceiptDraft, Reference, Seal, SigningKey, Subject,
+};
+use serde_json::{Map, Value, json};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::harness::{CaseOutcome, CaseSealer};
+use super::receipt_store::{LocalSigningKey, ReceiptStore};
+
+/// What one terminal path seals.
+#[derive(Debug, Clone)]
+pub struct SealRequest {
+    /// The subject kind: `skill` for a lab run, `harness_case` for a replayed case.
+    pub kind: &'static str,
+    /// What ran, as a URI (`mindrune:lab/build`, `runx:skill/web-fetch#fixture-name`).
+    pub subject_uri: String,
+    pub inputs: Value,
+    pub output: Value,
+    pub disposition: Disposition,
+    pub reason_code: String,
+    pub summary: String,
+    /// Named criteria and whether each held (a step, an expectation).
+    pub criteria: Vec<(String, bool)>,
+    /// Unsigned read aid.
+    pub metadata: Map<String, Value>,
+}
+
+/// The current time as Runx writes receipt timestamps (`2026-05-22T00:00:00.123Z`).
+pub fn now_timestamp() -> String {
+    let now = OffsetDateTime::now_utc();
+    let now = now
+        .replace_nanosecond(now.millisecond() as u32 * 1_000_000)
+        .unwrap_or(now);
+    now.format(&Rfc3339)
+        .unwrap_or_else(|_| "1970-01-01T00:00:00Z".into())
+}
+
+/// Builds the receipt draft for `request`, closed at `at`.
+pub fn draft(request: &SealRequest, at: &str) -> Result<ReceiptDraft, receipt::ReceiptError> {
+    let subject = Subject {
+        kind: request.kind.to_owned(),
+        reference: Reference::new(request.kind, request.subject_uri.clone()),
+        input_context: None,
+        commitments: vec![
+            Commitment::stable_json(CommitmentScope::Input, &request.inputs)?,
+            Commitment::stable_json(CommitmentScope::Output, &request.output)?,
+        ],
+    };
+    let idempotency = Idempotency::from_inputs(
+        &json!({"subject": request.subject_uri, "inputs": request.inputs}),
+        &json!({"kind": request.kind, "subject": request.subject_uri}),
+        &request.output,
+    )?;
+    let enforcement =
+        Enforcement::for_profile("mindrune.lab.local", Vec::new(), Vec::new(), Vec::new())?;
+    let authority = Authority::new(
+        Reference::new("actor", "mindrune:local-operator"),
+        enforcement,
+    );
+    let criteria = request
+        .criteria
+        .iter()
+        .map(|(name, held)| {
+            CriterionBinding::new(
+                name.clone(),
+                if *held {
+                    CriterionStatus::Verified
+                } else {
+                    CriterionStatus::Failed
+                },
+            )
+        })
+        .collect();
+    let seal = Seal::terminal(
+        request.disposition,
+        request.reason_code.clone(),
+        request.summary.clone(),
+        at,
+        criteria,
+    );
+    let mut draft = ReceiptDraft::new(at, idempotency, subject, authority, seal);
+    if !request.metadata.is_empty() {
+        draft.metadata = Some(request.metadata.clone());
+    }
+    Ok(draft)
+}
+
+/// Seals `request` with `key` and stores it; returns the receipt id and its file.
+pub fn seal_into(
+    store: &ReceiptStore,
+    key: &SigningKey,
+    request: &SealRequest,
+) -> Result<(String, PathBuf), String> {
+    let at = now_timestamp();
+    let sealed = draft(request, &at)
+        .and_then(|draft| receipt::seal(&draft, key))
+        .map_err(|err| format!("cannot seal the receipt: {err}"))?;
+    let id = sealed["id"].as_str().unwrap_or_default().to_owned();
+    let path = store.store(&sealed).map_err(|err| err.to_string())?;
+    Ok((id, path))
+}
+
+/// The receipt a harness case seals, from its outcome.
+pub fn case_request(outcome: &CaseOutcome) -> SealRequest {
+    let disposition = match outcome.disposition.as_str() {
+        "closed" => Disposition::Closed,
+        "deferred" => Disposition::Deferred,
+        "blocked" => Disposition::Blocked,
+        "declined" => Disposition::Declined,
+        _ => Disposition::Failed,
+    };
+    let criteria = outcome
+        .steps
+        .iter()
+        .map(|step| (format!("step:{}", step.step_id), step.status == "succeeded"))
+        .collect();
+    let mut metadata = Map::new();
+    metadata.insert("runner".into(), json!(outcome.runner));
+    metadata.insert("steps".into(), json!(outcome.steps));
+    if let Some(error) = &outcome.error {
+        metadata.insert("error".into(), json!(error));
+    }
+    SealRequest {
+        kind: "harness_case",
+        subject_uri: format!("runx:harness/{}#{}", outcome.runner, outcome.name),
+        inputs: outcome.inputs.clone(),
+        output: outcome.output.clone(),
+        disposition,
+        reason_code: outcome.reason_code.clone(),
+        summary: match &outcome.error {
+            Some(error) => format!("{}: {error}", outcome.name),
+            None => format!("{}: {}", outcome.name, outcome.status.as_str()),
+        },
+        criteria,
+        metadata,
+    }
+}
+
+/// Seals harness cases into a receipt store with a given key.
+pub struct StoreSealer {
+    store: ReceiptStore,
+    key: SigningKey,
+    /// Keeps a throwaway store's folder alive as long as the sealer.
+    _folder: Option<tempfile::TempDir>,
+}
+
+impl StoreSealer {
+    pub fn new(store: ReceiptStore, key: SigningKey) -> Self {
+        Self {
+            store,
+            key,
+            _folder: None,
+        }
+    }
+
+    /// A sealer over a fresh temporary store and a one-time key: a harness replay of a staged
+    /// candidate must not write into the operator's receipts or use their key.
+    pub fn throwaway() -> Result<Self, String> {
+        let folder =
+            tempfile::tempdir().map_err(|err| format!("cannot create a receipt store: {err}"))?;
+        let store = ReceiptStore::open(folder.path()).map_err(|err| err.to_string())?;
+        let key_path = folder.path().join("throwaway.ed25519");
+        let key = LocalSigningKey::load_or_create(&key_path).map_err(|err| err.to_string())?;
+        Ok(Self {
+            store,
+            key: key.signing_key().clone(),
+            _folder: Some(folder),
+        })
+    }
+
+    /// The repository's store and local key (`.runx/receipts`, `.runx/keys`).
+    pub fn for_repo(repo_root: &Path) -> Result<Self, String> {
+        let store = ReceiptStore::for_repo(repo_root).map_err(|err| err.to_string())?;
+        let key = LocalSigningKey::for_repo(repo_root).map_err(|err| err.to_string())?;
+        Ok(Self::new(store, key.signing_key().clone()))
+    }
+
+    pub fn store(&self) -> &ReceiptStore {
+        &self.store
+    }
+
+    /// Seals any request into this sealer's store.
+    pub fn seal_request(&self, request: &SealRequest) -> Result<(String, PathBuf), String> {
+        seal_into(&self.store, &self.key, request)
+    }
+}
+
+impl CaseSealer for StoreSealer {
+    fn seal(&mut self, case: &CaseOutcome) -> Result<String, String> {
+        self.seal_request(&case_request(case)).map(|(id, _)| id)
+    }
+}
+
+/// A sealer factory for candidate validation: each replay gets its own throwaway store. When
+/// a throwaway store cannot be made, the replay's cases report the sealing failure as
+/// assertion errors, so the candidate fails rather than passing unsealed.
+pub fn throwaway_sealer() -> Box<dyn CaseSealer> {
+    match StoreSealer::throwaway() {
+        Ok(sealer) => Box::new(sealer),
+        Err(reason) => Box::new(FailingSealer(reason)),
+    }
+}
+
+struct FailingSealer(String);
+
+impl CaseSealer for FailingSealer {
+    fn seal(&mut self, _case: &CaseOutcome) -> Result<String, String> {
+        Err(self.0.clone())
+    }
+}

@@ -1,0 +1,302 @@
+//! Candidate validation and the native `runx.skill.*` tools the harness replay calls.
+//!
+//! A staged candidate passes when it loads as a Runx package (strict YAML, closed field sets,
+//! SKILL.md frontmatter) and its declared harness replays without an assertion error. The
+//! replay is the harness module's; this module supplies what it asks the caller for: the
+//! native Skill Lab tools (so the skill-lab package's own fixtures replay through the same
+//! code the `mindrune lab` runners use) and a receipt sealer.
+
+use std::path::{Component, Path, PathBuf};
+
+use mindrune_core::runx::admission::{self, Mode};
+use mindrune_core::runx::contracts::{
+    ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, parse_contract, to_json,
+};
+use mindrune_core::runx::package::{Package, inspect_package, load_package};
+use mindrune_core::runx::resources::{resource_usage, validate_resources};
+use mindrune_core::runx::snapshot::SnapshotFile;
+use serde_json::{Value, json};
+
+use super::apply::{CandidateCheck, CandidateReport, apply_change};
+use super::harness::{
+    CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, declared_cases, run_harness,
+};
+use super::inspect::inspect_workspace;
+use super::snapshot_walk::{PackageSnapshot, snapshot_package};
+
+/// How deep a harness may nest another apply (a skill-lab fixture that builds a package whose
+/// own harness is replayed). One level is all Runx's own fixtures need; the limit keeps a
+/// package that applies itself from recursing without end.
+const MAX_NESTING: usize = 2;
+
+/// Makes a fresh sealer for one harness replay: every replay gets its own throwaway store.
+pub type SealerFactory = dyn Fn() -> Box<dyn CaseSealer>;
+
+/// Replays a loaded package's declared harness.
+pub fn replay_package(
+    files: &[SnapshotFile],
+    package: &Package,
+    tools: &mut dyn NativeTools,
+    sealer: &mut dyn CaseSealer,
+) -> HarnessRun {
+    let fixtures: Vec<(String, Value)> = package
+        .fixtures()
+        .iter()
+        .map(|fixture| (fixture.path.clone(), fixture.json.clone()))
+        .collect();
+    let profile = package.profile_json();
+    let cases = declared_cases(profile, &fixtures);
+    run_harness(
+        files,
+        profile,
+        &cases,
+        tools,
+        sealer,
+        &HarnessOptions::default(),
+    )
+}
+
+/// The candidate check `apply` uses: the package must load, and its harness must not fail.
+pub struct PackageValidator<'a> {
+    pub sealers: &'a SealerFactory,
+    depth: usize,
+}
+
+impl<'a> PackageValidator<'a> {
+    pub fn new(sealers: &'a SealerFactory) -> Self {
+        Self { sealers, depth: 0 }
+    }
+}
+
+impl CandidateCheck for PackageValidator<'_> {
+    fn check(
+        &mut self,
+        _package_dir: &Path,
+        snapshot: &PackageSnapshot,
+        architecture: &ArchitectureDecision,
+    ) -> Result<CandidateReport, String> {
+        let package = load_package(&snapshot.files).map_err(|err| err.to_string())?;
+        validate_resources(architecture, &resource_usage(&package)).map_err(|err| err.0)?;
+        let mut tools = LabTools {
+            sealers: self.sealers,
+            depth: self.depth + 1,
+        };
+        let mut sealer = (self.sealers)();
+        let run = replay_package(&snapshot.files, &package, &mut tools, sealer.as_mut());
+        match run.report.status {
+            HarnessStatus::Failed => Err(harness_failure(&run)),
+            HarnessStatus::Passed => Ok(CandidateReport {
+                harness_status: "passed".into(),
+            }),
+            HarnessStatus::NotDeclared => Ok(CandidateReport {
+                harness_status: "not_declared".into(),
+            }),
+        }
+    }
+}
+
+/// One line naming the count and the first few assertion errors.
+pub fn harness_failure(run: &HarnessRun) -> String {
+    let errors = &run.report.assertion_errors;
+    let shown: Vec<&str> = errors.iter().take(5).map(String::as_str).collect();
+    let more = errors.len().saturating_sub(shown.len());
+    let mut text = format!(
+        "harness failed with {} assertion error{}: {}",
+        errors.len(),
+        if errors.len() == 1 { "" } else { "s" },
+        shown.join("; ")
+    );
+    if more > 0 {
+        text.push_str(&format!("; and {more} more"));
+    }
+    text
+}
+
+/// The native Skill Lab tools, for a harness replay: `runx.skill.inspect`, `plan`, `bind`,
+/// `validate` and `apply`, confined to the case's scratch folder (a `repo_root` of `.` is the
+/// scratch folder; one that leaves it is refused).
+pub struct LabTools<'a> {
+    pub sealers: &'a SealerFactory,
+    pub depth: usize,
+}
+
+impl<'a> LabTools<'a> {
+    pub fn new(sealers: &'a SealerFactory) -> Self {
+        Self { sealers, depth: 1 }
+    }
+}
+
+fn field<'v>(inputs: &'v Value, name: &str) -> Result<&'v Value, String> {
+    inputs
+        .get(name)
+        .filter(|value| !value.is_null())
+        .ok_or_else(|| format!("{name} is required"))
+}
+
+fn string_field<'v>(inputs: &'v Value, name: &str) -> Result<&'v str, String> {
+    field(inputs, name)?
+        .as_str()
+        .filter(|text| !text.trim().is_empty())
+        .ok_or_else(|| format!("{name} must be a non-empty string"))
+}
+
+/// Resolves a tool's `repo_root` inside the scratch folder.
+fn contained_root(scratch: &Path, inputs: &Value) -> Result<PathBuf, String> {
+    let requested = inputs
+        .get("repo_root")
+        .and_then(Value::as_str)
+        .unwrap_or(".");
+    let mut root = scratch.to_path_buf();
+    for component in Path::new(requested).components() {
+        match component {
+            Component::CurDir => {}
+            Component::Normal(part) => root.push(part),
+            _ => {
+                return Err(format!(
+                    "repo_root {requested:?} must stay inside the workspace"
+                ));
+            }
+        }
+    }
+    Ok(root)
+}
+
+impl NativeTools for LabTools<'_> {
+    fn call(
+        &mut self,
+        tool: &str,
+        inputs: &Value,
+        scratch: &Path,
+    ) -> Option<Result<Value, String>> {
+        let result = match tool {
+            "runx.skill.inspect" => contained_root(scratch, inputs).and_then(|root| {
+                let target = inputs.get("target_dir").and_then(Value::as_str);
+                inspect_workspace(&root, target)
+                    .map(|context| json!({"authoring_context": context}))
+                    .map_err(|err| err.to_string())
+            }),
+            "runx.skill.plan" => (|| {
+                let base = string_field(inputs, "base_digest")?;
+                let decision: ArchitectureDecision =
+                    parse_contract("architecture_decision", field(inputs, "architecture")?)
+                        .map_err(|err| err.to_string())?;
+                let plan = admission::plan(base, decision).map_err(|err| err.0)?;
+                Ok(json!({"architecture_plan": to_json(&plan)}))
+            })(),
+            "runx.skill.bind" => (|| {
+                let plan: ArchitecturePlan =
+                    parse_contract("architecture_plan", field(inputs, "architecture_plan")?)
+                        .map_err(|err| err.to_string())?;
+                let draft: ChangeDraft =
+                    parse_contract("change_draft", field(inputs, "change_draft")?)
+                        .map_err(|err| err.to_string())?;
+                let bundle = admission::bind(&plan, draft).map_err(|err| err.0)?;
+                Ok(json!({"change_bundle": to_json(&bundle)}))
+            })(),
+            "runx.skill.apply" => (|| {
+                if self.depth > MAX_NESTING {
+                    return Err("runx.skill.apply is nested too deeply in harness replays".into());
+                }
+                let root = contained_root(scratch, inputs)?;
+                let target_dir = string_field(inputs, "target_dir")?;
+                let mode = Mode::parse(
+                    inputs
+                        .get("mode")
+                        .and_then(Value::as_str)
+                        .unwrap_or("build"),
+                )
+                .map_err(|err| err.0)?;
+                let bundle: ChangeBundle =
+                    parse_contract("change_bundle", field(inputs, "change_bundle")?)
+                        .map_err(|err| err.to_string())?;
+                let mut validator = PackageValidator {
+                    sealers: self.sealers,
+                    depth: self.depth,
+                };
+                let result = apply_change(&root, target_dir, mode, &bundle, &mut validator)
+                    .map_err(|err| err.to_string())?;
+                Ok(json!({"apply_result": to_json(&result)}))
+            })(),
+            "runx.skill.validate" => contained_root(scratch, inputs).and_then(|root| {
+                let target = inputs
+                    .get("skill_ref")
+                    .or_else(|| inputs.get("target_dir"))
+                    .and_then(Value::as_str)
+                    .unwrap_or(".");
+                let allow = inputs
+                    .get("allow_execute_harness")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false);
+                let mut tools = LabTools {
+                    sealers: self.sealers,
+                    depth: self.depth + 1,
+                };
+                validate_package(&root.join(target), allow, &mut tools, self.sealers)
+                    .map(|validation| json!({"skill_validation": validation}))
+            }),
+            _ => return None,
+        };
+        Some(result)
+    }
+}
+
+/// `runx.skill.validate` on a package folder (`runx.skill.validation.v1`): the package must
+/// load; the harness replays only when the package only reads or plans (catalog `execution`
+/// of `read` or `plan`) or the operator allows executing it, as Runx decides.
+pub fn validate_package(
+    dir: &Path,
+    allow_execute_harness: bool,
+    tools: &mut dyn NativeTools,
+    sealers: &SealerFactory,
+) -> Result<Value, String> {
+    let snapshot = snapshot_package(dir).map_err(|err| err.to_string())?;
+    if !snapshot.exists {
+        return Err(format!("{} does not exist", dir.display()));
+    }
+    let package = match load_package(&snapshot.files) {
+        Ok(package) => package,
+        Err(err) => {
+            return Ok(json!({
+                "schema": "runx.skill.validation.v1",
+                "verdict": "validation_failed",
+                "package_digest": snapshot.digest,
+                "error": err.to_string(),
+                "harness": {"attempted": false, "status": "skipped", "reason": "package_invalid"},
+            }));
+        }
+    };
+    let inspection = inspect_package(&package);
+    let execution = inspection
+        .pointer("/catalog/execution")
+        .and_then(Value::as_str)
+        .unwrap_or("execute");
+    let safe = matches!(execution, "read" | "plan");
+    let (verdict, harness) = if safe || allow_execute_harness {
+        let mut sealer = sealers();
+        let run = replay_package(&snapshot.files, &package, tools, sealer.as_mut());
+        let verdict = if run.report.status == HarnessStatus::Failed {
+            "validation_failed"
+        } else {
+            "tested"
+        };
+        let mut harness = serde_json::to_value(&run.report).unwrap_or(Value::Null);
+        harness["attempted"] = json!(true);
+        (verdict, harness)
+    } else {
+        (
+            "needs_consequential_harness_approval",
+            json!({
+                "attempted": false,
+                "status": "skipped",
+                "reason": "needs_consequential_harness_approval",
+            }),
+        )
+    };
+    Ok(json!({
+        "schema": "runx.skill.validation.v1",
+        "verdict": verdict,
+        "package_digest": snapshot.digest,
+        "inspection": inspection,
+        "harness": harness,
+    }))
+}

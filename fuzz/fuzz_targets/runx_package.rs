@@ -1,0 +1,51 @@
+//! The Runx package loader never panics on any X.yaml, SKILL.md or fixture bytes; whatever it
+//! accepts can be inspected, and every refusal names one of the package's files.
+//!
+//! The input is the X.yaml bytes, then optionally a NUL and the SKILL.md bytes, then optionally
+//! a NUL and one fixture's bytes. When SKILL.md is left out a minimal valid manual stands in, so
+//! the fuzzer spends its time in X.yaml rather than on the frontmatter.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mindrune_core::runx::package::{inspect_package, load_package};
+use mindrune_core::runx::snapshot::SnapshotFile;
+
+const MANUAL: &[u8] = b"---\nname: demo\ndescription: Fuzzed package.\n---\n\n# Demo\n";
+
+fn file(path: &str, contents: &[u8]) -> SnapshotFile {
+    SnapshotFile {
+        path: path.to_owned(),
+        mode: 0o100_644,
+        contents: contents.to_vec(),
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut parts = data.splitn(3, |byte| *byte == 0);
+    let profile = parts.next().unwrap_or_default();
+    let manual = parts.next().unwrap_or(MANUAL);
+    let mut files = vec![file("SKILL.md", manual), file("X.yaml", profile)];
+    if let Some(fixture) = parts.next() {
+        files.push(file("fixtures/case.yaml", fixture));
+    }
+    match load_package(&files) {
+        Ok(package) => {
+            let summary = inspect_package(&package);
+            assert_eq!(summary["skill"].as_str(), Some(package.name()));
+            assert_eq!(
+                summary["counts"]["runners"].as_u64(),
+                u64::try_from(package.runner_names().len()).ok()
+            );
+            assert!(package.profile_json().is_object());
+        }
+        Err(err) => {
+            let message = err.to_string();
+            assert!(
+                files.iter().any(|file| file.path == err.file()),
+                "{message}"
+            );
+            assert!(message.starts_with(err.file()), "{message}");
+            assert!(err.line().is_none_or(|line| line >= 1), "{message}");
+        }
+    }
+});

@@ -13,6 +13,8 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use mindrune_core::runx::contracts::ApplyVerdict;
 use mindrune_core::runx::receipt::{self, Disposition, VerifyOptions};
+use mindrune_engine::lab::harness::javascript::{WorkerCommand, serve_worker};
+use mindrune_engine::lab::harness::{CaseSealer, HarnessOptions};
 use mindrune_engine::lab::runners::{
     self, Agent, AnswersFile, CommandAgent, NoAgent, RunEnd, RunReport, RunRequest, Runner,
 };
@@ -50,6 +52,11 @@ pub enum LabCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Internal: run one JavaScript module invocation read from stdin and print the answer.
+    /// The harness spawns this with an empty environment, an empty working folder and a
+    /// deadline, so a module looping inside a builtin is killed instead of hanging the lab.
+    #[command(hide = true)]
+    JsWorker,
     /// Check a receipt's digest, content id and signature against the local key.
     Verify {
         /// A receipt id (`sha256:…`), its file name, or a path to the file.
@@ -114,12 +121,20 @@ pub struct RunArgs {
 }
 
 pub fn lab(command: LabCommand) -> anyhow::Result<ExitCode> {
+    // Lab commands run package code as processes of our user: cli-tool runners, the agent
+    // command. A process of the same user may read another's /proc/<pid>/environ (and mem)
+    // unless that process is non-dumpable, so a child could read the operator's environment,
+    // credentials included, through /proc/$PPID/environ. Non-dumpable puts our /proc entries
+    // out of its reach; children get their own dumpable flag back at exec.
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        .context("cannot make the lab process non-dumpable")?;
     match command {
         LabCommand::Design(args) => run(Runner::Design, args),
         LabCommand::Build(args) => run(Runner::Build, args),
         LabCommand::Improve(args) => run(Runner::Improve, args),
         LabCommand::Harness(args) => run(Runner::Harness, args),
         LabCommand::Inspect { target, json } => inspect_command(&target, json),
+        LabCommand::JsWorker => js_worker(),
         LabCommand::Validate {
             target,
             allow_execute_harness,
@@ -137,6 +152,31 @@ pub fn lab(command: LabCommand) -> anyhow::Result<ExitCode> {
             json,
         ),
     }
+}
+
+/// How the lab replays a harness: JavaScript modules run in `mindrune lab js-worker`
+/// processes, the only way to stop a module looping inside a builtin at its wall limit.
+fn harness_options() -> anyhow::Result<HarnessOptions> {
+    let program = std::env::current_exe()
+        .context("cannot find the running mindrune program for the JavaScript worker")?;
+    Ok(HarnessOptions {
+        js_worker: Some(WorkerCommand {
+            program,
+            args: vec!["lab".to_owned(), "js-worker".to_owned()],
+        }),
+        ..HarnessOptions::default()
+    })
+}
+
+/// The worker side of [`harness_options`]: one request on stdin, one answer on stdout.
+fn js_worker() -> anyhow::Result<ExitCode> {
+    let mut request = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut request)
+        .context("cannot read the JavaScript worker's request")?;
+    let mut out = std::io::stdout().lock();
+    out.write_all(&serve_worker(&request))?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn print_json(value: &Value) -> anyhow::Result<()> {
@@ -209,13 +249,28 @@ fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
 
 fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<ExitCode> {
     let relative = mindrune_core::runx::admission::normalize_target_dir(&target.target_dir)?;
-    let sealers = throwaway_sealer;
-    let mut tools = LabTools::new(&sealers);
+    mindrune_engine::lab::apply::finish_interrupted_apply(&target.repo_root, &relative)?;
+    // Nested candidate checks (a skill-lab fixture that builds a package) seal into throwaway
+    // stores; the package's own cases seal into the workspace's store, as Runx copies a
+    // replay's verified receipts to `.runx/receipts`.
+    let nested = throwaway_sealer;
+    let options = harness_options()?;
+    let mut tools = LabTools::new(&nested, &options);
+    let repo_root = target.repo_root.clone();
+    // Open the store and key once up front, so a problem with either is reported as such.
+    StoreSealer::for_repo(&repo_root).map_err(anyhow::Error::msg)?;
+    let case_sealers = move || -> Box<dyn CaseSealer> {
+        match StoreSealer::for_repo(&repo_root) {
+            Ok(sealer) => Box::new(sealer),
+            Err(_) => throwaway_sealer(),
+        }
+    };
     let validation = validate_package(
         &target.repo_root.join(&relative),
         allow,
         &mut tools,
-        &sealers,
+        &case_sealers,
+        &options,
     )
     .map_err(anyhow::Error::msg)?;
     let verdict = validation["verdict"].as_str().unwrap_or("");
@@ -266,8 +321,18 @@ fn verify_command(
 ) -> anyhow::Result<ExitCode> {
     let store = receipt_store::ReceiptStore::for_repo(repo_root)?;
     let stored = store.load(reference)?;
-    let key = receipt_store::LocalSigningKey::for_repo(repo_root)
-        .context("verifying needs the local signing key that sealed the receipt")?;
+    // Verifying never makes a key: a fresh one could not have sealed anything.
+    let key_path = match std::env::var_os(receipt_store::SIGNING_KEY_ENV) {
+        Some(path) if !path.is_empty() => repo_root.join(path),
+        _ => receipt_store::LocalSigningKey::default_path(repo_root),
+    };
+    let key = receipt_store::LocalSigningKey::load(&key_path).with_context(|| {
+        format!(
+            "receipts are verified with the key that sealed them, {} (set {} to name another)",
+            key_path.display(),
+            receipt_store::SIGNING_KEY_ENV
+        )
+    })?;
     let mut options = VerifyOptions::trusting([key.trusted_key()]);
     options.allow_local_development_signatures = allow_dev;
     let verdict = receipt::verify(&stored.receipt, &options);
@@ -350,10 +415,12 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         (None, None) => Box::new(NoAgent),
     };
-    let sealers = throwaway_sealer;
-    let mut validator = PackageValidator::new(&sealers);
-    let report = runners::run(runner, &request, agent.as_mut(), &mut validator);
+    // The store and key first: a run that could not seal its receipt must not write anything.
     let sealer = StoreSealer::for_repo(&repo_root).map_err(anyhow::Error::msg)?;
+    let sealers = throwaway_sealer;
+    let options = harness_options()?;
+    let mut validator = PackageValidator::new(&sealers, &options);
+    let report = runners::run(runner, &request, agent.as_mut(), &mut validator);
     let (receipt_id, receipt_path) = sealer
         .seal_request(&run_seal(&report))
         .map_err(anyhow::Error::msg)?;

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use mindrune_engine::turn::Boundary;
 
 mod bench;
+mod bench_faces;
 mod bench_pg;
 mod bench_scan;
 mod bench_serve;
@@ -414,6 +415,29 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The Skill Lab's package snapshot digest and `lab inspect` on a generated Runx package
+    /// near the size limit, beside reading the same files in the walk's order.
+    Lab {
+        /// How many files the package has (Runx allows at most 500).
+        #[arg(long, default_value_t = 480)]
+        files: usize,
+        /// How many MiB the package's files add up to (Runx allows at most 20).
+        #[arg(long, default_value_t = 16)]
+        mebibytes: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Playbook search over a workspace of generated skills (made through the door and
+    /// approved): median and p99 over a dozen queries, beside a naive scan of every SKILL.md.
+    Search {
+        /// How many live skills the workspace holds.
+        #[arg(long, default_value_t = 1_000)]
+        skills: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The server's peak RSS with this many uses stored (after a mirror fetch, turns and
     /// event batches), beside the same work on the same family with no uses.
     Memory {
@@ -464,6 +488,14 @@ fn bench_command(which: BenchCommand, postgres: Option<&str>) -> anyhow::Result<
         }
         BenchCommand::NearRepeat { snippets, json } => {
             ran(bench_scan::near_repeat(snippets, Print::detail(json)))
+        }
+        BenchCommand::Lab {
+            files,
+            mebibytes,
+            json,
+        } => ran(bench_faces::lab(files, mebibytes, Print::detail(json))),
+        BenchCommand::Search { skills, json } => {
+            ran(bench_faces::search(skills, Print::detail(json)))
         }
         BenchCommand::Memory { uses, json } => ran(bench_serve::memory(uses, Print::detail(json))),
     }

@@ -520,6 +520,46 @@ fn admission_normalizes_paths_and_refuses_a_path_twice() {
 }
 
 #[test]
+fn package_paths_refuse_ignored_names_control_characters_and_overlong_names() {
+    for (bad, message) in [
+        (
+            "node_modules/evil/index.js",
+            "node_modules/evil/index.js: node_modules is never part of a package (Runx skips it); put the file elsewhere",
+        ),
+        (
+            ".git/hooks/pre-commit",
+            ".git/hooks/pre-commit: .git is never part of a package (Runx skips it); put the file elsewhere",
+        ),
+        (
+            "a/target/x",
+            "a/target/x: target is never part of a package (Runx skips it); put the file elsewhere",
+        ),
+        (
+            "a\u{0}b",
+            "\"a\\0b\" has a control character; package paths are printable",
+        ),
+    ] {
+        assert_eq!(
+            refusal(admission::normalize_package_file(bad)),
+            message,
+            "{bad:?}"
+        );
+    }
+    let long = "x".repeat(201);
+    assert!(
+        refusal(admission::normalize_package_file(&long)).ends_with("may be at most 200 bytes")
+    );
+    assert_eq!(
+        refusal(assert_allowed_write_path(
+            "docs/Readme.md",
+            false,
+            Mode::Build
+        )),
+        "Readme.md is auxiliary package bloat; keep operating guidance in SKILL.md"
+    );
+}
+
+#[test]
 fn target_dir_must_be_a_repo_relative_child() {
     assert_eq!(
         admission::normalize_target_dir("skills/demo").unwrap(),

@@ -2,6 +2,7 @@
 //! filesystem. Ingest of tool calls lives here; the faces (CLI, server, MCP) call it.
 
 pub mod atomic_file;
+pub mod child;
 pub mod family;
 pub mod hook;
 pub mod ingest;

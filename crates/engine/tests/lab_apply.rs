@@ -627,3 +627,91 @@ fn a_failed_verification_rolls_every_path_back_at_once() {
     assert_eq!(digest_of(&target), before);
     assert!(!target.join("new").exists());
 }
+
+#[test]
+fn a_planted_journal_that_names_paths_outside_the_package_is_not_trusted() {
+    let (repo, target) = repo_with_package(&[]);
+    let before = digest_of(&target);
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join("linkout")).unwrap();
+    fs::write(repo.path().join("keep.md"), "mine\n").unwrap();
+    let hex = mindrune_core::digest::sha256(b"skills/demo");
+    let journal = repo
+        .path()
+        .join(".runx/authoring/journal")
+        .join(hex.trim_start_matches("sha256:"));
+    fs::create_dir_all(&journal).unwrap();
+    fs::write(journal.join("prior-0"), "#!/bin/sh\n").unwrap();
+    let planted = [
+        json!({"path": "linkout/evil.sh", "prior": "prior-0", "mode": 0o104755}),
+        json!({"path": "keep.md", "prior": null, "mode": 0o100644}),
+        json!({"path": "skills/demo/SKILL.md", "prior": "../../../../keep.md", "mode": 0o100644}),
+    ];
+    for entry in planted {
+        let manifest = json!({
+            "schema": "mindrune.lab.apply_journal.v1", "target_dir": "skills/demo",
+            "entries": [entry], "created_dirs": []
+        });
+        fs::write(journal.join("manifest.json"), manifest.to_string()).unwrap();
+        let err =
+            mindrune_engine::lab::inspect::inspect_workspace(repo.path(), Some("skills/demo"))
+                .unwrap_err();
+        assert!(err.to_string().contains("cannot be trusted"), "{err}");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+        assert_eq!(
+            fs::read_to_string(repo.path().join("keep.md")).unwrap(),
+            "mine\n"
+        );
+        assert_eq!(digest_of(&target), before);
+    }
+}
+
+#[test]
+fn a_symlinked_runx_folder_is_refused_before_anything_is_written() {
+    let repo = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join(".runx")).unwrap();
+    let base = digest_of(&repo.path().join("skills/note"));
+    let bundle = bundle_for(
+        &base,
+        fixture_decision("build-thin-skill.yaml"),
+        fixture_draft("build-thin-skill.yaml"),
+    );
+    let err = apply_change(
+        repo.path(),
+        "skills/note",
+        Mode::Build,
+        &bundle,
+        &mut accept(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("is a symlink"), "{err}");
+    assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+    assert!(!repo.path().join("skills/note").exists());
+}
+
+#[test]
+fn a_write_over_a_folder_is_refused_by_its_draft_path_and_leaves_nothing_behind() {
+    let (repo, target) = repo_with_package(&[]);
+    fs::create_dir_all(target.join("fixtures/empty")).unwrap();
+    let base = digest_of(&target);
+    let bundle = bundle_for(
+        &base,
+        extend_decision(&[]),
+        write_draft(&[("fixtures/empty", "name: x\n")], &[]),
+    );
+    let err = apply_change(
+        repo.path(),
+        "skills/demo",
+        Mode::Improve,
+        &bundle,
+        &mut accept(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "fixtures/empty is a folder in the target package, not a file"
+    );
+    assert_eq!(digest_of(&target), base);
+    assert!(!repo.path().join(".runx").exists());
+}

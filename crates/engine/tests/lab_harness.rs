@@ -626,23 +626,28 @@ fn graph_runs_native_tools_approvals_and_when_branches() {
         "expect": {"status": "failure", "steps": ["plan", "gate"]}});
     let waiting = json!({"name": "waiting", "inputs": {"objective": "go"},
         "expect": {"status": "needs_agent", "steps": ["plan", "gate"]}});
+    // An agent's answer is never a human approval: the gate still waits.
+    let agent_approved = json!({"name": "agent-approved", "inputs": {"objective": "go"},
+        "caller": {"answers": {"gate": true}},
+        "expect": {"status": "needs_agent", "steps": ["plan", "gate"]}});
     let mut tools = FakeSkillTools::default();
     let mut sealer = MemorySealer::default();
     let run = run_harness(
         &package.files,
         &package.profile,
-        &[approved, skipped, declined, waiting],
+        &[approved, skipped, declined, waiting, agent_approved],
         &mut tools,
         &mut sealer,
         &HarnessOptions::default(),
     );
     assert_eq!(run.report.assertion_errors, Vec::<String>::new());
-    assert_eq!(run.report.graph_case_count, 4);
+    assert_eq!(run.report.graph_case_count, 5);
     assert_eq!(
         tools.calls,
         [
             "runx.skill.plan",
             "runx.skill.apply",
+            "runx.skill.plan",
             "runx.skill.plan",
             "runx.skill.plan",
             "runx.skill.plan"
@@ -655,5 +660,5 @@ fn graph_runs_native_tools_approvals_and_when_branches() {
             .map(|s| s.status.as_str()),
         Some("skipped")
     );
-    assert_eq!(sealer.sealed.len(), 4);
+    assert_eq!(sealer.sealed.len(), 5);
 }

@@ -59,6 +59,8 @@ fn bench_json_rows_have_every_field() {
     for args in [
         &["secrets", "--megabytes", "1", "--json"][..],
         &["near-repeat", "--snippets", "60", "--json"][..],
+        &["lab", "--files", "20", "--mebibytes", "1", "--json"][..],
+        &["search", "--skills", "40", "--json"][..],
     ] {
         let out = bench(args);
         let value: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -83,10 +85,35 @@ fn bench_json_rows_have_every_field() {
             }
             assert!(row["figure"].is_number(), "{row}");
             assert!(
-                ["pass", "fail", "info", "not_built_yet"]
-                    .contains(&row["result"].as_str().unwrap()),
+                ["pass", "fail", "info"].contains(&row["result"].as_str().unwrap()),
                 "{row}"
             );
+        }
+    }
+}
+
+/// `bench lab` and `bench search`: two informational rows each, beside their baselines, with
+/// no budget (the target column is "—").
+#[test]
+fn bench_lab_and_search_print_informational_rows() {
+    for (args, group, baseline) in [
+        (
+            &["lab", "--files", "20", "--mebibytes", "1"][..],
+            "lab: ",
+            "read the same files",
+        ),
+        (
+            &["search", "--skills", "40"][..],
+            "search: ",
+            "read every SKILL.md",
+        ),
+    ] {
+        let out = bench(args);
+        let rows: Vec<&str> = out.lines().filter(|l| l.starts_with(group)).collect();
+        assert_eq!(rows.len(), 2, "{out}");
+        for row in rows {
+            assert!(row.contains(" info "), "a row with a verdict: {row}");
+            assert!(row.contains(baseline), "a row without its baseline: {row}");
         }
     }
 }

@@ -760,7 +760,16 @@ fn build_with_a_scripted_agent_writes_exactly_the_drafted_package_which_validate
         verified.contains("  seal         closed (skill_lab_applied)\n"),
         "{verified}"
     );
-    assert_eq!(workspace.receipts().len(), 1);
+    // The build's receipt, and one per case `lab validate` replayed: a replay's receipts are
+    // kept in the workspace's store, as Runx keeps them, and each verifies.
+    assert_eq!(workspace.receipts().len(), 3);
+    for id in validation["harness"]["receipt_ids"].as_array().unwrap() {
+        let verified = workspace.expect(0, &["verify", id.as_str().unwrap()]);
+        assert!(
+            verified.contains("  seal         closed (process_closed)\n"),
+            "{verified}"
+        );
+    }
 }
 
 #[test]
@@ -1256,4 +1265,196 @@ fn bad_cli_input_is_refused_before_anything_runs() {
         BTreeSet::from(["web-fetch".to_owned()])
     );
     assert!(!workspace.root().parent().unwrap().join("x").exists());
+}
+
+// --- JavaScript worker ------------------------------------------------------------------------
+
+/// A package whose one JavaScript runner doubles `value`, or, given `spin: true`, calls a
+/// builtin that loops in C without ever reaching QuickJS's interrupt handler. Its one fixture
+/// is the well-behaved case; [`add_spin_fixture`] adds the other.
+fn add_spinning_package(workspace: &Workspace) -> PathBuf {
+    let dir = workspace.path("skills/builtin-spin");
+    fs::create_dir_all(dir.join("fixtures")).unwrap();
+    fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: builtin-spin\ndescription: Double a number, or spin inside a builtin when asked to, so the harness's wall limit can be tested.\n---\n\n# Builtin spin\n\nDoubles `value`; with `spin` it calls `Array.prototype.join` on a huge array-like.\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("X.yaml"),
+        "skill: builtin-spin\nversion: \"0.1.0\"\n\ncatalog:\n  kind: skill\n  audience: public\n  visibility: public\n  role: canonical\n  execution: read\n  completion: runtime_receipt\n  requires_adapter: false\n  approval: none\n\nrunners:\n  spin:\n    default: true\n    type: javascript\n    module: builtin-spin.mjs\n    export: run\n    timeout_seconds: 1\n    inputs:\n      value:\n        type: number\n        required: true\n        description: The number to double.\n      spin:\n        type: boolean\n        required: false\n        description: Loop inside a builtin instead.\n    outputs:\n      doubled: number\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("builtin-spin.mjs"),
+        "export function run(inputs) {\n  if (inputs.spin === true) {\n    return { doubled: Array.prototype.join.call({ length: 2 ** 53 - 1 }, \"\").length };\n  }\n  return { doubled: inputs.value * 2 };\n}\n",
+    )
+    .unwrap();
+    fs::write(
+        dir.join("fixtures/doubles.yaml"),
+        "name: doubles\nkind: skill\ntarget: ..\nrunner: spin\ninputs:\n  value: 21\nexpect:\n  status: sealed\n  output:\n    exact:\n      doubled: 42\n",
+    )
+    .unwrap();
+    dir
+}
+
+fn add_spin_fixture(dir: &Path) {
+    fs::write(
+        dir.join("fixtures/spins.yaml"),
+        "name: spins\nkind: skill\ntarget: ..\nrunner: spin\ninputs:\n  value: 1\n  spin: true\nexpect:\n  status: sealed\n  output:\n    exact:\n      doubled: 0\n",
+    )
+    .unwrap();
+}
+
+/// Runs `mindrune lab <args>` but gives up (killing it) after `limit`, so a regression fails
+/// the test instead of hanging it.
+fn run_within(
+    workspace: &Workspace,
+    args: &[&str],
+    limit: std::time::Duration,
+) -> (Output, std::time::Duration) {
+    use std::io::Read as _;
+    let began = std::time::Instant::now();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .arg("lab")
+        .args(args)
+        .env("MINDRUNE_HOME", workspace.root().join(".home"))
+        .env_remove("MINDRUNE_LOG")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .env_remove("MINDRUNE_LAB_CRASH_AT")
+        .current_dir(workspace.root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Drained on threads so a full pipe cannot stall the child while we poll it.
+    let mut out = child.stdout.take().unwrap();
+    let mut err = child.stderr.take().unwrap();
+    let out = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        out.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    let err = std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        err.read_to_end(&mut bytes).unwrap();
+        bytes
+    });
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if began.elapsed() > limit {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("mindrune lab {args:?} still ran after {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let elapsed = began.elapsed();
+    let output = Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    (output, elapsed)
+}
+
+#[test]
+fn a_module_looping_inside_a_builtin_fails_its_case_at_the_wall_limit_instead_of_hanging_the_lab() {
+    let workspace = Workspace::new();
+    let dir = add_spinning_package(&workspace);
+    let target = "skills/builtin-spin";
+    // Well behaved, the module passes through the worker.
+    let tested = workspace.json(0, &["validate", "--target-dir", target]);
+    assert_eq!(tested["verdict"], "tested", "{tested}");
+    assert_eq!(tested["harness"]["status"], "passed", "{tested}");
+
+    add_spin_fixture(&dir);
+    let limit = std::time::Duration::from_secs(30);
+    let (output, elapsed) = run_within(
+        &workspace,
+        &["validate", "--target-dir", target, "--json"],
+        limit,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+    // One second of wall (the runner's timeout_seconds), one of worker start-up, and the rest
+    // is the other case and process start-up.
+    assert!(
+        elapsed < std::time::Duration::from_secs(10),
+        "took {elapsed:?}"
+    );
+    let validation: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(validation["verdict"], "validation_failed", "{validation}");
+    let harness = &validation["harness"];
+    assert_eq!(harness["case_count"], 2);
+    assert_eq!(harness["assertion_error_count"], 2, "{harness}");
+    let errors: Vec<&str> = harness["assertion_errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|error| error.as_str().unwrap())
+        .collect();
+    assert!(
+        errors.iter().all(|error| error.starts_with("spins: ")),
+        "only the spinning case fails: {errors:?}"
+    );
+    assert!(
+        errors.iter().any(|error| error
+            .contains("javascript builtin-spin.mjs#run: wall limit of 1000 ms reached")),
+        "{errors:?}"
+    );
+
+    let (output, _) = run_within(&workspace, &["validate", "--target-dir", target], limit);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stdout(&output).contains("wall limit of 1000 ms reached"),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn the_hidden_js_worker_answers_one_request_on_stdin() {
+    use std::io::Write as _;
+    let request = json!({
+        "bundle": {"main.mjs": "export default (inputs, context) => ({ sum: inputs.a + inputs.b, region: context.environment.REGION ?? null });"},
+        "entry": "main.mjs",
+        "export": "default",
+        "inputs": {"a": 2, "b": 3},
+        "environment": {"REGION": "eu"},
+        "limits": {"wall_ms": 2000, "heap_bytes": 67_108_864},
+    });
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["lab", "js-worker"])
+        .env_clear()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.to_string().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer, json!({"ok": {"sum": 5, "region": "eu"}}));
+
+    // It is internal: `mindrune lab --help` does not offer it.
+    let help = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["lab", "--help"])
+        .output()
+        .unwrap();
+    assert!(help.status.success());
+    assert!(!stdout(&help).contains("js-worker"), "{}", stdout(&help));
 }

@@ -394,14 +394,38 @@ pub fn normalize_package_file(value: &str) -> Result<String, Refusal> {
             "{value:?} must be a non-empty package-relative POSIX path"
         ));
     }
-    normal_components(value)
+    if value.chars().any(char::is_control) {
+        return refuse(format!(
+            "{value:?} has a control character; package paths are printable"
+        ));
+    }
+    let relative = normal_components(value)
         .ok_or_else(|| Refusal(format!("{value} must stay inside the target package")))?
         .ok_or_else(|| {
             Refusal(format!(
                 "{value:?} must name a file inside the target package"
             ))
-        })
+        })?;
+    for part in relative.split('/') {
+        // A package walk skips these names, so a file under one would land unvalidated and
+        // outside the package digest.
+        if super::snapshot::is_ignored(part) {
+            return refuse(format!(
+                "{relative}: {part} is never part of a package (Runx skips it); put the file elsewhere"
+            ));
+        }
+        if part.len() > MAX_NAME_BYTES {
+            return refuse(format!(
+                "{relative}: a file or folder name may be at most {MAX_NAME_BYTES} bytes"
+            ));
+        }
+    }
+    Ok(relative)
 }
+
+/// The longest file or folder name a package may use: the filesystem's 255 less room for the
+/// temporary name an atomic write uses beside it.
+pub const MAX_NAME_BYTES: usize = 200;
 
 /// `None` when a component leaves the folder (`.`, `..`, a root); `Some(None)` when nothing is
 /// left; otherwise the components joined with `/` (doubled slashes collapse, as `Path` does).
@@ -420,11 +444,16 @@ fn normal_components(value: &str) -> Option<Option<String>> {
     Some((!parts.is_empty()).then(|| parts.join("/")))
 }
 
+/// Runx's auxiliary docs, matched without regard to case: `Readme.md` is the same bloat.
 fn is_auxiliary_doc(basename: &str) -> bool {
-    matches!(
-        basename,
-        "README.md" | "CHANGELOG.md" | "INSTALLATION_GUIDE.md" | "QUICK_REFERENCE.md"
-    )
+    [
+        "README.md",
+        "CHANGELOG.md",
+        "INSTALLATION_GUIDE.md",
+        "QUICK_REFERENCE.md",
+    ]
+    .iter()
+    .any(|doc| doc.eq_ignore_ascii_case(basename))
 }
 
 fn basename(relative: &str) -> &str {

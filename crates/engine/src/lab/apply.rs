@@ -108,6 +108,45 @@ impl Target {
     }
 }
 
+/// Every path a bundle writes or deletes must be a regular file in the target, or absent: a
+/// write over a folder (even an empty one, which no snapshot shows) is refused up front,
+/// naming the draft's path, rather than at commit time.
+fn refuse_non_files(target: &Target, admitted: &AdmittedChange) -> Result<(), ApplyError> {
+    let paths = admitted
+        .writes
+        .iter()
+        .map(|(relative, _)| relative)
+        .chain(&admitted.deletes);
+    for relative in paths {
+        let path = target.path.join(relative);
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_file() => {}
+            Ok(meta) if meta.is_dir() => {
+                return Err(Refusal(format!(
+                    "{relative} is a folder in the target package, not a file"
+                ))
+                .into());
+            }
+            Ok(_) => {
+                return Err(Refusal(format!(
+                    "{relative} is not a regular file in the target package"
+                ))
+                .into());
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+            // A parent that is a file (`SKILL.md/x`) surfaces here; the stage names it too.
+            Err(err) if err.kind() == io::ErrorKind::NotADirectory => {
+                return Err(Refusal(format!(
+                    "{relative}: a parent of it is a file in the target package"
+                ))
+                .into());
+            }
+            Err(source) => return Err(io_error("read", &path)(source)),
+        }
+    }
+    Ok(())
+}
+
 /// Rolls back an apply to this target that a crash interrupted (its journal is still there),
 /// so nothing reads a half-committed package. Cheap when there is none: one `stat`, and no
 /// lock file is created, so a read-only step leaves no trace in the workspace.
@@ -158,6 +197,7 @@ pub fn apply_change(
     let admitted = admit_change(change, mode, |relative| {
         target.before.file(relative).is_some()
     })?;
+    refuse_non_files(&target, &admitted)?;
     if change.decision != ChangeDecision::Write {
         return Ok(admission::unchanged_result(
             &target.relative,
@@ -374,10 +414,12 @@ impl Stage {
             .map_or(0, |elapsed| elapsed.as_nanos());
         let name = target.relative.rsplit('/').next().unwrap_or("skill");
         let stage_name = format!(".runx-candidate-{name}-{}-{nanos}", std::process::id());
-        let staging = target.repo_root.join(".runx/staging");
+        let staging = commit::create_contained_dir(&target.repo_root, ".runx/staging")?;
         sweep_stale_stages(&staging);
-        let root = staging.join(stage_name);
-        fs::create_dir_all(&root).map_err(io_error("create", &root))?;
+        let root = commit::create_contained_dir(
+            &target.repo_root,
+            &format!(".runx/staging/{stage_name}"),
+        )?;
         let stage = Self {
             package: root.clone(),
             root,
@@ -435,6 +477,9 @@ fn commit(
     candidate_digest: &str,
 ) -> Result<String, ApplyError> {
     let _lock = commit::lock(&target.repo_root, &target.relative)?;
+    // Again under the lock: a folder swapped for a symlink since the target was resolved
+    // must not redirect the commit.
+    refuse_symlinked_ancestors(&target.repo_root, &target.relative)?;
     if snapshot_package(&target.path)?.digest != target.before.digest {
         return Err(Refusal(
             "target package changed during validation; inspect and retry against the current files"

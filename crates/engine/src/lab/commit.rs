@@ -14,7 +14,7 @@
 
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Component, Path, PathBuf};
 
 use mindrune_core::digest;
@@ -69,10 +69,12 @@ fn target_hex(target_dir: &str) -> String {
         .to_owned()
 }
 
+fn journal_relative(target_dir: &str) -> String {
+    format!(".runx/authoring/journal/{}", target_hex(target_dir))
+}
+
 fn journal_dir(repo_root: &Path, target_dir: &str) -> PathBuf {
-    repo_root
-        .join(".runx/authoring/journal")
-        .join(target_hex(target_dir))
+    repo_root.join(journal_relative(target_dir))
 }
 
 /// Whether an interrupted commit left its journal for this target.
@@ -84,14 +86,13 @@ pub fn has_journal(repo_root: &Path, target_dir: &str) -> bool {
 /// it. Held while a commit runs and while an interrupted one is rolled back, so two lab
 /// processes never interleave on one package. The lock is released when the file is dropped.
 pub fn lock(repo_root: &Path, target_dir: &str) -> Result<File, ApplyError> {
-    let path = repo_root.join(format!(
-        ".runx/authoring/locks/{}.lock",
-        target_hex(target_dir)
-    ));
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io_error("create", parent))?;
-    }
+    create_contained_dir(repo_root, ".runx/authoring/locks")?;
+    let path = contained(
+        repo_root,
+        &format!(".runx/authoring/locks/{}.lock", target_hex(target_dir)),
+    )?;
     let file = fs::OpenOptions::new()
+        .custom_flags(libc::O_NOFOLLOW)
         .create(true)
         .truncate(false)
         .read(true)
@@ -104,22 +105,128 @@ pub fn lock(repo_root: &Path, target_dir: &str) -> Result<File, ApplyError> {
     Ok(file)
 }
 
-/// A repo-relative path from a journal, refused if it could leave the repo (a journal is a
-/// file on disk, so it is read as untrusted input).
-fn contained(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError> {
+/// Resolves a repo-relative path for writing: only normal components, and no existing
+/// component may be a symlink (checked with `symlink_metadata`, one component at a time), so a
+/// write can never be redirected out of the workspace — not through the package, not through
+/// `.runx`, and not through a journal someone planted.
+pub fn contained(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError> {
     let mut path = repo_root.to_path_buf();
-    for component in Path::new(relative).components() {
-        match component {
-            Component::Normal(part) => path.push(part),
-            _ => {
+    let mut parts = Path::new(relative).components().peekable();
+    if parts.peek().is_none() {
+        return Err(Refusal(format!("{relative:?} names no file")).into());
+    }
+    while let Some(component) = parts.next() {
+        let Component::Normal(part) = component else {
+            return Err(Refusal(format!(
+                "{relative:?} leaves the workspace; only paths inside it are written"
+            ))
+            .into());
+        };
+        path.push(part);
+        match fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
                 return Err(Refusal(format!(
-                    "the apply journal names {relative:?}, which leaves the workspace; remove .runx/authoring/journal and inspect the target by hand"
+                    "{} is a symlink; the Skill Lab never writes through one (replace it with a real folder or file)",
+                    path.display()
                 ))
                 .into());
             }
+            Ok(meta) if parts.peek().is_some() && !meta.is_dir() => {
+                return Err(Refusal(format!("{} is not a folder", path.display())).into());
+            }
+            Ok(_) => {}
+            // The rest does not exist yet: nothing below it can be a symlink.
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                for rest in parts {
+                    let Component::Normal(part) = rest else {
+                        return Err(Refusal(format!(
+                            "{relative:?} leaves the workspace; only paths inside it are written"
+                        ))
+                        .into());
+                    };
+                    path.push(part);
+                }
+                return Ok(path);
+            }
+            Err(source) => return Err(io_error("read", &path)(source)),
         }
     }
     Ok(path)
+}
+
+/// Creates a folder under the repo root (and its missing parents) without following a
+/// symlink anywhere on the way.
+pub fn create_contained_dir(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError> {
+    let path = contained(repo_root, relative)?;
+    fs::create_dir_all(&path).map_err(io_error("create", &path))?;
+    // A racing writer could have put a symlink in while the folders were made: check again.
+    contained(repo_root, relative)
+}
+
+/// The paths a journal may name for `target_dir`: files inside the target, and the
+/// application record; anything else means the journal is not ours.
+fn journal_entry_allowed(target_dir: &str, path: &str) -> bool {
+    let inside_target = path
+        .strip_prefix(target_dir)
+        .is_some_and(|rest| rest.starts_with('/') && rest.len() > 1);
+    let record = path
+        .strip_prefix(".runx/authoring/applications/")
+        .and_then(|name| name.strip_suffix(".json"))
+        .is_some_and(|hex| hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()));
+    inside_target || record
+}
+
+/// Folders a journal may have created: the target, its ancestors, folders inside it, and the
+/// application records' folder.
+fn journal_dir_allowed(target_dir: &str, folder: &str) -> bool {
+    folder == ".runx/authoring/applications"
+        || folder == target_dir
+        || target_dir
+            .strip_prefix(folder)
+            .is_some_and(|rest| rest.starts_with('/'))
+        || folder
+            .strip_prefix(target_dir)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Checks a journal read from disk before anything is done with it: its schema and target,
+/// every path, every saved copy's name, and every mode (a regular file's, no set-id bits).
+fn check_manifest(manifest: &Manifest, target_dir: &str) -> Result<(), String> {
+    if manifest.schema != JOURNAL_SCHEMA {
+        return Err(format!(
+            "schema {:?} is not {JOURNAL_SCHEMA}",
+            manifest.schema
+        ));
+    }
+    if manifest.target_dir != target_dir {
+        return Err(format!(
+            "it belongs to {:?}, not {target_dir:?}",
+            manifest.target_dir
+        ));
+    }
+    for entry in &manifest.entries {
+        if !journal_entry_allowed(target_dir, &entry.path) {
+            return Err(format!("it names {:?}, outside the package", entry.path));
+        }
+        if entry.mode & 0o177000 != 0o100000 || entry.mode & 0o7000 != 0 {
+            return Err(format!("it gives {:?} mode {:o}", entry.path, entry.mode));
+        }
+        if let Some(prior) = &entry.prior
+            && !prior
+                .strip_prefix("prior-")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(format!("it names a saved copy {prior:?}"));
+        }
+    }
+    if let Some(folder) = manifest
+        .created_dirs
+        .iter()
+        .find(|folder| !journal_dir_allowed(target_dir, folder))
+    {
+        return Err(format!("it names a folder {folder:?} outside the package"));
+    }
+    Ok(())
 }
 
 /// Rolls back an apply that was interrupted, if its journal is there. The caller holds the
@@ -138,12 +245,15 @@ pub fn recover(repo_root: &Path, target_dir: &str) -> Result<bool, ApplyError> {
         }
         Err(source) => return Err(io_error("read", &manifest_path)(source)),
     };
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|err| {
-        Refusal(format!(
-            "the apply journal {} is damaged ({err}); inspect the target by hand, then remove the journal",
-            manifest_path.display()
-        ))
-    })?;
+    let manifest: Manifest = serde_json::from_str::<Manifest>(&text)
+        .map_err(|err| err.to_string())
+        .and_then(|manifest| check_manifest(&manifest, target_dir).map(|()| manifest))
+        .map_err(|problem| {
+            Refusal(format!(
+                "the apply journal {} cannot be trusted ({problem}); nothing was rolled back: inspect the target by hand, then remove the journal",
+                manifest_path.display()
+            ))
+        })?;
     roll_back(repo_root, &dir, &manifest)?;
     fs::remove_dir_all(&dir).map_err(io_error("remove", &dir))?;
     if let Some(parent) = dir.parent() {
@@ -261,7 +371,24 @@ fn arm_journal(
     if dir.exists() {
         fs::remove_dir_all(dir).map_err(io_error("remove", dir))?;
     }
-    fs::create_dir_all(dir).map_err(io_error("create", dir))?;
+    create_contained_dir(repo_root, &journal_relative(target_dir))?;
+    if let Some(parent) = dir.parent() {
+        // The journal's own folder entry must survive a power loss as surely as its contents.
+        sync_dir(parent).map_err(io_error("sync", parent))?;
+    }
+    let armed = fill_journal(repo_root, target_dir, dir, operations);
+    if armed.is_err() {
+        let _ = fs::remove_dir_all(dir);
+    }
+    armed
+}
+
+fn fill_journal(
+    repo_root: &Path,
+    target_dir: &str,
+    dir: &Path,
+    operations: &[Operation],
+) -> Result<Manifest, ApplyError> {
     let mut entries = Vec::with_capacity(operations.len());
     let mut created_dirs: Vec<String> = Vec::new();
     for (index, operation) in operations.iter().enumerate() {

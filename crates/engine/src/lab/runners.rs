@@ -10,10 +10,9 @@
 //! as `needs_agent` with the exact request and an answers template, as Runx does, and nothing
 //! has been written at that point.
 
-use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use mindrune_core::runx::admission::{self, Mode, Refusal};
 use mindrune_core::runx::contracts::{
@@ -24,6 +23,7 @@ use serde_json::{Value, json};
 
 use super::apply::{ApplyError, CandidateCheck, apply_change};
 use super::inspect::inspect_workspace;
+use crate::child::{Limits, run_bounded};
 
 /// One of the four runners of the skill-lab package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,70 +190,54 @@ pub struct CommandAgent {
 }
 
 /// An agent's answer larger than this is refused rather than read into memory.
-const MAX_AGENT_OUTPUT: u64 = 20 * 1024 * 1024;
+const MAX_AGENT_OUTPUT: usize = 20 * 1024 * 1024;
 
 impl Agent for CommandAgent {
     fn answer(&mut self, act: Act, request: &Value) -> Result<Option<Value>, String> {
-        let mut child = Command::new("sh")
+        let mut command = Command::new("sh");
+        command
             .arg("-c")
             .arg(&self.command)
             .current_dir(&self.workdir)
             .env("MINDRUNE_LAB_ACT", act.task())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|err| format!("cannot start the agent command {:?}: {err}", self.command))?;
+            // The agent has no business with the key that signs the lab's receipts.
+            .env_remove(super::receipt_store::SIGNING_KEY_ENV);
         let input = serde_json::to_vec(request).unwrap_or_default();
-        let mut stdin = child.stdin.take().expect("stdin is piped");
-        // A writer thread, so an agent that answers before reading all its input (or never
-        // reads it) cannot deadlock us on a full pipe.
-        let writer = std::thread::spawn(move || {
-            let _ = stdin.write_all(&input);
-        });
-        let mut stdout = child.stdout.take().expect("stdout is piped");
-        let reader = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let read = (&mut stdout)
-                .take(MAX_AGENT_OUTPUT + 1)
-                .read_to_end(&mut bytes);
-            read.map(|_| bytes)
-        });
-        let deadline = Instant::now() + self.timeout;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "the agent command did not answer the {} act within {} s",
-                        act.task(),
-                        self.timeout.as_secs()
-                    ));
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-                Err(err) => return Err(format!("cannot wait for the agent command: {err}")),
-            }
+        let limits = Limits {
+            timeout: self.timeout,
+            max_output: MAX_AGENT_OUTPUT,
         };
-        let _ = writer.join();
-        let bytes = reader
-            .join()
-            .map_err(|_| "the agent's output reader failed".to_owned())?
-            .map_err(|err| format!("cannot read the agent's answer: {err}"))?;
-        if bytes.len() as u64 > MAX_AGENT_OUTPUT {
+        let done = run_bounded(command, Some(input), false, limits)
+            .map_err(|err| format!("cannot start the agent command {:?}: {err}", self.command))?;
+        if done.timed_out {
+            return Err(format!(
+                "the agent command did not answer the {} act within {} s",
+                act.task(),
+                self.timeout.as_secs()
+            ));
+        }
+        if done.overflowed {
             return Err(format!(
                 "the agent's answer to the {} act is larger than {MAX_AGENT_OUTPUT} bytes",
                 act.task()
             ));
         }
-        if !status.success() {
-            return Err(format!(
-                "the agent command failed on the {} act ({status})",
-                act.task()
-            ));
+        match done.status {
+            Some(status) if status.success() => {}
+            Some(status) => {
+                return Err(format!(
+                    "the agent command failed on the {} act ({status})",
+                    act.task()
+                ));
+            }
+            None => {
+                return Err(format!(
+                    "the agent command was stopped on the {} act",
+                    act.task()
+                ));
+            }
         }
-        let text = String::from_utf8_lossy(&bytes);
+        let text = String::from_utf8_lossy(&done.stdout);
         if text.trim().is_empty() {
             return Ok(None);
         }

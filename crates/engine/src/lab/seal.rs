@@ -179,8 +179,19 @@ impl StoreSealer {
         })
     }
 
-    /// The repository's store and local key (`.runx/receipts`, `.runx/keys`).
+    /// The repository's store and local key (`.runx/receipts`, `.runx/keys`). Their default
+    /// folders are made without following a symlink, so a planted `.runx` link cannot send
+    /// receipts or a new key out of the workspace.
     pub fn for_repo(repo_root: &Path) -> Result<Self, String> {
+        for (env, folder) in [
+            (super::receipt_store::RECEIPT_DIR_ENV, ".runx/receipts"),
+            (super::receipt_store::SIGNING_KEY_ENV, ".runx/keys"),
+        ] {
+            if std::env::var_os(env).is_none_or(|value| value.is_empty()) {
+                super::commit::create_contained_dir(repo_root, folder)
+                    .map_err(|err| err.to_string())?;
+            }
+        }
         let store = ReceiptStore::for_repo(repo_root).map_err(|err| err.to_string())?;
         let key = LocalSigningKey::for_repo(repo_root).map_err(|err| err.to_string())?;
         Ok(Self::new(store, key.signing_key().clone()))

@@ -38,6 +38,7 @@ pub fn replay_package(
     package: &Package,
     tools: &mut dyn NativeTools,
     sealer: &mut dyn CaseSealer,
+    options: &HarnessOptions,
 ) -> HarnessRun {
     let fixtures: Vec<(String, Value)> = package
         .fixtures()
@@ -46,25 +47,24 @@ pub fn replay_package(
         .collect();
     let profile = package.profile_json();
     let cases = declared_cases(profile, &fixtures);
-    run_harness(
-        files,
-        profile,
-        &cases,
-        tools,
-        sealer,
-        &HarnessOptions::default(),
-    )
+    run_harness(files, profile, &cases, tools, sealer, options)
 }
 
 /// The candidate check `apply` uses: the package must load, and its harness must not fail.
 pub struct PackageValidator<'a> {
     pub sealers: &'a SealerFactory,
+    /// How every replay runs, nested ones included (the CLI's names the JavaScript worker).
+    pub harness: &'a HarnessOptions,
     depth: usize,
 }
 
 impl<'a> PackageValidator<'a> {
-    pub fn new(sealers: &'a SealerFactory) -> Self {
-        Self { sealers, depth: 0 }
+    pub fn new(sealers: &'a SealerFactory, harness: &'a HarnessOptions) -> Self {
+        Self {
+            sealers,
+            harness,
+            depth: 0,
+        }
     }
 }
 
@@ -79,10 +79,17 @@ impl CandidateCheck for PackageValidator<'_> {
         validate_resources(architecture, &resource_usage(&package)).map_err(|err| err.0)?;
         let mut tools = LabTools {
             sealers: self.sealers,
+            harness: self.harness,
             depth: self.depth + 1,
         };
         let mut sealer = (self.sealers)();
-        let run = replay_package(&snapshot.files, &package, &mut tools, sealer.as_mut());
+        let run = replay_package(
+            &snapshot.files,
+            &package,
+            &mut tools,
+            sealer.as_mut(),
+            self.harness,
+        );
         match run.report.status {
             HarnessStatus::Failed => Err(harness_failure(&run)),
             HarnessStatus::Passed => Ok(CandidateReport {
@@ -117,12 +124,18 @@ pub fn harness_failure(run: &HarnessRun) -> String {
 /// scratch folder; one that leaves it is refused).
 pub struct LabTools<'a> {
     pub sealers: &'a SealerFactory,
+    /// How nested replays run (the CLI's names the JavaScript worker).
+    pub harness: &'a HarnessOptions,
     pub depth: usize,
 }
 
 impl<'a> LabTools<'a> {
-    pub fn new(sealers: &'a SealerFactory) -> Self {
-        Self { sealers, depth: 1 }
+    pub fn new(sealers: &'a SealerFactory, harness: &'a HarnessOptions) -> Self {
+        Self {
+            sealers,
+            harness,
+            depth: 1,
+        }
     }
 }
 
@@ -211,6 +224,7 @@ impl NativeTools for LabTools<'_> {
                         .map_err(|err| err.to_string())?;
                 let mut validator = PackageValidator {
                     sealers: self.sealers,
+                    harness: self.harness,
                     depth: self.depth,
                 };
                 let result = apply_change(&root, target_dir, mode, &bundle, &mut validator)
@@ -218,21 +232,39 @@ impl NativeTools for LabTools<'_> {
                 Ok(json!({"apply_result": to_json(&result)}))
             })(),
             "runx.skill.validate" => contained_root(scratch, inputs).and_then(|root| {
-                let target = inputs
+                if self.depth > MAX_NESTING {
+                    return Err(
+                        "runx.skill.validate is nested too deeply in harness replays".into(),
+                    );
+                }
+                let requested = inputs
                     .get("skill_ref")
                     .or_else(|| inputs.get("target_dir"))
                     .and_then(Value::as_str)
                     .unwrap_or(".");
+                // Only a package inside the case's workspace; `.` is the workspace itself.
+                let target = if requested == "." {
+                    String::new()
+                } else {
+                    admission::normalize_target_dir(requested).map_err(|err| err.0)?
+                };
                 let allow = inputs
                     .get("allow_execute_harness")
                     .and_then(Value::as_bool)
                     .unwrap_or(false);
                 let mut tools = LabTools {
                     sealers: self.sealers,
+                    harness: self.harness,
                     depth: self.depth + 1,
                 };
-                validate_package(&root.join(target), allow, &mut tools, self.sealers)
-                    .map(|validation| json!({"skill_validation": validation}))
+                validate_package(
+                    &root.join(&target),
+                    allow,
+                    &mut tools,
+                    self.sealers,
+                    self.harness,
+                )
+                .map(|validation| json!({"skill_validation": validation}))
             }),
             _ => return None,
         };
@@ -248,6 +280,7 @@ pub fn validate_package(
     allow_execute_harness: bool,
     tools: &mut dyn NativeTools,
     sealers: &SealerFactory,
+    harness: &HarnessOptions,
 ) -> Result<Value, String> {
     let snapshot = snapshot_package(dir).map_err(|err| err.to_string())?;
     if !snapshot.exists {
@@ -273,7 +306,7 @@ pub fn validate_package(
     let safe = matches!(execution, "read" | "plan");
     let (verdict, harness) = if safe || allow_execute_harness {
         let mut sealer = sealers();
-        let run = replay_package(&snapshot.files, &package, tools, sealer.as_mut());
+        let run = replay_package(&snapshot.files, &package, tools, sealer.as_mut(), harness);
         let verdict = if run.report.status == HarnessStatus::Failed {
             "validation_failed"
         } else {

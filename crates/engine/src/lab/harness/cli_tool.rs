@@ -8,12 +8,13 @@
 //! directory, so a harness replay never sees the operator's credentials or dotfiles.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
+
+use crate::child::{Limits, run_bounded};
 
 /// Runx's threshold above which the whole input object travels as a file.
 const MAX_INLINE_INPUTS_BYTES: usize = 48 * 1024;
@@ -157,75 +158,32 @@ pub fn run(request: &CliRequest<'_>) -> Result<ProcessResult, String> {
         .iter()
         .map(|arg| resolve_template(arg, request.inputs))
         .collect();
-    let mut child = Command::new(request.command)
-        .args(&args)
-        .current_dir(&cwd)
-        .env_clear()
-        .envs(&env)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|err| format!("spawning {:?}: {err}", request.command))?;
-    let stdout = child.stdout.take().map(capture);
-    let stderr = child.stderr.take().map(capture);
-    let started = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= request.timeout => {
-                // The child is ours; ending it by its own handle touches nothing else.
-                let _ = child.kill();
-                timed_out = true;
-                break child.wait().ok();
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(err) => return Err(format!("waiting for {:?}: {err}", request.command)),
-        }
+    let mut command = Command::new(request.command);
+    command.args(&args).current_dir(&cwd).env_clear().envs(&env);
+    let limits = Limits {
+        timeout: request.timeout,
+        max_output: OUTPUT_LIMIT_BYTES,
     };
-    let (stdout, stdout_over) = stdout.map(join).unwrap_or_default();
-    let (stderr, stderr_over) = stderr.map(join).unwrap_or_default();
-    let over = stdout_over || stderr_over;
-    let exit_code = status.and_then(|s| s.code());
+    // Its own process group, killed whole at exit or timeout: nothing it starts outlives it.
+    let done = run_bounded(command, None, true, limits)
+        .map_err(|err| format!("spawning {:?}: {err}", request.command))?;
+    let over = done.overflowed;
+    let exit_code = done.status.and_then(|status| status.code());
     Ok(ProcessResult {
-        success: status.is_some_and(|s| s.success()) && !timed_out && !over,
-        stdout: if over { String::new() } else { stdout },
+        success: done.status.is_some_and(|status| status.success()) && !done.timed_out && !over,
+        stdout: if over {
+            String::new()
+        } else {
+            String::from_utf8_lossy(&done.stdout).into_owned()
+        },
         stderr: if over {
             format!("cli-tool output exceeded {OUTPUT_LIMIT_BYTES} bytes; stdout/stderr omitted")
         } else {
-            stderr
+            String::from_utf8_lossy(&done.stderr).into_owned()
         },
         exit_code,
-        timed_out,
+        timed_out: done.timed_out,
     })
-}
-
-type Capture = std::thread::JoinHandle<(String, bool)>;
-
-fn capture(mut stream: impl Read + Send + 'static) -> Capture {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        let mut buffer = [0_u8; 8192];
-        let mut over = false;
-        loop {
-            match stream.read(&mut buffer) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => {
-                    if bytes.len() + n > OUTPUT_LIMIT_BYTES {
-                        over = true;
-                    } else {
-                        bytes.extend_from_slice(&buffer[..n]);
-                    }
-                }
-            }
-        }
-        (String::from_utf8_lossy(&bytes).into_owned(), over)
-    })
-}
-
-fn join(handle: Capture) -> (String, bool) {
-    handle.join().unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,16 +4,30 @@
 //! Runx runs deterministic domain modules in an isolated worker that "has no environment,
 //! filesystem, network, clock or randomness" and receives only its validated in-memory module
 //! bundle, its JSON inputs and a frozen `context.environment` holding the declared names. We
-//! reproduce that contract in process: the module loader only serves files from the bundle the
-//! caller hands us, the global object loses its clock and randomness, a memory limit caps the
-//! heap and an interrupt handler enforces the wall limit even inside a tight loop.
+//! reproduce that contract in [`run_module`]: the module loader only serves files from the
+//! bundle the caller hands us, the global object loses its clock and randomness, a memory limit
+//! caps the heap and an interrupt handler enforces the wall limit inside a tight loop.
+//!
+//! The interrupt handler only runs between bytecode instructions, so a builtin that loops in C
+//! (`Array.prototype.join.call({length: 2 ** 53 - 1}, "")`, or `reverse`, `sort`, `flat` on
+//! `{length: 2 ** 32}`) never reaches it and never returns; a thread cannot be stopped from
+//! outside. [`run_in_worker`] is therefore the bounded path: it sends the invocation as a
+//! [`WorkerRequest`] to a separate process (for the CLI, `mindrune lab js-worker`, which
+//! answers through [`serve_worker`]) with an empty environment and an empty working folder, and
+//! kills that process's whole group at the wall limit plus [`WORKER_STARTUP`]. Calling
+//! [`run_module`] directly, as library users and unit tests do, bounds JavaScript loops only.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use rquickjs::loader::{ImportAttributes, Loader, Resolver};
 use rquickjs::{CatchResultExt, Context, Ctx, Function, Module, Object, Promise, Runtime, Value};
+use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
+
+use crate::child::{Limits, run_bounded};
 
 /// Runx's default wall limit for one JavaScript invocation.
 pub const DEFAULT_WALL: Duration = Duration::from_secs(2);
@@ -438,6 +452,206 @@ fn module_error(entry: &str, message: &str) -> JsError {
     }
 }
 
+/// What a worker process gets beyond the module's wall limit to start, read its request and
+/// write its answer before it is killed as if the wall had been reached.
+pub const WORKER_STARTUP: Duration = Duration::from_secs(1);
+
+/// The most a worker may print. The answer is the export's JSON, which had to fit the module's
+/// heap as a string first; twice that leaves room for serde's re-escaping.
+const WORKER_OUTPUT_BYTES: usize = 2 * HEAP_BYTES;
+
+/// How much of a failed worker's stderr is quoted in the error.
+const WORKER_STDERR_QUOTE: usize = 2000;
+
+/// The program that serves [`WorkerRequest`]s on stdin: `program args…`, e.g. the running
+/// `mindrune` with `["lab", "js-worker"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
+/// One invocation on the wire to the worker process: an owned [`JsInvocation`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerRequest {
+    /// Every module the worker may load, path → source.
+    pub bundle: BTreeMap<String, String>,
+    pub entry: String,
+    pub export: String,
+    pub inputs: Json,
+    /// The declared environment names and values, frozen into `context.environment`.
+    pub environment: BTreeMap<String, String>,
+    pub limits: WorkerLimits,
+}
+
+/// [`JsLimits`] on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerLimits {
+    pub wall_ms: u64,
+    pub heap_bytes: usize,
+}
+
+/// The worker's answer: `{"ok": <json>}` or `{"error": {"kind": …, "message": …}}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerResponse {
+    Ok(Json),
+    Error(WorkerError),
+}
+
+/// A [`JsError`] on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerError {
+    pub kind: WorkerErrorKind,
+    pub message: String,
+}
+
+/// Which [`JsError`] variant a [`WorkerError`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerErrorKind {
+    ModuleRejected,
+    Execution,
+    WallLimit,
+    OutputRejected,
+}
+
+impl WorkerRequest {
+    pub fn new(invocation: &JsInvocation<'_>) -> Self {
+        Self {
+            bundle: invocation.bundle.clone(),
+            entry: invocation.entry.to_owned(),
+            export: invocation.export.to_owned(),
+            inputs: invocation.inputs.clone(),
+            environment: invocation.environment.clone(),
+            limits: WorkerLimits {
+                wall_ms: u64::try_from(invocation.limits.wall.as_millis()).unwrap_or(u64::MAX),
+                heap_bytes: invocation.limits.heap_bytes,
+            },
+        }
+    }
+
+    pub fn invocation(&self) -> JsInvocation<'_> {
+        JsInvocation {
+            bundle: &self.bundle,
+            entry: &self.entry,
+            export: &self.export,
+            inputs: &self.inputs,
+            environment: &self.environment,
+            limits: JsLimits {
+                wall: Duration::from_millis(self.limits.wall_ms),
+                heap_bytes: self.limits.heap_bytes,
+            },
+        }
+    }
+}
+
+impl WorkerResponse {
+    pub fn new(result: Result<Json, JsError>) -> Self {
+        let (kind, message) = match result {
+            Ok(value) => return Self::Ok(value),
+            Err(err @ JsError::WallLimit(_)) => (WorkerErrorKind::WallLimit, err.to_string()),
+            Err(JsError::ModuleRejected(message)) => (WorkerErrorKind::ModuleRejected, message),
+            Err(JsError::Execution(message)) => (WorkerErrorKind::Execution, message),
+            Err(JsError::OutputRejected(message)) => (WorkerErrorKind::OutputRejected, message),
+        };
+        Self::Error(WorkerError { kind, message })
+    }
+
+    /// Back to the in-process result; a wall limit is reported as the caller's `wall`, the
+    /// same error the in-process path gives.
+    pub fn into_result(self, wall: Duration) -> Result<Json, JsError> {
+        match self {
+            Self::Ok(value) => Ok(value),
+            Self::Error(WorkerError { kind, message }) => Err(match kind {
+                WorkerErrorKind::ModuleRejected => JsError::ModuleRejected(message),
+                WorkerErrorKind::Execution => JsError::Execution(message),
+                WorkerErrorKind::WallLimit => JsError::WallLimit(wall),
+                WorkerErrorKind::OutputRejected => JsError::OutputRejected(message),
+            }),
+        }
+    }
+}
+
+/// The worker side: read one [`WorkerRequest`] (the process's stdin), run it in process with
+/// [`run_module`], and return the [`WorkerResponse`] to print on stdout. A request that does
+/// not parse is answered with an execution error, never a panic.
+pub fn serve_worker(request: &[u8]) -> Vec<u8> {
+    let response = match serde_json::from_slice::<WorkerRequest>(request) {
+        Ok(request) => WorkerResponse::new(run_module(&request.invocation())),
+        Err(err) => WorkerResponse::Error(WorkerError {
+            kind: WorkerErrorKind::Execution,
+            message: format!("the JavaScript worker's request is not valid: {err}"),
+        }),
+    };
+    serde_json::to_vec(&response).unwrap_or_else(|err| {
+        let fallback = WorkerResponse::Error(WorkerError {
+            kind: WorkerErrorKind::OutputRejected,
+            message: format!("the answer could not be serialized: {err}"),
+        });
+        serde_json::to_vec(&fallback).unwrap_or_default()
+    })
+}
+
+/// The host side: run `invocation` in a fresh `worker` process with an empty environment, an
+/// empty temporary working folder and the request on stdin, and kill its whole process group
+/// at the wall limit plus [`WORKER_STARTUP`]. Being killed there is the same
+/// [`JsError::WallLimit`] the in-process interrupt handler gives, so a fixture sees one failure
+/// whichever stopped the module; unlike the interrupt handler, this also stops a builtin that
+/// loops in C.
+pub fn run_in_worker(
+    worker: &WorkerCommand,
+    invocation: &JsInvocation<'_>,
+) -> Result<Json, JsError> {
+    let wall = invocation.limits.wall;
+    let request = serde_json::to_vec(&WorkerRequest::new(invocation))
+        .map_err(|err| JsError::Execution(format!("encoding the worker's request: {err}")))?;
+    let empty = tempfile::tempdir().map_err(|err| {
+        JsError::Execution(format!("creating the worker's empty working folder: {err}"))
+    })?;
+    let mut command = Command::new(&worker.program);
+    command
+        .args(&worker.args)
+        .env_clear()
+        .current_dir(empty.path());
+    let limits = Limits {
+        timeout: wall.saturating_add(WORKER_STARTUP),
+        max_output: WORKER_OUTPUT_BYTES,
+    };
+    let finished = run_bounded(command, Some(request), true, limits).map_err(|err| {
+        JsError::Execution(format!(
+            "starting the JavaScript worker {}: {err}",
+            worker.program.display()
+        ))
+    })?;
+    if finished.timed_out {
+        return Err(JsError::WallLimit(wall));
+    }
+    if finished.overflowed {
+        return Err(JsError::OutputRejected(format!(
+            "the JavaScript worker printed more than {WORKER_OUTPUT_BYTES} bytes"
+        )));
+    }
+    let succeeded = finished.status.is_some_and(|status| status.success());
+    match serde_json::from_slice::<WorkerResponse>(&finished.stdout) {
+        Ok(response) if succeeded => response.into_result(wall),
+        _ => {
+            let status = finished
+                .status
+                .map_or_else(|| "no status".to_owned(), |status| status.to_string());
+            let stderr = String::from_utf8_lossy(&finished.stderr);
+            let stderr: String = stderr.trim().chars().take(WORKER_STDERR_QUOTE).collect();
+            Err(JsError::Execution(format!(
+                "the JavaScript worker {} gave no answer ({status}): {stderr}",
+                worker.program.display()
+            )))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -521,6 +735,130 @@ mod tests {
             JsLimits::default(),
         );
         assert!(matches!(stack, Err(JsError::Execution(_))), "{stack:?}");
+    }
+
+    #[test]
+    fn serve_worker_round_trips_a_request_and_each_kind_of_answer() {
+        let bundle = BTreeMap::from([(
+            "main.mjs".to_owned(),
+            "export default (inputs, context) => ({ sum: inputs.a + inputs.b, region: context.environment.REGION }); export const boom = () => { throw new Error('nope'); }; export const spin = () => { for (;;) {} };".to_owned(),
+        )]);
+        let environment = BTreeMap::from([("REGION".to_owned(), "eu".to_owned())]);
+        let inputs = serde_json::json!({"a": 2, "b": 3});
+        let request = |export: &'static str, wall: Duration| {
+            WorkerRequest::new(&JsInvocation {
+                bundle: &bundle,
+                entry: "main.mjs",
+                export,
+                inputs: &inputs,
+                environment: &environment,
+                limits: JsLimits {
+                    wall,
+                    ..JsLimits::default()
+                },
+            })
+        };
+        let serve = |request: &WorkerRequest| -> Json {
+            let bytes = serde_json::to_vec(request).unwrap();
+            let decoded: WorkerRequest = serde_json::from_slice(&bytes).unwrap();
+            assert_eq!(&decoded, request);
+            serde_json::from_slice(&serve_worker(&bytes)).unwrap()
+        };
+
+        let ok = serve(&request("default", DEFAULT_WALL));
+        assert_eq!(ok, serde_json::json!({"ok": {"sum": 5, "region": "eu"}}));
+
+        let thrown = serve(&request("boom", DEFAULT_WALL));
+        assert_eq!(thrown["error"]["kind"], "execution", "{thrown}");
+        assert!(
+            thrown["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("nope")),
+            "{thrown}"
+        );
+
+        let wall = Duration::from_millis(200);
+        let spun = serve(&request("spin", wall));
+        assert_eq!(spun["error"]["kind"], "wall_limit", "{spun}");
+        let response: WorkerResponse = serde_json::from_value(spun).unwrap();
+        assert_eq!(response.into_result(wall), Err(JsError::WallLimit(wall)));
+
+        let missing = WorkerRequest {
+            entry: "other.mjs".to_owned(),
+            ..request("default", DEFAULT_WALL)
+        };
+        let rejected: WorkerResponse = serde_json::from_value(serve(&missing)).unwrap();
+        assert!(
+            matches!(rejected.into_result(wall), Err(JsError::ModuleRejected(_))),
+            "a missing entry is a module rejection"
+        );
+
+        let garbage: Json = serde_json::from_slice(&serve_worker(b"{\"bundle\": 1")).unwrap();
+        assert_eq!(garbage["error"]["kind"], "execution", "{garbage}");
+    }
+
+    fn sh_worker(script: &str) -> WorkerCommand {
+        WorkerCommand {
+            program: PathBuf::from("/bin/sh"),
+            args: vec!["-c".to_owned(), script.to_owned()],
+        }
+    }
+
+    fn in_worker(worker: &WorkerCommand, wall: Duration) -> Result<Json, JsError> {
+        let bundle = BTreeMap::from([("main.mjs".to_owned(), String::new())]);
+        run_in_worker(
+            worker,
+            &JsInvocation {
+                bundle: &bundle,
+                entry: "main.mjs",
+                export: "default",
+                inputs: &serde_json::json!({}),
+                environment: &BTreeMap::new(),
+                limits: JsLimits {
+                    wall,
+                    ..JsLimits::default()
+                },
+            },
+        )
+    }
+
+    #[test]
+    fn the_worker_gets_an_empty_environment_and_an_empty_working_folder() {
+        let worker = sh_worker(
+            r#"cat > /dev/null; printf '{"ok": {"env": "%s", "files": "%s"}}' "$(env | grep -v '^PWD=\|^SHLVL=\|^_=' | tr '\n' ' ')" "$(ls -A)""#,
+        );
+        assert_eq!(
+            in_worker(&worker, DEFAULT_WALL),
+            Ok(serde_json::json!({"env": "", "files": ""}))
+        );
+    }
+
+    #[test]
+    fn a_worker_still_running_past_the_wall_is_killed_as_the_wall_limit() {
+        let wall = Duration::from_millis(100);
+        let began = Instant::now();
+        let result = in_worker(&sh_worker("sleep 30"), wall);
+        assert_eq!(result, Err(JsError::WallLimit(wall)));
+        assert!(
+            began.elapsed() < wall + WORKER_STARTUP + Duration::from_secs(2),
+            "{:?}",
+            began.elapsed()
+        );
+    }
+
+    #[test]
+    fn a_worker_that_gives_no_answer_is_an_execution_error_quoting_its_stderr() {
+        let result = in_worker(&sh_worker("echo broken >&2; exit 3"), DEFAULT_WALL);
+        assert!(
+            matches!(&result, Err(JsError::Execution(message)) if message.contains("broken")),
+            "{result:?}"
+        );
+        let missing = WorkerCommand {
+            program: PathBuf::from("/nonexistent/mindrune"),
+            args: Vec::new(),
+        };
+        let result = in_worker(&missing, DEFAULT_WALL);
+        assert!(matches!(result, Err(JsError::Execution(_))), "{result:?}");
     }
 
     #[test]

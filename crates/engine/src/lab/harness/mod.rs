@@ -10,7 +10,8 @@
 //! What a case may touch is decided here, not by the package: agent work comes only from
 //! `caller.answers`, human gates only from `caller.approvals`, HTTP only from
 //! `caller.http_responses` (there is no transport at all), JavaScript runs in an embedded
-//! sandbox with no clock, randomness, filesystem or network, and a `cli-tool` process sees a
+//! sandbox with no clock, randomness, filesystem or network (in a worker process killed at the
+//! wall limit when [`HarnessOptions::js_worker`] is set), and a `cli-tool` process sees a
 //! scrubbed environment and an empty home. Native `runx.skill.*` tools are the caller's,
 //! through [`NativeTools`]; sealing a receipt per case is the caller's, through [`CaseSealer`].
 
@@ -163,6 +164,12 @@ pub struct HarnessOptions {
     pub created_at: String,
     /// Wall limit of a `cli-tool` process whose runner declares no `timeout_seconds`.
     pub cli_timeout: Duration,
+    /// The worker process `type: javascript` modules run in ([`javascript::run_in_worker`]).
+    /// `None` runs them in this process ([`javascript::run_module`]), whose interrupt handler
+    /// stops JavaScript loops at the wall limit but not a builtin looping in C
+    /// (`Array.prototype.join.call({length: 2 ** 53 - 1}, "")`), which then hangs the caller:
+    /// only the worker bounds every module. The CLI always sets it.
+    pub js_worker: Option<javascript::WorkerCommand>,
 }
 
 impl Default for HarnessOptions {
@@ -170,6 +177,7 @@ impl Default for HarnessOptions {
         Self {
             created_at: "2026-01-01T00:00:00Z".to_owned(),
             cli_timeout: Duration::from_secs(60),
+            js_worker: None,
         }
     }
 }
@@ -260,9 +268,13 @@ pub fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<String> {
         errors.push(format!("{name}: {path}: expected {expected}, got {actual}"));
     };
 
-    if let Some(expected) = expect.get("status").and_then(Value::as_str)
-        && expected != outcome.status.as_str()
-    {
+    // A case that names no status expects the run to seal: a failing case must never pass
+    // because its author left the line out.
+    let expected = expect
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("sealed");
+    if expected != outcome.status.as_str() {
         let detail = outcome
             .error
             .as_ref()

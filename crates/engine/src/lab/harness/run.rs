@@ -22,7 +22,7 @@ use mindrune_core::runx::snapshot::SnapshotFile;
 use serde_json::{Map, Value, json};
 
 use super::assertions::{data_envelope, json_equal};
-use super::javascript::{JsInvocation, JsLimits, run_module};
+use super::javascript::{JsInvocation, JsLimits, run_in_worker, run_module};
 use super::{CaseOutcome, CaseStatus, HarnessOptions, NativeTools, StepTrace, cli_tool, web};
 
 /// How one source or step ended.
@@ -236,7 +236,8 @@ fn copy_package(files: &[SnapshotFile], root: &Path) -> Result<(), String> {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt as _;
-            let mode = file.mode & 0o7777;
+            // Permission bits only: a package's set-id bits never reach a scratch copy.
+            let mode = file.mode & 0o777;
             if mode != 0 {
                 std::fs::set_permissions(&target, std::fs::Permissions::from_mode(mode))
                     .map_err(|err| format!("setting the mode of {}: {err}", target.display()))?;
@@ -289,10 +290,66 @@ fn preflight(
             }
         }
     }
-    if missing.is_empty() {
-        Ok(inputs)
-    } else {
-        Err(format!("missing required input(s): {}", missing.join(", ")))
+    if !missing.is_empty() {
+        return Err(format!("missing required input(s): {}", missing.join(", ")));
+    }
+    if let Some(declared) = runner.get("inputs").and_then(Value::as_object) {
+        for (name, spec) in declared {
+            if let Some(value) = inputs.get(name).filter(|value| !value.is_null()) {
+                check_input(name, input_spec(profile, spec), value)?;
+            }
+        }
+    }
+    Ok(inputs)
+}
+
+/// Checks one supplied input against its declared `type` (default `string`) and, when it has
+/// one, its JSON Schema fragment, as Runx's preflight does before any step runs.
+fn check_input(name: &str, spec: &Value, value: &Value) -> Result<(), String> {
+    let declared = spec.get("type").and_then(Value::as_str).unwrap_or("string");
+    let fits = match declared {
+        "string" => value.is_string(),
+        "number" => value.is_number(),
+        "integer" => {
+            value.is_i64() || value.is_u64() || value.as_f64().is_some_and(|n| n.fract() == 0.0)
+        }
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        _ => true,
+    };
+    if !fits {
+        return Err(format!(
+            "input {name} must be {} {declared}, got {}",
+            if declared.starts_with(['a', 'e', 'i', 'o', 'u']) {
+                "an"
+            } else {
+                "a"
+            },
+            json_kind(value)
+        ));
+    }
+    let Some(schema) = spec.get("schema").filter(|schema| schema.is_object()) else {
+        return Ok(());
+    };
+    let validator = jsonschema::validator_for(schema).map_err(|err| {
+        format!("input {name} declares a schema that is not valid JSON Schema: {err}")
+    })?;
+    if let Some(error) = validator.iter_errors(value).next() {
+        let at = error.instance_path().to_string();
+        return Err(format!("input {name}{at}: {error}"));
+    }
+    Ok(())
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
@@ -386,28 +443,16 @@ fn approval(source: &Value, gate: &str, env: &Env<'_>) -> End {
     let gate = text(source, "gate")
         .or_else(|| text(source, "id"))
         .unwrap_or(gate);
+    // Human authority comes only from `caller.approvals`, the host-attested decisions; an
+    // agent's `answers` never stand in for it (Runx: "approvals holds host-attested human
+    // decisions"; an agent-authored approval must fail).
     let answer = env
         .caller
         .get("approvals")
-        .and_then(|approvals| approvals.get(gate))
-        .or_else(|| {
-            env.caller
-                .get("answers")
-                .and_then(|answers| answers.get(gate))
-        });
+        .and_then(|approvals| approvals.get(gate));
     let approved = match answer {
         None => return End::NeedsAgent(format!("awaiting approval {gate}")),
         Some(Value::Bool(value)) => *value,
-        Some(Value::Object(object)) => {
-            match object.get("approved").or_else(|| object.get("payload")) {
-                Some(Value::Bool(value)) => *value,
-                _ => {
-                    return End::Failed(format!(
-                        "approval answer for {gate} has no boolean approved"
-                    ));
-                }
-            }
-        }
         Some(_) => return End::Failed(format!("approval answer for {gate} is not a boolean")),
     };
     if approved {
@@ -433,14 +478,20 @@ fn javascript(source: &Value, inputs: &Map<String, Value>, env: &Env<'_>) -> End
         Err(message) => return End::Failed(message),
     };
     let inputs = Value::Object(inputs.clone());
-    match run_module(&JsInvocation {
+    let invocation = JsInvocation {
         bundle: &env.bundle,
         entry,
         export,
         inputs: &inputs,
         environment: &environment,
         limits,
-    }) {
+    };
+    // Only the worker process bounds a builtin looping in C; see `HarnessOptions::js_worker`.
+    let result = match &env.options.js_worker {
+        Some(worker) => run_in_worker(worker, &invocation),
+        None => run_module(&invocation),
+    };
+    match result {
         Ok(output) => End::Done(output),
         Err(err) => End::Failed(format!("javascript {entry}#{export}: {err}")),
     }
@@ -467,10 +518,14 @@ fn cli(source: &Value, inputs: &Map<String, Value>, env: &Env<'_>) -> End {
         Ok(declared) => declared,
         Err(message) => return End::Failed(message),
     };
+    // A declared wall is held to 1..=300 s: zero would kill the process at once, and a
+    // replay must end in bounded time whatever a package declares.
     let timeout = source
         .get("timeout_seconds")
         .and_then(Value::as_u64)
-        .map_or(env.options.cli_timeout, Duration::from_secs);
+        .map_or(env.options.cli_timeout, |seconds| {
+            Duration::from_secs(seconds.clamp(1, 300))
+        });
     let result = cli_tool::run(&cli_tool::CliRequest {
         command,
         args: &args,
@@ -884,6 +939,36 @@ fn step_inputs(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn preflight_checks_declared_types_and_schemas_before_anything_runs() {
+        let runner = json!({"inputs": {
+            "url": {"type": "string", "required": true, "schema": {"pattern": "^https?://"}},
+            "max_bytes": {"type": "number", "default": 10, "schema": {"minimum": 1}},
+            "allowlist": {"type": "array", "required": false},
+        }});
+        let run = |inputs: Value| {
+            preflight(
+                &json!({}),
+                &runner,
+                inputs.as_object().unwrap_or(&Map::new()),
+            )
+        };
+        let ok = run(json!({"url": "https://a.example/"})).unwrap();
+        assert_eq!(ok["max_bytes"], 10, "defaults are filled in first");
+        assert_eq!(
+            run(json!({"url": 7})).unwrap_err(),
+            "input url must be a string, got a number"
+        );
+        assert_eq!(
+            run(json!({"url": "https://a", "allowlist": "a.example"})).unwrap_err(),
+            "input allowlist must be an array, got a string"
+        );
+        let err = run(json!({"url": "ftp://a"})).unwrap_err();
+        assert!(err.starts_with("input url: "), "{err}");
+        let err = run(json!({"url": "https://a", "max_bytes": 0})).unwrap_err();
+        assert!(err.starts_with("input max_bytes: "), "{err}");
+    }
 
     #[test]
     fn step_inputs_follow_runx_materialisation() {

@@ -52,39 +52,28 @@ fn header<'a>(response: &'a Response, name: &str) -> Option<&'a str> {
         .and_then(|(_, value)| value.as_str())
 }
 
-/// The parts of an absolute http(s) URL the allowlist and redirect code need.
+/// The parts of an absolute http(s) URL the allowlist and redirect code need, parsed as a
+/// browser (WHATWG) parses it, so the host checked is the host a real fetch would reach:
+/// `https://evil.example\\@allowed.example/` is `evil.example`.
 struct ParsedUrl {
-    scheme: String,
+    url: url::Url,
     host: String,
-    rest: String,
 }
 
 fn parse_url(raw: &str) -> Result<ParsedUrl, String> {
-    let (scheme, after) = raw
-        .split_once("://")
-        .ok_or_else(|| format!("url {raw:?} is not absolute"))?;
-    let scheme = scheme.to_ascii_lowercase();
-    if scheme != "http" && scheme != "https" {
-        return Err(format!("url scheme {scheme:?} is not http or https"));
+    let url = url::Url::parse(raw).map_err(|err| format!("url {raw:?} is not absolute: {err}"))?;
+    if url.scheme() != "http" && url.scheme() != "https" {
+        return Err(format!(
+            "url scheme {:?} is not http or https",
+            url.scheme()
+        ));
     }
-    let end = after.find(['/', '?', '#']).unwrap_or(after.len());
-    let authority = &after[..end];
-    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if host_port.starts_with('[') {
-        host_port
-            .find(']')
-            .map_or(host_port, |close| &host_port[..=close])
-    } else {
-        host_port.split(':').next().unwrap_or_default()
-    };
-    if host.is_empty() {
-        return Err(format!("url {raw:?} has no host"));
-    }
-    Ok(ParsedUrl {
-        scheme,
-        host: host.to_ascii_lowercase(),
-        rest: after[end..].to_owned(),
-    })
+    let host = url
+        .host_str()
+        .filter(|host| !host.is_empty())
+        .ok_or_else(|| format!("url {raw:?} has no host"))?
+        .to_owned();
+    Ok(ParsedUrl { url, host })
 }
 
 /// The host Runx records as `attempted_host` even when the URL does not parse.
@@ -97,13 +86,44 @@ fn safe_host(raw: &str) -> String {
 pub fn host_allowed(host: &str, allowlist: &[String]) -> bool {
     allowlist.iter().any(|entry| {
         if entry == "*" {
-            return true;
+            return is_public_host(host);
         }
         match entry.strip_prefix("*.") {
             Some(suffix) => host.len() > suffix.len() + 1 && host.ends_with(&format!(".{suffix}")),
             None => host == entry,
         }
     })
+}
+
+/// Whether `*` may reach `host`: not `localhost`, and not a loopback, private, link-local,
+/// shared, documentation or unspecified address (cloud metadata lives at 169.254.169.254).
+fn is_public_host(host: &str) -> bool {
+    use std::net::IpAddr;
+    if host == "localhost" || host.ends_with(".localhost") {
+        return false;
+    }
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>() {
+        Ok(IpAddr::V4(ip)) => {
+            let [a, b, ..] = ip.octets();
+            !(ip.is_loopback()
+                || ip.is_private()
+                || ip.is_link_local()
+                || ip.is_unspecified()
+                || ip.is_broadcast()
+                || ip.is_documentation()
+                || (a == 100 && (64..128).contains(&b)))
+        }
+        Ok(IpAddr::V6(ip)) => {
+            let first = ip.segments()[0];
+            !(ip.is_loopback()
+                || ip.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || ip.to_ipv4_mapped().is_some())
+        }
+        Err(_) => true,
+    }
 }
 
 fn normalize_allowlist(value: Option<&Value>) -> Result<Vec<String>, String> {
@@ -131,16 +151,10 @@ fn normalize_allowlist(value: Option<&Value>) -> Result<Vec<String>, String> {
 }
 
 fn join_location(current: &ParsedUrl, location: &str) -> String {
-    if location.contains("://") {
-        location.to_owned()
-    } else if location.starts_with("//") {
-        format!("{}:{location}", current.scheme)
-    } else if location.starts_with('/') {
-        format!("{}://{}{location}", current.scheme, current.host)
-    } else {
-        let base = current.rest.rsplit_once('/').map_or("", |(dir, _)| dir);
-        format!("{}://{}{base}/{location}", current.scheme, current.host)
-    }
+    current
+        .url
+        .join(location)
+        .map_or_else(|_| location.to_owned(), String::from)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -460,13 +474,20 @@ fn readable_text(text: &str, content_type: &str) -> String {
     let mut i = 0;
     while i < text.len() {
         if text[i..].starts_with('<') {
-            let skip_to = ["script", "style"].iter().find_map(|tag| {
-                lower[i..]
-                    .starts_with(&format!("<{tag}"))
-                    .then(|| lower[i..].find(&format!("</{tag}>")).map(|e| i + e))
-                    .flatten()
-            });
-            let from = skip_to.unwrap_or(i);
+            let mut from = i;
+            if let Some(close) = ["script", "style"]
+                .iter()
+                .find(|tag| lower[i + 1..].starts_with(**tag))
+                .map(|tag| format!("</{tag}>"))
+            {
+                // An unclosed script runs to the end of the document: stop here rather than
+                // search again from every later `<` (which made a page of `<script>`s
+                // quadratic).
+                match lower[i..].find(&close) {
+                    Some(end) => from = i + end,
+                    None => break,
+                }
+            }
             match text[from..].find('>') {
                 Some(end) => {
                     out.push(' ');
@@ -606,6 +627,7 @@ fn links(text: &str, final_url: &str) -> Vec<String> {
         return Vec::new();
     };
     let mut out: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for (name, attrs) in tags(text) {
         if name != "a" {
             continue;
@@ -617,7 +639,7 @@ fn links(text: &str, final_url: &str) -> Vec<String> {
             continue;
         }
         let absolute = join_location(&base, href);
-        if parse_url(&absolute).is_ok() && !out.contains(&absolute) {
+        if parse_url(&absolute).is_ok() && seen.insert(absolute.clone()) {
             out.push(absolute);
         }
     }
@@ -697,5 +719,39 @@ mod tests {
         let missing = web_fetch(&json!({"url": "https://nowhere.test/"}), &responses(), "t");
         assert_eq!(missing["fetch_result"]["decision"], json!("provider_error"));
         assert!(http_read(&json!({"url": "https://nowhere.test/"}), &responses()).is_err());
+    }
+
+    #[test]
+    fn the_allowlist_checks_the_host_a_browser_would_reach() {
+        let url = parse_url("https://evil.example\\@allowed.example/x").unwrap();
+        assert_eq!(url.host, "evil.example");
+        assert!(!host_allowed(&url.host, &["allowed.example".to_owned()]));
+        assert_eq!(
+            parse_url("HTTPS://Allowed.EXAMPLE:8443/").unwrap().host,
+            "allowed.example"
+        );
+    }
+
+    #[test]
+    fn any_public_host_leaves_out_private_and_metadata_addresses() {
+        let any = ["*".to_owned()];
+        for host in [
+            "169.254.169.254",
+            "127.0.0.1",
+            "10.1.2.3",
+            "localhost",
+            "[::1]",
+            "100.64.0.1",
+        ] {
+            assert!(!host_allowed(host, &any), "{host}");
+        }
+        assert!(host_allowed("example.com", &any));
+        assert!(host_allowed("93.184.216.34", &any));
+    }
+
+    #[test]
+    fn an_unclosed_script_ends_the_text_instead_of_rescanning() {
+        let page = "<p>kept</p>".to_owned() + &"<script>".repeat(50_000);
+        assert_eq!(readable_text(&page, "text/html"), "kept");
     }
 }

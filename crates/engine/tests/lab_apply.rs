@@ -533,11 +533,12 @@ fn an_existing_file_keeps_its_mode_when_rewritten() {
     assert_eq!(mode, 0o100755);
 }
 
-#[test]
-fn a_symlinked_parent_folder_is_refused() {
+/// Builds the thin skill at `skills/note` in a repo where `link` is a symlink to a folder
+/// outside it; returns the refusal and that outside folder.
+fn thin_build_through_symlink(link: &str) -> (ApplyError, tempfile::TempDir, tempfile::TempDir) {
     let repo = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(outside.path(), repo.path().join("skills")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join(link)).unwrap();
     let base = digest_of(&repo.path().join("nothing-here"));
     let bundle = bundle_for(
         &base,
@@ -552,6 +553,12 @@ fn a_symlinked_parent_folder_is_refused() {
         &mut accept(),
     )
     .unwrap_err();
+    (err, repo, outside)
+}
+
+#[test]
+fn a_symlinked_parent_folder_is_refused() {
+    let (err, _repo, outside) = thin_build_through_symlink("skills");
     assert!(
         err.to_string()
             .starts_with("target_dir must stay inside repo_root"),
@@ -668,23 +675,7 @@ fn a_planted_journal_that_names_paths_outside_the_package_is_not_trusted() {
 
 #[test]
 fn a_symlinked_runx_folder_is_refused_before_anything_is_written() {
-    let repo = tempfile::tempdir().unwrap();
-    let outside = tempfile::tempdir().unwrap();
-    std::os::unix::fs::symlink(outside.path(), repo.path().join(".runx")).unwrap();
-    let base = digest_of(&repo.path().join("skills/note"));
-    let bundle = bundle_for(
-        &base,
-        fixture_decision("build-thin-skill.yaml"),
-        fixture_draft("build-thin-skill.yaml"),
-    );
-    let err = apply_change(
-        repo.path(),
-        "skills/note",
-        Mode::Build,
-        &bundle,
-        &mut accept(),
-    )
-    .unwrap_err();
+    let (err, repo, outside) = thin_build_through_symlink(".runx");
     assert!(err.to_string().contains("is a symlink"), "{err}");
     assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
     assert!(!repo.path().join("skills/note").exists());

@@ -560,6 +560,42 @@ fn package_paths_refuse_ignored_names_control_characters_and_overlong_names() {
 }
 
 #[test]
+fn a_credential_the_scrubber_knows_is_refused_in_any_package_file() {
+    let aws = format!(
+        "aws_secret_access_key = {}",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4r8vTq2Lk"
+    );
+    assert_eq!(
+        refusal(admission::reject_secret_material("fixtures/a.yaml", &aws)),
+        "refusing secret-like material in fixtures/a.yaml"
+    );
+}
+
+#[test]
+fn the_real_packages_carry_nothing_secret_like() {
+    let packages = shared().join("data/runx/packages");
+    let mut checked = 0;
+    let mut pending = vec![packages];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.display().to_string();
+            assert!(
+                admission::reject_secret_material(&name, &text).is_ok(),
+                "{name}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "{checked}");
+}
+
+#[test]
 fn target_dir_must_be_a_repo_relative_child() {
     assert_eq!(
         admission::normalize_target_dir("skills/demo").unwrap(),

@@ -226,3 +226,29 @@ fn accepted_false_positives_are_still_false_positives() {
         );
     }
 }
+
+/// A Runx package is an output path too: every credential shape of the corpus that needs no
+/// known secret (the bot's password and the owner's key are only known to an avatar's
+/// library) is refused when a Skill Lab draft would write it into a package file.
+#[test]
+fn every_credential_shape_is_refused_in_a_skill_package_write() {
+    use mindrune_core::runx::admission::reject_secret_material;
+    let mut missed = Vec::new();
+    let mut checked = 0;
+    for case in cases().iter().filter(|c| c.expect == Expect::Secret) {
+        if case.text.contains(OWNER_KEY) || case.text.contains(BOT_PASSWORD) {
+            continue;
+        }
+        checked += 1;
+        let contents = format!("# Notes\n\nExample:\n{}\n", case.text);
+        if reject_secret_material("SKILL.md", &contents).is_ok() {
+            missed.push(format!("line {} ({})", case.line_no, case.kind));
+        }
+    }
+    println!(
+        "package writes: {checked} credential shapes planted, {} missed",
+        missed.len()
+    );
+    assert!(checked >= 140, "{checked}");
+    assert!(missed.is_empty(), "written into a package: {missed:#?}");
+}

@@ -495,7 +495,8 @@ pub fn assert_allowed_delete_path(relative: &str, mode: Mode) -> Result<(), Refu
     assert_harness_path(relative, mode)
 }
 
-/// Refuses file contents that carry a private key or a Nitrosend key, as Runx does.
+/// Refuses file contents that carry a private key or a Nitrosend key, as Runx does, or any
+/// credential MindRune's scrubber recognises.
 pub fn reject_secret_material(relative: &str, contents: &str) -> Result<(), Refusal> {
     let private_key = [
         "-----BEGIN PRIVATE KEY-----",
@@ -508,7 +509,11 @@ pub fn reject_secret_material(relative: &str, contents: &str) -> Result<(), Refu
     let nitrosend_key = contents
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
         .any(|token| token.starts_with("nskey_live_") || token.starts_with("nskey_test_"));
-    if private_key || nitrosend_key {
+    // Beyond Runx's two rules, MindRune's own credential detector (the one that scrubs saved
+    // code, run output and mirror files): a package is an output path too, and a secret in it
+    // would be published with it. Refused, not scrubbed, because a write lands byte for byte.
+    let credential = crate::secrets::Scrubber::new(&[]).contains_secret(contents);
+    if private_key || nitrosend_key || credential {
         return refuse(format!("refusing secret-like material in {relative}"));
     }
     Ok(())

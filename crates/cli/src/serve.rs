@@ -24,6 +24,9 @@ pub fn serve(
         settings.addr = addr;
     }
     let store = library::open(home)?;
+    // Every `[[playbooks]]` entry names an owner of this library and a folder, before anyone
+    // can log in and open an Inbox.
+    settings.check_playbooks(store.as_ref())?;
     mindrune_server::app::run(store, settings, |addr| {
         // The one line a person starting the server needs; the rest goes to the log.
         eprintln!("mindrune: serving on http://{addr} (dashboard: http://{addr}/dashboard)");

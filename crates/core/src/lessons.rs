@@ -246,7 +246,7 @@ fn tag_group(inside: &str) -> Option<Vec<Tagged>> {
 /// The byte where a lesson's text starts after its leading tag groups (the groups [`view`]
 /// takes off as tags) and the white space after them; 0 when it has none. The vocabulary adds
 /// the tags it finds here, so they join the ones the author wrote, in order.
-pub(crate) fn leading_tags_end(text: &str) -> usize {
+pub fn leading_tags_end(text: &str) -> usize {
     let mut rest = text.trim_start();
     while let Some(inside) = rest.strip_prefix('[') {
         let Some(close) = inside.find(']') else {

@@ -491,6 +491,52 @@ pub fn blocking_checks(text: &str, skill: &SkillFile, ctx: &CheckContext) -> Vec
             ),
         });
     }
+    // Each field's value is a text of its own too: `do: PASSWORD="…"` is a .env line once the
+    // YAML key is off, which the scan of the file's lines (where `- do:` stands first) cannot
+    // tell from prose.
+    let mut values: Vec<(usize, &str, &str)> = Vec::new();
+    for (key, value) in [
+        ("trigger", &skill.trigger),
+        ("use_when", &skill.use_when),
+        ("not_when", &skill.not_when),
+        ("expected_result", &skill.expected_result),
+    ] {
+        if let Some(value) = value {
+            values.push((layout.key_line(key), key, value));
+        }
+    }
+    for (key, items) in [
+        ("preconditions", &skill.preconditions),
+        ("failure_modes", &skill.failure_modes),
+        ("evidence", &skill.evidence),
+    ] {
+        for item in items.iter().flatten() {
+            values.push((layout.key_line(key), key, item));
+        }
+    }
+    for step in steps {
+        values.push((step.line, "steps", &step.action));
+    }
+    for (line, field, value) in values {
+        let Some(finding) = ctx.scrubber.scrub(value).findings.into_iter().next() else {
+            continue;
+        };
+        let flagged =
+            |blocker: &Blocker| blocker.kind == BlockerKind::Credential && blocker.field == field;
+        if blockers.iter().any(flagged) {
+            continue;
+        }
+        blockers.push(Blocker {
+            kind: BlockerKind::Credential,
+            line,
+            field: field.to_owned(),
+            message: format!(
+                "`{field}` holds what reads like {}: a skill must never carry a credential, so \
+                 take it out and let the step get it from where the runtime keeps secrets",
+                describe_secret(finding.kind)
+            ),
+        });
+    }
     blockers.extend(paths::blockers(text, ctx, &layout));
     blockers.sort_by_key(|blocker| (blocker.kind as u8, blocker.line));
     blockers

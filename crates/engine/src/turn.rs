@@ -334,7 +334,7 @@ fn sync_lessons(
     let lessons: Vec<NewLesson> = lines
         .into_iter()
         .map(|line| {
-            let text = scrubber.scrub(&line.text).text.into_owned();
+            let text = scrub_lesson(scrubber, &line.text);
             NewLesson {
                 line: line.line,
                 text: match &vocabulary {
@@ -345,6 +345,14 @@ fn sync_lessons(
         })
         .collect();
     Ok(store.replace_lessons(agent.owner, agent.id, &lessons, now)?)
+}
+
+/// A lesson scrubbed in two parts: its leading tags, and its text after them as a line of its
+/// own, so that `Share: [tag] PASSWORD="…"` is caught as the .env line it is after its tags
+/// (an assignment like that is a credential only where a line starts).
+fn scrub_lesson(scrubber: &mindrune_core::secrets::Scrubber, text: &str) -> String {
+    let (tags, rest) = text.split_at(lessons::leading_tags_end(text));
+    format!("{}{}", scrubber.scrub(tags).text, scrubber.scrub(rest).text)
 }
 
 fn describe_skip(err: &ReadError) -> String {

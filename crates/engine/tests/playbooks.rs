@@ -1145,6 +1145,27 @@ fn search_finds_skills_by_words_with_when_to_use_each() {
 }
 
 #[test]
+fn search_follows_hand_edits_and_removals_without_rereading_unchanged_skills() {
+    let ws = Workspace::new(false);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    assert_eq!(ws.playbooks.search("reports", 10).unwrap().len(), 1);
+    // A hand edit (new words, new length and times) is seen by the next search.
+    let file = ws.dir.join("skills/weekly-report/SKILL.md");
+    let edited = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("a week of notes exists", "a fortnight of notes exists");
+    std::fs::write(&file, edited).unwrap();
+    let hits = ws.playbooks.search("fortnight", 10).unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].when, "a fortnight of notes exists");
+    // An unchanged library answers again from the index alone.
+    assert_eq!(ws.playbooks.search("fortnight", 10).unwrap().len(), 1);
+    // A folder removed by hand drops out.
+    std::fs::remove_dir_all(ws.dir.join("skills/weekly-report")).unwrap();
+    assert!(ws.playbooks.search("fortnight", 10).unwrap().is_empty());
+}
+
+#[test]
 fn a_task_closed_as_done_after_enough_tool_calls_suggests_a_skill() {
     use mindrune_engine::playbook::suggest::DoneTask;
     let ws = Workspace::with_config(false, "carry_over_tool_calls = 5");

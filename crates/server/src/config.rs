@@ -1,9 +1,10 @@
 //! The server's configuration: a TOML file, then flags on top.
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mindrune_store::{Store, StoreError};
 use serde::Deserialize;
 
 /// Where `mindrune serve` listens unless told otherwise.
@@ -22,6 +23,45 @@ pub struct ServerConfig {
     pub request_timeout_secs: u64,
     /// How long a shutdown waits for requests in flight, in seconds.
     pub shutdown_grace_secs: u64,
+    /// The personal assistants' playbook workspaces, each shown in one owner's Inbox
+    /// (`[[playbooks]]` tables).
+    pub playbooks: Vec<PlaybookWorkspace>,
+}
+
+/// A personal assistant's playbook workspace and the owner whose dashboard Inbox shows its
+/// cards: `[[playbooks]]` with `owner = "ada"` and `workspace = "/home/ada/assistant"`. A
+/// workspace belongs to one owner; no other owner's session ever sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaybookWorkspace {
+    /// The owner's name, as `mindrune owner list` shows it.
+    pub owner: String,
+    /// The workspace folder (the one `mindrune playbook --workspace DIR init` set up). A
+    /// relative path is taken from the configuration file's folder.
+    pub workspace: PathBuf,
+    /// Where the entry is written (`mindrune.toml:12`), for errors; empty when the entry was
+    /// made in code.
+    #[serde(skip)]
+    pub origin: String,
+}
+
+impl PlaybookWorkspace {
+    pub fn new(owner: impl Into<String>, workspace: impl Into<PathBuf>) -> PlaybookWorkspace {
+        PlaybookWorkspace {
+            owner: owner.into(),
+            workspace: workspace.into(),
+            origin: String::new(),
+        }
+    }
+
+    /// `mindrune.toml:12`, or the entry's place in the list when it has no file.
+    fn place(&self, index: usize) -> String {
+        if self.origin.is_empty() {
+            format!("the configuration's [[playbooks]] entry {}", index + 1)
+        } else {
+            self.origin.clone()
+        }
+    }
 }
 
 impl Default for ServerConfig {
@@ -32,6 +72,7 @@ impl Default for ServerConfig {
             session_hours: 12,
             request_timeout_secs: 60,
             shutdown_grace_secs: 30,
+            playbooks: Vec::new(),
         }
     }
 }
@@ -39,6 +80,67 @@ impl Default for ServerConfig {
 impl ServerConfig {
     pub fn session_length(&self) -> Duration {
         Duration::from_secs(self.session_hours * 3600)
+    }
+
+    /// The playbook workspaces of the owner named `owner`, in the file's order.
+    pub fn playbooks_of<'a>(
+        &'a self,
+        owner: &'a str,
+    ) -> impl Iterator<Item = &'a PlaybookWorkspace> + 'a {
+        self.playbooks
+            .iter()
+            .filter(move |entry| entry.owner == owner)
+    }
+
+    /// Checks every `[[playbooks]]` entry against the library and the disk: its owner exists,
+    /// its workspace is a folder, and no workspace is listed twice (a workspace belongs to one
+    /// owner). `mindrune serve` runs it before it listens; the error names the entry's line and
+    /// field.
+    pub fn check_playbooks(&self, store: &dyn Store) -> Result<(), ConfigError> {
+        let mut seen: Vec<(PathBuf, usize)> = Vec::new();
+        for (index, entry) in self.playbooks.iter().enumerate() {
+            let refuse =
+                |field: &'static str, value: String, message: String| ConfigError::Playbook {
+                    place: entry.place(index),
+                    field,
+                    value,
+                    message,
+                };
+            if store.owner_by_name(&entry.owner)?.is_none() {
+                return Err(refuse(
+                    "owner",
+                    entry.owner.clone(),
+                    format!(
+                        "there is no owner named {:?}; `mindrune owner list` shows the owners, `mindrune owner add NAME` makes one",
+                        entry.owner
+                    ),
+                ));
+            }
+            let shown = entry.workspace.display().to_string();
+            if !entry.workspace.is_dir() {
+                return Err(refuse(
+                    "workspace",
+                    shown,
+                    "is not a folder; give the assistant's workspace (make one with `mindrune playbook --workspace DIR init`)".into(),
+                ));
+            }
+            let resolved = entry
+                .workspace
+                .canonicalize()
+                .unwrap_or_else(|_| entry.workspace.clone());
+            if let Some((_, first)) = seen.iter().find(|(path, _)| *path == resolved) {
+                return Err(refuse(
+                    "workspace",
+                    shown,
+                    format!(
+                        "is listed already ({}); a workspace belongs to one owner, so list it once",
+                        self.playbooks[*first].place(*first)
+                    ),
+                ));
+            }
+            seen.push((resolved, index));
+        }
+        Ok(())
     }
 }
 
@@ -50,7 +152,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error(
-        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, session_hours, request_timeout_secs and shutdown_grace_secs"
+        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, session_hours, request_timeout_secs, shutdown_grace_secs and [[playbooks]] tables (owner, workspace)"
     )]
     Invalid {
         path: String,
@@ -58,6 +160,15 @@ pub enum ConfigError {
         column: usize,
         message: String,
     },
+    #[error("{place}: [[playbooks]] {field} = {value:?}: {message}")]
+    Playbook {
+        place: String,
+        field: &'static str,
+        value: String,
+        message: String,
+    },
+    #[error("cannot check the configuration's playbook owners: {0}")]
+    Store(#[from] StoreError),
 }
 
 /// Reads a configuration file (TOML). Unknown keys are an error naming the line.
@@ -66,12 +177,21 @@ pub fn load(path: &Path) -> Result<ServerConfig, ConfigError> {
         path: path.display().to_string(),
         source,
     })?;
-    parse(&text, &path.display().to_string())
+    let mut config = parse(&text, &path.display().to_string())?;
+    // A relative workspace is taken from the configuration file's folder, not from wherever
+    // the server happens to be started.
+    let folder = path.parent().unwrap_or_else(|| Path::new(""));
+    for entry in &mut config.playbooks {
+        if entry.workspace.is_relative() {
+            entry.workspace = folder.join(&entry.workspace);
+        }
+    }
+    Ok(config)
 }
 
 /// Parses a configuration's text; `origin` names it in errors.
 pub fn parse(text: &str, origin: &str) -> Result<ServerConfig, ConfigError> {
-    toml::from_str(text).map_err(|err: toml::de::Error| {
+    let invalid = |err: toml::de::Error| {
         let (line, column) = err
             .span()
             .map(|span| line_column(text, span.start))
@@ -82,7 +202,21 @@ pub fn parse(text: &str, origin: &str) -> Result<ServerConfig, ConfigError> {
             column,
             message: err.message().to_string(),
         }
-    })
+    };
+    let mut config: ServerConfig = toml::from_str(text).map_err(invalid)?;
+    // Where each `[[playbooks]]` entry is, so a later check can name its line.
+    let spans: PlaybookSpans = toml::from_str(text).map_err(invalid)?;
+    for (entry, span) in config.playbooks.iter_mut().zip(&spans.playbooks) {
+        entry.origin = format!("{origin}:{}", line_column(text, span.span().start).0);
+    }
+    Ok(config)
+}
+
+/// Only the places of the `[[playbooks]]` entries (everything else is read by `ServerConfig`).
+#[derive(Deserialize)]
+struct PlaybookSpans {
+    #[serde(default)]
+    playbooks: Vec<toml::Spanned<toml::Table>>,
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
@@ -118,5 +252,67 @@ mod tests {
         let text = err.to_string();
         assert!(text.starts_with("mindrune.toml:2:3: "), "{text}");
         assert!(text.contains("colour"), "{text}");
+    }
+
+    #[test]
+    fn playbook_workspaces_name_their_line() {
+        let text = "addr = \"127.0.0.1:1\"\n\n[[playbooks]]\nowner = \"ada\"\nworkspace = \"/a\"\n\n[[playbooks]]\nowner = \"bob\"\nworkspace = \"/b\"\n";
+        let config = parse(text, "mindrune.toml").unwrap();
+        assert_eq!(config.playbooks.len(), 2);
+        assert_eq!(config.playbooks[1].owner, "bob");
+        assert_eq!(config.playbooks[1].workspace, PathBuf::from("/b"));
+        assert_eq!(config.playbooks[0].origin, "mindrune.toml:3");
+        assert_eq!(config.playbooks[1].origin, "mindrune.toml:7");
+        assert_eq!(config.playbooks_of("ada").count(), 1);
+        assert_eq!(config.playbooks_of("carol").count(), 0);
+    }
+
+    #[test]
+    fn a_playbook_entry_without_its_workspace_is_refused() {
+        let err = parse("[[playbooks]]\nowner = \"ada\"\n", "mindrune.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("mindrune.toml:1:"), "{text}");
+        assert!(text.contains("workspace"), "{text}");
+        let err = parse(
+            "[[playbooks]]\nowner = \"ada\"\nworkspace = \"/a\"\npath = 1\n",
+            "mindrune.toml",
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("mindrune.toml:4:"), "{err}");
+    }
+
+    #[test]
+    fn the_check_names_an_unknown_owner_and_a_missing_folder() {
+        let store = mindrune_store::SqliteStore::open_in_memory().unwrap();
+        store.create_owner("ada", "mrk_ada_key", 1).unwrap();
+        let folder = std::env::temp_dir();
+        let text = format!(
+            "[[playbooks]]\nowner = \"ada\"\nworkspace = {:?}\n\n[[playbooks]]\nowner = \"adda\"\nworkspace = {:?}\n",
+            folder.display().to_string(),
+            folder.display().to_string()
+        );
+        let config = parse(&text, "mindrune.toml").unwrap();
+        let err = config.check_playbooks(&store).unwrap_err().to_string();
+        assert!(
+            err.starts_with(
+                "mindrune.toml:5: [[playbooks]] owner = \"adda\": there is no owner named"
+            ),
+            "{err}"
+        );
+        let mut config = parse(&text.replace("adda", "ada"), "mindrune.toml").unwrap();
+        let err = config.check_playbooks(&store).unwrap_err().to_string();
+        assert!(
+            err.contains("mindrune.toml:5: [[playbooks]] workspace"),
+            "{err}"
+        );
+        assert!(err.contains("is listed already (mindrune.toml:1)"), "{err}");
+        config.playbooks.truncate(1);
+        config.check_playbooks(&store).unwrap();
+        config.playbooks[0].workspace = folder.join("mindrune-no-such-folder-here");
+        let err = config.check_playbooks(&store).unwrap_err().to_string();
+        assert!(
+            err.contains("workspace = ") && err.contains("is not a folder"),
+            "{err}"
+        );
     }
 }

@@ -2,8 +2,9 @@
 //!
 //! `/dashboard` shows the family (each avatar with its script counts) with the sharing bar and
 //! the Eager family sharing switch; `/dashboard/avatars/{id}` an avatar's scripts beside its
-//! stats; `/dashboard/skills/{id}/code` a script's code as plain text. An owner logs in with
-//! the owner's key and gets a session cookie; every form carries the session's CSRF token.
+//! stats; `/dashboard/skills/{id}/code` a script's code as plain text; `/dashboard/inbox` the
+//! playbook cards of the owner's assistants (the `inbox` module). An owner logs in with the
+//! owner's key and gets a session cookie; every form carries the session's CSRF token.
 //!
 //! Architecture invariant: every store call passes the session's owner, so another family's
 //! avatar or skill id is "not found" (404), never shown. Ids in a URL are only ever looked up
@@ -56,6 +57,7 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/eager", post(eager))
         .route("/dashboard/avatars/{agent_id}", get(avatar_page))
         .route("/dashboard/skills/{skill_id}/code", get(code))
+        .merge(crate::inbox::routes())
         .merge(html::static_routes())
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
 }
@@ -69,7 +71,7 @@ async fn root() -> Redirect {
 // -------------------------------------------------------------------------------------------
 
 /// An error of a logged-in page, as a small HTML page with the error's status.
-fn error_page(err: &ApiError) -> Response {
+pub(crate) fn error_page(err: &ApiError) -> Response {
     html::error_page(
         err.status,
         &err.detail.message,
@@ -98,7 +100,9 @@ fn form_error(rejection: &FormRejection) -> Response {
 
 /// The session of a page request: a visitor without one is sent to the login page; a failure
 /// of the library is an error page.
-fn page_session(session: Result<OwnerSession, ApiError>) -> Result<OwnerSession, Box<Response>> {
+pub(crate) fn page_session(
+    session: Result<OwnerSession, ApiError>,
+) -> Result<OwnerSession, Box<Response>> {
     match session {
         Ok(session) => Ok(session),
         Err(err) if err.status == StatusCode::UNAUTHORIZED => {
@@ -123,7 +127,7 @@ fn form_session(session: Result<OwnerSession, ApiError>) -> Result<OwnerSession,
 
 /// A dashboard form that may change something: a live session, a readable form, and the
 /// session's CSRF token in it — else the page that says which of these failed.
-fn checked_form<F: CarriesCsrf>(
+pub(crate) fn checked_form<F: CarriesCsrf>(
     session: Result<OwnerSession, ApiError>,
     form: Result<Form<F>, FormRejection>,
 ) -> Result<(OwnerSession, F), Box<Response>> {
@@ -139,7 +143,7 @@ fn checked_form<F: CarriesCsrf>(
 }
 
 /// A form that carries the session's CSRF token.
-trait CarriesCsrf {
+pub(crate) trait CarriesCsrf {
     fn csrf(&self) -> &str;
 }
 
@@ -318,9 +322,9 @@ async fn login(
 }
 
 #[derive(Debug, Default, Deserialize)]
-struct CsrfForm {
+pub(crate) struct CsrfForm {
     #[serde(default)]
-    csrf: String,
+    pub(crate) csrf: String,
 }
 
 async fn logout(
@@ -756,6 +760,7 @@ async fn family_page(
     let store = state.store();
     let owner_id = session.owner;
     let csrf = session.csrf_token.clone();
+    let app = state.clone();
     let page = state
         .blocking(move || -> Result<String, ApiError> {
             let owner = store.owner(owner_id)?;
@@ -768,6 +773,7 @@ async fn family_page(
                 Nav::Owner {
                     owner: &owner.name,
                     csrf: &csrf,
+                    inbox: app.config().playbooks_of(&owner.name).next().is_some(),
                 },
                 &body,
             ))
@@ -785,7 +791,7 @@ async fn family_page(
 // -------------------------------------------------------------------------------------------
 
 /// Parses an id from a URL; anything but a positive number is "not found".
-fn parse_id(raw: &str) -> Option<i64> {
+pub(crate) fn parse_id(raw: &str) -> Option<i64> {
     raw.parse::<i64>().ok().filter(|id| *id > 0)
 }
 
@@ -964,6 +970,7 @@ async fn avatar_page(
     let store = state.store();
     let owner_id = session.owner;
     let csrf = session.csrf_token.clone();
+    let app = state.clone();
     let page = state
         .blocking(move || -> Result<Option<String>, ApiError> {
             let owner = store.owner(owner_id)?;
@@ -1010,6 +1017,7 @@ async fn avatar_page(
                 Nav::Owner {
                     owner: &owner.name,
                     csrf: &csrf,
+                    inbox: app.config().playbooks_of(&owner.name).next().is_some(),
                 },
                 &body,
             )))

@@ -88,8 +88,13 @@ pub fn when(millis: Option<i64>) -> String {
 pub enum Nav<'a> {
     /// The login pages: nothing to go to yet.
     None,
-    /// An owner's pages: the family and a logout form (which needs the session's CSRF token).
-    Owner { owner: &'a str, csrf: &'a str },
+    /// An owner's pages: the family, the Inbox of playbook cards when the owner has playbook
+    /// workspaces (`inbox`), and a logout form (which needs the session's CSRF token).
+    Owner {
+        owner: &'a str,
+        csrf: &'a str,
+        inbox: bool,
+    },
     /// The operator's console.
     Operator,
 }
@@ -114,14 +119,19 @@ pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
     );
     match nav {
         Nav::None => out.push_str("<span class=\"brand\">MindRune</span>"),
-        Nav::Owner { owner, csrf } => {
+        Nav::Owner { owner, csrf, inbox } => {
             let _ = write!(
                 out,
                 "<a class=\"brand\" href=\"/dashboard\">MindRune</a>\
-                 <nav aria-label=\"Account\"><span class=\"who\">{owner}</span>\
+                 <nav aria-label=\"Account\">{inbox}<span class=\"who\">{owner}</span>\
                  <form method=\"post\" action=\"/dashboard/logout\" class=\"inline\">\
                  <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
                  <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
+                inbox = if inbox {
+                    "<a href=\"/dashboard/inbox\">Inbox</a>"
+                } else {
+                    ""
+                },
                 owner = escape(owner),
                 csrf = escape(csrf),
             );

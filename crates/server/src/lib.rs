@@ -10,6 +10,7 @@ pub mod console;
 pub mod dashboard;
 pub mod error;
 pub mod html;
+pub mod inbox;
 pub mod mcp;
 pub mod runner;
 pub mod wire;

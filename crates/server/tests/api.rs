@@ -1745,9 +1745,9 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 /// The id of an inline snippet's event: each avatar has its own, and one id is always the
-/// same code. A retried id with other code, or a sibling's id, is a 500 today (see
-/// `a_retried_snippet_id_with_other_code_is_a_duplicate_not_a_500`); the property is about
-/// isolation, so it keeps clear of that bug rather than fail on it at random.
+/// same code. A retried id with other code, or a sibling's id, is answered `duplicate` (see
+/// `a_retried_snippet_id_with_other_code_is_a_duplicate_not_a_500`); that has its own test,
+/// and keeping the ids apart here keeps the model of what is stored simple.
 fn snippet_id(avatar: usize, id: &str) -> String {
     format!("{avatar}-{id}")
 }

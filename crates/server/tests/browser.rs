@@ -358,6 +358,48 @@ struct Library {
     operator_token: String,
     chop_code: String,
     _workspace: tempfile::TempDir,
+    _assistant: tempfile::TempDir,
+}
+
+/// ada's personal assistant: a playbook workspace whose draft `weekly-report` waits on card #1,
+/// filed through the engine's door.
+fn assistant() -> (tempfile::TempDir, PathBuf) {
+    use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().canonicalize().unwrap();
+    let dir = home_path.join("assistant");
+    std::fs::create_dir_all(&dir).unwrap();
+    write(
+        &dir,
+        "playbooks.toml",
+        &format!("tools = []\nhome = {:?}\n", home_path.display().to_string()),
+    );
+    write(
+        &dir,
+        "permissions.yaml",
+        &mindrune_core::permissions::Permissions::shipped_default().render(),
+    );
+    let text = "---\ntrigger: the human asks for the weekly report\nuse_when: a week of notes exists\nnot_when: a single day's summary\npreconditions:\n  - notes/ holds this week's files\nsteps:\n  - do: Read this week's notes\n    tool: workspace_read\n  - do: Write the report to reports/weekly.md\n    tool: file_write\nexpected_result: reports/weekly.md exists\nfailure_modes:\n  - last week's notes get included\nevidence:\n  - the 2026-11-20 report\n---\nRead the notes, then write the report.\n";
+    let (skill, _) = mindrune_core::playbook_file::parse(text).unwrap();
+    let playbooks = mindrune_engine::playbook::Playbooks::open(&dir).unwrap();
+    let proposal = Proposal {
+        name: "weekly-report".into(),
+        skill,
+        suggested_by: Suggester::Assistant,
+        accepted_as_done: false,
+    };
+    let created = playbooks.create(&proposal, Attendance::Attended).unwrap();
+    assert!(
+        matches!(
+            created,
+            Created::Filed {
+                card: 1,
+                answered: None
+            }
+        ),
+        "{created:?}"
+    );
+    (home, dir)
 }
 
 fn write(workspace: &Path, path: &str, text: &str) {
@@ -411,7 +453,14 @@ fn library() -> Library {
         "await bot.walkTo(3222, 3218);\n",
     );
 
-    let state = AppState::new(Box::new(store), ServerConfig::default());
+    let (assistant_home, assistant) = assistant();
+    let config = ServerConfig {
+        playbooks: vec![mindrune_server::config::PlaybookWorkspace::new(
+            "ada", assistant,
+        )],
+        ..ServerConfig::default()
+    };
+    let state = AppState::new(Box::new(store), config);
     let recorder = state.recorder();
     let mut n = 0;
     let mut run = |script: &str, ok: bool| {
@@ -445,6 +494,7 @@ fn library() -> Library {
         operator_token,
         chop_code: chop_code.to_string(),
         _workspace: workspace,
+        _assistant: assistant_home,
     }
 }
 
@@ -664,6 +714,27 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
                 .contains("v2 · 2 versions")
         );
         shots.push(browser.screenshot("avatar-desktop-open"));
+
+        // The Inbox: the assistant's draft, turned down with a reason.
+        browser.click("nav a[href='/dashboard/inbox']");
+        browser.wait_for_text("h1", "Inbox");
+        let row = browser.text(".inbox-card");
+        assert!(
+            row.contains("weekly-report") && row.contains("A new skill"),
+            "{row}"
+        );
+        browser.click(".inbox-card h3 a");
+        browser.wait_for_text("h1", "Card #1");
+        assert!(
+            browser
+                .text("pre")
+                .contains("Write the report to reports/weekly.md")
+        );
+        shots.push(browser.screenshot("card-desktop"));
+        browser.type_into("#reason", "I write that report myself");
+        browser.click("form.reject button[type=submit]");
+        browser.wait_for_text(".notice", "turned down");
+        assert!(browser.text("h1").contains("Inbox"));
 
         // The console, with an operator token.
         browser.go(&format!("{base}/console"));

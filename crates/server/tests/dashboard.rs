@@ -16,6 +16,7 @@ use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
     SqliteStore, Store, VersionId,
 };
+use proptest::prelude::*;
 use tower::ServiceExt as _;
 
 const ADA_KEY: &str = "mrk_ada_0123456789abcdef0123456789abcdef";
@@ -252,8 +253,19 @@ impl Answer {
     }
 }
 
-async fn send(world: &World, request: Request<Body>) -> Answer {
-    let response = app::router(world.state.clone())
+/// What the request helpers serve from: a test world's server state.
+trait Served {
+    fn app_state(&self) -> &AppState;
+}
+
+impl Served for World {
+    fn app_state(&self) -> &AppState {
+        &self.state
+    }
+}
+
+async fn send(world: &impl Served, request: Request<Body>) -> Answer {
+    let response = app::router(world.app_state().clone())
         .oneshot(request)
         .await
         .unwrap();
@@ -267,7 +279,7 @@ async fn send(world: &World, request: Request<Body>) -> Answer {
     }
 }
 
-async fn get(world: &World, path: &str, cookie: Option<&str>) -> Answer {
+async fn get(world: &impl Served, path: &str, cookie: Option<&str>) -> Answer {
     let mut request = Request::get(path);
     if let Some(cookie) = cookie {
         request = request.header(header::COOKIE, cookie);
@@ -275,7 +287,7 @@ async fn get(world: &World, path: &str, cookie: Option<&str>) -> Answer {
     send(world, request.body(Body::empty()).unwrap()).await
 }
 
-async fn post(world: &World, path: &str, cookie: Option<&str>, form: &str) -> Answer {
+async fn post(world: &impl Served, path: &str, cookie: Option<&str>, form: &str) -> Answer {
     let mut request =
         Request::post(path).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
     if let Some(cookie) = cookie {
@@ -303,7 +315,7 @@ fn form_escape(text: &str) -> String {
 }
 
 /// Logs in as `name` with `key` the way a browser does: open the login page, post its form.
-async fn try_login(world: &World, name: &str, key: &str) -> Answer {
+async fn try_login(world: &impl Served, name: &str, key: &str) -> Answer {
     let page = get(world, "/dashboard/login", None).await;
     assert_eq!(page.status, StatusCode::OK);
     let guard = page
@@ -1101,4 +1113,1124 @@ async fn a_shared_skill_shows_the_version_siblings_get_until_a_newer_one_is_shar
         "the shown version's code: {}",
         code.body
     );
+}
+
+// -------------------------------------------------------------------------------------------
+// Two families, every dashboard route that takes an id, any ids: a property test.
+//
+// Each family's every name, goal, line of code and stat carries its marker (letters that are
+// not hex, so no session secret or CSRF token can hold them by chance): an answer to one
+// family's session that holds the other's marker showed the other family's data.
+
+/// What the test knows of one family: its owner, its marker, and its ids.
+struct Family {
+    owner: OwnerId,
+    name: String,
+    key: &'static str,
+    marker: &'static str,
+    /// Its wealth as the stats show it (`7,345,219 coins`): a number, not a marked text.
+    wealth: &'static str,
+    agents: Vec<(AgentId, String)>,
+    /// Each skill: its id, the agent that has it, its name, and each version's code (v1
+    /// first).
+    skills: Vec<(SkillId, AgentId, String, Vec<String>)>,
+}
+
+struct Families {
+    state: AppState,
+    families: [Family; 2],
+}
+
+impl Served for Families {
+    fn app_state(&self) -> &AppState {
+        &self.state
+    }
+}
+
+const MARKERS: [&str; 2] = ["zqada", "vxbob"];
+const WEALTH: [(i64, &str); 2] = [(1_234_567, "1,234,567"), (7_345_219, "7,345,219")];
+
+fn families() -> Families {
+    let store = SqliteStore::open_in_memory().unwrap();
+    let now = now_millis();
+    let mut at = now - 3_600_000;
+    let mut families = Vec::new();
+    for (f, key) in [ADA_KEY, BOB_KEY].into_iter().enumerate() {
+        let marker = MARKERS[f];
+        let owner = store.create_owner(marker, key, now).unwrap();
+        let mut family = Family {
+            owner: owner.id,
+            name: owner.name.clone(),
+            key,
+            marker,
+            wealth: WEALTH[f].1,
+            agents: Vec::new(),
+            skills: Vec::new(),
+        };
+        for bot in ["buzz", "pickles"] {
+            let name = format!("{marker}-{bot}");
+            let agent = store
+                .create_agent(owner.id, &name, &format!("/ws/{name}"), now)
+                .unwrap();
+            // Two scripts each: a headed one that is shared after 5 clean runs, and a private
+            // one with two versions.
+            for (script, header, versions, runs) in [
+                ("chop", headed(&format!("{marker} goal: chop oaks")), 1, 5),
+                ("fish", SkillHeader::default(), 2, 2),
+            ] {
+                let skill_name = format!("{marker}-{bot}-{script}");
+                let mut codes = Vec::new();
+                let mut skill = None;
+                for v in 1..=versions {
+                    let code = format!("await {script}({v}); // {marker} code v{v}\n");
+                    let matched = store
+                        .match_script(
+                            owner.id,
+                            &snapshot(agent.id, &name, &skill_name, &code, header.clone()),
+                            now,
+                        )
+                        .unwrap();
+                    for _ in 0..runs {
+                        at += 60_000;
+                        store
+                            .record_use(owner.id, &run(matched.version.id, agent.id, true, at))
+                            .unwrap();
+                    }
+                    codes.push(code);
+                    skill = Some(matched.skill.id);
+                }
+                family
+                    .skills
+                    .push((skill.unwrap(), agent.id, skill_name, codes));
+            }
+            let stats = serde_json::json!({
+                "levels": {"Woodcutting": 40 + f},
+                "quests": [format!("{marker} quest of {bot}")],
+                "wealth": WEALTH[f].0,
+                "gear": [format!("{marker} axe")],
+                "bank": {format!("{marker} logs"): 12},
+            });
+            store
+                .save_avatar_state(owner.id, agent.id, &stats.to_string(), now)
+                .unwrap();
+            family.agents.push((agent.id, name));
+        }
+        families.push(family);
+    }
+    let [ada, bob] = <[Family; 2]>::try_from(families).ok().unwrap();
+    Families {
+        state: AppState::new(Box::new(store), ServerConfig::default()),
+        families: [ada, bob],
+    }
+}
+
+/// An id as a request spells it.
+#[derive(Debug, Clone)]
+enum Id {
+    /// Family `.0`'s `.1`-th avatar (of two).
+    Avatar(usize, usize),
+    /// Family `.0`'s `.1`-th skill (of four).
+    Skill(usize, usize),
+    /// Any number: often some family's avatar or skill too.
+    Number(i64),
+    /// Not a number at all.
+    Junk(&'static str),
+}
+
+/// How an id's number is written: as is, with a `+`, or with leading zeros (all the same
+/// number to a parser; none may reach another family's data).
+#[derive(Debug, Clone, Copy)]
+enum Spelling {
+    Plain,
+    Plus,
+    Zeros,
+}
+
+#[derive(Debug, Clone)]
+enum Ask {
+    /// `GET /dashboard`.
+    Family,
+    /// `GET /dashboard/avatars/{id}`.
+    Avatar(Id, Spelling),
+    /// `GET /dashboard/skills/{id}/code[?version=…][&download=…]`.
+    Code {
+        id: Id,
+        spelling: Spelling,
+        version: Option<&'static str>,
+        download: Option<&'static str>,
+    },
+    /// `POST /dashboard/eager` with the session's CSRF token, back to an avatar's page, and
+    /// the page it sends the owner back to.
+    Eager {
+        on: bool,
+        back: Id,
+        spelling: Spelling,
+    },
+    /// The old loopback API's `GET /skills/{id}` and `POST /skills/{id}/outcome`.
+    Gone(Id, bool),
+}
+
+#[derive(Debug, Clone)]
+struct Step {
+    /// The family whose logged-in session asks.
+    by: usize,
+    request: Ask,
+}
+
+fn any_id() -> impl Strategy<Value = Id> {
+    prop_oneof![
+        3 => (0..2usize, 0..2usize).prop_map(|(f, i)| Id::Avatar(f, i)),
+        3 => (0..2usize, 0..4usize).prop_map(|(f, i)| Id::Skill(f, i)),
+        2 => (-2i64..30).prop_map(Id::Number),
+        1 => any::<i64>().prop_map(Id::Number),
+        1 => prop::sample::select(vec![
+            "abc",
+            "1.0",
+            "1e3",
+            "0x1",
+            "%20",
+            "%2e%2e",
+            "99999999999999999999",
+            "",
+        ])
+        .prop_map(Id::Junk),
+    ]
+}
+
+fn spelling() -> impl Strategy<Value = Spelling> {
+    prop_oneof![
+        4 => Just(Spelling::Plain),
+        1 => Just(Spelling::Plus),
+        1 => Just(Spelling::Zeros),
+    ]
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    let request = prop_oneof![
+        1 => Just(Ask::Family),
+        3 => (any_id(), spelling()).prop_map(|(id, s)| Ask::Avatar(id, s)),
+        4 => (
+            any_id(),
+            spelling(),
+            prop::option::of(prop::sample::select(vec!["1", "2", "3", "0", "-1", "x", ""])),
+            prop::option::of(prop::sample::select(vec!["1", "0", "true", "", "yes"])),
+        )
+            .prop_map(|(id, spelling, version, download)| Ask::Code {
+                id,
+                spelling,
+                version,
+                download,
+            }),
+        2 => (any::<bool>(), any_id(), spelling())
+            .prop_map(|(on, back, spelling)| Ask::Eager { on, back, spelling }),
+        1 => (any_id(), any::<bool>()).prop_map(|(id, outcome)| Ask::Gone(id, outcome)),
+    ];
+    (0..2usize, request).prop_map(|(by, request)| Step { by, request })
+}
+
+/// Everything the library holds of a family that a page could show or a form could change.
+fn holdings(world: &Families, family: usize) -> String {
+    let store = world.state.store();
+    let owner = world.families[family].owner;
+    let mut out = format!("{:?}\n", store.owner(owner).unwrap());
+    for agent in store.agents(owner).unwrap() {
+        out.push_str(&format!(
+            "{agent:?}\n{:?}\n",
+            store.avatar_state(owner, agent.id).unwrap()
+        ));
+    }
+    for entry in store.skills(owner, None).unwrap() {
+        out.push_str(&format!(
+            "{entry:?}\n{:?}\n",
+            store.versions(owner, entry.skill.id).unwrap()
+        ));
+    }
+    out
+}
+
+impl Families {
+    /// The URL text of an id, and the number a parser reads from it (`None`: not a number).
+    fn spell(&self, id: &Id, spelling: Spelling) -> String {
+        let number = match id {
+            Id::Avatar(f, i) => self.families[*f].agents[*i].0.0,
+            Id::Skill(f, i) => self.families[*f].skills[*i].0.0,
+            Id::Number(n) => *n,
+            Id::Junk(text) => return (*text).to_string(),
+        };
+        match spelling {
+            Spelling::Plain => number.to_string(),
+            // `+-3` is no number; that is fine, it is one more id that is not found.
+            Spelling::Plus => format!("%2B{number}"),
+            Spelling::Zeros => format!("00{number}"),
+        }
+    }
+
+    /// What the dashboard makes of an id in a URL: a positive number, or nothing (404).
+    fn parsed(text: &str) -> Option<i64> {
+        let decoded = text.replace("%2B", "+").replace("%20", " ");
+        decoded.parse::<i64>().ok().filter(|n| *n > 0)
+    }
+
+    async fn sessions(&self) -> [(String, String); 2] {
+        let mut sessions = Vec::new();
+        for family in &self.families {
+            let answer = try_login(self, &family.name, family.key).await;
+            assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+            let cookie = answer.cookie("mindrune_session").unwrap();
+            let page = get(self, "/dashboard", Some(&cookie)).await;
+            assert_eq!(page.status, StatusCode::OK);
+            sessions.push((cookie, csrf_of(&page.body)));
+        }
+        <[(String, String); 2]>::try_from(sessions).unwrap()
+    }
+
+    /// Runs one step, checks its answer, and checks that no other answer to come may differ.
+    async fn check(&self, step: &Step, sessions: &[(String, String); 2]) {
+        let (by, other) = (step.by, 1 - step.by);
+        let own = &self.families[by];
+        let (cookie, csrf) = &sessions[by];
+        let before = [holdings(self, 0), holdings(self, 1)];
+        let was_eager = self.state.store().owner(own.owner).unwrap().eager_sharing;
+        let mut answers = Vec::new();
+        let mut eager = None;
+        match &step.request {
+            Ask::Family => {
+                let answer = get(self, "/dashboard", Some(cookie)).await;
+                assert_eq!(answer.status, StatusCode::OK);
+                for (_, name) in &own.agents {
+                    assert!(answer.body.contains(name.as_str()), "{}", answer.body);
+                }
+                answers.push(answer);
+            }
+            Ask::Avatar(id, spelling) => {
+                let text = self.spell(id, *spelling);
+                let path = format!("/dashboard/avatars/{text}");
+                let answer = get(self, &path, Some(cookie)).await;
+                self.expect_avatar(by, &path, &answer);
+                answers.push(answer);
+            }
+            Ask::Code {
+                id,
+                spelling,
+                version,
+                download,
+            } => {
+                let text = self.spell(id, *spelling);
+                let mut query = Vec::new();
+                if let Some(version) = version {
+                    query.push(format!("version={version}"));
+                }
+                if let Some(download) = download {
+                    query.push(format!("download={download}"));
+                }
+                let path = format!("/dashboard/skills/{text}/code?{}", query.join("&"));
+                let answer = get(self, &path, Some(cookie)).await;
+                let wanted_version = version.map(|v| v.parse::<i64>().ok().filter(|n| *n > 0));
+                let wanted_download = download.map(|d| match d {
+                    "0" => Some(false),
+                    "1" | "true" | "" => Some(true),
+                    _ => None,
+                });
+                let skill = Families::parsed(&text).map(|n| own.skills.iter().find(|s| s.0.0 == n));
+                match (skill, wanted_version, wanted_download) {
+                    // Not a number: not found, before anything else is read.
+                    (None, _, _) => self.expect_not_found(&path, &answer),
+                    // A query that is not one of the links': 400, whoever's the id is.
+                    (_, Some(None), _) | (_, _, Some(None)) => {
+                        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{path}");
+                    }
+                    (Some(None), _, _) => self.expect_not_found(&path, &answer),
+                    (Some(Some((_, _, name, codes))), version, download) => {
+                        let version = version.flatten();
+                        match version {
+                            Some(n) if n as usize > codes.len() => {
+                                self.expect_not_found(&path, &answer);
+                            }
+                            _ => {
+                                assert_eq!(
+                                    answer.status,
+                                    StatusCode::OK,
+                                    "{path}: {}",
+                                    answer.body
+                                );
+                                match version {
+                                    Some(n) => assert_eq!(answer.body, codes[n as usize - 1]),
+                                    None => assert!(codes.contains(&answer.body), "{path}"),
+                                }
+                                let attachment = answer.headers.get(header::CONTENT_DISPOSITION);
+                                if download.flatten() == Some(true) {
+                                    let value = attachment.unwrap().to_str().unwrap();
+                                    assert!(value.contains(name.as_str()), "{value}");
+                                } else {
+                                    assert!(attachment.is_none(), "{path}");
+                                }
+                            }
+                        }
+                    }
+                }
+                answers.push(answer);
+            }
+            Ask::Eager { on, back, spelling } => {
+                let text = self.spell(back, *spelling);
+                let back = format!("/dashboard/avatars/{text}");
+                let form = format!(
+                    "csrf={csrf}{}&back={}",
+                    if *on { "&eager=on" } else { "" },
+                    form_escape(&back)
+                );
+                let answer = post(self, "/dashboard/eager", Some(cookie), &form).await;
+                assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+                eager = Some(*on);
+                // Back to the avatar's page when the field names one by its digits, else to
+                // the family; either way the page is asked for with this owner's session.
+                let digits = !text.is_empty()
+                    && text.len() <= 18
+                    && text.bytes().all(|b| b.is_ascii_digit());
+                let location = answer.location().to_string();
+                assert_eq!(location, if digits { back.as_str() } else { "/dashboard" });
+                let page = get(self, &location, Some(cookie)).await;
+                if digits {
+                    self.expect_avatar(by, &location, &page);
+                } else {
+                    assert_eq!(page.status, StatusCode::OK);
+                }
+                answers.push(answer);
+                answers.push(page);
+            }
+            Ask::Gone(id, outcome) => {
+                let text = self.spell(id, Spelling::Plain);
+                let answer = if *outcome {
+                    post(self, &format!("/skills/{text}/outcome"), Some(cookie), "").await
+                } else {
+                    get(self, &format!("/skills/{text}"), Some(cookie)).await
+                };
+                // The route matches only a non-empty id segment.
+                if !text.is_empty() {
+                    assert_eq!(answer.status, StatusCode::GONE, "{}", answer.body);
+                    assert!(answer.body.contains("skills are files now"));
+                }
+                answers.push(answer);
+            }
+        }
+
+        for answer in &answers {
+            let text = answer.body.to_lowercase();
+            let foreign = &self.families[other];
+            assert!(
+                !text.contains(foreign.marker),
+                "{step:?}: an answer to {}'s session holds {}'s data:\n{}",
+                own.marker,
+                foreign.marker,
+                answer.body
+            );
+            assert!(
+                !answer.body.contains(foreign.wealth),
+                "{step:?}: {}'s wealth:\n{}",
+                foreign.marker,
+                answer.body
+            );
+            for (_, value) in &answer.headers {
+                let value = String::from_utf8_lossy(value.as_bytes()).to_lowercase();
+                assert!(
+                    !value.contains(foreign.marker),
+                    "{step:?}: a header: {value}"
+                );
+            }
+            for key in [ADA_KEY, BOB_KEY] {
+                assert!(!answer.body.contains(key), "{step:?}: an owner's key");
+            }
+        }
+
+        // Nothing changed but the asking owner's own switch, when it was set.
+        let after = match eager {
+            Some(on) => {
+                let store = self.state.store();
+                assert_eq!(store.owner(own.owner).unwrap().eager_sharing, on);
+                // Set back for the comparison, then as the owner set it.
+                store.set_eager_sharing(own.owner, was_eager).unwrap();
+                let after = holdings(self, by);
+                store.set_eager_sharing(own.owner, on).unwrap();
+                after
+            }
+            None => holdings(self, by),
+        };
+        assert_eq!(
+            after, before[by],
+            "{step:?}: the asking family's library changed"
+        );
+        assert_eq!(
+            holdings(self, other),
+            before[other],
+            "{step:?}: another family's library changed"
+        );
+    }
+
+    /// The avatar page at `path`: the family's own avatar when its id reads as one, else 404.
+    fn expect_avatar(&self, by: usize, path: &str, answer: &Answer) {
+        let own = &self.families[by];
+        let number = Families::parsed(path.trim_start_matches("/dashboard/avatars/"));
+        match number.and_then(|n| own.agents.iter().find(|(id, _)| id.0 == n)) {
+            Some((agent, name)) => {
+                assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+                assert!(
+                    answer.body.contains(&format!("<h1>{name}</h1>")),
+                    "{}",
+                    answer.body
+                );
+                for (_, owner_agent, skill, _) in &own.skills {
+                    assert_eq!(
+                        answer.body.contains(&format!("{skill}.ts")),
+                        owner_agent == agent,
+                        "{skill}: {}",
+                        answer.body
+                    );
+                }
+                assert!(answer.body.contains(own.wealth), "{}", answer.body);
+                assert!(answer.body.contains("axe"), "{}", answer.body);
+            }
+            None => self.expect_not_found(path, answer),
+        }
+    }
+
+    /// 404: the dashboard's "not in your family" page, or, for an empty id segment, the
+    /// router's bare 404 (no route matches).
+    fn expect_not_found(&self, what: &str, answer: &Answer) {
+        assert_eq!(
+            answer.status,
+            StatusCode::NOT_FOUND,
+            "{what}: {}",
+            answer.body
+        );
+        if !what.contains("//") && !what.ends_with('/') {
+            assert!(
+                answer.body.contains("in your family"),
+                "{what}: {}",
+                answer.body
+            );
+        }
+    }
+}
+
+proptest! {
+    // A few seconds; `PROPTEST_CASES=1000` for a deeper run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(64),
+        max_shrink_iters: 64,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Either owner's logged-in session asks every dashboard route that takes an id (the
+    /// avatar page, the code's view, download and versions, the Eager switch's way back, the
+    /// old API's `/skills/{id}`) with ids of both families, other numbers and no numbers,
+    /// spelled plainly, with a `+` or leading zeros: the own family's ids show the own data;
+    /// every other id is 404 "not in your family" (a malformed query 400); no answer holds
+    /// anything of the other family (avatar names, script names, goals, code, stats) or a key;
+    /// and nothing in the library changes but the asking owner's own switch.
+    #[test]
+    fn no_dashboard_answer_ever_holds_the_other_familys_data(
+        steps in prop::collection::vec(step(), 1..10)
+    ) {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let world = families();
+            let sessions = world.sessions().await;
+            for step in &steps {
+                world.check(step, &sessions).await;
+            }
+        });
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// The Inbox: playbook cards of the owner's assistants, answered from the dashboard.
+//
+// Each assistant's workspace is real (a temp folder with `playbooks.toml` and the shipped
+// permissions, as `crates/engine/tests/playbooks.rs` makes them), and its cards are filed by
+// the engine's own door, so what the Inbox answers is exactly what `mindrune card` answers.
+
+mod inbox {
+    use std::fs;
+    use std::path::{Path, PathBuf};
+
+    use mindrune_core::permissions::Permissions;
+    use mindrune_core::playbook_file;
+    use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
+    use mindrune_engine::playbook::refine::Report;
+    use mindrune_engine::playbook::{CardKind, CardState, Playbooks};
+    use mindrune_server::config::PlaybookWorkspace;
+
+    use super::*;
+
+    /// The workspace key of the first workspace section of an Inbox page (`id="ws-KEY"`).
+    fn inbox_key_of(html: &str) -> String {
+        let at = html.find("id=\"ws-").expect("a workspace section") + "id=\"ws-".len();
+        html[at..].split('"').next().unwrap().to_string()
+    }
+
+    const CAROL_KEY: &str = "mrk_carol_0123456789abcdef0123456789abcdef";
+
+    /// An assistant's workspace. Its fixer only hands the report's token back beside the
+    /// workspace, so a test can file a revision as the fixer would.
+    struct Assistant {
+        _home: tempfile::TempDir,
+        dir: PathBuf,
+        playbooks: Playbooks,
+    }
+
+    fn assistant() -> Assistant {
+        let home = tempfile::tempdir().unwrap();
+        let home_path = home.path().canonicalize().unwrap();
+        let dir = home_path.join("workspace");
+        fs::create_dir_all(&dir).unwrap();
+        let fixer = "fixer = 'printf %s \"$MINDRUNE_FIXER_TOKEN\" > \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT.tmp\" && mv \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT.tmp\" \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT\"'";
+        fs::write(
+            dir.join("playbooks.toml"),
+            format!(
+                "tools = [\"shell\"]\nhome = {:?}\n{fixer}\n",
+                home_path.display().to_string()
+            ),
+        )
+        .unwrap();
+        fs::write(
+            dir.join("permissions.yaml"),
+            Permissions::shipped_default().render(),
+        )
+        .unwrap();
+        let playbooks = Playbooks::open(&dir).unwrap();
+        Assistant {
+            _home: home,
+            dir,
+            playbooks,
+        }
+    }
+
+    impl Assistant {
+        fn skills(&self) -> PathBuf {
+            self.dir.join("skills")
+        }
+
+        /// Files a draft through the door, as the assistant's `skill_create` does; the card
+        /// waits for the human.
+        fn propose(&self, name: &str, text: &str) -> i64 {
+            let (skill, _) = playbook_file::parse(text).unwrap();
+            let proposal = Proposal {
+                name: name.into(),
+                skill,
+                suggested_by: Suggester::Assistant,
+                accepted_as_done: false,
+            };
+            match self
+                .playbooks
+                .create(&proposal, Attendance::Attended)
+                .unwrap()
+            {
+                Created::Filed {
+                    card,
+                    answered: None,
+                } => card,
+                other => panic!("the draft should wait for the human: {other:?}"),
+            }
+        }
+
+        fn card(&self, id: i64) -> mindrune_engine::playbook::Card {
+            self.playbooks.ledger().card(id).unwrap().unwrap()
+        }
+
+        fn live_text(&self, name: &str) -> String {
+            fs::read_to_string(self.skills().join(name).join("SKILL.md")).unwrap()
+        }
+    }
+
+    fn skill_text(trigger: &str) -> String {
+        format!(
+            "---\ntrigger: {trigger}\nuse_when: a week of notes exists\nnot_when: a single day's summary\npreconditions:\n  - notes/ holds this week's files\nsteps:\n  - do: Read this week's notes\n    tool: workspace_read\n  - do: Write the report to reports/weekly.md\n    tool: file_write\nforbidden-tools:\n  - shell\nexpected_result: reports/weekly.md exists\nfailure_modes:\n  - last week's notes get included\nevidence:\n  - the 2026-11-20 report\n---\nRead the notes, then write the report.\n"
+        )
+    }
+
+    /// Every file under a folder, with its bytes: to show a refusal changed nothing.
+    fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(folder) = stack.pop() {
+            for entry in fs::read_dir(&folder).unwrap() {
+                let entry = entry.unwrap();
+                let path = entry.path();
+                if entry.file_type().unwrap().is_dir() {
+                    files.push((path.clone(), Vec::new()));
+                    stack.push(path);
+                } else {
+                    files.push((path.clone(), fs::read(&path).unwrap()));
+                }
+            }
+        }
+        files.sort();
+        files
+    }
+
+    /// Three owners: ada with an assistant whose draft waits, bob with an assistant of his
+    /// own (nothing waiting), carol with none.
+    struct InboxWorld {
+        state: AppState,
+        ada: Assistant,
+        bob: Assistant,
+        card: i64,
+    }
+
+    impl Served for InboxWorld {
+        fn app_state(&self) -> &AppState {
+            &self.state
+        }
+    }
+
+    const TRIGGER: &str = "the human asks for the <weekly> report & \"more\"";
+
+    fn inbox_world() -> InboxWorld {
+        let store = SqliteStore::open_in_memory().unwrap();
+        let now = now_millis();
+        for (name, key) in [("ada", ADA_KEY), ("bob", BOB_KEY), ("carol", CAROL_KEY)] {
+            store.create_owner(name, key, now).unwrap();
+        }
+        let ada = assistant();
+        let bob = assistant();
+        let card = ada.propose("weekly-report", &skill_text(TRIGGER));
+        let config = ServerConfig {
+            playbooks: vec![
+                PlaybookWorkspace::new("ada", &ada.dir),
+                PlaybookWorkspace::new("bob", &bob.dir),
+            ],
+            ..ServerConfig::default()
+        };
+        config.check_playbooks(&store).unwrap();
+        InboxWorld {
+            state: AppState::new(Box::new(store), config),
+            ada,
+            bob,
+            card,
+        }
+    }
+
+    /// A session of `name`: its cookie and its CSRF token.
+    async fn login_as(world: &InboxWorld, name: &str, key: &str) -> (String, String) {
+        let answer = try_login(world, name, key).await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+        let cookie = answer.cookie("mindrune_session").expect("a session cookie");
+        let page = get(world, "/dashboard", Some(&cookie)).await;
+        assert_eq!(page.status, StatusCode::OK);
+        (cookie, csrf_of(&page.body))
+    }
+
+    /// The address of card `id` as the Inbox links it.
+    fn card_href(inbox: &str, id: i64) -> String {
+        let end = format!("/cards/{id}\"");
+        let at = inbox.find(&end).expect("the Inbox links the card");
+        let start = inbox[..at].rfind("href=\"").unwrap() + "href=\"".len();
+        inbox[start..at + end.len() - 1].to_string()
+    }
+
+    async fn ada_card_href(world: &InboxWorld, cookie: &str) -> String {
+        let inbox = get(world, "/dashboard/inbox", Some(cookie)).await;
+        assert_eq!(inbox.status, StatusCode::OK, "{}", inbox.body);
+        card_href(&inbox.body, world.card)
+    }
+
+    #[tokio::test]
+    async fn a_card_filed_by_the_door_waits_in_its_owners_inbox() {
+        let world = inbox_world();
+        let (cookie, csrf) = login_as(&world, "ada", ADA_KEY).await;
+        let family = get(&world, "/dashboard", Some(&cookie)).await;
+        assert!(
+            family
+                .body
+                .contains("<a href=\"/dashboard/inbox\">Inbox</a>"),
+            "the navigation links the Inbox"
+        );
+        let inbox = get(&world, "/dashboard/inbox", Some(&cookie)).await;
+        assert_eq!(inbox.status, StatusCode::OK, "{}", inbox.body);
+        assert!(inbox.body.contains("1 card waits"), "{}", inbox.body);
+        assert!(
+            inbox.body.contains("weekly-report") && inbox.body.contains(">create<"),
+            "{}",
+            inbox.body
+        );
+        assert!(inbox.body.contains("Filed by assistant"), "{}", inbox.body);
+        // What it proposes, escaped: the trigger's markup is text.
+        assert!(
+            inbox.body.contains(
+                "A new skill, for when the human asks for the &lt;weekly&gt; report &amp; &quot;more&quot;"
+            ),
+            "{}",
+            inbox.body
+        );
+        assert!(!inbox.body.contains("<weekly>"));
+        let href = card_href(&inbox.body, world.card);
+        assert!(href.starts_with("/dashboard/inbox/"), "{href}");
+        // The card: the proposed file and the two forms, each with the session's token.
+        let card = get(&world, &href, Some(&cookie)).await;
+        assert_eq!(card.status, StatusCode::OK, "{}", card.body);
+        assert!(card.body.contains("The proposed SKILL.md"), "{}", card.body);
+        assert!(card.body.contains("Write the report to reports/weekly.md"));
+        assert!(!card.body.contains("<weekly>"));
+        assert!(card.body.contains(&format!("action=\"{href}/approve\"")));
+        assert!(card.body.contains(&format!("action=\"{href}/reject\"")));
+        assert_eq!(
+            card.body
+                .matches(&format!("name=\"csrf\" value=\"{csrf}\""))
+                .count(),
+            3,
+            "logout, approve and reject carry the token"
+        );
+        // carol has no assistant: no Inbox link, and no Inbox.
+        let (carol, _) = login_as(&world, "carol", CAROL_KEY).await;
+        let family = get(&world, "/dashboard", Some(&carol)).await;
+        assert!(!family.body.contains("/dashboard/inbox"));
+    }
+
+    #[tokio::test]
+    async fn approving_through_the_form_makes_the_skill_live() {
+        let world = inbox_world();
+        let (cookie, csrf) = login_as(&world, "ada", ADA_KEY).await;
+        let href = ada_card_href(&world, &cookie).await;
+        let answer = post(
+            &world,
+            &format!("{href}/approve"),
+            Some(&cookie),
+            &format!("csrf={csrf}"),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+        assert!(
+            answer.location().starts_with("/dashboard/inbox?ws="),
+            "{}",
+            answer.location()
+        );
+        // Live as the engine makes it: moved out of pending/, active at v1, answered by the human.
+        let skills = world.ada.skills();
+        assert!(!skills.join("pending/weekly-report").exists());
+        let (live, _) = playbook_file::parse(&world.ada.live_text("weekly-report")).unwrap();
+        assert_eq!(live.version, Some(1));
+        assert_eq!(live.status, Some(playbook_file::Status::Active));
+        let card = world.ada.card(world.card);
+        assert_eq!(card.state, CardState::Applied);
+        assert_eq!(card.answered_by.as_deref(), Some("human"));
+        // Back in the Inbox, a notice says what happened and nothing waits any more.
+        let inbox = get(&world, answer.location(), Some(&cookie)).await;
+        assert_eq!(inbox.status, StatusCode::OK);
+        assert!(
+            inbox
+                .body
+                .contains("Card #1 approved: weekly-report is live as v1"),
+            "{}",
+            inbox.body
+        );
+        assert!(inbox.body.contains("0 cards wait"), "{}", inbox.body);
+        // A second answer is refused by the engine's rule and changes nothing.
+        let before = snapshot(&skills);
+        let again = post(
+            &world,
+            &format!("{href}/approve"),
+            Some(&cookie),
+            &format!("csrf={csrf}"),
+        )
+        .await;
+        assert_eq!(again.status, StatusCode::CONFLICT, "{}", again.body);
+        assert!(again.body.contains("already answered"), "{}", again.body);
+        assert_eq!(snapshot(&skills), before);
+        // The answered card shows how it was answered, without the forms.
+        let page = get(&world, &href, Some(&cookie)).await;
+        assert!(page.body.contains("Approved by human"), "{}", page.body);
+        assert!(!page.body.contains("/approve\""));
+    }
+
+    #[tokio::test]
+    async fn turning_a_card_down_needs_a_reason_and_records_it() {
+        let world = inbox_world();
+        let (cookie, csrf) = login_as(&world, "ada", ADA_KEY).await;
+        let href = ada_card_href(&world, &cookie).await;
+        let skills = world.ada.skills();
+        let before = snapshot(&skills);
+        for reason in ["", "%20%20", "%0A"] {
+            let answer = post(
+                &world,
+                &format!("{href}/reject"),
+                Some(&cookie),
+                &format!("csrf={csrf}&reason={reason}"),
+            )
+            .await;
+            assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{reason:?}");
+            assert!(
+                answer.body.contains("Say why you turn it down"),
+                "{}",
+                answer.body
+            );
+            assert!(answer.body.contains("Nothing was changed"));
+            // The page is the card again, its forms ready to answer.
+            assert!(answer.body.contains(&format!("action=\"{href}/reject\"")));
+            assert_eq!(world.ada.card(world.card).state, CardState::Waiting);
+            assert_eq!(snapshot(&skills), before);
+        }
+        let answer = post(
+            &world,
+            &format!("{href}/reject"),
+            Some(&cookie),
+            &format!(
+                "csrf={csrf}&reason={}",
+                form_escape("I write that report <myself>")
+            ),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+        let card = world.ada.card(world.card);
+        assert_eq!(card.state, CardState::Rejected);
+        assert_eq!(card.reason.as_deref(), Some("I write that report <myself>"));
+        assert!(skills.join("rejected/weekly-report").is_dir());
+        assert!(!skills.join("pending/weekly-report").exists());
+        let inbox = get(&world, answer.location(), Some(&cookie)).await;
+        assert!(
+            inbox
+                .body
+                .contains("Card #1 turned down: weekly-report moved to skills/rejected/"),
+            "{}",
+            inbox.body
+        );
+        let page = get(&world, &href, Some(&cookie)).await;
+        assert!(
+            page.body
+                .contains("Your reason: “I write that report &lt;myself&gt;”"),
+            "{}",
+            page.body
+        );
+    }
+
+    #[tokio::test]
+    async fn inbox_forms_without_the_sessions_token_are_403_and_change_nothing() {
+        let world = inbox_world();
+        let (cookie, csrf) = login_as(&world, "ada", ADA_KEY).await;
+        let href = ada_card_href(&world, &cookie).await;
+        let skills = world.ada.skills();
+        let before = snapshot(&skills);
+        for action in ["approve", "reject"] {
+            for form in [
+                "reason=no".to_string(),
+                "csrf=&reason=no".to_string(),
+                "csrf=mr_csrf_wrong&reason=no".to_string(),
+                format!("csrf={csrf}x&reason=no"),
+            ] {
+                let answer = post(&world, &format!("{href}/{action}"), Some(&cookie), &form).await;
+                assert_eq!(answer.status, StatusCode::FORBIDDEN, "{action} {form}");
+                assert!(
+                    answer.body.contains("Nothing was changed"),
+                    "{}",
+                    answer.body
+                );
+            }
+            // Without a session, nothing either.
+            let answer = post(
+                &world,
+                &format!("{href}/{action}"),
+                None,
+                &format!("csrf={csrf}&reason=no"),
+            )
+            .await;
+            assert_eq!(answer.status, StatusCode::UNAUTHORIZED, "{action}");
+        }
+        assert_eq!(world.ada.card(world.card).state, CardState::Waiting);
+        assert_eq!(snapshot(&skills), before);
+    }
+
+    #[tokio::test]
+    async fn another_owners_session_cannot_list_view_or_answer_a_card() {
+        let world = inbox_world();
+        let (ada, _) = login_as(&world, "ada", ADA_KEY).await;
+        let href = ada_card_href(&world, &ada).await;
+        let ada_key = href
+            .trim_start_matches("/dashboard/inbox/")
+            .split('/')
+            .next()
+            .unwrap()
+            .to_string();
+        let skills = world.ada.skills();
+        let before = snapshot(&skills);
+
+        // bob has an assistant of his own: his Inbox is his, and ada's card is not in it.
+        let (bob, bob_csrf) = login_as(&world, "bob", BOB_KEY).await;
+        let inbox = get(&world, "/dashboard/inbox", Some(&bob)).await;
+        assert_eq!(inbox.status, StatusCode::OK);
+        assert!(!inbox.body.contains("weekly-report"), "{}", inbox.body);
+        assert!(!inbox.body.contains(&ada_key));
+        assert!(!inbox.body.contains(&world.ada.dir.display().to_string()));
+        let bob_key = inbox_key_of(&inbox.body);
+        // carol has none at all.
+        let (carol, carol_csrf) = login_as(&world, "carol", CAROL_KEY).await;
+        assert_eq!(
+            get(&world, "/dashboard/inbox", Some(&carol)).await.status,
+            StatusCode::NOT_FOUND
+        );
+
+        for (cookie, csrf) in [(&bob, &bob_csrf), (&carol, &carol_csrf)] {
+            // ada's workspace by its key, and ada's card id in bob's own workspace.
+            for path in [
+                href.clone(),
+                format!("/dashboard/inbox/{bob_key}/cards/{}", world.card),
+                format!("/dashboard/inbox/{ada_key}/cards/abc"),
+                "/dashboard/inbox/0000000000000000/cards/1".to_string(),
+            ] {
+                let page = get(&world, &path, Some(cookie)).await;
+                assert_eq!(page.status, StatusCode::NOT_FOUND, "{path}");
+                assert!(!page.body.contains("weekly-report"), "{path}");
+                for action in ["approve", "reject"] {
+                    let answer = post(
+                        &world,
+                        &format!("{path}/{action}"),
+                        Some(cookie),
+                        &format!("csrf={csrf}&reason=mine+now"),
+                    )
+                    .await;
+                    assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}/{action}");
+                    assert!(!answer.body.contains("weekly-report"));
+                }
+            }
+        }
+        assert_eq!(world.ada.card(world.card).state, CardState::Waiting);
+        assert_eq!(snapshot(&skills), before);
+        assert!(
+            world
+                .bob
+                .playbooks
+                .ledger()
+                .cards(false)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_revision_card_shows_the_diff_of_what_would_land() {
+        let world = inbox_world();
+        let ada = &world.ada;
+        assert_eq!(
+            ada.playbooks.approve(world.card).unwrap().state,
+            CardState::Applied
+        );
+        let report = ada
+            .playbooks
+            .report(&Report {
+                skill: "weekly-report".into(),
+                revision: 1,
+                step: 2,
+                turn: None,
+            })
+            .unwrap()
+            .report;
+        let token_file = ada.dir.parent().unwrap().join(format!("token-{report}"));
+        let mut token = None;
+        for _ in 0..400 {
+            if let Ok(text) = fs::read_to_string(&token_file) {
+                token = Some(text);
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        let token = token.expect("the fixer hands its token back");
+        let live = ada.live_text("weekly-report");
+        let revised = live.replace(
+            "Write the report to reports/weekly.md",
+            "Write the report to reports/weekly.md, newest week first",
+        );
+        let fingerprint = mindrune_core::digest::sha256(live.as_bytes());
+        let card = ada
+            .playbooks
+            .revise(report, &revised, &fingerprint, &token, "fixer")
+            .unwrap()
+            .card;
+        assert_eq!(ada.card(card).kind, CardKind::Revise);
+
+        let (cookie, csrf) = login_as(&world, "ada", ADA_KEY).await;
+        let inbox = get(&world, "/dashboard/inbox", Some(&cookie)).await;
+        assert!(
+            inbox
+                .body
+                .contains(&format!("A revision of v1, answering report #{report}")),
+            "{}",
+            inbox.body
+        );
+        let href = card_href(&inbox.body, card);
+        let page = get(&world, &href, Some(&cookie)).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        // The diff of the text as it would land (the engine's preview: the next version).
+        assert!(
+            page.body.contains("<span class=\"meta\">+++ proposed"),
+            "{}",
+            page.body
+        );
+        assert!(page.body.contains(
+            "<span class=\"add\">+  - do: Write the report to reports/weekly.md, newest week first"
+        ));
+        assert!(
+            page.body
+                .contains("<span class=\"del\">-  - do: Write the report to reports/weekly.md\n")
+        );
+        assert!(
+            page.body.contains("<span class=\"add\">+version: 2"),
+            "{}",
+            page.body
+        );
+        assert!(
+            page.body
+                .contains(&format!("Answers report #{report}: step 2 of v1"))
+        );
+        let answer = post(
+            &world,
+            &format!("{href}/approve"),
+            Some(&cookie),
+            &format!("csrf={csrf}"),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
+        let (now, _) = playbook_file::parse(&ada.live_text("weekly-report")).unwrap();
+        assert_eq!(now.version, Some(2));
+        assert!(
+            ada.skills()
+                .join("weekly-report/history/1/SKILL.md")
+                .is_file()
+        );
+    }
+
+    #[tokio::test]
+    async fn inbox_pages_carry_the_strict_csp_and_no_inline_code() {
+        let world = inbox_world();
+        let (cookie, csrf) = login_as(&world, "ada", ADA_KEY).await;
+        let href = ada_card_href(&world, &cookie).await;
+        let pages = [
+            get(&world, "/dashboard/inbox", Some(&cookie)).await,
+            get(&world, &href, Some(&cookie)).await,
+            post(
+                &world,
+                &format!("{href}/reject"),
+                Some(&cookie),
+                &format!("csrf={csrf}&reason="),
+            )
+            .await,
+        ];
+        for page in &pages {
+            assert_eq!(
+                page.headers[header::CONTENT_SECURITY_POLICY],
+                CONTENT_SECURITY_POLICY
+            );
+            assert_eq!(page.headers[header::CACHE_CONTROL], "no-store");
+            assert!(!page.body.contains(" style="), "no inline style");
+            assert!(!page.body.contains("<style"), "no inline style");
+            assert!(!has_event_handler(&page.body), "no inline event handlers");
+            for script in page
+                .body
+                .match_indices("<script")
+                .map(|(i, _)| &page.body[i..])
+            {
+                assert!(script.starts_with("<script src=\"/static/app.js?v="));
+            }
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! `mindrune lab` killed in the middle of its commit, at every mutation in turn: afterwards
 //! the next lab step finds the target byte for byte as it was, with no journal left, and a
-//! clean retry applies the change whole.
+//! clean retry applies the change whole. And `lab build` SIGKILLed at random moments, a hundred
+//! times: afterwards the next `lab inspect` finds the package absent or whole, never a mix
+//! (seeded; the seed is printed and `MINDRUNE_FAULT_SEED` replays a run).
 //!
 //! The debug binary honours `MINDRUNE_LAB_CRASH_AT=N`, which aborts the process (SIGABRT, no
 //! unwinding, no cleanup, as a `kill -9` would) just before the commit's N-th mutation.
@@ -199,4 +201,156 @@ fn an_improve_killed_at_any_commit_step_leaves_the_old_package_byte_for_byte() {
     assert!(files.contains_key("fixtures/ready.yaml"));
     assert!(!files.contains_key("fixtures/obsolete.yaml"));
     assert_eq!(files["SKILL.md"].0, manual, "the manual landed whole");
+}
+
+/// The seed of the random kill delays: printed, and `MINDRUNE_FAULT_SEED` replays a run.
+fn seed(test: &str) -> u64 {
+    let seed = match std::env::var("MINDRUNE_FAULT_SEED") {
+        Ok(seed) => seed.parse().expect("MINDRUNE_FAULT_SEED is a number"),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64;
+            (nanos ^ u64::from(std::process::id())) | 1
+        }
+    };
+    eprintln!("{test}: seed {seed} (set MINDRUNE_FAULT_SEED={seed} to repeat)");
+    seed
+}
+
+/// A repository with an empty `skills/` and the thin-skill fixture's answers beside it; the
+/// arguments of `lab build` that drafts `skills/note` from them.
+fn build_repo(answers: &Value) -> (tempfile::TempDir, Vec<String>) {
+    let repo = tempfile::tempdir().unwrap();
+    fs::create_dir(repo.path().join("skills")).unwrap();
+    let path = repo.path().join("answers.json");
+    fs::write(&path, json!({ "answers": answers }).to_string()).unwrap();
+    let args = [
+        "build",
+        "--target-dir",
+        "skills/note",
+        "--objective",
+        "Create a bounded decision-note skill",
+        "--answers",
+        path.to_str().unwrap(),
+    ];
+    (repo, args.map(str::to_owned).to_vec())
+}
+
+fn lab_command(repo: &Path, args: &[String]) -> std::process::Command {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"));
+    cmd.arg("lab").args(args).arg("--repo-root").arg(repo);
+    cmd.env_remove("MINDRUNE_LAB_CRASH_AT")
+        .env_remove("MINDRUNE_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd
+}
+
+/// `mindrune lab build` SIGKILLed at a random moment (not only at a commit mutation: while it
+/// plans, binds, writes its record or its receipt too) until a hundred kills have landed: each
+/// time the next `lab inspect` finds the package absent (not even an empty folder or a temp
+/// file) or exactly the drafted files, never a mix, and leaves no journal behind.
+#[test]
+fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one() {
+    use std::os::unix::process::ExitStatusExt as _;
+    use std::time::{Duration, Instant};
+    let mut rng = crate::util::Rng(seed("lab faults (random kills)"));
+    let answers = fixture_answers("build-thin-skill.yaml");
+    // The drafted files, and the package a build run to the end makes of them (with the
+    // modes it gives them): how long it takes is the range the kill delays are drawn from.
+    let drafted: BTreeMap<String, String> =
+        answers["agent_task.skill-lab-author.output"]["change_draft"]["writes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|write| {
+                (
+                    write["path"].as_str().unwrap().to_owned(),
+                    write["contents"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+    let (reference, args) = build_repo(&answers);
+    let start = Instant::now();
+    let status = lab_command(reference.path(), &args).status().unwrap();
+    let full = start.elapsed();
+    assert!(status.success());
+    let whole = tree(&reference.path().join("skills/note"));
+    assert_eq!(
+        whole
+            .iter()
+            .map(|(path, (text, _))| (path.clone(), text.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        drafted,
+        "the build did not write exactly the drafted files"
+    );
+
+    // Rounds until a hundred kills have landed inside a build (one that finished first counts
+    // as a round, not a kill).
+    let wanted = 100;
+    let (mut rounds, mut killed, mut absent, mut complete) = (0, 0, 0, 0);
+    while killed < wanted {
+        let round = rounds;
+        rounds += 1;
+        assert!(
+            rounds <= 4 * wanted,
+            "only {killed} of {round} kills landed inside the build"
+        );
+        let (repo, args) = build_repo(&answers);
+        let target = repo.path().join("skills/note");
+        let mut child = lab_command(repo.path(), &args).spawn().unwrap();
+        std::thread::sleep(Duration::from_micros(
+            rng.below(full.as_micros() as u64 * 9 / 10),
+        ));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.signal() == Some(9) {
+            killed += 1;
+        } else {
+            assert!(
+                status.success(),
+                "round {round}: the build failed: {status}"
+            );
+        }
+        let inspect = lab(
+            repo.path(),
+            &["inspect", "--target-dir", "skills/note", "--json"],
+            None,
+        );
+        assert!(
+            serde_json::from_slice::<Value>(&inspect.stdout).is_ok(),
+            "round {round}: inspect printed no report: {}",
+            String::from_utf8_lossy(&inspect.stderr)
+        );
+        let files = tree(&target);
+        if files.is_empty() {
+            assert!(!target.exists(), "round {round}: an empty package folder");
+            absent += 1;
+        } else {
+            assert_eq!(
+                files, whole,
+                "round {round}: a mix of old and drafted files"
+            );
+            complete += 1;
+        }
+        let journal = repo.path().join(".runx/authoring/journal");
+        assert!(
+            !journal.exists() || fs::read_dir(&journal).unwrap().next().is_none(),
+            "round {round}: inspect left the journal behind"
+        );
+        // Nothing was written beside the package either: the repository holds skills/, the
+        // answers and MindRune's own .runx/.
+        let mut top: Vec<String> = fs::read_dir(repo.path())
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        top.sort();
+        top.retain(|name| name != ".runx");
+        assert_eq!(top, ["answers.json", "skills"], "round {round}");
+    }
+    eprintln!(
+        "lab faults (random kills): {killed} of {rounds} builds killed within {full:?}; afterwards {absent} without the package, {complete} with the whole of it"
+    );
 }

@@ -1,14 +1,16 @@
-//! Secrets never leave through any output path: a sample of the secret corpus
+//! Secrets never leave through any output path. Every secret case of the corpus
 //! (`crates/core/tests/data/secret_corpus.txt`), the bot's password from its bot.env and the
 //! owner's real key are planted in a shared script's code and goal, a run's output, inline
-//! code and lab-log lessons; none of them may appear in the library's files, its JSON answers,
-//! a sibling's `family-skills/` or a wrap-up.
+//! code and lab-log lessons, each path taking all its cases in one file or one run; none of
+//! them may appear in the library's files, its JSON answers, a sibling's `family-skills/` or a
+//! wrap-up. And a playbook skill carrying any one of them is refused at `skill_create`'s door,
+//! with nothing of it in the workspace's files, its ledger's bytes or anything printed.
 
 use std::collections::BTreeSet;
 
 use serde_json::json;
 
-use crate::util::{TestLibrary, contains, stderr, visible_files};
+use crate::util::{TestLibrary, stderr, visible_files};
 
 /// The corpus's known secrets, replaced by the real ones in this test (see the corpus header).
 const CORPUS_OWNER_KEY: &str = "mrk_e330ccb17b3f6f8b137ddda52a76d045cc89778fb6167222";
@@ -36,32 +38,61 @@ const SHAPE_KINDS: &[&str] = &[
     "high-entropy",
 ];
 
-/// One planted corpus line: its kind, the line, and the values that must not survive.
+/// One planted corpus case: its kind, its text (a private key spans several lines), and the
+/// values that must not survive.
 struct Planted {
     kind: String,
     line: String,
     values: Vec<String>,
 }
 
-/// Up to `per_kind` single-line secret cases of every kind in the corpus, with the corpus's
-/// owner key replaced by `owner_key`.
-fn corpus_sample(owner_key: &str, per_kind: usize) -> Vec<Planted> {
+impl Planted {
+    fn single_line(&self) -> bool {
+        !self.line.contains('\n')
+    }
+
+    /// The pieces a leak is looked for by: every non-empty line of every value.
+    fn pieces(&self) -> impl Iterator<Item = &str> {
+        self.values
+            .iter()
+            .flat_map(|value| value.lines())
+            .filter(|piece| !piece.is_empty())
+    }
+}
+
+/// In a corpus line, `\n` is a line break and `\\` a backslash; any other backslash stays.
+fn decode(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, chars.peek()) {
+            ('\\', Some('n')) => {
+                chars.next();
+                out.push('\n');
+            }
+            ('\\', Some('\\')) => {
+                chars.next();
+                out.push('\\');
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Every secret case of the corpus (several lines for a private key), with the corpus's owner
+/// key replaced by `owner_key`.
+fn corpus_secrets(owner_key: &str) -> Vec<Planted> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../core/tests/data/secret_corpus.txt");
     let corpus = std::fs::read_to_string(path).unwrap();
     let mut out: Vec<Planted> = Vec::new();
     for raw in corpus.lines() {
         let cols: Vec<&str> = raw.split('\t').collect();
-        if cols.len() != 3 || cols[0] != "secret" || cols[2].contains("\\n") {
+        if cols.len() != 3 || cols[0] != "secret" {
             continue;
         }
-        let kind = cols[1];
-        if out.iter().filter(|p| p.kind == kind).count() >= per_kind {
-            continue;
-        }
-        let marked = cols[2]
-            .replace("\\\\", "\\")
-            .replace(CORPUS_OWNER_KEY, owner_key);
+        let marked = decode(cols[2]).replace(CORPUS_OWNER_KEY, owner_key);
         let mut line = String::new();
         let mut values = Vec::new();
         let mut rest = marked.as_str();
@@ -75,12 +106,21 @@ fn corpus_sample(owner_key: &str, per_kind: usize) -> Vec<Planted> {
         }
         line.push_str(rest);
         out.push(Planted {
-            kind: kind.to_owned(),
+            kind: cols[1].to_owned(),
             line,
             values,
         });
     }
     out
+}
+
+/// Which of `pieces` occur in `haystack` (one pass for all of them).
+fn found(haystack: &[u8], pieces: &[&str]) -> BTreeSet<usize> {
+    let finder = aho_corasick::AhoCorasick::new(pieces).unwrap();
+    finder
+        .find_overlapping_iter(haystack)
+        .map(|found| found.pattern().as_usize())
+        .collect()
 }
 
 fn owner_key_of(added: &str) -> String {
@@ -148,68 +188,113 @@ fn planted_secrets_leave_through_no_output_path() {
     )
     .unwrap();
 
-    let sample = corpus_sample(&owner_key, 1);
-    assert!(sample.len() >= 30, "only {} kinds sampled", sample.len());
-    let shapes: Vec<&Planted> = sample
+    // Every secret case: the multi-line ones (private keys) where a path takes several lines
+    // (code, output), the ones caught by their shape wherever they stand also in prose (a
+    // script's goal, lessons).
+    let planted = corpus_secrets(&owner_key);
+    assert!(planted.len() >= 150, "only {} secret cases", planted.len());
+    let shapes: Vec<&Planted> = planted
         .iter()
-        .filter(|p| SHAPE_KINDS.contains(&p.kind.as_str()))
+        .filter(|p| SHAPE_KINDS.contains(&p.kind.as_str()) && p.single_line())
         .collect();
-    assert!(shapes.len() >= 12, "only {} shape kinds", shapes.len());
-    let mut values: BTreeSet<String> = sample.iter().flat_map(|p| p.values.clone()).collect();
+    assert!(shapes.len() >= 40, "only {} shape cases", shapes.len());
+    let mut values: BTreeSet<String> = planted.iter().flat_map(|p| p.values.clone()).collect();
     values.insert(owner_key.clone());
     values.insert(BOT_PASSWORD.to_owned());
-    let lines: String = sample.iter().map(|p| format!("{}\n", p.line)).collect();
+    let lines: String = planted.iter().map(|p| format!("{}\n", p.line)).collect();
 
-    // A headed script: secrets in its goal and its code.
-    let goal = shapes
-        .iter()
-        .map(|p| p.values.join(" "))
-        .collect::<Vec<_>>()
-        .join(" ");
-    let source = format!(
-        "/** @skill leaky\n * Goal: chop oaks using {goal}\n */\nimport {{ runScript }} from '../../sdk/runner';\n\nawait runScript(async ({{ bot }}) => {{\n{lines}  await bot.chop(1);\n}});\n"
-    );
-    lib.write_script("woody", "leaky", &source);
-
-    // Five good runs whose output prints every planted line: the script is shared.
-    let runs: Vec<_> = (0..5)
-        .map(|i| {
-            json!({"agent": "woody", "kind": "shell", "command": "bun bots/woody/leaky.ts",
-                   "cwd": "/work", "ok": true, "duration_ms": 60000,
-                   "output": format!("run {i}\n{lines}XP: Woodcutting +25\n")})
+    // Headed scripts: every case in the code of `leaky`, and the shape values in the goals of
+    // `leaky` and its siblings (a header value is cut at 1000 characters, so the values are
+    // spread over as many goals as they need).
+    let mut goals: Vec<String> = vec![String::new()];
+    for value in shapes.iter().flat_map(|p| &p.values) {
+        if goals.last().unwrap().len() + value.len() > 900 {
+            goals.push(String::new());
+        }
+        let goal = goals.last_mut().unwrap();
+        goal.push(' ');
+        goal.push_str(value);
+    }
+    let names: Vec<String> = (0..goals.len())
+        .map(|k| match k {
+            0 => "leaky".to_owned(),
+            k => format!("leaky{k}"),
         })
         .collect();
+    let mut runs = Vec::new();
+    for (k, (name, goal)) in names.iter().zip(&goals).enumerate() {
+        let code = if k == 0 { lines.as_str() } else { "" };
+        let source = format!(
+            "/** @skill {name}\n * Goal: chop oaks using{goal}\n */\nimport {{ runScript }} from '../../sdk/runner';\n\nawait runScript(async ({{ bot }}) => {{\n{code}  await bot.chop({k});\n}});\n"
+        );
+        lib.write_script("woody", name, &source);
+        // Five good runs each, so every script is shared; those of `leaky` print every case.
+        for i in 0..5 {
+            let printed = if k == 0 { lines.as_str() } else { "" };
+            runs.push(json!({"agent": "woody", "kind": "shell", "command": format!("bun bots/woody/{name}.ts"),
+                   "cwd": "/work", "ok": true, "duration_ms": 60000,
+                   "output": format!("run {i}\n{printed}XP: Woodcutting +25\n")}));
+        }
+    }
     let output = lib.record(&runs);
     assert!(output.status.success(), "{}", stderr(&output));
 
-    // Inline code run three times with other numbers, so the wrap-up quotes it.
-    let snippets: Vec<_> = [3200, 3210, 3222]
-        .iter()
-        .enumerate()
-        .map(|(i, x)| {
-            json!({"agent": "woody", "at": now_rfc3339(-300 + i as i64 * 60), "kind": "execute_code",
-                   "code": format!("await bot.walkTo({x}, 3220);\n{lines}await bot.chopTree(sdk.findNearbyLoc(/^Oak$/));"),
-                   "ok": true})
-        })
-        .collect();
+    // Inline code, each snippet run three times, so the wrap-up quotes it: the cases in
+    // snippets short enough to be quoted whole (a quote keeps 20 lines).
+    let mut chunks: Vec<String> = vec![String::new()];
+    for case in &planted {
+        let last = chunks.last().unwrap();
+        if last.lines().count() + case.line.lines().count() > 18 {
+            chunks.push(String::new());
+        }
+        let chunk = chunks.last_mut().unwrap();
+        chunk.push_str(&case.line);
+        chunk.push('\n');
+    }
+    let mut snippets = Vec::new();
+    for (k, chunk) in chunks.iter().enumerate() {
+        for i in 0..3 {
+            snippets.push(json!({"agent": "woody", "at": now_rfc3339(-300 + i * 60), "kind": "execute_code",
+                   "code": format!("await bot.walkTo({}, 3220);\n{chunk}await bot.chopTree(sdk.findNearbyLoc(/^Oak$/));", 3200 + k),
+                   "ok": true}));
+        }
+    }
     let output = lib.record(&snippets);
     assert!(output.status.success(), "{}", stderr(&output));
 
-    // Lessons: `Share:` lines carrying secrets.
-    let lessons: String = shapes
+    // Lessons: `Share:` lines carrying secrets, one a line.
+    let lessons: String = planted
         .iter()
+        .filter(|p| p.single_line())
         .map(|p| format!("Share: [skill:woody/leaky] {}\n", p.line))
         .collect();
     std::fs::write(bots.join("lab_log.md"), format!("# lab log\n{lessons}")).unwrap();
     lib.ok(&["turn-end", "woody"]);
     lib.ok(&["turn-end", "pip"]);
 
+    eprintln!(
+        "secrets: {} corpus cases planted in code, output and {} inline snippets, {} shape cases in {} goals, {} in lessons",
+        planted.len(),
+        chunks.len(),
+        shapes.len(),
+        goals.len(),
+        lessons.lines().count()
+    );
     let skills = lib.ok(&["skills", "--json", "--owner", "zed"]);
     let show = lib.ok(&["skill", "show", "woody/leaky", "--json"]);
     let wrapup = lib.ok(&["wrapup", "woody", "--json"]);
     let mirror = visible_files(&lib.workspace("pip").join("family-skills"));
     // The paths were really taken: shared, mirrored with the lessons, the snippet quoted.
-    assert!(mirror.contains_key("woody/leaky.ts"), "{:?}", mirror.keys());
+    for name in &names {
+        let file = format!("woody/{name}.ts");
+        assert!(mirror.contains_key(&file), "{file}: {:?}", mirror.keys());
+    }
+    let quoted: serde_json::Value = serde_json::from_str(&wrapup).unwrap();
+    assert_eq!(
+        quoted["suggestions"].as_array().unwrap().len(),
+        chunks.len(),
+        "every snippet is quoted: {wrapup}"
+    );
     assert!(
         String::from_utf8_lossy(&mirror["LESSONS.md"]).contains("[redacted]"),
         "the lessons reached the sibling"
@@ -221,43 +306,210 @@ fn planted_secrets_leave_through_no_output_path() {
     );
     assert!(skills.contains("leaky"), "{skills}");
     assert!(
-        wrapup.contains("walkTo(3222, 3220);\\nconst key = \\\"[redacted]\\\";"),
+        wrapup.contains("walkTo(3200, 3220);\\nconst key = \\\"[redacted]\\\";"),
         "the wrap-up quotes the snippet, scrubbed:\n{wrapup}"
     );
     assert!(show.contains("\"shared\": true"), "{show}");
 
     let stored = lib.stored_bytes();
-    let texts = stored_texts(&lib);
+    let texts = stored_texts(&lib).join("\n");
+    let pieces: Vec<&str> = values
+        .iter()
+        .flat_map(|value| value.lines())
+        .filter(|piece| !piece.is_empty())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     let mut leaks = Vec::new();
-    for value in &values {
-        for piece in value.lines().filter(|p| !p.is_empty()) {
+    let mut report = |place: &str, haystack: &[u8]| {
+        for index in found(haystack, &pieces) {
             // The owner's key is stored in clear in its own row, and only there.
-            if piece != owner_key && contains(&stored, piece) {
-                leaks.push(format!("library files: {piece}"));
+            if place == "library files" && pieces[index] == owner_key {
+                continue;
             }
-            if texts.iter().any(|t| t.contains(piece)) {
-                leaks.push(format!("library rows: {piece}"));
-            }
-            for (name, text) in [
-                ("skills --json", &skills),
-                ("skill show --json", &show),
-                ("wrapup --json", &wrapup),
-            ] {
-                if text.contains(piece) {
-                    leaks.push(format!("{name}: {piece}"));
-                }
-            }
-            for (file, bytes) in &mirror {
-                if contains(bytes, piece) {
-                    leaks.push(format!("family-skills/{file}: {piece}"));
-                }
-            }
+            leaks.push(format!("{place}: {}", pieces[index]));
         }
+    };
+    report("library files", &stored);
+    report("library rows", texts.as_bytes());
+    report("skills --json", skills.as_bytes());
+    report("skill show --json", show.as_bytes());
+    report("wrapup --json", wrapup.as_bytes());
+    for (file, bytes) in &mirror {
+        report(&format!("family-skills/{file}"), bytes);
     }
     assert!(
         leaks.is_empty(),
         "{} leaks:\n{}",
         leaks.len(),
         leaks.join("\n")
+    );
+}
+
+/// A playbook skill is an output path too: every secret case of the corpus, in a proposed
+/// SKILL.md's body and (one line at a time) in a step's `do:`, goes through `skill_create`'s
+/// door. Each is refused for the credential it carries, and afterwards nothing secret is in
+/// the workspace's files, the ledger's raw bytes (`.mindrune/playbooks.sqlite3` and its WAL),
+/// the refusals or what `mindrune inbox` and `mindrune card show` print. A workspace does not
+/// know the bot's password (only the library that keeps its bot.env does), so the four cases
+/// that hold it are left out, as they are for package writes in the core corpus test; an
+/// owner's key is caught by its shape.
+#[test]
+fn a_playbook_skill_carrying_any_planted_secret_is_refused_at_the_door() {
+    use mindrune_core::playbook_file;
+    use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
+    use mindrune_engine::playbook::{Playbooks, Rule};
+
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().canonicalize().unwrap();
+    let workspace = home.join("assistant");
+    let mindrune = |args: &[&str]| {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_mindrune"))
+            .args(args)
+            .env("MINDRUNE_WORKSPACE", &workspace)
+            .env("HOME", &home)
+            .env_remove("MINDRUNE_DATABASE_URL")
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+        String::from_utf8(output.stdout).unwrap()
+    };
+    mindrune(&["playbook", "init"]);
+
+    let planted: Vec<Planted> = corpus_secrets(CORPUS_OWNER_KEY)
+        .into_iter()
+        .filter(|p| !p.line.contains(BOT_PASSWORD))
+        .collect();
+    assert!(planted.len() >= 150, "only {} secret cases", planted.len());
+    // Each proposal's last step uses a tool of its own, so no proposal is ever refused as the
+    // same procedure as another one that got through.
+    let head = |n: usize, step: &str| {
+        format!(
+            "---\ntrigger: the human asks for the weekly report\nuse_when: a week of notes exists\nsteps:\n  - do: Read this week's notes\n    tool: workspace_read\n  - do: {step}\n    tool: upload-{n}\n---\n"
+        )
+    };
+    let mut proposals: Vec<(String, String)> = Vec::new();
+    for (i, case) in planted.iter().enumerate() {
+        let n = proposals.len();
+        let body = format!(
+            "{}Read the notes, then upload the report:\n\n{}\n\nThen say where it is.\n",
+            head(n, "Upload the report"),
+            case.line
+        );
+        proposals.push((format!("leak-body-{i}"), body));
+        if case.single_line() {
+            // A JSON string is a YAML double-quoted scalar: the step is the line as it is.
+            let step = serde_json::to_string(&case.line).unwrap();
+            let n = proposals.len();
+            proposals.push((
+                format!("leak-step-{i}"),
+                format!(
+                    "{}Read the notes, then upload the report.\n",
+                    head(n, &step)
+                ),
+            ));
+        }
+    }
+    let tools: Vec<String> = (0..proposals.len())
+        .map(|n| format!("upload-{n}"))
+        .collect();
+    let config = workspace.join("playbooks.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("tools = []", &format!("tools = {tools:?}"));
+    std::fs::write(&config, text).unwrap();
+
+    let before = visible_files(&workspace);
+    let mut refusals = String::new();
+    let mut failures = Vec::new();
+    {
+        let playbooks = Playbooks::open(&workspace).unwrap();
+        for (name, text) in &proposals {
+            let (skill, _) = playbook_file::parse(text)
+                .unwrap_or_else(|err| panic!("{name} does not parse: {err}\n{text}"));
+            let proposal = Proposal {
+                name: name.clone(),
+                skill,
+                suggested_by: Suggester::Assistant,
+                accepted_as_done: false,
+            };
+            match playbooks.create(&proposal, Attendance::Attended) {
+                Err(err)
+                    if err.rule() == Some(Rule::Blocked)
+                        && err.to_string().contains("must never carry a credential") =>
+                {
+                    refusals.push_str(&format!("{err}\n"));
+                }
+                Err(err) => failures.push(format!("{name}: refused for another reason: {err}")),
+                Ok(Created::Filed { card, .. }) => {
+                    failures.push(format!("{name}: filed as card #{card}"))
+                }
+                Ok(other) => failures.push(format!("{name}: {other:?}")),
+            }
+        }
+    }
+    // What the human's side prints: nothing waits, and no card holds any of it.
+    let inbox = mindrune(&["inbox", "--all", "--json"]);
+    let mut printed = inbox.clone();
+    let cards: serde_json::Value = serde_json::from_str(&inbox).unwrap();
+    for card in cards.as_array().unwrap() {
+        printed.push_str(&mindrune(&["card", "show", &card["id"].to_string()]));
+    }
+
+    let pieces: Vec<&str> = planted
+        .iter()
+        .flat_map(Planted::pieces)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let mut leaks = Vec::new();
+    let mut report = |place: &str, haystack: &[u8]| {
+        for index in found(haystack, &pieces) {
+            leaks.push(format!("{place}: {}", pieces[index]));
+        }
+    };
+    report("refusals", refusals.as_bytes());
+    report("inbox and cards", printed.as_bytes());
+    let mut files = Vec::new();
+    let mut pending = vec![workspace.clone()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    for path in &files {
+        let relative = path.strip_prefix(&workspace).unwrap().display().to_string();
+        report(&relative, &std::fs::read(path).unwrap());
+    }
+    eprintln!(
+        "secrets: {} playbook skills carrying {} corpus cases proposed, {} refused for the credential",
+        proposals.len(),
+        planted.len(),
+        proposals.len() - failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} proposals not refused for their credential:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(
+        leaks.is_empty(),
+        "{} leaks:\n{}",
+        leaks.len(),
+        leaks.join("\n")
+    );
+    // The door wrote no draft: the workspace's own files are as `playbook init` left them.
+    assert_eq!(visible_files(&workspace), before);
+    assert!(
+        files
+            .iter()
+            .any(|path| path.ends_with(".mindrune/playbooks.sqlite3")),
+        "{files:?}"
     );
 }

@@ -265,6 +265,7 @@ pub fn recover(repo_root: &Path, target_dir: &str) -> Result<bool, ApplyError> {
 fn roll_back(repo_root: &Path, dir: &Path, manifest: &Manifest) -> Result<(), ApplyError> {
     for entry in manifest.entries.iter().rev() {
         let path = contained(repo_root, &entry.path)?;
+        remove_interrupted_temps(&path)?;
         match &entry.prior {
             Some(name) => {
                 let saved = contained(dir, name)?;
@@ -285,6 +286,36 @@ fn roll_back(repo_root: &Path, dir: &Path, manifest: &Manifest) -> Result<(), Ap
         let path = contained(repo_root, folder)?;
         // Only an empty folder is ours to remove; anything else was put there by someone else.
         let _ = fs::remove_dir(&path);
+    }
+    Ok(())
+}
+
+/// Removes the temp file an interrupted [`write_atomic`] of `path` left beside it
+/// (`.NAME.tmp-PID`, named by the process that was killed), so that a rolled-back package
+/// holds nothing of the change and a folder the commit created is empty again. The caller
+/// holds the target's lock, so no live write of the same file can be under way.
+fn remove_interrupted_temps(path: &Path) -> Result<(), ApplyError> {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(());
+    };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = fs::read_dir(folder) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let is_temp = file
+            .to_str()
+            .and_then(|file| file.strip_prefix(&prefix))
+            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit()));
+        if is_temp {
+            let temp = entry.path();
+            match fs::remove_file(&temp) {
+                Ok(()) => {}
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
+                Err(source) => return Err(io_error("remove", &temp)(source)),
+            }
+        }
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ pub struct Answered {
 impl Playbooks {
     /// The human approves a card.
     pub fn approve(&self, id: i64) -> Result<Answered, PlaybookError> {
-        self.changing(|tx| approve_in(self, tx, id, HUMAN))
+        self.changing(|tx| approve_in(self, tx, id, HUMAN, None))
     }
 
     /// The human turns a card down, with a reason. A draft moves to `skills/rejected/` with the
@@ -87,6 +87,7 @@ impl Playbooks {
                     reason: Some(reason.to_string()),
                     outcome: outcome.clone(),
                     steps,
+                    filed: None,
                 },
             )?;
             Ok(Answered {
@@ -116,7 +117,7 @@ pub(crate) fn file_under_policy(
     let id = ledger::file_card(tx, kind, card)?;
     let answered = if kind != CardKind::Retire && playbooks.permissions.policy(act) == Policy::Auto
     {
-        Some(approve_in(playbooks, tx, id, AUTO)?)
+        Some(approve_in(playbooks, tx, id, AUTO, Some((kind, card)))?)
     } else {
         None
     };
@@ -151,12 +152,14 @@ fn waiting_card(tx: &Transaction<'_>, id: i64) -> Result<Card, PlaybookError> {
 
 /// Applies a waiting card inside the workspace lock. A change that can no longer be applied
 /// (the live file moved on, a blocking check now fails) answers the card as refused, says why,
-/// and changes no file.
+/// and changes no file. `filed` is the card's row when this same transaction filed it, which
+/// the apply journal then keeps too.
 pub(crate) fn approve_in(
     playbooks: &Playbooks,
     tx: &Transaction<'_>,
     id: i64,
     by: &str,
+    filed: Option<(CardKind, &ledger::NewCard)>,
 ) -> Result<Answered, PlaybookError> {
     let card = waiting_card(tx, id)?;
     let planned = match card.kind {
@@ -176,6 +179,7 @@ pub(crate) fn approve_in(
                     reason: None,
                     outcome: outcome.clone(),
                     steps,
+                    filed: filed.map(|(kind, card)| journal::FiledCard::new(kind, card)),
                 },
             )?;
             (CardState::Applied, outcome)

@@ -43,6 +43,42 @@ pub struct Entry {
     pub reason: Option<String>,
     pub outcome: String,
     pub steps: Vec<Step>,
+    /// The card itself, when it is filed in the very transaction that answers it (a change
+    /// applied on its own under `auto`): a crash before the commit loses the row with the
+    /// answer, so finishing the journal files it again, or the files would change with no card
+    /// saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filed: Option<FiledCard>,
+}
+
+/// A card's row as it was filed, kept in the journal (see [`Entry::filed`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FiledCard {
+    pub kind: String,
+    pub skill: String,
+    pub filed_by: String,
+    pub proposal: Option<String>,
+    pub fingerprint: Option<String>,
+    pub base_version: Option<u32>,
+    pub restore_version: Option<u32>,
+    pub report_id: Option<i64>,
+    pub why: Option<String>,
+}
+
+impl FiledCard {
+    pub fn new(kind: ledger::CardKind, card: &ledger::NewCard) -> FiledCard {
+        FiledCard {
+            kind: kind.as_str().to_string(),
+            skill: card.skill.clone(),
+            filed_by: card.filed_by.clone(),
+            proposal: card.proposal.clone(),
+            fingerprint: card.fingerprint.clone(),
+            base_version: card.base_version,
+            restore_version: card.restore_version,
+            report_id: card.report_id,
+            why: card.why.clone(),
+        }
+    }
 }
 
 fn journal_path(workspace: &Path) -> PathBuf {
@@ -59,6 +95,28 @@ pub fn apply(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<()
 }
 
 fn finish(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), PlaybookError> {
+    if let Some(filed) = &entry.filed {
+        // Filed again under its own number when the crash took the uncommitted row (no other
+        // card can have taken the number: every write finishes the journal first).
+        tx.execute(
+            "INSERT OR IGNORE INTO cards (id, kind, skill, state, filed_by, filed_at, proposal, \
+             fingerprint, base_version, restore_version, report_id, why) \
+             VALUES (?1, ?2, ?3, 'waiting', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            rusqlite::params![
+                entry.card,
+                filed.kind,
+                filed.skill,
+                filed.filed_by,
+                ledger::now(),
+                filed.proposal,
+                filed.fingerprint,
+                filed.base_version,
+                filed.restore_version,
+                filed.report_id,
+                filed.why,
+            ],
+        )?;
+    }
     for step in &entry.steps {
         run(workspace, step)?;
     }
@@ -107,7 +165,11 @@ fn run(workspace: &Path, step: &Step) -> Result<(), PlaybookError> {
         under_skills(workspace, to)?;
     }
     match step {
-        Step::Write { path, text } => layout::write_atomic(&workspace.join(path), text.as_bytes()),
+        Step::Write { path, text } => {
+            let path = workspace.join(path);
+            layout::write_atomic(&path, text.as_bytes())?;
+            remove_interrupted_temps(&path)
+        }
         Step::MoveDir { from, to } => {
             let (from, to) = (workspace.join(from), workspace.join(to));
             if !from.exists() && to.exists() {
@@ -120,8 +182,40 @@ fn run(workspace: &Path, step: &Step) -> Result<(), PlaybookError> {
             }
             layout::move_dir(&from, &to)
         }
-        Step::Carry { name, carried } => layout::set_carried(workspace, name, *carried),
+        Step::Carry { name, carried } => {
+            layout::set_carried(workspace, name, *carried)?;
+            remove_interrupted_temps(&layout::skills_dir(workspace).join(layout::CARRIED))
+        }
     }
+}
+
+/// Removes what an interrupted [`layout::write_atomic`] of `path` left beside it (its temp
+/// file, `.NAME.tmp-PID`, named by the process that was killed). Only ever called inside the
+/// workspace lock, so no live write of the same file can be under way.
+fn remove_interrupted_temps(path: &Path) -> Result<(), PlaybookError> {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return Ok(());
+    };
+    let prefix = format!(".{}.tmp-", name.to_string_lossy());
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let is_temp = file
+            .to_str()
+            .and_then(|file| file.strip_prefix(&prefix))
+            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit()));
+        if is_temp {
+            let temp = entry.path();
+            match std::fs::remove_file(&temp) {
+                Ok(()) => {}
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => return Err(io_error("remove", &temp)(err)),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Finishes a change a crash interrupted, inside the caller's locked transaction. Called at

@@ -15,9 +15,10 @@ use rusqlite::{Connection, OptionalExtension as _, Row, Transaction, params};
 use super::PlaybookError;
 
 /// Migrations, in order. Never edit one that has landed; add the next.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_fixer_token.sql"),
+    include_str!("migrations/0003_search_stamp.sql"),
 ];
 
 pub struct Ledger {

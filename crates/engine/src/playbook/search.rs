@@ -67,49 +67,135 @@ impl Playbooks {
             .collect())
     }
 
-    /// Brings the index in step with the live, active skills on disk.
+    /// Brings the index in step with the live, active skills on disk. Only files whose stamp
+    /// (length, times, inode) changed since they were indexed are read again, and the
+    /// workspace's write lock is taken only when something changed, so a search over an
+    /// unchanged library is a directory listing, one `stat` per skill and one read query.
     fn sync_index(&self) -> Result<(), PlaybookError> {
-        let skills = layout::list(&layout::skills_dir(&self.workspace))?;
+        let on_disk = stamps(&layout::skills_dir(&self.workspace))?;
+        let indexed = self.ledger.read(indexed_rows)?;
+        let unchanged = on_disk.len() == indexed.len()
+            && on_disk.iter().all(|(name, stamp)| {
+                indexed
+                    .iter()
+                    .any(|row| &row.name == name && &row.stamp == stamp)
+            });
+        if unchanged {
+            return Ok(());
+        }
         self.ledger.locked(|tx| {
-            let indexed: Vec<(String, String, i64)> = {
-                let mut statement = tx.prepare("SELECT name, fingerprint, search_row FROM skill_indexed")?;
-                statement
-                    .query_map([], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)))?
-                    .collect::<rusqlite::Result<_>>()?
-            };
-            let mut keep = std::collections::HashSet::new();
-            for skill in &skills {
-                let Ok(parsed) = &skill.parsed else { continue };
-                if parsed.status != Some(Status::Active) {
+            // Read again under the lock: another process may have synced meanwhile.
+            let indexed = indexed_rows(tx)?;
+            for (name, stamp) in &on_disk {
+                let current = indexed.iter().find(|row| &row.name == name);
+                if current.is_some_and(|row| &row.stamp == stamp) {
                     continue;
                 }
-                keep.insert(skill.name.clone());
-                let fingerprint = skill.fingerprint();
-                let current = indexed.iter().find(|(name, _, _)| name == &skill.name);
-                if let Some((_, indexed_fingerprint, _)) = current
-                    && indexed_fingerprint == &fingerprint
-                {
-                    continue;
+                let skill = layout::load(&layout::skills_dir(&self.workspace).join(name), name)
+                    .ok()
+                    .flatten();
+                let fingerprint = skill.as_ref().map(|skill| skill.fingerprint()).unwrap_or_default();
+                if let Some(row) = current.filter(|row| row.search_row >= 0) {
+                    tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [row.search_row])?;
                 }
-                if let Some((_, _, row)) = current {
-                    tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [row])?;
-                }
-                insert(tx, &skill.name, parsed)?;
-                let row = tx.last_insert_rowid();
+                let active = skill.as_ref().and_then(|skill| {
+                    skill
+                        .parsed
+                        .as_ref()
+                        .ok()
+                        .filter(|parsed| parsed.status == Some(Status::Active))
+                });
+                let search_row = match active {
+                    Some(parsed) => {
+                        insert(tx, name, parsed)?;
+                        tx.last_insert_rowid()
+                    }
+                    None => -1,
+                };
                 tx.execute(
-                    "INSERT OR REPLACE INTO skill_indexed (name, fingerprint, search_row) VALUES (?1, ?2, ?3)",
-                    params![skill.name, fingerprint, row],
+                    "INSERT OR REPLACE INTO skill_indexed (name, fingerprint, search_row, stamp) VALUES (?1, ?2, ?3, ?4)",
+                    params![name, fingerprint, search_row, stamp],
                 )?;
             }
-            for (name, _, row) in &indexed {
-                if !keep.contains(name) {
-                    tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [row])?;
-                    tx.execute("DELETE FROM skill_indexed WHERE name = ?1", [name])?;
+            for row in &indexed {
+                if !on_disk.iter().any(|(name, _)| name == &row.name) {
+                    if row.search_row >= 0 {
+                        tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [row.search_row])?;
+                    }
+                    tx.execute("DELETE FROM skill_indexed WHERE name = ?1", [&row.name])?;
                 }
             }
             Ok(())
         })
     }
+}
+
+/// One row of `skill_indexed`.
+struct IndexedRow {
+    name: String,
+    /// The FTS row, or -1 for a skill that is known but not searchable (draft, retired,
+    /// unreadable).
+    search_row: i64,
+    stamp: String,
+}
+
+fn indexed_rows(connection: &rusqlite::Connection) -> rusqlite::Result<Vec<IndexedRow>> {
+    let mut statement = connection.prepare("SELECT name, search_row, stamp FROM skill_indexed")?;
+    statement
+        .query_map([], |row| {
+            Ok(IndexedRow {
+                name: row.get(0)?,
+                search_row: row.get(1)?,
+                stamp: row.get(2)?,
+            })
+        })?
+        .collect()
+}
+
+/// Every addressable skill folder's name with its `SKILL.md` stamp (the same folders
+/// `layout::list` reads), without reading any file.
+fn stamps(folder: &std::path::Path) -> Result<Vec<(String, String)>, PlaybookError> {
+    use std::os::unix::fs::MetadataExt as _;
+    let entries = match std::fs::read_dir(folder) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(err) => {
+            return Err(PlaybookError::Io {
+                action: "list",
+                path: folder.to_path_buf(),
+                source: err,
+            });
+        }
+    };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if [layout::PENDING, layout::REJECTED].contains(&name.as_str())
+            || name.starts_with('.')
+            || !entry.file_type().is_ok_and(|kind| kind.is_dir())
+            || layout::check_name(&name).is_err()
+        {
+            continue;
+        }
+        let stamp = match std::fs::symlink_metadata(entry.path().join(layout::SKILL_FILE)) {
+            Ok(meta) => format!(
+                "{}:{}.{}:{}.{}:{}:{}",
+                meta.len(),
+                meta.mtime(),
+                meta.mtime_nsec(),
+                meta.ctime(),
+                meta.ctime_nsec(),
+                meta.ino(),
+                meta.is_file()
+            ),
+            Err(_) => "missing".to_owned(),
+        };
+        found.push((name, stamp));
+    }
+    found.sort();
+    Ok(found)
 }
 
 fn insert(

@@ -21,21 +21,6 @@ use crate::util::{Rng, TestLibrary, script, visible_files};
 /// The signal `Child::kill` sends.
 const SIGKILL: i32 = 9;
 
-fn seed(test: &str) -> u64 {
-    let seed = match std::env::var("MINDRUNE_FAULT_SEED") {
-        Ok(seed) => seed.parse().expect("MINDRUNE_FAULT_SEED is a number"),
-        Err(_) => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
-            (nanos ^ u64::from(std::process::id())) | 1
-        }
-    };
-    eprintln!("{test}: seed {seed} (set MINDRUNE_FAULT_SEED={seed} to repeat)");
-    seed
-}
-
 /// SQLite's integrity check of a library database, read-only.
 fn integrity(db: &Path) -> String {
     let conn = rusqlite::Connection::open_with_flags(
@@ -210,7 +195,7 @@ fn stored_with_ids(db: &Path, ids: &[String]) -> usize {
 #[test]
 fn recording_killed_at_any_moment_loses_no_acknowledged_use_and_counts_none_twice() {
     let started = Instant::now();
-    let seed = seed("record kill test");
+    let seed = crate::util::fault_seed("record kill test");
     let mut rng = Rng(seed);
     let lib = TestLibrary::new();
     lib.agent("buzz", "ada");
@@ -605,7 +590,7 @@ fn library_state(lib: &TestLibrary, out: &Path) -> (Value, BTreeMap<String, Vec<
 #[test]
 fn a_turn_boundary_killed_at_any_moment_leaves_every_file_old_or_new_and_converges() {
     let started = Instant::now();
-    let seed = seed("turn kill test");
+    let seed = crate::util::fault_seed("turn kill test");
     let mut rng = Rng(seed);
     let lib = TestLibrary::new();
     let buzz = lib.agent("buzz", "ada");

@@ -203,22 +203,6 @@ fn an_improve_killed_at_any_commit_step_leaves_the_old_package_byte_for_byte() {
     assert_eq!(files["SKILL.md"].0, manual, "the manual landed whole");
 }
 
-/// The seed of the random kill delays: printed, and `MINDRUNE_FAULT_SEED` replays a run.
-fn seed(test: &str) -> u64 {
-    let seed = match std::env::var("MINDRUNE_FAULT_SEED") {
-        Ok(seed) => seed.parse().expect("MINDRUNE_FAULT_SEED is a number"),
-        Err(_) => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
-            (nanos ^ u64::from(std::process::id())) | 1
-        }
-    };
-    eprintln!("{test}: seed {seed} (set MINDRUNE_FAULT_SEED={seed} to repeat)");
-    seed
-}
-
 /// A repository with an empty `skills/` and the thin-skill fixture's answers beside it; the
 /// arguments of `lab build` that drafts `skills/note` from them.
 fn build_repo(answers: &Value) -> (tempfile::TempDir, Vec<String>) {
@@ -256,7 +240,7 @@ fn lab_command(repo: &Path, args: &[String]) -> std::process::Command {
 fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one() {
     use std::os::unix::process::ExitStatusExt as _;
     use std::time::{Duration, Instant};
-    let mut rng = crate::util::Rng(seed("lab faults (random kills)"));
+    let mut rng = crate::util::Rng(crate::util::fault_seed("lab faults (random kills)"));
     let answers = fixture_answers("build-thin-skill.yaml");
     // The drafted files, and the package a build run to the end makes of them (with the
     // modes it gives them): how long it takes is the range the kill delays are drawn from.

@@ -71,21 +71,6 @@ fn delay_below(rng: &mut Rng, full: Duration) -> Duration {
     Duration::from_micros(rng.below(full.as_micros() as u64 * 9 / 10))
 }
 
-fn seed(test: &str) -> u64 {
-    let seed = std::env::var("MINDRUNE_FAULT_SEED")
-        .ok()
-        .and_then(|seed| seed.parse().ok())
-        .unwrap_or_else(|| {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
-            (nanos ^ u64::from(std::process::id())) | 1
-        });
-    eprintln!("{test}: seed {seed} (set MINDRUNE_FAULT_SEED={seed} to repeat)");
-    seed
-}
-
 /// Every card as `mindrune inbox --all --json` reports them (which opens the workspace, and so
 /// finishes an interrupted answer first).
 fn cards(workspace: &Path, home: &Path) -> Vec<serde_json::Value> {
@@ -208,7 +193,7 @@ impl Home {
 
 #[test]
 fn answering_a_card_killed_at_any_moment_leaves_files_and_card_agreeing() {
-    let mut rng = Rng(seed("playbook faults (approve)"));
+    let mut rng = Rng(crate::util::fault_seed("playbook faults (approve)"));
     let home = Home::new();
     // Prepared once: a draft waiting as card #1, and a live skill whose retirement waits as
     // card #2.
@@ -422,7 +407,7 @@ impl Skill {
 
 #[test]
 fn a_revision_killed_at_any_moment_leaves_the_old_skill_or_the_new_one() {
-    let mut rng = Rng(seed("playbook faults (revise)"));
+    let mut rng = Rng(crate::util::fault_seed("playbook faults (revise)"));
     let home = Home::new();
     let revision = home.path.join("revision.md");
     std::fs::write(&revision, REVISED).unwrap();

@@ -593,23 +593,6 @@ fn without_hooks_a_changed_bot_folder_marks_a_turn_end_by_itself() {
     );
 }
 
-/// The seed of a fault test's randomness: `MINDRUNE_FAULT_SEED` replays a run (as in
-/// `faults.rs`); otherwise a fresh one, printed.
-fn fault_seed(test: &str) -> u64 {
-    let seed = match std::env::var("MINDRUNE_FAULT_SEED") {
-        Ok(seed) => seed.parse().expect("MINDRUNE_FAULT_SEED is a number"),
-        Err(_) => {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as u64;
-            (nanos ^ u64::from(std::process::id())) | 1
-        }
-    };
-    eprintln!("{test}: seed {seed} (set MINDRUNE_FAULT_SEED={seed} to repeat)");
-    seed
-}
-
 /// Long-running runners, killed when dropped (a failing test leaves no process behind).
 struct Runners(Vec<Child>);
 
@@ -640,7 +623,7 @@ impl Drop for RaiseOnDrop<'_> {
 #[test]
 fn eight_runners_under_load_deliver_every_event_exactly_once_through_server_kills() {
     const RUNNERS: usize = 8;
-    let seed = fault_seed("runners through server kills");
+    let seed = crate::util::fault_seed("runners through server kills");
     let mut rng = Rng(seed);
     let s = Setup::new(&[]);
     let lib = &s.lib;

@@ -212,3 +212,20 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The seed of a fault test's randomness: `MINDRUNE_FAULT_SEED` replays a run; otherwise a fresh
+/// one, printed with how to repeat it.
+pub fn fault_seed(test: &str) -> u64 {
+    let seed = match std::env::var("MINDRUNE_FAULT_SEED") {
+        Ok(seed) => seed.parse().expect("MINDRUNE_FAULT_SEED is a number"),
+        Err(_) => {
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos() as u64;
+            (nanos ^ u64::from(std::process::id())) | 1
+        }
+    };
+    eprintln!("{test}: seed {seed} (set MINDRUNE_FAULT_SEED={seed} to repeat)");
+    seed
+}

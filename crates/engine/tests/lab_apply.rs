@@ -609,6 +609,24 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
         !target.join("fixtures").exists(),
         "the folder it created is gone"
     );
+    // The target's catalog entry describes the package rolled back to, not the one the crash
+    // left (which had lost its X.yaml): it is the same read as the inspection.
+    let catalog = context["catalog_skills"].as_array().unwrap();
+    assert_eq!(
+        catalog
+            .iter()
+            .map(|entry| (
+                entry["path"].as_str().unwrap(),
+                entry["status"].as_str().unwrap()
+            ))
+            .collect::<Vec<_>>(),
+        [("skills/demo/X.yaml", "valid")],
+        "{catalog:?}"
+    );
+    assert_eq!(
+        context,
+        mindrune_engine::lab::inspect::inspect_workspace(repo.path(), Some("skills/demo")).unwrap()
+    );
     let journals = repo.path().join(".runx/authoring/journal");
     assert_eq!(
         journals.read_dir().unwrap().count(),

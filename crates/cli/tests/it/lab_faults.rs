@@ -232,10 +232,21 @@ fn lab_command(repo: &Path, args: &[String]) -> std::process::Command {
     cmd
 }
 
+/// The entries of a folder, by name.
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// `mindrune lab build` SIGKILLed at a random moment (not only at a commit mutation: while it
 /// plans, binds, writes its record or its receipt too) until a hundred kills have landed: each
 /// time the next `lab inspect` finds the package absent (not even an empty folder or a temp
-/// file) or exactly the drafted files, never a mix, and leaves no journal behind.
+/// file) or exactly the drafted files, never a mix, and leaves no journal behind, and no
+/// harness scratch folder of the killed build is left in the temp folder.
 #[test]
 fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one() {
     use std::os::unix::process::ExitStatusExt as _;
@@ -256,11 +267,22 @@ fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one(
                 )
             })
             .collect();
+    // Every run gets a temp folder of the test's own: what a killed build leaves there (its
+    // harness scratch copies, its replay's throwaway receipts) is seen, and never reaches /tmp.
+    let temp = tempfile::tempdir().unwrap();
     let (reference, args) = build_repo(&answers);
     let start = Instant::now();
-    let status = lab_command(reference.path(), &args).status().unwrap();
+    let status = lab_command(reference.path(), &args)
+        .env("TMPDIR", temp.path())
+        .status()
+        .unwrap();
     let full = start.elapsed();
     assert!(status.success());
+    assert_eq!(
+        entries(temp.path()),
+        Vec::<String>::new(),
+        "a finished build left scratch folders"
+    );
     let whole = tree(&reference.path().join("skills/note"));
     assert_eq!(
         whole
@@ -274,7 +296,7 @@ fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one(
     // Rounds until a hundred kills have landed inside a build (one that finished first counts
     // as a round, not a kill).
     let wanted = 100;
-    let (mut rounds, mut killed, mut absent, mut complete) = (0, 0, 0, 0);
+    let (mut rounds, mut killed, mut absent, mut complete, mut swept) = (0, 0, 0, 0, 0);
     while killed < wanted {
         let round = rounds;
         rounds += 1;
@@ -284,7 +306,10 @@ fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one(
         );
         let (repo, args) = build_repo(&answers);
         let target = repo.path().join("skills/note");
-        let mut child = lab_command(repo.path(), &args).spawn().unwrap();
+        let mut child = lab_command(repo.path(), &args)
+            .env("TMPDIR", temp.path())
+            .spawn()
+            .unwrap();
         std::thread::sleep(Duration::from_micros(
             rng.below(full.as_micros() as u64 * 9 / 10),
         ));
@@ -298,15 +323,28 @@ fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one(
                 "round {round}: the build failed: {status}"
             );
         }
-        let inspect = lab(
-            repo.path(),
-            &["inspect", "--target-dir", "skills/note", "--json"],
-            None,
-        );
+        let left = entries(temp.path());
+        if !left.is_empty() {
+            swept += 1;
+        }
+        let inspect_args = ["inspect", "--target-dir", "skills/note", "--json"].map(str::to_owned);
+        let inspect = lab_command(repo.path(), &inspect_args)
+            .env("TMPDIR", temp.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
         assert!(
             serde_json::from_slice::<Value>(&inspect.stdout).is_ok(),
             "round {round}: inspect printed no report: {}",
             String::from_utf8_lossy(&inspect.stderr)
+        );
+        // Every process that made a scratch folder there is gone, so the next lab step swept
+        // them all.
+        assert_eq!(
+            entries(temp.path()),
+            Vec::<String>::new(),
+            "round {round}: the killed build's scratch folders outlived the next lab step (it left {left:?})"
         );
         let files = tree(&target);
         if files.is_empty() {
@@ -335,6 +373,6 @@ fn a_build_killed_at_a_random_moment_leaves_no_package_or_the_whole_drafted_one(
         assert_eq!(top, ["answers.json", "skills"], "round {round}");
     }
     eprintln!(
-        "lab faults (random kills): {killed} of {rounds} builds killed within {full:?}; afterwards {absent} without the package, {complete} with the whole of it"
+        "lab faults (random kills): {killed} of {rounds} builds killed within {full:?}; afterwards {absent} without the package, {complete} with the whole of it; {swept} left scratch folders, all swept"
     );
 }

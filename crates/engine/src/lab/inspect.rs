@@ -5,6 +5,7 @@
 //! An invalid target is not an error here: its inspection says `invalid` with the reason, so
 //! the agent can repair it. Only an unreadable workspace or an unsafe target path fails.
 
+use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -14,7 +15,8 @@ use mindrune_core::runx::snapshot::{IGNORED, SnapshotFile, absent_digest};
 use serde_json::{Value, json};
 
 use super::apply::{ApplyError, finish_interrupted_apply};
-use super::snapshot_walk::snapshot_package;
+use super::harness::scratch;
+use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 
 /// The packet id of the authoring context.
 pub const AUTHORING_CONTEXT_SCHEMA: &str = "runx.skill_lab.authoring_context.v1";
@@ -68,21 +70,32 @@ const MAX_CATALOG_FOLDERS: usize = 5_000;
 
 /// Builds the authoring context for `target_dir` (repo-relative) under `repo_root`.
 pub fn inspect_workspace(repo_root: &Path, target_dir: Option<&str>) -> Result<Value, ApplyError> {
+    inspect_with(repo_root, target_dir, &mut snapshot_package)
+}
+
+/// Reads a package folder; [`snapshot_package`] outside the tests, which count the reads.
+type ReadPackage<'r> = dyn FnMut(&Path) -> Result<PackageSnapshot, SnapshotError> + 'r;
+
+/// A package's parse: its inspection, or why it does not load.
+type Parsed = Result<Value, String>;
+
+fn inspect_with(
+    repo_root: &Path,
+    target_dir: Option<&str>,
+    read: &mut ReadPackage<'_>,
+) -> Result<Value, ApplyError> {
+    // Every lab run inspects first (a replay's first scratch folder sweeps too): clear the
+    // scratch folders killed runs left in the temp folder.
+    scratch::sweep_stale_once();
     let root = fs::canonicalize(repo_root).map_err(|source| ApplyError::Io {
         action: "resolve",
         path: repo_root.to_path_buf(),
         source,
     })?;
-    let mut context = json!({
-        "schema": AUTHORING_CONTEXT_SCHEMA,
-        "repo_root": root.display().to_string(),
-        "catalog_root": root.display().to_string(),
-        "catalog_skills": catalog_skills(&root),
-        "core_tools": core_tools(),
-    });
     let Some(target_dir) = target_dir else {
         // Design may run before a target is chosen. It still plans against a base digest: that
         // of no package, so a later build must re-inspect and re-plan against its real target.
+        let mut context = workspace_context(&root, catalog_skills(&root, None, read));
         let object = context.as_object_mut().expect("context is an object");
         object.insert("target_exists".into(), json!(false));
         object.insert("base_digest".into(), json!(absent_digest()));
@@ -92,7 +105,15 @@ pub fn inspect_workspace(repo_root: &Path, target_dir: Option<&str>) -> Result<V
     };
     let relative = admission::normalize_target_dir(target_dir)?;
     finish_interrupted_apply(&root, &relative)?;
-    let snapshot = snapshot_package(&root.join(&relative))?;
+    let target_path = root.join(&relative);
+    let snapshot = read(&target_path)?;
+    // The target is read and parsed once: its catalog entry reuses both, so the entry and the
+    // inspection describe the same bytes, the ones an interrupted apply was rolled back to.
+    let parsed = snapshot.exists.then(|| parse(&snapshot.files));
+    let target = parsed
+        .as_ref()
+        .map(|parsed| (target_path.as_path(), parsed));
+    let mut context = workspace_context(&root, catalog_skills(&root, target, read));
     let files: Vec<Value> = snapshot
         .files
         .iter()
@@ -107,23 +128,44 @@ pub fn inspect_workspace(repo_root: &Path, target_dir: Option<&str>) -> Result<V
         "target_metrics".into(),
         metrics_json(&package_metrics(&snapshot.files)),
     );
-    if snapshot.exists {
-        object.insert("target_inspection".into(), inspection(&snapshot.files));
+    if let Some(parsed) = &parsed {
+        object.insert("target_inspection".into(), inspection_of(parsed));
     }
     Ok(context)
 }
 
+/// The part of the context that does not depend on the target.
+fn workspace_context(root: &Path, catalog: Value) -> Value {
+    json!({
+        "schema": AUTHORING_CONTEXT_SCHEMA,
+        "repo_root": root.display().to_string(),
+        "catalog_root": root.display().to_string(),
+        "catalog_skills": catalog,
+        "core_tools": core_tools(),
+    })
+}
+
 /// The parsed package's inspection, or `{status: invalid, error}` as repair context.
 pub fn inspection(files: &[SnapshotFile]) -> Value {
-    match load_package(files) {
-        Ok(package) => {
-            let mut value = inspect_package(&package);
+    inspection_of(&parse(files))
+}
+
+fn parse(files: &[SnapshotFile]) -> Parsed {
+    load_package(files)
+        .map(|package| inspect_package(&package))
+        .map_err(|err| err.to_string())
+}
+
+fn inspection_of(parsed: &Parsed) -> Value {
+    match parsed {
+        Ok(inspected) => {
+            let mut value = inspected.clone();
             if let Some(object) = value.as_object_mut() {
                 object.entry("status").or_insert_with(|| json!("valid"));
             }
             value
         }
-        Err(err) => json!({"status": "invalid", "error": err.to_string()}),
+        Err(error) => json!({"status": "invalid", "error": error}),
     }
 }
 
@@ -139,8 +181,13 @@ fn core_tools() -> Value {
         .collect()
 }
 
-/// Every `X.yaml` in the workspace (outside ignored folders) as a catalog entry.
-fn catalog_skills(root: &Path) -> Value {
+/// Every `X.yaml` in the workspace (outside ignored folders) as a catalog entry. The target,
+/// already read and parsed (its folder and its parse), is not read again.
+fn catalog_skills(
+    root: &Path,
+    target: Option<(&Path, &Parsed)>,
+    read: &mut ReadPackage<'_>,
+) -> Value {
     let mut found = Vec::new();
     let mut pending: Vec<PathBuf> = vec![root.to_path_buf()];
     let mut visited = 0;
@@ -167,7 +214,15 @@ fn catalog_skills(root: &Path) -> Value {
             if kind.is_dir() {
                 pending.push(folder.join(&name));
             } else if kind.is_file() && name == "X.yaml" {
-                found.push(catalog_entry(root, &folder));
+                let parsed = match target {
+                    Some((path, parsed)) if path == folder => Cow::Borrowed(parsed),
+                    _ => Cow::Owned(
+                        read(&folder)
+                            .map_err(|err| err.to_string())
+                            .and_then(|snapshot| parse(&snapshot.files)),
+                    ),
+                };
+                found.push(catalog_entry(root, &folder, &parsed));
             }
         }
     }
@@ -175,7 +230,9 @@ fn catalog_skills(root: &Path) -> Value {
     Value::Array(found)
 }
 
-fn catalog_entry(root: &Path, folder: &Path) -> Value {
+/// A package's catalog entry from its parse; one that could not be read or parsed is listed
+/// `invalid` with the reason.
+fn catalog_entry(root: &Path, folder: &Path, parsed: &Parsed) -> Value {
     let relative_dir = folder
         .strip_prefix(root)
         .unwrap_or(folder)
@@ -190,37 +247,119 @@ fn catalog_entry(root: &Path, folder: &Path) -> Value {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match snapshot_package(folder) {
-        Ok(snapshot) => match load_package(&snapshot.files) {
-            Ok(package) => {
-                let inspected = inspect_package(&package);
-                let mut scopes: Vec<Value> = inspected["runners"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .flat_map(|runner| runner["scopes"].as_array().cloned().unwrap_or_default())
-                    .collect();
-                scopes.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-                scopes.dedup();
-                json!({
-                    "name": inspected["skill"],
-                    "kind": inspected.pointer("/catalog/kind").cloned().unwrap_or(json!("skill")),
-                    "description": inspected["description"],
-                    "path": path,
-                    "status": "valid",
-                    "scopes": scopes,
-                    "fixtures": inspected.pointer("/counts/fixtures"),
-                    "harness_cases": inspected.pointer("/counts/harness_cases"),
-                })
-            }
-            Err(err) => json!({
-                "name": fallback_name, "kind": "skill", "path": path,
-                "status": "invalid", "error": err.to_string(), "scopes": [],
-            }),
-        },
-        Err(err) => json!({
+    match parsed {
+        Ok(inspected) => {
+            let mut scopes: Vec<Value> = inspected["runners"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|runner| runner["scopes"].as_array().cloned().unwrap_or_default())
+                .collect();
+            scopes.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+            scopes.dedup();
+            json!({
+                "name": inspected["skill"],
+                "kind": inspected.pointer("/catalog/kind").cloned().unwrap_or(json!("skill")),
+                "description": inspected["description"],
+                "path": path,
+                "status": "valid",
+                "scopes": scopes,
+                "fixtures": inspected.pointer("/counts/fixtures"),
+                "harness_cases": inspected.pointer("/counts/harness_cases"),
+            })
+        }
+        Err(error) => json!({
             "name": fallback_name, "kind": "skill", "path": path,
-            "status": "invalid", "error": err.to_string(), "scopes": [],
+            "status": "invalid", "error": error, "scopes": [],
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    const MANUAL: &str = "---\nname: demo\ndescription: A demo skill.\n---\n\n# Demo\n\nUse it.\n";
+    const PROFILE: &str = "skill: demo\nrunners:\n  note:\n    default: true\n    type: agent-task\n    agent: builder\n    task: demo-note\n";
+
+    fn write(root: &Path, path: &str, contents: &str) {
+        let path = root.join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, contents).unwrap();
+    }
+
+    /// Inspects `target`, counting the reads of each package folder (repo-relative).
+    fn counted(root: &Path, target: &str) -> (Value, BTreeMap<String, usize>) {
+        let root = fs::canonicalize(root).unwrap();
+        let mut reads = BTreeMap::new();
+        let context = inspect_with(&root, Some(target), &mut |dir: &Path| {
+            let relative = dir.strip_prefix(&root).unwrap().display().to_string();
+            *reads.entry(relative).or_insert(0) += 1;
+            snapshot_package(dir)
+        })
+        .unwrap();
+        (context, reads)
+    }
+
+    #[test]
+    fn the_target_is_read_once_for_its_inspection_and_its_catalog_entry() {
+        let repo = tempfile::tempdir().unwrap();
+        for package in ["skills/demo", "skills/other"] {
+            write(repo.path(), &format!("{package}/SKILL.md"), MANUAL);
+            write(repo.path(), &format!("{package}/X.yaml"), PROFILE);
+        }
+        let (context, reads) = counted(repo.path(), "skills/demo");
+        assert_eq!(context["target_inspection"]["status"], "valid", "{context}");
+        assert_eq!(
+            reads,
+            BTreeMap::from([
+                ("skills/demo".to_owned(), 1),
+                ("skills/other".to_owned(), 1)
+            ])
+        );
+        // The entry made from the target's own read is the one a fresh read makes.
+        let root = fs::canonicalize(repo.path()).unwrap();
+        assert_eq!(
+            context["catalog_skills"],
+            catalog_skills(&root, None, &mut snapshot_package)
+        );
+        assert_eq!(context["catalog_skills"][0]["status"], "valid");
+        assert_eq!(context["catalog_skills"][0]["path"], "skills/demo/X.yaml");
+    }
+
+    #[test]
+    fn an_invalid_target_is_read_once_and_listed_invalid_with_its_reason() {
+        let repo = tempfile::tempdir().unwrap();
+        write(repo.path(), "skills/demo/SKILL.md", MANUAL);
+        write(
+            repo.path(),
+            "skills/demo/X.yaml",
+            "skill: demo\nunknown_field: 1\n",
+        );
+        let (context, reads) = counted(repo.path(), "skills/demo");
+        assert_eq!(reads, BTreeMap::from([("skills/demo".to_owned(), 1)]));
+        let entry = &context["catalog_skills"][0];
+        assert_eq!(entry["status"], "invalid", "{entry}");
+        assert_eq!(entry["error"], context["target_inspection"]["error"]);
+        let root = fs::canonicalize(repo.path()).unwrap();
+        assert_eq!(
+            context["catalog_skills"],
+            catalog_skills(&root, None, &mut snapshot_package)
+        );
+    }
+
+    #[test]
+    fn an_absent_target_reads_only_the_catalog() {
+        let repo = tempfile::tempdir().unwrap();
+        write(repo.path(), "skills/other/SKILL.md", MANUAL);
+        write(repo.path(), "skills/other/X.yaml", PROFILE);
+        let (context, reads) = counted(repo.path(), "skills/new");
+        assert_eq!(context["target_exists"], false);
+        assert_eq!(
+            reads,
+            BTreeMap::from([("skills/new".to_owned(), 1), ("skills/other".to_owned(), 1)])
+        );
     }
 }

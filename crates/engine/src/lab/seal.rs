@@ -15,6 +15,7 @@ use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+use super::harness::scratch::{ScratchKind, scratch_dir};
 use super::harness::{CaseOutcome, CaseSealer};
 use super::receipt_store::{LocalSigningKey, ReceiptStore};
 
@@ -167,8 +168,8 @@ impl StoreSealer {
     /// A sealer over a fresh temporary store and a one-time key: a harness replay of a staged
     /// candidate must not write into the operator's receipts or use their key.
     pub fn throwaway() -> Result<Self, String> {
-        let folder =
-            tempfile::tempdir().map_err(|err| format!("cannot create a receipt store: {err}"))?;
+        let folder = scratch_dir(ScratchKind::Receipts)
+            .map_err(|err| format!("cannot create a receipt store: {err}"))?;
         let store = ReceiptStore::open(folder.path()).map_err(|err| err.to_string())?;
         let key_path = folder.path().join("throwaway.ed25519");
         let key = LocalSigningKey::load_or_create(&key_path).map_err(|err| err.to_string())?;

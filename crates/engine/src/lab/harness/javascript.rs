@@ -609,9 +609,10 @@ pub fn run_in_worker(
     let wall = invocation.limits.wall;
     let request = serde_json::to_vec(&WorkerRequest::new(invocation))
         .map_err(|err| JsError::Execution(format!("encoding the worker's request: {err}")))?;
-    let empty = tempfile::tempdir().map_err(|err| {
-        JsError::Execution(format!("creating the worker's empty working folder: {err}"))
-    })?;
+    let empty =
+        super::scratch::scratch_dir(super::scratch::ScratchKind::Worker).map_err(|err| {
+            JsError::Execution(format!("creating the worker's empty working folder: {err}"))
+        })?;
     let mut command = Command::new(&worker.program);
     command
         .args(&worker.args)

@@ -3,7 +3,8 @@
 //! Runx's `runx harness <pkg>` runs the inline `X.yaml` cases first and then every
 //! `fixtures/*.yaml`, each in a disposable workspace so cases cannot satisfy each other, and
 //! reports `{status, case_count, assertion_error_count, assertion_errors, case_names,
-//! receipt_ids, graph_case_count}`. This module does the same over a package already read into
+//! receipt_ids, graph_case_count}`. Every folder a replay makes outside the workspace is named
+//! for the process that owns it, so the ones a killed run leaves are swept later ([`scratch`]). This module does the same over a package already read into
 //! memory ([`SnapshotFile`]s) and an execution profile and cases already parsed into JSON, so the
 //! strict YAML parser and this replay stay independent.
 //!
@@ -19,6 +20,7 @@ pub mod assertions;
 pub mod cli_tool;
 pub mod javascript;
 mod run;
+pub mod scratch;
 pub mod web;
 
 use std::path::Path;

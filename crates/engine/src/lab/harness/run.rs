@@ -23,7 +23,9 @@ use serde_json::{Map, Value, json};
 
 use super::assertions::{data_envelope, json_equal};
 use super::javascript::{JsInvocation, JsLimits, run_in_worker, run_module};
-use super::{CaseOutcome, CaseStatus, HarnessOptions, NativeTools, StepTrace, cli_tool, web};
+use super::{
+    CaseOutcome, CaseStatus, HarnessOptions, NativeTools, StepTrace, cli_tool, scratch, web,
+};
 
 /// How one source or step ended.
 enum End {
@@ -141,9 +143,7 @@ fn execute(
     let kind = text(runner, "type").unwrap_or("").to_owned();
     outcome.graph = kind == "graph";
 
-    let workspace = tempfile::Builder::new()
-        .prefix("mindrune-harness-")
-        .tempdir()
+    let workspace = scratch::scratch_dir(scratch::ScratchKind::Case)
         .map_err(|err| format!("creating the scratch workspace: {err}"))?;
     let scratch = workspace.path().join("package");
     let home = workspace.path().join("home");

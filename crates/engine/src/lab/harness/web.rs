@@ -207,6 +207,55 @@ fn failed(
     })
 }
 
+/// Which URL of a fetch is about to be requested; they differ only in how a refusal reads.
+#[derive(Clone, Copy)]
+enum Hop<'a> {
+    /// The input URL: one that does not parse is the caller's to fix (`needs_agent`), reported
+    /// against the host it seems to name.
+    First { attempted: &'a str },
+    /// A redirect's target: one that does not parse is the provider's fault
+    /// (`provider_error`), reported against the fetch's first host.
+    Redirect { initial_host: &'a str },
+}
+
+/// Parses the URL of `hop` and checks its host against the allowlist; a refusal is the
+/// failed claim to return (`policy_denied` for a host off the allowlist, reported against
+/// that host).
+fn admit(
+    raw: &str,
+    hop: Hop<'_>,
+    allowlist: &[String],
+    mode: Mode,
+    fetched_at: &str,
+) -> Result<ParsedUrl, Value> {
+    let (unparsable, reported_host, which) = match hop {
+        Hop::First { attempted } => ("needs_agent", attempted, "host"),
+        Hop::Redirect { initial_host } => ("provider_error", initial_host, "redirect host"),
+    };
+    let url = parse_url(raw).map_err(|message| {
+        failed(
+            unparsable,
+            reported_host,
+            allowlist,
+            mode,
+            &message,
+            fetched_at,
+        )
+    })?;
+    if !host_allowed(&url.host, allowlist) {
+        let message = format!("{which} {:?} is not allowlisted", url.host);
+        return Err(failed(
+            "policy_denied",
+            &url.host,
+            allowlist,
+            mode,
+            &message,
+            fetched_at,
+        ));
+    }
+    Ok(url)
+}
+
 /// Run `web.fetch` against the supplied responses and return its claim `{fetch_result: ...}`.
 pub fn web_fetch(inputs: &Value, responses: &Map<String, Value>, fetched_at: &str) -> Value {
     let result = fetch_result(inputs, responses, fetched_at);
@@ -270,30 +319,13 @@ fn fetch_result(inputs: &Value, responses: &Map<String, Value>, fetched_at: &str
             }
         },
     };
-    let mut current = match parse_url(raw_url) {
-        Ok(url) => url,
-        Err(message) => {
-            return failed(
-                "needs_agent",
-                &attempted,
-                &allowlist,
-                mode,
-                &message,
-                fetched_at,
-            );
-        }
+    let first = Hop::First {
+        attempted: &attempted,
     };
-    if !host_allowed(&current.host, &allowlist) {
-        let message = format!("host {:?} is not allowlisted", current.host);
-        return failed(
-            "policy_denied",
-            &current.host,
-            &allowlist,
-            mode,
-            &message,
-            fetched_at,
-        );
-    }
+    let mut current = match admit(raw_url, first, &allowlist, mode, fetched_at) {
+        Ok(url) => url,
+        Err(claim) => return claim,
+    };
     let initial_host = current.host.clone();
     let mut current_url = raw_url.to_owned();
     let mut redirects = Vec::new();
@@ -347,30 +379,13 @@ fn fetch_result(inputs: &Value, responses: &Map<String, Value>, fetched_at: &str
             );
         }
         let next_url = join_location(&current, location);
-        let next = match parse_url(&next_url) {
-            Ok(url) => url,
-            Err(message) => {
-                return failed(
-                    "provider_error",
-                    &initial_host,
-                    &allowlist,
-                    mode,
-                    &message,
-                    fetched_at,
-                );
-            }
+        let redirect = Hop::Redirect {
+            initial_host: &initial_host,
         };
-        if !host_allowed(&next.host, &allowlist) {
-            let message = format!("redirect host {:?} is not allowlisted", next.host);
-            return failed(
-                "policy_denied",
-                &next.host,
-                &allowlist,
-                mode,
-                &message,
-                fetched_at,
-            );
-        }
+        let next = match admit(&next_url, redirect, &allowlist, mode, fetched_at) {
+            Ok(url) => url,
+            Err(claim) => return claim,
+        };
         redirects.push(json!({"status": response.status, "from": current_url, "to": next_url}));
         current = next;
         current_url = next_url;
@@ -712,6 +727,78 @@ mod tests {
         );
         assert!(host_allowed("x.example.com", &["*.example.com".to_owned()]));
         assert!(!host_allowed("example.com", &["*.example.com".to_owned()]));
+    }
+
+    #[test]
+    fn a_refused_first_url_and_a_refused_redirect_keep_their_own_decision_host_and_message() {
+        let responses = json!({
+            "https://a.test/to-ftp": {"status": 302, "headers": {"location": "ftp://c.test/x"}},
+            "https://a.test/to-c": {"status": 302, "headers": {"location": "https://c.test/x"}},
+        });
+        let responses = responses.as_object().unwrap();
+        let refusal = |url: &str| {
+            let claim = web_fetch(
+                &json!({"url": url, "allowlist": ["a.test"], "extract": "links"}),
+                responses,
+                "t",
+            );
+            let result = &claim["fetch_result"];
+            assert_eq!(result["final_url"], "", "{url}");
+            assert_eq!(result["extracted"], json!([]), "{url}");
+            assert_eq!(result["provenance"]["redirects"], json!([]), "{url}");
+            assert_eq!(result["policy"]["allowlist_checked"], json!(["a.test"]));
+            (
+                result["decision"].as_str().unwrap().to_owned(),
+                result["policy"]["allowlist_decision"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                result["policy"]["attempted_host"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                result["blocker"].as_str().unwrap().to_owned(),
+            )
+        };
+        let owned = |parts: [&str; 4]| -> (String, String, String, String) {
+            parts.map(str::to_owned).into()
+        };
+        assert_eq!(
+            refusal("ftp://a.test/x"),
+            owned([
+                "needs_agent",
+                "allowed",
+                "",
+                "url scheme \"ftp\" is not http or https"
+            ])
+        );
+        assert_eq!(
+            refusal("https://c.test/x"),
+            owned([
+                "policy_denied",
+                "denied",
+                "c.test",
+                "host \"c.test\" is not allowlisted"
+            ])
+        );
+        assert_eq!(
+            refusal("https://a.test/to-ftp"),
+            owned([
+                "provider_error",
+                "allowed",
+                "a.test",
+                "url scheme \"ftp\" is not http or https"
+            ])
+        );
+        assert_eq!(
+            refusal("https://a.test/to-c"),
+            owned([
+                "policy_denied",
+                "denied",
+                "c.test",
+                "redirect host \"c.test\" is not allowlisted"
+            ])
+        );
     }
 
     #[test]

@@ -10,7 +10,11 @@ use mindrune_core::vocabulary::Vocabulary;
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let vocabulary = Vocabulary::builtin();
-    let tags = vocabulary.map(&text);
+    let tags: Vec<String> = vocabulary
+        .map(&text)
+        .into_iter()
+        .map(|t| t.into_owned())
+        .collect();
     let exact = topics::exact_tags(&text);
     for tag in &tags {
         assert_eq!(topics::normalize_tag(tag).as_ref(), Some(tag), "{tags:?}");

@@ -1261,6 +1261,30 @@ pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Res
     let (mindrune_rate, plain_rate) = (mb_per_second(mindrune_took), mb_per_second(plain_took));
     let ratio = mindrune_rate / plain_rate;
     let pass = mindrune_rate >= TARGET_TAGS_MB_PER_SECOND;
+
+    // Linear in the size of one text: the lines as one document, each tenth of them and all
+    // of them, each mapped in one call (medians: of the ten tenths, so the small rate covers
+    // the same text as the large one, and of three passes over the whole).
+    let one_text = |lines: &[String]| lines.join("\n");
+    let tenths: Vec<String> = lines
+        .chunks(lines.len().div_ceil(10))
+        .map(one_text)
+        .collect();
+    let small_text_bytes = tenths.iter().map(String::len).sum::<usize>() / tenths.len();
+    let large_text = one_text(&lines);
+    let rate_of = |text: &str| -> f64 {
+        let began = Instant::now();
+        std::hint::black_box(vocabulary.map(text));
+        text.len() as f64 / 1e6 / began.elapsed().as_secs_f64()
+    };
+    let median_of = |mut rates: Vec<f64>| -> f64 {
+        rates.sort_by(f64::total_cmp);
+        rates[rates.len() / 2]
+    };
+    let small_rate = median_of(tenths.iter().map(|text| rate_of(text)).collect());
+    let large_rate = median_of((0..3).map(|_| rate_of(&large_text)).collect());
+    let small_over_large = small_rate / large_rate;
+    let linear = (small_over_large - 1.0).abs() <= TAGS_LINEAR_WITHIN;
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
 
     let mut out = std::io::stdout().lock();
@@ -1288,6 +1312,15 @@ pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Res
                     "ratio": ratio,
                     "target_mb_per_second": TARGET_TAGS_MB_PER_SECOND,
                     "pass": pass,
+                },
+                "linear": {
+                    "small_text_bytes": small_text_bytes,
+                    "small_text_mb_per_second": small_rate,
+                    "large_text_bytes": large_text.len(),
+                    "large_text_mb_per_second": large_rate,
+                    "small_over_large": small_over_large,
+                    "within": TAGS_LINEAR_WITHIN,
+                    "pass": linear,
                 },
             }),
         )?;
@@ -1345,8 +1378,16 @@ pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Res
         )?;
         writeln!(
             out,
-            "  map     target ≥ {TARGET_TAGS_MB_PER_SECOND:.0} MB/s  {}",
+            "  map     target ≥ {TARGET_TAGS_MB_PER_SECOND:.0} MB/s  {}\n",
             if pass { "pass" } else { "FAIL" }
+        )?;
+        writeln!(
+            out,
+            "linear: the same lines as one text, {:.1} MB at {small_rate:.0} MB/s (median of ten) and {:.1} MB at {large_rate:.0} MB/s: {small_over_large:.2}× (target 1 ± {:.0} %)  {}",
+            small_text_bytes as f64 / 1e6,
+            large_text.len() as f64 / 1e6,
+            TAGS_LINEAR_WITHIN * 100.0,
+            if linear { "pass" } else { "FAIL" }
         )?;
     }
     let map_size = format!("{:.0} MB of free text", bytes as f64 / 1e6);
@@ -1366,8 +1407,22 @@ pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Res
             .figure(mindrune_rate, "MB/s")
             .baseline("plain aho-corasick scan, same names", plain_rate, "MB/s")
             .target(format!("≥ {TARGET_TAGS_MB_PER_SECOND:.0} MB/s"), pass),
+        Row::new(
+            "tags",
+            "linear: small text rate / large text rate",
+            format!(
+                "{:.0} MB vs {:.0} MB, one text each",
+                small_text_bytes as f64 / 1e6,
+                large_text.len() as f64 / 1e6
+            ),
+        )
+        .figure(small_over_large, "×")
+        .target(format!("1 ± {:.0} %", TAGS_LINEAR_WITHIN * 100.0), linear),
     ])
 }
+
+/// How far the rate of mapping one small text may be from that of one ten times larger.
+const TAGS_LINEAR_WITHIN: f64 = 0.25;
 
 /// Sizes `mindrune bench` runs every benchmark at: about three to four minutes on 2 cores.
 const ALL_RECORD_USES: usize = 20_000;

@@ -5,6 +5,7 @@
 //! file inside the workspace, match it to a skill and version, measure the run, scrub, record
 //! and rescore. Inline code goes to the snippet history instead and never becomes a skill.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -685,7 +686,7 @@ fn header_topics(parsed: &header::Header, store: &dyn Store) -> Result<Vec<Strin
             words
                 .into_iter()
                 .flatten()
-                .flat_map(|text| vocabulary.map(text)),
+                .flat_map(|text| vocabulary.map(text).into_iter().map(Cow::into_owned)),
         );
     for topic in found {
         if !topics.contains(&topic) {

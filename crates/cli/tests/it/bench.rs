@@ -192,3 +192,52 @@ fn bench_record_on_postgres_prints_both_backends_and_drops_its_schema() {
         .get(0);
     assert_eq!(left, 0, "bench record left its schema {schema} behind");
 }
+
+/// `bench tags`: the vocabulary build beside a plain automaton's, mapping throughput beside a
+/// plain scan of the same text with its verdict, and the linear check, in text and in JSON.
+#[test]
+fn bench_tags_prints_the_build_the_rate_and_the_linear_check() {
+    let out = bench(&["tags", "--megabytes", "1"]);
+    for expected in [
+        "build: ",
+        "baseline: plain aho-corasick build",
+        "MindRune (spelling rules, whole words, aliases, exact tags)",
+        "baseline: plain aho-corasick, same names",
+        "map     target ≥ 200 MB/s",
+        "linear: the same lines as one text",
+    ] {
+        assert!(out.contains(expected), "{expected:?} missing in:\n{out}");
+    }
+    for line in out
+        .lines()
+        .filter(|l| l.contains("target ≥") || l.starts_with("linear:"))
+    {
+        assert!(
+            line.ends_with("pass") || line.ends_with("FAIL"),
+            "a verdict line without a verdict: {line}"
+        );
+    }
+
+    let value: serde_json::Value =
+        serde_json::from_str(&bench(&["tags", "--megabytes", "1", "--json"])).unwrap();
+    assert_eq!(value["benchmark"], "tags");
+    assert!(value["build"]["names"].as_u64().unwrap() > 2_000, "{value}");
+    assert!(value["map"]["tags_found"].as_u64().unwrap() > 0, "{value}");
+    for field in [
+        "mb_per_second",
+        "baseline_plain_aho_corasick_mb_per_second",
+        "ratio",
+    ] {
+        assert!(
+            value["map"][field].as_f64().unwrap() > 0.0,
+            "{field}: {value}"
+        );
+    }
+    let linear = &value["linear"];
+    assert!(
+        linear["small_over_large"].as_f64().unwrap() > 0.0,
+        "{value}"
+    );
+    assert!(linear["large_text_bytes"].as_u64() > linear["small_text_bytes"].as_u64());
+    assert!(linear["pass"].is_boolean(), "{value}");
+}

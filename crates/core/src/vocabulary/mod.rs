@@ -21,52 +21,48 @@
 //!   (`quest:restless-ghost`) always counts, and [`Vocabulary::tag_for_name`] (a header's
 //!   `Tags:` entry) accepts everyday names too.
 //!
-//! Names are found by one Aho–Corasick automaton over the text after the spelling rules were
-//! applied to it (ASCII case folded, apostrophes dropped, every other run of non-letters made
-//! one space), so a name only counts as whole words: "lumbridge" is not found in
-//! "xlumbridge" or "lumbridgex". The spelling rules and the automaton run in one pass, byte
-//! by byte, without a folded copy of the text. Building compiles the automaton once, as a
-//! contiguous NFA (quick to build, so a process that maps one header pays little); after a
-//! megabyte of text a DFA is added and used from then on. A built vocabulary is `Send + Sync`
-//! and meant to be shared (the engine keeps one per process).
+//! Names are found in the text after the spelling rules were applied to it (ASCII case
+//! folded, apostrophes dropped, every other run of non-letters made one space), as whole
+//! words only: "lumbridge" is not found in "xlumbridge" or "lumbridgex". The spelling rules
+//! and the scan run in one pass without a folded copy of the text: each word is folded,
+//! looked up once in the table of the words names use, and names are paths of those words in
+//! a trie (`name_matcher.rs` says why this beats a byte automaton here). Of overlapping names
+//! the leftmost-longest wins. A built vocabulary is `Send + Sync` and meant to be shared (the
+//! engine keeps one per process).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, OnceLock};
+use std::sync::{Arc, LazyLock};
 
-use aho_corasick::automaton::{Automaton, StateID};
-use aho_corasick::{Anchored, MatchKind, dfa, nfa};
 use serde::{Deserialize, Serialize};
 
 use crate::lessons;
 use crate::topics::{self, TOPIC_KINDS};
 
+mod ascii_word;
+mod name_matcher;
+
+use name_matcher::NameMatcher;
+
 /// The places of the game's world: `slug|Name[|alias…]`.
-const PLACES: &str = include_str!("../data/places.txt");
+const PLACES: &str = include_str!("../../data/places.txt");
 /// Items, NPCs and quest guides the wiki lacks: `kind:slug|Title[|alias…]`.
-const LOSTHQ: &str = include_str!("../data/losthq.txt");
+const LOSTHQ: &str = include_str!("../../data/losthq.txt");
 /// Nicknames: `name|tag`.
-const NICKNAMES: &str = include_str!("../data/nicknames.txt");
+const NICKNAMES: &str = include_str!("../../data/nicknames.txt");
 /// Everyday words and phrases, one a line.
-const EVERYDAY: &str = include_str!("../data/everyday.txt");
+const EVERYDAY: &str = include_str!("../../data/everyday.txt");
 
 /// The longest name kept, in characters: a page whose heading runs on is cut, so one odd page
-/// cannot make the automaton large.
+/// cannot make the matcher large.
 pub const MAX_NAME_CHARS: usize = 120;
 /// The most other names an entry keeps.
 pub const MAX_ALIASES: usize = 16;
 /// Single words this long or shorter (`man`, `cow`, `imp`) are everyday words.
 const SHORT_WORD_BYTES: usize = 3;
-/// Above this many bytes of names no DFA is built, only the contiguous NFA: a DFA's memory
-/// grows with names × alphabet, and a folder of 100,000 odd pages must not take gigabytes.
-/// The full vocabulary (about 2,700 tags) stays far below it.
-const DFA_NAME_BYTES: usize = 512 * 1024;
-/// After this much text mapped, a vocabulary builds its DFA: the NFA is quicker to build, the
-/// DFA quicker to run, so short-lived uses never pay for the DFA and long ones soon do.
-const DFA_AFTER_BYTES: usize = 1024 * 1024;
 
 /// Where an entry comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -360,7 +356,7 @@ impl VocabularyBuilder {
         let VocabularyBuilder {
             entries,
             by_tag,
-            mut skipped,
+            skipped,
             ..
         } = self;
 
@@ -390,25 +386,32 @@ impl VocabularyBuilder {
         for (key, candidates) in keys {
             let resolution = resolve(&candidates, &kinds);
             by_key.insert(key.clone().into_boxed_str(), resolutions.len() as u32);
-            patterns.push(format!(" {key} "));
+            patterns.push(key);
             resolutions.push(resolution);
         }
-        let matcher = match compile(&patterns) {
-            Ok(matcher) => Some(matcher),
-            Err(err) => {
-                skipped.push(Skipped {
-                    what: format!("{} names", patterns.len()),
-                    why: format!(
-                        "the name matcher could not be built ({err}); only exact tags are read"
-                    ),
-                });
-                None
-            }
-        };
-        let tags = entries.iter().map(|e| e.tag().into_boxed_str()).collect();
+        // The matcher reports, for each name, the entry it tags in free text, or that it
+        // tags nothing there (everyday or ambiguous) but still covers its words.
+        let matcher =
+            NameMatcher::new(patterns.iter().zip(&resolutions).map(|(name, resolution)| {
+                let value = match resolution {
+                    Resolution::Tag {
+                        entry,
+                        everyday: false,
+                    } => *entry,
+                    _ => NO_TAG,
+                };
+                (name.as_str(), value)
+            }));
+        let tags: Vec<Box<str>> = entries.iter().map(|e| e.tag().into_boxed_str()).collect();
+        let entry_of_tag = tags
+            .iter()
+            .enumerate()
+            .map(|(index, tag)| (tag.clone(), index as u32))
+            .collect();
         let vocabulary = Vocabulary {
             entries,
             tags,
+            entry_of_tag,
             by_key,
             resolutions,
             patterns,
@@ -440,60 +443,6 @@ fn clean_name(name: &str) -> Option<String> {
         .collect();
     let trimmed = one_line.trim();
     (!trimmed.is_empty()).then(|| trimmed.to_string())
-}
-
-/// The compiled names: one Aho–Corasick automaton over them, first as a contiguous NFA (quick
-/// to build: a process that maps a header or a few lessons pays little), then, once the
-/// vocabulary has mapped [`DFA_AFTER_BYTES`] of text, also as a DFA (slower to build, faster
-/// per byte), which every later call uses. A vocabulary of more than [`DFA_NAME_BYTES`] of
-/// names keeps the NFA.
-struct Matcher {
-    nfa: nfa::contiguous::NFA,
-    /// Built on first need; `None` inside when it could not be built.
-    dfa: OnceLock<Option<dfa::DFA>>,
-    /// Bytes of text mapped so far.
-    mapped: AtomicUsize,
-    dfa_allowed: bool,
-}
-
-impl Matcher {
-    /// The DFA once it is due (building it then), else `None`.
-    fn dfa(&self, patterns: &[String], more: usize) -> Option<&dfa::DFA> {
-        if let Some(built) = self.dfa.get() {
-            return built.as_ref();
-        }
-        let mapped = self.mapped.fetch_add(more, Ordering::Relaxed) + more;
-        if !self.dfa_allowed || mapped < DFA_AFTER_BYTES {
-            return None;
-        }
-        self.dfa
-            .get_or_init(|| {
-                dfa::Builder::new()
-                    .match_kind(MatchKind::Standard)
-                    .prefilter(false)
-                    .build(patterns)
-                    .ok()
-            })
-            .as_ref()
-    }
-}
-
-/// Compiles the automaton: every name between two spaces, so a name is only found as whole
-/// words (the folded text has a space at every word break, and at both ends); standard
-/// semantics, so names that share a space (`lumbridge varrock`) or nest are all reported and
-/// the caller keeps the leftmost-longest ones.
-fn compile(patterns: &[String]) -> Result<Matcher, aho_corasick::BuildError> {
-    let nfa = nfa::contiguous::Builder::new()
-        .match_kind(MatchKind::Standard)
-        .prefilter(false)
-        .build(patterns)?;
-    let bytes: usize = patterns.iter().map(String::len).sum();
-    Ok(Matcher {
-        nfa,
-        dfa: OnceLock::new(),
-        mapped: AtomicUsize::new(0),
-        dfa_allowed: bytes <= DFA_NAME_BYTES,
-    })
 }
 
 /// The kind of a tag, as the ambiguity rule and the spelling variants need it.
@@ -616,6 +565,9 @@ fn plural(key: &str) -> Option<String> {
     Some(format!("{before}{plural}{tail}"))
 }
 
+/// The value of a name that gives no tag in free text (see [`NameMatcher::new`]).
+const NO_TAG: u32 = name_matcher::MAX_VALUE;
+
 /// What a name resolves to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Resolution {
@@ -680,6 +632,30 @@ fn is_apostrophe(c: char) -> bool {
     matches!(c, '\u{2018}' | '\u{2019}' | '\u{02bc}' | '\u{00b4}')
 }
 
+/// How the spelling rules read a character beyond ASCII.
+enum BeyondAscii {
+    /// An apostrophe: dropped.
+    Dropped,
+    /// A letter or digit: kept as it is.
+    Letter,
+    /// Anything else: a word break.
+    Break,
+}
+
+/// The character at byte `at` of `text` (a character boundary), as the spelling rules read
+/// it, and its width in bytes; `None` at the end.
+fn beyond_ascii(text: &str, at: usize) -> Option<(BeyondAscii, usize)> {
+    let c = text.get(at..)?.chars().next()?;
+    let kind = if is_apostrophe(c) {
+        BeyondAscii::Dropped
+    } else if c.is_alphanumeric() {
+        BeyondAscii::Letter
+    } else {
+        BeyondAscii::Break
+    };
+    Some((kind, c.len_utf8()))
+}
+
 /// Applies the spelling rules to `text` from byte `from` to `to`, appending to `out`: ASCII
 /// letters and digits lower-cased, apostrophes dropped, other letters and digits kept, and
 /// every run of anything else one space.
@@ -698,15 +674,13 @@ fn fold_into(text: &str, range: Range<usize>, out: &mut Vec<u8>) {
             continue;
         }
         // Not ASCII: `i` is on a character boundary, since only whole characters are stepped.
-        let Some(c) = text[i..].chars().next() else {
+        let Some((kind, width)) = beyond_ascii(text, i) else {
             break;
         };
-        let width = c.len_utf8();
-        if is_apostrophe(c) {
-        } else if c.is_alphanumeric() {
-            out.extend_from_slice(&bytes[i..i + width]);
-        } else {
-            push_break(out);
+        match kind {
+            BeyondAscii::Dropped => {}
+            BeyondAscii::Letter => out.extend_from_slice(&bytes[i..i + width]),
+            BeyondAscii::Break => push_break(out),
         }
         i += width;
     }
@@ -731,22 +705,29 @@ pub fn name_key(name: &str) -> String {
 /// Per-thread buffers for [`Vocabulary::map`], so mapping a line allocates only its answer.
 #[derive(Default)]
 struct Scratch {
-    /// Names that are whole words: (start, end) in the folded text, and the pattern.
-    whole: Vec<(usize, usize, u32)>,
-    /// Exact tags and where they stood in the folded text.
-    exact: Vec<(usize, String)>,
+    /// The entries whose tags a text gave.
+    seen: Seen,
+    /// The bytes of a long word ([`WORD_BYTES`] once first used).
+    word: Vec<u8>,
+    /// The words read and not yet chosen from, as tokens ([`name_matcher::NONE`] for a word
+    /// no name holds; a run of such words is kept as one, since none of them can be part of
+    /// a name).
+    words: Vec<u32>,
 }
 
 /// The most entries a thread's buffers keep between calls: one huge text must not hold its
 /// memory for the rest of the thread's life.
 const SCRATCH_KEPT: usize = 4_096;
 
+/// After this many words are read, the names among them are chosen at the next word no name
+/// holds (no name goes past it), so a huge text is read in constant memory and at the same
+/// rate as a line.
+const CHOOSE_AFTER_WORDS: usize = 2_048;
+
 impl Scratch {
     fn clear(&mut self) {
-        self.whole.clear();
-        self.exact.clear();
-        self.whole.shrink_to(SCRATCH_KEPT);
-        self.exact.shrink_to(SCRATCH_KEPT);
+        self.words.clear();
+        self.words.shrink_to(SCRATCH_KEPT);
     }
 }
 
@@ -754,57 +735,116 @@ thread_local! {
     static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
-fn push_unique(tags: &mut Vec<String>, tag: String) {
-    if !tags.contains(&tag) {
-        tags.push(tag);
+/// The tags of one text in order of first appearance, each once. A tag of the vocabulary is
+/// told apart by its entry's bit in `seen` (the thread's, cleared again after the text), an
+/// exact tag the vocabulary does not know by comparing strings, with a set past
+/// [`FoundTags::LISTED`] of them: a text with thousands of tags stays linear.
+struct FoundTags<'v, 's> {
+    vocabulary: &'v Vocabulary,
+    tags: Vec<Cow<'v, str>>,
+    seen: &'s mut Seen,
+    unknown: Vec<String>,
+    unknown_set: Option<HashSet<String>>,
+}
+
+/// One bit per entry of a vocabulary, and the entries whose bits are set.
+#[derive(Default)]
+struct Seen {
+    bits: Vec<u64>,
+    set: Vec<u32>,
+}
+
+impl Seen {
+    /// Sets an entry's bit; whether it was clear.
+    fn insert(&mut self, entry: u32) -> bool {
+        let (word, bit) = (entry as usize / 64, 1u64 << (entry % 64));
+        if self.bits.len() <= word {
+            self.bits.resize(word + 1, 0);
+        }
+        let fresh = self.bits[word] & bit == 0;
+        if fresh {
+            self.bits[word] |= bit;
+            self.set.push(entry);
+        }
+        fresh
     }
-}
 
-/// The kind words that end right before one of the text's colons: only then may it hold an
-/// exact tag (any kind) or a skill reference (`skill:`). Most colons (`Share:`,
-/// `timeout: 60_000`) have none, and the regular expressions that find tags cost more than the
-/// whole name scan; `str::find` looks for the colons a word at a time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-struct KindColons {
-    any: bool,
-    skill: bool,
-}
-
-fn kind_colons(text: &str) -> KindColons {
-    let bytes = text.as_bytes();
-    let mut found = KindColons::default();
-    let mut from = 0;
-    while let Some(at) = text[from..].find(':') {
-        let colon = from + at;
-        for kind in TOPIC_KINDS {
-            if colon >= kind.len()
-                && bytes[colon - kind.len()..colon].eq_ignore_ascii_case(kind.as_bytes())
-            {
-                found.any = true;
-                found.skill |= kind == "skill";
+    /// Clears the bits set, in time proportional to their number.
+    fn clear(&mut self) {
+        for entry in self.set.drain(..) {
+            if let Some(word) = self.bits.get_mut(entry as usize / 64) {
+                *word = 0;
             }
         }
-        if found.skill {
-            break;
-        }
-        from = colon + 1;
+        self.set.shrink_to(SCRATCH_KEPT);
+        self.bits.truncate(SCRATCH_KEPT);
     }
-    found
+}
+
+impl<'v, 's> FoundTags<'v, 's> {
+    const LISTED: usize = 32;
+
+    fn new(vocabulary: &'v Vocabulary, seen: &'s mut Seen) -> FoundTags<'v, 's> {
+        seen.clear();
+        FoundTags {
+            vocabulary,
+            tags: Vec::new(),
+            seen,
+            unknown: Vec::new(),
+            unknown_set: None,
+        }
+    }
+
+    /// A tag of the vocabulary's entry.
+    fn push_entry(&mut self, entry: u32) {
+        if let Some(tag) = self.vocabulary.tags.get(entry as usize)
+            && self.seen.insert(entry)
+        {
+            self.tags.push(Cow::Borrowed(tag));
+        }
+    }
+
+    /// A tag written exactly.
+    fn push_exact(&mut self, tag: String) {
+        if let Some(&entry) = self.vocabulary.entry_of_tag.get(tag.as_str()) {
+            return self.push_entry(entry);
+        }
+        match &mut self.unknown_set {
+            Some(set) => {
+                if !set.insert(tag.clone()) {
+                    return;
+                }
+            }
+            None => {
+                if self.unknown.contains(&tag) {
+                    return;
+                }
+                self.unknown.push(tag.clone());
+                if self.unknown.len() > Self::LISTED {
+                    self.unknown_set =
+                        Some(std::mem::take(&mut self.unknown).into_iter().collect());
+                }
+            }
+        }
+        self.tags.push(Cow::Owned(tag));
+    }
 }
 
 /// The spans of the exact tags (with the tag) and skill references (without) in a text, by
-/// where they start.
-fn exact_spans(text: &str, kinds: KindColons) -> Vec<(Range<usize>, Option<String>)> {
-    if !kinds.any {
+/// where they start. Both start only at a kind word before a colon ([`topics::kind_colons`]),
+/// and most texts have none: they cost one `memchr` pass.
+fn exact_spans(text: &str) -> Vec<(Range<usize>, Option<String>)> {
+    let kinds = topics::kind_colons(text);
+    if kinds.is_empty() {
         return Vec::new();
     }
-    let mut written: Vec<(Range<usize>, Option<String>)> = topics::tag_spans(text)
+    let mut written: Vec<(Range<usize>, Option<String>)> = topics::tag_spans_at(text, &kinds)
         .into_iter()
         .map(|(span, tag)| (span, Some(tag)))
         .collect();
-    if kinds.skill {
+    if kinds.iter().any(|kind| kind.skill) {
         written.extend(
-            topics::skill_ref_spans(text)
+            topics::skill_ref_spans_at(text, &kinds)
                 .into_iter()
                 .map(|(span, _)| (span, None)),
         );
@@ -813,45 +853,79 @@ fn exact_spans(text: &str, kinds: KindColons) -> Vec<(Range<usize>, Option<Strin
     written
 }
 
-/// Feeds folded text through the automaton, one byte at a time, without building the folded
-/// text: the spelling rules and the name scan are one pass.
-struct Walker<'a, A> {
-    automaton: &'a A,
-    /// The unanchored start state: no name begun.
-    start: StateID,
-    state: StateID,
-    /// Bytes of folded text fed so far.
-    fed: usize,
-    last_was_break: bool,
-    scratch: &'a mut Scratch,
+/// The longest word the tokenizer keeps: a longer one is no name's (names are at most
+/// [`MAX_NAME_CHARS`] characters), so only its length is counted.
+const WORD_BYTES: usize = 4 * MAX_NAME_CHARS;
+
+/// Splits text into words under the spelling rules (see [`fold_into`]) and looks each one up,
+/// without a folded copy of the text: one pass, a byte at a time. A short word is packed
+/// into two registers as it is folded (see [`name_matcher::pack`]); a long one is also
+/// copied into a buffer, which is read only when the word ends long.
+struct Tokenizer<'a, 'v, 's> {
+    matcher: &'a NameMatcher,
+    /// Where the words read go once a run of them is complete.
+    chooser: &'a mut Chooser<'v, 's>,
+    /// Bytes 0..8 and 8..16 of the current word, packed.
+    low: u64,
+    high: u64,
+    /// The current word's bytes, for a word longer than a packed one (the thread's buffer, so
+    /// a call does not clear [`WORD_BYTES`] bytes first).
+    word: &'a mut [u8],
+    /// Bytes of the current word (may exceed the buffer: then the word is no name's).
+    len: usize,
+    words: &'a mut Vec<u32>,
 }
 
-impl<A: Automaton> Walker<'_, A> {
+impl Tokenizer<'_, '_, '_> {
     #[inline(always)]
-    fn feed(&mut self, byte: u8) {
-        self.state = self.automaton.next_state(Anchored::No, self.state, byte);
-        self.fed += 1;
-        self.last_was_break = byte == b' ';
-        if self.automaton.is_match(self.state) {
-            for index in 0..self.automaton.match_len(self.state) {
-                let pattern = self.automaton.match_pattern(self.state, index);
-                // A name is held with a space on each side, which are not part of it.
-                let start = self.fed + 1 - self.automaton.pattern_len(pattern);
-                self.scratch
-                    .whole
-                    .push((start, self.fed - 1, pattern.as_u32()));
+    fn push(&mut self, byte: u8) {
+        let len = self.len;
+        if len < 8 {
+            self.low |= u64::from(byte) << (8 * len);
+        } else if len < name_matcher::PACKED_BYTES {
+            self.high |= u64::from(byte) << (8 * (len - 8));
+        }
+        if let Some(slot) = self.word.get_mut(len) {
+            *slot = byte;
+        }
+        self.len = len + 1;
+    }
+
+    /// Ends the current word, if one was begun.
+    #[inline(always)]
+    fn word_break(&mut self) {
+        let len = self.len;
+        if len == 0 {
+            return;
+        }
+        let id = if len <= name_matcher::PACKED_BYTES {
+            self.matcher
+                .packed_word(u128::from(self.high) << 64 | u128::from(self.low))
+        } else {
+            match self.word.get(..len) {
+                Some(word) => self.matcher.word(word),
+                None => name_matcher::NONE,
+            }
+        };
+        (self.len, self.low, self.high) = (0, 0, 0);
+        self.word_read(id);
+    }
+
+    /// Notes a whole word read.
+    #[inline(always)]
+    fn word_read(&mut self, id: u32) {
+        if id != name_matcher::NONE {
+            self.words.push(id);
+        } else if self.words.last() != Some(&name_matcher::NONE) {
+            self.words.push(id);
+            if self.words.len() >= CHOOSE_AFTER_WORDS {
+                self.chooser.choose(self.words);
+                self.words.clear();
             }
         }
     }
 
-    #[inline(always)]
-    fn word_break(&mut self) {
-        if !self.last_was_break {
-            self.feed(b' ');
-        }
-    }
-
-    /// Feeds `text[range]` under the spelling rules (see [`fold_into`]).
+    /// Reads `text[range]`.
     fn feed_text(&mut self, text: &str, range: Range<usize>) {
         let bytes = text.as_bytes();
         let mut i = range.start;
@@ -862,94 +936,141 @@ impl<A: Automaton> Walker<'_, A> {
                     BREAK => self.word_break(),
                     DROP => {}
                     c => {
-                        self.feed(c);
-                        if self.state == self.start {
-                            // No name starts inside a word (each starts with a space), so from
-                            // the start state the rest of the word cannot leave it: skip to the
-                            // next break, counting the folded bytes passed.
-                            i += 1;
-                            while i < range.end {
-                                let b = bytes[i];
-                                if b >= 0x80 {
-                                    break;
-                                }
-                                match ASCII_FOLD[b as usize] {
-                                    BREAK => break,
-                                    DROP => {}
-                                    _ => self.fed += 1,
-                                }
-                                i += 1;
-                            }
+                        // At a word's first byte, most words are read whole and at once.
+                        if self.len == 0
+                            && let Some((len, packed)) =
+                                ascii_word::short_ascii_word(bytes, i, range.end)
+                        {
+                            self.word_read(self.matcher.packed_word(packed));
+                            i += len;
                             continue;
                         }
+                        self.push(c);
                     }
                 }
                 i += 1;
                 continue;
             }
-            let Some(c) = text[i..].chars().next() else {
+            // Not ASCII: `i` is on a character boundary, since only whole characters are
+            // stepped.
+            let Some((kind, width)) = beyond_ascii(text, i) else {
                 break;
             };
-            let width = c.len_utf8();
-            if is_apostrophe(c) {
-            } else if c.is_alphanumeric() {
-                for &byte in &bytes[i..i + width] {
-                    self.feed(byte);
+            match kind {
+                BeyondAscii::Dropped => {}
+                BeyondAscii::Letter => {
+                    for &byte in &bytes[i..i + width] {
+                        self.push(byte);
+                    }
                 }
-            } else {
-                self.word_break();
+                BeyondAscii::Break => self.word_break(),
             }
             i += width;
         }
     }
 }
 
-/// Walks the whole text: the exact tags' spans are word breaks (and noted where they stood),
-/// everything else is fed under the spelling rules.
-fn walk<A: Automaton>(
-    automaton: &A,
+/// Reads the whole text, handing its words to `chooser` a run at a time: the exact tags'
+/// spans are word breaks (and noted where they stood), everything else is read under the
+/// spelling rules.
+fn tokenize(
+    matcher: &NameMatcher,
     text: &str,
-    written: &[(Range<usize>, Option<String>)],
-    scratch: &mut Scratch,
+    written: Vec<(Range<usize>, Option<String>)>,
+    (words, word): (&mut Vec<u32>, &mut [u8]),
+    chooser: &mut Chooser<'_, '_>,
 ) {
-    let Ok(state) = automaton.start_state(Anchored::No) else {
-        walk_without_names(written, scratch);
-        return;
+    let mut tokenizer = Tokenizer {
+        matcher,
+        chooser,
+        low: 0,
+        high: 0,
+        word,
+        len: 0,
+        words,
     };
-    let mut walker = Walker {
-        automaton,
-        start: state,
-        state,
-        fed: 0,
-        last_was_break: false,
-        scratch,
-    };
-    // The folded text starts with a break, so a name can start at the very first word.
-    walker.feed(b' ');
     let mut at = 0;
     for (span, tag) in written {
         if span.start < at {
             continue;
         }
-        walker.feed_text(text, at..span.start);
-        walker.word_break();
+        tokenizer.feed_text(text, at..span.start);
+        tokenizer.word_break();
         if let Some(tag) = tag {
-            let fed = walker.fed;
-            walker.scratch.exact.push((fed, tag.clone()));
+            let before = tokenizer.chooser.chosen + tokenizer.words.len();
+            tokenizer.chooser.exact.push((before, tag));
         }
         at = span.end;
     }
-    walker.feed_text(text, at..text.len());
-    // The folded text ends with a break too, so a name can end at the very last word.
-    walker.word_break();
+    tokenizer.feed_text(text, at..text.len());
+    tokenizer.word_break();
+    tokenizer.chooser.choose(tokenizer.words);
+    tokenizer.words.clear();
 }
 
-/// Without an automaton only the exact tags count.
-fn walk_without_names(written: &[(Range<usize>, Option<String>)], scratch: &mut Scratch) {
-    for (index, (_, tag)) in written.iter().enumerate() {
-        if let Some(tag) = tag {
-            scratch.exact.push((index, tag.clone()));
+/// Chooses the names among the words read, leftmost-longest, and gathers the tags in order:
+/// "Lumbridge Swamp" is the swamp and not Lumbridge. A name that could mean two things, or
+/// an everyday one, gives no tag but still covers its words.
+struct Chooser<'v, 's> {
+    vocabulary: &'v Vocabulary,
+    found: FoundTags<'v, 's>,
+    /// Exact tags, and how many words of the text came before each.
+    exact: Vec<(usize, String)>,
+    /// How many of `exact` are in `found`.
+    exact_taken: usize,
+    /// How many words of the text were chosen from so far.
+    chosen: usize,
+}
+
+impl<'v, 's> Chooser<'v, 's> {
+    fn new(vocabulary: &'v Vocabulary, seen: &'s mut Seen) -> Chooser<'v, 's> {
+        Chooser {
+            vocabulary,
+            found: FoundTags::new(vocabulary, seen),
+            exact: Vec::new(),
+            exact_taken: 0,
+            chosen: 0,
         }
+    }
+
+    /// Chooses among the next words of the text. No name goes past the last of them: it is
+    /// the text's last word or a word no name holds.
+    fn choose(&mut self, words: &[u32]) {
+        let vocabulary = self.vocabulary;
+        let mut start = 0;
+        while start < words.len() {
+            let Some((spanned, entry)) = vocabulary.matcher.longest_at(&words[start..]) else {
+                start += 1;
+                continue;
+            };
+            let at = self.chosen + start;
+            start += spanned;
+            if entry == NO_TAG {
+                // An everyday or ambiguous name.
+                continue;
+            }
+            // Exact tags written before this name come first.
+            self.take_exact(at);
+            self.found.push_entry(entry);
+        }
+        self.chosen += words.len();
+    }
+
+    /// Takes the exact tags written before the `before`th word of the text.
+    fn take_exact(&mut self, before: usize) {
+        while let Some((at, tag)) = self.exact.get_mut(self.exact_taken)
+            && *at <= before
+        {
+            let tag = std::mem::take(tag);
+            self.exact_taken += 1;
+            self.found.push_exact(tag);
+        }
+    }
+
+    fn finish(mut self) -> Vec<Cow<'v, str>> {
+        self.take_exact(usize::MAX);
+        self.found.seen.clear();
+        self.found.tags
     }
 }
 
@@ -962,12 +1083,14 @@ pub struct Vocabulary {
     tags: Vec<Box<str>>,
     /// Every name, as the spelling rules read it, to its pattern index.
     by_key: HashMap<Box<str>, u32>,
+    /// Each entry's index by its tag.
+    entry_of_tag: HashMap<Box<str>, u32, foldhash::fast::FixedState>,
     /// What each pattern (name) resolves to.
     resolutions: Vec<Resolution>,
-    /// Each name between two spaces, as the automaton holds it.
+    /// Every name as the spelling rules read it, by pattern index.
     patterns: Vec<String>,
-    /// `None` only when the automaton could not be built (then only exact tags are read).
-    matcher: Option<Matcher>,
+    /// The names, as the scan finds them.
+    matcher: NameMatcher,
 }
 
 impl fmt::Debug for Vocabulary {
@@ -1029,7 +1152,7 @@ impl Vocabulary {
     /// Every name of the alias table as the spelling rules read it (`cooks assistant`), for
     /// tools that compare against a plain scan.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.patterns.iter().map(|p| &p[1..p.len() - 1])
+        self.patterns.iter().map(String::as_str)
     }
 
     /// Tags per kind.
@@ -1043,7 +1166,7 @@ impl Vocabulary {
 
     /// Whether it knows this tag (`quest:restless-ghost`).
     pub fn contains_tag(&self, tag: &str) -> bool {
-        self.tags.iter().any(|t| &**t == tag)
+        self.entry_of_tag.contains_key(tag)
     }
 
     /// The tag one name means, everyday names included (a header's `Tags: goblin` names the
@@ -1066,7 +1189,10 @@ impl Vocabulary {
     /// The topic tags of free text: tags written exactly ([`topics::exact_tags`]) and the tags
     /// of the names in it, without duplicates, in order of appearance. Everyday names and
     /// names that could mean two things give none. Never panics; linear in the text.
-    pub fn map(&self, text: &str) -> Vec<String> {
+    ///
+    /// A tag from the vocabulary is lent from it, an exact tag it does not know is owned: most
+    /// texts' tags cost no allocation of their own.
+    pub fn map(&self, text: &str) -> Vec<Cow<'_, str>> {
         SCRATCH.with(|cell| match cell.try_borrow_mut() {
             Ok(mut scratch) => self.map_with(text, &mut scratch),
             // Only a re-entrant call could find it borrowed; it gets its own.
@@ -1074,57 +1200,18 @@ impl Vocabulary {
         })
     }
 
-    fn map_with(&self, text: &str, scratch: &mut Scratch) -> Vec<String> {
+    fn map_with(&self, text: &str, scratch: &mut Scratch) -> Vec<Cow<'_, str>> {
         scratch.clear();
-        let Some(matcher) = &self.matcher else {
-            walk_without_names(&exact_spans(text, kind_colons(text)), scratch);
-            return scratch.exact.drain(..).map(|(_, tag)| tag).collect();
-        };
         // Exact tags and skill references are taken as written: their words are not read
         // again as names (`skill:buzz/lumbridge-cows` is feedback, not about Lumbridge).
-        let written = exact_spans(text, kind_colons(text));
-        match matcher.dfa(&self.patterns, text.len()) {
-            Some(dfa) => walk(dfa, text, &written, scratch),
-            None => walk(&matcher.nfa, text, &written, scratch),
+        let written = exact_spans(text);
+        let mut chooser = Chooser::new(self, &mut scratch.seen);
+        if scratch.word.len() != WORD_BYTES {
+            scratch.word = vec![0; WORD_BYTES];
         }
-
-        // Of the names that are whole words, the leftmost-longest ones: "Lumbridge Swamp" is
-        // the swamp and not Lumbridge. A name too long for its place ("port sarimx") was never
-        // whole, so a shorter one ("port") keeps its chance.
-        if scratch.whole.len() > 1 {
-            scratch
-                .whole
-                .sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
-        }
-        let mut tags: Vec<String> = Vec::with_capacity(scratch.whole.len() + scratch.exact.len());
-        let mut exact = scratch.exact.drain(..).peekable();
-        let mut covered_to = 0;
-        for &(start, end, pattern) in &scratch.whole {
-            if start < covered_to {
-                continue;
-            }
-            covered_to = end;
-            let Some(Resolution::Tag {
-                entry,
-                everyday: false,
-            }) = self.resolutions.get(pattern as usize)
-            else {
-                continue;
-            };
-            // Exact tags written before this name come first.
-            while let Some((_, tag)) = exact.next_if(|(at, _)| *at <= start) {
-                push_unique(&mut tags, tag);
-            }
-            if let Some(tag) = self.tags.get(*entry as usize)
-                && !tags.iter().any(|t| t == &**tag)
-            {
-                tags.push(tag.to_string());
-            }
-        }
-        for (_, tag) in exact {
-            push_unique(&mut tags, tag);
-        }
-        tags
+        let buffers = (&mut scratch.words, scratch.word.as_mut_slice());
+        tokenize(&self.matcher, text, written, buffers, &mut chooser);
+        chooser.finish()
     }
 
     /// A lesson with the tags the vocabulary finds in it that it does not already carry
@@ -1134,10 +1221,10 @@ impl Vocabulary {
     /// tagged lesson is returned unchanged.
     pub fn tag_lesson(&self, text: &str) -> String {
         let carried = topics::exact_tags(text);
-        let missing: Vec<String> = self
+        let missing: Vec<Cow<'_, str>> = self
             .map(text)
             .into_iter()
-            .filter(|tag| !carried.contains(tag))
+            .filter(|tag| !carried.iter().any(|c| c == tag))
             .collect();
         if missing.is_empty() {
             return text.to_string();
@@ -1186,7 +1273,7 @@ mod tests {
     });
 
     fn map(text: &str) -> Vec<String> {
-        WIKI.map(text)
+        WIKI.map(text).into_iter().map(Cow::into_owned).collect()
     }
 
     #[test]
@@ -1472,26 +1559,6 @@ mod tests {
     }
 
     #[test]
-    fn the_dfa_built_after_a_megabyte_maps_like_the_nfa_before_it() {
-        let (vocabulary, _) = Vocabulary::from_wiki_listing(&wiki_listing());
-        let matcher = vocabulary.matcher.as_ref().unwrap();
-        assert!(matcher.dfa.get().is_none(), "no DFA before it is due");
-        let by_nfa: Vec<Vec<String>> = FREE_TEXT.iter().map(|(t, _)| vocabulary.map(t)).collect();
-        assert!(matcher.dfa.get().is_none());
-        let filler = "x".repeat(DFA_AFTER_BYTES);
-        assert!(vocabulary.map(&filler).is_empty());
-        assert!(
-            matches!(matcher.dfa.get(), Some(Some(_))),
-            "the DFA is built"
-        );
-        let by_dfa: Vec<Vec<String>> = FREE_TEXT.iter().map(|(t, _)| vocabulary.map(t)).collect();
-        assert_eq!(by_nfa, by_dfa);
-        for ((text, expected), got) in FREE_TEXT.iter().zip(&by_dfa) {
-            assert_eq!(got, expected, "{text}");
-        }
-    }
-
-    #[test]
     fn the_longest_whole_name_wins_and_a_shorter_name_gets_its_chance() {
         assert_eq!(map("Lumbridge Swamp"), ["place:lumbridge-swamp"]);
         assert_eq!(
@@ -1516,6 +1583,56 @@ mod tests {
             map("lumby first, quest:restless-ghost second"),
             ["place:lumbridge", "quest:restless-ghost"]
         );
+    }
+
+    #[test]
+    fn a_text_naming_many_tags_gives_each_once_in_order_of_appearance() {
+        // More tags than FoundTags lists before it keeps a set, each written twice.
+        let places: Vec<&Entry> = WIKI
+            .entries()
+            .iter()
+            .filter(|e| e.kind == "place" && map(&e.title) == [e.tag()])
+            .take(3 * FoundTags::LISTED)
+            .collect();
+        assert!(places.len() > FoundTags::LISTED, "{} places", places.len());
+        let titles: Vec<&str> = places.iter().map(|e| e.title.as_str()).collect();
+        let exact: Vec<String> = places.iter().map(|e| e.tag()).collect();
+        let text = format!(
+            "{}. {}. {}",
+            titles.join(", then "),
+            exact.join(" "),
+            titles.join(" and ")
+        );
+        assert_eq!(map(&text), exact);
+        // And exact tags the vocabulary does not know, each written twice.
+        let unknown: Vec<String> = (0..3 * FoundTags::LISTED)
+            .map(|n| format!("item:no-such-thing-{n}"))
+            .collect();
+        let text = format!("{} and again {}", unknown.join(", "), unknown.join(" "));
+        assert_eq!(map(&text), unknown);
+    }
+
+    #[test]
+    fn a_name_is_whole_wherever_it_falls_in_a_long_text() {
+        // Words that are parts of names (never a break between runs), then a name whose
+        // first word is a name of its own, at every place around the size of a run.
+        for before in CHOOSE_AFTER_WORDS - 4..CHOOSE_AFTER_WORDS + 4 {
+            let text = format!("{}Lumbridge Swamp", "the ".repeat(before));
+            assert_eq!(
+                map(&text),
+                ["place:lumbridge-swamp"],
+                "after {before} words"
+            );
+            let text = format!(
+                "{}quest:restless-ghost and Lumbridge Swamp",
+                "the x ".repeat(before)
+            );
+            assert_eq!(
+                map(&text),
+                ["quest:restless-ghost", "place:lumbridge-swamp"],
+                "after {before} words"
+            );
+        }
     }
 
     #[test]
@@ -1738,10 +1855,112 @@ mod tests {
             .prop_map(|parts| parts.concat())
         }
 
+        /// The tags of `text` by the plainest reading of the rules: fold the whole text, then at
+        /// each word try every known name from the longest down; a name found covers its words.
+        /// (Texts without colons, so without exact tags.)
+        fn naive_map(vocabulary: &Vocabulary, text: &str) -> Vec<String> {
+            let folded = name_key(text);
+            let words: Vec<&str> = folded.split(' ').filter(|w| !w.is_empty()).collect();
+            let longest = vocabulary
+                .names()
+                .map(|n| n.split(' ').count())
+                .max()
+                .unwrap_or(0);
+            let mut tags = Vec::new();
+            let mut at = 0;
+            while at < words.len() {
+                let found = (1..=longest.min(words.len() - at)).rev().find_map(|n| {
+                    let name = words[at..at + n].join(" ");
+                    vocabulary.by_key.get(name.as_str()).map(|&p| (n, p))
+                });
+                let Some((spanned, pattern)) = found else {
+                    at += 1;
+                    continue;
+                };
+                at += spanned;
+                if let Resolution::Tag {
+                    entry,
+                    everyday: false,
+                } = vocabulary.resolutions[pattern as usize]
+                {
+                    let tag = vocabulary.tags[entry as usize].to_string();
+                    if !tags.contains(&tag) {
+                        tags.push(tag);
+                    }
+                }
+            }
+            tags
+        }
+
+        /// Text made of the vocabulary's own words (so names, parts of names and runs of
+        /// names are common), other words and the breaks and apostrophes the rules fold.
+        fn name_words_strategy() -> impl Strategy<Value = String> {
+            let words: Vec<String> = {
+                let mut words: Vec<String> = WIKI
+                    .names()
+                    .flat_map(|n| n.split(' '))
+                    .map(str::to_string)
+                    .collect();
+                words.sort();
+                words.dedup();
+                words
+            };
+            let names: Vec<String> = WIKI.names().map(str::to_string).collect();
+            prop::collection::vec(
+                prop_oneof![
+                    4 => prop::sample::select(words),
+                    3 => prop::sample::select(names),
+                    1 => "[a-zA-Z0-9]{1,7}",
+                    1 => "\\PC{1,3}",
+                ]
+                .prop_flat_map(|word| {
+                    (
+                        Just(word),
+                        prop::sample::select(vec![" ", " ", ", ", "'s ", "-", "’", "\n", " the "]),
+                    )
+                })
+                .prop_map(|(word, gap)| format!("{word}{gap}")),
+                0..24,
+            )
+            .prop_map(|parts| parts.concat().replace(':', " "))
+        }
+
+        #[test]
+        fn a_text_of_many_runs_of_words_maps_as_its_naive_reading() {
+            // Every name of the vocabulary in one text, from a few different first ones: far
+            // more words than are chosen from at once.
+            let names: Vec<&str> = WIKI.names().collect();
+            for seed in [0, 1, 977, names.len() / 2, names.len() - 1] {
+                let (after, before) = names.split_at(seed);
+                let text = after
+                    .iter()
+                    .chain(before)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join(" and ");
+                assert!(text.split(' ').count() > 2 * CHOOSE_AFTER_WORDS);
+                assert_eq!(map(&text), naive_map(&WIKI, &text));
+                // Exact tags keep their places across the runs.
+                let tagged = format!("quest:restless-ghost {text} varrock quest:cooks-assistant");
+                let mut expected = vec!["quest:restless-ghost".to_string()];
+                expected.extend(
+                    naive_map(&WIKI, &text)
+                        .into_iter()
+                        .filter(|t| *t != "quest:restless-ghost"),
+                );
+                for tag in ["place:varrock", "quest:cooks-assistant"] {
+                    if !expected.iter().any(|t| t == tag) {
+                        expected.push(tag.to_string());
+                    }
+                }
+                assert_eq!(map(&tagged), expected);
+            }
+        }
+
         proptest! {
             #[test]
             fn mapping_any_text_never_panics_and_gives_unique_known_or_exact_tags(text in text_strategy()) {
-                let tags = WIKI.map(&text);
+                let tags = map(&text);
                 let exact = topics::exact_tags(&text);
                 for tag in &tags {
                     prop_assert_eq!(topics::normalize_tag(tag), Some(tag.clone()));
@@ -1754,13 +1973,33 @@ mod tests {
             }
 
             #[test]
+            fn the_word_scan_finds_what_a_naive_scan_of_the_folded_text_finds(
+                text in name_words_strategy(),
+            ) {
+                prop_assert_eq!(map(&text), naive_map(&WIKI, &text), "{:?}", text);
+            }
+
+            #[test]
+            fn the_exact_spans_are_every_tag_and_skill_reference_in_order(
+                text in text_strategy(),
+            ) {
+                let mut everywhere: Vec<(Range<usize>, Option<String>)> = topics::tag_spans(&text)
+                    .into_iter()
+                    .map(|(span, tag)| (span, Some(tag)))
+                    .chain(topics::skill_ref_spans(&text).into_iter().map(|(span, _)| (span, None)))
+                    .collect();
+                everywhere.sort_by_key(|(span, _)| span.start);
+                prop_assert_eq!(exact_spans(&text), everywhere);
+            }
+
+            #[test]
             fn mapping_is_idempotent(text in text_strategy()) {
-                let tags = WIKI.map(&text);
-                prop_assert_eq!(WIKI.map(&tags.join(" ")), tags.clone());
+                let tags = map(&text);
+                prop_assert_eq!(map(&tags.join(" ")), tags.clone());
                 let tagged = WIKI.tag_lesson(&text);
                 prop_assert_eq!(WIKI.tag_lesson(&tagged), tagged.clone());
                 let mut before = tags;
-                let mut after = WIKI.map(&tagged);
+                let mut after = map(&tagged);
                 before.sort();
                 after.sort();
                 prop_assert_eq!(before, after);
@@ -1776,7 +2015,7 @@ mod tests {
             ) {
                 let (name, tag) = NAMES[index];
                 let text = format!("{before}{open}{name}{close}{after}");
-                prop_assert!(WIKI.map(&text).contains(&tag.to_string()), "{}", text);
+                prop_assert!(map(&text).contains(&tag.to_string()), "{}", text);
             }
 
             #[test]
@@ -1787,7 +2026,7 @@ mod tests {
             ) {
                 let (name, tag) = NAMES[index];
                 let text = if front { format!("{glue}{name}") } else { format!("{name}{glue}") };
-                prop_assert!(!WIKI.map(&text).contains(&tag.to_string()), "{}", text);
+                prop_assert!(!map(&text).contains(&tag.to_string()), "{}", text);
             }
         }
     }

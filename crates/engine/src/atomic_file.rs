@@ -13,6 +13,32 @@ use std::path::Path;
 /// includes every file's mode: the same bytes must land with the same mode wherever they are
 /// written, or a verified apply could not compare a staged candidate with the committed files.
 pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    write_atomic_with(
+        path,
+        bytes,
+        Replace {
+            mode: Some(mode),
+            sync_folder: true,
+        },
+    )
+}
+
+/// How [`write_atomic_with`] leaves a replaced file and its folder.
+#[derive(Debug, Clone, Copy)]
+pub struct Replace {
+    /// The file's exact permission bits; `None` leaves them to the umask (`0o666` masked).
+    pub mode: Option<u32>,
+    /// Fsync the folder after the rename, so the rename survives a crash. A writer that
+    /// renames many files into one folder passes `false` and syncs the folder once at the end.
+    pub sync_folder: bool,
+}
+
+/// Writes `bytes` to `path` atomically: a temp file beside it, `.NAME.tmp-PID` (created
+/// exclusively and never through a symlink; one left by a killed process of the same pid is
+/// replaced), written in full, given its mode, fsynced and renamed over the name; the temp
+/// file is removed when anything fails. The folder must exist. Crash recovery elsewhere
+/// (`playbook::journal`, `lab::commit`, the mirror's sweep) finds leftovers by that name.
+pub fn write_atomic_with(path: &Path, bytes: &[u8], how: Replace) -> std::io::Result<()> {
     let folder = path.parent().unwrap_or(Path::new("."));
     let name = path
         .file_name()
@@ -20,12 +46,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()>
         .unwrap_or_default();
     let temp = folder.join(format!(".{name}.tmp-{}", std::process::id()));
     let create = || {
-        OpenOptions::new()
+        let mut options = OpenOptions::new();
+        options
             .write(true)
             .create_new(true)
-            .mode(mode & 0o7777)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temp)
+            .custom_flags(libc::O_NOFOLLOW);
+        if let Some(mode) = how.mode {
+            options.mode(mode & 0o7777);
+        }
+        options.open(&temp)
     };
     let mut file = match create() {
         Err(err) if err.kind() == ErrorKind::AlreadyExists => {
@@ -37,14 +66,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()>
     let written = file
         .write_all(bytes)
         // The umask may have masked bits off at creation; set exactly what was asked.
-        .and_then(|()| file.set_permissions(fs::Permissions::from_mode(mode & 0o7777)))
+        .and_then(|()| match how.mode {
+            Some(mode) => file.set_permissions(fs::Permissions::from_mode(mode & 0o7777)),
+            None => Ok(()),
+        })
         .and_then(|()| file.sync_all());
     drop(file);
     if let Err(err) = written.and_then(|()| fs::rename(&temp, path)) {
         let _ = fs::remove_file(&temp);
         return Err(err);
     }
-    sync_dir(folder)
+    if how.sync_folder {
+        sync_dir(folder)?;
+    }
+    Ok(())
 }
 
 /// Fsyncs a folder so a rename or removal in it survives a crash.
@@ -66,6 +101,25 @@ mod tests {
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o7777,
             0o600
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn without_a_mode_the_file_keeps_what_the_umask_gives_and_lands_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("b.txt");
+        let how = Replace {
+            mode: None,
+            sync_folder: false,
+        };
+        write_atomic_with(&path, b"first", how).unwrap();
+        write_atomic_with(&path, b"second", how).unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"second");
+        // No execute bit and nothing more than 0o666 (the umask may take bits away).
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o7111,
+            0
         );
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
     }

@@ -27,9 +27,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::OsString;
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{ErrorKind, Read as _, Write as _};
+use std::io::{ErrorKind, Read as _};
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+
+use crate::atomic_file::{Replace, write_atomic_with};
 
 /// The manifest in the mirror directory: a JSON map from wanted path to key.
 pub const MANIFEST: &str = ".manifest";
@@ -611,40 +613,16 @@ fn write_manifest(
     root.sync_all().map_err(io("sync", dir))
 }
 
-/// Writes `folder/name` atomically: a hidden temp file in the same folder, written in full,
-/// made read-only, fsynced, renamed over the name. The folder is not fsynced here (once per
-/// refresh, after all renames). The temp file is removed when anything fails.
+/// Writes `folder/name` atomically and read-only (see
+/// [`crate::atomic_file::write_atomic_with`]). The folder is not fsynced here (once per
+/// refresh, after all renames).
 fn write_atomic(folder: &Path, name: &str, bytes: &[u8]) -> Result<(), MirrorError> {
-    let temp = folder.join(format!(".{name}.tmp-{}", std::process::id()));
     let target = folder.join(name);
-    // O_EXCL: never opens an existing file or follows a symlink planted at the temp name.
-    let create = || {
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(FILE_MODE)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temp)
+    let how = Replace {
+        mode: Some(FILE_MODE),
+        sync_folder: false,
     };
-    let mut file = match create() {
-        Err(err) if err.kind() == ErrorKind::AlreadyExists => {
-            fs::remove_file(&temp).map_err(io("remove", &temp))?;
-            create()
-        }
-        other => other,
-    }
-    .map_err(io("create", &temp))?;
-    // The mode is set on the handle: `mode()` above is narrowed by the umask.
-    let done = file
-        .write_all(bytes)
-        .and_then(|()| file.set_permissions(Permissions::from_mode(FILE_MODE)))
-        .and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(err) = done.and_then(|()| fs::rename(&temp, &target)) {
-        let _ = fs::remove_file(&temp);
-        return Err(io("write", &target)(err));
-    }
-    Ok(())
+    write_atomic_with(&target, bytes, how).map_err(io("write", &target))
 }
 
 fn relative(folder: &str, name: &OsString) -> String {

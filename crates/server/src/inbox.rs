@@ -753,50 +753,55 @@ fn answered(key: &str, id: i64) -> Response {
     Redirect::to(&format!("/dashboard/inbox?ws={key}&card={id}")).into_response()
 }
 
-async fn approve(
-    State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
-    Path((key, raw)): Path<(String, String)>,
-    form: Result<Form<CsrfForm>, FormRejection>,
-) -> Response {
-    // The session and its CSRF token are checked before anything is looked up or changed.
-    let (session, _) = match checked_form(session, form) {
-        Ok(checked) => checked,
-        Err(response) => return *response,
-    };
-    let Some(id) = parse_id(&raw) else {
-        return no_card();
-    };
-    let app = state.clone();
-    let answer = state
-        .blocking(move || -> Result<Response, ApiError> {
-            let mine = mine(&app, session.owner)?;
-            let Some(workspace) = mine.workspace(&key) else {
-                return Ok(no_card());
-            };
-            let back = card_path(&key, id);
-            // The same calls as `mindrune card approve`: the door's rules, the workspace lock
-            // and the fingerprint binding all apply. A change that can no longer be applied is
-            // answered `refused`, which the notice says.
-            let done = Playbooks::open(&workspace.path).and_then(|playbooks| playbooks.approve(id));
-            Ok(match done {
-                Ok(_) => answered(&key, id),
-                Err(err) => playbook_error(err, &mine.shown, &back),
-            })
-        })
-        .await;
-    match answer {
-        Ok(Ok(response)) => response,
-        Ok(Err(err)) | Err(err) => error_page(&err),
+/// One answer to a card, once the session, its CSRF token and the card's id were checked:
+/// everything an answer needs to act and to show the card again.
+struct Answering<F> {
+    mine: Mine,
+    key: String,
+    id: i64,
+    /// The session's CSRF token, for a card shown again with a problem.
+    csrf: String,
+    form: F,
+}
+
+impl<F> Answering<F> {
+    /// Where the card is shown, for a notice's way back.
+    fn back(&self) -> String {
+        card_path(&self.key, self.id)
+    }
+
+    /// The card's workspace, opened, or the response that says why not.
+    fn open(&self) -> Result<Playbooks, Box<Response>> {
+        let Some(workspace) = self.mine.workspace(&self.key) else {
+            return Err(Box::new(no_card()));
+        };
+        Playbooks::open(&workspace.path)
+            .map_err(|err| Box::new(playbook_error(err, &self.mine.shown, &self.back())))
+    }
+
+    /// The engine's answer to the card: back to the Inbox when it was taken, else the error.
+    fn done<T>(&self, done: Result<T, PlaybookError>) -> Response {
+        match done {
+            Ok(_) => answered(&self.key, self.id),
+            Err(err) => playbook_error(err, &self.mine.shown, &self.back()),
+        }
     }
 }
 
-async fn reject(
-    State(state): State<AppState>,
+/// Answers a card with `act`, off the async threads: the session and its CSRF token are
+/// checked before anything is looked up or changed, the workspace is found only among the
+/// session owner's own, and a store failure is an error page.
+async fn answer_card<F, A>(
+    state: AppState,
     session: Result<OwnerSession, ApiError>,
-    Path((key, raw)): Path<(String, String)>,
-    form: Result<Form<RejectForm>, FormRejection>,
-) -> Response {
+    (key, raw): (String, String),
+    form: Result<Form<F>, FormRejection>,
+    act: A,
+) -> Response
+where
+    F: CarriesCsrf + Send + 'static,
+    A: FnOnce(Answering<F>) -> Response + Send + 'static,
+{
     let (session, form) = match checked_form(session, form) {
         Ok(checked) => checked,
         Err(response) => return *response,
@@ -808,53 +813,82 @@ async fn reject(
     let answer = state
         .blocking(move || -> Result<Response, ApiError> {
             let mine = mine(&app, session.owner)?;
-            let Some(workspace) = mine.workspace(&key) else {
-                return Ok(no_card());
-            };
-            let back = card_path(&key, id);
-            let playbooks = match Playbooks::open(&workspace.path) {
-                Ok(playbooks) => playbooks,
-                Err(err) => return Ok(playbook_error(err, &mine.shown, &back)),
-            };
-            match playbooks.ledger().card(id) {
-                Ok(Some(_)) => {}
-                Ok(None) => return Ok(no_card()),
-                Err(err) => return Ok(playbook_error(err, &mine.shown, &back)),
-            }
-            let reason = form.reason.trim();
-            let problem = if reason.is_empty() {
-                Some(
-                    "Say why you turn it down: the reason is kept with the card, and for a new skill the door repeats it when the same name is proposed again. Nothing was changed.".to_string(),
-                )
-            } else if reason.chars().count() > MAX_REASON_CHARS {
-                Some(format!(
-                    "The reason is over {MAX_REASON_CHARS} characters; shorten it. Nothing was changed."
-                ))
-            } else {
-                None
-            };
-            if let Some(problem) = problem {
-                return Ok(card_response(
-                    &mine,
-                    &key,
-                    id,
-                    &session.csrf_token,
-                    StatusCode::BAD_REQUEST,
-                    Some(&problem),
-                    &form.reason,
-                ));
-            }
-            // The same call as `mindrune card reject --reason`.
-            Ok(match playbooks.reject(id, reason) {
-                Ok(_) => answered(&key, id),
-                Err(err) => playbook_error(err, &mine.shown, &back),
-            })
+            Ok(act(Answering {
+                mine,
+                key,
+                id,
+                csrf: session.csrf_token,
+                form,
+            }))
         })
         .await;
     match answer {
         Ok(Ok(response)) => response,
         Ok(Err(err)) | Err(err) => error_page(&err),
     }
+}
+
+async fn approve(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(card): Path<(String, String)>,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Response {
+    answer_card(state, session, card, form, |answering| {
+        // The same calls as `mindrune card approve`: the door's rules, the workspace lock
+        // and the fingerprint binding all apply. A change that can no longer be applied is
+        // answered `refused`, which the notice says.
+        match answering.open() {
+            Ok(playbooks) => answering.done(playbooks.approve(answering.id)),
+            Err(response) => *response,
+        }
+    })
+    .await
+}
+
+async fn reject(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(card): Path<(String, String)>,
+    form: Result<Form<RejectForm>, FormRejection>,
+) -> Response {
+    answer_card(state, session, card, form, |answering| {
+        let playbooks = match answering.open() {
+            Ok(playbooks) => playbooks,
+            Err(response) => return *response,
+        };
+        match playbooks.ledger().card(answering.id) {
+            Ok(Some(_)) => {}
+            Ok(None) => return no_card(),
+            Err(err) => return answering.done::<()>(Err(err)),
+        }
+        let reason = answering.form.reason.trim();
+        let problem = if reason.is_empty() {
+            Some(
+                "Say why you turn it down: the reason is kept with the card, and for a new skill the door repeats it when the same name is proposed again. Nothing was changed.".to_string(),
+            )
+        } else if reason.chars().count() > MAX_REASON_CHARS {
+            Some(format!(
+                "The reason is over {MAX_REASON_CHARS} characters; shorten it. Nothing was changed."
+            ))
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return card_response(
+                &answering.mine,
+                &answering.key,
+                answering.id,
+                &answering.csrf,
+                StatusCode::BAD_REQUEST,
+                Some(&problem),
+                &answering.form.reason,
+            );
+        }
+        // The same call as `mindrune card reject --reason`.
+        answering.done(playbooks.reject(answering.id, reason))
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -10,14 +10,14 @@
 //! <workspace>/.mindrune/playbooks.sqlite3        the ledger (cards, usage log, index)
 //! ```
 
-use std::fs::{self, OpenOptions};
-use std::io::{ErrorKind, Write as _};
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::fs;
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use mindrune_core::playbook_file::{self, SkillFile, Status};
 
 use super::{PlaybookError, Rule, io_error};
+use crate::atomic_file::{Replace, write_atomic_with};
 
 pub const SKILLS: &str = "skills";
 pub const PENDING: &str = "pending";
@@ -102,39 +102,17 @@ pub fn check_name(name: &str) -> Result<(), PlaybookError> {
     Ok(())
 }
 
-/// Writes `path` atomically: a temp file beside it (never following a symlink), written in
-/// full, fsynced, renamed over the name, and the folder fsynced, so a crash leaves the old
-/// file or the new one and never a mix.
+/// Writes `path` atomically (see [`crate::atomic_file::write_atomic_with`]), creating its
+/// folder first and fsyncing it after, so a crash leaves the old file or the new one and never
+/// a mix.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlaybookError> {
     let folder = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(folder).map_err(io_error("create", folder))?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = folder.join(format!(".{name}.tmp-{}", std::process::id()));
-    let create = || {
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&temp)
+    let how = Replace {
+        mode: None,
+        sync_folder: true,
     };
-    let mut file = match create() {
-        Err(err) if err.kind() == ErrorKind::AlreadyExists => {
-            fs::remove_file(&temp).map_err(io_error("remove", &temp))?;
-            create()
-        }
-        other => other,
-    }
-    .map_err(io_error("create", &temp))?;
-    let done = file.write_all(bytes).and_then(|()| file.sync_all());
-    drop(file);
-    if let Err(err) = done.and_then(|()| fs::rename(&temp, path)) {
-        let _ = fs::remove_file(&temp);
-        return Err(io_error("write", path)(err));
-    }
-    sync_dir(folder)
+    write_atomic_with(path, bytes, how).map_err(io_error("write", path))
 }
 
 /// Moves a folder to a new place in one rename (both are under `skills/`, one filesystem), and

@@ -40,11 +40,7 @@ pub struct Replace {
 /// (`playbook::journal`, `lab::commit`, the mirror's sweep) finds leftovers by that name.
 pub fn write_atomic_with(path: &Path, bytes: &[u8], how: Replace) -> std::io::Result<()> {
     let folder = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = folder.join(format!(".{name}.tmp-{}", std::process::id()));
+    let temp = folder.join(format!("{}{}", temp_prefix(path), std::process::id()));
     let create = || {
         let mut options = OpenOptions::new();
         options
@@ -78,6 +74,45 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], how: Replace) -> std::io::Re
     }
     if how.sync_folder {
         sync_dir(folder)?;
+    }
+    Ok(())
+}
+
+/// The name of a temp file of `path` up to its pid: `.NAME.tmp-`.
+fn temp_prefix(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".{name}.tmp-")
+}
+
+/// Removes the temp files interrupted [`write_atomic_with`]s of `path` left beside it
+/// (`.NAME.tmp-PID`, named by the processes that were killed). The caller must hold whatever
+/// lock keeps a live write of the same file away (the lab target's lock, the playbook
+/// workspace's). A temp that cannot be removed is named in the error.
+pub fn remove_interrupted_temps(path: &Path) -> Result<(), (std::path::PathBuf, std::io::Error)> {
+    let Some(folder) = path.parent() else {
+        return Ok(());
+    };
+    let prefix = temp_prefix(path);
+    let Ok(entries) = fs::read_dir(folder) else {
+        return Ok(());
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let is_temp = file
+            .to_str()
+            .and_then(|file| file.strip_prefix(&prefix))
+            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit()));
+        if is_temp {
+            let temp = entry.path();
+            match fs::remove_file(&temp) {
+                Ok(()) => {}
+                Err(err) if err.kind() == ErrorKind::NotFound => {}
+                Err(err) => return Err((temp, err)),
+            }
+        }
     }
     Ok(())
 }

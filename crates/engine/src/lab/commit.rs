@@ -290,34 +290,13 @@ fn roll_back(repo_root: &Path, dir: &Path, manifest: &Manifest) -> Result<(), Ap
     Ok(())
 }
 
-/// Removes the temp file an interrupted [`write_atomic`] of `path` left beside it
-/// (`.NAME.tmp-PID`, named by the process that was killed), so that a rolled-back package
-/// holds nothing of the change and a folder the commit created is empty again. The caller
-/// holds the target's lock, so no live write of the same file can be under way.
+/// Removes the temp file an interrupted write of `path` left beside it, so that a
+/// rolled-back package holds nothing of the change and a folder the commit created is empty
+/// again. The caller holds the target's lock, so no live write of the same file can be under
+/// way.
 fn remove_interrupted_temps(path: &Path) -> Result<(), ApplyError> {
-    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
-        return Ok(());
-    };
-    let prefix = format!(".{}.tmp-", name.to_string_lossy());
-    let Ok(entries) = fs::read_dir(folder) else {
-        return Ok(());
-    };
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let is_temp = file
-            .to_str()
-            .and_then(|file| file.strip_prefix(&prefix))
-            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit()));
-        if is_temp {
-            let temp = entry.path();
-            match fs::remove_file(&temp) {
-                Ok(()) => {}
-                Err(err) if err.kind() == io::ErrorKind::NotFound => {}
-                Err(source) => return Err(io_error("remove", &temp)(source)),
-            }
-        }
-    }
-    Ok(())
+    crate::atomic_file::remove_interrupted_temps(path)
+        .map_err(|(temp, source)| io_error("remove", &temp)(source))
 }
 
 /// Writes a crash point for the fault-injection tests: with `MINDRUNE_LAB_CRASH_AT=N` in a

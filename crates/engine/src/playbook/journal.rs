@@ -51,32 +51,20 @@ pub struct Entry {
     pub filed: Option<FiledCard>,
 }
 
-/// A card's row as it was filed, kept in the journal (see [`Entry::filed`]).
+/// A card's row as it was filed, kept in the journal (see [`Entry::filed`]): its kind and the
+/// row itself, whose fields the journal holds beside `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FiledCard {
     pub kind: String,
-    pub skill: String,
-    pub filed_by: String,
-    pub proposal: Option<String>,
-    pub fingerprint: Option<String>,
-    pub base_version: Option<u32>,
-    pub restore_version: Option<u32>,
-    pub report_id: Option<i64>,
-    pub why: Option<String>,
+    #[serde(flatten)]
+    pub card: ledger::NewCard,
 }
 
 impl FiledCard {
     pub fn new(kind: ledger::CardKind, card: &ledger::NewCard) -> FiledCard {
         FiledCard {
             kind: kind.as_str().to_string(),
-            skill: card.skill.clone(),
-            filed_by: card.filed_by.clone(),
-            proposal: card.proposal.clone(),
-            fingerprint: card.fingerprint.clone(),
-            base_version: card.base_version,
-            restore_version: card.restore_version,
-            report_id: card.report_id,
-            why: card.why.clone(),
+            card: card.clone(),
         }
     }
 }
@@ -95,7 +83,7 @@ pub fn apply(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<()
 }
 
 fn finish(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), PlaybookError> {
-    if let Some(filed) = &entry.filed {
+    if let Some(FiledCard { kind, card: filed }) = &entry.filed {
         // Filed again under its own number when the crash took the uncommitted row (no other
         // card can have taken the number: every write finishes the journal first).
         tx.execute(
@@ -104,7 +92,7 @@ fn finish(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), P
              VALUES (?1, ?2, ?3, 'waiting', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
             rusqlite::params![
                 entry.card,
-                filed.kind,
+                kind,
                 filed.skill,
                 filed.filed_by,
                 ledger::now(),
@@ -189,33 +177,11 @@ fn run(workspace: &Path, step: &Step) -> Result<(), PlaybookError> {
     }
 }
 
-/// Removes what an interrupted [`layout::write_atomic`] of `path` left beside it (its temp
-/// file, `.NAME.tmp-PID`, named by the process that was killed). Only ever called inside the
-/// workspace lock, so no live write of the same file can be under way.
+/// Removes what an interrupted [`layout::write_atomic`] of `path` left beside it. Only ever
+/// called inside the workspace lock, so no live write of the same file can be under way.
 fn remove_interrupted_temps(path: &Path) -> Result<(), PlaybookError> {
-    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
-        return Ok(());
-    };
-    let prefix = format!(".{}.tmp-", name.to_string_lossy());
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return Ok(());
-    };
-    for entry in entries.flatten() {
-        let file = entry.file_name();
-        let is_temp = file
-            .to_str()
-            .and_then(|file| file.strip_prefix(&prefix))
-            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|byte| byte.is_ascii_digit()));
-        if is_temp {
-            let temp = entry.path();
-            match std::fs::remove_file(&temp) {
-                Ok(()) => {}
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
-                Err(err) => return Err(io_error("remove", &temp)(err)),
-            }
-        }
-    }
-    Ok(())
+    crate::atomic_file::remove_interrupted_temps(path)
+        .map_err(|(temp, source)| io_error("remove", &temp)(source))
 }
 
 /// Finishes a change a crash interrupted, inside the caller's locked transaction. Called at
@@ -254,5 +220,32 @@ pub fn clear(workspace: &Path) -> Result<(), PlaybookError> {
         Ok(()) => Ok(()),
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(err) => Err(io_error("remove", &path)(err)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A journal left by a crash is read by the next process, maybe a newer one: a filed card
+    /// keeps its flat shape, every field of the row beside `kind`.
+    #[test]
+    fn a_filed_card_is_kept_flat_beside_its_kind_and_reads_back() {
+        let written = serde_json::json!({
+            "kind": "revision",
+            "skill": "buy-milk",
+            "filed_by": "fixer",
+            "proposal": "skills/pending/buy-milk.md",
+            "fingerprint": "sha256:ab",
+            "base_version": 3,
+            "restore_version": null,
+            "report_id": 7,
+            "why": "the shop moved",
+        });
+        let filed: FiledCard = serde_json::from_value(written.clone()).unwrap();
+        assert_eq!(filed.kind, "revision");
+        assert_eq!(filed.card.base_version, Some(3));
+        assert_eq!(filed.card.restore_version, None);
+        assert_eq!(serde_json::to_value(&filed).unwrap(), written);
     }
 }

@@ -118,8 +118,8 @@ pub struct Card {
     pub outcome: Option<String>,
 }
 
-/// A card about to be filed.
-#[derive(Debug, Clone, Default)]
+/// A card about to be filed (also kept in the journal, see `journal::FiledCard`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NewCard {
     pub skill: String,
     pub filed_by: String,

@@ -1953,7 +1953,9 @@ fn parse_assignment(line: &str, s: usize, e: usize, decl_line: bool) -> Option<P
     }
     let consumed = end;
     let value = &line[p..end];
-    let is_expression = decl_line
+    // On a declaration line an unquoted value is a name (`const password = userInput`),
+    // unless it looks like a credential itself (`fn login password=Pw7MrgVhm7luF`).
+    let is_expression = (decl_line && !token_like(value))
         || matches!(b.get(end), Some(b'(' | b'['))
         || looks_like_member_access(value)
         || looks_like_code_value(value, b.get(end).copied());
@@ -3270,6 +3272,27 @@ mod tests {
                 prop_assert_eq!(out.text.matches('\n').count(), text.matches('\n').count());
                 prop_assert!(!out.findings.is_empty());
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod declaration_line_values {
+    use super::*;
+
+    #[test]
+    fn a_credential_shaped_value_on_a_declaration_line_is_redacted_and_a_name_is_not() {
+        let scrubber = Scrubber::new(&[]);
+        let caught = scrubber.scrub("fn login password=Pw7MrgVhm7luF");
+        assert_eq!(caught.text, "fn login password=[redacted]");
+        for code in [
+            "const password = userPassword;",
+            "let token = accessToken",
+            "fn login(password = default_password)",
+            "const secret = process.env.SECRET",
+            "def connect(api_key=API_KEY):",
+        ] {
+            assert_eq!(scrubber.scrub(code).text, code, "{code}");
         }
     }
 }

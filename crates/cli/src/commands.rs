@@ -1,7 +1,7 @@
 //! The subcommands. Each reads its input, calls the engine or the store, and renders.
 
 use std::io::{BufRead as _, Read as _, Write as _};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
@@ -226,48 +226,77 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
     })
 }
 
+/// Claude Code runs hook processes in its current folder, which moves with the agent's `cd`: a
+/// relative library or relay location is taken from the project's folder, which Claude Code
+/// names in `CLAUDE_PROJECT_DIR`, so a hook finds it from anywhere.
+fn from_project_dir(path: &Path) -> PathBuf {
+    match std::env::var_os("CLAUDE_PROJECT_DIR") {
+        Some(project) if path.is_relative() && !project.is_empty() => {
+            Path::new(&project).join(path)
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
 pub fn hook_claude_code(
     home: &Path,
-    agent: &str,
+    agent: Option<&str>,
     relay: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     // A hook must never block the agent: bad input or a missing library is reported on
     // stderr with exit status 1 (Claude Code shows it and carries on), never 2 (which blocks).
+    // Nothing goes to stdout but a `SessionStart`'s context: Claude Code reads a hook's stdout.
     let outcome = (|| -> anyhow::Result<()> {
         let mut input = String::new();
         std::io::stdin()
             .read_to_string(&mut input)
             .context("cannot read the hook input")?;
+        let agent = hook::agent_name(agent)?;
         if let Some(relay) = relay {
             // Relay mode: the runner beside the sandbox delivers to the server, so the hook
             // only writes a file and never waits for the network or needs a library. Its notes
             // of started calls live in the relay folder too.
+            let relay = from_project_dir(relay);
             let spool = relay.join(mindrune_server::runner::spool::PENDING);
             match hook::handle(&input, agent, &spool)? {
                 HookAction::Record(event) => {
-                    mindrune_server::runner::spool::relay_event(relay, &event)?;
+                    // The spool is on disk: the bot's own secrets (its bot.env) are scrubbed
+                    // before the event touches it, as the runner scrubs what it sends.
+                    let event = scrubbed_for_relay(*event, agent);
+                    mindrune_server::runner::spool::relay_event(&relay, &event)?;
                 }
                 HookAction::TurnEnded { .. } => {
-                    mindrune_server::runner::spool::relay_turn_end(relay)?;
+                    mindrune_server::runner::spool::relay_turn_end(&relay)?;
+                }
+                HookAction::SessionStarted => {
+                    let kept = relay.join(mindrune_server::runner::spool::INSTRUCTIONS);
+                    let text = std::fs::read_to_string(&kept).unwrap_or_else(|_| {
+                        format!(
+                            "MindRune's runner for `{agent}` has not started yet (no {}), so its instructions are not here; start it (`mindrune runner --agent {agent} …`), then start this session again.",
+                            kept.display()
+                        )
+                    });
+                    print_session_context(&text)?;
                 }
                 HookAction::Started | HookAction::Ignored(_) => {}
             }
             return Ok(());
         }
+        let home = from_project_dir(home);
         let spool = home.join("hooks").join("claude-code");
         match hook::handle(&input, agent, &spool)? {
             HookAction::Record(event) => {
-                let store = library::open(home)?;
+                let store = library::open(&home)?;
                 let recorded = Recorder::new(&*store).record(&event)?;
                 for warning in recorded.warnings {
                     eprintln!("mindrune: {warning}");
                 }
             }
-            HookAction::TurnEnded { .. } => {
-                // Claude Code's Stop is the agent's turn boundary: scan, share, un-share,
-                // lessons, and the mirror when it is due. The report goes to stderr, which
-                // Claude Code shows only in its verbose mode.
-                let store = library::open(home)?;
+            HookAction::TurnEnded { failure, .. } => {
+                // Claude Code's Stop (or StopFailure, a turn an API error ended) is the agent's
+                // turn boundary: scan, share, un-share, lessons, and the mirror when it is due.
+                // The report goes to stderr, which Claude Code shows only in its verbose mode.
+                let store = library::open(&home)?;
                 let report = turn::turn_boundary(
                     &*store,
                     agent,
@@ -276,8 +305,22 @@ pub fn hook_claude_code(
                     None,
                 )?;
                 let mut text = Vec::new();
+                if let Some(failure) = failure {
+                    writeln!(text, "{agent}: the turn ended on an API error ({failure}).")?;
+                }
                 render::turn_report(&mut text, &report, false)?;
                 eprint!("{}", String::from_utf8_lossy(&text));
+            }
+            HookAction::SessionStarted => {
+                // The agent's start: every header re-checked and family-skills/ written before
+                // the agent reads it, then what it is told becomes its context.
+                let store = library::open(&home)?;
+                let report =
+                    turn::turn_boundary(&*store, agent, Boundary::Start, MirrorPolicy::Now, None)?;
+                let mut text = Vec::new();
+                render::turn_report(&mut text, &report, true)?;
+                eprint!("{}", String::from_utf8_lossy(&text));
+                print_session_context(&session_instructions(&*store, agent)?)?;
             }
             HookAction::Started | HookAction::Ignored(_) => {}
         }
@@ -290,6 +333,66 @@ pub fn hook_claude_code(
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// An event with the bot's secrets (`bots/<agent>/bot.env` of the checkout Claude Code names in
+/// `CLAUDE_PROJECT_DIR`, else of the folder the call started in) and credential shapes scrubbed
+/// from its command, code and output.
+fn scrubbed_for_relay(
+    mut event: mindrune_core::event::Event,
+    agent: &str,
+) -> mindrune_core::event::Event {
+    use mindrune_core::event::Call;
+    let workspace = std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| match &event.call {
+            Call::Shell { cwd: Some(cwd), .. } => Some(PathBuf::from(cwd)),
+            _ => None,
+        });
+    let scrubber = match &workspace {
+        Some(workspace) => {
+            mindrune_server::runner::files::AgentFolder { workspace, agent }.scrubber()
+        }
+        None => mindrune_core::secrets::Scrubber::new(&[]),
+    };
+    let scrub = |text: &mut String| *text = scrubber.scrub(text).text.into_owned();
+    match &mut event.call {
+        Call::Shell { command, .. } => scrub(command),
+        Call::ExecuteCode { code } => scrub(code),
+        Call::ExecuteScript { .. } => {}
+    }
+    if let Some(output) = &mut event.output {
+        scrub(output);
+    }
+    event
+}
+
+/// What an agent is told at its start: `mindrune instructions`' text.
+fn session_instructions(store: &dyn Store, agent: &str) -> anyhow::Result<String> {
+    let agent = find_agent(store, agent)?;
+    let owner = store.owner(agent.owner)?;
+    Ok(mindrune_core::instructions::text(
+        &agent.name,
+        SharingBar::for_family(owner.eager_sharing),
+        owner.eager_sharing,
+        family::mirror_relative(&agent),
+    ))
+}
+
+/// A `SessionStart` hook's answer: Claude Code adds `additionalContext` to the agent's
+/// context (the JSON form, so nothing else on stdout can be mistaken for it).
+fn print_session_context(text: &str) -> anyhow::Result<()> {
+    let answer = serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": text,
+        }
+    });
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &answer)?;
+    writeln!(out)?;
+    Ok(())
 }
 
 pub fn skills(
@@ -492,9 +595,7 @@ pub fn mirror(
 
 pub fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let agent = find_agent(&*store, agent)?;
-    let eager = store.owner(agent.owner)?.eager_sharing;
-    let text = mindrune_core::instructions::text(&agent.name, SharingBar::for_family(eager), eager);
+    let text = session_instructions(&*store, agent)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -323,9 +323,10 @@ enum AgentCommand {
 enum HookHost {
     /// Read one Claude Code hook call (JSON) on standard input.
     ClaudeCode {
-        /// The agent whose tool calls these are.
-        #[arg(long)]
-        agent: String,
+        /// The agent whose tool calls these are: the bot's name (one settings file serves
+        /// every bot of a checkout, so whoever starts its Claude Code sets MINDRUNE_AGENT).
+        #[arg(long, env = "MINDRUNE_AGENT")]
+        agent: Option<String>,
         /// Write each call and turn end into DIR/inbox/ for `mindrune runner` instead of
         /// recording it into the library (no library is needed then).
         #[arg(long, value_name = "DIR", env = "MINDRUNE_RELAY")]
@@ -601,7 +602,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Record { file, json } => commands::record(&home, file.as_deref(), json),
         Command::Hook {
             host: HookHost::ClaudeCode { agent, relay },
-        } => commands::hook_claude_code(&home, &agent, relay.as_deref()),
+        } => commands::hook_claude_code(&home, agent.as_deref(), relay.as_deref()),
         Command::Skills { agent, owner, json } => {
             commands::skills(&home, agent.as_deref(), owner.as_deref(), json)
         }

@@ -498,6 +498,9 @@ pub fn turn_report(out: &mut impl Write, report: &TurnReport, start: bool) -> st
     for diagnostic in &report.diagnostics {
         writeln!(out, "  warning: {diagnostic}")?;
     }
+    for line in &report.unrecorded {
+        writeln!(out, "  not recorded: {line}")?;
+    }
     mirror_outcome(out, &report.mirror)
 }
 
@@ -547,6 +550,20 @@ fn offer_text(
     Ok(())
 }
 
+/// What the wrap-up tells an agent whose runs went to the background: how many, why they do
+/// not count, and how to keep a run countable.
+fn unrecorded_background_advice(count: usize) -> String {
+    format!(
+        "{} since the last wrap-up went unrecorded: {} in the background (`… &`, `run_in_background`, or past the Bash timeout, when Claude Code moves a command to the background), and MindRune cannot see how a detached run ends. To keep a run countable, let it finish in the foreground within the timeout, or pass a longer `timeout` to Bash (up to 600000 ms).",
+        if count == 1 {
+            "1 of your runs".to_string()
+        } else {
+            format!("{count} of your runs")
+        },
+        if count == 1 { "it ran" } else { "they ran" }
+    )
+}
+
 pub fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
     writeln!(out, "{}: wrap-up", wrap.agent)?;
     writeln!(out, "\n{}", wrap.lesson_prompt)?;
@@ -578,6 +595,13 @@ pub fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
         for line in advice.quote.lines() {
             writeln!(out, "    {line}")?;
         }
+    }
+    if wrap.unrecorded_background > 0 {
+        writeln!(
+            out,
+            "\n{}",
+            unrecorded_background_advice(wrap.unrecorded_background)
+        )?;
     }
     for diagnostic in &wrap.diagnostics {
         writeln!(out, "\nwarning: {diagnostic}")?;

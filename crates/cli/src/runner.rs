@@ -21,9 +21,14 @@ pub struct RunnerArgs {
     /// The runner token (`mindrune token issue AGENT`).
     #[arg(long, env = "MINDRUNE_RUNNER_TOKEN", hide_env_values = true)]
     token: String,
-    /// The folder that holds bots/AGENT/ (family-skills/ is written beside it).
+    /// The folder that holds bots/AGENT/ (family-skills/ is written beside it, unless --mirror
+    /// says elsewhere).
     #[arg(long)]
     workspace: PathBuf,
+    /// Where the agent's family-skills/ is written [default: WORKSPACE/family-skills]; in a
+    /// checkout several bots share, each has its own: WORKSPACE/bots/AGENT/family-skills.
+    #[arg(long, value_name = "DIR")]
+    mirror: Option<PathBuf>,
     /// The avatar (its bot's name).
     #[arg(long)]
     agent: String,
@@ -72,6 +77,7 @@ pub fn run(home: &Path, args: RunnerArgs) -> anyhow::Result<ExitCode> {
     config.once = args.once;
     config.turn_every = args.turn_every.map(Duration::from_secs);
     config.state_file = args.state_file;
+    config.mirror = args.mirror.map(absolute).transpose()?;
     config.max_batch = args.max_batch;
     if !config.once {
         // The one line a person starting the runner needs; the rest goes to the log

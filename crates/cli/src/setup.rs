@@ -23,21 +23,104 @@ use mindrune_store::Store;
 use crate::commands::thousands;
 use crate::library;
 
-/// The command every hook runs. One settings file serves every bot of the checkout: whoever
-/// starts the agent (the runner) sets `MINDRUNE_AGENT` to the bot's name.
-pub const HOOK_COMMAND: &str = r#"mindrune hook claude-code --agent "$MINDRUNE_AGENT""#;
+/// The start of the command every hook runs. One settings file serves every bot of the
+/// checkout: whoever starts the bot's Claude Code sets `MINDRUNE_AGENT` to the bot's name (the
+/// hook reads it from its environment).
+const HOOK_COMMAND_START: &str = "mindrune hook claude-code";
+
+/// The command the hooks run for the library in `library` (absolute). Claude Code runs a hook
+/// in its current folder, which moves with the agent's `cd`, so the library is named from the
+/// project's folder (`$CLAUDE_PROJECT_DIR`, which Claude Code sets) when it lies inside the
+/// checkout, and absolutely otherwise; never relative to wherever the hook happens to run.
+fn hook_command(checkout: &Path, library: &Path) -> String {
+    let home = match library.strip_prefix(checkout) {
+        Ok(inside) if inside.as_os_str().is_empty() => "\"$CLAUDE_PROJECT_DIR\"".to_string(),
+        Ok(inside) => format!(
+            "\"$CLAUDE_PROJECT_DIR\"/{}",
+            shell_word(&inside.display().to_string())
+        ),
+        Err(_) => shell_word(&library.display().to_string()),
+    };
+    format!("{HOOK_COMMAND_START} --home {home}")
+}
 
 /// The tool calls the hooks watch: shell commands and rs-sdk's MCP `execute_code`.
 const TOOL_MATCHER: &str = "Bash|mcp__.*__execute_code";
 
-/// The Claude Code hook events MindRune listens to, and each one's matcher (`Stop`, the turn
-/// boundary, has none).
-const HOOK_EVENTS: [(&str, Option<&str>); 4] = [
+/// The Claude Code hook events MindRune listens to, and each one's matcher: the three tool
+/// events watch runs; `Stop` and `StopFailure` (a turn an API error ended) are the turn
+/// boundary; `SessionStart` re-checks the headers, writes family-skills/ and hands the agent
+/// its instructions (a `SessionStart` hook's output becomes the agent's context).
+const HOOK_EVENTS: [(&str, Option<&str>); 6] = [
     ("PreToolUse", Some(TOOL_MATCHER)),
     ("PostToolUse", Some(TOOL_MATCHER)),
     ("PostToolUseFailure", Some(TOOL_MATCHER)),
     ("Stop", None),
+    ("StopFailure", None),
+    ("SessionStart", None),
 ];
+
+/// Where a bot of a checkout finds its family's skills, relative to the checkout. Every bot of
+/// one rs-sdk checkout shares the checkout as its workspace, so a single `family-skills/` at its
+/// root would hold whichever bot's view was written last; each bot gets its own, in its own
+/// folder, where its agent already works (the scan of `bots/<bot>/` reads only the files
+/// directly in it, so the mirror is never taken for the bot's scripts).
+fn bot_mirror(bot: &str) -> String {
+    format!("bots/{bot}/{}", mindrune_engine::family::MIRROR_DIR)
+}
+
+/// Lines of the checkout's `.git/info/exclude` that keep what MindRune writes out of the user's
+/// `git status`: the bots' mirrors and, when it is inside the checkout, the library.
+struct ExcludePlan {
+    path: PathBuf,
+    old: String,
+    missing: Vec<String>,
+}
+
+impl ExcludePlan {
+    fn make(checkout: &Path, library: &Path) -> anyhow::Result<Option<ExcludePlan>> {
+        let git = checkout.join(".git");
+        // A worktree's `.git` is a file pointing elsewhere, and a checkout may be no git
+        // repository at all: then there is no exclude file to keep.
+        if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+            return Ok(None);
+        }
+        let path = git.join("info").join("exclude");
+        let old = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
+        };
+        let mut wanted = vec![format!("/bots/*/{}/", mindrune_engine::family::MIRROR_DIR)];
+        if let Ok(inside) = library.strip_prefix(checkout)
+            && !inside.as_os_str().is_empty()
+        {
+            wanted.push(format!("/{}/", inside.display()));
+        }
+        let missing: Vec<String> = wanted
+            .into_iter()
+            .filter(|line| !old.lines().any(|have| have.trim() == line))
+            .collect();
+        Ok((!missing.is_empty()).then_some(ExcludePlan { path, old, missing }))
+    }
+
+    fn apply(&self) -> anyhow::Result<()> {
+        let mut text = self.old.clone();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# MindRune: each bot's family-skills/ and the library\n");
+        for line in &self.missing {
+            text.push_str(line);
+            text.push('\n');
+        }
+        if let Some(folder) = self.path.parent() {
+            std::fs::create_dir_all(folder)
+                .with_context(|| format!("cannot create {}", folder.display()))?;
+        }
+        write_atomically(&self.path, text.as_bytes())
+    }
+}
 
 /// Where `mindrune serve` listens by default.
 const SERVER_URL: &str = "http://127.0.0.1:7878";
@@ -59,6 +142,8 @@ pub fn rs_sdk(home: &Path, path: &Path, owner: &str, dry_run: bool) -> anyhow::R
 /// Everything the setup will do, found out before anything is written.
 struct Plan {
     home: PathBuf,
+    /// The library's folder, absolute.
+    library: PathBuf,
     /// The checkout, absolute and canonical: every bot's workspace.
     checkout: PathBuf,
     workspace: String,
@@ -71,6 +156,8 @@ struct Plan {
     /// Entries of `bots/` that are no bot, each naming why.
     skipped: Vec<String>,
     settings: SettingsPlan,
+    /// What `.git/info/exclude` lacks (`None`: nothing, or no git folder).
+    exclude: Option<ExcludePlan>,
     vocabulary: VocabularyPlan,
 }
 
@@ -82,6 +169,8 @@ struct SettingsPlan {
     new: Option<String>,
     /// The events a hook is added to.
     added: Vec<&'static str>,
+    /// The events whose MindRune hook ran an older command, rewritten.
+    updated: Vec<&'static str>,
 }
 
 enum VocabularyPlan {
@@ -115,13 +204,13 @@ impl Plan {
         }
         let checkout = path.canonicalize().with_context(|| {
             format!(
-                "{} does not exist\n\nhint: give the folder of an rs-sdk checkout (the one with bots/ and CLAUDE.md)",
+                "{} does not exist\n\nhint: give the folder of an rs-sdk checkout (the one with bots/ and claude.md)",
                 path.display()
             )
         })?;
         if !checkout.is_dir() {
             bail!(
-                "{} is not a folder\n\nhint: give the folder of an rs-sdk checkout (the one with bots/ and CLAUDE.md)",
+                "{} is not a folder\n\nhint: give the folder of an rs-sdk checkout (the one with bots/ and claude.md)",
                 checkout.display()
             );
         }
@@ -177,10 +266,18 @@ impl Plan {
             );
         }
 
-        let settings = plan_settings(&checkout)?;
+        // The library as every printed command and hook names it: absolute, so it is the same
+        // library from whatever folder they run in.
+        let library = home
+            .canonicalize()
+            .or_else(|_| std::path::absolute(home))
+            .unwrap_or_else(|_| home.to_path_buf());
+        let settings = plan_settings(&checkout, &library)?;
+        let exclude = ExcludePlan::make(&checkout, &library)?;
         let vocabulary = plan_vocabulary(&checkout, store.as_deref())?;
         Ok(Plan {
             home: home.to_path_buf(),
+            library,
             checkout,
             workspace,
             owner_exists: existing_owner.is_some(),
@@ -189,6 +286,7 @@ impl Plan {
             bots,
             skipped,
             settings,
+            exclude,
             vocabulary,
         })
     }
@@ -223,11 +321,22 @@ impl Plan {
             }
         };
         for (name, registered) in &self.bots {
-            if !registered {
+            let agent = if *registered {
+                store
+                    .agent_by_name(name)?
+                    .with_context(|| format!("agent `{name}` vanished during the setup"))?
+            } else {
                 store
                     .create_agent(owner.id, name, &self.workspace, now_millis())
-                    .with_context(|| format!("cannot register agent `{name}`"))?;
+                    .with_context(|| format!("cannot register agent `{name}`"))?
+            };
+            let mirror = bot_mirror(name);
+            if agent.mirror.as_deref() != Some(mirror.as_str()) {
+                store.set_agent_mirror(owner.id, agent.id, Some(&mirror))?;
             }
+        }
+        if let Some(exclude) = &self.exclude {
+            exclude.apply()?;
         }
         if let Some(text) = &self.settings.new {
             write_atomically(&self.settings.path, text.as_bytes())?;
@@ -290,11 +399,44 @@ impl Plan {
         for note in &self.skipped {
             writeln!(out, "Skipped {note}.")?;
         }
+        let create = create_bot_command(&self.checkout);
+        for (name, _) in &self.bots {
+            if !self
+                .checkout
+                .join("bots")
+                .join(name)
+                .join("bot.env")
+                .exists()
+            {
+                writeln!(
+                    out,
+                    "Bot `{name}` has no bots/{name}/bot.env, so MindRune cannot scrub its password from what it saves until it has one (`{create} {name}` makes a bot with it)."
+                )?;
+            }
+        }
 
         let settings = &self.settings;
         let shown = settings.path.display();
-        if settings.added.is_empty() {
+        if !settings.updated.is_empty() {
+            changed = true;
+            let verb = if dry { "Would update" } else { "Updated" };
+            writeln!(
+                out,
+                "{verb} MindRune's hook command for {} in {shown}{}",
+                settings.updated.join(", "),
+                if dry && settings.added.is_empty() {
+                    ":"
+                } else {
+                    "."
+                }
+            )?;
+        }
+        if settings.added.is_empty() && settings.updated.is_empty() {
             writeln!(out, "MindRune's hooks are installed already in {shown}.")?;
+        } else if settings.added.is_empty() {
+            if dry {
+                settings_diff(out, settings)?;
+            }
         } else {
             changed = true;
             let verb = if dry { "Would add" } else { "Added" };
@@ -305,27 +447,7 @@ impl Plan {
                 if dry { ":" } else { "." }
             )?;
             if dry {
-                let old = settings.old.as_deref().unwrap_or("");
-                let new = settings.new.as_deref().unwrap_or(old);
-                let relative = Path::new(".claude").join("settings.json");
-                let (from, to) = if settings.old.is_some() {
-                    (
-                        format!("a/{}", relative.display()),
-                        format!("b/{}", relative.display()),
-                    )
-                } else {
-                    ("/dev/null".to_string(), format!("b/{}", relative.display()))
-                };
-                let diff = similar::TextDiff::from_lines(old, new);
-                let text = diff
-                    .unified_diff()
-                    .context_radius(3)
-                    .header(&from, &to)
-                    .to_string();
-                write!(out, "{text}")?;
-                if !text.ends_with('\n') {
-                    writeln!(out)?;
-                }
+                settings_diff(out, settings)?;
             }
         }
         match &self.vocabulary {
@@ -368,6 +490,21 @@ impl Plan {
                 wiki_notes(out, read)?;
             }
         }
+        writeln!(
+            out,
+            "Each bot sees its family's skills in its own folder, bots/<bot>/{}/ (the bots share this checkout, so one folder at its root would hold whichever bot's view was written last).",
+            mindrune_engine::family::MIRROR_DIR
+        )?;
+        if let Some(exclude) = &self.exclude {
+            changed = true;
+            let verb = if dry { "Would add" } else { "Added" };
+            writeln!(
+                out,
+                "{verb} {} to {}, so git status does not show them.",
+                exclude.missing.join(" and "),
+                exclude.path.display()
+            )?;
+        }
         if !changed {
             let nothing = if dry {
                 "Nothing would change."
@@ -386,20 +523,19 @@ impl Plan {
                 "Next, start"
             }
         )?;
-        writeln!(out, "  mindrune serve")?;
+        // Every command names the library absolutely, so it works from any folder.
+        let library = &self.library;
+        let home = shell_word(&library.display().to_string());
+        writeln!(out, "  mindrune --home {home} serve")?;
         let workspace = shell_word(&self.workspace);
         // The hooks hand each call to the bot's runner through its spool (relay mode), so they
         // need no library at all: only which bot they run for and where its runner reads.
-        let library = self
-            .home
-            .canonicalize()
-            .or_else(|_| std::path::absolute(&self.home))
-            .unwrap_or_else(|_| self.home.clone());
         for (name, _) in &self.bots {
-            let spool = mindrune_server::runner::default_spool(&library, name);
+            let spool = mindrune_server::runner::default_spool(library, name);
+            let mirror = shell_word(&self.checkout.join(bot_mirror(name)).display().to_string());
             writeln!(
                 out,
-                "  mindrune runner --server {SERVER_URL} --agent {name} --workspace {workspace} --spool {} --token \"$(mindrune token issue {name})\"",
+                "  mindrune runner --server {SERVER_URL} --agent {name} --workspace {workspace} --mirror {mirror} --spool {} --token \"$(mindrune --home {home} token issue {name})\"",
                 shell_word(&spool.display().to_string())
             )?;
         }
@@ -408,15 +544,46 @@ impl Plan {
             "\nStart each bot's Claude Code with its name and its runner's spool, so the hooks relay its tool calls:"
         )?;
         for (name, _) in &self.bots {
-            let spool = mindrune_server::runner::default_spool(&library, name);
+            let spool = mindrune_server::runner::default_spool(library, name);
             writeln!(
                 out,
                 "  MINDRUNE_AGENT={name} MINDRUNE_RELAY={} claude",
                 shell_word(&spool.display().to_string())
             )?;
         }
+        let first = self.bots.first().map_or("NAME", |(name, _)| name.as_str());
+        writeln!(
+            out,
+            "\nOr, with no server, let the hooks record into the library directly: `MINDRUNE_AGENT={first} claude` in {workspace}. Check it works with `mindrune --home {home} skills` after one run."
+        )?;
         Ok(())
     }
+}
+
+/// A dry run's view of the settings change: a unified diff of `.claude/settings.json`.
+fn settings_diff(out: &mut impl std::io::Write, settings: &SettingsPlan) -> std::io::Result<()> {
+    let old = settings.old.as_deref().unwrap_or("");
+    let new = settings.new.as_deref().unwrap_or(old);
+    let relative = Path::new(".claude").join("settings.json");
+    let (from, to) = if settings.old.is_some() {
+        (
+            format!("a/{}", relative.display()),
+            format!("b/{}", relative.display()),
+        )
+    } else {
+        ("/dev/null".to_string(), format!("b/{}", relative.display()))
+    };
+    let diff = similar::TextDiff::from_lines(old, new);
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&from, &to)
+        .to_string();
+    write!(out, "{text}")?;
+    if !text.ends_with('\n') {
+        writeln!(out)?;
+    }
+    Ok(())
 }
 
 /// The wiki's folders missing and files skipped, one a line.
@@ -439,9 +606,24 @@ fn wiki_notes(out: &mut impl std::io::Write, read: &WikiRead) -> std::io::Result
 
 /// The bots of `checkout/bots/`, sorted, and a note for every entry that is not one. Hidden
 /// entries are passed over; rs-sdk's own `_template/` and `_shared/` are no bots.
+/// How this checkout makes a bot: rs-sdk's `bots/create-bot.ts`, or `scripts/create-bot.ts` in
+/// older checkouts.
+fn create_bot_command(checkout: &Path) -> &'static str {
+    if !checkout.join("bots/create-bot.ts").exists()
+        && checkout.join("scripts/create-bot.ts").exists()
+    {
+        "bun scripts/create-bot.ts"
+    } else {
+        "bun bots/create-bot.ts"
+    }
+}
+
 fn scan_bots(checkout: &Path) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     let bots = checkout.join("bots");
-    let hint = "hint: give the folder of an rs-sdk checkout; its bots are bots/<name>/ (rs-sdk makes one with `bun bots/create-bot.ts NAME`)";
+    let create = create_bot_command(checkout);
+    let hint = format!(
+        "hint: give the folder of an rs-sdk checkout; its bots are bots/<name>/ (rs-sdk makes one with `{create} NAME`)"
+    );
     match std::fs::symlink_metadata(&bots) {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => bail!(
@@ -497,7 +679,7 @@ fn scan_bots(checkout: &Path) -> anyhow::Result<(Vec<String>, Vec<String>)> {
     }
     if names.is_empty() {
         bail!(
-            "{} holds no bot, so there is nothing to set up; nothing was changed\n\nhint: make one in the checkout with `bun bots/create-bot.ts NAME`, then run this again",
+            "{} holds no bot, so there is nothing to set up; nothing was changed\n\nhint: make one in the checkout with `{create} NAME`, then run this again",
             bots.display()
         );
     }
@@ -508,7 +690,8 @@ fn scan_bots(checkout: &Path) -> anyhow::Result<(Vec<String>, Vec<String>)> {
 // Claude Code's settings
 // ---------------------------------------------------------------------------------------------
 
-fn plan_settings(checkout: &Path) -> anyhow::Result<SettingsPlan> {
+fn plan_settings(checkout: &Path, library: &Path) -> anyhow::Result<SettingsPlan> {
+    let command = hook_command(checkout, library);
     let folder = checkout.join(".claude");
     let path = folder.join("settings.json");
     if let Ok(meta) = std::fs::metadata(&folder)
@@ -532,15 +715,16 @@ fn plan_settings(checkout: &Path) -> anyhow::Result<SettingsPlan> {
     let merged = match old.as_deref() {
         // An empty file is no settings yet.
         Some(text) if !text.trim().is_empty() => {
-            claude_settings::merge(text).map_err(|err| settings_error(&path, &err))?
+            claude_settings::merge(text, &command).map_err(|err| settings_error(&path, &err))?
         }
-        _ => claude_settings::fresh(),
+        _ => claude_settings::fresh(&command),
     };
     Ok(SettingsPlan {
         path,
         old,
         new: merged.text,
         added: merged.added,
+        updated: merged.updated,
     })
 }
 
@@ -581,37 +765,67 @@ mod claude_settings {
     use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
     use serde::ser::{Serialize, SerializeMap as _, SerializeSeq as _, Serializer};
 
-    use super::{HOOK_COMMAND, HOOK_EVENTS};
+    use super::{HOOK_COMMAND_START, HOOK_EVENTS};
 
-    /// What merging gives: the new text (`None` when every hook is there already) and the
-    /// events a hook was added to, in [`HOOK_EVENTS`] order.
+    /// What merging gives: the new text (`None` when every hook is there already), the events
+    /// a hook was added to, and those whose MindRune hook ran an older command (rewritten in
+    /// place), in [`HOOK_EVENTS`] order.
     pub struct Merged {
         pub text: Option<String>,
         pub added: Vec<&'static str>,
+        pub updated: Vec<&'static str>,
     }
 
     /// The settings of a checkout that has none: MindRune's hooks alone.
-    pub fn fresh() -> Merged {
-        let settings = Json::Object(vec![("hooks".into(), all_hooks())]);
+    pub fn fresh(command: &str) -> Merged {
+        let settings = Json::Object(vec![("hooks".into(), all_hooks(command))]);
         let mut text = pretty(&settings, "  ");
         text.push('\n');
         Merged {
             text: Some(text),
             added: HOOK_EVENTS.iter().map(|(event, _)| *event).collect(),
+            updated: Vec::new(),
         }
     }
 
-    /// Adds MindRune's hook to every event that does not run its command yet. With a repeated
-    /// key the last one counts, as when Claude Code reads the file.
-    pub fn merge(text: &str) -> Result<Merged, serde_json::Error> {
+    /// Whether a hook command is MindRune's, whichever version of it setup wrote.
+    fn is_ours(command: &str) -> bool {
+        command.trim_start().starts_with(HOOK_COMMAND_START)
+    }
+
+    /// Where an event's matcher groups run one of MindRune's commands: the command string's
+    /// node and its text.
+    fn our_commands<'n>(text: &str, groups: &'n Node) -> Vec<(&'n Node, String)> {
+        let mut found = Vec::new();
+        for group in &groups.elements {
+            let Some(hooks) = group.last_member("hooks") else {
+                continue;
+            };
+            for hook in &hooks.elements {
+                if let Some(node) = hook.last_member("command")
+                    && let Ok(command) = serde_json::from_str::<String>(&text[node.start..node.end])
+                    && is_ours(&command)
+                {
+                    found.push((node, command));
+                }
+            }
+        }
+        found
+    }
+
+    /// Adds MindRune's hook to every event that does not run its command yet, and rewrites an
+    /// older MindRune command in place (so an upgrade never leaves two hooks recording one
+    /// call). With a repeated key the last one counts, as when Claude Code reads the file.
+    pub fn merge(text: &str, command: &str) -> Result<Merged, serde_json::Error> {
         serde_json::from_str::<SettingsCheck>(text)?;
         let top = Scanner { text, at: 0 }.value();
         let style = Style::of(text);
         let mut edits = Vec::new();
         let mut added = Vec::new();
+        let mut updated = Vec::new();
         match top.last_member("hooks") {
             None => {
-                edits.push(style.append(text, &top, &[Item::Member("hooks", all_hooks())]));
+                edits.push(style.append(text, &top, &[Item::Member("hooks", all_hooks(command))]));
                 added.extend(HOOK_EVENTS.iter().map(|(event, _)| *event));
             }
             Some(hooks) => {
@@ -619,19 +833,30 @@ mod claude_settings {
                 for (event, matcher) in HOOK_EVENTS {
                     match hooks.last_member(event) {
                         None => {
-                            missing.push(Item::Member(event, Json::Array(vec![group(matcher)])));
+                            missing.push(Item::Member(
+                                event,
+                                Json::Array(vec![group(matcher, command)]),
+                            ));
                             added.push(event);
                         }
                         Some(groups) => {
-                            let present: Vec<Json> =
-                                serde_json::from_str(&text[groups.start..groups.end])?;
-                            if !present.iter().any(runs_our_command) {
+                            let ours = our_commands(text, groups);
+                            if ours.is_empty() {
                                 edits.push(style.append(
                                     text,
                                     groups,
-                                    &[Item::Element(group(matcher))],
+                                    &[Item::Element(group(matcher, command))],
                                 ));
                                 added.push(event);
+                            } else if !ours.iter().any(|(_, present)| present == command) {
+                                for (node, _) in ours {
+                                    edits.push(Edit {
+                                        from: node.start,
+                                        to: node.end,
+                                        text: quoted(command),
+                                    });
+                                }
+                                updated.push(event);
                             }
                         }
                     }
@@ -642,7 +867,11 @@ mod claude_settings {
             }
         }
         if edits.is_empty() {
-            return Ok(Merged { text: None, added });
+            return Ok(Merged {
+                text: None,
+                added,
+                updated,
+            });
         }
         // From the end backwards, so each edit's offsets still hold. Edits never overlap: an
         // event's array ends before the end of the hooks object it is in.
@@ -654,24 +883,30 @@ mod claude_settings {
         Ok(Merged {
             text: Some(merged),
             added,
+            updated,
         })
     }
 
     /// The `hooks` object with MindRune's hook on every event.
-    fn all_hooks() -> Json {
+    fn all_hooks(command: &str) -> Json {
         Json::Object(
             HOOK_EVENTS
                 .iter()
-                .map(|(event, matcher)| (event.to_string(), Json::Array(vec![group(*matcher)])))
+                .map(|(event, matcher)| {
+                    (
+                        event.to_string(),
+                        Json::Array(vec![group(*matcher, command)]),
+                    )
+                })
                 .collect(),
         )
     }
 
     /// One matcher group running MindRune's hook command.
-    fn group(matcher: Option<&str>) -> Json {
+    fn group(matcher: Option<&str>, command: &str) -> Json {
         let command = Json::Object(vec![
             ("type".into(), Json::String("command".into())),
-            ("command".into(), Json::String(HOOK_COMMAND.into())),
+            ("command".into(), Json::String(command.into())),
         ]);
         let mut group = Vec::new();
         if let Some(matcher) = matcher {
@@ -679,21 +914,6 @@ mod claude_settings {
         }
         group.push(("hooks".into(), Json::Array(vec![command])));
         Json::Object(group)
-    }
-
-    /// Whether a matcher group runs MindRune's hook command.
-    fn runs_our_command(group: &Json) -> bool {
-        let Json::Object(members) = group else {
-            return false;
-        };
-        let is_ours = |hook: &Json| {
-            matches!(hook, Json::Object(fields) if fields.iter().any(|(key, value)| {
-                key == "command" && matches!(value, Json::String(command) if command == HOOK_COMMAND)
-            }))
-        };
-        members.iter().any(|(key, value)| {
-            key == "hooks" && matches!(value, Json::Array(hooks) if hooks.iter().any(is_ours))
-        })
     }
 
     // -- Where things are in the text ------------------------------------------------------

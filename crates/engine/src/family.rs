@@ -80,9 +80,15 @@ pub struct FamilyAnswer {
     scrub_key: String,
 }
 
-/// The mirror directory of an agent: `<workspace>/family-skills`.
+/// Where an agent's `family-skills/` is, relative to its workspace: `family-skills` in a
+/// sandbox of its own, or what setup chose (`bots/<bot>/family-skills` in a shared checkout).
+pub fn mirror_relative(agent: &Agent) -> &str {
+    agent.mirror.as_deref().unwrap_or(MIRROR_DIR)
+}
+
+/// The mirror directory of an agent: `<workspace>/family-skills`, or where setup put it.
 pub fn default_dir(agent: &Agent) -> PathBuf {
-    Path::new(&agent.workspace).join(MIRROR_DIR)
+    Path::new(&agent.workspace).join(mirror_relative(agent))
 }
 
 /// Builds the answer for `reader` from the library.

@@ -1,13 +1,20 @@
 //! Claude Code hooks: one JSON object on stdin per hook call, turned into an event.
 //!
-//! `PreToolUse` notes when a call started (a small file per `tool_use_id` in a spool folder);
-//! `PostToolUse` / `PostToolUseFailure` find that note, so the use gets its duration, and become
-//! one event with the `tool_use_id` as its id (a hook that fires twice records once). Calls
-//! Claude Code runs in the background are detached and never recorded.
+//! `PreToolUse` notes when a call started and in which folder (a small file per `tool_use_id`
+//! in a spool folder); `PostToolUse` / `PostToolUseFailure` find that note and become one event
+//! with the `tool_use_id` as its id (a hook that fires twice records once). The folder matters:
+//! Claude Code's `cwd` is the shell's folder *at the moment of the hook*, so after
+//! `cd bots/buzz && bun chop-oaks.ts` the `PostToolUse` says `…/bots/buzz` while the command
+//! was written from the checkout root. The command is resolved against the folder it started
+//! in. Calls Claude Code runs in the background are detached and never recorded.
+//!
+//! The facts behind each rule were seen with the real Claude Code
+//! (`shared/data/claude-code/README.md`; its captured payloads are this module's fixtures).
 
 use std::path::{Path, PathBuf};
 
 use mindrune_core::event::{Call, Event};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -16,6 +23,10 @@ use crate::ingest::now_millis;
 /// Pending-call notes older than this are swept away at a turn's end: their call never
 /// finished as far as the hooks could see.
 pub const STALE_PENDING_MILLIS: i64 = 24 * 60 * 60 * 1000;
+
+/// The variable that names the agent whose tool calls a hook sees: one settings file serves
+/// every bot of a checkout, so whoever starts the bot's Claude Code sets it.
+pub const AGENT_VARIABLE: &str = "MINDRUNE_AGENT";
 
 #[derive(Debug, thiserror::Error)]
 #[error("{}{message}", field.as_ref().map(|f| format!("hook field `{f}`: ")).unwrap_or_default())]
@@ -36,11 +47,17 @@ fn hook_error(field: &str, message: impl Into<String>) -> HookError {
 pub enum HookAction {
     /// A finished call to record.
     Record(Box<Event>),
-    /// A call started; its start time was noted.
+    /// A call started; its start time and folder were noted.
     Started,
-    /// A turn ended; `swept` stale pending notes were removed.
-    TurnEnded { swept: usize },
-    /// Nothing to do, and why (another tool, a detached run).
+    /// A turn ended (`Stop`, or `StopFailure` when an API error ended it, with that error);
+    /// `swept` stale pending notes were removed.
+    TurnEnded {
+        swept: usize,
+        failure: Option<String>,
+    },
+    /// A session started (`SessionStart`): what the hook prints becomes the agent's context.
+    SessionStarted,
+    /// Nothing to do, and why (another tool, a subagent's stop).
     Ignored(String),
 }
 
@@ -57,6 +74,27 @@ fn tool_of(name: &str) -> Option<Tool> {
         Some(Tool::ExecuteCode)
     } else {
         None
+    }
+}
+
+/// What `PreToolUse` keeps of a call until its `PostToolUse`.
+#[derive(Debug, Serialize, Deserialize)]
+struct PendingCall {
+    /// When the call started (ms since the epoch, MindRune's clock).
+    started: i64,
+    /// The folder the command was written in.
+    cwd: Option<String>,
+}
+
+impl PendingCall {
+    /// Reads a note; an older MindRune wrote only the start time.
+    fn parse(text: &str) -> Option<PendingCall> {
+        serde_json::from_str(text).ok().or_else(|| {
+            text.trim()
+                .parse()
+                .ok()
+                .map(|started| PendingCall { started, cwd: None })
+        })
     }
 }
 
@@ -80,6 +118,22 @@ fn str_field<'a>(value: &'a Value, field: &str) -> Option<&'a str> {
     value.get(field).and_then(Value::as_str)
 }
 
+/// The agent a hook runs for, from [`AGENT_VARIABLE`]: an empty or missing name is an error
+/// that says how to set it.
+pub fn agent_name(agent: Option<&str>) -> Result<&str, HookError> {
+    match agent.map(str::trim) {
+        Some(name) if !name.is_empty() => Ok(name),
+        _ => Err(HookError {
+            field: None,
+            message: format!(
+                "{AGENT_VARIABLE} is not set, so the hook does not know whose tool call this is; \
+                 start the bot's Claude Code with it, e.g. `{AGENT_VARIABLE}=buzz claude` \
+                 (the bot's folder name under bots/)"
+            ),
+        }),
+    }
+}
+
 /// Handles one hook call for `agent`. `spool` holds the pending-call notes.
 pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, HookError> {
     let value: Value = serde_json::from_str(input).map_err(|err| HookError {
@@ -89,11 +143,18 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
     let event_name = str_field(&value, "hook_event_name")
         .ok_or_else(|| hook_error("hook_event_name", "is missing; is this a Claude Code hook?"))?;
     match event_name {
-        "Stop" => {
+        "Stop" | "StopFailure" => {
             return Ok(HookAction::TurnEnded {
                 swept: sweep_stale(spool),
+                failure: (event_name == "StopFailure").then(|| {
+                    str_field(&value, "last_assistant_message")
+                        .or_else(|| str_field(&value, "error"))
+                        .unwrap_or("an API error")
+                        .to_string()
+                }),
             });
         }
+        "SessionStart" => return Ok(HookAction::SessionStarted),
         "SubagentStop" => {
             return Ok(HookAction::Ignored(
                 "a subagent stopped; the agent's own turn goes on".into(),
@@ -121,6 +182,7 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
         .get("run_in_background")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    let cwd = str_field(&value, "cwd");
 
     if event_name == "PreToolUse" {
         if background {
@@ -129,8 +191,16 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
             ));
         }
         if let Some(id) = tool_use_id {
+            let note = PendingCall {
+                started: now_millis(),
+                cwd: cwd.map(str::to_string),
+            };
+            let text = serde_json::to_string(&note).map_err(|err| HookError {
+                field: None,
+                message: format!("cannot note the call's start: {err}"),
+            })?;
             std::fs::create_dir_all(spool)
-                .and_then(|()| std::fs::write(pending_path(spool, id), now_millis().to_string()))
+                .and_then(|()| std::fs::write(pending_path(spool, id), text))
                 .map_err(|err| HookError {
                     field: None,
                     message: format!("cannot note the call's start in {}: {err}", spool.display()),
@@ -139,15 +209,16 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
         return Ok(HookAction::Started);
     }
 
-    let started = tool_use_id.and_then(|id| {
+    let pending = tool_use_id.and_then(|id| {
         let path = pending_path(spool, id);
         let text = std::fs::read_to_string(&path).ok()?;
         let _ = std::fs::remove_file(&path);
-        text.trim().parse::<i64>().ok()
+        PendingCall::parse(&text)
     });
     let response = value.get("tool_response");
-    // Claude Code moves a command that runs past two minutes to the background; its response
-    // then names a background task instead of the command's output.
+    // Claude Code moves a command that runs past its Bash timeout to the background (and so
+    // does `run_in_background`); its response then names a background task instead of the
+    // command's output.
     let moved_to_background = response.is_some_and(|r| {
         r.get("backgroundTaskId").is_some() || r.get("background_task_id").is_some()
     });
@@ -173,7 +244,12 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
             command: str_field(tool_input, "command")
                 .ok_or_else(|| hook_error("tool_input.command", "is missing for a Bash call"))?
                 .to_string(),
-            cwd: str_field(&value, "cwd").map(str::to_string),
+            // The folder the command was written in: the `PreToolUse`'s. Without a note (a
+            // `PreToolUse` that never ran), the `PostToolUse`'s is the best there is.
+            cwd: pending
+                .as_ref()
+                .and_then(|note| note.cwd.clone())
+                .or_else(|| cwd.map(str::to_string)),
         },
         Tool::ExecuteCode => match (
             str_field(tool_input, "script"),
@@ -194,6 +270,18 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
         },
     };
     let now = now_millis();
+    // Claude Code's own measure of the call, when the payload has it: MindRune's clock between
+    // two hook processes adds their start-up (30–240 ms on Bash, ~20× a short MCP call).
+    let reported = value.get("duration_ms").and_then(Value::as_u64);
+    let duration_ms = reported.or_else(|| {
+        pending
+            .as_ref()
+            .map(|note| (now - note.started).max(0) as u64)
+    });
+    let started = pending
+        .as_ref()
+        .map(|note| note.started)
+        .or_else(|| reported.map(|ms| now - i64::try_from(ms).unwrap_or(i64::MAX).min(now)));
     let event = Event {
         id: tool_use_id.map(|id| format!("claude-code:{id}")),
         agent: agent.to_string(),
@@ -204,7 +292,7 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
         call,
         background: background || moved_to_background,
         ok: Some(!failed),
-        duration_ms: started.map(|start| (now - start).max(0) as u64),
+        duration_ms,
         output: if output.is_empty() {
             None
         } else {
@@ -255,8 +343,8 @@ fn sweep_stale(spool: &Path) -> usize {
         let path = entry.path();
         let stale = std::fs::read_to_string(&path)
             .ok()
-            .and_then(|t| t.trim().parse::<i64>().ok())
-            .is_none_or(|start| now - start > STALE_PENDING_MILLIS);
+            .and_then(|t| PendingCall::parse(&t))
+            .is_none_or(|note| now - note.started > STALE_PENDING_MILLIS);
         if stale
             && path.extension().is_some_and(|e| e == "start")
             && std::fs::remove_file(&path).is_ok()
@@ -369,8 +457,226 @@ mod tests {
         ));
         assert!(matches!(
             run(json!({"hook_event_name": "Stop"}), spool.path()),
-            HookAction::TurnEnded { .. }
+            HookAction::TurnEnded { failure: None, .. }
         ));
+    }
+
+    /// The payloads the real Claude Code sent (`shared/data/claude-code/hook-payloads.jsonl`),
+    /// each with why it was kept.
+    fn captured() -> Vec<(String, Value)> {
+        let shared = std::env::var_os("MINDRUNE_SHARED").map_or_else(
+            || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")),
+            PathBuf::from,
+        );
+        let path = shared.join("data/claude-code/hook-payloads.jsonl");
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "cannot read {} (set MINDRUNE_SHARED): {err}",
+                path.display()
+            )
+        });
+        text.lines()
+            .map(|line| {
+                let value: Value = serde_json::from_str(line).unwrap();
+                (
+                    value["why"].as_str().unwrap().to_string(),
+                    value["payload"].clone(),
+                )
+            })
+            .filter(|(_, payload)| payload.get("hook_event_name").is_some())
+            .collect()
+    }
+
+    /// The captured payload whose `why` starts with `why`.
+    fn payload(why: &str) -> Value {
+        captured()
+            .into_iter()
+            .find(|(w, _)| w.starts_with(why))
+            .unwrap_or_else(|| panic!("no captured payload: {why}"))
+            .1
+    }
+
+    fn record(payload: Value, spool: &Path) -> Event {
+        match run(payload, spool) {
+            HookAction::Record(event) => *event,
+            other => panic!("expected an event, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_captured_payload_is_handled_without_an_error() {
+        let spool = tempfile::tempdir().unwrap();
+        for (why, payload) in captured() {
+            handle(&payload.to_string(), "buzz", spool.path())
+                .unwrap_or_else(|err| panic!("{why}: {err}"));
+        }
+    }
+
+    #[test]
+    fn a_run_after_cd_is_resolved_from_the_folder_its_pre_tool_use_saw() {
+        let spool = tempfile::tempdir().unwrap();
+        let pre = payload("PreToolUse of `cd bots/buzz && bun chop-oaks.ts`");
+        let post = payload("PostToolUse of the same call: cwd is already bots/buzz");
+        assert_eq!(
+            post["cwd"], "$OUT/rs-sdk/bots/buzz",
+            "the capture's premise"
+        );
+        assert_eq!(run(pre, spool.path()), HookAction::Started);
+        let event = record(post, spool.path());
+        assert_eq!(
+            event.call,
+            Call::Shell {
+                command: "cd bots/buzz && bun chop-oaks.ts".into(),
+                cwd: Some("$OUT/rs-sdk".into()),
+            }
+        );
+    }
+
+    #[test]
+    fn without_its_pre_tool_use_a_call_keeps_the_post_tool_use_folder() {
+        let spool = tempfile::tempdir().unwrap();
+        let event = record(
+            payload("PostToolUse of the same call: cwd is already bots/buzz"),
+            spool.path(),
+        );
+        assert!(matches!(
+            event.call,
+            Call::Shell { cwd: Some(ref cwd), .. } if cwd == "$OUT/rs-sdk/bots/buzz"
+        ));
+    }
+
+    #[test]
+    fn the_use_lasts_what_claude_code_measured_not_the_gap_between_two_hook_processes() {
+        let spool = tempfile::tempdir().unwrap();
+        let mut post = payload("MCP execute_code success");
+        assert_eq!(post["duration_ms"], 9, "the capture's premise");
+        // A start noted long before: the payload's own measure still wins.
+        std::fs::create_dir_all(spool.path()).unwrap();
+        let id = post["tool_use_id"].as_str().unwrap().to_string();
+        std::fs::write(
+            pending_path(spool.path(), &id),
+            format!("{{\"started\": {}, \"cwd\": null}}", now_millis() - 5_000),
+        )
+        .unwrap();
+        let event = record(post.clone(), spool.path());
+        assert_eq!(event.duration_ms, Some(9));
+        // Without the payload's measure, the clock between the hooks is all there is.
+        post.as_object_mut().unwrap().remove("duration_ms");
+        std::fs::write(
+            pending_path(spool.path(), &id),
+            format!("{{\"started\": {}, \"cwd\": null}}", now_millis() - 5_000),
+        )
+        .unwrap();
+        let event = record(post, spool.path());
+        assert!(event.duration_ms.is_some_and(|ms| ms >= 5_000));
+    }
+
+    #[test]
+    fn a_note_an_older_mindrune_wrote_still_times_its_call() {
+        let spool = tempfile::tempdir().unwrap();
+        let mut post = payload("exit 1: PostToolUseFailure");
+        post.as_object_mut().unwrap().remove("duration_ms");
+        let id = post["tool_use_id"].as_str().unwrap().to_string();
+        std::fs::write(
+            pending_path(spool.path(), &id),
+            (now_millis() - 1_000).to_string(),
+        )
+        .unwrap();
+        let event = record(post, spool.path());
+        assert!(event.duration_ms.is_some_and(|ms| ms >= 1_000));
+    }
+
+    #[test]
+    fn a_captured_exit_1_is_a_failed_use_carrying_the_error_output() {
+        let spool = tempfile::tempdir().unwrap();
+        let event = record(payload("exit 1: PostToolUseFailure"), spool.path());
+        assert_eq!(event.ok, Some(false));
+        assert!(
+            event
+                .output
+                .unwrap()
+                .contains("StallError: no progress for 30s")
+        );
+    }
+
+    #[test]
+    fn a_captured_mcp_error_is_a_failed_snippet_use_with_the_block_text() {
+        let spool = tempfile::tempdir().unwrap();
+        let event = record(payload("MCP execute_code isError"), spool.path());
+        assert_eq!(event.ok, Some(false));
+        assert!(event.output.unwrap().contains("Error: no axe"));
+        assert!(matches!(event.call, Call::ExecuteCode { .. }));
+    }
+
+    #[test]
+    fn captured_background_runs_are_detached() {
+        let spool = tempfile::tempdir().unwrap();
+        for why in [
+            "run_in_background: true",
+            "a run past its Bash timeout is moved to the background",
+        ] {
+            assert!(record(payload(why), spool.path()).background, "{why}");
+        }
+        // `… &` is detached by the shell line itself (the classifier), not by the hook.
+        assert!(!record(payload("shell `&`"), spool.path()).background);
+    }
+
+    #[test]
+    fn a_captured_stop_failure_ends_the_turn_with_its_error() {
+        let spool = tempfile::tempdir().unwrap();
+        assert_eq!(
+            run(
+                payload("an API error ends the turn: StopFailure"),
+                spool.path()
+            ),
+            HookAction::TurnEnded {
+                swept: 0,
+                failure: Some("API Error: 400 scripted: the API refused the request".into()),
+            }
+        );
+        assert!(matches!(
+            run(
+                payload("Stop while a background task still runs"),
+                spool.path()
+            ),
+            HookAction::TurnEnded { failure: None, .. }
+        ));
+    }
+
+    #[test]
+    fn a_subagent_s_calls_are_the_agent_s_and_its_stop_is_not_a_turn_end() {
+        let spool = tempfile::tempdir().unwrap();
+        assert_eq!(
+            run(payload("a Bash call inside a subagent"), spool.path()),
+            HookAction::Started
+        );
+        assert!(matches!(
+            run(payload("SubagentStop"), spool.path()),
+            HookAction::Ignored(_)
+        ));
+    }
+
+    #[test]
+    fn session_start_asks_for_the_agent_s_context() {
+        let spool = tempfile::tempdir().unwrap();
+        assert_eq!(
+            run(
+                json!({"session_id": "s", "transcript_path": "/t", "cwd": "/work",
+                       "hook_event_name": "SessionStart", "source": "startup"}),
+                spool.path()
+            ),
+            HookAction::SessionStarted
+        );
+    }
+
+    #[test]
+    fn a_missing_agent_variable_is_named_with_how_to_set_it() {
+        for agent in [None, Some(""), Some("  ")] {
+            let err = agent_name(agent).unwrap_err().to_string();
+            assert!(err.contains("MINDRUNE_AGENT is not set"), "{err}");
+            assert!(err.contains("MINDRUNE_AGENT=buzz claude"), "{err}");
+        }
+        assert_eq!(agent_name(Some("buzz")).unwrap(), "buzz");
     }
 
     #[test]

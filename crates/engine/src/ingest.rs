@@ -18,7 +18,7 @@ use mindrune_core::secrets::{self, Scrubber};
 use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
 use mindrune_store::{
     Agent, HeaderState, Lineage, Millis, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot,
-    SharingChange, SkillHeader, Store, StoreError, VersionId,
+    SharingChange, SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
 };
 
 use crate::tags;
@@ -169,15 +169,40 @@ impl<'s> Recorder<'s> {
         let owner = agent.owner;
         let workspace = Path::new(&agent.workspace);
         let mut recorded = Recorded::default();
+        let at = event.at.map_or_else(now_millis, |at| {
+            (at.unix_timestamp_nanos() / 1_000_000) as Millis
+        });
         if event.background {
             recorded.warnings.push(
                 "a detached run (background: true): MindRune cannot see how it ends, so nothing is recorded".into(),
             );
+            // Only a run of a script file is kept as an unrecorded run: the wrap-up tells the
+            // agent how many of its runs went uncounted this way. Other background work (a
+            // server, a build) was never a run.
+            let scripts = match &event.call {
+                Call::Shell { command, cwd } => {
+                    self.classify(&agent, command, cwd.as_deref()).runs.clone()
+                }
+                Call::ExecuteScript { script } => vec![script.clone()],
+                Call::ExecuteCode { .. } => Vec::new(),
+            };
+            if !scripts.is_empty() {
+                let scrubber = self.scrubber(&agent, files)?;
+                let detail = match &event.call {
+                    Call::Shell { command, .. } => scrubber.scrub(command).text.into_owned(),
+                    _ => scripts.join(", "),
+                };
+                self.note_unrecorded(
+                    &agent,
+                    event.id.as_deref(),
+                    "",
+                    at,
+                    UnrecordedReason::Background,
+                    detail,
+                )?;
+            }
             return Ok(recorded);
         }
-        let at = event.at.map_or_else(now_millis, |at| {
-            (at.unix_timestamp_nanos() / 1_000_000) as Millis
-        });
         let scrubber = self.scrubber(&agent, files)?;
         let parsed_output = event.output.as_deref().map(rs_output::parse_run_output);
         let outcome = measure(event, parsed_output.as_ref(), at)?;
@@ -253,35 +278,78 @@ impl<'s> Recorder<'s> {
                         .warnings
                         .push(scrubber.scrub(note).text.into_owned());
                 }
+                let call = scrubber.scrub(command).text.into_owned();
                 for detached in &runs.detached {
                     recorded.warnings.push(format!(
                         "{detached}: sent to the background, so not recorded (MindRune cannot see how a detached run ends)"
                     ));
+                    self.note_unrecorded(
+                        &agent,
+                        event.id.as_deref(),
+                        detached,
+                        at,
+                        UnrecordedReason::Background,
+                        call.clone(),
+                    )?;
                 }
+                let mut unresolved = Vec::new();
                 let scripts: Vec<&String> = runs
                     .runs
                     .iter()
                     .filter(|path| match workspace::script_of_bot(path) {
                         Some((bot, _)) if bot == agent.name => true,
                         Some((bot, _)) => {
-                            recorded.warnings.push(format!(
-                                "{path}: a script of bot `{bot}`, not of `{}`; not recorded",
-                                agent.name
+                            unresolved.push((
+                                path.as_str(),
+                                format!(
+                                    "{path}: a script of bot `{bot}`, not of `{}`; not recorded",
+                                    agent.name
+                                ),
+                            ));
+                            false
+                        }
+                        // A file under bots/ that is no bot's script (a doubled folder after a
+                        // `cd`, a typo): the agent meant a run, so it hears that none counted.
+                        // Other files (rs-sdk's own scripts/, sdk/) were never runs.
+                        None if path.starts_with("bots/") => {
+                            unresolved.push((
+                                path.as_str(),
+                                format!(
+                                    "{path}: no script of a bot (scripts are bots/{}/<name>.ts); the run is not recorded",
+                                    agent.name
+                                ),
                             ));
                             false
                         }
                         None => false,
                     })
                     .collect();
-                let call = scrubber.scrub(command).text.into_owned();
+                for (path, warning) in unresolved {
+                    self.note_unrecorded(
+                        &agent,
+                        event.id.as_deref(),
+                        path,
+                        at,
+                        UnrecordedReason::NoScript,
+                        warning.clone(),
+                    )?;
+                    recorded.warnings.push(warning);
+                }
                 let several = scripts.len() > 1;
                 for relative in scripts {
                     let file = match files.stat(relative, MAX_SCRIPT_BYTES) {
                         Ok(file) => file,
                         Err(err) => {
-                            recorded
-                                .warnings
-                                .push(format!("{err}; the run is not recorded"));
+                            let warning = format!("{err}; the run is not recorded");
+                            self.note_unrecorded(
+                                &agent,
+                                event.id.as_deref(),
+                                relative,
+                                at,
+                                UnrecordedReason::NoScript,
+                                warning.clone(),
+                            )?;
+                            recorded.warnings.push(warning);
                             continue;
                         }
                     };
@@ -371,10 +439,19 @@ impl<'s> Recorder<'s> {
                         }
                     }
                     None => {
-                        recorded.warnings.push(format!(
+                        let warning = format!(
                             "{}: the file does not exist and was never seen; the run is not recorded",
                             run.relative
-                        ));
+                        );
+                        self.note_unrecorded(
+                            agent,
+                            run.event_id.as_deref(),
+                            &run.relative,
+                            now_millis(),
+                            UnrecordedReason::NoScript,
+                            warning.clone(),
+                        )?;
+                        recorded.warnings.push(warning);
                         return Ok(());
                     }
                 }
@@ -534,6 +611,37 @@ impl<'s> Recorder<'s> {
         self.caches()
             .files
             .remove(&(agent.id.0, relative.to_string()));
+    }
+
+    /// Keeps a call that was seen but not recorded as a run, so the turn report and the
+    /// wrap-up can say so once. `part` tells apart the scripts of one call; an event without an
+    /// id (a hand-written events file) is keyed by its time.
+    fn note_unrecorded(
+        &self,
+        agent: &Agent,
+        event_id: Option<&str>,
+        part: &str,
+        at: Millis,
+        reason: UnrecordedReason,
+        detail: String,
+    ) -> Result<(), IngestError> {
+        let base = event_id.map_or_else(|| format!("at:{at}"), str::to_string);
+        let event_id = if part.is_empty() {
+            base
+        } else {
+            format!("{base}#{part}")
+        };
+        self.store.note_unrecorded(
+            agent.owner,
+            &UnrecordedCall {
+                agent: agent.id,
+                event_id,
+                at,
+                reason,
+                detail,
+            },
+        )?;
+        Ok(())
     }
 
     /// Which scripts a shell line runs, from the cache when the agent ran it before.

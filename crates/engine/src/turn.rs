@@ -18,6 +18,7 @@ use mindrune_core::lessons;
 use mindrune_core::sharing::SharingBar;
 use mindrune_store::{
     Agent, HeaderState, LessonsChange, Millis, NewLesson, SharingChange, SkillEntry, Store,
+    UnrecordedReason,
 };
 
 use crate::family::{self, MirrorOutcome};
@@ -63,6 +64,9 @@ pub struct TurnReport {
     pub checked_headers: Vec<String>,
     /// Files skipped or read with a problem, each naming the file (and line).
     pub diagnostics: Vec<String>,
+    /// Calls since the previous boundary that were seen but not recorded as runs, each saying
+    /// why (sent to the background; a `bun` line that named no script of the bot).
+    pub unrecorded: Vec<String>,
     pub lessons: LessonsChange,
     pub mirror: MirrorOutcome,
 }
@@ -292,6 +296,17 @@ pub fn turn_boundary_with(
         },
         _ => family::refresh_mirror(store, &agent, mirror_dir)?,
     };
+    report.unrecorded = store
+        .unrecorded_since(owner, agent.id, since)?
+        .into_iter()
+        .map(|call| match call.reason {
+            UnrecordedReason::Background => format!(
+                "`{}`: ran in the background, so not recorded (MindRune cannot see how a detached run ends)",
+                call.detail
+            ),
+            UnrecordedReason::NoScript => call.detail,
+        })
+        .collect();
     store.note_turn_end(owner, agent.id, now_millis())?;
     Ok(report)
 }

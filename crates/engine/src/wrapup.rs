@@ -8,7 +8,7 @@
 //! save as a file.
 
 use mindrune_core::sharing::SharingBar;
-use mindrune_store::{SharingChange, SharingKind, Store};
+use mindrune_store::{SharingChange, SharingKind, Store, UnrecordedReason};
 
 use mindrune_store::Agent;
 
@@ -40,6 +40,10 @@ pub struct WrapUp {
     pub suggestions: Vec<mindrune_core::near_repeat::Suggestion>,
     /// Files skipped or read with a problem.
     pub diagnostics: Vec<String>,
+    /// The agent's runs since the last wrap-up that went unrecorded because they ran in the
+    /// background (`… &`, Claude Code's `run_in_background`, or moved there past the Bash
+    /// timeout).
+    pub unrecorded_background: usize,
 }
 
 /// The wrap-up of an agent, now. Marks a turn boundary (the mirror is refreshed when due) and
@@ -90,6 +94,11 @@ pub fn wrap_up_with(
         .collect();
     let now = now_millis();
     let suggestions = crate::snippets::advice(store, &agent, now)?;
+    let unrecorded_background = store
+        .unrecorded_since(agent.owner, agent.id, since)?
+        .iter()
+        .filter(|call| call.reason == UnrecordedReason::Background)
+        .count();
     store.note_wrapup(agent.owner, agent.id, now)?;
     Ok(WrapUp {
         lesson_prompt: format!(
@@ -108,5 +117,6 @@ pub fn wrap_up_with(
         offers: report.offers,
         suggestions,
         diagnostics: report.diagnostics,
+        unrecorded_background,
     })
 }

@@ -443,6 +443,7 @@ async fn instructions(
             &runner.agent.name,
             SharingBar::for_family(eager),
             eager,
+            mindrune_engine::family::mirror_relative(&runner.agent),
         ),
     }))
 }

@@ -79,6 +79,9 @@ pub struct RunnerConfig {
     pub turn_every: Option<Duration>,
     /// rs-sdk's `BotWorldState` as JSON, sent for the dashboard when it changes.
     pub state_file: Option<PathBuf>,
+    /// Where `family-skills/` is written (`None`: `<workspace>/family-skills`). Several bots of
+    /// one checkout each have their own (`bots/<bot>/family-skills`).
+    pub mirror: Option<PathBuf>,
     /// The most events one batch carries.
     pub max_batch: usize,
     /// How often the inbox is looked at.
@@ -104,6 +107,7 @@ impl RunnerConfig {
             once: false,
             turn_every: None,
             state_file: None,
+            mirror: None,
             max_batch: wire::MAX_BATCH_EVENTS,
             poll: DEFAULT_POLL,
         }
@@ -316,7 +320,10 @@ impl<'a> Runner<'a> {
             config,
             client: Client::new(&config.server, &config.token),
             stop,
-            mirror_dir: config.workspace.join(MIRROR_DIR),
+            mirror_dir: config
+                .mirror
+                .clone()
+                .unwrap_or_else(|| config.workspace.join(MIRROR_DIR)),
             verified: false,
             started: config.once,
             mirror_emptied: false,
@@ -837,6 +844,7 @@ impl<'a> Runner<'a> {
                 self.summary.turns_sent += 1;
                 self.boundary = (Instant::now(), fingerprint);
                 tracing::info!(report = %answer.report, "marked the agent's start");
+                self.keep_instructions();
                 match answer.mirror {
                     Some(mirror) => self.write_mirror(mirror, false),
                     None => {
@@ -858,6 +866,26 @@ impl<'a> Runner<'a> {
                 Ok(())
             }
             Err(failure) => Err(self.halt(failure)),
+        }
+    }
+
+    /// Keeps the agent's instructions in the spool, where the hook's `SessionStart` reads them
+    /// (its output becomes the agent's context). A failure only costs that context.
+    fn keep_instructions(&self) {
+        let written = self
+            .client
+            .get::<crate::wire::InstructionsAnswer>("/v1/instructions")
+            .map_err(|failure| failure.to_string())
+            .and_then(|answer| {
+                spool::write_atomic(
+                    self.spool.root(),
+                    spool::INSTRUCTIONS,
+                    answer.text.as_bytes(),
+                )
+                .map_err(|err| err.to_string())
+            });
+        if let Err(err) = written {
+            tracing::warn!("cannot keep the agent's instructions for its hooks: {err}");
         }
     }
 

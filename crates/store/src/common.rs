@@ -9,7 +9,7 @@ use crate::{AgentId, HeaderState, Outcome, SharingKind, SkillId};
 
 /// The columns the row readers of both backends take, in their order (the same SQL on both).
 pub(crate) const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
-pub(crate) const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at";
+pub(crate) const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at, mirror";
 /// A skill's columns, with the skills table as `s`.
 pub(crate) const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
     s.tags, s.header, s.goal, s.preconditions, s.params, s.result, s.from_skill, s.topics, s.file_digest";

@@ -88,6 +88,7 @@ const TABLES: &[Table] = &[
             ("mirror_refreshed_at", Int),
             ("last_turn_at", Int),
             ("last_wrapup_at", Int),
+            ("mirror", Text),
         ],
         key: &["agent_id"],
         identity: Some("agent_id"),
@@ -254,6 +255,19 @@ const TABLES: &[Table] = &[
             ("suggested_runs", Int),
         ],
         key: &["owner_id", "agent_id", "group_key"],
+        identity: None,
+    },
+    Table {
+        name: "unrecorded_calls",
+        columns: &[
+            ("owner_id", Int),
+            ("agent_id", Int),
+            ("event_id", Text),
+            ("at", Int),
+            ("reason", Text),
+            ("detail", Text),
+        ],
+        key: &["owner_id", "agent_id", "event_id"],
         identity: None,
     },
     Table {

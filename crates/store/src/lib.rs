@@ -80,6 +80,9 @@ pub struct Agent {
     pub last_turn_at: Option<Millis>,
     /// When it last had a wrap-up.
     pub last_wrapup_at: Option<Millis>,
+    /// Where its `family-skills/` is written, relative to the workspace (`None`:
+    /// `family-skills` at the workspace's root).
+    pub mirror: Option<String>,
 }
 
 /// The `@skill` header a skill's file carried when it was last read.
@@ -439,6 +442,46 @@ pub struct Snippet {
     pub last_used_at: Millis,
 }
 
+/// Why a call MindRune saw was not recorded as a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UnrecordedReason {
+    /// Sent to the background (`&`, Claude Code's `run_in_background`, or past its Bash
+    /// timeout): how it ends is never seen, so nothing is recorded rather than a guess.
+    Background,
+    /// A `bun …ts` line whose file is no script of a registered bot (a wrong path, a typo).
+    NoScript,
+}
+
+impl UnrecordedReason {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            UnrecordedReason::Background => "background",
+            UnrecordedReason::NoScript => "no-script",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<UnrecordedReason> {
+        match text {
+            "background" => Some(UnrecordedReason::Background),
+            "no-script" => Some(UnrecordedReason::NoScript),
+            _ => None,
+        }
+    }
+}
+
+/// A call that could not be recorded as a run ([`Store::note_unrecorded`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnrecordedCall {
+    pub agent: AgentId,
+    /// The event's id: the same call delivered twice is kept once.
+    pub event_id: String,
+    pub at: Millis,
+    pub reason: UnrecordedReason,
+    /// What was not counted, scrubbed: the command, or the file it named.
+    pub detail: String,
+}
+
 /// A snippet's runs in a window of time ([`Store::snippet_runs_since`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SnippetRuns {
@@ -603,6 +646,18 @@ pub trait Store: Send + Sync {
 
     /// Notes that an agent had a wrap-up.
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
+    /// Sets where an agent's `family-skills/` is written, relative to its workspace (`None`:
+    /// the workspace's root).
+    fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()>;
+    /// Keeps a call that could not be recorded as a run, once per event id; whether it was new.
+    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool>;
+    /// The agent's unrecorded calls at or after `since`, oldest first.
+    fn unrecorded_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<UnrecordedCall>>;
     /// At which successful-run count each snippet group was last suggested to the agent as a
     /// file (group key → runs), for suggestions made at or after `since` (an older suggestion
     /// has left the window its count was taken over, so the cadence starts over).

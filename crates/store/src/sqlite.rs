@@ -18,7 +18,7 @@ use crate::{
     Lineage, Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
     RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SharingKind,
     SiblingUse, Skill, SkillEntry, SkillHeader, SkillId, Snippet, SnippetId, SnippetRuns, Store,
-    StoreError, Version, VersionId, VersionStats, VersionSummary,
+    StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId, VersionStats, VersionSummary,
 };
 use mindrune_core::sharing::SharingBar;
 
@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0003_vocabulary.sql"),
     include_str!("../migrations/sqlite/0004_wrapups.sql"),
     include_str!("../migrations/sqlite/0005_server.sql"),
+    include_str!("../migrations/sqlite/0006_host_runs.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -252,6 +253,7 @@ fn agent_from(row: &Row<'_>) -> rusqlite::Result<Agent> {
         mirror_refreshed_at: row.get(5)?,
         last_turn_at: row.get(6)?,
         last_wrapup_at: row.get(7)?,
+        mirror: row.get(8)?,
     })
 }
 
@@ -638,6 +640,7 @@ impl Store for SqliteStore {
                 mirror_refreshed_at: None,
                 last_turn_at: None,
                 last_wrapup_at: None,
+                mirror: None,
             }),
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
@@ -1353,6 +1356,82 @@ impl Store for SqliteStore {
         Ok(())
     }
 
+    fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()> {
+        let inner = self.lock();
+        let changed = inner
+            .conn
+            .execute(
+                "UPDATE agents SET mirror = ?3 WHERE owner_id = ?1 AND agent_id = ?2",
+                params![owner.0, agent.0, mirror],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+        }
+        Ok(())
+    }
+
+    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
+        let inner = self.lock();
+        let added = inner
+            .conn
+            .execute(
+                "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail)
+                 SELECT owner_id, agent_id, ?3, ?4, ?5, ?6 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+                 ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
+                params![
+                    owner.0,
+                    call.agent.0,
+                    call.event_id,
+                    call.at,
+                    call.reason.as_str(),
+                    call.detail
+                ],
+            )
+            .map_err(db_err)?;
+        Ok(added > 0)
+    }
+
+    fn unrecorded_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<UnrecordedCall>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT event_id, at, reason, detail FROM unrecorded_calls
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 ORDER BY at, event_id",
+            )
+            .map_err(db_err)?;
+        let rows = statement
+            .query_map(params![owner.0, agent.0, since], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Millis>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(event_id, at, reason, detail)| {
+                Some(UnrecordedCall {
+                    agent,
+                    event_id,
+                    at,
+                    reason: UnrecordedReason::parse(&reason)?,
+                    detail,
+                })
+            })
+            .collect())
+    }
+
     fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
         let inner = self.lock();
         let changed = inner
@@ -1727,6 +1806,7 @@ impl Store for SqliteStore {
                 "DELETE FROM snippets WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM snippet_suggestions WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
+                "DELETE FROM unrecorded_calls WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM runner_tokens WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "DELETE FROM avatar_states WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
                 "UPDATE uses SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2".to_string(),

@@ -10,7 +10,8 @@ mod support;
 
 use mindrune_store::{
     AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
-    ScriptSnapshot, SharingKind, SkillHeader, Store, StoreError, VersionId,
+    ScriptSnapshot, SharingKind, SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason,
+    VersionId,
 };
 use support::{Backend, Library};
 
@@ -51,6 +52,9 @@ support::on_every_backend! {
     a_session_lasts_until_it_expires_or_ends,
     the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing,
     family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused,
+    // What a host saw but could not count.
+    an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family,
+    an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found,
 }
 
 /// Ada's family: her avatars buzz and pickles, in a library of their own.
@@ -1135,4 +1139,99 @@ fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused(backend: 
         f.store.family_reuse(other.id, 0).unwrap(),
         Default::default()
     );
+}
+
+fn an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family(backend: Backend) {
+    let f = family(backend);
+    let call = |event: &str, at, reason| UnrecordedCall {
+        agent: f.buzz,
+        event_id: event.into(),
+        at,
+        reason,
+        detail: format!("bun bots/buzz/chop.ts ({event})"),
+    };
+    assert!(
+        f.store
+            .note_unrecorded(f.owner, &call("e1", 10, UnrecordedReason::Background))
+            .unwrap()
+    );
+    // The same hook call delivered twice is kept once.
+    assert!(
+        !f.store
+            .note_unrecorded(f.owner, &call("e1", 10, UnrecordedReason::Background))
+            .unwrap()
+    );
+    assert!(
+        f.store
+            .note_unrecorded(f.owner, &call("e2", 20, UnrecordedReason::NoScript))
+            .unwrap()
+    );
+    let all = f.store.unrecorded_since(f.owner, f.buzz, 0).unwrap();
+    assert_eq!(
+        all.iter()
+            .map(|c| (c.event_id.as_str(), c.reason))
+            .collect::<Vec<_>>(),
+        [
+            ("e1", UnrecordedReason::Background),
+            ("e2", UnrecordedReason::NoScript)
+        ]
+    );
+    assert_eq!(
+        f.store.unrecorded_since(f.owner, f.buzz, 15).unwrap().len(),
+        1
+    );
+    assert!(
+        f.store
+            .unrecorded_since(f.owner, f.pickles, 0)
+            .unwrap()
+            .is_empty()
+    );
+    // Another owner's id for the same agent keeps nothing and sees nothing.
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(
+        !f.store
+            .note_unrecorded(other.id, &call("e3", 30, UnrecordedReason::Background))
+            .unwrap()
+    );
+    assert!(
+        f.store
+            .unrecorded_since(other.id, f.buzz, 0)
+            .unwrap()
+            .is_empty()
+    );
+    // Deleting the agent deletes what was kept of it.
+    f.store.delete_agent(f.owner, f.buzz).unwrap();
+    assert!(
+        f.store
+            .unrecorded_since(f.owner, f.buzz, 0)
+            .unwrap()
+            .is_empty()
+    );
+}
+
+fn an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found(backend: Backend) {
+    let f = family(backend);
+    let mirror = |agent: AgentId| {
+        f.store
+            .agents(f.owner)
+            .unwrap()
+            .into_iter()
+            .find(|a| a.id == agent)
+            .unwrap()
+            .mirror
+    };
+    assert_eq!(mirror(f.buzz), None);
+    f.store
+        .set_agent_mirror(f.owner, f.buzz, Some("bots/buzz/family-skills"))
+        .unwrap();
+    let buzz = f.store.agent_by_name("buzz").unwrap().unwrap();
+    assert_eq!(buzz.mirror.as_deref(), Some("bots/buzz/family-skills"));
+    assert_eq!(mirror(f.pickles), None);
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(matches!(
+        f.store.set_agent_mirror(other.id, f.buzz, None),
+        Err(StoreError::NotFound(_))
+    ));
+    f.store.set_agent_mirror(f.owner, f.buzz, None).unwrap();
+    assert_eq!(mirror(f.buzz), None);
 }

@@ -1,6 +1,7 @@
 //! The one integration-test binary: runs the real `mindrune` on real files in temp dirs.
 
 mod bench;
+mod claude_code;
 mod family;
 mod family_input;
 mod faults;

@@ -8,7 +8,21 @@ use serde_json::json;
 
 use crate::util::{TestLibrary, script, stderr, stdout};
 
-const HOOK_COMMAND: &str = r#"mindrune hook claude-code --agent "$MINDRUNE_AGENT""#;
+/// The command setup installs for the library of `lib`: named absolutely, since a hook runs in
+/// Claude Code's current folder (the agent's `cd` moves it).
+fn hook_command(lib: &TestLibrary) -> String {
+    format!("mindrune hook claude-code --home {}", lib.home().display())
+}
+
+/// The events MindRune's hooks are installed for, in order.
+const EVENTS: [&str; 6] = [
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "StopFailure",
+    "SessionStart",
+];
 
 /// A user's own settings: keys MindRune does not know, and a hook of their own.
 const USER_SETTINGS: &str = r#"{
@@ -175,17 +189,37 @@ fn setup_registers_every_bot_merges_the_hooks_into_the_users_settings_and_builds
         hooks["Notification"],
         json!([{"hooks": [{"type": "command", "command": "notify-send claude"}]}])
     );
+    let command = hook_command(&lib);
     for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
         let groups = hooks[event].as_array().unwrap();
         assert_eq!(
             groups.last().unwrap(),
-            &json!({"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}),
+            &json!({"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": command}]}),
             "{event}"
         );
     }
+    for event in ["Stop", "StopFailure", "SessionStart"] {
+        assert_eq!(
+            hooks[event],
+            json!([{"hooks": [{"type": "command", "command": command}]}]),
+            "{event}"
+        );
+    }
+    // Each bot's family view is its own.
+    let db = rusqlite::Connection::open(lib.home().join("library.db")).unwrap();
+    let mirrors: Vec<(String, String)> = db
+        .prepare("SELECT name, mirror FROM agents ORDER BY name")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     assert_eq!(
-        hooks["Stop"],
-        json!([{"hooks": [{"type": "command", "command": HOOK_COMMAND}]}])
+        mirrors,
+        [
+            ("a".to_string(), "bots/a/family-skills".to_string()),
+            ("b".to_string(), "bots/b/family-skills".to_string())
+        ]
     );
     let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
     assert_eq!(keys.len(), 4);
@@ -325,15 +359,21 @@ fn an_existing_owner_is_reused_and_a_checkout_without_settings_or_wiki_gets_new_
     assert!(!out.contains("[KEY]"), "{out}");
     let text = String::from_utf8(settings(&root)).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let command = hook_command(&lib);
+    let tool_group = json!([{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": command}]}]);
+    let group = json!([{"hooks": [{"type": "command", "command": command}]}]);
     assert_eq!(
         value,
         json!({"hooks": {
-            "PreToolUse": [{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
-            "PostToolUse": [{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
-            "PostToolUseFailure": [{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
-            "Stop": [{"hooks": [{"type": "command", "command": HOOK_COMMAND}]}],
+            "PreToolUse": tool_group,
+            "PostToolUse": tool_group,
+            "PostToolUseFailure": tool_group,
+            "Stop": group,
+            "StopFailure": group,
+            "SessionStart": group,
         }})
     );
+    assert_eq!(value["hooks"].as_object().unwrap().len(), EVENTS.len());
     assert!(
         text.starts_with("{\n  \"hooks\": {\n    \"PreToolUse\": [\n"),
         "{text}"
@@ -382,4 +422,169 @@ fn the_installed_hook_command_records_a_bots_run_through_the_shell() {
     }
     let skill = lib.skill_json("a/chop");
     assert_eq!(skill["versions"][0]["runs"], 1);
+}
+
+#[test]
+fn an_older_mindrune_hook_command_is_rewritten_in_place_and_never_added_twice() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    let old = r#"mindrune hook claude-code --agent \"$MINDRUNE_AGENT\""#;
+    let tool_group = format!(
+        r#"[{{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{{"type": "command", "command": "{old}"}}]}}]"#
+    );
+    std::fs::write(
+        root.join(".claude/settings.json"),
+        format!(
+            "{{\n  \"hooks\": {{\n    \"PreToolUse\": {tool_group},\n    \"PostToolUse\": {tool_group},\n    \"PostToolUseFailure\": {tool_group},\n    \"Stop\": [{{\"hooks\": [{{\"type\": \"command\", \"command\": \"{old}\"}}]}}]\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let out = setup_ok(&lib, &root, &[]);
+    assert!(
+        out.contains("Updated MindRune's hook command for PreToolUse, PostToolUse, PostToolUseFailure, Stop in"),
+        "{out}"
+    );
+    let value: serde_json::Value = serde_json::from_slice(&settings(&root)).unwrap();
+    for event in EVENTS {
+        let commands: Vec<&str> = value["hooks"][event]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|group| group["hooks"].as_array().unwrap())
+            .map(|hook| hook["command"].as_str().unwrap())
+            .collect();
+        assert_eq!(commands, [hook_command(&lib)], "{event}");
+    }
+    let again = setup_ok(&lib, &root, &[]);
+    assert!(
+        again.contains("MindRune's hooks are installed already"),
+        "{again}"
+    );
+}
+
+#[test]
+fn a_library_inside_the_checkout_is_named_from_the_project_folder_so_hooks_find_it_after_a_cd() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    let home = root.join(".mindrune");
+    let output = lib
+        .cmd()
+        .env("MINDRUNE_HOME", &home)
+        .args(["setup", "rs-sdk", root.to_str().unwrap(), "--owner", "ada"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let value: serde_json::Value = serde_json::from_slice(&settings(&root)).unwrap();
+    let command = value["hooks"]["PostToolUse"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        command,
+        r#"mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR"/.mindrune"#
+    );
+    std::fs::write(root.join("bots/a/chop.ts"), script(1)).unwrap();
+    // As Claude Code runs it after the agent's `cd bots/a`: in that folder, with the project
+    // folder in CLAUDE_PROJECT_DIR and no MINDRUNE_HOME at all.
+    let bin = assert_cmd::cargo::cargo_bin("mindrune");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let base = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "tool_name": "Bash",
+                      "tool_input": {"command": "cd bots/a && bun chop.ts"}, "tool_use_id": "toolu_cd"});
+    for (event, cwd) in [
+        ("PreToolUse", root.clone()),
+        ("PostToolUse", root.join("bots/a")),
+    ] {
+        let mut input = base.clone();
+        input["hook_event_name"] = json!(event);
+        input["cwd"] = json!(cwd);
+        input["tool_response"] = json!({"stdout": "── State ──\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
+        input["duration_ms"] = json!(1234);
+        let output = assert_cmd::Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(root.join("bots/a"))
+            .env("PATH", &path)
+            .env_remove("MINDRUNE_HOME")
+            .env("CLAUDE_PROJECT_DIR", &root)
+            .env("MINDRUNE_AGENT", "a")
+            .env_remove("MINDRUNE_LOG")
+            .write_stdin(input.to_string())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{event}: {}", stderr(&output));
+        assert!(output.stdout.is_empty());
+    }
+    let skill = lib
+        .cmd()
+        .env("MINDRUNE_HOME", &home)
+        .args(["skill", "show", "a/chop", "--json"])
+        .output()
+        .unwrap();
+    let skill: serde_json::Value = serde_json::from_slice(&skill.stdout).unwrap();
+    assert_eq!(skill["versions"][0]["runs"], 1, "{skill}");
+}
+
+#[test]
+fn setup_keeps_the_mirrors_and_an_inner_library_out_of_git_status() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    std::fs::create_dir_all(root.join(".git/info")).unwrap();
+    std::fs::write(
+        root.join(".git/info/exclude"),
+        "# git ls-files --others --exclude-from=.git/info/exclude\n*.log",
+    )
+    .unwrap();
+    let output = lib
+        .cmd()
+        .env("MINDRUNE_HOME", root.join(".mindrune"))
+        .args(["setup", "rs-sdk", root.to_str().unwrap(), "--owner", "ada"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let exclude = std::fs::read_to_string(root.join(".git/info/exclude")).unwrap();
+    assert_eq!(
+        exclude,
+        "# git ls-files --others --exclude-from=.git/info/exclude\n*.log\n# MindRune: each bot's family-skills/ and the library\n/bots/*/family-skills/\n/.mindrune/\n"
+    );
+    let again = lib
+        .cmd()
+        .env("MINDRUNE_HOME", root.join(".mindrune"))
+        .args(["setup", "rs-sdk", root.to_str().unwrap(), "--owner", "ada"])
+        .output()
+        .unwrap();
+    assert!(
+        stdout(&again).contains("Nothing was changed."),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/info/exclude")).unwrap(),
+        exclude
+    );
+}
+
+#[test]
+fn a_bot_without_bot_env_is_named_with_the_checkout_s_own_way_to_make_a_bot() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    std::fs::remove_file(root.join("bots/b/bot.env")).unwrap();
+    std::fs::create_dir_all(root.join("scripts")).unwrap();
+    std::fs::rename(
+        root.join("bots/create-bot.ts"),
+        root.join("scripts/create-bot.ts"),
+    )
+    .unwrap();
+    let out = setup_ok(&lib, &root, &[]);
+    assert!(
+        out.contains("Bot `b` has no bots/b/bot.env, so MindRune cannot scrub its password from what it saves until it has one (`bun scripts/create-bot.ts b` makes a bot with it)."),
+        "{out}"
+    );
+    assert!(!out.contains("Bot `a` has no"), "{out}");
 }

@@ -34,6 +34,9 @@ pub const OUTBOX: &str = "outbox";
 pub const REJECTED: &str = "rejected";
 /// Where the hook notes calls that started (its `PreToolUse` notes), in relay mode.
 pub const PENDING: &str = "pending";
+/// The agent's instructions as the server last gave them, for the hook's `SessionStart` (it
+/// needs no network and no library): written at the runner's start.
+pub const INSTRUCTIONS: &str = "instructions.md";
 /// The file a runner holds a lock on while it uses the spool.
 const LOCK: &str = ".lock";
 

@@ -138,6 +138,7 @@ pub(super) fn create_agent(
             mirror_refreshed_at: None,
             last_turn_at: None,
             last_wrapup_at: None,
+            mirror: None,
         })
     })
 }

@@ -316,6 +316,7 @@ pub(super) fn delete_agent(
         "DELETE FROM snippets WHERE owner_id = $1 AND agent_id = $2".to_string(),
         "DELETE FROM lessons WHERE owner_id = $1 AND agent_id = $2".to_string(),
         "DELETE FROM snippet_suggestions WHERE owner_id = $1 AND agent_id = $2".to_string(),
+        "DELETE FROM unrecorded_calls WHERE owner_id = $1 AND agent_id = $2".to_string(),
         "DELETE FROM runner_tokens WHERE owner_id = $1 AND agent_id = $2".to_string(),
         "DELETE FROM avatar_states WHERE owner_id = $1 AND agent_id = $2".to_string(),
         "UPDATE uses SET agent_id = NULL WHERE owner_id = $1 AND agent_id = $2".to_string(),

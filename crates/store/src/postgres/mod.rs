@@ -25,7 +25,8 @@ use crate::{
     Agent, AgentId, AvatarState, DeletedAgent, FamilyReuse, Lesson, LessonsChange, Matched, Millis,
     NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse, RecordedUse, Result,
     ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill, SkillEntry, SkillId,
-    Snippet, SnippetRuns, Store, StoreError, Version, VersionId, VocabularyChange, VocabularyEntry,
+    Snippet, SnippetRuns, Store, StoreError, UnrecordedCall, Version, VersionId, VocabularyChange,
+    VocabularyEntry,
 };
 
 mod audit;
@@ -37,7 +38,10 @@ mod rows;
 mod sharing;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_host_runs.sql"),
+];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
 /// families' locks; PostgreSQL keeps the two spaces apart). "MR".
@@ -524,6 +528,35 @@ impl Store for PgStore {
 
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
         directory::note_wrapup(self, owner, agent, at)
+    }
+
+    fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()> {
+        self.write(owner, |tx| {
+            let changed = tx.execute(
+                "UPDATE agents SET mirror = $3 WHERE owner_id = $1 AND agent_id = $2",
+                &[&owner.0, &agent.0, &mirror],
+            )?;
+            if changed == 0 {
+                return Err(Fail::Store(StoreError::NotFound(format!(
+                    "agent {}",
+                    agent.0
+                ))));
+            }
+            Ok(())
+        })
+    }
+
+    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
+        records::note_unrecorded(self, owner, call)
+    }
+
+    fn unrecorded_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<UnrecordedCall>> {
+        records::unrecorded_since(self, owner, agent, since)
     }
 
     fn snippet_suggestions(

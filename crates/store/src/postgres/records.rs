@@ -34,7 +34,7 @@ use crate::common::{VersionRow, json_map, lines_of, parse_map, sorted};
 use crate::{
     Agent, AgentId, Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse,
     RecordedUse, Result, ScriptSnapshot, Skill, SkillEntry, SkillId, Snippet, SnippetId,
-    SnippetRuns, StoreError, Version, VersionId, VersionStats,
+    SnippetRuns, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId, VersionStats,
 };
 
 /// How many uses of a version pass before the family's peer median is looked up again (the
@@ -710,6 +710,59 @@ pub(super) fn snippet_suggestions(
             &[&owner.0, &agent.0, &since],
         )?;
         rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+    })
+}
+
+pub(super) fn note_unrecorded(
+    store: &PgStore,
+    owner: OwnerId,
+    call: &UnrecordedCall,
+) -> Result<bool> {
+    store.write(owner, |tx| {
+        // An unknown agent stores nothing, as on SQLite.
+        let added = tx.execute(
+            "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail)
+             SELECT owner_id, agent_id, $3::text, $4::bigint, $5::text, $6::text FROM agents WHERE owner_id = $1 AND agent_id = $2
+             ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
+            &[
+                &owner.0,
+                &call.agent.0,
+                &call.event_id,
+                &call.at,
+                &call.reason.as_str(),
+                &call.detail,
+            ],
+        )?;
+        Ok(added > 0)
+    })
+}
+
+pub(super) fn unrecorded_since(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    since: Millis,
+) -> Result<Vec<UnrecordedCall>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT event_id, at, reason, detail FROM unrecorded_calls
+             WHERE owner_id = $1 AND agent_id = $2 AND at >= $3 ORDER BY at, event_id",
+            &[&owner.0, &agent.0, &since],
+        )?;
+        let mut calls = Vec::with_capacity(rows.len());
+        for row in &rows {
+            let reason: String = col(row, 2)?;
+            if let Some(reason) = UnrecordedReason::parse(&reason) {
+                calls.push(UnrecordedCall {
+                    agent,
+                    event_id: col(row, 0)?,
+                    at: col(row, 1)?,
+                    reason,
+                    detail: col(row, 3)?,
+                });
+            }
+        }
+        Ok(calls)
     })
 }
 

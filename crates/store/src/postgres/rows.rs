@@ -43,6 +43,7 @@ pub(crate) fn agent_from(row: &Row) -> PgResult<Agent> {
         mirror_refreshed_at: col(row, 5)?,
         last_turn_at: col(row, 6)?,
         last_wrapup_at: col(row, 7)?,
+        mirror: col(row, 8)?,
     })
 }
 

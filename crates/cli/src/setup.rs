@@ -1366,8 +1366,11 @@ mod claude_settings {
     mod tests {
         use super::*;
 
+        /// The command the tests install (what setup writes for a library outside the checkout).
+        const HOOK_COMMAND: &str = "mindrune hook claude-code --home /lib";
+
         fn merged(text: &str) -> Merged {
-            merge(text).unwrap()
+            merge(text, HOOK_COMMAND).unwrap()
         }
 
         #[test]
@@ -1376,11 +1379,18 @@ mod claude_settings {
             let once = merged(text);
             assert_eq!(
                 once.added,
-                ["PreToolUse", "PostToolUse", "PostToolUseFailure", "Stop"]
+                [
+                    "PreToolUse",
+                    "PostToolUse",
+                    "PostToolUseFailure",
+                    "Stop",
+                    "StopFailure",
+                    "SessionStart"
+                ]
             );
             let new = once.text.unwrap();
             // What was there is still there, byte for byte, around the insertions.
-            assert!(new.starts_with("{\n    \"zeta\": 1.50,\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}, {\"hooks\": [{\"type\": \"command\", \"command\": \"mindrune hook claude-code --agent \\\"$MINDRUNE_AGENT\\\"\"}]}],\n        \"Notification\": {\"odd\": true},\n        \"PreToolUse\": [\n            {\n                \"matcher\": \"Bash|mcp__.*__execute_code\",\n"), "{new}");
+            assert!(new.starts_with("{\n    \"zeta\": 1.50,\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}, {\"hooks\": [{\"type\": \"command\", \"command\": \"mindrune hook claude-code --home /lib\"}]}],\n        \"Notification\": {\"odd\": true},\n        \"PreToolUse\": [\n            {\n                \"matcher\": \"Bash|mcp__.*__execute_code\",\n"), "{new}");
             assert!(
                 new.ends_with("\n    },\n    \"alpha\": [null, \"x\"]\n}\n"),
                 "{new}"
@@ -1427,16 +1437,18 @@ mod claude_settings {
 
         #[test]
         fn a_hooks_value_that_is_no_object_is_an_error_with_its_position() {
-            let err = merge("{\n  \"hooks\": [1]\n}").err().unwrap();
+            let err = merge("{\n  \"hooks\": [1]\n}", HOOK_COMMAND).err().unwrap();
             assert_eq!((err.line(), err.column()), (2, 11));
             assert!(err.is_data());
-            let err = merge("{\"hooks\": {\"Stop\": {}}}").err().unwrap();
+            let err = merge("{\"hooks\": {\"Stop\": {}}}", HOOK_COMMAND)
+                .err()
+                .unwrap();
             assert!(
                 err.to_string().contains("an array of matcher groups"),
                 "{err}"
             );
-            assert!(merge("[]").is_err());
-            let err = merge("{\n  \"a\": 1,\n}").err().unwrap();
+            assert!(merge("[]", HOOK_COMMAND).is_err());
+            let err = merge("{\n  \"a\": 1,\n}", HOOK_COMMAND).err().unwrap();
             assert_eq!((err.line(), err.column()), (3, 1));
         }
     }
@@ -1563,6 +1575,23 @@ fn shell_word(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hook_command_names_the_library_from_the_project_folder_or_absolutely() {
+        let checkout = Path::new("/home/ada/rs-sdk");
+        assert_eq!(
+            hook_command(checkout, Path::new("/home/ada/rs-sdk/.mindrune")),
+            r#"mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR"/.mindrune"#
+        );
+        assert_eq!(
+            hook_command(checkout, Path::new("/home/ada/rs-sdk")),
+            r#"mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR""#
+        );
+        assert_eq!(
+            hook_command(checkout, Path::new("/srv/my library")),
+            "mindrune hook claude-code --home '/srv/my library'"
+        );
+    }
 
     #[test]
     fn shell_words_are_quoted_only_when_needed() {

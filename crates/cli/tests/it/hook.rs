@@ -96,3 +96,83 @@ fn claude_code_s_stop_is_the_turn_boundary() {
         "{lessons}"
     );
 }
+
+#[test]
+fn in_relay_mode_the_bot_s_password_is_scrubbed_before_the_event_touches_the_spool() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    let workspace = lib.workspace("buzz");
+    let relay = lib.dir.path().join("relay");
+    let post = json!({"hook_event_name": "PostToolUse", "session_id": "s", "cwd": workspace, "tool_name": "Bash",
+                      "tool_input": {"command": "bun bots/buzz/chop.ts --login pw-buzz-s3cret77"},
+                      "tool_use_id": "toolu_secret", "duration_ms": 1200,
+                      "tool_response": {"stdout": "logged in with pw-buzz-s3cret77\n", "stderr": "", "interrupted": false}});
+    let output = lib
+        .cmd()
+        .args(["hook", "claude-code"])
+        .env("MINDRUNE_AGENT", "buzz")
+        .env("MINDRUNE_RELAY", &relay)
+        .env("CLAUDE_PROJECT_DIR", &workspace)
+        .write_stdin(post.to_string())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let inbox: Vec<_> = std::fs::read_dir(relay.join("inbox"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(inbox.len(), 1);
+    let spooled = std::fs::read_to_string(inbox[0].path()).unwrap();
+    assert!(!spooled.contains("pw-buzz-s3cret77"), "{spooled}");
+    assert!(spooled.contains("bun bots/buzz/chop.ts"), "{spooled}");
+}
+
+#[test]
+fn without_mindrune_agent_the_hook_names_the_variable_and_records_nothing() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    let output = lib
+        .cmd()
+        .args(["hook", "claude-code"])
+        .env_remove("MINDRUNE_AGENT")
+        .write_stdin(json!({"hook_event_name": "Stop", "cwd": "/work"}).to_string())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output).contains("MINDRUNE_AGENT is not set"),
+        "{}",
+        stderr(&output)
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[test]
+fn session_start_writes_the_mirror_and_hands_the_agent_its_instructions_as_context() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    let output = lib
+        .cmd()
+        .args(["hook", "claude-code", "--agent", "buzz"])
+        .write_stdin(json!({"hook_event_name": "SessionStart", "session_id": "s", "cwd": "/work", "source": "startup"}).to_string())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let context: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        context["hookSpecificOutput"]["hookEventName"],
+        "SessionStart"
+    );
+    let text = context["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.contains("at least 5 recorded runs and a score of at least 600"),
+        "{text}"
+    );
+    assert!(
+        lib.workspace("buzz")
+            .join("family-skills/INDEX.md")
+            .exists()
+    );
+}

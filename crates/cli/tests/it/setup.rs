@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::util::{TestLibrary, script, stderr, stdout};
+use crate::util::{TestLibrary, script, stderr, stdout, visible_files};
 
 /// The command setup installs for the library of `lib`: named absolutely, since a hook runs in
 /// Claude Code's current folder (the agent's `cd` moves it).
@@ -587,4 +587,67 @@ fn a_bot_without_bot_env_is_named_with_the_checkout_s_own_way_to_make_a_bot() {
         "{out}"
     );
     assert!(!out.contains("Bot `a` has no"), "{out}");
+}
+
+#[test]
+fn in_one_checkout_each_bot_s_turn_end_leaves_the_other_bot_s_view_intact() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    setup_ok(&lib, &root, &[]);
+    // a shares a proven skill and a lesson; b has feedback-worthy work of its own.
+    let headed = format!("/** @skill chop\n * Goal: chop trees\n */\n{}", script(1));
+    std::fs::write(root.join("bots/a/chop.ts"), &headed).unwrap();
+    std::fs::write(
+        root.join("bots/a/lab_log.md"),
+        "Share: oaks respawn within a minute\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("bots/b/lab_log.md"),
+        "Share: the bank is north of the castle\n",
+    )
+    .unwrap();
+    let events: Vec<serde_json::Value> = (0..6)
+        .map(|i| {
+            json!({"agent": "a", "kind": "shell", "command": "bun bots/a/chop.ts", "cwd": root, "ok": true,
+                   "duration_ms": 60000, "at": format!("2026-11-28T10:0{i}:00Z"),
+                   "output": "── State ──\nXP: Woodcutting +1,250\n"})
+        })
+        .collect();
+    let recorded = lib.record(&events);
+    assert!(recorded.status.success(), "{}", stderr(&recorded));
+    lib.ok(&["turn-end", "a"]);
+    lib.ok(&["turn-end", "b"]);
+    // a's view again, now that b's lesson is in the library.
+    lib.ok(&["mirror", "a"]);
+    let view = |bot: &str| visible_files(&root.join("bots").join(bot).join("family-skills"));
+    let a_before = view("a");
+    let b_view = view("b");
+    // Each bot's view is its own: b sees a's skill and lesson; a sees b's lesson and not its
+    // own skill as a sibling's.
+    assert!(b_view.contains_key("a/chop.ts"), "{:?}", b_view.keys());
+    assert!(
+        String::from_utf8_lossy(&b_view["LESSONS.md"]).contains("oaks respawn within a minute")
+    );
+    assert!(!a_before.contains_key("a/chop.ts"), "{:?}", a_before.keys());
+    assert!(
+        String::from_utf8_lossy(&a_before["LESSONS.md"])
+            .contains("the bank is north of the castle")
+    );
+    assert!(!String::from_utf8_lossy(&a_before["LESSONS.md"]).contains("oaks respawn"));
+    // b's next turn end rewrites b's view only.
+    std::fs::write(
+        root.join("bots/b/lab_log.md"),
+        "Share: the bank is north of the castle\nShare: goblins drop bones\n",
+    )
+    .unwrap();
+    lib.ok(&["mirror", "b"]);
+    assert_eq!(view("a"), a_before, "a's view changed when b's turn ended");
+    assert!(
+        !root.join("family-skills").exists(),
+        "no shared view at the checkout's root"
+    );
+    // Neither view is a bot's script: the scan reads only files directly in bots/<bot>/.
+    let skills = lib.skills_json();
+    assert_eq!(skills.as_array().unwrap().len(), 1, "{skills:#}");
 }

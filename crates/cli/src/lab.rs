@@ -342,6 +342,7 @@ fn verify_command(
                 "verdict": "verified", "id": verified.id, "digest": verified.digest,
                 "kid": verified.kid, "disposition": verified.disposition,
                 "reason_code": verified.reason_code, "path": stored.path,
+                "public_key_base64": receipt::public_key_base64(&key.verifying_key()),
             }),
             Err(err) => {
                 json!({"verdict": "invalid", "error": err.to_string(), "path": stored.path})
@@ -359,6 +360,17 @@ fn verify_command(
                     out,
                     "  seal         {} ({})",
                     verified.disposition, verified.reason_code
+                )?;
+                // The same check with Runx's own verifier, which takes the trusted key from
+                // these two variables.
+                writeln!(
+                    out,
+                    "  runx verify  {}={} {}={} runx verify --receipt {} --json",
+                    receipt::RUNX_VERIFY_KID_ENV,
+                    verified.kid,
+                    receipt::RUNX_VERIFY_PUBLIC_KEY_ENV,
+                    receipt::public_key_base64(&key.verifying_key()),
+                    stored.path.display()
                 )?;
             }
             Err(err) => writeln!(out, "invalid receipt {}: {err}", stored.path.display())?,

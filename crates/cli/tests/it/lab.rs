@@ -1145,6 +1145,177 @@ fn every_terminal_path_seals_a_receipt_that_verifies() {
     }
 }
 
+/// Runx's closed list of reference types (`runx-contracts` `ReferenceType`), written here from
+/// `shared/reference/runx-oracle.md` rather than taken from MindRune's code, so the test fails
+/// if the code's list drifts from Runx's.
+const RUNX_REFERENCE_TYPES: [&str; 41] = [
+    "github_issue",
+    "github_pull_request",
+    "github_repo",
+    "slack_thread",
+    "sentry_event",
+    "provider_thread",
+    "provider_event",
+    "provider_comment",
+    "tracking_item",
+    "change_request",
+    "repository",
+    "support_ticket",
+    "signal",
+    "act",
+    "receipt",
+    "graph_receipt",
+    "artifact",
+    "verification",
+    "harness",
+    "host",
+    "deployment",
+    "surface",
+    "target",
+    "opportunity",
+    "thesis_assessment",
+    "selection",
+    "skill_binding",
+    "target_transition_entry",
+    "selection_cycle",
+    "decision",
+    "reflection_entry",
+    "feed_entry",
+    "principal",
+    "authority_proof",
+    "scope_admission",
+    "grant",
+    "mandate",
+    "credential",
+    "webhook_delivery",
+    "redaction_policy",
+    "external_url",
+];
+
+/// Where a `runx.receipt.v1` holds references, as `(path, reference)` pairs: Runx parses each
+/// against the closed type list and refuses the whole receipt for one unknown type.
+fn receipt_references(receipt: &Value) -> Vec<(String, Value)> {
+    let mut found = Vec::new();
+    let mut single = |path: &str, value: &Value| {
+        if !value.is_null() {
+            found.push((path.to_owned(), value.clone()));
+        }
+    };
+    single("subject.ref", &receipt["subject"]["ref"]);
+    single("authority.actor_ref", &receipt["authority"]["actor_ref"]);
+    single(
+        "authority.mandate_ref",
+        &receipt["authority"]["mandate_ref"],
+    );
+    single(
+        "authority.attenuation.parent_authority_ref",
+        &receipt["authority"]["attenuation"]["parent_authority_ref"],
+    );
+    for field in ["parent", "previous", "resume_ref"] {
+        single(&format!("lineage.{field}"), &receipt["lineage"][field]);
+    }
+    let mut list = |path: &str, value: &Value| {
+        for (index, item) in value.as_array().into_iter().flatten().enumerate() {
+            found.push((format!("{path}[{index}]"), item.clone()));
+        }
+    };
+    for field in ["grant_refs", "scope_refs", "authority_proof_refs"] {
+        list(&format!("authority.{field}"), &receipt["authority"][field]);
+    }
+    for field in ["redaction_refs", "setup_refs", "teardown_refs"] {
+        list(
+            &format!("authority.enforcement.{field}"),
+            &receipt["authority"]["enforcement"][field],
+        );
+    }
+    list("signals", &receipt["signals"]);
+    list("lineage.children", &receipt["lineage"]["children"]);
+    for (index, criterion) in receipt["seal"]["criteria"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for field in ["evidence_refs", "verification_refs"] {
+            list(
+                &format!("seal.criteria[{index}].{field}"),
+                &criterion[field],
+            );
+        }
+    }
+    for (index, act) in receipt["acts"].as_array().into_iter().flatten().enumerate() {
+        for field in ["source_refs", "target_refs", "artifact_refs"] {
+            list(&format!("acts[{index}].{field}"), &act[field]);
+        }
+        list(
+            &format!("acts[{index}].intent.derived_from"),
+            &act["intent"]["derived_from"],
+        );
+    }
+    found
+}
+
+#[test]
+fn every_receipt_the_lab_writes_parses_under_runx_closed_lists() {
+    let workspace = Workspace::with_packages(&["web-fetch", "weather-forecast"]);
+    // A run that applies (and its candidate's cases), a refusal, a wait for an agent, and the
+    // harness cases `lab validate` replays into the workspace's store.
+    workspace.build_gate();
+    let answers = Answers::load("checklist-gate").with_write("README.md", "# Checklist Gate\n");
+    let (output, _) = workspace.lab_run("build", "skills/with-readme", &answers, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    workspace.expect(
+        2,
+        &[
+            "build",
+            "--target-dir",
+            "skills/later",
+            "--objective",
+            GATE_OBJECTIVE,
+        ],
+    );
+    for target in [GATE, "skills/web-fetch", "skills/weather-forecast"] {
+        workspace.json(0, &["validate", "--target-dir", target]);
+    }
+
+    let store = workspace.path(".runx/receipts");
+    let receipts: Vec<(String, Value)> = workspace
+        .receipts()
+        .into_iter()
+        .filter(|name| name.starts_with("sha256-") && name.ends_with(".json"))
+        .map(|name| {
+            let text = fs::read_to_string(store.join(&name)).unwrap();
+            (name, serde_json::from_str(&text).unwrap())
+        })
+        .collect();
+    assert!(receipts.len() >= 3 + 2 + 4 + 4, "{}", receipts.len());
+    let mut subjects = BTreeSet::new();
+    for (name, receipt) in &receipts {
+        assert_eq!(receipt["schema"], "runx.receipt.v1", "{name}");
+        // The issuer type under which `runx verify` checks the signature instead of refusing
+        // it (`local` and `verifier` are refused even with the key).
+        assert_eq!(receipt["issuer"]["type"], "hosted", "{name}");
+        let references = receipt_references(receipt);
+        assert!(references.len() >= 2, "{name}: {references:?}");
+        for (path, reference) in references {
+            let kind = reference["type"].as_str().unwrap_or_default();
+            assert!(
+                RUNX_REFERENCE_TYPES.contains(&kind),
+                "{name}: {path}.type is {kind:?}, which runx verify refuses (unknown variant)"
+            );
+            assert!(
+                reference["uri"].as_str().is_some_and(|uri| !uri.is_empty()),
+                "{name}: {path}"
+            );
+        }
+        subjects.insert(receipt["subject"]["kind"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        subjects,
+        BTreeSet::from(["harness_case".to_owned(), "skill".to_owned()])
+    );
+}
+
 #[test]
 fn a_receipt_changed_by_one_byte_fails_verification_saying_it_was_changed_after_sealing() {
     let workspace = Workspace::new();

@@ -443,13 +443,13 @@ fn admission_refuses_escapes_skill_md_deletion_secrets_and_non_fixtures_in_harne
             &[("../evil.md", "x")],
             &[],
             Mode::Build,
-            "../evil.md must stay inside the target package",
+            "target_dir must stay inside repo_root\n  ../evil.md must stay inside the target package",
         ),
         (
             &[("/etc/passwd", "x")],
             &[],
             Mode::Build,
-            "/etc/passwd must stay inside the target package",
+            "target_dir must stay inside repo_root\n  /etc/passwd must stay inside the target package",
         ),
         (
             &[],
@@ -565,9 +565,41 @@ fn a_credential_the_scrubber_knows_is_refused_in_any_package_file() {
         "aws_secret_access_key = {}",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4r8vTq2Lk"
     );
+    let refused = refusal(admission::reject_secret_material("fixtures/a.yaml", &aws));
+    assert!(
+        refused.starts_with("refusing secret-like material in fixtures/a.yaml\n"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("Runx accepts it, MindRune is stricter"),
+        "{refused}"
+    );
+}
+
+/// Runx writes a `ghp_` token in a package file (`apply-refusals.txt`, `gh-token`); MindRune
+/// refuses it and says the refusal is its own.
+#[test]
+fn a_github_token_is_refused_as_mindrune_stricter_than_runx() {
+    let token = format!("token: ghp_{}", "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A");
+    let refused = refusal(admission::reject_secret_material("notes/token.md", &token));
+    let mut lines = refused.lines();
     assert_eq!(
-        refusal(admission::reject_secret_material("fixtures/a.yaml", &aws)),
-        "refusing secret-like material in fixtures/a.yaml"
+        lines.next(),
+        Some("refusing secret-like material in notes/token.md")
+    );
+    assert!(
+        lines
+            .next()
+            .is_some_and(|line| line.contains("ghp_") && line.contains("MindRune is stricter")),
+        "{refused}"
+    );
+    // Runx's own two rules keep Runx's one line.
+    assert_eq!(
+        refusal(admission::reject_secret_material(
+            "notes/provider.md",
+            "key nskey_live_abc"
+        )),
+        "refusing secret-like material in notes/provider.md"
     );
 }
 

@@ -435,7 +435,7 @@ fn refused_drafts_leave_the_target_byte_for_byte_unchanged() {
             &[("../outside.md", "x")],
             &[],
             Mode::Improve,
-            "../outside.md must stay inside the target package",
+            "target_dir must stay inside repo_root\n  ../outside.md must stay inside the target package",
         ),
         (
             &[],

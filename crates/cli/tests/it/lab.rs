@@ -956,7 +956,7 @@ fn a_candidate_failing_its_own_harness_is_refused_naming_the_case_and_path_and_n
     assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
     assert!(
         out.contains(
-            "apply refused: candidate package failed validation: harness failed with 1 assertion error: claimed-without-evidence-holds: output.decision: expected \"pass\", got \"hold\"\n"
+            "apply refused: skill package validation failed: harness failed with 1 assertion error: claimed-without-evidence-holds: output.decision: expected \"pass\", got \"hold\"\n"
         ),
         "{out}"
     );

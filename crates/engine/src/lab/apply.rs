@@ -42,7 +42,7 @@ pub enum ApplyError {
     #[error("{0}")]
     Snapshot(#[from] SnapshotError),
     /// The staged candidate failed validation: it does not parse, or its harness failed.
-    #[error("candidate package failed validation: {0}")]
+    #[error("skill package validation failed: {0}")]
     CandidateInvalid(String),
     #[error("cannot {action} {}: {source}", .path.display())]
     Io {

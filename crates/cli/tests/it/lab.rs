@@ -438,8 +438,18 @@ fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_w
         assert_eq!(context["target_dir"], target.as_str());
         assert_eq!(context["target_exists"], true);
         assert_eq!(context["schema"], "runx.skill_lab.authoring_context.v1");
-        assert_eq!(context["target_inspection"]["skill"], package);
-        assert_eq!(context["target_inspection"]["status"], "valid", "{package}");
+        let inspection = &context["target_inspection"];
+        assert_eq!(inspection["schema"], "runx.skill.inspect.v1", "{package}");
+        assert_eq!(inspection["name"], package);
+        assert_eq!(inspection["status"], "ok", "{package}");
+        assert!(
+            is_sha256_digest(inspection["package_digest"].as_str().unwrap()),
+            "{inspection}"
+        );
+        assert_eq!(
+            context["catalog_root"], "skills",
+            "repo-relative, as Runx gives it"
+        );
         let files: BTreeSet<String> = context["target_files"]
             .as_array()
             .unwrap()
@@ -454,7 +464,7 @@ fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_w
             .unwrap()
             .iter()
             .map(|skill| {
-                assert_eq!(skill["status"], "valid", "{skill}");
+                assert_eq!(skill["status"], "ok", "{skill}");
                 (
                     skill["name"].as_str().unwrap().to_owned(),
                     skill["path"].as_str().unwrap().to_owned(),
@@ -478,7 +488,9 @@ fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_w
         "{out}"
     );
     assert!(
-        out.contains("  harness      0 inline case(s), 4 fixture(s)\n  catalog      4 skill(s) in the workspace\n"),
+        out.contains(
+            "  examples     4 for the default runner\n  catalog      4 skill(s) in the workspace\n"
+        ),
         "{out}"
     );
 }
@@ -526,7 +538,7 @@ fn inspect_of_an_absent_target_reports_it_absent_with_the_absent_digest() {
     );
     assert_eq!(context["target_files"], json!([]));
     assert_eq!(context["target_metrics"]["files"], 0);
-    assert!(context.get("target_inspection").is_none(), "{context}");
+    assert_eq!(context["target_inspection"], Value::Null, "{context}");
     // The catalog is still the workspace's.
     assert_eq!(context["catalog_skills"][0]["name"], "web-fetch");
 
@@ -553,8 +565,16 @@ fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
     let inspection = &context["target_inspection"];
     assert_eq!(inspection["status"], "invalid", "{inspection}");
     let error = inspection["error"].as_str().unwrap();
+    // Runx's words, then MindRune's place.
+    assert_eq!(
+        error.lines().next(),
+        Some(
+            "skill package validation failed: X.yaml: runner_manifest.runnerz is not supported; allowed fields: skill, version, runx, policy, emits, catalog, credentials, input_definitions, runners, harness."
+        ),
+        "{error}"
+    );
     assert!(
-        error.starts_with("X.yaml:3: runnerz: unknown X.yaml top-level field"),
+        error.contains("\n  at X.yaml:3: runnerz: unknown X.yaml top-level field"),
         "{error}"
     );
     assert!(is_sha256_digest(context["base_digest"].as_str().unwrap()));
@@ -579,12 +599,18 @@ fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
     .unwrap();
     let context = workspace.inspect("skills/web-fetch");
     let error = context["target_inspection"]["error"].as_str().unwrap();
-    assert!(error.starts_with("X.yaml:4:1: invalid YAML"), "{error}");
+    assert!(
+        error.starts_with("skill package validation failed: X.yaml:4:1: invalid YAML"),
+        "{error}"
+    );
 
     // Validation, unlike inspection, fails on it.
     let validation = workspace.json(1, &["validate", "--target-dir", "skills/web-fetch"]);
     assert_eq!(validation["verdict"], "validation_failed");
-    assert_eq!(validation["error"], error);
+    assert_eq!(validation["inspect"]["status"], "failed");
+    assert_eq!(validation["inspect"]["error"], error);
+    assert_eq!(validation["harness"]["status"], "failed");
+    assert_eq!(validation["harness"]["reason"], error);
 }
 
 // --- validate -------------------------------------------------------------------------------
@@ -597,8 +623,13 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
         let validation = workspace.json(0, &["validate", "--target-dir", &target]);
         assert_eq!(validation["verdict"], "tested", "{validation}");
         assert_eq!(validation["schema"], "runx.skill.validation.v1");
+        // Runx's report fields, in Runx's meaning.
+        assert_eq!(validation["requested_ref"], target.as_str());
+        assert_eq!(validation["resolved_ref"], target.as_str());
+        assert_eq!(validation["inspect"]["schema"], "runx.skill.inspect.v1");
+        assert_eq!(validation["inspect"]["name"], package);
         assert_eq!(
-            validation["package_digest"],
+            validation["base_digest"],
             workspace.digest(&target).as_str()
         );
         let harness = &validation["harness"];
@@ -606,6 +637,8 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
         assert_eq!(harness["status"], "passed", "{harness}");
         assert_eq!(harness["case_count"], 4);
         assert_eq!(harness["assertion_error_count"], 0);
+        // Their four cases are `kind: skill` fixtures: Runx counts none as a graph case.
+        assert_eq!(harness["graph_case_count"], 0);
 
         let out = workspace.expect(0, &["validate", "--target-dir", &target]);
         assert!(out.starts_with(&format!("{target}: tested\n")), "{out}");
@@ -614,6 +647,59 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
             "{out}"
         );
     }
+    // weather-forecast declares a packet schema MindRune cannot look up: the report says so.
+    let validation = workspace.json(0, &["validate", "--target-dir", "skills/weather-forecast"]);
+    assert_eq!(
+        validation["packet_schemas"]["declared"],
+        json!(["runx.context.weather_forecast.v1"])
+    );
+    assert_eq!(validation["packet_schemas"]["checked"], false);
+    let out = workspace.expect(0, &["validate", "--target-dir", "skills/weather-forecast"]);
+    assert!(
+        out.contains("  packet schemas  not checked: runx.context.weather_forecast.v1"),
+        "{out}"
+    );
+    let web = workspace.json(0, &["validate", "--target-dir", "skills/web-fetch"]);
+    assert!(web.get("packet_schemas").is_none(), "{web}");
+}
+
+#[test]
+fn the_catalog_lists_each_package_as_runx_lists_it() {
+    let workspace = Workspace::with_packages(&REAL_PACKAGES);
+    let context = workspace.inspect("skills/web-fetch");
+    let entry = |name: &str| {
+        context["catalog_skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|skill| skill["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let skill_lab = entry("skill-lab");
+    assert_eq!(skill_lab["kind"], "graph");
+    assert_eq!(skill_lab["status"], "ok");
+    assert_eq!(
+        skill_lab["scopes"],
+        json!(["fs.delete", "fs.read", "fs.write", "git.read"])
+    );
+    assert_eq!(skill_lab["fixtures"], 5);
+    assert_eq!(skill_lab["harness_cases"], 2);
+    assert_eq!(entry("web-fetch")["scopes"], json!(["net:allowlist"]));
+    assert_eq!(entry("hello-world")["kind"], "skill");
+    assert_eq!(entry("hello-world")["scopes"], json!([]));
+    for tool in context["core_tools"].as_array().unwrap() {
+        assert_eq!(
+            (&tool["kind"], &tool["status"]),
+            (&json!("tool"), &json!("ok")),
+            "{tool}"
+        );
+    }
+    // The inspection of the target is Runx's: the sorted runner names and the default runner.
+    let inspection = &context["target_inspection"];
+    assert_eq!(inspection["runners"], json!(["web-fetch"]), "{inspection}");
+    assert_eq!(inspection["runner"]["name"], "web-fetch");
+    assert_eq!(inspection["capabilities"]["execution"], "read");
 }
 
 #[test]
@@ -642,6 +728,8 @@ fn validate_replays_skill_lab_own_seven_cases_only_with_approval_to_execute() {
     assert_eq!(tested["harness"]["status"], "passed");
     assert_eq!(tested["harness"]["case_count"], 7);
     assert_eq!(tested["harness"]["assertion_error_count"], 0);
+    // Its two inline cases run graph runners; its five fixtures are `kind: skill`.
+    assert_eq!(tested["harness"]["graph_case_count"], 2);
     // Its fixtures build packages, but in scratch copies: the workspace is untouched.
     assert_eq!(tree(&workspace.path("skills/skill-lab")), before);
     assert_eq!(
@@ -652,31 +740,36 @@ fn validate_replays_skill_lab_own_seven_cases_only_with_approval_to_execute() {
 }
 
 #[test]
-fn validate_replays_hello_world_cli_tool_only_with_approval_to_execute() {
+fn validate_replays_hello_world_without_approval_because_it_declares_no_execution() {
+    // Runx's rule: only a catalog that declares `execution: execute` waits for approval;
+    // hello-world's catalog declares no `execution`, so it replays as Runx replays it.
     let workspace = Workspace::with_packages(&["hello-world"]);
-    let held = workspace.json(0, &["validate", "--target-dir", "skills/hello-world"]);
-    assert_eq!(held["verdict"], "needs_consequential_harness_approval");
-    assert_eq!(held["harness"]["attempted"], false);
     if !node_available() {
         println!("skipping hello-world's harness replay: `node` is not installed");
         return;
     }
-    let tested = workspace.json(
-        0,
-        &[
-            "validate",
-            "--target-dir",
-            "skills/hello-world",
-            "--allow-execute-harness",
-        ],
-    );
+    let tested = workspace.json(0, &["validate", "--target-dir", "skills/hello-world"]);
     assert_eq!(tested["verdict"], "tested", "{}", tested["harness"]);
+    assert_eq!(tested["harness"]["attempted"], true);
     assert_eq!(tested["harness"]["case_count"], 1);
     assert_eq!(
         tested["harness"]["case_names"],
         json!(["hello-world-smoke"])
     );
     assert_eq!(tested["harness"]["assertion_error_count"], 0);
+    assert_eq!(tested["harness"]["graph_case_count"], 0);
+
+    // Without its run.mjs, the package is invalid in Runx's words.
+    fs::remove_file(workspace.path("skills/hello-world/run.mjs")).unwrap();
+    let invalid = workspace.json(1, &["validate", "--target-dir", "skills/hello-world"]);
+    assert_eq!(invalid["verdict"], "validation_failed");
+    let error = invalid["inspect"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with(
+            "skill package validation failed: run.mjs: declared execution sidecar is missing from the skill package\n"
+        ),
+        "{error}"
+    );
 }
 
 // --- build, harness ---------------------------------------------------------------------------
@@ -744,9 +837,9 @@ fn build_with_a_scripted_agent_writes_exactly_the_drafted_package_which_validate
             "claimed-without-evidence-holds"
         ])
     );
-    assert_eq!(validation["inspection"]["skill"], "checklist-gate");
+    assert_eq!(validation["inspect"]["name"], "checklist-gate");
     let digest = workspace.digest(GATE);
-    assert_eq!(validation["package_digest"], digest.as_str());
+    assert_eq!(validation["base_digest"], digest.as_str());
     assert!(
         out.contains(&format!("✓ apply     validated_and_applied → {digest}\n")),
         "{out}"

@@ -750,6 +750,47 @@ impl Package {
             .map_or(&[], |harness| harness.cases.as_slice())
     }
 
+    /// Every packet schema id X.yaml declares (`artifacts.packet`, `artifacts.packets`, an
+    /// input's `packet`, on runners and graph steps), sorted and unique. Runx looks each up in
+    /// its packet catalog (`packets/`, `dist/packets/`) and refuses the package when one is
+    /// missing; MindRune does not hold that catalog, so callers report these as not checked.
+    pub fn declared_packet_ids(&self) -> Vec<String> {
+        fn artifacts(value: &Value, out: &mut Vec<String>) {
+            if let Some(packet) = value.pointer("/artifacts/packet").and_then(Value::as_str) {
+                out.push(packet.to_owned());
+            }
+            if let Some(packets) = value
+                .pointer("/artifacts/packets")
+                .and_then(Value::as_object)
+            {
+                out.extend(
+                    packets
+                        .values()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned),
+                );
+            }
+            if let Some(inputs) = value.get("inputs").and_then(Value::as_object) {
+                out.extend(
+                    inputs
+                        .values()
+                        .filter_map(|input| input.get("packet").and_then(Value::as_str))
+                        .map(str::to_owned),
+                );
+            }
+        }
+        let mut ids = Vec::new();
+        for runner in &self.profile.runners {
+            artifacts(&runner.json, &mut ids);
+            for step in runner.source.graph.iter().flat_map(|graph| &graph.steps) {
+                artifacts(&step.json, &mut ids);
+            }
+        }
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Every declared JavaScript module: runner sources and inline graph steps, in order.
     pub fn javascript_modules(&self) -> Vec<JsModule> {
         let mut modules = Vec::new();
@@ -3944,6 +3985,22 @@ runners:
         for not_a_file in ["node", "--verbose", "/abs/x.mjs", "../x.mjs", "a\\b.mjs"] {
             assert_eq!(process_script_path(not_a_file), None, "{not_a_file}");
         }
+    }
+
+    #[test]
+    fn declared_packet_ids_are_gathered_from_runners_steps_and_inputs() {
+        assert_eq!(
+            Package::declared_packet_ids(&load_package(&real("weather-forecast")).unwrap()),
+            ["runx.context.weather_forecast.v1"]
+        );
+        let skill_lab = load_package(&real("skill-lab"))
+            .unwrap()
+            .declared_packet_ids();
+        assert!(
+            skill_lab.contains(&"runx.skill.change_draft.v1".to_owned()),
+            "{skill_lab:?}"
+        );
+        assert!(load(PROFILE).unwrap().declared_packet_ids().is_empty());
     }
 
     /// A fixture without a required field is refused in serde's words, as Runx reads it.

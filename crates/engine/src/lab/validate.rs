@@ -23,7 +23,7 @@ use super::harness::{
     CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, declared_cases, run_harness,
 };
 use super::inspect::inspect_workspace;
-use super::snapshot_walk::{PackageSnapshot, snapshot_package};
+use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 
 /// How deep a harness may nest another apply (a skill-lab fixture that builds a package whose
 /// own harness is replayed). One level is all Runx's own fixtures need; the limit keeps a
@@ -307,11 +307,7 @@ pub fn validate_package(
     sealers: &SealerFactory,
     harness: &HarnessOptions,
 ) -> Result<Value, String> {
-    let snapshot = snapshot_package(dir).map_err(|err| err.to_string())?;
-    if !snapshot.exists {
-        return Err(format!("{} does not exist", dir.display()));
-    }
-    let report = |verdict: &str, inspect: Value, harness: Value| {
+    let report = |verdict: &str, inspect: Value, harness: Value, digest: Option<&str>| {
         json!({
             "schema": "runx.skill.validation.v1",
             "requested_ref": requested_ref,
@@ -319,19 +315,35 @@ pub fn validate_package(
             "verdict": verdict,
             "inspect": inspect,
             "harness": harness,
-            "base_digest": snapshot.digest,
+            "base_digest": digest,
         })
+    };
+    // Runx: an inspection that failed is `{status: failed, error}`, and the harness counts as
+    // attempted (a package it could not inspect is not known to execute).
+    let failed = |error: String, digest: Option<&str>| {
+        report(
+            "validation_failed",
+            json!({"status": "failed", "error": error}),
+            json!({"attempted": true, "status": "failed", "reason": error}),
+            digest,
+        )
+    };
+    let snapshot = match snapshot_package(dir) {
+        Ok(snapshot) if snapshot.exists => snapshot,
+        Ok(_) => return Err(format!("{} does not exist", dir.display())),
+        // A package Runx's validator refuses as a source (a symlink, too many files) is a
+        // failed validation, not a failed command.
+        Err(SnapshotError::Io { path, source }) => {
+            return Err(format!("cannot read {}: {source}", path.display()));
+        }
+        Err(err) => return Ok(failed(err.to_string(), None)),
     };
     let package = match load_package(&snapshot.files) {
         Ok(package) => package,
         Err(err) => {
-            // Runx: an inspection that failed is `{status: failed, error}`, and the harness
-            // counts as attempted (a package it could not inspect is not known to execute).
-            let error = format!("{RUNX_VALIDATION_PREFIX}{err}");
-            return Ok(report(
-                "validation_failed",
-                json!({"status": "failed", "error": error}),
-                json!({"attempted": true, "status": "failed", "reason": error}),
+            return Ok(failed(
+                format!("{RUNX_VALIDATION_PREFIX}{err}"),
+                Some(&snapshot.digest),
             ));
         }
     };
@@ -364,7 +376,7 @@ pub fn validate_package(
             }),
         )
     };
-    let mut value = report(verdict, inspection, harness_report);
+    let mut value = report(verdict, inspection, harness_report, Some(&snapshot.digest));
     let packets = package.declared_packet_ids();
     if !packets.is_empty() {
         value["packet_schemas"] = packet_schemas_report(&packets);

@@ -297,7 +297,6 @@ pub fn packet_schemas_report(declared: &[String]) -> Value {
 /// replays when the operator allows executing it or the inspection's declared `execution` is
 /// absent, `read` or `plan` — only a package that declares `execution: execute` waits for
 /// approval, as Runx decides.
-#[allow(clippy::too_many_arguments)]
 pub fn validate_package(
     dir: &Path,
     requested_ref: &str,

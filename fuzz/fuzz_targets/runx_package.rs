@@ -3,10 +3,13 @@
 //!
 //! The input is the X.yaml bytes, then optionally a NUL and the SKILL.md bytes, then optionally
 //! a NUL and one fixture's bytes. When SKILL.md is left out a minimal valid manual stands in, so
-//! the fuzzer spends its time in X.yaml rather than on the frontmatter.
+//! the fuzzer spends its time in X.yaml rather than on the frontmatter. Every `.js`/`.mjs` word
+//! X.yaml mentions gets a module file, so a declared module does not stop every input at the
+//! missing-module check before the inspection runs.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use mindrune_core::runx::inspect;
 use mindrune_core::runx::package::{inspect_package, load_package};
 use mindrune_core::runx::snapshot::SnapshotFile;
 
@@ -28,8 +31,19 @@ fuzz_target!(|data: &[u8]| {
     if let Some(fixture) = parts.next() {
         files.push(file("fixtures/case.yaml", fixture));
     }
+    let text = String::from_utf8_lossy(profile);
+    for word in text.split(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | ',' | '"')) {
+        let word = word.strip_prefix("./").unwrap_or(word);
+        if (word.ends_with(".mjs") || word.ends_with(".js"))
+            && !files.iter().any(|known| known.path == word)
+        {
+            files.push(file(word, b"export default () => ({});\n"));
+        }
+    }
     match load_package(&files) {
         Ok(package) => {
+            let inspection = inspect::inspect(&package, &files, "fuzz");
+            assert_eq!(inspection["name"].as_str(), Some(package.name()));
             let summary = inspect_package(&package);
             assert_eq!(summary["skill"].as_str(), Some(package.name()));
             assert_eq!(
@@ -44,7 +58,13 @@ fuzz_target!(|data: &[u8]| {
                 files.iter().any(|file| file.path == err.file()),
                 "{message}"
             );
-            assert!(message.starts_with(err.file()), "{message}");
+            // Runx names the file it is about first; a missing declared file is named by its
+            // own path, with the declaring file on the second line.
+            assert!(
+                message.starts_with(err.file())
+                    || message.contains(&format!("\n  at {}:", err.file())),
+                "{message}"
+            );
             assert!(err.line().is_none_or(|line| line >= 1), "{message}");
         }
     }

@@ -230,7 +230,7 @@ pub fn lab(files: usize, mebibytes: usize, print: Print) -> anyhow::Result<Vec<R
     let first = snapshot_package(&package)?;
     let context = inspect_workspace(repo.path(), Some(LAB_TARGET))?;
     anyhow::ensure!(
-        context["target_inspection"]["status"] == "valid",
+        context["target_inspection"]["status"] == "ok",
         "the generated package does not inspect as valid: {}",
         context["target_inspection"]
     );

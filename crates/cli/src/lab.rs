@@ -208,7 +208,10 @@ fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
         "  files        {} ({} bytes, {} executable lines)",
         metrics["files"], metrics["bytes"], metrics["executable_lines"]
     )?;
-    if let Some(inspection) = context.get("target_inspection") {
+    if let Some(inspection) = context
+        .get("target_inspection")
+        .filter(|value| !value.is_null())
+    {
         if inspection["status"] == "invalid" {
             writeln!(
                 out,
@@ -216,29 +219,29 @@ fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
                 inspection["error"].as_str().unwrap_or("")
             )?;
         } else {
-            let runners: Vec<String> = inspection["runners"]
+            let runners: Vec<String> = inspection["runner_inspections"]
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|runner| {
+                .map(|inspected| {
                     format!(
                         "{} ({})",
-                        runner["name"].as_str().unwrap_or(""),
-                        runner["type"].as_str().unwrap_or("")
+                        inspected["runner"]["name"].as_str().unwrap_or(""),
+                        inspected["runner"]["type"].as_str().unwrap_or("")
                     )
                 })
                 .collect();
             writeln!(
                 out,
                 "  skill        {} {}",
-                inspection["skill"].as_str().unwrap_or(""),
+                inspection["name"].as_str().unwrap_or(""),
                 inspection["version"].as_str().unwrap_or("")
             )?;
             writeln!(out, "  runners      {}", runners.join(", "))?;
             writeln!(
                 out,
-                "  harness      {} inline case(s), {} fixture(s)",
-                inspection["counts"]["harness_cases"], inspection["counts"]["fixtures"]
+                "  examples     {} for the default runner",
+                inspection["examples"].as_array().map_or(0, Vec::len)
             )?;
         }
     }
@@ -267,6 +270,8 @@ fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<
     };
     let validation = validate_package(
         &target.repo_root.join(&relative),
+        &target.target_dir,
+        &relative,
         allow,
         &mut tools,
         &case_sealers,
@@ -281,14 +286,22 @@ fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<
         writeln!(out, "{relative}: {verdict}")?;
         writeln!(
             out,
-            "  package_digest  {}",
-            validation["package_digest"].as_str().unwrap_or("")
+            "  base_digest     {}",
+            validation["base_digest"].as_str().unwrap_or("")
         )?;
-        if let Some(error) = validation["error"].as_str() {
+        if let Some(error) = validation["inspect"]["error"].as_str() {
             writeln!(out, "  error           {error}")?;
         }
+        if let Some(packets) = validation["packet_schemas"]["declared"].as_array() {
+            let ids: Vec<&str> = packets.iter().filter_map(Value::as_str).collect();
+            writeln!(
+                out,
+                "  packet schemas  not checked: {} (MindRune does not enforce Runx packet schemas)",
+                ids.join(", ")
+            )?;
+        }
         let harness = &validation["harness"];
-        if harness["attempted"] == json!(true) {
+        if harness["attempted"] == json!(true) && harness.get("case_count").is_some() {
             writeln!(
                 out,
                 "  harness         {}: {} case(s), {} assertion error(s)",
@@ -299,7 +312,7 @@ fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<
             for error in harness["assertion_errors"].as_array().into_iter().flatten() {
                 writeln!(out, "    {}", error.as_str().unwrap_or(""))?;
             }
-        } else {
+        } else if harness["attempted"] == json!(false) {
             writeln!(
                 out,
                 "  harness         not replayed: the package executes; pass --allow-execute-harness to replay it in a scratch copy"
@@ -342,6 +355,7 @@ fn verify_command(
                 "verdict": "verified", "id": verified.id, "digest": verified.digest,
                 "kid": verified.kid, "disposition": verified.disposition,
                 "reason_code": verified.reason_code, "path": stored.path,
+                "public_key_base64": receipt::public_key_base64(&key.verifying_key()),
             }),
             Err(err) => {
                 json!({"verdict": "invalid", "error": err.to_string(), "path": stored.path})
@@ -359,6 +373,17 @@ fn verify_command(
                     out,
                     "  seal         {} ({})",
                     verified.disposition, verified.reason_code
+                )?;
+                // The same check with Runx's own verifier, which takes the trusted key from
+                // these two variables.
+                writeln!(
+                    out,
+                    "  runx verify  {}={} {}={} runx verify --receipt {} --json",
+                    receipt::RUNX_VERIFY_KID_ENV,
+                    verified.kid,
+                    receipt::RUNX_VERIFY_PUBLIC_KEY_ENV,
+                    receipt::public_key_base64(&key.verifying_key()),
+                    stored.path.display()
                 )?;
             }
             Err(err) => writeln!(out, "invalid receipt {}: {err}", stored.path.display())?,

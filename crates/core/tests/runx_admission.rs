@@ -443,13 +443,13 @@ fn admission_refuses_escapes_skill_md_deletion_secrets_and_non_fixtures_in_harne
             &[("../evil.md", "x")],
             &[],
             Mode::Build,
-            "../evil.md must stay inside the target package",
+            "target_dir must stay inside repo_root\n  ../evil.md must stay inside the target package",
         ),
         (
             &[("/etc/passwd", "x")],
             &[],
             Mode::Build,
-            "/etc/passwd must stay inside the target package",
+            "target_dir must stay inside repo_root\n  /etc/passwd must stay inside the target package",
         ),
         (
             &[],
@@ -565,9 +565,41 @@ fn a_credential_the_scrubber_knows_is_refused_in_any_package_file() {
         "aws_secret_access_key = {}",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4r8vTq2Lk"
     );
+    let refused = refusal(admission::reject_secret_material("fixtures/a.yaml", &aws));
+    assert!(
+        refused.starts_with("refusing secret-like material in fixtures/a.yaml\n"),
+        "{refused}"
+    );
+    assert!(
+        refused.contains("Runx accepts it, MindRune is stricter"),
+        "{refused}"
+    );
+}
+
+/// Runx writes a `ghp_` token in a package file (`apply-refusals.txt`, `gh-token`); MindRune
+/// refuses it and says the refusal is its own.
+#[test]
+fn a_github_token_is_refused_as_mindrune_stricter_than_runx() {
+    let token = format!("token: ghp_{}", "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A");
+    let refused = refusal(admission::reject_secret_material("notes/token.md", &token));
+    let mut lines = refused.lines();
     assert_eq!(
-        refusal(admission::reject_secret_material("fixtures/a.yaml", &aws)),
-        "refusing secret-like material in fixtures/a.yaml"
+        lines.next(),
+        Some("refusing secret-like material in notes/token.md")
+    );
+    assert!(
+        lines
+            .next()
+            .is_some_and(|line| line.contains("ghp_") && line.contains("MindRune is stricter")),
+        "{refused}"
+    );
+    // Runx's own two rules keep Runx's one line.
+    assert_eq!(
+        refusal(admission::reject_secret_material(
+            "notes/provider.md",
+            "key nskey_live_abc"
+        )),
+        "refusing secret-like material in notes/provider.md"
     );
 }
 
@@ -688,4 +720,79 @@ fn the_real_skill_lab_fixture_answers_parse_and_plan() {
         planned += 1;
     }
     assert!(planned >= 4, "only {planned} fixtures carried a decision");
+}
+
+/// The typed-input refusals of `shared/data/runx/oracle/plan-bind-refusals.txt` (the `runx:`
+/// lines, after Runx's `skill '…' failed: ` wrappers), reproduced word for word on the first
+/// line of MindRune's refusal.
+#[test]
+fn plan_and_bind_typed_input_refusals_are_runx_text() {
+    let path = shared().join("data/runx/oracle/plan-bind-refusals.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+        panic!(
+            "cannot read {}: {err} (set MINDRUNE_SHARED)",
+            path.display()
+        )
+    });
+    let runx_of = |case: &str| -> String {
+        let mut lines = text
+            .lines()
+            .skip_while(|line| *line != format!("### {case}"));
+        lines.next();
+        let line = lines.next().unwrap().trim_start();
+        let message = line.strip_prefix("runx: REFUSED ").unwrap();
+        message
+            .trim_start_matches("skill 'plan' failed: ")
+            .trim_start_matches("skill 'bind' failed: ")
+            .trim_start_matches("skill 'runx.skill.plan' failed: ")
+            .trim_start_matches("skill 'runx.skill.bind' failed: ")
+            .trim_start_matches("skill 'runx.skill.apply' failed: ")
+            .to_owned()
+    };
+    let first_line = |text: String| text.lines().next().unwrap().to_owned();
+    let decision = to_json(&architecture("build", &[]));
+
+    let mut unknown = decision.clone();
+    unknown["bogus"] = json!(true);
+    let err =
+        parse_contract::<ArchitectureDecision>("architecture_decision", &unknown).unwrap_err();
+    assert_eq!(first_line(err.to_string()), runx_of("plan-unknown-field"));
+
+    let mut variant = decision.clone();
+    variant["disposition"] = json!("rewrite");
+    let err =
+        parse_contract::<ArchitectureDecision>("architecture_decision", &variant).unwrap_err();
+    assert_eq!(first_line(err.to_string()), runx_of("plan-bad-disposition"));
+
+    let mut empty = decision;
+    empty["objective"] = json!("");
+    let err = parse_contract::<ArchitectureDecision>("architecture_decision", &empty).unwrap_err();
+    assert_eq!(first_line(err.to_string()), runx_of("plan-empty-objective"));
+    assert!(
+        err.to_string()
+            .ends_with("\n  at architecture_decision: objective"),
+        "{err}"
+    );
+
+    let with_digest = json!({
+        "schema": "runx.skill.change_draft.v1", "decision": "no_change",
+        "summary": "s", "non_goals": [], "writes": [], "deletes": [],
+        "expected_outputs": [], "base_digest": "sha256:00"
+    });
+    let err = parse_contract::<ChangeDraft>("change_draft", &with_digest).unwrap_err();
+    assert_eq!(
+        first_line(err.to_string()),
+        runx_of("bind-draft-with-digest")
+    );
+
+    // The admission refusals were already Runx's words.
+    let planned = plan(&digest('a'), architecture("build", &[])).unwrap();
+    assert_eq!(
+        refusal(bind(&planned, draft("write", &[], &[]))),
+        runx_of("bind-write-without-files")
+    );
+    assert_eq!(
+        refusal(plan("sha256:abc", architecture("build", &[]))),
+        runx_of("plan-bad-base")
+    );
 }

@@ -119,6 +119,7 @@ impl<F: FnMut()> CandidateCheck for Check<F> {
         }
         Ok(CandidateReport {
             harness_status: "passed".into(),
+            unchecked_packets: Vec::new(),
         })
     }
 }
@@ -435,7 +436,7 @@ fn refused_drafts_leave_the_target_byte_for_byte_unchanged() {
             &[("../outside.md", "x")],
             &[],
             Mode::Improve,
-            "../outside.md must stay inside the target package",
+            "target_dir must stay inside repo_root\n  ../outside.md must stay inside the target package",
         ),
         (
             &[],
@@ -620,7 +621,7 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
                 entry["status"].as_str().unwrap()
             ))
             .collect::<Vec<_>>(),
-        [("skills/demo/X.yaml", "valid")],
+        [("skills/demo/X.yaml", "ok")],
         "{catalog:?}"
     );
     assert_eq!(

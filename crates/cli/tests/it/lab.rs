@@ -438,8 +438,18 @@ fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_w
         assert_eq!(context["target_dir"], target.as_str());
         assert_eq!(context["target_exists"], true);
         assert_eq!(context["schema"], "runx.skill_lab.authoring_context.v1");
-        assert_eq!(context["target_inspection"]["skill"], package);
-        assert_eq!(context["target_inspection"]["status"], "valid", "{package}");
+        let inspection = &context["target_inspection"];
+        assert_eq!(inspection["schema"], "runx.skill.inspect.v1", "{package}");
+        assert_eq!(inspection["name"], package);
+        assert_eq!(inspection["status"], "ok", "{package}");
+        assert!(
+            is_sha256_digest(inspection["package_digest"].as_str().unwrap()),
+            "{inspection}"
+        );
+        assert_eq!(
+            context["catalog_root"], "skills",
+            "repo-relative, as Runx gives it"
+        );
         let files: BTreeSet<String> = context["target_files"]
             .as_array()
             .unwrap()
@@ -454,7 +464,7 @@ fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_w
             .unwrap()
             .iter()
             .map(|skill| {
-                assert_eq!(skill["status"], "valid", "{skill}");
+                assert_eq!(skill["status"], "ok", "{skill}");
                 (
                     skill["name"].as_str().unwrap().to_owned(),
                     skill["path"].as_str().unwrap().to_owned(),
@@ -478,7 +488,9 @@ fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_w
         "{out}"
     );
     assert!(
-        out.contains("  harness      0 inline case(s), 4 fixture(s)\n  catalog      4 skill(s) in the workspace\n"),
+        out.contains(
+            "  examples     4 for the default runner\n  catalog      4 skill(s) in the workspace\n"
+        ),
         "{out}"
     );
 }
@@ -526,7 +538,7 @@ fn inspect_of_an_absent_target_reports_it_absent_with_the_absent_digest() {
     );
     assert_eq!(context["target_files"], json!([]));
     assert_eq!(context["target_metrics"]["files"], 0);
-    assert!(context.get("target_inspection").is_none(), "{context}");
+    assert_eq!(context["target_inspection"], Value::Null, "{context}");
     // The catalog is still the workspace's.
     assert_eq!(context["catalog_skills"][0]["name"], "web-fetch");
 
@@ -553,8 +565,16 @@ fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
     let inspection = &context["target_inspection"];
     assert_eq!(inspection["status"], "invalid", "{inspection}");
     let error = inspection["error"].as_str().unwrap();
+    // Runx's words, then MindRune's place.
+    assert_eq!(
+        error.lines().next(),
+        Some(
+            "skill package validation failed: X.yaml: runner_manifest.runnerz is not supported; allowed fields: skill, version, runx, policy, emits, catalog, credentials, input_definitions, runners, harness."
+        ),
+        "{error}"
+    );
     assert!(
-        error.starts_with("X.yaml:3: runnerz: unknown X.yaml top-level field"),
+        error.contains("\n  at X.yaml:3: runnerz: unknown X.yaml top-level field"),
         "{error}"
     );
     assert!(is_sha256_digest(context["base_digest"].as_str().unwrap()));
@@ -579,12 +599,18 @@ fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
     .unwrap();
     let context = workspace.inspect("skills/web-fetch");
     let error = context["target_inspection"]["error"].as_str().unwrap();
-    assert!(error.starts_with("X.yaml:4:1: invalid YAML"), "{error}");
+    assert!(
+        error.starts_with("skill package validation failed: X.yaml:4:1: invalid YAML"),
+        "{error}"
+    );
 
     // Validation, unlike inspection, fails on it.
     let validation = workspace.json(1, &["validate", "--target-dir", "skills/web-fetch"]);
     assert_eq!(validation["verdict"], "validation_failed");
-    assert_eq!(validation["error"], error);
+    assert_eq!(validation["inspect"]["status"], "failed");
+    assert_eq!(validation["inspect"]["error"], error);
+    assert_eq!(validation["harness"]["status"], "failed");
+    assert_eq!(validation["harness"]["reason"], error);
 }
 
 // --- validate -------------------------------------------------------------------------------
@@ -597,8 +623,13 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
         let validation = workspace.json(0, &["validate", "--target-dir", &target]);
         assert_eq!(validation["verdict"], "tested", "{validation}");
         assert_eq!(validation["schema"], "runx.skill.validation.v1");
+        // Runx's report fields, in Runx's meaning.
+        assert_eq!(validation["requested_ref"], target.as_str());
+        assert_eq!(validation["resolved_ref"], target.as_str());
+        assert_eq!(validation["inspect"]["schema"], "runx.skill.inspect.v1");
+        assert_eq!(validation["inspect"]["name"], package);
         assert_eq!(
-            validation["package_digest"],
+            validation["base_digest"],
             workspace.digest(&target).as_str()
         );
         let harness = &validation["harness"];
@@ -606,6 +637,8 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
         assert_eq!(harness["status"], "passed", "{harness}");
         assert_eq!(harness["case_count"], 4);
         assert_eq!(harness["assertion_error_count"], 0);
+        // Their four cases are `kind: skill` fixtures: Runx counts none as a graph case.
+        assert_eq!(harness["graph_case_count"], 0);
 
         let out = workspace.expect(0, &["validate", "--target-dir", &target]);
         assert!(out.starts_with(&format!("{target}: tested\n")), "{out}");
@@ -614,6 +647,59 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
             "{out}"
         );
     }
+    // weather-forecast declares a packet schema MindRune cannot look up: the report says so.
+    let validation = workspace.json(0, &["validate", "--target-dir", "skills/weather-forecast"]);
+    assert_eq!(
+        validation["packet_schemas"]["declared"],
+        json!(["runx.context.weather_forecast.v1"])
+    );
+    assert_eq!(validation["packet_schemas"]["checked"], false);
+    let out = workspace.expect(0, &["validate", "--target-dir", "skills/weather-forecast"]);
+    assert!(
+        out.contains("  packet schemas  not checked: runx.context.weather_forecast.v1"),
+        "{out}"
+    );
+    let web = workspace.json(0, &["validate", "--target-dir", "skills/web-fetch"]);
+    assert!(web.get("packet_schemas").is_none(), "{web}");
+}
+
+#[test]
+fn the_catalog_lists_each_package_as_runx_lists_it() {
+    let workspace = Workspace::with_packages(&REAL_PACKAGES);
+    let context = workspace.inspect("skills/web-fetch");
+    let entry = |name: &str| {
+        context["catalog_skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|skill| skill["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    let skill_lab = entry("skill-lab");
+    assert_eq!(skill_lab["kind"], "graph");
+    assert_eq!(skill_lab["status"], "ok");
+    assert_eq!(
+        skill_lab["scopes"],
+        json!(["fs.delete", "fs.read", "fs.write", "git.read"])
+    );
+    assert_eq!(skill_lab["fixtures"], 5);
+    assert_eq!(skill_lab["harness_cases"], 2);
+    assert_eq!(entry("web-fetch")["scopes"], json!(["net:allowlist"]));
+    assert_eq!(entry("hello-world")["kind"], "skill");
+    assert_eq!(entry("hello-world")["scopes"], json!([]));
+    for tool in context["core_tools"].as_array().unwrap() {
+        assert_eq!(
+            (&tool["kind"], &tool["status"]),
+            (&json!("tool"), &json!("ok")),
+            "{tool}"
+        );
+    }
+    // The inspection of the target is Runx's: the sorted runner names and the default runner.
+    let inspection = &context["target_inspection"];
+    assert_eq!(inspection["runners"], json!(["web-fetch"]), "{inspection}");
+    assert_eq!(inspection["runner"]["name"], "web-fetch");
+    assert_eq!(inspection["capabilities"]["execution"], "read");
 }
 
 #[test]
@@ -642,6 +728,8 @@ fn validate_replays_skill_lab_own_seven_cases_only_with_approval_to_execute() {
     assert_eq!(tested["harness"]["status"], "passed");
     assert_eq!(tested["harness"]["case_count"], 7);
     assert_eq!(tested["harness"]["assertion_error_count"], 0);
+    // Its two inline cases run graph runners; its five fixtures are `kind: skill`.
+    assert_eq!(tested["harness"]["graph_case_count"], 2);
     // Its fixtures build packages, but in scratch copies: the workspace is untouched.
     assert_eq!(tree(&workspace.path("skills/skill-lab")), before);
     assert_eq!(
@@ -652,31 +740,36 @@ fn validate_replays_skill_lab_own_seven_cases_only_with_approval_to_execute() {
 }
 
 #[test]
-fn validate_replays_hello_world_cli_tool_only_with_approval_to_execute() {
+fn validate_replays_hello_world_without_approval_because_it_declares_no_execution() {
+    // Runx's rule: only a catalog that declares `execution: execute` waits for approval;
+    // hello-world's catalog declares no `execution`, so it replays as Runx replays it.
     let workspace = Workspace::with_packages(&["hello-world"]);
-    let held = workspace.json(0, &["validate", "--target-dir", "skills/hello-world"]);
-    assert_eq!(held["verdict"], "needs_consequential_harness_approval");
-    assert_eq!(held["harness"]["attempted"], false);
     if !node_available() {
         println!("skipping hello-world's harness replay: `node` is not installed");
         return;
     }
-    let tested = workspace.json(
-        0,
-        &[
-            "validate",
-            "--target-dir",
-            "skills/hello-world",
-            "--allow-execute-harness",
-        ],
-    );
+    let tested = workspace.json(0, &["validate", "--target-dir", "skills/hello-world"]);
     assert_eq!(tested["verdict"], "tested", "{}", tested["harness"]);
+    assert_eq!(tested["harness"]["attempted"], true);
     assert_eq!(tested["harness"]["case_count"], 1);
     assert_eq!(
         tested["harness"]["case_names"],
         json!(["hello-world-smoke"])
     );
     assert_eq!(tested["harness"]["assertion_error_count"], 0);
+    assert_eq!(tested["harness"]["graph_case_count"], 0);
+
+    // Without its run.mjs, the package is invalid in Runx's words.
+    fs::remove_file(workspace.path("skills/hello-world/run.mjs")).unwrap();
+    let invalid = workspace.json(1, &["validate", "--target-dir", "skills/hello-world"]);
+    assert_eq!(invalid["verdict"], "validation_failed");
+    let error = invalid["inspect"]["error"].as_str().unwrap();
+    assert!(
+        error.starts_with(
+            "skill package validation failed: run.mjs: declared execution sidecar is missing from the skill package\n"
+        ),
+        "{error}"
+    );
 }
 
 // --- build, harness ---------------------------------------------------------------------------
@@ -744,9 +837,9 @@ fn build_with_a_scripted_agent_writes_exactly_the_drafted_package_which_validate
             "claimed-without-evidence-holds"
         ])
     );
-    assert_eq!(validation["inspection"]["skill"], "checklist-gate");
+    assert_eq!(validation["inspect"]["name"], "checklist-gate");
     let digest = workspace.digest(GATE);
-    assert_eq!(validation["package_digest"], digest.as_str());
+    assert_eq!(validation["base_digest"], digest.as_str());
     assert!(
         out.contains(&format!("✓ apply     validated_and_applied → {digest}\n")),
         "{out}"
@@ -956,7 +1049,7 @@ fn a_candidate_failing_its_own_harness_is_refused_naming_the_case_and_path_and_n
     assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
     assert!(
         out.contains(
-            "apply refused: candidate package failed validation: harness failed with 1 assertion error: claimed-without-evidence-holds: output.decision: expected \"pass\", got \"hold\"\n"
+            "apply refused: skill package validation failed: harness failed with 1 assertion error: claimed-without-evidence-holds: output.decision: expected \"pass\", got \"hold\"\n"
         ),
         "{out}"
     );
@@ -1143,6 +1236,177 @@ fn every_terminal_path_seals_a_receipt_that_verifies() {
         let id = verified["id"].as_str().unwrap();
         assert_eq!(workspace.verify(id).0, 0);
     }
+}
+
+/// Runx's closed list of reference types (`runx-contracts` `ReferenceType`), written here from
+/// `shared/reference/runx-oracle.md` rather than taken from MindRune's code, so the test fails
+/// if the code's list drifts from Runx's.
+const RUNX_REFERENCE_TYPES: [&str; 41] = [
+    "github_issue",
+    "github_pull_request",
+    "github_repo",
+    "slack_thread",
+    "sentry_event",
+    "provider_thread",
+    "provider_event",
+    "provider_comment",
+    "tracking_item",
+    "change_request",
+    "repository",
+    "support_ticket",
+    "signal",
+    "act",
+    "receipt",
+    "graph_receipt",
+    "artifact",
+    "verification",
+    "harness",
+    "host",
+    "deployment",
+    "surface",
+    "target",
+    "opportunity",
+    "thesis_assessment",
+    "selection",
+    "skill_binding",
+    "target_transition_entry",
+    "selection_cycle",
+    "decision",
+    "reflection_entry",
+    "feed_entry",
+    "principal",
+    "authority_proof",
+    "scope_admission",
+    "grant",
+    "mandate",
+    "credential",
+    "webhook_delivery",
+    "redaction_policy",
+    "external_url",
+];
+
+/// Where a `runx.receipt.v1` holds references, as `(path, reference)` pairs: Runx parses each
+/// against the closed type list and refuses the whole receipt for one unknown type.
+fn receipt_references(receipt: &Value) -> Vec<(String, Value)> {
+    let mut found = Vec::new();
+    let mut single = |path: &str, value: &Value| {
+        if !value.is_null() {
+            found.push((path.to_owned(), value.clone()));
+        }
+    };
+    single("subject.ref", &receipt["subject"]["ref"]);
+    single("authority.actor_ref", &receipt["authority"]["actor_ref"]);
+    single(
+        "authority.mandate_ref",
+        &receipt["authority"]["mandate_ref"],
+    );
+    single(
+        "authority.attenuation.parent_authority_ref",
+        &receipt["authority"]["attenuation"]["parent_authority_ref"],
+    );
+    for field in ["parent", "previous", "resume_ref"] {
+        single(&format!("lineage.{field}"), &receipt["lineage"][field]);
+    }
+    let mut list = |path: &str, value: &Value| {
+        for (index, item) in value.as_array().into_iter().flatten().enumerate() {
+            found.push((format!("{path}[{index}]"), item.clone()));
+        }
+    };
+    for field in ["grant_refs", "scope_refs", "authority_proof_refs"] {
+        list(&format!("authority.{field}"), &receipt["authority"][field]);
+    }
+    for field in ["redaction_refs", "setup_refs", "teardown_refs"] {
+        list(
+            &format!("authority.enforcement.{field}"),
+            &receipt["authority"]["enforcement"][field],
+        );
+    }
+    list("signals", &receipt["signals"]);
+    list("lineage.children", &receipt["lineage"]["children"]);
+    for (index, criterion) in receipt["seal"]["criteria"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        for field in ["evidence_refs", "verification_refs"] {
+            list(
+                &format!("seal.criteria[{index}].{field}"),
+                &criterion[field],
+            );
+        }
+    }
+    for (index, act) in receipt["acts"].as_array().into_iter().flatten().enumerate() {
+        for field in ["source_refs", "target_refs", "artifact_refs"] {
+            list(&format!("acts[{index}].{field}"), &act[field]);
+        }
+        list(
+            &format!("acts[{index}].intent.derived_from"),
+            &act["intent"]["derived_from"],
+        );
+    }
+    found
+}
+
+#[test]
+fn every_receipt_the_lab_writes_parses_under_runx_closed_lists() {
+    let workspace = Workspace::with_packages(&["web-fetch", "weather-forecast"]);
+    // A run that applies (and its candidate's cases), a refusal, a wait for an agent, and the
+    // harness cases `lab validate` replays into the workspace's store.
+    workspace.build_gate();
+    let answers = Answers::load("checklist-gate").with_write("README.md", "# Checklist Gate\n");
+    let (output, _) = workspace.lab_run("build", "skills/with-readme", &answers, &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    workspace.expect(
+        2,
+        &[
+            "build",
+            "--target-dir",
+            "skills/later",
+            "--objective",
+            GATE_OBJECTIVE,
+        ],
+    );
+    for target in [GATE, "skills/web-fetch", "skills/weather-forecast"] {
+        workspace.json(0, &["validate", "--target-dir", target]);
+    }
+
+    let store = workspace.path(".runx/receipts");
+    let receipts: Vec<(String, Value)> = workspace
+        .receipts()
+        .into_iter()
+        .filter(|name| name.starts_with("sha256-") && name.ends_with(".json"))
+        .map(|name| {
+            let text = fs::read_to_string(store.join(&name)).unwrap();
+            (name, serde_json::from_str(&text).unwrap())
+        })
+        .collect();
+    assert!(receipts.len() >= 3 + 2 + 4 + 4, "{}", receipts.len());
+    let mut subjects = BTreeSet::new();
+    for (name, receipt) in &receipts {
+        assert_eq!(receipt["schema"], "runx.receipt.v1", "{name}");
+        // The issuer type under which `runx verify` checks the signature instead of refusing
+        // it (`local` and `verifier` are refused even with the key).
+        assert_eq!(receipt["issuer"]["type"], "hosted", "{name}");
+        let references = receipt_references(receipt);
+        assert!(references.len() >= 2, "{name}: {references:?}");
+        for (path, reference) in references {
+            let kind = reference["type"].as_str().unwrap_or_default();
+            assert!(
+                RUNX_REFERENCE_TYPES.contains(&kind),
+                "{name}: {path}.type is {kind:?}, which runx verify refuses (unknown variant)"
+            );
+            assert!(
+                reference["uri"].as_str().is_some_and(|uri| !uri.is_empty()),
+                "{name}: {path}"
+            );
+        }
+        subjects.insert(receipt["subject"]["kind"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(
+        subjects,
+        BTreeSet::from(["harness_case".to_owned(), "skill".to_owned()])
+    );
 }
 
 #[test]

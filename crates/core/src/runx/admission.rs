@@ -387,11 +387,13 @@ pub fn normalize_target_dir(value: &str) -> Result<String, Refusal> {
 }
 
 /// Normalizes a package-relative file path of a write or delete, with the same rules as
-/// [`normalize_target_dir`] but naming the file.
+/// [`normalize_target_dir`]. Runx refuses a bad write path with its `target_dir` words (it
+/// checks the joined path with the same function); MindRune leads with them and names the
+/// file on a second line.
 pub fn normalize_package_file(value: &str) -> Result<String, Refusal> {
     if value.trim() != value || value.is_empty() || value.contains('\\') {
         return refuse(format!(
-            "{value:?} must be a non-empty package-relative POSIX path"
+            "target_dir must be a non-empty repo-relative POSIX path\n  {value:?} must be a non-empty package-relative POSIX path"
         ));
     }
     if value.chars().any(char::is_control) {
@@ -400,7 +402,11 @@ pub fn normalize_package_file(value: &str) -> Result<String, Refusal> {
         ));
     }
     let relative = normal_components(value)
-        .ok_or_else(|| Refusal(format!("{value} must stay inside the target package")))?
+        .ok_or_else(|| {
+            Refusal(format!(
+                "target_dir must stay inside repo_root\n  {value} must stay inside the target package"
+            ))
+        })?
         .ok_or_else(|| {
             Refusal(format!(
                 "{value:?} must name a file inside the target package"
@@ -512,9 +518,16 @@ pub fn reject_secret_material(relative: &str, contents: &str) -> Result<(), Refu
     // Beyond Runx's two rules, MindRune's own credential detector (the one that scrubs saved
     // code, run output and mirror files): a package is an output path too, and a secret in it
     // would be published with it. Refused, not scrubbed, because a write lands byte for byte.
-    let credential = crate::secrets::Scrubber::new(&[]).contains_secret(contents);
-    if private_key || nitrosend_key || credential {
+    if private_key || nitrosend_key {
         return refuse(format!("refusing secret-like material in {relative}"));
+    }
+    if crate::secrets::Scrubber::new(&[]).contains_secret(contents) {
+        // Runx would write this file: say that the refusal is MindRune's own.
+        return refuse(format!(
+            "refusing secret-like material in {relative}\n  a credential MindRune recognises \
+             (such as a ghp_ GitHub token); Runx accepts it, MindRune is stricter: move the \
+             secret to a credential and keep it out of the package"
+        ));
     }
     Ok(())
 }

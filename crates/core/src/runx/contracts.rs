@@ -28,7 +28,8 @@ impl TryFrom<String> for NonEmpty {
     type Error = &'static str;
     fn try_from(value: String) -> Result<Self, Self::Error> {
         if value.is_empty() {
-            Err("must be a non-empty string")
+            // Runx's `NonEmptyString` words it so.
+            Err("string must be non-empty")
         } else {
             Ok(Self(value))
         }
@@ -429,9 +430,11 @@ pub struct ApplyResult {
     pub residual_risks: Vec<NonEmpty>,
 }
 
-/// A contract that did not parse, with the JSON path of the offending field.
+/// A contract that did not parse, with the JSON path of the offending field. It displays as
+/// Runx's typed-input refusal (`invalid typed input: unknown field `bogus`, expected one of …`)
+/// with the contract and path MindRune found on a second line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{contract}: {path}: {message}")]
+#[error("invalid typed input: {message}\n  at {contract}: {path}")]
 pub struct ContractError {
     /// The contract being read (`change_draft`, `architecture_decision`, …).
     pub contract: &'static str,
@@ -493,7 +496,41 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.path, "writes[0].path");
-        assert_eq!(err.message, "must be a non-empty string");
+        assert_eq!(err.message, "string must be non-empty");
+        // Runx's `plan-empty-objective` refusal, then where MindRune found it.
+        assert_eq!(
+            err.to_string(),
+            "invalid typed input: string must be non-empty\n  at change_draft: writes[0].path"
+        );
+    }
+
+    /// The typed-input refusals of `shared/data/runx/oracle/plan-bind-refusals.txt`, as Runx
+    /// words them after its `skill 'runx.skill.plan' failed: ` wrapper.
+    #[test]
+    fn typed_input_refusals_read_as_runx_words_them() {
+        let first_line = |err: ContractError| err.to_string().lines().next().unwrap().to_owned();
+        let draft = parse_contract::<ChangeDraft>(
+            "change_draft",
+            &json!({
+                "schema": "runx.skill.change_draft.v1", "decision": "no_change",
+                "summary": "s", "non_goals": [], "writes": [], "deletes": [],
+                "expected_outputs": [], "base_digest": "sha256:00"
+            }),
+        )
+        .unwrap_err();
+        assert_eq!(
+            first_line(draft),
+            "invalid typed input: unknown field `base_digest`, expected one of `schema`, `decision`, `summary`, `non_goals`, `writes`, `deletes`, `expected_outputs`"
+        );
+        let variant = parse_contract::<ArchitectureDecision>(
+            "architecture_decision",
+            &json!({"schema": "runx.skill.architecture_decision.v1", "disposition": "rewrite"}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            first_line(variant),
+            "invalid typed input: unknown variant `rewrite`, expected one of `build`, `extend_existing`, `no_skill`, `needs_core`"
+        );
     }
 
     #[test]

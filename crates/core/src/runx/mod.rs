@@ -7,6 +7,7 @@
 
 pub mod admission;
 pub mod contracts;
+pub mod inspect;
 pub mod package;
 pub mod receipt;
 pub mod resources;

@@ -50,31 +50,30 @@ pub const PROFILE_FIELDS: [&str; 10] = [
     "harness",
 ];
 
-/// The keys a runner may have (`RUNNER_FIELDS`). The research notes list the fields in use;
-/// Runx's own list also has `agent_card_url`, `agent_identity`, `arguments`, `sandbox` and
-/// `tool` (a2a and mcp runners), and `examples` arrived after it, so this is the union.
-pub const RUNNER_FIELDS: [&str; 48] = [
+/// The keys a runner may have: Runx's `RUNNER_FIELDS`, in its order (which its refusal
+/// lists). It has no `sandbox`: Runx refuses that field (`runners.<name>.sandbox is not
+/// supported`), so MindRune does too.
+pub const RUNNER_FIELDS: [&str; 47] = [
     "act",
     "agent",
     "agent_card_url",
     "agent_identity",
-    "allow_private_network",
     "allowed_tools",
     "args",
     "arguments",
     "artifacts",
     "auth",
     "command",
+    "credential",
     "context",
     "context_skills",
-    "credential",
     "cwd",
     "default",
     "environment",
     "examples",
     "execution",
-    "export",
     "external_adapter",
+    "export",
     "graph",
     "headers",
     "hook",
@@ -90,11 +89,10 @@ pub const RUNNER_FIELDS: [&str; 48] = [
     "policy",
     "retry",
     "risk",
-    "runtime",
     "runx",
-    "sandbox",
-    "scopes",
+    "runtime",
     "server",
+    "scopes",
     "source",
     "task",
     "thread_outbox_provider",
@@ -102,6 +100,7 @@ pub const RUNNER_FIELDS: [&str; 48] = [
     "tool",
     "type",
     "url",
+    "allow_private_network",
 ];
 
 /// The keys of an executable source (`SOURCE_FIELDS`): a runner's `source:` block, an inline
@@ -291,11 +290,16 @@ pub const JAVASCRIPT_MAX_TIMEOUT_SECONDS: u64 = 30;
 /// The most receipts one fixture may seed.
 const MAX_SETUP_RECEIPTS: usize = 32;
 
-/// Why a package was refused. It displays as `<file>:<line>: <field path>: <message>`.
+/// Why a package was refused. Where Runx refuses the same package (the cases in
+/// `shared/data/runx/oracle/package-refusals.txt`), it displays as Runx's own text,
+/// `<file>: <Runx's message>`, with MindRune's `at <file>:<line>: <field path>` as a second
+/// line; otherwise as `<file>:<line>: <field path>: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PackageError {
     /// SKILL.md or X.yaml is not among the files.
-    #[error("{file}: the file is missing; a Runx package needs both SKILL.md and X.yaml")]
+    #[error(
+        "{file}: required package file is missing\n  a Runx package needs both SKILL.md and X.yaml"
+    )]
     MissingFile {
         /// The missing file's name.
         file: String,
@@ -312,7 +316,7 @@ pub enum PackageError {
     #[error(transparent)]
     Yaml(#[from] YamlError),
     /// A field breaks a Runx rule.
-    #[error("{file}:{line}: {field}: {message}")]
+    #[error("{}", render_invalid(.file, *.line, .field, .message, .runx.as_deref()))]
     Invalid {
         /// The file.
         file: String,
@@ -322,8 +326,27 @@ pub enum PackageError {
         field: String,
         /// What is wrong and what to do about it.
         message: String,
+        /// Runx's own text for the same refusal (`<path>: <message>`, the path being the one
+        /// Runx names, which for a missing file is that file), when MindRune reproduces it.
+        runx: Option<String>,
     },
 }
+
+fn render_invalid(
+    file: &str,
+    line: usize,
+    field: &str,
+    message: &str,
+    runx: Option<&str>,
+) -> String {
+    match runx {
+        Some(runx) => format!("{runx}\n  at {file}:{line}: {field}: {message}"),
+        None => format!("{file}:{line}: {field}: {message}"),
+    }
+}
+
+/// The words Runx's package validator puts before every package refusal.
+pub const RUNX_VALIDATION_PREFIX: &str = "skill package validation failed: ";
 
 impl PackageError {
     /// The file the refusal is about.
@@ -727,6 +750,47 @@ impl Package {
             .map_or(&[], |harness| harness.cases.as_slice())
     }
 
+    /// Every packet schema id X.yaml declares (`artifacts.packet`, `artifacts.packets`, an
+    /// input's `packet`, on runners and graph steps), sorted and unique. Runx looks each up in
+    /// its packet catalog (`packets/`, `dist/packets/`) and refuses the package when one is
+    /// missing; MindRune does not hold that catalog, so callers report these as not checked.
+    pub fn declared_packet_ids(&self) -> Vec<String> {
+        fn artifacts(value: &Value, out: &mut Vec<String>) {
+            if let Some(packet) = value.pointer("/artifacts/packet").and_then(Value::as_str) {
+                out.push(packet.to_owned());
+            }
+            if let Some(packets) = value
+                .pointer("/artifacts/packets")
+                .and_then(Value::as_object)
+            {
+                out.extend(
+                    packets
+                        .values()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned),
+                );
+            }
+            if let Some(inputs) = value.get("inputs").and_then(Value::as_object) {
+                out.extend(
+                    inputs
+                        .values()
+                        .filter_map(|input| input.get("packet").and_then(Value::as_str))
+                        .map(str::to_owned),
+                );
+            }
+        }
+        let mut ids = Vec::new();
+        for runner in &self.profile.runners {
+            artifacts(&runner.json, &mut ids);
+            for step in runner.source.graph.iter().flat_map(|graph| &graph.steps) {
+                artifacts(&step.json, &mut ids);
+            }
+        }
+        ids.sort();
+        ids.dedup();
+        ids
+    }
+
     /// Every declared JavaScript module: runner sources and inline graph steps, in order.
     pub fn javascript_modules(&self) -> Vec<JsModule> {
         let mut modules = Vec::new();
@@ -797,6 +861,7 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     for file in fixture_files {
         fixtures.push(parse_fixture(&file.path, text(file)?, Some(&runner_names))?);
     }
+    check_declared_files(&profile, &paths)?;
     Ok(Package {
         manual,
         profile,
@@ -825,7 +890,103 @@ fn invalid(file: &str, line: usize, field: &str, message: impl Into<String>) -> 
         line,
         field: field.to_owned(),
         message: message.into(),
+        runx: None,
     }
+}
+
+/// A refusal Runx words as `runx` about the same file (`<file>: <runx>`, as Runx shows it).
+fn invalid_as_runx(
+    file: &str,
+    line: usize,
+    field: &str,
+    message: impl Into<String>,
+    runx: impl std::fmt::Display,
+) -> PackageError {
+    PackageError::Invalid {
+        file: file.to_owned(),
+        line,
+        field: field.to_owned(),
+        message: message.into(),
+        runx: Some(format!("{file}: {runx}")),
+    }
+}
+
+/// The package-relative file a `cli-tool` command or argument runs, as Runx reads it: a
+/// relative, normalized `.js` or `.mjs` path (a leading `./` dropped). Anything else is not a
+/// file of the package.
+fn process_script_path(value: &str) -> Option<&str> {
+    let path = value.trim();
+    let path = path.strip_prefix("./").unwrap_or(path);
+    let normalized = (path.ends_with(".js") || path.ends_with(".mjs"))
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && path
+            .split('/')
+            .all(|segment| !segment.is_empty() && !matches!(segment, "." | ".."));
+    normalized.then_some(path)
+}
+
+/// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool` runs (its
+/// execution sidecars) and then every JavaScript module must be in the package, or the package
+/// is invalid, in Runx's words.
+fn check_declared_files(
+    profile: &ExecutionProfile,
+    paths: &BTreeSet<&str>,
+) -> Result<(), PackageError> {
+    let sources = || {
+        profile.runners.iter().flat_map(|runner| {
+            let field = format!("runners.{}", runner.name);
+            let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
+            std::iter::once((runner.line, field.clone(), &runner.source)).chain(steps.filter_map(
+                move |step| match &step.target {
+                    StepTarget::Run(source) => Some((
+                        step.line,
+                        format!("{field}.graph.steps.{}.run", step.id),
+                        source.as_ref(),
+                    )),
+                    _ => None,
+                },
+            ))
+        })
+    };
+    for (line, field, source) in sources() {
+        if source.source_type != "cli-tool" {
+            continue;
+        }
+        for script in source.command.iter().chain(&source.args) {
+            if let Some(path) = process_script_path(script)
+                && !paths.contains(path)
+            {
+                return Err(PackageError::Invalid {
+                    file: PROFILE_FILE.to_owned(),
+                    line,
+                    field: field.clone(),
+                    message: format!(
+                        "runs {path}, which is not in the package; add the file or change the command"
+                    ),
+                    runx: Some(format!(
+                        "{path}: declared execution sidecar is missing from the skill package"
+                    )),
+                });
+            }
+        }
+    }
+    for (line, field, source) in sources() {
+        if let Some(module) = &source.module
+            && !paths.contains(module.as_str())
+        {
+            return Err(PackageError::Invalid {
+                file: PROFILE_FILE.to_owned(),
+                line,
+                field: format!("{field}.module"),
+                message: format!(
+                    "names {module}, which is not in the package; add the module or fix the path"
+                ),
+                runx: Some(format!("{module}: declared JavaScript module is missing")),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// `parent.key`, or `key` at the top.
@@ -884,20 +1045,45 @@ impl Check<'_> {
         what: &str,
         allowed: &[&str],
     ) -> Result<(), PackageError> {
-        match entries
+        self.closed_as(entries, parent, what, allowed, None)
+    }
+
+    /// [`Check::closed`] for a field set Runx checks with the same list in the same order:
+    /// the refusal is worded as Runx's (`<runx_field>.<key> is not supported; allowed fields:
+    /// …`), where `runx_field` is what Runx calls the parent.
+    fn closed_as(
+        &self,
+        entries: &[YamlEntry],
+        parent: &str,
+        what: &str,
+        allowed: &[&str],
+        runx_field: Option<&str>,
+    ) -> Result<(), PackageError> {
+        let Some(entry) = entries
             .iter()
             .find(|entry| !allowed.contains(&entry.key.as_str()))
-        {
-            None => Ok(()),
-            Some(entry) => Err(self.err(
+        else {
+            return Ok(());
+        };
+        let field = join(parent, &entry.key);
+        let message = format!(
+            "unknown {what} field; remove it or use one of: {}",
+            allowed.join(", ")
+        );
+        Err(match runx_field {
+            Some(runx_field) => invalid_as_runx(
+                self.file,
                 entry.line,
-                &join(parent, &entry.key),
+                &field,
+                message,
                 format!(
-                    "unknown {what} field; remove it or use one of: {}",
+                    "{runx_field}.{} is not supported; allowed fields: {}.",
+                    entry.key,
                     allowed.join(", ")
                 ),
-            )),
-        }
+            ),
+            None => self.err(entry.line, &field, message),
+        })
     }
 
     fn string<'n>(&self, entry: &'n YamlEntry, field: &str) -> Result<&'n str, PackageError> {
@@ -1118,12 +1304,13 @@ fn parse_manual(text: &str) -> Result<(SkillManual, YamlNode), PackageError> {
     let file = SKILL_FILE;
     let check = Check { file };
     let (frontmatter, body) = split_frontmatter(text).ok_or_else(|| {
-        invalid(
+        invalid_as_runx(
             file,
             1,
             "frontmatter",
             "SKILL.md must start with a YAML frontmatter block: a `---` line, `name: ...` and \
              `description: ...`, and a closing `---` line",
+            "skill: Skill markdown must start with YAML frontmatter delimited by ---.",
         )
     })?;
     // The frontmatter's first line is SKILL.md's second line.
@@ -2416,7 +2603,13 @@ fn parse_profile(text: &str, paths: &BTreeSet<&str>) -> Result<ExecutionProfile,
             ));
         }
     };
-    check.closed(entries, "", "X.yaml top-level", &PROFILE_FIELDS)?;
+    check.closed_as(
+        entries,
+        "",
+        "X.yaml top-level",
+        &PROFILE_FIELDS,
+        Some("runner_manifest"),
+    )?;
     let skill = check.opt_non_empty(entries, "skill", "")?;
     let version = check.opt_string(entries, "version", "")?.map(str::to_owned);
     check.opt_mapping(entries, "runx", "")?;
@@ -2632,7 +2825,7 @@ fn check_runner(
              section of SKILL.md)",
         ));
     }
-    check.closed(runner, &field, "runner", &RUNNER_FIELDS)?;
+    check.closed_as(runner, &field, "runner", &RUNNER_FIELDS, Some(&field))?;
     let runx = check
         .opt_mapping(runner, "runx", &field)?
         .unwrap_or_default();
@@ -3075,6 +3268,23 @@ pub fn parse_fixture(
     let root = yaml::parse(path, text)?;
     let fixture = check.mapping(&root, "(document)")?;
     check.closed(fixture, "", "fixture", &FIXTURE_FIELDS)?;
+    // Runx deserialises a fixture with serde, so a required field that is absent is refused in
+    // serde's words.
+    let missing = |key: &str, message: &str| {
+        invalid_as_runx(
+            path,
+            root.line,
+            key,
+            message,
+            format!(
+                "invalid harness fixture: failed to parse harness fixture YAML: yaml: YAML parse \
+                 failed: missing field `{key}`"
+            ),
+        )
+    };
+    if get(fixture, "name").is_none() {
+        return Err(missing("name", "is required"));
+    }
     let name = check.required(fixture, "name", "", root.line)?;
     let kind = check
         .opt_one_of(
@@ -3084,8 +3294,7 @@ pub fn parse_fixture(
             &["skill", "graph", "mcp", "a2a", "agent", "agent_task"],
         )?
         .ok_or_else(|| {
-            check.err(
-                root.line,
+            missing(
                 "kind",
                 "is required: skill, graph, a2a, agent or agent_task",
             )
@@ -3347,10 +3556,21 @@ mod tests {
         let root = packages_dir().join(name);
         let mut files = Vec::new();
         walk(&root, &root, &mut files);
+        // The shared data has no `.mjs` files; the engine's tests keep our own modules for the
+        // packages that declare one, and a package is only valid with its declared files.
+        let modules = std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../engine/tests/data/runx-modules"
+        ))
+        .join(name);
+        if modules.is_dir() {
+            walk(&modules, &modules, &mut files);
+        }
         files
     }
 
-    fn files(pairs: &[(&str, &str)]) -> Vec<SnapshotFile> {
+    /// The files, exactly as given.
+    fn bare_files(pairs: &[(&str, &str)]) -> Vec<SnapshotFile> {
         pairs
             .iter()
             .map(|(path, text)| SnapshotFile {
@@ -3359,6 +3579,41 @@ mod tests {
                 contents: text.as_bytes().to_vec(),
             })
             .collect()
+    }
+
+    /// The `.mjs`/`.js` names a profile's text mentions, as package paths.
+    fn mentioned_modules(profile: &str) -> Vec<String> {
+        let mut modules: Vec<String> = profile
+            .split(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | ',' | '"' | '\''))
+            .filter(|word| word.ends_with(".mjs") || word.ends_with(".js"))
+            .map(|word| word.strip_prefix("./").unwrap_or(word).to_owned())
+            .filter(|word| !word.starts_with('/') && !word.contains(".."))
+            .collect();
+        modules.sort_unstable();
+        modules.dedup();
+        modules
+    }
+
+    /// The files plus a module for every `.mjs`/`.js` name X.yaml mentions that is not among
+    /// them, so a test breaks only the line it means to (the loader refuses a package whose
+    /// declared modules are absent).
+    fn files(pairs: &[(&str, &str)]) -> Vec<SnapshotFile> {
+        let mut out = bare_files(pairs);
+        for (path, text) in pairs {
+            if *path != "X.yaml" {
+                continue;
+            }
+            for module in mentioned_modules(text) {
+                if !out.iter().any(|file| file.path == module) {
+                    out.push(SnapshotFile {
+                        path: module,
+                        mode: 0o100_644,
+                        contents: b"export default () => ({});\n".to_vec(),
+                    });
+                }
+            }
+        }
+        out
     }
 
     const MANUAL: &str = "---\nname: demo\ndescription: A demo skill.\n---\n\n# Demo\n\nUse it.\n";
@@ -3567,7 +3822,7 @@ runners:
         let err = load_package(&files(&[("X.yaml", PROFILE)])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "SKILL.md: the file is missing; a Runx package needs both SKILL.md and X.yaml"
+            "SKILL.md: required package file is missing\n  a Runx package needs both SKILL.md and X.yaml"
         );
         let err = load_package(&files(&[("SKILL.md", MANUAL)])).unwrap_err();
         assert_eq!(err.file(), "X.yaml");
@@ -3578,9 +3833,12 @@ runners:
     fn skill_md_needs_frontmatter_with_a_name() {
         let with =
             |manual: &str| load_package(&files(&[("SKILL.md", manual), ("X.yaml", PROFILE)]));
+        // Runx's words, then MindRune's place and hint.
         let err = with("# Demo\n").unwrap_err();
         assert!(
-            err.to_string().starts_with("SKILL.md:1: frontmatter: "),
+            err.to_string().starts_with(
+                "SKILL.md: skill: Skill markdown must start with YAML frontmatter delimited by ---.\n  at SKILL.md:1: frontmatter: "
+            ),
             "{err}"
         );
         let err = with("---\ndescription: no name\n---\n").unwrap_err();
@@ -3660,11 +3918,108 @@ runners:
             "    default: true\n    prompt: do it\n",
         );
         let err = refused(&profile);
+        let text = err.to_string();
+        let mut lines = text.lines();
         assert_eq!(
-            err.to_string().split(": unknown").next(),
-            Some("X.yaml:10: runners.build.prompt")
+            lines.next(),
+            Some(
+                "X.yaml: runners.build.prompt is not supported; allowed fields: act, agent, agent_card_url, agent_identity, allowed_tools, args, arguments, artifacts, auth, command, credential, context, context_skills, cwd, default, environment, examples, execution, external_adapter, export, graph, headers, hook, http, idempotency, input_mode, inputs, method, module, mutating, outputs, pages, policy, retry, risk, runx, runtime, server, scopes, source, task, thread_outbox_provider, timeout_seconds, tool, type, url, allow_private_network."
+            ),
+            "Runx's words first"
         );
-        assert!(err.to_string().contains("unknown runner field"), "{err}");
+        assert!(
+            lines.next().is_some_and(|line| line
+                .starts_with("  at X.yaml:10: runners.build.prompt: unknown runner field")),
+            "{text}"
+        );
+    }
+
+    /// Runx's runner field list has no `sandbox`, and refuses it like any unknown field.
+    #[test]
+    fn a_runner_sandbox_field_is_refused_as_runx_refuses_it() {
+        let profile = edit(
+            "    default: true\n",
+            "    default: true\n    sandbox: strict\n",
+        );
+        let err = refused(&profile);
+        assert_eq!(err.field(), Some("runners.build.sandbox"));
+        assert!(
+            err.to_string().starts_with(
+                "X.yaml: runners.build.sandbox is not supported; allowed fields: act, "
+            ),
+            "{err}"
+        );
+    }
+
+    /// Runx refuses a package whose X.yaml declares a module or a cli-tool script that is not
+    /// among its files, naming the missing file (`runx-parser` package validation).
+    #[test]
+    fn a_declared_module_or_sidecar_that_is_absent_makes_the_package_invalid() {
+        let err =
+            load_package(&bare_files(&[("SKILL.md", MANUAL), ("X.yaml", PROFILE)])).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(
+            text.lines().next(),
+            Some("finish.mjs: declared JavaScript module is missing"),
+            "{text}"
+        );
+        assert!(
+            text.contains("at X.yaml:")
+                && text.contains("runners.build.graph.steps.finish.run.module"),
+            "{text}"
+        );
+
+        let cli = "skill: demo\nrunners:\n  default:\n    default: true\n    type: cli-tool\n    command: node\n    args:\n      - ./run.mjs\n      - --verbose\n";
+        let err = load_package(&bare_files(&[("SKILL.md", MANUAL), ("X.yaml", cli)])).unwrap_err();
+        assert_eq!(
+            err.to_string().lines().next(),
+            Some("run.mjs: declared execution sidecar is missing from the skill package"),
+            "{err}"
+        );
+        // With the files present, both load.
+        assert!(load_package(&files(&[("SKILL.md", MANUAL), ("X.yaml", cli)])).is_ok());
+        assert!(load(PROFILE).is_ok());
+        // A sidecar is a relative .js/.mjs path; `node` and `--verbose` are not files.
+        assert_eq!(process_script_path("./run.mjs"), Some("run.mjs"));
+        assert_eq!(process_script_path("lib/x.js"), Some("lib/x.js"));
+        for not_a_file in ["node", "--verbose", "/abs/x.mjs", "../x.mjs", "a\\b.mjs"] {
+            assert_eq!(process_script_path(not_a_file), None, "{not_a_file}");
+        }
+    }
+
+    #[test]
+    fn declared_packet_ids_are_gathered_from_runners_steps_and_inputs() {
+        assert_eq!(
+            Package::declared_packet_ids(&load_package(&real("weather-forecast")).unwrap()),
+            ["runx.context.weather_forecast.v1"]
+        );
+        let skill_lab = load_package(&real("skill-lab"))
+            .unwrap()
+            .declared_packet_ids();
+        assert!(
+            skill_lab.contains(&"runx.skill.change_draft.v1".to_owned()),
+            "{skill_lab:?}"
+        );
+        assert!(load(PROFILE).unwrap().declared_packet_ids().is_empty());
+    }
+
+    /// A fixture without a required field is refused in serde's words, as Runx reads it.
+    #[test]
+    fn a_fixture_missing_kind_is_refused_in_runx_words() {
+        let err = with_fixture("name: extra\ntarget: ..\nrunner: build\n").unwrap_err();
+        assert_eq!(
+            err.to_string().lines().next(),
+            Some(
+                "fixtures/smoke.yaml: invalid harness fixture: failed to parse harness fixture YAML: yaml: YAML parse failed: missing field `kind`"
+            ),
+            "{err}"
+        );
+        let err = with_fixture("kind: skill\ntarget: ..\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("missing field `name`\n  at fixtures/smoke.yaml:1: name: is required"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -4098,17 +4453,44 @@ metadata:
         let err = refused(&edit("  build:\n", "  build: &b\n"));
         assert_eq!(
             err.to_string(),
-            "X.yaml:8:10: anchors are not allowed in Runx YAML (remove &b and repeat the value)"
+            "X.yaml: runner_manifest: YAML parse failed: YAML anchors, aliases, and tags are not supported in X.yaml at line 8; write the profile explicitly.\n  at X.yaml:8:10: anchors are not allowed in Runx YAML (remove &b and repeat the value)"
         );
         let profile = format!("{PROFILE}skill: again\n");
         let err = refused(&profile);
         let line = line_of_text(&profile, "skill: again");
-        assert!(
-            err.to_string().starts_with(&format!(
-                "X.yaml:{line}:1: duplicate key skill (first at line 1)"
-            )),
-            "{err}"
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "X.yaml: runner_manifest: YAML parse failed: duplicate mapping key \"skill\" in X.yaml at line {line}; keep profile keys unique.\n  at X.yaml:{line}:1: duplicate key skill (first at line 1); Runx refuses duplicate keys, keep one"
+            )
         );
+        // The other constructs Runx's profile subset names, with the line Runx reports.
+        let cases = [
+            (
+                format!("{PROFILE}---\nskill: demo\n"),
+                "---",
+                "YAML document markers are not supported in X.yaml at line {line}; use one plain profile document.",
+            ),
+            (
+                edit("  build:\n", "  build:\n    <<: {b: 2}\n"),
+                "<<",
+                "YAML merge keys are not supported in X.yaml at line {line}; write the profile explicitly.",
+            ),
+            (
+                edit("      name: demo\n", "      name: !custom demo\n"),
+                "!custom",
+                "YAML anchors, aliases, and tags are not supported in X.yaml at line {line}; write the profile explicitly.",
+            ),
+        ];
+        for (profile, marker, runx) in cases {
+            let runx = runx.replace("{line}", &line_of_text(&profile, marker).to_string());
+            let err = refused(&profile).to_string();
+            assert_eq!(
+                err.lines().next(),
+                Some(format!("X.yaml: runner_manifest: YAML parse failed: {runx}").as_str()),
+                "{err}"
+            );
+        }
         let err = with_fixture(&format!("---\n{FIXTURE}")).unwrap_err();
         assert!(
             err.to_string()
@@ -4172,6 +4554,13 @@ metadata:
                     path: "fixtures/case.yaml".to_owned(),
                     mode: 0o100_644,
                     contents: fixture.to_vec(),
+                });
+            }
+            for module in mentioned_modules(&String::from_utf8_lossy(&package[1].contents)) {
+                package.push(SnapshotFile {
+                    path: module,
+                    mode: 0o100_644,
+                    contents: b"export default () => ({});\n".to_vec(),
                 });
             }
             load_package(&package)

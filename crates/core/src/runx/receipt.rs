@@ -5,10 +5,10 @@
 //!
 //! - **Canonical form** (`runx.receipt.c14n.v1`, Runx `crates/runx-receipts/src/canonical.rs`):
 //!   object keys sorted by bytes at every level, no whitespace, strings escaped as serde_json
-//!   escapes them, numbers as Rust prints them. For strings, booleans, nulls and integers these
-//!   are the bytes `runx.stable-json.v1` writes too; the two differ only for fractional and
-//!   exponent numbers, which a receipt body never needs, so [`canonical_json`] refuses them
-//!   rather than guess how Runx's number type prints them.
+//!   escapes them, numbers as serde_json prints them. For strings, booleans, nulls and integers
+//!   these are the bytes `runx.stable-json.v1` writes too; the two differ for fractional and
+//!   exponent numbers (`100.0` here, `100` in stable JSON), and
+//!   [`canonical_json`] writes them as Runx's serde writer does.
 //! - **Digest**: `sha256:<hex>` of the canonical form of the receipt without `signature`,
 //!   `digest` and `metadata` (`canonical_receipt_body_digest`). `metadata` is a local read aid
 //!   and deliberately unsigned.
@@ -162,7 +162,7 @@ fn malformed(field: impl Into<String>, problem: impl Into<String>) -> ReceiptErr
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Reference {
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: ReferenceType,
     pub uri: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
@@ -174,10 +174,199 @@ pub struct Reference {
     pub observed_at: Option<String>,
 }
 
+/// What a reference points at: Runx's closed list (`runx-contracts` `ReferenceType`, serde
+/// snake_case). `runx verify` refuses a receipt naming any other type (`receipt_parse_error:
+/// unknown variant`), so the type is an enum here and a receipt cannot be sealed with another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReferenceType {
+    GithubIssue,
+    GithubPullRequest,
+    GithubRepo,
+    SlackThread,
+    SentryEvent,
+    ProviderThread,
+    ProviderEvent,
+    ProviderComment,
+    TrackingItem,
+    ChangeRequest,
+    Repository,
+    SupportTicket,
+    Signal,
+    Act,
+    Receipt,
+    GraphReceipt,
+    Artifact,
+    Verification,
+    Harness,
+    Host,
+    Deployment,
+    Surface,
+    Target,
+    Opportunity,
+    ThesisAssessment,
+    Selection,
+    SkillBinding,
+    TargetTransitionEntry,
+    SelectionCycle,
+    Decision,
+    ReflectionEntry,
+    FeedEntry,
+    Principal,
+    AuthorityProof,
+    ScopeAdmission,
+    Grant,
+    Mandate,
+    Credential,
+    WebhookDelivery,
+    RedactionPolicy,
+    ExternalUrl,
+}
+
+impl ReferenceType {
+    /// Every type, in Runx's order.
+    pub const ALL: [Self; 41] = [
+        Self::GithubIssue,
+        Self::GithubPullRequest,
+        Self::GithubRepo,
+        Self::SlackThread,
+        Self::SentryEvent,
+        Self::ProviderThread,
+        Self::ProviderEvent,
+        Self::ProviderComment,
+        Self::TrackingItem,
+        Self::ChangeRequest,
+        Self::Repository,
+        Self::SupportTicket,
+        Self::Signal,
+        Self::Act,
+        Self::Receipt,
+        Self::GraphReceipt,
+        Self::Artifact,
+        Self::Verification,
+        Self::Harness,
+        Self::Host,
+        Self::Deployment,
+        Self::Surface,
+        Self::Target,
+        Self::Opportunity,
+        Self::ThesisAssessment,
+        Self::Selection,
+        Self::SkillBinding,
+        Self::TargetTransitionEntry,
+        Self::SelectionCycle,
+        Self::Decision,
+        Self::ReflectionEntry,
+        Self::FeedEntry,
+        Self::Principal,
+        Self::AuthorityProof,
+        Self::ScopeAdmission,
+        Self::Grant,
+        Self::Mandate,
+        Self::Credential,
+        Self::WebhookDelivery,
+        Self::RedactionPolicy,
+        Self::ExternalUrl,
+    ];
+
+    /// The wire name, as serde writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::GithubIssue => "github_issue",
+            Self::GithubPullRequest => "github_pull_request",
+            Self::GithubRepo => "github_repo",
+            Self::SlackThread => "slack_thread",
+            Self::SentryEvent => "sentry_event",
+            Self::ProviderThread => "provider_thread",
+            Self::ProviderEvent => "provider_event",
+            Self::ProviderComment => "provider_comment",
+            Self::TrackingItem => "tracking_item",
+            Self::ChangeRequest => "change_request",
+            Self::Repository => "repository",
+            Self::SupportTicket => "support_ticket",
+            Self::Signal => "signal",
+            Self::Act => "act",
+            Self::Receipt => "receipt",
+            Self::GraphReceipt => "graph_receipt",
+            Self::Artifact => "artifact",
+            Self::Verification => "verification",
+            Self::Harness => "harness",
+            Self::Host => "host",
+            Self::Deployment => "deployment",
+            Self::Surface => "surface",
+            Self::Target => "target",
+            Self::Opportunity => "opportunity",
+            Self::ThesisAssessment => "thesis_assessment",
+            Self::Selection => "selection",
+            Self::SkillBinding => "skill_binding",
+            Self::TargetTransitionEntry => "target_transition_entry",
+            Self::SelectionCycle => "selection_cycle",
+            Self::Decision => "decision",
+            Self::ReflectionEntry => "reflection_entry",
+            Self::FeedEntry => "feed_entry",
+            Self::Principal => "principal",
+            Self::AuthorityProof => "authority_proof",
+            Self::ScopeAdmission => "scope_admission",
+            Self::Grant => "grant",
+            Self::Mandate => "mandate",
+            Self::Credential => "credential",
+            Self::WebhookDelivery => "webhook_delivery",
+            Self::RedactionPolicy => "redaction_policy",
+            Self::ExternalUrl => "external_url",
+        }
+    }
+}
+
+/// The wire names of [`ReferenceType`], in Runx's order: what a receipt's every `type` of a
+/// reference must be one of.
+pub const REFERENCE_TYPES: [&str; 41] = [
+    "github_issue",
+    "github_pull_request",
+    "github_repo",
+    "slack_thread",
+    "sentry_event",
+    "provider_thread",
+    "provider_event",
+    "provider_comment",
+    "tracking_item",
+    "change_request",
+    "repository",
+    "support_ticket",
+    "signal",
+    "act",
+    "receipt",
+    "graph_receipt",
+    "artifact",
+    "verification",
+    "harness",
+    "host",
+    "deployment",
+    "surface",
+    "target",
+    "opportunity",
+    "thesis_assessment",
+    "selection",
+    "skill_binding",
+    "target_transition_entry",
+    "selection_cycle",
+    "decision",
+    "reflection_entry",
+    "feed_entry",
+    "principal",
+    "authority_proof",
+    "scope_admission",
+    "grant",
+    "mandate",
+    "credential",
+    "webhook_delivery",
+    "redaction_policy",
+    "external_url",
+];
+
 impl Reference {
-    pub fn new(kind: impl Into<String>, uri: impl Into<String>) -> Self {
+    pub fn new(kind: ReferenceType, uri: impl Into<String>) -> Self {
         Self {
-            kind: kind.into(),
+            kind,
             uri: uri.into(),
             provider: None,
             locator: None,
@@ -605,6 +794,17 @@ pub fn public_key_sha256(key: &VerifyingKey) -> String {
     digest::sha256(key.as_bytes())
 }
 
+/// The variable `runx verify` reads the trusted key's id from.
+pub const RUNX_VERIFY_KID_ENV: &str = "RUNX_RECEIPT_VERIFY_KID";
+/// The variable `runx verify` reads the trusted Ed25519 public key from (base64).
+pub const RUNX_VERIFY_PUBLIC_KEY_ENV: &str = "RUNX_RECEIPT_VERIFY_ED25519_PUBLIC_KEY_BASE64";
+
+/// The raw 32-byte public key in standard base64, as `runx verify` takes it in
+/// [`RUNX_VERIFY_PUBLIC_KEY_ENV`] (it decodes URL-safe and standard base64 alike).
+pub fn public_key_base64(key: &VerifyingKey) -> String {
+    STANDARD.encode(key.as_bytes())
+}
+
 /// The key id MindRune gives a local key: [`KEY_ID_PREFIX`] plus 16 hex digits of its hash.
 pub fn key_id(key: &VerifyingKey) -> String {
     let hash = public_key_sha256(key);
@@ -658,57 +858,23 @@ impl VerifyOptions {
 // Canonical form, digest and id.
 // ---------------------------------------------------------------------------------------------
 
-/// The `runx.receipt.c14n.v1` text of a value. Refuses fractional and exponent numbers (see
-/// the module notes), naming where the number is.
+/// The `runx.receipt.c14n.v1` text of a value. Numbers are written as serde_json writes them,
+/// which is what Runx's canonical writer calls (`write_json_fragment`): integers as integers,
+/// every other number by the shortest round-trip form (`0.5`, `100.0`, `1e-7`, `1e+21`).
 pub fn canonical_json(value: &Value) -> Result<String, ReceiptError> {
     let mut out = String::new();
-    write_canonical(value, &mut out).map_err(|mut path| {
-        path.reverse();
-        let mut field = String::new();
-        for step in path {
-            match step {
-                Step::Key(key) if field.is_empty() => field.push_str(&key),
-                Step::Key(key) => {
-                    field.push('.');
-                    field.push_str(&key);
-                }
-                Step::Index(index) => {
-                    let _ = write!(field, "[{index}]");
-                }
-            }
-        }
-        malformed(
-            if field.is_empty() {
-                "receipt".to_owned()
-            } else {
-                field
-            },
-            format!(
-                "is a non-integer number, which {RECEIPT_CANONICALIZATION} here does not support"
-            ),
-        )
-    })?;
+    write_canonical(value, &mut out);
     Ok(out)
 }
 
-/// One step of the path to a refused value, collected innermost first as the error unwinds.
-enum Step {
-    Key(String),
-    Index(usize),
-}
-
-fn write_canonical(value: &Value, out: &mut String) -> Result<(), Vec<Step>> {
+fn write_canonical(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
+        // serde_json's `Display` for a number is its serializer's output (itoa for integers,
+        // ryu for floats); a `Value` never holds a non-finite float.
         Value::Number(number) => {
-            if let Some(int) = number.as_i64() {
-                let _ = write!(out, "{int}");
-            } else if let Some(int) = number.as_u64() {
-                let _ = write!(out, "{int}");
-            } else {
-                return Err(Vec::new());
-            }
+            let _ = write!(out, "{number}");
         }
         Value::String(text) => write_string(text, out),
         Value::Array(items) => {
@@ -717,10 +883,7 @@ fn write_canonical(value: &Value, out: &mut String) -> Result<(), Vec<Step>> {
                 if index > 0 {
                     out.push(',');
                 }
-                write_canonical(item, out).map_err(|mut path| {
-                    path.push(Step::Index(index));
-                    path
-                })?;
+                write_canonical(item, out);
             }
             out.push(']');
         }
@@ -736,15 +899,11 @@ fn write_canonical(value: &Value, out: &mut String) -> Result<(), Vec<Step>> {
                 }
                 write_string(key, out);
                 out.push(':');
-                write_canonical(&map[key], out).map_err(|mut path| {
-                    path.push(Step::Key(key.clone()));
-                    path
-                })?;
+                write_canonical(&map[key], out);
             }
             out.push('}');
         }
     }
-    Ok(())
 }
 
 /// A JSON string as serde_json writes it, which is what Runx's canonicalizer calls.
@@ -806,7 +965,7 @@ fn is_sha256_hex(hex: &str) -> bool {
 /// key's id and hash, the id and digest are computed as Runx computes them, and the signature
 /// covers the digest. The result is verified against the key before it is returned, so a
 /// draft that would not verify (an empty required string, a timestamp that is not RFC 3339
-/// UTC, a fractional number) is refused here as [`ReceiptError::InvalidDraft`].
+/// UTC, a reference type outside Runx's list) is refused here as [`ReceiptError::InvalidDraft`].
 pub fn seal(draft: &ReceiptDraft, key: &SigningKey) -> Result<Value, ReceiptError> {
     let verifying = key.verifying_key();
     let issuer = Issuer {
@@ -1203,7 +1362,22 @@ fn optional(
 
 fn reference(value: &Value, path: &str) -> Result<(), ReceiptError> {
     let map = object(value, path)?;
-    non_empty(map, path, "type")?;
+    let kind = string(map, path, "type")?;
+    if !REFERENCE_TYPES.contains(&kind) {
+        // Runx's own words for it (serde's unknown-variant refusal under `receipt_parse_error`),
+        // so a receipt `runx verify` would refuse is refused here the same way.
+        return Err(malformed(
+            join(path, "type"),
+            format!(
+                "is {kind:?}: receipt_parse_error: unknown variant `{kind}`, expected one of {}",
+                REFERENCE_TYPES
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
     non_empty(map, path, "uri")?;
     if map.contains_key("observed_at") {
         timestamp(map, path, "observed_at")?;
@@ -1370,7 +1544,7 @@ mod tests {
             .unwrap(),
             Subject {
                 kind: "graph".to_owned(),
-                reference: Reference::new("harness", "runx:harness:skill-lab-build"),
+                reference: Reference::new(ReferenceType::Harness, "runx:harness:skill-lab-build"),
                 input_context: Some(InputContext {
                     source: "runx:signal:cli".to_owned(),
                     preview: "build a decision-note skill".to_owned(),
@@ -1387,7 +1561,7 @@ mod tests {
                 ],
             },
             Authority::new(
-                Reference::new("principal", "runx:principal:local_operator"),
+                Reference::new(ReferenceType::Principal, "runx:principal:local_operator"),
                 enforcement,
             ),
             Seal::terminal(
@@ -1401,7 +1575,7 @@ mod tests {
                 ],
             ),
         );
-        draft.signals = vec![Reference::new("signal", "runx:signal:cli")];
+        draft.signals = vec![Reference::new(ReferenceType::Signal, "runx:signal:cli")];
         draft.acts = vec![Act {
             id: "act_apply".to_owned(),
             form: ActForm::Revision,
@@ -1424,7 +1598,7 @@ mod tests {
             by: None,
             source_refs: Vec::new(),
             target_refs: vec![Reference::new(
-                "artifact",
+                ReferenceType::Artifact,
                 "runx:artifact:skills/decision-note",
             )],
             artifact_refs: Vec::new(),
@@ -1438,7 +1612,7 @@ mod tests {
         }];
         draft.lineage = Some(Lineage {
             children: vec![
-                Reference::new("receipt", "runx:receipt:sha256:2222222222222222222222222222222222222222222222222222222222222222")
+                Reference::new(ReferenceType::Receipt, "runx:receipt:sha256:2222222222222222222222222222222222222222222222222222222222222222")
                     .with_locator("sha256:3333333333333333333333333333333333333333333333333333333333333333"),
             ],
             ..Lineage::default()
@@ -1636,7 +1810,10 @@ mod tests {
         let first = seal(&draft(), &key).unwrap();
         let mut rewired = draft();
         rewired.lineage = Some(Lineage {
-            parent: Some(Reference::new("receipt", "runx:receipt:parent")),
+            parent: Some(Reference::new(
+                ReferenceType::Receipt,
+                "runx:receipt:parent",
+            )),
             ..Lineage::default()
         });
         let second = seal(&rewired, &key).unwrap();
@@ -1756,12 +1933,54 @@ mod tests {
             seal(&empty_reason, &key),
             Err(ReceiptError::InvalidDraft { field, .. }) if field == "seal.reason_code"
         ));
+    }
+
+    /// Runx writes a receipt's numbers through serde_json (`write_json_fragment`), so a
+    /// fractional or exponent number keeps serde's form, not stable JSON's.
+    #[test]
+    fn fractional_numbers_canonicalise_as_serde_writes_them() {
+        let value: Value = serde_json::from_str(
+            r#"{"a": 0.5, "b": 100.0, "c": 1e-7, "d": 1e21, "e": -2.25e-10, "f": 7}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            canonical_json(&value).unwrap(),
+            r#"{"a":0.5,"b":100.0,"c":1e-7,"d":1e+21,"e":-2.25e-10,"f":7}"#
+        );
+        assert_eq!(
+            canonical_json(&value).unwrap(),
+            serde_json::to_string(&value).unwrap()
+        );
+
+        let key = key(5);
         let mut fractional = draft();
-        fractional.authority.terms = vec![json!({"limit": 0.5})];
-        assert!(matches!(
-            seal(&fractional, &key),
-            Err(ReceiptError::InvalidDraft { field, .. }) if field == "authority.terms[0].limit"
-        ));
+        fractional.authority.terms = vec![json!({"limit": 0.5, "ceiling": 1e21})];
+        let receipt = seal(&fractional, &key).unwrap();
+        assert_eq!(receipt["authority"]["terms"][0]["limit"], json!(0.5));
+        assert_eq!(
+            verify(&receipt, &trusting(&key)).unwrap().kid,
+            key_id(&key.verifying_key())
+        );
+    }
+
+    #[test]
+    fn a_reference_type_outside_runx_list_is_refused_with_runx_words() {
+        let key = key(6);
+        let mut receipt = seal(&draft(), &key).unwrap();
+        receipt["authority"]["actor_ref"]["type"] = json!("actor");
+        let err = check_integrity(&receipt).unwrap_err().to_string();
+        assert!(
+            err.contains("authority.actor_ref.type")
+                && err.contains(
+                    "receipt_parse_error: unknown variant `actor`, expected one of `github_issue`"
+                ),
+            "{err}"
+        );
+        for (kind, name) in ReferenceType::ALL.into_iter().zip(REFERENCE_TYPES) {
+            assert_eq!(kind.as_str(), name);
+            let value = serde_json::to_value(Reference::new(kind, "runx:x")).unwrap();
+            assert_eq!(value["type"], json!(name));
+        }
     }
 
     #[test]

@@ -150,6 +150,8 @@ mod tests {
                 "---\nname: demo\ndescription: d\n---\n\n# Demo\n",
             ),
             file("X.yaml", profile),
+            // Every module these profiles declare; a package is only valid with them.
+            file("demo.mjs", "export default () => ({});\n"),
         ])
         .unwrap()
     }

@@ -28,8 +28,12 @@ use serde_json::{Map, Number, Value};
 pub const MAX_DEPTH: usize = 64;
 
 /// A refusal, with where it happened: `X.yaml:12:5: anchors are not allowed in Runx YAML (...)`.
+/// For an execution profile (`X.yaml`) refused for a construct Runx's profile subset names
+/// (anchors, aliases and tags, merge keys, document markers, duplicate keys) it displays Runx's
+/// own text first, `X.yaml: runner_manifest: YAML parse failed: …`, and this position and
+/// message on a second line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {message}")]
+#[error("{}", render(.file, *.line, *.column, .message, .runx.as_deref()))]
 pub struct YamlError {
     /// The file the text came from, as the author knows it (`X.yaml`, `fixtures/smoke.yaml`).
     pub file: String,
@@ -39,6 +43,51 @@ pub struct YamlError {
     pub column: usize,
     /// What is wrong and what to do about it.
     pub message: String,
+    /// Runx's message for the same refusal, when the file is a profile and Runx has one.
+    pub runx: Option<String>,
+}
+
+fn render(file: &str, line: usize, column: usize, message: &str, runx: Option<&str>) -> String {
+    match runx {
+        Some(runx) => format!(
+            "{file}: runner_manifest: YAML parse failed: {runx}\n  at {file}:{line}:{column}: {message}"
+        ),
+        None => format!("{file}:{line}:{column}: {message}"),
+    }
+}
+
+/// The constructs Runx's profile subset check refuses by name.
+#[derive(Debug, Clone, Copy)]
+enum RunxRefusal<'k> {
+    AnchorAliasOrTag,
+    DocumentMarker,
+    MergeKey,
+    DuplicateKey(&'k str),
+}
+
+impl RunxRefusal<'_> {
+    /// Runx's words (`runx-parser` `yaml.rs`); they say `X.yaml` whichever profile it is.
+    fn message(self, line: usize) -> String {
+        match self {
+            Self::AnchorAliasOrTag => format!(
+                "YAML anchors, aliases, and tags are not supported in X.yaml at line {line}; write the profile explicitly."
+            ),
+            Self::DocumentMarker => format!(
+                "YAML document markers are not supported in X.yaml at line {line}; use one plain profile document."
+            ),
+            Self::MergeKey => format!(
+                "YAML merge keys are not supported in X.yaml at line {line}; write the profile explicitly."
+            ),
+            Self::DuplicateKey(key) => format!(
+                "duplicate mapping key {key:?} in X.yaml at line {line}; keep profile keys unique."
+            ),
+        }
+    }
+}
+
+/// Whether Runx reads the file as an execution profile.
+fn is_profile(file: &str) -> bool {
+    file == "X.yaml" || file.ends_with("/X.yaml")
 }
 
 /// One node of the document, with the position of its first character.
@@ -244,11 +293,22 @@ impl<'a> Builder<'a> {
             line,
             column,
             message: message.into(),
+            runx: None,
         }
     }
 
     fn error(&self, span: &Span, message: impl Into<String>) -> YamlError {
         self.error_at(span.start.line(), span.start.col(), message)
+    }
+
+    /// [`Builder::error`] for a construct Runx refuses by name, carrying Runx's text when the
+    /// file is a profile.
+    fn refusal(&self, span: &Span, message: impl Into<String>, runx: RunxRefusal<'_>) -> YamlError {
+        let mut error = self.error(span, message);
+        if is_profile(self.file) {
+            error.runx = Some(runx.message(error.line));
+        }
+        error
     }
 
     /// The source text that starts at a span up to the next whitespace, such as `&base` or
@@ -287,27 +347,30 @@ impl<'a> Builder<'a> {
                 Event::DocumentStart(explicit) => {
                     self.documents += 1;
                     if explicit {
-                        return Err(self.error(
+                        return Err(self.refusal(
                             &span,
                             "document markers (---) are not allowed in Runx YAML (keep one \
                              document and remove the ---)",
+                            RunxRefusal::DocumentMarker,
                         ));
                     }
                     if self.documents > 1 {
-                        return Err(self.error(
+                        return Err(self.refusal(
                             &span,
                             "a second YAML document is not allowed in Runx YAML (keep one \
                              document per file)",
+                            RunxRefusal::DocumentMarker,
                         ));
                     }
                 }
                 Event::DocumentEnd => {
                     // An implicit end has an empty span; only a written `...` has characters.
                     if span.start.index() != span.end.index() {
-                        return Err(self.error(
+                        return Err(self.refusal(
                             &span,
                             "document end markers (...) are not allowed in Runx YAML (remove \
                              the ...)",
+                            RunxRefusal::DocumentMarker,
                         ));
                     }
                 }
@@ -336,12 +399,13 @@ impl<'a> Builder<'a> {
 
     fn alias(&self, span: &Span) -> YamlError {
         let token = self.token_at(span);
-        self.error(
+        self.refusal(
             span,
             format!(
                 "aliases are not allowed in Runx YAML (replace {token} with the value it refers \
                  to)"
             ),
+            RunxRefusal::AnchorAliasOrTag,
         )
     }
 
@@ -368,7 +432,7 @@ impl<'a> Builder<'a> {
         } else {
             "tags are not allowed in Runx YAML (remove the tag)".to_owned()
         };
-        Err(self.error(span, message))
+        Err(self.refusal(span, message, RunxRefusal::AnchorAliasOrTag))
     }
 
     /// Whether the top of the stack is a mapping waiting for a key.
@@ -439,6 +503,7 @@ impl<'a> Builder<'a> {
                         line: key_line,
                         column: key_column,
                         message: format!("the key {key} has no value"),
+                        runx: None,
                     });
                 }
                 YamlNode {
@@ -481,9 +546,10 @@ impl<'a> Builder<'a> {
         }
         if style == ScalarStyle::Plain {
             if value == "<<" {
-                return Err(self.error(
+                return Err(self.refusal(
                     span,
                     "merge keys (<<) are not allowed in Runx YAML (write the merged fields out)",
+                    RunxRefusal::MergeKey,
                 ));
             }
             if value.is_empty() {
@@ -512,6 +578,7 @@ impl<'a> Builder<'a> {
                 line,
                 column,
                 message: "a key outside a mapping".to_owned(),
+                runx: None,
             });
         };
         if let Some(first) = seen.get(value) {
@@ -523,6 +590,7 @@ impl<'a> Builder<'a> {
                     "duplicate key {value} (first at line {first}); Runx refuses duplicate keys, \
                      keep one"
                 ),
+                runx: is_profile(file).then(|| RunxRefusal::DuplicateKey(value).message(line)),
             });
         }
         seen.insert(value.to_owned(), line);
@@ -580,6 +648,7 @@ impl<'a> Builder<'a> {
                     message: "mapping keys must be plain strings in Runx YAML (write the key as \
                               text)"
                         .to_owned(),
+                    runx: None,
                 }),
             },
         }
@@ -722,7 +791,13 @@ mod tests {
         assert_eq!(at(&err), (3, 8), "{err}");
         assert_eq!(
             err.to_string(),
-            "X.yaml:3:8: anchors are not allowed in Runx YAML (remove &base and repeat the value)"
+            "X.yaml: runner_manifest: YAML parse failed: YAML anchors, aliases, and tags are not supported in X.yaml at line 3; write the profile explicitly.\n  at X.yaml:3:8: anchors are not allowed in Runx YAML (remove &base and repeat the value)"
+        );
+        // A file that is not a profile keeps MindRune's one line.
+        let err = parse("fixtures/case.yaml", "a: &s text\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "fixtures/case.yaml:1:4: anchors are not allowed in Runx YAML (remove &s and repeat the value)"
         );
         let err = refused("a: &s text\n");
         assert!(err.message.contains("&s"), "{err}");

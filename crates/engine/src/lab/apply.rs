@@ -42,7 +42,7 @@ pub enum ApplyError {
     #[error("{0}")]
     Snapshot(#[from] SnapshotError),
     /// The staged candidate failed validation: it does not parse, or its harness failed.
-    #[error("candidate package failed validation: {0}")]
+    #[error("skill package validation failed: {0}")]
     CandidateInvalid(String),
     #[error("cannot {action} {}: {source}", .path.display())]
     Io {
@@ -66,6 +66,10 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Appl
 pub struct CandidateReport {
     /// `passed`, `not_declared` or `skipped`; a failed harness is an error, not a report.
     pub harness_status: String,
+    /// The packet schema ids the candidate declares, which MindRune does not check (Runx
+    /// enforces them from its packet catalog); the validation result names them as a
+    /// residual risk.
+    pub unchecked_packets: Vec<String>,
 }
 
 /// Validates a package folder as a candidate: the package contract, inspection and the
@@ -326,7 +330,17 @@ fn validation_result(
         before,
         after,
         delta: package_delta(&before, &after),
-        residual_risks: Vec::new(),
+        residual_risks: if report.unchecked_packets.is_empty() {
+            Vec::new()
+        } else {
+            vec![NonEmpty::from(
+                format!(
+                    "declared packet schemas were not checked: {} (MindRune does not enforce Runx packet schemas)",
+                    report.unchecked_packets.join(", ")
+                )
+                .as_str(),
+            )]
+        },
     }
 }
 

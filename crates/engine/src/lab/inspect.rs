@@ -10,7 +10,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use mindrune_core::runx::admission::{self, metrics_json, package_metrics};
-use mindrune_core::runx::package::{inspect_package, load_package};
+use mindrune_core::runx::inspect as runx_inspect;
+use mindrune_core::runx::package::{Package, RUNX_VALIDATION_PREFIX, load_package};
 use mindrune_core::runx::snapshot::{IGNORED, SnapshotFile, absent_digest};
 use serde_json::{Value, json};
 
@@ -76,8 +77,21 @@ pub fn inspect_workspace(repo_root: &Path, target_dir: Option<&str>) -> Result<V
 /// Reads a package folder; [`snapshot_package`] outside the tests, which count the reads.
 type ReadPackage<'r> = dyn FnMut(&Path) -> Result<PackageSnapshot, SnapshotError> + 'r;
 
-/// A package's parse: its inspection, or why it does not load.
-type Parsed = Result<Value, String>;
+/// A package's parse: its `runx.skill.inspect.v1` inspection and its catalog facts, or why it
+/// does not load (in Runx's words).
+type Parsed = Result<Loaded, String>;
+
+/// What the context keeps of a package that loads.
+#[derive(Clone)]
+struct Loaded {
+    inspection: Value,
+    /// The catalog entry's facts as Runx's `runx list` gathers them.
+    name: String,
+    kind: &'static str,
+    scopes: Vec<String>,
+    fixtures: usize,
+    harness_cases: usize,
+}
 
 fn inspect_with(
     repo_root: &Path,
@@ -97,6 +111,7 @@ fn inspect_with(
         // of no package, so a later build must re-inspect and re-plan against its real target.
         let mut context = workspace_context(&root, catalog_skills(&root, None, read));
         let object = context.as_object_mut().expect("context is an object");
+        object.insert("target_dir".into(), Value::Null);
         object.insert("target_exists".into(), json!(false));
         object.insert("base_digest".into(), json!(absent_digest()));
         object.insert("target_files".into(), json!([]));
@@ -109,7 +124,9 @@ fn inspect_with(
     let snapshot = read(&target_path)?;
     // The target is read and parsed once: its catalog entry reuses both, so the entry and the
     // inspection describe the same bytes, the ones an interrupted apply was rolled back to.
-    let parsed = snapshot.exists.then(|| parse(&snapshot.files));
+    let parsed = snapshot
+        .exists
+        .then(|| parse(&snapshot.files, &target_path));
     let target = parsed
         .as_ref()
         .map(|parsed| (target_path.as_path(), parsed));
@@ -128,54 +145,96 @@ fn inspect_with(
         "target_metrics".into(),
         metrics_json(&package_metrics(&snapshot.files)),
     );
-    if let Some(parsed) = &parsed {
-        object.insert("target_inspection".into(), inspection_of(parsed));
-    }
+    // Runx writes `null` for a target that does not exist yet.
+    object.insert(
+        "target_inspection".into(),
+        parsed.as_ref().map_or(Value::Null, inspection_of),
+    );
     Ok(context)
 }
 
-/// The part of the context that does not depend on the target.
+/// The part of the context that does not depend on the target. `catalog_root` is
+/// repo-relative as Runx gives it: `skills` when the workspace has that folder, else the
+/// workspace itself (`""`).
 fn workspace_context(root: &Path, catalog: Value) -> Value {
+    let catalog_root = if root.join("skills").is_dir() {
+        "skills"
+    } else {
+        ""
+    };
     json!({
         "schema": AUTHORING_CONTEXT_SCHEMA,
         "repo_root": root.display().to_string(),
-        "catalog_root": root.display().to_string(),
+        "catalog_root": catalog_root,
         "catalog_skills": catalog,
         "core_tools": core_tools(),
     })
 }
 
-/// The parsed package's inspection, or `{status: invalid, error}` as repair context.
-pub fn inspection(files: &[SnapshotFile]) -> Value {
-    inspection_of(&parse(files))
+/// The package's `runx.skill.inspect.v1` inspection (`skill_path` is the folder it was read
+/// from), or Runx's `{status: invalid, error}` as repair context.
+pub fn inspection(files: &[SnapshotFile], skill_path: &Path) -> Value {
+    inspection_of(&parse(files, skill_path))
 }
 
-fn parse(files: &[SnapshotFile]) -> Parsed {
-    load_package(files)
-        .map(|package| inspect_package(&package))
-        .map_err(|err| err.to_string())
+fn parse(files: &[SnapshotFile], skill_path: &Path) -> Parsed {
+    let package = load_package(files).map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
+    Ok(loaded(&package, files, skill_path))
+}
+
+fn loaded(package: &Package, files: &[SnapshotFile], skill_path: &Path) -> Loaded {
+    let runners = &package.profile().runners;
+    let graph = runners.iter().any(|runner| {
+        runner
+            .source
+            .graph
+            .as_ref()
+            .is_some_and(|g| !g.steps.is_empty())
+    });
+    // Runx's `declared_scopes`: each runner's scopes and those of its graph steps.
+    let mut scopes: Vec<String> = runners
+        .iter()
+        .flat_map(|runner| {
+            let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
+            runner
+                .scopes
+                .iter()
+                .chain(steps.flat_map(|step| &step.scopes))
+                .cloned()
+        })
+        .collect();
+    scopes.sort();
+    scopes.dedup();
+    Loaded {
+        inspection: runx_inspect::inspect(package, files, &skill_path.display().to_string()),
+        name: package
+            .profile()
+            .skill
+            .clone()
+            .unwrap_or_else(|| package.name().to_owned()),
+        kind: if graph { "graph" } else { "skill" },
+        scopes,
+        fixtures: package.fixtures().len(),
+        harness_cases: package.harness_cases().len(),
+    }
 }
 
 fn inspection_of(parsed: &Parsed) -> Value {
     match parsed {
-        Ok(inspected) => {
-            let mut value = inspected.clone();
-            if let Some(object) = value.as_object_mut() {
-                object.entry("status").or_insert_with(|| json!("valid"));
-            }
-            value
-        }
-        Err(error) => json!({"status": "invalid", "error": error}),
+        Ok(loaded) => loaded.inspection.clone(),
+        Err(error) => runx_inspect::invalid(error),
     }
 }
 
+/// The native tools as Runx lists its own (`kind: tool`, `status: ok`). MindRune provides
+/// these eight, not Runx's whole native catalog, so only these are listed.
 fn core_tools() -> Value {
     NATIVE_TOOLS
         .iter()
         .map(|(name, description, scopes)| {
             json!({
-                "name": name, "kind": "native", "description": description,
-                "path": format!("native:{name}"), "status": "available", "scopes": scopes,
+                "name": name, "kind": "tool", "description": description,
+                "path": format!("native:{name}"), "status": "ok", "scopes": scopes,
             })
         })
         .collect()
@@ -219,7 +278,7 @@ fn catalog_skills(
                     _ => Cow::Owned(
                         read(&folder)
                             .map_err(|err| err.to_string())
-                            .and_then(|snapshot| parse(&snapshot.files)),
+                            .and_then(|snapshot| parse(&snapshot.files, &folder)),
                     ),
                 };
                 found.push(catalog_entry(root, &folder, &parsed));
@@ -247,30 +306,22 @@ fn catalog_entry(root: &Path, folder: &Path, parsed: &Parsed) -> Value {
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // Runx's `runx list` item: a graph when a runner has graph steps, the scopes its runners
+    // and their steps declare, and the counts of fixtures and inline cases.
     match parsed {
-        Ok(inspected) => {
-            let mut scopes: Vec<Value> = inspected["runners"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .flat_map(|runner| runner["scopes"].as_array().cloned().unwrap_or_default())
-                .collect();
-            scopes.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
-            scopes.dedup();
-            json!({
-                "name": inspected["skill"],
-                "kind": inspected.pointer("/catalog/kind").cloned().unwrap_or(json!("skill")),
-                "description": inspected["description"],
-                "path": path,
-                "status": "valid",
-                "scopes": scopes,
-                "fixtures": inspected.pointer("/counts/fixtures"),
-                "harness_cases": inspected.pointer("/counts/harness_cases"),
-            })
-        }
+        Ok(loaded) => json!({
+            "name": loaded.name,
+            "kind": loaded.kind,
+            "path": path,
+            "status": "ok",
+            "scopes": loaded.scopes,
+            "fixtures": loaded.fixtures,
+            "harness_cases": loaded.harness_cases,
+        }),
         Err(error) => json!({
             "name": fallback_name, "kind": "skill", "path": path,
             "status": "invalid", "error": error, "scopes": [],
+            "fixtures": null, "harness_cases": null,
         }),
     }
 }
@@ -311,7 +362,12 @@ mod tests {
             write(repo.path(), &format!("{package}/X.yaml"), PROFILE);
         }
         let (context, reads) = counted(repo.path(), "skills/demo");
-        assert_eq!(context["target_inspection"]["status"], "valid", "{context}");
+        assert_eq!(context["target_inspection"]["status"], "ok", "{context}");
+        assert_eq!(
+            context["target_inspection"]["schema"],
+            "runx.skill.inspect.v1"
+        );
+        assert_eq!(context["catalog_root"], "skills");
         assert_eq!(
             reads,
             BTreeMap::from([
@@ -325,7 +381,7 @@ mod tests {
             context["catalog_skills"],
             catalog_skills(&root, None, &mut snapshot_package)
         );
-        assert_eq!(context["catalog_skills"][0]["status"], "valid");
+        assert_eq!(context["catalog_skills"][0]["status"], "ok");
         assert_eq!(context["catalog_skills"][0]["path"], "skills/demo/X.yaml");
     }
 

@@ -595,8 +595,8 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use mindrune_core::runx::receipt::{
-        Authority, Disposition, Enforcement, Idempotency, ReceiptDraft, Reference, Seal, Subject,
-        VerifyOptions,
+        Authority, Disposition, Enforcement, Idempotency, ReceiptDraft, Reference, ReferenceType,
+        Seal, Subject, VerifyOptions,
     };
     use serde_json::json;
 
@@ -609,12 +609,12 @@ mod tests {
             Idempotency::from_inputs(&json!("intent"), &json!("trigger"), &json!(summary)).unwrap(),
             Subject {
                 kind: "graph".to_owned(),
-                reference: Reference::new("harness", "runx:harness:skill-lab-build"),
+                reference: Reference::new(ReferenceType::Harness, "runx:harness:skill-lab-build"),
                 input_context: None,
                 commitments: Vec::new(),
             },
             Authority::new(
-                Reference::new("principal", "runx:principal:local_operator"),
+                Reference::new(ReferenceType::Principal, "runx:principal:local_operator"),
                 enforcement,
             ),
             Seal::terminal(

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use mindrune_core::runx::receipt::{
     self, Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus, Disposition,
-    Enforcement, Idempotency, ReceiptDraft, Reference, Seal, SigningKey, Subject,
+    Enforcement, Idempotency, IssuerType, ReceiptDraft, Reference, ReferenceType, Seal, SigningKey,
+    Subject,
 };
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
@@ -22,7 +23,8 @@ use super::receipt_store::{LocalSigningKey, ReceiptStore};
 /// What one terminal path seals.
 #[derive(Debug, Clone)]
 pub struct SealRequest {
-    /// The subject kind: `skill` for a lab run, `harness_case` for a replayed case.
+    /// The subject kind (open in Runx): `skill` for a lab run, `harness_case` for a replayed
+    /// case. The subject's reference is a `harness` reference either way.
     pub kind: &'static str,
     /// What ran, as a URI (`mindrune:lab/build`, `runx:skill/web-fetch#fixture-name`).
     pub subject_uri: String,
@@ -49,9 +51,12 @@ pub fn now_timestamp() -> String {
 
 /// Builds the receipt draft for `request`, closed at `at`.
 pub fn draft(request: &SealRequest, at: &str) -> Result<ReceiptDraft, receipt::ReceiptError> {
+    // The subject kind is open in Runx; its reference type is not. Runx's runtime names what
+    // ran by a `harness` reference (`hrn_<graph>_<node>`), and so does the lab, for a run and a
+    // replayed case alike.
     let subject = Subject {
         kind: request.kind.to_owned(),
-        reference: Reference::new(request.kind, request.subject_uri.clone()),
+        reference: Reference::new(ReferenceType::Harness, request.subject_uri.clone()),
         input_context: None,
         commitments: vec![
             Commitment::stable_json(CommitmentScope::Input, &request.inputs)?,
@@ -66,7 +71,10 @@ pub fn draft(request: &SealRequest, at: &str) -> Result<ReceiptDraft, receipt::R
     let enforcement =
         Enforcement::for_profile("mindrune.lab.local", Vec::new(), Vec::new(), Vec::new())?;
     let authority = Authority::new(
-        Reference::new("actor", "mindrune:local-operator"),
+        Reference::new(
+            ReferenceType::Principal,
+            "mindrune:principal:local-operator",
+        ),
         enforcement,
     );
     let criteria = request
@@ -91,6 +99,12 @@ pub fn draft(request: &SealRequest, at: &str) -> Result<ReceiptDraft, receipt::R
         criteria,
     );
     let mut draft = ReceiptDraft::new(at, idempotency, subject, authority, seal);
+    // Runx's verifier checks a real signature only from a `hosted` or `ci` issuer and refuses
+    // one from `local` or `verifier` (`signature_unsupported_issuer`) even when it holds the
+    // key. MindRune is the host the run happened in (not a CI job, not a verifier), and the
+    // trust still comes only from the operator handing the key to `runx verify`, so `hosted`
+    // is the type under which the signature is actually checked rather than refused.
+    draft.issuer_type = IssuerType::Hosted;
     if !request.metadata.is_empty() {
         draft.metadata = Some(request.metadata.clone());
     }

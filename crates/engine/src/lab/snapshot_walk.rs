@@ -47,7 +47,7 @@ pub enum SnapshotError {
     #[error("skill package target is not a directory: {}", .0.display())]
     TargetNotDirectory(PathBuf),
     #[error(
-        "skill package contains unsupported symlink: {path} (replace it with the file it points to)"
+        "skill package validation failed: {path}: symbolic links are not valid skill package sources\n  replace {path} with the file it points to"
     )]
     Symlink { path: String },
     #[error("skill package contains unsupported file type: {path} (remove it)")]
@@ -207,7 +207,7 @@ mod tests {
         let err = snapshot_package(dir.path()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "skill package contains unsupported symlink: link.md (replace it with the file it points to)"
+            "skill package validation failed: link.md: symbolic links are not valid skill package sources\n  replace link.md with the file it points to"
         );
     }
 

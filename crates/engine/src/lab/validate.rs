@@ -12,7 +12,8 @@ use mindrune_core::runx::admission::{self, Mode};
 use mindrune_core::runx::contracts::{
     ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, parse_contract, to_json,
 };
-use mindrune_core::runx::package::{Package, inspect_package, load_package};
+use mindrune_core::runx::inspect as runx_inspect;
+use mindrune_core::runx::package::{Package, RUNX_VALIDATION_PREFIX, load_package};
 use mindrune_core::runx::resources::{resource_usage, validate_resources};
 use mindrune_core::runx::snapshot::SnapshotFile;
 use serde_json::{Value, json};
@@ -22,7 +23,7 @@ use super::harness::{
     CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, declared_cases, run_harness,
 };
 use super::inspect::inspect_workspace;
-use super::snapshot_walk::{PackageSnapshot, snapshot_package};
+use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 
 /// How deep a harness may nest another apply (a skill-lab fixture that builds a package whose
 /// own harness is replayed). One level is all Runx's own fixtures need; the limit keeps a
@@ -77,6 +78,7 @@ impl CandidateCheck for PackageValidator<'_> {
     ) -> Result<CandidateReport, String> {
         let package = load_package(&snapshot.files).map_err(|err| err.to_string())?;
         validate_resources(architecture, &resource_usage(&package)).map_err(|err| err.0)?;
+        let unchecked_packets = package.declared_packet_ids();
         let mut tools = LabTools {
             sealers: self.sealers,
             harness: self.harness,
@@ -94,9 +96,11 @@ impl CandidateCheck for PackageValidator<'_> {
             HarnessStatus::Failed => Err(harness_failure(&run)),
             HarnessStatus::Passed => Ok(CandidateReport {
                 harness_status: "passed".into(),
+                unchecked_packets,
             }),
             HarnessStatus::NotDeclared => Ok(CandidateReport {
                 harness_status: "not_declared".into(),
+                unchecked_packets,
             }),
         }
     }
@@ -259,6 +263,8 @@ impl NativeTools for LabTools<'_> {
                 };
                 validate_package(
                     &root.join(&target),
+                    requested,
+                    &target,
                     allow,
                     &mut tools,
                     self.sealers,
@@ -272,49 +278,93 @@ impl NativeTools for LabTools<'_> {
     }
 }
 
-/// `runx.skill.validate` on a package folder (`runx.skill.validation.v1`): the package must
-/// load; the harness replays only when the package only reads or plans (catalog `execution`
-/// of `read` or `plan`) or the operator allows executing it, as Runx decides.
+/// What the validation report says of declared packet schemas: MindRune does not hold Runx's
+/// packet catalog, so it says plainly that they were not checked.
+pub fn packet_schemas_report(declared: &[String]) -> Value {
+    json!({
+        "declared": declared,
+        "checked": false,
+        "reason": "MindRune does not look up or enforce Runx packet schemas; Runx finds them \
+                   under packets/ or dist/packets/ of the package's repository and refuses \
+                   the package when one is missing",
+    })
+}
+
+/// `runx.skill.validate` on a package folder: the `runx.skill.validation.v1` report
+/// (`schema, requested_ref, resolved_ref, verdict, inspect, harness`, as Runx writes it, plus
+/// MindRune's `base_digest` of the folder and, when the package declares packet schemas, a
+/// `packet_schemas` note that they were not checked). The package must load; the harness
+/// replays when the operator allows executing it or the inspection's declared `execution` is
+/// absent, `read` or `plan` — only a package that declares `execution: execute` waits for
+/// approval, as Runx decides.
 pub fn validate_package(
     dir: &Path,
+    requested_ref: &str,
+    resolved_ref: &str,
     allow_execute_harness: bool,
     tools: &mut dyn NativeTools,
     sealers: &SealerFactory,
     harness: &HarnessOptions,
 ) -> Result<Value, String> {
-    let snapshot = snapshot_package(dir).map_err(|err| err.to_string())?;
-    if !snapshot.exists {
-        return Err(format!("{} does not exist", dir.display()));
-    }
+    let report = |verdict: &str, inspect: Value, harness: Value, digest: Option<&str>| {
+        json!({
+            "schema": "runx.skill.validation.v1",
+            "requested_ref": requested_ref,
+            "resolved_ref": resolved_ref,
+            "verdict": verdict,
+            "inspect": inspect,
+            "harness": harness,
+            "base_digest": digest,
+        })
+    };
+    // Runx: an inspection that failed is `{status: failed, error}`, and the harness counts as
+    // attempted (a package it could not inspect is not known to execute).
+    let failed = |error: String, digest: Option<&str>| {
+        report(
+            "validation_failed",
+            json!({"status": "failed", "error": error}),
+            json!({"attempted": true, "status": "failed", "reason": error}),
+            digest,
+        )
+    };
+    let snapshot = match snapshot_package(dir) {
+        Ok(snapshot) if snapshot.exists => snapshot,
+        Ok(_) => return Err(format!("{} does not exist", dir.display())),
+        // A package Runx's validator refuses as a source (a symlink, too many files) is a
+        // failed validation, not a failed command.
+        Err(SnapshotError::Io { path, source }) => {
+            return Err(format!("cannot read {}: {source}", path.display()));
+        }
+        Err(err) => return Ok(failed(err.to_string(), None)),
+    };
     let package = match load_package(&snapshot.files) {
         Ok(package) => package,
         Err(err) => {
-            return Ok(json!({
-                "schema": "runx.skill.validation.v1",
-                "verdict": "validation_failed",
-                "package_digest": snapshot.digest,
-                "error": err.to_string(),
-                "harness": {"attempted": false, "status": "skipped", "reason": "package_invalid"},
-            }));
+            return Ok(failed(
+                format!("{RUNX_VALIDATION_PREFIX}{err}"),
+                Some(&snapshot.digest),
+            ));
         }
     };
-    let inspection = inspect_package(&package);
-    let execution = inspection
-        .pointer("/catalog/execution")
+    let inspection = runx_inspect::inspect(&package, &snapshot.files, &dir.display().to_string());
+    let safe = inspection
+        .pointer("/capabilities/execution")
         .and_then(Value::as_str)
-        .unwrap_or("execute");
-    let safe = matches!(execution, "read" | "plan");
-    let (verdict, harness) = if safe || allow_execute_harness {
+        .is_none_or(|execution| matches!(execution, "read" | "plan"));
+    let (verdict, harness_report) = if safe || allow_execute_harness {
         let mut sealer = sealers();
         let run = replay_package(&snapshot.files, &package, tools, sealer.as_mut(), harness);
-        let verdict = if run.report.status == HarnessStatus::Failed {
-            "validation_failed"
-        } else {
-            "tested"
-        };
         let mut harness = serde_json::to_value(&run.report).unwrap_or(Value::Null);
         harness["attempted"] = json!(true);
-        (verdict, harness)
+        if run.report.status == HarnessStatus::Failed {
+            harness["reason"] = json!(format!(
+                "native harness failed: {}",
+                run.report.assertion_errors.join("; ")
+            ));
+            ("validation_failed", harness)
+        } else {
+            ("tested", harness)
+        }
     } else {
         (
             "needs_consequential_harness_approval",
@@ -325,11 +375,10 @@ pub fn validate_package(
             }),
         )
     };
-    Ok(json!({
-        "schema": "runx.skill.validation.v1",
-        "verdict": verdict,
-        "package_digest": snapshot.digest,
-        "inspection": inspection,
-        "harness": harness,
-    }))
+    let mut value = report(verdict, inspection, harness_report, Some(&snapshot.digest));
+    let packets = package.declared_packet_ids();
+    if !packets.is_empty() {
+        value["packet_schemas"] = packet_schemas_report(&packets);
+    }
+    Ok(value)
 }

@@ -122,11 +122,10 @@ impl std::fmt::Display for JsError {
 impl std::error::Error for JsError {}
 
 /// The globals a deterministic module must not reach, removed before any module is loaded.
-/// `Date` and `performance` are clocks, `WeakRef` and `FinalizationRegistry` observe the garbage
+/// `performance` is a clock, `WeakRef` and `FinalizationRegistry` observe the garbage
 /// collector, and the rest do not exist in QuickJS but are deleted anyway so a future engine
-/// update cannot quietly add them.
-const REMOVED_GLOBALS: [&str; 8] = [
-    "Date",
+/// update cannot quietly add them. `Date` stays, with its clock pinned (see [`PRELUDE`]).
+const REMOVED_GLOBALS: [&str; 7] = [
     "performance",
     "WeakRef",
     "FinalizationRegistry",
@@ -136,9 +135,16 @@ const REMOVED_GLOBALS: [&str; 8] = [
     "setTimeout",
 ];
 
-/// Installed before the modules load: the global clean-up, a throwing `Math.random` and the
-/// frozen `Runx.parseUrl` helper. It is plain script text so the sandbox's shape can be read in
-/// one place.
+/// Installed before the modules load: the global clean-up, `Date` with its clock pinned at the
+/// epoch, a throwing `Math.random` and the frozen `Runx.parseUrl` helper. It is plain script
+/// text so the sandbox's shape can be read in one place.
+///
+/// Runx's worker keeps `Date` but gives it a fixed clock at 0 (`Date.now() === 0`, `new Date()`
+/// is the epoch), so a module may parse and compare timestamps it was handed while still
+/// having no clock. QuickJS reads its clock in C, so the pinned clock is a wrapper: the
+/// constructor and `Date.now` answer 0 where QuickJS would read the time, every other call
+/// (`Date.parse`, `Date.UTC`, dates built from a value or from fields) goes to the real
+/// constructor, and the prototype is QuickJS's own, so `instanceof Date` and every method hold.
 const PRELUDE: &str = r##"
 "use strict";
 (() => {
@@ -146,6 +152,40 @@ const PRELUDE: &str = r##"
   for (const name of removed) {
     delete globalThis[name];
   }
+  const RealDate = Date;
+  const PinnedDate = function Date(...args) {
+    if (new.target === undefined) {
+      return new RealDate(0).toString();
+    }
+    return Reflect.construct(RealDate, args.length === 0 ? [0] : args, new.target);
+  };
+  Object.defineProperty(PinnedDate, "length", { value: 7 });
+  Object.defineProperty(PinnedDate, "prototype", {
+    value: RealDate.prototype,
+    configurable: false,
+    enumerable: false,
+    writable: false,
+  });
+  Object.defineProperty(RealDate.prototype, "constructor", {
+    value: PinnedDate,
+    configurable: true,
+    enumerable: false,
+    writable: true,
+  });
+  for (const [name, value] of [["now", function now() { return 0; }], ["parse", RealDate.parse], ["UTC", RealDate.UTC]]) {
+    Object.defineProperty(PinnedDate, name, {
+      value,
+      configurable: true,
+      enumerable: false,
+      writable: true,
+    });
+  }
+  Object.defineProperty(globalThis, "Date", {
+    value: PinnedDate,
+    configurable: true,
+    enumerable: false,
+    writable: true,
+  });
   Object.defineProperty(Math, "random", {
     value() { throw new TypeError("Math.random is unavailable in deterministic modules"); },
     configurable: false,
@@ -596,6 +636,9 @@ pub fn serve_worker(request: &[u8]) -> Vec<u8> {
     })
 }
 
+/// The local time zone a worker's `Date` uses.
+pub const WORKER_TIME_ZONE: &str = "UTC";
+
 /// The host side: run `invocation` in a fresh `worker` process with an empty environment, an
 /// empty temporary working folder and the request on stdin, and kill its whole process group
 /// at the wall limit plus [`WORKER_STARTUP`]. Being killed there is the same
@@ -614,9 +657,14 @@ pub fn run_in_worker(
             JsError::Execution(format!("creating the worker's empty working folder: {err}"))
         })?;
     let mut command = Command::new(&worker.program);
+    // `TZ` is the one variable the worker gets: without it the C library falls back to the
+    // machine's `/etc/localtime`, and a module's local-time `Date` methods (and `Date.parse`
+    // of a date-time without an offset) would answer differently from one machine to the
+    // next. UTC is what Runx's worker reports on a host without a configured zone.
     command
         .args(&worker.args)
         .env_clear()
+        .env("TZ", WORKER_TIME_ZONE)
         .current_dir(empty.path());
     let limits = Limits {
         timeout: wall.saturating_add(WORKER_STARTUP),
@@ -824,13 +872,93 @@ mod tests {
     }
 
     #[test]
-    fn the_worker_gets_an_empty_environment_and_an_empty_working_folder() {
+    fn the_worker_gets_only_its_time_zone_and_an_empty_working_folder() {
         let worker = sh_worker(
             r#"cat > /dev/null; printf '{"ok": {"env": "%s", "files": "%s"}}' "$(env | grep -v '^PWD=\|^SHLVL=\|^_=' | tr '\n' ' ')" "$(ls -A)""#,
         );
         assert_eq!(
             in_worker(&worker, DEFAULT_WALL),
-            Ok(serde_json::json!({"env": "", "files": ""}))
+            Ok(serde_json::json!({"env": "TZ=UTC ", "files": ""}))
+        );
+    }
+
+    /// Runx's own worker vector (`runx-js-worker`, engine tests): the clock reads 0.
+    #[test]
+    fn date_now_is_zero_as_in_runx_worker() {
+        let bundle = BTreeMap::from([(
+            "main.mjs".to_owned(),
+            "export default ({ value }) => ({ value, now: Date.now() });".to_owned(),
+        )]);
+        let output = run_module(&JsInvocation {
+            bundle: &bundle,
+            entry: "main.mjs",
+            export: "default",
+            inputs: &serde_json::json!({"value": "runx"}),
+            environment: &BTreeMap::new(),
+            limits: JsLimits::default(),
+        });
+        assert_eq!(output, Ok(serde_json::json!({"value": "runx", "now": 0})));
+    }
+
+    #[test]
+    fn date_has_a_clock_pinned_at_the_epoch_and_parses_timestamps() {
+        let output = run(
+            r#"export default () => {
+                const now = new Date();
+                const parsed = Date.parse("2026-06-09T00:00:00Z");
+                const built = new Date(parsed);
+                class Later extends Date {}
+                return {
+                    now_ms: now.getTime(),
+                    now_iso: now.toISOString(),
+                    called: typeof Date(),
+                    parsed,
+                    offset: Date.parse("2026-06-09T02:30:00+02:00"),
+                    date_only: Date.parse("2026-06-09"),
+                    invalid: Number.isNaN(Date.parse("not a date")),
+                    utc: Date.UTC(2026, 5, 9),
+                    built_iso: built.toISOString(),
+                    instance: now instanceof Date && Object.getPrototypeOf(now) === Date.prototype,
+                    constructor: now.constructor === Date,
+                    subclass: new Later().getTime() === 0 && new Later() instanceof Date,
+                    json: JSON.stringify({ at: new Date(86400000) }),
+                    performance: typeof performance,
+                };
+            };"#,
+            JsLimits::default(),
+        );
+        assert_eq!(
+            output,
+            Ok(serde_json::json!({
+                "now_ms": 0,
+                "now_iso": "1970-01-01T00:00:00.000Z",
+                "called": "string",
+                "parsed": 1_780_963_200_000_i64,
+                "offset": 1_780_965_000_000_i64,
+                "date_only": 1_780_963_200_000_i64,
+                "invalid": true,
+                "utc": 1_780_963_200_000_i64,
+                "built_iso": "2026-06-09T00:00:00.000Z",
+                "instance": true,
+                "constructor": true,
+                "subclass": true,
+                "json": "{\"at\":\"1970-01-02T00:00:00.000Z\"}",
+                "performance": "undefined",
+            }))
+        );
+    }
+
+    #[test]
+    fn pinning_the_clock_leaves_randomness_closed() {
+        let output = run(
+            "export default () => { try { Math.random(); return 'open'; } catch (err) { return String(err.message); } };",
+            JsLimits::default(),
+        );
+        assert_eq!(
+            output,
+            Ok(serde_json::json!(
+                "Math.random is unavailable in deterministic modules"
+            ))
         );
     }
 

@@ -239,7 +239,14 @@ pub fn run_harness(
             .assertion_errors
             .extend(check_expectations(case, &outcome));
         report.case_names.push(outcome.name.clone());
-        if outcome.graph {
+        // As Runx counts them: an inline case whose runner is a graph, or a fixture file of
+        // `kind: graph` (a fixture of `kind: skill` running a graph runner is not one). Only
+        // a fixture document has a `kind`.
+        let graph_case = match case.get("kind").and_then(Value::as_str) {
+            Some(kind) => kind == "graph",
+            None => outcome.graph,
+        };
+        if graph_case {
             report.graph_case_count += 1;
         }
         report

@@ -7,6 +7,10 @@
 // them is downgraded to `needs_more_evidence` with no periods and `confidence: not_available`;
 // a refusal passes through as a refusal. Provider identity and refs in the result are always
 // copied from the evidence, never from the draft. The result holds exactly the declared outputs.
+//
+// Timestamps are compared as instants through `Date.parse`, the way Runx's worker offers it
+// (its clock is pinned at 0, so the module never asks what time it is): a draft may write the
+// evidence's generation time in another ISO form, but not another time.
 
 const DECISIONS = new Set(["ready", "needs_input", "needs_more_evidence", "refused"]);
 
@@ -41,7 +45,11 @@ function periods(value) {
 function evidenceProblems(evidence) {
   const problems = [];
   if (text(evidence.provider) === "") problems.push("evidence has no provider");
-  if (text(evidence.generated_at) === "") problems.push("evidence has no generated_at");
+  if (text(evidence.generated_at) === "") {
+    problems.push("evidence has no generated_at");
+  } else if (Number.isNaN(Date.parse(evidence.generated_at))) {
+    problems.push("evidence generated_at is not a timestamp");
+  }
   if (!Array.isArray(evidence.periods) || evidence.periods.length === 0) {
     problems.push("evidence has no forecast periods");
   }
@@ -69,7 +77,8 @@ function draftProblems(draft, evidence, location, horizon) {
   for (const ref of strings(provenance.receipt_refs)) {
     if (!receiptRefs.includes(ref)) problems.push(`receipt_ref ${ref} is not in the evidence`);
   }
-  if (text(packet.generated_at) !== text(evidence.generated_at)) {
+  const drafted = Date.parse(text(packet.generated_at));
+  if (Number.isNaN(drafted) || drafted !== Date.parse(text(evidence.generated_at))) {
     problems.push("draft generated_at differs from the evidence");
   }
   const known = new Set(periods(evidence.periods).map((period) => period.name));

@@ -1,0 +1,369 @@
+//! `runx.skill.inspect.v1`: a loaded package as Runx's `runx skill inspect` shows it, so an
+//! agent prompt or tool written against Runx's inspection reads MindRune's the same way.
+//!
+//! The fields follow Runx's `inspect_skill_package` (`runx-runtime` `skill_package/inspection`):
+//! identity and digests, the catalog and its capabilities, the runner names (sorted, as Runx
+//! keeps them in a map), the operator journeys of every case and fixture (sorted by case), one
+//! runner inspection per runner, and for the default runner its inspection, readiness, examples
+//! and resume hint. Two of Runx's fields are Runx-internal analyses MindRune does not reproduce
+//! and leaves out rather than imitate: `execution_closure` (the bound closure of every sub-skill
+//! and tool a runner reaches) and `semantic_report` (its catalog-semantics lint).
+
+use serde_json::{Map, Value, json};
+
+use super::package::{InputDef, Package, Runner};
+use super::snapshot::SnapshotFile;
+use crate::digest;
+
+/// The schema tag of an inspection.
+pub const INSPECT_SCHEMA: &str = "runx.skill.inspect.v1";
+
+/// Runx's `package_digest` of an inspection (`runx.skill-package.v1`, distinct from the
+/// snapshot's `base_digest`): SHA-256 over a tag and, for every file in path order, its
+/// length-prefixed path and contents. Modes are not part of it.
+pub fn package_digest(files: &[SnapshotFile]) -> String {
+    let mut sorted: Vec<&SnapshotFile> = files.iter().collect();
+    sorted.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    let mut bytes = b"runx.skill-package.v1\0".to_vec();
+    for file in sorted {
+        for field in [file.path.as_bytes(), file.contents.as_slice()] {
+            bytes.extend_from_slice(&(field.len() as u64).to_be_bytes());
+            bytes.extend_from_slice(field);
+        }
+    }
+    digest::sha256(&bytes)
+}
+
+/// The inspection of a loaded package whose files are `files`, found at `skill_path`.
+pub fn inspect(package: &Package, files: &[SnapshotFile], skill_path: &str) -> Value {
+    let skill = package.skill();
+    let profile = package.profile();
+    let manual = files
+        .iter()
+        .find(|file| file.path == super::package::SKILL_FILE)
+        .map_or_else(
+            || digest::sha256(b""),
+            |file| digest::sha256(&file.contents),
+        );
+    let mut out = Map::new();
+    out.insert("schema".into(), json!(INSPECT_SCHEMA));
+    out.insert("status".into(), json!("ok"));
+    out.insert("name".into(), json!(skill.name));
+    out.insert("skill_path".into(), json!(skill_path));
+    out.insert("manual_digest".into(), json!(manual));
+    out.insert("package_digest".into(), json!(package_digest(files)));
+    if let Some(description) = &skill.description {
+        out.insert("description".into(), json!(description));
+    }
+    if let Some(version) = &profile.version {
+        out.insert("version".into(), json!(version));
+    }
+    if let Some(catalog) = &profile.catalog {
+        // Runx shows the capabilities only when all four are declared.
+        if let (Some(execution), Some(completion), Some(requires_adapter), Some(approval)) = (
+            &catalog.execution,
+            &catalog.completion,
+            catalog.requires_adapter,
+            &catalog.approval,
+        ) {
+            out.insert(
+                "capabilities".into(),
+                json!({
+                    "execution": execution, "completion": completion,
+                    "requires_adapter": requires_adapter, "approval": approval,
+                }),
+            );
+        }
+        let mut shown = Map::new();
+        shown.insert("kind".into(), json!(catalog.kind));
+        shown.insert("audience".into(), json!(catalog.audience));
+        shown.insert("visibility".into(), json!(catalog.visibility));
+        shown.insert("role".into(), json!(catalog.role));
+        for (key, value) in [
+            ("canonical_skill", &catalog.canonical_skill),
+            ("provider", &catalog.provider),
+            ("runtime_path", &catalog.runtime_path),
+        ] {
+            if let Some(value) = value {
+                shown.insert(key.into(), json!(value));
+            }
+        }
+        if !catalog.part_of.is_empty() {
+            shown.insert("part_of".into(), json!(catalog.part_of));
+        }
+        for (key, value) in [
+            ("execution", &catalog.execution),
+            ("completion", &catalog.completion),
+        ] {
+            if let Some(value) = value {
+                shown.insert(key.into(), json!(value));
+            }
+        }
+        if let Some(requires_adapter) = catalog.requires_adapter {
+            shown.insert("requires_adapter".into(), json!(requires_adapter));
+        }
+        if let Some(approval) = &catalog.approval {
+            shown.insert("approval".into(), json!(approval));
+        }
+        out.insert("catalog".into(), Value::Object(shown));
+    }
+    let mut runners: Vec<&Runner> = profile.runners.iter().collect();
+    runners.sort_by(|a, b| a.name.cmp(&b.name));
+    out.insert(
+        "runners".into(),
+        json!(runners.iter().map(|r| r.name.as_str()).collect::<Vec<_>>()),
+    );
+    out.insert("operator_journeys".into(), operator_journeys(package));
+    out.insert(
+        "runner_inspections".into(),
+        Value::Array(
+            runners
+                .iter()
+                .map(|runner| json!({"runner": inspect_runner(runner)}))
+                .collect(),
+        ),
+    );
+    if let Some(runner) = package.default_runner() {
+        out.insert("runner".into(), inspect_runner(runner));
+        out.insert("readiness".into(), json!({"status": "ready"}));
+        out.insert("examples".into(), examples(package, files, &runner.name));
+        out.insert(
+            "resume".into(),
+            json!({
+                "may_pause": matches!(
+                    runner.source.source_type.as_str(),
+                    "agent" | "agent-task" | "graph"
+                ),
+                "command": "runx resume <run-id> answers.json",
+            }),
+        );
+    }
+    Value::Object(out)
+}
+
+/// Runx's `{status: invalid, error}` for a target that does not load.
+pub fn invalid(error: &str) -> Value {
+    json!({"status": "invalid", "error": error})
+}
+
+fn inspect_runner(runner: &Runner) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), json!(runner.name));
+    out.insert("type".into(), json!(runner.source.source_type));
+    out.insert(
+        "inputs".into(),
+        Value::Array(runner.inputs.iter().map(inspect_input).collect()),
+    );
+    let outputs: Vec<Value> = runner
+        .source
+        .outputs
+        .as_ref()
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(name, declaration)| {
+            let mut output = Map::new();
+            output.insert("name".into(), json!(name));
+            match declaration {
+                Value::String(kind) => {
+                    output.insert("type".into(), json!(kind));
+                }
+                Value::Object(details) => {
+                    if let Some(kind) = details.get("type").and_then(Value::as_str) {
+                        output.insert("type".into(), json!(kind));
+                    }
+                    if let Some(required) = details.get("required").and_then(Value::as_bool) {
+                        output.insert("required".into(), json!(required));
+                    }
+                }
+                _ => {}
+            }
+            Value::Object(output)
+        })
+        .collect();
+    out.insert("outputs".into(), Value::Array(outputs));
+    for key in ["artifacts", "allowed_tools"] {
+        if let Some(value) = runner.json.get(key).filter(|value| !value.is_null()) {
+            out.insert(key.into(), value.clone());
+        }
+    }
+    if !runner.scopes.is_empty() {
+        out.insert("scopes".into(), json!(runner.scopes));
+    }
+    if let Some(mutating) = runner.json.get("mutating").and_then(Value::as_bool) {
+        out.insert("mutating".into(), json!(mutating));
+    }
+    Value::Object(out)
+}
+
+fn inspect_input(input: &InputDef) -> Value {
+    let mut out = Map::new();
+    out.insert("name".into(), json!(input.name));
+    out.insert("type".into(), json!(input.input_type));
+    out.insert("required".into(), json!(input.required));
+    if let Some(description) = &input.description {
+        out.insert("description".into(), json!(description));
+    }
+    Value::Object(out)
+}
+
+/// Every operator journey of the inline cases and the fixtures, sorted by case name.
+fn operator_journeys(package: &Package) -> Value {
+    let cases = package
+        .harness_cases()
+        .iter()
+        .map(|case| (case.name.as_str(), case.runner.as_deref(), &case.json));
+    let fixtures = package.fixtures().iter().map(|fixture| {
+        (
+            fixture.name.as_str(),
+            fixture.runner.as_deref(),
+            &fixture.json,
+        )
+    });
+    let mut journeys: Vec<Value> = cases
+        .chain(fixtures)
+        .flat_map(|(case, runner, json)| {
+            json.get("operator_journeys")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(move |journey| {
+                    let strings = |key: &str| journey.get(key).cloned().unwrap_or(json!([]));
+                    let mut out = Map::new();
+                    out.insert("case".into(), json!(case));
+                    for key in ["mode", "request", "expected_outcome"] {
+                        out.insert(key.into(), journey.get(key).cloned().unwrap_or(Value::Null));
+                    }
+                    for key in ["confusors", "prior_evidence", "must_not_repeat"] {
+                        out.insert(key.into(), strings(key));
+                    }
+                    if let Some(runner) = runner {
+                        out.insert("runner".into(), json!(runner));
+                    }
+                    if let Some(exercises) = journey.get("exercises_runner") {
+                        out.insert("exercises_runner".into(), exercises.clone());
+                    }
+                    Value::Object(out)
+                })
+        })
+        .collect();
+    // A stable sort by case name, as Runx sorts them.
+    journeys.sort_by(|a, b| a["case"].as_str().cmp(&b["case"].as_str()));
+    Value::Array(journeys)
+}
+
+/// The names of the inline cases that run `runner` (or name none) and the path of every
+/// fixture file, sorted and deduplicated.
+fn examples(package: &Package, files: &[SnapshotFile], runner: &str) -> Value {
+    let mut examples: Vec<String> = package
+        .harness_cases()
+        .iter()
+        .filter(|case| case.runner.as_deref().is_none_or(|name| name == runner))
+        .map(|case| case.name.clone())
+        .chain(
+            files
+                .iter()
+                .filter(|file| file.path.starts_with("fixtures/") && file.path.ends_with(".yaml"))
+                .map(|file| file.path.clone()),
+        )
+        .collect();
+    examples.sort();
+    examples.dedup();
+    json!(examples)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runx::package::load_package;
+
+    fn file(path: &str, text: &str) -> SnapshotFile {
+        SnapshotFile {
+            path: path.into(),
+            mode: 0o100_644,
+            contents: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn demo() -> Vec<SnapshotFile> {
+        vec![
+            file(
+                "SKILL.md",
+                "---\nname: demo\ndescription: A demo.\n---\n\n# Demo\n",
+            ),
+            file(
+                "X.yaml",
+                "skill: demo\nversion: \"1.0.0\"\ncatalog:\n  kind: skill\n  audience: public\n  role: canonical\n  execution: read\n  completion: runtime_receipt\n  requires_adapter: false\n  approval: none\nharness:\n  cases:\n    - name: smoke\n      runner: note\n      operator_journeys:\n        - mode: standalone\n          request: Note it.\n          expected_outcome: A note.\n          confusors: [other]\n      inputs: {topic: x}\n      expect: {status: sealed}\nrunners:\n  zeta:\n    type: agent-task\n    agent: builder\n    task: demo-zeta\n  note:\n    default: true\n    type: agent-task\n    agent: builder\n    task: demo-note\n    scopes: [fs.read]\n    inputs:\n      topic:\n        type: string\n        required: true\n        description: What to note.\n    outputs:\n      note: string\n",
+            ),
+        ]
+    }
+
+    #[test]
+    fn a_package_inspects_in_runx_shape() {
+        let files = demo();
+        let package = load_package(&files).unwrap();
+        let inspection = inspect(&package, &files, "skills/demo");
+        assert_eq!(inspection["schema"], INSPECT_SCHEMA);
+        assert_eq!(inspection["status"], "ok");
+        assert_eq!(inspection["name"], "demo");
+        assert_eq!(inspection["skill_path"], "skills/demo");
+        assert_eq!(inspection["runners"], json!(["note", "zeta"]), "sorted");
+        assert_eq!(inspection["runner"]["name"], "note");
+        assert_eq!(
+            inspection["runner"]["inputs"],
+            json!([{"name": "topic", "type": "string", "required": true, "description": "What to note."}])
+        );
+        assert_eq!(
+            inspection["runner"]["outputs"],
+            json!([{"name": "note", "type": "string"}])
+        );
+        assert_eq!(inspection["runner"]["scopes"], json!(["fs.read"]));
+        assert_eq!(
+            inspection["runner_inspections"].as_array().unwrap().len(),
+            2
+        );
+        assert_eq!(
+            inspection["capabilities"],
+            json!({"execution": "read", "completion": "runtime_receipt", "requires_adapter": false, "approval": "none"})
+        );
+        assert_eq!(inspection["operator_journeys"][0]["case"], "smoke");
+        assert_eq!(inspection["operator_journeys"][0]["runner"], "note");
+        assert_eq!(
+            inspection["operator_journeys"][0]["prior_evidence"],
+            json!([])
+        );
+        assert_eq!(inspection["examples"], json!(["smoke"]));
+        assert_eq!(inspection["readiness"]["status"], "ready");
+        assert_eq!(inspection["resume"]["may_pause"], true);
+        assert_eq!(
+            inspection["manual_digest"],
+            json!(digest::sha256(files[0].contents.as_slice()))
+        );
+    }
+
+    #[test]
+    fn package_digest_is_the_tagged_path_sorted_content_digest() {
+        let mut files = demo();
+        let digest_before = package_digest(&files);
+        files.reverse();
+        files[0].mode = 0o100_755;
+        assert_eq!(
+            package_digest(&files),
+            digest_before,
+            "order and mode do not count"
+        );
+        files[0].contents.push(b'\n');
+        assert_ne!(package_digest(&files), digest_before);
+        let mut expected = b"runx.skill-package.v1\0".to_vec();
+        for (path, text) in [("a", "1"), ("b", "")] {
+            expected.extend_from_slice(&(path.len() as u64).to_be_bytes());
+            expected.extend_from_slice(path.as_bytes());
+            expected.extend_from_slice(&(text.len() as u64).to_be_bytes());
+            expected.extend_from_slice(text.as_bytes());
+        }
+        assert_eq!(
+            package_digest(&[file("b", ""), file("a", "1")]),
+            digest::sha256(&expected)
+        );
+    }
+}

@@ -340,7 +340,7 @@ pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCo
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read the revision {}", file.display()))?;
             playbooks
-                .revise(report, &text, fingerprint.trim(), token.trim(), "fixer")
+                .revise_unasked(report, &text, fingerprint.trim(), token.trim())
                 .map_err(refusal)?
         }
         RefineCommand::Stop { report, reason } => {

@@ -36,6 +36,8 @@ use yaml_serde::{Mapping, Value};
 
 use crate::secrets::{Scrubber, SecretKind};
 
+mod phrasings;
+
 /// The largest skill file read, in bytes; a larger one is refused before any parsing.
 pub const MAX_SKILL_BYTES: usize = 256 * 1024;
 
@@ -490,6 +492,28 @@ pub fn blocking_checks(text: &str, skill: &SkillFile, ctx: &CheckContext) -> Vec
                 describe_secret(finding.kind)
             ),
         });
+    }
+    // Credentials as people write them in sentences and commands, which the scrubber's shapes
+    // do not cover (see `phrasings`).
+    for (index, line) in text.split('\n').enumerate() {
+        let number = index + 1;
+        for phrasing in phrasings::find(line) {
+            let on_line =
+                |blocker: &Blocker| blocker.kind == BlockerKind::Credential && blocker.line == number;
+            if blockers.iter().any(on_line) {
+                continue;
+            }
+            blockers.push(Blocker {
+                kind: BlockerKind::Credential,
+                line: number,
+                field: layout.field_of(number),
+                message: format!(
+                    "this line holds what reads like {}: a skill must never carry a credential, \
+                     so take it out and let the step get it from where the runtime keeps secrets",
+                    phrasing.describe()
+                ),
+            });
+        }
     }
     // Each field's value is a text of its own too: `do: PASSWORD="…"` is a .env line once the
     // YAML key is off, which the scan of the file's lines (where `- do:` stands first) cannot

@@ -290,7 +290,10 @@ mod tests {
         ("password=${DB_PASSWORD}", false),
         ("token: <your token>", false),
         ("curl -u \"$USER:$PASS\" https://api.example.com", false),
-        ("curl -u ada https://api.example.com (curl asks for the password)", false),
+        (
+            "curl -u ada https://api.example.com (curl asks for the password)",
+            false,
+        ),
         ("send the token to ada@example.com", false),
         ("the password must be at least 12 characters", false),
         ("pass the report to the team", false),

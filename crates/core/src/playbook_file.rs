@@ -2404,7 +2404,9 @@ mod paths {
             if token.contains("${") {
                 out.push(token.to_string());
             } else {
-                expand_braces(token, &mut out, MAX_EXPANSIONS);
+                let mut words = Vec::new();
+                expand_braces(token, &mut words, MAX_EXPANSIONS);
+                out.extend(words);
             }
         }
         out.into_iter()
@@ -3226,6 +3228,13 @@ Procedure prose in markdown...
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_path_after_many_words_and_braces_on_one_line_is_still_found() {
+        let words = vec!["{a,b,c}{d,e,f}{g,h}"; 40].join(" ");
+        let text = skill_with("steps:\n  - do: a\n", &format!("{words} then cat /etc/passwd\n"));
+        assert!(kinds(&check(&text)).contains(&BlockerKind::PathOutsideHome));
     }
 
     proptest! {

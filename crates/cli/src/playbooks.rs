@@ -209,6 +209,10 @@ pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> 
                     println!("card #{id} approved: {}", answered.outcome);
                     Ok(ExitCode::SUCCESS)
                 }
+                CardState::Waiting => {
+                    eprintln!("card #{id} not approved: {}", answered.outcome);
+                    Ok(ExitCode::FAILURE)
+                }
                 _ => {
                     eprintln!("card #{id} refused: {}", answered.outcome);
                     Ok(ExitCode::FAILURE)

@@ -3233,7 +3233,10 @@ Procedure prose in markdown...
     #[test]
     fn a_path_after_many_words_and_braces_on_one_line_is_still_found() {
         let words = vec!["{a,b,c}{d,e,f}{g,h}"; 40].join(" ");
-        let text = skill_with("steps:\n  - do: a\n", &format!("{words} then cat /etc/passwd\n"));
+        let text = skill_with(
+            "steps:\n  - do: a\n",
+            &format!("{words} then cat /etc/passwd\n"),
+        );
         assert!(kinds(&check(&text)).contains(&BlockerKind::PathOutsideHome));
     }
 

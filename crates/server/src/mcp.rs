@@ -116,6 +116,10 @@ pub struct PlaybookServer {
     playbooks: Arc<Playbooks>,
     /// What `initialize` answers as instructions: how to use skills, and the skills as of start.
     instructions: String,
+    /// The carried lines the assistant has last been given (the instructions, then any tool
+    /// result that brought a change): a skill made live or retired mid-session reaches it with
+    /// the next result, since "carried" means "on every turn".
+    shown_carried: Arc<std::sync::Mutex<Vec<String>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -632,11 +636,12 @@ impl PlaybookServer {
     /// A server over an opened workspace. Reads the carried list and the other skills' names
     /// once, for the instructions every session starts with.
     pub fn new(playbooks: Arc<Playbooks>) -> Result<Self, PlaybookError> {
-        let instructions =
-            instructions(&playbooks.carried_lines()?, &playbooks.other_skill_names()?);
+        let carried = playbooks.carried_lines()?;
+        let instructions = instructions(&carried, &playbooks.other_skill_names()?);
         Ok(PlaybookServer {
             playbooks,
             instructions,
+            shown_carried: Arc::new(std::sync::Mutex::new(carried)),
             tool_router: Self::tool_router(),
         })
     }
@@ -668,9 +673,32 @@ impl PlaybookServer {
         }
     }
 
-    /// The tool result: the answer, then the suggestions not shown yet.
+    /// The tool result: the answer, then the carried list when it changed since the assistant
+    /// was last given it, then the suggestions not shown yet.
     async fn finish(&self, answer: Answer) -> CallToolResult {
         let mut text = answer.text;
+        match self.engine(|playbooks| playbooks.carried_lines()).await {
+            Ok(carried) => {
+                let mut shown = self
+                    .shown_carried
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if *shown != carried {
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str("Carried skills changed during this session; now carried:");
+                    if carried.is_empty() {
+                        text.push_str(" (none)");
+                    }
+                    for line in &carried {
+                        let _ = write!(text, "\n- {line}");
+                    }
+                    *shown = carried;
+                }
+            }
+            Err(err) => tracing::warn!(error = %err.text, "could not read the carried list"),
+        }
         match self.engine(|playbooks| playbooks.take_suggestions()).await {
             Ok(suggestions) => {
                 for suggestion in suggestions {
@@ -1336,9 +1364,25 @@ impl PlaybookServer {
     ) -> CallToolResult {
         let answer = match args {
             Ok(ReadArgs { path, turn }) => self
-                .engine(move |playbooks| playbooks.workspace_read(&path, turn.as_deref()))
+                .engine(move |playbooks| playbooks.workspace_read_noting(&path, turn.as_deref()))
                 .await
-                .map_or_else(|answer| answer, Answer::ok),
+                .map_or_else(
+                    |answer| answer,
+                    |read| {
+                        let mut text = read.text;
+                        if !read.owed.is_empty() {
+                            if !text.ends_with('\n') {
+                                text.push('\n');
+                            }
+                            let _ = write!(
+                                text,
+                                "(MindRune: this skill owes {}: left out or blank, so it still loads; follow it with care, and tell your human what it lacks)",
+                                read.owed.join(", ")
+                            );
+                        }
+                        Answer::ok(text)
+                    },
+                ),
             Err(message) => Answer::error(message),
         };
         self.finish(answer).await
@@ -1521,7 +1565,12 @@ impl PlaybookServer {
                                     when
                                 };
                                 let carried = if hit.carried { " (carried)" } else { "" };
-                                format!("{} — {when}{carried}", hit.name)
+                                let owed = if hit.owed.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" (owes {})", hit.owed.join(", "))
+                                };
+                                format!("{} — {when}{carried}{owed}", hit.name)
                             })
                             .collect::<Vec<_>>()
                             .join("\n"),

@@ -2283,7 +2283,7 @@ mod paths {
         for (index, line) in text.split('\n').enumerate() {
             // A double-quoted YAML value is judged as it reads, not as it is escaped: the door
             // writes `\d` as `"\\d"`, which is not the start of a network share.
-            let in_frontmatter = layout.closing != 0 && index + 1 <= layout.closing;
+            let in_frontmatter = layout.closing != 0 && index < layout.closing;
             let decoded;
             let line = if in_frontmatter && line.contains('"') {
                 decoded = unescape_double_quoted(line);

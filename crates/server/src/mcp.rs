@@ -818,7 +818,8 @@ impl PlaybookServer {
         }
     }
 
-    /// Asks about an act whose policy is `ask`; `Ok(None)` when the human said yes.
+    /// Asks about an act whose policy is `ask`: `Ok` when the human said yes, else the reply to
+    /// give now (a refusal, or on 2026-07-28 the question itself).
     async fn ask_first(
         &self,
         context: &RequestContext<RoleServer>,

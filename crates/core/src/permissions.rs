@@ -154,7 +154,8 @@ const HEADER: &str = "\
 #
 # One line per act, each set to one of three words:
 #   ask   the assistant asks you before it happens; then the card, if the act files one,
-#         waits for your answer.
+#         waits for your answer. Nothing happens without your yes: an assistant whose client
+#         cannot ask you, or a question nobody answers, gets nothing done.
 #   card  nothing is asked first; the card waits for your answer.
 #   auto  it happens on its own; the card is filed already answered, so you can see it happened.
 #

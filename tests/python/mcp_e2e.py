@@ -5,8 +5,19 @@ The issue's acceptance test, from a second, independent client: start `mindrune 
 subprocess over stdio, then create -> use -> report -> the fixer revises -> approve -> the record
 shows the comparison. The human's side is the real `mindrune inbox` and `mindrune card`; the
 skill fixer is `examples/fixer.sh`. (crates/cli/tests/it/mcp.rs is the same flow with rmcp's
-client, which declares no elicitation; this client declares it and answers yes, so the
-elicitation path of the shipped default is the one exercised here.)
+client, which declares no elicitation.)
+
+It runs twice, on both ways the shipped default `ask` reaches the human:
+
+- `default`: the SDK's default `mcp.client.Client`, which discovers protocol 2026-07-28; there
+  MindRune asks through an input-required result (SEP-2322) and the SDK retries with the answer.
+- `2025-06-18`: the SDK's `ClientSession` with the initialize handshake pinned to 2025-06-18;
+  there MindRune sends an `elicitation/create` request.
+
+On each, after the flow, the human answers no, nobody answers (`cancel`, what `claude -p`
+does), and a client with no elicitation callback (which then declares no elicitation) calls:
+each gets nothing drafted, with its own sentence. One `seen:` line per answer says what the
+assistant was told, for the table in docs/playbooks.md.
 
     python3 tests/python/mcp_e2e.py [MINDRUNE_BIN [REPO_ROOT]]
 
@@ -30,6 +41,8 @@ from pathlib import Path
 try:
     import anyio
     from mcp import types
+    import mcp.client.session as mcp_session
+    from mcp.client import Client
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 except ImportError as err:  # pragma: no cover - the message is the point
@@ -41,6 +54,22 @@ FIXER_TIMEOUT = 20.0
 OVERALL_TIMEOUT = 120.0
 SKILL = "weekly-report"
 CORRECTION = "Write the report to reports/weekly.md, newest week first"
+# The skill the assistant writes down.
+WEEKLY = {
+    "name": SKILL,
+    "trigger": "the human asks for the weekly report",
+    "use_when": "a week of notes exists under notes/",
+    "not_when": "the human wants a single day's summary",
+    "preconditions": ["notes/ holds this week's files"],
+    "steps": [
+        {"do": "Read this week's notes", "tool": "workspace_read"},
+        {"do": "Write the report to reports/weekly.md", "tool": "file_write"},
+    ],
+    "expected_result": "reports/weekly.md exists with one section per project",
+    "failure_modes": ["notes from last week get included"],
+    "evidence": ["the weekly report the human accepted"],
+    "procedure": "Read the notes, then write the report, one section per project.",
+}
 
 
 class Failure(Exception):
@@ -111,14 +140,14 @@ def text_of(result: types.CallToolResult) -> str:
     return "\n".join(block.text for block in result.content if isinstance(block, types.TextContent))
 
 
-async def call_ok(session: ClientSession, tool: str, arguments: dict) -> str:
+async def call_ok(session, tool: str, arguments: dict) -> str:
     result = await session.call_tool(tool, arguments)
     text = text_of(result)
     check(not result.is_error, f"{tool} returned an error", text)
     return text
 
 
-async def follow(session: ClientSession, ws: Workspace, turns: range) -> None:
+async def follow(session, ws: Workspace, turns: range) -> None:
     """Reads the skill once per turn, as the assistant following it does."""
     for turn in turns:
         text = await call_ok(
@@ -129,11 +158,19 @@ async def follow(session: ClientSession, ws: Workspace, turns: range) -> None:
         check(f"name: {SKILL}" in text, "workspace_read did not return the skill", text)
 
 
-async def flow(ws: Workspace) -> None:
-    asked: list[str] = []
+# The protocols the SDK is driven on: its default client, and the handshake pinned to 2025-06-18.
+PROTOCOLS = ("default", "2025-06-18")
 
-    async def elicitation(context, params: types.ElicitRequestParams) -> types.ElicitResult:
-        """The human, asked through the client: yes."""
+
+class Human:
+    """The person behind the client: what they answer, and what they were asked."""
+
+    def __init__(self, answer: str) -> None:
+        # "yes", "no", "decline", "cancel", or "none" (the client has no elicitation callback).
+        self.answer = answer
+        self.asked: list[str] = []
+
+    async def elicitation(self, context, params: types.ElicitRequestParams) -> types.ElicitResult:
         check(isinstance(params, types.ElicitRequestFormParams), "the server asked with something other than a form")
         schema = params.requested_schema
         check(
@@ -141,10 +178,36 @@ async def flow(ws: Workspace) -> None:
             "the form is not a yes/no approve",
             json.dumps(schema),
         )
-        asked.append(params.message)
-        return types.ElicitResult(action="accept", content={"approve": True})
+        self.asked.append(params.message)
+        if self.answer == "yes":
+            return types.ElicitResult(action="accept", content={"approve": True})
+        if self.answer == "no":
+            return types.ElicitResult(action="accept", content={"approve": False})
+        if self.answer == "decline":
+            return types.ElicitResult(action="decline")
+        return types.ElicitResult(action="cancel")
 
-    server_log_path = ws.home / "mcp-stderr.log"
+    def callback(self):
+        return None if self.answer == "none" else self.elicitation
+
+
+class Caller:
+    """One connected client, whichever SDK class it is: the calls the flow makes."""
+
+    def __init__(self, client, protocol: str) -> None:
+        self.client = client
+        self.protocol = protocol
+
+    async def call_tool(self, tool: str, arguments: dict) -> types.CallToolResult:
+        return await self.client.call_tool(tool, arguments)
+
+    async def list_tools(self):
+        return await self.client.list_tools()
+
+
+async def connected(ws: Workspace, protocol: str, human: Human, body) -> None:
+    """Starts `mindrune mcp`, connects the SDK's client on `protocol`, and runs `body(caller)`."""
+    server_log_path = ws.home / f"mcp-stderr-{protocol}-{human.answer}.log"
     server = StdioServerParameters(
         command=str(ws.binary),
         args=["mcp", "--workspace", str(ws.path)],
@@ -154,9 +217,20 @@ async def flow(ws: Workspace) -> None:
     )
     with server_log_path.open("w") as server_log:
         try:
-            async with stdio_client(server, errlog=server_log) as (read, write):
-                async with ClientSession(read, write, elicitation_callback=elicitation) as session:
-                    await run_session(session, ws, asked)
+            if protocol == "default":
+                async with Client(stdio_client(server, errlog=server_log), elicitation_callback=human.callback()) as client:
+                    await body(Caller(client, client.protocol_version))
+            else:
+                async with stdio_client(server, errlog=server_log) as (read, write):
+                    async with ClientSession(read, write, elicitation_callback=human.callback()) as session:
+                        # The SDK offers its newest handshake version; the pin is its module constant.
+                        offered = mcp_session.LATEST_HANDSHAKE_VERSION
+                        mcp_session.LATEST_HANDSHAKE_VERSION = protocol
+                        try:
+                            init = await session.initialize()
+                        finally:
+                            mcp_session.LATEST_HANDSHAKE_VERSION = offered
+                        await body(Caller(session, init.protocol_version))
         except Exception as err:
             # The SDK's task groups wrap what the flow raised; a failed check is reported as itself.
             failure = first_failure(err)
@@ -166,6 +240,52 @@ async def flow(ws: Workspace) -> None:
             raise Failure(
                 f"the MCP session failed: {err!r}\n--- the server's stderr:\n{server_log_path.read_text()}"
             ) from err
+
+
+async def flow(ws: Workspace, protocol: str) -> None:
+    human = Human("yes")
+
+    async def body(caller: Caller) -> None:
+        expected = "2026-07-28" if protocol == "default" else protocol
+        check(caller.protocol == expected, f"negotiated {caller.protocol}, not {expected}")
+        step(f"[{protocol}] connected on protocol {caller.protocol}")
+        await run_session(caller, ws, human.asked, protocol)
+
+    await connected(ws, protocol, human, body)
+
+
+async def nobody_says_yes(ws: Workspace, protocol: str) -> None:
+    """A no, a cancel and a client that cannot ask: nothing drafted, each told apart."""
+    expected = {
+        "no": "your human said no; nothing was drafted",
+        "decline": "your human said no; nothing was drafted",
+        "cancel": "Nobody answered: the client cancelled the question",
+        "none": "This client declared no way to ask your human (no elicitation)",
+    }
+    for answer, sentence in expected.items():
+        human = Human(answer)
+
+        async def body(caller: Caller, human: Human = human, sentence: str = sentence) -> None:
+            proposal = dict(WEEKLY, name=f"answer-{human.answer}", steps=[{"do": "Send the report", "tool": "file_copy"}])
+            result = await caller.call_tool("skill_create", proposal)
+            text = text_of(result)
+            check(result.is_error, f"[{protocol}] {human.answer}: skill_create went through", text)
+            check(text.startswith(sentence), f"[{protocol}] {human.answer}: not the expected answer", text)
+            if human.answer == "none":
+                check(not human.asked, "a client without the callback was asked")
+            else:
+                check(len(human.asked) == 1, f"[{protocol}] {human.answer}: asked {len(human.asked)} times")
+            if human.answer in ("cancel", "none"):
+                for way in ("`Elicitation` hook", "`create: card`", "mindrune playbook init --unattended"):
+                    check(way in text, f"[{protocol}] {human.answer}: the answer does not name {way}", text)
+            check(
+                not (ws.path / "skills" / "pending" / f"answer-{human.answer}").exists(),
+                f"[{protocol}] {human.answer}: a draft was left",
+            )
+            print(f"seen: [{caller.protocol}] {human.answer}: {text.split('. ')[0]}", flush=True)
+
+        await connected(ws, protocol, human, body)
+    step(f"[{protocol}] no, decline, cancel and no elicitation: nothing drafted, each said apart")
 
 
 def first_failure(err: BaseException) -> Failure | None:
@@ -179,10 +299,7 @@ def first_failure(err: BaseException) -> Failure | None:
     return None
 
 
-async def run_session(session: ClientSession, ws: Workspace, asked: list[str]) -> None:
-    init = await session.initialize()
-    check(init.server_info.name == "mindrune", "the server is not mindrune", repr(init.server_info))
-    step(f"initialize: {init.server_info.name} {init.server_info.version}, protocol {init.protocol_version}")
+async def run_session(session: Caller, ws: Workspace, asked: list[str], protocol: str) -> None:
     tools = sorted(tool.name for tool in (await session.list_tools()).tools)
     expected = sorted(
         [
@@ -200,29 +317,10 @@ async def run_session(session: ClientSession, ws: Workspace, asked: list[str]) -
     step("tools/list: the eight tools")
 
     # Create: the human is asked through elicitation, says yes, and the draft waits on card #1.
-    created = await call_ok(
-        session,
-        "skill_create",
-        {
-            "name": SKILL,
-            "trigger": "the human asks for the weekly report",
-            "use_when": "a week of notes exists under notes/",
-            "not_when": "the human wants a single day's summary",
-            "preconditions": ["notes/ holds this week's files"],
-            "steps": [
-                {"do": "Read this week's notes", "tool": "workspace_read"},
-                {"do": "Write the report to reports/weekly.md", "tool": "file_write"},
-            ],
-            "expected_result": "reports/weekly.md exists with one section per project",
-            "failure_modes": ["notes from last week get included"],
-            "evidence": ["the weekly report the human accepted"],
-            "procedure": "Read the notes, then write the report, one section per project.",
-        },
-    )
+    created = await call_ok(session, "skill_create", WEEKLY)
     check(len(asked) == 1, f"skill_create asked the human {len(asked)} times, not once", "\n".join(asked))
     check(SKILL in asked[0], "the question does not name the skill", asked[0])
     check(f"Drafted {SKILL} and filed card #1" in created, "skill_create did not file card #1", created)
-    check("permission prompt" not in created, "the client declared elicitation, yet the host's prompt was the ask", created)
     check((ws.path / "skills" / "pending" / SKILL / "SKILL.md").is_file(), "no draft in skills/pending/")
     step(f"skill_create: asked the human ({asked[0]!r}), drafted, card #1 filed")
 
@@ -277,6 +375,7 @@ async def run_session(session: ClientSession, ws: Workspace, asked: list[str]) -
     shown = ws.mindrune("card", "show", str(card_id))
     check(f'+  - do: {CORRECTION}' in shown, "the card's diff does not show the corrected step", shown)
     check("-  - do: Write the report to reports/weekly.md\n" in shown, "the diff does not show the step replaced", shown)
+    check("which asks nobody before filing" in shown, "the card does not say nobody was asked before it was filed", shown)
     step(f"mindrune card show {card_id}: the diff has \"newest week first\"")
 
     approved = ws.mindrune("card", "approve", str(card_id))
@@ -309,29 +408,34 @@ def main() -> int:
     if not os.access(binary, os.X_OK):
         print(f"FAIL: no mindrune binary at {binary} (build it with `cargo build -p mindrune`)", file=sys.stderr)
         return 1
-    home = Path(tempfile.mkdtemp(prefix="mindrune-mcp-e2e-")).resolve()
     started = time.monotonic()
+    homes: list[Path] = []
     try:
-        ws = Workspace(binary, repo, home)
-        step(f"workspace {ws.path}: shipped default permissions, fixer examples/fixer.sh")
-        anyio.run(run_with_timeout, ws)
+        for protocol in PROTOCOLS:
+            home = Path(tempfile.mkdtemp(prefix=f"mindrune-mcp-e2e-{protocol}-")).resolve()
+            homes.append(home)
+            ws = Workspace(binary, repo, home)
+            step(f"[{protocol}] workspace {ws.path}: shipped default permissions, fixer examples/fixer.sh")
+            anyio.run(run_with_timeout, ws, protocol)
     except Failure as failure:
         print(f"FAIL: {failure}", file=sys.stderr)
-        print(f"(the workspace is kept at {home})", file=sys.stderr)
+        print(f"(the workspace is kept at {homes[-1]})", file=sys.stderr)
         return 1
     except TimeoutError:
         print(f"FAIL: the flow did not finish within {OVERALL_TIMEOUT:.0f} s", file=sys.stderr)
-        print(f"(the workspace is kept at {home})", file=sys.stderr)
+        print(f"(the workspace is kept at {homes[-1]})", file=sys.stderr)
         return 1
     # Passed: nothing to look at, so nothing is left behind.
-    shutil.rmtree(home, ignore_errors=True)
+    for home in homes:
+        shutil.rmtree(home, ignore_errors=True)
     print(f"mcp_e2e: passed in {time.monotonic() - started:.1f} s (mcp {package_version()})", flush=True)
     return 0
 
 
-async def run_with_timeout(ws: Workspace) -> None:
+async def run_with_timeout(ws: Workspace, protocol: str) -> None:
     with anyio.fail_after(OVERALL_TIMEOUT):
-        await flow(ws)
+        await flow(ws, protocol)
+        await nobody_says_yes(ws, protocol)
 
 
 def package_version() -> str:

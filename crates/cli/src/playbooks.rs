@@ -209,6 +209,10 @@ pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> 
                     println!("card #{id} approved: {}", answered.outcome);
                     Ok(ExitCode::SUCCESS)
                 }
+                CardState::Waiting => {
+                    eprintln!("card #{id} not approved: {}", answered.outcome);
+                    Ok(ExitCode::FAILURE)
+                }
                 _ => {
                     eprintln!("card #{id} refused: {}", answered.outcome);
                     Ok(ExitCode::FAILURE)
@@ -340,7 +344,7 @@ pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCo
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read the revision {}", file.display()))?;
             playbooks
-                .revise(report, &text, fingerprint.trim(), token.trim(), "fixer")
+                .revise_unasked(report, &text, fingerprint.trim(), token.trim())
                 .map_err(refusal)?
         }
         RefineCommand::Stop { report, reason } => {

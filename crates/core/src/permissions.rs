@@ -154,7 +154,7 @@ const HEADER: &str = "\
 #
 # One line per act, each set to one of three words:
 #   ask   the assistant asks you before it happens; then the card, if the act files one,
-#         waits for your answer.
+#         waits for your answer. No yes (no way to ask you, nobody answering): nothing happens.
 #   card  nothing is asked first; the card waits for your answer.
 #   auto  it happens on its own; the card is filed already answered, so you can see it happened.
 #

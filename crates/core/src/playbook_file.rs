@@ -36,6 +36,8 @@ use yaml_serde::{Mapping, Value};
 
 use crate::secrets::{Scrubber, SecretKind};
 
+mod phrasings;
+
 /// The largest skill file read, in bytes; a larger one is refused before any parsing.
 pub const MAX_SKILL_BYTES: usize = 256 * 1024;
 
@@ -490,6 +492,29 @@ pub fn blocking_checks(text: &str, skill: &SkillFile, ctx: &CheckContext) -> Vec
                 describe_secret(finding.kind)
             ),
         });
+    }
+    // Credentials as people write them in sentences and commands, which the scrubber's shapes
+    // do not cover (see `phrasings`).
+    for (index, line) in text.split('\n').enumerate() {
+        let number = index + 1;
+        for phrasing in phrasings::find(line) {
+            let on_line = |blocker: &Blocker| {
+                blocker.kind == BlockerKind::Credential && blocker.line == number
+            };
+            if blockers.iter().any(on_line) {
+                continue;
+            }
+            blockers.push(Blocker {
+                kind: BlockerKind::Credential,
+                line: number,
+                field: layout.field_of(number),
+                message: format!(
+                    "this line holds what reads like {}: a skill must never carry a credential, \
+                     so take it out and let the step get it from where the runtime keeps secrets",
+                    phrasing.describe()
+                ),
+            });
+        }
     }
     // Each field's value is a text of its own too: `do: PASSWORD="…"` is a .env line once the
     // YAML key is off, which the scan of the file's lines (where `- do:` stands first) cannot
@@ -1079,6 +1104,9 @@ fn is_plain_safe(text: &str, as_key: bool) -> bool {
     {
         return false;
     }
+    if yaml11_reads_otherwise(text) {
+        return false;
+    }
     // The YAML reader itself is the judge of what a plain scalar means (`null`, `true`, `1e3`,
     // `0x1F` are not text).
     let probe = if as_key {
@@ -1097,6 +1125,55 @@ fn is_plain_safe(text: &str, as_key: bool) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a YAML 1.1 reader (PyYAML, many Ruby and Go tools, older editors) would read the plain
+/// scalar `text` as something other than text, where the YAML 1.2 reader MindRune uses reads
+/// text: the 1.1 booleans (`yes`, `no`, `on`, `off`, `y`, `n` in any of their spellings),
+/// base-60 numbers (`1:30`), numbers with underscores (`1_000`), binary (`0b101`), octal
+/// (`0755`), timestamps (`2026-11-20`) and the merge and value keys (`<<`, `=`). Those are
+/// quoted, so every reader sees the text that was written.
+fn yaml11_reads_otherwise(text: &str) -> bool {
+    const BOOLEANS: [&str; 22] = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE", "false",
+        "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF",
+    ];
+    if BOOLEANS.contains(&text) || text == "<<" || text == "=" {
+        return true;
+    }
+    // A 1.1 timestamp: `YYYY-M-D`, alone or followed by a time (`T10:00`, ` 10:00`).
+    let (day, time) = match text.find(['T', 't', ' ']) {
+        Some(at) => (&text[..at], Some(&text[at + 1..])),
+        None => (text, None),
+    };
+    let parts: Vec<&str> = day.split('-').collect();
+    let is_date = parts.len() == 3
+        && parts[0].len() == 4
+        && parts.iter().all(|part| {
+            !part.is_empty() && part.len() <= 4 && part.bytes().all(|b| b.is_ascii_digit())
+        })
+        && parts[1].len() <= 2
+        && parts[2].len() <= 2
+        && time.is_none_or(|time| time.starts_with(|c: char| c.is_ascii_digit()));
+    if is_date {
+        return true;
+    }
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    let digits_and = |extra: &str| {
+        !unsigned.is_empty()
+            && unsigned.starts_with(|c: char| c.is_ascii_digit())
+            && unsigned
+                .chars()
+                .all(|c| c.is_ascii_digit() || extra.contains(c))
+    };
+    // 1_000, 1:30:00, 1_0.5, 190:20:30.15, 0755.
+    (digits_and("_") && unsigned.contains('_'))
+        || (digits_and(":_.") && unsigned.contains(':'))
+        || (digits_and("_.") && unsigned.contains('_'))
+        || (unsigned.len() > 1 && unsigned.starts_with('0') && digits_and(""))
+        || unsigned
+            .strip_prefix("0b")
+            .is_some_and(|bits| !bits.is_empty() && bits.chars().all(|c| "01_".contains(c)))
 }
 
 /// Whether `text` can be written as a literal block (`|`): several lines, each starting with a
@@ -2204,14 +2281,24 @@ mod paths {
         let mut seen = HashSet::new();
         let mut blockers = Vec::new();
         for (index, line) in text.split('\n').enumerate() {
+            // A double-quoted YAML value is judged as it reads, not as it is escaped: the door
+            // writes `\d` as `"\\d"`, which is not the start of a network share.
+            let in_frontmatter = layout.closing != 0 && index < layout.closing;
+            let decoded;
+            let line = if in_frontmatter && line.contains('"') {
+                decoded = unescape_double_quoted(line);
+                decoded.as_str()
+            } else {
+                line
+            };
             for token in tokens(line) {
-                let Some(verdict) = judge(token, &home, &workspace) else {
+                let Some(verdict) = judge(&token, &home, &workspace) else {
                     continue;
                 };
-                if !seen.insert(token) {
+                if !seen.insert(token.clone()) {
                     continue;
                 }
-                let shown = echo(&ctx.scrubber.scrub(token).text);
+                let shown = echo(&ctx.scrubber.scrub(&token).text);
                 let home_shown = echo(ctx.home);
                 let (kind, message) = match verdict {
                     Verdict::Outside { resolved } => (
@@ -2254,6 +2341,31 @@ mod paths {
         blockers
     }
 
+    /// A line with its double-quoted YAML scalars decoded: `\\` is one backslash and `\"` a
+    /// quote; any other escape stands for a character no path holds (a tab, a control
+    /// character), so it becomes a space. Text outside the quotes is left as it is.
+    fn unescape_double_quoted(line: &str) -> String {
+        let mut out = String::with_capacity(line.len());
+        let mut quoted = false;
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '"' => {
+                    quoted = !quoted;
+                    out.push(c);
+                }
+                '\\' if quoted => match chars.next() {
+                    Some('\\') => out.push('\\'),
+                    Some('"') => out.push('"'),
+                    Some('/') => out.push('/'),
+                    Some(_) | None => out.push(' '),
+                },
+                c => out.push(c),
+            }
+        }
+        out
+    }
+
     fn unprovable(shown: &str, what: &str, home: &str) -> (BlockerKind, String) {
         (
             BlockerKind::PathUnprovable,
@@ -2265,11 +2377,89 @@ mod paths {
     }
 
     /// The path-like pieces of a line: split on white space, quotes, backticks, brackets and
-    /// the punctuation that ends a path in prose, with sentence punctuation trimmed off.
-    fn tokens(line: &str) -> impl Iterator<Item = &str> {
-        line.split(|c: char| c.is_whitespace() || "'\"`‘’“”()[]<>,;=".contains(c))
-            .map(trim_token)
+    /// the punctuation that ends a path in prose, with sentence punctuation trimmed off. A
+    /// shell's braces are expanded (`{/etc/passwd,/etc/shadow}`, `{notes,reports}/week.md`), so
+    /// a comma inside them does not split; a token holding a `${…}` variable is left whole for
+    /// the variable rule.
+    fn tokens(line: &str) -> Vec<String> {
+        const SPLITS: &str = "'\"`‘’“”()[]<>,;=";
+        let mut raw = Vec::new();
+        let (mut start, mut depth) = (0, 0usize);
+        for (index, c) in line.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => depth = depth.saturating_sub(1),
+                ',' if depth > 0 => {}
+                c if c.is_whitespace() || SPLITS.contains(c) => {
+                    raw.push(&line[start..index]);
+                    start = index + c.len_utf8();
+                    depth = 0;
+                }
+                _ => {}
+            }
+        }
+        raw.push(&line[start..]);
+        let mut out = Vec::new();
+        for token in raw {
+            if token.contains("${") {
+                out.push(token.to_string());
+            } else {
+                let mut words = Vec::new();
+                expand_braces(token, &mut words, MAX_EXPANSIONS);
+                out.extend(words);
+            }
+        }
+        out.into_iter()
+            .map(|token| trim_token(&token).to_string())
             .filter(|token| !token.is_empty())
+            .collect()
+    }
+
+    /// How many words one token's braces may expand to: enough for any real command line, and
+    /// a bound on what a file of nested braces can cost.
+    const MAX_EXPANSIONS: usize = 64;
+
+    /// A shell's brace expansion of `token` into `out` (at most `budget` words): `a{b,c}d` is
+    /// `abd` and `acd`. A brace without its partner is dropped, as a separator.
+    fn expand_braces(token: &str, out: &mut Vec<String>, budget: usize) {
+        if out.len() >= budget {
+            return;
+        }
+        let Some(open) = token.find('{') else {
+            out.extend(token.split('}').map(str::to_string));
+            return;
+        };
+        let mut depth = 0usize;
+        let mut close = None;
+        let mut commas = Vec::new();
+        for (index, c) in token[open..].char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = Some(open + index);
+                        break;
+                    }
+                }
+                ',' if depth == 1 => commas.push(open + index),
+                _ => {}
+            }
+        }
+        let Some(close) = close else {
+            // No partner: the `{` splits the token.
+            out.push(token[..open].replace('}', ""));
+            expand_braces(&token[open + 1..], out, budget);
+            return;
+        };
+        let (prefix, suffix) = (&token[..open], &token[close + 1..]);
+        let mut bounds = vec![open];
+        bounds.extend(commas);
+        bounds.push(close);
+        for pair in bounds.windows(2) {
+            let alternative = &token[pair[0] + 1..pair[1]];
+            expand_braces(&format!("{prefix}{alternative}{suffix}"), out, budget);
+        }
     }
 
     fn trim_token(token: &str) -> &str {
@@ -2343,6 +2533,20 @@ mod paths {
                 return Some(Verdict::Tilde);
             }
         }
+        if reads_as_escapes(token) {
+            return None;
+        }
+        // `path:/etc/passwd`, `scp host:/etc/passwd .`: a word or a host, a colon, then a
+        // path. The path is what the line names; judged on its own.
+        if let Some(colon) = token.find(":/").or_else(|| token.find(":~"))
+            && colon > 0
+            && !token[colon..].starts_with("://")
+        {
+            let path = &token[colon + 1..];
+            if let Some(verdict) = judge(path, home, workspace) {
+                return Some(verdict);
+            }
+        }
         let has_separator = token.contains(['/', '\\']);
         if (has_separator || is_only_variable(token)) && has_variable(token) {
             return Some(Verdict::Variable);
@@ -2354,6 +2558,36 @@ mod paths {
             return relative(token, home, workspace);
         }
         None
+    }
+
+    /// Whether a token starting with one backslash is a regex or an escape (`\d{4}-\d{2}`,
+    /// `\x07`, `\t`, `\s+`, `\bword\b`) rather than a Windows path from the drive's root
+    /// (`\Users\ada`): its first piece is one letter and no more letters, a `\x`/`\u` with hex
+    /// digits, a non-letter (`\.`, `\(`), or a word boundary `\b`. A root path whose first folder
+    /// starts with `b` is missed by this; a regex is far more common in a procedure.
+    fn reads_as_escapes(token: &str) -> bool {
+        let Some(rest) = token.strip_prefix('\\') else {
+            return false;
+        };
+        if rest.starts_with('\\') || token.contains('/') {
+            return false;
+        }
+        let first = rest.split('\\').next().unwrap_or_default();
+        let mut chars = first.chars();
+        match chars.next() {
+            None => true,
+            Some('b' | 'B') => true,
+            Some(hex @ ('x' | 'u')) => {
+                let digits: String = chars.take(if hex == 'x' { 2 } else { 4 }).collect();
+                !digits.is_empty() && digits.chars().all(|c| c.is_ascii_hexdigit())
+                    || digits
+                        .chars()
+                        .next()
+                        .is_none_or(|c| !c.is_ascii_alphabetic())
+            }
+            Some(c) if !c.is_ascii_alphabetic() => true,
+            Some(_) => chars.next().is_none_or(|next| !next.is_ascii_alphabetic()),
+        }
     }
 
     /// A token that is one variable and nothing else (`$TMPDIR`, `${HOME}`, `%APPDATA%`): a
@@ -2880,6 +3114,147 @@ Procedure prose in markdown...
                 blockers[0].message.contains(path),
                 "{path}: {}",
                 blockers[0].message
+            );
+        }
+    }
+
+    #[test]
+    fn rendered_fields_quote_what_yaml_1_1_readers_would_misread() {
+        for text in [
+            "yes",
+            "No",
+            "on",
+            "OFF",
+            "y",
+            "n",
+            "1:30",
+            "190:20:30",
+            "1_000",
+            "0755",
+            "0b101",
+            "<<",
+            "=",
+            "2026-11-20",
+            "2026-1-2 10:00",
+        ] {
+            let skill = SkillFile {
+                trigger: Some(text.to_owned()),
+                body: String::new(),
+                ..SkillFile::default()
+            };
+            let rendered = render(&skill);
+            assert!(
+                rendered.contains(&format!("trigger: \"{text}\"\n")),
+                "{text}: {rendered}"
+            );
+            assert_eq!(parse(&rendered).unwrap().0.trigger.as_deref(), Some(text));
+        }
+        for text in [
+            "yesterday",
+            "noon",
+            "10 to 5",
+            "v1.30",
+            "2026-11-20 report",
+            "1.5",
+        ] {
+            assert!(
+                !yaml11_reads_otherwise(text),
+                "{text} is text to every reader"
+            );
+        }
+    }
+
+    /// Paths as people write them in commands and prose, which a split on white space alone
+    /// misses, and text with backslashes and braces that is not a path at all.
+    const PATH_PHRASINGS: &[(&str, Option<BlockerKind>)] = &[
+        ("{/etc/passwd}", Some(BlockerKind::PathOutsideHome)),
+        (
+            "cat {/etc/passwd,/etc/shadow}",
+            Some(BlockerKind::PathOutsideHome),
+        ),
+        ("path:/etc/passwd", Some(BlockerKind::PathOutsideHome)),
+        ("scp host:/etc/passwd .", Some(BlockerKind::PathOutsideHome)),
+        (
+            "rsync -a backup:~/mail .",
+            Some(BlockerKind::PathUnprovable),
+        ),
+        ("see:/home/alice/notes/x.md", None),
+        ("cp {notes,reports}/week.md /home/alice/out/", None),
+        ("Match dates with \\d{4}-\\d{2}-\\d{2}", None),
+        ("Strip the bell \\x07 from each line", None),
+        ("Split on \\t and \\n, then trim", None),
+        ("the meeting is at 10:30/11:00", None),
+        ("open https://example.com/a:/b", None),
+    ];
+
+    /// Each phrasing in the body, and as a step rendered by the door (quoted when it must be).
+    #[test]
+    fn paths_as_people_write_them_are_judged_and_regexes_and_escapes_are_not_paths() {
+        for (phrase, expected) in PATH_PHRASINGS {
+            let phrase = phrase.to_string();
+            let in_body = skill_with("steps:\n  - do: a\n", &format!("{phrase}\n"));
+            let mut in_steps: SkillFile = parse(&in_body).unwrap().0;
+            let steps = in_steps.steps.get_or_insert_with(Vec::new);
+            for (index, text) in [phrase.clone(), format!("Run: {phrase}")]
+                .into_iter()
+                .enumerate()
+            {
+                steps.push(Step {
+                    action: text,
+                    tool: None,
+                    other_keys: Vec::new(),
+                    line: index,
+                });
+            }
+            in_steps.body = String::new();
+            let rendered = render(&in_steps);
+            for text in [in_body, rendered] {
+                let blockers = check(&text);
+                let kinds: Vec<BlockerKind> = kinds(&blockers)
+                    .into_iter()
+                    .filter(|kind| {
+                        matches!(
+                            kind,
+                            BlockerKind::PathOutsideHome | BlockerKind::PathUnprovable
+                        )
+                    })
+                    .collect();
+                match expected {
+                    Some(kind) => assert!(
+                        !kinds.is_empty() && kinds.iter().all(|found| found == kind),
+                        "{phrase:?} in\n{text}\n{blockers:?}"
+                    ),
+                    None => assert!(kinds.is_empty(), "{phrase:?} in\n{text}\n{blockers:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_path_after_many_words_and_braces_on_one_line_is_still_found() {
+        let words = vec!["{a,b,c}{d,e,f}{g,h}"; 40].join(" ");
+        let text = skill_with(
+            "steps:\n  - do: a\n",
+            &format!("{words} then cat /etc/passwd\n"),
+        );
+        assert!(kinds(&check(&text)).contains(&BlockerKind::PathOutsideHome));
+    }
+
+    proptest! {
+        /// Any absolute path outside the home tree is found inside braces and after a `word:`.
+        #[test]
+        fn an_outside_path_in_braces_or_after_a_colon_is_blocked(
+            dir in prop::sample::select(vec!["etc", "var", "tmp", "root", "srv"]),
+            file in "[a-z]{1,10}",
+            shape in prop::sample::select(vec!["{{{}}}", "cat {{{},/home/alice/x}}", "path:{}", "scp host:{} .", "x={}"]),
+        ) {
+            let path = format!("/{dir}/{file}");
+            let line = shape.replace("{}", &path).replace("{{", "{").replace("}}", "}");
+            let text = skill_with("steps:\n  - do: a\n", &format!("{line}\n"));
+            let blockers = check(&text);
+            prop_assert!(
+                kinds(&blockers).contains(&BlockerKind::PathOutsideHome),
+                "{line}: {blockers:?}"
             );
         }
     }

@@ -1362,3 +1362,211 @@ fn a_hand_lowered_version_never_overwrites_history() {
     let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.version, Some(3));
 }
+
+// --- What the audit of issue 19 found ---------------------------------------------------------
+
+#[test]
+fn a_duplicate_of_a_retired_skills_tools_is_answered_with_the_retired_skills_name() {
+    let ws = Workspace::new(false);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    let filed = ws
+        .playbooks
+        .retire("weekly-report", None, "assistant")
+        .unwrap();
+    ws.playbooks.approve(filed.card).unwrap();
+    let before = snapshot(&ws.skills());
+    let (rule, message) = ws.refusal(ws.create(
+        "friday-report",
+        &skill_text(READ_WRITE),
+        Attendance::Attended,
+    ));
+    assert_eq!(rule, Rule::SameTools);
+    assert!(
+        message.contains("skill weekly-report (retired, v1)"),
+        "{message}"
+    );
+    assert!(
+        message.contains("skill_refine revert brings weekly-report back"),
+        "{message}"
+    );
+    assert_eq!(snapshot(&ws.skills()), before, "nothing on disk");
+}
+
+#[test]
+fn a_draft_whose_approval_the_blocking_checks_refuse_stays_waiting_and_its_card_says_why() {
+    let mut ws = Workspace::new(false);
+    let Created::Filed { card, .. } = ws
+        .create(
+            "weekly-report",
+            &skill_text(READ_WRITE),
+            Attendance::Attended,
+        )
+        .unwrap()
+    else {
+        panic!("a draft");
+    };
+    // The human edits the draft while it waits, and a credential slips in.
+    let draft = ws.skills().join("pending/weekly-report/SKILL.md");
+    let text = fs::read_to_string(&draft).unwrap();
+    fs::write(
+        &draft,
+        text.replace(
+            "Read the notes",
+            "Log in with the password Tr0ub4dor&3, read the notes",
+        ),
+    )
+    .unwrap();
+    let answered = ws.playbooks.approve(card).unwrap();
+    assert_eq!(answered.state, CardState::Waiting, "{}", answered.outcome);
+    assert!(
+        answered.outcome.contains("could not go live"),
+        "{}",
+        answered.outcome
+    );
+    assert!(
+        answered.outcome.contains("credential"),
+        "{}",
+        answered.outcome
+    );
+    assert!(
+        answered.outcome.contains("fix the draft there"),
+        "{}",
+        answered.outcome
+    );
+
+    // The next command (a fresh open runs the interrupted-draft sweep) leaves it where it is.
+    ws.reopen();
+    ws.create("research", &skill_text(READ_SEARCH), Attendance::Attended)
+        .unwrap();
+    assert!(draft.is_file(), "the draft stays in skills/pending/");
+    assert!(!ws.dir.join(".mindrune/interrupted").exists());
+    let shown = ws.playbooks.ledger().card(card).unwrap().unwrap();
+    assert_eq!(shown.state, CardState::Waiting);
+    assert!(
+        shown
+            .outcome
+            .as_deref()
+            .unwrap_or_default()
+            .contains("could not go live")
+    );
+
+    // Mended, it goes live through the same card.
+    fs::write(&draft, text).unwrap();
+    assert_eq!(
+        ws.playbooks.approve(card).unwrap().state,
+        CardState::Applied
+    );
+}
+
+#[test]
+fn the_fixers_log_masks_its_token_and_workspace_read_does_not_read_it() {
+    let fixer = "fixer = 'printf %s \"$MINDRUNE_FIXER_TOKEN\" > \"$MINDRUNE_WORKSPACE/../token-$MINDRUNE_REPORT\"; echo \"my token is $MINDRUNE_FIXER_TOKEN\"; env | grep FIXER_TOKEN >&2'";
+    let ws = Workspace::with_config(false, fixer);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    let report = report(&ws, 1);
+    let token = token(&ws, report);
+    let log = ws.dir.join(format!(".mindrune/fixer/report-{report}.log"));
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("MINDRUNE_FIXER_TOKEN=") {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(!token.is_empty());
+    assert!(!text.contains(&token), "the token is in the log: {text}");
+    assert!(
+        text.contains("my token is [MINDRUNE_FIXER_TOKEN]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("MINDRUNE_FIXER_TOKEN=[MINDRUNE_FIXER_TOKEN]"),
+        "{text}"
+    );
+
+    for path in [
+        format!(".mindrune/fixer/report-{report}.log"),
+        format!(".Mindrune/fixer/report-{report}.log"),
+        format!("notes/../.mindrune/fixer/report-{report}.log"),
+        ".mindrune/playbooks.sqlite3".to_string(),
+    ] {
+        let (rule, message) = ws.refusal(ws.playbooks.workspace_read(&path, None));
+        assert_eq!(rule, Rule::SkillsPath, "{path}: {message}");
+        assert!(message.contains("MindRune's own"), "{path}: {message}");
+        let (_, message) = ws.refusal(ws.playbooks.file_copy(&path, "notes/log.txt"));
+        assert!(message.contains("MindRune's own"), "{path}: {message}");
+    }
+    // The settings stay readable: they are the human's, only not the assistant's to write.
+    ws.playbooks.workspace_read("playbooks.toml", None).unwrap();
+}
+
+#[test]
+fn the_record_shows_what_the_turns_that_used_a_skill_cost_when_the_host_reports_it() {
+    let ws = Workspace::new(false);
+    ws.live("weekly-report", &skill_text(READ_WRITE));
+    let turns = ws.dir.parent().unwrap().join("transcripts");
+    fs::create_dir_all(&turns).unwrap();
+    // Two turns as Claude Code records them, one a host's summary, one with no cost in it.
+    let message = |id: &str, tool: &str, input: u64, output: u64| {
+        format!(
+            "{{\"type\":\"assistant\",\"message\":{{\"id\":\"{id}\",\"content\":[{{\"type\":\"tool_use\",\"id\":\"{tool}\",\"name\":\"Write\",\"input\":{{}}}}],\"usage\":{{\"input_tokens\":{input},\"output_tokens\":{output}}}}}}}\n"
+        )
+    };
+    fs::write(
+        turns.join("a.jsonl"),
+        message("m1", "t1", 1000, 200) + &message("m2", "t2", 300, 100),
+    )
+    .unwrap();
+    fs::write(turns.join("b.json"), r#"{"tokens": 600, "tool_calls": 4}"#).unwrap();
+    fs::write(turns.join("c.txt"), "followed: 1 2\n").unwrap();
+    for name in ["a.jsonl", "b.json", "c.txt"] {
+        let turn = turns.join(name).display().to_string();
+        ws.playbooks
+            .workspace_read("skills/weekly-report/SKILL.md", Some(&turn))
+            .unwrap();
+    }
+    let records = ws.playbooks.record(Some("weekly-report")).unwrap();
+    let cost = records[0].cost;
+    assert_eq!((cost.reported, cost.tokens, cost.tool_calls), (2, 2200, 6));
+    let rendered = mindrune_engine::playbook::record::render(&records);
+    assert!(
+        rendered.contains("cost: 2 of 3 turns reported by the host: 2200 tokens (1100 a turn), 6 tool calls (3.0 a turn)"),
+        "{rendered}"
+    );
+}
+
+#[test]
+fn a_hand_written_skills_owed_fields_are_reported_wherever_it_is_read() {
+    let ws = Workspace::new(false);
+    let dir = ws.skills().join("hand-made");
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: hand-made\ntrigger: the human asks for the hand-made report\nuse_when: a hand-made report is due\nsteps:\n  - do: Read the notes\n    tool: workspace_read\nversion: 1\nstatus: active\n---\nRead, then write.\n",
+    )
+    .unwrap();
+    let owed = [
+        "not_when",
+        "preconditions",
+        "forbidden-tools",
+        "expected_result",
+        "failure_modes",
+        "evidence",
+    ];
+    let read = ws
+        .playbooks
+        .workspace_read_noting("skills/hand-made/SKILL.md", None)
+        .unwrap();
+    assert_eq!(read.owed, owed);
+    let hits = ws.playbooks.search("hand-made report", 10).unwrap();
+    assert_eq!(hits[0].name, "hand-made");
+    assert_eq!(hits[0].owed, owed);
+    let records = ws.playbooks.record(Some("hand-made")).unwrap();
+    assert_eq!(records[0].owed, owed);
+    let rendered = mindrune_engine::playbook::record::render(&records);
+    assert!(
+        rendered.contains("  owes: not_when, preconditions, forbidden-tools, expected_result, failure_modes, evidence (left out; the skill still loads)"),
+        "{rendered}"
+    );
+}

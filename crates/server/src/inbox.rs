@@ -317,6 +317,11 @@ fn workspace_section(
                 "error",
                 format!("Card #{} was approved but could not be applied: ", card.id),
             ),
+            // An approval that could not be applied to a draft: the card waits, saying why.
+            CardState::Waiting if card.outcome.is_some() => (
+                "error",
+                format!("Card #{} was approved but could not go live: ", card.id),
+            ),
             CardState::Waiting => ("", String::new()),
         };
         if !class.is_empty() {

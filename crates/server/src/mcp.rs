@@ -14,21 +14,27 @@
 //! # Asking the human
 //!
 //! Where `permissions.yaml` says `ask` for an act (create, report, revise, revert, retire), the
-//! human is asked before it happens:
+//! human is asked before it happens, with one yes/no form ([`Approval`]) and a sentence saying
+//! what is about to happen, the way the session's protocol allows:
 //!
-//! - When the client declared the elicitation capability (form mode) and the session's protocol
-//!   is older than 2026-07-28, the server asks through MCP elicitation: a yes/no form
-//!   ([`Approval`]) with a sentence saying what is about to happen. Accepting with `approve:
-//!   true` lets the act go ahead (a skill_create is then attended). Declining, cancelling,
-//!   answering no, or an answer that cannot be read, refuses it and nothing is filed or drafted.
-//!   A skill_create runs the door's checks before asking, so a proposal the door would refuse
-//!   never bothers the human.
-//! - Otherwise the client cannot be asked from here (no elicitation capability, or protocol
-//!   2026-07-28 and later, which forbids server-to-client requests). Then the host's own
-//!   permission prompt for this tool call is the ask, as the spec puts it, "the same as any other
-//!   call to that tool": the act goes ahead and the result says so in one line. Since the server
-//!   cannot tell whether a person saw that prompt, such a skill_create counts as unattended, so
-//!   the limit on drafts waiting for nobody still applies.
+//! - Before 2026-07-28, when the client declared form elicitation: an `elicitation/create`
+//!   request from the server.
+//! - On 2026-07-28 and later, which forbids server-to-client requests, when the client declared
+//!   form elicitation in the request: the tool call answers with an input-required result
+//!   (SEP-2322) carrying the same form, and a request state bound to the call's arguments; the
+//!   client asks its human and calls again with the answer and the state.
+//!
+//! Only `approve: true` lets the act go ahead (a skill_create is then attended). A no, a
+//! decline or an answer that cannot be read refuses it. A `cancel` is nobody answering (what a
+//! host with no person at it does, `claude -p` among them): not a no, but no yes either, so it
+//! too refuses, and says how to go on. Every door check runs before asking, so a proposal the
+//! engine would refuse never bothers the human.
+//!
+//! One rule for a client that declared no way to ask: under `ask` nothing happens without the
+//! human's yes, so create, report, revise, revert and retire alike are refused, nothing drafted
+//! or filed, with the ways forward (a client that can ask, an `Elicitation` hook of the host, or
+//! a `card` or `auto` line in `permissions.yaml`). The host's own permission prompt is not taken
+//! for the ask: the server cannot tell whether a person saw it, or whether there was one.
 //!
 //! `card` and `auto` ask nothing; the engine files the card, or applies it on its own.
 //! `suggested_by: human` is the assistant's word and is recorded as such, but it does not make a
@@ -51,9 +57,12 @@ use mindrune_engine::playbook::fixer::FixerStart;
 use mindrune_engine::playbook::refine::{Filed, Report};
 use mindrune_engine::playbook::{CardState, PlaybookError, Playbooks, record};
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::{InputResponses as ToolInputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, ProtocolVersion, ServerCapabilities, ServerConfig,
+    CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ElicitationSchema, Implementation, InputRequest,
+    InputRequiredResult, ProtocolVersion, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{ElicitationError, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
@@ -107,6 +116,10 @@ pub struct PlaybookServer {
     playbooks: Arc<Playbooks>,
     /// What `initialize` answers as instructions: how to use skills, and the skills as of start.
     instructions: String,
+    /// The carried lines the assistant has last been given (the instructions, then any tool
+    /// result that brought a change): a skill made live or retired mid-session reaches it with
+    /// the next result, since "carried" means "on every turn".
+    shown_carried: Arc<std::sync::Mutex<Vec<String>>>,
     tool_router: ToolRouter<Self>,
 }
 
@@ -371,21 +384,61 @@ rmcp::elicit_safe!(Approval);
 /// is a tool error the assistant reads (naming the field) rather than a protocol error its host
 /// may hide. The schema is `T`'s.
 #[derive(Debug)]
-struct Args<T>(Result<T, String>);
+struct Args<T>(Result<T, String>, CallPrint);
+
+/// The fingerprint of a call's arguments, which the request state of an input-required round
+/// carries: the retry must be the very call the human was asked about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CallPrint(String);
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        Ok(Args(serde_path_to_error::deserialize(value).map_err(
-            |err| {
+        let print = CallPrint(mindrune_core::digest::sha256(
+            canonical_json(&value).as_bytes(),
+        ));
+        Ok(Args(
+            serde_path_to_error::deserialize(value).map_err(|err| {
                 let path = err.path().to_string();
                 if path == "." {
                     format!("the arguments do not fit this tool: {}", err.inner())
                 } else {
                     format!("argument {path}: {}", err.inner())
                 }
-            },
-        )))
+            }),
+            print,
+        ))
+    }
+}
+
+/// JSON with every object's keys sorted, so a client that re-serializes the same arguments in
+/// another key order still makes the same call.
+fn canonical_json(value: &Value) -> String {
+    match value {
+        Value::Object(object) => {
+            let mut keys: Vec<&String> = object.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|key| {
+                    format!(
+                        "{}:{}",
+                        Value::String(key.clone()),
+                        canonical_json(&object[key])
+                    )
+                })
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(canonical_json)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        other => other.to_string(),
     }
 }
 
@@ -423,19 +476,6 @@ impl Answer {
             is_error: true,
         }
     }
-
-    /// A line added after the text of a call that went through (the host's-prompt note).
-    fn with_note(mut self, line: Option<&str>) -> Self {
-        if let Some(line) = line
-            && !self.is_error
-        {
-            if !self.text.ends_with('\n') {
-                self.text.push('\n');
-            }
-            self.text.push_str(line);
-        }
-        self
-    }
 }
 
 impl From<PlaybookError> for Answer {
@@ -447,28 +487,161 @@ impl From<PlaybookError> for Answer {
     }
 }
 
-/// How the human is asked for an act whose policy is `ask`.
+/// How the human can be asked for an act whose policy is `ask`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AskBy {
-    /// MCP elicitation.
+    /// MCP elicitation: a request from the server to the client (protocols before 2026-07-28).
     Elicitation,
-    /// The host's own permission prompt for the tool call.
-    HostPrompt,
+    /// An input-required result (SEP-2322, protocol 2026-07-28 and later): the tool call
+    /// answers with the same form, and the client calls again with the answer.
+    InputRequired,
+    /// The client declared no way to ask (no form elicitation).
+    Nobody,
 }
 
-const HOST_PROMPT_LINE: &str = "(Your host's permission prompt for this call was the ask: this client cannot be asked through MCP elicitation.)";
-const SAID_NO_FILED: &str = "your human said no; nothing was filed";
-const SAID_NO_DRAFTED: &str = "your human said no; nothing was drafted";
+/// What the human answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asked {
+    Yes,
+    Not(NotYes),
+}
+
+/// Every answer that is not a yes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NotYes {
+    /// Declined, or accepted with `approve: false`.
+    No,
+    /// Nobody answered: the client cancelled the question (a host running with no person at
+    /// it, such as `claude -p`, cancels every one). Not a no, and not a yes.
+    Cancelled,
+    /// An answer that is not `{approve: true|false}`.
+    Unreadable,
+}
+
+/// An act the human is asked about, for the sentences that say what did not happen.
+#[derive(Debug, Clone, Copy)]
+struct Asking {
+    act: Act,
+    /// "drafted" for a create, "filed" for the others.
+    done: &'static str,
+}
+
+impl Asking {
+    fn of(act: Act) -> Asking {
+        Asking {
+            act,
+            done: if act == Act::Create {
+                "drafted"
+            } else {
+                "filed"
+            },
+        }
+    }
+
+    /// The answer to a call the human did not say yes to.
+    fn refusal(self, asked: NotYes) -> Answer {
+        let done = self.done;
+        let text = match asked {
+            NotYes::No => format!("your human said no; nothing was {done}"),
+            NotYes::Cancelled => format!(
+                "Nobody answered: the client cancelled the question, which is what a host with no person at it does (`claude -p` cancels every one). That is not a no, but without a yes nothing was {done}. {}",
+                self.ways_forward()
+            ),
+            NotYes::Unreadable => format!(
+                "your human's answer could not be read as a yes or a no, so nothing was {done}"
+            ),
+        };
+        Answer::error(text)
+    }
+
+    /// The answer when this client declared no way to ask.
+    fn nobody_to_ask(self) -> Answer {
+        let act = self.act.as_str();
+        Answer::error(format!(
+            "This client declared no way to ask your human (no elicitation), and under `{act}: ask` nothing is {done} without their yes, so nothing was {done}. {}",
+            self.ways_forward(),
+            done = self.done
+        ))
+    }
+
+    /// What the human can do so that this act can happen.
+    fn ways_forward(self) -> String {
+        let act = self.act.as_str();
+        let lines = match self.act {
+            Act::Report => "`report: auto` (what `mindrune playbook init --unattended` writes) records a report and starts the fixer without asking; its revision still waits on a card while `revise` is `ask` or `card`".to_string(),
+            Act::Retire => "`retire: card` files the question as a card that waits for them, unasked".to_string(),
+            Act::Create | Act::Revise | Act::Revert => format!(
+                "`{act}: card` files it as a card that waits for them, unasked; `{act}: auto` (what `mindrune playbook init --unattended` writes) does it on its own"
+            ),
+        };
+        format!(
+            "Ways forward, all your human's: answer in a client that shows the question; let an `Elicitation` hook of the host answer it; or change the line in permissions.yaml: {lines}."
+        )
+    }
+}
+
+/// The key of the one input request an input-required round carries.
+const APPROVE_KEY: &str = "approve";
+/// The request state of an input-required round: a version, the tool, and the fingerprint of
+/// the call's arguments. It needs no seal: whoever could forge it could as well answer the
+/// question itself, and binding it to the arguments keeps a yes from carrying over to another
+/// call.
+fn round_state(tool: &str, print: &CallPrint) -> String {
+    format!("mindrune-ask/1 {tool} {}", print.0)
+}
+
+/// Where a call stands in the rounds of an input-required ask: what the client echoed back.
+struct Round {
+    tool: &'static str,
+    print: CallPrint,
+    state: Option<String>,
+    responses: Option<rmcp::model::InputResponses>,
+}
+
+/// How asking ended for a call: an answer, or a question to send back first.
+enum Outcome {
+    Answered(Asked),
+    Question(InputRequiredResult),
+}
+
+/// What a tool call replies: its answer, or (on 2026-07-28) the question to ask first.
+enum Reply {
+    Answer(Answer),
+    Question(InputRequiredResult),
+}
+
+/// The human's answer in an input-required retry: an `ElicitResult` under [`APPROVE_KEY`].
+fn input_answer(response: Option<&Value>) -> Asked {
+    let Some(response) = response else {
+        return Asked::Not(NotYes::Unreadable);
+    };
+    let Ok(result) = serde_json::from_value::<ElicitResult>(response.clone()) else {
+        tracing::warn!(%response, "an input response that is not an elicitation result");
+        return Asked::Not(NotYes::Unreadable);
+    };
+    match result.action {
+        ElicitationAction::Decline => Asked::Not(NotYes::No),
+        ElicitationAction::Cancel => Asked::Not(NotYes::Cancelled),
+        ElicitationAction::Accept => match result.content.map(serde_json::from_value::<Approval>) {
+            Some(Ok(Approval { approve: true })) => Asked::Yes,
+            Some(Ok(Approval { approve: false })) => Asked::Not(NotYes::No),
+            _ => Asked::Not(NotYes::Unreadable),
+        },
+        // An action this version does not know is not a yes.
+        _ => Asked::Not(NotYes::Unreadable),
+    }
+}
 
 impl PlaybookServer {
     /// A server over an opened workspace. Reads the carried list and the other skills' names
     /// once, for the instructions every session starts with.
     pub fn new(playbooks: Arc<Playbooks>) -> Result<Self, PlaybookError> {
-        let instructions =
-            instructions(&playbooks.carried_lines()?, &playbooks.other_skill_names()?);
+        let carried = playbooks.carried_lines()?;
+        let instructions = instructions(&carried, &playbooks.other_skill_names()?);
         Ok(PlaybookServer {
             playbooks,
             instructions,
+            shown_carried: Arc::new(std::sync::Mutex::new(carried)),
             tool_router: Self::tool_router(),
         })
     }
@@ -500,9 +673,32 @@ impl PlaybookServer {
         }
     }
 
-    /// The tool result: the answer, then the suggestions not shown yet.
+    /// The tool result: the answer, then the carried list when it changed since the assistant
+    /// was last given it, then the suggestions not shown yet.
     async fn finish(&self, answer: Answer) -> CallToolResult {
         let mut text = answer.text;
+        match self.engine(|playbooks| playbooks.carried_lines()).await {
+            Ok(carried) => {
+                let mut shown = self
+                    .shown_carried
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                if *shown != carried {
+                    if !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    text.push_str("Carried skills changed during this session; now carried:");
+                    if carried.is_empty() {
+                        text.push_str(" (none)");
+                    }
+                    for line in &carried {
+                        let _ = write!(text, "\n- {line}");
+                    }
+                    *shown = carried;
+                }
+            }
+            Err(err) => tracing::warn!(error = %err.text, "could not read the carried list"),
+        }
         match self.engine(|playbooks| playbooks.take_suggestions()).await {
             Ok(suggestions) => {
                 for suggestion in suggestions {
@@ -522,97 +718,173 @@ impl PlaybookServer {
         }
     }
 
-    /// How the human can be asked in this session.
-    fn ask_by(context: &RequestContext<RoleServer>) -> AskBy {
-        if context
-            .protocol_version()
-            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
-        {
-            return AskBy::HostPrompt;
+    /// The tool's reply: a question goes back as it is (the suggestions wait for the answer),
+    /// an answer is finished as every other tool's is.
+    async fn reply(&self, reply: Reply) -> CallToolResponse {
+        match reply {
+            Reply::Question(question) => CallToolResponse::InputRequired(question),
+            Reply::Answer(answer) => CallToolResponse::Complete(self.finish(answer).await),
         }
+    }
+
+    /// How the human can be asked in this session: the protocol says which way, the client's
+    /// declared capabilities (per request on 2026-07-28) whether there is one.
+    fn ask_by(context: &RequestContext<RoleServer>) -> AskBy {
         let form = context
             .client_capabilities()
             .and_then(|capabilities| capabilities.elicitation)
             // A capability naming neither mode is form mode (the 2025-06-18 shape).
             .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none());
-        if form {
-            AskBy::Elicitation
+        if !form {
+            return AskBy::Nobody;
+        }
+        if context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28)
+        {
+            AskBy::InputRequired
         } else {
-            AskBy::HostPrompt
+            AskBy::Elicitation
         }
     }
 
-    /// Asks the human through elicitation: whether they said yes.
+    /// Asks the human `message` about this call, the way the session allows. `Err` is the
+    /// answer to give at once: nobody can be asked, or the asking itself failed.
     async fn ask(
         &self,
         context: &RequestContext<RoleServer>,
+        round: &Round,
+        asking: Asking,
         message: String,
-    ) -> Result<bool, Answer> {
-        match context.peer.elicit::<Approval>(message).await {
-            Ok(Some(approval)) => Ok(approval.approve),
-            Ok(None)
-            | Err(ElicitationError::UserDeclined)
-            | Err(ElicitationError::UserCancelled)
-            | Err(ElicitationError::NoContent) => Ok(false),
-            Err(ElicitationError::ParseError { data, .. }) => {
-                tracing::warn!(%data, "an elicitation answer that is not {{approve: bool}}");
-                Ok(false)
+    ) -> Result<Outcome, Answer> {
+        match Self::ask_by(context) {
+            AskBy::Nobody => Err(asking.nobody_to_ask()),
+            AskBy::Elicitation => match context.peer.elicit::<Approval>(message).await {
+                Ok(Some(approval)) => Ok(Outcome::Answered(if approval.approve {
+                    Asked::Yes
+                } else {
+                    Asked::Not(NotYes::No)
+                })),
+                Err(ElicitationError::UserDeclined) => {
+                    Ok(Outcome::Answered(Asked::Not(NotYes::No)))
+                }
+                Err(ElicitationError::UserCancelled) => {
+                    Ok(Outcome::Answered(Asked::Not(NotYes::Cancelled)))
+                }
+                Ok(None) | Err(ElicitationError::NoContent) => {
+                    Ok(Outcome::Answered(Asked::Not(NotYes::Unreadable)))
+                }
+                Err(ElicitationError::ParseError { data, .. }) => {
+                    tracing::warn!(%data, "an elicitation answer that is not {{approve: bool}}");
+                    Ok(Outcome::Answered(Asked::Not(NotYes::Unreadable)))
+                }
+                Err(err) => Err(Answer::error(format!(
+                    "your human could not be asked ({err}), so nothing was {}",
+                    asking.done
+                ))),
+            },
+            AskBy::InputRequired => {
+                let expected = round_state(round.tool, &round.print);
+                match round.state.as_deref() {
+                    None => {
+                        let schema = ElicitationSchema::from_type::<Approval>().map_err(|err| {
+                            Answer::error(format!("the approve form could not be built: {err}"))
+                        })?;
+                        let mut requests = rmcp::model::InputRequests::new();
+                        requests.insert(
+                            APPROVE_KEY.to_string(),
+                            InputRequest::Elicitation(ElicitRequest::new(
+                                ElicitRequestParams::FormElicitationParams {
+                                    meta: None,
+                                    message,
+                                    requested_schema: schema,
+                                },
+                            )),
+                        );
+                        Ok(Outcome::Question(InputRequiredResult::new(
+                            Some(requests),
+                            Some(expected),
+                        )))
+                    }
+                    Some(state) if state == expected => Ok(Outcome::Answered(input_answer(
+                        round.responses.as_ref().and_then(|r| r.get(APPROVE_KEY)),
+                    ))),
+                    Some(_) => Err(Answer::error(format!(
+                        "the answer came back with a request state that does not belong to this call (its arguments changed, or it is another call's), so nothing was {}; call again to be asked",
+                        asking.done
+                    ))),
+                }
             }
-            Err(err) => Err(Answer::error(format!(
-                "your human could not be asked ({err}), so nothing was done"
-            ))),
         }
     }
 
-    async fn create(&self, args: CreateArgs, context: RequestContext<RoleServer>) -> Answer {
+    /// Asks about an act whose policy is `ask`: `Ok` when the human said yes, else the reply to
+    /// give now (a refusal, or on 2026-07-28 the question itself).
+    async fn ask_first(
+        &self,
+        context: &RequestContext<RoleServer>,
+        round: &Round,
+        asking: Asking,
+        message: String,
+    ) -> Result<(), Reply> {
+        match self.ask(context, round, asking, message).await {
+            Ok(Outcome::Answered(Asked::Yes)) => Ok(()),
+            Ok(Outcome::Answered(Asked::Not(not))) => Err(Reply::Answer(asking.refusal(not))),
+            Ok(Outcome::Question(question)) => Err(Reply::Question(question)),
+            Err(answer) => Err(Reply::Answer(answer)),
+        }
+    }
+
+    async fn create(
+        &self,
+        args: CreateArgs,
+        context: RequestContext<RoleServer>,
+        round: Round,
+    ) -> Reply {
         let proposal = match proposal(args) {
             Ok(proposal) => proposal,
-            Err(message) => return Answer::error(message),
+            Err(message) => return Reply::Answer(Answer::error(message)),
         };
         let policy = self.playbooks.permissions().policy(Act::Create);
         // `suggested_by: human` is the assistant's word; a person attends only when the human
         // was asked here and said yes.
-        let (attendance, note) = if policy == Policy::Ask {
-            match Self::ask_by(&context) {
-                AskBy::HostPrompt => (Attendance::Unattended, Some(HOST_PROMPT_LINE)),
-                AskBy::Elicitation => {
-                    let checked = proposal.clone();
-                    if let Err(answer) = self
-                        .engine(move |playbooks| {
-                            playbooks.check_create(&checked, Attendance::Attended)
-                        })
-                        .await
-                    {
-                        return answer;
-                    }
-                    let when = proposal
-                        .skill
-                        .use_when
-                        .as_deref()
-                        .or(proposal.skill.trigger.as_deref())
-                        .and_then(|when| when.lines().next())
-                        .map(|when| format!(" (use when: {when})"))
-                        .unwrap_or_default();
-                    let message = format!(
-                        "The assistant wants to draft a new skill, {}{when}, suggested by {}. Allow it? The draft then waits on a card for your approval.",
-                        proposal.name,
-                        proposal.suggested_by.as_str()
-                    );
-                    match self.ask(&context, message).await {
-                        Ok(true) => (Attendance::Attended, None),
-                        Ok(false) => return Answer::error(SAID_NO_DRAFTED),
-                        Err(answer) => return answer,
-                    }
-                }
+        let attendance = if policy == Policy::Ask {
+            // The door's checks first: a proposal it would refuse never bothers the human.
+            let checked = proposal.clone();
+            if let Err(answer) = self
+                .engine(move |playbooks| playbooks.check_create(&checked, Attendance::Attended))
+                .await
+            {
+                return Reply::Answer(answer);
             }
+            let when = proposal
+                .skill
+                .use_when
+                .as_deref()
+                .or(proposal.skill.trigger.as_deref())
+                .and_then(|when| when.lines().next())
+                .map(|when| format!(" (use when: {when})"))
+                .unwrap_or_default();
+            let message = format!(
+                "The assistant wants to draft a new skill, {}{when}, suggested by {}. Allow it? The draft then waits on a card for your approval.",
+                proposal.name,
+                proposal.suggested_by.as_str()
+            );
+            if let Err(reply) = self
+                .ask_first(&context, &round, Asking::of(Act::Create), message)
+                .await
+            {
+                return reply;
+            }
+            Attendance::Attended
         } else {
-            (Attendance::Unattended, None)
+            Attendance::Unattended
         };
         let name = proposal.name.clone();
         let created = self
             .engine(move |playbooks| playbooks.create(&proposal, attendance))
             .await;
-        match created {
+        Reply::Answer(match created {
             Ok(Created::EvidenceAdded { skill }) => Answer::ok(format!(
                 "{skill} already uses exactly these steps, so this success was added to it as evidence; no new skill was drafted"
             )),
@@ -626,39 +898,50 @@ impl PlaybookServer {
                 }
             }
             Err(answer) => answer,
-        }
-        .with_note(note)
+        })
     }
 
-    async fn refine(&self, args: RefineArgs, context: RequestContext<RoleServer>) -> Answer {
+    async fn refine(
+        &self,
+        args: RefineArgs,
+        context: RequestContext<RoleServer>,
+        round: Round,
+    ) -> Reply {
         let action = args.action;
         let request = match Refine::from_args(args) {
             Ok(request) => request,
-            Err(message) => return Answer::error(message),
+            Err(message) => return Reply::Answer(Answer::error(message)),
         };
-        let mut note = None;
         if self.playbooks.permissions().policy(action.act()) == Policy::Ask {
-            match Self::ask_by(&context) {
-                AskBy::HostPrompt => note = Some(HOST_PROMPT_LINE),
-                AskBy::Elicitation => match self.ask_message(&request).await {
-                    Ok(Some(message)) => match self.ask(&context, message).await {
-                        Ok(true) => {}
-                        Ok(false) => return Answer::error(SAID_NO_FILED),
-                        Err(answer) => return answer,
-                    },
-                    // Nothing to ask about: the engine refuses it below.
-                    Ok(None) => {}
-                    Err(answer) => return answer,
-                },
+            match self.ask_message(&request).await {
+                Ok(Some(message)) => {
+                    if let Err(reply) = self
+                        .ask_first(&context, &round, Asking::of(action.act()), message)
+                        .await
+                    {
+                        return reply;
+                    }
+                }
+                // Nothing to ask about: the engine refuses it below.
+                Ok(None) => {}
+                Err(answer) => return Reply::Answer(answer),
             }
         }
+        Reply::Answer(self.refine_asked(request).await)
+    }
+
+    /// A `skill_refine` whose act may go ahead.
+    async fn refine_asked(&self, request: Refine) -> Answer {
         match request {
             Refine::Report(report) => {
                 let what = format!(
                     "Reported step {} of {} v{}",
                     report.step, report.skill, report.revision
                 );
-                match self.engine(move |playbooks| playbooks.report(&report)).await {
+                match self
+                    .engine(move |playbooks| playbooks.report(&report))
+                    .await
+                {
                     Ok(reported) => {
                         let fixer = match reported.fixer {
                             FixerStart::Started { log } => format!(
@@ -708,7 +991,6 @@ impl PlaybookServer {
                 filed_answer(filed, &what)
             }
         }
-        .with_note(note)
     }
 
     /// The sentence the human is asked, after the act's own checks: an act the engine would
@@ -1079,13 +1361,29 @@ impl PlaybookServer {
     )]
     async fn workspace_read(
         &self,
-        Parameters(Args(args)): Parameters<Args<ReadArgs>>,
+        Parameters(Args(args, _)): Parameters<Args<ReadArgs>>,
     ) -> CallToolResult {
         let answer = match args {
             Ok(ReadArgs { path, turn }) => self
-                .engine(move |playbooks| playbooks.workspace_read(&path, turn.as_deref()))
+                .engine(move |playbooks| playbooks.workspace_read_noting(&path, turn.as_deref()))
                 .await
-                .map_or_else(|answer| answer, Answer::ok),
+                .map_or_else(
+                    |answer| answer,
+                    |read| {
+                        let mut text = read.text;
+                        if !read.owed.is_empty() {
+                            if !text.ends_with('\n') {
+                                text.push('\n');
+                            }
+                            let _ = write!(
+                                text,
+                                "(MindRune: this skill owes {}: left out or blank, so it still loads; follow it with care, and tell your human what it lacks)",
+                                read.owed.join(", ")
+                            );
+                        }
+                        Answer::ok(text)
+                    },
+                ),
             Err(message) => Answer::error(message),
         };
         self.finish(answer).await
@@ -1104,7 +1402,7 @@ impl PlaybookServer {
     )]
     async fn file_write(
         &self,
-        Parameters(Args(args)): Parameters<Args<WriteArgs>>,
+        Parameters(Args(args, _)): Parameters<Args<WriteArgs>>,
     ) -> CallToolResult {
         let answer = match args {
             Ok(WriteArgs { path, content }) => self
@@ -1129,7 +1427,7 @@ impl PlaybookServer {
     )]
     async fn file_copy(
         &self,
-        Parameters(Args(args)): Parameters<Args<CopyArgs>>,
+        Parameters(Args(args, _)): Parameters<Args<CopyArgs>>,
     ) -> CallToolResult {
         let answer = match args {
             Ok(CopyArgs { from, to }) => self
@@ -1154,7 +1452,7 @@ impl PlaybookServer {
     )]
     async fn file_move(
         &self,
-        Parameters(Args(args)): Parameters<Args<CopyArgs>>,
+        Parameters(Args(args, _)): Parameters<Args<CopyArgs>>,
     ) -> CallToolResult {
         let answer = match args {
             Ok(CopyArgs { from, to }) => self
@@ -1179,14 +1477,22 @@ impl PlaybookServer {
     )]
     async fn skill_create(
         &self,
-        Parameters(Args(args)): Parameters<Args<CreateArgs>>,
+        Parameters(Args(args, print)): Parameters<Args<CreateArgs>>,
+        RequestState(state): RequestState,
+        ToolInputResponses(responses): ToolInputResponses,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let answer = match args {
-            Ok(args) => self.create(args, context).await,
-            Err(message) => Answer::error(message),
+    ) -> CallToolResponse {
+        let round = Round {
+            tool: "skill_create",
+            print,
+            state,
+            responses,
         };
-        self.finish(answer).await
+        let reply = match args {
+            Ok(args) => self.create(args, context, round).await,
+            Err(message) => Reply::Answer(Answer::error(message)),
+        };
+        self.reply(reply).await
     }
 
     /// `skill_refine`.
@@ -1202,14 +1508,22 @@ impl PlaybookServer {
     )]
     async fn skill_refine(
         &self,
-        Parameters(Args(args)): Parameters<Args<RefineArgs>>,
+        Parameters(Args(args, print)): Parameters<Args<RefineArgs>>,
+        RequestState(state): RequestState,
+        ToolInputResponses(responses): ToolInputResponses,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResult {
-        let answer = match args {
-            Ok(args) => self.refine(args, context).await,
-            Err(message) => Answer::error(message),
+    ) -> CallToolResponse {
+        let round = Round {
+            tool: "skill_refine",
+            print,
+            state,
+            responses,
         };
-        self.finish(answer).await
+        let reply = match args {
+            Ok(args) => self.refine(args, context, round).await,
+            Err(message) => Reply::Answer(Answer::error(message)),
+        };
+        self.reply(reply).await
     }
 
     /// `playbook_search`.
@@ -1223,7 +1537,7 @@ impl PlaybookServer {
     )]
     async fn playbook_search(
         &self,
-        Parameters(Args(args)): Parameters<Args<SearchArgs>>,
+        Parameters(Args(args, _)): Parameters<Args<SearchArgs>>,
     ) -> CallToolResult {
         let answer = match args {
             Ok(SearchArgs { query, limit }) => {
@@ -1252,7 +1566,12 @@ impl PlaybookServer {
                                     when
                                 };
                                 let carried = if hit.carried { " (carried)" } else { "" };
-                                format!("{} — {when}{carried}", hit.name)
+                                let owed = if hit.owed.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(" (owes {})", hit.owed.join(", "))
+                                };
+                                format!("{} — {when}{carried}{owed}", hit.name)
                             })
                             .collect::<Vec<_>>()
                             .join("\n"),
@@ -1272,7 +1591,7 @@ impl PlaybookServer {
     )]
     async fn playbook_record(
         &self,
-        Parameters(Args(args)): Parameters<Args<RecordArgs>>,
+        Parameters(Args(args, _)): Parameters<Args<RecordArgs>>,
     ) -> CallToolResult {
         let answer = match args {
             Ok(RecordArgs { skill }) => {

@@ -1,6 +1,7 @@
 //! The playbook skills' MCP server, driven by a real rmcp client over an in-memory pipe: the
 //! eight tools and their schemas, the door and the path rule as the assistant meets them, and
-//! how the human is asked (elicitation when the client can, the host's prompt when it cannot).
+//! how the human is asked: elicitation before protocol 2026-07-28, an input-required result on
+//! it, and nothing done under `ask` for a client that declares no way to ask.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -9,8 +10,8 @@ use mindrune_core::permissions::Permissions;
 use mindrune_engine::playbook::{CardState, Playbooks};
 use mindrune_server::mcp::PlaybookServer;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams,
-    ElicitResult, ElicitationAction, Implementation, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
+    ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, ProtocolVersion,
 };
 use rmcp::service::{
     ClientLifecycleMode, ClientServiceExt as _, RequestContext, RoleClient, RunningService,
@@ -105,7 +106,7 @@ fn names_in(dir: &Path) -> Vec<String> {
 /// How the test's human answers an elicitation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Human {
-    /// The client does not declare elicitation: the host's own prompt is the ask.
+    /// The client does not declare elicitation.
     CannotBeAsked,
     Approves,
     AnswersNo,
@@ -264,7 +265,7 @@ fn weekly_report() -> Value {
 
 /// Creates weekly-report through the door and approves its card: a live, carried skill.
 async fn live_weekly_report(workspace: &Workspace) {
-    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let session = connect(workspace.server(), Human::Approves).await;
     ok(&session.call("skill_create", weekly_report()).await);
     let cards = workspace.playbooks.ledger().cards(true).expect("cards");
     let card = cards
@@ -411,29 +412,65 @@ async fn lists_the_eight_tools_each_with_its_argument_schema() {
 }
 
 #[tokio::test]
-async fn skill_create_under_the_shipped_default_without_elicitation_drafts_and_files_a_card() {
+async fn a_client_that_declares_no_way_to_ask_gets_nothing_done_under_ask_for_every_act() {
     let workspace = Workspace::new(None);
+    live_weekly_report(&workspace).await;
     let session = connect(workspace.server(), Human::CannotBeAsked).await;
-    let result = session.call("skill_create", weekly_report()).await;
-    let said = ok(&result);
+    let mut monthly = weekly_report();
+    monthly["name"] = json!("monthly-report");
+    monthly["steps"] = json!([{"do": "Collect the month's notes", "tool": "shell"}]);
+    let calls = [
+        ("skill_create", monthly, "create", "drafted"),
+        (
+            "skill_refine",
+            json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 2}),
+            "report",
+            "filed",
+        ),
+        (
+            "skill_refine",
+            json!({"action": "retire", "skill": "weekly-report", "why": "the team stopped"}),
+            "retire",
+            "filed",
+        ),
+    ];
+    for (tool, arguments, act, done) in calls {
+        let said = refused(&session.call(tool, arguments).await);
+        assert!(
+            said.contains(&format!(
+                "declared no way to ask your human (no elicitation), and under `{act}: ask` nothing is {done} without their yes, so nothing was {done}"
+            )),
+            "{act}: {said}"
+        );
+        assert!(said.contains("`Elicitation` hook"), "{act}: {said}");
+        assert!(said.contains(&format!("`{act}: ")), "{act}: {said}");
+    }
+    assert!(workspace.pending().is_empty());
+    let cards = workspace.playbooks.ledger().cards(false).expect("cards");
+    assert!(
+        cards.iter().all(|card| card.state != CardState::Waiting),
+        "{cards:?}"
+    );
+    let usage = workspace
+        .playbooks
+        .ledger()
+        .usage(Some("weekly-report"))
+        .expect("usage");
+    assert!(
+        usage.iter().all(|line| line.kind != "correction"),
+        "{usage:?}"
+    );
+
+    // The same client under `card` lines: filed without asking, and the card waits.
+    let permissions = Permissions::parse("create: card\n").expect("permissions");
+    let workspace = Workspace::new(Some(&permissions));
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let said = ok(&session.call("skill_create", weekly_report()).await);
     assert!(
         said.contains("Drafted weekly-report and filed card #"),
         "{said}"
     );
-    assert!(
-        said.contains("permission prompt"),
-        "the result says how the human was asked: {said}"
-    );
-    assert!(workspace.exists("skills/pending/weekly-report/SKILL.md"));
-    assert!(
-        !workspace.exists("skills/weekly-report"),
-        "it waits on the card"
-    );
-    let cards = workspace.playbooks.ledger().cards(true).expect("cards");
-    assert_eq!(cards.len(), 1);
-    assert_eq!(cards[0].skill, "weekly-report");
-    assert_eq!(cards[0].filed_by, "assistant");
-    assert_eq!(cards[0].state, CardState::Waiting);
+    assert_eq!(workspace.pending(), ["weekly-report"]);
 }
 
 #[tokio::test]
@@ -442,10 +479,6 @@ async fn skill_create_in_unattended_mode_goes_live_at_once() {
     let session = connect(workspace.server(), Human::CannotBeAsked).await;
     let said = ok(&session.call("skill_create", weekly_report()).await);
     assert!(said.contains("applied on its own"), "{said}");
-    assert!(
-        !said.contains("permission prompt"),
-        "nothing was asked: {said}"
-    );
     assert!(workspace.exists("skills/weekly-report/SKILL.md"));
     assert!(workspace.pending().is_empty());
 }
@@ -461,10 +494,6 @@ async fn a_misspelled_tools_key_is_refused_by_the_blocking_check_and_leaves_noth
     assert!(
         said.contains("`tools`"),
         "the refusal names the key: {said}"
-    );
-    assert!(
-        !said.contains("permission prompt"),
-        "no note on a refusal: {said}"
     );
     assert!(workspace.pending().is_empty(), "nothing on disk");
     assert!(
@@ -651,62 +680,207 @@ async fn reading_a_live_skill_writes_a_usage_line() {
     assert_eq!(usage.len(), 2);
 }
 
+/// The two ways a client that can be asked is connected: an initialize handshake on
+/// 2025-11-25 (asked by elicitation) and discovery of 2026-07-28 (asked by an input-required
+/// result).
+fn both_protocols() -> [(&'static str, ClientLifecycleMode); 2] {
+    [
+        ("2025-11-25", ClientLifecycleMode::Initialize),
+        (
+            "2026-07-28",
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        ),
+    ]
+}
+
 #[tokio::test]
-async fn an_elicitation_client_that_declines_gets_nothing_drafted() {
-    for human in [Human::Declines, Human::Cancels, Human::AnswersNo] {
-        let workspace = Workspace::new(None);
-        let session = connect(workspace.server(), human).await;
-        let said = refused(&session.call("skill_create", weekly_report()).await);
-        assert!(
-            said.contains("your human said no; nothing was drafted"),
-            "{human:?}: {said}"
-        );
-        let asked = session.asked();
-        assert_eq!(asked.len(), 1, "{human:?}");
-        assert!(asked[0].contains("weekly-report"), "{}", asked[0]);
-        assert!(workspace.pending().is_empty(), "{human:?}");
-        assert!(
-            workspace
-                .playbooks
-                .ledger()
-                .cards(false)
-                .expect("cards")
-                .is_empty()
-        );
+async fn a_no_on_either_protocol_gets_nothing_drafted() {
+    for (protocol, lifecycle) in both_protocols() {
+        for human in [Human::Declines, Human::AnswersNo] {
+            let workspace = Workspace::new(None);
+            let session = connect_with(workspace.server(), human, lifecycle.clone()).await;
+            let said = refused(&session.call("skill_create", weekly_report()).await);
+            assert_eq!(
+                said, "your human said no; nothing was drafted",
+                "{protocol} {human:?}"
+            );
+            let asked = session.asked();
+            assert_eq!(asked.len(), 1, "{protocol} {human:?}");
+            assert!(asked[0].contains("weekly-report"), "{}", asked[0]);
+            assert!(workspace.pending().is_empty(), "{protocol} {human:?}");
+            assert!(
+                workspace
+                    .playbooks
+                    .ledger()
+                    .cards(false)
+                    .expect("cards")
+                    .is_empty()
+            );
+        }
     }
 }
 
 #[tokio::test]
-async fn an_elicitation_client_that_approves_gets_the_draft() {
-    let workspace = Workspace::new(None);
-    let session = connect(workspace.server(), Human::Approves).await;
-    let said = ok(&session.call("skill_create", weekly_report()).await);
-    assert!(said.contains("Drafted weekly-report"), "{said}");
-    assert!(
-        !said.contains("permission prompt"),
-        "the human was asked here: {said}"
-    );
-    assert_eq!(session.asked().len(), 1);
-    assert_eq!(workspace.pending(), ["weekly-report"]);
+async fn a_cancel_is_nobody_answering_not_a_no_and_names_the_ways_forward() {
+    for (protocol, lifecycle) in both_protocols() {
+        let workspace = Workspace::new(None);
+        let session = connect_with(workspace.server(), Human::Cancels, lifecycle).await;
+        let said = refused(&session.call("skill_create", weekly_report()).await);
+        assert!(said.starts_with("Nobody answered"), "{protocol}: {said}");
+        assert!(!said.contains("said no"), "{protocol}: {said}");
+        assert!(said.contains("nothing was drafted"), "{protocol}: {said}");
+        for way in [
+            "`Elicitation` hook",
+            "`create: card`",
+            "mindrune playbook init --unattended",
+        ] {
+            assert!(said.contains(way), "{protocol}: {way} in {said}");
+        }
+        assert!(workspace.pending().is_empty(), "{protocol}");
+    }
 }
 
 #[tokio::test]
-async fn a_session_on_protocol_2026_07_28_is_never_sent_an_elicitation() {
-    // That protocol forbids server-to-client requests: the host's own prompt is the ask, even
-    // for a client that can answer an elicitation.
+async fn a_yes_on_either_protocol_gets_the_draft() {
+    for (protocol, lifecycle) in both_protocols() {
+        let workspace = Workspace::new(None);
+        let session = connect_with(workspace.server(), Human::Approves, lifecycle).await;
+        let said = ok(&session.call("skill_create", weekly_report()).await);
+        assert!(said.contains("Drafted weekly-report"), "{protocol}: {said}");
+        assert_eq!(session.asked().len(), 1, "{protocol}");
+        assert_eq!(workspace.pending(), ["weekly-report"], "{protocol}");
+    }
+}
+
+#[tokio::test]
+async fn on_protocol_2026_07_28_the_question_is_an_input_required_result_bound_to_the_call() {
     let workspace = Workspace::new(None);
     let session = connect_with(
         workspace.server(),
-        Human::Declines,
+        Human::Approves,
         ClientLifecycleMode::Discover {
             preferred_versions: vec![ProtocolVersion::V_2026_07_28],
         },
     )
     .await;
-    let said = ok(&session.call("skill_create", weekly_report()).await);
-    assert!(said.contains("permission prompt"), "{said}");
-    assert!(session.asked().is_empty());
+    let Value::Object(arguments) = weekly_report() else {
+        unreachable!()
+    };
+    let first = session
+        .client
+        .call_tool_once(
+            CallToolRequestParams::new("skill_create").with_arguments(arguments.clone()),
+        )
+        .await
+        .expect("first round");
+    let CallToolResponse::InputRequired(question) = first else {
+        panic!("the first round is a question: {first:?}");
+    };
+    let wire = serde_json::to_value(&question).expect("wire");
+    assert_eq!(wire["resultType"], "input_required", "{wire}");
+    let request = &wire["inputRequests"]["approve"];
+    assert_eq!(request["method"], "elicitation/create", "{wire}");
+    assert_eq!(
+        request["params"]["requestedSchema"]["properties"]["approve"]["type"], "boolean",
+        "{wire}"
+    );
+    assert!(
+        request["params"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("weekly-report")),
+        "{wire}"
+    );
+    let state = question.request_state.clone().expect("a request state");
+    assert!(workspace.pending().is_empty(), "nothing before the answer");
+    let yes: rmcp::model::InputResponses = [(
+        "approve".to_string(),
+        json!({"action": "accept", "content": {"approve": true}}),
+    )]
+    .into_iter()
+    .collect();
+
+    // The yes does not carry over to a call with other arguments.
+    let mut other = arguments.clone();
+    other.insert("name".to_string(), json!("friday-report"));
+    let replay = session
+        .client
+        .call_tool_once(
+            CallToolRequestParams::new("skill_create")
+                .with_arguments(other)
+                .with_input_responses(yes.clone())
+                .with_request_state(state.clone()),
+        )
+        .await
+        .expect("replayed round");
+    let CallToolResponse::Complete(replay) = replay else {
+        panic!("a replay is answered: {replay:?}");
+    };
+    assert!(
+        refused(&replay).contains("does not belong to this call"),
+        "{}",
+        text(&replay)
+    );
+    assert!(workspace.pending().is_empty());
+
+    let second = session
+        .client
+        .call_tool_once(
+            CallToolRequestParams::new("skill_create")
+                .with_arguments(arguments)
+                .with_input_responses(yes)
+                .with_request_state(state),
+        )
+        .await
+        .expect("second round");
+    let CallToolResponse::Complete(done) = second else {
+        panic!("the second round is the answer: {second:?}");
+    };
+    assert!(
+        ok(&done).contains("Drafted weekly-report"),
+        "{}",
+        text(&done)
+    );
     assert_eq!(workspace.pending(), ["weekly-report"]);
+}
+
+#[tokio::test]
+async fn a_report_revert_and_retire_are_asked_on_protocol_2026_07_28_too() {
+    let workspace = Workspace::new(None);
+    live_weekly_report(&workspace).await;
+    let session = connect_with(
+        workspace.server(),
+        Human::Approves,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await;
+    let said = ok(&session
+        .call(
+            "skill_refine",
+            json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 2}),
+        )
+        .await);
+    assert!(
+        said.contains("Reported step 2 of weekly-report v1"),
+        "{said}"
+    );
+    let said = ok(&session
+        .call(
+            "skill_refine",
+            json!({"action": "retire", "skill": "weekly-report"}),
+        )
+        .await);
+    assert!(
+        said.contains("Filed retiring weekly-report as card #"),
+        "{said}"
+    );
+    let asked = session.asked();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].contains("report that step 2"), "{asked:?}");
+    assert!(asked[1].contains("should be retired"), "{asked:?}");
 }
 
 #[tokio::test]
@@ -798,7 +972,7 @@ async fn a_report_is_asked_about_and_a_no_files_nothing() {
 async fn retire_and_revert_file_cards_and_the_fixer_files_as_fixer() {
     let workspace = Workspace::new(None);
     live_weekly_report(&workspace).await;
-    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let session = connect(workspace.server(), Human::Approves).await;
 
     let said = ok(&session
         .call(
@@ -810,7 +984,6 @@ async fn retire_and_revert_file_cards_and_the_fixer_files_as_fixer() {
         said.contains("Filed retiring weekly-report as card #"),
         "{said}"
     );
-    assert!(said.contains("permission prompt"), "{said}");
     let said = refused(
         &session
             .call(
@@ -889,7 +1062,7 @@ async fn search_and_record_answer_in_lines() {
         .await);
     assert_eq!(
         said,
-        "weekly-report — a weekly status report is due on Friday (carried)"
+        "weekly-report — a weekly status report is due on Friday (carried) (owes forbidden-tools)"
     );
     let said = ok(&session
         .call("playbook_search", json!({"query": "zebra", "limit": 500}))
@@ -943,4 +1116,131 @@ async fn suggestions_follow_the_next_result_once() {
         .call("playbook_search", json!({"query": "weekly"}))
         .await);
     assert!(!said.contains("Suggestion:"), "{said}");
+}
+
+#[tokio::test]
+async fn a_skill_made_live_or_retired_mid_session_reaches_the_assistant_with_the_next_result() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::Approves).await;
+    ok(&session.call("skill_create", weekly_report()).await);
+    let card = workspace.playbooks.ledger().cards(true).expect("cards")[0].id;
+    workspace.playbooks.approve(card).expect("approve");
+
+    let said = ok(&session
+        .call("playbook_search", json!({"query": "weekly"}))
+        .await);
+    assert!(
+        said.ends_with(
+            "Carried skills changed during this session; now carried:\n- weekly-report: a weekly status report is due on Friday"
+        ),
+        "{said}"
+    );
+    // Given once: the next result does not repeat it.
+    let said = ok(&session
+        .call("playbook_search", json!({"query": "weekly"}))
+        .await);
+    assert!(!said.contains("Carried skills changed"), "{said}");
+
+    let filed = workspace
+        .playbooks
+        .retire("weekly-report", None, "human")
+        .expect("retire");
+    workspace.playbooks.approve(filed.card).expect("approve");
+    let said = refused(
+        &session
+            .call("workspace_read", json!({"path": "notes/none.md"}))
+            .await,
+    );
+    assert!(
+        said.ends_with("Carried skills changed during this session; now carried: (none)"),
+        "{said}"
+    );
+}
+
+#[tokio::test]
+async fn a_hand_written_skills_owed_fields_come_with_its_read_search_and_record() {
+    let workspace = Workspace::new(None);
+    let dir = workspace.path.join("skills/hand-made");
+    std::fs::create_dir_all(&dir).expect("dir");
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: hand-made\ntrigger: the human asks for the hand-made report\nuse_when: a hand-made report is due\nnot_when: a weekly report\nsteps:\n  - do: Read the notes\n    tool: workspace_read\nversion: 1\nstatus: active\n---\nRead, then write.\n",
+    )
+    .expect("skill");
+    let session = connect(workspace.server(), Human::CannotBeAsked).await;
+    let owed = "preconditions, forbidden-tools, expected_result, failure_modes, evidence";
+    let said = ok(&session
+        .call("workspace_read", json!({"path": "skills/hand-made"}))
+        .await);
+    assert!(said.starts_with("---\nname: hand-made\n"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "(MindRune: this skill owes {owed}: left out or blank, so it still loads"
+        )),
+        "{said}"
+    );
+    let said = ok(&session
+        .call("playbook_search", json!({"query": "hand-made"}))
+        .await);
+    assert_eq!(
+        said,
+        format!("hand-made — a hand-made report is due (owes {owed})")
+    );
+    let said = ok(&session
+        .call("playbook_record", json!({"skill": "hand-made"}))
+        .await);
+    assert!(
+        said.contains(&format!("  owes: {owed} (left out; the skill still loads)")),
+        "{said}"
+    );
+
+    // MindRune's own folder is not the assistant's to read.
+    let said = refused(
+        &session
+            .call(
+                "workspace_read",
+                json!({"path": ".mindrune/playbooks.sqlite3"}),
+            )
+            .await,
+    );
+    assert!(said.contains("MindRune's own"), "{said}");
+}
+
+#[tokio::test]
+async fn the_door_refuses_credentials_and_paths_as_people_write_them() {
+    let workspace = Workspace::new(None);
+    let session = connect(workspace.server(), Human::Approves).await;
+    let phrasings = [
+        "log in as ada with the password Tr0ub4dor&3",
+        "my password is hunter2",
+        "curl -u ada:Tr0ub4dor&3 https://reports.example.com/upload",
+        "use the API key 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "pass api_key 0123456789abcdef0123456789abcdef to the uploader",
+        "cat {/etc/passwd}",
+        "cat {/etc/passwd,/etc/shadow}",
+        "read path:/etc/passwd",
+        "scp host:/etc/passwd .",
+    ];
+    for phrase in phrasings {
+        let mut proposal = weekly_report();
+        proposal["steps"][0]["do"] = json!(phrase);
+        let said = refused(&session.call("skill_create", proposal).await);
+        assert!(
+            said.contains("cannot be followed safely"),
+            "{phrase}: {said}"
+        );
+        assert!(
+            !said.contains("hunter2") && !said.contains("Tr0ub4dor"),
+            "the refusal echoes the secret: {said}"
+        );
+    }
+    assert!(
+        session.asked().is_empty(),
+        "nobody asked about a refused proposal"
+    );
+    // A regex and an escape are not paths.
+    let mut proposal = weekly_report();
+    proposal["steps"][0]["do"] = json!("Match the dates: \\d{4}-\\d{2}-\\d{2}, and strip \\x07");
+    let said = ok(&session.call("skill_create", proposal).await);
+    assert!(said.contains("Drafted weekly-report"), "{said}");
 }

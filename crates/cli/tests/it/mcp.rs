@@ -4,8 +4,10 @@
 //! report → the fixer revises → approve → the record shows the comparison. (`.ci/run` drives the
 //! same flow with the official Python `mcp` package: `tests/python/mcp_e2e.py`.)
 //!
-//! The client declares no elicitation, so every `ask` of the shipped default is the host's own
-//! permission prompt, and the tool's answer says so.
+//! The client declares no elicitation, and under the shipped default `ask` such a client gets
+//! nothing done (crates/server/tests/mcp.rs pins that), so this workspace's permissions.yaml
+//! says `create: card` and `report: auto`: the draft and the fixer's revision still wait on
+//! cards for the human.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -58,6 +60,11 @@ impl Workspace {
                 ws.home.display().to_string(),
                 fixer
             ),
+        )
+        .unwrap();
+        std::fs::write(
+            ws.path.join("permissions.yaml"),
+            "create: card\nreport: auto\n",
         )
         .unwrap();
         ws
@@ -253,16 +260,12 @@ fn weekly_report() -> Value {
     })
 }
 
-/// skill_create through the host-prompt path, then the human approves the card: a live skill.
+/// skill_create files a card without asking (`create: card`), then the human approves it.
 async fn create_and_approve(ws: &Workspace, session: &Session) {
     let created = session.ok("skill_create", weekly_report()).await;
     assert!(
         created.contains("Drafted weekly-report and filed card #1"),
         "{created}"
-    );
-    assert!(
-        created.contains("Your host's permission prompt for this call was the ask"),
-        "the client declared no elicitation, so the host's prompt was the ask: {created}"
     );
     assert!(
         ws.path
@@ -340,10 +343,6 @@ async fn a_skill_made_over_mcp_is_reported_revised_by_the_fixer_approved_and_com
         reported.contains("The skill fixer started in the background"),
         "{reported}"
     );
-    assert!(
-        reported.contains("Your host's permission prompt for this call was the ask"),
-        "{reported}"
-    );
     let report = report_number(&reported);
 
     // The fixer revises: a waiting revise card appears in the inbox.
@@ -358,6 +357,10 @@ async fn a_skill_made_over_mcp_is_reported_revised_by_the_fixer_approved_and_com
     assert_eq!(card["base_version"], 1);
     let id = card["id"].as_i64().unwrap();
     let shown = ws.ok(&["card", "show", &id.to_string()]);
+    assert!(
+        shown.contains("why: The skill fixer filed this with `mindrune refine revise`, which asks nobody before filing (revise: ask): this card is the question, and it waits for your answer."),
+        "the card says nobody was asked before it was filed: {shown}"
+    );
     assert!(
         shown.contains("+  - do: Write the report to reports/weekly.md, newest week first"),
         "the diff shows the corrected step: {shown}"

@@ -184,6 +184,22 @@ pub(crate) fn approve_in(
             )?;
             (CardState::Applied, outcome)
         }
+        // A draft that cannot go live now (a hand edit added a credential, a blocking check it
+        // fails) stays where the human looks: in skills/pending/ with its card still waiting,
+        // the card saying why. Answered `refused`, it would be a draft without a waiting card,
+        // which the next command sets aside as interrupted.
+        Err(PlaybookError::Refused { message, .. })
+            if card.kind == CardKind::Create
+                && layout::pending_dir(&playbooks.workspace, &card.skill).exists() =>
+        {
+            let name = &card.skill;
+            let outcome = format!(
+                "{name} could not go live: {message}\nThe draft stays in skills/{}/{name}/ and this card waits: fix the draft there and approve it again, or turn it down.",
+                layout::PENDING
+            );
+            ledger::note_card(tx, id, &outcome)?;
+            (CardState::Waiting, outcome)
+        }
         // Refused: no file changes, only the card's answer.
         Err(PlaybookError::Refused { message, .. }) => {
             ledger::answer_card(tx, id, CardState::Refused, by, None, &message)?;

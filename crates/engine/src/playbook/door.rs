@@ -243,6 +243,29 @@ impl Playbooks {
                     ),
                 ));
             }
+            // A retired skill is not followed, but it is the same procedure: the answer names
+            // it, so the human can bring it back with a revert rather than keep two.
+            for retired in self.retired_skills()? {
+                let Ok(parsed) = &retired.parsed else {
+                    continue;
+                };
+                if playbook_file::tool_sequence(parsed) != tools {
+                    continue;
+                }
+                let version = retired
+                    .version()
+                    .map(|version| format!(", v{version}"))
+                    .unwrap_or_default();
+                return Err(PlaybookError::refused(
+                    Rule::SameTools,
+                    format!(
+                        "skill {} (retired{version}) already uses exactly this sequence of tools ({}): it is the same procedure under another name; to use it again, skill_refine revert brings {} back (your human answers the card), or change its steps so it is a different procedure",
+                        retired.name,
+                        tools.join(" → "),
+                        retired.name
+                    ),
+                ));
+            }
         }
         // 3. Too many drafts waiting for someone who is not there.
         if attendance == Attendance::Unattended {
@@ -334,6 +357,14 @@ impl Playbooks {
             ));
         }
         Ok(parsed)
+    }
+
+    /// The retired skills in `skills/`.
+    fn retired_skills(&self) -> Result<Vec<OnDisk>, PlaybookError> {
+        Ok(layout::list(&layout::skills_dir(&self.workspace))?
+            .into_iter()
+            .filter(|skill| skill.status() == Some(Status::Retired))
+            .collect())
     }
 
     /// The skills a new one must not duplicate: the live ones that are not retired, and the

@@ -27,7 +27,17 @@ impl Playbooks {
     /// `workspace_read`: a file's text. `turn` is where the record of the current turn is on
     /// disk, when the host says; it goes into the usage line of a skill read.
     pub fn workspace_read(&self, path: &str, turn: Option<&str>) -> Result<String, PlaybookError> {
-        let relative = self.relative(path)?;
+        self.workspace_read_noting(path, turn).map(|read| read.text)
+    }
+
+    /// `workspace_read`, with the fields a skill read owes (a hand-written skill may leave
+    /// some out; they are reported wherever it is read, never hidden).
+    pub fn workspace_read_noting(
+        &self,
+        path: &str,
+        turn: Option<&str>,
+    ) -> Result<Read, PlaybookError> {
+        let relative = self.readable(path, "workspace_read")?;
         let skill = skill_of(&relative);
         let target = match &skill {
             Some((name, true)) => format!("{}/{name}/{}", layout::SKILLS, layout::SKILL_FILE),
@@ -42,16 +52,20 @@ impl Playbooks {
             )),
             Err(err) => Err(read_refusal(err)),
         };
+        let mut owed = Vec::new();
         if let Some((name, _)) = skill {
-            let revision = result
+            let parsed = result
                 .as_ref()
                 .ok()
-                .and_then(|text| playbook_file::parse(text).ok())
-                .and_then(|(skill, _)| skill.version);
+                .and_then(|text| playbook_file::parse(text).ok());
+            let revision = parsed.as_ref().and_then(|(skill, _)| skill.version);
+            if let Some((skill, _)) = &parsed {
+                owed = playbook_file::owed_fields(skill);
+            }
             self.ledger
                 .log_read(&name, revision, result.is_ok(), turn)?;
         }
-        result
+        result.map(|text| Read { text, owed })
     }
 
     /// `file_write`: writes a file (atomically), making its folders.
@@ -77,7 +91,7 @@ impl Playbooks {
     /// `file_copy`: copies a plain file (from anywhere in the workspace, `skills/` included) to a
     /// place outside `skills/`.
     pub fn file_copy(&self, from: &str, to: &str) -> Result<String, PlaybookError> {
-        let source = self.relative(from)?;
+        let source = self.readable(from, "file_copy")?;
         let target = self.writable(to, "file_copy")?;
         let text = match workspace::read_contained_limited(
             &self.workspace,
@@ -156,6 +170,45 @@ impl Playbooks {
             })
     }
 
+    /// A path a file tool may read: inside the workspace and not in `.mindrune/`, MindRune's
+    /// own folder (the ledger, the apply journal, the fixer's logs), under any spelling or
+    /// through a hard-linked folder: what the fixer read and wrote is not the assistant's to
+    /// read, or the assistant that reported could watch, and steer, the fix.
+    fn readable(&self, path: &str, tool: &str) -> Result<String, PlaybookError> {
+        let relative = self.relative(path)?;
+        let refusal = || {
+            PlaybookError::refused(
+                Rule::SkillsPath,
+                format!(
+                    "{tool} cannot read {path}: .mindrune/ is MindRune's own (the ledger, the apply journal, the fixer's logs), not the assistant's to read; the human reads it"
+                ),
+            )
+        };
+        let first_is_runtime = Path::new(&relative)
+            .components()
+            .next()
+            .is_some_and(|first| {
+                is_runtime_path(Path::new(first.as_os_str())) && !is_settings(first.as_os_str())
+            });
+        if first_is_runtime {
+            return Err(refusal());
+        }
+        if let Ok(own) = fs::symlink_metadata(self.workspace.join(".mindrune")) {
+            let own = identity(&own);
+            let mut current = self.workspace.clone();
+            for component in Path::new(&relative).components() {
+                current.push(component);
+                let Ok(metadata) = fs::symlink_metadata(&current) else {
+                    break;
+                };
+                if identity(&metadata) == own {
+                    return Err(refusal());
+                }
+            }
+        }
+        Ok(relative)
+    }
+
     /// A path a file tool may write: inside the workspace, reached without a symlink, not in
     /// `skills/`, and not one of MindRune's own files (`.mindrune/`, `playbooks.toml`,
     /// `permissions.yaml`), whose change would get around the door as surely as a file dropped
@@ -223,6 +276,20 @@ impl Playbooks {
         }
         Ok(relative)
     }
+}
+
+/// What `workspace_read` read: the text, and for a skill the fields it owes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Read {
+    pub text: String,
+    pub owed: Vec<&'static str>,
+}
+
+/// Whether a name is one of the two settings files, which the assistant may read (not write).
+fn is_settings(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy().to_lowercase();
+    let name = name.trim_end_matches(['.', ' ']);
+    name == super::config::CONFIG_FILE || name == super::config::PERMISSIONS_FILE
 }
 
 /// A file's identity on disk: its device and inode.

@@ -16,10 +16,14 @@
 //! | `MINDRUNE_BIN`           | the `mindrune` program, to file `mindrune refine revise`   |
 //! | `MINDRUNE_FIXER_TOKEN`   | the report's token: a revision without it is refused       |
 //!
-//! Its output goes to `.mindrune/fixer/report-<id>.log`.
+//! Its output goes to `.mindrune/fixer/report-<id>.log`, with the token masked: a fixer that
+//! echoes its environment (`set -x`, `env`) must not leave the one secret of its report in a
+//! file, and the log is MindRune's own, which `workspace_read` does not read.
 
+use std::io::{Read, Write as _};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use super::Playbooks;
 use super::layout::OnDisk;
@@ -73,18 +77,10 @@ pub(crate) fn start(
     }
     let log_path = logs.join(format!("report-{report_id}.log"));
     let log = match std::fs::File::create(&log_path) {
-        Ok(log) => log,
+        Ok(log) => Arc::new(Mutex::new(log)),
         Err(err) => {
             return FixerStart::Failed {
                 message: format!("cannot write {}: {err}", log_path.display()),
-            };
-        }
-    };
-    let err_log = match log.try_clone() {
-        Ok(log) => log,
-        Err(err) => {
-            return FixerStart::Failed {
-                message: err.to_string(),
             };
         }
     };
@@ -94,8 +90,9 @@ pub(crate) fn start(
         .arg(command)
         .current_dir(&playbooks.workspace)
         .stdin(Stdio::null())
-        .stdout(log)
-        .stderr(err_log)
+        // Through MindRune, not straight to the file: the token is masked on the way.
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .env("MINDRUNE_SKILL_DIR", &live.dir)
         .env("MINDRUNE_SKILL", &report.skill)
         .env("MINDRUNE_REVISION", report.revision.to_string())
@@ -112,6 +109,20 @@ pub(crate) fn start(
     }
     match child.spawn() {
         Ok(mut process) => {
+            let outputs: [Option<Box<dyn Read + Send>>; 2] = [
+                process
+                    .stdout
+                    .take()
+                    .map(|out| Box::new(out) as Box<dyn Read + Send>),
+                process
+                    .stderr
+                    .take()
+                    .map(|err| Box::new(err) as Box<dyn Read + Send>),
+            ];
+            for output in outputs.into_iter().flatten() {
+                let (log, token) = (Arc::clone(&log), token.to_string());
+                std::thread::spawn(move || copy_masked(output, &log, &token));
+            }
             // Reaped on a thread so it never lingers as a zombie while the server runs.
             std::thread::spawn(move || {
                 let _ = process.wait();
@@ -121,5 +132,93 @@ pub(crate) fn start(
         Err(err) => FixerStart::Failed {
             message: format!("cannot start the fixer `{command}`: {err}"),
         },
+    }
+}
+
+/// What the token is written as in the fixer's log.
+pub const TOKEN_MASK: &str = "[MINDRUNE_FIXER_TOKEN]";
+
+/// Copies one of the fixer's outputs into its log with every occurrence of `token` masked. The
+/// last `token.len() - 1` bytes wait for the next read, so a token split across two reads is
+/// masked too.
+fn copy_masked(mut from: impl Read, log: &Mutex<std::fs::File>, token: &str) {
+    let token = token.as_bytes();
+    let keep = token.len().saturating_sub(1);
+    let mut pending: Vec<u8> = Vec::new();
+    let mut buffer = [0u8; 8192];
+    let write = |bytes: &[u8]| {
+        if let Ok(mut log) = log.lock() {
+            let _ = log.write_all(bytes);
+        }
+    };
+    loop {
+        let read = match from.read(&mut buffer) {
+            Ok(0) | Err(_) => 0,
+            Ok(read) => read,
+        };
+        pending.extend_from_slice(&buffer[..read]);
+        let mut out = Vec::with_capacity(pending.len());
+        while let Some(at) = find(&pending, token) {
+            out.extend_from_slice(&pending[..at]);
+            out.extend_from_slice(TOKEN_MASK.as_bytes());
+            pending.drain(..at + token.len());
+        }
+        let flush_to = if read == 0 {
+            pending.len()
+        } else {
+            pending.len().saturating_sub(keep)
+        };
+        out.extend(pending.drain(..flush_to));
+        write(&out);
+        if read == 0 {
+            return;
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Reads `chunks` one at a time, as a pipe hands them over.
+    struct Chunks(Vec<Vec<u8>>);
+
+    impl Read for Chunks {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let chunk = self.0.remove(0);
+            buf[..chunk.len()].copy_from_slice(&chunk);
+            Ok(chunk.len())
+        }
+    }
+
+    #[test]
+    fn the_token_is_masked_even_when_split_across_reads() {
+        let token = "0123456789abcdef";
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log");
+        let log = Mutex::new(std::fs::File::create(&path).unwrap());
+        let chunks = Chunks(vec![
+            b"+ MINDRUNE_FIXER_TOKEN=01234".to_vec(),
+            b"56789abcdef\nfiled ".to_vec(),
+            format!("{token}{token} done\n").into_bytes(),
+        ]);
+        copy_masked(chunks, &log, token);
+        let written = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            written,
+            format!("+ MINDRUNE_FIXER_TOKEN={TOKEN_MASK}\nfiled {TOKEN_MASK}{TOKEN_MASK} done\n")
+        );
     }
 }

@@ -411,6 +411,16 @@ pub fn answer_card(
     Ok(changed == 1)
 }
 
+/// Writes what happened to a card that stays waiting (an approval that could not be applied
+/// and is left for the human to mend).
+pub fn note_card(tx: &Transaction<'_>, id: i64, outcome: &str) -> Result<(), PlaybookError> {
+    tx.execute(
+        "UPDATE cards SET outcome = ?2 WHERE id = ?1 AND state = 'waiting'",
+        params![id, outcome],
+    )?;
+    Ok(())
+}
+
 /// Waiting cards of one kind for one skill (or any skill when `skill` is `None`).
 pub fn waiting_count(
     tx: &Connection,

@@ -27,6 +27,7 @@
 
 pub mod cards;
 pub mod config;
+pub mod cost;
 pub mod door;
 pub mod file_tools;
 pub mod fixer;

@@ -12,6 +12,7 @@ use std::fmt::Write as _;
 use mindrune_core::fisher::{self, Comparison, Verdict};
 use mindrune_core::playbook_file::Status;
 
+use super::cost;
 use super::layout;
 use super::{PlaybookError, Playbooks};
 
@@ -42,6 +43,10 @@ pub struct SkillRecord {
     pub evidence: usize,
     /// Reports the fixer stopped on without a revision, and what it said.
     pub fixer_notes: Vec<(i64, String)>,
+    /// The fields the live file owes (left out, or blank).
+    pub owed: Vec<&'static str>,
+    /// What the turns the skill was read in cost, as far as the host's records say.
+    pub cost: cost::Cost,
 }
 
 impl Playbooks {
@@ -111,7 +116,15 @@ impl Playbooks {
                 }
                 _ => None,
             };
+            let owed = skill
+                .parsed
+                .as_ref()
+                .map(mindrune_core::playbook_file::owed_fields)
+                .unwrap_or_default();
+            let cost = cost::of_turns(turns.iter().map(String::as_str), &self.workspace);
             records.push(SkillRecord {
+                owed,
+                cost,
                 status: skill.status(),
                 live_version,
                 reads,
@@ -144,6 +157,13 @@ pub fn render(records: &[SkillRecord]) -> String {
             .map(|v| format!("v{v}"))
             .unwrap_or_else(|| "v?".into());
         let _ = writeln!(out, "{} ({version}, {status})", record.name);
+        if !record.owed.is_empty() {
+            let _ = writeln!(
+                out,
+                "  owes: {} (left out; the skill still loads)",
+                record.owed.join(", ")
+            );
+        }
         let _ = writeln!(
             out,
             "  reads: {}{}, corrections: {}, turns: {}{}",
@@ -203,6 +223,9 @@ pub fn render(records: &[SkillRecord]) -> String {
             _ => "no earlier revision to compare with".to_string(),
         };
         let _ = writeln!(out, "  {verdict}");
+        if record.turns > 0 {
+            let _ = writeln!(out, "  {}", record.cost.render(record.turns));
+        }
         for (report, note) in &record.fixer_notes {
             let _ = writeln!(out, "  report #{report}: the fixer stopped: {note}");
         }

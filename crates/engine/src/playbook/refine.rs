@@ -3,6 +3,7 @@
 
 use rusqlite::{OptionalExtension as _, params};
 
+use mindrune_core::permissions::{Act, Policy};
 use mindrune_core::playbook_file::Status;
 
 use super::cards::{self, Answered};
@@ -171,6 +172,38 @@ impl Playbooks {
         token: &str,
         filed_by: &str,
     ) -> Result<Filed, PlaybookError> {
+        self.revise_noting(report, text, fingerprint, token, filed_by, None)
+    }
+
+    /// The fixer's revision filed by `mindrune refine revise`, which asks nobody: under `ask`
+    /// (and `card`) the card waits, and its `why` says that nobody was asked before it was
+    /// filed, so the human reading it knows the card is the first they hear of it.
+    pub fn revise_unasked(
+        &self,
+        report: i64,
+        text: &str,
+        fingerprint: &str,
+        token: &str,
+    ) -> Result<Filed, PlaybookError> {
+        let note = match self.permissions.policy(Act::Revise) {
+            Policy::Auto => None,
+            policy => Some(format!(
+                "The skill fixer filed this with `mindrune refine revise`, which asks nobody before filing (revise: {}): this card is the question, and it waits for your answer.",
+                policy.as_str()
+            )),
+        };
+        self.revise_noting(report, text, fingerprint, token, "fixer", note.as_deref())
+    }
+
+    fn revise_noting(
+        &self,
+        report: i64,
+        text: &str,
+        fingerprint: &str,
+        token: &str,
+        filed_by: &str,
+        why: Option<&str>,
+    ) -> Result<Filed, PlaybookError> {
         let skill_name = self.check_revise(report, fingerprint, token)?;
         let live = self.live_skill(&skill_name)?;
         // The same blocking checks a new skill gets, now and again when it is applied.
@@ -210,6 +243,7 @@ impl Playbooks {
                     fingerprint: Some(fingerprint.to_string()),
                     base_version: live.version(),
                     report_id: Some(report),
+                    why: why.map(str::to_string),
                     ..NewCard::default()
                 },
             )?;

@@ -21,6 +21,8 @@ pub struct SearchHit {
     pub carried: bool,
     /// BM25 (lower is a better match; FTS5's sign convention).
     pub rank: f64,
+    /// The fields it owes (left out, or blank), reported wherever it is read.
+    pub owed: Vec<&'static str>,
 }
 
 impl Playbooks {
@@ -55,6 +57,12 @@ impl Playbooks {
         Ok(rows
             .into_iter()
             .map(|(name, use_when, trigger, rank)| SearchHit {
+                owed: layout::load(&layout::live_dir(&self.workspace, &name), &name)
+                    .ok()
+                    .flatten()
+                    .and_then(|skill| skill.parsed.ok())
+                    .map(|skill| mindrune_core::playbook_file::owed_fields(&skill))
+                    .unwrap_or_default(),
                 carried: carried.contains(&name),
                 when: if use_when.trim().is_empty() {
                     trigger

@@ -1,0 +1,13 @@
+//! A host's turn record, read for what the turn cost (`playbook_record`), never panics, and a
+//! record that reports something reports a number.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use mindrune_engine::playbook::cost;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    if let Some(turn) = cost::parse(&text) {
+        assert!(turn.tokens.is_some() || turn.tool_calls.is_some(), "{turn:?}");
+    }
+});

@@ -5,6 +5,7 @@
 //! installed once with `npm ci` under the target folder. `MINDRUNE_SKIP_CLAUDE_CODE=1` skips
 //! these tests on a machine without npm; without it a missing npm fails them, saying so.
 
+mod assistant_host;
 pub mod model_api;
 mod rs_sdk_host;
 

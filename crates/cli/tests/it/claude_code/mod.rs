@@ -39,6 +39,8 @@ pub fn tools() -> PathBuf {
             std::fs::copy(pins.join(file), dir.join(file)).unwrap();
         }
         let output = Command::new("npm")
+            // The packages' install scripts put the platform binary (an optional package from
+            // the same registry) in place; nothing else is fetched.
             .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
             .current_dir(&dir)
             .output()

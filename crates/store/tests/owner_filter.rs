@@ -24,6 +24,7 @@ const FAMILY_TABLES: &[&str] = &[
     "lessons",
     "snippet_suggestions",
     "avatar_states",
+    "unrecorded_calls",
 ];
 
 const SQL_WORDS: &[&str] = &["SELECT ", "INSERT ", "UPDATE ", "DELETE "];

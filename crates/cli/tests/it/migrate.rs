@@ -16,7 +16,7 @@ use crate::util::{TestLibrary, script, shell, stderr, stdout};
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// Every table the library keeps, as `migrate` lists them.
-const TABLES: [&str; 17] = [
+const TABLES: [&str; 18] = [
     "owners",
     "agents",
     "skills",
@@ -28,6 +28,7 @@ const TABLES: [&str; 17] = [
     "sharing_events",
     "lessons",
     "snippet_suggestions",
+    "unrecorded_calls",
     "vocabulary",
     "vocabulary_state",
     "runner_tokens",
@@ -247,7 +248,7 @@ fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() 
         "{out}"
     );
     assert!(
-        out.contains("Verified 17 tables: row counts and SHA-256 digests match the source.\n"),
+        out.contains("Verified 18 tables: row counts and SHA-256 digests match the source.\n"),
         "{out}"
     );
     assert!(out.contains(&format!("pass --database '{url}'")), "{out}");
@@ -267,7 +268,7 @@ fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() 
         )),
         "{out}"
     );
-    assert!(out.contains("Verified 17 tables"), "{out}");
+    assert!(out.contains("Verified 18 tables"), "{out}");
     assert_eq!(schema.counts(), source);
 
     // The copy reads back as the SQLite library does.

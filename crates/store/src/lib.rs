@@ -530,6 +530,18 @@ pub enum StoreError {
     },
     #[error("database error: {0}")]
     Database(String),
+    /// The disk holding the library (or the database server's) is full: nothing of the write
+    /// was stored. Its own variant, so a server answers 507 with the reason and a mirror's
+    /// caller keeps the old files instead of blaming the library.
+    #[error("database error: {0}")]
+    DiskFull(String),
+}
+
+impl StoreError {
+    /// Whether the write failed because a disk is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::DiskFull(_))
+    }
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;

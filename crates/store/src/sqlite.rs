@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0003_vocabulary.sql"),
     include_str!("../migrations/sqlite/0004_wrapups.sql"),
     include_str!("../migrations/sqlite/0005_server.sql"),
+    include_str!("../migrations/sqlite/0006_names_nocase.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -77,7 +78,7 @@ fn db_err(err: rusqlite::Error) -> StoreError {
     // what to do. SQLite reports a write past the process's file-size limit (EFBIG) as an I/O
     // error, and a short write on a full disk as `SQLITE_FULL`.
     match err.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DiskFull) => StoreError::Database(format!(
+        Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull(format!(
             "{err}: the disk holding the library is full; free space on it and run the command \
              again (the change that failed was not stored; what was stored before is kept)"
         )),
@@ -93,6 +94,20 @@ fn db_err(err: rusqlite::Error) -> StoreError {
         )),
         _ => StoreError::Database(err.to_string()),
     }
+}
+
+/// The name already in `table` that `name` collides with (the same letters in any case), for
+/// the refusal; `name` itself when the row cannot be found.
+fn name_taken(conn: &Connection, table: &str, name: &str) -> Result<String> {
+    let taken: Option<String> = conn
+        .query_row(
+            &format!("SELECT name FROM {table} WHERE lower(name) = lower(?1)"),
+            [name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(db_err)?;
+    Ok(taken.unwrap_or_else(|| name.to_string()))
 }
 
 fn is_busy(err: &StoreError) -> bool {
@@ -557,9 +572,8 @@ impl Store for SqliteStore {
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
             {
-                return Err(StoreError::Conflict(format!(
-                    "an owner named `{name}` already exists"
-                )));
+                let taken = name_taken(&inner.conn, "owners", name)?;
+                return Err(crate::common::name_taken("owner", name, &taken));
             }
             Err(e) => return Err(db_err(e)),
         }
@@ -642,9 +656,8 @@ impl Store for SqliteStore {
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
             {
-                Err(StoreError::Conflict(format!(
-                    "an agent named `{name}` already exists"
-                )))
+                let taken = name_taken(&inner.conn, "agents", name)?;
+                Err(crate::common::name_taken("agent", name, &taken))
             }
             Err(e) => Err(db_err(e)),
         }

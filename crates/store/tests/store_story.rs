@@ -51,6 +51,8 @@ support::on_every_backend! {
     a_session_lasts_until_it_expires_or_ends,
     the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing,
     family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused,
+    // Names.
+    owner_and_agent_names_that_differ_only_in_case_are_refused,
 }
 
 /// Ada's family: her avatars buzz and pickles, in a library of their own.
@@ -1135,4 +1137,33 @@ fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused(backend: 
         f.store.family_reuse(other.id, 0).unwrap(),
         Default::default()
     );
+}
+
+fn owner_and_agent_names_that_differ_only_in_case_are_refused(backend: Backend) {
+    let f = family(backend);
+    let taken = |err: StoreError| match err {
+        StoreError::Conflict(message) => message,
+        other => panic!("not a conflict: {other:?}"),
+    };
+    let message = taken(f.store.create_owner("Ada", "mrk_other", 1).unwrap_err());
+    assert!(
+        message.contains("an owner named `ada` already exists")
+            && message.contains("differ only in case"),
+        "{message}"
+    );
+    let message = taken(f.store.create_agent(f.owner, "BUZZ", "/ws/b", 1).unwrap_err());
+    assert!(
+        message.contains("an agent named `buzz` already exists"),
+        "{message}"
+    );
+    // Another owner cannot take the name in another case either: agent names are one
+    // namespace, as avatar names are in the game.
+    let bob = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(f.store.create_agent(bob.id, "Pickles", "/ws/p", 1).is_err());
+    // Nothing was added, and the names as written still find their accounts.
+    assert_eq!(f.store.owners().unwrap().len(), 2);
+    assert_eq!(f.store.agents(f.owner).unwrap().len(), 2);
+    assert!(f.store.agents(bob.id).unwrap().is_empty());
+    assert!(f.store.owner_by_name("Ada").unwrap().is_none());
+    assert!(f.store.agent_by_name("buzz").unwrap().is_some());
 }

@@ -513,6 +513,17 @@ pub fn turn_boundary(
 ) -> anyhow::Result<ExitCode> {
     let store = match library::open(home) {
         Ok(store) => store,
+        Err(err) if boundary == Boundary::Start && anyhow_disk_full(&err) => {
+            // A full disk is no reason to doubt what the library last said: the mirror stays.
+            let kept = out_dir.map_or_else(
+                || "the agent's family-skills/".to_string(),
+                |dir| dir.display().to_string(),
+            );
+            return Err(err.context(format!(
+                "the disk holding the library at {} is full, so {kept} was kept as it was; free space on that disk and start `{agent}` again",
+                library::database(home)
+            )));
+        }
         Err(err) if let (Boundary::Start, Some(dir)) = (boundary, out_dir) => {
             // Better an empty family-skills/ than a stale one: the agent must not act on
             // skills the library may have un-shared.
@@ -530,6 +541,30 @@ pub fn turn_boundary(
     };
     let report = match turn::turn_boundary(&*store, agent, boundary, policy, out_dir) {
         Ok(report) => report,
+        Err(err) if boundary == Boundary::Start && err.is_disk_full() => {
+            // The library answered, or would have: only a disk is short. Emptying the mirror
+            // would cost the agent its family's skills for nothing, so it stays as it was.
+            let dir = match out_dir {
+                Some(dir) => Some(dir.to_path_buf()),
+                None => store
+                    .agent_by_name(agent)
+                    .ok()
+                    .flatten()
+                    .map(|a| family::default_dir(&a)),
+            };
+            let kept = dir.map_or_else(
+                || "family-skills/".to_string(),
+                |dir| dir.display().to_string(),
+            );
+            let disk = if matches!(&err, turn::TurnError::Mirror(family::FamilyError::Mirror(_))) {
+                format!("the disk holding {kept}")
+            } else {
+                format!("the disk holding the library at {}", library::database(home))
+            };
+            return Err(anyhow::Error::new(err).context(format!(
+                "{disk} is full, so {kept} was kept as it was; free space on that disk and start `{agent}` again"
+            )));
+        }
         Err(err) if boundary == Boundary::Start => {
             // The library opened but could not answer: the same rule as above, for the
             // agent's own mirror when no other directory was named.
@@ -568,6 +603,18 @@ pub fn turn_boundary(
         render::turn_report(&mut out, &report, boundary == Boundary::Start)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a failure somewhere down `err`'s chain is a full disk.
+fn anyhow_disk_full(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<mindrune_store::StoreError>()
+            .is_some_and(mindrune_store::StoreError::is_disk_full)
+            || cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(mindrune_engine::io_disk_full)
+    })
 }
 
 pub fn mirror(

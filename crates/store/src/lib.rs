@@ -514,6 +514,15 @@ pub struct FamilyReuse {
     pub skills_reused: i64,
 }
 
+/// The free space of the disk a library is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskSpace {
+    /// The folder holding the library's files.
+    pub folder: String,
+    /// Bytes this process may still write there.
+    pub available: u64,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{0} not found")]
@@ -699,6 +708,11 @@ pub trait Store: Send + Sync {
     /// The digest of the vocabulary as last written, or `None` before the first build: one
     /// read tells a process whether the vocabulary it compiled is still current.
     fn vocabulary_digest(&self) -> Result<Option<String>>;
+    /// The free space of the disk holding the library, when this process can see that disk
+    /// (SQLite's folder; not a PostgreSQL server's, which says so on a write instead).
+    fn disk_space(&self) -> Option<DiskSpace> {
+        None
+    }
 
     // The server's identities. Only digests of the secrets it issues are stored; the look-ups
     // by digest are identity look-ups (they find the owner), like `agent_by_name`.

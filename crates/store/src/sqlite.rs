@@ -1899,6 +1899,16 @@ impl Store for SqliteStore {
         Ok(entries)
     }
 
+    fn disk_space(&self) -> Option<crate::DiskSpace> {
+        let file = Path::new(&self.location);
+        let folder = file.parent().filter(|f| !f.as_os_str().is_empty())?;
+        let stat = rustix::fs::statvfs(folder).ok()?;
+        Some(crate::DiskSpace {
+            folder: folder.display().to_string(),
+            available: stat.f_bavail.saturating_mul(stat.f_frsize),
+        })
+    }
+
     fn vocabulary_digest(&self) -> Result<Option<String>> {
         let inner = self.lock();
         inner

@@ -1,6 +1,6 @@
 //! The subcommands. Each reads its input, calls the engine or the store, and renders.
 
-use std::io::{BufRead as _, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::path::Path;
 use std::process::ExitCode;
 

@@ -96,6 +96,32 @@ fn db_err(err: rusqlite::Error) -> StoreError {
     }
 }
 
+/// Below this much free space an I/O failure of the library is taken for a full disk.
+const NEARLY_FULL: u64 = 1024 * 1024;
+
+/// A failure of the library at `path` as a full disk, when its disk is (nearly) full. SQLite
+/// says `SQLITE_FULL` for a write that finds no room, but only "disk I/O error" when mapping
+/// its shared-memory file (`-shm`) on a full disk at open, and the errno behind that is out of
+/// safe reach; the disk's free space tells them apart.
+fn disk_full_at(path: &Path, err: StoreError) -> StoreError {
+    let StoreError::Database(message) = err else {
+        return err;
+    };
+    let folder = path.parent().filter(|f| !f.as_os_str().is_empty());
+    let available = folder
+        .and_then(|folder| rustix::fs::statvfs(folder).ok())
+        .map(|stat| stat.f_bavail.saturating_mul(stat.f_frsize));
+    match (folder, available) {
+        (Some(folder), Some(available)) if available < NEARLY_FULL => {
+            StoreError::DiskFull(format!(
+                "{message} (the disk holding {} has {available} bytes free: it is full)",
+                folder.display()
+            ))
+        }
+        _ => StoreError::Database(message),
+    }
+}
+
 /// The name already in `table` that `name` collides with (the same letters in any case), for
 /// the refusal; `name` itself when the row cannot be found.
 fn name_taken(conn: &Connection, table: &str, name: &str) -> Result<String> {
@@ -118,8 +144,10 @@ impl SqliteStore {
     /// Opens (creating if needed) the library database at `path` and brings its schema up to
     /// date.
     pub fn open(path: &Path) -> Result<SqliteStore> {
-        let conn = Connection::open(path).map_err(db_err)?;
-        Self::setup(conn, path.display().to_string())
+        let opened = Connection::open(path)
+            .map_err(db_err)
+            .and_then(|conn| Self::setup(conn, path.display().to_string()));
+        opened.map_err(|err| disk_full_at(path, err))
     }
 
     /// A private in-memory library, for tests.

@@ -1070,19 +1070,46 @@ fn start_on_a_full_disk_keeps_the_old_family_skills_and_names_the_disk() {
     lib.ok_in(&home, &["agent", "list"]);
     fill_disk(&mnt.join("filler"));
     std::fs::write(pickles.join("long.ts"), sized_source("long", 0, 1, 6000)).unwrap();
-    let output = lib
-        .std_cmd()
-        .env("MINDRUNE_HOME", &home)
-        .args(["start", "pickles"])
-        .output()
-        .unwrap();
+    let start = || {
+        lib.std_cmd()
+            .env("MINDRUNE_HOME", &home)
+            .args(["start", "pickles"])
+            .output()
+            .unwrap()
+    };
+    // (1) Not a byte free: the library cannot even open (SQLite maps its -shm file at open).
+    let output = start();
     let stderr = crate::util::stderr(&output);
     eprintln!("start on a full disk: mindrune said: {}", stderr.trim());
     assert!(!output.status.success());
     assert!(
-        stderr.contains(&format!("the disk holding the library at {}", home.display()))
-            && stderr.contains("is full")
-            && stderr.contains(&format!("{} was kept as it was", mirror.display())),
+        stderr.contains(&format!(
+            "the disk holding the library at {} is full, so the agent's family-skills/ was kept as it was",
+            home.join("library.db").display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("emptied"), "{stderr}");
+    assert_eq!(visible_files(&mirror), before, "family-skills/ is as it was");
+
+    // (2) Room to open, not to store the new script: the boundary itself fails.
+    let filler = std::fs::OpenOptions::new()
+        .write(true)
+        .open(mnt.join("filler"))
+        .unwrap();
+    let len = filler.metadata().unwrap().len();
+    filler.set_len(len - 200 * 1024).unwrap();
+    drop(filler);
+    let output = start();
+    let stderr = crate::util::stderr(&output);
+    eprintln!("start with 200 KB free: mindrune said: {}", stderr.trim());
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "the disk holding the library at {} is full, so {} was kept as it was",
+            home.join("library.db").display(),
+            mirror.display()
+        )),
         "{stderr}"
     );
     assert!(!stderr.contains("emptied"), "{stderr}");
@@ -1090,12 +1117,7 @@ fn start_on_a_full_disk_keeps_the_old_family_skills_and_names_the_disk() {
 
     // With room again, the start goes through.
     std::fs::remove_file(mnt.join("filler")).unwrap();
-    let output = lib
-        .std_cmd()
-        .env("MINDRUNE_HOME", &home)
-        .args(["start", "pickles"])
-        .output()
-        .unwrap();
+    let output = start();
     assert!(output.status.success(), "{}", crate::util::stderr(&output));
 }
 

@@ -190,10 +190,10 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
                 })
             }
             LineRead::Line => match std::str::from_utf8(&bytes) {
-            Err(_) => Err(IngestError::Invalid {
-                field: None,
-                message: "the line is not UTF-8 text".into(),
-            }),
+                Err(_) => Err(IngestError::Invalid {
+                    field: None,
+                    message: "the line is not UTF-8 text".into(),
+                }),
                 Ok(text) if text.trim().is_empty() => continue,
                 Ok(text) => recorder.record_line(text),
             },
@@ -556,10 +556,16 @@ pub fn turn_boundary(
                 || "family-skills/".to_string(),
                 |dir| dir.display().to_string(),
             );
-            let disk = if matches!(&err, turn::TurnError::Mirror(family::FamilyError::Mirror(_))) {
+            let disk = if matches!(
+                &err,
+                turn::TurnError::Mirror(family::FamilyError::Mirror(_))
+            ) {
                 format!("the disk holding {kept}")
             } else {
-                format!("the disk holding the library at {}", library::database(home))
+                format!(
+                    "the disk holding the library at {}",
+                    library::database(home)
+                )
             };
             return Err(anyhow::Error::new(err).context(format!(
                 "{disk} is full, so {kept} was kept as it was; free space on that disk and start `{agent}` again"

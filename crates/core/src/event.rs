@@ -131,14 +131,13 @@ impl EventError {
 /// (`ok`, `at`, `measures.xp.Mining`), as the server's answers do.
 pub fn parse_line(line: &str) -> Result<Event, EventError> {
     let mut deserializer = serde_json::Deserializer::from_str(line);
-    let raw: RawEvent =
-        serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
-            let path = err.path().to_string();
-            // serde_json's message already says where (`at line 1 column 20`).
-            let message = err.into_inner().to_string();
-            let field = (path != "." && !path.is_empty()).then_some(path);
-            EventError { field, message }
-        })?;
+    let raw: RawEvent = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        // serde_json's message already says where (`at line 1 column 20`).
+        let message = err.into_inner().to_string();
+        let field = (path != "." && !path.is_empty()).then_some(path);
+        EventError { field, message }
+    })?;
     deserializer.end().map_err(|err| EventError {
         field: None,
         message: format!("{err}: one event per line"),
@@ -332,7 +331,10 @@ mod tests {
     fn a_value_of_the_wrong_type_names_its_field() {
         let err = parse_line(r#"{"agent":"a","command":"x","ok":"yes"}"#).unwrap_err();
         assert_eq!(err.field.as_deref(), Some("ok"), "{err}");
-        assert!(err.to_string().starts_with("field `ok`: invalid type"), "{err}");
+        assert!(
+            err.to_string().starts_with("field `ok`: invalid type"),
+            "{err}"
+        );
         let err = parse_line(r#"{"agent":"a","command":"x","measures":{"xp":{"Mining":"lots"}}}"#)
             .unwrap_err();
         assert_eq!(err.field.as_deref(), Some("measures.xp.Mining"), "{err}");
@@ -343,8 +345,8 @@ mod tests {
 
     #[test]
     fn a_year_out_of_range_names_the_timestamp_field() {
-        let err = parse_line(r#"{"agent":"a","command":"x","at":"99999-01-01T00:00:00Z"}"#)
-            .unwrap_err();
+        let err =
+            parse_line(r#"{"agent":"a","command":"x","at":"99999-01-01T00:00:00Z"}"#).unwrap_err();
         assert_eq!(err.field.as_deref(), Some("at"), "{err}");
     }
 

@@ -40,15 +40,14 @@ const SYSTEM_TREES: &[&str] = &[
 
 /// Shared top-level folders: fine to hold a workspace below, never to be one, since every
 /// user's files are inside.
-const SHARED_ROOTS: &[&str] = &["/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/var"];
+const SHARED_ROOTS: &[&str] = &[
+    "/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/var",
+];
 
 /// Why `workspace` (an absolute path, already resolved: symlinks followed, no `..`) may not be
 /// an agent's workspace, or `None` when it may.
 pub fn system_folder(workspace: &Path) -> Option<String> {
-    if let Some(tree) = SYSTEM_TREES
-        .iter()
-        .find(|tree| workspace.starts_with(tree))
-    {
+    if let Some(tree) = SYSTEM_TREES.iter().find(|tree| workspace.starts_with(tree)) {
         return Some(format!(
             "{} is a system folder ({tree} belongs to the operating system); give a folder of the agent's own",
             workspace.display()
@@ -436,10 +435,24 @@ mod tests {
     #[test]
     fn system_folders_and_shared_roots_are_not_workspaces() {
         use super::system_folder;
-        for refused in ["/etc", "/etc/ssh", "/usr/local/share", "/", "/home", "/tmp", "/proc/self"] {
+        for refused in [
+            "/etc",
+            "/etc/ssh",
+            "/usr/local/share",
+            "/",
+            "/home",
+            "/tmp",
+            "/proc/self",
+        ] {
             assert!(system_folder(Path::new(refused)).is_some(), "{refused}");
         }
-        for kept in ["/home/ada/bots", "/tmp/x", "/work/avatars", "/srv/agents/buzz", "/etcetera"] {
+        for kept in [
+            "/home/ada/bots",
+            "/tmp/x",
+            "/work/avatars",
+            "/srv/agents/buzz",
+            "/etcetera",
+        ] {
             assert_eq!(system_folder(Path::new(kept)), None, "{kept}");
         }
     }

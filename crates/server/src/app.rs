@@ -321,7 +321,10 @@ pub async fn serve(
 /// (out of file descriptors) is logged and waited out briefly, so the loop does not spin.
 async fn accept_failed(err: std::io::Error) {
     use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(err.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset) {
+    if matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
         return;
     }
     tracing::error!("cannot accept a connection: {err}");

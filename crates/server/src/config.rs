@@ -285,7 +285,11 @@ mod tests {
         assert!(wide.cookies_secure());
         let v6 = parse("addr = \"[::1]:9000\"\n", "x.toml").unwrap();
         assert!(!v6.cookies_secure());
-        let lan = parse("addr = \"192.168.1.5:9000\"\nsecure_cookies = false\n", "x.toml").unwrap();
+        let lan = parse(
+            "addr = \"192.168.1.5:9000\"\nsecure_cookies = false\n",
+            "x.toml",
+        )
+        .unwrap();
         assert!(!lan.cookies_secure());
         let proxied = parse("secure_cookies = true\n", "x.toml").unwrap();
         assert!(proxied.cookies_secure());
@@ -294,7 +298,11 @@ mod tests {
     #[test]
     fn a_zero_connection_cap_or_header_timeout_is_refused_naming_its_line() {
         let err = parse("addr = \"127.0.0.1:1\"\nmax_connections = 0\n", "m.toml").unwrap_err();
-        assert!(err.to_string().starts_with("m.toml:2:1: max_connections is 0"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("m.toml:2:1: max_connections is 0"),
+            "{err}"
+        );
         assert!(parse("header_read_timeout_secs = 0\n", "m.toml").is_err());
     }
 

@@ -71,7 +71,9 @@ impl ApiError {
         Self::new(
             StatusCode::INSUFFICIENT_STORAGE,
             "insufficient_storage",
-            format!("the server's disk is full, so nothing was stored ({reason}); send it again later"),
+            format!(
+                "the server's disk is full, so nothing was stored ({reason}); send it again later"
+            ),
         )
     }
 

@@ -75,7 +75,8 @@ fn a_client_that_never_finishes_its_headers_is_cut_off_and_others_are_still_serv
         ..ServerConfig::default()
     });
     let mut slow = TcpStream::connect(server.addr).unwrap();
-    slow.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     // Half a request line, then nothing: a slowloris.
     slow.write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ")
         .unwrap();
@@ -170,7 +171,10 @@ fn beyond_loopback_cookies_are_secure_and_hsts_is_sent_by_default() {
         ..ServerConfig::default()
     });
     assert!(!cookies.is_empty());
-    assert!(cookies.iter().all(|c| c.contains("; Secure")), "{cookies:?}");
+    assert!(
+        cookies.iter().all(|c| c.contains("; Secure")),
+        "{cookies:?}"
+    );
     assert_eq!(hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
 
     let (cookies, hsts) = login_headers(ServerConfig::default());
@@ -258,8 +262,7 @@ fn post_events(body: Body) -> Request<Body> {
 }
 
 #[test]
-fn on_a_full_disk_writes_answer_507_with_the_reason_and_ready_says_not_ready_until_there_is_room()
-{
+fn on_a_full_disk_writes_answer_507_with_the_reason_and_ready_says_not_ready_until_there_is_room() {
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("disk");
     let Some(_disk) = Tmpfs::mount(&mnt, "24m") else {

@@ -1151,7 +1151,11 @@ fn owner_and_agent_names_that_differ_only_in_case_are_refused(backend: Backend) 
             && message.contains("differ only in case"),
         "{message}"
     );
-    let message = taken(f.store.create_agent(f.owner, "BUZZ", "/ws/b", 1).unwrap_err());
+    let message = taken(
+        f.store
+            .create_agent(f.owner, "BUZZ", "/ws/b", 1)
+            .unwrap_err(),
+    );
     assert!(
         message.contains("an agent named `buzz` already exists"),
         "{message}"

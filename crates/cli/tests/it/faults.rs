@@ -1090,7 +1090,11 @@ fn start_on_a_full_disk_keeps_the_old_family_skills_and_names_the_disk() {
         "{stderr}"
     );
     assert!(!stderr.contains("emptied"), "{stderr}");
-    assert_eq!(visible_files(&mirror), before, "family-skills/ is as it was");
+    assert_eq!(
+        visible_files(&mirror),
+        before,
+        "family-skills/ is as it was"
+    );
 
     // (2) Room to open, not to store the new script: the boundary itself fails.
     let filler = std::fs::OpenOptions::new()
@@ -1113,7 +1117,11 @@ fn start_on_a_full_disk_keeps_the_old_family_skills_and_names_the_disk() {
         "{stderr}"
     );
     assert!(!stderr.contains("emptied"), "{stderr}");
-    assert_eq!(visible_files(&mirror), before, "family-skills/ is as it was");
+    assert_eq!(
+        visible_files(&mirror),
+        before,
+        "family-skills/ is as it was"
+    );
 
     // With room again, the start goes through.
     std::fs::remove_file(mnt.join("filler")).unwrap();

@@ -53,7 +53,8 @@ fn a_system_folder_is_refused_as_a_workspace() {
         assert_eq!(output.status.code(), Some(1), "{folder}");
         let err = stderr(&output);
         assert!(
-            err.contains(&format!("the workspace {folder} is a ")) && err.contains("nothing was added"),
+            err.contains(&format!("the workspace {folder} is a "))
+                && err.contains("nothing was added"),
             "{folder}: {err}"
         );
     }
@@ -69,7 +70,11 @@ fn a_system_folder_is_refused_as_a_workspace() {
         "--workspace",
         link.to_str().unwrap(),
     ]);
-    assert!(stderr(&output).contains("/etc is a system folder"), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("/etc is a system folder"),
+        "{}",
+        stderr(&output)
+    );
     assert!(lib.ok(&["agent", "list"]).is_empty());
 }
 
@@ -85,7 +90,10 @@ fn a_value_of_the_wrong_type_in_an_event_line_names_its_field() {
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
     let lines: Vec<&str> = err.lines().collect();
-    assert!(lines[0].contains(":1: error: field `ok`: invalid type"), "{err}");
+    assert!(
+        lines[0].contains(":1: error: field `ok`: invalid type"),
+        "{err}"
+    );
     assert!(lines[1].contains(":2: error: field `at`: "), "{err}");
     assert!(
         lines[2].contains(":3: error: field `measures.xp.Mining`: invalid type"),

@@ -366,7 +366,11 @@ impl Spool {
     /// when its writer (the pid in its name) is gone, or when it is older than ten minutes (a
     /// pid may be reused).
     fn sweep_temp_files(&self) {
-        for (dir, ours) in [(&self.inbox, false), (&self.outbox, true), (&self.rejected, true)] {
+        for (dir, ours) in [
+            (&self.inbox, false),
+            (&self.outbox, true),
+            (&self.rejected, true),
+        ] {
             let Ok(entries) = fs::read_dir(dir) else {
                 continue;
             };

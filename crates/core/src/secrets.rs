@@ -30,17 +30,34 @@
 //!    `sk_/rk_` + `live_/test_`, Google `AIza…` (35), npm `npm_…`, Hugging Face `hf_…`, SendGrid
 //!    `SG.….…`, Telegram bot tokens `<digits>:AA…` (also in `/bot…/` URLs), MindRune's own
 //!    `mrk_` + 48 hex owner keys and `mr_runner_`/`mr_operator_`/`mr_session_` + 64 hex tokens,
-//!    and JWTs `eyJ….eyJ….…`. Obvious placeholders (`EXAMPLE`, `xxxx`, `****`, or too
-//!    few distinct characters) are skipped.
-//! 4. **Credentials in URLs** (`scheme://user:PASSWORD@host`), **`Bearer <token>`**, and
-//!    **`Authorization: Basic <base64>`**.
+//!    and JWTs `eyJ….eyJ….…`; and the vendor-prefixed tokens of gitleaks' rules, trufflehog's
+//!    detectors and GitHub's secret-scanning patterns whose prefix marks them (every GitLab
+//!    token type, Slack app and config tokens, DigitalOcean, Pulumi, RubyGems, Sentry, Shippo,
+//!    LangSmith, Postman, Brevo, Doppler, Duffel, Dynatrace, Facebook and Square, Flutterwave,
+//!    Frame.io, Hugging Face orgs, Linear, Octopus, Shopify, Sourcegraph, SettleMint,
+//!    Cloudflare origin CA, Harness, Terraform Cloud, 42, Groq, Replicate, xAI, Google OAuth
+//!    secrets and access tokens, Pinecone, Supabase, Docker Hub, Heroku, Stripe client secrets,
+//!    Twitter bearer tokens, Vault, Fly.io, Grafana, Notion, PlanetScale, Databricks, Azure AD
+//!    client secrets, Twilio API keys, DeepSeek's hex `sk-` keys), key files beyond PEM (age
+//!    secret keys `AGE-SECRET-KEY-1…`, 1Password secret keys `A3-…` and service-account tokens),
+//!    and the secret of Microsoft Teams, Zapier and IFTTT webhook URLs. Obvious placeholders
+//!    (`EXAMPLE`, `xxxx`, `****`, `placeholder`, or too few distinct characters) are skipped.
+//! 4. **Credentials in URLs** (`scheme://user:PASSWORD@host`), **`Bearer <token>`**,
+//!    **`Authorization: Basic <base64>`**, **passwords handed to a command** (`curl -u
+//!    user:PW`, `mysql -p'PW'`, `sshpass -p PW`, `docker login -p PW`, `redis-cli -a PW`,
+//!    `sqlcmd -P PW`, `htpasswd -b FILE USER PW`; a `$VAR` or a bare `-p` prompt stays), the
+//!    password of a **`.netrc`** (`machine H login U password PW`) or **`.pgpass`** line
+//!    (`host:port:db:user:PW`), and a wallet's **seed phrase** (12 to 24 lower-case words after
+//!    `mnemonic`, `seed` or `recovery phrase` and `:` or `=`).
 //! 5. **Credential-looking assignments**: a name whose words include password, passwd, pwd,
 //!    pass, passphrase, secret, token, credential(s), creds, auth, authorization, a last word
 //!    `sig`/`signature` (`?sig=…` of a SAS URL), an env-style `…_PAT`, or an
 //!    api/access/private/secret/client/… `key` (case-insensitive, camelCase, snake_case,
-//!    kebab-case and env-style `X_KEY` all understood), assigned in `=`, `:`, `:=`, `=>`,
+//!    kebab-case and env-style `X_KEY` all understood; a service account's `private_key_id`
+//!    too), assigned in `=`, `:`, `:=`, `=>`,
 //!    `==`/`!=` (a literal compared with a password is the password), JSON `"key": "value"`,
-//!    TS `const x: string = '…'`, env `X=…`, CLI `--password=…` or query `?token=…` form. Names
+//!    TS `const x: string = '…'`, env `X=…` (also commented out or listed: `// KEY=…`,
+//!    `# KEY=…`, `- KEY=…`), CLI `--password=…` or query `?token=…` form. Names
 //!    that describe a credential rather than hold one are skipped (`tokenCount`, `maxTokens`,
 //!    `passwordField`, `secretName`, `authUrl`, `author` …).
 //! 6. **High-entropy tokens**: runs of ≥ 32 base64/base64url characters that mix letters and
@@ -81,8 +98,12 @@
 //!   by piece. Opaque random identifiers (upload ids, etags, base64 digests without a `sha256:`
 //!   label, public keys) cannot be told from secrets by shape and are redacted: harmless to
 //!   lose in a script or log, and the safe side of the trade.
-//! * Passwords passed as a separate CLI argument (`-p hunter22`, `curl -u user:pw`) are not
-//!   recognised by shape; pass them as known secrets.
+//! * Public values that look random stay: an SSH public key after its type
+//!   (`ssh-ed25519 AAAA…`), the body of a certificate, public key or PGP public key block, an
+//!   age recipient (`age1…`), publishable keys (`pk_live_`, `pk_test_`, Mapbox `pk.`, a
+//!   reCAPTCHA `data-sitekey`), whatever name they are assigned to.
+//! * Passwords passed to a command other than those above (`-p hunter22` of some other tool)
+//!   are not recognised by shape; pass them as known secrets.
 //!
 //! Guarantees: the output has exactly the input's line breaks (every replacement stays within its
 //! line), scrubbing is idempotent (scrubbing scrubbed text changes nothing and finds nothing:
@@ -999,15 +1020,18 @@ impl Scrubber {
                 spans.push(Span::new(start, end, SecretKind::KnownSecret, true));
             }
         }
+        // A public block's body lines only look random: the entropy rule skips them, but a
+        // token with a shape of its own is still caught there.
+        let mut public_body = false;
         if pem.public {
             if line.contains("-----END ") {
                 pem.public = false;
-                return pem;
+                public_body = true;
+            } else if is_public_body_line(line) {
+                public_body = true;
+            } else {
+                pem.public = false;
             }
-            if is_public_body_line(line) {
-                return pem;
-            }
-            pem.public = false;
         }
         for shape in SHAPES.iter().filter(|s| s.bits & bits != 0) {
             if shape.group == 0 {
@@ -1029,7 +1053,7 @@ impl Scrubber {
         if bits & R_ASSIGN != 0 {
             assignment_spans(line, hits, spans);
         }
-        if bits & R_ENTROPY != 0 {
+        if bits & R_ENTROPY != 0 && !public_body {
             entropy_spans(line, spans);
         }
         if bits & R_PEM != 0 {
@@ -2720,6 +2744,108 @@ mod tests {
         );
         assert!(matches!(out.text, Cow::Borrowed(_)));
         assert_eq!(out.text, text);
+    }
+
+    #[test]
+    fn passwords_handed_to_a_command_are_redacted_and_prompts_and_variables_stay() {
+        let sc = Scrubber::new(&[]);
+        for (line, pw) in [
+            ("curl -u deploy:Maple!4824K https://ci.example.net", "Maple!4824K"),
+            ("mysql -h db -u root -p'Trout%3992K' shop", "Trout%3992K"),
+            ("mysqldump -uroot -pRiver@2702x --all-databases", "River@2702x"),
+            ("sshpass -p Harbor*8352z ssh pi@10.0.0.2", "Harbor*8352z"),
+            ("docker login -u ada -p Ember@814K registry.example.net", "Ember@814K"),
+            ("redis-cli -h cache -a Willow#5775z ping", "Willow#5775z"),
+            ("sqlcmd -S db01 -U sa -P Quartz@8558Q -Q \"SELECT 1\"", "Quartz@8558Q"),
+            ("htpasswd -b -c /etc/nginx/.htpasswd admin Falcon*6712Q", "Falcon*6712Q"),
+            ("machine api.heroku.com login ada password Copper*3470x", "Copper*3470x"),
+            ("db1.internal:5432:shop:app:Lumber@4297z", "Lumber@4297z"),
+        ] {
+            assert_caught(&sc, line, pw, SecretKind::Assignment);
+        }
+        for line in [
+            "mysql -u root -p shop",
+            "curl -u \"$USER:$PASS\" https://ci.example.net",
+            "docker login -u ada --password-stdin < token.txt",
+            "redis-cli -a \"$REDIS_PASSWORD\" ping",
+            "*:*:*:app:*",
+            "# hostname:port:database:username:password",
+        ] {
+            assert_clean(line);
+        }
+    }
+
+    #[test]
+    fn a_seed_phrase_after_its_name_is_redacted_and_prose_about_one_stays() {
+        let sc = Scrubber::new(&[]);
+        let phrase = "awake arrive alarm adjust almost atom attract action accident absurd annual author";
+        for line in [
+            format!("MNEMONIC=\"{phrase}\""),
+            format!("seed phrase: {phrase}"),
+            format!("\"mnemonic\": \"{phrase}\""),
+        ] {
+            assert_caught(&sc, &line, phrase, SecretKind::Assignment);
+        }
+        assert_clean("the seed phrase is twelve words you write on paper");
+        assert_clean("remember: never paste your mnemonic into a chat");
+    }
+
+    #[test]
+    fn a_credential_assignment_commented_out_or_listed_is_still_redacted() {
+        let sc = Scrubber::new(&[]);
+        let key = "4f1aa23a3f867080333b7a122ab46eafccb742c83f721f79259fb28bec306717";
+        assert_caught(&sc, &format!("// PRIVATE_KEY=0x{key}"), key, SecretKind::Assignment);
+        assert_caught(&sc, &format!("  * PRIVATE_KEY={key}"), key, SecretKind::Assignment);
+        assert_caught(
+            &sc,
+            "  \"private_key_id\": \"429a223680ed5c7154df527d8d9a23ad224f855e\",",
+            "429a223680ed5c7154df527d8d9a23ad224f855e",
+            SecretKind::Assignment,
+        );
+        assert_clean("# PRIVATE_KEY is read from the vault at start");
+        assert_clean("  \"client_id\": \"117383048473882922912\",");
+    }
+
+    #[test]
+    fn vendor_prefixed_tokens_and_key_files_beyond_pem_are_redacted() {
+        let sc = Scrubber::new(&[]);
+        for token in [
+            "dop_v1_cb3e4232ace6285b9353efe2f26c8240163ace7854beb957462c5299b4f33916",
+            "glptt-166afc5819331d120a6995e3440809f0253a4f66",
+            "AGE-SECRET-KEY-1FEULS9R4UUZGSZVXP5RX8L6S37YKWAJMWHMQU70WFLXF9Y34QTA85HFZVK",
+            "A3-ROE4IY-FNXG7O-COMUO-DFY7J-CBF53-N20Y7-I059Q",
+            "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",
+            "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",
+            "sk-f2c993cb59bbe5364ebd5b31aeb3eafc",
+            "SKBDa0f727679D05CCaC257d9f68DC9ca7",
+        ] {
+            let line = format!("value: \"{token}\"");
+            let out = sc.scrub(&line);
+            assert!(!out.text.contains(token), "{token} -> {}", out.text);
+        }
+    }
+
+    #[test]
+    fn public_keys_certificates_and_publishable_keys_stay() {
+        for text in [
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIrkn/THW241x/ZukfOc7JIpK1ijC3fdPhQWM/uq/YJXI ada@laptop",
+            "-----BEGIN CERTIFICATE-----\nMIIDE8cociVYlrDl96D4jfsXMea1+XUYg25SiUUvobUe81NZWgBLoamNJ6PxbKsR\n3eJf1z/7N3Xxv3Rsw/s1ylXkItrigvAQHCz8ImcDIy00KPrLzpNBfMnYflYV3abc\n-----END CERTIFICATE-----",
+            "STRIPE_PUBLISHABLE_KEY=pk_live_v4YWrlMMDaQ7NHV1JWvb8qugU1uh4WsFP5lRqmvhb9duBYYo",
+            "mapboxgl.accessToken = 'pk.eyJ1IjoiYWRhfEXV6eBx7r72IzkJGkriIn0.1d5VZDDW6CwnSSB_T04_kV';",
+            "age1lhtag07a4u6n5sln67hltrrnjck253ls0nrtga406udls064hv2r3wfl6y",
+        ] {
+            assert_clean(text);
+        }
+        // A certificate's block ends at its END marker: a token after it is caught again, and a
+        // token with a shape of its own is caught inside it too.
+        let sc = Scrubber::new(&[]);
+        let token = "ghp_h1cuRY55RKSHm09vp4vB98iCt8i5QDJSb0RK";
+        let text = format!(
+            "-----BEGIN CERTIFICATE-----\nMIIDE8cociVYlrDl96D4jfsXMea1+XUYg25SiUUvobUe81NZWgBLoamNJ6PxbKsR\n-----END CERTIFICATE-----\nGITHUB_TOKEN={token}"
+        );
+        assert!(!sc.scrub(&text).text.contains(token));
+        let inside = "-----BEGIN CERTIFICATE-----\nAKIA1B5F7PVVO9SHC9Y2\n-----END CERTIFICATE-----";
+        assert!(!sc.scrub(inside).text.contains("AKIA1B5F7PVVO9SHC9Y2"));
     }
 
     #[test]

@@ -2750,15 +2750,33 @@ mod tests {
     fn passwords_handed_to_a_command_are_redacted_and_prompts_and_variables_stay() {
         let sc = Scrubber::new(&[]);
         for (line, pw) in [
-            ("curl -u deploy:Maple!4824K https://ci.example.net", "Maple!4824K"),
+            (
+                "curl -u deploy:Maple!4824K https://ci.example.net",
+                "Maple!4824K",
+            ),
             ("mysql -h db -u root -p'Trout%3992K' shop", "Trout%3992K"),
-            ("mysqldump -uroot -pRiver@2702x --all-databases", "River@2702x"),
+            (
+                "mysqldump -uroot -pRiver@2702x --all-databases",
+                "River@2702x",
+            ),
             ("sshpass -p Harbor*8352z ssh pi@10.0.0.2", "Harbor*8352z"),
-            ("docker login -u ada -p Ember@814K registry.example.net", "Ember@814K"),
+            (
+                "docker login -u ada -p Ember@814K registry.example.net",
+                "Ember@814K",
+            ),
             ("redis-cli -h cache -a Willow#5775z ping", "Willow#5775z"),
-            ("sqlcmd -S db01 -U sa -P Quartz@8558Q -Q \"SELECT 1\"", "Quartz@8558Q"),
-            ("htpasswd -b -c /etc/nginx/.htpasswd admin Falcon*6712Q", "Falcon*6712Q"),
-            ("machine api.heroku.com login ada password Copper*3470x", "Copper*3470x"),
+            (
+                "sqlcmd -S db01 -U sa -P Quartz@8558Q -Q \"SELECT 1\"",
+                "Quartz@8558Q",
+            ),
+            (
+                "htpasswd -b -c /etc/nginx/.htpasswd admin Falcon*6712Q",
+                "Falcon*6712Q",
+            ),
+            (
+                "machine api.heroku.com login ada password Copper*3470x",
+                "Copper*3470x",
+            ),
             ("db1.internal:5432:shop:app:Lumber@4297z", "Lumber@4297z"),
         ] {
             assert_caught(&sc, line, pw, SecretKind::Assignment);
@@ -2778,7 +2796,8 @@ mod tests {
     #[test]
     fn a_seed_phrase_after_its_name_is_redacted_and_prose_about_one_stays() {
         let sc = Scrubber::new(&[]);
-        let phrase = "awake arrive alarm adjust almost atom attract action accident absurd annual author";
+        let phrase =
+            "awake arrive alarm adjust almost atom attract action accident absurd annual author";
         for line in [
             format!("MNEMONIC=\"{phrase}\""),
             format!("seed phrase: {phrase}"),
@@ -2794,8 +2813,18 @@ mod tests {
     fn a_credential_assignment_commented_out_or_listed_is_still_redacted() {
         let sc = Scrubber::new(&[]);
         let key = "4f1aa23a3f867080333b7a122ab46eafccb742c83f721f79259fb28bec306717";
-        assert_caught(&sc, &format!("// PRIVATE_KEY=0x{key}"), key, SecretKind::Assignment);
-        assert_caught(&sc, &format!("  * PRIVATE_KEY={key}"), key, SecretKind::Assignment);
+        assert_caught(
+            &sc,
+            &format!("// PRIVATE_KEY=0x{key}"),
+            key,
+            SecretKind::Assignment,
+        );
+        assert_caught(
+            &sc,
+            &format!("  * PRIVATE_KEY={key}"),
+            key,
+            SecretKind::Assignment,
+        );
         assert_caught(
             &sc,
             "  \"private_key_id\": \"429a223680ed5c7154df527d8d9a23ad224f855e\",",

@@ -1,6 +1,6 @@
 //! The subcommands. Each reads its input, calls the engine or the store, and renders.
 
-use std::io::{BufRead as _, Read as _, Write as _};
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -115,6 +115,9 @@ pub fn agent_add(
     if !workspace.is_dir() {
         bail!("the workspace {} is not a folder", workspace.display());
     }
+    if let Some(why) = mindrune_engine::workspace::system_folder(&workspace) {
+        bail!("the workspace {why}; nothing was added");
+    }
     let workspace_text = workspace
         .to_str()
         .with_context(|| format!("the workspace path {} is not UTF-8", workspace.display()))?;
@@ -151,7 +154,7 @@ pub fn agent_list(home: &Path, owner: Option<&str>) -> anyhow::Result<ExitCode> 
 pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let recorder = Recorder::new(&*store);
-    let (label, reader): (String, Box<dyn std::io::BufRead>) = match file {
+    let (label, mut reader): (String, Box<dyn std::io::BufRead>) = match file {
         None => ("<stdin>".into(), Box::new(std::io::stdin().lock())),
         Some(path) if path == Path::new("-") => {
             ("<stdin>".into(), Box::new(std::io::stdin().lock()))
@@ -168,16 +171,32 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
     let mut summary = render::RecordSummary::default();
     let mut out = std::io::stdout().lock();
     let mut err = std::io::stderr().lock();
-    for (index, line) in reader.split(b'\n').enumerate() {
-        let line_no = index + 1;
-        let bytes = line.with_context(|| format!("cannot read {label}"))?;
-        let result = match std::str::from_utf8(&bytes) {
-            Err(_) => Err(IngestError::Invalid {
-                field: None,
-                message: "the line is not UTF-8 text".into(),
-            }),
-            Ok(text) if text.trim().is_empty() => continue,
-            Ok(text) => recorder.record_line(text),
+    let mut bytes = Vec::new();
+    let mut line_no = 0usize;
+    loop {
+        line_no += 1;
+        let read = read_capped_line(&mut reader, &mut bytes, MAX_EVENT_LINE_BYTES)
+            .with_context(|| format!("cannot read {label}"))?;
+        let result = match read {
+            LineRead::End => break,
+            LineRead::TooLong => {
+                // Refused at once, before the rest of the line is skipped, so a line that
+                // never ends (`record /dev/zero`) is named now, not never.
+                Err(IngestError::Invalid {
+                    field: None,
+                    message: format!(
+                        "the line is longer than {MAX_EVENT_LINE_BYTES} bytes (the server's limit for a request of events); split it or save long code as a script"
+                    ),
+                })
+            }
+            LineRead::Line => match std::str::from_utf8(&bytes) {
+                Err(_) => Err(IngestError::Invalid {
+                    field: None,
+                    message: "the line is not UTF-8 text".into(),
+                }),
+                Ok(text) if text.trim().is_empty() => continue,
+                Ok(text) => recorder.record_line(text),
+            },
         };
         match result {
             Ok(recorded) => {
@@ -215,6 +234,10 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
                 }
             }
         }
+        if read == LineRead::TooLong {
+            out.flush()?;
+            skip_line(&mut reader).with_context(|| format!("cannot read {label}"))?;
+        }
     }
     if !json {
         render::record_summary(&mut out, &summary)?;
@@ -235,6 +258,82 @@ fn from_project_dir(path: &Path) -> PathBuf {
             Path::new(&project).join(path)
         }
         _ => path.to_path_buf(),
+    }
+}
+
+/// The longest event line `record` reads: the server's limit for one request of events, so a
+/// line refused here would be refused there too, and `record /dev/zero` cannot fill the memory.
+pub(crate) const MAX_EVENT_LINE_BYTES: usize = mindrune_server::wire::MAX_EVENTS_BODY;
+
+/// What [`read_capped_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum LineRead {
+    /// A whole line is in the buffer, without its `\n`.
+    Line,
+    /// The line is longer than the cap: what was read of it is dropped, and the caller skips
+    /// the rest with [`skip_line`] after saying so (at once, even if the line never ends).
+    TooLong,
+    /// The input has ended.
+    End,
+}
+
+/// Reads one `\n`-terminated line into `line`, keeping at most `cap` bytes of it.
+/// `BufRead::split` would hold the whole line, however long.
+fn read_capped_line(
+    reader: &mut dyn std::io::BufRead,
+    line: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<LineRead> {
+    line.clear();
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if available.is_empty() {
+            return Ok(if line.is_empty() {
+                LineRead::End
+            } else {
+                LineRead::Line
+            });
+        }
+        let newline = available.iter().position(|&b| b == b'\n');
+        let chunk = &available[..newline.unwrap_or(available.len())];
+        if line.len() + chunk.len() > cap {
+            line.clear();
+            return Ok(LineRead::TooLong);
+        }
+        line.extend_from_slice(chunk);
+        let used = newline.map_or(available.len(), |end| end + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(LineRead::Line);
+        }
+    }
+}
+
+/// Consumes the input up to and including the next `\n` (or to its end), keeping nothing.
+fn skip_line(reader: &mut dyn std::io::BufRead) -> std::io::Result<()> {
+    loop {
+        let available = match reader.fill_buf() {
+            Ok(available) => available,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        if available.is_empty() {
+            return Ok(());
+        }
+        match available.iter().position(|&b| b == b'\n') {
+            Some(end) => {
+                reader.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let all = available.len();
+                reader.consume(all);
+            }
+        }
     }
 }
 
@@ -517,6 +616,17 @@ pub fn turn_boundary(
 ) -> anyhow::Result<ExitCode> {
     let store = match library::open(home) {
         Ok(store) => store,
+        Err(err) if boundary == Boundary::Start && anyhow_disk_full(&err) => {
+            // A full disk is no reason to doubt what the library last said: the mirror stays.
+            let kept = out_dir.map_or_else(
+                || "the agent's family-skills/".to_string(),
+                |dir| dir.display().to_string(),
+            );
+            return Err(err.context(format!(
+                "the disk holding the library at {} is full, so {kept} was kept as it was; free space on that disk and start `{agent}` again",
+                library::database(home)
+            )));
+        }
         Err(err) if let (Boundary::Start, Some(dir)) = (boundary, out_dir) => {
             // Better an empty family-skills/ than a stale one: the agent must not act on
             // skills the library may have un-shared.
@@ -534,6 +644,36 @@ pub fn turn_boundary(
     };
     let report = match turn::turn_boundary(&*store, agent, boundary, policy, out_dir) {
         Ok(report) => report,
+        Err(err) if boundary == Boundary::Start && err.is_disk_full() => {
+            // The library answered, or would have: only a disk is short. Emptying the mirror
+            // would cost the agent its family's skills for nothing, so it stays as it was.
+            let dir = match out_dir {
+                Some(dir) => Some(dir.to_path_buf()),
+                None => store
+                    .agent_by_name(agent)
+                    .ok()
+                    .flatten()
+                    .map(|a| family::default_dir(&a)),
+            };
+            let kept = dir.map_or_else(
+                || "family-skills/".to_string(),
+                |dir| dir.display().to_string(),
+            );
+            let disk = if matches!(
+                &err,
+                turn::TurnError::Mirror(family::FamilyError::Mirror(_))
+            ) {
+                format!("the disk holding {kept}")
+            } else {
+                format!(
+                    "the disk holding the library at {}",
+                    library::database(home)
+                )
+            };
+            return Err(anyhow::Error::new(err).context(format!(
+                "{disk} is full, so {kept} was kept as it was; free space on that disk and start `{agent}` again"
+            )));
+        }
         Err(err) if boundary == Boundary::Start => {
             // The library opened but could not answer: the same rule as above, for the
             // agent's own mirror when no other directory was named.
@@ -572,6 +712,18 @@ pub fn turn_boundary(
         render::turn_report(&mut out, &report, boundary == Boundary::Start)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a failure somewhere down `err`'s chain is a full disk.
+fn anyhow_disk_full(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<mindrune_store::StoreError>()
+            .is_some_and(mindrune_store::StoreError::is_disk_full)
+            || cause
+                .downcast_ref::<std::io::Error>()
+                .is_some_and(mindrune_engine::io_disk_full)
+    })
 }
 
 pub fn mirror(
@@ -765,4 +917,74 @@ pub(crate) fn thousands(n: usize) -> String {
         out.push(digit);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(input: &[u8], cap: usize) -> Vec<Result<Vec<u8>, ()>> {
+        let mut reader = std::io::BufReader::with_capacity(7, input);
+        let mut line = Vec::new();
+        let mut found = Vec::new();
+        loop {
+            match read_capped_line(&mut reader, &mut line, cap).unwrap() {
+                LineRead::End => return found,
+                LineRead::Line => found.push(Ok(line.clone())),
+                LineRead::TooLong => {
+                    found.push(Err(()));
+                    skip_line(&mut reader).unwrap();
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_refused_and_the_next_line_is_read_whole() {
+        let input = b"short\nthis one is far too long\nok\nlast";
+        assert_eq!(
+            lines(input, 10),
+            vec![
+                Ok(b"short".to_vec()),
+                Err(()),
+                Ok(b"ok".to_vec()),
+                Ok(b"last".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_line_of_exactly_the_cap_is_kept() {
+        assert_eq!(lines(b"0123456789\n", 10), vec![Ok(b"0123456789".to_vec())]);
+        assert_eq!(lines(b"0123456789a\n", 10), vec![Err(())]);
+    }
+
+    #[test]
+    fn a_never_ending_line_is_refused_after_reading_only_the_cap() {
+        // `record /dev/zero`: the refusal comes after the cap, not at the line's end.
+        let mut zeros = std::io::BufReader::new(std::io::repeat(0));
+        let mut line = Vec::new();
+        assert_eq!(
+            read_capped_line(&mut zeros, &mut line, 1 << 16).unwrap(),
+            LineRead::TooLong
+        );
+        assert!(line.capacity() <= 1 << 17, "{}", line.capacity());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn under_the_cap_the_lines_are_what_split_finds(
+            input in proptest::collection::vec(proptest::sample::select(vec![b'a', b'b', b'\n']), 0..200),
+            cap in 1usize..40,
+        ) {
+            let expected: Vec<Result<Vec<u8>, ()>> = input
+                .split(|&b| b == b'\n')
+                .enumerate()
+                // split gives an empty last piece after a final newline, which is no line.
+                .filter(|(i, piece)| !(piece.is_empty() && *i == input.split(|&b| b == b'\n').count() - 1))
+                .map(|(_, piece)| if piece.len() > cap { Err(()) } else { Ok(piece.to_vec()) })
+                .collect();
+            proptest::prop_assert_eq!(lines(&input, cap), expected);
+        }
+    }
 }

@@ -127,19 +127,20 @@ impl EventError {
     }
 }
 
-/// Parses and checks one event line.
+/// Parses and checks one event line. A value of the wrong type names its field by its path
+/// (`ok`, `at`, `measures.xp.Mining`), as the server's answers do.
 pub fn parse_line(line: &str) -> Result<Event, EventError> {
-    let raw: RawEvent = serde_json::from_str(line).map_err(|err| {
-        let message = err.to_string();
-        // serde names the unknown field in its message; lift it out so the error says which.
-        let field = message
-            .strip_prefix("unknown field `")
-            .and_then(|rest| rest.split('`').next())
-            .map(str::to_string);
-        EventError {
-            field,
-            message: format!("{message} (column {})", err.column()),
-        }
+    let mut deserializer = serde_json::Deserializer::from_str(line);
+    let raw: RawEvent = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        // serde_json's message already says where (`at line 1 column 20`).
+        let message = err.into_inner().to_string();
+        let field = (path != "." && !path.is_empty()).then_some(path);
+        EventError { field, message }
+    })?;
+    deserializer.end().map_err(|err| EventError {
+        field: None,
+        message: format!("{err}: one event per line"),
     })?;
     check(raw)
 }
@@ -324,6 +325,34 @@ mod tests {
         let err = parse_line(r#"{"agent":"a","command":"x","measures":{"xp":{"Mining":-1}}}"#)
             .unwrap_err();
         assert_eq!(err.field.as_deref(), Some("measures"));
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_its_field() {
+        let err = parse_line(r#"{"agent":"a","command":"x","ok":"yes"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("ok"), "{err}");
+        assert!(
+            err.to_string().starts_with("field `ok`: invalid type"),
+            "{err}"
+        );
+        let err = parse_line(r#"{"agent":"a","command":"x","measures":{"xp":{"Mining":"lots"}}}"#)
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("measures.xp.Mining"), "{err}");
+        let err = parse_line(r#"{"agent":"a","command":"x","damage":{"deaths":1,"lost":2}}"#)
+            .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("damage.lost"), "{err}");
+    }
+
+    #[test]
+    fn a_year_out_of_range_names_the_timestamp_field() {
+        let err =
+            parse_line(r#"{"agent":"a","command":"x","at":"99999-01-01T00:00:00Z"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("at"), "{err}");
+    }
+
+    #[test]
+    fn trailing_text_after_the_event_is_an_error() {
+        assert!(parse_line(r#"{"agent":"a","command":"x"} {"#).is_err());
     }
 
     #[test]

@@ -30,17 +30,34 @@
 //!    `sk_/rk_` + `live_/test_`, Google `AIza…` (35), npm `npm_…`, Hugging Face `hf_…`, SendGrid
 //!    `SG.….…`, Telegram bot tokens `<digits>:AA…` (also in `/bot…/` URLs), MindRune's own
 //!    `mrk_` + 48 hex owner keys and `mr_runner_`/`mr_operator_`/`mr_session_` + 64 hex tokens,
-//!    and JWTs `eyJ….eyJ….…`. Obvious placeholders (`EXAMPLE`, `xxxx`, `****`, or too
-//!    few distinct characters) are skipped.
-//! 4. **Credentials in URLs** (`scheme://user:PASSWORD@host`), **`Bearer <token>`**, and
-//!    **`Authorization: Basic <base64>`**.
+//!    and JWTs `eyJ….eyJ….…`; and the vendor-prefixed tokens of gitleaks' rules, trufflehog's
+//!    detectors and GitHub's secret-scanning patterns whose prefix marks them (every GitLab
+//!    token type, Slack app and config tokens, DigitalOcean, Pulumi, RubyGems, Sentry, Shippo,
+//!    LangSmith, Postman, Brevo, Doppler, Duffel, Dynatrace, Facebook and Square, Flutterwave,
+//!    Frame.io, Hugging Face orgs, Linear, Octopus, Shopify, Sourcegraph, SettleMint,
+//!    Cloudflare origin CA, Harness, Terraform Cloud, 42, Groq, Replicate, xAI, Google OAuth
+//!    secrets and access tokens, Pinecone, Supabase, Docker Hub, Heroku, Stripe client secrets,
+//!    Twitter bearer tokens, Vault, Fly.io, Grafana, Notion, PlanetScale, Databricks, Azure AD
+//!    client secrets, Twilio API keys, DeepSeek's hex `sk-` keys), key files beyond PEM (age
+//!    secret keys `AGE-SECRET-KEY-1…`, 1Password secret keys `A3-…` and service-account tokens),
+//!    and the secret of Microsoft Teams, Zapier and IFTTT webhook URLs. Obvious placeholders
+//!    (`EXAMPLE`, `xxxx`, `****`, `placeholder`, or too few distinct characters) are skipped.
+//! 4. **Credentials in URLs** (`scheme://user:PASSWORD@host`), **`Bearer <token>`**,
+//!    **`Authorization: Basic <base64>`**, **passwords handed to a command** (`curl -u
+//!    user:PW`, `mysql -p'PW'`, `sshpass -p PW`, `docker login -p PW`, `redis-cli -a PW`,
+//!    `sqlcmd -P PW`, `htpasswd -b FILE USER PW`; a `$VAR` or a bare `-p` prompt stays), the
+//!    password of a **`.netrc`** (`machine H login U password PW`) or **`.pgpass`** line
+//!    (`host:port:db:user:PW`), and a wallet's **seed phrase** (12 to 24 lower-case words after
+//!    `mnemonic`, `seed` or `recovery phrase` and `:` or `=`).
 //! 5. **Credential-looking assignments**: a name whose words include password, passwd, pwd,
 //!    pass, passphrase, secret, token, credential(s), creds, auth, authorization, a last word
 //!    `sig`/`signature` (`?sig=…` of a SAS URL), an env-style `…_PAT`, or an
 //!    api/access/private/secret/client/… `key` (case-insensitive, camelCase, snake_case,
-//!    kebab-case and env-style `X_KEY` all understood), assigned in `=`, `:`, `:=`, `=>`,
+//!    kebab-case and env-style `X_KEY` all understood; a service account's `private_key_id`
+//!    too), assigned in `=`, `:`, `:=`, `=>`,
 //!    `==`/`!=` (a literal compared with a password is the password), JSON `"key": "value"`,
-//!    TS `const x: string = '…'`, env `X=…`, CLI `--password=…` or query `?token=…` form. Names
+//!    TS `const x: string = '…'`, env `X=…` (also commented out or listed: `// KEY=…`,
+//!    `# KEY=…`, `- KEY=…`), CLI `--password=…` or query `?token=…` form. Names
 //!    that describe a credential rather than hold one are skipped (`tokenCount`, `maxTokens`,
 //!    `passwordField`, `secretName`, `authUrl`, `author` …).
 //! 6. **High-entropy tokens**: runs of ≥ 32 base64/base64url characters that mix letters and
@@ -81,8 +98,12 @@
 //!   by piece. Opaque random identifiers (upload ids, etags, base64 digests without a `sha256:`
 //!   label, public keys) cannot be told from secrets by shape and are redacted: harmless to
 //!   lose in a script or log, and the safe side of the trade.
-//! * Passwords passed as a separate CLI argument (`-p hunter22`, `curl -u user:pw`) are not
-//!   recognised by shape; pass them as known secrets.
+//! * Public values that look random stay: an SSH public key after its type
+//!   (`ssh-ed25519 AAAA…`), the body of a certificate, public key or PGP public key block, an
+//!   age recipient (`age1…`), publishable keys (`pk_live_`, `pk_test_`, Mapbox `pk.`, a
+//!   reCAPTCHA `data-sitekey`), whatever name they are assigned to.
+//! * Passwords passed to a command other than those above (`-p hunter22` of some other tool)
+//!   are not recognised by shape; pass them as known secrets.
 //!
 //! Guarantees: the output has exactly the input's line breaks (every replacement stays within its
 //! line), scrubbing is idempotent (scrubbing scrubbed text changes nothing and finds nothing:
@@ -268,6 +289,10 @@ const R_KNOWN: u32 = 1 << 17;
 const R_ENTROPY: u32 = 1 << 18;
 const R_TELEGRAM: u32 = 1 << 19;
 const R_MINDRUNE: u32 = 1 << 20;
+const R_VENDOR: u32 = 1 << 21;
+const R_COMMAND: u32 = 1 << 22;
+const R_SEED: u32 = 1 << 23;
+const R_TWILIO: u32 = 1 << 24;
 const R_ALL: u32 = u32::MAX;
 
 /// Trigger substrings (matched ASCII-case-insensitively) and the rules they wake up. Every rule
@@ -320,6 +345,100 @@ const TRIGGERS: &[(&str, u32)] = &[
     ("_pat'", R_ASSIGN),
     ("_pat:", R_ASSIGN),
     ("_pat ", R_ASSIGN),
+    // Vendor prefixes (gitleaks' rules, trufflehog's detectors, GitHub's secret-scanning
+    // patterns): each one names the start of a token, so only lines holding one see the rule.
+    ("a3-", R_VENDOR),
+    ("a3t", R_AWS),
+    ("age-secret-key-1", R_VENDOR),
+    ("p8e-", R_VENDOR),
+    ("dapi", R_VENDOR),
+    ("q~", R_VENDOR),
+    ("ops_eyj", R_VENDOR),
+    ("doo_v1_", R_VENDOR),
+    ("dop_v1_", R_VENDOR),
+    ("dor_v1_", R_VENDOR),
+    ("pul-", R_VENDOR),
+    ("rubygems_", R_VENDOR),
+    ("sntry", R_VENDOR),
+    ("shippo_", R_VENDOR),
+    ("lsv2_", R_VENDOR),
+    ("pmak-", R_VENDOR),
+    ("glptt-", R_GITLAB),
+    ("glcbt-", R_GITLAB),
+    ("gldt-", R_GITLAB),
+    ("glffct-", R_GITLAB),
+    ("glft-", R_GITLAB),
+    ("glimt-", R_GITLAB),
+    ("glrt-", R_GITLAB),
+    ("glsoat-", R_GITLAB),
+    ("gloas-", R_GITLAB),
+    ("glagent-", R_GITLAB),
+    ("gr1348941", R_GITLAB),
+    ("xkeysib-", R_VENDOR),
+    ("xsmtpsib-", R_VENDOR),
+    ("dp.", R_VENDOR),
+    ("duffel_", R_VENDOR),
+    ("dt0c01.", R_VENDOR),
+    ("eaa", R_VENDOR),
+    ("sq0", R_VENDOR),
+    // Twilio's API keys are `SK` and 32 hex digits. `sk` also starts `sk_live_`, whose own
+    // trigger it hides, so it wakes the Stripe rule too.
+    ("sk", R_TWILIO | R_STRIPE),
+    ("flwseck", R_VENDOR),
+    ("fio-u-", R_VENDOR),
+    ("api_org_", R_VENDOR),
+    ("lin_api_", R_VENDOR),
+    ("api-", R_VENDOR),
+    ("shp", R_VENDOR),
+    ("xapp-", R_SLACK),
+    ("xoxe", R_SLACK),
+    ("sgp_", R_VENDOR),
+    ("sm_", R_VENDOR),
+    ("v1.0-", R_VENDOR),
+    ("pat.", R_VENDOR),
+    ("atlasv1", R_VENDOR),
+    ("s-s4t2", R_VENDOR),
+    ("_gitlab_session", R_VENDOR),
+    ("gsk_", R_VENDOR),
+    ("r8_", R_VENDOR),
+    ("xai-", R_VENDOR),
+    ("gocspx-", R_VENDOR),
+    ("ya29.", R_VENDOR),
+    ("pcsk_", R_VENDOR),
+    ("sb_secret_", R_VENDOR),
+    ("dckr_pat_", R_VENDOR),
+    ("hrku-", R_VENDOR),
+    ("_secret_", R_VENDOR),
+    ("aaaaaaaaaaaaaaaaaaaaa", R_VENDOR),
+    ("hvs.", R_VENDOR),
+    ("hvb.", R_VENDOR),
+    ("fo1_", R_VENDOR),
+    ("fm2_", R_VENDOR),
+    ("glc_", R_VENDOR),
+    ("glsa_", R_VENDOR),
+    ("ntn_", R_VENDOR),
+    ("pscale_", R_VENDOR),
+    ("webhookb2/", R_WEBHOOK),
+    ("hooks.zapier.com", R_WEBHOOK),
+    ("maker.ifttt.com", R_WEBHOOK),
+    // Passwords given to a command on its line.
+    ("-u", R_COMMAND),
+    ("--user", R_COMMAND),
+    ("mysql", R_COMMAND),
+    ("mariadb", R_COMMAND),
+    ("sshpass", R_COMMAND),
+    ("login", R_COMMAND),
+    ("redis-cli", R_COMMAND),
+    ("sqlcmd", R_COMMAND),
+    ("htpasswd", R_COMMAND),
+    ("machine", R_COMMAND),
+    (":5432:", R_COMMAND),
+    (":3306:", R_COMMAND),
+    (":*:", R_COMMAND),
+    // A wallet's seed phrase.
+    ("mnemonic", R_SEED),
+    ("seed", R_SEED),
+    ("recovery", R_SEED),
 ];
 
 /// The literals the prescan looks for (ASCII case ignored): what a plain scan, the benchmark's
@@ -361,7 +480,7 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
     vec![
         shape(
             R_AWS,
-            r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?-u:\b)",
+            r"(?-u:\b)(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?-u:\b)",
             0,
             |m| shaped(m, SecretKind::AwsKey),
         ),
@@ -371,12 +490,20 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
             0,
             |m| shaped(m, SecretKind::GithubToken),
         ),
-        shape(R_GITLAB, r"(?-u:\b)glpat-[A-Za-z0-9_\-]{20,}", 0, |m| {
-            shaped(m, SecretKind::GitlabToken)
-        }),
-        shape(R_SLACK, r"(?-u:\b)xox[abposr]-[A-Za-z0-9\-]{10,}", 0, |m| {
-            shaped(m, SecretKind::SlackToken)
-        }),
+        // Every GitLab token type (personal, pipeline trigger, CI job, deploy, feature flag,
+        // feed, incoming mail, runner, SCIM, OAuth app, agent) and runner registration tokens.
+        shape(
+            R_GITLAB,
+            r"(?-u:\b)(?:gl(?:pat|ptt|cbt|dt|ffct|ft|imt|rt|soat|oas|agent|rtr)-[A-Za-z0-9_\-.]{20,}|GR1348941[A-Za-z0-9_\-]{20,})",
+            0,
+            |m| shaped(m, SecretKind::GitlabToken),
+        ),
+        shape(
+            R_SLACK,
+            r"(?-u:\b)(?:xox[abposr]-[A-Za-z0-9\-]{8,}|xoxe\.xox[bp]-[0-9]-[A-Za-z0-9]{20,}|xoxe-[0-9]-[A-Za-z0-9]{20,}|xapp-[0-9]-[A-Za-z0-9\-]{10,})",
+            0,
+            |m| shaped(m, SecretKind::SlackToken),
+        ),
         shape(
             R_WEBHOOK,
             r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9_/\-]{16,})",
@@ -392,7 +519,7 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
         shape(R_SK, r"(?-u:\b)sk-[A-Za-z0-9_\-]{20,}", 0, classify_sk),
         shape(
             R_STRIPE,
-            r"(?-u:\b)[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",
+            r"(?-u:\b)[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",
             0,
             |m| shaped(m, SecretKind::StripeKey),
         ),
@@ -432,6 +559,158 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
             0,
             |m| shaped(m, SecretKind::MindRuneKey),
         ),
+        // Vendor-prefixed tokens, each from gitleaks' rule of the same vendor (and trufflehog's
+        // or GitHub's pattern where they have one); the prefix is what makes them certain, so
+        // a hex tail counts too.
+        shape(
+            R_VENDOR,
+            concat!(
+                r"(?-u:\b)(?:",
+                r"A3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}",
+                r"|AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}",
+                r"|p8e-[A-Za-z0-9]{32}",
+                r"|dapi[a-f0-9]{32}(?:-[0-9])?",
+                r"|[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}",
+                r"|ops_eyJ[A-Za-z0-9+/]{40,}={0,3}",
+                r"|do[opr]_v1_[a-f0-9]{64}",
+                r"|pul-[a-f0-9]{40}",
+                r"|rubygems_[a-f0-9]{48}",
+                r"|sntry[su]_[A-Za-z0-9+/=_]{40,}",
+                r"|shippo_(?:live|test)_[a-fA-F0-9]{40}",
+                r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}",
+                r"|PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}",
+                r"|xkeysib-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+                r"|xsmtpsib-[a-f0-9]{64}-[A-Za-z0-9]{16}",
+                r"|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,44}",
+                r"|duffel_(?:test|live)_[A-Za-z0-9_\-=]{43}",
+                r"|dt0c01\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{64}",
+                r"|EAA[A-Za-z0-9]{100,}",
+                r"|EAAA[A-Za-z0-9_\-]{22,60}|sq0(?:atp|csp)-[A-Za-z0-9_\-]{22,60}",
+                r"|FLWSECK(?:_TEST)?-[A-Za-z0-9]{12,32}(?:-X)?",
+                r"|fio-u-[A-Za-z0-9_\-=]{64}",
+                r"|api_org_[A-Za-z]{34}",
+                r"|lin_api_[A-Za-z0-9]{40}",
+                r"|API-[A-Z0-9]{26}",
+                r"|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}",
+                r"|sgp_(?:[a-fA-F0-9]{16}|local)_[a-fA-F0-9]{40}|sgp_[a-fA-F0-9]{40}",
+                r"|sm_(?:aat|pat|sat)_[A-Za-z0-9]{16}",
+                r"|v1\.0-[a-f0-9]{24}-[a-f0-9]{146}",
+                r"|pat\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}",
+                r"|[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_\-=]{60,70}",
+                r"|s-s4t2(?:ud|af)-[a-f0-9]{64}",
+                r"|gsk_[A-Za-z0-9]{52}",
+                r"|r8_[A-Za-z0-9]{37}",
+                r"|xai-[A-Za-z0-9]{80}",
+                r"|GOCSPX-[A-Za-z0-9_\-]{28}",
+                r"|ya29\.[A-Za-z0-9_\-]{30,}",
+                r"|pcsk_[A-Za-z0-9]{5}_[A-Za-z0-9]{30,}",
+                r"|sb_secret_[A-Za-z0-9_\-]{31}",
+                r"|dckr_pat_[A-Za-z0-9_\-]{27}",
+                r"|HRKU-AA[A-Za-z0-9_\-]{58}",
+                r"|(?:pi|seti)_[A-Za-z0-9]{24}_secret_[A-Za-z0-9]{25}",
+                r"|A{21}[A-Za-z0-9%]{30,}",
+                r"|hv[sb]\.[A-Za-z0-9_\-]{90,}",
+                r"|fo1_[A-Za-z0-9_\-]{43}",
+                r"|fm2_[A-Za-z0-9+/=_\-]{40,}",
+                r"|glc_[A-Za-z0-9+/]{32,400}={0,2}",
+                r"|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8}",
+                r"|ntn_[0-9]{11}[A-Za-z0-9]{32,35}",
+                r"|pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\-.=]{32,64}",
+                r")",
+            ),
+            0,
+            |m| shaped(m, SecretKind::HighEntropy),
+        ),
+        shape(R_TWILIO, r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)", 0, |m| {
+            shaped(m, SecretKind::HighEntropy)
+        }),
+        shape(R_VENDOR, r"_gitlab_session=([A-Za-z0-9]{32})", 1, |m| {
+            shaped(m, SecretKind::HighEntropy)
+        }),
+        // Webhooks whose URL is the secret: Microsoft Teams, Zapier, IFTTT.
+        shape(
+            R_WEBHOOK,
+            r"webhookb2/[^\s]*?/IncomingWebhook/([a-f0-9]{32})",
+            1,
+            |m| shaped(m, SecretKind::WebhookUrl),
+        ),
+        shape(
+            R_WEBHOOK,
+            r"hooks\.zapier\.com/hooks/catch/[0-9]+/([a-z0-9]{5,})",
+            1,
+            |m| (m.len() >= 5).then_some(SecretKind::WebhookUrl),
+        ),
+        shape(
+            R_WEBHOOK,
+            r"maker\.ifttt\.com/trigger/[^/\s]+/with/key/([A-Za-z0-9_\-]{20,})",
+            1,
+            |m| shaped(m, SecretKind::WebhookUrl),
+        ),
+        // Passwords handed to a command on its line: `curl -u user:pw`, `mysql -p'pw'`,
+        // `sshpass -p pw`, `docker login -p pw`, `redis-cli -a pw`, `sqlcmd -P pw`,
+        // `htpasswd -b file user pw`. A value that is a variable or a prompt is left alone.
+        shape(
+            R_COMMAND,
+            r#"(?:^|\s)(?:-u|--user)[ =]['"]?[^\s:'"$]+:([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        shape(
+            R_COMMAND,
+            r#"(?-u:\b)(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)(?-u:\b)[^\n]*?\s-p['"]?([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        shape(
+            R_COMMAND,
+            r#"(?-u:\b)sshpass\s+-p\s*['"]?([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        shape(
+            R_COMMAND,
+            r#"(?-u:\b)login(?-u:\b)[^\n]*?\s(?:-p|--password)[ =]['"]?([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        shape(
+            R_COMMAND,
+            r#"(?-u:\b)redis-cli(?-u:\b)[^\n]*?\s-a\s+['"]?([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        shape(
+            R_COMMAND,
+            r#"(?-u:\b)sqlcmd(?-u:\b)[^\n]*?\s-P\s+['"]?([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        shape(
+            R_COMMAND,
+            r#"(?-u:\b)htpasswd\s+-[a-zA-Z]*b[a-zA-Z]*(?:\s+-[a-zA-Z]+)*\s+\S+\s+\S+\s+['"]?([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        // `.netrc`: `machine HOST login USER password PW`; `.pgpass`: `host:port:db:user:pw`.
+        shape(
+            R_COMMAND,
+            r#"(?-u:\b)machine\s+\S+\s+(?:login\s+\S+\s+)?password\s+['"]?([^\s'"]+)"#,
+            1,
+            command_password,
+        ),
+        shape(
+            R_COMMAND,
+            r"^\s*[A-Za-z0-9_.\-*]+:(?:[0-9]+|\*):[^:\s]+:[^:\s]+:(\S+)\s*$",
+            1,
+            command_password,
+        ),
+        // A wallet's seed phrase: 12 to 24 lower-case words after a name that says so.
+        shape(
+            R_SEED,
+            r#"(?i:mnemonic|seed|recovery[ _-]?phrase)[A-Za-z_ ]{0,12}["']?\s*[:=]\s*["'`]?([a-z]{3,8}(?: [a-z]{3,8}){11,23})(?-u:\b)"#,
+            1,
+            |_| Some(SecretKind::Assignment),
+        ),
         shape(
             R_JWT,
             r"(?-u:\b)eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*",
@@ -459,12 +738,28 @@ static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
     ]
 });
 
+/// A password given on a command line, unless it is a variable, a placeholder or a prompt.
+fn command_password(pw: &str) -> Option<SecretKind> {
+    let placeholder = pw.len() < 4
+        || pw.starts_with(['$', '%', '{', '<', '*', '-'])
+        || pw.bytes().all(|b| b == b'*' || b == b'x' || b == b'X')
+        || is_url_placeholder(pw);
+    (!placeholder).then_some(SecretKind::Assignment)
+}
+
 /// Accepts a key shape unless it is an obvious placeholder.
 fn shaped(m: &str, kind: SecretKind) -> Option<SecretKind> {
     let lower = m.to_ascii_lowercase();
-    let fake = ["example", "xxxx", "****", "redacted", "0000000"]
-        .iter()
-        .any(|p| lower.contains(p))
+    let fake = [
+        "example",
+        "xxxx",
+        "****",
+        "redacted",
+        "0000000",
+        "placeholder",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
         || distinct_alnum(m) < 8;
     (!fake).then_some(kind)
 }
@@ -477,6 +772,10 @@ fn classify_sk(m: &str) -> Option<SecretKind> {
         return shaped(m, SecretKind::AnthropicKey);
     }
     let tail = &m[3..];
+    // DeepSeek's keys are `sk-` and 32 hex digits, all lower case.
+    if tail.len() == 32 && tail.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        return shaped(m, SecretKind::OpenAiKey);
+    }
     let upper = tail.bytes().any(|b| b.is_ascii_uppercase());
     let lower = tail.bytes().any(|b| b.is_ascii_lowercase());
     let digit = tail.bytes().any(|b| b.is_ascii_digit());
@@ -540,7 +839,7 @@ impl Scrubber {
         // The start of the first line not yet looked at.
         let mut floor = 0;
         loop {
-            let start = if pem.active {
+            let start = if pem.active || pem.public {
                 floor
             } else if let Some(hit) = hits.get(hi) {
                 text[floor..hit.start]
@@ -721,6 +1020,19 @@ impl Scrubber {
                 spans.push(Span::new(start, end, SecretKind::KnownSecret, true));
             }
         }
+        // A public block's body lines only look random: the entropy rule skips them, but a
+        // token with a shape of its own is still caught there.
+        let mut public_body = false;
+        if pem.public {
+            if line.contains("-----END ") {
+                pem.public = false;
+                public_body = true;
+            } else if is_public_body_line(line) {
+                public_body = true;
+            } else {
+                pem.public = false;
+            }
+        }
         for shape in SHAPES.iter().filter(|s| s.bits & bits != 0) {
             if shape.group == 0 {
                 for m in shape.re.find_iter(line) {
@@ -741,11 +1053,14 @@ impl Scrubber {
         if bits & R_ASSIGN != 0 {
             assignment_spans(line, hits, spans);
         }
-        if bits & R_ENTROPY != 0 {
+        if bits & R_ENTROPY != 0 && !public_body {
             entropy_spans(line, spans);
         }
         if bits & R_PEM != 0 {
             pem = pem_begin_spans(line, pem, spans);
+            if !pem.active && opens_public_block(line) {
+                pem.public = true;
+            }
         }
         pem
     }
@@ -957,6 +1272,9 @@ struct PemState {
     active: bool,
     /// This block already produced its finding.
     reported: bool,
+    /// Inside a certificate or public key block (`-----BEGIN CERTIFICATE-----`): its body lines
+    /// are public and only look random, so the shape and entropy rules skip them.
+    public: bool,
 }
 
 enum BodyLine {
@@ -988,6 +1306,43 @@ fn find_pem_marker(line: &str, from: usize, opener: &str) -> Option<(usize, usiz
         at = label_start;
     }
     None
+}
+
+/// Whether `line` ends with the BEGIN marker of a public block (a certificate, a public key, a
+/// PGP public key block, a certificate request or CRL) whose body follows on the next lines.
+fn opens_public_block(line: &str) -> bool {
+    const PUBLIC: &[&str] = &[
+        "CERTIFICATE",
+        "TRUSTED CERTIFICATE",
+        "CERTIFICATE REQUEST",
+        "NEW CERTIFICATE REQUEST",
+        "X509 CRL",
+        "PUBLIC KEY",
+        "RSA PUBLIC KEY",
+        "PGP PUBLIC KEY BLOCK",
+        "PGP SIGNATURE",
+        "SSH2 PUBLIC KEY",
+    ];
+    let t = line.trim_end().trim_end_matches(['"', '\'', ',']);
+    let Some(at) = t.rfind("-----BEGIN ") else {
+        return false;
+    };
+    let label = &t[at + "-----BEGIN ".len()..];
+    label
+        .strip_suffix("-----")
+        .is_some_and(|label| PUBLIC.contains(&label))
+}
+
+/// A line of a public block's body: base64, a blank line, or a `Name: value` armor header.
+fn is_public_body_line(line: &str) -> bool {
+    let t = line.trim().trim_matches(['"', '\'', ',']);
+    t.is_empty()
+        || t.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'='))
+        || (t.len() < 200
+            && t.split_once(": ").is_some_and(|(name, _)| {
+                name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            }))
 }
 
 /// Trims the syntax around key material inside `line[from..to]`: indentation, quotes, string
@@ -1080,6 +1435,7 @@ fn pem_begin_spans(line: &str, mut pem: PemState, spans: &mut Vec<Span>) -> PemS
                     pem = PemState {
                         active: true,
                         reported: body,
+                        public: false,
                     };
                 }
                 break;
@@ -1282,6 +1638,9 @@ fn is_random_token(line: &str, s: usize, e: usize) -> bool {
     if DIGEST_PREFIXES.iter().any(|p| labelled(p)) {
         return false;
     }
+    if is_public_value(line, s, run) {
+        return false;
+    }
     let lower = run.to_ascii_lowercase();
     if ["sha1-", "sha256-", "sha384-", "sha512-"]
         .iter()
@@ -1321,6 +1680,42 @@ fn is_random_token(line: &str, s: usize, e: usize) -> bool {
         return false;
     }
     shannon_entropy(run.as_bytes()) >= MIN_ENTROPY_BITS && !is_base64_of_prose(run)
+}
+
+/// Values that are public by design and only look random: publishable keys (Stripe's
+/// `pk_live_`/`pk_test_`, Mapbox's `pk.`), an SSH public key after its type (`ssh-ed25519 AAAA…`),
+/// an age recipient (`age1…`), a reCAPTCHA site key (`data-sitekey="6L…"`). Their secret
+/// halves (`sk_live_`, `sk.`, `AGE-SECRET-KEY-1`, the PEM private key) have rules of their own.
+fn is_public_value(line: &str, s: usize, run: &str) -> bool {
+    if run.starts_with("pk_live_")
+        || run.starts_with("pk_test_")
+        || run.starts_with("pk.eyJ")
+        || (run.starts_with("eyJ") && line[..s].ends_with("pk."))
+    {
+        return true;
+    }
+    if run.starts_with("age1")
+        && run.len() >= 58
+        && run[4..]
+            .bytes()
+            .all(|c| b"qpzry9x8gf2tvdw0s3jn54khce6mua7l".contains(&c))
+    {
+        return true;
+    }
+    let before = &line[..s];
+    if run.starts_with("AAAA") {
+        let key_type = before.trim_end().rsplit(' ').next().unwrap_or("");
+        if before.ends_with(' ')
+            && (key_type.starts_with("ssh-")
+                || key_type.starts_with("ecdsa-sha2-")
+                || key_type.starts_with("sk-ssh-")
+                || key_type.starts_with("sk-ecdsa-"))
+        {
+            return true;
+        }
+    }
+    let near = &before.as_bytes()[before.len().saturating_sub(16)..];
+    near.windows(7).any(|w| w.eq_ignore_ascii_case(b"sitekey"))
 }
 
 /// Whether a run is base64 (or base64url) of ordinary prose: every decoded byte printable ASCII
@@ -1472,11 +1867,23 @@ fn assignment_spans(line: &str, hits: LineHits<'_>, spans: &mut Vec<Span>) {
         if let Some(parsed) = parsed {
             skip_until = skip_until.max(parsed.consumed);
             for (vs, ve) in parsed.secret {
+                // A publishable key is meant to be shipped to browsers, whatever its name.
+                let value = &line[vs..ve];
+                if value.starts_with("pk_live_")
+                    || value.starts_with("pk_test_")
+                    || value.starts_with("pk.eyJ")
+                {
+                    continue;
+                }
                 spans.push(Span::new(vs, ve, SecretKind::Assignment, true));
             }
         }
     }
 }
+
+/// What may stand before a `NAME=value` line that was commented out or listed (`// KEY=…`,
+/// `# KEY=…`, `-- KEY=…`, `* KEY=…`, `- KEY=…`, `> KEY=…`, `; KEY=…`): the value is as real.
+const COMMENT_MARKS: &[char] = &['/', '#', '-', '*', '>', ';', ' ', '\t'];
 
 fn is_declaration_line(line: &str) -> bool {
     let t = line.trim_start();
@@ -1746,6 +2153,11 @@ fn is_credential_name(name: &str) -> bool {
         let (s, e) = words[i];
         std::str::from_utf8(&lower[s..e]).unwrap_or("")
     };
+    // A service account's `private_key_id` names its key at Google: with the key it is the
+    // credential, and it is the one `…_id` that is.
+    if n == 3 && word(0) == "private" && word(1) == "key" && word(2) == "id" {
+        return true;
+    }
     if (0..n).any(|i| in_sorted(NOT_A_VALUE_WORDS, word(i))) {
         return false;
     }
@@ -1872,7 +2284,10 @@ fn parse_assignment(line: &str, s: usize, e: usize, decl_line: bool) -> Option<P
         && op_at == after_name
         && value_at == p
         && b[s].is_ascii_alphabetic()
-        && matches!(line[..s].trim(), "" | "export" | "set");
+        && matches!(
+            line[..s].trim().trim_start_matches(COMMENT_MARKS).trim(),
+            "" | "export" | "set"
+        );
     let mut p = value_at;
 
     // A type annotation, `password: string = "…"`: the value follows the ` = `.
@@ -2329,6 +2744,137 @@ mod tests {
         );
         assert!(matches!(out.text, Cow::Borrowed(_)));
         assert_eq!(out.text, text);
+    }
+
+    #[test]
+    fn passwords_handed_to_a_command_are_redacted_and_prompts_and_variables_stay() {
+        let sc = Scrubber::new(&[]);
+        for (line, pw) in [
+            (
+                "curl -u deploy:Maple!4824K https://ci.example.net",
+                "Maple!4824K",
+            ),
+            ("mysql -h db -u root -p'Trout%3992K' shop", "Trout%3992K"),
+            (
+                "mysqldump -uroot -pRiver@2702x --all-databases",
+                "River@2702x",
+            ),
+            ("sshpass -p Harbor*8352z ssh pi@10.0.0.2", "Harbor*8352z"),
+            (
+                "docker login -u ada -p Ember@814K registry.example.net",
+                "Ember@814K",
+            ),
+            ("redis-cli -h cache -a Willow#5775z ping", "Willow#5775z"),
+            (
+                "sqlcmd -S db01 -U sa -P Quartz@8558Q -Q \"SELECT 1\"",
+                "Quartz@8558Q",
+            ),
+            (
+                "htpasswd -b -c /etc/nginx/.htpasswd admin Falcon*6712Q",
+                "Falcon*6712Q",
+            ),
+            (
+                "machine api.heroku.com login ada password Copper*3470x",
+                "Copper*3470x",
+            ),
+            ("db1.internal:5432:shop:app:Lumber@4297z", "Lumber@4297z"),
+        ] {
+            assert_caught(&sc, line, pw, SecretKind::Assignment);
+        }
+        for line in [
+            "mysql -u root -p shop",
+            "curl -u \"$USER:$PASS\" https://ci.example.net",
+            "docker login -u ada --password-stdin < token.txt",
+            "redis-cli -a \"$REDIS_PASSWORD\" ping",
+            "*:*:*:app:*",
+            "# hostname:port:database:username:password",
+        ] {
+            assert_clean(line);
+        }
+    }
+
+    #[test]
+    fn a_seed_phrase_after_its_name_is_redacted_and_prose_about_one_stays() {
+        let sc = Scrubber::new(&[]);
+        let phrase =
+            "awake arrive alarm adjust almost atom attract action accident absurd annual author";
+        for line in [
+            format!("MNEMONIC=\"{phrase}\""),
+            format!("seed phrase: {phrase}"),
+            format!("\"mnemonic\": \"{phrase}\""),
+        ] {
+            assert_caught(&sc, &line, phrase, SecretKind::Assignment);
+        }
+        assert_clean("the seed phrase is twelve words you write on paper");
+        assert_clean("remember: never paste your mnemonic into a chat");
+    }
+
+    #[test]
+    fn a_credential_assignment_commented_out_or_listed_is_still_redacted() {
+        let sc = Scrubber::new(&[]);
+        let key = "4f1aa23a3f867080333b7a122ab46eafccb742c83f721f79259fb28bec306717";
+        assert_caught(
+            &sc,
+            &format!("// PRIVATE_KEY=0x{key}"),
+            key,
+            SecretKind::Assignment,
+        );
+        assert_caught(
+            &sc,
+            &format!("  * PRIVATE_KEY={key}"),
+            key,
+            SecretKind::Assignment,
+        );
+        assert_caught(
+            &sc,
+            "  \"private_key_id\": \"429a223680ed5c7154df527d8d9a23ad224f855e\",",
+            "429a223680ed5c7154df527d8d9a23ad224f855e",
+            SecretKind::Assignment,
+        );
+        assert_clean("# PRIVATE_KEY is read from the vault at start");
+        assert_clean("  \"client_id\": \"117383048473882922912\",");
+    }
+
+    #[test]
+    fn vendor_prefixed_tokens_and_key_files_beyond_pem_are_redacted() {
+        let sc = Scrubber::new(&[]);
+        for token in [
+            "dop_v1_cb3e4232ace6285b9353efe2f26c8240163ace7854beb957462c5299b4f33916",
+            "glptt-166afc5819331d120a6995e3440809f0253a4f66",
+            "AGE-SECRET-KEY-1FEULS9R4UUZGSZVXP5RX8L6S37YKWAJMWHMQU70WFLXF9Y34QTA85HFZVK",
+            "A3-ROE4IY-FNXG7O-COMUO-DFY7J-CBF53-N20Y7-I059Q",
+            "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",
+            "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",
+            "sk-f2c993cb59bbe5364ebd5b31aeb3eafc",
+            "SKBDa0f727679D05CCaC257d9f68DC9ca7",
+        ] {
+            let line = format!("value: \"{token}\"");
+            let out = sc.scrub(&line);
+            assert!(!out.text.contains(token), "{token} -> {}", out.text);
+        }
+    }
+
+    #[test]
+    fn public_keys_certificates_and_publishable_keys_stay() {
+        for text in [
+            "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIrkn/THW241x/ZukfOc7JIpK1ijC3fdPhQWM/uq/YJXI ada@laptop",
+            "-----BEGIN CERTIFICATE-----\nMIIDE8cociVYlrDl96D4jfsXMea1+XUYg25SiUUvobUe81NZWgBLoamNJ6PxbKsR\n3eJf1z/7N3Xxv3Rsw/s1ylXkItrigvAQHCz8ImcDIy00KPrLzpNBfMnYflYV3abc\n-----END CERTIFICATE-----",
+            "STRIPE_PUBLISHABLE_KEY=pk_live_v4YWrlMMDaQ7NHV1JWvb8qugU1uh4WsFP5lRqmvhb9duBYYo",
+            "mapboxgl.accessToken = 'pk.eyJ1IjoiYWRhfEXV6eBx7r72IzkJGkriIn0.1d5VZDDW6CwnSSB_T04_kV';",
+            "age1lhtag07a4u6n5sln67hltrrnjck253ls0nrtga406udls064hv2r3wfl6y",
+        ] {
+            assert_clean(text);
+        }
+        // A certificate's block ends at its END marker: a token after it is caught again, and a
+        // token with a shape of its own is caught inside it too.
+        let sc = Scrubber::new(&[]);
+        let token = "ghp_h1cuRY55RKSHm09vp4vB98iCt8i5QDJSb0RK";
+        let text = format!(
+            "-----BEGIN CERTIFICATE-----\nMIIDE8cociVYlrDl96D4jfsXMea1+XUYg25SiUUvobUe81NZWgBLoamNJ6PxbKsR\n-----END CERTIFICATE-----\nGITHUB_TOKEN={token}"
+        );
+        assert!(!sc.scrub(&text).text.contains(token));
+        let inside = "-----BEGIN CERTIFICATE-----\nAKIA1B5F7PVVO9SHC9Y2\n-----END CERTIFICATE-----";
+        assert!(!sc.scrub(inside).text.contains("AKIA1B5F7PVVO9SHC9Y2"));
     }
 
     #[test]

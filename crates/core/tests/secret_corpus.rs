@@ -10,6 +10,8 @@ pub const OWNER_KEY: &str = "mrk_e330ccb17b3f6f8b137ddda52a76d045cc89778fb616722
 pub const BOT_PASSWORD: &str = "trout-Fisher-lumbridge";
 
 const CORPUS: &str = include_str!("data/secret_corpus.txt");
+/// The world's shapes, each with the public rule set it was built from (a fourth column).
+const WORLD: &str = include_str!("data/secret_corpus_world.txt");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
@@ -19,7 +21,10 @@ enum Expect {
 }
 
 struct Case {
-    line_no: usize,
+    /// `secret_corpus.txt:12`.
+    place: String,
+    /// The public rule set the case comes from (`gitleaks:<rule>`, …); empty in the first file.
+    source: String,
     expect: Expect,
     kind: String,
     /// The text with `\n` decoded and the `⟦ ⟧` marks removed.
@@ -72,9 +77,18 @@ fn unmark(line: &str) -> (String, Vec<String>) {
 }
 
 fn cases() -> Vec<Case> {
+    let mut out = parse(CORPUS, "secret_corpus.txt", false);
+    out.extend(parse(WORLD, "secret_corpus_world.txt", true));
+    out
+}
+
+/// One corpus file's cases; `sourced` files carry the source in a column before the line.
+fn parse(corpus: &str, file: &str, sourced: bool) -> Vec<Case> {
     let mut out = Vec::new();
-    for (i, raw) in CORPUS.lines().enumerate() {
+    let text_col = if sourced { 3 } else { 2 };
+    for (i, raw) in corpus.lines().enumerate() {
         let line_no = i + 1;
+        let place = format!("{file}:{line_no}");
         if raw.is_empty() || raw.starts_with('#') {
             continue;
         }
@@ -83,28 +97,41 @@ fn cases() -> Vec<Case> {
             "secret" => Expect::Secret,
             "benign" => Expect::Benign,
             "benign-fp-accepted" => Expect::BenignFpAccepted,
-            other => panic!("line {line_no}: unknown case type {other:?}"),
+            other => panic!("{place}: unknown case type {other:?}"),
         };
         match expect {
             Expect::BenignFpAccepted => assert!(
-                cols.len() == 4 && !cols[3].trim().is_empty(),
-                "line {line_no}: an accepted false positive needs a reason column"
+                cols.len() == text_col + 2 && !cols[text_col + 1].trim().is_empty(),
+                "{place}: an accepted false positive needs a reason column"
             ),
-            _ => assert_eq!(cols.len(), 3, "line {line_no}: three columns expected"),
+            _ => assert_eq!(
+                cols.len(),
+                text_col + 1,
+                "{place}: {} columns expected",
+                text_col + 1
+            ),
         }
-        let (text, values) = unmark(&decode(cols[2]));
+        if sourced {
+            assert!(
+                cols[2].contains(':') && !cols[2].contains(' '),
+                "{place}: the source is `set:rule`"
+            );
+        }
+        let (text, values) = unmark(&decode(cols[text_col]));
         match expect {
             Expect::Secret => assert!(
                 !values.is_empty() && values.iter().all(|v| !v.is_empty()),
-                "line {line_no}: a secret line marks its value with ⟦ ⟧"
+                "{place}: a secret line marks its value with ⟦ ⟧"
             ),
-            _ => assert!(
-                values.is_empty(),
-                "line {line_no}: a benign line has no ⟦ ⟧"
-            ),
+            _ => assert!(values.is_empty(), "{place}: a benign line has no ⟦ ⟧"),
         }
         out.push(Case {
-            line_no,
+            place,
+            source: if sourced {
+                cols[2].to_owned()
+            } else {
+                String::new()
+            },
             expect,
             kind: cols[1].to_owned(),
             text,
@@ -123,8 +150,16 @@ fn the_corpus_is_large_and_names_its_known_secrets() {
     let cases = cases();
     let secrets = cases.iter().filter(|c| c.expect == Expect::Secret).count();
     let benign = cases.len() - secrets;
-    assert!(secrets >= 150, "only {secrets} secret cases");
-    assert!(benign >= 150, "only {benign} look-alikes");
+    assert!(secrets >= 300, "only {secrets} secret cases");
+    assert!(benign >= 300, "only {benign} look-alikes");
+    // The world's shapes name where they come from, and come from several public rule sets.
+    let sets: std::collections::BTreeSet<&str> = cases
+        .iter()
+        .filter_map(|c| c.source.split(':').next().filter(|s| !s.is_empty()))
+        .collect();
+    for set in ["gitleaks", "trufflehog", "github-secret-scanning"] {
+        assert!(sets.contains(set), "no case from {set}: {sets:?}");
+    }
     let accepted = cases
         .iter()
         .filter(|c| c.expect == Expect::BenignFpAccepted)
@@ -151,15 +186,15 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
         assert_eq!(
             out.text.matches('\n').count(),
             case.text.matches('\n').count(),
-            "line {}: line breaks changed",
-            case.line_no
+            "{}: line breaks changed",
+            case.place
         );
         // Scrubbing is idempotent on every case.
         assert_eq!(
             sc.scrub(&out.text).text,
             out.text,
-            "line {}: not idempotent",
-            case.line_no
+            "{}: not idempotent",
+            case.place
         );
         match case.expect {
             Expect::Secret => {
@@ -174,8 +209,8 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
                     caught += 1;
                 } else {
                     missed.push(format!(
-                        "line {} ({}): {:?} survived in {:?}",
-                        case.line_no, case.kind, survived, out.text
+                        "{} ({}): {:?} survived in {:?}",
+                        case.place, case.kind, survived, out.text
                     ));
                 }
             }
@@ -185,8 +220,8 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
                     fps += 1;
                     if case.expect == Expect::Benign {
                         changed.push(format!(
-                            "line {} ({}): {:?} -> {:?}",
-                            case.line_no, case.kind, case.text, out.text
+                            "{} ({}): {:?} -> {:?}",
+                            case.place, case.kind, case.text, out.text
                         ));
                     }
                 }
@@ -195,12 +230,27 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
     }
     let pct = |n: usize, d: usize| 100.0 * n as f64 / d.max(1) as f64;
     println!(
-        "secret corpus: {caught}/{secrets} caught ({:.1} %), {fps}/{benign} look-alikes changed ({:.1} %)",
+        "secret corpus: {caught}/{secrets} caught ({:.1} %), {fps}/{benign} look-alikes changed ({:.1} %); targets ≥ 99 % and ≤ 2 %",
         pct(caught, secrets),
         pct(fps, benign)
     );
+    for miss in &missed {
+        println!("secret corpus: missed {miss}");
+    }
+    // The first file's shapes are all caught and its look-alikes all kept; of the world's
+    // shapes (built from public rule sets, some for vendors whose tokens have no mark of their
+    // own) at most 1 % may get through, and at most 2 % of all look-alikes may change.
+    let first_file = |line: &String| line.starts_with("secret_corpus.txt:");
     assert!(
-        missed.is_empty() && changed.is_empty(),
+        !missed.iter().any(first_file) && !changed.iter().any(first_file),
+        "{} secrets missed:\n{}\n{} look-alikes changed:\n{}",
+        missed.len(),
+        missed.join("\n"),
+        changed.len(),
+        changed.join("\n")
+    );
+    assert!(
+        caught * 100 >= secrets * 99 && fps * 100 <= benign * 2,
         "{} secrets missed:\n{}\n{} look-alikes changed:\n{}",
         missed.len(),
         missed.join("\n"),
@@ -221,8 +271,8 @@ fn accepted_false_positives_are_still_false_positives() {
         assert_ne!(
             sc.scrub(&case.text).text,
             case.text,
-            "line {}: no longer a false positive; mark it `benign`",
-            case.line_no
+            "{}: no longer a false positive; mark it `benign`",
+            case.place
         );
     }
 }
@@ -242,13 +292,21 @@ fn every_credential_shape_is_refused_in_a_skill_package_write() {
         checked += 1;
         let contents = format!("# Notes\n\nExample:\n{}\n", case.text);
         if reject_secret_material("SKILL.md", &contents).is_ok() {
-            missed.push(format!("line {} ({})", case.line_no, case.kind));
+            missed.push(format!("{} ({})", case.place, case.kind));
         }
     }
     println!(
         "package writes: {checked} credential shapes planted, {} missed",
         missed.len()
     );
-    assert!(checked >= 140, "{checked}");
-    assert!(missed.is_empty(), "written into a package: {missed:#?}");
+    assert!(checked >= 300, "{checked}");
+    // The same bar as the scrubber's: the door refuses what the scrubber catches.
+    assert!(
+        missed.len() * 100 <= checked,
+        "written into a package: {missed:#?}"
+    );
+    assert!(
+        !missed.iter().any(|m| m.starts_with("secret_corpus.txt:")),
+        "written into a package: {missed:#?}"
+    );
 }

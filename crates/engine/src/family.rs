@@ -38,6 +38,19 @@ pub enum FamilyError {
     Mirror(#[from] MirrorError),
 }
 
+impl FamilyError {
+    /// Whether the library's or the mirror's disk is full.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            FamilyError::Store(err) => err.is_disk_full(),
+            FamilyError::Mirror(crate::mirror_writer::MirrorError::Io { source, .. }) => {
+                crate::io_disk_full(source)
+            }
+            FamilyError::Mirror(_) => false,
+        }
+    }
+}
+
 /// What a refresh of the mirror did.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]

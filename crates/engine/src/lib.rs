@@ -16,3 +16,12 @@ pub mod workspace;
 pub mod wrapup;
 
 pub use ingest::{IngestError, Recorded, Recorder, now_millis};
+
+/// Whether an I/O error says the disk is full (ENOSPC) or the user's quota on it is used up
+/// (EDQUOT): the surroundings, not MindRune's input or its library, are to blame.
+pub fn io_disk_full(err: &std::io::Error) -> bool {
+    matches!(
+        err.kind(),
+        std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded
+    )
+}

@@ -97,6 +97,22 @@ pub enum TurnError {
     Mirror(#[from] family::FamilyError),
 }
 
+impl TurnError {
+    /// Whether the boundary failed because a disk is full (the library's or the mirror's), and
+    /// not because of the agent's files or the library's contents.
+    pub fn is_disk_full(&self) -> bool {
+        match self {
+            TurnError::Store(err) | TurnError::Ingest(IngestError::Store(err)) => {
+                err.is_disk_full()
+            }
+            TurnError::Mirror(err) => err.is_disk_full(),
+            TurnError::Ingest(_) | TurnError::NoWorkspace { .. } | TurnError::BotDir { .. } => {
+                false
+            }
+        }
+    }
+}
+
 /// How the mirror is treated at this boundary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MirrorPolicy {

@@ -30,6 +30,38 @@ pub enum ReadError {
     Io { path: String, message: String },
 }
 
+/// Folders of the operating system that hold no agent's work, with everything below them. An
+/// agent's workspace there would let the library read (and its mirror write beside) the host's
+/// own files, so such a workspace is refused whatever the permissions allow.
+const SYSTEM_TREES: &[&str] = &[
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/run",
+    "/sbin", "/sys", "/usr",
+];
+
+/// Shared top-level folders: fine to hold a workspace below, never to be one, since every
+/// user's files are inside.
+const SHARED_ROOTS: &[&str] = &[
+    "/", "/home", "/media", "/mnt", "/opt", "/root", "/srv", "/tmp", "/var",
+];
+
+/// Why `workspace` (an absolute path, already resolved: symlinks followed, no `..`) may not be
+/// an agent's workspace, or `None` when it may.
+pub fn system_folder(workspace: &Path) -> Option<String> {
+    if let Some(tree) = SYSTEM_TREES.iter().find(|tree| workspace.starts_with(tree)) {
+        return Some(format!(
+            "{} is a system folder ({tree} belongs to the operating system); give a folder of the agent's own",
+            workspace.display()
+        ));
+    }
+    if SHARED_ROOTS.iter().any(|root| workspace == Path::new(root)) {
+        return Some(format!(
+            "{} is a shared top-level folder holding everyone's files; give a folder of the agent's own inside it",
+            workspace.display()
+        ));
+    }
+    None
+}
+
 /// A workspace-relative path made of plain names only (no `..`, no root), or `None`.
 pub fn clean_relative(path: &str) -> Option<PathBuf> {
     let mut clean = PathBuf::new();
@@ -400,6 +432,31 @@ pub fn script_of_bot(relative: &str) -> Option<(&str, &str)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn system_folders_and_shared_roots_are_not_workspaces() {
+        use super::system_folder;
+        for refused in [
+            "/etc",
+            "/etc/ssh",
+            "/usr/local/share",
+            "/",
+            "/home",
+            "/tmp",
+            "/proc/self",
+        ] {
+            assert!(system_folder(Path::new(refused)).is_some(), "{refused}");
+        }
+        for kept in [
+            "/home/ada/bots",
+            "/tmp/x",
+            "/work/avatars",
+            "/srv/agents/buzz",
+            "/etcetera",
+        ] {
+            assert_eq!(system_folder(Path::new(kept)), None, "{kept}");
+        }
+    }
+
     use super::*;
 
     #[test]

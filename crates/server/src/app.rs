@@ -1,6 +1,5 @@
 //! The server's shared state, its router, and `serve` with a graceful shutdown.
 
-use std::future::IntoFuture as _;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +28,17 @@ struct Shared {
     store: &'static dyn Store,
     recorder: &'static Recorder<'static>,
     config: ServerConfig,
+    /// When a request last failed on a full disk; cleared by the next write that succeeds.
+    disk_full_since: std::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// Below this much free space on the library's disk the server answers not ready: SQLite needs
+/// room for its write-ahead log before a write can even start.
+pub const MIN_FREE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// How long a full disk reported by a write keeps `/ready` at "not ready" when the server
+/// cannot see that disk itself (PostgreSQL's): then traffic is let through again to find out.
+pub const DISK_FULL_HOLD: Duration = Duration::from_secs(30);
 
 impl AppState {
     /// The state of a server over `store`. The store and its recorder live as long as the
@@ -43,6 +52,7 @@ impl AppState {
                 store,
                 recorder,
                 config,
+                disk_full_since: std::sync::Mutex::new(None),
             }),
         }
     }
@@ -57,6 +67,54 @@ impl AppState {
 
     pub fn config(&self) -> &ServerConfig {
         &self.shared.config
+    }
+
+    /// Why the library cannot take writes now, if it cannot: its disk has less than
+    /// [`MIN_FREE_BYTES`] free, or a write failed on a full disk and none has succeeded since.
+    pub fn storage_problem(&self) -> Option<String> {
+        let space = self.store().disk_space();
+        if let Some(space) = &space
+            && space.available < MIN_FREE_BYTES
+        {
+            return Some(format!(
+                "the disk holding the library ({}) has {} bytes free, under the {MIN_FREE_BYTES} a write needs; free space on it",
+                space.folder, space.available
+            ));
+        }
+        let mut since = self
+            .shared
+            .disk_full_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match *since {
+            // The disk is visible and has room again: what failed then would succeed now.
+            Some(_) if space.is_some() => {
+                *since = None;
+                None
+            }
+            Some(at) if at.elapsed() < DISK_FULL_HOLD => Some(
+                "a write failed because the database's disk is full; free space on it".to_string(),
+            ),
+            Some(_) => {
+                *since = None;
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// Notes what a request's answer says about the library's disk.
+    fn note_storage(&self, status: StatusCode, wrote: bool) {
+        let mut since = self
+            .shared
+            .disk_full_since
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if status == StatusCode::INSUFFICIENT_STORAGE {
+            *since = Some(std::time::Instant::now());
+        } else if wrote && status.is_success() {
+            *since = None;
+        }
     }
 
     /// Runs store work on a blocking thread: the store is synchronous (SQLite), and the
@@ -75,9 +133,18 @@ impl AppState {
 /// inline code, no frames, forms only to the server itself.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
+/// The HSTS header sent when cookies are `Secure`: a year, as browsers' preload lists ask.
+pub const STRICT_TRANSPORT_SECURITY: &str = "max-age=31536000; includeSubDomains";
+
 /// Every route of the server.
 pub fn router(state: AppState) -> Router {
     let timeout = Duration::from_secs(state.config().request_timeout_secs);
+    // HSTS exactly when cookies are Secure: the server is then reached through TLS, and a
+    // browser that once saw it never again sends a session over plain HTTP.
+    let hsts = state
+        .config()
+        .cookies_secure()
+        .then(|| HeaderValue::from_static(STRICT_TRANSPORT_SECURITY));
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
@@ -100,6 +167,10 @@ pub fn router(state: AppState) -> Router {
             header::REFERRER_POLICY,
             HeaderValue::from_static("no-referrer"),
         ))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::STRICT_TRANSPORT_SECURITY,
+            move |_: &axum::response::Response| hsts.clone(),
+        ))
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             timeout,
@@ -119,7 +190,24 @@ pub fn router(state: AppState) -> Router {
                     tower_http::trace::DefaultOnResponse::new().level(tracing::Level::INFO),
                 ),
         )
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            track_storage,
+        ))
         .with_state(state)
+}
+
+/// Every answer is noted for `/ready`: a 507 means the disk is full, a write that succeeded
+/// means it is not (any more).
+async fn track_storage(
+    State(state): State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let wrote = !request.method().is_safe();
+    let response = next.run(request).await;
+    state.note_storage(response.status(), wrote);
+    response
 }
 
 /// Liveness: the process answers.
@@ -127,46 +215,136 @@ async fn health() -> impl IntoResponse {
     axum::Json(serde_json::json!({ "status": "ok" }))
 }
 
-/// Readiness: the library answers too.
+/// Readiness: the library answers too, and its disk has room for a write.
 async fn ready(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     let store = state.store();
     match state.blocking(move || store.vocabulary_digest()).await? {
-        Ok(_) => Ok(axum::Json(serde_json::json!({ "status": "ready" }))),
-        Err(err) => Err(ApiError::unavailable(format!(
-            "the library cannot be read: {err}"
+        Ok(_) => {}
+        Err(err) => {
+            return Err(ApiError::unavailable(format!(
+                "the library cannot be read: {err}"
+            )));
+        }
+    }
+    let checking = state.clone();
+    match state.blocking(move || checking.storage_problem()).await? {
+        None => Ok(axum::Json(serde_json::json!({ "status": "ready" }))),
+        Some(problem) => Err(ApiError::unavailable(format!(
+            "not ready: {problem}, then the server is ready again by itself"
         ))),
     }
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets requests in flight finish
 /// (for at most the configured grace period).
+///
+/// The accept loop is written out rather than `axum::serve`, which gives hyper no timer and so
+/// no header-read timeout, and takes every connection it is offered. Here a connection whose
+/// headers have not all arrived within `header_read_timeout_secs` is closed by hyper, and past
+/// `max_connections` a new connection is answered 503 and closed at once: a client that opens
+/// connections and sends nothing holds at most the cap, and only for the header timeout.
 pub async fn serve(
     state: AppState,
     listener: TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let grace = Duration::from_secs(state.config().shutdown_grace_secs);
+    let header_timeout = Duration::from_secs(state.config().header_read_timeout_secs);
+    let permits = Arc::new(tokio::sync::Semaphore::new(state.config().max_connections));
     let app = router(state);
-    let (stopping_tx, stopping_rx) = tokio::sync::oneshot::channel::<()>();
-    let signal = async move {
-        shutdown.await;
-        tracing::info!("shutting down: finishing the requests in flight");
-        let _ = stopping_tx.send(());
-    };
-    let server = axum::serve(listener, app)
-        .with_graceful_shutdown(signal)
-        .into_future();
-    tokio::pin!(server);
+    // `stopping` tells every connection to finish its request and close; `open` is held by
+    // every connection, so its sender sees it closed once the last one is gone.
+    let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
+    let (open_tx, open_rx) = tokio::sync::watch::channel(());
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(err) => {
+                    accept_failed(err).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            tokio::spawn(refuse_busy(stream));
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let mut stopping = stopping_rx.clone();
+        let open = open_rx.clone();
+        tokio::spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(header_timeout);
+            let connection =
+                builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            tokio::pin!(connection);
+            let mut told = false;
+            loop {
+                tokio::select! {
+                    result = connection.as_mut() => {
+                        if let Err(err) = result {
+                            tracing::debug!("a connection ended with an error: {err}");
+                        }
+                        break;
+                    }
+                    changed = stopping.changed(), if !told => {
+                        told = true;
+                        if changed.is_ok() {
+                            connection.as_mut().graceful_shutdown();
+                        }
+                    }
+                }
+            }
+            drop(permit);
+            drop(open);
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: finishing the requests in flight");
+    let _ = stopping_tx.send(true);
+    drop(open_rx);
     tokio::select! {
-        result = &mut server => result,
-        () = async {
-            let _ = stopping_rx.await;
-            tokio::time::sleep(grace).await;
-        } => {
+        () = open_tx.closed() => {}
+        () = tokio::time::sleep(grace) => {
             tracing::warn!("requests still running after {} s; stopping anyway", grace.as_secs());
-            Ok(())
         }
     }
+    Ok(())
+}
+
+/// An accept that failed: a connection reset before it was accepted is nothing; anything else
+/// (out of file descriptors) is logged and waited out briefly, so the loop does not spin.
+async fn accept_failed(err: std::io::Error) {
+    use std::io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
+    if matches!(
+        err.kind(),
+        ConnectionAborted | ConnectionRefused | ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!("cannot accept a connection: {err}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+/// The answer to a connection over the cap, written without reading the request: the client
+/// hears why and when to come back instead of waiting in a queue.
+async fn refuse_busy(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt as _;
+    const BODY: &str = r#"{"error":{"code":"unavailable","message":"the server is serving as many connections as it takes (max_connections); try again in a second"}}"#;
+    let answer = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{BODY}",
+        BODY.len()
+    );
+    let write = async {
+        stream.write_all(answer.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(5), write).await;
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -15,8 +15,16 @@ pub const DEFAULT_ADDR: &str = "127.0.0.1:7878";
 pub struct ServerConfig {
     /// The address to listen on.
     pub addr: SocketAddr,
-    /// Mark the dashboard's cookie `Secure` (set it when a TLS proxy sits in front).
-    pub secure_cookies: bool,
+    /// Mark the dashboard's and the console's cookies `Secure` and send HSTS. Unset, they are
+    /// `Secure` whenever the server listens beyond loopback (a TLS proxy must sit in front of
+    /// it there, or a session would cross the network in clear); `false` turns that off for a
+    /// private network on purpose.
+    pub secure_cookies: Option<bool>,
+    /// A connection whose request headers have not all arrived after this many seconds is
+    /// closed, so a slow client cannot hold one of the server's connections.
+    pub header_read_timeout_secs: u64,
+    /// The most connections served at once; one more is answered 503 and closed at once.
+    pub max_connections: usize,
     /// How long a dashboard login lasts, in hours.
     pub session_hours: u64,
     /// Requests taking longer than this are answered 408, in seconds.
@@ -68,7 +76,9 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             addr: DEFAULT_ADDR.parse().expect("the default address parses"),
-            secure_cookies: false,
+            secure_cookies: None,
+            header_read_timeout_secs: 10,
+            max_connections: 512,
             session_hours: 12,
             request_timeout_secs: 60,
             shutdown_grace_secs: 30,
@@ -78,6 +88,13 @@ impl Default for ServerConfig {
 }
 
 impl ServerConfig {
+    /// Whether cookies are `Secure` (and HSTS is sent): as configured, else whenever the
+    /// server listens on an address other than loopback.
+    pub fn cookies_secure(&self) -> bool {
+        self.secure_cookies
+            .unwrap_or_else(|| !self.addr.ip().is_loopback())
+    }
+
     pub fn session_length(&self) -> Duration {
         Duration::from_secs(self.session_hours * 3600)
     }
@@ -152,7 +169,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error(
-        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, session_hours, request_timeout_secs, shutdown_grace_secs and [[playbooks]] tables (owner, workspace)"
+        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, header_read_timeout_secs, max_connections, session_hours, request_timeout_secs, shutdown_grace_secs and [[playbooks]] tables (owner, workspace)"
     )]
     Invalid {
         path: String,
@@ -204,6 +221,21 @@ pub fn parse(text: &str, origin: &str) -> Result<ServerConfig, ConfigError> {
         }
     };
     let mut config: ServerConfig = toml::from_str(text).map_err(invalid)?;
+    for (key, value) in [
+        ("header_read_timeout_secs", config.header_read_timeout_secs),
+        ("max_connections", config.max_connections as u64),
+    ] {
+        if value == 0 {
+            let offset = text.find(key).unwrap_or(0);
+            let (line, column) = line_column(text, offset);
+            return Err(ConfigError::Invalid {
+                path: origin.to_string(),
+                line,
+                column,
+                message: format!("{key} is 0; it must be at least 1"),
+            });
+        }
+    }
     // Where each `[[playbooks]]` entry is, so a later check can name its line.
     let spans: PlaybookSpans = toml::from_str(text).map_err(invalid)?;
     for (entry, span) in config.playbooks.iter_mut().zip(&spans.playbooks) {
@@ -244,6 +276,34 @@ mod tests {
         let config = parse("addr = \"0.0.0.0:9000\"\nsession_hours = 2\n", "x.toml").unwrap();
         assert_eq!(config.addr.port(), 9000);
         assert_eq!(config.session_hours, 2);
+    }
+
+    #[test]
+    fn cookies_are_secure_beyond_loopback_unless_configured_otherwise() {
+        assert!(!ServerConfig::default().cookies_secure());
+        let wide = parse("addr = \"0.0.0.0:9000\"\n", "x.toml").unwrap();
+        assert!(wide.cookies_secure());
+        let v6 = parse("addr = \"[::1]:9000\"\n", "x.toml").unwrap();
+        assert!(!v6.cookies_secure());
+        let lan = parse(
+            "addr = \"192.168.1.5:9000\"\nsecure_cookies = false\n",
+            "x.toml",
+        )
+        .unwrap();
+        assert!(!lan.cookies_secure());
+        let proxied = parse("secure_cookies = true\n", "x.toml").unwrap();
+        assert!(proxied.cookies_secure());
+    }
+
+    #[test]
+    fn a_zero_connection_cap_or_header_timeout_is_refused_naming_its_line() {
+        let err = parse("addr = \"127.0.0.1:1\"\nmax_connections = 0\n", "m.toml").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("m.toml:2:1: max_connections is 0"),
+            "{err}"
+        );
+        assert!(parse("header_read_timeout_secs = 0\n", "m.toml").is_err());
     }
 
     #[test]

@@ -69,7 +69,7 @@ fn login_response(
     state: &AppState,
     problem: Option<&str>,
 ) -> Response {
-    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().secure_cookies);
+    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().cookies_secure());
     let problem = problem
         .map(|p| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(p)))
         .unwrap_or_default();
@@ -153,7 +153,7 @@ async fn login(
         }
         Err(err) => return error_page(&err),
     }
-    let secure = state.config().secure_cookies;
+    let secure = state.config().cookies_secure();
     let mut response = Redirect::to("/console").into_response();
     let cookies = [
         html::cookie(

@@ -215,7 +215,7 @@ fn login_response(
     name: &str,
     problem: Option<&str>,
 ) -> Response {
-    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().secure_cookies);
+    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().cookies_secure());
     let mut response = html::respond(
         status,
         html::page("Log in", Nav::None, &login_body(&token, name, problem)),
@@ -311,7 +311,7 @@ async fn login(
     if let Err(err) = created {
         return error_page(&err);
     }
-    let secure = state.config().secure_cookies;
+    let secure = state.config().cookies_secure();
     let mut response = Redirect::to("/dashboard").into_response();
     let cookies = [
         html::cookie(SESSION_COOKIE, &secret, "/", length.as_secs(), secure),
@@ -353,7 +353,7 @@ async fn logout(
             "",
             "/",
             0,
-            state.config().secure_cookies,
+            state.config().cookies_secure(),
         )],
     );
     response

@@ -64,6 +64,19 @@ impl ApiError {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", message)
     }
 
+    /// The library's disk is full: 507, with the reason, so a runner keeps its spool and
+    /// tries again later and the operator reads what to free.
+    pub fn insufficient_storage(reason: impl std::fmt::Display) -> Self {
+        tracing::error!("the library's disk is full: {reason}");
+        Self::new(
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient_storage",
+            format!(
+                "the server's disk is full, so nothing was stored ({reason}); send it again later"
+            ),
+        )
+    }
+
     /// A failure of the server itself. The details go to the log, not to the client.
     pub fn internal(context: &str, err: impl std::fmt::Display) -> Self {
         tracing::error!("{context}: {err}");
@@ -81,6 +94,7 @@ impl From<mindrune_store::StoreError> for ApiError {
             mindrune_store::StoreError::NotFound(what) => {
                 ApiError::not_found(format!("{what}; it may have been removed"))
             }
+            mindrune_store::StoreError::DiskFull(reason) => ApiError::insufficient_storage(reason),
             other => ApiError::internal("the library could not be read or written", other),
         }
     }

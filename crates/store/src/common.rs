@@ -187,3 +187,17 @@ pub(crate) struct VersionRow {
     /// clear the bar.
     pub may_share: bool,
 }
+
+/// The refusal of a new owner or agent whose name is taken, `taken` being the name already in
+/// the library: names that differ only in case are one name (`Ada` and `ada` would be two
+/// accounts a person cannot tell apart in a list, and two `bots/` folders on a
+/// case-insensitive disk).
+pub(crate) fn name_taken(kind: &str, name: &str, taken: &str) -> crate::StoreError {
+    if taken == name {
+        crate::StoreError::Conflict(format!("an {kind} named `{name}` already exists"))
+    } else {
+        crate::StoreError::Conflict(format!(
+            "an {kind} named `{taken}` already exists, and names that differ only in case are one name; choose another name for `{name}`"
+        ))
+    }
+}

@@ -557,6 +557,15 @@ pub struct FamilyReuse {
     pub skills_reused: i64,
 }
 
+/// The free space of the disk a library is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskSpace {
+    /// The folder holding the library's files.
+    pub folder: String,
+    /// Bytes this process may still write there.
+    pub available: u64,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{0} not found")]
@@ -573,6 +582,18 @@ pub enum StoreError {
     },
     #[error("database error: {0}")]
     Database(String),
+    /// The disk holding the library (or the database server's) is full: nothing of the write
+    /// was stored. Its own variant, so a server answers 507 with the reason and a mirror's
+    /// caller keeps the old files instead of blaming the library.
+    #[error("database error: {0}")]
+    DiskFull(String),
+}
+
+impl StoreError {
+    /// Whether the write failed because a disk is full.
+    pub fn is_disk_full(&self) -> bool {
+        matches!(self, StoreError::DiskFull(_))
+    }
 }
 
 pub type Result<T> = std::result::Result<T, StoreError>;
@@ -742,6 +763,11 @@ pub trait Store: Send + Sync {
     /// The digest of the vocabulary as last written, or `None` before the first build: one
     /// read tells a process whether the vocabulary it compiled is still current.
     fn vocabulary_digest(&self) -> Result<Option<String>>;
+    /// The free space of the disk holding the library, when this process can see that disk
+    /// (SQLite's folder; not a PostgreSQL server's, which says so on a write instead).
+    fn disk_space(&self) -> Option<DiskSpace> {
+        None
+    }
 
     // The server's identities. Only digests of the secrets it issues are stored; the look-ups
     // by digest are identity look-ups (they find the owner), like `agent_by_name`.

@@ -35,7 +35,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0003_vocabulary.sql"),
     include_str!("../migrations/sqlite/0004_wrapups.sql"),
     include_str!("../migrations/sqlite/0005_server.sql"),
-    include_str!("../migrations/sqlite/0006_host_runs.sql"),
+    include_str!("../migrations/sqlite/0006_names_nocase.sql"),
+    include_str!("../migrations/sqlite/0007_host_runs.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -78,7 +79,7 @@ fn db_err(err: rusqlite::Error) -> StoreError {
     // what to do. SQLite reports a write past the process's file-size limit (EFBIG) as an I/O
     // error, and a short write on a full disk as `SQLITE_FULL`.
     match err.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::DiskFull) => StoreError::Database(format!(
+        Some(rusqlite::ErrorCode::DiskFull) => StoreError::DiskFull(format!(
             "{err}: the disk holding the library is full; free space on it and run the command \
              again (the change that failed was not stored; what was stored before is kept)"
         )),
@@ -96,6 +97,46 @@ fn db_err(err: rusqlite::Error) -> StoreError {
     }
 }
 
+/// Below this much free space an I/O failure of the library is taken for a full disk.
+const NEARLY_FULL: u64 = 1024 * 1024;
+
+/// A failure of the library at `path` as a full disk, when its disk is (nearly) full. SQLite
+/// says `SQLITE_FULL` for a write that finds no room, but only "disk I/O error" when mapping
+/// its shared-memory file (`-shm`) on a full disk at open, and the errno behind that is out of
+/// safe reach; the disk's free space tells them apart.
+fn disk_full_at(path: &Path, err: StoreError) -> StoreError {
+    let StoreError::Database(message) = err else {
+        return err;
+    };
+    let folder = path.parent().filter(|f| !f.as_os_str().is_empty());
+    let available = folder
+        .and_then(|folder| rustix::fs::statvfs(folder).ok())
+        .map(|stat| stat.f_bavail.saturating_mul(stat.f_frsize));
+    match (folder, available) {
+        (Some(folder), Some(available)) if available < NEARLY_FULL => {
+            StoreError::DiskFull(format!(
+                "{message} (the disk holding {} has {available} bytes free: it is full)",
+                folder.display()
+            ))
+        }
+        _ => StoreError::Database(message),
+    }
+}
+
+/// The name already in `table` that `name` collides with (the same letters in any case), for
+/// the refusal; `name` itself when the row cannot be found.
+fn name_taken(conn: &Connection, table: &str, name: &str) -> Result<String> {
+    let taken: Option<String> = conn
+        .query_row(
+            &format!("SELECT name FROM {table} WHERE lower(name) = lower(?1)"),
+            [name],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(db_err)?;
+    Ok(taken.unwrap_or_else(|| name.to_string()))
+}
+
 fn is_busy(err: &StoreError) -> bool {
     matches!(err, StoreError::Database(msg) if msg.contains("database is locked") || msg.contains("database is busy"))
 }
@@ -104,8 +145,10 @@ impl SqliteStore {
     /// Opens (creating if needed) the library database at `path` and brings its schema up to
     /// date.
     pub fn open(path: &Path) -> Result<SqliteStore> {
-        let conn = Connection::open(path).map_err(db_err)?;
-        Self::setup(conn, path.display().to_string())
+        let opened = Connection::open(path)
+            .map_err(db_err)
+            .and_then(|conn| Self::setup(conn, path.display().to_string()));
+        opened.map_err(|err| disk_full_at(path, err))
     }
 
     /// A private in-memory library, for tests.
@@ -559,9 +602,8 @@ impl Store for SqliteStore {
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
             {
-                return Err(StoreError::Conflict(format!(
-                    "an owner named `{name}` already exists"
-                )));
+                let taken = name_taken(&inner.conn, "owners", name)?;
+                return Err(crate::common::name_taken("owner", name, &taken));
             }
             Err(e) => return Err(db_err(e)),
         }
@@ -645,9 +687,8 @@ impl Store for SqliteStore {
             Err(rusqlite::Error::SqliteFailure(e, _))
                 if e.code == rusqlite::ErrorCode::ConstraintViolation =>
             {
-                Err(StoreError::Conflict(format!(
-                    "an agent named `{name}` already exists"
-                )))
+                let taken = name_taken(&inner.conn, "agents", name)?;
+                Err(crate::common::name_taken("agent", name, &taken))
             }
             Err(e) => Err(db_err(e)),
         }
@@ -1964,6 +2005,16 @@ impl Store for SqliteStore {
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(db_err)?;
         Ok(entries)
+    }
+
+    fn disk_space(&self) -> Option<crate::DiskSpace> {
+        let file = Path::new(&self.location);
+        let folder = file.parent().filter(|f| !f.as_os_str().is_empty())?;
+        let stat = rustix::fs::statvfs(folder).ok()?;
+        Some(crate::DiskSpace {
+            folder: folder.display().to_string(),
+            available: stat.f_bavail.saturating_mul(stat.f_frsize),
+        })
     }
 
     fn vocabulary_digest(&self) -> Result<Option<String>> {

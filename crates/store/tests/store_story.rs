@@ -55,6 +55,8 @@ support::on_every_backend! {
     // What a host saw but could not count.
     an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family,
     an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found,
+    // Names.
+    owner_and_agent_names_that_differ_only_in_case_are_refused,
 }
 
 /// Ada's family: her avatars buzz and pickles, in a library of their own.
@@ -1234,4 +1236,35 @@ fn an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found(backend: B
     ));
     f.store.set_agent_mirror(f.owner, f.buzz, None).unwrap();
     assert_eq!(mirror(f.buzz), None);
+fn owner_and_agent_names_that_differ_only_in_case_are_refused(backend: Backend) {
+    let f = family(backend);
+    let taken = |err: StoreError| match err {
+        StoreError::Conflict(message) => message,
+        other => panic!("not a conflict: {other:?}"),
+    };
+    let message = taken(f.store.create_owner("Ada", "mrk_other", 1).unwrap_err());
+    assert!(
+        message.contains("an owner named `ada` already exists")
+            && message.contains("differ only in case"),
+        "{message}"
+    );
+    let message = taken(
+        f.store
+            .create_agent(f.owner, "BUZZ", "/ws/b", 1)
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains("an agent named `buzz` already exists"),
+        "{message}"
+    );
+    // Another owner cannot take the name in another case either: agent names are one
+    // namespace, as avatar names are in the game.
+    let bob = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(f.store.create_agent(bob.id, "Pickles", "/ws/p", 1).is_err());
+    // Nothing was added, and the names as written still find their accounts.
+    assert_eq!(f.store.owners().unwrap().len(), 2);
+    assert_eq!(f.store.agents(f.owner).unwrap().len(), 2);
+    assert!(f.store.agents(bob.id).unwrap().is_empty());
+    assert!(f.store.owner_by_name("Ada").unwrap().is_none());
+    assert!(f.store.agent_by_name("buzz").unwrap().is_some());
 }

@@ -1038,6 +1038,107 @@ fn a_full_disk_stops_recording_and_the_mirror_with_a_clear_error_and_loses_nothi
 }
 
 #[test]
+fn start_on_a_full_disk_keeps_the_old_family_skills_and_names_the_disk() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    let pickles = lib.agent("pickles", "ada");
+    let paths: Vec<String> = (0..3)
+        .map(|n| format!("bots/buzz/trail-{n:02}.ts"))
+        .collect();
+    for n in 0..3 {
+        lib.write_script("buzz", &format!("trail-{n:02}"), &sibling_source(n, 1));
+    }
+    clean_runs(&lib, "buzz", &paths, 5);
+    let mirror = lib.workspace("pickles").join("family-skills");
+    lib.ok(&["start", "pickles"]);
+    let before = visible_files(&mirror);
+    assert!(
+        before.keys().any(|path| path.starts_with("buzz/")),
+        "{:?}",
+        before.keys()
+    );
+
+    let mnt = lib.dir.path().join("full");
+    let Some(_mount) = Mount::tmpfs(&mnt, "4m") else {
+        eprintln!("start on a full disk: cannot mount a tmpfs here (not root?); not tested");
+        return;
+    };
+    let home = mnt.join("home");
+    copy_tree(&lib.home(), &home);
+    // The library opens, then the disk fills: the start's scan of a new, large script needs
+    // room the disk no longer has.
+    lib.ok_in(&home, &["agent", "list"]);
+    fill_disk(&mnt.join("filler"));
+    std::fs::write(pickles.join("long.ts"), sized_source("long", 0, 1, 6000)).unwrap();
+    let start = || {
+        lib.std_cmd()
+            .env("MINDRUNE_HOME", &home)
+            .args(["start", "pickles"])
+            .output()
+            .unwrap()
+    };
+    // (1) Not a byte free: the library cannot even open (SQLite maps its -shm file at open).
+    let output = start();
+    let stderr = crate::util::stderr(&output);
+    eprintln!("start on a full disk: mindrune said: {}", stderr.trim());
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "the disk holding the library at {} is full, so the agent's family-skills/ was kept as it was",
+            home.join("library.db").display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("emptied"), "{stderr}");
+    assert_eq!(
+        visible_files(&mirror),
+        before,
+        "family-skills/ is as it was"
+    );
+
+    // (2) Room to open, not to store the new script: the boundary itself fails.
+    let filler = std::fs::OpenOptions::new()
+        .write(true)
+        .open(mnt.join("filler"))
+        .unwrap();
+    let len = filler.metadata().unwrap().len();
+    filler.set_len(len - 200 * 1024).unwrap();
+    drop(filler);
+    let output = start();
+    let stderr = crate::util::stderr(&output);
+    eprintln!("start with 200 KB free: mindrune said: {}", stderr.trim());
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "the disk holding the library at {} is full, so {} was kept as it was",
+            home.join("library.db").display(),
+            mirror.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("emptied"), "{stderr}");
+    assert_eq!(
+        visible_files(&mirror),
+        before,
+        "family-skills/ is as it was"
+    );
+
+    // With room again, the start goes through.
+    std::fs::remove_file(mnt.join("filler")).unwrap();
+    let output = start();
+    assert!(output.status.success(), "{}", crate::util::stderr(&output));
+}
+
+/// Writes `path` until its disk is full.
+fn fill_disk(path: &Path) {
+    use std::io::Write as _;
+    let mut file = std::fs::File::create(path).unwrap();
+    let block = vec![7u8; 64 * 1024];
+    while file.write_all(&block).is_ok() {}
+    while file.write_all(&[7]).is_ok() {}
+}
+
+#[test]
 fn a_read_only_folder_gives_a_clear_error_and_changes_nothing() {
     let lib = TestLibrary::new();
     lib.agent("buzz", "ada");

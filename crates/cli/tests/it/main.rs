@@ -6,6 +6,7 @@ mod family;
 mod family_input;
 mod faults;
 mod hook;
+mod hostile;
 mod lab;
 mod lab_faults;
 mod mcp;

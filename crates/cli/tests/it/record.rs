@@ -386,3 +386,52 @@ fn the_skills_table_and_a_skills_versions_read_well() {
     insta::assert_snapshot!("skills_table", lib.ok(&["skills"]));
     insta::assert_snapshot!("skill_show", lib.ok(&["skill", "show", "buzz/chop-oaks"]));
 }
+
+#[test]
+fn a_line_longer_than_the_server_body_cap_is_refused_by_its_number_and_the_next_is_recorded() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &script(1));
+    let huge = json!({"agent": "buzz", "command": "x".repeat(9 * 1024 * 1024)});
+    let path = lib.events_file(&[huge, shell("buzz", "bun bots/buzz/chop.ts", true)]);
+    let output = lib.run(&["record", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    let err = stderr(&output);
+    assert!(
+        err.contains(":1: error: the line is longer than 8388608 bytes"),
+        "{err}"
+    );
+    assert_eq!(lib.skill_json("buzz/chop")["versions"][0]["runs"], 1);
+}
+
+#[test]
+fn recording_a_line_that_never_ends_names_it_at_once_and_memory_stays_bounded() {
+    use std::io::{BufRead as _, BufReader};
+    let lib = TestLibrary::new();
+    let mut child = lib
+        .std_cmd()
+        .args(["record", "/dev/zero"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stderr.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(
+        first.starts_with("/dev/zero:1: error: the line is longer than"),
+        "{first}"
+    );
+    // It goes on skipping the endless line; its memory is the cap, not the input.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let rss_kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(rss_kb < 64 * 1024, "record holds {rss_kb} kB");
+}

@@ -44,6 +44,9 @@ struct Planted {
     kind: String,
     line: String,
     values: Vec<String>,
+    /// From the world's shapes (`secret_corpus_world.txt`), of which the scrubber may miss up
+    /// to 1 %, rather than the first corpus, of which it misses none.
+    world: bool,
 }
 
 impl Planted {
@@ -83,13 +86,22 @@ fn decode(line: &str) -> String {
 /// Every secret case of the corpus (several lines for a private key), with the corpus's owner
 /// key replaced by `owner_key`.
 fn corpus_secrets(owner_key: &str) -> Vec<Planted> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../core/tests/data/secret_corpus.txt");
-    let corpus = std::fs::read_to_string(path).unwrap();
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/data");
+    let corpus = std::fs::read_to_string(data.join("secret_corpus.txt")).unwrap();
+    // The world's shapes carry their source in a column before the line.
+    let world = std::fs::read_to_string(data.join("secret_corpus_world.txt")).unwrap();
+    let rows = corpus
+        .lines()
+        .map(|raw| raw.split('\t').collect::<Vec<_>>())
+        .filter(|cols| cols.len() == 3)
+        .map(|cols| (false, cols))
+        .chain(world.lines().filter_map(|raw| {
+            let cols: Vec<&str> = raw.split('\t').collect();
+            (cols.len() == 4).then(|| (true, vec![cols[0], cols[1], cols[3]]))
+        }));
     let mut out: Vec<Planted> = Vec::new();
-    for raw in corpus.lines() {
-        let cols: Vec<&str> = raw.split('\t').collect();
-        if cols.len() != 3 || cols[0] != "secret" {
+    for (world, cols) in rows {
+        if cols[0] != "secret" {
             continue;
         }
         let marked = decode(cols[2]).replace(CORPUS_OWNER_KEY, owner_key);
@@ -109,6 +121,7 @@ fn corpus_secrets(owner_key: &str) -> Vec<Planted> {
             kind: cols[1].to_owned(),
             line,
             values,
+            world,
         });
     }
     out
@@ -338,11 +351,36 @@ fn planted_secrets_leave_through_no_output_path() {
     for (file, bytes) in &mirror {
         report(&format!("family-skills/{file}"), bytes);
     }
+    // A case is kept out when none of its pieces is found in any output path. Every case of
+    // the first corpus is; of all cases at least 99 %, as the core corpus test measures.
+    let leaked: BTreeSet<&str> = leaks
+        .iter()
+        .filter_map(|leak| leak.split_once(": ").map(|(_, piece)| piece))
+        .collect();
+    let leaking: Vec<&Planted> = planted
+        .iter()
+        .filter(|p| p.pieces().any(|piece| leaked.contains(piece)))
+        .collect();
+    eprintln!(
+        "output paths: {}/{} planted cases kept out of every output path ({:.1} %)",
+        planted.len() - leaking.len(),
+        planted.len(),
+        100.0 * (planted.len() - leaking.len()) as f64 / planted.len() as f64
+    );
     assert!(
-        leaks.is_empty(),
+        leaking.iter().all(|p| p.world) && leaking.len() * 100 <= planted.len(),
         "{} leaks:\n{}",
         leaks.len(),
         leaks.join("\n")
+    );
+    let known: BTreeSet<&str> = planted
+        .iter()
+        .flat_map(|p| p.pieces())
+        .chain([owner_key.as_str(), BOT_PASSWORD])
+        .collect();
+    assert!(
+        leaked.iter().all(|piece| known.contains(piece)),
+        "{leaks:?}"
     );
 }
 
@@ -376,9 +414,11 @@ fn a_playbook_skill_carrying_any_planted_secret_is_refused_at_the_door() {
     };
     mindrune(&["playbook", "init"]);
 
+    // The first corpus, every case of which the door must refuse; the world's shapes are
+    // measured at the scrubber's 99 % bar by the core corpus test and the output-path test.
     let planted: Vec<Planted> = corpus_secrets(CORPUS_OWNER_KEY)
         .into_iter()
-        .filter(|p| !p.line.contains(BOT_PASSWORD))
+        .filter(|p| !p.world && !p.line.contains(BOT_PASSWORD))
         .collect();
     assert!(planted.len() >= 150, "only {} secret cases", planted.len());
     // Each proposal's last step uses a tool of its own, so no proposal is ever refused as the

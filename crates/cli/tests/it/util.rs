@@ -78,6 +78,22 @@ impl TestLibrary {
         self.cmd().args(args).output().unwrap()
     }
 
+    /// Runs with another library home and expects success; returns stdout.
+    pub fn ok_in(&self, home: &std::path::Path, args: &[&str]) -> String {
+        let output = self
+            .cmd()
+            .env("MINDRUNE_HOME", home)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "mindrune {args:?} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+
     /// Runs and expects success; returns stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args);

@@ -363,31 +363,50 @@ impl Spool {
         Ok(target)
     }
 
-    /// Removes hidden temp files a crashed writer left behind (older than ten minutes: a
-    /// younger one may be a hook's write in progress).
+    /// Removes hidden temp files a killed writer left behind. Only a runner writes the outbox
+    /// and `rejected/`, and this one holds the spool's lock, so every temp file there is a dead
+    /// runner's and goes at once. The inbox is written by hooks too: a temp file there goes
+    /// when its writer (the pid in its name) is gone, or when it is older than ten minutes (a
+    /// pid may be reused).
     fn sweep_temp_files(&self) {
-        for dir in [&self.inbox, &self.outbox, &self.rejected] {
+        for (dir, ours) in [
+            (&self.inbox, false),
+            (&self.outbox, true),
+            (&self.rejected, true),
+        ] {
             let Ok(entries) = fs::read_dir(dir) else {
                 continue;
             };
             for entry in entries.flatten() {
                 let name = entry.file_name();
                 let Some(name) = name.to_str() else { continue };
-                if !(name.starts_with('.') && name.contains(".tmp-")) {
+                let Some(writer) = temp_writer(name) else {
                     continue;
-                }
-                let old = entry
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok()
-                    .and_then(|modified| modified.elapsed().ok())
-                    .is_some_and(|age| age > STALE_TEMP);
-                if old {
+                };
+                let stale = ours
+                    || writer.is_none_or(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+                    || entry
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .and_then(|modified| modified.elapsed().ok())
+                        .is_some_and(|age| age > STALE_TEMP);
+                if stale {
                     let _ = fs::remove_file(entry.path());
                 }
             }
         }
     }
+}
+
+/// For a hidden temp file of [`write_atomic`] (`.NAME.tmp-PID-COUNTER`), the pid of the process
+/// that wrote it (`None` when the name has none); `None` outright for any other file.
+fn temp_writer(name: &str) -> Option<Option<u32>> {
+    if !name.starts_with('.') {
+        return None;
+    }
+    let (_, tail) = name.rsplit_once(".tmp-")?;
+    Some(tail.split('-').next().and_then(|pid| pid.parse().ok()))
 }
 
 /// The items of a spool folder, sorted by name (arrival order). Hidden files (temp files in
@@ -572,6 +591,43 @@ mod tests {
         let err = Spool::open(dir.path()).unwrap_err();
         assert!(matches!(err, SpoolError::Locked(_)), "{err}");
         assert!(err.to_string().contains("--spool"), "{err}");
+    }
+
+    #[test]
+    fn a_killed_runner_s_temp_files_in_the_outbox_are_swept_at_the_next_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let outbox = dir.path().join(OUTBOX);
+        let rejected = dir.path().join(REJECTED);
+        fs::create_dir_all(&outbox).unwrap();
+        fs::create_dir_all(&rejected).unwrap();
+        // Fresh, and named for a live process (this one): a runner killed a moment ago, whose
+        // pid was taken again. The lock says no other runner writes here.
+        let me = std::process::id();
+        let temp = outbox.join(format!(".0000000000001-x-event.json.tmp-{me}-3"));
+        let note = rejected.join(format!(".n.json.error.txt.tmp-{me}-4"));
+        let item = outbox.join("0000000000001-0000000001-000000-event.json");
+        fs::write(&temp, "{\"half").unwrap();
+        fs::write(&note, "half").unwrap();
+        fs::write(&item, "{}").unwrap();
+        let spool = Spool::open(dir.path()).unwrap();
+        assert!(!temp.exists() && !note.exists());
+        assert!(item.exists(), "an item is never swept");
+        assert_eq!(spool.outbox_items().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn an_inbox_temp_file_of_a_dead_writer_is_swept_and_a_live_hook_s_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let inbox = dir.path().join(INBOX);
+        fs::create_dir_all(&inbox).unwrap();
+        // No process has a pid this high (the kernel's limit is 2^22).
+        let dead = inbox.join(".a.json.tmp-4999999-0");
+        let live = inbox.join(format!(".b.json.tmp-{}-1", std::process::id()));
+        fs::write(&dead, "{").unwrap();
+        fs::write(&live, "{").unwrap();
+        let _spool = Spool::open(dir.path()).unwrap();
+        assert!(!dead.exists());
+        assert!(live.exists());
     }
 
     #[test]

@@ -31,12 +31,12 @@ fn conflict_on_unique(err: postgres::Error, conflict: impl FnOnce() -> StoreErro
     }
 }
 
-fn owner_taken(name: &str) -> StoreError {
-    StoreError::Conflict(format!("an owner named `{name}` already exists"))
+fn owner_taken(name: &str, taken: &str) -> StoreError {
+    crate::common::name_taken("owner", name, taken)
 }
 
-fn agent_taken(name: &str) -> StoreError {
-    StoreError::Conflict(format!("an agent named `{name}` already exists"))
+fn agent_taken(name: &str, taken: &str) -> StoreError {
+    crate::common::name_taken("agent", name, taken)
 }
 
 pub(super) fn create_owner(
@@ -48,11 +48,11 @@ pub(super) fn create_owner(
     store.write_global(None, |tx| {
         // A taken name is told before the insert, which would use up an id; the unique
         // constraint still catches two processes racing for one name.
-        if tx
-            .query_opt("SELECT 1 FROM owners WHERE name = $1", &[&name])?
-            .is_some()
-        {
-            return Err(owner_taken(name).into());
+        if let Some(row) = tx.query_opt(
+            "SELECT name FROM owners WHERE lower(name) = lower($1)",
+            &[&name],
+        )? {
+            return Err(owner_taken(name, &col::<String>(&row, 0)?).into());
         }
         let row = tx
             .query_one(
@@ -60,7 +60,7 @@ pub(super) fn create_owner(
                  RETURNING owner_id",
                 &[&name, &api_key, &now],
             )
-            .map_err(|err| conflict_on_unique(err, || owner_taken(name)))?;
+            .map_err(|err| conflict_on_unique(err, || owner_taken(name, name)))?;
         Ok(Owner {
             id: OwnerId(col(&row, 0)?),
             name: name.into(),
@@ -114,11 +114,11 @@ pub(super) fn create_agent(
 ) -> Result<Agent> {
     store.write(owner, |tx| {
         // As for owners: a taken name is told before the insert uses up an id.
-        if tx
-            .query_opt("SELECT 1 FROM agents WHERE name = $1", &[&name])?
-            .is_some()
-        {
-            return Err(agent_taken(name).into());
+        if let Some(row) = tx.query_opt(
+            "SELECT name FROM agents WHERE lower(name) = lower($1)",
+            &[&name],
+        )? {
+            return Err(agent_taken(name, &col::<String>(&row, 0)?).into());
         }
         let row = tx
             .query_opt(
@@ -127,7 +127,7 @@ pub(super) fn create_agent(
                  RETURNING agent_id",
                 &[&owner.0, &name, &workspace, &now],
             )
-            .map_err(|err| conflict_on_unique(err, || agent_taken(name)))?
+            .map_err(|err| conflict_on_unique(err, || agent_taken(name, name)))?
             .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))?;
         Ok(Agent {
             id: AgentId(col(&row, 0)?),

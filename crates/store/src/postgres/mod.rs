@@ -40,7 +40,8 @@ mod sharing;
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
-    include_str!("../../migrations/postgres/0002_host_runs.sql"),
+    include_str!("../../migrations/postgres/0002_names_nocase.sql"),
+    include_str!("../../migrations/postgres/0003_host_runs.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -116,6 +117,9 @@ pub(crate) fn pg_err(err: postgres::Error, location: &str) -> StoreError {
             }
             _ => "",
         };
+        if *db.code() == SqlState::DISK_FULL {
+            return StoreError::DiskFull(format!("{db}{what}"));
+        }
         return StoreError::Database(format!("{db}{what}"));
     }
     if err.is_closed() || std::error::Error::source(&err).is_some_and(|s| s.is::<std::io::Error>())

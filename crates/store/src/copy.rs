@@ -1395,9 +1395,15 @@ mod tests {
 
     #[test]
     fn the_postgres_schema_has_the_tables_and_columns_the_copy_writes() {
-        // Read from the migration itself, so this needs no database: every table's columns,
-        // in order, with the types the copy binds.
-        let sql = include_str!("../migrations/postgres/0001_init.sql");
+        // Read from the migrations themselves, so this needs no database: every table's
+        // columns, in order, with the types the copy binds (a later migration's
+        // `ALTER TABLE … ADD COLUMN` included).
+        let sql = [
+            include_str!("../migrations/postgres/0001_init.sql"),
+            include_str!("../migrations/postgres/0002_names_nocase.sql"),
+            include_str!("../migrations/postgres/0003_host_runs.sql"),
+        ]
+        .join("\n");
         for table in TABLES {
             let start = sql
                 .find(&format!("CREATE TABLE {} (", table.name))
@@ -1426,6 +1432,14 @@ mod tests {
                     };
                     (name, ty)
                 })
+                .chain(sql.lines().filter_map(|line| {
+                    let added =
+                        line.strip_prefix(&format!("ALTER TABLE {} ADD COLUMN ", table.name))?;
+                    let mut words = added.split_whitespace();
+                    let name = words.next()?.to_string();
+                    let ty = words.next()?.trim_end_matches(';').to_string();
+                    Some((name, ty))
+                }))
                 .collect();
             let expected: Vec<(String, String)> = table
                 .columns
@@ -1642,6 +1656,21 @@ mod tests {
                     )
                     .unwrap();
                 store.note_turn_end(owner, agent, at).unwrap();
+                store
+                    .set_agent_mirror(owner, agent, Some(&format!("bots/{bot}/family-skills")))
+                    .unwrap();
+                store
+                    .note_unrecorded(
+                        owner,
+                        &crate::UnrecordedCall {
+                            agent,
+                            event_id: format!("bg-{bot}"),
+                            at,
+                            reason: crate::UnrecordedReason::Background,
+                            detail: format!("bun bots/{bot}/chop.ts &"),
+                        },
+                    )
+                    .unwrap();
                 store.note_mirror_refresh(owner, agent, at + 1).unwrap();
                 store.note_wrapup(owner, agent, at + 2).unwrap();
                 store

@@ -1236,6 +1236,8 @@ fn an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found(backend: B
     ));
     f.store.set_agent_mirror(f.owner, f.buzz, None).unwrap();
     assert_eq!(mirror(f.buzz), None);
+}
+
 fn owner_and_agent_names_that_differ_only_in_case_are_refused(backend: Backend) {
     let f = family(backend);
     let taken = |err: StoreError| match err {

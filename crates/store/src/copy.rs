@@ -172,6 +172,7 @@ const TABLES: &[Table] = &[
             ("output", Text),
             ("event_id", Text),
             ("recorded_at", Int),
+            ("failure", Text),
         ],
         key: &["owner_id", "use_id"],
         identity: Some("use_id"),
@@ -211,6 +212,7 @@ const TABLES: &[Table] = &[
             ("output", Text),
             ("event_id", Text),
             ("recorded_at", Int),
+            ("failure", Text),
         ],
         key: &["owner_id", "use_id"],
         identity: Some("use_id"),
@@ -1512,6 +1514,9 @@ mod tests {
                 deaths: n % 9 / 8,
                 stuck: n.is_multiple_of(11),
                 items_lost: n % 3,
+                failure: n
+                    .is_multiple_of(4)
+                    .then(|| format!("Error: run {n} failed")),
             }
         }
 

@@ -376,6 +376,21 @@ pub struct Outcome {
     pub deaths: u32,
     pub stuck: bool,
     pub items_lost: u32,
+    /// Why the run failed, scrubbed: the error line, and the game message that explains it when
+    /// the run showed one. `None` for a run that did not fail (or whose cause is unknown).
+    #[serde(default)]
+    pub failure: Option<String>,
+}
+
+/// A failed run of a skill, with its cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedRun {
+    /// The version's number (`v3`).
+    pub version: i64,
+    pub at: Millis,
+    /// `None` when the run was recorded without a cause (before causes were kept, or the host
+    /// only said it failed).
+    pub failure: Option<String>,
 }
 
 /// A use to record against a version.
@@ -600,6 +615,23 @@ pub trait Store: Send + Sync {
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>>;
     /// How many uses the owner's family has recorded (all versions).
     fn use_count(&self, owner: OwnerId) -> Result<i64>;
+    /// The outputs of an agent's latest runs (scripts and inline code alike) that happened
+    /// before `before`, newest first, at most `limit`: the next run is measured against the
+    /// state they show (items, skill totals, the game messages already seen).
+    fn recent_outputs(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>>;
+    /// A skill's latest failed runs (any version), newest first, at most `limit`.
+    fn recent_failures(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<FailedRun>>;
 
     /// Notes that an agent had a wrap-up.
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;

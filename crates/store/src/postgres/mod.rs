@@ -22,10 +22,11 @@ use postgres::{Config, NoTls};
 use conn::{Manager, Tx};
 
 use crate::{
-    Agent, AgentId, AvatarState, DeletedAgent, FamilyReuse, Lesson, LessonsChange, Matched, Millis,
-    NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse, RecordedUse, Result,
-    ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill, SkillEntry, SkillId,
-    Snippet, SnippetRuns, Store, StoreError, Version, VersionId, VocabularyChange, VocabularyEntry,
+    Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange,
+    Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
+    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill,
+    SkillEntry, SkillId, Snippet, SnippetRuns, Store, StoreError, Version, VersionId,
+    VocabularyChange, VocabularyEntry,
 };
 
 mod audit;
@@ -37,7 +38,10 @@ mod rows;
 mod sharing;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
-const MIGRATIONS: &[&str] = &[include_str!("../../migrations/postgres/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../migrations/postgres/0001_init.sql"),
+    include_str!("../../migrations/postgres/0002_failures.sql"),
+];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
 /// families' locks; PostgreSQL keeps the two spaces apart). "MR".
@@ -520,6 +524,25 @@ impl Store for PgStore {
 
     fn use_count(&self, owner: OwnerId) -> Result<i64> {
         records::use_count(self, owner)
+    }
+
+    fn recent_outputs(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        records::recent_outputs(self, owner, agent, before, limit)
+    }
+
+    fn recent_failures(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<FailedRun>> {
+        records::recent_failures(self, owner, skill, limit)
     }
 
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {

@@ -1386,6 +1386,26 @@ mod tests {
         // Read from the migration itself, so this needs no database: every table's columns,
         // in order, with the types the copy binds.
         let sql = include_str!("../migrations/postgres/0001_init.sql");
+        // Columns the later migrations add, as `ALTER TABLE t ADD COLUMN name TYPE;`.
+        let later = [include_str!("../migrations/postgres/0002_failures.sql")];
+        let added = |table: &str| -> Vec<(String, String)> {
+            let prefix = format!("ALTER TABLE {table} ADD COLUMN ");
+            later
+                .iter()
+                .flat_map(|m| m.lines())
+                .filter_map(|line| line.trim().strip_prefix(prefix.as_str()))
+                .map(|rest| {
+                    let mut words = rest.split_whitespace();
+                    let name = words.next().unwrap().to_string();
+                    let ty = words
+                        .next()
+                        .unwrap()
+                        .trim_end_matches([',', ';'])
+                        .to_string();
+                    (name, ty)
+                })
+                .collect()
+        };
         for table in TABLES {
             let start = sql
                 .find(&format!("CREATE TABLE {} (", table.name))
@@ -1414,6 +1434,7 @@ mod tests {
                     };
                     (name, ty)
                 })
+                .chain(added(table.name))
                 .collect();
             let expected: Vec<(String, String)> = table
                 .columns

@@ -2234,3 +2234,36 @@ mod inbox {
         }
     }
 }
+
+#[tokio::test]
+async fn a_script_s_last_failure_shows_its_cause_escaped_and_scrubbed() {
+    let world = world();
+    let store = world.state.store();
+    let mine = store.skill(world.ada, world.mine).unwrap();
+    let mut failed = run(
+        mine.current_version.unwrap(),
+        world.buzz,
+        false,
+        now_millis(),
+    );
+    failed.outcome.failure = Some(format!(
+        "Error: Script timeout after 60000ms — game: You do not have an <axe> {ADA_KEY}"
+    ));
+    store.record_use(world.ada, &failed).unwrap();
+    let (cookie, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/avatars/{}", world.buzz.0),
+        Some(&cookie),
+    )
+    .await;
+    let mine = section(&page.body, world.mine);
+    assert!(mine.contains("Last failure (v2, "), "{mine}");
+    assert!(
+        mine.contains("Error: Script timeout after 60000ms — game: You do not have an &lt;axe&gt;"),
+        "{mine}"
+    );
+    assert!(!page.body.contains(ADA_KEY));
+    // A script that never failed says nothing about failures.
+    assert!(!section(&page.body, world.fish).contains("Last failure"));
+}

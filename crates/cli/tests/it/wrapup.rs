@@ -108,3 +108,85 @@ fn the_instructions_name_the_family_s_bar_and_the_eager_line() {
         stdout(&output)
     );
 }
+
+#[test]
+fn became_family_skills_lists_each_skill_once_and_only_while_still_shared() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    lib.write_script("buzz", "fight", &headed("fight", 2));
+    runs(&lib, "buzz", "chop", true, 5);
+    runs(&lib, "buzz", "fight", true, 5);
+    // chop is un-shared and shared again; fight is un-shared and stays so.
+    lib.write_script("buzz", "chop", &script(1));
+    lib.write_script("buzz", "fight", &script(2));
+    lib.ok(&["turn-end", "buzz"]);
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    lib.ok(&["turn-end", "buzz"]);
+
+    let wrap = lib.ok(&["wrapup", "buzz"]);
+    assert_eq!(
+        wrap.matches("buzz/chop v1 is a family skill now").count(),
+        1,
+        "{wrap}"
+    );
+    assert!(
+        !wrap.contains("buzz/fight v1 is a family skill now"),
+        "{wrap}"
+    );
+}
+
+#[test]
+fn start_reports_a_header_removed_while_stopped_as_removed() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    runs(&lib, "buzz", "chop", true, 5);
+    lib.ok(&["turn-end", "buzz"]);
+    // The agent is stopped; its header goes.
+    lib.write_script("buzz", "chop", &script(1));
+    let start = lib.ok(&["start", "buzz"]);
+    assert!(
+        start.contains("chop.ts: header removed while stopped, un-shared"),
+        "{start}"
+    );
+    assert!(!start.contains("shared as it is"), "{start}");
+    assert!(start.contains("🔒 buzz/chop is private again"), "{start}");
+}
+
+#[test]
+fn a_written_out_tag_the_vocabulary_lacks_is_flagged_at_the_turn_boundary() {
+    let lib = TestLibrary::new();
+    let bots = lib.agent("buzz", "ada");
+    let wiki = crate::tags::generate_wiki(lib.dir.path());
+    lib.ok(&["tags", "build", "--wiki", wiki.to_str().unwrap()]);
+    lib.write_script(
+        "buzz",
+        "ghost",
+        &format!(
+            "/** @skill ghost\n * Goal: lay the ghost to rest\n * Tags: quest:restles-ghost, place:lumbridge\n */\n{}",
+            script(1)
+        ),
+    );
+    std::fs::write(
+        bots.join("lab_log.md"),
+        "# buzz\n- Share: [place:lumbrige] the church is east of the castle\n",
+    )
+    .unwrap();
+    let turn = lib.ok(&["turn-end", "buzz"]);
+    assert!(
+        turn.contains("bots/buzz/ghost.ts: tag `quest:restles-ghost` is not in the vocabulary; did you mean `quest:restless-ghost`?"),
+        "{turn}"
+    );
+    assert!(
+        turn.contains("bots/buzz/lab_log.md:2: tag `place:lumbrige` is not in the vocabulary; did you mean `place:lumbridge`?"),
+        "{turn}"
+    );
+    assert!(!turn.contains("`place:lumbridge` is not"), "{turn}");
+    // Still said at the next boundary while the typo lasts.
+    let again = lib.ok(&["turn-end", "buzz"]);
+    assert!(
+        again.contains("`quest:restles-ghost` is not in the vocabulary"),
+        "{again}"
+    );
+}

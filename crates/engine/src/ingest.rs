@@ -499,6 +499,24 @@ impl<'s> Recorder<'s> {
                     sharing: None,
                 });
             }
+            // The mirror holds the sibling's code as stored, scrubbed: a skill whose code held
+            // a secret reaches the family with it redacted, so its verbatim copy has other
+            // bytes than the version's digest was taken of. It is still the sibling's skill.
+            if let Some(from) = &from
+                && let Some((sibling, version)) =
+                    self.scrubbed_copy_of(agent, scrubber, from, &code)?
+            {
+                return Ok(KnownFile {
+                    file_digest,
+                    stamp: None,
+                    version,
+                    skill_label: format!("{}/{}", sibling.agent_name, sibling.name),
+                    new_skill: false,
+                    new_version: false,
+                    sibling_copy: true,
+                    sharing: None,
+                });
+            }
             // A copy or rename of one of the agent's own files starts its own history, built
             // on the original.
             if let Some((_, version)) = same_code
@@ -557,6 +575,36 @@ impl<'s> Recorder<'s> {
             .iter()
             .map(|text| rs_output::parse_run_output(text))
             .find(|out| out.state_seen))
+    }
+
+    /// The sibling's skill (and version) that `code` is a verbatim copy of as the mirror showed
+    /// it: the version's stored, scrubbed code, equal to the copy as it is or once scrubbed.
+    fn scrubbed_copy_of(
+        &self,
+        agent: &Agent,
+        scrubber: &Scrubber,
+        from: &str,
+        code: &str,
+    ) -> Result<Option<(mindrune_store::Skill, VersionId)>, IngestError> {
+        let Some((sibling_agent, sibling_name)) = from.split_once('/') else {
+            return Ok(None);
+        };
+        if sibling_agent == agent.name {
+            return Ok(None);
+        }
+        let Some(sibling) = self
+            .store
+            .skill_by_name(agent.owner, sibling_agent, sibling_name)?
+        else {
+            return Ok(None);
+        };
+        let scrubbed = scrubber.scrub(code).text;
+        let versions = self.store.versions(agent.owner, sibling.id)?;
+        let found = versions
+            .iter()
+            .find(|v| v.code == code || v.code == scrubbed)
+            .map(|v| v.id);
+        Ok(found.map(|version| (sibling, version)))
     }
 
     /// Forgets what was cached about an agent's file (the turn boundary read it afresh).

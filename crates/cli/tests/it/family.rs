@@ -336,3 +336,29 @@ fn a_family_shares_exactly_what_each_avatar_chose_and_what_proved_itself() {
             .contains(&"pickles/mine-iron.ts".to_string())
     );
 }
+
+#[test]
+fn a_verbatim_copy_of_a_skill_whose_code_held_a_secret_counts_for_the_sibling() {
+    let f = Family::new();
+    let lib = &f.lib;
+    // buzz's code holds its bot's password (from bot.env): the family gets it redacted.
+    let body = "import { runScript } from '../../sdk/runner';\n\nconst login = 'pw-buzz-s3cret77';\nawait runScript(async ({ bot }) => {\n  await bot.chop(login);\n});\n";
+    lib.write_script("buzz", "oaks", &headed("oaks", "chop oaks", "", body));
+    f.run("buzz", "oaks", true, 5);
+    let mirrored = f.mirror("pickles")["buzz/oaks.ts"].clone();
+    assert!(!mirrored.contains("pw-buzz-s3cret77"), "{mirrored}");
+    assert!(mirrored.contains("From: buzz/oaks"), "{mirrored}");
+
+    lib.write_script("pickles", "oaks", &mirrored);
+    f.run("pickles", "oaks", true, 1);
+    assert_eq!(lib.skill_json("buzz/oaks")["versions"][0]["runs"], 6);
+    assert!(
+        !lib.run(&["skill", "show", "pickles/oaks"]).status.success(),
+        "the copy is not pickles' own new skill"
+    );
+    let turn = f.turn_end("pickles");
+    assert!(
+        turn.contains("oaks.ts: an unchanged copy of buzz/oaks, already a family skill"),
+        "{turn}"
+    );
+}

@@ -72,8 +72,10 @@ fn the_wrap_up_tells_the_agent_where_its_scripts_stand() {
         "{wrap}"
     );
     assert!(
-        wrap.contains("bot.walkTo(3222, 3220)"),
-        "the newest code is quoted:\n{wrap}"
+        wrap.contains("const arg1 = Number(process.argv[2] ?? 3222);")
+            && wrap.contains("await runScript(async ({ bot, sdk }) => {")
+            && wrap.contains("bot.walkTo(arg1, 3220)"),
+        "the newest code is quoted inside runScript, its varying number an arg:\n{wrap}"
     );
 
     // The next wrap-up lists only what is new: chop was shared before it, and the snippet is

@@ -1002,11 +1002,17 @@ async fn avatar_page(
                     .cmp(&a.family)
                     .then_with(|| a.skill.name.cmp(&b.skill.name))
             });
+            let now = mindrune_engine::ingest::now_millis();
             for entry in entries {
-                let versions = store.versions(owner_id, entry.skill.id)?;
+                let mut versions = store.versions(owner_id, entry.skill.id)?;
                 let Some(shown) = shown_index(&entry.skill, &versions, entry.family, bar) else {
                     continue;
                 };
+                // Scores as of now (chosen above on their stored standing): freshness ages
+                // with the clock, so a script left unused drifts back to the middle.
+                for version in &mut versions {
+                    version.score = version.score_at(now);
+                }
                 let last_failure = store
                     .recent_failures(owner_id, entry.skill.id, 1)?
                     .into_iter()

@@ -292,8 +292,64 @@ pub struct VersionSummary {
     pub digest: String,
     pub uses: i64,
     pub ok: i64,
+    /// The score as of its newest use (what sharing decided on); [`VersionSummary::score_at`]
+    /// is the score as of a later time.
     pub score: f64,
     pub shared_at: Option<Millis>,
+    pub breakdown: Option<ScoreBreakdown>,
+    pub inherited: Option<f64>,
+    pub last_used_at: Option<Millis>,
+}
+
+impl VersionSummary {
+    /// Its score as of `now`: freshness aged with the clock since its newest use.
+    pub fn score_at(&self, now: Millis) -> f64 {
+        score_as_of(
+            self.score,
+            self.breakdown.as_ref(),
+            self.inherited,
+            self.uses,
+            self.last_used_at,
+            now,
+        )
+    }
+}
+
+impl Version {
+    /// Its score as of `now`: freshness aged with the clock since its newest use, so a skill
+    /// left unused drifts back to the middle. The stored `score` is the one as of that use.
+    pub fn score_at(&self, now: Millis) -> f64 {
+        score_as_of(
+            self.score,
+            self.breakdown.as_ref(),
+            self.inherited,
+            self.uses,
+            self.last_used_at,
+            now,
+        )
+    }
+}
+
+const MILLIS_PER_DAY: f64 = 86_400_000.0;
+
+fn score_as_of(
+    score: f64,
+    breakdown: Option<&ScoreBreakdown>,
+    inherited: Option<f64>,
+    uses: i64,
+    last_used_at: Option<Millis>,
+    now: Millis,
+) -> f64 {
+    match (breakdown, last_used_at) {
+        (Some(breakdown), Some(at)) => mindrune_core::score::aged_total(
+            breakdown,
+            uses,
+            inherited,
+            (now as f64 - at as f64) / MILLIS_PER_DAY,
+        )
+        .unwrap_or(score),
+        _ => score,
+    }
 }
 
 /// A version as the choice of the siblings' version reads it.

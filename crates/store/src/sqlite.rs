@@ -1506,7 +1506,8 @@ impl Store for SqliteStore {
         let mut statement = inner
             .conn
             .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at
+                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at,
+                        v.breakdown, v.inherited, v.last_used_at
                  FROM skills s JOIN versions v ON v.skill_id = s.skill_id AND v.owner_id = s.owner_id
                  WHERE s.owner_id = ?1 AND s.header = 'skill' AND s.deleted_at IS NULL
                    AND EXISTS (SELECT 1 FROM versions x
@@ -1527,6 +1528,12 @@ impl Store for SqliteStore {
                 ok: row.get(base + 4).map_err(db_err)?,
                 score: row.get(base + 5).map_err(db_err)?,
                 shared_at: row.get(base + 6).map_err(db_err)?,
+                breakdown: {
+                    let json: Option<String> = row.get(base + 7).map_err(db_err)?;
+                    json.and_then(|json| serde_json::from_str(&json).ok())
+                },
+                inherited: row.get(base + 8).map_err(db_err)?,
+                last_used_at: row.get(base + 9).map_err(db_err)?,
             };
             match shared.last_mut() {
                 Some(last) if last.skill.id == skill_id => last.versions.push(version),

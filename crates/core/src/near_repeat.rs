@@ -33,6 +33,19 @@ pub const QUOTE_LINES: usize = 20;
 /// wrap-up.
 const QUOTE_LINE_CHARS: usize = 160;
 
+/// How many varying literals the quoted file reads from its command line at most; the rest
+/// stay as written, so the quote stays short.
+pub const MAX_QUOTED_ARGS: usize = 8;
+
+/// The longest literal made an arg, in characters (a default longer than that would not fit
+/// its declaration's line).
+const MAX_ARG_CHARS: usize = 60;
+
+/// The most lines a suggestion's quote has: the code's [`QUOTE_LINES`] and its "more lines"
+/// note, inside `runScript`'s wrapper (the import, the run line, one declaration per arg, the
+/// wrapper's first and last lines and two blank lines).
+pub const MAX_QUOTE_LINES: usize = QUOTE_LINES + 1 + 6 + MAX_QUOTED_ARGS;
+
 /// How many called methods a suggested slug is made of.
 const SLUG_METHODS: usize = 2;
 
@@ -541,7 +554,14 @@ fn as_script(code: &str, varying: &[&Literal], file: &str) -> String {
             }
             LiteralKind::Regex => false,
         };
-        if !swappable || literal.span.start < at || code.get(at..literal.span.start).is_none() {
+        let fits = literal.value.chars().count() <= MAX_ARG_CHARS
+            && !literal.value.contains(['\n', '\r', '\u{2028}', '\u{2029}']);
+        if !swappable
+            || !fits
+            || declarations.len() >= MAX_QUOTED_ARGS
+            || literal.span.start < at
+            || code.get(at..literal.span.start).is_none()
+        {
             continue;
         }
         let name = format!("arg{}", declarations.len() + 1);
@@ -1155,6 +1175,40 @@ mod tests {
         assert_eq!(lines[QUOTE_LINES], "// … 10 more lines");
         let wide = quote(&"x".repeat(500));
         assert_eq!(wide.chars().count(), QUOTE_LINE_CHARS + 2);
+    }
+
+    #[test]
+    fn a_long_near_repeat_is_quoted_with_at_most_eight_args_within_the_line_cap() {
+        let version = |base: i32| -> String {
+            (0..30)
+                .map(|i| format!("await bot.walkTo({}, 1);\n", base + i))
+                .collect()
+        };
+        let recent = [snippet(&version(0), 2, 10), snippet(&version(100), 2, 20)];
+        let s = &suggest(&recent)[0];
+        assert_eq!(s.args.len(), 30, "every varying value is still named");
+        let declarations = s
+            .quote
+            .lines()
+            .filter(|l| l.starts_with("const arg"))
+            .count();
+        assert_eq!(declarations, MAX_QUOTED_ARGS);
+        assert!(s.quote.lines().count() <= MAX_QUOTE_LINES, "{}", s.quote);
+        assert!(
+            s.quote.contains("    await bot.walkTo(arg8, 1);"),
+            "{}",
+            s.quote
+        );
+        assert!(
+            s.quote.contains("    await bot.walkTo(108, 1);"),
+            "{}",
+            s.quote
+        );
+        assert!(
+            s.quote.ends_with("}, { timeout: 60_000 });\n"),
+            "{}",
+            s.quote
+        );
     }
 
     #[test]

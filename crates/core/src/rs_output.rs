@@ -632,7 +632,13 @@ pub fn measure_against(current: &RunOutput, previous: Option<&RunOutput>) -> Run
     let previous = previous.filter(|p| p.state_seen);
 
     facts.xp = if current.xp_line_seen {
-        current.xp.clone()
+        // `XP: Attack +0` gains nothing: only what grew is a gain.
+        current
+            .xp
+            .iter()
+            .filter(|(_, gain)| **gain > 0.0)
+            .map(|(skill, gain)| (skill.clone(), *gain))
+            .collect()
     } else if let Some(prev) = previous
         && !current.skill_totals.is_empty()
         && !prev.skill_totals.is_empty()

@@ -49,6 +49,6 @@ fuzz_target!(|data: &[u8]| {
             "{}",
             suggestion.slug
         );
-        assert!(suggestion.quote.lines().count() <= 21);
+        assert!(suggestion.quote.lines().count() <= mindrune_core::near_repeat::MAX_QUOTE_LINES);
     }
 });

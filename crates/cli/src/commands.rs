@@ -552,15 +552,16 @@ pub fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCo
         parents.insert(parent, label);
     }
     let bar = SharingBar::for_family(store.owner(agent.owner)?.eager_sharing);
+    let failures = store.recent_failures(agent.owner, found.id, render::FAILURES_SHOWN)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(
             &mut out,
-            &render::skill_json(&found, &versions, &parents, bar),
+            &render::skill_json(&found, &versions, &parents, &failures, bar),
         )?;
         writeln!(out)?;
     } else {
-        render::skill_detail(&mut out, &found, &versions, &parents, bar)?;
+        render::skill_detail(&mut out, &found, &versions, &parents, &failures, bar)?;
     }
     Ok(ExitCode::SUCCESS)
 }

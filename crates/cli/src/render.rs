@@ -12,9 +12,12 @@ use mindrune_engine::family::MirrorOutcome;
 use mindrune_engine::turn::{Offer, TurnReport};
 use mindrune_engine::wrapup::WrapUp;
 use mindrune_store::{
-    HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
+    FailedRun, HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
 };
 use serde_json::{Value, json};
+
+/// How many of a skill's latest failures `skill show` lists with their cause.
+pub const FAILURES_SHOWN: usize = 5;
 
 /// Totals over a `mindrune record` run.
 #[derive(Debug, Default)]
@@ -330,6 +333,7 @@ pub fn skill_detail(
     skill: &Skill,
     versions: &[Version],
     parents: &HashMap<VersionId, String>,
+    failures: &[FailedRun],
     bar: SharingBar,
 ) -> std::io::Result<()> {
     let current = versions
@@ -390,13 +394,27 @@ pub fn skill_detail(
         &[false, true, true, true, false, false, false, false],
         &rows,
     )?;
-    writeln!(out, "\n* the version the file has now.")
+    writeln!(out, "\n* the version the file has now.")?;
+    if !failures.is_empty() {
+        writeln!(out, "\nLatest failures (newest first):")?;
+        for failed in failures {
+            writeln!(
+                out,
+                "  v{}  {}  {}",
+                failed.version,
+                when(Some(failed.at)),
+                failed.failure.as_deref().unwrap_or("(no cause recorded)")
+            )?;
+        }
+    }
+    Ok(())
 }
 
 pub fn skill_json(
     skill: &Skill,
     versions: &[Version],
     parents: &HashMap<VersionId, String>,
+    failures: &[FailedRun],
     bar: SharingBar,
 ) -> Value {
     let current = versions
@@ -425,6 +443,11 @@ pub fn skill_json(
             "inherited": v.inherited,
             "shared": v.shared_at.is_some(),
             "breakdown": v.breakdown,
+        })).collect::<Vec<_>>(),
+        "failures": failures.iter().map(|f| json!({
+            "version": f.version,
+            "at": when_json(Some(f.at)),
+            "cause": f.failure,
         })).collect::<Vec<_>>(),
     })
 }

@@ -33,6 +33,19 @@ pub const QUOTE_LINES: usize = 20;
 /// wrap-up.
 const QUOTE_LINE_CHARS: usize = 160;
 
+/// How many varying literals the quoted file reads from its command line at most; the rest
+/// stay as written, so the quote stays short.
+pub const MAX_QUOTED_ARGS: usize = 8;
+
+/// The longest literal made an arg, in characters (a default longer than that would not fit
+/// its declaration's line).
+const MAX_ARG_CHARS: usize = 60;
+
+/// The most lines a suggestion's quote has: the code's [`QUOTE_LINES`] and its "more lines"
+/// note, inside `runScript`'s wrapper (the import, the run line, one declaration per arg, the
+/// wrapper's first and last lines and two blank lines).
+pub const MAX_QUOTE_LINES: usize = QUOTE_LINES + 1 + 6 + MAX_QUOTED_ARGS;
+
 /// How many called methods a suggested slug is made of.
 const SLUG_METHODS: usize = 2;
 
@@ -82,6 +95,9 @@ pub struct Literal {
     /// The literal as written: `3_200`, `'oak'`, `/^oak$/i`; a template's text part between
     /// backticks (`` `Pos ` ``).
     pub value: String,
+    /// Where it is in the code, in bytes (the whole token; a template's whole part).
+    #[serde(skip)]
+    pub span: std::ops::Range<usize>,
 }
 
 /// The object a method was called on: the two globals `execute_code` gives a snippet.
@@ -204,6 +220,7 @@ pub fn analyze(code: &str) -> Option<Analysis> {
                 literals.push(Literal {
                     kind: LiteralKind::Number,
                     value: raw.to_string(),
+                    span: item.span.start..item.span.end,
                 });
                 ("<num>", Significant::Other)
             }
@@ -211,6 +228,7 @@ pub fn analyze(code: &str) -> Option<Analysis> {
                 literals.push(Literal {
                     kind: LiteralKind::String,
                     value: raw.to_string(),
+                    span: item.span.start..item.span.end,
                 });
                 let content = match string {
                     StringLit::Single(inner) | StringLit::Double(inner) => inner.content,
@@ -221,6 +239,7 @@ pub fn analyze(code: &str) -> Option<Analysis> {
                 literals.push(Literal {
                     kind: LiteralKind::Regex,
                     value: raw.to_string(),
+                    span: item.span.start..item.span.end,
                 });
                 ("<re>", Significant::Other)
             }
@@ -236,6 +255,7 @@ pub fn analyze(code: &str) -> Option<Analysis> {
                 literals.push(Literal {
                     kind: LiteralKind::String,
                     value: format!("`{content}`"),
+                    span: item.span.start..item.span.end,
                 });
                 (piece, Significant::Other)
             }
@@ -452,11 +472,12 @@ impl Group<'_> {
                 .cmp(&(b.snippet.last_run_at, b.snippet.ok_runs))
                 .then_with(|| b.snippet.digest.cmp(&a.snippet.digest))
         })?;
-        let (args, differences) = if near_repeat {
+        let (varying, differences) = if near_repeat {
             self.varying_literals(newest)
         } else {
             (Vec::new(), Differences::default())
         };
+        let args: Vec<String> = varying.iter().map(|l| l.value.clone()).collect();
         let slug = newest
             .analysis
             .as_ref()
@@ -481,7 +502,7 @@ impl Group<'_> {
             group_key,
             count,
             near_repeat,
-            quote: quote(&newest.snippet.code),
+            quote: as_script(&newest.snippet.code, &varying, &file),
             slug,
             args,
             message,
@@ -489,7 +510,7 @@ impl Group<'_> {
     }
 
     /// The newest snippet's literals at the positions where the group's snippets differ.
-    fn varying_literals(&self, newest: &Member<'_>) -> (Vec<String>, Differences) {
+    fn varying_literals<'m>(&self, newest: &'m Member<'_>) -> (Vec<&'m Literal>, Differences) {
         let mut args = Vec::new();
         let mut differences = Differences::default();
         let Some(newest) = &newest.analysis else {
@@ -507,11 +528,81 @@ impl Group<'_> {
                     LiteralKind::Number => differences.numbers = true,
                     LiteralKind::String | LiteralKind::Regex => differences.strings = true,
                 }
-                args.push(literal.value.clone());
+                args.push(literal);
             }
         }
         (args, differences)
     }
+}
+
+/// The code as the file the wrap-up suggests: inside rs-sdk's `runScript` wrapper, as a
+/// standalone `bots/<bot>/<name>.ts` must be, with the literals the near-repeats differ in
+/// (`varying`) read from the command line (`bun bots/<bot>/<slug>.ts 3222 3220`), the newest
+/// run's values as defaults. Numbers and plain strings become args; a template's text part
+/// or a regular expression stays as written, since it cannot be swapped for a name alone.
+fn as_script(code: &str, varying: &[&Literal], file: &str) -> String {
+    let mut body = String::with_capacity(code.len() + 16);
+    let mut declarations = Vec::new();
+    let mut values = Vec::new();
+    let mut at = 0;
+    for literal in varying {
+        let swappable = match literal.kind {
+            LiteralKind::Number => true,
+            LiteralKind::String => {
+                literal.value.starts_with(['\'', '"'])
+                    && code.get(literal.span.clone()) == Some(&literal.value)
+            }
+            LiteralKind::Regex => false,
+        };
+        let fits = literal.value.chars().count() <= MAX_ARG_CHARS
+            && !literal.value.contains(['\n', '\r', '\u{2028}', '\u{2029}']);
+        if !swappable
+            || !fits
+            || declarations.len() >= MAX_QUOTED_ARGS
+            || literal.span.start < at
+            || code.get(at..literal.span.start).is_none()
+        {
+            continue;
+        }
+        let name = format!("arg{}", declarations.len() + 1);
+        let index = declarations.len() + 2;
+        declarations.push(match literal.kind {
+            LiteralKind::Number => format!(
+                "const {name} = Number(process.argv[{index}] ?? {});",
+                literal.value
+            ),
+            _ => format!("const {name} = process.argv[{index}] ?? {};", literal.value),
+        });
+        values.push(match literal.kind {
+            LiteralKind::Number => literal.value.replace('_', ""),
+            _ => literal.value.clone(),
+        });
+        body.push_str(&code[at..literal.span.start]);
+        body.push_str(&name);
+        at = literal.span.end;
+    }
+    body.push_str(code.get(at..).unwrap_or(""));
+    let mut out = String::from("import { runScript } from '../../sdk/runner';\n\n");
+    if !declarations.is_empty() {
+        out.push_str(&format!("// bun {file} {}\n", values.join(" ")));
+        for declaration in &declarations {
+            out.push_str(declaration);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    out.push_str("await runScript(async ({ bot, sdk }) => {\n");
+    for line in quote(&body).lines() {
+        if line.is_empty() {
+            out.push('\n');
+        } else {
+            out.push_str("    ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out.push_str("}, { timeout: 60_000 });\n");
+    out
 }
 
 /// The code as a wrap-up quotes it: blank lines at either end dropped, at most
@@ -860,7 +951,15 @@ mod tests {
             s.message,
             "You've run this 3×; save it as bots/buzz/chop-tree-drop-item.ts and run the file from then on."
         );
-        assert_eq!(s.quote, format!("{code}\n"));
+        // The file to save, in rs-sdk's wrapper; an exact repeat has nothing to pass.
+        assert_eq!(
+            s.quote,
+            "import { runScript } from '../../sdk/runner';\n\n\
+             await runScript(async ({ bot, sdk }) => {\n    \
+             await bot.chopTree('oak');\n    \
+             await bot.dropItem(/logs/i);\n\
+             }, { timeout: 60_000 });\n"
+        );
     }
 
     #[test]
@@ -908,9 +1007,52 @@ mod tests {
             s.message,
             "You've run this 5× with different numbers; save it as bots/buzz/walk-to-chop-tree.ts and pass the numbers as args."
         );
+        // The newest code, inside rs-sdk's wrapper, with the number that varies as an arg.
+        assert_eq!(
+            s.quote,
+            "import { runScript } from '../../sdk/runner';\n\n\
+             // bun bots/buzz/walk-to-chop-tree.ts 3105\n\
+             const arg1 = Number(process.argv[2] ?? 3105);\n\n\
+             await runScript(async ({ bot, sdk }) => {\n    \
+             await bot.walkTo(arg1, 3210);\n    \
+             await bot.chopTree('oak');\n\
+             }, { timeout: 60_000 });\n"
+        );
+    }
+
+    #[test]
+    fn varying_strings_become_args_and_templates_and_regexes_stay_as_written() {
+        let recent = [
+            snippet(
+                "await bot.chopTree('oak', /^Oak$/, `at ${1}`, 1_000)",
+                2,
+                10,
+            ),
+            snippet(
+                "await bot.chopTree('willow', /^Willow$/, `by ${1}`, 2_000)",
+                1,
+                20,
+            ),
+        ];
+        let s = &suggest(&recent)[0];
         assert!(
-            s.quote.starts_with("await bot.walkTo(3105, 3210);"),
-            "the newest code is quoted"
+            s.quote.contains(
+                "const arg1 = process.argv[2] ?? 'willow';\nconst arg2 = Number(process.argv[3] ?? 2_000);"
+            ),
+            "{}",
+            s.quote
+        );
+        assert!(
+            s.quote
+                .contains("// bun bots/buzz/chop-tree.ts 'willow' 2000"),
+            "{}",
+            s.quote
+        );
+        assert!(
+            s.quote
+                .contains("await bot.chopTree(arg1, /^Willow$/, `by ${1}`, arg2)"),
+            "{}",
+            s.quote
         );
     }
 
@@ -1033,6 +1175,40 @@ mod tests {
         assert_eq!(lines[QUOTE_LINES], "// … 10 more lines");
         let wide = quote(&"x".repeat(500));
         assert_eq!(wide.chars().count(), QUOTE_LINE_CHARS + 2);
+    }
+
+    #[test]
+    fn a_long_near_repeat_is_quoted_with_at_most_eight_args_within_the_line_cap() {
+        let version = |base: i32| -> String {
+            (0..30)
+                .map(|i| format!("await bot.walkTo({}, 1);\n", base + i))
+                .collect()
+        };
+        let recent = [snippet(&version(0), 2, 10), snippet(&version(100), 2, 20)];
+        let s = &suggest(&recent)[0];
+        assert_eq!(s.args.len(), 30, "every varying value is still named");
+        let declarations = s
+            .quote
+            .lines()
+            .filter(|l| l.starts_with("const arg"))
+            .count();
+        assert_eq!(declarations, MAX_QUOTED_ARGS);
+        assert!(s.quote.lines().count() <= MAX_QUOTE_LINES, "{}", s.quote);
+        assert!(
+            s.quote.contains("    await bot.walkTo(arg8, 1);"),
+            "{}",
+            s.quote
+        );
+        assert!(
+            s.quote.contains("    await bot.walkTo(108, 1);"),
+            "{}",
+            s.quote
+        );
+        assert!(
+            s.quote.ends_with("}, { timeout: 60_000 });\n"),
+            "{}",
+            s.quote
+        );
     }
 
     #[test]

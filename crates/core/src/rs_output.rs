@@ -72,6 +72,33 @@ pub struct RunOutput {
     /// under `## Recent Messages` of the full form) says "can't reach" / "cannot reach"
     /// (any case, straight or curly apostrophe), as in the game's "I can't reach that!".
     pub cant_reach: bool,
+    /// The output ends in a failure: its last `── Execution (…) ──` header says anything but
+    /// `success`, or an `── Error ──` section comes after the last `── Result ──`. Both runners
+    /// print the error this way also when the process exits 0 (the fork runner on a throw or a
+    /// timeout, any runner behind `| tail`), so this, not the exit status, is the truth.
+    pub failed: bool,
+    /// Skill totals (XP) of the last state section's `## Skills` (full form only:
+    /// `Woodcutting: 20 (3,125 xp)`). The fork runner prints these and no `XP:` line, so its gain
+    /// is measured against the avatar's previous run (see [`measure_against`]).
+    pub skill_totals: BTreeMap<String, f64>,
+    /// The inventory of the last state section: the summary's `Inv N/28: …` line or the full
+    /// form's `## Inventory` list.
+    pub inventory: Option<Inventory>,
+    /// The last game messages of the last state section, newest first, with the summary's
+    /// repeat count (`(x2)`) removed. They are the game's last messages, not this run's: they
+    /// carry over from earlier runs.
+    pub messages: Vec<String>,
+}
+
+/// An inventory as a runner printed it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Inventory {
+    /// Slots in use (`Inv 23/28`, or 28 less `## Inventory (5 empty slots)`).
+    pub slots: Option<u32>,
+    /// Item name → count, as listed (`Logs x5` → 5).
+    pub items: BTreeMap<String, u32>,
+    /// Every item is listed: the summary did not end in `+N more`.
+    pub complete: bool,
 }
 
 /// Parses the printed output of a `runScript` run or an `execute_code` call. Never panics.
@@ -96,13 +123,25 @@ pub fn parse_run_output(output: &str) -> RunOutput {
 
     if let Some(err) = sections.iter().rev().find(|s| s.kind == SectionKind::Error) {
         let first = if err.inline.is_empty() {
-            err.body.iter().map(|l| l.trim()).find(|l| !l.is_empty())
+            error_line(err.body)
         } else {
             Some(err.inline)
         };
         let msg = first.unwrap_or(MISSING_ERROR_MESSAGE);
         out.error = Some(truncate_chars(msg, ERROR_MAX_CHARS).to_owned());
     }
+
+    let last_of = |kind: SectionKind| sections.iter().rposition(|s| s.kind == kind);
+    let error_last = match (last_of(SectionKind::Error), last_of(SectionKind::Result)) {
+        (Some(error), Some(result)) => error > result,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    out.failed = error_last
+        || out
+            .execution_status
+            .as_deref()
+            .is_some_and(|status| status != "success");
 
     if let Some(state) = sections.iter().rev().find(|s| s.kind == SectionKind::State) {
         out.state_seen = true;
@@ -111,6 +150,24 @@ pub fn parse_run_output(output: &str) -> RunOutput {
 
     out.stuck_hint = out.blocking_ui.is_some() || out.cant_reach;
     out
+}
+
+/// The error line of an `── Error ──` section whose message is on the lines below its header.
+/// The fork runner prints the bare message first and `Name: message` on the next line
+/// (`bot.chopOak is not a function…` then `TypeError: bot.chopOak is not a function…`); the
+/// named line says more, so it is taken when it repeats the first.
+fn error_line<'a>(body: &[&'a str]) -> Option<&'a str> {
+    let mut lines = body.iter().map(|l| l.trim()).filter(|l| !l.is_empty());
+    let first = lines.next()?;
+    if let Some(second) = lines.next()
+        && let Some((name, rest)) = second.split_once(": ")
+        && rest == first
+        && !name.is_empty()
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+    {
+        return Some(second);
+    }
+    Some(first)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -242,10 +299,23 @@ const BLOCKING_HEADINGS: &[&str] = &[
     "Grand Exchange",
 ];
 
+/// The full form's subsection a line belongs to, where it matters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Subsection {
+    Other,
+    Skills,
+    Inventory,
+    RecentMessages,
+}
+
 fn read_state(body: &[&str], out: &mut RunOutput) {
     let mut blockers: Vec<String> = Vec::new();
     let mut summary_blocker: Option<String> = None;
-    let mut in_recent_messages = false;
+    let mut sub = Subsection::Other;
+    let mut full_inventory: Option<Inventory> = None;
+    let mut summary_inventory: Option<Inventory> = None;
+    let mut summary_messages: Vec<String> = Vec::new();
+    let mut full_messages: Vec<String> = Vec::new();
     for raw in body {
         let line = raw.trim();
         if line.is_empty() {
@@ -254,10 +324,47 @@ fn read_state(body: &[&str], out: &mut RunOutput) {
         if let Some(heading) = line.strip_prefix("## ") {
             // Full world state: remember which subsection we are in, and note open UIs.
             let heading = heading.trim();
-            in_recent_messages = heading.eq_ignore_ascii_case("Recent Messages");
+            sub = if heading.eq_ignore_ascii_case("Recent Messages") {
+                Subsection::RecentMessages
+            } else if heading.eq_ignore_ascii_case("Skills") {
+                Subsection::Skills
+            } else if let Some(rest) = heading.strip_prefix("Inventory") {
+                full_inventory = Some(Inventory {
+                    slots: empty_slots(rest).map(|empty| BACKPACK_SLOTS.saturating_sub(empty)),
+                    items: BTreeMap::new(),
+                    complete: true,
+                });
+                Subsection::Inventory
+            } else {
+                Subsection::Other
+            };
             if BLOCKING_HEADINGS.iter().any(|h| heading.starts_with(h)) {
                 blockers.push(heading.to_owned());
             }
+            continue;
+        }
+        if sub == Subsection::Skills
+            && let Some((name, xp)) = parse_skill_total(line)
+        {
+            out.skill_totals.insert(name.to_owned(), xp);
+            continue;
+        }
+        if sub == Subsection::Inventory
+            && let Some(inv) = full_inventory.as_mut()
+        {
+            if let Some(item) = line.strip_prefix("- ") {
+                if let Some((name, count)) = parse_item(strip_options(item)) {
+                    add_item(&mut inv.items, name, count);
+                }
+                continue;
+            }
+            if line.starts_with("...") {
+                inv.complete = false;
+                continue;
+            }
+        }
+        if let Some(rest) = line.strip_prefix("Inv ") {
+            summary_inventory = Some(parse_summary_inventory(rest));
             continue;
         }
         if let Some(rest) = line.strip_prefix("Pos (") {
@@ -273,16 +380,132 @@ fn read_state(body: &[&str], out: &mut RunOutput) {
             summary_blocker = Some(rest.trim().to_owned());
         } else if let Some(msg) = line.strip_prefix('>') {
             out.cant_reach |= says_cant_reach(msg);
-        } else if in_recent_messages && let Some(msg) = line.strip_prefix("- ") {
+            push_message(&mut summary_messages, msg);
+        } else if sub == Subsection::RecentMessages
+            && let Some(msg) = line.strip_prefix("- ")
+        {
             out.cant_reach |= says_cant_reach(msg);
+            push_message(&mut full_messages, msg);
         }
     }
+    // A state section is one of the two forms; should a capture mix them, the summary (the
+    // later runner's) is preferred.
+    out.inventory = summary_inventory.or(full_inventory);
+    out.messages = if summary_messages.is_empty() {
+        full_messages
+    } else {
+        summary_messages
+    };
     out.blocking_ui = match summary_blocker {
         Some(b) if !b.is_empty() => Some(b),
         Some(_) => Some("blocking UI".to_owned()),
         None if !blockers.is_empty() => Some(blockers.join(", ")),
         None => None,
     };
+}
+
+/// Slots in a backpack.
+pub const BACKPACK_SLOTS: u32 = 28;
+
+/// The most game messages kept from one state section (the full form lists a few dozen at most).
+const MAX_MESSAGES: usize = 50;
+
+/// `(5 empty slots)` → 5.
+fn empty_slots(rest: &str) -> Option<u32> {
+    let inner = rest.trim().strip_prefix('(')?.split(')').next()?;
+    let n = inner
+        .trim()
+        .strip_suffix("empty slots")
+        .or_else(|| inner.trim().strip_suffix("empty slot"))?;
+    n.trim().parse().ok()
+}
+
+/// `Woodcutting: 20 (3,125 xp)` → `("Woodcutting", 3125.0)`.
+fn parse_skill_total(line: &str) -> Option<(&str, f64)> {
+    let (name, rest) = line.split_once(':')?;
+    let name = name.trim();
+    let open = rest.find('(')?;
+    let inner = rest[open + 1..].split(')').next()?;
+    let number = inner.trim().strip_suffix("xp")?;
+    let digits: String = number
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    let xp: f64 = digits.parse().ok()?;
+    (!name.is_empty() && xp.is_finite() && xp >= 0.0).then_some((name, xp))
+}
+
+/// Drops the full form's options after an item: `Bronze axe x1 [Wield]` → `Bronze axe x1`.
+fn strip_options(item: &str) -> &str {
+    match item.find(" [") {
+        Some(i) => &item[..i],
+        None => item,
+    }
+}
+
+/// `Logs x5` → `("Logs", 5)`, `Bronze axe` → `("Bronze axe", 1)`.
+fn parse_item(item: &str) -> Option<(&str, u32)> {
+    let item = item.trim();
+    if let Some((name, count)) = item.rsplit_once(" x")
+        && !count.is_empty()
+        && count.chars().all(|c| c.is_ascii_digit() || c == ',')
+    {
+        let digits: String = count.chars().filter(char::is_ascii_digit).collect();
+        let name = name.trim();
+        return (!name.is_empty()).then(|| (name, digits.parse().unwrap_or(u32::MAX)));
+    }
+    (!item.is_empty()).then_some((item, 1))
+}
+
+fn add_item(items: &mut BTreeMap<String, u32>, name: &str, count: u32) {
+    let entry = items.entry(name.to_owned()).or_insert(0);
+    *entry = entry.saturating_add(count);
+}
+
+/// The summary's `23/28: Bronze axe, Tinderbox, +11 more` (after `Inv `).
+fn parse_summary_inventory(rest: &str) -> Inventory {
+    let (count, list) = rest.split_once(':').unwrap_or((rest, ""));
+    let slots = count.split('/').next().and_then(|n| n.trim().parse().ok());
+    let mut inv = Inventory {
+        slots,
+        items: BTreeMap::new(),
+        complete: true,
+    };
+    for entry in list.split(',') {
+        let entry = entry.trim();
+        if entry.is_empty() || entry.eq_ignore_ascii_case("(empty)") || entry == "empty" {
+            continue;
+        }
+        if entry.starts_with('+') && entry.ends_with("more") {
+            inv.complete = false;
+            continue;
+        }
+        if let Some((name, count)) = parse_item(entry) {
+            add_item(&mut inv.items, name, count);
+        }
+    }
+    inv
+}
+
+/// Keeps a game message without the summary's repeat count: `You get some logs. (x2)`.
+fn push_message(messages: &mut Vec<String>, msg: &str) {
+    if messages.len() >= MAX_MESSAGES {
+        return;
+    }
+    let msg = msg.trim();
+    let msg = match msg.rsplit_once(" (x") {
+        Some((text, count))
+            if count
+                .strip_suffix(')')
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())) =>
+        {
+            text.trim_end()
+        }
+        _ => msg,
+    };
+    if !msg.is_empty() {
+        messages.push(msg.to_owned());
+    }
 }
 
 fn says_cant_reach(msg: &str) -> bool {
@@ -333,6 +556,186 @@ fn parse_xp_list(list: &str) -> BTreeMap<String, f64> {
     }
     xp
 }
+
+/// What one run did, read from its output against the same avatar's previous run: no runner
+/// prints an items delta, the fork runner prints no XP gained, and the game messages carry over
+/// from earlier runs, so each of these needs the state the avatar was in before.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFacts {
+    /// XP gained per skill: the `XP:` line when the runner printed one, else the skill totals
+    /// against the previous run's. Empty when nothing was gained or there is nothing to compare.
+    pub xp: BTreeMap<String, f64>,
+    /// Item name → change in count (negative when fewer), for every item whose count both
+    /// inventories tell.
+    pub items: BTreeMap<String, f64>,
+    /// Slots emptied by a death (0 without one): the larger of the listed losses and the drop in
+    /// slots in use, since a cut list (`+11 more`) hides most of what was lost.
+    pub items_lost: u32,
+    /// The avatar died in this run: the state says `DEAD`, or `Oh dear you are dead!` is among
+    /// this run's own game messages.
+    pub died: bool,
+    /// A blocking interface was open at the end, or this run's messages say "can't reach".
+    pub stuck: bool,
+    /// The game messages this run added, newest first (all of them when there is no previous
+    /// run to tell the carried-over ones by).
+    pub new_messages: Vec<String>,
+    /// Why the run failed, for the person reading its record: the error line, and the game
+    /// message that explains it when this run showed one (`You do not have an axe…`).
+    pub failure: Option<String>,
+}
+
+/// The game's death message, as it prints it (older clients put a comma after "dear").
+fn is_death_message(msg: &str) -> bool {
+    let lower = msg.to_lowercase();
+    lower.contains("oh dear") && lower.contains("you are dead")
+}
+
+/// Game messages that say why an action could not be done; one of these among the run's own
+/// messages is the likely cause of its failure.
+const EXPLAINING: &[&str] = &[
+    "you do not have",
+    "you don't have",
+    "you need",
+    "you can't",
+    "you cannot",
+    "can't reach",
+    "cannot reach",
+    "not enough",
+    "inventory is full",
+    "inventory is too full",
+    "nothing interesting happens",
+    "you are dead",
+];
+
+fn explains(msg: &str) -> bool {
+    let lower = msg.to_lowercase().replace('’', "'");
+    EXPLAINING.iter().any(|p| lower.contains(p))
+}
+
+/// The messages of `current` that the previous run had not shown yet. Both lists are newest
+/// first and capped, so the carried-over messages are a tail of `current` that starts
+/// `previous`: the longest such tail is taken off.
+fn new_messages<'a>(current: &'a [String], previous: &[String]) -> &'a [String] {
+    for k in 0..current.len() {
+        let tail = &current[k..];
+        if tail.len() <= previous.len() && previous[..tail.len()] == *tail {
+            return &current[..k];
+        }
+    }
+    current
+}
+
+/// The facts of one run (`current`) given the avatar's previous run (`previous`, `None` for its
+/// first or when the previous output showed no state).
+pub fn measure_against(current: &RunOutput, previous: Option<&RunOutput>) -> RunFacts {
+    let mut facts = RunFacts::default();
+    let previous = previous.filter(|p| p.state_seen);
+
+    facts.xp = if current.xp_line_seen {
+        // `XP: Attack +0` gains nothing: only what grew is a gain.
+        current
+            .xp
+            .iter()
+            .filter(|(_, gain)| **gain > 0.0)
+            .map(|(skill, gain)| (skill.clone(), *gain))
+            .collect()
+    } else if let Some(prev) = previous
+        && !current.skill_totals.is_empty()
+        && !prev.skill_totals.is_empty()
+    {
+        current
+            .skill_totals
+            .iter()
+            .filter_map(|(skill, now)| {
+                let before = prev.skill_totals.get(skill)?;
+                let gain = now - before;
+                (gain > 0.0 && gain.is_finite()).then(|| (skill.clone(), gain))
+            })
+            .collect()
+    } else {
+        BTreeMap::new()
+    };
+
+    let fresh: &[String] = match previous {
+        Some(prev) => new_messages(&current.messages, &prev.messages),
+        None => &current.messages,
+    };
+    facts.new_messages = fresh.to_vec();
+    let died_by_message = match previous {
+        Some(_) => fresh.iter().any(|m| is_death_message(m)),
+        // Nothing to tell a carried-over death message by: it counts only as the newest message,
+        // with nothing the avatar did after it.
+        None => current
+            .messages
+            .first()
+            .is_some_and(|m| is_death_message(m)),
+    };
+    facts.died = current.dead || died_by_message;
+
+    if let (Some(now), Some(before)) = (
+        current.inventory.as_ref(),
+        previous.and_then(|p| p.inventory.as_ref()),
+    ) {
+        for (name, &count) in &now.items {
+            let was = match before.items.get(name) {
+                Some(&was) => was,
+                None if before.complete => 0,
+                None => continue,
+            };
+            if count != was {
+                facts
+                    .items
+                    .insert(name.clone(), f64::from(count) - f64::from(was));
+            }
+        }
+        if now.complete {
+            for (name, &was) in &before.items {
+                if !now.items.contains_key(name) {
+                    facts.items.insert(name.clone(), -f64::from(was));
+                }
+            }
+        }
+        let listed_losses: u64 = facts
+            .items
+            .values()
+            .filter(|v| **v < 0.0)
+            .map(|v| (-v) as u64)
+            .sum();
+        if facts.died {
+            let slot_drop = match (before.slots, now.slots) {
+                (Some(b), Some(n)) => u64::from(b.saturating_sub(n)),
+                _ => 0,
+            };
+            facts.items_lost = u32::try_from(listed_losses.max(slot_drop)).unwrap_or(u32::MAX);
+        }
+    }
+
+    facts.stuck = current.blocking_ui.is_some() || fresh.iter().any(|m| says_cant_reach(m));
+
+    if current.failed {
+        let error = current
+            .error
+            .clone()
+            .or_else(|| {
+                current
+                    .execution_status
+                    .as_ref()
+                    .map(|status| format!("execution {status}"))
+            })
+            .unwrap_or_else(|| MISSING_ERROR_MESSAGE.to_owned());
+        let cause = fresh.iter().find(|m| explains(m));
+        facts.failure = Some(match cause {
+            Some(message) => {
+                truncate_chars(&format!("{error} — game: {message}"), FAILURE_MAX_CHARS).to_owned()
+            }
+            None => error,
+        });
+    }
+    facts
+}
+
+/// The longest failure cause kept: the error line and one game message.
+pub const FAILURE_MAX_CHARS: usize = ERROR_MAX_CHARS + 120;
 
 fn truncate_chars(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {
@@ -769,6 +1172,263 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
         assert_eq!(r, RunOutput::default());
     }
 
+    /// A real run of `../shared/data/rs-sdk/runs/` (see its README for what truly happened).
+    fn real(name: &str) -> RunOutput {
+        let dir = std::env::var_os("MINDRUNE_SHARED").map_or_else(
+            || std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")),
+            std::path::PathBuf::from,
+        );
+        let path = dir.join("data/rs-sdk/runs").join(format!("{name}.txt"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+            panic!(
+                "cannot read {}: {err} (set MINDRUNE_SHARED)",
+                path.display()
+            )
+        });
+        parse_run_output(&text)
+    }
+
+    /// The real runs in the order the README gives (one bot's life; the runs not kept are
+    /// left out, so each run's previous one is the last kept before it).
+    const REAL_ORDER: &[&str] = &[
+        "fork-chop-trees",
+        "fork-broken",
+        "later-chop-trees",
+        "later-broken",
+        "later-fight-man",
+        "e2e-chop-1",
+        "e2e-chop-6",
+        "e2e-chop-7",
+    ];
+
+    /// Every real run's facts, each read against the one before it.
+    fn replayed() -> BTreeMap<&'static str, RunFacts> {
+        let mut previous: Option<RunOutput> = None;
+        let mut facts = BTreeMap::new();
+        for name in REAL_ORDER {
+            let run = real(name);
+            facts.insert(*name, measure_against(&run, previous.as_ref()));
+            previous = Some(run);
+        }
+        facts
+    }
+
+    #[test]
+    fn real_runs_fail_exactly_where_the_readme_says_whatever_the_exit_status() {
+        let failed: Vec<&str> = REAL_ORDER
+            .iter()
+            .copied()
+            .filter(|name| real(name).failed)
+            .collect();
+        // fork-broken exited 0 and e2e-chop-1 timed out: the output, not the exit, tells.
+        assert_eq!(failed, ["fork-broken", "later-broken", "e2e-chop-1"]);
+    }
+
+    #[test]
+    fn real_error_lines_name_the_error() {
+        assert_eq!(
+            real("fork-broken").error.as_deref(),
+            Some(
+                "TypeError: bot.chopOak is not a function. (In 'bot.chopOak()', 'bot.chopOak' is undefined)"
+            )
+        );
+        assert_eq!(
+            real("later-broken").error.as_deref(),
+            Some(
+                "TypeError: bot.chopOak is not a function. (In 'bot.chopOak()', 'bot.chopOak' is undefined)"
+            )
+        );
+        assert_eq!(
+            real("e2e-chop-1").error.as_deref(),
+            Some("Error: Script timeout after 60000ms")
+        );
+    }
+
+    #[test]
+    fn a_timeout_keeps_the_game_message_that_explains_it() {
+        let facts = replayed();
+        assert_eq!(
+            facts["e2e-chop-1"].failure.as_deref(),
+            Some(
+                "Error: Script timeout after 60000ms — game: You do not have an axe which you have the level to use."
+            )
+        );
+        // A script error the game did not cause keeps the error line alone.
+        assert_eq!(
+            facts["later-broken"].failure.as_deref(),
+            real("later-broken").error.as_deref()
+        );
+        assert_eq!(facts["fork-chop-trees"].failure, None);
+        assert_eq!(facts["later-fight-man"].failure, None);
+    }
+
+    #[test]
+    fn the_fork_runner_prints_skill_totals_and_a_full_inventory() {
+        let run = real("fork-chop-trees");
+        assert!(!run.xp_line_seen);
+        assert_eq!(run.skill_totals.get("Woodcutting"), Some(&3125.0));
+        assert_eq!(run.skill_totals.get("Hitpoints"), Some(&980.0));
+        assert_eq!(run.skill_totals.len(), 21);
+        let inv = run.inventory.expect("inventory");
+        assert_eq!(inv.slots, Some(23));
+        assert!(inv.complete);
+        assert_eq!(inv.items.get("Logs"), Some(&5));
+        assert_eq!(inv.items.get("Bronze arrow"), Some(&25));
+        assert_eq!(inv.items.len(), 19);
+        assert_eq!(
+            run.messages.first().map(String::as_str),
+            Some("Congratulations, you just advanced a woodcutting level.")
+        );
+        assert_eq!(run.messages.len(), 5);
+    }
+
+    #[test]
+    fn the_later_runner_summary_inventory_may_be_cut() {
+        let inv = real("later-broken").inventory.expect("inventory");
+        assert_eq!(inv.slots, Some(23));
+        assert!(!inv.complete);
+        assert_eq!(inv.items.len(), 8);
+        let inv = real("e2e-chop-7").inventory.expect("inventory");
+        assert!(inv.complete);
+        assert_eq!(inv.slots, Some(10));
+        assert_eq!(inv.items.get("Logs"), Some(&6));
+        // The repeat count is not part of the message.
+        assert_eq!(
+            real("e2e-chop-1").messages,
+            [
+                "You do not have an axe which you have the level to use.",
+                "Oh dear you are dead!",
+                "Welcome to RuneScape."
+            ]
+        );
+    }
+
+    #[test]
+    fn xp_of_real_runs_meets_the_readme() {
+        let facts = replayed();
+        let xp = |name: &str| facts[name].xp.clone();
+        let wc = |n: f64| BTreeMap::from([("Woodcutting".to_owned(), n)]);
+        // The fork runner's first kept run has no earlier totals to compare with.
+        assert!(xp("fork-chop-trees").is_empty());
+        assert!(xp("fork-broken").is_empty());
+        assert_eq!(xp("later-chop-trees"), wc(3125.0));
+        assert!(xp("later-broken").is_empty());
+        assert!(xp("later-fight-man").is_empty());
+        assert!(xp("e2e-chop-1").is_empty());
+        assert_eq!(xp("e2e-chop-6"), wc(1875.0));
+        assert_eq!(xp("e2e-chop-7"), wc(3750.0));
+    }
+
+    #[test]
+    fn fork_runner_xp_is_the_totals_against_the_previous_run() {
+        // The bot's state before fork-chop-trees: the same dump with no Woodcutting XP yet.
+        let text = std::fs::read_to_string(
+            std::env::var_os("MINDRUNE_SHARED")
+                .map_or_else(
+                    || {
+                        std::path::PathBuf::from(concat!(
+                            env!("CARGO_MANIFEST_DIR"),
+                            "/../../../shared"
+                        ))
+                    },
+                    std::path::PathBuf::from,
+                )
+                .join("data/rs-sdk/runs/fork-chop-trees.txt"),
+        )
+        .expect("real run");
+        let before = parse_run_output(
+            &text
+                .replace("Woodcutting: 20 (3,125 xp)", "Woodcutting: 1 (0 xp)")
+                .replace("- Logs x5\n", ""),
+        );
+        let facts = measure_against(&real("fork-chop-trees"), Some(&before));
+        assert_eq!(
+            facts.xp,
+            BTreeMap::from([("Woodcutting".to_owned(), 3125.0)])
+        );
+        assert_eq!(facts.items, BTreeMap::from([("Logs".to_owned(), 5.0)]));
+        assert!(!facts.died);
+    }
+
+    #[test]
+    fn items_of_real_runs_come_from_the_inventory_against_the_previous_run() {
+        let facts = replayed();
+        let items = |name: &str| facts[name].items.clone();
+        assert!(items("fork-broken").is_empty());
+        // later-chop-trees dropped its 5 logs and chopped 5 again; its list is cut (+11 more).
+        assert!(items("later-chop-trees").is_empty());
+        assert!(items("later-broken").is_empty());
+        assert_eq!(
+            items("e2e-chop-6"),
+            BTreeMap::from([("Bronze axe".to_owned(), 1.0), ("Logs".to_owned(), 3.0)])
+        );
+        assert_eq!(
+            items("e2e-chop-7"),
+            BTreeMap::from([("Logs".to_owned(), 3.0)])
+        );
+        assert!(items("e2e-chop-1").is_empty());
+    }
+
+    #[test]
+    fn only_a_death_in_this_run_counts_and_it_loses_20_items() {
+        let facts = replayed();
+        let died: Vec<&str> = REAL_ORDER
+            .iter()
+            .copied()
+            .filter(|name| facts[name].died)
+            .collect();
+        assert_eq!(died, ["later-fight-man"]);
+        assert_eq!(facts["later-fight-man"].items_lost, 20);
+        // e2e-chop-1 still shows the death message of fight-man: carried over, not counted.
+        assert_eq!(
+            facts["e2e-chop-1"].new_messages,
+            ["You do not have an axe which you have the level to use."]
+        );
+        assert_eq!(facts["e2e-chop-1"].items_lost, 0);
+        for name in REAL_ORDER.iter().filter(|n| **n != "later-fight-man") {
+            assert_eq!(facts[name].items_lost, 0, "{name}");
+        }
+    }
+
+    #[test]
+    fn without_a_previous_run_a_death_message_counts_only_as_the_newest() {
+        assert!(measure_against(&real("later-fight-man"), None).died);
+        assert!(!measure_against(&real("e2e-chop-1"), None).died);
+    }
+
+    #[test]
+    fn a_blocking_dialog_is_stuck() {
+        let facts = replayed();
+        // fork-broken ended with the level-up dialog open ("Click here to continue").
+        assert!(facts["fork-broken"].stuck);
+        assert!(!facts["fork-chop-trees"].stuck);
+        assert!(!facts["e2e-chop-7"].stuck);
+        let out = parse_run_output(RUNNER_FAILURE);
+        assert!(measure_against(&out, None).stuck);
+    }
+
+    #[test]
+    fn an_error_before_the_last_result_is_an_earlier_run_of_a_loop() {
+        let r = parse_run_output(&format!("{RUNNER_FAILURE}{RUNNER_SUCCESS}"));
+        assert!(r.error.is_some());
+        assert!(!r.failed);
+        assert!(parse_run_output(&format!("{RUNNER_SUCCESS}{RUNNER_FAILURE}")).failed);
+        assert!(parse_run_output("── Execution (timeout, 5ms) ──\n").failed);
+        assert!(!parse_run_output("── Execution (success, 5ms) ──\n").failed);
+    }
+
+    #[test]
+    fn new_messages_are_what_precedes_the_carried_over_tail() {
+        let s = |v: &[&str]| v.iter().map(|m| (*m).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            new_messages(&s(&["a", "b", "c"]), &s(&["b", "c", "d"])),
+            s(&["a"])
+        );
+        assert_eq!(new_messages(&s(&["a", "b"]), &s(&["a", "b"])), s(&[]));
+        assert_eq!(new_messages(&s(&["x", "y"]), &s(&["a"])), s(&["x", "y"]));
+        assert_eq!(new_messages(&s(&[]), &s(&["a"])), s(&[]));
+    }
+
     fn section_strategy() -> impl Strategy<Value = String> {
         prop_oneof![
             Just("── State ──".to_owned()),
@@ -776,6 +1436,13 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
             Just("── Error ──".to_owned()),
             Just("── Error ── Error: boom".to_owned()),
             Just("── Result ──".to_owned()),
+            Just("## Skills".to_owned()),
+            Just("## Inventory (5 empty slots)".to_owned()),
+            Just("## Recent Messages".to_owned()),
+            "[A-Za-z]{1,8}: [0-9]{1,2} \\([0-9,]{0,12} xp\\)",
+            "Inv [0-9]{0,3}/28: ([A-Za-z ]{0,8}( x[0-9]{1,3})?, ){0,4}(\\+[0-9] more)?",
+            "- [A-Za-z ]{0,10}( x[0-9,]{0,12})?( \\[Wield\\])?",
+            "> (Oh dear you are dead!|You do not have an axe|I can't reach that!)( \\(x[0-9]\\))?",
             "── Execution \\([a-z]{0,9}, [0-9,]{0,25}(ms)?\\) ──",
             "XP: ([A-Za-z ]{0,12} \\+[0-9,.'\u{202f} ]{0,30}(, )?){0,4}",
             "Pos \\([0-9, ]{0,12}\\)( \\| [A-Z]{0,5})*",
@@ -801,6 +1468,24 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
             if let Some(e) = &r.error {
                 prop_assert!(e.chars().count() <= ERROR_MAX_CHARS);
             }
+        }
+
+        #[test]
+        fn measuring_against_any_previous_run_never_panics(
+            a in proptest::collection::vec(section_strategy(), 0..20),
+            b in proptest::collection::vec(section_strategy(), 0..20),
+        ) {
+            let current = parse_run_output(&a.join("\n"));
+            let previous = parse_run_output(&b.join("\n"));
+            let facts = measure_against(&current, Some(&previous));
+            for v in facts.xp.values().chain(facts.items.values()) {
+                prop_assert!(v.is_finite());
+            }
+            for v in facts.xp.values() {
+                prop_assert!(*v > 0.0);
+            }
+            prop_assert_eq!(facts.failure.is_some(), current.failed);
+            prop_assert!(facts.new_messages.len() <= current.messages.len());
         }
 
         #[test]

@@ -463,6 +463,50 @@ pub struct ScoreBreakdown {
     pub total: f64,
     /// The own result per minute over the window, in the skill's measure (what peers compare).
     pub rate_per_minute: f64,
+    /// Freshness's sums as of the newest use (its weights, and the weights of its successes),
+    /// so a score read later can age them with the clock ([`aged_total`]). `None` in
+    /// breakdowns stored before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_weight: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fresh_weighted_ok: Option<f64>,
+}
+
+/// The score `breakdown` (of a version with `uses` uses and the `inherited` start) is worth
+/// `days` after its newest use. Every use's freshness weight halves every
+/// [`FRESHNESS_HALF_LIFE_DAYS`] of age, the prior's does not, so a skill left unused drifts
+/// back to the middle; nothing else in the score depends on the clock. `None` when the
+/// breakdown does not carry freshness's sums.
+pub fn aged_total(
+    breakdown: &ScoreBreakdown,
+    uses: i64,
+    inherited: Option<f64>,
+    days: f64,
+) -> Option<f64> {
+    let (weight, weighted_ok) = (breakdown.fresh_weight?, breakdown.fresh_weighted_ok?);
+    if !days.is_finite() || days <= 0.0 {
+        return Some(breakdown.total);
+    }
+    let decay = (-days / FRESHNESS_HALF_LIFE_DAYS).exp2();
+    let freshness = FRESHNESS_POINTS
+        * (decay * weighted_ok + FRESHNESS_PRIOR * FRESHNESS_PRIOR_WEIGHT)
+        / (decay * weight + FRESHNESS_PRIOR_WEIGHT);
+    let own = clamp_score(
+        breakdown.reliability
+            + breakdown.effectiveness
+            + breakdown.confidence
+            + freshness
+            + breakdown.damage,
+    );
+    let n = uses.clamp(0, WINDOW as i64) as f64;
+    let total = match inherited.filter(|v| !v.is_nan()) {
+        None => own,
+        Some(inherited) => {
+            n / (n + INHERIT_WEIGHT_USES) * own
+                + INHERIT_WEIGHT_USES / (n + INHERIT_WEIGHT_USES) * inherited
+        }
+    };
+    Some(clamp_score(total))
 }
 
 /// The starting score of a new version whose parent scored `parent_score`: the `inherited` of
@@ -557,6 +601,8 @@ pub fn score(input: &ScoreInput<'_>) -> ScoreBreakdown {
             own: 0.0,
             total: clamp_score(inherited.unwrap_or(0.0)),
             rate_per_minute: 0.0,
+            fresh_weight: None,
+            fresh_weighted_ok: None,
         };
     }
     let now = uses[0].at as f64;
@@ -657,12 +703,66 @@ pub fn score(input: &ScoreInput<'_>) -> ScoreBreakdown {
         total: clamp_score(total),
         // Saturated so a serialised breakdown never carries an infinity (JSON has none).
         rate_per_minute: own_rate.min(f64::MAX),
+        fresh_weight: Some(fresh_weight),
+        fresh_weighted_ok: Some(fresh_weighted_ok),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_score_read_later_drifts_back_to_the_middle_as_freshness_ages() {
+        let window: Vec<UseSample> = (0..5)
+            .map(|i| UseSample {
+                at: 1_000_000 - i * 60,
+                ok: true,
+                agent: 1,
+                duration_ms: 60_000,
+                xp: BTreeMap::new(),
+                items: BTreeMap::new(),
+                goal_progress: 0.0,
+                deaths: 0,
+                stuck: false,
+                items_lost: 0,
+            })
+            .collect();
+        let b = score(&ScoreInput {
+            window: &window,
+            measure: &Measure::Nothing,
+            peer_median_rate: None,
+            inherited: None,
+        });
+        // Right after the run nothing has aged.
+        assert!(close(aged_total(&b, 5, None, 0.0).unwrap(), b.total, 1e-9));
+        let week = aged_total(&b, 5, None, 7.0).unwrap();
+        let year = aged_total(&b, 5, None, 365.0).unwrap();
+        assert!(week < b.total && year < week, "{} {week} {year}", b.total);
+        // Freshness alone moves: at most its 100 points, towards its neutral 50.
+        assert!(close(year, b.total - b.freshness + 50.0, 0.01), "{year}");
+        // An old breakdown without the sums cannot be aged.
+        let old = ScoreBreakdown {
+            fresh_weight: None,
+            ..b
+        };
+        assert_eq!(aged_total(&old, 5, None, 30.0), None);
+        // A run of failures drifts up to the middle the same way.
+        let failing: Vec<UseSample> = window
+            .iter()
+            .map(|u| UseSample {
+                ok: false,
+                ..u.clone()
+            })
+            .collect();
+        let f = score(&ScoreInput {
+            window: &failing,
+            measure: &Measure::Nothing,
+            peer_median_rate: None,
+            inherited: None,
+        });
+        assert!(aged_total(&f, 5, None, 365.0).unwrap() > f.total);
+    }
 
     /// A clean use: ok, no measurable result, no damage, one minute long.
     fn clean(at: i64, agent: i64) -> UseSample {

@@ -165,7 +165,8 @@ fn answer_with(
             agent: skill.skill.agent_name.clone(),
             name: skill.skill.name.clone(),
             version: version.number,
-            score: version.score,
+            // As of now: a skill left unused drifts back to the middle in the best-skills list.
+            score: version.score_at(now),
             runs: version.uses,
             goal: skill.skill.header.goal.as_deref().map(scrub),
             preconditions: skill.skill.header.preconditions.as_deref().map(scrub),

@@ -29,6 +29,9 @@ use crate::workspace::{
 /// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
 pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
 
+/// How many of an avatar's latest outputs are read to find the state its previous run ended in.
+const PREVIOUS_OUTPUTS_LOOKED_AT: usize = 5;
+
 /// Why an event was rejected. Nothing of it was recorded.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -70,6 +73,9 @@ pub struct RunRecorded {
     /// `false` when the event id was already recorded (a retry).
     pub added: bool,
     pub ok: bool,
+    /// Why the run failed, when its output said (scrubbed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
     pub score: f64,
     pub uses: i64,
     /// The run (or the file's new header) changed what the family sees of the skill.
@@ -205,7 +211,17 @@ impl<'s> Recorder<'s> {
         }
         let scrubber = self.scrubber(&agent, files)?;
         let parsed_output = event.output.as_deref().map(rs_output::parse_run_output);
-        let outcome = measure(event, parsed_output.as_ref(), at)?;
+        let previous = match &parsed_output {
+            Some(out) if out.state_seen && needs_previous(event) => {
+                self.previous_state(&agent, at)?
+            }
+            _ => None,
+        };
+        let mut outcome = measure(event, parsed_output.as_ref(), previous.as_ref(), at)?;
+        // The cause quotes the game and the script's error: scrubbed like the output it is from.
+        outcome.failure = outcome
+            .failure
+            .map(|text| scrubber.scrub(&text).text.into_owned());
         let output = event
             .output
             .as_deref()
@@ -504,6 +520,7 @@ impl<'s> Recorder<'s> {
             new_version: target.new_version,
             added: result.added,
             ok: run.outcome.ok,
+            failure: run.outcome.failure.clone(),
             score: result.version.score,
             uses: result.version.uses,
             sharing: result.shared.or(target.sharing),
@@ -559,6 +576,24 @@ impl<'s> Recorder<'s> {
                     sharing: None,
                 });
             }
+            // The mirror holds the sibling's code as stored, scrubbed: a skill whose code held
+            // a secret reaches the family with it redacted, so its verbatim copy has other
+            // bytes than the version's digest was taken of. It is still the sibling's skill.
+            if let Some(from) = &from
+                && let Some((sibling, version)) =
+                    self.scrubbed_copy_of(agent, scrubber, from, &code)?
+            {
+                return Ok(KnownFile {
+                    file_digest,
+                    stamp: None,
+                    version,
+                    skill_label: format!("{}/{}", sibling.agent_name, sibling.name),
+                    new_skill: false,
+                    new_version: false,
+                    sibling_copy: true,
+                    sharing: None,
+                });
+            }
             // A copy or rename of one of the agent's own files starts its own history, built
             // on the original.
             if let Some((_, version)) = same_code
@@ -604,6 +639,49 @@ impl<'s> Recorder<'s> {
             sibling_copy: false,
             sharing: matched.sharing,
         })
+    }
+
+    /// What the avatar's previous run showed of its state: the newest earlier output that holds
+    /// a state section. A few are looked at, since a call that printed no state (a `grep`, a
+    /// build) records no output worth comparing with.
+    fn previous_state(&self, agent: &Agent, at: Millis) -> Result<Option<RunOutput>, IngestError> {
+        let outputs =
+            self.store
+                .recent_outputs(agent.owner, agent.id, at, PREVIOUS_OUTPUTS_LOOKED_AT)?;
+        Ok(outputs
+            .iter()
+            .map(|text| rs_output::parse_run_output(text))
+            .find(|out| out.state_seen))
+    }
+
+    /// The sibling's skill (and version) that `code` is a verbatim copy of as the mirror showed
+    /// it: the version's stored, scrubbed code, equal to the copy as it is or once scrubbed.
+    fn scrubbed_copy_of(
+        &self,
+        agent: &Agent,
+        scrubber: &Scrubber,
+        from: &str,
+        code: &str,
+    ) -> Result<Option<(mindrune_store::Skill, VersionId)>, IngestError> {
+        let Some((sibling_agent, sibling_name)) = from.split_once('/') else {
+            return Ok(None);
+        };
+        if sibling_agent == agent.name {
+            return Ok(None);
+        }
+        let Some(sibling) = self
+            .store
+            .skill_by_name(agent.owner, sibling_agent, sibling_name)?
+        else {
+            return Ok(None);
+        };
+        let scrubbed = scrubber.scrub(code).text;
+        let versions = self.store.versions(agent.owner, sibling.id)?;
+        let found = versions
+            .iter()
+            .find(|v| v.code == code || v.code == scrubbed)
+            .map(|v| v.id);
+        Ok(found.map(|version| (sibling, version)))
     }
 
     /// Forgets what was cached about an agent's file (the turn boundary read it afresh).
@@ -815,16 +893,30 @@ struct RunInput {
     event_id: Option<String>,
 }
 
+/// Whether measuring this call needs the avatar's previous state: only for what the host did
+/// not measure itself.
+fn needs_previous(event: &Event) -> bool {
+    event.measures.is_none() || event.damage.is_none()
+}
+
 /// The measured outcome of a call: the host's `measures`/`damage` when given, else what
-/// rs-sdk printed.
-fn measure(event: &Event, output: Option<&RunOutput>, at: Millis) -> Result<Outcome, IngestError> {
+/// rs-sdk printed, read against the avatar's previous run (`previous`). A run whose output
+/// ends in an rs-sdk error failed even when the host (the shell's exit status) said it was ok:
+/// `… | tail -30` and the fork runner, which exits 0 on a throw or a timeout, are ordinary.
+fn measure(
+    event: &Event,
+    output: Option<&RunOutput>,
+    previous: Option<&RunOutput>,
+    at: Millis,
+) -> Result<Outcome, IngestError> {
+    let output_failed = output.is_some_and(|out| out.failed);
     let ok = match (event.ok, output) {
-        (Some(ok), _) => ok,
+        (Some(ok), _) => ok && !output_failed,
         (None, Some(out)) if out.execution_status.is_some() => {
             out.execution_status.as_deref() == Some("success")
         }
-        (None, Some(out)) if out.error.is_some() => false,
-        (None, Some(out)) if out.xp_line_seen => true,
+        (None, Some(out)) if out.failed => false,
+        (None, Some(out)) if out.xp_line_seen || out.state_seen => true,
         _ => {
             return Err(IngestError::field(
                 "ok",
@@ -832,6 +924,7 @@ fn measure(event: &Event, output: Option<&RunOutput>, at: Millis) -> Result<Outc
             ));
         }
     };
+    let facts = output.map(|out| rs_output::measure_against(out, previous));
     let mut outcome = Outcome {
         at,
         ok,
@@ -839,6 +932,11 @@ fn measure(event: &Event, output: Option<&RunOutput>, at: Millis) -> Result<Outc
             .duration_ms
             .or(output.and_then(|o| o.elapsed_ms))
             .unwrap_or(0),
+        failure: if ok {
+            None
+        } else {
+            facts.as_ref().and_then(|f| f.failure.clone())
+        },
         ..Outcome::default()
     };
     match &event.measures {
@@ -848,8 +946,9 @@ fn measure(event: &Event, output: Option<&RunOutput>, at: Millis) -> Result<Outc
             outcome.goal_progress = measures.goal_progress.unwrap_or(0.0);
         }
         None => {
-            if let Some(out) = output {
-                outcome.xp = out.xp.clone();
+            if let Some(facts) = &facts {
+                outcome.xp = facts.xp.clone();
+                outcome.items = facts.items.clone();
             }
         }
     }
@@ -860,8 +959,10 @@ fn measure(event: &Event, output: Option<&RunOutput>, at: Millis) -> Result<Outc
             outcome.items_lost = damage.items_lost;
         }
         None => {
-            if let Some(out) = output {
-                outcome.deaths = u32::from(out.dead);
+            if let Some(facts) = &facts {
+                outcome.deaths = u32::from(facts.died);
+                outcome.stuck = facts.stuck;
+                outcome.items_lost = facts.items_lost;
             }
         }
     }

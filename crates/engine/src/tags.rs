@@ -367,6 +367,57 @@ pub fn vocabulary(store: &dyn Store) -> Result<Arc<Vocabulary>, StoreError> {
     Ok(vocabulary)
 }
 
+/// The written-out tags (`quest:restles-ghost`) among `tags` that the library's vocabulary
+/// lacks, each with the known tag of the same kind it most likely meant. Writing a tag exactly
+/// always works, so a typo would otherwise pass silently as a tag nothing else carries. Only
+/// kinds the library knows pages of are checked: a library whose wiki was never read knows no
+/// quests, so every quest tag would be "unknown".
+pub fn unknown_tags(
+    store: &dyn Store,
+    vocabulary: &Vocabulary,
+    tags: &[String],
+) -> Result<Vec<(String, Option<String>)>, StoreError> {
+    let mut unknown = Vec::new();
+    let mut wiki_read = None;
+    for tag in tags {
+        let Some(tag) = mindrune_core::topics::normalize_tag(tag) else {
+            continue;
+        };
+        if vocabulary.contains_tag(&tag) || unknown.iter().any(|(t, _)| *t == tag) {
+            continue;
+        }
+        let (kind, slug) = tag.split_once(':').unwrap_or((&tag, ""));
+        // Places are MindRune's own fixed list; the other kinds come from the wiki.
+        let known_kind =
+            kind == "place" || *wiki_read.get_or_insert(store.vocabulary_digest()?.is_some());
+        if !known_kind {
+            continue;
+        }
+        let meant = vocabulary
+            .entries()
+            .iter()
+            .filter(|entry| entry.kind == kind)
+            .map(|entry| (strsim::levenshtein(&entry.slug, slug), entry))
+            .filter(|(distance, _)| *distance <= 2.max(slug.len() / 5))
+            .min_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.slug.cmp(&b.1.slug)))
+            .map(|(_, entry)| entry.tag());
+        unknown.push((tag, meant));
+    }
+    Ok(unknown)
+}
+
+/// The diagnostic for one unknown tag, naming where it was written.
+pub fn describe_unknown_tag(place: &str, tag: &str, meant: Option<&str>) -> String {
+    match meant {
+        Some(meant) => format!(
+            "{place}: tag `{tag}` is not in the vocabulary; did you mean `{meant}`? (a tag nothing else carries finds nothing)"
+        ),
+        None => format!(
+            "{place}: tag `{tag}` is not in the vocabulary (rs-sdk's wiki pages and MindRune's places); a tag nothing else carries finds nothing"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,8 +17,8 @@ use mindrune_core::header;
 use mindrune_core::lessons;
 use mindrune_core::sharing::SharingBar;
 use mindrune_store::{
-    Agent, HeaderState, LessonsChange, Millis, NewLesson, SharingChange, SkillEntry, Store,
-    UnrecordedReason,
+    Agent, HeaderState, LessonsChange, Millis, NewLesson, SharingChange, SharingKind, SkillEntry,
+    Store, UnrecordedReason,
 };
 
 use crate::family::{self, MirrorOutcome};
@@ -186,6 +186,7 @@ pub fn turn_boundary_with(
         .map(|entry| (entry.skill.path.clone(), entry))
         .collect();
     let mut present: HashSet<String> = HashSet::new();
+    let mut vocabulary = None;
     for name in names.iter().filter(|n| n.ends_with(".ts")) {
         let relative = format!("{bot_dir}/{name}");
         if workspace::script_of_bot(&relative).is_none_or(|(_, stem)| !header::is_valid_name(stem))
@@ -212,6 +213,19 @@ pub fn turn_boundary_with(
                 "{relative}:{}: {}",
                 diagnostic.line, diagnostic.message
             ));
+        }
+        if let Some(parsed) = parsed.as_ref().filter(|h| !h.tags.is_empty()) {
+            let vocabulary = match &vocabulary {
+                Some(v) => v,
+                None => vocabulary.insert(tags::vocabulary(store)?),
+            };
+            for (tag, meant) in tags::unknown_tags(store, vocabulary, &parsed.tags)? {
+                report.diagnostics.push(tags::describe_unknown_tag(
+                    &relative,
+                    &tag,
+                    meant.as_deref(),
+                ));
+            }
         }
         if unchanged {
             present.insert(relative.clone());
@@ -246,9 +260,21 @@ pub fn turn_boundary_with(
                 .push(format!("{name} v{}", version.number));
         }
         if boundary == Boundary::Start {
+            // What the file says now, not what the library knew before it was read again: a
+            // header removed while the agent was stopped has just un-shared the skill.
+            let now_state = match &parsed {
+                None => HeaderState::None,
+                Some(h) if h.private => HeaderState::Private,
+                Some(_) => HeaderState::Skill,
+            };
+            let family_now = now_state == HeaderState::Skill
+                && match &matched.sharing {
+                    Some(change) => change.kind == SharingKind::Shared,
+                    None => skill.is_some_and(|s| s.family),
+                };
             report
                 .checked_headers
-                .push(describe_check(name, skill, "changed while stopped"));
+                .push(describe_changed(name, skill, now_state, family_now));
         }
     }
     // Files gone (deleted, renamed, unreadable) are un-shared; their history stays.
@@ -362,6 +388,18 @@ fn sync_lessons(
     } else {
         Some(tags::vocabulary(store)?)
     };
+    if let Some(vocabulary) = &vocabulary {
+        for line in &lines {
+            let written = mindrune_core::topics::exact_tags(&line.text);
+            for (tag, meant) in tags::unknown_tags(store, vocabulary, &written)? {
+                report.diagnostics.push(tags::describe_unknown_tag(
+                    &format!("{relative}:{}", line.line),
+                    &tag,
+                    meant.as_deref(),
+                ));
+            }
+        }
+    }
     let lessons: Vec<NewLesson> = lines
         .into_iter()
         .map(|line| {
@@ -409,6 +447,34 @@ fn describe_check(name: &str, entry: Option<&SkillEntry>, how: &str) -> String {
     };
     let state = match (entry.skill.header.state, entry.family) {
         (HeaderState::Skill, true) => "@skill header, shared as it is",
+        (HeaderState::Skill, false) => "@skill header, not shared yet",
+        (HeaderState::Private, _) => "@private, not shared",
+        (HeaderState::None, _) => "no header, private",
+    };
+    format!("{name}: {state} ({how})")
+}
+
+/// A file changed while the agent was stopped, described as it stands after the check.
+fn describe_changed(
+    name: &str,
+    before: Option<&SkillEntry>,
+    now: HeaderState,
+    family_now: bool,
+) -> String {
+    let how = "changed while stopped";
+    let Some(before) = before else {
+        return format!("{name}: new, {how}");
+    };
+    if before.family && !family_now {
+        let state = match now {
+            HeaderState::None => "header removed while stopped, un-shared",
+            HeaderState::Private => "@private written while stopped, un-shared",
+            HeaderState::Skill => "changed while stopped, no longer shared",
+        };
+        return format!("{name}: {state}");
+    }
+    let state = match (now, family_now) {
+        (HeaderState::Skill, true) => "@skill header, shared",
         (HeaderState::Skill, false) => "@skill header, not shared yet",
         (HeaderState::Private, _) => "@private, not shared",
         (HeaderState::None, _) => "no header, private",

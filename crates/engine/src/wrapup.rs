@@ -8,7 +8,7 @@
 //! save as a file.
 
 use mindrune_core::sharing::SharingBar;
-use mindrune_store::{SharingChange, SharingKind, Store, UnrecordedReason};
+use mindrune_store::{SharingChange, SharingKind, SkillEntry, Store, UnrecordedReason};
 
 use mindrune_store::Agent;
 
@@ -87,11 +87,10 @@ pub fn wrap_up_with(
     )?;
     let owner = store.owner(agent.owner)?;
     let bar = SharingBar::for_family(owner.eager_sharing);
-    let became_family = store
-        .sharing_changes(agent.owner, agent.id, since)?
-        .into_iter()
-        .filter(|change| change.kind == SharingKind::Shared)
-        .collect();
+    let became_family = became_family(
+        store.sharing_changes(agent.owner, agent.id, since)?,
+        &store.skills(agent.owner, Some(agent.id))?,
+    );
     let now = now_millis();
     let suggestions = crate::snippets::advice(store, &agent, now)?;
     let unrecorded_background = store
@@ -119,4 +118,28 @@ pub fn wrap_up_with(
         diagnostics: report.diagnostics,
         unrecorded_background,
     })
+}
+
+/// The skills that became family skills since the last wrap-up: each once (at its newest
+/// share), and only while it is still shared. A skill shared, un-shared and shared again is one
+/// line; one shared and then un-shared is none, since the family no longer has it.
+fn became_family(changes: Vec<SharingChange>, skills: &[SkillEntry]) -> Vec<SharingChange> {
+    let mut newest: Vec<SharingChange> = Vec::new();
+    for change in changes
+        .into_iter()
+        .filter(|change| change.kind == SharingKind::Shared)
+    {
+        match newest.iter_mut().find(|c| c.skill == change.skill) {
+            Some(seen) if change.at >= seen.at => *seen = change,
+            Some(_) => {}
+            None => newest.push(change),
+        }
+    }
+    newest.retain(|change| {
+        skills
+            .iter()
+            .any(|entry| entry.skill.id == change.skill && entry.family)
+    });
+    newest.sort_by_key(|change| change.at);
+    newest
 }

@@ -498,6 +498,8 @@ struct ScriptView {
     /// Newest first.
     versions: Vec<Version>,
     shown: usize,
+    /// The latest failed run, when the script has one: its version, time and cause.
+    last_failure: Option<mindrune_store::FailedRun>,
 }
 
 impl ScriptView {
@@ -576,6 +578,15 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
             out,
             "<p class=\"goal\"><span class=\"muted\">Goal:</span> {}</p>",
             shown_text.text(goal)
+        );
+    }
+    if let Some(failed) = &view.last_failure {
+        let _ = write!(
+            out,
+            "<p class=\"failure small\"><span class=\"muted\">Last failure (v{number}, {when}):</span> {cause}</p>",
+            number = failed.version,
+            when = shown_text.text(&when(Some(failed.at))),
+            cause = shown_text.text(failed.failure.as_deref().unwrap_or("no cause recorded")),
         );
     }
     // View (a disclosure: it works without JS), Copy (needs JS, so hidden until the script
@@ -991,15 +1002,26 @@ async fn avatar_page(
                     .cmp(&a.family)
                     .then_with(|| a.skill.name.cmp(&b.skill.name))
             });
+            let now = mindrune_engine::ingest::now_millis();
             for entry in entries {
-                let versions = store.versions(owner_id, entry.skill.id)?;
+                let mut versions = store.versions(owner_id, entry.skill.id)?;
                 let Some(shown) = shown_index(&entry.skill, &versions, entry.family, bar) else {
                     continue;
                 };
+                // Scores as of now (chosen above on their stored standing): freshness ages
+                // with the clock, so a script left unused drifts back to the middle.
+                for version in &mut versions {
+                    version.score = version.score_at(now);
+                }
+                let last_failure = store
+                    .recent_failures(owner_id, entry.skill.id, 1)?
+                    .into_iter()
+                    .next();
                 scripts.push(ScriptView {
                     entry,
                     versions,
                     shown,
+                    last_failure,
                 });
             }
             let avatar_state = store.avatar_state(owner_id, agent.id)?;

@@ -2234,3 +2234,88 @@ mod inbox {
         }
     }
 }
+
+#[tokio::test]
+async fn a_script_s_last_failure_shows_its_cause_escaped_and_scrubbed() {
+    let world = world();
+    let store = world.state.store();
+    let mine = store.skill(world.ada, world.mine).unwrap();
+    let mut failed = run(
+        mine.current_version.unwrap(),
+        world.buzz,
+        false,
+        now_millis(),
+    );
+    failed.outcome.failure = Some(format!(
+        "Error: Script timeout after 60000ms — game: You do not have an <axe> {ADA_KEY}"
+    ));
+    store.record_use(world.ada, &failed).unwrap();
+    let (cookie, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/avatars/{}", world.buzz.0),
+        Some(&cookie),
+    )
+    .await;
+    let mine = section(&page.body, world.mine);
+    assert!(mine.contains("Last failure (v2, "), "{mine}");
+    assert!(
+        mine.contains("Error: Script timeout after 60000ms — game: You do not have an &lt;axe&gt;"),
+        "{mine}"
+    );
+    assert!(!page.body.contains(ADA_KEY));
+    // A script that never failed says nothing about failures.
+    assert!(!section(&page.body, world.fish).contains("Last failure"));
+}
+
+#[tokio::test]
+async fn a_script_left_unused_shows_its_score_as_of_now() {
+    let world = world();
+    let store = world.state.store();
+    let old = store
+        .match_script(
+            world.ada,
+            &snapshot(
+                world.buzz,
+                "buzz",
+                "old-route",
+                "await walk(9);\n",
+                SkillHeader::default(),
+            ),
+            now_millis(),
+        )
+        .unwrap();
+    let sixty_days_ago = now_millis() - 60 * 86_400_000;
+    for i in 0..5 {
+        store
+            .record_use(
+                world.ada,
+                &run(
+                    old.version.id,
+                    world.buzz,
+                    true,
+                    sixty_days_ago + i * 60_000,
+                ),
+            )
+            .unwrap();
+    }
+    let stored = store.version(world.ada, old.version.id).unwrap().score;
+    let (cookie, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/avatars/{}", world.buzz.0),
+        Some(&cookie),
+    )
+    .await;
+    let card = section(&page.body, old.skill.id);
+    let shown: i64 = card
+        .split("score ")
+        .nth(1)
+        .and_then(|rest| rest.split('<').next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{card}"));
+    assert!(
+        shown < stored.round() as i64 - 20,
+        "stored {stored}, shown {shown}: {card}"
+    );
+}

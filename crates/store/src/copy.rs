@@ -173,6 +173,7 @@ const TABLES: &[Table] = &[
             ("output", Text),
             ("event_id", Text),
             ("recorded_at", Int),
+            ("failure", Text),
         ],
         key: &["owner_id", "use_id"],
         identity: Some("use_id"),
@@ -212,6 +213,7 @@ const TABLES: &[Table] = &[
             ("output", Text),
             ("event_id", Text),
             ("recorded_at", Int),
+            ("failure", Text),
         ],
         key: &["owner_id", "use_id"],
         identity: Some("use_id"),
@@ -1402,6 +1404,7 @@ mod tests {
             include_str!("../migrations/postgres/0001_init.sql"),
             include_str!("../migrations/postgres/0002_names_nocase.sql"),
             include_str!("../migrations/postgres/0003_host_runs.sql"),
+            include_str!("../migrations/postgres/0004_failures.sql"),
         ]
         .join("\n");
         for table in TABLES {
@@ -1540,6 +1543,9 @@ mod tests {
                 deaths: n % 9 / 8,
                 stuck: n.is_multiple_of(11),
                 items_lost: n % 3,
+                failure: n
+                    .is_multiple_of(4)
+                    .then(|| format!("Error: run {n} failed")),
             }
         }
 

@@ -295,8 +295,64 @@ pub struct VersionSummary {
     pub digest: String,
     pub uses: i64,
     pub ok: i64,
+    /// The score as of its newest use (what sharing decided on); [`VersionSummary::score_at`]
+    /// is the score as of a later time.
     pub score: f64,
     pub shared_at: Option<Millis>,
+    pub breakdown: Option<ScoreBreakdown>,
+    pub inherited: Option<f64>,
+    pub last_used_at: Option<Millis>,
+}
+
+impl VersionSummary {
+    /// Its score as of `now`: freshness aged with the clock since its newest use.
+    pub fn score_at(&self, now: Millis) -> f64 {
+        score_as_of(
+            self.score,
+            self.breakdown.as_ref(),
+            self.inherited,
+            self.uses,
+            self.last_used_at,
+            now,
+        )
+    }
+}
+
+impl Version {
+    /// Its score as of `now`: freshness aged with the clock since its newest use, so a skill
+    /// left unused drifts back to the middle. The stored `score` is the one as of that use.
+    pub fn score_at(&self, now: Millis) -> f64 {
+        score_as_of(
+            self.score,
+            self.breakdown.as_ref(),
+            self.inherited,
+            self.uses,
+            self.last_used_at,
+            now,
+        )
+    }
+}
+
+const MILLIS_PER_DAY: f64 = 86_400_000.0;
+
+fn score_as_of(
+    score: f64,
+    breakdown: Option<&ScoreBreakdown>,
+    inherited: Option<f64>,
+    uses: i64,
+    last_used_at: Option<Millis>,
+    now: Millis,
+) -> f64 {
+    match (breakdown, last_used_at) {
+        (Some(breakdown), Some(at)) => mindrune_core::score::aged_total(
+            breakdown,
+            uses,
+            inherited,
+            (now as f64 - at as f64) / MILLIS_PER_DAY,
+        )
+        .unwrap_or(score),
+        _ => score,
+    }
 }
 
 /// A version as the choice of the siblings' version reads it.
@@ -379,6 +435,21 @@ pub struct Outcome {
     pub deaths: u32,
     pub stuck: bool,
     pub items_lost: u32,
+    /// Why the run failed, scrubbed: the error line, and the game message that explains it when
+    /// the run showed one. `None` for a run that did not fail (or whose cause is unknown).
+    #[serde(default)]
+    pub failure: Option<String>,
+}
+
+/// A failed run of a skill, with its cause.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FailedRun {
+    /// The version's number (`v3`).
+    pub version: i64,
+    pub at: Millis,
+    /// `None` when the run was recorded without a cause (before causes were kept, or the host
+    /// only said it failed).
+    pub failure: Option<String>,
 }
 
 /// A use to record against a version.
@@ -664,6 +735,23 @@ pub trait Store: Send + Sync {
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>>;
     /// How many uses the owner's family has recorded (all versions).
     fn use_count(&self, owner: OwnerId) -> Result<i64>;
+    /// The outputs of an agent's latest runs (scripts and inline code alike) that happened
+    /// before `before`, newest first, at most `limit`: the next run is measured against the
+    /// state they show (items, skill totals, the game messages already seen).
+    fn recent_outputs(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>>;
+    /// A skill's latest failed runs (any version), newest first, at most `limit`.
+    fn recent_failures(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<FailedRun>>;
 
     /// Notes that an agent had a wrap-up.
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;

@@ -14,11 +14,12 @@ use mindrune_core::score::{self, Measure, ScoreBreakdown, ScoreInput, UseSample}
 use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
 
 use crate::{
-    Agent, AgentId, AvatarState, DeletedAgent, FamilyReuse, HeaderState, Lesson, LessonsChange,
-    Lineage, Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
-    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SharingKind,
-    SiblingUse, Skill, SkillEntry, SkillHeader, SkillId, Snippet, SnippetId, SnippetRuns, Store,
-    StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId, VersionStats, VersionSummary,
+    Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, HeaderState, Lesson,
+    LessonsChange, Lineage, Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId,
+    RecordedSnippetUse, RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange,
+    SharingKind, SiblingUse, Skill, SkillEntry, SkillHeader, SkillId, Snippet, SnippetId,
+    SnippetRuns, Store, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    VersionStats, VersionSummary,
 };
 use mindrune_core::sharing::SharingBar;
 
@@ -37,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/sqlite/0005_server.sql"),
     include_str!("../migrations/sqlite/0006_names_nocase.sql"),
     include_str!("../migrations/sqlite/0007_host_runs.sql"),
+    include_str!("../migrations/sqlite/0008_failures.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -1014,8 +1016,8 @@ impl Store for SqliteStore {
             let outcome = &new_use.outcome;
             tx.prepare_cached(
                 "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
-                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17
+                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
+                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
                  FROM agents WHERE owner_id = ?1 AND agent_id = ?3",
             )
             .map_err(db_err)?
@@ -1037,6 +1039,7 @@ impl Store for SqliteStore {
                 new_use.output,
                 new_use.event_id,
                 new_use.recorded_at,
+                outcome.failure,
             ])
             .map_err(db_err)
             .and_then(|n| if n == 1 { Ok(()) } else { Err(StoreError::NotFound(format!("agent {}", new_use.agent.0))) })?;
@@ -1189,8 +1192,9 @@ impl Store for SqliteStore {
                     .map_err(db_err)?;
                 tx.execute(
                     "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
-                                               goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4)",
+                                               goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
+                                               failure)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4, ?15)",
                     params![
                         owner.0,
                         snippet_id,
@@ -1206,6 +1210,7 @@ impl Store for SqliteStore {
                         outcome.items_lost,
                         new_use.output,
                         new_use.event_id,
+                        outcome.failure,
                     ],
                 )
                 .map_err(db_err)?;
@@ -1347,6 +1352,67 @@ impl Store for SqliteStore {
             )
             .map_err(db_err)
     }
+
+    fn recent_outputs(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        let inner = self.lock();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT output FROM (
+                     SELECT output, at, use_id, 0 AS kind FROM uses
+                     WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+                     UNION ALL
+                     SELECT output, at, use_id, 1 AS kind FROM snippet_uses
+                     WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+                 ) ORDER BY at DESC, kind, use_id DESC LIMIT ?4",
+            )
+            .map_err(db_err)?;
+        let outputs = statement
+            .query_map(params![owner.0, agent.0, before, limit], |r| r.get(0))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .map_err(db_err)?;
+        Ok(outputs)
+    }
+
+    fn recent_failures(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<FailedRun>> {
+        let inner = self.lock();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT v.number, u.at, u.failure FROM uses u
+                 JOIN versions v ON v.version_id = u.version_id
+                 WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2 AND u.ok = 0
+                 ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
+            )
+            .map_err(db_err)?;
+        let failures = statement
+            .query_map(params![owner.0, skill.0, limit], |r| {
+                Ok(FailedRun {
+                    version: r.get(0)?,
+                    at: r.get(1)?,
+                    failure: r.get(2)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(failures)
+    }
+
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
         self.set_agent_time(owner, agent, "last_wrapup_at", at)
     }
@@ -1561,7 +1627,8 @@ impl Store for SqliteStore {
         let mut statement = inner
             .conn
             .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at
+                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at,
+                        v.breakdown, v.inherited, v.last_used_at
                  FROM skills s JOIN versions v ON v.skill_id = s.skill_id AND v.owner_id = s.owner_id
                  WHERE s.owner_id = ?1 AND s.header = 'skill' AND s.deleted_at IS NULL
                    AND EXISTS (SELECT 1 FROM versions x
@@ -1582,6 +1649,12 @@ impl Store for SqliteStore {
                 ok: row.get(base + 4).map_err(db_err)?,
                 score: row.get(base + 5).map_err(db_err)?,
                 shared_at: row.get(base + 6).map_err(db_err)?,
+                breakdown: {
+                    let json: Option<String> = row.get(base + 7).map_err(db_err)?;
+                    json.and_then(|json| serde_json::from_str(&json).ok())
+                },
+                inherited: row.get(base + 8).map_err(db_err)?,
+                last_used_at: row.get(base + 9).map_err(db_err)?,
             };
             match shared.last_mut() {
                 Some(last) if last.skill.id == skill_id => last.versions.push(version),

@@ -28,6 +28,7 @@ support::on_every_backend! {
     skills_show_one_entry_per_skill_at_its_current_version,
     tags_are_kept_and_peers_sharing_one_feed_the_effectiveness,
     snippets_keep_their_own_history_per_agent,
+    a_failed_run_keeps_its_cause_and_the_latest_outputs_come_newest_first,
     // The library itself.
     two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window,
     a_library_from_a_newer_mindrune_is_refused_with_a_clear_error,
@@ -401,6 +402,106 @@ fn snippets_keep_their_own_history_per_agent(backend: Backend) {
         "a snippet never becomes a skill"
     );
     assert_eq!(f.store.snippets(f.owner, f.buzz).unwrap().len(), 1);
+}
+
+fn a_failed_run_keeps_its_cause_and_the_latest_outputs_come_newest_first(backend: Backend) {
+    let f = family(backend);
+    let v = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "chop()"), 0)
+        .unwrap()
+        .version
+        .id;
+    let run = |at_s: i64, ok: bool, failure: Option<&str>, output: &str| NewUse {
+        outcome: Outcome {
+            ok,
+            failure: failure.map(str::to_owned),
+            ..clean_run(v, f.buzz, at_s).outcome
+        },
+        output: Some(output.to_owned()),
+        ..clean_run(v, f.buzz, at_s)
+    };
+    f.store
+        .record_use(f.owner, &run(1, true, None, "first"))
+        .unwrap();
+    f.store
+        .record_use(
+            f.owner,
+            &run(
+                3,
+                false,
+                Some("Error: Script timeout after 60000ms"),
+                "third",
+            ),
+        )
+        .unwrap();
+    f.store
+        .record_use(f.owner, &run(2, false, None, "second"))
+        .unwrap();
+    f.store
+        .record_snippet_use(
+            f.owner,
+            &NewSnippetUse {
+                agent: f.buzz,
+                digest: "sha256:s".into(),
+                code: "await bot.chopTree()".into(),
+                outcome: Outcome {
+                    at: 2_500,
+                    ok: false,
+                    failure: Some("TypeError: x".into()),
+                    ..Outcome::default()
+                },
+                output: Some("inline".into()),
+                event_id: None,
+            },
+        )
+        .unwrap();
+    let skill = f
+        .store
+        .skill_at_path(f.owner, f.buzz, "bots/buzz/chop.ts")
+        .unwrap()
+        .unwrap();
+    let failures = f.store.recent_failures(f.owner, skill.id, 10).unwrap();
+    assert_eq!(failures.len(), 2);
+    assert_eq!(failures[0].at, 3_000);
+    assert_eq!(failures[0].version, 1);
+    assert_eq!(
+        failures[0].failure.as_deref(),
+        Some("Error: Script timeout after 60000ms")
+    );
+    assert_eq!(failures[1].failure, None);
+    assert_eq!(
+        f.store.recent_failures(f.owner, skill.id, 1).unwrap().len(),
+        1
+    );
+    // Scripts and inline code alike, strictly before the time asked about.
+    assert_eq!(
+        f.store.recent_outputs(f.owner, f.buzz, 3_000, 10).unwrap(),
+        ["inline", "second", "first"]
+    );
+    assert_eq!(
+        f.store.recent_outputs(f.owner, f.buzz, 9_000, 1).unwrap(),
+        ["third"]
+    );
+    assert!(
+        f.store
+            .recent_outputs(f.owner, f.pickles, 9_000, 10)
+            .unwrap()
+            .is_empty()
+    );
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(
+        f.store
+            .recent_outputs(other.id, f.buzz, 9_000, 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        f.store
+            .recent_failures(other.id, skill.id, 10)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// On SQLite two handles on one file; on PostgreSQL two handles (two pools) on one schema.

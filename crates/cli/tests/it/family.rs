@@ -336,3 +336,69 @@ fn a_family_shares_exactly_what_each_avatar_chose_and_what_proved_itself() {
             .contains(&"pickles/mine-iron.ts".to_string())
     );
 }
+
+#[test]
+fn a_verbatim_copy_of_a_skill_whose_code_held_a_secret_counts_for_the_sibling() {
+    let f = Family::new();
+    let lib = &f.lib;
+    // buzz's code holds its bot's password (from bot.env): the family gets it redacted.
+    let body = "import { runScript } from '../../sdk/runner';\n\nconst login = 'pw-buzz-s3cret77';\nawait runScript(async ({ bot }) => {\n  await bot.chop(login);\n});\n";
+    lib.write_script("buzz", "oaks", &headed("oaks", "chop oaks", "", body));
+    f.run("buzz", "oaks", true, 5);
+    let mirrored = f.mirror("pickles")["buzz/oaks.ts"].clone();
+    assert!(!mirrored.contains("pw-buzz-s3cret77"), "{mirrored}");
+    assert!(mirrored.contains("From: buzz/oaks"), "{mirrored}");
+
+    lib.write_script("pickles", "oaks", &mirrored);
+    f.run("pickles", "oaks", true, 1);
+    assert_eq!(lib.skill_json("buzz/oaks")["versions"][0]["runs"], 6);
+    assert!(
+        !lib.run(&["skill", "show", "pickles/oaks"]).status.success(),
+        "the copy is not pickles' own new skill"
+    );
+    let turn = f.turn_end("pickles");
+    assert!(
+        turn.contains("oaks.ts: an unchanged copy of buzz/oaks, already a family skill"),
+        "{turn}"
+    );
+}
+
+#[test]
+fn index_md_reads_a_skill_s_score_as_of_now_so_an_unused_one_drifts_to_the_middle() {
+    let f = Family::new();
+    let lib = &f.lib;
+    lib.write_script("buzz", "oaks", &headed("oaks", "chop oaks", "", &code(7)));
+    // Five clean runs, sixty days ago: shared then, at the score they earned then.
+    let long_ago = time::OffsetDateTime::now_utc() - time::Duration::days(60);
+    let events: Vec<_> = (0..5)
+        .map(|i| {
+            let at = (long_ago + time::Duration::minutes(i))
+                .format(&time::format_description::well_known::Rfc3339)
+                .unwrap();
+            json!({"agent": "buzz", "kind": "shell", "command": "bun bots/buzz/oaks.ts",
+                   "cwd": "/work", "ok": true, "duration_ms": 60000, "at": at})
+        })
+        .collect();
+    assert!(lib.record(&events).status.success());
+    let stored = lib.skill_json("buzz/oaks")["score"]
+        .as_f64()
+        .unwrap()
+        .round() as i64;
+    assert!(stored >= 600, "shared at {stored}");
+    let index = &f.mirror("pickles")["INDEX.md"];
+    let line = index
+        .lines()
+        .find(|l| l.starts_with("- buzz/oaks.ts — score "))
+        .unwrap_or_else(|| panic!("{index}"));
+    let shown: i64 = line["- buzz/oaks.ts — score ".len()..]
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Its freshness was near 100 points; sixty days later it is back near the neutral 50.
+    assert!(
+        shown < stored - 20 && shown > stored - 60,
+        "{stored} → {line}"
+    );
+}

@@ -16,6 +16,7 @@ mod playbook_faults;
 mod playbooks;
 mod postgres_concurrency;
 mod record;
+mod rs_runs;
 mod runner;
 mod secrets;
 mod setup;

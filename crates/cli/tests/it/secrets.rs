@@ -319,7 +319,7 @@ fn planted_secrets_leave_through_no_output_path() {
     );
     assert!(skills.contains("leaky"), "{skills}");
     assert!(
-        wrapup.contains("walkTo(3200, 3220);\\nconst key = \\\"[redacted]\\\";"),
+        wrapup.contains("walkTo(3200, 3220);\\n    const key = \\\"[redacted]\\\";"),
         "the wrap-up quotes the snippet, scrubbed:\n{wrapup}"
     );
     assert!(show.contains("\"shared\": true"), "{show}");

@@ -72,8 +72,10 @@ fn the_wrap_up_tells_the_agent_where_its_scripts_stand() {
         "{wrap}"
     );
     assert!(
-        wrap.contains("bot.walkTo(3222, 3220)"),
-        "the newest code is quoted:\n{wrap}"
+        wrap.contains("const arg1 = Number(process.argv[2] ?? 3222);")
+            && wrap.contains("await runScript(async ({ bot, sdk }) => {")
+            && wrap.contains("bot.walkTo(arg1, 3220)"),
+        "the newest code is quoted inside runScript, its varying number an arg:\n{wrap}"
     );
 
     // The next wrap-up lists only what is new: chop was shared before it, and the snippet is
@@ -106,5 +108,87 @@ fn the_instructions_name_the_family_s_bar_and_the_eager_line() {
         stderr(&output).contains("no agent named `nobody`"),
         "{}",
         stdout(&output)
+    );
+}
+
+#[test]
+fn became_family_skills_lists_each_skill_once_and_only_while_still_shared() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    lib.write_script("buzz", "fight", &headed("fight", 2));
+    runs(&lib, "buzz", "chop", true, 5);
+    runs(&lib, "buzz", "fight", true, 5);
+    // chop is un-shared and shared again; fight is un-shared and stays so.
+    lib.write_script("buzz", "chop", &script(1));
+    lib.write_script("buzz", "fight", &script(2));
+    lib.ok(&["turn-end", "buzz"]);
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    lib.ok(&["turn-end", "buzz"]);
+
+    let wrap = lib.ok(&["wrapup", "buzz"]);
+    assert_eq!(
+        wrap.matches("buzz/chop v1 is a family skill now").count(),
+        1,
+        "{wrap}"
+    );
+    assert!(
+        !wrap.contains("buzz/fight v1 is a family skill now"),
+        "{wrap}"
+    );
+}
+
+#[test]
+fn start_reports_a_header_removed_while_stopped_as_removed() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    runs(&lib, "buzz", "chop", true, 5);
+    lib.ok(&["turn-end", "buzz"]);
+    // The agent is stopped; its header goes.
+    lib.write_script("buzz", "chop", &script(1));
+    let start = lib.ok(&["start", "buzz"]);
+    assert!(
+        start.contains("chop.ts: header removed while stopped, un-shared"),
+        "{start}"
+    );
+    assert!(!start.contains("shared as it is"), "{start}");
+    assert!(start.contains("🔒 buzz/chop is private again"), "{start}");
+}
+
+#[test]
+fn a_written_out_tag_the_vocabulary_lacks_is_flagged_at_the_turn_boundary() {
+    let lib = TestLibrary::new();
+    let bots = lib.agent("buzz", "ada");
+    let wiki = crate::tags::generate_wiki(lib.dir.path());
+    lib.ok(&["tags", "build", "--wiki", wiki.to_str().unwrap()]);
+    lib.write_script(
+        "buzz",
+        "ghost",
+        &format!(
+            "/** @skill ghost\n * Goal: lay the ghost to rest\n * Tags: quest:restles-ghost, place:lumbridge\n */\n{}",
+            script(1)
+        ),
+    );
+    std::fs::write(
+        bots.join("lab_log.md"),
+        "# buzz\n- Share: [place:lumbrige] the church is east of the castle\n",
+    )
+    .unwrap();
+    let turn = lib.ok(&["turn-end", "buzz"]);
+    assert!(
+        turn.contains("bots/buzz/ghost.ts: tag `quest:restles-ghost` is not in the vocabulary; did you mean `quest:restless-ghost`?"),
+        "{turn}"
+    );
+    assert!(
+        turn.contains("bots/buzz/lab_log.md:2: tag `place:lumbrige` is not in the vocabulary; did you mean `place:lumbridge`?"),
+        "{turn}"
+    );
+    assert!(!turn.contains("`place:lumbridge` is not"), "{turn}");
+    // Still said at the next boundary while the typo lasts.
+    let again = lib.ok(&["turn-end", "buzz"]);
+    assert!(
+        again.contains("`quest:restles-ghost` is not in the vocabulary"),
+        "{again}"
     );
 }

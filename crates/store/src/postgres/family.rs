@@ -90,7 +90,8 @@ pub(super) fn shared_skills(store: &PgStore, owner: OwnerId) -> Result<Vec<Share
     store.read(|tx| {
         let rows = tx.query(
             &format!(
-                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at
+                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at,
+                        v.breakdown, v.inherited, v.last_used_at
                  FROM skills s JOIN versions v ON v.skill_id = s.skill_id AND v.owner_id = s.owner_id
                  WHERE s.owner_id = $1 AND s.header = 'skill' AND s.deleted_at IS NULL
                    AND EXISTS (SELECT 1 FROM versions x
@@ -111,6 +112,12 @@ pub(super) fn shared_skills(store: &PgStore, owner: OwnerId) -> Result<Vec<Share
                 ok: col(row, base + 4)?,
                 score: col(row, base + 5)?,
                 shared_at: col(row, base + 6)?,
+                breakdown: {
+                    let json: Option<String> = col(row, base + 7)?;
+                    json.and_then(|json| serde_json::from_str(&json).ok())
+                },
+                inherited: col(row, base + 8)?,
+                last_used_at: col(row, base + 9)?,
             };
             match shared.last_mut() {
                 Some(last) if last.skill.id == skill_id => last.versions.push(version),

@@ -22,11 +22,11 @@ use postgres::{Config, NoTls};
 use conn::{Manager, Tx};
 
 use crate::{
-    Agent, AgentId, AvatarState, DeletedAgent, FamilyReuse, Lesson, LessonsChange, Matched, Millis,
-    NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse, RecordedUse, Result,
-    ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill, SkillEntry, SkillId,
-    Snippet, SnippetRuns, Store, StoreError, UnrecordedCall, Version, VersionId, VocabularyChange,
-    VocabularyEntry,
+    Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange,
+    Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
+    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill,
+    SkillEntry, SkillId, Snippet, SnippetRuns, Store, StoreError, UnrecordedCall, Version,
+    VersionId, VocabularyChange, VocabularyEntry,
 };
 
 mod audit;
@@ -42,6 +42,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
     include_str!("../../migrations/postgres/0002_names_nocase.sql"),
     include_str!("../../migrations/postgres/0003_host_runs.sql"),
+    include_str!("../../migrations/postgres/0004_failures.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -528,6 +529,25 @@ impl Store for PgStore {
 
     fn use_count(&self, owner: OwnerId) -> Result<i64> {
         records::use_count(self, owner)
+    }
+
+    fn recent_outputs(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        records::recent_outputs(self, owner, agent, before, limit)
+    }
+
+    fn recent_failures(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<FailedRun>> {
+        records::recent_failures(self, owner, skill, limit)
     }
 
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {

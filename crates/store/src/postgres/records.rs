@@ -32,9 +32,10 @@ use super::sharing::{
 use super::{PgResult, PgStore};
 use crate::common::{VersionRow, json_map, lines_of, parse_map, sorted};
 use crate::{
-    Agent, AgentId, Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse,
-    RecordedUse, Result, ScriptSnapshot, Skill, SkillEntry, SkillId, Snippet, SnippetId,
-    SnippetRuns, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId, VersionStats,
+    Agent, AgentId, FailedRun, Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId,
+    RecordedSnippetUse, RecordedUse, Result, ScriptSnapshot, Skill, SkillEntry, SkillId, Snippet,
+    SnippetId, SnippetRuns, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    VersionStats,
 };
 
 /// How many uses of a version pass before the family's peer median is looked up again (the
@@ -391,10 +392,10 @@ pub(super) fn record_use(store: &PgStore, owner: OwnerId, new_use: &NewUse) -> R
         let outcome = &new_use.outcome;
         let inserted = tx.execute(
             "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                               deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+                               deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
              SELECT owner_id, $2::bigint, agent_id, $4::bigint, $5::boolean, $6::bigint, $7::text, $8::text,
                     $9::double precision, $10::bigint, $11::boolean, $12::bigint, $13::text, $14::text,
-                    $15::text, $16::text, $17::bigint
+                    $15::text, $16::text, $17::bigint, $18::text
              FROM agents WHERE owner_id = $1 AND agent_id = $3
                AND ($16::text IS NULL
                     OR NOT EXISTS (SELECT 1 FROM uses WHERE owner_id = $1 AND event_id = $16::text))",
@@ -416,6 +417,7 @@ pub(super) fn record_use(store: &PgStore, owner: OwnerId, new_use: &NewUse) -> R
                 &new_use.output,
                 &new_use.event_id,
                 &new_use.recorded_at,
+                &outcome.failure,
             ],
         )?;
         if inserted != 1 {
@@ -550,8 +552,9 @@ pub(super) fn record_snippet_use(
             };
             tx.execute(
                 "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
-                                           goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $4)",
+                                           goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
+                                           failure)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $4, $15)",
                 &[
                     &owner.0,
                     &snippet_id,
@@ -567,6 +570,7 @@ pub(super) fn record_snippet_use(
                     &i64::from(outcome.items_lost),
                     &new_use.output,
                     &new_use.event_id,
+                    &outcome.failure,
                 ],
             )?;
             tx.execute(
@@ -694,6 +698,54 @@ pub(super) fn use_count(store: &PgStore, owner: OwnerId) -> Result<i64> {
             &tx.query_one("SELECT COUNT(*) FROM uses WHERE owner_id = $1", &[&owner.0])?,
             0,
         )
+    })
+}
+
+pub(super) fn recent_outputs(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    before: Millis,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT output FROM (
+                 SELECT output, at, use_id, 0 AS kind FROM uses
+                 WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+                 UNION ALL
+                 SELECT output, at, use_id, 1 AS kind FROM snippet_uses
+                 WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+             ) runs ORDER BY at DESC, kind, use_id DESC LIMIT $4",
+            &[&owner.0, &agent.0, &before, &limit],
+        )?;
+        all(rows, |row| col::<String>(row, 0))
+    })
+}
+
+pub(super) fn recent_failures(
+    store: &PgStore,
+    owner: OwnerId,
+    skill: SkillId,
+    limit: usize,
+) -> Result<Vec<FailedRun>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT v.number, u.at, u.failure FROM uses u
+             JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+             WHERE u.owner_id = $1 AND v.skill_id = $2 AND NOT u.ok
+             ORDER BY u.at DESC, u.use_id DESC LIMIT $3",
+            &[&owner.0, &skill.0, &limit],
+        )?;
+        all(rows, |row| {
+            Ok(FailedRun {
+                version: col(row, 0)?,
+                at: col(row, 1)?,
+                failure: col(row, 2)?,
+            })
+        })
     })
 }
 

@@ -9,25 +9,7 @@ use serde_json::{Value, json};
 
 use super::model_api::{ModelApi, Step, tool};
 use super::{ClaudeCode, skipped, tools};
-
-/// The skill the assistant writes down (the same one the SDK tests propose).
-fn weekly() -> Value {
-    json!({
-        "name": "weekly-report",
-        "trigger": "the human asks for the weekly report",
-        "use_when": "a week of notes exists under notes/",
-        "not_when": "the human wants a single day's summary",
-        "preconditions": ["notes/ holds this week's files"],
-        "steps": [
-            {"do": "Read this week's notes", "tool": "workspace_read"},
-            {"do": "Write the report to reports/weekly.md", "tool": "file_write"}
-        ],
-        "expected_result": "reports/weekly.md exists with one section per project",
-        "failure_modes": ["notes from last week get included"],
-        "evidence": ["the weekly report the human accepted"],
-        "procedure": "Read the notes, then write the report, one section per project."
-    })
-}
+use crate::mcp::weekly_report;
 
 /// `mindrune COMMAND --workspace W ARGS…`, which must succeed; its stdout.
 fn mindrune(workspace: &Path, command: &str, args: &[&str]) -> String {
@@ -95,7 +77,7 @@ fn with_the_real_claude_code_a_cancel_drafts_nothing_and_an_elicitation_hook_s_y
     };
     let create = || {
         vec![
-            tool("mcp__mindrune__skill_create", weekly()),
+            tool("mcp__mindrune__skill_create", weekly_report()),
             Step::Text("Done.".into()),
         ]
     };

@@ -1425,6 +1425,8 @@ pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Res
 const TAGS_LINEAR_WITHIN: f64 = 0.25;
 
 /// Sizes `mindrune bench` runs every benchmark at: about three to four minutes on 2 cores.
+/// The host guard calls judged in `mindrune bench` (all groups).
+const ALL_GUARD_CALLS: usize = 2_000;
 const ALL_RECORD_USES: usize = 20_000;
 const ALL_TAGS_MEGABYTES: usize = 50;
 const ALL_SECRETS_MEGABYTES: usize = 50;
@@ -1507,6 +1509,10 @@ pub fn all(
     groups.push((
         "lab",
         Box::new(|| crate::bench_faces::lab(ALL_LAB_FILES, ALL_LAB_MEBIBYTES, Print::Quiet)),
+    ));
+    groups.push((
+        "guard",
+        Box::new(|| crate::bench_guard::guard(ALL_GUARD_CALLS, Print::Quiet)),
     ));
     let mut rows = Vec::new();
     for (name, run) in groups {

@@ -351,6 +351,11 @@ pub fn hook_claude_code(
             .read_to_string(&mut input)
             .context("cannot read the hook input")?;
         let agent = hook::agent_name(agent)?;
+        // Before anything else, the guard: a host call that would write where MindRune keeps
+        // its rules (family-skills/, a sibling's folder, the library) is denied, and runs not.
+        if let Some(reason) = avatar_guard(&input, agent, home, relay)? {
+            return print_hook_answer(&pre_tool_use_denial(&reason));
+        }
         if let Some(relay) = relay {
             // Relay mode: the runner beside the sandbox delivers to the server, so the hook
             // only writes a file and never waits for the network or needs a library. Its notes
@@ -434,6 +439,106 @@ pub fn hook_claude_code(
     }
 }
 
+/// The guard's reason to deny an avatar's `PreToolUse`, if it has one.
+fn avatar_guard(
+    input: &str,
+    agent: &str,
+    home: &Path,
+    relay: Option<&Path>,
+) -> anyhow::Result<Option<String>> {
+    let payload: serde_json::Value = match serde_json::from_str(input) {
+        Ok(payload) => payload,
+        // `hook::handle` says what is wrong with it.
+        Err(_) => return Ok(None),
+    };
+    if payload.get("hook_event_name").and_then(|v| v.as_str()) != Some("PreToolUse") {
+        return Ok(None);
+    }
+    let project = claude_project_dir()
+        .or_else(|| {
+            payload
+                .get("cwd")
+                .and_then(|v| v.as_str())
+                .map(PathBuf::from)
+        })
+        .context("neither CLAUDE_PROJECT_DIR nor the hook's `cwd` says which checkout this is, so the guard cannot tell its bots/ and family-skills/ apart")?;
+    let mut kept: Vec<PathBuf> = vec![from_project_dir(home)];
+    if let Some(relay) = relay {
+        kept.push(from_project_dir(relay));
+    }
+    let kept: Vec<&Path> = kept.iter().map(PathBuf::as_path).collect();
+    let guard = mindrune_engine::host_guard::HostGuard::for_avatar(&project, agent, &kept);
+    Ok(match guard.check(&payload) {
+        mindrune_engine::host_guard::Verdict::Deny(reason) => Some(reason),
+        mindrune_engine::host_guard::Verdict::Allow => None,
+    })
+}
+
+/// Claude Code's project folder, which it gives every hook.
+fn claude_project_dir() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+}
+
+/// A `PreToolUse` hook's answer that denies the call: Claude Code does not run it and tells
+/// the model the reason.
+fn pre_tool_use_denial(reason: &str) -> serde_json::Value {
+    serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })
+}
+
+/// Prints a hook's JSON answer on stdout, where Claude Code reads it.
+fn print_hook_answer(answer: &serde_json::Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, answer)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `mindrune hook claude-code --workspace DIR`: one hook call of an assistant working in its
+/// playbook workspace. As for an avatar's hooks, nothing but the guard's denial and the turn's
+/// context goes to stdout, and a problem is said on stderr with status 1, which never blocks.
+pub fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<ExitCode> {
+    let outcome = (|| -> anyhow::Result<()> {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .context("cannot read the hook input")?;
+        let workspace = from_project_dir(workspace);
+        let project = claude_project_dir();
+        match hook::handle_workspace(&input, &workspace, project.as_deref())? {
+            hook::WorkspaceAction::Deny(reason) => {
+                print_hook_answer(&pre_tool_use_denial(&reason))?;
+            }
+            hook::WorkspaceAction::Context(text) => {
+                print_hook_answer(&serde_json::json!({
+                    "hookSpecificOutput": {
+                        "hookEventName": "UserPromptSubmit",
+                        "additionalContext": text,
+                    }
+                }))?;
+            }
+            hook::WorkspaceAction::ReadNoted(_)
+            | hook::WorkspaceAction::Allow
+            | hook::WorkspaceAction::Ignored(_) => {}
+        }
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(err) => {
+            eprintln!("mindrune hook: {err:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
 /// An event with the bot's secrets (`bots/<agent>/bot.env` of the checkout Claude Code names in
 /// `CLAUDE_PROJECT_DIR`, else of the folder the call started in) and credential shapes scrubbed
 /// from its command, code and output.
@@ -442,13 +547,10 @@ fn scrubbed_for_relay(
     agent: &str,
 ) -> mindrune_core::event::Event {
     use mindrune_core::event::Call;
-    let workspace = std::env::var_os("CLAUDE_PROJECT_DIR")
-        .filter(|dir| !dir.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| match &event.call {
-            Call::Shell { cwd: Some(cwd), .. } => Some(PathBuf::from(cwd)),
-            _ => None,
-        });
+    let workspace = claude_project_dir().or_else(|| match &event.call {
+        Call::Shell { cwd: Some(cwd), .. } => Some(PathBuf::from(cwd)),
+        _ => None,
+    });
     let scrubber = match &workspace {
         Some(workspace) => {
             mindrune_server::runner::files::AgentFolder { workspace, agent }.scrubber()
@@ -488,10 +590,7 @@ fn print_session_context(text: &str) -> anyhow::Result<()> {
             "additionalContext": text,
         }
     });
-    let mut out = std::io::stdout().lock();
-    serde_json::to_writer(&mut out, &answer)?;
-    writeln!(out)?;
-    Ok(())
+    print_hook_answer(&answer)
 }
 
 pub fn skills(

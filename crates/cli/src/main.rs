@@ -10,6 +10,7 @@ use mindrune_engine::turn::Boundary;
 
 mod bench;
 mod bench_faces;
+mod bench_guard;
 mod bench_pg;
 mod bench_scan;
 mod bench_serve;
@@ -260,6 +261,24 @@ enum SetupTarget {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Wire an assistant's playbook workspace into Claude Code: register `mindrune mcp` in
+    /// the project's .mcp.json and merge MindRune's hooks into its .claude/settings.json (the
+    /// guard that keeps the host's own file tools and shell out of skills/ and MindRune's
+    /// files, the host's reads of skills logged, the carried skills on every turn). The
+    /// workspace is made when it has no playbooks.toml yet.
+    ///
+    /// Everything is checked before anything is written; running it again changes nothing.
+    ClaudeCode {
+        /// The folder Claude Code starts in (its project).
+        #[arg(default_value = ".")]
+        project: PathBuf,
+        /// The assistant's playbook workspace (default: the project folder).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// Show what would change (both files as diffs) and change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -331,6 +350,11 @@ enum HookHost {
         /// recording it into the library (no library is needed then).
         #[arg(long, value_name = "DIR", env = "MINDRUNE_RELAY")]
         relay: Option<PathBuf>,
+        /// An assistant's playbook workspace (as `mindrune setup claude-code` writes it): guard
+        /// its skills/ and MindRune's files from the host's own tools, log the host's reads of
+        /// skills, and carry the carried skills into every turn. Relative to the project folder.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["agent", "relay"])]
+        workspace: Option<PathBuf>,
     },
 }
 
@@ -439,6 +463,17 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// The host guard before each of Claude Code's tool calls: the whole hook process
+    /// (median, p99) beside the binary's bare start, and the judgement alone beside parsing
+    /// its payload. The budget is < 20 ms a call.
+    Guard {
+        /// How many calls are judged in process (the hook process runs up to 200 of them).
+        #[arg(long, default_value_t = 2_000)]
+        calls: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The server's peak RSS with this many uses stored (after a mirror fetch, turns and
     /// event batches), beside the same work on the same family with no uses.
     Memory {
@@ -499,6 +534,7 @@ fn bench_command(which: BenchCommand, postgres: Option<&str>) -> anyhow::Result<
             ran(bench_faces::search(skills, Print::detail(json)))
         }
         BenchCommand::Memory { uses, json } => ran(bench_serve::memory(uses, Print::detail(json))),
+        BenchCommand::Guard { calls, json } => ran(bench_guard::guard(calls, Print::detail(json))),
     }
 }
 
@@ -601,7 +637,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Record { file, json } => commands::record(&home, file.as_deref(), json),
         Command::Hook {
-            host: HookHost::ClaudeCode { agent, relay },
+            host:
+                HookHost::ClaudeCode {
+                    workspace: Some(workspace),
+                    ..
+                },
+        } => commands::hook_claude_code_workspace(&workspace),
+        Command::Hook {
+            host:
+                HookHost::ClaudeCode {
+                    agent,
+                    relay,
+                    workspace: None,
+                },
         } => commands::hook_claude_code(&home, agent.as_deref(), relay.as_deref()),
         Command::Skills { agent, owner, json } => {
             commands::skills(&home, agent.as_deref(), owner.as_deref(), json)
@@ -649,5 +697,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     dry_run,
                 },
         } => setup::rs_sdk(&home, &path, &owner, dry_run),
+        Command::Setup {
+            target:
+                SetupTarget::ClaudeCode {
+                    project,
+                    workspace,
+                    dry_run,
+                },
+        } => setup::claude_code(&project, workspace.as_deref(), dry_run),
     }
 }

@@ -471,6 +471,33 @@ pub fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<Ex
 }
 
 fn init(workspace: &Path, unattended: bool) -> anyhow::Result<ExitCode> {
+    let (workspace, wrote) = init_workspace(workspace, unattended)?;
+    for file in [
+        playbook::config::PERMISSIONS_FILE,
+        playbook::config::CONFIG_FILE,
+    ] {
+        let path = workspace.join(file);
+        if !wrote.contains(&path) {
+            println!("{} exists; left as it is", path.display());
+        }
+    }
+    for path in wrote {
+        println!("wrote {}", path.display());
+    }
+    println!(
+        "start the assistant's MCP server with: mindrune mcp --workspace {}",
+        workspace.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Makes a playbook workspace: its folder, `permissions.yaml` (the shipped default, or the
+/// unattended mode) and `playbooks.toml` where missing, then `skills/` and the ledger. Returns
+/// the workspace (canonical) and the files it wrote; a file there already is left as it is.
+pub(crate) fn init_workspace(
+    workspace: &Path,
+    unattended: bool,
+) -> anyhow::Result<(PathBuf, Vec<PathBuf>)> {
     std::fs::create_dir_all(workspace)
         .with_context(|| format!("cannot make {}", workspace.display()))?;
     let workspace = &workspace
@@ -489,22 +516,14 @@ fn init(workspace: &Path, unattended: bool) -> anyhow::Result<ExitCode> {
         (&config, config_template(workspace)),
     ] {
         if path.exists() {
-            println!("{} exists; left as it is", path.display());
             continue;
         }
         playbook::layout::write_atomic(path, text.as_bytes())?;
-        wrote.push(path.display().to_string());
+        wrote.push(path.clone());
     }
     // Opening makes skills/ and the ledger, and checks both files read back.
     open(workspace)?;
-    for path in wrote {
-        println!("wrote {path}");
-    }
-    println!(
-        "start the assistant's MCP server with: mindrune mcp --workspace {}",
-        workspace.display()
-    );
-    Ok(ExitCode::SUCCESS)
+    Ok((workspace.clone(), wrote))
 }
 
 /// The settings file `playbook init` writes. The home tree is $HOME when the workspace is in it,

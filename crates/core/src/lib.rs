@@ -20,5 +20,6 @@ pub mod score;
 pub mod secrets;
 pub mod sharing;
 pub mod shell_line;
+pub mod shell_writes;
 pub mod topics;
 pub mod vocabulary;

@@ -33,6 +33,8 @@ use std::rc::Rc;
 
 use brush_parser::ast;
 
+use crate::shell_writes::{Arg, Operand, Reach, ShellWrites, Target, Write};
+
 /// Where the line ran.
 #[derive(Debug, Clone, Copy)]
 pub struct ShellContext<'a> {
@@ -137,6 +139,27 @@ pub fn classify_shell_line(line: &str, ctx: &ShellContext<'_>) -> ShellRuns {
     let mut scope = Scope::new(cwd);
     let parsed = walker.walk_text(line, &mut scope, 0, Origin::Line);
     walker.finish(parsed)
+}
+
+/// At most this many writes are kept for one line; a line with more is unreadable.
+const MAX_WRITES: usize = 1_000;
+
+/// Walks one line for where it writes ([`crate::shell_writes::shell_line_writes`]).
+pub(crate) fn walk_for_writes(line: &str, ctx: &ShellContext<'_>) -> ShellWrites {
+    let mut walker = Walker::new(ctx.workspace_roots);
+    walker.writes = Some(Vec::new());
+    let cwd = walker.initial_cwd(ctx.cwd);
+    let mut scope = Scope::new(cwd);
+    let parsed = walker.walk_text(line, &mut scope, 0, Origin::Line);
+    let writes = walker.writes.take().unwrap_or_default();
+    let mut unreadable = walker.unreadable.take();
+    if !parsed && unreadable.is_none() {
+        unreadable = Some("could not parse the shell line".to_owned());
+    }
+    if writes.len() >= MAX_WRITES {
+        unreadable.get_or_insert_with(|| format!("it writes in more than {MAX_WRITES} places"));
+    }
+    ShellWrites { writes, unreadable }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1779,6 +1802,10 @@ struct Walker {
     suppressed_diagnostics: usize,
     fuel: usize,
     gave_up: bool,
+    /// Where the line writes, when it is walked for that ([`walk_for_writes`]).
+    writes: Option<Vec<Write>>,
+    /// Why a part of the line could not be read (for [`walk_for_writes`]).
+    unreadable: Option<String>,
 }
 
 impl Walker {
@@ -1794,6 +1821,8 @@ impl Walker {
             suppressed_diagnostics: 0,
             fuel: FUEL,
             gave_up: false,
+            writes: None,
+            unreadable: None,
         };
         for root in roots {
             if root.starts_with('/') {
@@ -1845,6 +1874,7 @@ impl Walker {
     /// Stops the analysis: the result will hold no runs, because a partial answer could
     /// miss a run or attribute one wrongly.
     fn give_up(&mut self, why: &str) {
+        self.unreadable.get_or_insert_with(|| why.to_owned());
         if !self.gave_up {
             self.gave_up = true;
             self.diag(format!(
@@ -1928,6 +1958,8 @@ impl Walker {
                 return false;
             }
             Err(PrecheckError::Unparseable(why)) => {
+                self.unreadable
+                    .get_or_insert_with(|| format!("could not parse {what} ({why})"));
                 self.diag(format!("could not parse {what} ({why}){consequence}"));
                 return false;
             }
@@ -1938,6 +1970,8 @@ impl Walker {
         let program = match parser.parse_program() {
             Ok(program) => program,
             Err(error) => {
+                self.unreadable
+                    .get_or_insert_with(|| format!("could not parse {what} ({error})"));
                 self.diag(format!("could not parse {what} ({error}){consequence}"));
                 return false;
             }
@@ -2196,6 +2230,9 @@ impl Walker {
     }
 
     fn walk_redirect(&mut self, redirect: &ast::IoRedirect, scope: &Scope, depth: usize) {
+        if self.writes.is_some() {
+            self.note_redirect_write(redirect, scope);
+        }
         match redirect {
             ast::IoRedirect::File(_, _, target) => match target {
                 ast::IoFileRedirectTarget::Filename(word) => {
@@ -2258,6 +2295,19 @@ impl Walker {
                 cwd,
                 detached,
             });
+            if action.is_none() {
+                self.note_write(
+                    "a shell",
+                    Target::Computed(
+                        "the commands a shell reads from its input, which the line does not show"
+                            .to_owned(),
+                    ),
+                    Reach::Tree,
+                );
+            }
+        }
+        if self.writes.is_some() {
+            self.note_command_writes(&args, scope);
         }
 
         // Substitutions run in source order, and the command's own action after the word that
@@ -2457,7 +2507,124 @@ impl Walker {
                 self.builtin(kind, args.get(from..).unwrap_or_default(), scope);
             }
             Action::Call { name, .. } => self.call(&name, scope, depth),
-            Action::Diag { message, .. } => self.diag(message),
+            Action::Diag { message, .. } => {
+                // A `sh -c` or `eval` of a computed string: code the line does not show.
+                if message.starts_with("cannot analyse") {
+                    self.note_write("a shell", Target::Computed(message.clone()), Reach::Tree);
+                }
+                self.diag(message);
+            }
+        }
+    }
+
+    /// Notes a write, when the line is walked for its writes.
+    fn note_write(&mut self, command: &str, target: Target, reach: Reach) {
+        if let Some(writes) = &mut self.writes
+            && writes.len() < MAX_WRITES
+        {
+            writes.push(Write {
+                command: command.to_owned(),
+                target,
+                reach,
+            });
+        }
+    }
+
+    /// A word's path against the folder, or why it cannot be known.
+    fn resolve_target(path: Option<&str>, raw: &str, glob: bool, cwd: &Cwd) -> Target {
+        let Some(path) = path else {
+            return Target::Computed(raw.to_owned());
+        };
+        let absolute = if path.starts_with('/') {
+            normalize_abs(path)
+        } else {
+            match cwd {
+                Cwd::Known(dir) => join_path(dir, path),
+                Cwd::Unknown(why) => {
+                    return Target::Computed(format!("{raw} (the folder is unknown {why})"));
+                }
+            }
+        };
+        if glob {
+            Target::Glob(absolute)
+        } else {
+            Target::Path(absolute)
+        }
+    }
+
+    /// The file an output redirection (`>`, `>>`, `>|`, `<>`, `&>`, `>& file`) writes.
+    fn note_redirect_write(&mut self, redirect: &ast::IoRedirect, scope: &Scope) {
+        let word = match redirect {
+            ast::IoRedirect::File(
+                _,
+                ast::IoFileRedirectKind::Write
+                | ast::IoFileRedirectKind::Append
+                | ast::IoFileRedirectKind::Clobber
+                | ast::IoFileRedirectKind::ReadAndWrite,
+                ast::IoFileRedirectTarget::Filename(word),
+            ) => word,
+            ast::IoRedirect::File(
+                _,
+                ast::IoFileRedirectKind::DuplicateOutput,
+                ast::IoFileRedirectTarget::Duplicate(word)
+                | ast::IoFileRedirectTarget::Filename(word),
+            ) if !word.value.bytes().all(|b| b.is_ascii_digit() || b == b'-') => word,
+            ast::IoRedirect::OutputAndError(word, _) => word,
+            _ => return,
+        };
+        if heredoc_index(&word.value).is_some() {
+            return;
+        }
+        let info = lex_word(&word.value);
+        if info.literal.as_deref() == Some("/dev/null") {
+            return;
+        }
+        let target =
+            Self::resolve_target(info.literal.as_deref(), &info.raw, info.glob, &scope.cwd);
+        self.note_write(">", target, Reach::File);
+    }
+
+    /// What a simple command's own words write (see [`crate::shell_writes`]).
+    fn note_command_writes(&mut self, args: &[&WordInfo], scope: &Scope) {
+        let words: Vec<Arg<'_>> = args
+            .iter()
+            .map(|word| Arg {
+                raw: &word.raw,
+                literal: word.literal.as_deref(),
+                glob: word.glob,
+            })
+            .collect();
+        let Some(first) = words.first() else {
+            return;
+        };
+        let command = first.literal.unwrap_or(first.raw).to_owned();
+        for operand in crate::shell_writes::command_writes(&words) {
+            let (target, reach) = match operand {
+                Operand::Word {
+                    raw,
+                    value,
+                    glob,
+                    reach,
+                } => (
+                    Self::resolve_target(value.as_deref(), &raw, glob, &scope.cwd),
+                    reach,
+                ),
+                Operand::Into { dest, name, reach } => {
+                    match Self::resolve_target(Some(&dest), &dest, false, &scope.cwd) {
+                        Target::Path(dir) => (Target::Path(join_path(&dir, &name)), reach),
+                        other => (other, reach),
+                    }
+                }
+                Operand::Cwd(reach) => match &scope.cwd {
+                    Cwd::Known(dir) => (Target::Path(dir.clone()), reach),
+                    Cwd::Unknown(why) => (
+                        Target::Computed(format!("the folder it runs in, unknown {why}")),
+                        reach,
+                    ),
+                },
+                Operand::Code(code) => (Target::Code(code), Reach::Maybe),
+            };
+            self.note_write(&command, target, reach);
         }
     }
 

@@ -332,6 +332,107 @@ fn response_text(response: &Value) -> String {
     }
 }
 
+/// What a hook call in an assistant's playbook workspace asks of MindRune
+/// (`mindrune hook claude-code --workspace DIR`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkspaceAction {
+    /// A `PreToolUse` the guard denies: the reason the model is told.
+    Deny(String),
+    /// A `PreToolUse` the guard allows.
+    Allow,
+    /// A `Read` of a live skill by the host's own tool, logged as `workspace_read` logs it.
+    ReadNoted(String),
+    /// A `UserPromptSubmit`: the carried skills, added to the turn's context.
+    Context(String),
+    /// Nothing to do, and why.
+    Ignored(String),
+}
+
+/// Handles one hook call in the assistant's `workspace`; `project` is Claude Code's project
+/// folder (`CLAUDE_PROJECT_DIR`), where its settings are.
+pub fn handle_workspace(
+    input: &str,
+    workspace: &Path,
+    project: Option<&Path>,
+) -> Result<WorkspaceAction, HookError> {
+    let value: Value = serde_json::from_str(input).map_err(|err| HookError {
+        field: None,
+        message: format!("the hook input is not JSON: {err}"),
+    })?;
+    let event_name = str_field(&value, "hook_event_name")
+        .ok_or_else(|| hook_error("hook_event_name", "is missing; is this a Claude Code hook?"))?;
+    let playbooks = || {
+        crate::playbook::Playbooks::open(workspace).map_err(|err| HookError {
+            field: None,
+            message: err.to_string(),
+        })
+    };
+    match event_name {
+        "PreToolUse" => Ok(
+            match crate::host_guard::HostGuard::for_workspace(workspace, project).check(&value) {
+                crate::host_guard::Verdict::Allow => WorkspaceAction::Allow,
+                crate::host_guard::Verdict::Deny(reason) => WorkspaceAction::Deny(reason),
+            },
+        ),
+        "PostToolUse" | "PostToolUseFailure" if str_field(&value, "tool_name") == Some("Read") => {
+            let Some(path) = value
+                .get("tool_input")
+                .and_then(|input| str_field(input, "file_path"))
+            else {
+                return Err(hook_error(
+                    "tool_input.file_path",
+                    "is missing for a Read call",
+                ));
+            };
+            let cwd = str_field(&value, "cwd").map(PathBuf::from);
+            let path = match &cwd {
+                Some(cwd) => cwd.join(path),
+                None => PathBuf::from(path),
+            };
+            let ok = event_name == "PostToolUse";
+            let turn = str_field(&value, "transcript_path");
+            Ok(
+                match playbooks()?
+                    .note_host_read(&path, ok, turn)
+                    .map_err(|err| HookError {
+                        field: None,
+                        message: err.to_string(),
+                    })? {
+                    Some(skill) => WorkspaceAction::ReadNoted(skill),
+                    None => WorkspaceAction::Ignored("not a skill's SKILL.md".into()),
+                },
+            )
+        }
+        "UserPromptSubmit" => {
+            let carried = playbooks()?.carried_lines().map_err(|err| HookError {
+                field: None,
+                message: err.to_string(),
+            })?;
+            Ok(WorkspaceAction::Context(carried_context(&carried)))
+        }
+        other => Ok(WorkspaceAction::Ignored(format!(
+            "{other} is not a hook MindRune acts on in a workspace"
+        ))),
+    }
+}
+
+/// The carried skills as a turn's added context: each one's name and when to use it, so a skill
+/// made live during the session is there on the next turn.
+pub fn carried_context(carried: &[String]) -> String {
+    if carried.is_empty() {
+        return "MindRune carries no skills yet: look skills up with playbook_search.".into();
+    }
+    let mut text = String::from(
+        "MindRune's carried skills (read skills/<name>/SKILL.md before work one covers, and follow it):\n",
+    );
+    for line in carried {
+        text.push_str("- ");
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
+}
+
 /// Removes pending-call notes older than a day; returns how many.
 fn sweep_stale(spool: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(spool) else {

@@ -5,6 +5,7 @@ pub mod atomic_file;
 pub mod child;
 pub mod family;
 pub mod hook;
+pub mod host_guard;
 pub mod ingest;
 pub mod lab;
 pub mod mirror_writer;

@@ -15,6 +15,11 @@ fn hook_command(lib: &TestLibrary) -> String {
 }
 
 /// The events MindRune's hooks are installed for, in order.
+/// What MindRune's `PreToolUse` watches (the runs and the guarded file tools), and what the two
+/// other tool events watch (the runs).
+const GUARDED_MATCHER: &str = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*__execute_code";
+const RUN_MATCHER: &str = "Bash|mcp__.*__execute_code";
+
 const EVENTS: [&str; 6] = [
     "PreToolUse",
     "PostToolUse",
@@ -190,11 +195,15 @@ fn setup_registers_every_bot_merges_the_hooks_into_the_users_settings_and_builds
         json!([{"hooks": [{"type": "command", "command": "notify-send claude"}]}])
     );
     let command = hook_command(&lib);
-    for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
+    for (event, matcher) in [
+        ("PreToolUse", GUARDED_MATCHER),
+        ("PostToolUse", RUN_MATCHER),
+        ("PostToolUseFailure", RUN_MATCHER),
+    ] {
         let groups = hooks[event].as_array().unwrap();
         assert_eq!(
             groups.last().unwrap(),
-            &json!({"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": command}]}),
+            &json!({"matcher": matcher, "hooks": [{"type": "command", "command": command}]}),
             "{event}"
         );
     }
@@ -360,12 +369,15 @@ fn an_existing_owner_is_reused_and_a_checkout_without_settings_or_wiki_gets_new_
     let text = String::from_utf8(settings(&root)).unwrap();
     let value: serde_json::Value = serde_json::from_str(&text).unwrap();
     let command = hook_command(&lib);
-    let tool_group = json!([{"matcher": "Bash|mcp__.*__execute_code", "hooks": [{"type": "command", "command": command}]}]);
+    let tool_group =
+        json!([{"matcher": RUN_MATCHER, "hooks": [{"type": "command", "command": command}]}]);
+    let guard_group =
+        json!([{"matcher": GUARDED_MATCHER, "hooks": [{"type": "command", "command": command}]}]);
     let group = json!([{"hooks": [{"type": "command", "command": command}]}]);
     assert_eq!(
         value,
         json!({"hooks": {
-            "PreToolUse": tool_group,
+            "PreToolUse": guard_group,
             "PostToolUse": tool_group,
             "PostToolUseFailure": tool_group,
             "Stop": group,
@@ -455,6 +467,9 @@ fn an_older_mindrune_hook_command_is_rewritten_in_place_and_never_added_twice() 
             .collect();
         assert_eq!(commands, [hook_command(&lib)], "{event}");
     }
+    // The older PreToolUse watched only the runs; the guard needs the file tools too.
+    assert_eq!(value["hooks"]["PreToolUse"][0]["matcher"], GUARDED_MATCHER);
+    assert_eq!(value["hooks"]["PostToolUse"][0]["matcher"], RUN_MATCHER);
     let again = setup_ok(&lib, &root, &[]);
     assert!(
         again.contains("MindRune's hooks are installed already"),
@@ -650,4 +665,116 @@ fn in_one_checkout_each_bot_s_turn_end_leaves_the_other_bot_s_view_intact() {
     // Neither view is a bot's script: the scan reads only files directly in bots/<bot>/.
     let skills = lib.skills_json();
     assert_eq!(skills.as_array().unwrap().len(), 1, "{skills:#}");
+}
+
+/// An assistant's project with the user's own Claude Code settings and MCP config.
+fn assistant_project(lib: &TestLibrary) -> PathBuf {
+    let root = lib.dir.path().join("assistant");
+    std::fs::create_dir_all(root.join(".claude")).unwrap();
+    std::fs::write(root.join(".claude/settings.json"), USER_SETTINGS).unwrap();
+    std::fs::write(
+        root.join(".mcp.json"),
+        "{\n  \"mcpServers\": {\n    \"github\": {\"command\": \"gh-mcp\"}\n  }\n}\n",
+    )
+    .unwrap();
+    root
+}
+
+#[test]
+fn setup_claude_code_dry_run_shows_both_diffs_and_changes_nothing() {
+    let lib = no_library();
+    let root = assistant_project(&lib);
+    let before = visible_files(&root);
+    let output = lib.run(&["setup", "claude-code", root.to_str().unwrap(), "--dry-run"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    insta::assert_snapshot!("claude_code_dry_run", stable(&lib, &stdout(&output)));
+    assert_eq!(
+        visible_files(&root),
+        before,
+        "a dry run changed the project"
+    );
+    assert!(!root.join("playbooks.toml").exists());
+}
+
+#[test]
+fn setup_claude_code_makes_the_workspace_merges_the_user_s_files_and_a_second_run_changes_nothing()
+{
+    let lib = no_library();
+    let root = assistant_project(&lib);
+    let output = lib.run(&["setup", "claude-code", root.to_str().unwrap()]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(root.join("playbooks.toml").is_file() && root.join("skills").is_dir());
+    let settings: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".claude/settings.json")).unwrap())
+            .unwrap();
+    // The user's own hooks and settings are still there.
+    assert_eq!(settings["model"], "opus");
+    assert_eq!(
+        settings["hooks"]["PreToolUse"][0]["matcher"], "Write|Edit",
+        "the user's own PreToolUse hook"
+    );
+    let ours = settings["hooks"]["PreToolUse"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        ours,
+        json!({"matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit", "hooks": [{"type": "command",
+               "command": "mindrune hook claude-code --workspace \"$CLAUDE_PROJECT_DIR\""}]})
+    );
+    for event in ["PostToolUse", "PostToolUseFailure", "UserPromptSubmit"] {
+        assert!(settings["hooks"][event].is_array(), "{event}");
+    }
+    let mcp: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".mcp.json")).unwrap()).unwrap();
+    assert_eq!(mcp["mcpServers"]["github"]["command"], "gh-mcp");
+    let workspace = root.canonicalize().unwrap();
+    assert_eq!(
+        mcp["mcpServers"]["mindrune"],
+        json!({"command": "mindrune", "args": ["mcp", "--workspace", workspace]})
+    );
+    let local: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join(".claude/settings.local.json")).unwrap())
+            .unwrap();
+    assert_eq!(local["enabledMcpjsonServers"], json!(["mindrune"]));
+
+    let files = |root: &Path| {
+        [
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".mcp.json",
+        ]
+        .map(|f| std::fs::read(root.join(f)).unwrap())
+    };
+    let first = files(&root);
+    let again = lib.run(&["setup", "claude-code", root.to_str().unwrap()]);
+    assert!(again.status.success());
+    let text = stdout(&again);
+    assert!(
+        text.contains("MindRune's hooks are installed already"),
+        "{text}"
+    );
+    assert!(
+        text.contains("is registered already in .mcp.json"),
+        "{text}"
+    );
+    assert_eq!(files(&root), first, "a second run changed a file");
+}
+
+#[test]
+fn setup_claude_code_refuses_an_mcp_json_it_cannot_read_and_changes_nothing() {
+    let lib = no_library();
+    let root = assistant_project(&lib);
+    std::fs::write(root.join(".mcp.json"), "{\n  \"mcpServers\": [1]\n}\n").unwrap();
+    let before = visible_files(&root);
+    let output = lib.run(&["setup", "claude-code", root.to_str().unwrap()]);
+    assert!(!output.status.success());
+    let err = stable(&lib, &stderr(&output));
+    assert!(
+        err.contains("[TMP]/assistant/.mcp.json: line") && err.contains("nothing was changed"),
+        "{err}"
+    );
+    assert_eq!(visible_files(&root), before);
 }

@@ -68,6 +68,34 @@ impl Playbooks {
         result.map(|text| Read { text, owed })
     }
 
+    /// A read of a file by the host's own tool (Claude Code's `Read`): when it is a live skill's
+    /// `SKILL.md`, the same usage line `workspace_read` writes (the skill, the revision on disk,
+    /// whether the read went through, the turn record). Returns the skill's name, if it was one.
+    pub fn note_host_read(
+        &self,
+        path: &Path,
+        ok: bool,
+        turn: Option<&str>,
+    ) -> Result<Option<String>, PlaybookError> {
+        let resolved = crate::host_guard::resolve(path);
+        let Some(relative) = resolved
+            .strip_prefix(&self.workspace)
+            .ok()
+            .and_then(Path::to_str)
+        else {
+            return Ok(None);
+        };
+        let Some((name, _)) = skill_of(relative) else {
+            return Ok(None);
+        };
+        let revision = fs::read_to_string(&resolved)
+            .ok()
+            .and_then(|text| playbook_file::parse(&text).ok())
+            .and_then(|(skill, _)| skill.version);
+        self.ledger.log_read(&name, revision, ok, turn)?;
+        Ok(Some(name))
+    }
+
     /// `file_write`: writes a file (atomically), making its folders.
     pub fn file_write(&self, path: &str, content: &str) -> Result<String, PlaybookError> {
         let target = self.writable(path, "file_write")?;

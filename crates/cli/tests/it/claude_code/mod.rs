@@ -6,6 +6,7 @@
 //! these tests on a machine without npm; without it a missing npm fails them, saying so.
 
 mod assistant_host;
+mod host_guard;
 pub mod model_api;
 mod rs_sdk_host;
 
@@ -75,14 +76,16 @@ impl HookCall {
     }
 }
 
-/// A `mindrune` in front of the real one on the hooks' PATH: it keeps each call's input,
-/// output and exit status in `log`, then answers as the real one did.
+/// A `mindrune` in front of the real one on the hooks' PATH: it keeps each hook call's input,
+/// output and exit status in `log`, then answers as the real one did. Anything else (the MCP
+/// server of `.mcp.json`, which talks over stdin for as long as it runs) is the real one.
 pub fn hook_recorder(bin: &Path, log: &Path) {
     std::fs::create_dir_all(bin).unwrap();
     std::fs::create_dir_all(log).unwrap();
     let real = assert_cmd::cargo::cargo_bin("mindrune");
     let script = format!(
         "#!/bin/sh\n\
+         [ \"$1\" = hook ] || exec '{real}' \"$@\"\n\
          dir=$(mktemp -d '{log}/call-XXXXXXXX')\n\
          cat > \"$dir/stdin\"\n\
          '{real}' \"$@\" < \"$dir/stdin\" > \"$dir/stdout\" 2> \"$dir/stderr\"\n\

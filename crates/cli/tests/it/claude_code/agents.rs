@@ -584,3 +584,121 @@ fn the_observer_suggests_the_steps_redone_across_turns_of_a_real_transcript() {
             .is_none()
     );
 }
+
+/// The canned answers of the Lab's checklist-gate scenario (`tests/data/lab/checklist-gate/`).
+fn lab_answer(act: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/lab/checklist-gate")
+        .join(format!("{act}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn lab_build_with_the_claude_agent_lands_both_acts_answers_through_plan_bind_and_apply() {
+    if skipped("lab_build_with_the_claude_agent") {
+        return;
+    }
+    let tools = tools();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(root.join("skills")).unwrap();
+    let home = root.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let model = ModelApi::start();
+    // Each act reads the workspace, then answers with the package's contract.
+    model.script_when(
+        "# `skill-lab-architecture`",
+        vec![
+            tool("Glob", json!({"pattern": "skills/**/X.yaml"})),
+            answer(lab_answer("skill-lab-architecture")),
+        ],
+    );
+    model.script_when(
+        "# `skill-lab-author`",
+        vec![
+            tool("Glob", json!({"pattern": "skills/**"})),
+            answer(lab_answer("skill-lab-author")),
+        ],
+    );
+    let mut path = vec![tools.clone()];
+    path.extend(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    ));
+    let output = Command::new(mindrune_bin())
+        .args(["lab", "build", "--target-dir", "skills/checklist-gate"])
+        .args([
+            "--objective",
+            "Gate a release or hand-over on its checklist and the evidence recorded for each item.",
+        ])
+        .args(["--agent", "claude", "--agent-budget-usd", "0.5", "--json"])
+        .current_dir(&root)
+        .env_clear()
+        .env("PATH", std::env::join_paths(path).unwrap())
+        .env("HOME", &home)
+        .env("MINDRUNE_HOME", root.join(".home"))
+        .env("ANTHROPIC_BASE_URL", &model.url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-standin")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("TMPDIR", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let result: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(
+        result["apply_result"]["verdict"], "validated_and_applied",
+        "{result:#}"
+    );
+    let steps: Vec<&str> = result["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(steps, ["sealed"; 6]);
+    for file in ["SKILL.md", "X.yaml"] {
+        assert!(
+            root.join("skills/checklist-gate").join(file).is_file(),
+            "{file}"
+        );
+    }
+
+    // Each act was one Claude Code session: the package's own contract as its instructions,
+    // the pipeline's request, read-only tools.
+    let firsts: Vec<Value> = model
+        .requests()
+        .into_iter()
+        .filter(|r| r.get("tools").is_some() && assistant_turns(r) == 0)
+        .collect();
+    assert_eq!(firsts.len(), 2, "two acts, each admitted at once");
+    let architect = &firsts[0];
+    let prompt = first_prompt(architect);
+    assert!(
+        prompt.contains("Return exactly one") || prompt.contains("`runx_final_result`"),
+        "{prompt}"
+    );
+    let request = act_request(architect);
+    assert_eq!(request["task"], "skill-lab-architecture");
+    assert_eq!(request["runner"], "build");
+    assert!(request["context"]["authoring_context"]["base_digest"].is_string());
+    let author = act_request(&firsts[1]);
+    assert_eq!(author["task"], "skill-lab-author");
+    assert!(first_prompt(&firsts[1]).contains("Receive the exact native `architecture_plan`"));
+    assert!(author["context"]["architecture_plan"]["plan_digest"].is_string());
+    let mut offered: Vec<&str> = architect["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    offered.sort_unstable();
+    assert_eq!(offered, ["Glob", "Grep", "Read", "StructuredOutput"]);
+}

@@ -164,3 +164,45 @@ pub fn load_permissions(workspace: &Path) -> Result<Permissions, PlaybookError> 
         Err(err) => Err(super::io_error("read", &path)(err)),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<PlaybookConfig, PlaybookError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), text).unwrap();
+        PlaybookConfig::load(dir.path())
+    }
+
+    #[test]
+    fn the_fixer_setting_names_mindrune_s_own_none_or_a_command() {
+        let home = "home = \"/\"\n";
+        assert_eq!(
+            load(&format!("{home}fixer = \"claude\"")).unwrap().fixer,
+            Some(Fixer::Claude)
+        );
+        assert_eq!(
+            load(&format!("{home}fixer = \"none\"")).unwrap().fixer,
+            None
+        );
+        assert_eq!(load(&format!("{home}fixer = \"\"")).unwrap().fixer, None);
+        assert_eq!(
+            load(&format!("{home}fixer = \"./fix.sh --quiet\""))
+                .unwrap()
+                .fixer,
+            Some(Fixer::Command("./fix.sh --quiet".into()))
+        );
+        let config = load(home).unwrap();
+        assert_eq!(config.fixer_budget_usd, DEFAULT_FIXER_BUDGET_USD);
+        assert_eq!(config.fixer_timeout_secs, DEFAULT_FIXER_TIMEOUT_SECS);
+    }
+
+    #[test]
+    fn a_fixer_budget_that_is_no_amount_is_refused_naming_it() {
+        let err = load("home = \"/\"\nfixer_budget_usd = -1.0").unwrap_err();
+        assert!(err.to_string().contains("fixer_budget_usd"), "{err}");
+        let err = load("home = \"/\"\nfixer_timeout_secs = 0").unwrap_err();
+        assert!(err.to_string().contains("fixer_timeout_secs"), "{err}");
+    }
+}

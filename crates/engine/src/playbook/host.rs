@@ -1,9 +1,10 @@
 //! The assistant's host, as its hooks tell MindRune (`mindrune playbook hook claude-code`):
 //!
 //! - **Where the record of the turn is.** Every Claude Code hook is handed `transcript_path`;
-//!   MindRune keeps the newest in `.mindrune/host-turn.json`, and a `skill_refine report` or a
-//!   `workspace_read` that names no `turn` gets it from there, so the fixer finds the turn's
-//!   record without the assistant being told where it is.
+//!   MindRune keeps the newest, and each recent session's, in `.mindrune/host-turn.json`, and a
+//!   `skill_refine report` or a `workspace_read` that names no `turn` gets its session's (Claude
+//!   Code names the session in its MCP servers' environment) or the newest, so the fixer finds
+//!   the turn's record without the assistant being told where it is.
 //! - **The observer**, at `Stop`: the transcript read into turns ([`mindrune_core::transcript`]),
 //!   the same multi-step work redone across them found ([`mindrune_core::observer`]), and one
 //!   suggestion left for it (never a skill); the same steps are suggested once.
@@ -28,6 +29,20 @@ pub const MAX_TRANSCRIPT_BYTES: u64 = 32 * 1024 * 1024;
 pub struct HostTurn {
     pub transcript_path: String,
     pub session_id: Option<String>,
+}
+
+/// The session Claude Code runs an MCP server for names itself in the server's environment.
+pub const SESSION_VARIABLE: &str = "CLAUDE_CODE_SESSION_ID";
+
+/// The most sessions whose turn record is kept.
+const MAX_SESSIONS: usize = 64;
+
+/// `.mindrune/host-turn.json`: the newest turn record, and each recent session's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct HostTurns {
+    latest: Option<HostTurn>,
+    #[serde(default)]
+    sessions: Vec<HostTurn>,
 }
 
 /// What a hook call did.
@@ -79,8 +94,18 @@ impl Playbooks {
                 .and_then(Value::as_str)
                 .map(str::to_string),
         };
-        if self.host_turn().as_ref() != Some(&noted) {
-            let bytes = serde_json::to_vec(&noted).unwrap_or_default();
+        let mut turns = self.host_turns();
+        if turns.latest.as_ref() != Some(&noted) {
+            turns.latest = Some(noted.clone());
+            if noted.session_id.is_some() {
+                turns
+                    .sessions
+                    .retain(|kept| kept.session_id != noted.session_id);
+                turns.sessions.push(noted);
+                let over = turns.sessions.len().saturating_sub(MAX_SESSIONS);
+                turns.sessions.drain(..over);
+            }
+            let bytes = serde_json::to_vec(&turns).unwrap_or_default();
             layout::write_atomic(&host_turn_path(&self.workspace), &bytes)?;
         }
         if event != "Stop" {
@@ -89,10 +114,28 @@ impl Playbooks {
         self.observe(Path::new(path))
     }
 
-    /// The turn record the host named last, if any.
+    /// The turn record of this process's host session ([`SESSION_VARIABLE`], which Claude
+    /// Code gives the MCP servers it starts) when its hooks named one, else the newest.
     pub fn host_turn(&self) -> Option<HostTurn> {
-        let text = std::fs::read(host_turn_path(&self.workspace)).ok()?;
-        serde_json::from_slice(&text).ok()
+        let turns = self.host_turns();
+        let session = std::env::var(SESSION_VARIABLE).ok();
+        session
+            .and_then(|session| {
+                turns
+                    .sessions
+                    .iter()
+                    .rev()
+                    .find(|kept| kept.session_id.as_deref() == Some(session.as_str()))
+                    .cloned()
+            })
+            .or(turns.latest)
+    }
+
+    fn host_turns(&self) -> HostTurns {
+        std::fs::read(host_turn_path(&self.workspace))
+            .ok()
+            .and_then(|text| serde_json::from_slice(&text).ok())
+            .unwrap_or_default()
     }
 
     /// The observer on one transcript: one suggestion when the last turn redid the same steps
@@ -145,4 +188,108 @@ fn read_tail(path: &Path) -> Result<String, PlaybookError> {
         text.drain(..=newline);
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn workspace() -> (tempfile::TempDir, Playbooks) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(
+            ws.join("playbooks.toml"),
+            format!(
+                "home = {:?}\nfixer = \"none\"\n",
+                root.display().to_string()
+            ),
+        )
+        .unwrap();
+        let playbooks = Playbooks::open(&ws).unwrap();
+        (dir, playbooks)
+    }
+
+    fn hook(event: &str, session: &str, path: &Path) -> String {
+        serde_json::json!({"hook_event_name": event, "session_id": session,
+            "transcript_path": path, "cwd": "/"})
+        .to_string()
+    }
+
+    #[test]
+    fn a_hook_s_transcript_path_is_the_turn_record_a_report_without_one_gets() {
+        let (dir, playbooks) = workspace();
+        let record = dir.path().join("a.jsonl");
+        assert_eq!(
+            playbooks
+                .host_hook(&hook("SessionStart", "s1", &record))
+                .unwrap(),
+            HostHook::Noted
+        );
+        let turn = playbooks.host_turn().unwrap();
+        assert_eq!(turn.transcript_path, record.display().to_string());
+        assert_eq!(turn.session_id.as_deref(), Some("s1"));
+        let other = dir.path().join("b.jsonl");
+        playbooks
+            .host_hook(&hook("UserPromptSubmit", "s2", &other))
+            .unwrap();
+        assert_eq!(
+            playbooks.host_turn().unwrap().transcript_path,
+            other.display().to_string()
+        );
+        // A relative path is no host's record.
+        let relative = r#"{"hook_event_name": "Stop", "transcript_path": "x.jsonl"}"#;
+        assert!(matches!(
+            playbooks.host_hook(relative).unwrap(),
+            HostHook::Ignored(_)
+        ));
+    }
+
+    #[test]
+    fn the_observer_suggests_work_redone_in_a_real_transcript_once() {
+        let (dir, playbooks) = workspace();
+        let record = dir.path().join("two-turns.jsonl");
+        std::fs::write(
+            &record,
+            include_str!("../../../core/tests/data/transcripts/two-turns.jsonl"),
+        )
+        .unwrap();
+        let first = playbooks.host_hook(&hook("Stop", "s", &record)).unwrap();
+        assert!(
+            matches!(
+                first,
+                HostHook::Observed {
+                    suggestion: Some(_),
+                    diagnostics: 0
+                }
+            ),
+            "{first:?}"
+        );
+        let again = playbooks.host_hook(&hook("Stop", "s", &record)).unwrap();
+        assert_eq!(
+            again,
+            HostHook::Observed {
+                suggestion: None,
+                diagnostics: 0
+            }
+        );
+        let shown = playbooks.take_suggestions().unwrap();
+        assert_eq!(shown.len(), 1);
+        assert!(
+            shown[0].starts_with("The observer noticed: the same 3 steps"),
+            "{shown:?}"
+        );
+        assert!(shown[0].contains("Bash(wc -l <path>) → Read(file_path) → Grep(path, pattern)"));
+    }
+
+    #[test]
+    fn a_missing_transcript_at_stop_is_an_error_naming_it() {
+        let (dir, playbooks) = workspace();
+        let record = dir.path().join("gone.jsonl");
+        let err = playbooks
+            .host_hook(&hook("Stop", "s", &record))
+            .unwrap_err();
+        assert!(err.to_string().contains("gone.jsonl"), "{err}");
+    }
 }

@@ -292,3 +292,102 @@ impl Playbooks {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::playbook::door::{Attendance, Proposal, Suggester};
+    use crate::playbook::refine::Report;
+
+    const SKILL: &str = "---\nname: weekly\ntrigger: the weekly report\nuse_when: notes exist\nnot_when: a day's summary\npreconditions:\n  - notes/ exists\nsteps:\n  - do: Read the notes\n    tool: workspace_read\n  - do: Write the report\n    tool: file_write\nexpected_result: a report\nfailure_modes:\n  - old notes\nevidence:\n  - last week\n---\nRead, then write.\n";
+
+    /// A workspace with one live skill and one report on its step 2.
+    fn reported() -> (tempfile::TempDir, Playbooks, i64) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(
+            ws.join("playbooks.toml"),
+            format!(
+                "home = {:?}\nfixer = \"none\"\n",
+                root.display().to_string()
+            ),
+        )
+        .unwrap();
+        let playbooks = Playbooks::open(&ws).unwrap();
+        let (skill, _) = mindrune_core::playbook_file::parse(SKILL).unwrap();
+        let proposal = Proposal {
+            name: "weekly".into(),
+            skill,
+            suggested_by: Suggester::Human,
+            accepted_as_done: false,
+        };
+        playbooks.create(&proposal, Attendance::Attended).unwrap();
+        playbooks.approve(1).unwrap();
+        let reported = playbooks
+            .report(&Report {
+                skill: "weekly".into(),
+                revision: 1,
+                step: 2,
+                turn: None,
+            })
+            .unwrap();
+        (dir, playbooks, reported.report)
+    }
+
+    fn command(line: &str) -> Backend {
+        Backend::Command {
+            command: line.to_string(),
+        }
+    }
+
+    #[test]
+    fn another_agent_cli_that_reads_the_pointers_and_stops_has_its_reason_noted() {
+        let (_dir, playbooks, report) = reported();
+        // Any program: the request on stdin, the answer on stdout.
+        let agent = command(
+            r#"grep -q '"step":2' && echo '{"decision":"stop","reason":"there is no record of the turn"}'"#,
+        );
+        let run = playbooks.fix_with_agent(report, "unused", &agent).unwrap();
+        assert!(matches!(run.fixed, Fixed::Stopped { .. }), "{run:?}");
+        let record = playbooks.record(Some("weekly")).unwrap();
+        assert_eq!(
+            record[0].fixer_notes,
+            [(report, "there is no record of the turn".to_string())]
+        );
+    }
+
+    #[test]
+    fn a_revision_that_fails_the_door_s_checks_twice_files_nothing() {
+        let (_dir, playbooks, report) = reported();
+        // The fingerprint it was handed, and a step naming a tool the runtime does not have.
+        let agent = command(
+            r#"fp=$(sed -n 's/.*"fingerprint":"\(sha256:[0-9a-f]*\)".*/\1/p'); printf '{"decision":"revise","reason":"r","skill_md":"---\\nname: weekly\\nsteps:\\n  - do: x\\n    tool: teleport\\n---\\n","fingerprint":"%s"}' "$fp""#,
+        );
+        let err = playbooks
+            .fix_with_agent(report, "unused", &agent)
+            .unwrap_err();
+        let FixerError::Agent(AgentFailure::Refused {
+            error, attempts, ..
+        }) = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert!(error.contains("teleport"), "{error}");
+        assert_eq!(attempts.len(), 2);
+        assert!(
+            playbooks
+                .ledger()
+                .cards(false)
+                .unwrap()
+                .iter()
+                .all(|c| c.kind != crate::playbook::CardKind::Revise)
+        );
+        assert!(
+            playbooks.record(Some("weekly")).unwrap()[0]
+                .fixer_notes
+                .is_empty()
+        );
+    }
+}

@@ -449,12 +449,14 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
         )?),
         (None, None) => None,
     };
+    let spent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut agent: Box<dyn Agent> = match (backend, &args.answers) {
         (Some(backend), _) => Box::new(RunnerAgent {
             backend,
             workdir: repo_root.clone(),
             timeout: Duration::from_secs(args.agent_timeout),
             max_usd: args.agent_budget_usd,
+            spent: spent.clone(),
         }),
         (None, Some(path)) => {
             let text = std::fs::read_to_string(path)
@@ -471,6 +473,10 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = harness_options()?;
     let mut validator = PackageValidator::new(&sealers, &options);
     let report = runners::run(runner, &request, agent.as_mut(), &mut validator);
+    // What each agent act took, on stderr: the result on stdout stays the contract's.
+    for line in spent.lock().map(|lines| lines.clone()).unwrap_or_default() {
+        eprintln!("agent {line}");
+    }
     let (receipt_id, receipt_path) = sealer
         .seal_request(&run_seal(&report))
         .map_err(anyhow::Error::msg)?;

@@ -75,6 +75,8 @@ pub struct RunnerAgent {
     pub timeout: Duration,
     /// Dollars per act (Claude Code's count).
     pub max_usd: f64,
+    /// One line per act answered or failed: its attempts, time, model turns and cost.
+    pub spent: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Agent for RunnerAgent {
@@ -119,6 +121,17 @@ impl Agent for RunnerAgent {
             }
             Backend::Claude { .. } => agent::run(&backend, &runner_act, |answer| check(answer)),
         };
+        let attempts = match &outcome {
+            Ok(answered) => answered.attempts.as_slice(),
+            Err(failure) => failure.attempts(),
+        };
+        if let Ok(mut spent) = self.spent.lock() {
+            spent.push(format!(
+                "{}: {}",
+                act.task(),
+                agent::attempts_line(attempts)
+            ));
+        }
         match outcome {
             Ok(answered) => Ok(Some(answered.answer)),
             Err(AgentFailure::NoAnswer { .. }) => Ok(None),

@@ -670,6 +670,15 @@ fn lab_build_with_the_claude_agent_lands_both_acts_answers_through_plan_bind_and
             "{file}"
         );
     }
+    // What each act took is said on stderr.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    eprintln!("{stderr}");
+    for act in ["skill-lab-architecture", "skill-lab-author"] {
+        assert!(
+            stderr.contains(&format!("agent {act}: 1 attempt, ")),
+            "{stderr}"
+        );
+    }
 
     // Each act was one Claude Code session: the package's own contract as its instructions,
     // the pipeline's request, read-only tools.

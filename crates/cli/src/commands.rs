@@ -524,7 +524,12 @@ pub fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<ExitCode> 
                     }
                 }))?;
             }
-            hook::WorkspaceAction::ReadNoted(_)
+            hook::WorkspaceAction::Observed(Some(id)) => {
+                // stderr: Claude Code shows it in its verbose mode; stdout would be context.
+                eprintln!("mindrune: the observer left suggestion #{id} for the assistant");
+            }
+            hook::WorkspaceAction::Observed(None)
+            | hook::WorkspaceAction::ReadNoted(_)
             | hook::WorkspaceAction::Allow
             | hook::WorkspaceAction::Ignored(_) => {}
         }

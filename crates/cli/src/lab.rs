@@ -13,10 +13,12 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use mindrune_core::runx::contracts::ApplyVerdict;
 use mindrune_core::runx::receipt::{self, Disposition, VerifyOptions};
+use mindrune_engine::agent::Backend;
+use mindrune_engine::lab::agent_acts::RunnerAgent;
 use mindrune_engine::lab::harness::javascript::{WorkerCommand, serve_worker};
 use mindrune_engine::lab::harness::{CaseSealer, HarnessOptions};
 use mindrune_engine::lab::runners::{
-    self, Agent, AnswersFile, CommandAgent, NoAgent, RunEnd, RunReport, RunRequest, Runner,
+    self, Agent, AnswersFile, NoAgent, RunEnd, RunReport, RunRequest, Runner,
 };
 use mindrune_engine::lab::seal::{SealRequest, StoreSealer, throwaway_sealer};
 use mindrune_engine::lab::validate::{LabTools, PackageValidator, validate_package};
@@ -96,8 +98,15 @@ pub struct RunArgs {
     project_context: Option<String>,
     /// The agent: a shell command that reads an act's JSON request on stdin and prints its
     /// JSON answer (`{"architecture_decision": …}` or `{"change_draft": …}`).
-    #[arg(long, value_name = "CMD", conflicts_with = "answers")]
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["answers", "agent"])]
     agent_cmd: Option<String>,
+    /// MindRune's own agent for the two acts: `claude` (Claude Code on PATH, read-only tools,
+    /// the package's task contracts as its instructions).
+    #[arg(long, value_name = "AGENT", conflicts_with = "answers", value_parser = ["claude"])]
+    agent: Option<String>,
+    /// What one agent act may cost, in US dollars (Claude Code's count).
+    #[arg(long, default_value_t = 2.0, value_name = "USD")]
+    agent_budget_usd: f64,
     /// Answers instead of an agent: `{"answers": {"agent_task.<task>.output": …}}`.
     #[arg(long, value_name = "FILE")]
     answers: Option<PathBuf>,
@@ -425,11 +434,29 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
         harness_output: args.harness_output,
         failure_packet,
     };
-    let mut agent: Box<dyn Agent> = match (&args.agent_cmd, &args.answers) {
-        (Some(command), _) => Box::new(CommandAgent {
+    if !(args.agent_budget_usd.is_finite() && args.agent_budget_usd > 0.0) {
+        anyhow::bail!(
+            "--agent-budget-usd {} is not a positive amount of dollars",
+            args.agent_budget_usd
+        );
+    }
+    let backend = match (&args.agent_cmd, &args.agent) {
+        (Some(command), _) => Some(Backend::Command {
             command: command.clone(),
-            timeout: Duration::from_secs(args.agent_timeout),
+        }),
+        (None, Some(_)) => Some(Backend::claude_on_path().context(
+            "--agent claude: Claude Code (`claude`) is not on PATH; install it (npm install -g @anthropic-ai/claude-code), or give --agent-cmd or --answers",
+        )?),
+        (None, None) => None,
+    };
+    let spent = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut agent: Box<dyn Agent> = match (backend, &args.answers) {
+        (Some(backend), _) => Box::new(RunnerAgent {
+            backend,
             workdir: repo_root.clone(),
+            timeout: Duration::from_secs(args.agent_timeout),
+            max_usd: args.agent_budget_usd,
+            spent: spent.clone(),
         }),
         (None, Some(path)) => {
             let text = std::fs::read_to_string(path)
@@ -446,6 +473,10 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
     let options = harness_options()?;
     let mut validator = PackageValidator::new(&sealers, &options);
     let report = runners::run(runner, &request, agent.as_mut(), &mut validator);
+    // What each agent act took, on stderr: the result on stdout stays the contract's.
+    for line in spent.lock().map(|lines| lines.clone()).unwrap_or_default() {
+        eprintln!("agent {line}");
+    }
     let (receipt_id, receipt_path) = sealer
         .seal_request(&run_seal(&report))
         .map_err(anyhow::Error::msg)?;
@@ -596,7 +627,7 @@ fn print_run(
             writeln!(out)?;
             writeln!(
                 out,
-                "The {} act needs an answer. Give one with --agent-cmd CMD (it receives the request on stdin) or --answers FILE shaped like:",
+                "The {} act needs an answer. Give one with --agent claude (Claude Code), --agent-cmd CMD (it receives the request on stdin) or --answers FILE shaped like:",
                 act.task()
             )?;
             serde_json::to_writer_pretty(&mut out, &runners::answers_template(*act))?;

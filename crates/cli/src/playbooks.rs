@@ -61,6 +61,20 @@ pub enum RefineCommand {
         #[arg(long)]
         reason: String,
     },
+    /// MindRune's own fixer for a report (`fixer = "claude"` starts it in the background): Claude
+    /// Code reads the skill, the revision and step reported and the turn record with read-only
+    /// tools, and answers stop or revise; its answer is filed like `stop` or `revise` above.
+    Fix {
+        #[arg(long)]
+        report: i64,
+        /// The token MindRune handed the fixer for this report (it stays in this process).
+        #[arg(long, env = "MINDRUNE_FIXER_TOKEN", hide_env_values = true)]
+        token: String,
+        /// The agent: `claude` (Claude Code on PATH, the default), or a command that reads the
+        /// act's JSON request on stdin and prints its JSON answer.
+        #[arg(long, default_value = "claude", value_name = "AGENT")]
+        agent: String,
+    },
     /// File a card that makes an earlier kept version live again.
     Revert {
         skill: String,
@@ -352,6 +366,11 @@ pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCo
             println!("report #{report}: noted that the fixer stopped without a revision");
             return Ok(ExitCode::SUCCESS);
         }
+        RefineCommand::Fix {
+            report,
+            token,
+            agent,
+        } => return fix(&playbooks, report, token.trim(), &agent),
         RefineCommand::Revert { skill, version } => playbooks
             .revert(&skill, version, "human")
             .map_err(refusal)?,
@@ -369,6 +388,60 @@ pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCo
         None => println!("card #{} filed; it waits in the inbox", filed.card),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The agent named on the command line: `claude` is Claude Code on PATH, anything else a
+/// command line.
+pub fn agent_backend(agent: &str) -> anyhow::Result<mindrune_engine::agent::Backend> {
+    use mindrune_engine::agent::Backend;
+    if agent.trim() == "claude" {
+        return Backend::claude_on_path().context(
+            "Claude Code (`claude`) is not on PATH; install it (npm install -g @anthropic-ai/claude-code) or name an agent command",
+        );
+    }
+    Ok(Backend::Command {
+        command: agent.to_string(),
+    })
+}
+
+/// `refine fix`: MindRune's own fixer, whose log is the report's fixer log.
+fn fix(playbooks: &Playbooks, report: i64, token: &str, agent: &str) -> anyhow::Result<ExitCode> {
+    use mindrune_engine::playbook::fixer_agent::{Fixed, FixerError};
+    let backend = agent_backend(agent)?;
+    println!("report #{report}: {} reads the record", backend.describe());
+    match playbooks.fix_with_agent(report, token, &backend) {
+        Ok(run) => {
+            let cost = mindrune_engine::agent::attempts_line(&run.attempts);
+            match run.fixed {
+                Fixed::Stopped { reason } => {
+                    println!("report #{report}: the fixer stopped without a revision: {reason}");
+                }
+                Fixed::Revised { reason, filed } => {
+                    println!("report #{report}: the fixer revised the skill: {reason}");
+                    match filed.answered {
+                        Some(answered) => println!(
+                            "card #{} filed and {} on its own: {}",
+                            filed.card,
+                            answered.state.as_str(),
+                            answered.outcome
+                        ),
+                        None => println!("card #{} filed; it waits in the inbox", filed.card),
+                    }
+                }
+            }
+            println!("agent: {cost}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(FixerError::Agent(failure)) => {
+            let cost = mindrune_engine::agent::attempts_line(failure.attempts());
+            eprintln!(
+                "report #{report}: the fixer's answer was not admitted: {failure}; nothing was filed"
+            );
+            eprintln!("agent: {cost}");
+            Ok(ExitCode::FAILURE)
+        }
+        Err(FixerError::Playbook(err)) => Err(refusal(err)),
+    }
 }
 
 pub fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<ExitCode> {
@@ -554,10 +627,15 @@ tools = []
 # Default: $HOME.
 # home = "/home/you"
 
-# The skill fixer: any command, started in the background once per report, with pointers only
-# (MINDRUNE_SKILL_DIR, MINDRUNE_REVISION, MINDRUNE_STEP, MINDRUNE_TURN_RECORD, MINDRUNE_REPORT,
-# MINDRUNE_WORKSPACE, MINDRUNE_BIN). See examples/fixer.sh.
-# fixer = "/path/to/fixer.sh"
+# The skill fixer, started in the background once per report with pointers only. "claude" is
+# MindRune's own (Claude Code, read-only tools, one checked answer; the default when `claude` is
+# on PATH), "none" records the correction only, anything else is your own command (it gets
+# MINDRUNE_SKILL_DIR, MINDRUNE_REVISION, MINDRUNE_STEP, MINDRUNE_TURN_RECORD, MINDRUNE_REPORT,
+# MINDRUNE_WORKSPACE, MINDRUNE_BIN; see examples/fixer.sh). docs/agents.md says what each reads.
+# fixer = "claude"
+# What one run of MindRune's own fixer may cost (US dollars) and take (seconds).
+# fixer_budget_usd = 1.0
+# fixer_timeout_secs = 600
 
 # When nobody attends a skill_create call, stop once this many drafts wait for you.
 max_waiting_drafts = 5

@@ -67,12 +67,15 @@ const HOOK_EVENTS: [(&str, Option<&str>); 6] = [
 
 /// The hook events of an assistant's workspace (`mindrune setup claude-code`): the guard
 /// before the host's own file tools and shell, the host's `Read` of a skill logged as
-/// `workspace_read` logs it, and the carried skills added to every turn.
-const WORKSPACE_HOOK_EVENTS: [(&str, Option<&str>); 4] = [
+/// `workspace_read` logs it, the carried skills added to every turn, and the session's turn
+/// record (every event but the guard's notes it; at `Stop` the observer reads it).
+const WORKSPACE_HOOK_EVENTS: [(&str, Option<&str>); 6] = [
     ("PreToolUse", Some("Bash|Write|Edit|MultiEdit|NotebookEdit")),
     ("PostToolUse", Some("Read")),
     ("PostToolUseFailure", Some("Read")),
     ("UserPromptSubmit", None),
+    ("SessionStart", None),
+    ("Stop", None),
 ];
 
 /// Where a bot of a checkout finds its family's skills, relative to the checkout. Every bot of

@@ -333,7 +333,8 @@ fn response_text(response: &Value) -> String {
 }
 
 /// What a hook call in an assistant's playbook workspace asks of MindRune
-/// (`mindrune hook claude-code --workspace DIR`).
+/// (`mindrune hook claude-code --workspace DIR`): the guard before the host's own tools, the
+/// host's reads of skills, the carried skills on every turn, the turn record and the observer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WorkspaceAction {
     /// A `PreToolUse` the guard denies: the reason the model is told.
@@ -344,6 +345,8 @@ pub enum WorkspaceAction {
     ReadNoted(String),
     /// A `UserPromptSubmit`: the carried skills, added to the turn's context.
     Context(String),
+    /// A `Stop`: the observer read the turn's transcript; the suggestion it left, if any.
+    Observed(Option<i64>),
     /// Nothing to do, and why.
     Ignored(String),
 }
@@ -367,13 +370,30 @@ pub fn handle_workspace(
             message: err.to_string(),
         })
     };
-    match event_name {
-        "PreToolUse" => Ok(
+    let playbook_error = |err: crate::playbook::PlaybookError| HookError {
+        field: None,
+        message: err.to_string(),
+    };
+    if event_name == "PreToolUse" {
+        // Before every guarded tool call: no ledger opened, nothing written.
+        return Ok(
             match crate::host_guard::HostGuard::for_workspace(workspace, project).check(&value) {
                 crate::host_guard::Verdict::Allow => WorkspaceAction::Allow,
                 crate::host_guard::Verdict::Deny(reason) => WorkspaceAction::Deny(reason),
             },
-        ),
+        );
+    }
+    // Every other call names the session's turn record (`transcript_path`), which a
+    // `skill_refine report` that names none gets; at `Stop` the observer reads it.
+    let opened = playbooks()?;
+    let hosted = opened.host_hook(input).map_err(playbook_error)?;
+    match event_name {
+        "Stop" => Ok(match hosted {
+            crate::playbook::host::HostHook::Observed { suggestion, .. } => {
+                WorkspaceAction::Observed(suggestion)
+            }
+            _ => WorkspaceAction::Observed(None),
+        }),
         "PostToolUse" | "PostToolUseFailure" if str_field(&value, "tool_name") == Some("Read") => {
             let Some(path) = value
                 .get("tool_input")
@@ -392,26 +412,21 @@ pub fn handle_workspace(
             let ok = event_name == "PostToolUse";
             let turn = str_field(&value, "transcript_path");
             Ok(
-                match playbooks()?
+                match opened
                     .note_host_read(&path, ok, turn)
-                    .map_err(|err| HookError {
-                        field: None,
-                        message: err.to_string(),
-                    })? {
+                    .map_err(playbook_error)?
+                {
                     Some(skill) => WorkspaceAction::ReadNoted(skill),
                     None => WorkspaceAction::Ignored("not a skill's SKILL.md".into()),
                 },
             )
         }
         "UserPromptSubmit" => {
-            let carried = playbooks()?.carried_lines().map_err(|err| HookError {
-                field: None,
-                message: err.to_string(),
-            })?;
+            let carried = opened.carried_lines().map_err(playbook_error)?;
             Ok(WorkspaceAction::Context(carried_context(&carried)))
         }
         other => Ok(WorkspaceAction::Ignored(format!(
-            "{other} is not a hook MindRune acts on in a workspace"
+            "{other}: the turn record noted"
         ))),
     }
 }

@@ -1,6 +1,7 @@
 //! MindRune's engine: everything that talks to both a [`mindrune_store::Store`] and the
 //! filesystem. Ingest of tool calls lives here; the faces (CLI, server, MCP) call it.
 
+pub mod agent;
 pub mod atomic_file;
 pub mod child;
 pub mod family;

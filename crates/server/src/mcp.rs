@@ -949,7 +949,7 @@ impl PlaybookServer {
                                 log.display()
                             ),
                             FixerStart::NotConfigured => {
-                                "No skill fixer is configured (fixer = in playbooks.toml), so the correction is recorded only.".to_string()
+                                "No skill fixer is configured (fixer = in playbooks.toml: \"claude\" for MindRune's own, which is the default when Claude Code is on PATH), so the correction is recorded only.".to_string()
                             }
                             FixerStart::Failed { message } => format!(
                                 "The skill fixer did not start ({message}); the correction is recorded."

@@ -1722,3 +1722,45 @@ fn the_hidden_js_worker_answers_one_request_on_stdin() {
     assert!(help.status.success());
     assert!(!stdout(&help).contains("js-worker"), "{}", stdout(&help));
 }
+
+#[test]
+fn an_agent_command_whose_decision_is_refused_is_asked_once_more_with_the_refusal() {
+    let workspace = Workspace::new();
+    let answers = test_data().join("checklist-gate");
+    let asked = workspace.root().join("asked");
+    // The first architecture answer is not a decision; asked again, the request carries the
+    // refusal, and the agent answers right.
+    let script = format!(
+        "request=$(cat); echo \"$MINDRUNE_LAB_ACT\" >> '{asked}'; \
+         if [ \"$MINDRUNE_LAB_ACT\" = skill-lab-architecture ] && ! printf '%s' \"$request\" | grep -q '\"refused\"'; then \
+           echo '{{\"architecture_decision\": {{\"schema\": \"runx.skill.architecture_decision.v0\"}}}}'; \
+         else cat '{answers}'/\"$MINDRUNE_LAB_ACT\".json; fi",
+        asked = asked.display(),
+        answers = answers.display()
+    );
+    let result = workspace.json(
+        0,
+        &[
+            "build",
+            "--target-dir",
+            GATE,
+            "--objective",
+            GATE_OBJECTIVE,
+            "--agent-cmd",
+            &script,
+        ],
+    );
+    assert_eq!(
+        result["apply_result"]["verdict"], "validated_and_applied",
+        "{result:#}"
+    );
+    let asked = fs::read_to_string(&asked).unwrap();
+    assert_eq!(
+        asked.lines().collect::<Vec<_>>(),
+        [
+            "skill-lab-architecture",
+            "skill-lab-architecture",
+            "skill-lab-author"
+        ]
+    );
+}

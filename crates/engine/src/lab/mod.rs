@@ -9,6 +9,7 @@
 //! commit of `apply`, which either leaves every byte as it was or lands the exact candidate the
 //! harness replayed.
 
+pub mod agent_acts;
 pub mod apply;
 pub mod commit;
 pub mod harness;

@@ -5,14 +5,13 @@
 //! ```
 //!
 //! Judgment stays in the two bounded agent acts; everything else is native code. `design`
-//! stops at the plan. The acts are pluggable ([`Agent`]): a command that reads the act's JSON
-//! on stdin and answers on stdout, or a file of answers. An act with no answer stops the run
+//! stops at the plan. The acts are pluggable ([`Agent`]): an agent of the agent runner
+//! ([`super::agent_acts::RunnerAgent`]: Claude Code, or a command that reads the act's JSON on
+//! stdin and answers on stdout), or a file of answers. An act with no answer stops the run
 //! as `needs_agent` with the exact request and an answers template, as Runx does, and nothing
 //! has been written at that point.
 
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::Duration;
 
 use mindrune_core::runx::admission::{self, Mode, Refusal};
 use mindrune_core::runx::contracts::{
@@ -23,7 +22,6 @@ use serde_json::{Value, json};
 
 use super::apply::{ApplyError, CandidateCheck, apply_change};
 use super::inspect::inspect_workspace;
-use crate::child::{Limits, run_bounded};
 
 /// One of the four runners of the skill-lab package.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,8 +146,16 @@ impl RunRequest {
 /// A source of the agent acts' answers.
 pub trait Agent {
     /// Answers `act` given its request; `Ok(None)` means no answer is available (the run then
-    /// stops as needs-agent), `Err` that the agent failed.
-    fn answer(&mut self, act: Act, request: &Value) -> Result<Option<Value>, String>;
+    /// stops as needs-agent), `Err` that the agent failed. `check` is the native step that
+    /// follows the act (parse and plan, or parse and bind), without side effects: an agent
+    /// that can be asked again hands its refusal back once
+    /// ([`super::agent_acts::RunnerAgent`]); a file of answers has nobody to ask.
+    fn answer(
+        &mut self,
+        act: Act,
+        request: &Value,
+        check: &mut dyn FnMut(&Value) -> Result<(), String>,
+    ) -> Result<Option<Value>, String>;
 }
 
 /// Answers from a file shaped like Runx's resume answers:
@@ -167,7 +173,12 @@ impl AnswersFile {
 }
 
 impl Agent for AnswersFile {
-    fn answer(&mut self, act: Act, _request: &Value) -> Result<Option<Value>, String> {
+    fn answer(
+        &mut self,
+        act: Act,
+        _request: &Value,
+        _check: &mut dyn FnMut(&Value) -> Result<(), String>,
+    ) -> Result<Option<Value>, String> {
         Ok(self.answers.get(act.answer_key()).cloned())
     }
 }
@@ -176,77 +187,13 @@ impl Agent for AnswersFile {
 pub struct NoAgent;
 
 impl Agent for NoAgent {
-    fn answer(&mut self, _act: Act, _request: &Value) -> Result<Option<Value>, String> {
+    fn answer(
+        &mut self,
+        _act: Act,
+        _request: &Value,
+        _check: &mut dyn FnMut(&Value) -> Result<(), String>,
+    ) -> Result<Option<Value>, String> {
         Ok(None)
-    }
-}
-
-/// An agent command run through `sh -c`, once per act: the act's request as JSON on stdin, its
-/// answer as JSON on stdout, within a time limit and an output limit.
-pub struct CommandAgent {
-    pub command: String,
-    pub timeout: Duration,
-    pub workdir: PathBuf,
-}
-
-/// An agent's answer larger than this is refused rather than read into memory.
-const MAX_AGENT_OUTPUT: usize = 20 * 1024 * 1024;
-
-impl Agent for CommandAgent {
-    fn answer(&mut self, act: Act, request: &Value) -> Result<Option<Value>, String> {
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg(&self.command)
-            .current_dir(&self.workdir)
-            .env("MINDRUNE_LAB_ACT", act.task())
-            // The agent has no business with the key that signs the lab's receipts.
-            .env_remove(super::receipt_store::SIGNING_KEY_ENV);
-        let input = serde_json::to_vec(request).unwrap_or_default();
-        let limits = Limits {
-            timeout: self.timeout,
-            max_output: MAX_AGENT_OUTPUT,
-        };
-        let done = run_bounded(command, Some(input), false, limits)
-            .map_err(|err| format!("cannot start the agent command {:?}: {err}", self.command))?;
-        if done.timed_out {
-            return Err(format!(
-                "the agent command did not answer the {} act within {} s",
-                act.task(),
-                self.timeout.as_secs()
-            ));
-        }
-        if done.overflowed {
-            return Err(format!(
-                "the agent's answer to the {} act is larger than {MAX_AGENT_OUTPUT} bytes",
-                act.task()
-            ));
-        }
-        match done.status {
-            Some(status) if status.success() => {}
-            Some(status) => {
-                return Err(format!(
-                    "the agent command failed on the {} act ({status})",
-                    act.task()
-                ));
-            }
-            None => {
-                return Err(format!(
-                    "the agent command was stopped on the {} act",
-                    act.task()
-                ));
-            }
-        }
-        let text = String::from_utf8_lossy(&done.stdout);
-        if text.trim().is_empty() {
-            return Ok(None);
-        }
-        serde_json::from_str(text.trim()).map(Some).map_err(|err| {
-            format!(
-                "the agent's answer to the {} act is not JSON: {err}",
-                act.task()
-            )
-        })
     }
 }
 
@@ -387,12 +334,23 @@ fn run_steps(
         "inputs": inputs,
         "context": {"authoring_context": context},
     });
+    let mut check_plan = |answer: &Value| -> Result<(), String> {
+        let decision: ArchitectureDecision = parse_contract(
+            Act::Architecture.output(),
+            &unwrap_answer(Act::Architecture, answer.clone()),
+        )
+        .map_err(|err| err.to_string())?;
+        admission::plan(&base_digest, decision)
+            .map(|_| ())
+            .map_err(|Refusal(reason)| format!("the native plan step refused it: {reason}"))
+    };
     let decision: ArchitectureDecision = ask(
         agent,
         Act::Architecture,
         &architect_request,
         report,
         "architect",
+        &mut check_plan,
     )?;
     passed(report, "architect");
 
@@ -414,7 +372,24 @@ fn run_steps(
         "inputs": inputs,
         "context": {"architecture_plan": to_json(&plan)},
     });
-    let draft: ChangeDraft = ask(agent, Act::Author, &author_request, report, "author")?;
+    let mut check_bind = |answer: &Value| -> Result<(), String> {
+        let draft: ChangeDraft = parse_contract(
+            Act::Author.output(),
+            &unwrap_answer(Act::Author, answer.clone()),
+        )
+        .map_err(|err| err.to_string())?;
+        admission::bind(&plan, draft)
+            .map(|_| ())
+            .map_err(|Refusal(reason)| format!("the native bind step refused it: {reason}"))
+    };
+    let draft: ChangeDraft = ask(
+        agent,
+        Act::Author,
+        &author_request,
+        report,
+        "author",
+        &mut check_bind,
+    )?;
     passed(report, "author");
 
     // bind
@@ -442,8 +417,9 @@ fn ask<T: serde::de::DeserializeOwned>(
     request: &Value,
     report: &mut RunReport,
     step: &'static str,
+    check: &mut dyn FnMut(&Value) -> Result<(), String>,
 ) -> Result<T, RunEnd> {
-    let answer = match agent.answer(act, request) {
+    let answer = match agent.answer(act, request, check) {
         Ok(Some(answer)) => answer,
         Ok(None) => {
             report.steps.push(StepRecord {

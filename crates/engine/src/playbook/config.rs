@@ -17,14 +17,35 @@ pub const DEFAULT_MAX_WAITING_DRAFTS: usize = 5;
 /// was worth writing down.
 pub const DEFAULT_CARRY_OVER_TOOL_CALLS: u32 = 8;
 
+/// The default for `fixer_budget_usd`: a few reads of a skill and a transcript, and one answer.
+pub const DEFAULT_FIXER_BUDGET_USD: f64 = 1.0;
+/// The default for `fixer_timeout_secs`.
+pub const DEFAULT_FIXER_TIMEOUT_SECS: u64 = 600;
+
+/// Which fixer a report starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fixer {
+    /// MindRune's own fixer on Claude Code (`mindrune refine fix`): read-only tools, one
+    /// schema-checked answer that MindRune files.
+    Claude,
+    /// The human's own command line, run with `sh -c`.
+    Command(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlaybookConfig {
     /// The tools the assistant's runtime has besides MindRune's own MCP tools.
     pub tools: Vec<String>,
     /// The home tree: every path a skill names must be inside it.
     pub home: PathBuf,
-    /// The fixer: a shell command started in the background for each report.
-    pub fixer: Option<String>,
+    /// The fixer started in the background for each report: MindRune's own on Claude Code
+    /// (`fixer = "claude"`, the default when `claude` is on PATH), or a shell command. `None`
+    /// (`fixer = "none"`, or no Claude Code): the correction is recorded only.
+    pub fixer: Option<Fixer>,
+    /// What one run of MindRune's own fixer may cost (US dollars, Claude Code's count).
+    pub fixer_budget_usd: f64,
+    /// How long one run of MindRune's own fixer may take.
+    pub fixer_timeout_secs: u64,
     /// When nobody attends a `skill_create` call, it stops once this many drafts wait.
     pub max_waiting_drafts: usize,
     /// A task its checks closed as done that took at least this many tool calls suggests a skill.
@@ -38,6 +59,8 @@ struct RawConfig {
     tools: Vec<String>,
     home: Option<PathBuf>,
     fixer: Option<String>,
+    fixer_budget_usd: Option<f64>,
+    fixer_timeout_secs: Option<u64>,
     max_waiting_drafts: Option<usize>,
     carry_over_tool_calls: Option<u32>,
 }
@@ -58,6 +81,8 @@ impl PlaybookConfig {
                 tools: Vec::new(),
                 home: None,
                 fixer: None,
+                fixer_budget_usd: None,
+                fixer_timeout_secs: None,
                 max_waiting_drafts: None,
                 carry_over_tool_calls: None,
             },
@@ -89,10 +114,34 @@ impl PlaybookConfig {
                 message: format!("tools lists an empty name ({tool:?}); remove it"),
             });
         }
+        let fixer = match raw.fixer.as_deref().map(str::trim) {
+            None => crate::agent::find_on_path("claude").map(|_| Fixer::Claude),
+            Some("" | "none") => None,
+            Some("claude") => Some(Fixer::Claude),
+            Some(_) => raw.fixer.clone().map(Fixer::Command),
+        };
+        let fixer_budget_usd = raw.fixer_budget_usd.unwrap_or(DEFAULT_FIXER_BUDGET_USD);
+        if !(fixer_budget_usd.is_finite() && fixer_budget_usd > 0.0) {
+            return Err(PlaybookError::Config {
+                path,
+                message: format!(
+                    "fixer_budget_usd = {fixer_budget_usd} is not a positive amount of dollars; write e.g. fixer_budget_usd = 0.5"
+                ),
+            });
+        }
+        let fixer_timeout_secs = raw.fixer_timeout_secs.unwrap_or(DEFAULT_FIXER_TIMEOUT_SECS);
+        if fixer_timeout_secs == 0 {
+            return Err(PlaybookError::Config {
+                path,
+                message: "fixer_timeout_secs = 0 leaves the fixer no time; write e.g. fixer_timeout_secs = 600".to_string(),
+            });
+        }
         Ok(PlaybookConfig {
             tools: raw.tools,
             home,
-            fixer: raw.fixer.filter(|command| !command.trim().is_empty()),
+            fixer,
+            fixer_budget_usd,
+            fixer_timeout_secs,
             max_waiting_drafts: raw.max_waiting_drafts.unwrap_or(DEFAULT_MAX_WAITING_DRAFTS),
             carry_over_tool_calls: raw
                 .carry_over_tool_calls
@@ -113,5 +162,47 @@ pub fn load_permissions(workspace: &Path) -> Result<Permissions, PlaybookError> 
             Ok(Permissions::shipped_default())
         }
         Err(err) => Err(super::io_error("read", &path)(err)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<PlaybookConfig, PlaybookError> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(CONFIG_FILE), text).unwrap();
+        PlaybookConfig::load(dir.path())
+    }
+
+    #[test]
+    fn the_fixer_setting_names_mindrune_s_own_none_or_a_command() {
+        let home = "home = \"/\"\n";
+        assert_eq!(
+            load(&format!("{home}fixer = \"claude\"")).unwrap().fixer,
+            Some(Fixer::Claude)
+        );
+        assert_eq!(
+            load(&format!("{home}fixer = \"none\"")).unwrap().fixer,
+            None
+        );
+        assert_eq!(load(&format!("{home}fixer = \"\"")).unwrap().fixer, None);
+        assert_eq!(
+            load(&format!("{home}fixer = \"./fix.sh --quiet\""))
+                .unwrap()
+                .fixer,
+            Some(Fixer::Command("./fix.sh --quiet".into()))
+        );
+        let config = load(home).unwrap();
+        assert_eq!(config.fixer_budget_usd, DEFAULT_FIXER_BUDGET_USD);
+        assert_eq!(config.fixer_timeout_secs, DEFAULT_FIXER_TIMEOUT_SECS);
+    }
+
+    #[test]
+    fn a_fixer_budget_that_is_no_amount_is_refused_naming_it() {
+        let err = load("home = \"/\"\nfixer_budget_usd = -1.0").unwrap_err();
+        assert!(err.to_string().contains("fixer_budget_usd"), "{err}");
+        let err = load("home = \"/\"\nfixer_timeout_secs = 0").unwrap_err();
+        assert!(err.to_string().contains("fixer_timeout_secs"), "{err}");
     }
 }

@@ -37,6 +37,9 @@ impl Playbooks {
         path: &str,
         turn: Option<&str>,
     ) -> Result<Read, PlaybookError> {
+        // A read that names no turn record gets the host's (its hooks note it).
+        let host_turn = self.host_turn().map(|host| host.transcript_path);
+        let turn = turn.or(host_turn.as_deref());
         let relative = self.readable(path, "workspace_read")?;
         let skill = skill_of(&relative);
         let target = match &skill {

@@ -1,5 +1,6 @@
-//! Starting the skill fixer: the human's own program (an LLM CLI, a script), run in the
-//! background once per report.
+//! Starting the skill fixer in the background once per report: MindRune's own on Claude Code
+//! (`fixer = "claude"`, [`super::fixer_agent`]) or the human's own program (a script, another
+//! agent CLI).
 //!
 //! It gets pointers only, in its environment, and reads the record itself: the assistant that
 //! hit the trouble does not get to tell it what went wrong.
@@ -26,6 +27,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
 use super::Playbooks;
+use super::config::Fixer;
 use super::layout::OnDisk;
 use super::refine::Report;
 
@@ -66,7 +68,7 @@ pub(crate) fn start(
     report: &Report,
     token: &str,
 ) -> FixerStart {
-    let Some(command) = playbooks.config.fixer.as_deref() else {
+    let Some(fixer) = playbooks.config.fixer.as_ref() else {
         return FixerStart::NotConfigured;
     };
     let logs = playbooks.workspace.join(".mindrune").join("fixer");
@@ -84,15 +86,37 @@ pub(crate) fn start(
             };
         }
     };
-    let mut child = Command::new("/bin/sh");
+    // MindRune's own fixer never prints its token, so it writes its log itself: it then goes
+    // on when the process that started it ends (an MCP server whose host session closed).
+    let direct = matches!(fixer, Fixer::Claude);
+    let (mut child, described) = match fixer {
+        Fixer::Command(command) => {
+            let mut child = Command::new("/bin/sh");
+            child.arg("-c").arg(command);
+            (child, format!("`{command}`"))
+        }
+        // MindRune's own: this program's `refine fix`, which starts Claude Code read-only and
+        // files what it answers. The token stays in that process; Claude Code never gets it.
+        Fixer::Claude => {
+            let Some(bin) = mindrune_bin() else {
+                return FixerStart::Failed {
+                    message: "MindRune's own fixer runs `mindrune refine fix`, but this program is not `mindrune`; set MINDRUNE_BIN to the mindrune program".to_string(),
+                };
+            };
+            let mut child = Command::new(&bin);
+            child
+                .arg("refine")
+                .arg("--workspace")
+                .arg(&playbooks.workspace)
+                .arg("fix")
+                .arg("--report")
+                .arg(report_id.to_string());
+            (child, format!("{} refine fix", bin.display()))
+        }
+    };
     child
-        .arg("-c")
-        .arg(command)
         .current_dir(&playbooks.workspace)
         .stdin(Stdio::null())
-        // Through MindRune, not straight to the file: the token is masked on the way.
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .env("MINDRUNE_SKILL_DIR", &live.dir)
         .env("MINDRUNE_SKILL", &report.skill)
         .env("MINDRUNE_REVISION", report.revision.to_string())
@@ -104,6 +128,19 @@ pub(crate) fn start(
     // Its own process group: a Ctrl-C or a host stopping the MCP server's group must not kill a
     // fixer halfway, leaving its report with neither a revision nor a note.
     std::os::unix::process::CommandExt::process_group(&mut child, 0);
+    let file_for = |log: &Arc<Mutex<std::fs::File>>| {
+        log.lock()
+            .ok()
+            .and_then(|file| file.try_clone().ok())
+            .map_or_else(Stdio::null, Stdio::from)
+    };
+    if direct {
+        child.stdout(file_for(&log)).stderr(file_for(&log));
+    } else {
+        // A command of the human's: through MindRune, not straight to the file, so the token
+        // is masked on the way.
+        child.stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
     if let Some(bin) = mindrune_bin() {
         child.env("MINDRUNE_BIN", bin);
     }
@@ -130,7 +167,7 @@ pub(crate) fn start(
             FixerStart::Started { log: log_path }
         }
         Err(err) => FixerStart::Failed {
-            message: format!("cannot start the fixer `{command}`: {err}"),
+            message: format!("cannot start the fixer {described}: {err}"),
         },
     }
 }

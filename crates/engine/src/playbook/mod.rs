@@ -31,6 +31,8 @@ pub mod cost;
 pub mod door;
 pub mod file_tools;
 pub mod fixer;
+pub mod fixer_agent;
+pub mod host;
 pub mod journal;
 pub mod layout;
 pub mod ledger;

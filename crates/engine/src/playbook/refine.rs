@@ -57,6 +57,7 @@ impl Playbooks {
     /// `report`: a correction against a revision in the usage log, then the fixer in the
     /// background with pointers only.
     pub fn report(&self, report: &Report) -> Result<Reported, PlaybookError> {
+        let report = &self.with_host_turn(report);
         let live = self.check_report(report)?;
         // The fixer's token: only the fixer started for this report can file its revision,
         // so the assistant that reported cannot rewrite the skill itself.
@@ -88,9 +89,20 @@ impl Playbooks {
         })
     }
 
+    /// A report that names no turn record gets the one the host's hooks named last
+    /// ([`super::host`]): the host's word on where the turn is, not the assistant's.
+    fn with_host_turn(&self, report: &Report) -> Report {
+        let mut report = report.clone();
+        if report.turn.is_none() {
+            report.turn = self.host_turn().map(|host| host.transcript_path);
+        }
+        report
+    }
+
     /// The checks of `report` without recording anything: what the MCP server runs before it
     /// asks the human whether to report. Returns the live skill.
     pub fn check_report(&self, report: &Report) -> Result<OnDisk, PlaybookError> {
+        let report = &self.with_host_turn(report);
         let live = self.live_skill(&report.skill)?;
         // The record of the turn is the host's: one inside the workspace could have been
         // written by the assistant itself, which does not get to tell the fixer what went wrong.

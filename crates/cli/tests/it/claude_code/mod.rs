@@ -5,6 +5,7 @@
 //! installed once with `npm ci` under the target folder. `MINDRUNE_SKIP_CLAUDE_CODE=1` skips
 //! these tests on a machine without npm; without it a missing npm fails them, saying so.
 
+mod agents;
 mod assistant_host;
 mod host_guard;
 pub mod model_api;
@@ -156,8 +157,37 @@ impl ClaudeCode {
         output
     }
 
+    /// [`ClaudeCode::run`] with more arguments (`--session-id`, `--resume`).
+    pub fn run_args(
+        &self,
+        project: &Path,
+        prompt: &str,
+        mcp_config: Option<&Path>,
+        args: &[&str],
+    ) -> Output {
+        let output = self.run_unchecked_args(project, prompt, mcp_config, args);
+        assert!(
+            output.status.success(),
+            "claude -p failed ({}):\nstdout: {}\nstderr: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output
+    }
+
     /// [`ClaudeCode::run`] for a session that may fail (an API error ends it).
     pub fn run_unchecked(&self, project: &Path, prompt: &str, mcp_config: Option<&Path>) -> Output {
+        self.run_unchecked_args(project, prompt, mcp_config, &[])
+    }
+
+    fn run_unchecked_args(
+        &self,
+        project: &Path,
+        prompt: &str,
+        mcp_config: Option<&Path>,
+        args: &[&str],
+    ) -> Output {
         let mut path: Vec<PathBuf> = self.path_first.clone();
         path.push(self.tools.clone());
         path.push(
@@ -176,6 +206,7 @@ impl ClaudeCode {
             .arg(self.tools.join("claude"))
             .args(["-p", prompt, "--permission-mode", "bypassPermissions"])
             .args(["--output-format", "json"])
+            .args(args)
             .current_dir(project)
             .env_clear()
             .env("PATH", std::env::join_paths(path).unwrap())

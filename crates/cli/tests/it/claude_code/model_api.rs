@@ -20,15 +20,41 @@ use serde_json::{Value, json};
 /// session instead of letting a broken script loop.
 const MAX_REQUESTS: usize = 400;
 
+/// A step decided from the request: what the model was told so far (its prompt, the tool
+/// results it got).
+pub type DecideStep = Arc<dyn Fn(&Value) -> Step + Send + Sync>;
+
 /// One scripted answer of the model.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub enum Step {
+    /// Decided when the request arrives, from the request.
+    Decide(DecideStep),
     /// Tool calls, each `(tool name, input)`, in one assistant turn.
     Tools(Vec<(String, Value)>),
     /// A final answer: the turn ends.
     Text(String),
     /// The API refuses the request (Claude Code ends the turn with `StopFailure`).
     Error { status: u16, message: String },
+}
+
+impl std::fmt::Debug for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Step::Decide(_) => f.write_str("Decide(..)"),
+            Step::Tools(calls) => f.debug_tuple("Tools").field(calls).finish(),
+            Step::Text(text) => f.debug_tuple("Text").field(text).finish(),
+            Step::Error { status, message } => f
+                .debug_struct("Error")
+                .field("status", status)
+                .field("message", message)
+                .finish(),
+        }
+    }
+}
+
+/// A step decided from the request when it arrives.
+pub fn decide(step: impl Fn(&Value) -> Step + Send + Sync + 'static) -> Step {
+    Step::Decide(Arc::new(step))
 }
 
 /// A tool call step of one call.
@@ -47,6 +73,9 @@ pub fn bash(command: &str) -> Step {
 #[derive(Default)]
 struct Shared {
     scripts: HashMap<String, Vec<Step>>,
+    /// Scripts chosen by text in the first prompt, for a conversation MindRune starts itself
+    /// (whose prompt names no `[[script]]`): the first whose text the prompt holds.
+    by_text: Vec<(String, Vec<Step>)>,
     requests: Vec<Value>,
 }
 
@@ -78,6 +107,15 @@ impl ModelApi {
             .unwrap()
             .scripts
             .insert(name.to_string(), steps);
+    }
+
+    /// Scripts the conversations whose first prompt holds `text` (and names no `[[script]]`).
+    pub fn script_when(&self, text: &str, steps: Vec<Step>) {
+        self.shared
+            .lock()
+            .unwrap()
+            .by_text
+            .push((text.to_string(), steps));
     }
 
     /// Every request body received so far.
@@ -166,22 +204,57 @@ fn answer(request: &Value, state: &Mutex<Shared>) -> (u16, &'static str, String)
         .map(|m| content_text(&m["content"]))
         .unwrap_or_default();
     let assistant_turns = messages.iter().filter(|m| m["role"] == "assistant").count();
-    let script = first_user.split("[[").skip(1).find_map(|rest| {
-        let name = rest.split("]]").next()?;
-        shared
-            .scripts
-            .get(name)
-            .map(|steps| (name.to_string(), steps))
-    });
+    let script = first_user
+        .split("[[")
+        .skip(1)
+        .find_map(|rest| {
+            let name = rest.split("]]").next()?;
+            shared
+                .scripts
+                .get(name)
+                .map(|steps| (name.to_string(), steps))
+        })
+        .or_else(|| {
+            shared
+                .by_text
+                .iter()
+                .enumerate()
+                .find(|(_, (text, _))| first_user.contains(text.as_str()))
+                .map(|(i, (_, steps))| (format!("by_text_{i}"), steps))
+        });
     // Requests of Claude Code's own (a title, a summary) carry no tools: a plain answer.
-    let step = match script {
+    let step: Option<(String, Step)> = match script {
         Some((name, steps)) if request.get("tools").is_some() => {
             steps.get(assistant_turns).cloned().map(|step| (name, step))
         }
         _ => None,
     };
     let model = request["model"].as_str().unwrap_or("claude-standin");
+    // A decided step runs without the lock, and a panic in it (a test's check of what the
+    // model was told) answers an error instead of poisoning every later request.
+    drop(shared);
+    let step = match step {
+        Some((name, Step::Decide(decide))) => {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| decide(request))) {
+                Ok(step) => Some((name, step)),
+                Err(_) => Some((
+                    name,
+                    Step::Error {
+                        status: 400,
+                        message: "the stand-in's scripted step panicked".into(),
+                    },
+                )),
+            }
+        }
+        other => other,
+    };
     match step {
+        Some((_, Step::Decide(_))) => (
+            500,
+            "application/json",
+            json!({"type": "error", "error": {"type": "api_error", "message": "a decided step decided another decision"}})
+                .to_string(),
+        ),
         Some((_, Step::Error { status, message })) => (
             status,
             "application/json",

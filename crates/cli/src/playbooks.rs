@@ -75,6 +75,20 @@ pub enum RefineCommand {
         #[arg(long, default_value = "claude", value_name = "AGENT")]
         agent: String,
     },
+    /// (Started by MindRune for a report when `fixer` is a command.) Runs the command with
+    /// its output appended to LOG, the report's token masked: a process of its own, so the
+    /// fixer outlives the MCP server that started it.
+    #[command(hide = true)]
+    RunFixer {
+        #[arg(long)]
+        log: PathBuf,
+        /// The token MindRune handed the fixer for this report (masked in the log).
+        #[arg(long, env = "MINDRUNE_FIXER_TOKEN", hide_env_values = true)]
+        token: String,
+        /// The fixer command line, as `playbooks.toml` gives it.
+        #[arg(last = true)]
+        command: String,
+    },
     /// File a card that makes an earlier kept version live again.
     Revert {
         skill: String,
@@ -371,6 +385,22 @@ pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCo
             token,
             agent,
         } => return fix(&playbooks, report, token.trim(), &agent),
+        RefineCommand::RunFixer {
+            log,
+            token,
+            command,
+        } => {
+            let status = playbook::fixer::run_command_masked(&command, &log, token.trim())
+                .with_context(|| format!("cannot run the fixer `{command}`"))?;
+            return Ok(match status.code() {
+                Some(0) => ExitCode::SUCCESS,
+                Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+                None => {
+                    eprintln!("mindrune: the fixer `{command}` ended by a signal ({status})");
+                    ExitCode::FAILURE
+                }
+            });
+        }
         RefineCommand::Revert { skill, version } => playbooks
             .revert(&skill, version, "human")
             .map_err(refusal)?,

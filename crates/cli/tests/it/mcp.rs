@@ -535,3 +535,55 @@ fn mcp_on_a_workspace_that_does_not_exist_fails_with_a_clear_message_and_creates
     );
     assert!(!Path::new("/nonexistent").exists());
 }
+
+/// A fixer command of the human's outlives the MCP server that started it: the host session
+/// ends right after the report (as `claude -p` does), and the fixer, still printing, finishes
+/// and files its answer, its output in its log with the token masked.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_fixer_finishes_after_the_session_that_reported_ended() {
+    let ws = Workspace::new();
+    let fixer = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/fixer.sh")
+        .canonicalize()
+        .unwrap();
+    // It prints after the server is gone (its token too, which the log must mask).
+    let command = format!(
+        "sleep 2; for i in 1 2 3; do echo \"working $i $MINDRUNE_FIXER_TOKEN\"; done; '{}'",
+        fixer.display()
+    );
+    std::fs::write(
+        ws.path.join("playbooks.toml"),
+        format!(
+            "tools = []\nhome = {:?}\nfixer = {:?}\n",
+            ws.home.display().to_string(),
+            command
+        ),
+    )
+    .unwrap();
+    let session = ws.connect().await;
+    create_and_approve(&ws, &session).await;
+    session.follow(1, 1, &ws.home).await;
+    let turn = ws.turn(
+        "1.txt",
+        "followed: 1\ncorrect step 2: Write the report to reports/weekly.md, newest week first\n",
+    );
+    let reported = session
+        .ok(
+            "skill_refine",
+            json!({"action": "report", "skill": "weekly-report", "revision": 1, "step": 2, "turn": turn}),
+        )
+        .await;
+    let report = report_number(&reported);
+    session.close().await;
+
+    let note = wait_for_fixer(&ws, report, || {
+        ws.ok(&["playbook", "record", "weekly-report"])
+            .lines()
+            .find(|line| line.contains("the fixer stopped"))
+            .map(str::to_string)
+    })
+    .await;
+    assert!(note.contains("step 2 was not followed"), "{note}");
+    let log = ws.fixer_log(report);
+    assert!(log.contains("working 3 [MINDRUNE_FIXER_TOKEN]"), "{log}");
+}

@@ -86,19 +86,40 @@ pub(crate) fn start(
             };
         }
     };
-    // MindRune's own fixer never prints its token, so it writes its log itself: it then goes
-    // on when the process that started it ends (an MCP server whose host session closed).
-    let direct = matches!(fixer, Fixer::Claude);
+    // The fixer must outlive the process that started it (an MCP server whose host session
+    // closed right after the report, as `claude -p` does): its output goes straight to the
+    // file, never through a pipe this process reads, or the fixer would die of SIGPIPE the
+    // moment this process ends. MindRune's own fixer never prints its token; a command of the
+    // human's runs under `mindrune refine run-fixer`, a process of its own that masks it.
+    let bin = mindrune_bin();
+    let direct = matches!(fixer, Fixer::Claude) || bin.is_some();
     let (mut child, described) = match fixer {
-        Fixer::Command(command) => {
-            let mut child = Command::new("/bin/sh");
-            child.arg("-c").arg(command);
-            (child, format!("`{command}`"))
-        }
+        Fixer::Command(command) => match &bin {
+            Some(bin) => {
+                let mut child = Command::new(bin);
+                child
+                    .arg("refine")
+                    .arg("--workspace")
+                    .arg(&playbooks.workspace)
+                    .arg("run-fixer")
+                    .arg("--log")
+                    .arg(&log_path)
+                    .arg("--")
+                    .arg(command);
+                (child, format!("`{command}`"))
+            }
+            // Without the mindrune program (a library embedding the engine), through this
+            // process, which must then outlive the fixer.
+            None => {
+                let mut child = Command::new("/bin/sh");
+                child.arg("-c").arg(command);
+                (child, format!("`{command}`"))
+            }
+        },
         // MindRune's own: this program's `refine fix`, which starts Claude Code read-only and
         // files what it answers. The token stays in that process; Claude Code never gets it.
         Fixer::Claude => {
-            let Some(bin) = mindrune_bin() else {
+            let Some(bin) = bin.clone() else {
                 return FixerStart::Failed {
                     message: "MindRune's own fixer runs `mindrune refine fix`, but this program is not `mindrune`; set MINDRUNE_BIN to the mindrune program".to_string(),
                 };
@@ -135,13 +156,15 @@ pub(crate) fn start(
             .map_or_else(Stdio::null, Stdio::from)
     };
     if direct {
+        // `run-fixer` appends the command's masked output to the same file itself; its own
+        // stdout and stderr carry only what it has to say about running it.
         child.stdout(file_for(&log)).stderr(file_for(&log));
     } else {
         // A command of the human's: through MindRune, not straight to the file, so the token
         // is masked on the way.
         child.stdout(Stdio::piped()).stderr(Stdio::piped());
     }
-    if let Some(bin) = mindrune_bin() {
+    if let Some(bin) = &bin {
         child.env("MINDRUNE_BIN", bin);
     }
     match child.spawn() {
@@ -170,6 +193,53 @@ pub(crate) fn start(
             message: format!("cannot start the fixer {described}: {err}"),
         },
     }
+}
+
+/// `mindrune refine run-fixer`: runs a fixer command of the human's (`/bin/sh -c`, in this
+/// process's folder and environment, which hold the report's pointers and token) and appends
+/// its output to `log` with every occurrence of `token` masked; returns its exit status once it
+/// and both copies are done. A process of its own, started in the fixer's process group, so it
+/// lives as long as the fixer does.
+pub fn run_command_masked(
+    command: &str,
+    log: &std::path::Path,
+    token: &str,
+) -> std::io::Result<std::process::ExitStatus> {
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    let log = Arc::new(Mutex::new(file));
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(command)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let outputs: [Option<Box<dyn Read + Send>>; 2] = [
+        child
+            .stdout
+            .take()
+            .map(|out| Box::new(out) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|err| Box::new(err) as Box<dyn Read + Send>),
+    ];
+    let copies: Vec<_> = outputs
+        .into_iter()
+        .flatten()
+        .map(|output| {
+            let (log, token) = (Arc::clone(&log), token.to_string());
+            std::thread::spawn(move || copy_masked(output, &log, &token))
+        })
+        .collect();
+    let status = child.wait()?;
+    for copy in copies {
+        let _ = copy.join();
+    }
+    Ok(status)
 }
 
 /// What the token is written as in the fixer's log.

@@ -267,17 +267,22 @@ fn a_skill_made_live_on_turn_one_is_carried_into_turn_two() {
         "command": format!("cat > /dev/null; echo '{answer}'")}]}]);
     std::fs::write(&settings_path, settings.to_string()).unwrap();
 
+    // One session, two turns (the second resumes the first); the stand-in counts the session's
+    // assistant turns, so one script spans both.
     ws.model.script(
-        "turn-one",
+        "carried",
         vec![
             tool("mcp__mindrune__skill_create", weekly_report()),
             Step::Text("Saved.".into()),
+            Step::Text("Here is the report.".into()),
         ],
     );
-    ws.claude.run(
+    let session = "7b1c2d3e-4f50-4a61-8b72-9c8d7e6f5a4b";
+    ws.claude.run_args(
         &ws.project,
-        "[[turn-one]] Save the weekly report as a skill.",
+        "[[carried]] Save the weekly report as a skill.",
         None,
+        &["--session-id", session],
     );
     assert!(
         model_saw(&ws.model, "Drafted weekly-report and filed card #1"),
@@ -289,17 +294,25 @@ fn a_skill_made_live_on_turn_one_is_carried_into_turn_two() {
     );
     ws.workspace("card", &["approve", "1"]);
 
-    ws.model
-        .script("turn-two", vec![Step::Text("Here is the report.".into())]);
-    ws.claude
-        .run(&ws.project, "[[turn-two]] Write this week's report.", None);
+    ws.claude.run_args(
+        &ws.project,
+        "Now write this week's report.",
+        None,
+        &["--resume", session],
+    );
     let turn_two: Vec<Value> = ws
         .model
         .requests()
         .into_iter()
-        .filter(|r| r.to_string().contains("[[turn-two]]"))
+        .filter(|r| r.to_string().contains("Now write this week's report."))
         .collect();
-    assert!(!turn_two.is_empty());
+    assert!(!turn_two.is_empty(), "turn two never reached the model");
+    assert!(
+        turn_two
+            .iter()
+            .all(|r| r.to_string().contains("[[carried]]")),
+        "turn two is not the same session"
+    );
     assert!(
         turn_two.iter().any(|r| r
             .to_string()

@@ -11,7 +11,7 @@ use mindrune_engine::family;
 use mindrune_engine::hook::{self, HookAction};
 use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::{IngestError, Recorder, now_millis};
-use mindrune_store::{SqliteStore, Store};
+use mindrune_store::Store;
 
 use crate::library::{self, resolve_owner};
 use crate::render;
@@ -22,29 +22,32 @@ const EXIT_BAD_INPUT: u8 = 2;
 pub fn init(home: &Path) -> anyhow::Result<ExitCode> {
     let database = library::database(home);
     let mut out = std::io::stdout().lock();
-    if let library::Database::Postgres(_) = database {
-        let store = database.open()?;
-        let owners = store.owners()?.len();
-        writeln!(
-            out,
-            "The MindRune library in PostgreSQL at {database} is ready ({owners} owner{}).",
-            if owners == 1 { "" } else { "s" }
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let path = library::database_path(home);
+    let path = match &database {
+        library::Database::Postgres(_) => {
+            let store = database.open()?;
+            let owners = store.owners()?.len();
+            writeln!(
+                out,
+                "The MindRune library in PostgreSQL at {database} is ready ({}).",
+                render::count(owners, "owner", "owners")
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        library::Database::Sqlite(path) => path,
+    };
     let existed = path.exists();
-    std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
-    SqliteStore::open(&path)
+    // `Database::open` makes the file's folder (MINDRUNE_HOME, or the one `sqlite:PATH` names).
+    database
+        .open()
         .with_context(|| format!("cannot create the library at {}", path.display()))?;
     if existed {
         writeln!(
             out,
-            "The MindRune library in {} is ready (it existed already; nothing was changed).",
-            home.display()
+            "The MindRune library at {} is ready (it existed already; nothing was changed).",
+            path.display()
         )?;
     } else {
-        writeln!(out, "Made an empty MindRune library in {}.", home.display())?;
+        writeln!(out, "Made an empty MindRune library at {}.", path.display())?;
         writeln!(
             out,
             "\nNext: `mindrune owner add NAME`, then `mindrune agent add AGENT --owner NAME --workspace DIR`."
@@ -1000,7 +1003,7 @@ pub fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!(
             "note: no MindRune library at {}; mapping with the built-in places and LostHQ pages only",
-            home.display()
+            library::database(home)
         );
         mindrune_core::vocabulary::Vocabulary::builtin()
     };

@@ -1,0 +1,118 @@
+//! What a person sees of the CLI itself: `--database sqlite:PATH` honoured by every command
+//! that opens or makes a library, named in its messages.
+
+use crate::util::{TestLibrary, stderr};
+
+/// Runs `mindrune` in `lib`'s folder with `--database` (or nothing) and returns the output.
+fn run_with(lib: &TestLibrary, database: Option<&str>, args: &[&str]) -> std::process::Output {
+    let mut cmd = lib.cmd();
+    if let Some(database) = database {
+        cmd.arg("--database").arg(database);
+    }
+    cmd.args(args).output().unwrap()
+}
+
+#[test]
+fn init_makes_the_library_that_database_sqlite_names_and_says_where() {
+    let lib = TestLibrary::new();
+    let path = lib.dir.path().join("elsewhere").join("lib.db");
+    let spec = format!("sqlite:{}", path.display());
+    let output = run_with(&lib, Some(&spec), &["init"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "Made an empty MindRune library at {}.",
+            path.display()
+        )),
+        "{text}"
+    );
+    assert!(path.is_file(), "the library is where --database says");
+
+    // Every other command finds it there, not in MINDRUNE_HOME (which has `ada` only).
+    let output = run_with(&lib, Some(&spec), &["owner", "add", "grace"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let owners = run_with(&lib, Some(&spec), &["owner", "list"]);
+    assert_eq!(
+        String::from_utf8(owners.stdout).unwrap(),
+        "grace  (0 agents)\n"
+    );
+    assert_eq!(lib.ok(&["owner", "list"]), "ada  (0 agents)\n");
+
+    // Again: it is there already, and the message names the same file.
+    let output = run_with(&lib, Some(&spec), &["init"]);
+    let text = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "The MindRune library at {} is ready (it existed already; nothing was changed).\n",
+            path.display()
+        )
+    );
+}
+
+#[test]
+fn mindrune_database_url_names_a_sqlite_library_as_database_does() {
+    let lib = TestLibrary::new();
+    let path = lib.dir.path().join("env.db");
+    let spec = format!("sqlite:{}", path.display());
+    let init = lib
+        .cmd()
+        .env("MINDRUNE_DATABASE_URL", &spec)
+        .arg("init")
+        .output()
+        .unwrap();
+    assert!(init.status.success(), "{}", stderr(&init));
+    assert!(path.is_file());
+    let add = lib
+        .cmd()
+        .env("MINDRUNE_DATABASE_URL", &spec)
+        .args(["owner", "add", "grace"])
+        .output()
+        .unwrap();
+    assert!(add.status.success(), "{}", stderr(&add));
+    assert_eq!(lib.ok(&["owner", "list"]), "ada  (0 agents)\n");
+}
+
+#[test]
+fn a_missing_sqlite_library_is_named_by_its_file_and_nothing_is_made() {
+    let lib = TestLibrary::new();
+    let path = lib.dir.path().join("nowhere").join("lib.db");
+    let spec = format!("sqlite:{}", path.display());
+    for args in [
+        &["owner", "list"][..],
+        &["agent", "list"],
+        &["skills"],
+        &["token", "operator"],
+    ] {
+        let output = run_with(&lib, Some(&spec), args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}");
+        let text = stderr(&output);
+        assert!(
+            text.starts_with(&format!("error: no MindRune library at {}", path.display())),
+            "{args:?}: {text}"
+        );
+        assert!(
+            text.contains(&format!("mindrune --database {spec} init")),
+            "{args:?}: {text}"
+        );
+        assert!(!path.exists(), "{args:?} made nothing");
+        assert!(!path.parent().unwrap().exists(), "{args:?} made nothing");
+    }
+    // Without --database the error names MINDRUNE_HOME's file.
+    let home = lib.dir.path().join("empty-home");
+    let output = lib
+        .cmd()
+        .env("MINDRUNE_HOME", &home)
+        .args(["owner", "list"])
+        .output()
+        .unwrap();
+    assert!(
+        stderr(&output).starts_with(&format!(
+            "error: no MindRune library at {}\n\nhint: run `mindrune init`",
+            home.join("library.db").display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+}

@@ -373,6 +373,22 @@ impl<'a> Runner<'a> {
             watch.poll();
         }
         while !self.stopping() {
+            if self.config.once && !self.verified {
+                // `--once` checks its token before anything else: a bad token is a clear
+                // error at once, even with nothing spooled, and before the inbox is touched.
+                if !self.backoff.waiting() {
+                    match self.verify() {
+                        Ok(()) => self.back(),
+                        Err(Halt::Away(message)) => self.away(message),
+                        Err(Halt::Fatal(err)) => return Err(err),
+                    }
+                }
+                if !self.verified {
+                    self.give_up_after_patience()?;
+                    self.pause(self.config.poll);
+                    continue;
+                }
+            }
             self.take_inbox()?;
             if self.last_look.elapsed() >= LOOK_EVERY {
                 self.last_look = Instant::now();
@@ -397,17 +413,7 @@ impl<'a> Runner<'a> {
                 if self.all_done()? {
                     break;
                 }
-                if let Some((since, message)) = &self.away
-                    && since.elapsed() >= ONCE_PATIENCE
-                {
-                    return Err(RunnerError::GaveUp {
-                        server: self.client.base().to_string(),
-                        secs: since.elapsed().as_secs(),
-                        message: message.clone(),
-                        pending: self.pending()?,
-                        spool: self.spool.root().display().to_string(),
-                    });
-                }
+                self.give_up_after_patience()?;
             }
             self.pause(self.config.poll);
         }
@@ -421,6 +427,22 @@ impl<'a> Runner<'a> {
             "runner stopped"
         );
         Ok(self.summary)
+    }
+
+    /// `--once`: an error once the server has been away for [`ONCE_PATIENCE`].
+    fn give_up_after_patience(&self) -> Result<(), RunnerError> {
+        if let Some((since, message)) = &self.away
+            && since.elapsed() >= ONCE_PATIENCE
+        {
+            return Err(RunnerError::GaveUp {
+                server: self.client.base().to_string(),
+                secs: since.elapsed().as_secs(),
+                message: message.clone(),
+                pending: self.pending()?,
+                spool: self.spool.root().display().to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// Sleeps for `total`, waking early when asked to stop.

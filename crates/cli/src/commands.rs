@@ -86,12 +86,32 @@ pub fn owner_add(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn owner_list(home: &Path) -> anyhow::Result<ExitCode> {
+pub fn owner_list(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let mut out = std::io::stdout().lock();
+    let mut rows = Vec::new();
     for owner in store.owners()? {
-        let agents = store.agents(owner.id)?;
-        writeln!(out, "{}  ({} agents)", owner.name, agents.len())?;
+        let agents = store.agents(owner.id)?.len();
+        if json {
+            // The owner's key is a secret: never in a listing.
+            rows.push(serde_json::json!({
+                "name": owner.name,
+                "agents": agents,
+                "eager_sharing": owner.eager_sharing,
+                "created_at": owner.created_at,
+            }));
+        } else {
+            writeln!(
+                out,
+                "{}  ({})",
+                owner.name,
+                render::count(agents, "agent", "agents")
+            )?;
+        }
+    }
+    if json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -144,11 +164,30 @@ pub fn agent_add(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn agent_list(home: &Path, owner: Option<&str>) -> anyhow::Result<ExitCode> {
+pub fn agent_list(home: &Path, owner: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let owner = resolve_owner(&*store, owner)?;
     let mut out = std::io::stdout().lock();
-    for agent in store.agents(owner.id)? {
+    let agents = store.agents(owner.id)?;
+    if json {
+        let rows: Vec<serde_json::Value> = agents
+            .iter()
+            .map(|agent| {
+                serde_json::json!({
+                    "name": agent.name,
+                    "owner": owner.name,
+                    "workspace": agent.workspace,
+                    "mirror": family::default_dir(agent),
+                    "created_at": agent.created_at,
+                    "last_turn_at": agent.last_turn_at,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for agent in agents {
         writeln!(out, "{}  {}", agent.name, agent.workspace)?;
     }
     Ok(ExitCode::SUCCESS)

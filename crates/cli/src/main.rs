@@ -309,8 +309,13 @@ enum TagsCommand {
 enum OwnerCommand {
     /// Add an owner account.
     Add { name: String },
-    /// List owner accounts.
-    List,
+    /// List owner accounts, each with how many agents it has.
+    List {
+        /// Print a JSON array instead: one object per owner with `name`, `agents` (how many),
+        /// `eager_sharing` and `created_at` (milliseconds since 1970). The key is never shown.
+        #[arg(long)]
+        json: bool,
+    },
     /// Switch eager family sharing (3 runs, score 500) on or off for an owner's family.
     Eager {
         owner: String,
@@ -329,10 +334,16 @@ enum AgentCommand {
         #[arg(long)]
         workspace: PathBuf,
     },
-    /// List an owner's agents.
+    /// List an owner's agents, each with its workspace.
     List {
+        /// The owner whose agents to list (needed when the library has several).
         #[arg(long)]
         owner: Option<String>,
+        /// Print a JSON array instead: one object per agent with `name`, `owner`,
+        /// `workspace`, `mirror` (its family-skills/ folder), `created_at` and `last_turn_at`
+        /// (milliseconds since 1970, or null).
+        #[arg(long)]
+        json: bool,
     },
     /// Delete an agent: its private scripts go; its shared skills stay with the family.
     Remove { name: String },
@@ -605,8 +616,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             command: OwnerCommand::Add { name },
         } => commands::owner_add(&home, &name),
         Command::Owner {
-            command: OwnerCommand::List,
-        } => commands::owner_list(&home),
+            command: OwnerCommand::List { json },
+        } => commands::owner_list(&home, json),
         Command::Agent {
             command:
                 AgentCommand::Add {
@@ -616,8 +627,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
         } => commands::agent_add(&home, &name, &owner, &workspace),
         Command::Agent {
-            command: AgentCommand::List { owner },
-        } => commands::agent_list(&home, owner.as_deref()),
+            command: AgentCommand::List { owner, json },
+        } => commands::agent_list(&home, owner.as_deref(), json),
         Command::Agent {
             command: AgentCommand::Remove { name },
         } => commands::agent_remove(&home, &name),

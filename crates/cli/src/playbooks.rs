@@ -26,7 +26,17 @@ pub struct Workspace {
 pub enum CardCommand {
     /// A card in full: what it proposes, and for a revision or revert the diff against the live
     /// file.
-    Show { id: i64 },
+    Show {
+        /// The card's number, as `mindrune inbox` lists it.
+        id: i64,
+        /// Print a JSON object instead: the fields of `mindrune inbox --json` (`id`, `kind`,
+        /// `skill`, `state`, `filed_by`, `filed_at`, `fingerprint`, `base_version`,
+        /// `restore_version`, `report`, `why`, `answered_at`, `answered_by`, `reason`,
+        /// `outcome`), with `proposal` (the SKILL.md proposed), `owes` (the fields it leaves
+        /// out) and `diff` (against the live file; null when there is none).
+        #[arg(long)]
+        json: bool,
+    },
     /// Approve a card: a draft goes live, a revision or revert is applied, a skill is retired.
     Approve { id: i64 },
     /// Turn a card down, with the reason the door repeats if the same name is proposed again.
@@ -121,7 +131,18 @@ pub enum PlaybookCommand {
     },
     /// How each skill has done: reads, corrections, and whether the live revision did better
     /// than the one it replaced (Fisher's exact test). Writes nothing.
-    Record { skill: Option<String> },
+    Record {
+        /// Only this skill (its folder name under skills/).
+        skill: Option<String>,
+        /// Print a JSON array instead: one object per skill with `name`, `status`,
+        /// `live_version`, `reads`, `failed_reads`, `corrections`, `turns`, `revisions`
+        /// (newest first: `version`, `reads`, `failed_reads`, `corrections`),
+        /// `previous_version`, `comparison` (`verdict`, `p_value`, `test`, or null),
+        /// `evidence`, `fixer_notes` (`report`, `note`), `owed` and `cost` (`reported`,
+        /// `tokens`, `token_turns`, `tool_calls`, `tool_call_turns`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Find skills by words, best first, with a line on when to use each.
     Search {
         #[arg(required = true)]
@@ -223,11 +244,26 @@ fn card_json(card: &Card) -> serde_json::Value {
 pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> {
     let playbooks = open(workspace)?;
     match command {
-        CardCommand::Show { id } => {
+        CardCommand::Show { id, json } => {
             let Some(card) = playbooks.ledger().card(id)? else {
                 anyhow::bail!("there is no card #{id}; `mindrune inbox --all` lists them");
             };
-            print!("{}", show_card(&playbooks, &card)?);
+            if json {
+                let mut value = card_json(&card);
+                let proposal = card.proposal.as_deref().unwrap_or_default();
+                let owes: Vec<&str> = match card.kind {
+                    CardKind::Create => mindrune_core::playbook_file::parse(proposal)
+                        .map(|(skill, _)| mindrune_core::playbook_file::owed_fields(&skill))
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                value["proposal"] = card.proposal.clone().into();
+                value["owes"] = owes.into();
+                value["diff"] = card_diff(&playbooks, &card).into();
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                print!("{}", show_card(&playbooks, &card)?);
+            }
             Ok(ExitCode::SUCCESS)
         }
         CardCommand::Approve { id } => {
@@ -253,6 +289,72 @@ pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> 
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `playbook record --json`: one skill's record, with the field names its help line lists.
+fn record_json(record: &playbook::record::SkillRecord) -> serde_json::Value {
+    serde_json::json!({
+        "name": record.name,
+        "status": record.status.map(|status| status.as_str()),
+        "live_version": record.live_version,
+        "reads": record.reads,
+        "failed_reads": record.failed_reads,
+        "corrections": record.corrections,
+        "turns": record.turns,
+        "revisions": record.revisions.iter().map(|revision| serde_json::json!({
+            "version": revision.version,
+            "reads": revision.reads,
+            "failed_reads": revision.failed_reads,
+            "corrections": revision.corrections,
+        })).collect::<Vec<_>>(),
+        "previous_version": record.previous_version,
+        "comparison": record.comparison.as_ref().map(|comparison| serde_json::json!({
+            "verdict": comparison.verdict.as_str(),
+            "p_value": comparison.p_value,
+            "test": comparison.test,
+        })),
+        "evidence": record.evidence,
+        "fixer_notes": record.fixer_notes.iter().map(|(report, note)| serde_json::json!({
+            "report": report,
+            "note": note,
+        })).collect::<Vec<_>>(),
+        "owed": record.owed,
+        "cost": {
+            "reported": record.cost.reported,
+            "tokens": record.cost.tokens,
+            "token_turns": record.cost.token_turns,
+            "tool_calls": record.cost.tool_calls,
+            "tool_call_turns": record.cost.tool_call_turns,
+        },
+    })
+}
+
+/// The unified diff `card show` prints for a revision or revert (against what would land for a
+/// waiting card); `None` for a draft or a retirement, and for a waiting card that could no
+/// longer be applied.
+fn card_diff(playbooks: &Playbooks, card: &Card) -> Option<String> {
+    if !matches!(card.kind, CardKind::Revise | CardKind::Revert) {
+        return None;
+    }
+    let proposal = card.proposal.as_deref().unwrap_or_default();
+    let live_path = playbook::layout::live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
+    let live = std::fs::read_to_string(&live_path).unwrap_or_default();
+    let landing = if card.state == CardState::Waiting {
+        playbook::cards::preview(playbooks, card).ok()?
+    } else {
+        proposal.to_string()
+    };
+    let label = match card.restore_version {
+        Some(version) => format!("v{version} (kept)"),
+        None => "proposed".to_string(),
+    };
+    let diff = similar::TextDiff::from_lines(live.as_str(), landing.as_str());
+    Some(
+        diff.unified_diff()
+            .context_radius(3)
+            .header("live SKILL.md", &label)
+            .to_string(),
+    )
 }
 
 fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
@@ -518,14 +620,19 @@ pub fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<Ex
                 ),
             }
         }
-        PlaybookCommand::Record { skill } => {
+        PlaybookCommand::Record { skill, json } => {
             let records = playbooks.record(skill.as_deref())?;
             if let Some(skill) = &skill
                 && records.is_empty()
             {
                 anyhow::bail!("there is no skill named {skill} in skills/");
             }
-            print!("{}", playbook::record::render(&records));
+            if json {
+                let rows: Vec<serde_json::Value> = records.iter().map(record_json).collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", playbook::record::render(&records));
+            }
         }
         PlaybookCommand::Search { words } => {
             let query = words.join(" ");

@@ -116,3 +116,44 @@ fn a_missing_sqlite_library_is_named_by_its_file_and_nothing_is_made() {
         stderr(&output)
     );
 }
+
+#[test]
+fn owner_list_and_agent_list_answer_in_json_and_count_agents_in_good_english() {
+    let lib = TestLibrary::new();
+    lib.ok(&["owner", "add", "grace"]);
+    lib.agent("buzz", "ada");
+    assert_eq!(
+        lib.ok(&["owner", "list"]),
+        "ada  (1 agent)\ngrace  (0 agents)\n"
+    );
+    lib.agent("pickles", "ada");
+    let owners: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["owner", "list", "--json"])).unwrap();
+    assert_eq!(owners[0]["name"], "ada");
+    assert_eq!(owners[0]["agents"], 2);
+    assert_eq!(owners[0]["eager_sharing"], false);
+    assert!(owners[0]["created_at"].is_i64(), "{owners}");
+    assert_eq!(owners[1]["name"], "grace");
+    assert_eq!(owners[1]["agents"], 0);
+    assert!(
+        !owners.to_string().contains("mrk_"),
+        "the owner's key is never listed: {owners}"
+    );
+
+    let agents: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["agent", "list", "--owner", "ada", "--json"])).unwrap();
+    let agents = agents.as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    assert_eq!(agents[0]["name"], "buzz");
+    assert_eq!(agents[0]["owner"], "ada");
+    let workspace = lib.workspace("buzz").canonicalize().unwrap();
+    assert_eq!(agents[0]["workspace"], workspace.to_str().unwrap());
+    assert_eq!(
+        agents[0]["mirror"],
+        workspace.join("family-skills").to_str().unwrap()
+    );
+    assert!(agents[0]["last_turn_at"].is_null());
+    let empty: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["agent", "list", "--owner", "grace", "--json"])).unwrap();
+    assert_eq!(empty, serde_json::json!([]));
+}

@@ -40,6 +40,7 @@ pub enum LabCommand {
     Inspect {
         #[command(flatten)]
         target: Target,
+        /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -51,6 +52,7 @@ pub enum LabCommand {
         /// runners run in a scratch copy with a scrubbed environment).
         #[arg(long)]
         allow_execute_harness: bool,
+        /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -63,11 +65,14 @@ pub enum LabCommand {
     Verify {
         /// A receipt id (`sha256:…`), its file name, or a path to the file.
         receipt: String,
+        /// The workspace root whose receipt store holds the receipt (defaults to the current
+        /// folder).
         #[arg(long, default_value = ".", value_name = "DIR")]
         repo_root: PathBuf,
         /// Also accept Runx's unsigned `sig:<digest>` development receipts.
         #[arg(long)]
         allow_local_development_signatures: bool,
+        /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -125,6 +130,7 @@ pub struct RunArgs {
     /// Improve: a JSON failure packet (runx.review.receipt.v1) from a file.
     #[arg(long, value_name = "FILE")]
     failure_packet: Option<PathBuf>,
+    /// Print the result as JSON instead of text.
     #[arg(long)]
     json: bool,
 }

@@ -13,6 +13,7 @@ use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, 
 /// The assistant's workspace (its skills are WORKSPACE/skills/).
 #[derive(Debug, Args)]
 pub struct Workspace {
+    /// The assistant's workspace: the folder that holds skills/ and MindRune's files.
     #[arg(
         long,
         env = "MINDRUNE_WORKSPACE",
@@ -38,10 +39,16 @@ pub enum CardCommand {
         json: bool,
     },
     /// Approve a card: a draft goes live, a revision or revert is applied, a skill is retired.
-    Approve { id: i64 },
+    Approve {
+        /// The card's number, as `mindrune inbox` lists it.
+        id: i64,
+    },
     /// Turn a card down, with the reason the door repeats if the same name is proposed again.
     Reject {
+        /// The card's number, as `mindrune inbox` lists it.
         id: i64,
+        /// Why: kept beside the skill, and repeated by the door if the same name is
+        /// proposed again.
         #[arg(long)]
         reason: String,
     },
@@ -52,11 +59,13 @@ pub enum RefineCommand {
     /// The fixer files its corrected SKILL.md for a report, with the fingerprint of the exact
     /// file it read (`sha256:` and the hex of `sha256sum SKILL.md`).
     Revise {
+        /// The report the revision answers (its number in the usage log).
         #[arg(long)]
         report: i64,
         /// The corrected SKILL.md.
         #[arg(long)]
         file: PathBuf,
+        /// The fingerprint of the live SKILL.md the fixer read: `sha256:` and 64 hex digits.
         #[arg(long)]
         fingerprint: String,
         /// The token MindRune handed the fixer for this report.
@@ -66,8 +75,10 @@ pub enum RefineCommand {
     /// The fixer stops without a revision, and says why (the procedure was not followed, or
     /// the record does not show enough).
     Stop {
+        /// The report the fixer stops on (its number in the usage log).
         #[arg(long)]
         report: i64,
+        /// Why it stops: shown in the skill's record as the fixer's note.
         #[arg(long)]
         reason: String,
     },
@@ -75,6 +86,7 @@ pub enum RefineCommand {
     /// Code reads the skill, the revision and step reported and the turn record with read-only
     /// tools, and answers stop or revise; its answer is filed like `stop` or `revise` above.
     Fix {
+        /// The report to fix (its number in the usage log).
         #[arg(long)]
         report: i64,
         /// The token MindRune handed the fixer for this report (it stays in this process).
@@ -90,6 +102,7 @@ pub enum RefineCommand {
     /// fixer outlives the MCP server that started it.
     #[command(hide = true)]
     RunFixer {
+        /// The file the fixer's output is appended to.
         #[arg(long)]
         log: PathBuf,
         /// The token MindRune handed the fixer for this report (masked in the log).
@@ -101,13 +114,17 @@ pub enum RefineCommand {
     },
     /// File a card that makes an earlier kept version live again.
     Revert {
+        /// The skill's name (its folder under skills/).
         skill: String,
+        /// The kept version to make live again (`playbook record` lists them).
         #[arg(long)]
         version: u32,
     },
     /// File a card asking whether a skill should stop being used (always held for you).
     Retire {
+        /// The skill's name (its folder under skills/).
         skill: String,
+        /// Why it should stop being used, for the card.
         #[arg(long)]
         why: Option<String>,
     },
@@ -118,12 +135,15 @@ pub enum PlaybookCommand {
     /// Write permissions.yaml (the shipped default, or the mode built for unattended work) and
     /// a playbooks.toml to edit, unless they exist.
     Init {
+        /// Write the permissions built for unattended work: changes apply on their own,
+        /// a retirement still waits for you.
         #[arg(long)]
         unattended: bool,
     },
     /// Propose a skill yourself, from a SKILL.md you wrote: it goes through the same door
     /// (skill_create's checks) and is filed as a card like any other.
     Propose {
+        /// The skill's name: its folder under skills/.
         name: String,
         /// The SKILL.md to propose (its version and status are the runtime's and are ignored).
         #[arg(long)]
@@ -145,17 +165,23 @@ pub enum PlaybookCommand {
     },
     /// Find skills by words, best first, with a line on when to use each.
     Search {
+        /// The words to look for.
         #[arg(required = true)]
         words: Vec<String>,
     },
     /// The carried skills with when to use each: the lines described on every turn.
     Carried,
     /// The observer leaves a suggestion for the assistant (it cannot write a skill itself).
-    Suggest { text: String },
+    Suggest {
+        /// The suggestion, as the assistant will read it.
+        text: String,
+    },
     /// A task its project's checks closed as done: with enough tool calls it suggests a skill.
     TaskDone {
+        /// What the task was, in a line.
         #[arg(long)]
         task: String,
+        /// How many tool calls the task took.
         #[arg(long)]
         tool_calls: u32,
         /// The project's own checks passed (tests, build).

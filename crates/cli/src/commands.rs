@@ -262,6 +262,7 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
                 )));
             }
             Err(error) => {
+                summary.lines += 1;
                 summary.rejected += 1;
                 writeln!(
                     err,

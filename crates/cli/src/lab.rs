@@ -261,7 +261,11 @@ fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     let skills = context["catalog_skills"].as_array().map_or(0, Vec::len);
-    writeln!(out, "  catalog      {skills} skill(s) in the workspace")?;
+    writeln!(
+        out,
+        "  catalog      {} in the workspace",
+        crate::render::count(skills, "skill", "skills")
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -319,10 +323,18 @@ fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<
         if harness["attempted"] == json!(true) && harness.get("case_count").is_some() {
             writeln!(
                 out,
-                "  harness         {}: {} case(s), {} assertion error(s)",
+                "  harness         {}: {}, {}",
                 harness["status"].as_str().unwrap_or(""),
-                harness["case_count"],
-                harness["assertion_error_count"]
+                crate::render::count(
+                    harness["case_count"].as_u64().unwrap_or(0) as usize,
+                    "case",
+                    "cases"
+                ),
+                crate::render::count(
+                    harness["assertion_error_count"].as_u64().unwrap_or(0) as usize,
+                    "assertion error",
+                    "assertion errors"
+                )
             )?;
             for error in harness["assertion_errors"].as_array().into_iter().flatten() {
                 writeln!(out, "    {}", error.as_str().unwrap_or(""))?;
@@ -687,10 +699,10 @@ fn step_detail(report: &RunReport, step: &str) -> String {
             .as_ref()
             .map(|bundle| {
                 format!(
-                    "{}: {} write(s), {} delete(s)",
+                    "{}: {}, {}",
                     bundle.decision.as_str(),
-                    bundle.writes.len(),
-                    bundle.deletes.len()
+                    crate::render::count(bundle.writes.len(), "write", "writes"),
+                    crate::render::count(bundle.deletes.len(), "delete", "deletes")
                 )
             })
             .unwrap_or_default(),

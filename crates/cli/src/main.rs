@@ -28,7 +28,8 @@ mod setup;
 #[derive(Debug, Parser)]
 #[command(name = "mindrune", version, about, long_about = None)]
 struct Cli {
-    /// Where the library lives.
+    /// The library's folder: its SQLite file is HOME/library.db (unless --database names
+    /// another), and runners keep their spools in HOME/runner/.
     #[arg(
         long,
         global = true,
@@ -47,7 +48,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Make a new, empty library in MINDRUNE_HOME.
+    /// Make a new, empty library in MINDRUNE_HOME, or where --database says.
     Init,
     /// Owner accounts: a family is all agents of one owner.
     Owner {

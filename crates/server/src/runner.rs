@@ -194,7 +194,8 @@ pub enum RunnerError {
     #[error("{server} does not answer as a MindRune server ({message}); check --server")]
     NotMindRune { server: String, message: String },
     #[error(
-        "the server at {server} did not answer for {secs} s ({message}); {pending} item(s) stay spooled in {spool} — run again later"
+        "the server at {server} did not answer for {secs} s ({message}); {} spooled in {spool} — run again later",
+        spooled(.pending)
     )]
     GaveUp {
         server: String,
@@ -203,6 +204,14 @@ pub enum RunnerError {
         pending: usize,
         spool: String,
     },
+}
+
+/// `1 item stays` / `3 items stay`, for [`RunnerError::GaveUp`].
+fn spooled(pending: &usize) -> String {
+    match *pending {
+        1 => "1 item stays".to_string(),
+        n => format!("{n} items stay"),
+    }
 }
 
 /// Why a conversation with the server stopped early.

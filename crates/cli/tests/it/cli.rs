@@ -157,3 +157,115 @@ fn owner_list_and_agent_list_answer_in_json_and_count_agents_in_good_english() {
         serde_json::from_str(&lib.ok(&["agent", "list", "--owner", "grace", "--json"])).unwrap();
     assert_eq!(empty, serde_json::json!([]));
 }
+
+/// `mindrune ARGS` with no MINDRUNE_* variables (help shows their values) and a fixed width.
+fn help(args: &[&str]) -> String {
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .env_clear()
+        .env("COLUMNS", "100")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{args:?}: {}", stderr(&output));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_help_reads_well() {
+    insta::assert_snapshot!("help_top", help(&["--help"]));
+    insta::assert_snapshot!("help_init", help(&["init", "--help"]));
+    insta::assert_snapshot!("help_owner_list", help(&["owner", "list", "--help"]));
+    insta::assert_snapshot!("help_agent_list", help(&["agent", "list", "--help"]));
+    insta::assert_snapshot!("help_runner", help(&["runner", "--help"]));
+    insta::assert_snapshot!("help_card_show", help(&["card", "show", "--help"]));
+    insta::assert_snapshot!(
+        "help_playbook_record",
+        help(&["playbook", "record", "--help"])
+    );
+}
+
+fn event(script: &str, ok: bool) -> serde_json::Value {
+    serde_json::json!({"agent": "buzz", "kind": "execute_code", "script": script, "ok": ok})
+}
+
+#[test]
+fn record_says_how_many_lines_were_rejected_and_whether_any_was_recorded() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", "await bot.chop();\n");
+    let bad = serde_json::json!({"agent": "nobody", "kind": "execute_code", "script": "bots/nobody/x.ts", "ok": true});
+
+    let one_bad = lib.record(std::slice::from_ref(&bad));
+    assert_eq!(one_bad.status.code(), Some(2));
+    insta::assert_snapshot!("record_one_line_rejected", stdout_of(&one_bad));
+
+    let all_bad = lib.record(&[bad.clone(), bad.clone(), bad.clone()]);
+    assert_eq!(all_bad.status.code(), Some(2));
+    insta::assert_snapshot!("record_all_lines_rejected", stdout_of(&all_bad));
+
+    let some_bad = lib.record(&[
+        event("bots/buzz/chop.ts", true),
+        bad,
+        event("bots/buzz/chop.ts", true),
+    ]);
+    assert_eq!(some_bad.status.code(), Some(2));
+    insta::assert_snapshot!("record_some_lines_rejected", stdout_of(&some_bad));
+
+    let none_bad = lib.record(&[event("bots/buzz/chop.ts", false)]);
+    assert!(none_bad.status.success(), "{}", stderr(&none_bad));
+    let text = stdout_of(&none_bad);
+    assert!(!text.contains("rejected"), "nothing was rejected: {text}");
+}
+
+fn stdout_of(output: &std::process::Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+#[test]
+fn a_headed_script_is_not_shared_yet_and_runs_are_one_column_when_no_skill_has_older_versions() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script(
+        "buzz",
+        "chop",
+        "/** @skill chop\n * Goal: chop oaks\n */\nawait bot.chop();\n",
+    );
+    lib.write_script("buzz", "fish", "await bot.fish();\n");
+    let output = lib.record(&[
+        event("bots/buzz/chop.ts", true),
+        event("bots/buzz/chop.ts", true),
+        event("bots/buzz/fish.ts", true),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    lib.ok(&["turn-end", "buzz"]);
+    let table = lib.ok(&["skills"]);
+    // Times differ from run to run: the last column is left out of the snapshot.
+    let cut = table.lines().next().unwrap().find("LAST USED").unwrap();
+    let stable: String = table
+        .lines()
+        .map(|line| {
+            if line.len() > cut && (line.starts_with("SKILL") || line.starts_with("buzz/")) {
+                format!("{}\n", line[..cut].trim_end())
+            } else {
+                format!("{line}\n")
+            }
+        })
+        .collect();
+    insta::assert_snapshot!("skills_single_versions", stable);
+    assert!(!table.contains("ALL RUNS"), "{table}");
+    let show = lib.ok(&["skill", "show", "buzz/chop"]);
+    assert!(
+        show.contains("\nchop.ts: 2/5 runs, score "),
+        "skill show says it as the wrap-up does: {show}"
+    );
+    assert!(show.contains("— not shared yet\n"), "{show}");
+    // JSON keeps its value.
+    let skills = lib.skills_json();
+    let chop = skills
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "chop")
+        .unwrap();
+    assert_eq!(chop["sharing"], "headed");
+}

@@ -11,7 +11,7 @@ use mindrune_engine::family;
 use mindrune_engine::hook::{self, HookAction};
 use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::{IngestError, Recorder, now_millis};
-use mindrune_store::{SqliteStore, Store};
+use mindrune_store::Store;
 
 use crate::library::{self, resolve_owner};
 use crate::render;
@@ -22,29 +22,32 @@ const EXIT_BAD_INPUT: u8 = 2;
 pub fn init(home: &Path) -> anyhow::Result<ExitCode> {
     let database = library::database(home);
     let mut out = std::io::stdout().lock();
-    if let library::Database::Postgres(_) = database {
-        let store = database.open()?;
-        let owners = store.owners()?.len();
-        writeln!(
-            out,
-            "The MindRune library in PostgreSQL at {database} is ready ({owners} owner{}).",
-            if owners == 1 { "" } else { "s" }
-        )?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let path = library::database_path(home);
+    let path = match &database {
+        library::Database::Postgres(_) => {
+            let store = database.open()?;
+            let owners = store.owners()?.len();
+            writeln!(
+                out,
+                "The MindRune library in PostgreSQL at {database} is ready ({}).",
+                render::count(owners, "owner", "owners")
+            )?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        library::Database::Sqlite(path) => path,
+    };
     let existed = path.exists();
-    std::fs::create_dir_all(home).with_context(|| format!("cannot create {}", home.display()))?;
-    SqliteStore::open(&path)
+    // `Database::open` makes the file's folder (MINDRUNE_HOME, or the one `sqlite:PATH` names).
+    database
+        .open()
         .with_context(|| format!("cannot create the library at {}", path.display()))?;
     if existed {
         writeln!(
             out,
-            "The MindRune library in {} is ready (it existed already; nothing was changed).",
-            home.display()
+            "The MindRune library at {} is ready (it existed already; nothing was changed).",
+            path.display()
         )?;
     } else {
-        writeln!(out, "Made an empty MindRune library in {}.", home.display())?;
+        writeln!(out, "Made an empty MindRune library at {}.", path.display())?;
         writeln!(
             out,
             "\nNext: `mindrune owner add NAME`, then `mindrune agent add AGENT --owner NAME --workspace DIR`."
@@ -83,12 +86,32 @@ pub fn owner_add(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn owner_list(home: &Path) -> anyhow::Result<ExitCode> {
+pub fn owner_list(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let mut out = std::io::stdout().lock();
+    let mut rows = Vec::new();
     for owner in store.owners()? {
-        let agents = store.agents(owner.id)?;
-        writeln!(out, "{}  ({} agents)", owner.name, agents.len())?;
+        let agents = store.agents(owner.id)?.len();
+        if json {
+            // The owner's key is a secret: never in a listing.
+            rows.push(serde_json::json!({
+                "name": owner.name,
+                "agents": agents,
+                "eager_sharing": owner.eager_sharing,
+                "created_at": owner.created_at,
+            }));
+        } else {
+            writeln!(
+                out,
+                "{}  ({})",
+                owner.name,
+                render::count(agents, "agent", "agents")
+            )?;
+        }
+    }
+    if json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -141,11 +164,30 @@ pub fn agent_add(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn agent_list(home: &Path, owner: Option<&str>) -> anyhow::Result<ExitCode> {
+pub fn agent_list(home: &Path, owner: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let owner = resolve_owner(&*store, owner)?;
     let mut out = std::io::stdout().lock();
-    for agent in store.agents(owner.id)? {
+    let agents = store.agents(owner.id)?;
+    if json {
+        let rows: Vec<serde_json::Value> = agents
+            .iter()
+            .map(|agent| {
+                serde_json::json!({
+                    "name": agent.name,
+                    "owner": owner.name,
+                    "workspace": agent.workspace,
+                    "mirror": family::default_dir(agent),
+                    "created_at": agent.created_at,
+                    "last_turn_at": agent.last_turn_at,
+                })
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    for agent in agents {
         writeln!(out, "{}  {}", agent.name, agent.workspace)?;
     }
     Ok(ExitCode::SUCCESS)
@@ -220,6 +262,7 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
                 )));
             }
             Err(error) => {
+                summary.lines += 1;
                 summary.rejected += 1;
                 writeln!(
                     err,
@@ -1000,7 +1043,7 @@ pub fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode> {
     } else {
         eprintln!(
             "note: no MindRune library at {}; mapping with the built-in places and LostHQ pages only",
-            home.display()
+            library::database(home)
         );
         mindrune_core::vocabulary::Vocabulary::builtin()
     };

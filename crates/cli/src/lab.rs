@@ -40,6 +40,7 @@ pub enum LabCommand {
     Inspect {
         #[command(flatten)]
         target: Target,
+        /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -51,6 +52,7 @@ pub enum LabCommand {
         /// runners run in a scratch copy with a scrubbed environment).
         #[arg(long)]
         allow_execute_harness: bool,
+        /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -63,11 +65,14 @@ pub enum LabCommand {
     Verify {
         /// A receipt id (`sha256:…`), its file name, or a path to the file.
         receipt: String,
+        /// The workspace root whose receipt store holds the receipt (defaults to the current
+        /// folder).
         #[arg(long, default_value = ".", value_name = "DIR")]
         repo_root: PathBuf,
         /// Also accept Runx's unsigned `sig:<digest>` development receipts.
         #[arg(long)]
         allow_local_development_signatures: bool,
+        /// Print the result as JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -125,6 +130,7 @@ pub struct RunArgs {
     /// Improve: a JSON failure packet (runx.review.receipt.v1) from a file.
     #[arg(long, value_name = "FILE")]
     failure_packet: Option<PathBuf>,
+    /// Print the result as JSON instead of text.
     #[arg(long)]
     json: bool,
 }
@@ -255,7 +261,11 @@ fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
         }
     }
     let skills = context["catalog_skills"].as_array().map_or(0, Vec::len);
-    writeln!(out, "  catalog      {skills} skill(s) in the workspace")?;
+    writeln!(
+        out,
+        "  catalog      {} in the workspace",
+        crate::render::count(skills, "skill", "skills")
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -313,10 +323,18 @@ fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<
         if harness["attempted"] == json!(true) && harness.get("case_count").is_some() {
             writeln!(
                 out,
-                "  harness         {}: {} case(s), {} assertion error(s)",
+                "  harness         {}: {}, {}",
                 harness["status"].as_str().unwrap_or(""),
-                harness["case_count"],
-                harness["assertion_error_count"]
+                crate::render::count(
+                    harness["case_count"].as_u64().unwrap_or(0) as usize,
+                    "case",
+                    "cases"
+                ),
+                crate::render::count(
+                    harness["assertion_error_count"].as_u64().unwrap_or(0) as usize,
+                    "assertion error",
+                    "assertion errors"
+                )
             )?;
             for error in harness["assertion_errors"].as_array().into_iter().flatten() {
                 writeln!(out, "    {}", error.as_str().unwrap_or(""))?;
@@ -681,10 +699,10 @@ fn step_detail(report: &RunReport, step: &str) -> String {
             .as_ref()
             .map(|bundle| {
                 format!(
-                    "{}: {} write(s), {} delete(s)",
+                    "{}: {}, {}",
                     bundle.decision.as_str(),
-                    bundle.writes.len(),
-                    bundle.deletes.len()
+                    crate::render::count(bundle.writes.len(), "write", "writes"),
+                    crate::render::count(bundle.deletes.len(), "delete", "deletes")
                 )
             })
             .unwrap_or_default(),

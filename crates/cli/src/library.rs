@@ -70,8 +70,10 @@ impl std::fmt::Display for Database {
     }
 }
 
-/// The PostgreSQL database chosen for this process (`--database` / MINDRUNE_DATABASE_URL), set
-/// once by `main` before any command runs; without one the library is MINDRUNE_HOME's SQLite file.
+/// The database chosen for this process (`--database` / MINDRUNE_DATABASE_URL: PostgreSQL, or a
+/// SQLite file elsewhere), set once by `main` before any command runs; without one the library
+/// is MINDRUNE_HOME's SQLite file. Every command finds its library through [`database`], so
+/// what it opens, makes and names in its messages is the same place.
 static CHOSEN: OnceLock<Database> = OnceLock::new();
 
 /// Chooses the database every command of this process opens instead of MINDRUNE_HOME's file.
@@ -98,16 +100,22 @@ pub fn exists(home: &Path) -> bool {
     }
 }
 
-/// Opens an existing library; a missing one is an error that says how to make it.
+/// Opens an existing library; a missing one is an error that names the file looked for and
+/// says how to make it.
 pub fn open(home: &Path) -> anyhow::Result<Box<dyn Store>> {
     let database = database(home);
     if let Database::Sqlite(path) = &database
         && !path.exists()
     {
+        let init = if CHOSEN.get().is_some() {
+            format!("`mindrune --database sqlite:{} init`", path.display())
+        } else {
+            "`mindrune init`".to_string()
+        };
         bail!(
-            "no MindRune library at {}\n\nhint: run `mindrune init` to make one (or set MINDRUNE_HOME, \
-             or MINDRUNE_DATABASE_URL for a PostgreSQL library)",
-            home.display()
+            "no MindRune library at {}\n\nhint: run {init} to make one (or set MINDRUNE_HOME, \
+             or --database / MINDRUNE_DATABASE_URL for a library elsewhere)",
+            path.display()
         );
     }
     database.open()

@@ -28,7 +28,8 @@ mod setup;
 #[derive(Debug, Parser)]
 #[command(name = "mindrune", version, about, long_about = None)]
 struct Cli {
-    /// Where the library lives.
+    /// The library's folder: its SQLite file is HOME/library.db (unless --database names
+    /// another), and runners keep their spools in HOME/runner/.
     #[arg(
         long,
         global = true,
@@ -47,7 +48,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Make a new, empty library in MINDRUNE_HOME.
+    /// Make a new, empty library in MINDRUNE_HOME, or where --database says.
     Init,
     /// Owner accounts: a family is all agents of one owner.
     Owner {
@@ -80,6 +81,7 @@ enum Command {
         /// The owner whose family to show (needed when the library has several).
         #[arg(long)]
         owner: Option<String>,
+        /// Print the skills as a JSON array instead of a table.
         #[arg(long)]
         json: bool,
     },
@@ -91,39 +93,50 @@ enum Command {
     /// Mark the end of an agent's turn: scan its bots/<bot>/, share what proved itself,
     /// un-share what lost its header or file, read its Share: lessons, refresh family-skills/.
     TurnEnd {
+        /// The agent (its bot's name, as `mindrune agent list` shows it).
         agent: String,
         /// Write the mirror here instead of WORKSPACE/family-skills.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print the turn report as JSON instead.
         #[arg(long)]
         json: bool,
     },
     /// Before an agent starts: re-check every header (changing nothing already shared as it
     /// is) and write family-skills/; if the library cannot answer, empty it.
     Start {
+        /// The agent (its bot's name, as `mindrune agent list` shows it).
         agent: String,
         /// Write the mirror here instead of WORKSPACE/family-skills (also what is emptied
         /// when the library cannot answer).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print the start's report as JSON instead.
         #[arg(long)]
         json: bool,
     },
     /// The wrap-up at a goal or step end: the lesson prompt, headed scripts not shared yet,
     /// what became a family skill, proven scripts without a header, repeated inline code.
     Wrapup {
+        /// The agent (its bot's name, as `mindrune agent list` shows it).
         agent: String,
+        /// Print the wrap-up as JSON instead.
         #[arg(long)]
         json: bool,
     },
     /// The short text an agent is told about sharing (with the family's bar), for its start.
-    Instructions { agent: String },
+    Instructions {
+        /// The agent (its bot's name, as `mindrune agent list` shows it).
+        agent: String,
+    },
     /// Write an agent's family-skills/ now from the library's answer.
     Mirror {
+        /// The agent (its bot's name, as `mindrune agent list` shows it).
         agent: String,
         /// Write it here instead of WORKSPACE/family-skills.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Print what was written as JSON instead.
         #[arg(long)]
         json: bool,
     },
@@ -195,6 +208,7 @@ enum Command {
         /// Every card, answered ones too.
         #[arg(long)]
         all: bool,
+        /// Print the cards as a JSON array instead (the fields of `card show --json`, without `proposal`, `owes` and `diff`).
         #[arg(long)]
         json: bool,
     },
@@ -236,9 +250,15 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum TokenCommand {
     /// Issue a runner token for an agent and print it (the library keeps only its digest).
-    Issue { agent: String },
+    Issue {
+        /// The agent the runner relays for; the token is good for that agent only.
+        agent: String,
+    },
     /// Revoke every runner token of an agent.
-    Revoke { agent: String },
+    Revoke {
+        /// The agent whose runner tokens stop working.
+        agent: String,
+    },
     /// Issue an operator token for the console (read-only, every family) and print it.
     Operator,
 }
@@ -292,6 +312,7 @@ enum TagsCommand {
         /// The wiki folder, or an rs-sdk checkout that has one.
         #[arg(long)]
         wiki: PathBuf,
+        /// Print the vocabulary's counts and changes as JSON instead.
         #[arg(long)]
         json: bool,
     },
@@ -308,12 +329,23 @@ enum TagsCommand {
 #[derive(Debug, Subcommand)]
 enum OwnerCommand {
     /// Add an owner account.
-    Add { name: String },
-    /// List owner accounts.
-    List,
+    Add {
+        /// The owner's name: letters, digits, `-`, `_` and `.`, at most 64.
+        name: String,
+    },
+    /// List owner accounts, each with how many agents it has.
+    List {
+        /// Print a JSON array instead: one object per owner with `name`, `agents` (how many),
+        /// `eager_sharing` and `created_at` (milliseconds since 1970). The key is never shown.
+        #[arg(long)]
+        json: bool,
+    },
     /// Switch eager family sharing (3 runs, score 500) on or off for an owner's family.
     Eager {
+        /// The owner whose family it is.
         owner: String,
+        /// `on` shares a headed script after 3 runs at score 500; `off` keeps the family's
+        /// usual bar.
         #[arg(value_parser = ["on", "off"])]
         setting: String,
     },
@@ -323,19 +355,32 @@ enum OwnerCommand {
 enum AgentCommand {
     /// Add an agent to an owner's family; its scripts are WORKSPACE/bots/NAME/*.ts.
     Add {
+        /// The agent's name, as its bot is named: letters, digits, `-`, `_` and `.`, at
+        /// most 64.
         name: String,
+        /// The owner whose family the agent joins.
         #[arg(long)]
         owner: String,
+        /// The folder that holds bots/NAME/ (it must exist).
         #[arg(long)]
         workspace: PathBuf,
     },
-    /// List an owner's agents.
+    /// List an owner's agents, each with its workspace.
     List {
+        /// The owner whose agents to list (needed when the library has several).
         #[arg(long)]
         owner: Option<String>,
+        /// Print a JSON array instead: one object per agent with `name`, `owner`,
+        /// `workspace`, `mirror` (its family-skills/ folder), `created_at` and `last_turn_at`
+        /// (milliseconds since 1970, or null).
+        #[arg(long)]
+        json: bool,
     },
     /// Delete an agent: its private scripts go; its shared skills stay with the family.
-    Remove { name: String },
+    Remove {
+        /// The agent to delete.
+        name: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -364,6 +409,7 @@ enum SkillCommand {
     Show {
         /// AGENT/NAME, e.g. buzz/chop-oaks.
         skill: String,
+        /// Print the skill and its versions as JSON instead.
         #[arg(long)]
         json: bool,
     },
@@ -605,8 +651,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             command: OwnerCommand::Add { name },
         } => commands::owner_add(&home, &name),
         Command::Owner {
-            command: OwnerCommand::List,
-        } => commands::owner_list(&home),
+            command: OwnerCommand::List { json },
+        } => commands::owner_list(&home, json),
         Command::Agent {
             command:
                 AgentCommand::Add {
@@ -616,8 +662,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 },
         } => commands::agent_add(&home, &name, &owner, &workspace),
         Command::Agent {
-            command: AgentCommand::List { owner },
-        } => commands::agent_list(&home, owner.as_deref()),
+            command: AgentCommand::List { owner, json },
+        } => commands::agent_list(&home, owner.as_deref(), json),
         Command::Agent {
             command: AgentCommand::Remove { name },
         } => commands::agent_remove(&home, &name),
@@ -705,5 +751,73 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     dry_run,
                 },
         } => setup::claude_code(&project, workspace.as_deref(), dry_run),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory as _;
+
+    /// Every subcommand, argument and flag of `command` and below it that has no help line,
+    /// named by its path (`mindrune card show <id>`).
+    fn without_help(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            // clap's own --help and --version carry their help.
+            if id == "help" || id == "version" {
+                continue;
+            }
+            let has_help = arg
+                .get_help()
+                .or(arg.get_long_help())
+                .is_some_and(|help| !help.to_string().trim().is_empty());
+            if !has_help {
+                let name = match arg.get_long() {
+                    Some(long) => format!("--{long}"),
+                    None => format!("<{id}>"),
+                };
+                missing.push(format!("{path} {name}"));
+            }
+        }
+        for sub in command.get_subcommands() {
+            let sub_path = format!("{path} {}", sub.get_name());
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let has_about = sub
+                .get_about()
+                .or(sub.get_long_about())
+                .is_some_and(|about| !about.to_string().trim().is_empty());
+            if !has_about {
+                missing.push(sub_path.clone());
+            }
+            without_help(sub, &sub_path, missing);
+        }
+    }
+
+    #[test]
+    fn every_subcommand_argument_and_flag_has_a_help_line() {
+        let cli = Cli::command();
+        cli.clone().debug_assert();
+        let mut missing = Vec::new();
+        without_help(&cli, "mindrune", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "these have no help line (write one as a `///` comment):\n  {}",
+            missing.join("\n  ")
+        );
+    }
+
+    #[test]
+    fn the_walk_finds_an_argument_without_help() {
+        // The walk itself can fail: a command with a bare argument is named.
+        let command = clap::Command::new("demo")
+            .about("a demo")
+            .arg(clap::Arg::new("bare").long("bare"))
+            .subcommand(clap::Command::new("quiet"));
+        let mut missing = Vec::new();
+        without_help(&command, "demo", &mut missing);
+        assert_eq!(missing, ["demo --bare", "demo quiet"]);
     }
 }

@@ -13,6 +13,7 @@ use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, 
 /// The assistant's workspace (its skills are WORKSPACE/skills/).
 #[derive(Debug, Args)]
 pub struct Workspace {
+    /// The assistant's workspace: the folder that holds skills/ and MindRune's files.
     #[arg(
         long,
         env = "MINDRUNE_WORKSPACE",
@@ -26,12 +27,28 @@ pub struct Workspace {
 pub enum CardCommand {
     /// A card in full: what it proposes, and for a revision or revert the diff against the live
     /// file.
-    Show { id: i64 },
+    Show {
+        /// The card's number, as `mindrune inbox` lists it.
+        id: i64,
+        /// Print a JSON object instead: the fields of `mindrune inbox --json` (`id`, `kind`,
+        /// `skill`, `state`, `filed_by`, `filed_at`, `fingerprint`, `base_version`,
+        /// `restore_version`, `report`, `why`, `answered_at`, `answered_by`, `reason`,
+        /// `outcome`), with `proposal` (the SKILL.md proposed), `owes` (the fields it leaves
+        /// out) and `diff` (against the live file; null when there is none).
+        #[arg(long)]
+        json: bool,
+    },
     /// Approve a card: a draft goes live, a revision or revert is applied, a skill is retired.
-    Approve { id: i64 },
+    Approve {
+        /// The card's number, as `mindrune inbox` lists it.
+        id: i64,
+    },
     /// Turn a card down, with the reason the door repeats if the same name is proposed again.
     Reject {
+        /// The card's number, as `mindrune inbox` lists it.
         id: i64,
+        /// Why: kept beside the skill, and repeated by the door if the same name is
+        /// proposed again.
         #[arg(long)]
         reason: String,
     },
@@ -42,11 +59,13 @@ pub enum RefineCommand {
     /// The fixer files its corrected SKILL.md for a report, with the fingerprint of the exact
     /// file it read (`sha256:` and the hex of `sha256sum SKILL.md`).
     Revise {
+        /// The report the revision answers (its number in the usage log).
         #[arg(long)]
         report: i64,
         /// The corrected SKILL.md.
         #[arg(long)]
         file: PathBuf,
+        /// The fingerprint of the live SKILL.md the fixer read: `sha256:` and 64 hex digits.
         #[arg(long)]
         fingerprint: String,
         /// The token MindRune handed the fixer for this report.
@@ -56,8 +75,10 @@ pub enum RefineCommand {
     /// The fixer stops without a revision, and says why (the procedure was not followed, or
     /// the record does not show enough).
     Stop {
+        /// The report the fixer stops on (its number in the usage log).
         #[arg(long)]
         report: i64,
+        /// Why it stops: shown in the skill's record as the fixer's note.
         #[arg(long)]
         reason: String,
     },
@@ -65,6 +86,7 @@ pub enum RefineCommand {
     /// Code reads the skill, the revision and step reported and the turn record with read-only
     /// tools, and answers stop or revise; its answer is filed like `stop` or `revise` above.
     Fix {
+        /// The report to fix (its number in the usage log).
         #[arg(long)]
         report: i64,
         /// The token MindRune handed the fixer for this report (it stays in this process).
@@ -80,6 +102,7 @@ pub enum RefineCommand {
     /// fixer outlives the MCP server that started it.
     #[command(hide = true)]
     RunFixer {
+        /// The file the fixer's output is appended to.
         #[arg(long)]
         log: PathBuf,
         /// The token MindRune handed the fixer for this report (masked in the log).
@@ -91,13 +114,17 @@ pub enum RefineCommand {
     },
     /// File a card that makes an earlier kept version live again.
     Revert {
+        /// The skill's name (its folder under skills/).
         skill: String,
+        /// The kept version to make live again (`playbook record` lists them).
         #[arg(long)]
         version: u32,
     },
     /// File a card asking whether a skill should stop being used (always held for you).
     Retire {
+        /// The skill's name (its folder under skills/).
         skill: String,
+        /// Why it should stop being used, for the card.
         #[arg(long)]
         why: Option<String>,
     },
@@ -108,12 +135,15 @@ pub enum PlaybookCommand {
     /// Write permissions.yaml (the shipped default, or the mode built for unattended work) and
     /// a playbooks.toml to edit, unless they exist.
     Init {
+        /// Write the permissions built for unattended work: changes apply on their own,
+        /// a retirement still waits for you.
         #[arg(long)]
         unattended: bool,
     },
     /// Propose a skill yourself, from a SKILL.md you wrote: it goes through the same door
     /// (skill_create's checks) and is filed as a card like any other.
     Propose {
+        /// The skill's name: its folder under skills/.
         name: String,
         /// The SKILL.md to propose (its version and status are the runtime's and are ignored).
         #[arg(long)]
@@ -121,20 +151,37 @@ pub enum PlaybookCommand {
     },
     /// How each skill has done: reads, corrections, and whether the live revision did better
     /// than the one it replaced (Fisher's exact test). Writes nothing.
-    Record { skill: Option<String> },
+    Record {
+        /// Only this skill (its folder name under skills/).
+        skill: Option<String>,
+        /// Print a JSON array instead: one object per skill with `name`, `status`,
+        /// `live_version`, `reads`, `failed_reads`, `corrections`, `turns`, `revisions`
+        /// (newest first: `version`, `reads`, `failed_reads`, `corrections`),
+        /// `previous_version`, `comparison` (`verdict`, `p_value`, `test`, or null),
+        /// `evidence`, `fixer_notes` (`report`, `note`), `owed` and `cost` (`reported`,
+        /// `tokens`, `token_turns`, `tool_calls`, `tool_call_turns`).
+        #[arg(long)]
+        json: bool,
+    },
     /// Find skills by words, best first, with a line on when to use each.
     Search {
+        /// The words to look for.
         #[arg(required = true)]
         words: Vec<String>,
     },
     /// The carried skills with when to use each: the lines described on every turn.
     Carried,
     /// The observer leaves a suggestion for the assistant (it cannot write a skill itself).
-    Suggest { text: String },
+    Suggest {
+        /// The suggestion, as the assistant will read it.
+        text: String,
+    },
     /// A task its project's checks closed as done: with enough tool calls it suggests a skill.
     TaskDone {
+        /// What the task was, in a line.
         #[arg(long)]
         task: String,
+        /// How many tool calls the task took.
         #[arg(long)]
         tool_calls: u32,
         /// The project's own checks passed (tests, build).
@@ -223,11 +270,26 @@ fn card_json(card: &Card) -> serde_json::Value {
 pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> {
     let playbooks = open(workspace)?;
     match command {
-        CardCommand::Show { id } => {
+        CardCommand::Show { id, json } => {
             let Some(card) = playbooks.ledger().card(id)? else {
                 anyhow::bail!("there is no card #{id}; `mindrune inbox --all` lists them");
             };
-            print!("{}", show_card(&playbooks, &card)?);
+            if json {
+                let mut value = card_json(&card);
+                let proposal = card.proposal.as_deref().unwrap_or_default();
+                let owes: Vec<&str> = match card.kind {
+                    CardKind::Create => mindrune_core::playbook_file::parse(proposal)
+                        .map(|(skill, _)| mindrune_core::playbook_file::owed_fields(&skill))
+                        .unwrap_or_default(),
+                    _ => Vec::new(),
+                };
+                value["proposal"] = card.proposal.clone().into();
+                value["owes"] = owes.into();
+                value["diff"] = card_diff(&playbooks, &card).into();
+                println!("{}", serde_json::to_string_pretty(&value)?);
+            } else {
+                print!("{}", show_card(&playbooks, &card)?);
+            }
             Ok(ExitCode::SUCCESS)
         }
         CardCommand::Approve { id } => {
@@ -253,6 +315,72 @@ pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> 
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `playbook record --json`: one skill's record, with the field names its help line lists.
+fn record_json(record: &playbook::record::SkillRecord) -> serde_json::Value {
+    serde_json::json!({
+        "name": record.name,
+        "status": record.status.map(|status| status.as_str()),
+        "live_version": record.live_version,
+        "reads": record.reads,
+        "failed_reads": record.failed_reads,
+        "corrections": record.corrections,
+        "turns": record.turns,
+        "revisions": record.revisions.iter().map(|revision| serde_json::json!({
+            "version": revision.version,
+            "reads": revision.reads,
+            "failed_reads": revision.failed_reads,
+            "corrections": revision.corrections,
+        })).collect::<Vec<_>>(),
+        "previous_version": record.previous_version,
+        "comparison": record.comparison.as_ref().map(|comparison| serde_json::json!({
+            "verdict": comparison.verdict.as_str(),
+            "p_value": comparison.p_value,
+            "test": comparison.test,
+        })),
+        "evidence": record.evidence,
+        "fixer_notes": record.fixer_notes.iter().map(|(report, note)| serde_json::json!({
+            "report": report,
+            "note": note,
+        })).collect::<Vec<_>>(),
+        "owed": record.owed,
+        "cost": {
+            "reported": record.cost.reported,
+            "tokens": record.cost.tokens,
+            "token_turns": record.cost.token_turns,
+            "tool_calls": record.cost.tool_calls,
+            "tool_call_turns": record.cost.tool_call_turns,
+        },
+    })
+}
+
+/// The unified diff `card show` prints for a revision or revert (against what would land for a
+/// waiting card); `None` for a draft or a retirement, and for a waiting card that could no
+/// longer be applied.
+fn card_diff(playbooks: &Playbooks, card: &Card) -> Option<String> {
+    if !matches!(card.kind, CardKind::Revise | CardKind::Revert) {
+        return None;
+    }
+    let proposal = card.proposal.as_deref().unwrap_or_default();
+    let live_path = playbook::layout::live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
+    let live = std::fs::read_to_string(&live_path).unwrap_or_default();
+    let landing = if card.state == CardState::Waiting {
+        playbook::cards::preview(playbooks, card).ok()?
+    } else {
+        proposal.to_string()
+    };
+    let label = match card.restore_version {
+        Some(version) => format!("v{version} (kept)"),
+        None => "proposed".to_string(),
+    };
+    let diff = similar::TextDiff::from_lines(live.as_str(), landing.as_str());
+    Some(
+        diff.unified_diff()
+            .context_radius(3)
+            .header("live SKILL.md", &label)
+            .to_string(),
+    )
 }
 
 fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
@@ -518,14 +646,19 @@ pub fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<Ex
                 ),
             }
         }
-        PlaybookCommand::Record { skill } => {
+        PlaybookCommand::Record { skill, json } => {
             let records = playbooks.record(skill.as_deref())?;
             if let Some(skill) = &skill
                 && records.is_empty()
             {
                 anyhow::bail!("there is no skill named {skill} in skills/");
             }
-            print!("{}", playbook::record::render(&records));
+            if json {
+                let rows: Vec<serde_json::Value> = records.iter().map(record_json).collect();
+                println!("{}", serde_json::to_string_pretty(&rows)?);
+            } else {
+                print!("{}", playbook::record::render(&records));
+            }
         }
         PlaybookCommand::Search { words } => {
             let query = words.join(" ");

@@ -29,6 +29,8 @@ pub struct RecordSummary {
     pub new_versions: usize,
     pub skills: BTreeSet<String>,
     pub detached_or_skipped: usize,
+    /// Lines read that were not blank: recorded ones and rejected ones.
+    pub lines: usize,
     pub rejected: usize,
     /// What the family sees that changed, in order.
     pub sharing: Vec<SharingChange>,
@@ -36,6 +38,7 @@ pub struct RecordSummary {
 
 impl RecordSummary {
     pub fn add(&mut self, recorded: &Recorded) {
+        self.lines += 1;
         for run in &recorded.runs {
             if let Some(change) = &run.sharing {
                 self.sharing.push(change.clone());
@@ -107,11 +110,27 @@ pub fn record_summary(out: &mut impl Write, s: &RecordSummary) -> std::io::Resul
         writeln!(out, "{}", sharing_line(change))?;
     }
     if s.rejected > 0 {
-        writeln!(
-            out,
-            "{} rejected (see the errors above); the other lines were recorded.",
-            plural(s.rejected, "line was", "lines were")
-        )?;
+        let see = if s.rejected == 1 {
+            "see the error above"
+        } else {
+            "see the errors above"
+        };
+        let recorded = s.lines.saturating_sub(s.rejected);
+        if recorded == 0 {
+            let rejected = if s.rejected == 1 {
+                "The line was rejected".to_string()
+            } else {
+                format!("All {} lines were rejected", s.rejected)
+            };
+            writeln!(out, "{rejected} ({see}); nothing was recorded.")?;
+        } else {
+            writeln!(
+                out,
+                "{} rejected ({see}); the other {} recorded.",
+                plural(s.rejected, "line was", "lines were"),
+                plural(recorded, "line was", "lines were")
+            )?;
+        }
     }
     Ok(())
 }
@@ -200,45 +219,50 @@ pub fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Re
         )?;
         return Ok(());
     }
+    // ALL RUNS differs from RUNS only for a skill with runs of older versions; when no skill
+    // has any, it would print the RUNS column a second time, so it is left out.
+    let all_runs = entries.iter().any(|e| e.total_runs != e.version.uses);
     let rows: Vec<Vec<String>> = entries
         .iter()
         .map(|e| {
-            vec![
+            let mut row = vec![
                 format!("{}/{}", e.skill.agent_name, e.skill.name),
                 sharing_label(e).to_string(),
                 version_label(e.version.number, e.version_count),
                 points(e.version.score).to_string(),
                 e.version.uses.to_string(),
                 e.version.ok.to_string(),
-                e.total_runs.to_string(),
-                when(e.version.last_used_at),
-            ]
+            ];
+            if all_runs {
+                row.push(e.total_runs.to_string());
+            }
+            row.push(when(e.version.last_used_at));
+            row
         })
         .collect();
-    table(
-        out,
-        &[
-            "SKILL",
-            "SHARING",
-            "VERSION",
-            "SCORE",
-            "RUNS",
-            "OK",
-            "ALL RUNS",
-            "LAST USED (UTC)",
-        ],
-        &[false, false, false, true, true, true, true, false],
-        &rows,
-    )?;
+    let mut header = vec!["SKILL", "SHARING", "VERSION", "SCORE", "RUNS", "OK"];
+    let mut right = vec![false, false, false, true, true, true];
+    if all_runs {
+        header.push("ALL RUNS");
+        right.push(true);
+    }
+    header.push("LAST USED (UTC)");
+    right.push(false);
+    table(out, &header, &right, &rows)?;
     let agents: BTreeSet<&str> = entries
         .iter()
         .map(|e| e.skill.agent_name.as_str())
         .collect();
     writeln!(
         out,
-        "\n{} of {}. Score, runs and ok are the shown version's; all runs counts every version.",
+        "\n{} of {}. Score, runs and ok are the shown version's{}.",
         plural(entries.len(), "skill", "skills"),
-        plural(agents.len(), "agent", "agents")
+        plural(agents.len(), "agent", "agents"),
+        if all_runs {
+            "; all runs counts every version"
+        } else {
+            ""
+        }
     )
 }
 
@@ -261,7 +285,7 @@ pub fn skills_json(entries: &[SkillEntry]) -> Value {
                     "total_runs": e.total_runs,
                     "last_used": when_json(e.version.last_used_at),
                     "best": e.best.map(|(version, score)| json!({"version": version, "score": score})),
-                    "sharing": sharing_label(e),
+                    "sharing": sharing_value(e),
                 })
             })
             .collect(),
@@ -316,12 +340,10 @@ fn sharing_sentence(skill: &Skill, versions: &[Version], bar: SharingBar) -> Str
                 shared.join(", ")
             )
         }
+        // `x.ts: 3/5 runs, score 540/600 — not shared yet`, as the wrap-up says it.
         HeaderState::Skill => match current {
-            Some(v) => format!(
-                "headed, {}",
-                bar.progress(&format!("{}.ts", skill.name), v.uses, v.score)
-            ),
-            None => "headed, not shared yet".into(),
+            Some(v) => bar.progress(&format!("{}.ts", skill.name), v.uses, v.score),
+            None => format!("{}.ts: {NOT_SHARED_YET}", skill.name),
         },
         HeaderState::Private => "🔒 private (@private in its header)".into(),
         HeaderState::None => "🔒 private (no @skill header)".into(),
@@ -452,15 +474,27 @@ pub fn skill_json(
     })
 }
 
-/// How a skill stands with the family: `family` (shared), `headed` (has the header, not proven
-/// yet) or `private`.
-fn sharing_label(entry: &SkillEntry) -> &'static str {
+/// How a skill stands with the family, for JSON: `family` (shared), `headed` (has the header,
+/// not proven yet) or `private`. JSON values are a stable interface, so `headed` stays.
+fn sharing_value(entry: &SkillEntry) -> &'static str {
     match (entry.family, entry.skill.header.state) {
         (true, _) => "family",
         (false, HeaderState::Skill) => "headed",
         _ => "private",
     }
 }
+
+/// The same for a person: a headed script that has not cleared the bar is "not shared yet",
+/// the spec's words, as the wrap-up, `skill show` and the dashboard say it.
+fn sharing_label(entry: &SkillEntry) -> &'static str {
+    match sharing_value(entry) {
+        "headed" => NOT_SHARED_YET,
+        other => other,
+    }
+}
+
+/// The one name for a script with an `@skill` header that has not cleared the family's bar.
+const NOT_SHARED_YET: &str = "not shared yet";
 
 /// One change in what the family sees, as a sentence.
 pub fn sharing_line(change: &SharingChange) -> String {

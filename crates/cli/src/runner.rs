@@ -35,7 +35,10 @@ pub struct RunnerArgs {
     /// The spool (inbox/, outbox/, rejected/) [default: MINDRUNE_HOME/runner/AGENT].
     #[arg(long)]
     spool: Option<PathBuf>,
-    /// Deliver everything spooled, mark nothing new, exit once the outbox is empty.
+    /// Deliver everything spooled, mark nothing new, exit once the outbox is empty. The token
+    /// is checked first. Exit status: 0 when everything was delivered, 1 when it could not be
+    /// (a refused token, a server away, a stop with items still spooled), 2 when the server
+    /// refused some items (they are in SPOOL/rejected/ with the reason beside them).
     #[arg(long)]
     once: bool,
     /// For hosts without hooks: mark a turn end when bots/AGENT/ changed and no turn ended
@@ -96,17 +99,30 @@ pub fn run(home: &Path, args: RunnerArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("the runner for `{}` stopped", config.agent))?;
     if config.once && summary.rejected > 0 {
         eprintln!(
-            "mindrune: {} item(s) were refused; see {}",
-            summary.rejected,
+            "mindrune: the server refused {}; see {} for the reasons",
+            crate::render::count(summary.rejected, "item", "items"),
             config.spool.join(runner::spool::REJECTED).display()
         );
     }
     if summary.pending > 0 {
         eprintln!(
-            "mindrune: stopped; {} item(s) stay spooled in {} and go out when the runner runs again",
-            summary.pending,
-            config.spool.display()
+            "mindrune: stopped with {} still spooled in {}; {} out when the runner runs again",
+            crate::render::count(summary.pending, "item", "items"),
+            config.spool.display(),
+            if summary.pending == 1 {
+                "it goes"
+            } else {
+                "they go"
+            },
         );
     }
-    Ok(ExitCode::SUCCESS)
+    // `--once` says in its status whether everything went out; a long-running runner stopped
+    // by a signal keeps its spool for the next start, which is how it is meant to stop.
+    Ok(if config.once && summary.pending > 0 {
+        ExitCode::FAILURE
+    } else if config.once && summary.rejected > 0 {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -316,8 +316,7 @@ impl Plan {
         let store: &dyn Store = match &self.store {
             Some(store) => &**store,
             None => {
-                std::fs::create_dir_all(&self.home)
-                    .with_context(|| format!("cannot create {}", self.home.display()))?;
+                // `Database::open` makes the file's folder (MINDRUNE_HOME, or sqlite:PATH's).
                 created = library::database(&self.home).open()?;
                 &*created
             }
@@ -373,13 +372,13 @@ impl Plan {
         dry: bool,
     ) -> anyhow::Result<()> {
         let mut changed = false;
-        let home = self.home.display();
+        let home = library::database(&self.home);
         if self.store.is_some() {
-            writeln!(out, "Using the MindRune library in {home}.")?;
+            writeln!(out, "Using the MindRune library at {home}.")?;
         } else {
             changed = true;
             let verb = if dry { "Would make" } else { "Made" };
-            writeln!(out, "{verb} an empty MindRune library in {home}.")?;
+            writeln!(out, "{verb} an empty MindRune library at {home}.")?;
         }
 
         let owner = &self.owner;

@@ -513,10 +513,12 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
     let version = view.shown();
     let id = skill.id.0;
     let file = file_name(skill);
-    let tag = if view.entry.family {
-        "<span class=\"tag family\">👪 Family</span>"
-    } else {
-        "<span class=\"tag private\">🔒 Private</span>"
+    // A headed script that has not cleared the bar is "not shared yet", the spec's words and
+    // the CLI's (`mindrune skills`, `skill show`, the wrap-up).
+    let tag = match (view.entry.family, skill.header.state) {
+        (true, _) => "<span class=\"tag family\">👪 Family</span>",
+        (false, HeaderState::Skill) => "<span class=\"tag private\">🔒 Not shared yet</span>",
+        (false, _) => "<span class=\"tag private\">🔒 Private</span>",
     };
     let _ = write!(
         out,

@@ -194,7 +194,8 @@ pub enum RunnerError {
     #[error("{server} does not answer as a MindRune server ({message}); check --server")]
     NotMindRune { server: String, message: String },
     #[error(
-        "the server at {server} did not answer for {secs} s ({message}); {pending} item(s) stay spooled in {spool} — run again later"
+        "the server at {server} did not answer for {secs} s ({message}); {} spooled in {spool} — run again later",
+        spooled(.pending)
     )]
     GaveUp {
         server: String,
@@ -203,6 +204,14 @@ pub enum RunnerError {
         pending: usize,
         spool: String,
     },
+}
+
+/// `1 item stays` / `3 items stay`, for [`RunnerError::GaveUp`].
+fn spooled(pending: &usize) -> String {
+    match *pending {
+        1 => "1 item stays".to_string(),
+        n => format!("{n} items stay"),
+    }
 }
 
 /// Why a conversation with the server stopped early.
@@ -373,6 +382,22 @@ impl<'a> Runner<'a> {
             watch.poll();
         }
         while !self.stopping() {
+            if self.config.once && !self.verified {
+                // `--once` checks its token before anything else: a bad token is a clear
+                // error at once, even with nothing spooled, and before the inbox is touched.
+                if !self.backoff.waiting() {
+                    match self.verify() {
+                        Ok(()) => self.back(),
+                        Err(Halt::Away(message)) => self.away(message),
+                        Err(Halt::Fatal(err)) => return Err(err),
+                    }
+                }
+                if !self.verified {
+                    self.give_up_after_patience()?;
+                    self.pause(self.config.poll);
+                    continue;
+                }
+            }
             self.take_inbox()?;
             if self.last_look.elapsed() >= LOOK_EVERY {
                 self.last_look = Instant::now();
@@ -397,17 +422,7 @@ impl<'a> Runner<'a> {
                 if self.all_done()? {
                     break;
                 }
-                if let Some((since, message)) = &self.away
-                    && since.elapsed() >= ONCE_PATIENCE
-                {
-                    return Err(RunnerError::GaveUp {
-                        server: self.client.base().to_string(),
-                        secs: since.elapsed().as_secs(),
-                        message: message.clone(),
-                        pending: self.pending()?,
-                        spool: self.spool.root().display().to_string(),
-                    });
-                }
+                self.give_up_after_patience()?;
             }
             self.pause(self.config.poll);
         }
@@ -421,6 +436,22 @@ impl<'a> Runner<'a> {
             "runner stopped"
         );
         Ok(self.summary)
+    }
+
+    /// `--once`: an error once the server has been away for [`ONCE_PATIENCE`].
+    fn give_up_after_patience(&self) -> Result<(), RunnerError> {
+        if let Some((since, message)) = &self.away
+            && since.elapsed() >= ONCE_PATIENCE
+        {
+            return Err(RunnerError::GaveUp {
+                server: self.client.base().to_string(),
+                secs: since.elapsed().as_secs(),
+                message: message.clone(),
+                pending: self.pending()?,
+                spool: self.spool.root().display().to_string(),
+            });
+        }
+        Ok(())
     }
 
     /// Sleeps for `total`, waking early when asked to stop.

@@ -738,7 +738,7 @@ async fn the_avatar_page_shows_each_script_as_one_entry() {
         "code is escaped text: {chop}"
     );
     let fish = section(body, world.fish);
-    assert!(fish.contains("🔒 Private"), "{fish}");
+    assert!(fish.contains("🔒 Not shared yet"), "{fish}");
     assert!(fish.contains("fish.ts: 3/5 runs"), "{fish}");
     // A private script with two versions: the latest is shown, the better older one named.
     let mine = section(body, world.mine);

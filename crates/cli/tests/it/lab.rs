@@ -489,7 +489,7 @@ fn inspect_gives_each_real_package_a_stable_runx_digest_its_skill_name_and_the_w
     );
     assert!(
         out.contains(
-            "  examples     4 for the default runner\n  catalog      4 skill(s) in the workspace\n"
+            "  examples     4 for the default runner\n  catalog      4 skills in the workspace\n"
         ),
         "{out}"
     );
@@ -546,7 +546,7 @@ fn inspect_of_an_absent_target_reports_it_absent_with_the_absent_digest() {
     assert_eq!(
         out,
         format!(
-            "skills/not-yet\n  absent (a build would create it)\n  base_digest  {ABSENT_DIGEST}\n  files        0 (0 bytes, 0 executable lines)\n  catalog      1 skill(s) in the workspace\n"
+            "skills/not-yet\n  absent (a build would create it)\n  base_digest  {ABSENT_DIGEST}\n  files        0 (0 bytes, 0 executable lines)\n  catalog      1 skill in the workspace\n"
         )
     );
     assert!(!workspace.path("skills/not-yet").exists());
@@ -643,7 +643,7 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
         let out = workspace.expect(0, &["validate", "--target-dir", &target]);
         assert!(out.starts_with(&format!("{target}: tested\n")), "{out}");
         assert!(
-            out.contains("  harness         passed: 4 case(s), 0 assertion error(s)\n"),
+            out.contains("  harness         passed: 4 cases, 0 assertion errors\n"),
             "{out}"
         );
     }
@@ -957,7 +957,7 @@ fn harness_mode_adds_a_fixture_and_replays_it_with_the_rest_of_the_package() {
     assert_eq!(output.status.code(), Some(0), "{out}{}", stderr(&output));
     assert!(out.contains("✓ architect extend_existing\n"), "{out}");
     assert!(
-        out.contains("✓ bind      write: 1 write(s), 0 delete(s)\n"),
+        out.contains("✓ bind      write: 1 write, 0 deletes\n"),
         "{out}"
     );
 

@@ -2,6 +2,7 @@
 
 mod bench;
 mod claude_code;
+mod cli;
 mod family;
 mod family_input;
 mod faults;

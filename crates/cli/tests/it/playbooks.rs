@@ -278,3 +278,56 @@ fn a_mistyped_workspace_is_an_error_and_not_a_new_folder() {
     );
     assert!(!missing.exists());
 }
+
+#[test]
+fn card_show_and_playbook_record_answer_in_json_with_their_documented_fields() {
+    let assistant = Assistant::new(false);
+    let output = assistant.propose("weekly-report", WEEKLY);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let card: serde_json::Value =
+        serde_json::from_str(&assistant.ok(&["card", "show", "1", "--json"])).unwrap();
+    assert_eq!(card["id"], 1);
+    assert_eq!(card["kind"], "create");
+    assert_eq!(card["skill"], "weekly-report");
+    assert_eq!(card["state"], "waiting");
+    assert!(card["owes"].is_array(), "{card}");
+    assert!(
+        card["diff"].is_null(),
+        "a draft has no live file to differ from"
+    );
+    assert!(
+        card["proposal"]
+            .as_str()
+            .unwrap()
+            .contains("trigger: the human asks for the weekly report"),
+        "{card}"
+    );
+    // The same fields as the inbox's rows, plus the card's own.
+    let inbox: serde_json::Value =
+        serde_json::from_str(&assistant.ok(&["inbox", "--json"])).unwrap();
+    for (field, value) in inbox[0].as_object().unwrap() {
+        assert_eq!(&card[field], value, "{field}");
+    }
+    assert_eq!(
+        stderr(&assistant.run(&["card", "show", "9", "--json"])),
+        "error: there is no card #9; `mindrune inbox --all` lists them\n"
+    );
+
+    assistant.ok(&["card", "approve", "1"]);
+    let records: serde_json::Value =
+        serde_json::from_str(&assistant.ok(&["playbook", "record", "--json"])).unwrap();
+    let records = records.as_array().unwrap();
+    assert_eq!(records.len(), 1, "{records:?}");
+    let record = &records[0];
+    assert_eq!(record["name"], "weekly-report");
+    assert_eq!(record["status"], "active");
+    assert_eq!(record["live_version"], 1);
+    assert_eq!(record["reads"], 0);
+    assert_eq!(record["corrections"], 0);
+    assert_eq!(record["revisions"], serde_json::json!([]), "no reads yet");
+    assert_eq!(record["cost"]["reported"], 0);
+    let one: serde_json::Value =
+        serde_json::from_str(&assistant.ok(&["playbook", "record", "weekly-report", "--json"]))
+            .unwrap();
+    assert_eq!(one, serde_json::Value::Array(records.clone()));
+}

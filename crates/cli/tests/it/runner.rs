@@ -474,7 +474,12 @@ fn refused_items_go_to_rejected_with_the_reason_and_are_not_retried() {
     .unwrap();
 
     let output = s.runner_once("buzz", &token, &[]);
-    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "--once says in its status that it could not deliver everything: {}",
+        stderr(&output)
+    );
     assert_eq!(s.count("buzz", "outbox"), 0);
     assert_eq!(s.count("buzz", "rejected"), 2);
     assert_eq!(
@@ -495,7 +500,13 @@ fn refused_items_go_to_rejected_with_the_reason_and_are_not_retried() {
     );
     assert!(stderr(&output).contains("refused"), "{}", stderr(&output));
 
-    // Run again: nothing is retried.
+    assert!(
+        stderr(&output).contains("the server refused 2 items;"),
+        "{}",
+        stderr(&output)
+    );
+
+    // Run again: nothing is retried, and with nothing refused this time the status is 0.
     let output = s.runner_once("buzz", &token, &[]);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(s.count("buzz", "rejected"), 2);
@@ -514,7 +525,7 @@ fn a_refused_token_stops_the_runner_and_keeps_the_spool() {
     assert!(text.contains("refused the runner token"), "{text}");
     assert!(text.contains("mindrune token issue buzz"), "{text}");
     assert_eq!(
-        s.count("buzz", "outbox"),
+        s.count("buzz", "inbox") + s.count("buzz", "outbox"),
         1,
         "what was spooled stays spooled"
     );
@@ -528,7 +539,39 @@ fn a_refused_token_stops_the_runner_and_keeps_the_spool() {
         "{}",
         stderr(&output)
     );
-    assert_eq!(s.count("buzz", "outbox"), 1);
+    assert_eq!(s.count("buzz", "inbox") + s.count("buzz", "outbox"), 1);
+}
+
+#[test]
+fn runner_once_checks_its_token_first_even_with_nothing_spooled() {
+    let s = Setup::new(&["buzz"]);
+    let _server = Server::start(&s.lib, s.port);
+    let output = s.runner_once("buzz", "mr_runner_bogus", &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains("refused the runner token"), "{text}");
+    assert!(text.contains("mindrune token issue buzz"), "{text}");
+    // The good token, with nothing spooled: nothing to deliver, status 0.
+    let token = s.token("buzz");
+    let output = s.runner_once("buzz", &token, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+}
+
+#[test]
+fn runner_once_with_a_bad_token_leaves_the_inbox_as_it_was() {
+    let s = Setup::new(&["buzz"]);
+    s.lib.write_script("buzz", "fish", "await bot.fish();\n");
+    let _server = Server::start(&s.lib, s.port);
+    s.post("buzz", "fish", "toolu_1", "fine");
+    let inbox = s.count("buzz", "inbox") + s.count("buzz", "outbox");
+    assert!(inbox > 0);
+    let output = s.runner_once("buzz", "mr_runner_bogus", &[]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(
+        (s.count("buzz", "inbox"), s.count("buzz", "outbox")),
+        (inbox, 0),
+        "a refused token is found before the inbox is taken"
+    );
 }
 
 #[test]

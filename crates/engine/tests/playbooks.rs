@@ -535,7 +535,11 @@ fn report(ws: &Workspace, step: u32) -> i64 {
 fn token(ws: &Workspace, report: i64) -> String {
     let path = ws.dir.parent().unwrap().join(format!("token-{report}"));
     for _ in 0..200 {
-        if let Ok(token) = fs::read_to_string(&path) {
+        // The shell makes the file before it writes the token into it: an empty file is not
+        // the token yet.
+        if let Ok(token) = fs::read_to_string(&path)
+            && !token.is_empty()
+        {
             return token;
         }
         std::thread::sleep(std::time::Duration::from_millis(25));

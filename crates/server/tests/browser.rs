@@ -598,7 +598,7 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert!(
             browser
                 .text(&format!("#skill-{fish} .tag"))
-                .contains("Private")
+                .contains("Not shared yet")
         );
         let progress = browser.text(&format!("#skill-{fish} .progress"));
         assert!(

@@ -679,6 +679,14 @@ fn read_tree(dir: &Path) -> std::io::Result<usize> {
     Ok(total)
 }
 
+/// The `q` quantile of sorted samples (nearest rank); zero for no samples.
+pub(crate) fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
+}
+
 pub(crate) fn time_it<T>(
     work: impl FnOnce() -> anyhow::Result<T>,
 ) -> anyhow::Result<(Duration, T)> {

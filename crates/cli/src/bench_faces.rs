@@ -18,7 +18,7 @@ use mindrune_engine::playbook::Playbooks;
 use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
 use serde_json::json;
 
-use crate::bench::{Dice, Print, Row, median, time_it};
+use crate::bench::{Dice, Print, Row, median, percentile, time_it};
 
 // --- lab --------------------------------------------------------------------------------------
 
@@ -771,10 +771,6 @@ fn naive_search(skills_dir: &Path, query: &str, limit: usize) -> anyhow::Result<
         .take(limit)
         .map(|(_, name)| name)
         .collect())
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
 }
 
 /// `mindrune bench search`: `playbook_search` over a workspace of `skills` skills, median and

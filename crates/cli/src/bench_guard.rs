@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use mindrune_engine::host_guard::{HostGuard, Verdict};
 use serde_json::{Value, json};
 
-use crate::bench::{Print, Row, time_it};
+use crate::bench::{Print, Row, percentile, time_it};
 
 /// The budget for one guarded hook call, as Claude Code waits for it.
 const BUDGET_MS: f64 = 20.0;
@@ -139,9 +139,4 @@ fn spawn_timed(command: &mut Command, input: &str) -> anyhow::Result<Duration> {
     let took = began.elapsed();
     anyhow::ensure!(status.success(), "the hook process failed ({status})");
     Ok(took)
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * q).round() as usize;
-    sorted.get(index).copied().unwrap_or_default()
 }

@@ -15,7 +15,7 @@ use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_store::{SqliteStore, Store as _};
 use serde_json::json;
 
-use crate::bench::{Print, Row};
+use crate::bench::{Print, Row, percentile};
 use crate::library;
 
 /// Distinct scripts each runner's avatar runs.
@@ -94,13 +94,6 @@ fn start_server(home: &Path, port: u16) -> anyhow::Result<Served> {
 /// The server's peak resident memory (VmHWM), in MiB.
 fn peak_rss_mib(pid: u32) -> Option<f64> {
     crate::bench::peak_rss_of(&pid.to_string())
-}
-
-fn percentile(sorted: &[Duration], q: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    sorted[((sorted.len() as f64 - 1.0) * q).round() as usize]
 }
 
 /// Returns the rows, and whether every acknowledged event was stored exactly once.

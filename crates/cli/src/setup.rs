@@ -741,16 +741,7 @@ fn plan_hooks(
             folder.display()
         );
     }
-    let old = match std::fs::read(&path) {
-        Ok(bytes) => Some(String::from_utf8(bytes).map_err(|_| {
-            anyhow::anyhow!(
-                "{} is not UTF-8 text, so MindRune's hooks cannot be added to it; nothing was changed\n\nhint: save it as UTF-8 (Claude Code reads it as such), then run this again",
-                path.display()
-            )
-        })?),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => None,
-        Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
-    };
+    let old = read_text(&path, "MindRune's hooks")?;
     let merged = match old.as_deref() {
         // An empty file is no settings yet.
         Some(text) if !text.trim().is_empty() => claude_settings::merge(text, events, command)
@@ -764,6 +755,20 @@ fn plan_hooks(
         added: merged.added,
         updated: merged.updated,
     })
+}
+
+/// A file's text (`None`: there is none); not UTF-8 is an error that says what cannot be added.
+fn read_text(path: &Path, what: &str) -> anyhow::Result<Option<String>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8(bytes).map_err(|_| {
+            anyhow::anyhow!(
+                "{} is not UTF-8 text, so {what} cannot be added to it; nothing was changed\n\nhint: save it as UTF-8 (Claude Code reads it as such), then run this again",
+                path.display()
+            )
+        })?)),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
+    }
 }
 
 /// A settings file MindRune cannot merge into: where and why, and what to do.

@@ -15,7 +15,9 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use mindrune_engine::playbook;
 
-use super::{SettingsPlan, WORKSPACE_HOOK_EVENTS, claude_settings, file_diff, plan_hooks};
+use super::{
+    SettingsPlan, WORKSPACE_HOOK_EVENTS, claude_settings, file_diff, plan_hooks, read_text,
+};
 
 /// The name the MCP server is registered under: its tools reach the model as
 /// `mcp__mindrune__skill_create` and so on.
@@ -263,20 +265,6 @@ impl McpPlan {
             approval_old,
             approval_new,
         })
-    }
-}
-
-/// A file's text (`None`: there is none); not UTF-8 is an error that says what cannot be added.
-fn read_text(path: &Path, what: &str) -> anyhow::Result<Option<String>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(String::from_utf8(bytes).map_err(|_| {
-            anyhow::anyhow!(
-                "{} is not UTF-8 text, so {what} cannot be added to it; nothing was changed\n\nhint: save it as UTF-8 (Claude Code reads it as such), then run this again",
-                path.display()
-            )
-        })?)),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(err) => Err(err).with_context(|| format!("cannot read {}", path.display())),
     }
 }
 

@@ -472,7 +472,7 @@ fn sweep_stale(spool: &Path) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -579,7 +579,7 @@ mod tests {
 
     /// The payloads the real Claude Code sent (`shared/data/claude-code/hook-payloads.jsonl`),
     /// each with why it was kept.
-    fn captured() -> Vec<(String, Value)> {
+    pub(crate) fn captured() -> Vec<(String, Value)> {
         let shared = std::env::var_os("MINDRUNE_SHARED").map_or_else(
             || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")),
             PathBuf::from,

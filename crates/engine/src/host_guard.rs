@@ -761,6 +761,34 @@ mod tests {
     }
 
     #[test]
+    fn every_call_the_real_claude_code_sent_an_avatar_is_allowed() {
+        // The captured payloads (`shared/data/claude-code/`), with their `$OUT` made a real
+        // checkout: the guard must never stand in the way of an avatar's ordinary runs.
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().canonicalize().unwrap();
+        let checkout = out.join("rs-sdk");
+        for folder in ["bots/buzz/family-skills", "bots/woody", ".mindrune"] {
+            fs::create_dir_all(checkout.join(folder)).unwrap();
+        }
+        fs::write(checkout.join("bots/buzz/chop-oaks.ts"), "x").unwrap();
+        let library = checkout.join(".mindrune");
+        let guard = HostGuard::for_avatar(&checkout, "buzz", &[&library]);
+        let mut judged = 0;
+        for (why, payload) in crate::hook::tests::captured() {
+            if payload["hook_event_name"] != "PreToolUse" {
+                continue;
+            }
+            let text = payload
+                .to_string()
+                .replace("$OUT", &out.display().to_string());
+            let payload: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(guard.check(&payload), Verdict::Allow, "{why}");
+            judged += 1;
+        }
+        assert!(judged >= 3, "only {judged} captured PreToolUse calls");
+    }
+
+    #[test]
     fn a_needle_names_a_path_not_a_longer_word() {
         assert!(names("open('skills/x')", "skills"));
         assert!(names("cat skills", "skills"));

@@ -234,25 +234,18 @@ impl McpPlan {
         let path = project.join(".mcp.json");
         let old = read_text(&path, "MindRune's MCP server")?;
         let args = ["mcp".to_string(), "--workspace".into(), workspace.into()];
-        let merged = claude_settings::merge_mcp_server(old.as_deref(), SERVER_NAME, "mindrune", &args)
-            .map_err(|err| {
-                anyhow::anyhow!(
-                    "{}: line {}, column {}: {err}; MindRune's MCP server cannot be added, and nothing was changed\n\nhint: fix the JSON there (Claude Code cannot read it either), or move the file away, then run this again",
-                    path.display(),
-                    err.line(),
-                    err.column().max(1)
-                )
-            })?;
+        let merged =
+            claude_settings::merge_mcp_server(old.as_deref(), SERVER_NAME, "mindrune", &args)
+                .map_err(|err| json_error(&path, &err, "MindRune's MCP server cannot be added"))?;
         let approval_path = project.join(".claude").join("settings.local.json");
         let approval_old = read_text(&approval_path, "the approval of MindRune's MCP server")?;
         let approval_new =
             claude_settings::enable_mcpjson_server(approval_old.as_deref(), SERVER_NAME).map_err(
                 |err| {
-                    anyhow::anyhow!(
-                        "{}: line {}, column {}: {err}; MindRune's MCP server cannot be approved there, and nothing was changed\n\nhint: fix the JSON there (Claude Code cannot read it either), or move the file away, then run this again",
-                        approval_path.display(),
-                        err.line(),
-                        err.column().max(1)
+                    json_error(
+                        &approval_path,
+                        &err,
+                        "MindRune's MCP server cannot be approved there",
                     )
                 },
             )?;
@@ -266,6 +259,20 @@ impl McpPlan {
             approval_new,
         })
     }
+}
+
+/// A JSON file MindRune cannot merge into: where (line and column) and why, and what to do.
+fn json_error(path: &Path, err: &serde_json::Error, consequence: &str) -> anyhow::Error {
+    let (line, column) = (err.line(), err.column());
+    let message = err.to_string();
+    let message = message
+        .strip_suffix(&format!(" at line {line} column {column}"))
+        .unwrap_or(&message);
+    anyhow::anyhow!(
+        "{}: line {line}, column {}: {message}; {consequence}, and nothing was changed\n\nhint: fix the JSON there (Claude Code cannot read it either), or move the file away, then run this again",
+        path.display(),
+        column.max(1)
+    )
 }
 
 /// The command the workspace's hooks run: the workspace named from the project folder
@@ -324,6 +331,32 @@ mod tests {
         let parsed: serde_json::Value = serde_json::from_str(&updated.text.unwrap()).unwrap();
         assert_eq!(parsed["mcpServers"]["mindrune"]["args"][2], "/ws2");
         assert_eq!(parsed["mcpServers"]["other"]["command"], "x");
+    }
+
+    #[test]
+    fn local_settings_of_another_shape_are_refused_and_a_listed_server_changes_nothing() {
+        for text in ["[1]", "{\"enabledMcpjsonServers\": \"mindrune\"}"] {
+            assert!(
+                claude_settings::enable_mcpjson_server(Some(text), SERVER_NAME).is_err(),
+                "{text}"
+            );
+        }
+        let listed = "{\"enabledMcpjsonServers\": [\"mindrune\"]}";
+        assert_eq!(
+            claude_settings::enable_mcpjson_server(Some(listed), SERVER_NAME).unwrap(),
+            None
+        );
+        let added = claude_settings::enable_mcpjson_server(
+            Some("{\"enabledMcpjsonServers\": [\"gh\"]}"),
+            SERVER_NAME,
+        )
+        .unwrap()
+        .unwrap();
+        let parsed: serde_json::Value = serde_json::from_str(&added).unwrap();
+        assert_eq!(
+            parsed["enabledMcpjsonServers"],
+            serde_json::json!(["gh", "mindrune"])
+        );
     }
 
     #[test]

@@ -197,19 +197,16 @@ pub fn merge_mcp_server(
             updated: false,
         });
     };
+    // Its shape checked by serde, so a wrong one is named by its line and column.
+    #[derive(serde::Deserialize)]
+    struct McpFile {
+        #[serde(rename = "mcpServers", default)]
+        _servers: Option<std::collections::BTreeMap<String, IgnoredAny>>,
+    }
+    // (serde reads a struct from an array too: the object is checked first.)
+    serde_json::from_str::<std::collections::BTreeMap<String, IgnoredAny>>(text)?;
+    serde_json::from_str::<McpFile>(text)?;
     let parsed: serde_json::Value = serde_json::from_str(text)?;
-    if !parsed.is_object() {
-        return Err(serde::de::Error::custom(
-            "invalid type: the MCP config is an object, {\"mcpServers\": {…}}",
-        ));
-    }
-    if let Some(servers) = parsed.get("mcpServers")
-        && !servers.is_object()
-    {
-        return Err(serde::de::Error::custom(
-            "invalid type: \"mcpServers\" is an object of servers by name",
-        ));
-    }
     let wanted = serde_json::json!({"command": command, "args": args});
     let present = parsed.get("mcpServers").and_then(|s| s.get(name));
     if present == Some(&wanted) {
@@ -266,22 +263,20 @@ pub fn enable_mcpjson_server(
         text.push('\n');
         return Ok(Some(text));
     };
-    let parsed: serde_json::Value = serde_json::from_str(text)?;
-    if !parsed.is_object() {
-        return Err(serde::de::Error::custom(
-            "invalid type: Claude Code's settings are an object",
-        ));
+    #[derive(serde::Deserialize)]
+    struct LocalSettings {
+        #[serde(rename = "enabledMcpjsonServers", default)]
+        _servers: Option<Vec<IgnoredAny>>,
     }
+    serde_json::from_str::<std::collections::BTreeMap<String, IgnoredAny>>(text)?;
+    serde_json::from_str::<LocalSettings>(text)?;
+    let parsed: serde_json::Value = serde_json::from_str(text)?;
     match parsed.get(KEY) {
         Some(serde_json::Value::Array(names)) if names.iter().any(|n| n == name) => {
             return Ok(None);
         }
-        Some(serde_json::Value::Array(_)) | None => {}
-        Some(_) => {
-            return Err(serde::de::Error::custom(format!(
-                "invalid type: \"{KEY}\" is an array of server names"
-            )));
-        }
+        // Any other shape was refused above, with its place.
+        _ => {}
     }
     let top = Scanner { text, at: 0 }.value();
     let style = Style::of(text);

@@ -57,7 +57,7 @@ pub fn share_lines(lab_log: &str) -> (Vec<ShareLine>, Vec<Diagnostic>) {
             continue;
         }
         let mut text = one_line(lesson);
-        if let Some(cut) = cut_chars(&text, MAX_LESSON_CHARS) {
+        if let Some(cut) = cut_lesson(&text) {
             diagnostics.push(Diagnostic {
                 line: line_no,
                 message: format!(
@@ -98,6 +98,23 @@ pub(crate) fn one_line(text: &str) -> String {
             }
         })
         .collect()
+}
+
+/// A lesson cut to [`MAX_LESSON_CHARS`] (`None` when it fits), without the word the cut fell
+/// in when that word holds a colon: a tag or a `skill:<avatar>/<name>` reference cut short
+/// (`skill:yq1…`, its slash gone) would read as a topic it never was — another family's avatar
+/// name among this family's topics.
+pub(crate) fn cut_lesson(text: &str) -> Option<String> {
+    let cut = cut_chars(text, MAX_LESSON_CHARS)?;
+    let body = cut.strip_suffix('…').unwrap_or(&cut);
+    match body.rfind(char::is_whitespace) {
+        Some(space) if body[space..].contains(':') => {
+            let mut kept = body[..space].trim_end().to_string();
+            kept.push('…');
+            Some(kept)
+        }
+        _ => Some(cut),
+    }
 }
 
 /// The text cut to at most `max` characters ending in `…`, or `None` when it already fits.
@@ -364,6 +381,24 @@ mod tests {
         assert_eq!(diagnostics.len(), 1);
         assert_eq!(diagnostics[0].line, 3);
         assert!(diagnostics[0].message.contains("line 3"));
+    }
+
+    #[test]
+    fn a_cut_inside_a_skill_reference_leaves_no_topic_behind() {
+        // The cut falls inside `skill:yq1/fish`, before its slash: what is left must not read
+        // as the topic `skill:yq1` (another family's avatar name in this family's topics).
+        let head = format!("{} ", "a".repeat(MAX_LESSON_CHARS - 11));
+        let log = format!("Share: {head}skill:yq1/fish-lobsters\n");
+        let (lessons, _) = share_lines(&log);
+        let text = &lessons[0].text;
+        assert!(text.ends_with('…'), "{text}");
+        assert!(
+            !crate::topics::exact_tags(text)
+                .iter()
+                .any(|t| t.starts_with("skill:")),
+            "{text}: {:?}",
+            crate::topics::exact_tags(text)
+        );
     }
 
     #[test]

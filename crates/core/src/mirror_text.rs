@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::header::{MAX_FIELD_CHARS, MAX_TAGS};
-use crate::lessons::{self, LessonView, MAX_LESSON_CHARS, cut_chars, one_line};
+use crate::lessons::{self, LessonView, cut_chars, one_line};
 use crate::topics;
 
 /// The largest `INDEX.md`, in bytes: an agent reads it whole, so it must stay short; the
@@ -589,10 +589,10 @@ pub fn render_lessons(
     whole_lines_within(out, LESSONS_CAP)
 }
 
-/// How a lesson is shown in the mirror. Its text is cut to [`MAX_LESSON_CHARS`] first, as the
+/// How a lesson is shown in the mirror. Its text is cut to [`lessons::MAX_LESSON_CHARS`] first, as the
 /// lab log reader does, so even a caller's overlong lesson makes one bounded line.
 fn lesson_view(lesson: &LessonEntry, is_shared: &dyn Fn(&str) -> bool) -> LessonView {
-    match cut_chars(&lesson.text, MAX_LESSON_CHARS) {
+    match lessons::cut_lesson(&lesson.text) {
         Some(cut) => lessons::view(&cut, is_shared),
         None => lessons::view(&lesson.text, is_shared),
     }

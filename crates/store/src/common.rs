@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use mindrune_core::score::{self, UseSample};
 
-use crate::{AgentId, HeaderState, Outcome, SharingKind, SkillId};
+use crate::{AgentId, HeaderState, Outcome, SharingKind};
 
 /// The columns the row readers of both backends take, in their order (the same SQL on both).
 pub(crate) const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
@@ -17,6 +17,8 @@ pub(crate) const SKILL_COLUMN_COUNT: usize = 19;
 /// A version's columns, with the versions table as `v`.
 pub(crate) const VERSION_COLUMNS: &str = "v.version_id, v.owner_id, v.skill_id, v.number, v.digest, v.code, v.parent_version_id, v.lineage, v.inherited, v.uses, v.ok, v.score, v.breakdown, v.measure_key, v.rate_per_minute, v.created_at, v.last_used_at, v.shared_at";
 pub(crate) const VERSION_COLUMN_COUNT: usize = 18;
+pub(crate) const SNIPPET_COLUMNS: &str =
+    "snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at";
 
 /// A newline-joined list column as a list.
 pub(crate) fn lines_of(text: String) -> Vec<String> {
@@ -168,24 +170,6 @@ pub(crate) fn sharing_change(
         };
         (SharingKind::Unshared, None, reason.to_string())
     }
-}
-
-/// What recording a use reads of its version.
-pub(crate) struct VersionRow {
-    pub skill: SkillId,
-    pub number: i64,
-    pub uses: i64,
-    pub ok: i64,
-    pub score: f64,
-    pub inherited: Option<f64>,
-    pub measure_key: String,
-    pub peer_rate: Option<f64>,
-    pub peer_checked_uses: Option<i64>,
-    /// Newline-joined, sorted.
-    pub tags: String,
-    /// The version is a headed file's current version and not shared yet: a use may make it
-    /// clear the bar.
-    pub may_share: bool,
 }
 
 /// The refusal of a new owner or agent whose name is taken, `taken` being the name already in

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 mod common;
 mod copy;
 mod postgres;
+mod rules;
 mod sqlite;
 
 pub use copy::{CopyReport, TableCopy, copy_library};

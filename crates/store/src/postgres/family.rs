@@ -7,84 +7,16 @@
 //! statement names the family (`owner_id`), and text is ordered with the `C` collation, byte by
 //! byte, as SQLite orders it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use mindrune_core::sharing::SharingBar;
 use postgres::Row;
 
-use super::conn::Tx;
 use super::rows::{SKILL_COLUMN_COUNT, SKILL_COLUMNS, all, col, skill_from};
-use super::sharing::{note_sharing_change, share_if_qualified, sharing_state};
 use super::{PgResult, PgStore};
 use crate::{
-    AgentId, DeletedAgent, FamilyReuse, Lesson, LessonsChange, Millis, NewLesson, OwnerId, Result,
-    SharedSkill, SharingChange, SharingKind, SiblingUse, SkillId, StoreError, VersionId,
-    VersionSummary,
+    AgentId, FamilyReuse, Lesson, Millis, OwnerId, Result, SharedSkill, SharingChange, SharingKind,
+    SiblingUse, SkillId, StoreError, VersionId, VersionSummary,
 };
-
-/// Fails with "agent N not found" unless the agent is one of the family's.
-fn ensure_agent(tx: &mut Tx<'_>, owner: OwnerId, agent: AgentId) -> PgResult<()> {
-    let found = tx.query_opt(
-        "SELECT 1 FROM agents WHERE owner_id = $1 AND agent_id = $2",
-        &[&owner.0, &agent.0],
-    )?;
-    match found {
-        Some(_) => Ok(()),
-        None => Err(StoreError::NotFound(format!("agent {}", agent.0)).into()),
-    }
-}
-
-pub(super) fn mark_file_gone(
-    store: &PgStore,
-    owner: OwnerId,
-    skill: SkillId,
-    now: Millis,
-) -> Result<Option<SharingChange>> {
-    store.write(owner, |tx| {
-        let before = sharing_state(tx, owner, skill)?;
-        let changed = tx.execute(
-            "UPDATE skills SET deleted_at = $3, file_digest = NULL
-             WHERE owner_id = $1 AND skill_id = $2 AND deleted_at IS NULL",
-            &[&owner.0, &skill.0, &now],
-        )?;
-        if changed > 0 {
-            note_sharing_change(tx, owner, skill, &before, now)
-        } else {
-            Ok(None)
-        }
-    })
-}
-
-pub(super) fn share_qualified(
-    store: &PgStore,
-    owner: OwnerId,
-    agent: AgentId,
-    now: Millis,
-) -> Result<Vec<SharingChange>> {
-    let lowest = SharingBar::lowest();
-    store.write(owner, |tx| {
-        let candidates: Vec<i64> = tx
-            .query(
-                "SELECT s.skill_id FROM skills s
-                 JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-                 WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.header = 'skill' AND s.deleted_at IS NULL
-                   AND v.shared_at IS NULL AND v.uses >= $3 AND v.score >= $4
-                 ORDER BY s.skill_id",
-                &[&owner.0, &agent.0, &lowest.runs, &lowest.score],
-            )?
-            .iter()
-            .map(|row| col(row, 0))
-            .collect::<PgResult<_>>()?;
-        let mut changes = Vec::new();
-        for skill in candidates {
-            let skill = SkillId(skill);
-            let before = sharing_state(tx, owner, skill)?;
-            share_if_qualified(tx, owner, skill, now)?;
-            changes.extend(note_sharing_change(tx, owner, skill, &before, now)?);
-        }
-        Ok(changes)
-    })
-}
 
 pub(super) fn shared_skills(store: &PgStore, owner: OwnerId) -> Result<Vec<SharedSkill>> {
     store.read(|tx| {
@@ -216,64 +148,6 @@ pub(super) fn sharing_changes(
     })
 }
 
-pub(super) fn replace_lessons(
-    store: &PgStore,
-    owner: OwnerId,
-    agent: AgentId,
-    lessons: &[NewLesson],
-    now: Millis,
-) -> Result<LessonsChange> {
-    let mut wanted: HashMap<String, &NewLesson> = HashMap::new();
-    for lesson in lessons {
-        wanted
-            .entry(mindrune_core::digest::sha256(lesson.text.as_bytes()))
-            .or_insert(lesson);
-    }
-    // Lessons keep the order of the log: a line further down is newer.
-    let mut fresh: Vec<(&String, &&NewLesson)> = wanted.iter().collect();
-    fresh.sort_by_key(|(_, lesson)| lesson.line);
-    store.write(owner, |tx| {
-        ensure_agent(tx, owner, agent)?;
-        let existing: HashMap<String, String> = tx
-            .query(
-                "SELECT digest, text FROM lessons WHERE owner_id = $1 AND agent_id = $2",
-                &[&owner.0, &agent.0],
-            )?
-            .iter()
-            .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
-            .collect::<PgResult<_>>()?;
-        let mut change = LessonsChange::default();
-        for (digest, text) in &existing {
-            if !wanted.contains_key(digest) {
-                tx.execute(
-                    "DELETE FROM lessons WHERE owner_id = $1 AND agent_id = $2 AND digest = $3",
-                    &[&owner.0, &agent.0, digest],
-                )?;
-                change.removed.push(text.clone());
-            }
-        }
-        for (digest, lesson) in &fresh {
-            let line = lesson.line as i64;
-            if existing.contains_key(*digest) {
-                tx.execute(
-                    "UPDATE lessons SET line = $4 WHERE owner_id = $1 AND agent_id = $2 AND digest = $3",
-                    &[&owner.0, &agent.0, digest, &line],
-                )?;
-                change.kept += 1;
-            } else {
-                tx.execute(
-                    "INSERT INTO lessons (owner_id, agent_id, digest, text, line, first_seen_at)
-                     VALUES ($1, $2, $3, $4, $5, $6)",
-                    &[&owner.0, &agent.0, digest, &lesson.text, &line, &now],
-                )?;
-                change.added.push(lesson.text.clone());
-            }
-        }
-        change.removed.sort();
-        Ok(change)
-    })
-}
-
 pub(super) fn lessons(store: &PgStore, owner: OwnerId) -> Result<Vec<Lesson>> {
     store.read(|tx| {
         let rows = tx.query(
@@ -291,69 +165,6 @@ pub(super) fn lessons(store: &PgStore, owner: OwnerId) -> Result<Vec<Lesson>> {
                 line: col::<i64>(row, 3)? as usize,
                 first_seen_at: col(row, 4)?,
             })
-        })
-    })
-}
-
-pub(super) fn delete_agent(
-    store: &PgStore,
-    owner: OwnerId,
-    agent: AgentId,
-) -> Result<DeletedAgent> {
-    // The agent's skills that go: every one still linked to it once its shared skills are let go.
-    let doomed = "SELECT skill_id FROM skills WHERE owner_id = $1 AND agent_id = $2";
-    let doomed_versions =
-        format!("SELECT version_id FROM versions WHERE owner_id = $1 AND skill_id IN ({doomed})");
-    // In an order that leaves no reference dangling at any statement (PostgreSQL checks foreign
-    // keys per statement); each takes the owner and the agent.
-    let statements = [
-        format!(
-            "UPDATE versions SET parent_version_id = NULL
-             WHERE owner_id = $1 AND parent_version_id IN ({doomed_versions})"
-        ),
-        format!("DELETE FROM uses WHERE owner_id = $1 AND version_id IN ({doomed_versions})"),
-        format!("DELETE FROM sharing_events WHERE owner_id = $1 AND skill_id IN ({doomed})"),
-        format!("DELETE FROM skill_tags WHERE owner_id = $1 AND skill_id IN ({doomed})"),
-        format!(
-            "UPDATE skills SET current_version_id = NULL WHERE owner_id = $1 AND skill_id IN ({doomed})"
-        ),
-        format!("DELETE FROM versions WHERE owner_id = $1 AND skill_id IN ({doomed})"),
-        "DELETE FROM skills WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "DELETE FROM snippet_uses WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "DELETE FROM snippets WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "DELETE FROM lessons WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "DELETE FROM snippet_suggestions WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "DELETE FROM unrecorded_calls WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "DELETE FROM runner_tokens WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "DELETE FROM avatar_states WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "UPDATE uses SET agent_id = NULL WHERE owner_id = $1 AND agent_id = $2".to_string(),
-        "UPDATE sharing_events SET agent_id = NULL WHERE owner_id = $1 AND agent_id = $2"
-            .to_string(),
-        "DELETE FROM agents WHERE owner_id = $1 AND agent_id = $2".to_string(),
-    ];
-    store.write(owner, |tx| {
-        ensure_agent(tx, owner, agent)?;
-        // Its shared skills stay with the family; everything else it wrote goes.
-        let kept = tx.execute(
-            "UPDATE skills SET agent_id = NULL
-             WHERE owner_id = $1 AND agent_id = $2 AND header = 'skill' AND deleted_at IS NULL
-               AND EXISTS (SELECT 1 FROM versions v WHERE v.owner_id = $1
-                           AND v.skill_id = skills.skill_id AND v.shared_at IS NOT NULL)",
-            &[&owner.0, &agent.0],
-        )?;
-        let removed: i64 = col(
-            &tx.query_one(
-                "SELECT COUNT(*) FROM skills WHERE owner_id = $1 AND agent_id = $2",
-                &[&owner.0, &agent.0],
-            )?,
-            0,
-        )?;
-        for statement in &statements {
-            tx.execute(statement.as_str(), &[&owner.0, &agent.0])?;
-        }
-        Ok(DeletedAgent {
-            scripts_removed: removed as usize,
-            skills_kept: kept as usize,
         })
     })
 }

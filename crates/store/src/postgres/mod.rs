@@ -21,6 +21,8 @@ use postgres::{Config, NoTls};
 
 use conn::{Manager, Tx};
 
+use crate::rules;
+
 use crate::{
     Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange,
     Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
@@ -29,13 +31,12 @@ use crate::{
     VersionId, VocabularyChange, VocabularyEntry,
 };
 
-mod audit;
 mod conn;
 mod directory;
 mod family;
+mod family_tx;
 mod records;
 mod rows;
-mod sharing;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
@@ -491,11 +492,15 @@ impl Store for PgStore {
         snapshot: &ScriptSnapshot,
         now: Millis,
     ) -> Result<Matched> {
-        records::match_script(self, owner, snapshot, now)
+        self.write(owner, |tx| {
+            rules::recording::match_script(tx, owner, snapshot, now)
+        })
     }
 
     fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
-        records::record_use(self, owner, new_use)
+        self.write(owner, |tx| {
+            rules::recording::record_use(tx, owner, new_use, None).map(|(recorded, _)| recorded)
+        })
     }
 
     fn record_snippet_use(
@@ -503,7 +508,9 @@ impl Store for PgStore {
         owner: OwnerId,
         new_use: &NewSnippetUse,
     ) -> Result<RecordedSnippetUse> {
-        records::record_snippet_use(self, owner, new_use)
+        self.write(owner, |tx| {
+            rules::recording::record_snippet_use(tx, owner, new_use)
+        })
     }
 
     fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
@@ -613,7 +620,9 @@ impl Store for PgStore {
         skill: SkillId,
         now: Millis,
     ) -> Result<Option<SharingChange>> {
-        family::mark_file_gone(self, owner, skill, now)
+        self.write(owner, |tx| {
+            rules::sharing::mark_file_gone(tx, owner, skill, now)
+        })
     }
 
     fn share_qualified(
@@ -622,7 +631,9 @@ impl Store for PgStore {
         agent: AgentId,
         now: Millis,
     ) -> Result<Vec<SharingChange>> {
-        family::share_qualified(self, owner, agent, now)
+        self.write(owner, |tx| {
+            rules::sharing::share_qualified(tx, owner, agent, now)
+        })
     }
 
     fn shared_skills(&self, owner: OwnerId) -> Result<Vec<SharedSkill>> {
@@ -649,7 +660,9 @@ impl Store for PgStore {
         lessons: &[NewLesson],
         now: Millis,
     ) -> Result<LessonsChange> {
-        family::replace_lessons(self, owner, agent, lessons, now)
+        self.write(owner, |tx| {
+            rules::family::replace_lessons(tx, owner, agent, lessons, now)
+        })
     }
 
     fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>> {
@@ -665,7 +678,7 @@ impl Store for PgStore {
     }
 
     fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent> {
-        family::delete_agent(self, owner, agent)
+        self.write(owner, |tx| rules::family::delete_agent(tx, owner, agent))
     }
 
     fn replace_vocabulary(
@@ -748,7 +761,7 @@ impl Store for PgStore {
     }
 
     fn audit(&self, owner: OwnerId) -> Result<Vec<String>> {
-        audit::audit(self, owner)
+        self.read(|tx| rules::family::audit(tx, owner))
     }
 }
 

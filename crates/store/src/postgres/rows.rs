@@ -7,16 +7,13 @@ use postgres::types::FromSql;
 use super::PgResult;
 use crate::common::lines_of;
 pub(crate) use crate::common::{
-    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMN_COUNT,
-    VERSION_COLUMNS,
+    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS,
+    VERSION_COLUMN_COUNT, VERSION_COLUMNS,
 };
 use crate::{
     Agent, AgentId, HeaderState, Lineage, Owner, OwnerId, Skill, SkillHeader, SkillId, Snippet,
     SnippetId, Version, VersionId,
 };
-
-pub(crate) const SNIPPET_COLUMNS: &str =
-    "snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at";
 
 /// One column, by index.
 pub(crate) fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> PgResult<T> {

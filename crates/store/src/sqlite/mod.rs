@@ -5,62 +5,55 @@
 //! describe as the WAL trade-off. `MINDRUNE_SYNC=full` selects `synchronous=FULL` for hosts
 //! that need power-loss durability at some throughput cost.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mindrune_core::score::{self, Measure, ScoreBreakdown, ScoreInput, UseSample};
-use rusqlite::{Connection, OptionalExtension, Row, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
+use crate::rules::{self, KnownWindow};
 use crate::{
-    Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, HeaderState, Lesson,
-    LessonsChange, Lineage, Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId,
-    RecordedSnippetUse, RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange,
-    SharingKind, SiblingUse, Skill, SkillEntry, SkillHeader, SkillId, Snippet, SnippetId,
-    SnippetRuns, Store, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId,
-    VersionStats, VersionSummary,
+    Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange,
+    Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
+    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SharingKind,
+    SiblingUse, Skill, SkillEntry, SkillId, Snippet, SnippetId, SnippetRuns, Store, StoreError,
+    UnrecordedCall, UnrecordedReason, Version, VersionId, VersionSummary,
 };
-use mindrune_core::sharing::SharingBar;
 
 use crate::common::{
-    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SharingState, StoredVersion,
-    VERSION_COLUMN_COUNT, VERSION_COLUMNS, VersionRow, audit_version, insert_sample, json_map,
-    lines_of, parse_map, sample_from, sharing_change, sorted,
+    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMN_COUNT,
+    VERSION_COLUMNS, lines_of,
 };
+use family_tx::{SqliteTx, load_version};
+use rows::{agent_from, owner_from, skill_from, snippet_from, version_from, version_from_at};
+
+mod family_tx;
+mod rows;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/sqlite/0001_init.sql"),
-    include_str!("../migrations/sqlite/0002_sharing.sql"),
-    include_str!("../migrations/sqlite/0003_vocabulary.sql"),
-    include_str!("../migrations/sqlite/0004_wrapups.sql"),
-    include_str!("../migrations/sqlite/0005_server.sql"),
-    include_str!("../migrations/sqlite/0006_names_nocase.sql"),
-    include_str!("../migrations/sqlite/0007_host_runs.sql"),
-    include_str!("../migrations/sqlite/0008_failures.sql"),
+    include_str!("../../migrations/sqlite/0001_init.sql"),
+    include_str!("../../migrations/sqlite/0002_sharing.sql"),
+    include_str!("../../migrations/sqlite/0003_vocabulary.sql"),
+    include_str!("../../migrations/sqlite/0004_wrapups.sql"),
+    include_str!("../../migrations/sqlite/0005_server.sql"),
+    include_str!("../../migrations/sqlite/0006_names_nocase.sql"),
+    include_str!("../../migrations/sqlite/0007_host_runs.sql"),
+    include_str!("../../migrations/sqlite/0008_failures.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How many times a transaction that found the database busy is tried again.
 const BUSY_RETRIES: u32 = 20;
-/// How many uses of a version pass before the family's peer median is looked up again.
-const PEER_REFRESH_USES: i64 = 20;
 /// Score windows kept in memory; past this the cache is cleared (it is only a cache).
 const WINDOW_CACHE_LIMIT: usize = 20_000;
 
-/// The newest uses of one version, as the score reads them, and how many uses the version had
-/// when they were read. The count tells a stale entry: any writer, in this process or another,
-/// bumps it in the same transaction as its insert.
-struct CachedWindow {
-    uses: i64,
-    samples: VecDeque<UseSample>,
-}
-
 struct Inner {
     conn: Connection,
-    windows: HashMap<i64, CachedWindow>,
+    /// Each version's window as this process last wrote it (see `rules::KnownWindow`).
+    windows: HashMap<i64, KnownWindow>,
 }
 
 pub struct SqliteStore {
@@ -216,6 +209,24 @@ impl SqliteStore {
         })
     }
 
+    /// Runs one write: `BEGIN IMMEDIATE`, the work, `COMMIT`, tried again while another process
+    /// holds the database. The work gets the transaction and this process's window cache.
+    fn write<T>(
+        &self,
+        mut work: impl FnMut(&mut SqliteTx<'_>, &mut HashMap<i64, KnownWindow>) -> Result<T>,
+    ) -> Result<T> {
+        let mut guard = self.lock();
+        let Inner { conn, windows } = &mut *guard;
+        with_retry(|| {
+            let tx = conn
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(db_err)?;
+            let value = work(&mut SqliteTx { conn: &tx }, windows)?;
+            tx.commit().map_err(db_err)?;
+            Ok(value)
+        })
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves no half-done transaction behind (rusqlite rolls
         // back on drop), so the connection is still good to use.
@@ -277,320 +288,6 @@ const SNIPPET_RUNS_SINCE: &str =
      WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.last_used_at >= ?3 AND u.at >= ?3
      GROUP BY s.snippet_id
      ORDER BY MAX(u.at) DESC, s.snippet_id";
-
-fn owner_from(row: &Row<'_>) -> rusqlite::Result<Owner> {
-    Ok(Owner {
-        id: OwnerId(row.get(0)?),
-        name: row.get(1)?,
-        api_key: row.get(2)?,
-        eager_sharing: row.get(3)?,
-        created_at: row.get(4)?,
-    })
-}
-
-fn agent_from(row: &Row<'_>) -> rusqlite::Result<Agent> {
-    Ok(Agent {
-        id: AgentId(row.get(0)?),
-        owner: OwnerId(row.get(1)?),
-        name: row.get(2)?,
-        workspace: row.get(3)?,
-        created_at: row.get(4)?,
-        mirror_refreshed_at: row.get(5)?,
-        last_turn_at: row.get(6)?,
-        last_wrapup_at: row.get(7)?,
-        mirror: row.get(8)?,
-    })
-}
-
-fn skill_from(row: &Row<'_>) -> rusqlite::Result<Skill> {
-    Ok(Skill {
-        id: SkillId(row.get(0)?),
-        owner: OwnerId(row.get(1)?),
-        agent: row.get::<_, Option<i64>>(2)?.map(AgentId),
-        agent_name: row.get(3)?,
-        name: row.get(4)?,
-        path: row.get(5)?,
-        kind: row.get(6)?,
-        current_version: row.get::<_, Option<i64>>(7)?.map(VersionId),
-        created_at: row.get(8)?,
-        deleted_at: row.get(9)?,
-        tags: lines_of(row.get(10)?),
-        header: SkillHeader {
-            state: HeaderState::parse(&row.get::<_, String>(11)?),
-            goal: row.get(12)?,
-            preconditions: row.get(13)?,
-            params: row.get(14)?,
-            result: row.get(15)?,
-            from: row.get(16)?,
-            topics: lines_of(row.get(17)?),
-        },
-        file_digest: row.get(18)?,
-    })
-}
-
-fn version_from_at(row: &Row<'_>, base: usize) -> rusqlite::Result<Version> {
-    let breakdown: Option<String> = row.get(base + 12)?;
-    let lineage: Option<String> = row.get(base + 7)?;
-    Ok(Version {
-        id: VersionId(row.get(base)?),
-        owner: OwnerId(row.get(base + 1)?),
-        skill: SkillId(row.get(base + 2)?),
-        number: row.get(base + 3)?,
-        digest: row.get(base + 4)?,
-        code: row.get(base + 5)?,
-        parent: row.get::<_, Option<i64>>(base + 6)?.map(VersionId),
-        lineage: lineage.as_deref().and_then(Lineage::parse),
-        inherited: row.get(base + 8)?,
-        uses: row.get(base + 9)?,
-        ok: row.get(base + 10)?,
-        score: row.get(base + 11)?,
-        breakdown: breakdown.and_then(|json| serde_json::from_str(&json).ok()),
-        measure_key: row.get(base + 13)?,
-        rate_per_minute: row.get(base + 14)?,
-        created_at: row.get(base + 15)?,
-        last_used_at: row.get(base + 16)?,
-        shared_at: row.get(base + 17)?,
-    })
-}
-
-fn version_from(row: &Row<'_>) -> rusqlite::Result<Version> {
-    version_from_at(row, 0)
-}
-
-fn load_version(conn: &Connection, owner: OwnerId, version: VersionId) -> Result<Version> {
-    conn.query_row(
-        &format!(
-            "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.version_id = ?2"
-        ),
-        params![owner.0, version.0],
-        version_from,
-    )
-    .optional()
-    .map_err(db_err)?
-    .ok_or_else(|| StoreError::NotFound(format!("version {}", version.0)))
-}
-
-fn load_agent(conn: &Connection, owner: OwnerId, agent: AgentId) -> Result<Agent> {
-    conn.query_row(
-        &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 AND agent_id = ?2"),
-        params![owner.0, agent.0],
-        agent_from,
-    )
-    .optional()
-    .map_err(db_err)?
-    .ok_or_else(|| StoreError::NotFound(format!("agent {}", agent.0)))
-}
-
-/// Reads a version's newest uses (newest first), as the score needs them.
-fn read_window(
-    conn: &Connection,
-    owner: OwnerId,
-    version: VersionId,
-) -> Result<VecDeque<UseSample>> {
-    let mut statement = conn
-        .prepare_cached(
-            "SELECT at, ok, agent_id, duration_ms, xp, items, goal_progress, deaths, stuck, items_lost
-             FROM uses WHERE owner_id = ?1 AND version_id = ?2
-             ORDER BY at DESC, use_id DESC LIMIT ?3",
-        )
-        .map_err(db_err)?;
-    let rows = statement
-        .query_map(params![owner.0, version.0, score::WINDOW as i64], |row| {
-            Ok(UseSample {
-                at: row.get::<_, i64>(0)?.div_euclid(1000),
-                ok: row.get(1)?,
-                agent: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
-                duration_ms: row.get::<_, i64>(3)?.max(0) as u64,
-                xp: parse_map(row.get(4)?),
-                items: parse_map(row.get(5)?),
-                goal_progress: row.get(6)?,
-                deaths: row.get::<_, i64>(7)?.clamp(0, i64::from(u32::MAX)) as u32,
-                stuck: row.get(8)?,
-                items_lost: row.get::<_, i64>(9)?.clamp(0, i64::from(u32::MAX)) as u32,
-            })
-        })
-        .map_err(db_err)?;
-    rows.collect::<rusqlite::Result<VecDeque<_>>>()
-        .map_err(db_err)
-}
-
-/// Median rate of the family's comparable skills: same measure, a shared tag, ≥ 3 uses.
-fn peer_median_rate(
-    conn: &Connection,
-    owner: OwnerId,
-    skill: SkillId,
-    measure_key: &str,
-) -> Result<Option<f64>> {
-    let mut statement = conn
-        .prepare_cached(
-            // The peers are found from this skill's own tags (its few rows by the primary key,
-            // then each tag's skills by skill_tags_by_tag), once; each peer is then one look-up.
-            // The unary `+` keeps SQLite from walking the whole family by owner_id instead:
-            // with every skill tagged alike, that was a scan of the family's tags per skill of
-            // the family, quadratic in its size, on every recorded use.
-            "SELECT v.rate_per_minute FROM skills s
-             JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             WHERE s.skill_id IN (SELECT peer.skill_id FROM skill_tags mine
-                                  CROSS JOIN skill_tags peer ON peer.owner_id = mine.owner_id AND peer.tag = mine.tag
-                                  WHERE +mine.owner_id = ?1 AND mine.skill_id = ?2 AND peer.skill_id <> ?2)
-               AND +s.owner_id = ?1 AND s.deleted_at IS NULL
-               AND v.measure_key = ?3 AND v.uses >= 3",
-        )
-        .map_err(db_err)?;
-    let rates = statement
-        .query_map(params![owner.0, skill.0, measure_key], |row| {
-            row.get::<_, f64>(0)
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<f64>>>()
-        .map_err(db_err)?;
-    Ok(score::peer_median_rate(rates))
-}
-
-fn skill_tags(conn: &Connection, owner: OwnerId, skill: SkillId) -> Result<Vec<String>> {
-    let mut statement = conn
-        .prepare_cached(
-            "SELECT tag FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2 ORDER BY tag",
-        )
-        .map_err(db_err)?;
-    let tags = statement
-        .query_map(params![owner.0, skill.0], |row| row.get(0))
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<String>>>()
-        .map_err(db_err)?;
-    Ok(tags)
-}
-
-fn sharing_state(conn: &Connection, owner: OwnerId, skill: SkillId) -> Result<SharingState> {
-    conn.prepare_cached(
-        "SELECT s.header = 'skill' AND s.deleted_at IS NULL,
-                (SELECT MAX(v.number) FROM versions v
-                  WHERE v.owner_id = s.owner_id AND v.skill_id = s.skill_id AND v.shared_at IS NOT NULL)
-         FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2",
-    )
-    .map_err(db_err)?
-    .query_row(params![owner.0, skill.0], |r| {
-        let headed: bool = r.get(0)?;
-        let newest_shared: Option<i64> = r.get(1)?;
-        Ok(SharingState {
-            visible: headed && newest_shared.is_some(),
-            newest_shared,
-        })
-    })
-    .optional()
-    .map_err(db_err)
-    .map(Option::unwrap_or_default)
-}
-
-/// Marks the skill's current version shared when the file is headed and the version clears the
-/// family's bar on its own runs.
-fn share_if_qualified(
-    conn: &Connection,
-    owner: OwnerId,
-    skill: SkillId,
-    now: Millis,
-) -> Result<()> {
-    let candidate = conn
-        .prepare_cached(
-            "SELECT v.version_id, v.uses, v.score, o.eager_sharing
-             FROM skills s
-             JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             JOIN owners o ON o.owner_id = s.owner_id
-             WHERE s.owner_id = ?1 AND s.skill_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
-               AND v.shared_at IS NULL",
-        )
-        .map_err(db_err)?
-        .query_row(params![owner.0, skill.0], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, f64>(2)?,
-                r.get::<_, bool>(3)?,
-            ))
-        })
-        .optional()
-        .map_err(db_err)?;
-    if let Some((version, uses, score, eager)) = candidate
-        && SharingBar::for_family(eager).cleared_by(uses, score)
-    {
-        conn.prepare_cached(
-            "UPDATE versions SET shared_at = ?3 WHERE owner_id = ?1 AND version_id = ?2",
-        )
-        .map_err(db_err)?
-        .execute(params![owner.0, version, now])
-        .map_err(db_err)?;
-    }
-    Ok(())
-}
-
-/// A skill as a sharing change describes it.
-struct SkillNow {
-    agent: Option<i64>,
-    label: String,
-    header: String,
-    deleted: bool,
-    /// The current version's number, runs and score.
-    current: Option<(i64, i64, f64)>,
-}
-
-/// Compares what the family saw of a skill before a change with what it sees now, and logs
-/// (and returns) the difference.
-fn note_sharing_change(
-    conn: &Connection,
-    owner: OwnerId,
-    skill: SkillId,
-    before: &SharingState,
-    now: Millis,
-) -> Result<Option<SharingChange>> {
-    let after = sharing_state(conn, owner, skill)?;
-    if after == *before || (!before.visible && !after.visible) {
-        return Ok(None);
-    }
-    let SkillNow {
-        agent,
-        label,
-        header,
-        deleted,
-        current,
-    } = conn
-        .prepare_cached(
-            "SELECT s.agent_id, s.agent_name || '/' || s.name, s.header, s.deleted_at IS NOT NULL,
-                    v.number, v.uses, v.score
-             FROM skills s LEFT JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             WHERE s.owner_id = ?1 AND s.skill_id = ?2",
-        )
-        .map_err(db_err)?
-        .query_row(params![owner.0, skill.0], |r| {
-            let number: Option<i64> = r.get(4)?;
-            Ok(SkillNow {
-                agent: r.get(0)?,
-                label: r.get(1)?,
-                header: r.get(2)?,
-                deleted: r.get(3)?,
-                current: match number {
-                    Some(n) => Some((n, r.get(5)?, r.get(6)?)),
-                    None => None,
-                },
-            })
-        })
-        .map_err(db_err)?;
-    let (kind, version, reason) = sharing_change(before, &after, current, deleted, &header);
-    conn.prepare_cached(
-        "INSERT INTO sharing_events (owner_id, skill_id, agent_id, version_number, kind, reason, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )
-    .map_err(db_err)?
-    .execute(params![owner.0, skill.0, agent, version, kind.as_str(), reason, now])
-    .map_err(db_err)?;
-    Ok(Some(SharingChange {
-        skill,
-        label,
-        kind,
-        version,
-        reason,
-        at: now,
-    }))
-}
 
 impl Store for SqliteStore {
     fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner> {
@@ -797,354 +494,27 @@ impl Store for SqliteStore {
         snapshot: &ScriptSnapshot,
         now: Millis,
     ) -> Result<Matched> {
-        let mut inner = self.lock();
-        with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            let agent = load_agent(&tx, owner, snapshot.agent)?;
-            let existing = tx
-                .prepare_cached(&format!(
-                    "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.path = ?3"
-                ))
-                .map_err(db_err)?
-                .query_row(params![owner.0, agent.name, snapshot.path], skill_from)
-                .optional()
-                .map_err(db_err)?;
-            let new_skill = existing.is_none();
-            let before = match &existing {
-                Some(skill) => sharing_state(&tx, owner, skill.id)?,
-                None => SharingState::default(),
-            };
-            let skill_id = match &existing {
-                Some(skill) => {
-                    if skill.deleted_at.is_some() || skill.agent.is_none() {
-                        tx.execute(
-                            "UPDATE skills SET deleted_at = NULL, agent_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
-                            params![owner.0, skill.id.0, agent.id.0],
-                        )
-                        .map_err(db_err)?;
-                    }
-                    skill.id
-                }
-                None => {
-                    tx.execute(
-                        "INSERT INTO skills (owner_id, agent_id, agent_name, name, path, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![owner.0, agent.id.0, agent.name, snapshot.name, snapshot.path, now],
-                    )
-                    .map_err(db_err)?;
-                    SkillId(tx.last_insert_rowid())
-                }
-            };
-            let found = tx
-                .prepare_cached(&format!(
-                    "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 AND v.digest = ?3"
-                ))
-                .map_err(db_err)?
-                .query_row(params![owner.0, skill_id.0, snapshot.digest], version_from)
-                .optional()
-                .map_err(db_err)?;
-            let new_version = found.is_none();
-            let version_id = match found {
-                Some(version) => version.id,
-                None => {
-                    // An edit builds on the version the file had; a new file builds on its
-                    // origin (a copy, a rename, a sibling's skill), if it has one.
-                    let parent = match existing.as_ref().and_then(|s| s.current_version) {
-                        Some(current) => Some((load_version(&tx, owner, current)?, Lineage::Edit)),
-                        None => match snapshot.origin {
-                            Some((origin, lineage)) => {
-                                Some((load_version(&tx, owner, origin)?, lineage))
-                            }
-                            None => None,
-                        },
-                    };
-                    let number: i64 = tx
-                        .query_row(
-                            "SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE owner_id = ?1 AND skill_id = ?2",
-                            params![owner.0, skill_id.0],
-                            |r| r.get(0),
-                        )
-                        .map_err(db_err)?;
-                    let inherited = parent
-                        .as_ref()
-                        .map(|(p, _)| score::inherited_from_parent(p.score));
-                    tx.execute(
-                        "INSERT INTO versions (owner_id, skill_id, number, digest, code, parent_version_id, lineage,
-                                               inherited, score, created_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-                        params![
-                            owner.0,
-                            skill_id.0,
-                            number,
-                            snapshot.digest,
-                            snapshot.code,
-                            parent.as_ref().map(|(p, _)| p.id.0),
-                            parent.as_ref().map(|(_, l)| l.as_str()),
-                            inherited,
-                            inherited.unwrap_or(0.0),
-                            now
-                        ],
-                    )
-                    .map_err(db_err)?;
-                    VersionId(tx.last_insert_rowid())
-                }
-            };
-            tx.execute(
-                "UPDATE skills SET current_version_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
-                params![owner.0, skill_id.0, version_id.0],
-            )
-            .map_err(db_err)?;
-            let new_tags = sorted(&snapshot.tags);
-            if skill_tags(&tx, owner, skill_id)? != new_tags {
-                tx.execute(
-                    "UPDATE skills SET tags = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
-                    params![owner.0, skill_id.0, new_tags.join("\n")],
-                )
-                .map_err(db_err)?;
-                tx.execute(
-                    "DELETE FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2",
-                    params![owner.0, skill_id.0],
-                )
-                .map_err(db_err)?;
-                for tag in &snapshot.tags {
-                    tx.execute(
-                        "INSERT OR IGNORE INTO skill_tags (owner_id, skill_id, tag) VALUES (?1, ?2, ?3)",
-                        params![owner.0, skill_id.0, tag],
-                    )
-                    .map_err(db_err)?;
-                }
-            }
-            let header = &snapshot.header;
-            tx.prepare_cached(
-                "UPDATE skills SET header = ?3, goal = ?4, preconditions = ?5, params = ?6, result = ?7,
-                        from_skill = ?8, topics = ?9, file_digest = COALESCE(?10, file_digest)
-                 WHERE owner_id = ?1 AND skill_id = ?2",
-            )
-            .map_err(db_err)?
-            .execute(params![
-                owner.0,
-                skill_id.0,
-                header.state.as_str(),
-                header.goal,
-                header.preconditions,
-                header.params,
-                header.result,
-                header.from,
-                header.topics.join("\n"),
-                snapshot.file_digest,
-            ])
-            .map_err(db_err)?;
-            share_if_qualified(&tx, owner, skill_id, now)?;
-            let sharing = note_sharing_change(&tx, owner, skill_id, &before, now)?;
-            let skill = tx
-                .query_row(
-                    &format!("SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"),
-                    params![owner.0, skill_id.0],
-                    skill_from,
-                )
-                .map_err(db_err)?;
-            let version = load_version(&tx, owner, version_id)?;
-            tx.commit().map_err(db_err)?;
-            Ok(Matched {
-                skill,
-                version,
-                new_skill,
-                new_version,
-                sharing,
-            })
-        })
+        self.write(|tx, _| rules::recording::match_script(tx, owner, snapshot, now))
     }
 
     fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
-        let mut guard = self.lock();
-        let inner = &mut *guard;
-        let outcome = with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            let row = tx
-                .prepare_cached(
-                    "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
-                            v.peer_checked_uses, s.tags,
-                            s.header = 'skill' AND s.deleted_at IS NULL AND s.current_version_id = v.version_id
-                                AND v.shared_at IS NULL
-                     FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-                     WHERE v.owner_id = ?1 AND v.version_id = ?2",
-                )
-                .map_err(db_err)?
-                .query_row(params![owner.0, new_use.version.0], |r| {
-                    Ok(VersionRow {
-                        skill: SkillId(r.get(0)?),
-                        number: r.get(1)?,
-                        uses: r.get(2)?,
-                        ok: r.get(3)?,
-                        score: r.get(4)?,
-                        inherited: r.get(5)?,
-                        measure_key: r.get(6)?,
-                        peer_rate: r.get(7)?,
-                        peer_checked_uses: r.get(8)?,
-                        tags: r.get(9)?,
-                        may_share: r.get(10)?,
-                    })
-                })
-                .optional()
-                .map_err(db_err)?
-                .ok_or_else(|| StoreError::NotFound(format!("version {}", new_use.version.0)))?;
-            let stats = |uses, ok, score| VersionStats {
-                id: new_use.version,
-                skill: row.skill,
-                number: row.number,
-                uses,
-                ok,
-                score,
-            };
-            if let Some(event_id) = &new_use.event_id {
-                let seen: Option<i64> = tx
-                    .prepare_cached("SELECT use_id FROM uses WHERE owner_id = ?1 AND event_id = ?2")
-                    .map_err(db_err)?
-                    .query_row(params![owner.0, event_id], |r| r.get(0))
-                    .optional()
-                    .map_err(db_err)?;
-                if seen.is_some() {
-                    return Ok((false, stats(row.uses, row.ok, row.score), None, None));
+        let version = new_use.version.0;
+        self.write(|tx, windows| {
+            let known = windows.remove(&version);
+            let (recorded, window) = rules::recording::record_use(tx, owner, new_use, known)?;
+            Ok((recorded, window))
+        })
+        .map(|(recorded, window)| {
+            // Kept only once the transaction committed: a window of a rolled-back use must not
+            // stand for the table.
+            if let Some(window) = window {
+                let mut inner = self.lock();
+                if inner.windows.len() >= WINDOW_CACHE_LIMIT {
+                    inner.windows.clear();
                 }
+                inner.windows.insert(version, window);
             }
-            let outcome = &new_use.outcome;
-            tx.prepare_cached(
-                "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
-                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
-                 FROM agents WHERE owner_id = ?1 AND agent_id = ?3",
-            )
-            .map_err(db_err)?
-            .execute(params![
-                owner.0,
-                new_use.version.0,
-                new_use.agent.0,
-                outcome.at,
-                outcome.ok,
-                outcome.duration_ms.min(i64::MAX as u64) as i64,
-                json_map(&outcome.xp),
-                json_map(&outcome.items),
-                outcome.goal_progress,
-                outcome.deaths,
-                outcome.stuck,
-                outcome.items_lost,
-                new_use.source,
-                new_use.call,
-                new_use.output,
-                new_use.event_id,
-                new_use.recorded_at,
-                outcome.failure,
-            ])
-            .map_err(db_err)
-            .and_then(|n| if n == 1 { Ok(()) } else { Err(StoreError::NotFound(format!("agent {}", new_use.agent.0))) })?;
-
-            // The window: from the cache when no other writer touched this version since it was
-            // read, else from the table (which now holds the new use too).
-            let cached = inner
-                .windows
-                .remove(&new_use.version.0)
-                .filter(|w| w.uses == row.uses);
-            let window = match cached {
-                Some(mut cached) => {
-                    insert_sample(&mut cached.samples, sample_from(outcome, new_use.agent));
-                    cached.samples
-                }
-                None => read_window(&tx, owner, new_use.version)?,
-            };
-            let tags = lines_of(row.tags.clone());
-            let mut window = window;
-            // Newest-first in one slice, rotated in place (no copy of the samples).
-            let contiguous: &[UseSample] = window.make_contiguous();
-            let measure = Measure::choose(&tags, contiguous);
-            let measure_key = measure.key();
-            // The family's median is looked up again every PEER_REFRESH_USES uses of this
-            // version (or when its measure changes), and kept in the version's row: the same
-            // for every process, and no scan of the family's skills on every run.
-            let refresh_peers = row.measure_key != measure_key
-                || row
-                    .peer_checked_uses
-                    .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES);
-            let (peers, peer_checked_uses) = if tags.is_empty() {
-                (None, None)
-            } else if refresh_peers {
-                (
-                    peer_median_rate(&tx, owner, row.skill, &measure_key)?,
-                    Some(row.uses),
-                )
-            } else {
-                (row.peer_rate, row.peer_checked_uses)
-            };
-            let breakdown: ScoreBreakdown = score::score(&ScoreInput {
-                window: contiguous,
-                measure: &measure,
-                peer_median_rate: peers,
-                inherited: row.inherited,
-            });
-            tx.prepare_cached(
-                "UPDATE versions SET uses = uses + 1, ok = ok + ?3, score = ?4, breakdown = ?5, measure_key = ?6,
-                        rate_per_minute = ?7, last_used_at = MAX(COALESCE(last_used_at, ?8), ?8),
-                        peer_rate = ?9, peer_checked_uses = ?10
-                 WHERE owner_id = ?1 AND version_id = ?2",
-            )
-            .map_err(db_err)?
-            .execute(params![
-                owner.0,
-                new_use.version.0,
-                i64::from(outcome.ok),
-                breakdown.total,
-                serde_json::to_string(&breakdown).ok(),
-                measure_key,
-                breakdown.rate_per_minute,
-                outcome.at,
-                peers,
-                peer_checked_uses,
-            ])
-            .map_err(db_err)?;
-            // A headed script is shared right after the run that makes it qualify. The bar is
-            // only looked up when the version could clear even the lowest one.
-            let lowest = SharingBar::lowest();
-            let shared = if row.may_share && lowest.cleared_by(row.uses + 1, breakdown.total) {
-                let before = sharing_state(&tx, owner, row.skill)?;
-                share_if_qualified(&tx, owner, row.skill, new_use.recorded_at)?;
-                note_sharing_change(&tx, owner, row.skill, &before, new_use.recorded_at)?
-            } else {
-                None
-            };
-            tx.commit().map_err(db_err)?;
-            Ok((
-                true,
-                stats(
-                    row.uses + 1,
-                    row.ok + i64::from(outcome.ok),
-                    breakdown.total,
-                ),
-                Some(window),
-                shared,
-            ))
-        })?;
-        let (added, version, window, shared) = outcome;
-        if let Some(samples) = window {
-            if inner.windows.len() >= WINDOW_CACHE_LIMIT {
-                inner.windows.clear();
-            }
-            inner.windows.insert(
-                version.id.0,
-                CachedWindow {
-                    uses: version.uses,
-                    samples,
-                },
-            );
-        }
-        Ok(RecordedUse {
-            added,
-            version,
-            shared,
+            recorded
         })
     }
 
@@ -1153,92 +523,7 @@ impl Store for SqliteStore {
         owner: OwnerId,
         new_use: &NewSnippetUse,
     ) -> Result<RecordedSnippetUse> {
-        let mut inner = self.lock();
-        with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            let agent = load_agent(&tx, owner, new_use.agent)?;
-            let outcome = &new_use.outcome;
-            // An event id already stored is a retry: it answers with the snippet that event
-            // recorded, whatever the retry carries (another avatar's or changed code included).
-            let recorded_before: Option<i64> = match &new_use.event_id {
-                Some(event_id) => tx
-                    .query_row(
-                        "SELECT snippet_id FROM snippet_uses WHERE owner_id = ?1 AND event_id = ?2",
-                        params![owner.0, event_id],
-                        |r| r.get(0),
-                    )
-                    .optional()
-                    .map_err(db_err)?,
-                None => None,
-            };
-            let added = recorded_before.is_none();
-            if added {
-                tx.execute(
-                    "INSERT INTO snippets (owner_id, agent_id, digest, code, first_at, last_used_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?5)
-                     ON CONFLICT (owner_id, agent_id, digest) DO NOTHING",
-                    params![owner.0, agent.id.0, new_use.digest, new_use.code, outcome.at],
-                )
-                .map_err(db_err)?;
-                let snippet_id: i64 = tx
-                    .query_row(
-                        "SELECT snippet_id FROM snippets WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
-                        params![owner.0, agent.id.0, new_use.digest],
-                        |r| r.get(0),
-                    )
-                    .map_err(db_err)?;
-                tx.execute(
-                    "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
-                                               goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
-                                               failure)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4, ?15)",
-                    params![
-                        owner.0,
-                        snippet_id,
-                        agent.id.0,
-                        outcome.at,
-                        outcome.ok,
-                        outcome.duration_ms.min(i64::MAX as u64) as i64,
-                        json_map(&outcome.xp),
-                        json_map(&outcome.items),
-                        outcome.goal_progress,
-                        outcome.deaths,
-                        outcome.stuck,
-                        outcome.items_lost,
-                        new_use.output,
-                        new_use.event_id,
-                        outcome.failure,
-                    ],
-                )
-                .map_err(db_err)?;
-                tx.execute(
-                    "UPDATE snippets SET uses = uses + 1, ok = ok + ?3, last_used_at = MAX(last_used_at, ?4)
-                     WHERE owner_id = ?1 AND snippet_id = ?2",
-                    params![owner.0, snippet_id, i64::from(outcome.ok), outcome.at],
-                )
-                .map_err(db_err)?;
-            }
-            let snippet = match recorded_before {
-                Some(snippet_id) => tx.query_row(
-                    "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
-                     WHERE owner_id = ?1 AND snippet_id = ?2",
-                    params![owner.0, snippet_id],
-                    snippet_from,
-                ),
-                None => tx.query_row(
-                    "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
-                     WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
-                    params![owner.0, agent.id.0, new_use.digest],
-                    snippet_from,
-                ),
-            }
-            .map_err(db_err)?;
-            tx.commit().map_err(db_err)?;
-            Ok(RecordedSnippetUse { added, snippet })
-        })
+        self.write(|tx, _| rules::recording::record_snippet_use(tx, owner, new_use))
     }
 
     fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
@@ -1560,28 +845,7 @@ impl Store for SqliteStore {
         skill: SkillId,
         now: Millis,
     ) -> Result<Option<SharingChange>> {
-        let mut inner = self.lock();
-        with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            let before = sharing_state(&tx, owner, skill)?;
-            let changed = tx
-                .execute(
-                    "UPDATE skills SET deleted_at = ?3, file_digest = NULL
-                     WHERE owner_id = ?1 AND skill_id = ?2 AND deleted_at IS NULL",
-                    params![owner.0, skill.0, now],
-                )
-                .map_err(db_err)?;
-            let change = if changed > 0 {
-                note_sharing_change(&tx, owner, skill, &before, now)?
-            } else {
-                None
-            };
-            tx.commit().map_err(db_err)?;
-            Ok(change)
-        })
+        self.write(|tx, _| rules::sharing::mark_file_gone(tx, owner, skill, now))
     }
 
     fn share_qualified(
@@ -1590,36 +854,7 @@ impl Store for SqliteStore {
         agent: AgentId,
         now: Millis,
     ) -> Result<Vec<SharingChange>> {
-        let mut inner = self.lock();
-        with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            let lowest = SharingBar::lowest();
-            let candidates: Vec<i64> = tx
-                .prepare_cached(
-                    "SELECT s.skill_id FROM skills s
-                     JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-                     WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
-                       AND v.shared_at IS NULL AND v.uses >= ?3 AND v.score >= ?4
-                     ORDER BY s.skill_id",
-                )
-                .map_err(db_err)?
-                .query_map(params![owner.0, agent.0, lowest.runs, lowest.score], |r| r.get(0))
-                .map_err(db_err)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(db_err)?;
-            let mut changes = Vec::new();
-            for skill in candidates {
-                let skill = SkillId(skill);
-                let before = sharing_state(&tx, owner, skill)?;
-                share_if_qualified(&tx, owner, skill, now)?;
-                changes.extend(note_sharing_change(&tx, owner, skill, &before, now)?);
-            }
-            tx.commit().map_err(db_err)?;
-            Ok(changes)
-        })
+        self.write(|tx, _| rules::sharing::share_qualified(tx, owner, agent, now))
     }
 
     fn shared_skills(&self, owner: OwnerId) -> Result<Vec<SharedSkill>> {
@@ -1775,64 +1010,7 @@ impl Store for SqliteStore {
         lessons: &[NewLesson],
         now: Millis,
     ) -> Result<LessonsChange> {
-        let mut inner = self.lock();
-        with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            load_agent(&tx, owner, agent)?;
-            let existing: HashMap<String, String> = tx
-                .prepare_cached(
-                    "SELECT digest, text FROM lessons WHERE owner_id = ?1 AND agent_id = ?2",
-                )
-                .map_err(db_err)?
-                .query_map(params![owner.0, agent.0], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(db_err)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(db_err)?;
-            let mut change = LessonsChange::default();
-            let mut wanted: HashMap<String, &NewLesson> = HashMap::new();
-            for lesson in lessons {
-                wanted
-                    .entry(mindrune_core::digest::sha256(lesson.text.as_bytes()))
-                    .or_insert(lesson);
-            }
-            for (digest, text) in &existing {
-                if !wanted.contains_key(digest) {
-                    tx.execute(
-                        "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
-                        params![owner.0, agent.0, digest],
-                    )
-                    .map_err(db_err)?;
-                    change.removed.push(text.clone());
-                }
-            }
-            // Lessons keep the order of the log: a line further down is newer.
-            let mut fresh: Vec<(&String, &&NewLesson)> = wanted.iter().collect();
-            fresh.sort_by_key(|(_, lesson)| lesson.line);
-            for (digest, lesson) in fresh {
-                if existing.contains_key(digest) {
-                    tx.execute(
-                        "UPDATE lessons SET line = ?4 WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
-                        params![owner.0, agent.0, digest, lesson.line as i64],
-                    )
-                    .map_err(db_err)?;
-                    change.kept += 1;
-                } else {
-                    tx.execute(
-                        "INSERT INTO lessons (owner_id, agent_id, digest, text, line, first_seen_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        params![owner.0, agent.0, digest, lesson.text, lesson.line as i64, now],
-                    )
-                    .map_err(db_err)?;
-                    change.added.push(lesson.text.clone());
-                }
-            }
-            change.removed.sort();
-            tx.commit().map_err(db_err)?;
-            Ok(change)
-        })
+        self.write(|tx, _| rules::family::replace_lessons(tx, owner, agent, lessons, now))
     }
 
     fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>> {
@@ -1871,82 +1049,10 @@ impl Store for SqliteStore {
     }
 
     fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent> {
-        let mut inner = self.lock();
-        let result = with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            load_agent(&tx, owner, agent)?;
-            // Its shared skills stay with the family; everything else it wrote goes.
-            let kept = tx
-                .execute(
-                    "UPDATE skills SET agent_id = NULL
-                     WHERE owner_id = ?1 AND agent_id = ?2 AND header = 'skill' AND deleted_at IS NULL
-                       AND EXISTS (SELECT 1 FROM versions v WHERE v.owner_id = skills.owner_id
-                                   AND v.skill_id = skills.skill_id AND v.shared_at IS NOT NULL)",
-                    params![owner.0, agent.0],
-                )
-                .map_err(db_err)?;
-            let doomed = "SELECT skill_id FROM skills WHERE owner_id = ?1 AND agent_id = ?2";
-            let doomed_versions = format!(
-                "SELECT version_id FROM versions WHERE owner_id = ?1 AND skill_id IN ({doomed})"
-            );
-            let removed: usize = tx
-                .query_row(
-                    "SELECT COUNT(*) FROM skills WHERE owner_id = ?1 AND agent_id = ?2",
-                    params![owner.0, agent.0],
-                    |r| r.get::<_, i64>(0),
-                )
-                .map_err(db_err)? as usize;
-            for statement in [
-                format!(
-                    "UPDATE versions SET parent_version_id = NULL
-                     WHERE owner_id = ?1 AND parent_version_id IN ({doomed_versions})"
-                ),
-                format!(
-                    "DELETE FROM uses WHERE owner_id = ?1 AND version_id IN ({doomed_versions})"
-                ),
-                format!(
-                    "DELETE FROM sharing_events WHERE owner_id = ?1 AND skill_id IN ({doomed})"
-                ),
-                format!("DELETE FROM skill_tags WHERE owner_id = ?1 AND skill_id IN ({doomed})"),
-                format!(
-                    "UPDATE skills SET current_version_id = NULL WHERE owner_id = ?1 AND skill_id IN ({doomed})"
-                ),
-                format!("DELETE FROM versions WHERE owner_id = ?1 AND skill_id IN ({doomed})"),
-                "DELETE FROM skills WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "DELETE FROM snippet_uses WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "DELETE FROM snippets WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "DELETE FROM snippet_suggestions WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "DELETE FROM unrecorded_calls WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "DELETE FROM runner_tokens WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "DELETE FROM avatar_states WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "UPDATE uses SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-                "UPDATE sharing_events SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2"
-                    .to_string(),
-                "DELETE FROM agents WHERE owner_id = ?1 AND agent_id = ?2".to_string(),
-            ] {
-                let mut prepared = tx.prepare(&statement).map_err(db_err)?;
-                let wants_agent = prepared.parameter_count() >= 2;
-                if wants_agent {
-                    prepared
-                        .execute(params![owner.0, agent.0])
-                        .map_err(db_err)?;
-                } else {
-                    prepared.execute(params![owner.0]).map_err(db_err)?;
-                }
-            }
-            tx.commit().map_err(db_err)?;
-            Ok(DeletedAgent {
-                scripts_removed: removed,
-                skills_kept: kept,
-            })
-        });
+        let deleted = self.write(|tx, _| rules::family::delete_agent(tx, owner, agent));
         // Cached windows of removed versions must not outlive them.
-        inner.windows.clear();
-        result
+        self.lock().windows.clear();
+        deleted
     }
 
     // The topic-tag vocabulary: global reference data, so no owner (see the trait).
@@ -2335,43 +1441,7 @@ impl Store for SqliteStore {
     }
     fn audit(&self, owner: OwnerId) -> Result<Vec<String>> {
         let inner = self.lock();
-        let conn = &inner.conn;
-        let versions = conn
-            .prepare(
-                "SELECT v.version_id, s.agent_name || '/' || s.name, v.uses, v.ok, v.score, v.inherited,
-                        v.peer_rate, s.tags,
-                        (SELECT COUNT(*) FROM uses u WHERE u.owner_id = v.owner_id AND u.version_id = v.version_id),
-                        (SELECT COALESCE(SUM(u.ok), 0) FROM uses u WHERE u.owner_id = v.owner_id AND u.version_id = v.version_id)
-                 FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-                 WHERE v.owner_id = ?1 ORDER BY v.version_id",
-            )
-            .map_err(db_err)?
-            .query_map([owner.0], |r| {
-                Ok((
-                    StoredVersion {
-                        version: r.get(0)?,
-                        label: r.get(1)?,
-                        uses: r.get(2)?,
-                        ok: r.get(3)?,
-                        score: r.get(4)?,
-                        inherited: r.get(5)?,
-                        peer_rate: r.get(6)?,
-                        tags: r.get(7)?,
-                    },
-                    r.get::<_, i64>(8)?,
-                    r.get::<_, i64>(9)?,
-                ))
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        let mut problems = Vec::new();
-        for (stored, counted_uses, counted_ok) in versions {
-            let window = read_window(conn, owner, VersionId(stored.version))?;
-            let window: Vec<UseSample> = window.into();
-            problems.extend(audit_version(&stored, counted_uses, counted_ok, &window));
-        }
-        Ok(problems)
+        rules::family::audit(&mut SqliteTx { conn: &inner.conn }, owner)
     }
 }
 
@@ -2407,17 +1477,4 @@ impl SqliteStore {
         }
         Ok(())
     }
-}
-
-fn snippet_from(row: &Row<'_>) -> rusqlite::Result<Snippet> {
-    Ok(Snippet {
-        id: SnippetId(row.get(0)?),
-        agent: row.get::<_, Option<i64>>(1)?.map(AgentId),
-        digest: row.get(2)?,
-        code: row.get(3)?,
-        uses: row.get(4)?,
-        ok: row.get(5)?,
-        first_at: row.get(6)?,
-        last_used_at: row.get(7)?,
-    })
 }

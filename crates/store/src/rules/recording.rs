@@ -1,0 +1,254 @@
+//! Matching a script file to its skill and version, and recording a use: the rescore of its
+//! version and, right after the run that made it qualify, its sharing.
+
+use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
+use mindrune_core::sharing::SharingBar;
+
+use super::sharing::{note_sharing_change, peer_median_rate, share_if_qualified};
+use super::{FamilyTx, KnownWindow, NewVersion, Rescore, UseInsert};
+use crate::common::{SharingState, insert_sample, lines_of, sample_from, sorted};
+use crate::{
+    Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse, RecordedUse,
+    ScriptSnapshot, StoreError, VersionStats,
+};
+
+/// How many uses of a version pass before the family's peer median is looked up again. The
+/// refresh points change the scores, so every backend and process keeps this one.
+pub(crate) const PEER_REFRESH_USES: i64 = 20;
+
+/// Finds (or makes) the skill at the snapshot's path and the version of its code, makes it the
+/// skill's current version, writes the header and tags, and shares or un-shares as the header
+/// now says.
+pub(crate) fn match_script<T: FamilyTx>(
+    tx: &mut T,
+    owner: OwnerId,
+    snapshot: &ScriptSnapshot,
+    now: Millis,
+) -> Result<Matched, T::Error> {
+    let agent = tx.agent(owner, snapshot.agent)?;
+    let existing = tx.skill_at(owner, &agent.name, &snapshot.path)?;
+    let new_skill = existing.is_none();
+    // A new file's first version builds on its origin, if it has one. It is read before the skill
+    // is inserted, so an unknown origin takes no id (PostgreSQL's identity would keep a gap).
+    let mut first_parent = match (&existing, snapshot.origin) {
+        (None, Some((origin, lineage))) => Some((tx.version(owner, origin)?, lineage)),
+        _ => None,
+    };
+    let before = match &existing {
+        Some(skill) => tx.sharing_state(owner, skill.id)?,
+        None => SharingState::default(),
+    };
+    let skill_id = match &existing {
+        Some(skill) => {
+            if skill.deleted_at.is_some() || skill.agent.is_none() {
+                tx.revive_skill(owner, skill.id, agent.id)?;
+            }
+            skill.id
+        }
+        None => tx.insert_skill(owner, &agent, &snapshot.name, &snapshot.path, now)?,
+    };
+    let found = tx.version_with_digest(owner, skill_id, &snapshot.digest)?;
+    let new_version = found.is_none();
+    let version_id = match found {
+        Some(version) => version.id,
+        None => {
+            // An edit builds on the version the file had; a new file builds on its origin (a
+            // copy, a rename, a sibling's skill), if it has one.
+            let parent = match existing.as_ref().and_then(|s| s.current_version) {
+                Some(current) => Some((tx.version(owner, current)?, Lineage::Edit)),
+                None => match (first_parent.take(), snapshot.origin) {
+                    (Some(loaded), _) => Some(loaded),
+                    (None, Some((origin, lineage))) => Some((tx.version(owner, origin)?, lineage)),
+                    (None, None) => None,
+                },
+            };
+            let number = tx.next_version_number(owner, skill_id)?;
+            let inherited = parent
+                .as_ref()
+                .map(|(p, _)| score::inherited_from_parent(p.score));
+            tx.insert_version(
+                owner,
+                &NewVersion {
+                    skill: skill_id,
+                    number,
+                    digest: &snapshot.digest,
+                    code: &snapshot.code,
+                    parent: parent.as_ref().map(|(p, _)| p.id),
+                    lineage: parent.as_ref().map(|(_, l)| *l),
+                    inherited,
+                    score: inherited.unwrap_or(0.0),
+                    created_at: now,
+                },
+            )?
+        }
+    };
+    tx.set_current_version(owner, skill_id, version_id)?;
+    let new_tags = sorted(&snapshot.tags);
+    if tx.skill_tags(owner, skill_id)? != new_tags {
+        tx.set_skill_tags(owner, skill_id, &new_tags)?;
+    }
+    tx.set_header(
+        owner,
+        skill_id,
+        &snapshot.header,
+        snapshot.file_digest.as_deref(),
+    )?;
+    share_if_qualified(tx, owner, skill_id, now)?;
+    let sharing = note_sharing_change(tx, owner, skill_id, &before, now)?;
+    let skill = tx.skill(owner, skill_id)?;
+    let version = tx.version(owner, version_id)?;
+    Ok(Matched {
+        skill,
+        version,
+        new_skill,
+        new_version,
+        sharing,
+    })
+}
+
+/// Records a use of a version, exactly once by its event id, rescores the version on its newest
+/// window, and shares it when this run made it clear the family's bar.
+///
+/// `known` is a window this process read before (a cache the caller keeps; it is used only when
+/// the version's use count says nothing was written since). Returns the version's window as it
+/// is after this use, for the caller to keep once the transaction committed.
+pub(crate) fn record_use<T: FamilyTx>(
+    tx: &mut T,
+    owner: OwnerId,
+    new_use: &NewUse,
+    known: Option<KnownWindow>,
+) -> Result<(RecordedUse, Option<KnownWindow>), T::Error> {
+    let row = tx
+        .version_for_use(owner, new_use.version)?
+        .ok_or_else(|| StoreError::NotFound(format!("version {}", new_use.version.0)))?;
+    let stats = |uses, ok, score| VersionStats {
+        id: new_use.version,
+        skill: row.skill,
+        number: row.number,
+        uses,
+        ok,
+        score,
+    };
+    match tx.insert_use(owner, new_use)? {
+        UseInsert::Inserted => {}
+        UseInsert::AlreadyRecorded => {
+            let recorded = RecordedUse {
+                added: false,
+                version: stats(row.uses, row.ok, row.score),
+                shared: None,
+            };
+            return Ok((recorded, known));
+        }
+        UseInsert::NoSuchAgent => {
+            return Err(StoreError::NotFound(format!("agent {}", new_use.agent.0)).into());
+        }
+    }
+    let outcome = &new_use.outcome;
+    // The window: the known one when no writer touched this version since it was read, else from
+    // the table (which now holds the new use too).
+    let mut window = match known.filter(|w| w.uses == row.uses) {
+        Some(mut known) => {
+            insert_sample(&mut known.samples, sample_from(outcome, new_use.agent));
+            known.samples
+        }
+        None => tx.window(owner, new_use.version)?,
+    };
+    let tags = lines_of(row.tags.clone());
+    // Newest-first in one slice, rotated in place (no copy of the samples).
+    let contiguous: &[UseSample] = window.make_contiguous();
+    let measure = Measure::choose(&tags, contiguous);
+    let measure_key = measure.key();
+    // The family's median is looked up again every PEER_REFRESH_USES uses of this version (or
+    // when its measure changes), and kept in the version's row: the same for every process, and
+    // no scan of the family's skills on every run.
+    let refresh_peers = row.measure_key != measure_key
+        || row
+            .peer_checked_uses
+            .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES);
+    let (peers, peer_checked_uses) = if tags.is_empty() {
+        (None, None)
+    } else if refresh_peers {
+        (
+            peer_median_rate(tx, owner, row.skill, &measure_key)?,
+            Some(row.uses),
+        )
+    } else {
+        (row.peer_rate, row.peer_checked_uses)
+    };
+    let breakdown = score::score(&ScoreInput {
+        window: contiguous,
+        measure: &measure,
+        peer_median_rate: peers,
+        inherited: row.inherited,
+    });
+    tx.rescore_version(
+        owner,
+        new_use.version,
+        &Rescore {
+            ok: outcome.ok,
+            score: breakdown.total,
+            breakdown: serde_json::to_string(&breakdown).ok(),
+            measure_key,
+            rate_per_minute: breakdown.rate_per_minute,
+            at: outcome.at,
+            peer_rate: peers,
+            peer_checked_uses,
+        },
+    )?;
+    // A headed script is shared right after the run that makes it qualify; the family's bar came
+    // with the version's row, so a run below it costs no further statement.
+    let bar = SharingBar::for_family(row.eager_sharing);
+    let shared = if row.may_share && bar.cleared_by(row.uses + 1, breakdown.total) {
+        let before = tx.sharing_state(owner, row.skill)?;
+        share_if_qualified(tx, owner, row.skill, new_use.recorded_at)?;
+        note_sharing_change(tx, owner, row.skill, &before, new_use.recorded_at)?
+    } else {
+        None
+    };
+    let uses = row.uses + 1;
+    let recorded = RecordedUse {
+        added: true,
+        version: stats(uses, row.ok + i64::from(outcome.ok), breakdown.total),
+        shared,
+    };
+    Ok((
+        recorded,
+        Some(KnownWindow {
+            uses,
+            samples: window,
+        }),
+    ))
+}
+
+/// Records a run of an inline snippet, exactly once by its event id: a stored event id is a
+/// retry and answers with the snippet that event recorded, whatever the retry carries (another
+/// avatar's or changed code included).
+pub(crate) fn record_snippet_use<T: FamilyTx>(
+    tx: &mut T,
+    owner: OwnerId,
+    new_use: &NewSnippetUse,
+) -> Result<RecordedSnippetUse, T::Error> {
+    let agent = tx.agent(owner, new_use.agent)?;
+    let recorded_before = match &new_use.event_id {
+        Some(event_id) => tx.snippet_of_event(owner, event_id)?,
+        None => None,
+    };
+    let snippet = match recorded_before {
+        Some(snippet) => snippet,
+        None => {
+            // Looked up before it is inserted: a conflicting insert would still take an id of
+            // PostgreSQL's identity. The transaction keeps another writer from inserting it in
+            // between.
+            let snippet = match tx.snippet_with_digest(owner, agent.id, &new_use.digest)? {
+                Some(snippet) => snippet,
+                None => tx.insert_snippet(owner, agent.id, new_use)?,
+            };
+            tx.insert_snippet_use(owner, snippet, agent.id, new_use)?;
+            snippet
+        }
+    };
+    Ok(RecordedSnippetUse {
+        added: recorded_before.is_none(),
+        snippet: tx.snippet(owner, snippet)?,
+    })
+}

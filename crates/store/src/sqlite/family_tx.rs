@@ -1,0 +1,798 @@
+//! SQLite's steps for the store's rules (`crate::rules`): one statement each, in SQLite's SQL.
+
+use std::collections::VecDeque;
+
+use mindrune_core::score::{self, UseSample};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::db_err;
+use super::rows::{agent_from, skill_from, snippet_from, version_from};
+use crate::common::{
+    AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, SharingState, StoredVersion, VERSION_COLUMNS,
+    json_map, parse_map,
+};
+use crate::rules::{
+    FamilyTx, NewLessonRow, NewVersion, Rescore, ShareCandidate, SharingEvent, SkillForChange,
+    UseInsert, VersionRow,
+};
+use crate::{
+    Agent, AgentId, Millis, NewSnippetUse, NewUse, OwnerId, Result, Skill, SkillHeader, SkillId,
+    Snippet, StoreError, Version, VersionId,
+};
+
+/// A transaction (or, for the audit, the connection itself) on the library's connection.
+pub(crate) struct SqliteTx<'a> {
+    pub conn: &'a Connection,
+}
+
+impl FamilyTx for SqliteTx<'_> {
+    type Error = StoreError;
+
+    fn agent(&mut self, owner: OwnerId, agent: AgentId) -> Result<Agent> {
+        load_agent(self.conn, owner, agent)
+    }
+
+    fn skill_at(&mut self, owner: OwnerId, agent_name: &str, path: &str) -> Result<Option<Skill>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.path = ?3"
+            ))
+            .map_err(db_err)?
+            .query_row(params![owner.0, agent_name, path], skill_from)
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn skill(&mut self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"
+            ))
+            .map_err(db_err)?
+            .query_row(params![owner.0, skill.0], skill_from)
+            .optional()
+            .map_err(db_err)?
+            .ok_or_else(|| StoreError::NotFound(format!("skill {}", skill.0)))
+    }
+
+    fn revive_skill(&mut self, owner: OwnerId, skill: SkillId, agent: AgentId) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE skills SET deleted_at = NULL, agent_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+                params![owner.0, skill.0, agent.0],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn insert_skill(
+        &mut self,
+        owner: OwnerId,
+        agent: &Agent,
+        name: &str,
+        path: &str,
+        now: Millis,
+    ) -> Result<SkillId> {
+        self.conn
+            .execute(
+                "INSERT INTO skills (owner_id, agent_id, agent_name, name, path, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![owner.0, agent.id.0, agent.name, name, path, now],
+            )
+            .map_err(db_err)?;
+        Ok(SkillId(self.conn.last_insert_rowid()))
+    }
+
+    fn set_current_version(
+        &mut self,
+        owner: OwnerId,
+        skill: SkillId,
+        version: VersionId,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE skills SET current_version_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+            )
+            .map_err(db_err)?
+            .execute(params![owner.0, skill.0, version.0])
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn skill_tags(&mut self, owner: OwnerId, skill: SkillId) -> Result<Vec<String>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                "SELECT tag FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2 ORDER BY tag",
+            )
+            .map_err(db_err)?;
+        statement
+            .query_map(params![owner.0, skill.0], |row| row.get(0))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<String>>>()
+            .map_err(db_err)
+    }
+
+    fn set_skill_tags(&mut self, owner: OwnerId, skill: SkillId, tags: &[String]) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE skills SET tags = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+                params![owner.0, skill.0, tags.join("\n")],
+            )
+            .map_err(db_err)?;
+        self.conn
+            .execute(
+                "DELETE FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2",
+                params![owner.0, skill.0],
+            )
+            .map_err(db_err)?;
+        for tag in tags {
+            self.conn
+                .execute(
+                    "INSERT INTO skill_tags (owner_id, skill_id, tag) VALUES (?1, ?2, ?3)",
+                    params![owner.0, skill.0, tag],
+                )
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    fn set_header(
+        &mut self,
+        owner: OwnerId,
+        skill: SkillId,
+        header: &SkillHeader,
+        file_digest: Option<&str>,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE skills SET header = ?3, goal = ?4, preconditions = ?5, params = ?6, result = ?7,
+                        from_skill = ?8, topics = ?9, file_digest = COALESCE(?10, file_digest)
+                 WHERE owner_id = ?1 AND skill_id = ?2",
+            )
+            .map_err(db_err)?
+            .execute(params![
+                owner.0,
+                skill.0,
+                header.state.as_str(),
+                header.goal,
+                header.preconditions,
+                header.params,
+                header.result,
+                header.from,
+                header.topics.join("\n"),
+                file_digest,
+            ])
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn mark_skill_gone(&mut self, owner: OwnerId, skill: SkillId, now: Millis) -> Result<bool> {
+        let changed = self
+            .conn
+            .execute(
+                "UPDATE skills SET deleted_at = ?3, file_digest = NULL
+                 WHERE owner_id = ?1 AND skill_id = ?2 AND deleted_at IS NULL",
+                params![owner.0, skill.0, now],
+            )
+            .map_err(db_err)?;
+        Ok(changed > 0)
+    }
+
+    fn version(&mut self, owner: OwnerId, version: VersionId) -> Result<Version> {
+        load_version(self.conn, owner, version)
+    }
+
+    fn version_with_digest(
+        &mut self,
+        owner: OwnerId,
+        skill: SkillId,
+        digest: &str,
+    ) -> Result<Option<Version>> {
+        self.conn
+            .prepare_cached(&format!(
+                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 AND v.digest = ?3"
+            ))
+            .map_err(db_err)?
+            .query_row(params![owner.0, skill.0, digest], version_from)
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn next_version_number(&mut self, owner: OwnerId, skill: SkillId) -> Result<i64> {
+        self.conn
+            .query_row(
+                "SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE owner_id = ?1 AND skill_id = ?2",
+                params![owner.0, skill.0],
+                |r| r.get(0),
+            )
+            .map_err(db_err)
+    }
+
+    fn insert_version(&mut self, owner: OwnerId, version: &NewVersion<'_>) -> Result<VersionId> {
+        self.conn
+            .execute(
+                "INSERT INTO versions (owner_id, skill_id, number, digest, code, parent_version_id, lineage,
+                                       inherited, score, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                params![
+                    owner.0,
+                    version.skill.0,
+                    version.number,
+                    version.digest,
+                    version.code,
+                    version.parent.map(|p| p.0),
+                    version.lineage.map(|l| l.as_str()),
+                    version.inherited,
+                    version.score,
+                    version.created_at
+                ],
+            )
+            .map_err(db_err)?;
+        Ok(VersionId(self.conn.last_insert_rowid()))
+    }
+
+    fn version_for_use(
+        &mut self,
+        owner: OwnerId,
+        version: VersionId,
+    ) -> Result<Option<VersionRow>> {
+        self.conn
+            .prepare_cached(
+                "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
+                        v.peer_checked_uses, s.tags,
+                        s.header = 'skill' AND s.deleted_at IS NULL AND s.current_version_id = v.version_id
+                            AND v.shared_at IS NULL,
+                        o.eager_sharing
+                 FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                 JOIN owners o ON o.owner_id = v.owner_id
+                 WHERE v.owner_id = ?1 AND v.version_id = ?2",
+            )
+            .map_err(db_err)?
+            .query_row(params![owner.0, version.0], |r| {
+                Ok(VersionRow {
+                    skill: SkillId(r.get(0)?),
+                    number: r.get(1)?,
+                    uses: r.get(2)?,
+                    ok: r.get(3)?,
+                    score: r.get(4)?,
+                    inherited: r.get(5)?,
+                    measure_key: r.get(6)?,
+                    peer_rate: r.get(7)?,
+                    peer_checked_uses: r.get(8)?,
+                    tags: r.get(9)?,
+                    may_share: r.get(10)?,
+                    eager_sharing: r.get(11)?,
+                })
+            })
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn rescore_version(
+        &mut self,
+        owner: OwnerId,
+        version: VersionId,
+        rescore: &Rescore,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE versions SET uses = uses + 1, ok = ok + ?3, score = ?4, breakdown = ?5, measure_key = ?6,
+                        rate_per_minute = ?7, last_used_at = MAX(COALESCE(last_used_at, ?8), ?8),
+                        peer_rate = ?9, peer_checked_uses = ?10
+                 WHERE owner_id = ?1 AND version_id = ?2",
+            )
+            .map_err(db_err)?
+            .execute(params![
+                owner.0,
+                version.0,
+                i64::from(rescore.ok),
+                rescore.score,
+                rescore.breakdown,
+                rescore.measure_key,
+                rescore.rate_per_minute,
+                rescore.at,
+                rescore.peer_rate,
+                rescore.peer_checked_uses,
+            ])
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn insert_use(&mut self, owner: OwnerId, new_use: &NewUse) -> Result<UseInsert> {
+        if let Some(event_id) = &new_use.event_id {
+            let seen: Option<i64> = self
+                .conn
+                .prepare_cached("SELECT use_id FROM uses WHERE owner_id = ?1 AND event_id = ?2")
+                .map_err(db_err)?
+                .query_row(params![owner.0, event_id], |r| r.get(0))
+                .optional()
+                .map_err(db_err)?;
+            if seen.is_some() {
+                return Ok(UseInsert::AlreadyRecorded);
+            }
+        }
+        let outcome = &new_use.outcome;
+        let inserted = self
+            .conn
+            .prepare_cached(
+                "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
+                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+                 FROM agents WHERE owner_id = ?1 AND agent_id = ?3",
+            )
+            .map_err(db_err)?
+            .execute(params![
+                owner.0,
+                new_use.version.0,
+                new_use.agent.0,
+                outcome.at,
+                outcome.ok,
+                outcome.duration_ms.min(i64::MAX as u64) as i64,
+                json_map(&outcome.xp),
+                json_map(&outcome.items),
+                outcome.goal_progress,
+                outcome.deaths,
+                outcome.stuck,
+                outcome.items_lost,
+                new_use.source,
+                new_use.call,
+                new_use.output,
+                new_use.event_id,
+                new_use.recorded_at,
+                outcome.failure,
+            ])
+            .map_err(db_err)?;
+        Ok(if inserted == 1 {
+            UseInsert::Inserted
+        } else {
+            UseInsert::NoSuchAgent
+        })
+    }
+
+    fn window(&mut self, owner: OwnerId, version: VersionId) -> Result<VecDeque<UseSample>> {
+        read_window(self.conn, owner, version)
+    }
+
+    fn peer_rates(
+        &mut self,
+        owner: OwnerId,
+        skill: SkillId,
+        measure_key: &str,
+    ) -> Result<Vec<f64>> {
+        let mut statement = self
+            .conn
+            .prepare_cached(
+                // The peers are found from this skill's own tags (its few rows by the primary
+                // key, then each tag's skills by skill_tags_by_tag), once; each peer is then one
+                // look-up. The unary `+` keeps SQLite from walking the whole family by owner_id
+                // instead: with every skill tagged alike, that was a scan of the family's tags
+                // per skill of the family, quadratic in its size, on every recorded use.
+                "SELECT v.rate_per_minute FROM skills s
+                 JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                 WHERE s.skill_id IN (SELECT peer.skill_id FROM skill_tags mine
+                                      CROSS JOIN skill_tags peer ON peer.owner_id = mine.owner_id AND peer.tag = mine.tag
+                                      WHERE +mine.owner_id = ?1 AND mine.skill_id = ?2 AND peer.skill_id <> ?2)
+                   AND +s.owner_id = ?1 AND s.deleted_at IS NULL
+                   AND v.measure_key = ?3 AND v.uses >= 3",
+            )
+            .map_err(db_err)?;
+        statement
+            .query_map(params![owner.0, skill.0, measure_key], |row| {
+                row.get::<_, f64>(0)
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<f64>>>()
+            .map_err(db_err)
+    }
+
+    fn sharing_state(&mut self, owner: OwnerId, skill: SkillId) -> Result<SharingState> {
+        self.conn
+            .prepare_cached(
+                "SELECT s.header = 'skill' AND s.deleted_at IS NULL,
+                        (SELECT MAX(v.number) FROM versions v
+                          WHERE v.owner_id = s.owner_id AND v.skill_id = s.skill_id AND v.shared_at IS NOT NULL)
+                 FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2",
+            )
+            .map_err(db_err)?
+            .query_row(params![owner.0, skill.0], |r| {
+                let headed: bool = r.get(0)?;
+                let newest_shared: Option<i64> = r.get(1)?;
+                Ok(SharingState {
+                    visible: headed && newest_shared.is_some(),
+                    newest_shared,
+                })
+            })
+            .optional()
+            .map_err(db_err)
+            .map(Option::unwrap_or_default)
+    }
+
+    fn share_candidate(
+        &mut self,
+        owner: OwnerId,
+        skill: SkillId,
+    ) -> Result<Option<ShareCandidate>> {
+        self.conn
+            .prepare_cached(
+                "SELECT v.version_id, v.uses, v.score, o.eager_sharing
+                 FROM skills s
+                 JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                 JOIN owners o ON o.owner_id = s.owner_id
+                 WHERE s.owner_id = ?1 AND s.skill_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
+                   AND v.shared_at IS NULL",
+            )
+            .map_err(db_err)?
+            .query_row(params![owner.0, skill.0], |r| {
+                Ok(ShareCandidate {
+                    version: VersionId(r.get(0)?),
+                    uses: r.get(1)?,
+                    score: r.get(2)?,
+                    eager_sharing: r.get(3)?,
+                })
+            })
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn mark_version_shared(
+        &mut self,
+        owner: OwnerId,
+        version: VersionId,
+        at: Millis,
+    ) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "UPDATE versions SET shared_at = ?3 WHERE owner_id = ?1 AND version_id = ?2",
+            )
+            .map_err(db_err)?
+            .execute(params![owner.0, version.0, at])
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn unshared_skills_above(
+        &mut self,
+        owner: OwnerId,
+        agent: AgentId,
+        runs: i64,
+        score: f64,
+    ) -> Result<Vec<SkillId>> {
+        self.conn
+            .prepare_cached(
+                "SELECT s.skill_id FROM skills s
+                 JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                 WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
+                   AND v.shared_at IS NULL AND v.uses >= ?3 AND v.score >= ?4
+                 ORDER BY s.skill_id",
+            )
+            .map_err(db_err)?
+            .query_map(params![owner.0, agent.0, runs, score], |r| {
+                r.get(0).map(SkillId)
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_err)
+    }
+
+    fn skill_for_sharing_change(
+        &mut self,
+        owner: OwnerId,
+        skill: SkillId,
+    ) -> Result<SkillForChange> {
+        self.conn
+            .prepare_cached(
+                "SELECT s.agent_id, s.agent_name || '/' || s.name, s.header, s.deleted_at IS NOT NULL,
+                        v.number, v.uses, v.score
+                 FROM skills s LEFT JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                 WHERE s.owner_id = ?1 AND s.skill_id = ?2",
+            )
+            .map_err(db_err)?
+            .query_row(params![owner.0, skill.0], |r| {
+                let number: Option<i64> = r.get(4)?;
+                Ok(SkillForChange {
+                    agent: r.get::<_, Option<i64>>(0)?.map(AgentId),
+                    label: r.get(1)?,
+                    header: r.get(2)?,
+                    deleted: r.get(3)?,
+                    current: match number {
+                        Some(n) => Some((n, r.get(5)?, r.get(6)?)),
+                        None => None,
+                    },
+                })
+            })
+            .map_err(db_err)
+    }
+
+    fn log_sharing_change(&mut self, owner: OwnerId, change: &SharingEvent<'_>) -> Result<()> {
+        self.conn
+            .prepare_cached(
+                "INSERT INTO sharing_events (owner_id, skill_id, agent_id, version_number, kind, reason, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )
+            .map_err(db_err)?
+            .execute(params![
+                owner.0,
+                change.skill.0,
+                change.agent.map(|a| a.0),
+                change.version,
+                change.kind.as_str(),
+                change.reason,
+                change.at
+            ])
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn snippet_of_event(&mut self, owner: OwnerId, event_id: &str) -> Result<Option<i64>> {
+        self.conn
+            .query_row(
+                "SELECT snippet_id FROM snippet_uses WHERE owner_id = ?1 AND event_id = ?2",
+                params![owner.0, event_id],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn snippet_with_digest(
+        &mut self,
+        owner: OwnerId,
+        agent: AgentId,
+        digest: &str,
+    ) -> Result<Option<i64>> {
+        self.conn
+            .query_row(
+                "SELECT snippet_id FROM snippets WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                params![owner.0, agent.0, digest],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn insert_snippet(
+        &mut self,
+        owner: OwnerId,
+        agent: AgentId,
+        new_use: &NewSnippetUse,
+    ) -> Result<i64> {
+        self.conn
+            .execute(
+                "INSERT INTO snippets (owner_id, agent_id, digest, code, first_at, last_used_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+                params![
+                    owner.0,
+                    agent.0,
+                    new_use.digest,
+                    new_use.code,
+                    new_use.outcome.at
+                ],
+            )
+            .map_err(db_err)?;
+        Ok(self.conn.last_insert_rowid())
+    }
+
+    fn insert_snippet_use(
+        &mut self,
+        owner: OwnerId,
+        snippet: i64,
+        agent: AgentId,
+        new_use: &NewSnippetUse,
+    ) -> Result<()> {
+        let outcome = &new_use.outcome;
+        self.conn
+            .execute(
+                "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
+                                           goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
+                                           failure)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4, ?15)",
+                params![
+                    owner.0,
+                    snippet,
+                    agent.0,
+                    outcome.at,
+                    outcome.ok,
+                    outcome.duration_ms.min(i64::MAX as u64) as i64,
+                    json_map(&outcome.xp),
+                    json_map(&outcome.items),
+                    outcome.goal_progress,
+                    outcome.deaths,
+                    outcome.stuck,
+                    outcome.items_lost,
+                    new_use.output,
+                    new_use.event_id,
+                    outcome.failure,
+                ],
+            )
+            .map_err(db_err)?;
+        self.conn
+            .execute(
+                "UPDATE snippets SET uses = uses + 1, ok = ok + ?3, last_used_at = MAX(last_used_at, ?4)
+                 WHERE owner_id = ?1 AND snippet_id = ?2",
+                params![owner.0, snippet, i64::from(outcome.ok), outcome.at],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn snippet(&mut self, owner: OwnerId, snippet: i64) -> Result<Snippet> {
+        self.conn
+            .query_row(
+                &format!(
+                    "SELECT {SNIPPET_COLUMNS} FROM snippets WHERE owner_id = ?1 AND snippet_id = ?2"
+                ),
+                params![owner.0, snippet],
+                snippet_from,
+            )
+            .map_err(db_err)
+    }
+
+    fn lessons_of(&mut self, owner: OwnerId, agent: AgentId) -> Result<Vec<(String, String)>> {
+        self.conn
+            .prepare_cached(
+                "SELECT digest, text FROM lessons WHERE owner_id = ?1 AND agent_id = ?2",
+            )
+            .map_err(db_err)?
+            .query_map(params![owner.0, agent.0], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_err)
+    }
+
+    fn delete_lesson(&mut self, owner: OwnerId, agent: AgentId, digest: &str) -> Result<()> {
+        self.conn
+            .execute(
+                "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                params![owner.0, agent.0, digest],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn set_lesson_line(
+        &mut self,
+        owner: OwnerId,
+        agent: AgentId,
+        digest: &str,
+        line: i64,
+    ) -> Result<()> {
+        self.conn
+            .execute(
+                "UPDATE lessons SET line = ?4 WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                params![owner.0, agent.0, digest, line],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn insert_lesson(
+        &mut self,
+        owner: OwnerId,
+        agent: AgentId,
+        lesson: &NewLessonRow<'_>,
+    ) -> Result<()> {
+        self.conn
+            .execute(
+                "INSERT INTO lessons (owner_id, agent_id, digest, text, line, first_seen_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![
+                    owner.0,
+                    agent.0,
+                    lesson.digest,
+                    lesson.text,
+                    lesson.line,
+                    lesson.first_seen_at
+                ],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn run_for_agent(&mut self, sql: &str, owner: OwnerId, agent: AgentId) -> Result<u64> {
+        let mut prepared = self.conn.prepare(sql).map_err(db_err)?;
+        if prepared.readonly() {
+            let count: i64 = prepared
+                .query_row(params![owner.0, agent.0], |r| r.get(0))
+                .map_err(db_err)?;
+            return Ok(count.max(0) as u64);
+        }
+        let changed = prepared
+            .execute(params![owner.0, agent.0])
+            .map_err(db_err)?;
+        Ok(changed as u64)
+    }
+
+    fn versions_for_audit(&mut self, owner: OwnerId) -> Result<Vec<(StoredVersion, i64, i64)>> {
+        self.conn
+            .prepare(
+                "SELECT v.version_id, s.agent_name || '/' || s.name, v.uses, v.ok, v.score, v.inherited,
+                        v.peer_rate, s.tags,
+                        (SELECT COUNT(*) FROM uses u WHERE u.owner_id = v.owner_id AND u.version_id = v.version_id),
+                        (SELECT COALESCE(SUM(u.ok), 0) FROM uses u WHERE u.owner_id = v.owner_id AND u.version_id = v.version_id)
+                 FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                 WHERE v.owner_id = ?1 ORDER BY v.version_id",
+            )
+            .map_err(db_err)?
+            .query_map([owner.0], |r| {
+                Ok((
+                    StoredVersion {
+                        version: r.get(0)?,
+                        label: r.get(1)?,
+                        uses: r.get(2)?,
+                        ok: r.get(3)?,
+                        score: r.get(4)?,
+                        inherited: r.get(5)?,
+                        peer_rate: r.get(6)?,
+                        tags: r.get(7)?,
+                    },
+                    r.get::<_, i64>(8)?,
+                    r.get::<_, i64>(9)?,
+                ))
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)
+    }
+}
+
+pub(crate) fn load_version(
+    conn: &Connection,
+    owner: OwnerId,
+    version: VersionId,
+) -> Result<Version> {
+    conn.query_row(
+        &format!(
+            "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.version_id = ?2"
+        ),
+        params![owner.0, version.0],
+        version_from,
+    )
+    .optional()
+    .map_err(db_err)?
+    .ok_or_else(|| StoreError::NotFound(format!("version {}", version.0)))
+}
+
+pub(crate) fn load_agent(conn: &Connection, owner: OwnerId, agent: AgentId) -> Result<Agent> {
+    conn.query_row(
+        &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 AND agent_id = ?2"),
+        params![owner.0, agent.0],
+        agent_from,
+    )
+    .optional()
+    .map_err(db_err)?
+    .ok_or_else(|| StoreError::NotFound(format!("agent {}", agent.0)))
+}
+
+/// Reads a version's newest uses (newest first), as the score needs them.
+pub(crate) fn read_window(
+    conn: &Connection,
+    owner: OwnerId,
+    version: VersionId,
+) -> Result<VecDeque<UseSample>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT at, ok, agent_id, duration_ms, xp, items, goal_progress, deaths, stuck, items_lost
+             FROM uses WHERE owner_id = ?1 AND version_id = ?2
+             ORDER BY at DESC, use_id DESC LIMIT ?3",
+        )
+        .map_err(db_err)?;
+    let rows = statement
+        .query_map(params![owner.0, version.0, score::WINDOW as i64], |row| {
+            Ok(UseSample {
+                at: row.get::<_, i64>(0)?.div_euclid(1000),
+                ok: row.get(1)?,
+                agent: row.get::<_, Option<i64>>(2)?.unwrap_or(0),
+                duration_ms: row.get::<_, i64>(3)?.max(0) as u64,
+                xp: parse_map(row.get(4)?),
+                items: parse_map(row.get(5)?),
+                goal_progress: row.get(6)?,
+                deaths: row.get::<_, i64>(7)?.clamp(0, i64::from(u32::MAX)) as u32,
+                stuck: row.get(8)?,
+                items_lost: row.get::<_, i64>(9)?.clamp(0, i64::from(u32::MAX)) as u32,
+            })
+        })
+        .map_err(db_err)?;
+    rows.collect::<rusqlite::Result<VecDeque<_>>>()
+        .map_err(db_err)
+}

@@ -16,19 +16,17 @@ use crate::rules::{self, KnownWindow};
 use crate::{
     Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange,
     Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
-    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SharingKind,
-    SiblingUse, Skill, SkillEntry, SkillId, Snippet, SnippetId, SnippetRuns, Store, StoreError,
-    UnrecordedCall, UnrecordedReason, Version, VersionId, VersionSummary,
+    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill,
+    SkillEntry, SkillId, Snippet, SnippetRuns, Store, StoreError, UnrecordedCall, Version,
+    VersionId,
 };
 
-use crate::common::{
-    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMN_COUNT,
-    VERSION_COLUMNS, lines_of,
-};
-use family_tx::{SqliteTx, load_version};
-use rows::{agent_from, owner_from, skill_from, snippet_from, version_from, version_from_at};
+use family_tx::SqliteTx;
 
+mod directory;
+mod family;
 mod family_tx;
+mod records;
 mod rows;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
@@ -291,70 +289,19 @@ const SNIPPET_RUNS_SINCE: &str =
 
 impl Store for SqliteStore {
     fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner> {
-        let inner = self.lock();
-        let result = inner.conn.execute(
-            "INSERT INTO owners (name, api_key, created_at) VALUES (?1, ?2, ?3)",
-            params![name, api_key, now],
-        );
-        match result {
-            Ok(_) => {}
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                let taken = name_taken(&inner.conn, "owners", name)?;
-                return Err(crate::common::name_taken("owner", name, &taken));
-            }
-            Err(e) => return Err(db_err(e)),
-        }
-        let id = inner.conn.last_insert_rowid();
-        Ok(Owner {
-            id: OwnerId(id),
-            name: name.into(),
-            api_key: api_key.into(),
-            eager_sharing: false,
-            created_at: now,
-        })
+        directory::create_owner(self, name, api_key, now)
     }
 
     fn owner_by_name(&self, name: &str) -> Result<Option<Owner>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .query_row(
-                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = ?1"),
-                [name],
-                owner_from,
-            )
-            .optional()
-            .map_err(db_err)
+        directory::owner_by_name(self, name)
     }
 
     fn owner(&self, owner: OwnerId) -> Result<Owner> {
-        let inner = self.lock();
-        inner
-            .conn
-            .query_row(
-                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = ?1"),
-                [owner.0],
-                owner_from,
-            )
-            .optional()
-            .map_err(db_err)?
-            .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))
+        directory::owner(self, owner)
     }
 
     fn owners(&self) -> Result<Vec<Owner>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(&format!("SELECT {OWNER_COLUMNS} FROM owners ORDER BY name"))
-            .map_err(db_err)?;
-        let owners = statement
-            .query_map([], owner_from)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(owners)
+        directory::owners(self)
     }
 
     fn create_agent(
@@ -364,128 +311,35 @@ impl Store for SqliteStore {
         workspace: &str,
         now: Millis,
     ) -> Result<Agent> {
-        let inner = self.lock();
-        let result = inner.conn.execute(
-            "INSERT INTO agents (owner_id, name, workspace, created_at)
-             SELECT owner_id, ?2, ?3, ?4 FROM owners WHERE owner_id = ?1",
-            params![owner.0, name, workspace, now],
-        );
-        match result {
-            Ok(0) => Err(StoreError::NotFound(format!("owner {}", owner.0))),
-            Ok(_) => Ok(Agent {
-                id: AgentId(inner.conn.last_insert_rowid()),
-                owner,
-                name: name.into(),
-                workspace: workspace.into(),
-                created_at: now,
-                mirror_refreshed_at: None,
-                last_turn_at: None,
-                last_wrapup_at: None,
-                mirror: None,
-            }),
-            Err(rusqlite::Error::SqliteFailure(e, _))
-                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-            {
-                let taken = name_taken(&inner.conn, "agents", name)?;
-                Err(crate::common::name_taken("agent", name, &taken))
-            }
-            Err(e) => Err(db_err(e)),
-        }
+        directory::create_agent(self, owner, name, workspace, now)
     }
 
     fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {AGENT_COLUMNS} FROM agents WHERE name = ?1"
-            ))
-            .map_err(db_err)?
-            .query_row([name], agent_from)
-            .optional()
-            .map_err(db_err)
+        directory::agent_by_name(self, name)
     }
 
     fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 ORDER BY name"
-            ))
-            .map_err(db_err)?;
-        let agents = statement
-            .query_map([owner.0], agent_from)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(agents)
+        directory::agents(self, owner)
     }
 
     fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.path = ?3"
-            ))
-            .map_err(db_err)?
-            .query_row(params![owner.0, agent.0, path], skill_from)
-            .optional()
-            .map_err(db_err)
+        records::skill_at_path(self, owner, agent, path)
     }
 
     fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"
-            ))
-            .map_err(db_err)?
-            .query_row(params![owner.0, skill.0], skill_from)
-            .optional()
-            .map_err(db_err)?
-            .ok_or_else(|| StoreError::NotFound(format!("skill {}", skill.0)))
+        records::skill(self, owner, skill)
     }
 
     fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.name = ?3
-                 ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
-            ))
-            .map_err(db_err)?
-            .query_row(params![owner.0, agent_name, name], skill_from)
-            .optional()
-            .map_err(db_err)
+        records::skill_by_name(self, owner, agent_name, name)
     }
 
     fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS} FROM versions v
-                 JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-                 WHERE v.owner_id = ?1 AND v.digest = ?2 ORDER BY v.version_id"
-            ))
-            .map_err(db_err)?;
-        let found = statement
-            .query_map(params![owner.0, digest], |row| {
-                Ok((skill_from(row)?, version_from_at(row, SKILL_COLUMN_COUNT)?))
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(found)
+        records::versions_with_digest(self, owner, digest)
     }
 
     fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version> {
-        let inner = self.lock();
-        load_version(&inner.conn, owner, version)
+        records::version(self, owner, version)
     }
 
     fn match_script(
@@ -527,20 +381,7 @@ impl Store for SqliteStore {
     }
 
     fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
-                 WHERE owner_id = ?1 AND agent_id = ?2 ORDER BY last_used_at DESC",
-            )
-            .map_err(db_err)?;
-        let snippets = statement
-            .query_map(params![owner.0, agent.0], snippet_from)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(snippets)
+        records::snippets(self, owner, agent)
     }
 
     fn snippet_runs_since(
@@ -549,93 +390,19 @@ impl Store for SqliteStore {
         agent: AgentId,
         since: Millis,
     ) -> Result<Vec<SnippetRuns>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(SNIPPET_RUNS_SINCE)
-            .map_err(db_err)?;
-        let runs = statement
-            .query_map(params![owner.0, agent.0, since], |r| {
-                Ok(SnippetRuns {
-                    snippet: SnippetId(r.get(0)?),
-                    digest: r.get(1)?,
-                    code: r.get(2)?,
-                    ok: r.get(3)?,
-                    runs: r.get(4)?,
-                    last_run_at: r.get(5)?,
-                })
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(runs)
+        records::snippet_runs_since(self, owner, agent, since)
     }
 
     fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
-                        (SELECT COUNT(*) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
-                        (SELECT COALESCE(SUM(c.uses), 0) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
-                        (SELECT b.number FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
-                            AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
-                        (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
-                            AND b.version_id <> v.version_id AND b.score > v.score),
-                        s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = s.owner_id
-                            AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
-                 FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-                 WHERE s.owner_id = ?1 AND (?2 IS NULL OR s.agent_id = ?2) AND s.deleted_at IS NULL
-                 ORDER BY v.score DESC, s.agent_name, s.name"
-            ))
-            .map_err(db_err)?;
-        let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
-        let entries = statement
-            .query_map(params![owner.0, agent.map(|a| a.0)], |row| {
-                let best_number: Option<i64> = row.get(base + 2)?;
-                let best_score: Option<f64> = row.get(base + 3)?;
-                Ok(SkillEntry {
-                    skill: skill_from(row)?,
-                    version: version_from_at(row, SKILL_COLUMN_COUNT)?,
-                    version_count: row.get(base)?,
-                    total_runs: row.get(base + 1)?,
-                    best: best_number.zip(best_score),
-                    family: row.get(base + 4)?,
-                })
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(entries)
+        records::skills(self, owner, agent)
     }
 
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 ORDER BY v.number DESC"
-            ))
-            .map_err(db_err)?;
-        let versions = statement
-            .query_map(params![owner.0, skill.0], version_from)
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(versions)
+        records::versions(self, owner, skill)
     }
 
     fn use_count(&self, owner: OwnerId) -> Result<i64> {
-        let inner = self.lock();
-        inner
-            .conn
-            .query_row(
-                "SELECT COUNT(*) FROM uses WHERE owner_id = ?1",
-                [owner.0],
-                |r| r.get(0),
-            )
-            .map_err(db_err)
+        records::use_count(self, owner)
     }
 
     fn recent_outputs(
@@ -645,26 +412,7 @@ impl Store for SqliteStore {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>> {
-        let inner = self.lock();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT output FROM (
-                     SELECT output, at, use_id, 0 AS kind FROM uses
-                     WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
-                     UNION ALL
-                     SELECT output, at, use_id, 1 AS kind FROM snippet_uses
-                     WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
-                 ) ORDER BY at DESC, kind, use_id DESC LIMIT ?4",
-            )
-            .map_err(db_err)?;
-        let outputs = statement
-            .query_map(params![owner.0, agent.0, before, limit], |r| r.get(0))
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<String>>>()
-            .map_err(db_err)?;
-        Ok(outputs)
+        records::recent_outputs(self, owner, agent, before, limit)
     }
 
     fn recent_failures(
@@ -673,33 +421,11 @@ impl Store for SqliteStore {
         skill: SkillId,
         limit: usize,
     ) -> Result<Vec<FailedRun>> {
-        let inner = self.lock();
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT v.number, u.at, u.failure FROM uses u
-                 JOIN versions v ON v.version_id = u.version_id
-                 WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2 AND u.ok = 0
-                 ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
-            )
-            .map_err(db_err)?;
-        let failures = statement
-            .query_map(params![owner.0, skill.0, limit], |r| {
-                Ok(FailedRun {
-                    version: r.get(0)?,
-                    at: r.get(1)?,
-                    failure: r.get(2)?,
-                })
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(failures)
+        records::recent_failures(self, owner, skill, limit)
     }
 
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
-        self.set_agent_time(owner, agent, "last_wrapup_at", at)
+        directory::note_wrapup(self, owner, agent, at)
     }
 
     fn snippet_suggestions(
@@ -708,22 +434,7 @@ impl Store for SqliteStore {
         agent: AgentId,
         since: Millis,
     ) -> Result<HashMap<String, i64>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT group_key, suggested_runs FROM snippet_suggestions
-                 WHERE owner_id = ?1 AND agent_id = ?2 AND suggested_at >= ?3",
-            )
-            .map_err(db_err)?;
-        let rows = statement
-            .query_map(params![owner.0, agent.0, since], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<HashMap<String, i64>>>()
-            .map_err(db_err)?;
-        Ok(rows)
+        records::snippet_suggestions(self, owner, agent, since)
     }
 
     fn note_snippet_suggestion(
@@ -734,54 +445,15 @@ impl Store for SqliteStore {
         runs: i64,
         at: Millis,
     ) -> Result<()> {
-        let inner = self.lock();
-        inner
-            .conn
-            .execute(
-                "INSERT INTO snippet_suggestions (owner_id, agent_id, group_key, suggested_at, suggested_runs)
-                 SELECT owner_id, agent_id, ?3, ?4, ?5 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
-                 ON CONFLICT (owner_id, agent_id, group_key)
-                 DO UPDATE SET suggested_at = excluded.suggested_at, suggested_runs = excluded.suggested_runs",
-                params![owner.0, agent.0, group_key, at, runs],
-            )
-            .map_err(db_err)?;
-        Ok(())
+        records::note_snippet_suggestion(self, owner, agent, group_key, runs, at)
     }
 
     fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()> {
-        let inner = self.lock();
-        let changed = inner
-            .conn
-            .execute(
-                "UPDATE agents SET mirror = ?3 WHERE owner_id = ?1 AND agent_id = ?2",
-                params![owner.0, agent.0, mirror],
-            )
-            .map_err(db_err)?;
-        if changed == 0 {
-            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
-        }
-        Ok(())
+        directory::set_agent_mirror(self, owner, agent, mirror)
     }
 
     fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
-        let inner = self.lock();
-        let added = inner
-            .conn
-            .execute(
-                "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail)
-                 SELECT owner_id, agent_id, ?3, ?4, ?5, ?6 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
-                 ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
-                params![
-                    owner.0,
-                    call.agent.0,
-                    call.event_id,
-                    call.at,
-                    call.reason.as_str(),
-                    call.detail
-                ],
-            )
-            .map_err(db_err)?;
-        Ok(added > 0)
+        records::note_unrecorded(self, owner, call)
     }
 
     fn unrecorded_since(
@@ -790,53 +462,11 @@ impl Store for SqliteStore {
         agent: AgentId,
         since: Millis,
     ) -> Result<Vec<UnrecordedCall>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT event_id, at, reason, detail FROM unrecorded_calls
-                 WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 ORDER BY at, event_id",
-            )
-            .map_err(db_err)?;
-        let rows = statement
-            .query_map(params![owner.0, agent.0, since], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Millis>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(rows
-            .into_iter()
-            .filter_map(|(event_id, at, reason, detail)| {
-                Some(UnrecordedCall {
-                    agent,
-                    event_id,
-                    at,
-                    reason: UnrecordedReason::parse(&reason)?,
-                    detail,
-                })
-            })
-            .collect())
+        records::unrecorded_since(self, owner, agent, since)
     }
 
     fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
-        let inner = self.lock();
-        let changed = inner
-            .conn
-            .execute(
-                "UPDATE owners SET eager_sharing = ?2 WHERE owner_id = ?1",
-                params![owner.0, eager],
-            )
-            .map_err(db_err)?;
-        if changed == 0 {
-            return Err(StoreError::NotFound(format!("owner {}", owner.0)));
-        }
-        Ok(())
+        directory::set_eager_sharing(self, owner, eager)
     }
 
     fn mark_file_gone(
@@ -858,115 +488,11 @@ impl Store for SqliteStore {
     }
 
     fn shared_skills(&self, owner: OwnerId) -> Result<Vec<SharedSkill>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS}, v.version_id, v.number, v.digest, v.uses, v.ok, v.score, v.shared_at,
-                        v.breakdown, v.inherited, v.last_used_at
-                 FROM skills s JOIN versions v ON v.skill_id = s.skill_id AND v.owner_id = s.owner_id
-                 WHERE s.owner_id = ?1 AND s.header = 'skill' AND s.deleted_at IS NULL
-                   AND EXISTS (SELECT 1 FROM versions x
-                               WHERE x.owner_id = s.owner_id AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
-                 ORDER BY s.agent_name, s.name, s.skill_id, v.number DESC"
-            ))
-            .map_err(db_err)?;
-        let mut rows = statement.query(params![owner.0]).map_err(db_err)?;
-        let mut shared: Vec<SharedSkill> = Vec::new();
-        let base = SKILL_COLUMN_COUNT;
-        while let Some(row) = rows.next().map_err(db_err)? {
-            let skill_id = SkillId(row.get(0).map_err(db_err)?);
-            let version = VersionSummary {
-                id: VersionId(row.get(base).map_err(db_err)?),
-                number: row.get(base + 1).map_err(db_err)?,
-                digest: row.get(base + 2).map_err(db_err)?,
-                uses: row.get(base + 3).map_err(db_err)?,
-                ok: row.get(base + 4).map_err(db_err)?,
-                score: row.get(base + 5).map_err(db_err)?,
-                shared_at: row.get(base + 6).map_err(db_err)?,
-                breakdown: {
-                    let json: Option<String> = row.get(base + 7).map_err(db_err)?;
-                    json.and_then(|json| serde_json::from_str(&json).ok())
-                },
-                inherited: row.get(base + 8).map_err(db_err)?,
-                last_used_at: row.get(base + 9).map_err(db_err)?,
-            };
-            match shared.last_mut() {
-                Some(last) if last.skill.id == skill_id => last.versions.push(version),
-                _ => shared.push(SharedSkill {
-                    skill: skill_from(row).map_err(db_err)?,
-                    versions: vec![version],
-                }),
-            }
-        }
-        Ok(shared)
+        family::shared_skills(self, owner)
     }
 
     fn sibling_use(&self, owner: OwnerId, skill: SkillId, since: Millis) -> Result<SiblingUse> {
-        let inner = self.lock();
-        let conn = &inner.conn;
-        let author: Option<i64> = conn
-            .prepare_cached("SELECT agent_id FROM skills WHERE owner_id = ?1 AND skill_id = ?2")
-            .map_err(db_err)?
-            .query_row(params![owner.0, skill.0], |r| r.get(0))
-            .optional()
-            .map_err(db_err)?
-            .ok_or_else(|| StoreError::NotFound(format!("skill {}", skill.0)))?;
-        // A copy is a sibling's skill whose first version was built on one of this skill's
-        // versions (copied from the mirror with its From: line); its later versions are its own
-        // edits, so it is shown at its latest.
-        let copies: Vec<(i64, String, i64)> = conn
-            .prepare_cached(
-                "SELECT c.skill_id, c.agent_name || '/' || c.name,
-                        (SELECT MAX(l.number) FROM versions l WHERE l.owner_id = c.owner_id AND l.skill_id = c.skill_id)
-                 FROM versions p
-                 -- CROSS JOIN keeps this skill's few versions outside: copies are then found
-                 -- through versions_by_parent, not by walking the family's versions.
-                 CROSS JOIN versions f ON f.parent_version_id = p.version_id AND f.owner_id = p.owner_id AND f.lineage = 'sibling'
-                 JOIN skills c ON c.skill_id = f.skill_id AND c.owner_id = f.owner_id
-                 WHERE p.owner_id = ?1 AND p.skill_id = ?2 AND c.deleted_at IS NULL AND c.skill_id <> ?2
-                 GROUP BY c.skill_id ORDER BY c.agent_name, c.name",
-            )
-            .map_err(db_err)?
-            .query_map(params![owner.0, skill.0], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(db_err)?;
-        let mut per_agent: HashMap<i64, ()> = HashMap::new();
-        let mut runs = 0;
-        let mut failures_since = 0;
-        let mut usage = conn
-            .prepare_cached(
-                "SELECT u.agent_id, COUNT(*), COALESCE(SUM(u.ok = 0 AND u.at >= ?4), 0)
-                 FROM versions v JOIN uses u ON u.version_id = v.version_id AND u.owner_id = v.owner_id
-                 WHERE v.owner_id = ?1 AND v.skill_id = ?2 AND u.agent_id IS NOT NULL
-                   AND (?3 IS NULL OR u.agent_id <> ?3)
-                 GROUP BY u.agent_id",
-            )
-            .map_err(db_err)?;
-        for skill_id in std::iter::once(skill.0).chain(copies.iter().map(|c| c.0)) {
-            let rows = usage
-                .query_map(params![owner.0, skill_id, author, since], |r| {
-                    Ok((
-                        r.get::<_, i64>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ))
-                })
-                .map_err(db_err)?;
-            for row in rows {
-                let (agent, count, failed) = row.map_err(db_err)?;
-                per_agent.insert(agent, ());
-                runs += count;
-                failures_since += failed;
-            }
-        }
-        Ok(SiblingUse {
-            used_by: per_agent.len(),
-            runs,
-            failures_since,
-            copies: copies.into_iter().map(|(_, label, n)| (label, n)).collect(),
-        })
+        family::sibling_use(self, owner, skill, since)
     }
 
     fn sharing_changes(
@@ -975,32 +501,7 @@ impl Store for SqliteStore {
         agent: AgentId,
         since: Millis,
     ) -> Result<Vec<SharingChange>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT e.skill_id, s.agent_name || '/' || s.name, e.kind, e.version_number, e.reason, e.at
-                 FROM sharing_events e JOIN skills s ON s.skill_id = e.skill_id AND s.owner_id = e.owner_id
-                 WHERE e.owner_id = ?1 AND e.agent_id = ?2 AND e.at >= ?3
-                 ORDER BY e.at, e.sharing_event_id",
-            )
-            .map_err(db_err)?;
-        let changes = statement
-            .query_map(params![owner.0, agent.0, since], |r| {
-                let kind: String = r.get(2)?;
-                Ok(SharingChange {
-                    skill: SkillId(r.get(0)?),
-                    label: r.get(1)?,
-                    kind: SharingKind::parse(&kind),
-                    version: r.get(3)?,
-                    reason: r.get(4)?,
-                    at: r.get(5)?,
-                })
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(changes)
+        family::sharing_changes(self, owner, agent, since)
     }
 
     fn replace_lessons(
@@ -1014,38 +515,15 @@ impl Store for SqliteStore {
     }
 
     fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT l.agent_id, a.name, l.text, l.line, l.first_seen_at
-                 FROM lessons l JOIN agents a ON a.agent_id = l.agent_id AND a.owner_id = l.owner_id
-                 WHERE l.owner_id = ?1
-                 ORDER BY l.first_seen_at DESC, l.line DESC, l.lesson_id DESC",
-            )
-            .map_err(db_err)?;
-        let lessons = statement
-            .query_map(params![owner.0], |r| {
-                Ok(Lesson {
-                    agent: AgentId(r.get(0)?),
-                    agent_name: r.get(1)?,
-                    text: r.get(2)?,
-                    line: r.get::<_, i64>(3)? as usize,
-                    first_seen_at: r.get(4)?,
-                })
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(lessons)
+        family::lessons(self, owner)
     }
 
     fn note_turn_end(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
-        self.set_agent_time(owner, agent, "last_turn_at", at)
+        directory::note_turn_end(self, owner, agent, at)
     }
 
     fn note_mirror_refresh(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
-        self.set_agent_time(owner, agent, "mirror_refreshed_at", at)
+        directory::note_mirror_refresh(self, owner, agent, at)
     }
 
     fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent> {
@@ -1062,151 +540,19 @@ impl Store for SqliteStore {
         entries: &[crate::VocabularyEntry],
         now: Millis,
     ) -> Result<crate::VocabularyChange> {
-        // By tag, first one given wins; sorted, so the digest does not depend on the order.
-        let mut wanted: std::collections::BTreeMap<(String, String), &crate::VocabularyEntry> =
-            std::collections::BTreeMap::new();
-        for entry in entries {
-            let tag = format!("{}:{}", entry.kind, entry.slug);
-            if mindrune_core::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
-                return Err(StoreError::Conflict(format!(
-                    "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
-                )));
-            }
-            wanted
-                .entry((entry.kind.clone(), entry.slug.clone()))
-                .or_insert(entry);
-        }
-        // Aliases are kept newline-joined, so a line break inside one would split it.
-        let aliases_of = |entry: &crate::VocabularyEntry| {
-            entry
-                .aliases
-                .iter()
-                .map(|alias| alias.replace(['\n', '\r'], " "))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        let mut canonical = String::new();
-        for ((kind, slug), entry) in &wanted {
-            canonical.push_str(&format!(
-                "{kind}\u{1f}{slug}\u{1f}{}\u{1f}{}\u{1f}{}\n",
-                entry.title,
-                entry.source.as_str(),
-                aliases_of(entry)
-            ));
-        }
-        let digest = mindrune_core::digest::sha256(canonical.as_bytes());
-        let mut inner = self.lock();
-        with_retry(|| {
-            let tx = inner
-                .conn
-                .transaction_with_behavior(TransactionBehavior::Immediate)
-                .map_err(db_err)?;
-            let existing: std::collections::HashSet<(String, String)> = tx
-                .prepare_cached("SELECT kind, slug FROM vocabulary")
-                .map_err(db_err)?
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(db_err)?
-                .collect::<rusqlite::Result<_>>()
-                .map_err(db_err)?;
-            let mut change = crate::VocabularyChange::default();
-            for (kind, slug) in &existing {
-                if !wanted.contains_key(&(kind.clone(), slug.clone())) {
-                    tx.execute(
-                        "DELETE FROM vocabulary WHERE kind = ?1 AND slug = ?2",
-                        params![kind, slug],
-                    )
-                    .map_err(db_err)?;
-                    change.removed.push(format!("{kind}:{slug}"));
-                }
-            }
-            {
-                let mut upsert = tx
-                    .prepare_cached(
-                        "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                         ON CONFLICT (kind, slug) DO UPDATE
-                         SET title = excluded.title, source = excluded.source, aliases = excluded.aliases",
-                    )
-                    .map_err(db_err)?;
-                for ((kind, slug), entry) in &wanted {
-                    upsert
-                        .execute(params![
-                            kind,
-                            slug,
-                            entry.title,
-                            entry.source.as_str(),
-                            aliases_of(entry),
-                            now
-                        ])
-                        .map_err(db_err)?;
-                    if existing.contains(&(kind.clone(), slug.clone())) {
-                        change.kept += 1;
-                    } else {
-                        change.added.push(format!("{kind}:{slug}"));
-                    }
-                }
-            }
-            tx.execute(
-                "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, ?1, ?2, ?3)
-                 ON CONFLICT (id) DO UPDATE
-                 SET digest = excluded.digest, entries = excluded.entries, built_at = excluded.built_at",
-                params![digest, wanted.len() as i64, now],
-            )
-            .map_err(db_err)?;
-            tx.commit().map_err(db_err)?;
-            change.removed.sort();
-            Ok(change)
-        })
+        directory::replace_vocabulary(self, entries, now)
     }
 
     fn vocabulary(&self) -> Result<Vec<crate::VocabularyEntry>> {
-        let inner = self.lock();
-        let mut statement = inner
-            .conn
-            .prepare_cached(
-                "SELECT kind, slug, title, source, aliases FROM vocabulary ORDER BY kind, slug",
-            )
-            .map_err(db_err)?;
-        let entries = statement
-            .query_map([], |r| {
-                let source: String = r.get(3)?;
-                Ok(crate::VocabularyEntry {
-                    kind: r.get(0)?,
-                    slug: r.get(1)?,
-                    title: r.get(2)?,
-                    // Only MindRune writes the column; an unknown value reads as a wiki page.
-                    source: crate::VocabularySource::parse(&source)
-                        .unwrap_or(crate::VocabularySource::Wiki),
-                    aliases: lines_of(r.get(4)?),
-                })
-            })
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .map_err(db_err)?;
-        Ok(entries)
+        directory::vocabulary(self)
     }
 
     fn disk_space(&self) -> Option<crate::DiskSpace> {
-        let file = Path::new(&self.location);
-        let folder = file.parent().filter(|f| !f.as_os_str().is_empty())?;
-        let stat = rustix::fs::statvfs(folder).ok()?;
-        Some(crate::DiskSpace {
-            folder: folder.display().to_string(),
-            available: stat.f_bavail.saturating_mul(stat.f_frsize),
-        })
+        directory::disk_space(self)
     }
 
     fn vocabulary_digest(&self) -> Result<Option<String>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .query_row(
-                "SELECT digest FROM vocabulary_state WHERE id = 1",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(db_err)
+        directory::vocabulary_digest(self)
     }
 
     fn issue_runner_token(
@@ -1216,71 +562,23 @@ impl Store for SqliteStore {
         token_hash: &str,
         now: Millis,
     ) -> Result<()> {
-        let inner = self.lock();
-        let inserted = inner
-            .conn
-            .execute(
-                "INSERT INTO runner_tokens (owner_id, agent_id, token_hash, created_at)
-                 SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2",
-                params![owner.0, agent.0, token_hash, now],
-            )
-            .map_err(db_err)?;
-        if inserted == 0 {
-            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
-        }
-        Ok(())
+        directory::issue_runner_token(self, owner, agent, token_hash, now)
     }
 
     fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(&format!(
-                "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
-                   (SELECT agent_id FROM runner_tokens WHERE token_hash = ?1 AND revoked_at IS NULL)"
-            ))
-            .map_err(db_err)?
-            .query_row([token_hash], agent_from)
-            .optional()
-            .map_err(db_err)
+        directory::agent_by_runner_token(self, token_hash)
     }
 
     fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize> {
-        let inner = self.lock();
-        inner
-            .conn
-            .execute(
-                "UPDATE runner_tokens SET revoked_at = ?3
-                 WHERE owner_id = ?1 AND agent_id = ?2 AND revoked_at IS NULL",
-                params![owner.0, agent.0, now],
-            )
-            .map_err(db_err)
+        directory::revoke_runner_tokens(self, owner, agent, now)
     }
 
     fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<()> {
-        let inner = self.lock();
-        inner
-            .conn
-            .execute(
-                "INSERT INTO operator_tokens (token_hash, created_at) VALUES (?1, ?2)",
-                params![token_hash, now],
-            )
-            .map_err(db_err)?;
-        Ok(())
+        directory::issue_operator_token(self, token_hash, now)
     }
 
     fn operator_token_valid(&self, token_hash: &str) -> Result<bool> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(
-                "SELECT 1 FROM operator_tokens WHERE token_hash = ?1 AND revoked_at IS NULL",
-            )
-            .map_err(db_err)?
-            .query_row([token_hash], |_| Ok(()))
-            .optional()
-            .map(|found| found.is_some())
-            .map_err(db_err)
+        directory::operator_token_valid(self, token_hash)
     }
 
     fn create_session(
@@ -1291,59 +589,15 @@ impl Store for SqliteStore {
         now: Millis,
         expires_at: Millis,
     ) -> Result<()> {
-        let inner = self.lock();
-        // Expired sessions are swept whenever a new one starts.
-        inner
-            .conn
-            .execute(
-                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND expires_at <= ?2",
-                params![owner.0, now],
-            )
-            .map_err(db_err)?;
-        let inserted = inner
-            .conn
-            .execute(
-                "INSERT INTO dashboard_sessions (owner_id, session_hash, csrf_token, created_at, expires_at)
-                 SELECT owner_id, ?2, ?3, ?4, ?5 FROM owners WHERE owner_id = ?1",
-                params![owner.0, session_hash, csrf_token, now, expires_at],
-            )
-            .map_err(db_err)?;
-        if inserted == 0 {
-            return Err(StoreError::NotFound(format!("owner {}", owner.0)));
-        }
-        Ok(())
+        directory::create_session(self, owner, session_hash, csrf_token, now, expires_at)
     }
 
     fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(
-                "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
-                 WHERE session_hash = ?1 AND expires_at > ?2",
-            )
-            .map_err(db_err)?
-            .query_row(params![session_hash, now], |r| {
-                Ok(Session {
-                    owner: OwnerId(r.get(0)?),
-                    csrf_token: r.get(1)?,
-                    expires_at: r.get(2)?,
-                })
-            })
-            .optional()
-            .map_err(db_err)
+        directory::session(self, session_hash, now)
     }
 
     fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()> {
-        let inner = self.lock();
-        inner
-            .conn
-            .execute(
-                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND session_hash = ?2",
-                params![owner.0, session_hash],
-            )
-            .map_err(db_err)?;
-        Ok(())
+        directory::end_session(self, owner, session_hash)
     }
 
     fn save_avatar_state(
@@ -1353,91 +607,15 @@ impl Store for SqliteStore {
         state: &str,
         reported_at: Millis,
     ) -> Result<()> {
-        let inner = self.lock();
-        let changed = inner
-            .conn
-            .execute(
-                "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
-                 SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
-                 ON CONFLICT (agent_id) DO UPDATE SET state = excluded.state, reported_at = excluded.reported_at
-                 WHERE excluded.reported_at >= avatar_states.reported_at",
-                params![owner.0, agent.0, state, reported_at],
-            )
-            .map_err(db_err)?;
-        // A state older than the one kept changes nothing; an unknown agent is an error.
-        if changed == 0 && agent_missing(&inner.conn, owner, agent)? {
-            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
-        }
-        Ok(())
+        directory::save_avatar_state(self, owner, agent, state, reported_at)
     }
 
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
-        let inner = self.lock();
-        inner
-            .conn
-            .prepare_cached(
-                "SELECT agent_id, state, reported_at FROM avatar_states
-                 WHERE owner_id = ?1 AND agent_id = ?2",
-            )
-            .map_err(db_err)?
-            .query_row(params![owner.0, agent.0], |r| {
-                Ok(AvatarState {
-                    agent: AgentId(r.get(0)?),
-                    state: r.get(1)?,
-                    reported_at: r.get(2)?,
-                })
-            })
-            .optional()
-            .map_err(db_err)
+        directory::avatar_state(self, owner, agent)
     }
 
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {
-        let inner = self.lock();
-        let conn = &inner.conn;
-        // A run is "from a family skill" when the avatar ran a sibling's version (an unchanged
-        // copy from family-skills/ counts for the sibling's skill) or its own skill built on a
-        // sibling's (a version with lineage `sibling` anywhere in the skill's history).
-        let (runs, runs_from_family): (i64, i64) = conn
-            .prepare_cached(
-                "SELECT COUNT(*), COALESCE(SUM(
-                        (s.agent_id IS NULL OR u.agent_id <> s.agent_id)
-                        OR s.skill_id IN (SELECT b.skill_id FROM versions b
-                                          WHERE b.owner_id = ?1 AND b.lineage = 'sibling')), 0)
-                 FROM uses u
-                 JOIN versions v ON v.version_id = u.version_id AND v.owner_id = u.owner_id
-                 JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-                 WHERE u.owner_id = ?1 AND u.at >= ?2 AND u.agent_id IS NOT NULL",
-            )
-            .map_err(db_err)?
-            .query_row(params![owner.0, since], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(db_err)?;
-        // Skills reused by a sibling: run by another avatar, or built on by a copy that ran.
-        let skills_reused: i64 = conn
-            .prepare_cached(
-                "SELECT COUNT(DISTINCT reused) FROM (
-                   SELECT s.skill_id AS reused
-                   FROM uses u
-                   JOIN versions v ON v.version_id = u.version_id AND v.owner_id = u.owner_id
-                   JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-                   WHERE u.owner_id = ?1 AND u.at >= ?2 AND u.agent_id IS NOT NULL
-                     AND (s.agent_id IS NULL OR u.agent_id <> s.agent_id)
-                   UNION
-                   SELECT p.skill_id
-                   FROM versions f
-                   JOIN versions p ON p.version_id = f.parent_version_id AND p.owner_id = f.owner_id
-                   WHERE f.owner_id = ?1 AND f.lineage = 'sibling' AND p.skill_id <> f.skill_id
-                     AND EXISTS (SELECT 1 FROM versions cv
-                                 JOIN uses u ON u.version_id = cv.version_id AND u.owner_id = cv.owner_id
-                                 WHERE cv.owner_id = ?1 AND cv.skill_id = f.skill_id AND u.at >= ?2))",
-            )
-            .map_err(db_err)?
-            .query_row(params![owner.0, since], |r| r.get(0))
-            .map_err(db_err)?;
-        Ok(FamilyReuse {
-            runs,
-            runs_from_family,
-            skills_reused,
-        })
+        family::family_reuse(self, owner, since)
     }
     fn audit(&self, owner: OwnerId) -> Result<Vec<String>> {
         let inner = self.lock();

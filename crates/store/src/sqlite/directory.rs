@@ -1,0 +1,563 @@
+//! Owners, agents, tokens, sessions, avatar states and the topic-tag vocabulary on SQLite.
+
+use std::path::Path;
+
+use rusqlite::{OptionalExtension, TransactionBehavior, params};
+
+use super::rows::{agent_from, owner_from};
+use super::{SqliteStore, agent_missing, db_err, name_taken, with_retry};
+use crate::common::{AGENT_COLUMNS, OWNER_COLUMNS, lines_of};
+use crate::{Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError};
+
+pub(super) fn create_owner(
+    store: &SqliteStore,
+    name: &str,
+    api_key: &str,
+    now: Millis,
+) -> Result<Owner> {
+    let inner = store.lock();
+    let result = inner.conn.execute(
+        "INSERT INTO owners (name, api_key, created_at) VALUES (?1, ?2, ?3)",
+        params![name, api_key, now],
+    );
+    match result {
+        Ok(_) => {}
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            let taken = name_taken(&inner.conn, "owners", name)?;
+            return Err(crate::common::name_taken("owner", name, &taken));
+        }
+        Err(e) => return Err(db_err(e)),
+    }
+    let id = inner.conn.last_insert_rowid();
+    Ok(Owner {
+        id: OwnerId(id),
+        name: name.into(),
+        api_key: api_key.into(),
+        eager_sharing: false,
+        created_at: now,
+    })
+}
+
+pub(super) fn owner_by_name(store: &SqliteStore, name: &str) -> Result<Option<Owner>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .query_row(
+            &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = ?1"),
+            [name],
+            owner_from,
+        )
+        .optional()
+        .map_err(db_err)
+}
+
+pub(super) fn owner(store: &SqliteStore, owner: OwnerId) -> Result<Owner> {
+    let inner = store.lock();
+    inner
+        .conn
+        .query_row(
+            &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = ?1"),
+            [owner.0],
+            owner_from,
+        )
+        .optional()
+        .map_err(db_err)?
+        .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))
+}
+
+pub(super) fn owners(store: &SqliteStore) -> Result<Vec<Owner>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(&format!("SELECT {OWNER_COLUMNS} FROM owners ORDER BY name"))
+        .map_err(db_err)?;
+    let owners = statement
+        .query_map([], owner_from)
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(owners)
+}
+
+pub(super) fn create_agent(
+    store: &SqliteStore,
+    owner: OwnerId,
+    name: &str,
+    workspace: &str,
+    now: Millis,
+) -> Result<Agent> {
+    let inner = store.lock();
+    let result = inner.conn.execute(
+        "INSERT INTO agents (owner_id, name, workspace, created_at)
+         SELECT owner_id, ?2, ?3, ?4 FROM owners WHERE owner_id = ?1",
+        params![owner.0, name, workspace, now],
+    );
+    match result {
+        Ok(0) => Err(StoreError::NotFound(format!("owner {}", owner.0))),
+        Ok(_) => Ok(Agent {
+            id: AgentId(inner.conn.last_insert_rowid()),
+            owner,
+            name: name.into(),
+            workspace: workspace.into(),
+            created_at: now,
+            mirror_refreshed_at: None,
+            last_turn_at: None,
+            last_wrapup_at: None,
+            mirror: None,
+        }),
+        Err(rusqlite::Error::SqliteFailure(e, _))
+            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+        {
+            let taken = name_taken(&inner.conn, "agents", name)?;
+            Err(crate::common::name_taken("agent", name, &taken))
+        }
+        Err(e) => Err(db_err(e)),
+    }
+}
+
+pub(super) fn agent_by_name(store: &SqliteStore, name: &str) -> Result<Option<Agent>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE name = ?1"
+        ))
+        .map_err(db_err)?
+        .query_row([name], agent_from)
+        .optional()
+        .map_err(db_err)
+}
+
+pub(super) fn agents(store: &SqliteStore, owner: OwnerId) -> Result<Vec<Agent>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 ORDER BY name"
+        ))
+        .map_err(db_err)?;
+    let agents = statement
+        .query_map([owner.0], agent_from)
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(agents)
+}
+
+pub(super) fn note_wrapup(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    at: Millis,
+) -> Result<()> {
+    store.set_agent_time(owner, agent, "last_wrapup_at", at)
+}
+
+pub(super) fn set_agent_mirror(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    mirror: Option<&str>,
+) -> Result<()> {
+    let inner = store.lock();
+    let changed = inner
+        .conn
+        .execute(
+            "UPDATE agents SET mirror = ?3 WHERE owner_id = ?1 AND agent_id = ?2",
+            params![owner.0, agent.0, mirror],
+        )
+        .map_err(db_err)?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+    }
+    Ok(())
+}
+
+pub(super) fn set_eager_sharing(store: &SqliteStore, owner: OwnerId, eager: bool) -> Result<()> {
+    let inner = store.lock();
+    let changed = inner
+        .conn
+        .execute(
+            "UPDATE owners SET eager_sharing = ?2 WHERE owner_id = ?1",
+            params![owner.0, eager],
+        )
+        .map_err(db_err)?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+    }
+    Ok(())
+}
+
+pub(super) fn note_turn_end(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    at: Millis,
+) -> Result<()> {
+    store.set_agent_time(owner, agent, "last_turn_at", at)
+}
+
+pub(super) fn note_mirror_refresh(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    at: Millis,
+) -> Result<()> {
+    store.set_agent_time(owner, agent, "mirror_refreshed_at", at)
+}
+
+pub(super) fn replace_vocabulary(
+    store: &SqliteStore,
+    entries: &[crate::VocabularyEntry],
+    now: Millis,
+) -> Result<crate::VocabularyChange> {
+    // By tag, first one given wins; sorted, so the digest does not depend on the order.
+    let mut wanted: std::collections::BTreeMap<(String, String), &crate::VocabularyEntry> =
+        std::collections::BTreeMap::new();
+    for entry in entries {
+        let tag = format!("{}:{}", entry.kind, entry.slug);
+        if mindrune_core::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
+            return Err(StoreError::Conflict(format!(
+                "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
+            )));
+        }
+        wanted
+            .entry((entry.kind.clone(), entry.slug.clone()))
+            .or_insert(entry);
+    }
+    // Aliases are kept newline-joined, so a line break inside one would split it.
+    let aliases_of = |entry: &crate::VocabularyEntry| {
+        entry
+            .aliases
+            .iter()
+            .map(|alias| alias.replace(['\n', '\r'], " "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut canonical = String::new();
+    for ((kind, slug), entry) in &wanted {
+        canonical.push_str(&format!(
+            "{kind}\u{1f}{slug}\u{1f}{}\u{1f}{}\u{1f}{}\n",
+            entry.title,
+            entry.source.as_str(),
+            aliases_of(entry)
+        ));
+    }
+    let digest = mindrune_core::digest::sha256(canonical.as_bytes());
+    let mut inner = store.lock();
+    with_retry(|| {
+        let tx = inner
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .map_err(db_err)?;
+        let existing: std::collections::HashSet<(String, String)> = tx
+            .prepare_cached("SELECT kind, slug FROM vocabulary")
+            .map_err(db_err)?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_err)?;
+        let mut change = crate::VocabularyChange::default();
+        for (kind, slug) in &existing {
+            if !wanted.contains_key(&(kind.clone(), slug.clone())) {
+                tx.execute(
+                    "DELETE FROM vocabulary WHERE kind = ?1 AND slug = ?2",
+                    params![kind, slug],
+                )
+                .map_err(db_err)?;
+                change.removed.push(format!("{kind}:{slug}"));
+            }
+        }
+        {
+            let mut upsert = tx
+                .prepare_cached(
+                    "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (kind, slug) DO UPDATE
+                     SET title = excluded.title, source = excluded.source, aliases = excluded.aliases",
+                )
+                .map_err(db_err)?;
+            for ((kind, slug), entry) in &wanted {
+                upsert
+                    .execute(params![
+                        kind,
+                        slug,
+                        entry.title,
+                        entry.source.as_str(),
+                        aliases_of(entry),
+                        now
+                    ])
+                    .map_err(db_err)?;
+                if existing.contains(&(kind.clone(), slug.clone())) {
+                    change.kept += 1;
+                } else {
+                    change.added.push(format!("{kind}:{slug}"));
+                }
+            }
+        }
+        tx.execute(
+            "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, ?1, ?2, ?3)
+             ON CONFLICT (id) DO UPDATE
+             SET digest = excluded.digest, entries = excluded.entries, built_at = excluded.built_at",
+            params![digest, wanted.len() as i64, now],
+        )
+        .map_err(db_err)?;
+        tx.commit().map_err(db_err)?;
+        change.removed.sort();
+        Ok(change)
+    })
+}
+
+pub(super) fn vocabulary(store: &SqliteStore) -> Result<Vec<crate::VocabularyEntry>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(
+            "SELECT kind, slug, title, source, aliases FROM vocabulary ORDER BY kind, slug",
+        )
+        .map_err(db_err)?;
+    let entries = statement
+        .query_map([], |r| {
+            let source: String = r.get(3)?;
+            Ok(crate::VocabularyEntry {
+                kind: r.get(0)?,
+                slug: r.get(1)?,
+                title: r.get(2)?,
+                // Only MindRune writes the column; an unknown value reads as a wiki page.
+                source: crate::VocabularySource::parse(&source)
+                    .unwrap_or(crate::VocabularySource::Wiki),
+                aliases: lines_of(r.get(4)?),
+            })
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(entries)
+}
+
+pub(super) fn disk_space(store: &SqliteStore) -> Option<crate::DiskSpace> {
+    let file = Path::new(&store.location);
+    let folder = file.parent().filter(|f| !f.as_os_str().is_empty())?;
+    let stat = rustix::fs::statvfs(folder).ok()?;
+    Some(crate::DiskSpace {
+        folder: folder.display().to_string(),
+        available: stat.f_bavail.saturating_mul(stat.f_frsize),
+    })
+}
+
+pub(super) fn vocabulary_digest(store: &SqliteStore) -> Result<Option<String>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .query_row(
+            "SELECT digest FROM vocabulary_state WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(db_err)
+}
+
+pub(super) fn issue_runner_token(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    token_hash: &str,
+    now: Millis,
+) -> Result<()> {
+    let inner = store.lock();
+    let inserted = inner
+        .conn
+        .execute(
+            "INSERT INTO runner_tokens (owner_id, agent_id, token_hash, created_at)
+             SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2",
+            params![owner.0, agent.0, token_hash, now],
+        )
+        .map_err(db_err)?;
+    if inserted == 0 {
+        return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+    }
+    Ok(())
+}
+
+pub(super) fn agent_by_runner_token(
+    store: &SqliteStore,
+    token_hash: &str,
+) -> Result<Option<Agent>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
+               (SELECT agent_id FROM runner_tokens WHERE token_hash = ?1 AND revoked_at IS NULL)"
+        ))
+        .map_err(db_err)?
+        .query_row([token_hash], agent_from)
+        .optional()
+        .map_err(db_err)
+}
+
+pub(super) fn revoke_runner_tokens(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    now: Millis,
+) -> Result<usize> {
+    let inner = store.lock();
+    inner
+        .conn
+        .execute(
+            "UPDATE runner_tokens SET revoked_at = ?3
+             WHERE owner_id = ?1 AND agent_id = ?2 AND revoked_at IS NULL",
+            params![owner.0, agent.0, now],
+        )
+        .map_err(db_err)
+}
+
+pub(super) fn issue_operator_token(
+    store: &SqliteStore,
+    token_hash: &str,
+    now: Millis,
+) -> Result<()> {
+    let inner = store.lock();
+    inner
+        .conn
+        .execute(
+            "INSERT INTO operator_tokens (token_hash, created_at) VALUES (?1, ?2)",
+            params![token_hash, now],
+        )
+        .map_err(db_err)?;
+    Ok(())
+}
+
+pub(super) fn operator_token_valid(store: &SqliteStore, token_hash: &str) -> Result<bool> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(
+            "SELECT 1 FROM operator_tokens WHERE token_hash = ?1 AND revoked_at IS NULL",
+        )
+        .map_err(db_err)?
+        .query_row([token_hash], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_some())
+        .map_err(db_err)
+}
+
+pub(super) fn create_session(
+    store: &SqliteStore,
+    owner: OwnerId,
+    session_hash: &str,
+    csrf_token: &str,
+    now: Millis,
+    expires_at: Millis,
+) -> Result<()> {
+    let inner = store.lock();
+    // Expired sessions are swept whenever a new one starts.
+    inner
+        .conn
+        .execute(
+            "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND expires_at <= ?2",
+            params![owner.0, now],
+        )
+        .map_err(db_err)?;
+    let inserted = inner
+        .conn
+        .execute(
+            "INSERT INTO dashboard_sessions (owner_id, session_hash, csrf_token, created_at, expires_at)
+             SELECT owner_id, ?2, ?3, ?4, ?5 FROM owners WHERE owner_id = ?1",
+            params![owner.0, session_hash, csrf_token, now, expires_at],
+        )
+        .map_err(db_err)?;
+    if inserted == 0 {
+        return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+    }
+    Ok(())
+}
+
+pub(super) fn session(
+    store: &SqliteStore,
+    session_hash: &str,
+    now: Millis,
+) -> Result<Option<Session>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(
+            "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
+             WHERE session_hash = ?1 AND expires_at > ?2",
+        )
+        .map_err(db_err)?
+        .query_row(params![session_hash, now], |r| {
+            Ok(Session {
+                owner: OwnerId(r.get(0)?),
+                csrf_token: r.get(1)?,
+                expires_at: r.get(2)?,
+            })
+        })
+        .optional()
+        .map_err(db_err)
+}
+
+pub(super) fn end_session(store: &SqliteStore, owner: OwnerId, session_hash: &str) -> Result<()> {
+    let inner = store.lock();
+    inner
+        .conn
+        .execute(
+            "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND session_hash = ?2",
+            params![owner.0, session_hash],
+        )
+        .map_err(db_err)?;
+    Ok(())
+}
+
+pub(super) fn save_avatar_state(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    state: &str,
+    reported_at: Millis,
+) -> Result<()> {
+    let inner = store.lock();
+    let changed = inner
+        .conn
+        .execute(
+            "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
+             SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+             ON CONFLICT (agent_id) DO UPDATE SET state = excluded.state, reported_at = excluded.reported_at
+             WHERE excluded.reported_at >= avatar_states.reported_at",
+            params![owner.0, agent.0, state, reported_at],
+        )
+        .map_err(db_err)?;
+    // A state older than the one kept changes nothing; an unknown agent is an error.
+    if changed == 0 && agent_missing(&inner.conn, owner, agent)? {
+        return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+    }
+    Ok(())
+}
+
+pub(super) fn avatar_state(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+) -> Result<Option<AvatarState>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(
+            "SELECT agent_id, state, reported_at FROM avatar_states
+             WHERE owner_id = ?1 AND agent_id = ?2",
+        )
+        .map_err(db_err)?
+        .query_row(params![owner.0, agent.0], |r| {
+            Ok(AvatarState {
+                agent: AgentId(r.get(0)?),
+                state: r.get(1)?,
+                reported_at: r.get(2)?,
+            })
+        })
+        .optional()
+        .map_err(db_err)
+}

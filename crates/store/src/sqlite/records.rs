@@ -1,0 +1,390 @@
+//! A family's skills, versions, uses and snippets on SQLite: looking them up, and an agent's
+//! inline snippets with the suggestions made from them. Recording is a rule (`crate::rules`).
+
+use std::collections::HashMap;
+
+use rusqlite::{OptionalExtension, params};
+
+use super::family_tx::load_version;
+use super::rows::{skill_from, snippet_from, version_from, version_from_at};
+use super::{SNIPPET_RUNS_SINCE, SqliteStore, db_err};
+use crate::common::{SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMN_COUNT, VERSION_COLUMNS};
+use crate::{
+    AgentId, FailedRun, Millis, OwnerId, Result, Skill, SkillEntry, SkillId, Snippet, SnippetId,
+    SnippetRuns, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId,
+};
+
+pub(super) fn skill_at_path(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    path: &str,
+) -> Result<Option<Skill>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.path = ?3"
+        ))
+        .map_err(db_err)?
+        .query_row(params![owner.0, agent.0, path], skill_from)
+        .optional()
+        .map_err(db_err)
+}
+
+pub(super) fn skill(store: &SqliteStore, owner: OwnerId, skill: SkillId) -> Result<Skill> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"
+        ))
+        .map_err(db_err)?
+        .query_row(params![owner.0, skill.0], skill_from)
+        .optional()
+        .map_err(db_err)?
+        .ok_or_else(|| StoreError::NotFound(format!("skill {}", skill.0)))
+}
+
+pub(super) fn skill_by_name(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent_name: &str,
+    name: &str,
+) -> Result<Option<Skill>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.name = ?3
+             ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
+        ))
+        .map_err(db_err)?
+        .query_row(params![owner.0, agent_name, name], skill_from)
+        .optional()
+        .map_err(db_err)
+}
+
+pub(super) fn versions_with_digest(
+    store: &SqliteStore,
+    owner: OwnerId,
+    digest: &str,
+) -> Result<Vec<(Skill, Version)>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS} FROM versions v
+             JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+             WHERE v.owner_id = ?1 AND v.digest = ?2 ORDER BY v.version_id"
+        ))
+        .map_err(db_err)?;
+    let found = statement
+        .query_map(params![owner.0, digest], |row| {
+            Ok((skill_from(row)?, version_from_at(row, SKILL_COLUMN_COUNT)?))
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(found)
+}
+
+pub(super) fn version(store: &SqliteStore, owner: OwnerId, version: VersionId) -> Result<Version> {
+    let inner = store.lock();
+    load_version(&inner.conn, owner, version)
+}
+
+pub(super) fn snippets(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+) -> Result<Vec<Snippet>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(
+            "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
+             WHERE owner_id = ?1 AND agent_id = ?2 ORDER BY last_used_at DESC",
+        )
+        .map_err(db_err)?;
+    let snippets = statement
+        .query_map(params![owner.0, agent.0], snippet_from)
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(snippets)
+}
+
+pub(super) fn snippet_runs_since(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    since: Millis,
+) -> Result<Vec<SnippetRuns>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(SNIPPET_RUNS_SINCE)
+        .map_err(db_err)?;
+    let runs = statement
+        .query_map(params![owner.0, agent.0, since], |r| {
+            Ok(SnippetRuns {
+                snippet: SnippetId(r.get(0)?),
+                digest: r.get(1)?,
+                code: r.get(2)?,
+                ok: r.get(3)?,
+                runs: r.get(4)?,
+                last_run_at: r.get(5)?,
+            })
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(runs)
+}
+
+pub(super) fn skills(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: Option<AgentId>,
+) -> Result<Vec<SkillEntry>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
+                    (SELECT COUNT(*) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
+                    (SELECT COALESCE(SUM(c.uses), 0) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
+                    (SELECT b.number FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
+                        AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
+                    (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
+                        AND b.version_id <> v.version_id AND b.score > v.score),
+                    s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = s.owner_id
+                        AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
+             FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+             WHERE s.owner_id = ?1 AND (?2 IS NULL OR s.agent_id = ?2) AND s.deleted_at IS NULL
+             ORDER BY v.score DESC, s.agent_name, s.name"
+        ))
+        .map_err(db_err)?;
+    let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
+    let entries = statement
+        .query_map(params![owner.0, agent.map(|a| a.0)], |row| {
+            let best_number: Option<i64> = row.get(base + 2)?;
+            let best_score: Option<f64> = row.get(base + 3)?;
+            Ok(SkillEntry {
+                skill: skill_from(row)?,
+                version: version_from_at(row, SKILL_COLUMN_COUNT)?,
+                version_count: row.get(base)?,
+                total_runs: row.get(base + 1)?,
+                best: best_number.zip(best_score),
+                family: row.get(base + 4)?,
+            })
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(entries)
+}
+
+pub(super) fn versions(
+    store: &SqliteStore,
+    owner: OwnerId,
+    skill: SkillId,
+) -> Result<Vec<Version>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(&format!(
+            "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 ORDER BY v.number DESC"
+        ))
+        .map_err(db_err)?;
+    let versions = statement
+        .query_map(params![owner.0, skill.0], version_from)
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(versions)
+}
+
+pub(super) fn use_count(store: &SqliteStore, owner: OwnerId) -> Result<i64> {
+    let inner = store.lock();
+    inner
+        .conn
+        .query_row(
+            "SELECT COUNT(*) FROM uses WHERE owner_id = ?1",
+            [owner.0],
+            |r| r.get(0),
+        )
+        .map_err(db_err)
+}
+
+pub(super) fn recent_outputs(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    before: Millis,
+    limit: usize,
+) -> Result<Vec<String>> {
+    let inner = store.lock();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = inner
+        .conn
+        .prepare_cached(
+            "SELECT output FROM (
+                 SELECT output, at, use_id, 0 AS kind FROM uses
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+                 UNION ALL
+                 SELECT output, at, use_id, 1 AS kind FROM snippet_uses
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+             ) ORDER BY at DESC, kind, use_id DESC LIMIT ?4",
+        )
+        .map_err(db_err)?;
+    let outputs = statement
+        .query_map(params![owner.0, agent.0, before, limit], |r| r.get(0))
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<String>>>()
+        .map_err(db_err)?;
+    Ok(outputs)
+}
+
+pub(super) fn recent_failures(
+    store: &SqliteStore,
+    owner: OwnerId,
+    skill: SkillId,
+    limit: usize,
+) -> Result<Vec<FailedRun>> {
+    let inner = store.lock();
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = inner
+        .conn
+        .prepare_cached(
+            "SELECT v.number, u.at, u.failure FROM uses u
+             JOIN versions v ON v.version_id = u.version_id
+             WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2 AND u.ok = 0
+             ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
+        )
+        .map_err(db_err)?;
+    let failures = statement
+        .query_map(params![owner.0, skill.0, limit], |r| {
+            Ok(FailedRun {
+                version: r.get(0)?,
+                at: r.get(1)?,
+                failure: r.get(2)?,
+            })
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(failures)
+}
+
+pub(super) fn snippet_suggestions(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    since: Millis,
+) -> Result<HashMap<String, i64>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(
+            "SELECT group_key, suggested_runs FROM snippet_suggestions
+             WHERE owner_id = ?1 AND agent_id = ?2 AND suggested_at >= ?3",
+        )
+        .map_err(db_err)?;
+    let rows = statement
+        .query_map(params![owner.0, agent.0, since], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<HashMap<String, i64>>>()
+        .map_err(db_err)?;
+    Ok(rows)
+}
+
+pub(super) fn note_snippet_suggestion(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    group_key: &str,
+    runs: i64,
+    at: Millis,
+) -> Result<()> {
+    let inner = store.lock();
+    inner
+        .conn
+        .execute(
+            "INSERT INTO snippet_suggestions (owner_id, agent_id, group_key, suggested_at, suggested_runs)
+             SELECT owner_id, agent_id, ?3, ?4, ?5 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+             ON CONFLICT (owner_id, agent_id, group_key)
+             DO UPDATE SET suggested_at = excluded.suggested_at, suggested_runs = excluded.suggested_runs",
+            params![owner.0, agent.0, group_key, at, runs],
+        )
+        .map_err(db_err)?;
+    Ok(())
+}
+
+pub(super) fn note_unrecorded(
+    store: &SqliteStore,
+    owner: OwnerId,
+    call: &UnrecordedCall,
+) -> Result<bool> {
+    let inner = store.lock();
+    let added = inner
+        .conn
+        .execute(
+            "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail)
+             SELECT owner_id, agent_id, ?3, ?4, ?5, ?6 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+             ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
+            params![
+                owner.0,
+                call.agent.0,
+                call.event_id,
+                call.at,
+                call.reason.as_str(),
+                call.detail
+            ],
+        )
+        .map_err(db_err)?;
+    Ok(added > 0)
+}
+
+pub(super) fn unrecorded_since(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    since: Millis,
+) -> Result<Vec<UnrecordedCall>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(
+            "SELECT event_id, at, reason, detail FROM unrecorded_calls
+             WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 ORDER BY at, event_id",
+        )
+        .map_err(db_err)?;
+    let rows = statement
+        .query_map(params![owner.0, agent.0, since], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, Millis>(1)?,
+                r.get::<_, String>(2)?,
+                r.get::<_, String>(3)?,
+            ))
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(event_id, at, reason, detail)| {
+            Some(UnrecordedCall {
+                agent,
+                event_id,
+                at,
+                reason: UnrecordedReason::parse(&reason)?,
+                detail,
+            })
+        })
+        .collect())
+}

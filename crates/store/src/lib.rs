@@ -714,6 +714,20 @@ pub trait Store: Send + Sync {
 
     /// Records a use and rescores its version, atomically.
     fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse>;
+    /// Runs `work` with every write this thread makes through the store in it joining one
+    /// transaction, which commits once `work` returns `Ok` and rolls back whole otherwise: many
+    /// writes for the cost of one commit (a runner's batch, or several requests' batches at
+    /// once). `owners` are the families written for (PostgreSQL takes their locks, in order, for
+    /// the whole group; a write for another family runs on its own). Each write inside still
+    /// succeeds or fails by itself (a savepoint), so a refused write leaves the others; none is
+    /// durable before this returns `Ok`, so nothing may be acknowledged before. Inside a group
+    /// the thread's reads see the group's writes. A group inside a group joins it.
+    ///
+    /// The default runs `work` as it is, each write its own transaction.
+    fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        let _ = owners;
+        work()
+    }
     /// Records a use of an inline snippet in its agent's snippet history.
     fn record_snippet_use(
         &self,

@@ -31,6 +31,9 @@ support::on_every_backend! {
     a_failed_run_keeps_its_cause_and_the_latest_outputs_come_newest_first,
     // The library itself.
     two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window,
+    uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time,
+    a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing,
+    another_thread_never_sees_a_group_s_writes_before_its_commit,
     a_library_from_a_newer_mindrune_is_refused_with_a_clear_error,
     // Family sharing.
     a_headed_script_is_shared_right_after_the_run_that_makes_it_qualify,
@@ -540,6 +543,221 @@ fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window(backend: Bac
     }
     assert_eq!(single.version(owner2, w1.id).unwrap().score, version.score);
     library.assert_integrity_ok();
+}
+
+/// Runs of two scripts (one headed, so it is shared mid-way) with mixed outcomes and a retried
+/// event among them, recorded in groups of seven (and across two families in one group) must
+/// answer and store exactly what recording them one at a time does.
+fn uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time(backend: Backend) {
+    struct Run {
+        script: usize,
+        ok: bool,
+        at_s: i64,
+        event: String,
+    }
+    let runs: Vec<Run> = (0..60)
+        .map(|i| Run {
+            script: (i * 7 % 3) as usize % 2,
+            ok: i % 5 != 3,
+            at_s: 100 + i * 13 % 41 + i,
+            // Every tenth event is sent twice: the retry is not counted.
+            event: format!("e{}", if i % 10 == 9 { i - 1 } else { i }),
+        })
+        .collect();
+    let scripts = |f: &Family| {
+        let chop = headed(
+            snapshot(f.buzz, "buzz", "chop", "chop();"),
+            HeaderState::Skill,
+        );
+        let mine = snapshot(f.buzz, "buzz", "mine", "mine();");
+        [chop, mine].map(|s| f.store.match_script(f.owner, &s, 1).unwrap().version.id)
+    };
+    let new_use = |f: &Family, versions: &[VersionId; 2], run: &Run| {
+        let mut new_use = clean_run(versions[run.script], f.buzz, run.at_s);
+        new_use.outcome.ok = run.ok;
+        new_use.outcome.duration_ms = 30_000 + (run.at_s as u64 % 7) * 1_000;
+        new_use.event_id = Some(run.event.clone());
+        new_use
+    };
+    let one = family(backend);
+    let one_versions = scripts(&one);
+    let one_at_a_time: Vec<_> = runs
+        .iter()
+        .map(|run| {
+            one.store
+                .record_use(one.owner, &new_use(&one, &one_versions, run))
+                .unwrap()
+        })
+        .collect();
+
+    let grouped = family(backend);
+    let versions = scripts(&grouped);
+    // A second family in the same library, written in the same groups.
+    let other_owner = grouped.store.create_owner("bea", "k2", 0).unwrap().id;
+    let other_agent = grouped
+        .store
+        .create_agent(other_owner, "rex", "/ws/rex", 0)
+        .unwrap()
+        .id;
+    let other_version = grouped
+        .store
+        .match_script(
+            other_owner,
+            &snapshot(other_agent, "rex", "fish", "fish();"),
+            1,
+        )
+        .unwrap()
+        .version
+        .id;
+    let mut in_groups = Vec::new();
+    for chunk in runs.chunks(7) {
+        grouped
+            .store
+            .write_group(&[grouped.owner, other_owner], &mut || {
+                for run in chunk {
+                    in_groups.push(
+                        grouped
+                            .store
+                            .record_use(grouped.owner, &new_use(&grouped, &versions, run))?,
+                    );
+                    grouped.store.record_use(
+                        other_owner,
+                        &clean_run(other_version, other_agent, run.at_s),
+                    )?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    assert_eq!(in_groups.len(), one_at_a_time.len());
+    for (grouped_use, single) in in_groups.iter().zip(&one_at_a_time) {
+        assert_eq!(grouped_use.added, single.added);
+        assert_eq!(
+            (grouped_use.version.uses, grouped_use.version.ok),
+            (single.version.uses, single.version.ok)
+        );
+        // To the last digit.
+        assert_eq!(
+            grouped_use.version.score.to_bits(),
+            single.version.score.to_bits()
+        );
+        assert_eq!(
+            grouped_use
+                .shared
+                .as_ref()
+                .map(|c| (&c.kind, c.version, &c.reason, c.at)),
+            single
+                .shared
+                .as_ref()
+                .map(|c| (&c.kind, c.version, &c.reason, c.at))
+        );
+    }
+    assert!(
+        one_at_a_time.iter().any(|u| u.shared.is_some()),
+        "the story shares a script"
+    );
+    for (a, b) in versions.iter().zip(&one_versions) {
+        let (a, b) = (
+            grouped.store.version(grouped.owner, *a).unwrap(),
+            one.store.version(one.owner, *b).unwrap(),
+        );
+        assert_eq!(
+            (a.uses, a.ok, a.score.to_bits(), a.shared_at),
+            (b.uses, b.ok, b.score.to_bits(), b.shared_at)
+        );
+        assert_eq!(a.breakdown, b.breakdown);
+    }
+    assert_eq!(
+        grouped
+            .store
+            .version(other_owner, other_version)
+            .unwrap()
+            .uses,
+        60
+    );
+    assert!(grouped.store.audit(grouped.owner).unwrap().is_empty());
+    assert!(grouped.store.audit(other_owner).unwrap().is_empty());
+    grouped.store.assert_integrity_ok();
+}
+
+fn a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing(backend: Backend) {
+    let f = family(backend);
+    let v1 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
+        .unwrap()
+        .version
+        .id;
+    f.store
+        .write_group(&[f.owner], &mut || {
+            f.store.record_use(f.owner, &clean_run(v1, f.buzz, 100))?;
+            let refused = f
+                .store
+                .record_use(f.owner, &clean_run(VersionId(v1.0 + 999), f.buzz, 101));
+            assert!(
+                matches!(refused, Err(StoreError::NotFound(_))),
+                "{refused:?}"
+            );
+            // The group goes on after the refusal, and its thread reads its own writes.
+            f.store.record_use(f.owner, &clean_run(v1, f.buzz, 102))?;
+            assert_eq!(f.store.version(f.owner, v1).unwrap().uses, 2);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(f.store.version(f.owner, v1).unwrap().uses, 2);
+
+    // A group whose work fails stores none of its writes, and what it kept in memory of them
+    // (the score window) is forgotten with them.
+    let failed = f.store.write_group(&[f.owner], &mut || {
+        f.store.record_use(f.owner, &clean_run(v1, f.buzz, 103))?;
+        f.store.record_use(f.owner, &clean_run(v1, f.buzz, 104))?;
+        Err(StoreError::Database("the batch was cut off".into()))
+    });
+    assert!(matches!(failed, Err(StoreError::Database(_))), "{failed:?}");
+    let version = f.store.version(f.owner, v1).unwrap();
+    assert_eq!(version.uses, 2);
+    let mut failing = clean_run(v1, f.buzz, 105);
+    failing.outcome.ok = false;
+    let after = f.store.record_use(f.owner, &failing).unwrap();
+    assert_eq!((after.version.uses, after.version.ok), (3, 2));
+    assert!(f.store.audit(f.owner).unwrap().is_empty());
+    f.store.assert_integrity_ok();
+}
+
+fn another_thread_never_sees_a_group_s_writes_before_its_commit(backend: Backend) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let f = family(backend);
+    let v1 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
+        .unwrap()
+        .version
+        .id;
+    let before_commit = AtomicBool::new(true);
+    let store: &dyn Store = &*f.store;
+    let (uses_seen, seen_before_commit) = std::thread::scope(|scope| {
+        let mut reader = None;
+        store
+            .write_group(&[f.owner], &mut || {
+                store.record_use(f.owner, &clean_run(v1, f.buzz, 100))?;
+                reader = Some(scope.spawn(|| {
+                    let uses = store.version(f.owner, v1).unwrap().uses;
+                    (uses, before_commit.load(Ordering::SeqCst))
+                }));
+                // Time for the reader to read (PostgreSQL) or to wait for the group (SQLite).
+                std::thread::sleep(std::time::Duration::from_millis(100));
+                before_commit.store(false, Ordering::SeqCst);
+                Ok(())
+            })
+            .unwrap();
+        reader.unwrap().join().unwrap()
+    });
+    // What the reader saw was the state before the group or after its commit, never between.
+    assert!(
+        uses_seen == 0 || !seen_before_commit,
+        "the other thread saw {uses_seen} uses before the group committed"
+    );
+    assert_eq!(f.store.version(f.owner, v1).unwrap().uses, 1);
 }
 
 /// On SQLite the file's `user_version`; on PostgreSQL a row in the schema's

@@ -54,8 +54,30 @@ impl Conn {
             client,
             statements,
             open: true,
+            end: TxEnd::Transaction,
         })
     }
+
+    /// Starts a savepoint inside the transaction this connection has open (a write group's):
+    /// its commit releases it, and dropped without one it rolls back to it, leaving the
+    /// transaction's earlier work and the transaction usable.
+    pub(crate) fn savepoint(&mut self) -> Result<Tx<'_>, postgres::Error> {
+        let Conn { client, statements } = self;
+        client.batch_execute("SAVEPOINT mindrune_write")?;
+        Ok(Tx {
+            client,
+            statements,
+            open: true,
+            end: TxEnd::Savepoint,
+        })
+    }
+}
+
+/// What a [`Tx`] is the handle of, so it commits or rolls back the right thing.
+#[derive(Clone, Copy)]
+enum TxEnd {
+    Transaction,
+    Savepoint,
 }
 
 /// Connects with one configuration (URL, schema, timeouts) for the pool.
@@ -91,6 +113,7 @@ pub(crate) struct Tx<'a> {
     client: &'a mut Client,
     statements: &'a mut HashMap<String, Statement>,
     open: bool,
+    end: TxEnd,
 }
 
 impl Drop for Tx<'_> {
@@ -98,7 +121,12 @@ impl Drop for Tx<'_> {
         if self.open {
             // A connection that cannot even roll back is broken; the pool sees it as closed and
             // replaces it, so there is nothing more to do with the error.
-            let _ = self.client.batch_execute("ROLLBACK");
+            let _ = self.client.batch_execute(match self.end {
+                TxEnd::Transaction => "ROLLBACK",
+                TxEnd::Savepoint => {
+                    "ROLLBACK TO SAVEPOINT mindrune_write; RELEASE SAVEPOINT mindrune_write"
+                }
+            });
         }
     }
 }
@@ -155,7 +183,13 @@ impl Tx<'_> {
     }
 
     pub(crate) fn commit(mut self) -> Result<(), postgres::Error> {
-        self.open = false;
-        self.client.batch_execute("COMMIT")
+        let end = match self.end {
+            TxEnd::Transaction => "COMMIT",
+            TxEnd::Savepoint => "RELEASE SAVEPOINT mindrune_write",
+        };
+        let done = self.client.batch_execute(end);
+        // A failed release leaves the savepoint to be rolled back by the drop.
+        self.open = done.is_err() && matches!(self.end, TxEnd::Savepoint);
+        done
     }
 }

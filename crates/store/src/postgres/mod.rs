@@ -14,6 +14,9 @@
 //! The SQL lives in the submodules (`records`, `family`, `directory`), one per part of the
 //! trait; this file holds the connection pool, the migrations and the transaction helpers.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use postgres::error::SqlState;
@@ -172,6 +175,26 @@ pub struct PgStore {
     pool: Pool,
     location: String,
     schema: Option<String>,
+    /// The open write groups ([`Store::write_group`]), one per thread at most: the connection
+    /// holding the group's transaction and the families whose locks it holds.
+    groups: Mutex<HashMap<ThreadId, Group>>,
+}
+
+/// One thread's open write group.
+struct Group {
+    conn: r2d2::PooledConnection<Manager>,
+    owners: Vec<i64>,
+}
+
+/// Which transaction a piece of work needs, so a write group can tell whether it joins.
+#[derive(Clone, Copy)]
+enum Scope {
+    /// A family's write: joins the thread's group when the group holds that family's lock.
+    Family(OwnerId),
+    /// A read: joins the thread's group, so the thread sees what its group wrote.
+    Read,
+    /// A write that is no family's (owners, tokens, the vocabulary): always its own.
+    Global,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -236,6 +259,7 @@ impl PgStore {
             pool,
             location,
             schema: schema.map(str::to_string),
+            groups: Mutex::new(HashMap::new()),
         })
     }
 
@@ -277,7 +301,7 @@ impl PgStore {
             "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({})",
             owner.0
         );
-        self.transaction(&begin, work)
+        self.transaction(Scope::Family(owner), &begin, work)
     }
 
     /// Runs one write that is not a family's (owners, tokens, the vocabulary); `lock`, when
@@ -293,19 +317,36 @@ impl PgStore {
             ),
             None => "BEGIN ISOLATION LEVEL READ COMMITTED".to_string(),
         };
-        self.transaction(&begin, work)
+        self.transaction(Scope::Global, &begin, work)
     }
 
     /// Runs a read: one snapshot for all its statements.
     pub(crate) fn read<T>(&self, work: impl FnMut(&mut Tx<'_>) -> PgResult<T>) -> Result<T> {
-        self.transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", work)
+        self.transaction(
+            Scope::Read,
+            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            work,
+        )
     }
 
     fn transaction<T>(
         &self,
+        scope: Scope,
         begin: &str,
         mut work: impl FnMut(&mut Tx<'_>) -> PgResult<T>,
     ) -> Result<T> {
+        if let Some(mut group) = self.take_group(scope) {
+            // Inside the thread's group: a savepoint of its transaction, no retry (the group
+            // holds its families' locks, so no family write of it can deadlock).
+            let outcome = (|| -> PgResult<T> {
+                let mut tx = group.conn.savepoint()?;
+                let value = work(&mut tx)?;
+                tx.commit()?;
+                Ok(value)
+            })();
+            self.put_group(group);
+            return outcome.map_err(|fail| fail.into_store(&self.location));
+        }
         let mut conn = self.connection()?;
         let mut attempt = 0;
         let mut reconnected = false;
@@ -343,6 +384,89 @@ impl PgStore {
                 }
                 Err(fail) => return Err(fail.into_store(&self.location)),
             }
+        }
+    }
+}
+
+impl PgStore {
+    fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<ThreadId, Group>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The thread's open group, taken out for one piece of work, when that work joins it.
+    fn take_group(&self, scope: Scope) -> Option<Group> {
+        let me = std::thread::current().id();
+        let mut groups = self.groups();
+        let joins = match (scope, groups.get(&me)) {
+            (_, None) | (Scope::Global, _) => false,
+            (Scope::Read, Some(_)) => true,
+            (Scope::Family(owner), Some(group)) => group.owners.contains(&owner.0),
+        };
+        if joins { groups.remove(&me) } else { None }
+    }
+
+    fn put_group(&self, group: Group) {
+        self.groups().insert(std::thread::current().id(), group);
+    }
+
+    fn run_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        let me = std::thread::current().id();
+        if self.groups().contains_key(&me) {
+            return work();
+        }
+        let mut owners: Vec<i64> = owners.iter().map(|owner| owner.0).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        // The families' locks in ascending order, every group alike, so two groups never wait
+        // for each other in a circle (a single write takes one lock and waits for nothing else).
+        let mut begin = "BEGIN ISOLATION LEVEL READ COMMITTED".to_string();
+        for owner in &owners {
+            begin.push_str(&format!("; SELECT pg_advisory_xact_lock({owner})"));
+        }
+        let mut conn = self.connection()?;
+        if let Err(err) = conn.batch_execute(&begin) {
+            let _ = conn.batch_execute("ROLLBACK");
+            return Err(pg_err(err, &self.location));
+        }
+        self.put_group(Group { conn, owners });
+        let ended = PgGroupEnd { store: self };
+        let outcome = work();
+        let Some(mut group) = ended.take() else {
+            return Err(StoreError::Database(
+                "the write group's connection was lost; nothing of the batch was stored".into(),
+            ));
+        };
+        match outcome {
+            Ok(()) => group
+                .conn
+                .batch_execute("COMMIT")
+                .map_err(|err| pg_err(err, &self.location)),
+            Err(err) => {
+                let _ = group.conn.batch_execute("ROLLBACK");
+                Err(err)
+            }
+        }
+    }
+}
+
+/// Takes the thread's group out of the store however its work ended: dropped without
+/// [`PgGroupEnd::take`] (a panic), the group's connection rolls back and goes back to the pool.
+struct PgGroupEnd<'a> {
+    store: &'a PgStore,
+}
+
+impl PgGroupEnd<'_> {
+    fn take(self) -> Option<Group> {
+        let group = self.store.groups().remove(&std::thread::current().id());
+        std::mem::forget(self);
+        group
+    }
+}
+
+impl Drop for PgGroupEnd<'_> {
+    fn drop(&mut self) {
+        if let Some(mut group) = self.store.groups().remove(&std::thread::current().id()) {
+            let _ = group.conn.batch_execute("ROLLBACK");
         }
     }
 }
@@ -501,6 +625,10 @@ impl Store for PgStore {
         self.write(owner, |tx| {
             rules::recording::record_use(tx, owner, new_use, None).map(|(recorded, _)| recorded)
         })
+    }
+
+    fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        self.run_group(owners, work)
     }
 
     fn record_snippet_use(

@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, params};
 
 use super::rows::{agent_from, owner_from};
-use super::{SqliteStore, agent_missing, db_err, name_taken, with_retry};
+use super::{SqliteStore, agent_missing, db_err, name_taken};
 use crate::common::{AGENT_COLUMNS, OWNER_COLUMNS, lines_of};
 use crate::{Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError};
 
@@ -246,12 +246,8 @@ pub(super) fn replace_vocabulary(
         ));
     }
     let digest = mindrune_core::digest::sha256(canonical.as_bytes());
-    let mut inner = store.lock();
-    with_retry(|| {
-        let tx = inner
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(db_err)?;
+    store.write(|tx, _| {
+        let tx = tx.conn;
         let existing: std::collections::HashSet<(String, String)> = tx
             .prepare_cached("SELECT kind, slug FROM vocabulary")
             .map_err(db_err)?
@@ -304,7 +300,6 @@ pub(super) fn replace_vocabulary(
             params![digest, wanted.len() as i64, now],
         )
         .map_err(db_err)?;
-        tx.commit().map_err(db_err)?;
         change.removed.sort();
         Ok(change)
     })

@@ -7,7 +7,8 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::thread::ThreadId;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
@@ -52,10 +53,15 @@ struct Inner {
     conn: Connection,
     /// Each version's window as this process last wrote it (see `rules::KnownWindow`).
     windows: HashMap<i64, KnownWindow>,
+    /// The thread whose write group holds the connection's open transaction
+    /// ([`Store::write_group`]); every other thread waits for it to end.
+    group: Option<ThreadId>,
 }
 
 pub struct SqliteStore {
     inner: Mutex<Inner>,
+    /// Woken when a write group ends, for the threads waiting to use the connection.
+    group_ended: Condvar,
     location: String,
 }
 
@@ -170,7 +176,9 @@ impl SqliteStore {
             inner: Mutex::new(Inner {
                 conn,
                 windows: HashMap::new(),
+                group: None,
             }),
+            group_ended: Condvar::new(),
             location,
         };
         store.migrate()?;
@@ -208,13 +216,34 @@ impl SqliteStore {
     }
 
     /// Runs one write: `BEGIN IMMEDIATE`, the work, `COMMIT`, tried again while another process
-    /// holds the database. The work gets the transaction and this process's window cache.
-    fn write<T>(
+    /// holds the database. Inside this thread's write group it is a savepoint of the group's
+    /// transaction instead: it succeeds or fails on its own, and is durable with the group. The
+    /// work gets the transaction and this process's window cache.
+    pub(super) fn write<T>(
         &self,
         mut work: impl FnMut(&mut SqliteTx<'_>, &mut HashMap<i64, KnownWindow>) -> Result<T>,
     ) -> Result<T> {
         let mut guard = self.lock();
-        let Inner { conn, windows } = &mut *guard;
+        let Inner {
+            conn,
+            windows,
+            group,
+        } = &mut *guard;
+        if group.is_some() {
+            if conn.is_autocommit() {
+                // SQLite rolls a transaction back by itself on a few errors (a full disk, an
+                // I/O error): the group's earlier writes are gone, so none may follow them.
+                return Err(StoreError::Database(
+                    "the batch's transaction was rolled back by SQLite after an earlier error; \
+                     nothing of the batch was stored, send it again"
+                        .into(),
+                ));
+            }
+            let savepoint = conn.savepoint().map_err(db_err)?;
+            let value = work(&mut SqliteTx { conn: &savepoint }, windows)?;
+            savepoint.commit().map_err(db_err)?;
+            return Ok(value);
+        }
         with_retry(|| {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
@@ -225,10 +254,19 @@ impl SqliteStore {
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        // A panic while holding the lock leaves no half-done transaction behind (rusqlite rolls
-        // back on drop), so the connection is still good to use.
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    /// The connection, once no other thread's write group holds it. A panic while holding the
+    /// lock leaves no half-done transaction behind (rusqlite rolls back on drop, a group's end
+    /// rolls back its own), so the connection is still good to use.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        let me = std::thread::current().id();
+        let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        while guard.group.is_some_and(|holder| holder != me) {
+            guard = self
+                .group_ended
+                .wait(guard)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+        guard
     }
 
     /// Runs `work` on the library's connection, holding it for the whole call (the copy into
@@ -617,9 +655,55 @@ impl Store for SqliteStore {
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {
         family::family_reuse(self, owner, since)
     }
+    fn write_group(&self, _owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+        // One database, one writer: the group's transaction covers every family at once.
+        {
+            let mut guard = self.lock();
+            if guard.group.is_some() {
+                drop(guard);
+                return work();
+            }
+            with_retry(|| guard.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err))?;
+            guard.group = Some(std::thread::current().id());
+        }
+        let mut end = GroupEnd {
+            store: self,
+            committed: false,
+        };
+        work()?;
+        let guard = self.lock();
+        guard.conn.execute_batch("COMMIT").map_err(db_err)?;
+        drop(guard);
+        end.committed = true;
+        Ok(())
+    }
+
     fn audit(&self, owner: OwnerId) -> Result<Vec<String>> {
         let inner = self.lock();
         rules::family::audit(&mut SqliteTx { conn: &inner.conn }, owner)
+    }
+}
+
+/// Ends a write group however its work ended (an error, a panic): what did not commit is rolled
+/// back, the windows kept of its writes are forgotten with them, and the waiting threads go on.
+struct GroupEnd<'a> {
+    store: &'a SqliteStore,
+    committed: bool,
+}
+
+impl Drop for GroupEnd<'_> {
+    fn drop(&mut self) {
+        let mut guard = self.store.inner.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.committed {
+            if !guard.conn.is_autocommit() {
+                // A connection that cannot roll back has lost its transaction already.
+                let _ = guard.conn.execute_batch("ROLLBACK");
+            }
+            guard.windows.clear();
+        }
+        guard.group = None;
+        drop(guard);
+        self.store.group_ended.notify_all();
     }
 }
 

@@ -157,6 +157,52 @@ impl<'s> Recorder<'s> {
         self.record(&event)
     }
 
+    /// Records several batches of events at once, in one write transaction of the store
+    /// ([`Store::write_group`]): each event exactly as [`Recorder::record_with`] records it, in
+    /// order, for the cost of one commit. `owners` are the families the batches are for.
+    ///
+    /// A batch whose event fails in the library stops there and answers that error (the events
+    /// before it stay, recognised by their ids when it is sent again); an invalid event is
+    /// answered for itself. When the transaction cannot commit, every batch answers the error and
+    /// nothing of any is stored. An answer is final only once this returns: nothing is
+    /// acknowledged before its commit.
+    pub fn record_together(
+        &self,
+        owners: &[OwnerId],
+        batches: &[Vec<(&Event, &dyn AgentFiles)>],
+    ) -> Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> {
+        let mut answers: Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> =
+            Vec::with_capacity(batches.len());
+        let committed = self.store.write_group(owners, &mut || {
+            answers.clear();
+            for batch in batches {
+                let mut results = Vec::with_capacity(batch.len());
+                let mut failed = None;
+                for (event, files) in batch {
+                    match self.record_with(event, *files) {
+                        Err(IngestError::Store(err)) => {
+                            failed = Some(err);
+                            break;
+                        }
+                        other => results.push(other),
+                    }
+                }
+                answers.push(match failed {
+                    Some(err) => Err(err),
+                    None => Ok(results),
+                });
+            }
+            Ok(())
+        });
+        if let Err(err) = committed {
+            // What this recorder learnt of the group's files names versions that were rolled
+            // back with it.
+            self.caches().files.clear();
+            return batches.iter().map(|_| Err(err.clone())).collect();
+        }
+        answers
+    }
+
     /// Records one event, reading the agent's files on this machine.
     pub fn record(&self, event: &Event) -> Result<Recorded, IngestError> {
         let agent = self.agent(&event.agent)?;

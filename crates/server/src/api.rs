@@ -218,58 +218,63 @@ async fn post_events(
         )?;
         checked.push((event, files));
     }
-    let recorder = state.recorder();
-    let agent = runner.agent;
-    let results = state
-        .blocking(move || {
-            recorder.know_agent(&agent);
-            let mut results = Vec::with_capacity(checked.len());
-            for (event, files) in checked {
-                let id = event.id.clone().unwrap_or_default();
-                match recorder.record_with(&event, &files) {
-                    Ok(recorded) => {
-                        let added = recorded.runs.iter().any(|r| r.added)
-                            || recorded.snippet.as_ref().is_some_and(|s| s.added);
-                        let status = if recorded.runs.is_empty() && recorded.snippet.is_none() {
-                            EventStatus::Ignored
-                        } else if added {
-                            EventStatus::Recorded
-                        } else {
-                            EventStatus::Duplicate
-                        };
-                        results.push(EventResult {
-                            id,
-                            status,
-                            runs: recorded
-                                .runs
-                                .iter()
-                                .map(|run| WireRun {
-                                    skill: run.skill.clone(),
-                                    version: run.version,
-                                    ok: run.ok,
-                                    score: run.score,
-                                    uses: run.uses,
-                                })
-                                .collect(),
-                            warnings: recorded.warnings,
-                            error: None,
-                        });
-                    }
-                    // The library failed: the runner sends the batch again, and what was
-                    // stored already is recognised by its ids.
-                    Err(IngestError::Store(err)) => return Err(ApiError::from(err)),
-                    Err(err @ IngestError::Invalid { .. }) => results.push(EventResult {
-                        id,
-                        status: EventStatus::Rejected,
-                        runs: Vec::new(),
-                        warnings: Vec::new(),
-                        error: Some(err.to_string()),
-                    }),
+    let ids: Vec<String> = checked
+        .iter()
+        .map(|(event, _)| event.id.clone().unwrap_or_default())
+        .collect();
+    let answer = state
+        .group_commit()
+        .record(runner.agent, checked)
+        .await
+        .map_err(|_| {
+            ApiError::internal(
+                "the library's writer stopped unexpectedly",
+                "group commit lane ended",
+            )
+        })?;
+    // The library failed: the runner sends the batch again, and what was stored already is
+    // recognised by its ids.
+    let recorded = answer.map_err(ApiError::from)?;
+    let mut results = Vec::with_capacity(recorded.len());
+    for (result, id) in recorded.into_iter().zip(ids) {
+        results.push(match result {
+            Ok(recorded) => {
+                let added = recorded.runs.iter().any(|r| r.added)
+                    || recorded.snippet.as_ref().is_some_and(|s| s.added);
+                let status = if recorded.runs.is_empty() && recorded.snippet.is_none() {
+                    EventStatus::Ignored
+                } else if added {
+                    EventStatus::Recorded
+                } else {
+                    EventStatus::Duplicate
+                };
+                EventResult {
+                    id,
+                    status,
+                    runs: recorded
+                        .runs
+                        .iter()
+                        .map(|run| WireRun {
+                            skill: run.skill.clone(),
+                            version: run.version,
+                            ok: run.ok,
+                            score: run.score,
+                            uses: run.uses,
+                        })
+                        .collect(),
+                    warnings: recorded.warnings,
+                    error: None,
                 }
             }
-            Ok(results)
-        })
-        .await??;
+            Err(err) => EventResult {
+                id,
+                status: EventStatus::Rejected,
+                runs: Vec::new(),
+                warnings: Vec::new(),
+                error: Some(err.to_string()),
+            },
+        });
+    }
     Ok(Json(EventsAnswer { results }))
 }
 

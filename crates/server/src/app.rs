@@ -17,6 +17,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
+use crate::group_commit::GroupCommit;
 
 /// What every handler shares: the library and the recorder that writes runs into it.
 #[derive(Clone)]
@@ -27,6 +28,8 @@ pub struct AppState {
 struct Shared {
     store: &'static dyn Store,
     recorder: &'static Recorder<'static>,
+    /// The lanes recording runners' batches in groups (`group_commit`).
+    group_commit: GroupCommit,
     config: ServerConfig,
     /// When a request last failed on a full disk; cleared by the next write that succeeds.
     disk_full_since: std::sync::Mutex<Option<std::time::Instant>>,
@@ -51,6 +54,7 @@ impl AppState {
             shared: Arc::new(Shared {
                 store,
                 recorder,
+                group_commit: GroupCommit::start(recorder, store.write_lanes()),
                 config,
                 disk_full_since: std::sync::Mutex::new(None),
             }),
@@ -63,6 +67,11 @@ impl AppState {
 
     pub fn recorder(&self) -> &'static Recorder<'static> {
         self.shared.recorder
+    }
+
+    /// Where runners' event batches are recorded, in groups sharing one commit.
+    pub fn group_commit(&self) -> &GroupCommit {
+        &self.shared.group_commit
     }
 
     pub fn config(&self) -> &ServerConfig {

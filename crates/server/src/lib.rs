@@ -9,6 +9,7 @@ pub mod config;
 pub mod console;
 pub mod dashboard;
 pub mod error;
+pub mod group_commit;
 pub mod html;
 pub mod inbox;
 pub mod mcp;

@@ -638,7 +638,7 @@ pub struct DiskSpace {
     pub available: u64,
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     #[error("{0} not found")]
     NotFound(String),
@@ -727,6 +727,11 @@ pub trait Store: Send + Sync {
     fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         let _ = owners;
         work()
+    }
+    /// How many write groups of different families can usefully run at once: SQLite has one
+    /// writer for the whole library; PostgreSQL serialises only each family's writes.
+    fn write_lanes(&self) -> usize {
+        1
     }
     /// Records a use of an inline snippet in its agent's snippet history.
     fn record_snippet_use(

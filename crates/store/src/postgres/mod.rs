@@ -631,6 +631,12 @@ impl Store for PgStore {
         self.run_group(owners, work)
     }
 
+    fn write_lanes(&self) -> usize {
+        // Each lane's group holds a connection for its whole length; half the pool is left to
+        // the reads and the writes that are no family's.
+        (self.pool.max_size() as usize / 2).max(1)
+    }
+
     fn record_snippet_use(
         &self,
         owner: OwnerId,

@@ -56,6 +56,9 @@ struct Inner {
     /// The thread whose write group holds the connection's open transaction
     /// ([`Store::write_group`]); every other thread waits for it to end.
     group: Option<ThreadId>,
+    /// The error after which SQLite rolled the group's transaction back by itself (a full
+    /// disk, an I/O error): the group's later writes and its commit answer it.
+    group_lost: Option<StoreError>,
 }
 
 pub struct SqliteStore {
@@ -177,6 +180,7 @@ impl SqliteStore {
                 conn,
                 windows: HashMap::new(),
                 group: None,
+                group_lost: None,
             }),
             group_ended: Condvar::new(),
             location,
@@ -228,21 +232,26 @@ impl SqliteStore {
             conn,
             windows,
             group,
+            group_lost,
         } = &mut *guard;
         if group.is_some() {
-            if conn.is_autocommit() {
+            if let Some(lost) = group_lost {
+                return Err(lost.clone());
+            }
+            let outcome = (|| -> Result<T> {
+                let savepoint = conn.savepoint().map_err(db_err)?;
+                let value = work(&mut SqliteTx { conn: &savepoint }, windows)?;
+                savepoint.commit().map_err(db_err)?;
+                Ok(value)
+            })();
+            if let Err(err) = &outcome
+                && conn.is_autocommit()
+            {
                 // SQLite rolls a transaction back by itself on a few errors (a full disk, an
                 // I/O error): the group's earlier writes are gone, so none may follow them.
-                return Err(StoreError::Database(
-                    "the batch's transaction was rolled back by SQLite after an earlier error; \
-                     nothing of the batch was stored, send it again"
-                        .into(),
-                ));
+                *group_lost = Some(err.clone());
             }
-            let savepoint = conn.savepoint().map_err(db_err)?;
-            let value = work(&mut SqliteTx { conn: &savepoint }, windows)?;
-            savepoint.commit().map_err(db_err)?;
-            return Ok(value);
+            return outcome;
         }
         with_retry(|| {
             let tx = conn
@@ -672,6 +681,9 @@ impl Store for SqliteStore {
         };
         work()?;
         let guard = self.lock();
+        if let Some(lost) = &guard.group_lost {
+            return Err(lost.clone());
+        }
         guard.conn.execute_batch("COMMIT").map_err(db_err)?;
         drop(guard);
         end.committed = true;
@@ -702,6 +714,7 @@ impl Drop for GroupEnd<'_> {
             guard.windows.clear();
         }
         guard.group = None;
+        guard.group_lost = None;
         drop(guard);
         self.store.group_ended.notify_all();
     }

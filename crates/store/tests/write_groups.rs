@@ -1,0 +1,176 @@
+//! Recording in write groups is an optimisation, not a different behaviour: for any runs, in any
+//! grouping, every answer and every stored row is what recording them one at a time gives
+//! (`tests/store_story.rs` tells the same on PostgreSQL with one fixed story).
+
+use mindrune_store::{
+    AgentId, HeaderState, NewUse, Outcome, OwnerId, RecordedUse, ScriptSnapshot, SkillHeader,
+    SqliteStore, Store, VersionId,
+};
+use proptest::prelude::*;
+
+#[derive(Debug, Clone)]
+struct Run {
+    script: usize,
+    ok: bool,
+    /// Seconds after the first run; runs may arrive out of order.
+    at_s: i64,
+    duration_s: u64,
+    xp: u16,
+    /// Sent again with an earlier run's event id (a retry).
+    retry_of: Option<usize>,
+}
+
+fn runs() -> impl Strategy<Value = Vec<Run>> {
+    prop::collection::vec(
+        (
+            0..3usize,
+            prop::bool::weighted(0.8),
+            0..400i64,
+            5..120u64,
+            0..600u16,
+            prop::option::weighted(0.1, 0..40usize),
+        )
+            .prop_map(|(script, ok, at_s, duration_s, xp, retry_of)| Run {
+                script,
+                ok,
+                at_s,
+                duration_s,
+                xp,
+                retry_of,
+            }),
+        1..60,
+    )
+}
+
+struct Library {
+    store: SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    versions: Vec<VersionId>,
+    _dir: tempfile::TempDir,
+}
+
+/// A family with three scripts: one headed (shared once it clears the bar), two tagged alike
+/// (each the other's peer), on a file of its own.
+fn library() -> Library {
+    let dir = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(&dir.path().join("library.db")).unwrap();
+    let owner = store.create_owner("ada", "k", 0).unwrap().id;
+    let agent = store.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
+    let versions = ["chop", "mine", "fish"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let code = format!("{name}();");
+            let snapshot = ScriptSnapshot {
+                agent,
+                path: format!("bots/buzz/{name}.ts"),
+                name: name.to_string(),
+                digest: mindrune_core::digest::sha256(code.as_bytes()),
+                code,
+                tags: if i == 0 {
+                    vec![]
+                } else {
+                    vec!["skill:woodcutting".into()]
+                },
+                header: SkillHeader {
+                    state: if i == 0 {
+                        HeaderState::Skill
+                    } else {
+                        HeaderState::None
+                    },
+                    ..SkillHeader::default()
+                },
+                file_digest: None,
+                origin: None,
+            };
+            store.match_script(owner, &snapshot, 1).unwrap().version.id
+        })
+        .collect();
+    Library {
+        store,
+        owner,
+        agent,
+        versions,
+        _dir: dir,
+    }
+}
+
+fn new_use(library: &Library, runs: &[Run], index: usize) -> NewUse {
+    let run = &runs[index];
+    let event = run.retry_of.filter(|&of| of < index).unwrap_or(index);
+    NewUse {
+        version: library.versions[run.script],
+        agent: library.agent,
+        outcome: Outcome {
+            at: (1_000 + run.at_s) * 1000,
+            ok: run.ok,
+            duration_ms: run.duration_s * 1000,
+            xp: [("Woodcutting".to_string(), f64::from(run.xp))].into(),
+            ..Outcome::default()
+        },
+        source: "shell".into(),
+        call: None,
+        output: None,
+        event_id: Some(format!("e{event}")),
+        recorded_at: (2_000 + index as i64) * 1000,
+    }
+}
+
+fn answer(recorded: &RecordedUse) -> (bool, i64, i64, u64, Option<(String, Option<i64>)>) {
+    (
+        recorded.added,
+        recorded.version.uses,
+        recorded.version.ok,
+        recorded.version.score.to_bits(),
+        recorded
+            .shared
+            .as_ref()
+            .map(|change| (change.reason.clone(), change.version)),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn uses_recorded_in_any_grouping_answer_and_store_what_one_at_a_time_does(
+        runs in runs(),
+        group_sizes in prop::collection::vec(1..9usize, 1..12),
+    ) {
+        let one = library();
+        let expected: Vec<_> = (0..runs.len())
+            .map(|i| answer(&one.store.record_use(one.owner, &new_use(&one, &runs, i)).unwrap()))
+            .collect();
+
+        let grouped = library();
+        let mut answers = Vec::new();
+        let mut next = 0;
+        let mut sizes = group_sizes.iter().cycle();
+        while next < runs.len() {
+            let end = (next + sizes.next().unwrap()).min(runs.len());
+            grouped
+                .store
+                .write_group(&[grouped.owner], &mut || {
+                    for i in next..end {
+                        answers.push(answer(
+                            &grouped.store.record_use(grouped.owner, &new_use(&grouped, &runs, i))?,
+                        ));
+                    }
+                    Ok(())
+                })
+                .unwrap();
+            next = end;
+        }
+        prop_assert_eq!(&answers, &expected);
+        for (a, b) in grouped.versions.iter().zip(&one.versions) {
+            let a = grouped.store.version(grouped.owner, *a).unwrap();
+            let b = one.store.version(one.owner, *b).unwrap();
+            prop_assert_eq!(
+                (a.uses, a.ok, a.score.to_bits(), a.shared_at, &a.breakdown, a.rate_per_minute.to_bits()),
+                (b.uses, b.ok, b.score.to_bits(), b.shared_at, &b.breakdown, b.rate_per_minute.to_bits())
+            );
+        }
+        prop_assert!(grouped.store.audit(grouped.owner).unwrap().is_empty());
+    }
+}

@@ -210,78 +210,59 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
             )
         }
     };
-    let mut summary = render::RecordSummary::default();
-    let mut out = std::io::stdout().lock();
-    let mut err = std::io::stderr().lock();
+    let mut report = RecordReport {
+        label: &label,
+        json,
+        summary: render::RecordSummary::default(),
+        out: std::io::stdout().lock(),
+        err: std::io::stderr().lock(),
+    };
     let mut bytes = Vec::new();
     let mut line_no = 0usize;
+    // Lines are recorded RECORD_CHUNK_LINES at a time in one write transaction (one commit for
+    // the lot), and each line's answer is printed once its chunk committed.
+    let mut chunk: Vec<(usize, String)> = Vec::new();
     loop {
         line_no += 1;
         let read = read_capped_line(&mut reader, &mut bytes, MAX_EVENT_LINE_BYTES)
             .with_context(|| format!("cannot read {label}"))?;
-        let result = match read {
+        let refused = match read {
             LineRead::End => break,
-            LineRead::TooLong => {
-                // Refused at once, before the rest of the line is skipped, so a line that
-                // never ends (`record /dev/zero`) is named now, not never.
-                Err(IngestError::Invalid {
-                    field: None,
-                    message: format!(
-                        "the line is longer than {MAX_EVENT_LINE_BYTES} bytes (the server's limit for a request of events); split it or save long code as a script"
-                    ),
-                })
-            }
+            LineRead::TooLong => IngestError::Invalid {
+                field: None,
+                message: format!(
+                    "the line is longer than {MAX_EVENT_LINE_BYTES} bytes (the server's limit for a request of events); split it or save long code as a script"
+                ),
+            },
             LineRead::Line => match std::str::from_utf8(&bytes) {
-                Err(_) => Err(IngestError::Invalid {
+                Err(_) => IngestError::Invalid {
                     field: None,
                     message: "the line is not UTF-8 text".into(),
-                }),
+                },
                 Ok(text) if text.trim().is_empty() => continue,
-                Ok(text) => recorder.record_line(text),
+                Ok(text) => {
+                    chunk.push((line_no, text.to_string()));
+                    if chunk.len() >= RECORD_CHUNK_LINES {
+                        record_chunk(&recorder, home, &mut chunk, &mut report)?;
+                    }
+                    continue;
+                }
             },
         };
-        match result {
-            Ok(recorded) => {
-                for warning in &recorded.warnings {
-                    writeln!(err, "{label}:{line_no}: warning: {warning}")?;
-                }
-                if json {
-                    serde_json::to_writer(
-                        &mut out,
-                        &serde_json::json!({"line": line_no, "recorded": recorded}),
-                    )?;
-                    writeln!(out)?;
-                }
-                summary.add(&recorded);
-            }
-            Err(IngestError::Store(store_error)) => {
-                // The store failing is not the line's fault: stop, so nothing is silently lost.
-                return Err(anyhow::Error::new(store_error).context(format!(
-                    "{label}:{line_no}: cannot record into the library at {}",
-                    library::database(home)
-                )));
-            }
-            Err(error) => {
-                summary.lines += 1;
-                summary.rejected += 1;
-                writeln!(
-                    err,
-                    "{label}:{line_no}: error: {error}; nothing of this line was recorded"
-                )?;
-                if json {
-                    serde_json::to_writer(
-                        &mut out,
-                        &serde_json::json!({"line": line_no, "error": error.to_string()}),
-                    )?;
-                    writeln!(out)?;
-                }
-            }
-        }
+        // A refused line is answered in its place: what came before it is recorded and
+        // printed first. A line too long is named at once, before the rest of it is skipped,
+        // so a line that never ends (`record /dev/zero`) is named now, not never.
+        record_chunk(&recorder, home, &mut chunk, &mut report)?;
+        report.answer(line_no, Err(refused))?;
         if read == LineRead::TooLong {
-            out.flush()?;
+            report.out.flush()?;
             skip_line(&mut reader).with_context(|| format!("cannot read {label}"))?;
         }
     }
+    record_chunk(&recorder, home, &mut chunk, &mut report)?;
+    let RecordReport {
+        summary, mut out, ..
+    } = report;
     if !json {
         render::record_summary(&mut out, &summary)?;
     }
@@ -290,6 +271,91 @@ pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<Ex
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Event lines recorded in one write transaction by `mindrune record`.
+const RECORD_CHUNK_LINES: usize = 500;
+
+/// Where `mindrune record` says what each line did, and the running summary.
+struct RecordReport<'a> {
+    label: &'a str,
+    json: bool,
+    summary: render::RecordSummary,
+    out: std::io::StdoutLock<'static>,
+    err: std::io::StderrLock<'static>,
+}
+
+impl RecordReport<'_> {
+    /// Prints one line's answer; the library failing stops the whole run (not the line's fault:
+    /// stop, so nothing is silently lost).
+    fn answer(
+        &mut self,
+        line_no: usize,
+        result: Result<mindrune_engine::ingest::Recorded, IngestError>,
+    ) -> anyhow::Result<()> {
+        let label = self.label;
+        match result {
+            Ok(recorded) => {
+                for warning in &recorded.warnings {
+                    writeln!(self.err, "{label}:{line_no}: warning: {warning}")?;
+                }
+                if self.json {
+                    serde_json::to_writer(
+                        &mut self.out,
+                        &serde_json::json!({"line": line_no, "recorded": recorded}),
+                    )?;
+                    writeln!(self.out)?;
+                }
+                self.summary.add(&recorded);
+            }
+            Err(IngestError::Store(store_error)) => return Err(store_error.into()),
+            Err(error) => {
+                self.summary.lines += 1;
+                self.summary.rejected += 1;
+                writeln!(
+                    self.err,
+                    "{label}:{line_no}: error: {error}; nothing of this line was recorded"
+                )?;
+                if self.json {
+                    serde_json::to_writer(
+                        &mut self.out,
+                        &serde_json::json!({"line": line_no, "error": error.to_string()}),
+                    )?;
+                    writeln!(self.out)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Records the chunk's lines in one write transaction and prints each line's answer after the
+/// commit; empties the chunk.
+fn record_chunk(
+    recorder: &Recorder<'_>,
+    home: &Path,
+    chunk: &mut Vec<(usize, String)>,
+    report: &mut RecordReport<'_>,
+) -> anyhow::Result<()> {
+    if chunk.is_empty() {
+        return Ok(());
+    }
+    let lines: Vec<&str> = chunk.iter().map(|(_, text)| text.as_str()).collect();
+    let label = report.label;
+    let cannot_record = |line_no: usize| {
+        format!(
+            "{label}:{line_no}: cannot record into the library at {}",
+            library::database(home)
+        )
+    };
+    let results = recorder.record_lines_together(&lines);
+    for ((line_no, _), result) in chunk.iter().zip(results) {
+        report
+            .answer(*line_no, result)
+            .map_err(|err| err.context(cannot_record(*line_no)))?;
+    }
+    chunk.clear();
+    Ok(())
 }
 
 /// Claude Code runs hook processes in its current folder, which moves with the agent's `cd`: a

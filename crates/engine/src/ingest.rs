@@ -203,6 +203,63 @@ impl<'s> Recorder<'s> {
         answers
     }
 
+    /// Parses and records several event lines in one write transaction of the store: each as
+    /// [`Recorder::record_line`] records it, in order, for the cost of one commit. A line the
+    /// library fails on ends the list there, its error last (the lines before it are stored).
+    ///
+    /// When the transaction cannot commit (a full disk), nothing of it was stored, and the lines
+    /// are recorded again one at a time, each in its own transaction, so whatever still fits is
+    /// stored and the first line that does not ends the list with its error.
+    pub fn record_lines_together(&self, lines: &[&str]) -> Vec<Result<Recorded, IngestError>> {
+        match self.try_lines_together(lines) {
+            Ok(results) => results,
+            Err(_) => {
+                let mut results = Vec::with_capacity(lines.len());
+                for line in lines {
+                    let result = self.record_line(line);
+                    let stop = matches!(result, Err(IngestError::Store(_)));
+                    results.push(result);
+                    if stop {
+                        break;
+                    }
+                }
+                results
+            }
+        }
+    }
+
+    fn try_lines_together(
+        &self,
+        lines: &[&str],
+    ) -> Result<Vec<Result<Recorded, IngestError>>, StoreError> {
+        let mut owners: Vec<OwnerId> = lines
+            .iter()
+            .filter_map(|line| mindrune_core::event::parse_line(line).ok())
+            .filter_map(|event| self.agent(&event.agent).ok())
+            .map(|agent| agent.owner)
+            .collect();
+        owners.sort_unstable_by_key(|owner| owner.0);
+        owners.dedup();
+        let mut results = Vec::with_capacity(lines.len());
+        let committed = self.store.write_group(&owners, &mut || {
+            results.clear();
+            for line in lines {
+                let result = self.record_line(line);
+                let stop = matches!(result, Err(IngestError::Store(_)));
+                results.push(result);
+                if stop {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        if let Err(err) = committed {
+            self.caches().files.clear();
+            return Err(err);
+        }
+        Ok(results)
+    }
+
     /// Records one event, reading the agent's files on this machine.
     pub fn record(&self, event: &Event) -> Result<Recorded, IngestError> {
         let agent = self.agent(&event.agent)?;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::Recorded;
 use mindrune_engine::family::MirrorOutcome;
 use mindrune_engine::turn::{Offer, TurnReport};

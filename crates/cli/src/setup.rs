@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
+use mindrune_core::avatars::vocabulary::{Entry, Vocabulary};
 use mindrune_core::header::is_valid_name;
-use mindrune_core::vocabulary::{Entry, Vocabulary};
 use mindrune_engine::now_millis;
 use mindrune_engine::tags::{self, TagsError, WikiRead};
 use mindrune_store::Store;

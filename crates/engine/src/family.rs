@@ -9,13 +9,13 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use mindrune_core::digest;
-use mindrune_core::header;
-use mindrune_core::mirror_text::{
+use mindrune_core::avatars::mirror_text::{
     self, LessonEntry, OwnSharedSkill, SiblingSkill, SkillFileHeader,
 };
+use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::digest;
+use mindrune_core::header;
 use mindrune_core::secrets::Scrubber;
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_store::{
     Agent, Millis, Owner, OwnerId, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
 };

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::event::{Call, Event};
+use mindrune_core::avatars::event::{Call, Event};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;

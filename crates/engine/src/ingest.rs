@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use mindrune_core::avatars::event::{Call, Event};
+use mindrune_core::avatars::rs_output::{self, RunOutput};
 use mindrune_core::digest;
-use mindrune_core::event::{Call, Event};
 use mindrune_core::header;
-use mindrune_core::rs_output::{self, RunOutput};
 use mindrune_core::secrets::{self, Scrubber};
 use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
 use mindrune_store::{
@@ -150,9 +150,11 @@ impl<'s> Recorder<'s> {
 
     /// Parses and records one event line.
     pub fn record_line(&self, line: &str) -> Result<Recorded, IngestError> {
-        let event = mindrune_core::event::parse_line(line).map_err(|err| IngestError::Invalid {
-            field: err.field,
-            message: err.message,
+        let event = mindrune_core::avatars::event::parse_line(line).map_err(|err| {
+            IngestError::Invalid {
+                field: err.field,
+                message: err.message,
+            }
         })?;
         self.record(&event)
     }

@@ -12,8 +12,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mindrune_core::topics;
-use mindrune_core::vocabulary::{Entry, Source, Vocabulary};
+use mindrune_core::avatars::topics;
+use mindrune_core::avatars::vocabulary::{Entry, Source, Vocabulary};
 use mindrune_store::{Millis, Store, StoreError, VocabularyChange};
 
 /// The wiki's page folders and the kind of tag each page becomes (rs-sdk's `wiki/search.ts`
@@ -380,7 +380,7 @@ pub fn unknown_tags(
     let mut unknown = Vec::new();
     let mut wiki_read = None;
     for tag in tags {
-        let Some(tag) = mindrune_core::topics::normalize_tag(tag) else {
+        let Some(tag) = mindrune_core::avatars::topics::normalize_tag(tag) else {
             continue;
         };
         if vocabulary.contains_tag(&tag) || unknown.iter().any(|(t, _)| *t == tag) {

@@ -12,10 +12,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
+use mindrune_core::avatars::lessons;
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::digest;
 use mindrune_core::header;
-use mindrune_core::lessons;
-use mindrune_core::sharing::SharingBar;
 use mindrune_store::{
     Agent, HeaderState, LessonsChange, Millis, NewLesson, SharingChange, SharingKind, SkillEntry,
     Store, UnrecordedReason,
@@ -390,7 +390,7 @@ fn sync_lessons(
     };
     if let Some(vocabulary) = &vocabulary {
         for line in &lines {
-            let written = mindrune_core::topics::exact_tags(&line.text);
+            let written = mindrune_core::avatars::topics::exact_tags(&line.text);
             for (tag, meant) in tags::unknown_tags(store, vocabulary, &written)? {
                 report.diagnostics.push(tags::describe_unknown_tag(
                     &format!("{relative}:{}", line.line),

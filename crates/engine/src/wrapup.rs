@@ -7,7 +7,7 @@
 //! scripts could be shared with a header, and which inline code it keeps running and should
 //! save as a file.
 
-use mindrune_core::sharing::SharingBar;
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_store::{SharingChange, SharingKind, SkillEntry, Store, UnrecordedReason};
 
 use mindrune_store::Agent;

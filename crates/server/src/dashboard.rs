@@ -22,7 +22,7 @@ use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::ingest::now_millis;
 use mindrune_store::{
     Agent, AgentId, HeaderState, Owner, SkillEntry, SkillId, StoreError, Version,

@@ -21,7 +21,7 @@ use crate::{
     SnippetRuns, Store, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId,
     VersionStats, VersionSummary,
 };
-use mindrune_core::sharing::SharingBar;
+use mindrune_core::avatars::sharing::SharingBar;
 
 use crate::common::{
     AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SharingState, StoredVersion,
@@ -1961,7 +1961,8 @@ impl Store for SqliteStore {
             std::collections::BTreeMap::new();
         for entry in entries {
             let tag = format!("{}:{}", entry.kind, entry.slug);
-            if mindrune_core::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
+            if mindrune_core::avatars::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str())
+            {
                 return Err(StoreError::Conflict(format!(
                     "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
                 )));

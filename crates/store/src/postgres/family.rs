@@ -9,7 +9,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use mindrune_core::sharing::SharingBar;
+use mindrune_core::avatars::sharing::SharingBar;
 use postgres::Row;
 
 use super::conn::Tx;

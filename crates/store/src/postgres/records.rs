@@ -18,8 +18,8 @@
 use std::collections::HashMap;
 
 use super::conn::Tx;
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::score::{self, Measure, ScoreBreakdown, ScoreInput, UseSample};
-use mindrune_core::sharing::SharingBar;
 
 use super::rows::{
     AGENT_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMN_COUNT,

@@ -3,8 +3,8 @@
 //! rate that feeds a score. The same rules as the SQLite backend's, in PostgreSQL's SQL.
 
 use super::conn::Tx;
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::score;
-use mindrune_core::sharing::SharingBar;
 
 use super::PgResult;
 use super::rows::col;

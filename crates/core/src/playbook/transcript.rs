@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn a_real_claude_code_transcript_reads_into_turns_and_their_tool_calls() {
-        let text = include_str!("../tests/data/transcripts/two-turns.jsonl");
+        let text = include_str!("../../tests/data/transcripts/two-turns.jsonl");
         let transcript = parse(text);
         assert!(
             transcript.diagnostics.is_empty(),

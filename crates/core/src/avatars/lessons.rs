@@ -5,8 +5,8 @@
 //! what siblings see (its tags first, feedback on a shared skill recognised), and
 //! [`render_line`] writes it as one line of `LESSONS.md`.
 
+use crate::avatars::topics;
 use crate::header::Diagnostic;
-use crate::topics;
 
 /// The longest lesson, in characters; a longer one is cut and ends in `…`, so one runaway
 /// line cannot crowd every other lesson out of a sibling's 8 KB `LESSONS.md`.
@@ -393,11 +393,11 @@ mod tests {
         let text = &lessons[0].text;
         assert!(text.ends_with('…'), "{text}");
         assert!(
-            !crate::topics::exact_tags(text)
+            !crate::avatars::topics::exact_tags(text)
                 .iter()
                 .any(|t| t.starts_with("skill:")),
             "{text}: {:?}",
-            crate::topics::exact_tags(text)
+            crate::avatars::topics::exact_tags(text)
         );
     }
 

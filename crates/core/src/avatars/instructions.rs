@@ -8,7 +8,7 @@
 //! family sharing is on, and the line about siblings' feedback. Changing the setting changes the
 //! text an agent gets the next time it starts.
 
-use crate::sharing::SharingBar;
+use crate::avatars::sharing::SharingBar;
 
 /// The instruction text for the agent of bot `bot`, whose family's skills are in `mirror`
 /// (relative to its workspace: `family-skills` in a sandbox of its own, `bots/<bot>/family-skills`

@@ -1,5 +1,5 @@
 //! The observer: notices that the same multi-step work keeps being redone across the turns of
-//! a session, from the host's transcript ([`crate::transcript`]). Deterministic, no model.
+//! a session, from the host's transcript ([`crate::playbook::transcript`]). Deterministic, no model.
 //!
 //! A tool call's **step** is its tool and its arguments normalised as near-repeats of code are
 //! ([`crate::near_repeat`]): what varies from one doing of the work to the next — numbers,
@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::transcript::Turn;
+use crate::playbook::transcript::Turn;
 
 /// The fewest steps that count as multi-step work.
 pub const MIN_STEPS: usize = 3;
@@ -183,7 +183,7 @@ pub fn describe(repeat: &Repeat, turns: &[Turn]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transcript::{ToolCall, parse};
+    use crate::playbook::transcript::{ToolCall, parse};
     use serde_json::json;
 
     fn turn(number: usize, calls: &[(&str, Value)]) -> Turn {
@@ -254,7 +254,7 @@ mod tests {
 
     #[test]
     fn the_real_transcript_s_two_turns_redo_the_same_three_steps() {
-        let transcript = parse(include_str!("../tests/data/transcripts/two-turns.jsonl"));
+        let transcript = parse(include_str!("../../tests/data/transcripts/two-turns.jsonl"));
         let repeat = redone_in_last_turn(&transcript.turns).unwrap();
         assert_eq!(repeat.turns, [1, 2]);
         assert_eq!(

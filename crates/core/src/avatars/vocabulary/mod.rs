@@ -39,8 +39,8 @@ use std::sync::{Arc, LazyLock};
 
 use serde::{Deserialize, Serialize};
 
-use crate::lessons;
-use crate::topics::{self, TOPIC_KINDS};
+use crate::avatars::lessons;
+use crate::avatars::topics::{self, TOPIC_KINDS};
 
 mod ascii_word;
 mod name_matcher;
@@ -48,13 +48,13 @@ mod name_matcher;
 use name_matcher::NameMatcher;
 
 /// The places of the game's world: `slug|Name[|alias…]`.
-const PLACES: &str = include_str!("../../data/places.txt");
+const PLACES: &str = include_str!("../../../data/places.txt");
 /// Items, NPCs and quest guides the wiki lacks: `kind:slug|Title[|alias…]`.
-const LOSTHQ: &str = include_str!("../../data/losthq.txt");
+const LOSTHQ: &str = include_str!("../../../data/losthq.txt");
 /// Nicknames: `name|tag`.
-const NICKNAMES: &str = include_str!("../../data/nicknames.txt");
+const NICKNAMES: &str = include_str!("../../../data/nicknames.txt");
 /// Everyday words and phrases, one a line.
-const EVERYDAY: &str = include_str!("../../data/everyday.txt");
+const EVERYDAY: &str = include_str!("../../../data/everyday.txt");
 
 /// The longest name kept, in characters: a page whose heading runs on is cut, so one odd page
 /// cannot make the matcher large.

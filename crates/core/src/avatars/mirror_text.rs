@@ -9,9 +9,9 @@
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+use crate::avatars::lessons::{self, LessonView, cut_chars, one_line};
+use crate::avatars::topics;
 use crate::header::{MAX_FIELD_CHARS, MAX_TAGS};
-use crate::lessons::{self, LessonView, cut_chars, one_line};
-use crate::topics;
 
 /// The largest `INDEX.md`, in bytes: an agent reads it whole, so it must stay short; the
 /// detail is in the skill files.

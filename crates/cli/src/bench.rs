@@ -700,8 +700,8 @@ pub(crate) fn time_it<T>(
 /// `mindrune bench mirror`: a turn boundary for an agent with 200 scripts, and a refresh of
 /// `family-skills/` for a family of 20 agents × 100 shared skills × 10,000 uses.
 pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
-    use mindrune_engine::family;
-    use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
+    use mindrune_engine::avatars::family;
+    use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
     use mindrune_store::{HeaderState, NewLesson, NewUse, Outcome, ScriptSnapshot, SkillHeader};
 
     let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
@@ -1196,7 +1196,7 @@ fn write_wiki(listing: &str, dir: &Path) -> anyhow::Result<usize> {
 /// of the same text for the same names (ASCII case ignored, leftmost-longest), in one run.
 pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     use mindrune_core::avatars::vocabulary::Vocabulary;
-    use mindrune_engine::tags as engine_tags;
+    use mindrune_engine::avatars::tags as engine_tags;
 
     anyhow::ensure!(megabytes >= 1, "--megabytes must be at least 1");
     // The project's shared data: `$MINDRUNE_SHARED`, else `../shared` beside the checkout.

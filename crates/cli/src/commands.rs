@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::header::is_valid_name;
-use mindrune_engine::family;
+use mindrune_engine::avatars::family;
+use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::hook::{self, HookAction};
-use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::{IngestError, Recorder, now_millis};
 use mindrune_store::Store;
 
@@ -902,7 +902,7 @@ pub fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
 
 pub fn wrapup(home: &Path, agent: &str, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let wrap = mindrune_engine::wrapup::wrap_up(&*store, agent)?;
+    let wrap = mindrune_engine::avatars::wrapup::wrap_up(&*store, agent)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &wrap)?;
@@ -922,7 +922,7 @@ const TAGS_LISTED: usize = 20;
 
 /// `mindrune tags build --wiki DIR`.
 pub fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    use mindrune_engine::tags;
+    use mindrune_engine::avatars::tags;
 
     let store = library::open(home)?;
     let read = tags::build_from_wiki(wiki)?;
@@ -1039,7 +1039,7 @@ pub fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode> {
         }
     };
     let vocabulary = if library::exists(home) {
-        mindrune_engine::tags::vocabulary(&*library::open(home)?)?
+        mindrune_engine::avatars::tags::vocabulary(&*library::open(home)?)?
     } else {
         eprintln!(
             "note: no MindRune library at {}; mapping with the built-in places and LostHQ pages only",

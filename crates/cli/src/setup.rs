@@ -16,8 +16,8 @@ use std::process::ExitCode;
 use anyhow::{Context as _, bail};
 use mindrune_core::avatars::vocabulary::{Entry, Vocabulary};
 use mindrune_core::header::is_valid_name;
+use mindrune_engine::avatars::tags::{self, TagsError, WikiRead};
 use mindrune_engine::now_millis;
-use mindrune_engine::tags::{self, TagsError, WikiRead};
 use mindrune_store::Store;
 
 use crate::commands::thousands;
@@ -84,7 +84,10 @@ const WORKSPACE_HOOK_EVENTS: [(&str, Option<&str>); 6] = [
 /// folder, where its agent already works (the scan of `bots/<bot>/` reads only the files
 /// directly in it, so the mirror is never taken for the bot's scripts).
 fn bot_mirror(bot: &str) -> String {
-    format!("bots/{bot}/{}", mindrune_engine::family::MIRROR_DIR)
+    format!(
+        "bots/{bot}/{}",
+        mindrune_engine::avatars::family::MIRROR_DIR
+    )
 }
 
 /// Lines of the checkout's `.git/info/exclude` that keep what MindRune writes out of the user's
@@ -109,7 +112,10 @@ impl ExcludePlan {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
-        let mut wanted = vec![format!("/bots/*/{}/", mindrune_engine::family::MIRROR_DIR)];
+        let mut wanted = vec![format!(
+            "/bots/*/{}/",
+            mindrune_engine::avatars::family::MIRROR_DIR
+        )];
         if let Ok(inside) = library.strip_prefix(checkout)
             && !inside.as_os_str().is_empty()
         {
@@ -510,7 +516,7 @@ impl Plan {
         writeln!(
             out,
             "Each bot sees its family's skills in its own folder, bots/<bot>/{}/ (the bots share this checkout, so one folder at its root would hold whichever bot's view was written last).",
-            mindrune_engine::family::MIRROR_DIR
+            mindrune_engine::avatars::family::MIRROR_DIR
         )?;
         if let Some(exclude) = &self.exclude {
             changed = true;

@@ -28,7 +28,7 @@ use mindrune_core::avatars::topics;
 use mindrune_core::digest;
 use mindrune_core::header;
 use mindrune_core::secrets::Scrubber;
-use mindrune_engine::family::{self, MirrorOutcome};
+use mindrune_engine::avatars::family::{self, MirrorOutcome};
 use mindrune_engine::now_millis;
 use mindrune_store::{
     Agent, HeaderState, NewLesson, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,

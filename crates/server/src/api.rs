@@ -13,11 +13,11 @@ use axum::{Json, http::header::CONTENT_LENGTH};
 use mindrune_core::avatars::event::{Event, RawEvent};
 use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::secrets::Scrubber;
-use mindrune_engine::family::{self, MirrorOutcome};
-use mindrune_engine::ingest::{IngestError, now_millis};
-use mindrune_engine::turn::{self, Boundary, MirrorPolicy, TurnError};
+use mindrune_engine::avatars::family::{self, MirrorOutcome};
+use mindrune_engine::avatars::ingest::{IngestError, now_millis};
+use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy, TurnError};
+use mindrune_engine::avatars::wrapup;
 use mindrune_engine::workspace::{ReadError, SnapshotFiles};
-use mindrune_engine::wrapup;
 use mindrune_store::{Agent, Store};
 use serde::de::DeserializeOwned;
 
@@ -443,7 +443,7 @@ async fn instructions(
             &runner.agent.name,
             SharingBar::for_family(eager),
             eager,
-            mindrune_engine::family::mirror_relative(&runner.agent),
+            mindrune_engine::avatars::family::mirror_relative(&runner.agent),
         ),
     }))
 }

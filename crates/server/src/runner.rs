@@ -34,8 +34,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::family::MIRROR_DIR;
-use mindrune_engine::mirror_writer::{self, MirrorError, Wanted};
+use mindrune_engine::avatars::family::MIRROR_DIR;
+use mindrune_engine::avatars::mirror_writer::{self, MirrorError, Wanted};
 use serde::Serialize;
 
 use self::client::{Client, Failure};

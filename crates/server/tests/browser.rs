@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::ingest::now_millis;
+use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_server::app::{self, AppState};
 use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_server::config::ServerConfig;

@@ -8,7 +8,7 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use mindrune_engine::ingest::now_millis;
+use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_server::app::{self, AppState, CONTENT_SECURITY_POLICY};
 use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_server::config::ServerConfig;

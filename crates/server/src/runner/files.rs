@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use mindrune_core::avatars::event::{Call, Event, RawEvent};
 use mindrune_core::secrets::{self, Scrubber};
 use mindrune_core::shell_line::{self, ShellContext};
-use mindrune_engine::turn::MAX_LAB_LOG_BYTES;
+use mindrune_engine::avatars::turn::MAX_LAB_LOG_BYTES;
 use mindrune_engine::workspace::{
     self, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT, read_contained_limited,
 };

@@ -21,9 +21,9 @@ use mindrune_store::{
     Store, UnrecordedReason,
 };
 
-use crate::family::{self, MirrorOutcome};
-use crate::ingest::{IngestError, Recorder, now_millis};
-use crate::tags;
+use crate::avatars::family::{self, MirrorOutcome};
+use crate::avatars::ingest::{IngestError, Recorder, now_millis};
+use crate::avatars::tags;
 use crate::workspace::{self, AgentFiles, LocalFiles, MAX_SCRIPT_BYTES, ReadError};
 
 /// The largest lab log read. Larger than a script: a log grows all day.

@@ -12,8 +12,8 @@ use mindrune_store::{SharingChange, SharingKind, SkillEntry, Store, UnrecordedRe
 
 use mindrune_store::Agent;
 
-use crate::ingest::{Recorder, now_millis};
-use crate::turn::{self, Boundary, MirrorPolicy, Offer, TurnError};
+use crate::avatars::ingest::{Recorder, now_millis};
+use crate::avatars::turn::{self, Boundary, MirrorPolicy, Offer, TurnError};
 use crate::workspace::{AgentFiles, LocalFiles};
 
 /// How many headed scripts not shared yet a wrap-up lists.
@@ -92,7 +92,7 @@ pub fn wrap_up_with(
         &store.skills(agent.owner, Some(agent.id))?,
     );
     let now = now_millis();
-    let suggestions = crate::snippets::advice(store, &agent, now)?;
+    let suggestions = crate::avatars::snippets::advice(store, &agent, now)?;
     let unrecorded_background = store
         .unrecorded_since(agent.owner, agent.id, since)?
         .iter()

@@ -21,7 +21,7 @@ use mindrune_store::{
     SharingChange, SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
 };
 
-use crate::tags;
+use crate::avatars::tags;
 use crate::workspace::{
     self, AgentFiles, FileStamp, LocalFiles, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT,
 };

@@ -20,8 +20,8 @@ use mindrune_store::{
     Agent, Millis, Owner, OwnerId, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
 };
 
-use crate::ingest::now_millis;
-use crate::mirror_writer::{self, MirrorError, RefreshReport, Wanted};
+use crate::avatars::ingest::now_millis;
+use crate::avatars::mirror_writer::{self, MirrorError, RefreshReport, Wanted};
 
 /// The directory name of the mirror in an agent's workspace.
 pub const MIRROR_DIR: &str = "family-skills";
@@ -43,9 +43,9 @@ impl FamilyError {
     pub fn is_disk_full(&self) -> bool {
         match self {
             FamilyError::Store(err) => err.is_disk_full(),
-            FamilyError::Mirror(crate::mirror_writer::MirrorError::Io { source, .. }) => {
-                crate::io_disk_full(source)
-            }
+            FamilyError::Mirror(crate::avatars::mirror_writer::MirrorError::Io {
+                source, ..
+            }) => crate::io_disk_full(source),
             FamilyError::Mirror(_) => false,
         }
     }

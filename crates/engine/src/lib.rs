@@ -5,6 +5,7 @@ pub mod agent;
 pub mod atomic_file;
 pub mod avatars;
 pub mod child;
+pub mod claude_settings;
 pub mod hook;
 pub mod host_guard;
 pub mod lab;

@@ -5,13 +5,53 @@
 //!
 //! Claude Code's hooks: `{"hooks": {"PreToolUse": [{"matcher": "…", "hooks": [{"type":
 //! "command", "command": "…"}]}], …}}`.
+//!
+//! The hook events each setup installs are written here, beside `hook`, which decodes the calls
+//! those hooks make: the two sides of one contract.
 
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap as _, SerializeSeq as _, Serializer};
 
-use super::{HOOK_COMMAND_START, HOOK_EVENTS, WORKSPACE_HOOK_EVENTS};
+/// The start of the command every hook runs. One settings file serves every bot of the
+/// checkout: whoever starts the bot's Claude Code sets `MINDRUNE_AGENT` to the bot's name (the
+/// hook reads it from its environment).
+pub const HOOK_COMMAND_START: &str = "mindrune hook claude-code";
+
+/// The tool calls the hooks watch: shell commands and rs-sdk's MCP `execute_code`.
+const TOOL_MATCHER: &str = "Bash|mcp__.*__execute_code";
+
+/// The tool calls `PreToolUse` sees: the runs, and the host's file tools, which the guard
+/// keeps out of family-skills/, the siblings' folders and the library.
+const GUARDED_TOOL_MATCHER: &str = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*__execute_code";
+
+/// The Claude Code hook events MindRune listens to, and each one's matcher: `PreToolUse` is
+/// the guard and notes a run's start; the two other tool events record runs; `Stop` and
+/// `StopFailure` (a turn an API error ended) are the turn boundary; `SessionStart` re-checks
+/// the headers, writes family-skills/ and hands the agent its instructions (a `SessionStart`
+/// hook's output becomes the agent's context).
+pub const HOOK_EVENTS: [(&str, Option<&str>); 6] = [
+    ("PreToolUse", Some(GUARDED_TOOL_MATCHER)),
+    ("PostToolUse", Some(TOOL_MATCHER)),
+    ("PostToolUseFailure", Some(TOOL_MATCHER)),
+    ("Stop", None),
+    ("StopFailure", None),
+    ("SessionStart", None),
+];
+
+/// The hook events of an assistant's workspace (`mindrune setup claude-code`): the guard
+/// before the host's own file tools and shell, the host's `Read` of a skill logged as
+/// `workspace_read` logs it, the carried skills added to every turn, and the session's turn
+/// record (every event but the guard's notes it; at `Stop` the observer reads it).
+pub const WORKSPACE_HOOK_EVENTS: [(&str, Option<&str>); 6] = [
+    ("PreToolUse", Some("Bash|Write|Edit|MultiEdit|NotebookEdit")),
+    ("PostToolUse", Some("Read")),
+    ("PostToolUseFailure", Some("Read")),
+    ("UserPromptSubmit", None),
+    ("SessionStart", None),
+    ("Stop", None),
+];
 
 /// The hook events one setup installs, each with its matcher (`None`: every call).
 pub type Events = [(&'static str, Option<&'static str>)];

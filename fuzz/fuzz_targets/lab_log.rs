@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::lessons::{self, LessonView, MAX_LESSON_CHARS};
+use mindrune_core::avatars::lessons::{self, LessonView, MAX_LESSON_CHARS};
 
 /// A character that would start a new line in a mirror file (or in an editor).
 fn breaks_a_line(c: char) -> bool {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::mirror_text::{
+use mindrune_core::avatars::mirror_text::{
     self, INDEX_CAP, LESSONS_CAP, LessonEntry, OwnSharedSkill, SiblingSkill, SkillFileHeader,
 };
 use mindrune_core::{digest, header};

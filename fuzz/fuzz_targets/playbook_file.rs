@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::playbook_file::{self, CheckContext, SkillFile};
+use mindrune_core::playbook::skill_file::{self, CheckContext, SkillFile};
 use mindrune_core::secrets::Scrubber;
 
 /// Step lines say where the steps were in the text that was read, so they are left out of the
@@ -17,7 +17,7 @@ fn without_lines(mut skill: SkillFile) -> SkillFile {
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    match playbook_file::parse(&text) {
+    match skill_file::parse(&text) {
         Ok((skill, _diagnostics)) => {
             let tools = ["workspace_read".to_owned(), "file_write".to_owned()];
             let scrubber = Scrubber::new(&[]);
@@ -27,9 +27,9 @@ fuzz_target!(|data: &[u8]| {
                 workspace: "/home/alice/workspace",
                 scrubber: &scrubber,
             };
-            let _ = playbook_file::blocking_checks(&text, &skill, &ctx);
-            let rendered = playbook_file::render(&skill);
-            let back = playbook_file::parse(&rendered).map(|(skill, _)| without_lines(skill));
+            let _ = skill_file::blocking_checks(&text, &skill, &ctx);
+            let rendered = skill_file::render(&skill);
+            let back = skill_file::parse(&rendered).map(|(skill, _)| without_lines(skill));
             assert_eq!(back, Ok(without_lines(skill)), "{rendered}");
         }
         Err(err) => {

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::topics;
-use mindrune_core::vocabulary::Vocabulary;
+use mindrune_core::avatars::topics;
+use mindrune_core::avatars::vocabulary::Vocabulary;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -5,7 +5,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::{observer, transcript};
+use mindrune_core::playbook::{observer, transcript};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -401,7 +401,7 @@ pub(crate) fn add_bench_agent(
 pub(crate) struct Workload {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) lines: Vec<String>,
-    pub(crate) events: Vec<mindrune_core::event::Event>,
+    pub(crate) events: Vec<mindrune_core::avatars::event::Event>,
 }
 
 pub(crate) fn workload(uses: usize) -> anyhow::Result<Workload> {
@@ -423,15 +423,15 @@ pub(crate) fn workload(uses: usize) -> anyhow::Result<Workload> {
     let lines: Vec<String> = (0..uses).map(|i| event_line(i, start)).collect();
     let events = lines
         .iter()
-        .map(|line| mindrune_core::event::parse_line(line).map_err(anyhow::Error::new))
+        .map(|line| mindrune_core::avatars::event::parse_line(line).map_err(anyhow::Error::new))
         .collect::<anyhow::Result<_>>()?;
     Ok(Workload { dir, lines, events })
 }
 
 /// The `call` column of a bare baseline's row.
-pub(crate) fn bare_call(event: &mindrune_core::event::Event) -> &str {
+pub(crate) fn bare_call(event: &mindrune_core::avatars::event::Event) -> &str {
     match &event.call {
-        mindrune_core::event::Call::Shell { command, .. } => command.as_str(),
+        mindrune_core::avatars::event::Call::Shell { command, .. } => command.as_str(),
         _ => "",
     }
 }
@@ -523,7 +523,9 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
     }
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
     let rows = &work.events;
-    let bare_insert = |i: usize, event: &mindrune_core::event::Event| -> anyhow::Result<()> {
+    let bare_insert = |i: usize,
+                       event: &mindrune_core::avatars::event::Event|
+     -> anyhow::Result<()> {
         let tx = conn.unchecked_transaction()?;
         tx.prepare_cached(
             "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
@@ -698,8 +700,8 @@ pub(crate) fn time_it<T>(
 /// `mindrune bench mirror`: a turn boundary for an agent with 200 scripts, and a refresh of
 /// `family-skills/` for a family of 20 agents × 100 shared skills × 10,000 uses.
 pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
-    use mindrune_engine::family;
-    use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
+    use mindrune_engine::avatars::family;
+    use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
     use mindrune_store::{HeaderState, NewLesson, NewUse, Outcome, ScriptSnapshot, SkillHeader};
 
     let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
@@ -1024,7 +1026,7 @@ impl Dice {
 /// lessons and a little code, naming the vocabulary's pages by title (in any case), by
 /// nickname and by exact tag, among everyday words. One line each, at least `bytes` in all.
 fn free_text_lines(
-    vocabulary: &mindrune_core::vocabulary::Vocabulary,
+    vocabulary: &mindrune_core::avatars::vocabulary::Vocabulary,
     bytes: usize,
 ) -> Vec<String> {
     let entries = vocabulary.entries();
@@ -1165,7 +1167,7 @@ fn free_text_lines(
 /// Writes a wiki tree of one page per `kind:slug` line, as rs-sdk's generators write pages: a
 /// `# Title` heading and a detail table. Returns how many pages were written.
 fn write_wiki(listing: &str, dir: &Path) -> anyhow::Result<usize> {
-    use mindrune_core::vocabulary::{Source, parse_listing};
+    use mindrune_core::avatars::vocabulary::{Source, parse_listing};
 
     let (entries, _) = parse_listing(listing, Source::Wiki);
     let folder = |kind: &str| match kind {
@@ -1193,8 +1195,8 @@ fn write_wiki(listing: &str, dir: &Path) -> anyhow::Result<usize> {
 /// the places and LostHQ pages, and mapping free text to tags beside a plain Aho-Corasick scan
 /// of the same text for the same names (ASCII case ignored, leftmost-longest), in one run.
 pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Result<Vec<Row>> {
-    use mindrune_core::vocabulary::Vocabulary;
-    use mindrune_engine::tags as engine_tags;
+    use mindrune_core::avatars::vocabulary::Vocabulary;
+    use mindrune_engine::avatars::tags as engine_tags;
 
     anyhow::ensure!(megabytes >= 1, "--megabytes must be at least 1");
     // The project's shared data: `$MINDRUNE_SHARED`, else `../shared` beside the checkout.

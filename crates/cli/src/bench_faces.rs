@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use mindrune_core::playbook_file::{SkillFile, Step};
+use mindrune_core::playbook::skill_file::{SkillFile, Step};
 use mindrune_core::runx::snapshot::{MAX_BYTES, MAX_FILES};
 use mindrune_engine::lab::inspect::inspect_workspace;
 use mindrune_engine::lab::snapshot_walk::snapshot_package;
@@ -710,7 +710,7 @@ fn search_workspace(home: &Path, skills: usize) -> anyhow::Result<(Playbooks, Du
     )?;
     fs::write(
         workspace.join(mindrune_engine::playbook::config::PERMISSIONS_FILE),
-        mindrune_core::permissions::Permissions::shipped_default().render(),
+        mindrune_core::playbook::permissions::Permissions::shipped_default().render(),
     )?;
     let playbooks = Playbooks::open(&workspace)?;
     let mut dice = Dice(0x2545_f491_4f6c_dd1d);

@@ -494,11 +494,21 @@ pub fn near_repeat(snippets: usize, print: Print) -> anyhow::Result<Vec<Row>> {
         codes.insert(code);
     }
     let codes: Vec<String> = codes.into_iter().collect();
-    let (first, suggested) =
-        time_it(|| Ok(mindrune_engine::snippets::advice(&store, &agent, now)?))?;
+    let (first, suggested) = time_it(|| {
+        Ok(mindrune_engine::avatars::snippets::advice(
+            &store, &agent, now,
+        )?)
+    })?;
     let (mut lookups, mut tokenizing) = (Vec::new(), Vec::new());
     for _ in 0..LOOKUPS {
-        lookups.push(time_it(|| Ok(mindrune_engine::snippets::advice(&store, &agent, now)?))?.0);
+        lookups.push(
+            time_it(|| {
+                Ok(mindrune_engine::avatars::snippets::advice(
+                    &store, &agent, now,
+                )?)
+            })?
+            .0,
+        );
         tokenizing.push(
             time_it(|| {
                 Ok(codes

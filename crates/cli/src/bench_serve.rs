@@ -223,7 +223,7 @@ pub fn serve(
         let wire = wire_event(runner, (i / runners) as u64);
         let mut event = wire["event"].clone();
         event["agent"] = json!(format!("runner{runner:02}"));
-        let event = mindrune_core::event::parse_line(&event.to_string())
+        let event = mindrune_core::avatars::event::parse_line(&event.to_string())
             .map_err(|err| anyhow::anyhow!("bench event: {}", err.message))?;
         let mut files = SnapshotFiles::new();
         for (path, file) in wire["files"].as_object().into_iter().flatten() {

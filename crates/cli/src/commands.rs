@@ -5,11 +5,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::header::is_valid_name;
-use mindrune_core::sharing::SharingBar;
-use mindrune_engine::family;
+use mindrune_engine::avatars::family;
+use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::hook::{self, HookAction};
-use mindrune_engine::turn::{self, Boundary, MirrorPolicy};
 use mindrune_engine::{IngestError, Recorder, now_millis};
 use mindrune_store::Store;
 
@@ -291,7 +291,7 @@ impl RecordReport<'_> {
     fn answer(
         &mut self,
         line_no: usize,
-        result: Result<mindrune_engine::ingest::Recorded, IngestError>,
+        result: Result<mindrune_engine::Recorded, IngestError>,
     ) -> anyhow::Result<()> {
         let label = self.label;
         match result {
@@ -657,10 +657,10 @@ pub fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<ExitCode> 
 /// `CLAUDE_PROJECT_DIR`, else of the folder the call started in) and credential shapes scrubbed
 /// from its command, code and output.
 fn scrubbed_for_relay(
-    mut event: mindrune_core::event::Event,
+    mut event: mindrune_core::avatars::event::Event,
     agent: &str,
-) -> mindrune_core::event::Event {
-    use mindrune_core::event::Call;
+) -> mindrune_core::avatars::event::Event {
+    use mindrune_core::avatars::event::Call;
     let workspace = claude_project_dir().or_else(|| match &event.call {
         Call::Shell { cwd: Some(cwd), .. } => Some(PathBuf::from(cwd)),
         _ => None,
@@ -687,7 +687,7 @@ fn scrubbed_for_relay(
 fn session_instructions(store: &dyn Store, agent: &str) -> anyhow::Result<String> {
     let agent = find_agent(store, agent)?;
     let owner = store.owner(agent.owner)?;
-    Ok(mindrune_core::instructions::text(
+    Ok(mindrune_core::avatars::instructions::text(
         &agent.name,
         SharingBar::for_family(owner.eager_sharing),
         owner.eager_sharing,
@@ -968,7 +968,7 @@ pub fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
 
 pub fn wrapup(home: &Path, agent: &str, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let wrap = mindrune_engine::wrapup::wrap_up(&*store, agent)?;
+    let wrap = mindrune_engine::avatars::wrapup::wrap_up(&*store, agent)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &wrap)?;
@@ -988,7 +988,7 @@ const TAGS_LISTED: usize = 20;
 
 /// `mindrune tags build --wiki DIR`.
 pub fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    use mindrune_engine::tags;
+    use mindrune_engine::avatars::tags;
 
     let store = library::open(home)?;
     let read = tags::build_from_wiki(wiki)?;
@@ -1028,7 +1028,7 @@ pub fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCo
             source("losthq"),
             source("places")
         )?;
-        for kind in mindrune_core::topics::TOPIC_KINDS {
+        for kind in mindrune_core::avatars::topics::TOPIC_KINDS {
             let count = written.counts.get(kind).copied().unwrap_or(0);
             writeln!(out, "  {kind:<6}{:>7}", thousands(count))?;
         }
@@ -1105,13 +1105,13 @@ pub fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode> {
         }
     };
     let vocabulary = if library::exists(home) {
-        mindrune_engine::tags::vocabulary(&*library::open(home)?)?
+        mindrune_engine::avatars::tags::vocabulary(&*library::open(home)?)?
     } else {
         eprintln!(
             "note: no MindRune library at {}; mapping with the built-in places and LostHQ pages only",
             library::database(home)
         );
-        mindrune_core::vocabulary::Vocabulary::builtin()
+        mindrune_core::avatars::vocabulary::Vocabulary::builtin()
     };
     let mut out = std::io::stdout().lock();
     for tag in vocabulary.map(&text) {

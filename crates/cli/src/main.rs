@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mindrune_engine::turn::Boundary;
+use mindrune_engine::avatars::turn::Boundary;
 
 mod bench;
 mod bench_faces;

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use mindrune_core::permissions::Permissions;
+use mindrune_core::playbook::permissions::Permissions;
 use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, Playbooks};
 
 /// The assistant's workspace (its skills are WORKSPACE/skills/).
@@ -278,8 +278,8 @@ pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> 
                 let mut value = card_json(&card);
                 let proposal = card.proposal.as_deref().unwrap_or_default();
                 let owes: Vec<&str> = match card.kind {
-                    CardKind::Create => mindrune_core::playbook_file::parse(proposal)
-                        .map(|(skill, _)| mindrune_core::playbook_file::owed_fields(&skill))
+                    CardKind::Create => mindrune_core::playbook::skill_file::parse(proposal)
+                        .map(|(skill, _)| mindrune_core::playbook::skill_file::owed_fields(&skill))
                         .unwrap_or_default(),
                     _ => Vec::new(),
                 };
@@ -442,8 +442,8 @@ fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
     match card.kind {
         CardKind::Create => {
             // A field left out does not block a skill; the human sees what it still owes.
-            if let Ok((skill, _)) = mindrune_core::playbook_file::parse(proposal) {
-                let owed = mindrune_core::playbook_file::owed_fields(&skill);
+            if let Ok((skill, _)) = mindrune_core::playbook::skill_file::parse(proposal) {
+                let owed = mindrune_core::playbook::skill_file::owed_fields(&skill);
                 if !owed.is_empty() {
                     let _ = writeln!(out, "owes: {}", owed.join(", "));
                 }
@@ -612,7 +612,7 @@ pub fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<Ex
         PlaybookCommand::Propose { name, file } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            let (skill, _) = mindrune_core::playbook_file::parse(&text)
+            let (skill, _) = mindrune_core::playbook::skill_file::parse(&text)
                 .map_err(|err| anyhow::anyhow!("{}: {err}", file.display()))?;
             let proposal = playbook::door::Proposal {
                 name,

@@ -6,11 +6,11 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::Recorded;
-use mindrune_engine::family::MirrorOutcome;
-use mindrune_engine::turn::{Offer, TurnReport};
-use mindrune_engine::wrapup::WrapUp;
+use mindrune_engine::avatars::family::MirrorOutcome;
+use mindrune_engine::avatars::turn::{Offer, TurnReport};
+use mindrune_engine::avatars::wrapup::WrapUp;
 use mindrune_store::{
     FailedRun, HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
 };

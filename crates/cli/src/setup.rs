@@ -14,19 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
+use mindrune_core::avatars::vocabulary::{Entry, Vocabulary};
 use mindrune_core::header::is_valid_name;
-use mindrune_core::vocabulary::{Entry, Vocabulary};
+use mindrune_engine::avatars::tags::{self, TagsError, WikiRead};
+use mindrune_engine::claude_settings::{self, HOOK_COMMAND_START, HOOK_EVENTS};
 use mindrune_engine::now_millis;
-use mindrune_engine::tags::{self, TagsError, WikiRead};
 use mindrune_store::Store;
 
 use crate::commands::thousands;
 use crate::library;
-
-/// The start of the command every hook runs. One settings file serves every bot of the
-/// checkout: whoever starts the bot's Claude Code sets `MINDRUNE_AGENT` to the bot's name (the
-/// hook reads it from its environment).
-const HOOK_COMMAND_START: &str = "mindrune hook claude-code";
 
 /// The command the hooks run for the library in `library` (absolute). Claude Code runs a hook
 /// in its current folder, which moves with the agent's `cd`, so the library is named from the
@@ -44,47 +40,16 @@ fn hook_command(checkout: &Path, library: &Path) -> String {
     format!("{HOOK_COMMAND_START} --home {home}")
 }
 
-/// The tool calls the hooks watch: shell commands and rs-sdk's MCP `execute_code`.
-const TOOL_MATCHER: &str = "Bash|mcp__.*__execute_code";
-
-/// The tool calls `PreToolUse` sees: the runs, and the host's file tools, which the guard
-/// keeps out of family-skills/, the siblings' folders and the library.
-const GUARDED_TOOL_MATCHER: &str = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*__execute_code";
-
-/// The Claude Code hook events MindRune listens to, and each one's matcher: `PreToolUse` is
-/// the guard and notes a run's start; the two other tool events record runs; `Stop` and
-/// `StopFailure` (a turn an API error ended) are the turn boundary; `SessionStart` re-checks
-/// the headers, writes family-skills/ and hands the agent its instructions (a `SessionStart`
-/// hook's output becomes the agent's context).
-const HOOK_EVENTS: [(&str, Option<&str>); 6] = [
-    ("PreToolUse", Some(GUARDED_TOOL_MATCHER)),
-    ("PostToolUse", Some(TOOL_MATCHER)),
-    ("PostToolUseFailure", Some(TOOL_MATCHER)),
-    ("Stop", None),
-    ("StopFailure", None),
-    ("SessionStart", None),
-];
-
-/// The hook events of an assistant's workspace (`mindrune setup claude-code`): the guard
-/// before the host's own file tools and shell, the host's `Read` of a skill logged as
-/// `workspace_read` logs it, the carried skills added to every turn, and the session's turn
-/// record (every event but the guard's notes it; at `Stop` the observer reads it).
-const WORKSPACE_HOOK_EVENTS: [(&str, Option<&str>); 6] = [
-    ("PreToolUse", Some("Bash|Write|Edit|MultiEdit|NotebookEdit")),
-    ("PostToolUse", Some("Read")),
-    ("PostToolUseFailure", Some("Read")),
-    ("UserPromptSubmit", None),
-    ("SessionStart", None),
-    ("Stop", None),
-];
-
 /// Where a bot of a checkout finds its family's skills, relative to the checkout. Every bot of
 /// one rs-sdk checkout shares the checkout as its workspace, so a single `family-skills/` at its
 /// root would hold whichever bot's view was written last; each bot gets its own, in its own
 /// folder, where its agent already works (the scan of `bots/<bot>/` reads only the files
 /// directly in it, so the mirror is never taken for the bot's scripts).
 fn bot_mirror(bot: &str) -> String {
-    format!("bots/{bot}/{}", mindrune_engine::family::MIRROR_DIR)
+    format!(
+        "bots/{bot}/{}",
+        mindrune_engine::avatars::family::MIRROR_DIR
+    )
 }
 
 /// Lines of the checkout's `.git/info/exclude` that keep what MindRune writes out of the user's
@@ -109,7 +74,10 @@ impl ExcludePlan {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
-        let mut wanted = vec![format!("/bots/*/{}/", mindrune_engine::family::MIRROR_DIR)];
+        let mut wanted = vec![format!(
+            "/bots/*/{}/",
+            mindrune_engine::avatars::family::MIRROR_DIR
+        )];
         if let Ok(inside) = library.strip_prefix(checkout)
             && !inside.as_os_str().is_empty()
         {
@@ -510,7 +478,7 @@ impl Plan {
         writeln!(
             out,
             "Each bot sees its family's skills in its own folder, bots/<bot>/{}/ (the bots share this checkout, so one folder at its root would hold whichever bot's view was written last).",
-            mindrune_engine::family::MIRROR_DIR
+            mindrune_engine::avatars::family::MIRROR_DIR
         )?;
         if let Some(exclude) = &self.exclude {
             changed = true;
@@ -795,7 +763,6 @@ fn settings_error(path: &Path, err: &serde_json::Error) -> anyhow::Error {
 }
 
 mod claude_code;
-mod claude_settings;
 
 pub use claude_code::claude_code;
 

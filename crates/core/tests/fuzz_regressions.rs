@@ -49,8 +49,8 @@ fn a_heredoc_whose_delimiter_is_only_white_space_is_refused_not_looped_on() {
 
 #[test]
 fn a_mirrored_skill_file_gives_back_code_whose_file_had_cr_cr_lf_line_ends() {
+    use mindrune_core::avatars::mirror_text::{SkillFileHeader, render_skill_file};
     use mindrune_core::digest::code_without_header;
-    use mindrune_core::mirror_text::{SkillFileHeader, render_skill_file};
 
     // The `mirror_text` target's round trip fails on this input (its last part is the code).
     let code = code_without_header("a\r\r\nb");

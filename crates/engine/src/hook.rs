@@ -13,12 +13,12 @@
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::event::{Call, Event};
+use mindrune_core::avatars::event::{Call, Event};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::ingest::now_millis;
+use crate::avatars::ingest::now_millis;
 
 /// Pending-call notes older than this are swept away at a turn's end: their call never
 /// finished as far as the hooks could see.

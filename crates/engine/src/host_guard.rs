@@ -114,11 +114,11 @@ impl HostGuard {
             root: root.clone(),
             agent: Some(agent.to_string()),
         };
-        guard.keep(root.join(crate::family::MIRROR_DIR), Kept::Mirror);
+        guard.keep(root.join(crate::avatars::family::MIRROR_DIR), Kept::Mirror);
         guard.keep(
             root.join("bots")
                 .join(agent)
-                .join(crate::family::MIRROR_DIR),
+                .join(crate::avatars::family::MIRROR_DIR),
             Kept::Mirror,
         );
         guard.keep(
@@ -451,7 +451,7 @@ impl HostGuard {
     fn rule_for_needle(&self, needle: &str) -> &'static str {
         if needle.starts_with("bots/") {
             "is another bot's own folder"
-        } else if needle.contains(crate::family::MIRROR_DIR) {
+        } else if needle.contains(crate::avatars::family::MIRROR_DIR) {
             "is read-only"
         } else if needle == crate::playbook::layout::SKILLS {
             "only skill_create and skill_refine write"

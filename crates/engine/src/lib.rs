@@ -3,21 +3,16 @@
 
 pub mod agent;
 pub mod atomic_file;
+pub mod avatars;
 pub mod child;
-pub mod family;
+pub mod claude_settings;
 pub mod hook;
 pub mod host_guard;
-pub mod ingest;
 pub mod lab;
-pub mod mirror_writer;
 pub mod playbook;
-pub mod snippets;
-pub mod tags;
-pub mod turn;
 pub mod workspace;
-pub mod wrapup;
 
-pub use ingest::{IngestError, Recorded, Recorder, now_millis};
+pub use avatars::ingest::{IngestError, Recorded, Recorder, now_millis};
 
 /// Whether an I/O error says the disk is full (ENOSPC) or the user's quota on it is used up
 /// (EDQUOT): the surroundings, not MindRune's input or its library, are to blame.

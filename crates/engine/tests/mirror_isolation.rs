@@ -22,13 +22,13 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
+use mindrune_core::avatars::mirror_text::{INDEX_CAP, LESSONS_CAP};
+use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::avatars::topics;
 use mindrune_core::digest;
 use mindrune_core::header;
-use mindrune_core::mirror_text::{INDEX_CAP, LESSONS_CAP};
 use mindrune_core::secrets::Scrubber;
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
-use mindrune_core::topics;
-use mindrune_engine::family::{self, MirrorOutcome};
+use mindrune_engine::avatars::family::{self, MirrorOutcome};
 use mindrune_engine::now_millis;
 use mindrune_store::{
     Agent, HeaderState, NewLesson, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,

@@ -4,8 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::permissions::Permissions;
-use mindrune_core::playbook_file::{self, Status};
+use mindrune_core::playbook::permissions::Permissions;
+use mindrune_core::playbook::skill_file::{self, Status};
 use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
 use mindrune_engine::playbook::refine::Report;
 use mindrune_engine::playbook::{CardKind, CardState, Playbooks, Rule};
@@ -146,7 +146,7 @@ const READ_WRITE: &str = "  - do: Read this week's notes\n    tool: workspace_re
 const READ_SEARCH: &str = "  - do: Read the question\n    tool: workspace_read\n  - do: Look it up\n    tool: web_search\n";
 
 fn proposal(name: &str, text: &str) -> Proposal {
-    let (skill, _) = playbook_file::parse(text).unwrap();
+    let (skill, _) = skill_file::parse(text).unwrap();
     Proposal {
         name: name.to_string(),
         skill,
@@ -412,8 +412,8 @@ fn a_skill_that_leaves_fields_out_still_enters_and_owes_them() {
     let ws = Workspace::new(false);
     let text = "---\nsteps:\n  - do: Look it up\n    tool: web_search\n---\nLook it up.\n";
     ws.live("lookup", text);
-    let (skill, _) = playbook_file::parse(&ws.live_text("lookup")).unwrap();
-    let owed = playbook_file::owed_fields(&skill);
+    let (skill, _) = skill_file::parse(&ws.live_text("lookup")).unwrap();
+    let owed = skill_file::owed_fields(&skill);
     assert!(
         owed.contains(&"trigger") && owed.contains(&"evidence"),
         "{owed:?}"
@@ -454,7 +454,7 @@ fn approving_a_draft_moves_it_live_marks_it_active_and_carries_it() {
     let answered = ws.playbooks.approve(1).unwrap();
     assert_eq!(answered.state, CardState::Applied);
     assert!(!ws.skills().join("pending/weekly-report").exists());
-    let (skill, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (skill, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(
         (skill.status, skill.version),
         (Some(Status::Active), Some(1))
@@ -667,7 +667,7 @@ fn a_revision_goes_live_as_the_next_version_and_keeps_the_old_one_in_history() {
     assert_eq!(ws.live_text("weekly-report"), v1);
     let answered = ws.playbooks.approve(filed.card).unwrap();
     assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
-    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.version, Some(2));
     assert!(ws.live_text("weekly-report").contains("newest week first"));
     assert_eq!(
@@ -800,7 +800,7 @@ fn two_revisions_of_one_skill_applied_at_once_land_one_after_the_other() {
         states.contains(&CardState::Applied) && states.contains(&CardState::Refused),
         "{results:?}"
     );
-    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.version, Some(2));
 }
 
@@ -832,8 +832,8 @@ fn a_revert_makes_a_kept_version_live_again_as_a_new_version_number() {
         "{}",
         answered.outcome
     );
-    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
-    let (old, _) = playbook_file::parse(&v1).unwrap();
+    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (old, _) = skill_file::parse(&v1).unwrap();
     assert_eq!(live.version, Some(3));
     assert_eq!(live.steps, old.steps);
     assert_eq!(
@@ -864,7 +864,7 @@ fn retiring_is_held_for_the_human_even_in_unattended_mode() {
     );
     let answered = ws.playbooks.approve(filed.card).unwrap();
     assert_eq!(answered.state, CardState::Applied);
-    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.status, Some(Status::Retired));
     assert!(
         mindrune_engine::playbook::layout::carried(&ws.dir)
@@ -895,7 +895,7 @@ fn reverting_a_retired_skill_brings_it_back_active_and_carried() {
     let revert = ws.playbooks.revert("weekly-report", 1, "human").unwrap();
     let answered = ws.playbooks.approve(revert.card).unwrap();
     assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
-    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.status, Some(Status::Active));
     assert_eq!(
         mindrune_engine::playbook::layout::carried(&ws.dir).unwrap(),
@@ -1088,7 +1088,7 @@ fn the_record_says_whether_the_live_revision_did_better_than_the_one_it_replaced
     let records = ws.playbooks.record(Some("weekly-report")).unwrap();
     assert_eq!(
         records[0].comparison.map(|c| c.verdict),
-        Some(mindrune_core::fisher::Verdict::TooEarly)
+        Some(mindrune_core::playbook::fisher::Verdict::TooEarly)
     );
     // v2: 10 reads, none corrected.
     for _ in 0..10 {
@@ -1108,7 +1108,7 @@ fn the_record_says_whether_the_live_revision_did_better_than_the_one_it_replaced
     );
     assert_eq!(
         record.comparison.map(|c| c.verdict),
-        Some(mindrune_core::fisher::Verdict::Better)
+        Some(mindrune_core::playbook::fisher::Verdict::Better)
     );
     let text = mindrune_engine::playbook::record::render(&records);
     assert!(
@@ -1250,7 +1250,7 @@ fn reverting_a_retired_skill_that_was_never_revised_brings_it_back() {
     let revert = ws.playbooks.revert("weekly-report", 1, "human").unwrap();
     let answered = ws.playbooks.approve(revert.card).unwrap();
     assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
-    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!((live.status, live.version), (Some(Status::Active), Some(2)));
     assert_eq!(
         mindrune_engine::playbook::layout::carried(&ws.dir).unwrap(),
@@ -1363,7 +1363,7 @@ fn a_hand_lowered_version_never_overwrites_history() {
         fs::read_to_string(ws.skills().join("weekly-report/history/2/SKILL.md")).unwrap(),
         edited
     );
-    let (live, _) = playbook_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.version, Some(3));
 }
 

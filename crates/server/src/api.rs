@@ -10,14 +10,14 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, http::header::CONTENT_LENGTH};
-use mindrune_core::event::{Event, RawEvent};
+use mindrune_core::avatars::event::{Event, RawEvent};
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::secrets::Scrubber;
-use mindrune_core::sharing::SharingBar;
-use mindrune_engine::family::{self, MirrorOutcome};
-use mindrune_engine::ingest::{IngestError, now_millis};
-use mindrune_engine::turn::{self, Boundary, MirrorPolicy, TurnError};
+use mindrune_engine::avatars::family::{self, MirrorOutcome};
+use mindrune_engine::avatars::ingest::{IngestError, now_millis};
+use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy, TurnError};
+use mindrune_engine::avatars::wrapup;
 use mindrune_engine::workspace::{ReadError, SnapshotFiles};
-use mindrune_engine::wrapup;
 use mindrune_store::{Agent, Store};
 use serde::de::DeserializeOwned;
 
@@ -140,7 +140,7 @@ fn check_event(index: usize, value: serde_json::Value, agent: &Agent) -> Result<
             let field = (path != "." && !path.is_empty()).then_some(path);
             ApiError::bad_field(at(field.as_deref()), message)
         })?;
-    let event = mindrune_core::event::check(raw)
+    let event = mindrune_core::avatars::event::check(raw)
         .map_err(|err| ApiError::bad_field(at(err.field.as_deref()), err.message))?;
     if event.id.as_deref().is_none_or(str::is_empty) {
         return Err(ApiError::bad_field(
@@ -444,11 +444,11 @@ async fn instructions(
         .blocking(move || store.owner(owner).map(|o| o.eager_sharing))
         .await??;
     Ok(Json(InstructionsAnswer {
-        text: mindrune_core::instructions::text(
+        text: mindrune_core::avatars::instructions::text(
             &runner.agent.name,
             SharingBar::for_family(eager),
             eager,
-            mindrune_engine::family::mirror_relative(&runner.agent),
+            mindrune_engine::avatars::family::mirror_relative(&runner.agent),
         ),
     }))
 }

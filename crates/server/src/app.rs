@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use mindrune_engine::ingest::Recorder;
+use mindrune_engine::avatars::ingest::Recorder;
 use mindrune_store::Store;
 use tokio::net::TcpListener;
 use tower_http::set_header::SetResponseHeaderLayer;

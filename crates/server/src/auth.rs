@@ -161,7 +161,7 @@ impl FromRequestParts<AppState> for OwnerSession {
         let digest = secret_digest(&secret);
         let store = state.store();
         let lookup = digest.clone();
-        let now = mindrune_engine::ingest::now_millis();
+        let now = mindrune_engine::avatars::ingest::now_millis();
         let session = state
             .blocking(move || store.session(&lookup, now))
             .await??;

@@ -16,7 +16,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
-use mindrune_engine::ingest::now_millis;
+use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_store::{FamilyReuse, Owner, SharedSkill};
 use serde::Deserialize;
 

@@ -22,8 +22,8 @@ use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
-use mindrune_engine::ingest::now_millis;
+use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
+use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_store::{
     Agent, AgentId, HeaderState, Owner, SkillEntry, SkillId, StoreError, Version,
 };
@@ -1004,7 +1004,7 @@ async fn avatar_page(
                     .cmp(&a.family)
                     .then_with(|| a.skill.name.cmp(&b.skill.name))
             });
-            let now = mindrune_engine::ingest::now_millis();
+            let now = mindrune_engine::avatars::ingest::now_millis();
             for entry in entries {
                 let mut versions = store.versions(owner_id, entry.skill.id)?;
                 let Some(shown) = shown_index(&entry.skill, &versions, entry.family, bar) else {

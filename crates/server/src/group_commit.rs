@@ -21,8 +21,8 @@
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
-use mindrune_core::event::Event;
-use mindrune_engine::ingest::{IngestError, Recorded, Recorder};
+use mindrune_core::avatars::event::Event;
+use mindrune_engine::avatars::ingest::{IngestError, Recorded, Recorder};
 use mindrune_engine::workspace::{AgentFiles, SnapshotFiles};
 use mindrune_store::{Agent, OwnerId, StoreError};
 use tokio::sync::oneshot;

@@ -27,7 +27,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_core::playbook_file;
+use mindrune_core::playbook::skill_file;
 use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, Playbooks, Rule};
 use mindrune_store::{Owner, OwnerId};
 use serde::Deserialize;
@@ -187,7 +187,7 @@ fn proposes(card: &Card) -> String {
             let trigger = card
                 .proposal
                 .as_deref()
-                .and_then(|text| playbook_file::parse(text).ok())
+                .and_then(|text| skill_file::parse(text).ok())
                 .and_then(|(skill, _)| skill.trigger)
                 .map(|trigger| trigger.lines().next().unwrap_or_default().to_string())
                 .filter(|trigger| !trigger.trim().is_empty());
@@ -458,8 +458,8 @@ fn card_view(playbooks: &Playbooks, card: Card) -> Result<CardView, PlaybookErro
     let mut owes = Vec::new();
     let shows = match card.kind {
         CardKind::Create => {
-            if let Ok((skill, _)) = playbook_file::parse(&proposal) {
-                owes = playbook_file::owed_fields(&skill);
+            if let Ok((skill, _)) = skill_file::parse(&proposal) {
+                owes = skill_file::owed_fields(&skill);
             }
             Shows::File(proposal)
         }

@@ -49,8 +49,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use mindrune_core::permissions::{Act, Policy};
-use mindrune_core::playbook_file::{SkillFile, Step};
+use mindrune_core::playbook::permissions::{Act, Policy};
+use mindrune_core::playbook::skill_file::{SkillFile, Step};
 use mindrune_engine::playbook::cards::Answered;
 use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
 use mindrune_engine::playbook::fixer::FixerStart;

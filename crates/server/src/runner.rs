@@ -34,8 +34,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::family::MIRROR_DIR;
-use mindrune_engine::mirror_writer::{self, MirrorError, Wanted};
+use mindrune_engine::avatars::family::MIRROR_DIR;
+use mindrune_engine::avatars::mirror_writer::{self, MirrorError, Wanted};
 use serde::Serialize;
 
 use self::client::{Client, Failure};
@@ -1126,7 +1126,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let mut made = Vec::new();
         for n in 0..3 {
-            let event = mindrune_core::event::parse_line(
+            let event = mindrune_core::avatars::event::parse_line(
                 &serde_json::json!({"id": format!("c{n}"), "agent": "buzz", "command": "bun bots/buzz/chop.ts", "ok": true}).to_string(),
             )
             .unwrap();
@@ -1307,7 +1307,7 @@ mod tests {
         config.server = url.to_string();
         config.once = true;
         for id in ids {
-            let event = mindrune_core::event::parse_line(
+            let event = mindrune_core::avatars::event::parse_line(
                 &serde_json::json!({"id": id, "agent": "buzz", "command": "bun bots/buzz/chop.ts", "ok": true}).to_string(),
             )
             .unwrap();

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::ingest::now_millis;
+use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_server::app::{self, AppState};
 use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_server::config::ServerConfig;
@@ -377,10 +377,10 @@ fn assistant() -> (tempfile::TempDir, PathBuf) {
     write(
         &dir,
         "permissions.yaml",
-        &mindrune_core::permissions::Permissions::shipped_default().render(),
+        &mindrune_core::playbook::permissions::Permissions::shipped_default().render(),
     );
     let text = "---\ntrigger: the human asks for the weekly report\nuse_when: a week of notes exists\nnot_when: a single day's summary\npreconditions:\n  - notes/ holds this week's files\nsteps:\n  - do: Read this week's notes\n    tool: workspace_read\n  - do: Write the report to reports/weekly.md\n    tool: file_write\nexpected_result: reports/weekly.md exists\nfailure_modes:\n  - last week's notes get included\nevidence:\n  - the 2026-11-20 report\n---\nRead the notes, then write the report.\n";
-    let (skill, _) = mindrune_core::playbook_file::parse(text).unwrap();
+    let (skill, _) = mindrune_core::playbook::skill_file::parse(text).unwrap();
     let playbooks = mindrune_engine::playbook::Playbooks::open(&dir).unwrap();
     let proposal = Proposal {
         name: "weekly-report".into(),

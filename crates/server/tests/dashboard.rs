@@ -8,7 +8,7 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use mindrune_engine::ingest::now_millis;
+use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_server::app::{self, AppState, CONTENT_SECURITY_POLICY};
 use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_server::config::ServerConfig;
@@ -1656,8 +1656,8 @@ mod inbox {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use mindrune_core::permissions::Permissions;
-    use mindrune_core::playbook_file;
+    use mindrune_core::playbook::permissions::Permissions;
+    use mindrune_core::playbook::skill_file;
     use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
     use mindrune_engine::playbook::refine::Report;
     use mindrune_engine::playbook::{CardKind, CardState, Playbooks};
@@ -1716,7 +1716,7 @@ mod inbox {
         /// Files a draft through the door, as the assistant's `skill_create` does; the card
         /// waits for the human.
         fn propose(&self, name: &str, text: &str) -> i64 {
-            let (skill, _) = playbook_file::parse(text).unwrap();
+            let (skill, _) = skill_file::parse(text).unwrap();
             let proposal = Proposal {
                 name: name.into(),
                 skill,
@@ -1910,9 +1910,9 @@ mod inbox {
         // Live as the engine makes it: moved out of pending/, active at v1, answered by the human.
         let skills = world.ada.skills();
         assert!(!skills.join("pending/weekly-report").exists());
-        let (live, _) = playbook_file::parse(&world.ada.live_text("weekly-report")).unwrap();
+        let (live, _) = skill_file::parse(&world.ada.live_text("weekly-report")).unwrap();
         assert_eq!(live.version, Some(1));
-        assert_eq!(live.status, Some(playbook_file::Status::Active));
+        assert_eq!(live.status, Some(skill_file::Status::Active));
         let card = world.ada.card(world.card);
         assert_eq!(card.state, CardState::Applied);
         assert_eq!(card.answered_by.as_deref(), Some("human"));
@@ -2190,7 +2190,7 @@ mod inbox {
         )
         .await;
         assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
-        let (now, _) = playbook_file::parse(&ada.live_text("weekly-report")).unwrap();
+        let (now, _) = skill_file::parse(&ada.live_text("weekly-report")).unwrap();
         assert_eq!(now.version, Some(2));
         assert!(
             ada.skills()

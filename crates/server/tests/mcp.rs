@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mindrune_core::permissions::Permissions;
+use mindrune_core::playbook::permissions::Permissions;
 use mindrune_engine::playbook::{CardState, Playbooks};
 use mindrune_server::mcp::PlaybookServer;
 use rmcp::model::{

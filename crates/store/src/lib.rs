@@ -357,9 +357,9 @@ fn score_as_of(
 }
 
 /// A version as the choice of the siblings' version reads it.
-impl From<&VersionSummary> for mindrune_core::sharing::VersionStanding {
+impl From<&VersionSummary> for mindrune_core::avatars::sharing::VersionStanding {
     fn from(v: &VersionSummary) -> Self {
-        mindrune_core::sharing::VersionStanding {
+        mindrune_core::avatars::sharing::VersionStanding {
             number: v.number,
             runs: v.uses,
             score: v.score,
@@ -368,9 +368,9 @@ impl From<&VersionSummary> for mindrune_core::sharing::VersionStanding {
     }
 }
 
-impl From<&Version> for mindrune_core::sharing::VersionStanding {
+impl From<&Version> for mindrune_core::avatars::sharing::VersionStanding {
     fn from(v: &Version) -> Self {
-        mindrune_core::sharing::VersionStanding {
+        mindrune_core::avatars::sharing::VersionStanding {
             number: v.number,
             runs: v.uses,
             score: v.score,
@@ -929,7 +929,9 @@ pub trait Store: Send + Sync {
 
 /// One tag of the topic-tag vocabulary and the names that mean it (kind, slug, title, source,
 /// aliases).
-pub use mindrune_core::vocabulary::{Entry as VocabularyEntry, Source as VocabularySource};
+pub use mindrune_core::avatars::vocabulary::{
+    Entry as VocabularyEntry, Source as VocabularySource,
+};
 
 /// What replacing the vocabulary changed, by tag (`quest:restless-ghost`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

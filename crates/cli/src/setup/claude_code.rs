@@ -13,11 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
+use mindrune_engine::claude_settings::{self, HOOK_COMMAND_START, WORKSPACE_HOOK_EVENTS};
 use mindrune_engine::playbook;
 
-use super::{
-    SettingsPlan, WORKSPACE_HOOK_EVENTS, claude_settings, file_diff, plan_hooks, read_text,
-};
+use super::{SettingsPlan, file_diff, plan_hooks, read_text};
 
 /// The name the MCP server is registered under: its tools reach the model as
 /// `mcp__mindrune__skill_create` and so on.
@@ -287,7 +286,7 @@ fn hook_command(project: &Path, workspace: &Path) -> String {
         ),
         Err(_) => super::shell_word(&workspace.display().to_string()),
     };
-    format!("{} --workspace {workspace}", super::HOOK_COMMAND_START)
+    format!("{HOOK_COMMAND_START} --workspace {workspace}")
 }
 
 #[cfg(test)]

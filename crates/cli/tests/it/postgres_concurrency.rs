@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mindrune_core::sharing::SharingBar;
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_store::{HeaderState, PgStore, Store as _};
 use serde_json::{Value, json};
 

@@ -394,7 +394,7 @@ fn planted_secrets_leave_through_no_output_path() {
 /// owner's key is caught by its shape.
 #[test]
 fn a_playbook_skill_carrying_any_planted_secret_is_refused_at_the_door() {
-    use mindrune_core::playbook_file;
+    use mindrune_core::playbook::skill_file;
     use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
     use mindrune_engine::playbook::{Playbooks, Rule};
 
@@ -465,7 +465,7 @@ fn a_playbook_skill_carrying_any_planted_secret_is_refused_at_the_door() {
     {
         let playbooks = Playbooks::open(&workspace).unwrap();
         for (name, text) in &proposals {
-            let (skill, _) = playbook_file::parse(text)
+            let (skill, _) = skill_file::parse(text)
                 .unwrap_or_else(|err| panic!("{name} does not parse: {err}\n{text}"));
             let proposal = Proposal {
                 name: name.clone(),

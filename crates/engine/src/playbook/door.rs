@@ -12,7 +12,7 @@
 
 use rusqlite::{Connection, params};
 
-use mindrune_core::playbook_file::{self, SkillFile, Status};
+use mindrune_core::playbook::skill_file::{self, SkillFile, Status};
 
 use super::cards::{self, Answered};
 use super::layout::{self, OnDisk};
@@ -213,13 +213,13 @@ impl Playbooks {
             ));
         }
         // 2. The same sequence of tools as an existing skill.
-        let tools = playbook_file::tool_sequence(&proposal.skill);
+        let tools = skill_file::tool_sequence(&proposal.skill);
         if !tools.is_empty() {
             for existing in self.comparable_skills()? {
                 let Ok(parsed) = &existing.parsed else {
                     continue;
                 };
-                if playbook_file::tool_sequence(parsed) != tools {
+                if skill_file::tool_sequence(parsed) != tools {
                     continue;
                 }
                 let is_live = existing.dir.parent() == Some(&layout::skills_dir(&self.workspace));
@@ -249,7 +249,7 @@ impl Playbooks {
                 let Ok(parsed) = &retired.parsed else {
                     continue;
                 };
-                if playbook_file::tool_sequence(parsed) != tools {
+                if skill_file::tool_sequence(parsed) != tools {
                     continue;
                 }
                 let version = retired
@@ -296,7 +296,7 @@ impl Playbooks {
         skill: &SkillFile,
         what: &str,
     ) -> Result<String, PlaybookError> {
-        let text = playbook_file::render(skill);
+        let text = skill_file::render(skill);
         self.checked_text(&text, what, Some(skill))?;
         Ok(text)
     }
@@ -309,7 +309,7 @@ impl Playbooks {
         what: &str,
         expected: Option<&SkillFile>,
     ) -> Result<SkillFile, PlaybookError> {
-        let (parsed, _) = playbook_file::parse(text).map_err(|err| {
+        let (parsed, _) = skill_file::parse(text).map_err(|err| {
             PlaybookError::refused(
                 Rule::Unreadable,
                 format!("{what} does not read back cleanly: {err}"),
@@ -336,13 +336,13 @@ impl Playbooks {
         let tools = self.runtime_tools();
         let home = self.config.home.to_string_lossy();
         let workspace = self.workspace.to_string_lossy();
-        let context = playbook_file::CheckContext {
+        let context = skill_file::CheckContext {
             runtime_tools: &tools,
             home: &home,
             workspace: &workspace,
             scrubber: &self.scrubber,
         };
-        let blockers = playbook_file::blocking_checks(text, &parsed, &context);
+        let blockers = skill_file::blocking_checks(text, &parsed, &context);
         if !blockers.is_empty() {
             let lines: Vec<String> = blockers
                 .iter()

@@ -5,14 +5,14 @@
 //!   `skill_refine report` or a `workspace_read` that names no `turn` gets its session's (Claude
 //!   Code names the session in its MCP servers' environment) or the newest, so the fixer finds
 //!   the turn's record without the assistant being told where it is.
-//! - **The observer**, at `Stop`: the transcript read into turns ([`mindrune_core::transcript`]),
-//!   the same multi-step work redone across them found ([`mindrune_core::observer`]), and one
+//! - **The observer**, at `Stop`: the transcript read into turns ([`mindrune_core::playbook::transcript`]),
+//!   the same multi-step work redone across them found ([`mindrune_core::playbook::observer`]), and one
 //!   suggestion left for it (never a skill); the same steps are suggested once.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::{observer, transcript};
+use mindrune_core::playbook::{observer, transcript};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

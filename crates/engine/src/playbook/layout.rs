@@ -14,7 +14,7 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::playbook_file::{self, SkillFile, Status};
+use mindrune_core::playbook::skill_file::{self, SkillFile, Status};
 
 use super::{PlaybookError, Rule, io_error};
 use crate::atomic_file::{Replace, write_atomic_with};
@@ -149,14 +149,14 @@ pub fn read_skill_text(dir: &Path) -> Result<Option<String>, PlaybookError> {
             format!("{} is not a plain file", path.display()),
         ));
     }
-    if metadata.len() > playbook_file::MAX_SKILL_BYTES as u64 {
+    if metadata.len() > skill_file::MAX_SKILL_BYTES as u64 {
         return Err(PlaybookError::refused(
             Rule::Unreadable,
             format!(
                 "{} is {} bytes, over the {}-byte limit for a skill file",
                 path.display(),
                 metadata.len(),
-                playbook_file::MAX_SKILL_BYTES
+                skill_file::MAX_SKILL_BYTES
             ),
         ));
     }
@@ -198,7 +198,7 @@ pub fn load(dir: &Path, name: &str) -> Result<Option<OnDisk>, PlaybookError> {
     let Some(text) = read_skill_text(dir)? else {
         return Ok(None);
     };
-    let parsed = playbook_file::parse(&text)
+    let parsed = skill_file::parse(&text)
         .map(|(skill, _)| skill)
         .map_err(|err| err.to_string());
     Ok(Some(OnDisk {

@@ -23,7 +23,7 @@
 //!
 //! Architecture invariant: nothing under `workspace/skills/` is written except by [`door`] and
 //! [`cards`], and both do it inside [`ledger::Ledger::locked`], after the blocking checks of
-//! `mindrune_core::playbook_file`.
+//! `mindrune_core::playbook::skill_file`.
 
 pub mod cards;
 pub mod config;
@@ -43,7 +43,7 @@ pub mod suggest;
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::permissions::Permissions;
+use mindrune_core::playbook::permissions::Permissions;
 use mindrune_core::secrets::Scrubber;
 
 pub use config::PlaybookConfig;

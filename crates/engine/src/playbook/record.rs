@@ -3,14 +3,14 @@
 //! For each skill: how often it was read (and how many reads did not go through), how often a
 //! use of it was reported as going wrong, in how many turns, and whether its live revision has
 //! done better or worse than the one it replaced. That last answer is Fisher's exact test,
-//! one-sided, on corrections per read of the two revisions (`mindrune_core::fisher`); with
+//! one-sided, on corrections per read of the two revisions (`mindrune_core::playbook::fisher`); with
 //! fewer than `MIN_READS` reads on either side it is too early to say.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use mindrune_core::fisher::{self, Comparison, Verdict};
-use mindrune_core::playbook_file::Status;
+use mindrune_core::playbook::fisher::{self, Comparison, Verdict};
+use mindrune_core::playbook::skill_file::Status;
 
 use super::cost;
 use super::layout;
@@ -119,7 +119,7 @@ impl Playbooks {
             let owed = skill
                 .parsed
                 .as_ref()
-                .map(mindrune_core::playbook_file::owed_fields)
+                .map(mindrune_core::playbook::skill_file::owed_fields)
                 .unwrap_or_default();
             let cost = cost::of_turns(turns.iter().map(String::as_str), &self.workspace);
             records.push(SkillRecord {

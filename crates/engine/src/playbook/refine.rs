@@ -3,8 +3,8 @@
 
 use rusqlite::{OptionalExtension as _, params};
 
-use mindrune_core::permissions::{Act, Policy};
-use mindrune_core::playbook_file::Status;
+use mindrune_core::playbook::permissions::{Act, Policy};
+use mindrune_core::playbook::skill_file::Status;
 
 use super::cards::{self, Answered};
 use mindrune_core::digest;

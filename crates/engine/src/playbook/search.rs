@@ -8,7 +8,7 @@
 
 use rusqlite::params;
 
-use mindrune_core::playbook_file::{SkillFile, Status};
+use mindrune_core::playbook::skill_file::{SkillFile, Status};
 
 use super::layout;
 use super::{PlaybookError, Playbooks};
@@ -61,7 +61,7 @@ impl Playbooks {
                     .ok()
                     .flatten()
                     .and_then(|skill| skill.parsed.ok())
-                    .map(|skill| mindrune_core::playbook_file::owed_fields(&skill))
+                    .map(|skill| mindrune_core::playbook::skill_file::owed_fields(&skill))
                     .unwrap_or_default(),
                 carried: carried.contains(&name),
                 when: if use_when.trim().is_empty() {

@@ -123,7 +123,7 @@ impl Playbooks {
             super::layout::list(&super::layout::skills_dir(&self.workspace))?
                 .into_iter()
                 .filter(|skill| {
-                    skill.status() == Some(mindrune_core::playbook_file::Status::Active)
+                    skill.status() == Some(mindrune_core::playbook::skill_file::Status::Active)
                 })
                 .map(|skill| skill.name)
                 .filter(|name| !carried.contains(name))

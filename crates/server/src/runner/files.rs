@@ -11,10 +11,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::SystemTime;
 
-use mindrune_core::event::{Call, Event, RawEvent};
+use mindrune_core::avatars::event::{Call, Event, RawEvent};
 use mindrune_core::secrets::{self, Scrubber};
 use mindrune_core::shell_line::{self, ShellContext};
-use mindrune_engine::turn::MAX_LAB_LOG_BYTES;
+use mindrune_engine::avatars::turn::MAX_LAB_LOG_BYTES;
 use mindrune_engine::workspace::{
     self, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT, read_contained_limited,
 };
@@ -197,7 +197,7 @@ impl AgentFolder<'_> {
         let mut raw: RawEvent = serde_json::from_slice(bytes).map_err(|err| {
             format!("not an event of the event contract ({err}); the hook writes these files, so check what else writes into the inbox")
         })?;
-        let event: Event = mindrune_core::event::check(raw.clone())
+        let event: Event = mindrune_core::avatars::event::check(raw.clone())
             .map_err(|err| format!("not a valid event: {err}"))?;
         if event.agent != self.agent {
             return Err(format!(

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mindrune_core::event::{Call, Event, EventKind, RawEvent};
+use mindrune_core::avatars::event::{Call, Event, EventKind, RawEvent};
 
 /// Where the hook puts items for the runner.
 pub const INBOX: &str = "inbox";
@@ -457,7 +457,7 @@ fn list(dir: &Path) -> Result<Vec<Item>, SpoolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mindrune_core::event::parse_line;
+    use mindrune_core::avatars::event::parse_line;
 
     fn shell_event(id: Option<&str>) -> Event {
         parse_line(

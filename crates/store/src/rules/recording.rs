@@ -1,8 +1,8 @@
 //! Matching a script file to its skill and version, and recording a use: the rescore of its
 //! version and, right after the run that made it qualify, its sharing.
 
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
-use mindrune_core::sharing::SharingBar;
 
 use super::sharing::{note_sharing_change, peer_median_rate, share_if_qualified};
 use super::{FamilyTx, KnownWindow, NewVersion, Rescore, UseInsert};

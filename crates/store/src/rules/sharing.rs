@@ -5,8 +5,8 @@
 //! Architecture invariant: a version becomes shared only in [`share_if_qualified`], inside the
 //! transaction of the use or the match that made it qualify.
 
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::score;
-use mindrune_core::sharing::SharingBar;
 
 use super::{FamilyTx, SharingEvent};
 use crate::common::{SharingState, sharing_change};

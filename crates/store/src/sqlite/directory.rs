@@ -218,7 +218,7 @@ pub(super) fn replace_vocabulary(
         std::collections::BTreeMap::new();
     for entry in entries {
         let tag = format!("{}:{}", entry.kind, entry.slug);
-        if mindrune_core::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
+        if mindrune_core::avatars::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
             return Err(StoreError::Conflict(format!(
                 "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
             )));

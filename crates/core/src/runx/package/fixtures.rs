@@ -1,0 +1,127 @@
+//! Fixture files: one harness case written beside the package.
+
+use super::*;
+
+/// Reads one standalone fixture. When `runners` is given, a fixture that targets this package
+/// (`target: ..`) must name one of them.
+pub fn parse_fixture(
+    path: &str,
+    text: &str,
+    runners: Option<&BTreeSet<&str>>,
+) -> Result<Fixture, PackageError> {
+    let check = Check { file: path };
+    let root = yaml::parse(path, text)?;
+    let fixture = check.mapping(&root, "(document)")?;
+    check.closed(fixture, "", "fixture", &FIXTURE_FIELDS)?;
+    // Runx deserialises a fixture with serde, so a required field that is absent is refused in
+    // serde's words.
+    let missing = |key: &str, message: &str| {
+        invalid_as_runx(
+            path,
+            root.line,
+            key,
+            message,
+            format!(
+                "invalid harness fixture: failed to parse harness fixture YAML: yaml: YAML parse \
+                 failed: missing field `{key}`"
+            ),
+        )
+    };
+    if get(fixture, "name").is_none() {
+        return Err(missing("name", "is required"));
+    }
+    let name = check.required(fixture, "name", "", root.line)?;
+    let kind = check
+        .opt_one_of(
+            fixture,
+            "kind",
+            "",
+            &["skill", "graph", "mcp", "a2a", "agent", "agent_task"],
+        )?
+        .ok_or_else(|| {
+            missing(
+                "kind",
+                "is required: skill, graph, a2a, agent or agent_task",
+            )
+        })?;
+    if kind == "mcp" {
+        return Err(check.err(
+            line_of(fixture, "kind"),
+            "kind",
+            "mcp fixtures are not supported by the Runx harness yet; use a skill fixture",
+        ));
+    }
+    let target = check
+        .opt_string(fixture, "target", "")?
+        .unwrap_or_default()
+        .to_owned();
+    if target.is_empty() && kind != "agent_task" {
+        return Err(check.err(
+            root.line,
+            "target",
+            "is required: the package folder relative to the fixture (.. for this package)",
+        ));
+    }
+    let runner = check.opt_non_empty(fixture, "runner", "")?;
+    if let (Some(runner), Some(runners), "..") = (&runner, runners, target.as_str())
+        && !runners.contains(runner.as_str())
+    {
+        return Err(check.err(
+            line_of(fixture, "runner"),
+            "runner",
+            format!("names {runner:?}, which X.yaml's runners does not declare"),
+        ));
+    }
+    if let Some(setup) = check.opt_mapping(fixture, "setup", "")? {
+        check.closed(setup, "setup", "setup", &["receipts"])?;
+        let receipts = check
+            .opt_strings(setup, "receipts", "setup")?
+            .unwrap_or_default();
+        let line = line_of(setup, "receipts");
+        if receipts.len() > MAX_SETUP_RECEIPTS {
+            return Err(check.err(
+                line,
+                "setup.receipts",
+                format!("seeds more than {MAX_SETUP_RECEIPTS} receipts"),
+            ));
+        }
+        let mut seen = BTreeSet::new();
+        for (index, receipt) in receipts.iter().enumerate() {
+            let at = format!("setup.receipts[{index}]");
+            let normalized = !receipt.is_empty()
+                && receipt.len() <= 512
+                && !receipt.starts_with('/')
+                && !receipt.contains('\\')
+                && receipt.ends_with(".json")
+                && receipt
+                    .split('/')
+                    .all(|s| !s.is_empty() && !matches!(s, "." | ".."));
+            if !normalized {
+                return Err(check.err(
+                    line,
+                    &at,
+                    "must be a normalized package-relative .json path",
+                ));
+            }
+            if !seen.insert(receipt) {
+                return Err(check.err(line, &at, "repeats another receipt; list each once"));
+            }
+        }
+    }
+    check.opt_mapping(fixture, "inputs", "")?;
+    check.string_map(fixture, "env", "")?;
+    check_caller(&check, fixture, "")?;
+    if let Some(expect) = check.opt_mapping(fixture, "expect", "")? {
+        check_expect(&check, expect, "expect")?;
+    }
+    check_journeys(&check, fixture, "")?;
+    check.opt_mapping(fixture, "metadata", "")?;
+    Ok(Fixture {
+        path: path.to_owned(),
+        name,
+        kind,
+        target,
+        runner,
+        json: root.to_json(),
+    })
+}

@@ -1,0 +1,484 @@
+//! Inputs and sources: input definitions and their types, and each source a step or runner
+//! reads (JavaScript modules, cli-tool commands, their environment).
+
+use super::*;
+
+/// Input definitions; `definitions` resolves `{definition: <name>}` references.
+pub(super) fn check_inputs(
+    check: &Check<'_>,
+    entries: &[YamlEntry],
+    parent: &str,
+    definitions: &[InputDef],
+) -> Result<Vec<InputDef>, PackageError> {
+    let mut inputs = Vec::new();
+    for entry in entries {
+        let field = join(parent, &entry.key);
+        let record = check.mapping(&entry.value, &field)?;
+        if has(record, "definition") {
+            if record.len() != 1 {
+                return Err(check.err(
+                    entry.line,
+                    &field,
+                    "a {definition: <name>} reference takes no other fields; change the shared \
+                     definition in input_definitions instead",
+                ));
+            }
+            let name = check.required(record, "definition", &field, entry.line)?;
+            let Some(definition) = definitions.iter().find(|def| def.name == name) else {
+                return Err(check.err(
+                    line_of(record, "definition"),
+                    &join(&field, "definition"),
+                    format!("names {name:?}, which input_definitions does not declare"),
+                ));
+            };
+            inputs.push(InputDef {
+                name: entry.key.clone(),
+                line: entry.line,
+                definition: Some(name),
+                ..definition.clone()
+            });
+            continue;
+        }
+        inputs.push(check_input(check, entry, record, &field)?);
+    }
+    Ok(inputs)
+}
+
+pub(super) fn check_input(
+    check: &Check<'_>,
+    entry: &YamlEntry,
+    record: &[YamlEntry],
+    field: &str,
+) -> Result<InputDef, PackageError> {
+    check.closed(record, field, "input", &INPUT_FIELDS)?;
+    let input_type = check
+        .opt_one_of(record, "type", field, &INPUT_TYPES)?
+        .unwrap_or_else(|| "string".to_owned());
+    let default = get(record, "default").map(|entry| entry.value.to_json());
+    let packet = check.opt_non_empty(record, "packet", field)?;
+    let schema = check.opt_mapping(record, "schema", field)?;
+    if packet.is_some() {
+        let at = line_of(record, "packet");
+        let packet_field = join(field, "packet");
+        if input_type != "json" {
+            return Err(check.err(at, &packet_field, format!("needs {field}.type to be json")));
+        }
+        if schema.is_some() {
+            return Err(check.err(
+                at,
+                &packet_field,
+                "packet and schema are exclusive: the packet catalog owns the schema; remove \
+                 schema",
+            ));
+        }
+        if default.is_some() {
+            return Err(check.err(
+                at,
+                &packet_field,
+                "a packet input cannot have a default; remove it",
+            ));
+        }
+    }
+    match schema {
+        Some(schema) => {
+            if let Some(duplicate) = ["type", "description", "default"]
+                .into_iter()
+                .find(|key| has(schema, key))
+            {
+                return Err(check.err(
+                    line_of(schema, duplicate),
+                    &join(&join(field, "schema"), duplicate),
+                    format!("duplicates {field}.{duplicate}; keep it on the input, not in schema"),
+                ));
+            }
+            if let Some(examples) = get(schema, "examples")
+                && examples.value.as_sequence().is_none()
+            {
+                return Err(check.err(
+                    examples.line,
+                    &join(&join(field, "schema"), "examples"),
+                    "must be a list",
+                ));
+            }
+        }
+        None => {
+            if let Some(value) = &default
+                && packet.is_none()
+                && !accepts(&input_type, value)
+            {
+                return Err(check.err(
+                    line_of(record, "default"),
+                    &join(field, "default"),
+                    format!("must match the declared type {input_type}"),
+                ));
+            }
+        }
+    }
+    Ok(InputDef {
+        name: entry.key.clone(),
+        line: entry.line,
+        input_type,
+        required: check.opt_bool(record, "required", field)?.unwrap_or(false),
+        description: check
+            .opt_string(record, "description", field)?
+            .map(str::to_owned),
+        default,
+        artifact: check.opt_bool(record, "artifact", field)?,
+        packet,
+        schema: get(record, "schema").map(|entry| entry.value.to_json()),
+        definition: None,
+    })
+}
+
+/// Whether a value fits an input type.
+pub(super) fn accepts(input_type: &str, value: &Value) -> bool {
+    match input_type {
+        "array" => value.is_array(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "object" => value.is_object(),
+        "string" => value.is_string(),
+        _ => true,
+    }
+}
+
+/// Where a source is declared: a runner or legacy SKILL.md (where `agent-task` needs its agent
+/// and task), or an inline graph step (where the graph supplies them).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum SourceContext {
+    Skill,
+    InlineStep,
+}
+
+/// Checks an executable source. `entries` are the source's fields (a `source:` or `run:`
+/// block, or a runner's own fields), `parent` their path, `line` where the source starts.
+pub(super) fn check_source(
+    check: &Check<'_>,
+    entries: &[YamlEntry],
+    line: usize,
+    parent: &str,
+    context: SourceContext,
+    closed: bool,
+) -> Result<Source, PackageError> {
+    let type_field = join(parent, "type");
+    let source_type = check.required(entries, "type", parent, line)?;
+    let type_line = line_of(entries, "type");
+    match source_type.as_str() {
+        "http" => {
+            return Err(check.err(
+                type_line,
+                &type_field,
+                "http was removed; compose http.read, http.query or http.execute as a graph step",
+            ));
+        }
+        "catalog" => {
+            return Err(check.err(
+                type_line,
+                &type_field,
+                "catalog was removed; call catalog tools from a graph tool step",
+            ));
+        }
+        _ => {}
+    }
+    if closed {
+        check.closed(entries, parent, "source", &SOURCE_FIELDS)?;
+    }
+    if !SOURCE_TYPES.contains(&source_type.as_str()) {
+        return Err(check.err(
+            type_line,
+            &type_field,
+            format!(
+                "{source_type:?} is not a Runx source type; use one of: {}",
+                SOURCE_TYPES.join(", ")
+            ),
+        ));
+    }
+    let args = check
+        .opt_strings(entries, "args", parent)?
+        .unwrap_or_default();
+    check.opt_one_of(entries, "input_mode", parent, &["args", "stdin", "none"])?;
+    let timeout_seconds = check.opt_u64(entries, "timeout_seconds", parent)?;
+    let command = check
+        .opt_string(entries, "command", parent)?
+        .map(str::to_owned);
+    if source_type == "cli-tool" && command.is_none() {
+        return Err(check.err(
+            line,
+            &join(parent, "command"),
+            "is required for a cli-tool source",
+        ));
+    }
+    let (module, export) = if source_type == "javascript" {
+        check_javascript(check, entries, line, parent, timeout_seconds)?
+    } else {
+        if let Some(key) = ["module", "export"]
+            .into_iter()
+            .find(|key| has(entries, key))
+        {
+            return Err(check.err(
+                line_of(entries, key),
+                &join(parent, key),
+                "module and export are only for type: javascript sources",
+            ));
+        }
+        (None, None)
+    };
+    if source_type == "agent-task"
+        && let Some(key) = ["command", "args"]
+            .into_iter()
+            .find(|key| has(entries, key))
+    {
+        return Err(check.err(
+            line_of(entries, key),
+            &join(parent, key),
+            "an agent-task source runs no command; remove it",
+        ));
+    }
+    let needs_agent_task = source_type == "agent-task" && context == SourceContext::Skill;
+    let agent = match check.opt_string(entries, "agent", parent)? {
+        None if needs_agent_task => {
+            return Err(check.err(
+                line,
+                &join(parent, "agent"),
+                "is required for an agent-task runner",
+            ));
+        }
+        other => other.map(str::to_owned),
+    };
+    let task = match check.opt_string(entries, "task", parent)? {
+        None if needs_agent_task || source_type == "a2a" => {
+            return Err(check.err(
+                line,
+                &join(parent, "task"),
+                format!("is required for an {source_type} source"),
+            ));
+        }
+        other => other.map(str::to_owned),
+    };
+    if source_type == "mcp" {
+        let server_field = join(parent, "server");
+        let server = check
+            .opt_mapping(entries, "server", parent)?
+            .ok_or_else(|| check.err(line, &server_field, "is required for an mcp source"))?;
+        check.required(server, "command", &server_field, line_of(entries, "server"))?;
+        check.opt_strings(server, "args", &server_field)?;
+        if check.opt_string(entries, "tool", parent)?.is_none() {
+            return Err(check.err(line, &join(parent, "tool"), "is required for an mcp source"));
+        }
+    }
+    if source_type == "a2a"
+        && check
+            .opt_string(entries, "agent_card_url", parent)?
+            .is_none()
+    {
+        return Err(check.err(
+            line,
+            &join(parent, "agent_card_url"),
+            "is required for an a2a source",
+        ));
+    }
+    for (key, kind) in [
+        ("external_adapter", "external-adapter"),
+        ("thread_outbox_provider", "thread-outbox-provider"),
+    ] {
+        if source_type == kind {
+            if check.opt_mapping(entries, key, parent)?.is_none() {
+                return Err(check.err(
+                    line,
+                    &join(parent, key),
+                    format!("is required for a {kind} source"),
+                ));
+            }
+        } else if has(entries, key) {
+            return Err(check.err(
+                line_of(entries, key),
+                &join(parent, key),
+                format!("is only valid for {kind} sources"),
+            ));
+        }
+    }
+    if has(entries, "pages") && source_type != "javascript" {
+        return Err(check.err(
+            line_of(entries, "pages"),
+            &join(parent, "pages"),
+            "pages is only valid for deterministic javascript sources",
+        ));
+    }
+    let outputs = match check.opt_mapping(entries, "outputs", parent)? {
+        None => None,
+        Some(_) => get(entries, "outputs").map(|entry| entry.value.to_json()),
+    };
+    let environment = check_environment(check, entries, parent)?;
+    let graph = if source_type == "graph" {
+        let graph_field = join(parent, "graph");
+        let graph_entry = get(entries, "graph").filter(|entry| !entry.value.is_null());
+        let graph_entry = graph_entry
+            .ok_or_else(|| check.err(line, &graph_field, "is required for a graph source"))?;
+        Some(check_graph(check, graph_entry, &graph_field)?)
+    } else {
+        None
+    };
+    Ok(Source {
+        source_type,
+        command,
+        args,
+        module,
+        export,
+        timeout_seconds,
+        agent,
+        task,
+        outputs,
+        environment,
+        graph,
+    })
+}
+
+/// A `javascript` source: a portable module path, an identifier export (none means the
+/// default export), no process or effect fields, and a wall of 1 to 30 seconds.
+pub(super) fn check_javascript(
+    check: &Check<'_>,
+    entries: &[YamlEntry],
+    line: usize,
+    parent: &str,
+    timeout_seconds: Option<u64>,
+) -> Result<(Option<String>, Option<String>), PackageError> {
+    const FORBIDDEN: [&str; 19] = [
+        "agent",
+        "agent_card_url",
+        "agent_identity",
+        "allow_private_network",
+        "args",
+        "arguments",
+        "command",
+        "cwd",
+        "external_adapter",
+        "graph",
+        "headers",
+        "hook",
+        "http",
+        "input_mode",
+        "method",
+        "server",
+        "task",
+        "tool",
+        "url",
+    ];
+    if let Some(entry) = entries
+        .iter()
+        .find(|entry| FORBIDDEN.contains(&entry.key.as_str()))
+    {
+        return Err(check.err(
+            entry.line,
+            &join(parent, &entry.key),
+            "a javascript source is a pure domain module and cannot declare process or effect \
+             fields; remove it, or use a cli-tool runner or a native tool step",
+        ));
+    }
+    let module_field = join(parent, "module");
+    let module = check
+        .opt_string(entries, "module", parent)?
+        .ok_or_else(|| check.err(line, &module_field, "is required for a javascript source"))?;
+    let segments: Vec<&str> = module.split('/').collect();
+    if module.starts_with('/')
+        || module.contains('\\')
+        || segments
+            .iter()
+            .any(|s| s.is_empty() || matches!(*s, "." | ".."))
+        || !segments
+            .last()
+            .is_some_and(|name| name.ends_with(".mjs") || name.ends_with(".js"))
+    {
+        return Err(check.err(
+            line_of(entries, "module"),
+            &module_field,
+            format!(
+                "is {module:?}; write a relative .mjs or .js path inside the package, without \
+                 '.', '..' or backslashes"
+            ),
+        ));
+    }
+    let export = check.opt_string(entries, "export", parent)?;
+    if let Some(name) = export {
+        let mut chars = name.chars();
+        let start = chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '$'));
+        if !start || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$')) {
+            return Err(check.err(
+                line_of(entries, "export"),
+                &join(parent, "export"),
+                format!("is {name:?}; write a JavaScript identifier, or leave it out for the default export"),
+            ));
+        }
+    }
+    if let Some(seconds) = timeout_seconds
+        && (seconds == 0 || seconds > JAVASCRIPT_MAX_TIMEOUT_SECONDS)
+    {
+        return Err(check.err(
+                line_of(entries, "timeout_seconds"),
+                &join(parent, "timeout_seconds"),
+                format!(
+                    "is {seconds}; a javascript worker's wall is 1 to \
+                     {JAVASCRIPT_MAX_TIMEOUT_SECONDS} seconds ({JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS} \
+                     when left out)"
+                ),
+            ));
+    }
+    Ok((Some(module.to_owned()), export.map(str::to_owned)))
+}
+
+/// `environment: {required: [...], optional: [...]}`: portable, distinct, non-secret names.
+pub(super) fn check_environment(
+    check: &Check<'_>,
+    entries: &[YamlEntry],
+    parent: &str,
+) -> Result<Vec<String>, PackageError> {
+    let field = join(parent, "environment");
+    let Some(environment) = check.opt_mapping(entries, "environment", parent)? else {
+        return Ok(Vec::new());
+    };
+    check.closed(
+        environment,
+        &field,
+        "environment",
+        &["required", "optional"],
+    )?;
+    let mut names = Vec::new();
+    for key in ["required", "optional"] {
+        for name in check
+            .opt_strings(environment, key, &field)?
+            .unwrap_or_default()
+        {
+            let mut chars = name.chars();
+            let portable = chars
+                .next()
+                .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+                && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
+            let at = line_of(environment, key);
+            if !portable {
+                return Err(check.err(
+                    at,
+                    &join(&field, key),
+                    format!("{name:?} is not a portable environment variable name (letters, digits, '_')"),
+                ));
+            }
+            if name.starts_with("RUNX_") {
+                return Err(check.err(
+                    at,
+                    &join(&field, key),
+                    format!("{name} is reserved for the Runx runtime; pick another name"),
+                ));
+            }
+            if names.contains(&name) {
+                return Err(check.err(
+                    at,
+                    &join(&field, key),
+                    format!("repeats {name}; list it once"),
+                ));
+            }
+            names.push(name);
+        }
+    }
+    Ok(names)
+}

@@ -1,0 +1,1714 @@
+//! The Runx skill package model: SKILL.md frontmatter, the `X.yaml` execution profile and the
+//! harness fixtures, checked the way Runx's parser (`runx-parser`) checks them, so a package
+//! the Skill Lab accepts is one Runx accepts, and a refusal names the file, the line and the
+//! field path with a message that says what to do.
+//!
+//! The rules follow `runx-parser` at the AutoMerchLab fork's HEAD (`skill.rs`, `runner.rs`,
+//! `skill/runner_definition.rs`, `skill/source.rs`, `skill/governance.rs`, `skill/catalog.rs`,
+//! `graph/step.rs`, `graph/validate.rs`, `harness_fixture.rs`, `package/validate.rs`):
+//!
+//! - SKILL.md must open with a frontmatter block (`^---\r?\n(.*?)\r?\n---`) with a non-empty
+//!   `name`. Unknown frontmatter keys are kept, not refused, as Runx keeps them in its raw
+//!   frontmatter; but inside a package Runx refuses execution metadata in the manual
+//!   (`source`, `inputs`, `runners`, `retry`, ... and any `runx.*` key but `category` and
+//!   `tags`), because it belongs in X.yaml. [`parse_skill_md`] reads a manual on its own with
+//!   the legacy fields; [`load_package`] adds the package rule.
+//! - X.yaml has a closed top-level set, a closed runner field set, closed catalog enums,
+//!   closed input definitions, graph steps with exactly one target, and refuses the retired
+//!   step keys (`instructions`, `effect_family`, `sync`, `stage`) and `{{...}}` bindings.
+//! - Fixtures under `fixtures/` have a closed field set (Runx deserializes them with
+//!   `deny_unknown_fields`), as do inline `harness.cases`.
+//!
+//! Everything here is pure: the caller reads the package folder (see [`super::snapshot`]) and
+//! hands over its files. Checks that need more than the files (the JavaScript worker, the tool
+//! catalog, nested graph-stage profiles) belong to the harness replay.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use super::snapshot::SnapshotFile;
+use super::yaml::{self, YamlEntry, YamlError, YamlNode, YamlValue};
+
+mod check;
+mod fixtures;
+mod graph;
+mod harness;
+mod inputs;
+mod inspection;
+mod manual;
+mod model;
+mod profile;
+use check::*;
+pub use fixtures::*;
+use graph::*;
+use harness::*;
+use inputs::*;
+pub use inspection::*;
+pub use manual::*;
+pub use model::*;
+use profile::*;
+
+/// The operator manual every package has.
+pub const SKILL_FILE: &str = "SKILL.md";
+
+/// The execution profile every package has.
+pub const PROFILE_FILE: &str = "X.yaml";
+
+/// The top-level keys of X.yaml (`MANIFEST_FIELDS`, plus `input_definitions`).
+pub const PROFILE_FIELDS: [&str; 10] = [
+    "skill",
+    "version",
+    "runx",
+    "policy",
+    "emits",
+    "catalog",
+    "credentials",
+    "input_definitions",
+    "runners",
+    "harness",
+];
+
+/// The keys a runner may have: Runx's `RUNNER_FIELDS`, in its order (which its refusal
+/// lists). It has no `sandbox`: Runx refuses that field (`runners.<name>.sandbox is not
+/// supported`), so MindRune does too.
+pub const RUNNER_FIELDS: [&str; 47] = [
+    "act",
+    "agent",
+    "agent_card_url",
+    "agent_identity",
+    "allowed_tools",
+    "args",
+    "arguments",
+    "artifacts",
+    "auth",
+    "command",
+    "credential",
+    "context",
+    "context_skills",
+    "cwd",
+    "default",
+    "environment",
+    "examples",
+    "execution",
+    "external_adapter",
+    "export",
+    "graph",
+    "headers",
+    "hook",
+    "http",
+    "idempotency",
+    "input_mode",
+    "inputs",
+    "method",
+    "module",
+    "mutating",
+    "outputs",
+    "pages",
+    "policy",
+    "retry",
+    "risk",
+    "runx",
+    "runtime",
+    "server",
+    "scopes",
+    "source",
+    "task",
+    "thread_outbox_provider",
+    "timeout_seconds",
+    "tool",
+    "type",
+    "url",
+    "allow_private_network",
+];
+
+/// The keys of an executable source (`SOURCE_FIELDS`): a runner's `source:` block, an inline
+/// graph step's `run:` block, or the runner fields that make up its source when it has no
+/// `source:` block.
+pub const SOURCE_FIELDS: [&str; 22] = [
+    "act",
+    "agent",
+    "agent_card_url",
+    "agent_identity",
+    "args",
+    "arguments",
+    "command",
+    "cwd",
+    "environment",
+    "export",
+    "external_adapter",
+    "graph",
+    "input_mode",
+    "module",
+    "outputs",
+    "pages",
+    "server",
+    "task",
+    "thread_outbox_provider",
+    "timeout_seconds",
+    "tool",
+    "type",
+];
+
+/// The source (and runner) types Runx runs (`SourceKind`).
+pub const SOURCE_TYPES: [&str; 9] = [
+    "cli-tool",
+    "javascript",
+    "mcp",
+    "a2a",
+    "agent",
+    "agent-task",
+    "graph",
+    "external-adapter",
+    "thread-outbox-provider",
+];
+
+/// The keys of an input definition.
+pub const INPUT_FIELDS: [&str; 7] = [
+    "type",
+    "required",
+    "description",
+    "default",
+    "artifact",
+    "packet",
+    "schema",
+];
+
+/// The input types; `string` when `type` is left out.
+pub const INPUT_TYPES: [&str; 7] = [
+    "array", "boolean", "integer", "json", "number", "object", "string",
+];
+
+/// The keys of `catalog`.
+pub const CATALOG_FIELDS: [&str; 12] = [
+    "approval",
+    "audience",
+    "canonical_skill",
+    "completion",
+    "execution",
+    "kind",
+    "part_of",
+    "provider",
+    "requires_adapter",
+    "role",
+    "runtime_path",
+    "visibility",
+];
+
+/// The keys of a standalone fixture file.
+pub const FIXTURE_FIELDS: [&str; 11] = [
+    "name",
+    "kind",
+    "target",
+    "runner",
+    "setup",
+    "inputs",
+    "env",
+    "caller",
+    "operator_journeys",
+    "expect",
+    "metadata",
+];
+
+/// The keys of an inline `harness.cases` entry.
+pub const CASE_FIELDS: [&str; 7] = [
+    "name",
+    "runner",
+    "inputs",
+    "env",
+    "caller",
+    "expect",
+    "operator_journeys",
+];
+
+/// The keys of a fixture's or case's `caller`: agent answers, human approvals, and the
+/// transport and provider replies the harness substitutes.
+pub const CALLER_FIELDS: [&str; 4] = [
+    "answers",
+    "approvals",
+    "http_responses",
+    "provider_responses",
+];
+
+/// The keys of `expect`.
+pub const EXPECT_FIELDS: [&str; 5] = ["status", "receipt", "steps", "output", "step_outputs"];
+
+/// The statuses a case may expect.
+pub const EXPECT_STATUSES: [&str; 5] = [
+    "sealed",
+    "failure",
+    "needs_agent",
+    "policy_denied",
+    "escalated",
+];
+
+/// The keys of `expect.receipt`.
+pub const RECEIPT_FIELDS: [&str; 13] = [
+    "schema",
+    "body_digest",
+    "receipt_id",
+    "receipt_digest",
+    "harness_id",
+    "state",
+    "disposition",
+    "reason_code",
+    "act_ids",
+    "decision_ids",
+    "child_receipt_refs",
+    "child_receipt_count",
+    "verification_refs",
+];
+
+/// Receipt expectation keys from the old receipt shape, refused with their own message.
+const RETIRED_RECEIPT_FIELDS: [&str; 7] = [
+    "kind",
+    "skill_name",
+    "source_type",
+    "graph_name",
+    "owner",
+    "skill_execution",
+    "graph_execution",
+];
+
+/// The keys of an operator journey claim (`confusors` arrived after Runx's typed claim, and
+/// the shipped packages use it).
+pub const JOURNEY_FIELDS: [&str; 6] = [
+    "mode",
+    "request",
+    "expected_outcome",
+    "prior_evidence",
+    "must_not_repeat",
+    "confusors",
+];
+
+/// Frontmatter keys Runx refuses in a package's SKILL.md: execution metadata lives in X.yaml.
+pub const MANUAL_EXECUTION_FIELDS: [&str; 15] = [
+    "allowed_tools",
+    "artifacts",
+    "auth",
+    "credentials",
+    "execution",
+    "harness",
+    "idempotency",
+    "inputs",
+    "mutating",
+    "outputs",
+    "retry",
+    "risk",
+    "runners",
+    "runtime",
+    "source",
+];
+
+/// The wall a JavaScript worker gets when the runner does not set `timeout_seconds`.
+pub const JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS: u64 = 2;
+
+/// The most a JavaScript runner may ask for (`MAX_WALL_MILLISECONDS / 1000`).
+pub const JAVASCRIPT_MAX_TIMEOUT_SECONDS: u64 = 30;
+
+/// The most receipts one fixture may seed.
+const MAX_SETUP_RECEIPTS: usize = 32;
+
+/// Why a package was refused. Where Runx refuses the same package (the cases in
+/// `shared/data/runx/oracle/package-refusals.txt`), it displays as Runx's own text,
+/// `<file>: <Runx's message>`, with MindRune's `at <file>:<line>: <field path>` as a second
+/// line; otherwise as `<file>:<line>: <field path>: <message>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PackageError {
+    /// SKILL.md or X.yaml is not among the files.
+    #[error(
+        "{file}: required package file is missing\n  a Runx package needs both SKILL.md and X.yaml"
+    )]
+    MissingFile {
+        /// The missing file's name.
+        file: String,
+    },
+    /// A file Runx reads as text is not UTF-8.
+    #[error("{file}:{line}: the file is not UTF-8 text; save it as UTF-8")]
+    NotText {
+        /// The file.
+        file: String,
+        /// The line of the first invalid byte.
+        line: usize,
+    },
+    /// The text is outside Runx's YAML subset (or not YAML at all).
+    #[error(transparent)]
+    Yaml(#[from] YamlError),
+    /// A field breaks a Runx rule.
+    #[error("{}", render_invalid(.file, *.line, .field, .message, .runx.as_deref()))]
+    Invalid {
+        /// The file.
+        file: String,
+        /// The 1-based line of the field (its key, when it has one).
+        line: usize,
+        /// The field's path, such as `runners.build.graph.steps[2].instructions`.
+        field: String,
+        /// What is wrong and what to do about it.
+        message: String,
+        /// Runx's own text for the same refusal (`<path>: <message>`, the path being the one
+        /// Runx names, which for a missing file is that file), when MindRune reproduces it.
+        runx: Option<String>,
+    },
+}
+
+fn render_invalid(
+    file: &str,
+    line: usize,
+    field: &str,
+    message: &str,
+    runx: Option<&str>,
+) -> String {
+    match runx {
+        Some(runx) => format!("{runx}\n  at {file}:{line}: {field}: {message}"),
+        None => format!("{file}:{line}: {field}: {message}"),
+    }
+}
+
+/// The words Runx's package validator puts before every package refusal.
+pub const RUNX_VALIDATION_PREFIX: &str = "skill package validation failed: ";
+
+impl PackageError {
+    /// The file the refusal is about.
+    pub fn file(&self) -> &str {
+        match self {
+            Self::MissingFile { file }
+            | Self::NotText { file, .. }
+            | Self::Invalid { file, .. } => file,
+            Self::Yaml(err) => &err.file,
+        }
+    }
+
+    /// The 1-based line, when the refusal has one.
+    pub fn line(&self) -> Option<usize> {
+        match self {
+            Self::MissingFile { .. } => None,
+            Self::NotText { line, .. } | Self::Invalid { line, .. } => Some(*line),
+            Self::Yaml(err) => Some(err.line),
+        }
+    }
+
+    /// The field path, when the refusal is about one field.
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            Self::Invalid { field, .. } => Some(field),
+            _ => None,
+        }
+    }
+}
+
+fn push_module(modules: &mut Vec<JsModule>, runner: &str, step: Option<&str>, source: &Source) {
+    if let Some(module) = &source.module {
+        modules.push(JsModule {
+            runner: runner.to_owned(),
+            step: step.map(str::to_owned),
+            module: module.clone(),
+            export: source.export.clone(),
+            timeout_seconds: source
+                .timeout_seconds
+                .unwrap_or(JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS),
+        });
+    }
+}
+
+/// Loads a package from its files: SKILL.md and X.yaml are required, and every
+/// `fixtures/**/*.yaml|yml` is a fixture. Other files (modules, schemas, references) are not
+/// read here. The first refusal is returned.
+pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
+    let find = |name: &str| files.iter().find(|file| file.path == name);
+    let skill_file = find(SKILL_FILE).ok_or_else(|| PackageError::MissingFile {
+        file: SKILL_FILE.to_owned(),
+    })?;
+    let profile_file = find(PROFILE_FILE).ok_or_else(|| PackageError::MissingFile {
+        file: PROFILE_FILE.to_owned(),
+    })?;
+
+    let (manual, frontmatter) = parse_manual(text(skill_file)?)?;
+    check_manual_ownership(&frontmatter)?;
+
+    let paths: BTreeSet<&str> = files.iter().map(|file| file.path.as_str()).collect();
+    let profile = parse_profile(text(profile_file)?, &paths)?;
+    if let Some(skill) = &profile.skill
+        && *skill != manual.frontmatter.name
+    {
+        return Err(invalid(
+            PROFILE_FILE,
+            profile.skill_line,
+            "skill",
+            format!(
+                "is {skill:?} but SKILL.md names the skill {:?}; make them the same",
+                manual.frontmatter.name
+            ),
+        ));
+    }
+
+    let runner_names: BTreeSet<&str> = profile.runners.iter().map(|r| r.name.as_str()).collect();
+    let mut fixtures = Vec::new();
+    let mut fixture_files: Vec<&SnapshotFile> = files
+        .iter()
+        .filter(|file| is_fixture_path(&file.path))
+        .collect();
+    fixture_files.sort_by(|a, b| a.path.cmp(&b.path));
+    for file in fixture_files {
+        fixtures.push(parse_fixture(&file.path, text(file)?, Some(&runner_names))?);
+    }
+    check_declared_files(&profile, &paths)?;
+    Ok(Package {
+        manual,
+        profile,
+        fixtures,
+    })
+}
+
+/// Whether Runx reads the path as a fixture: YAML under `fixtures/`.
+fn is_fixture_path(path: &str) -> bool {
+    path.starts_with("fixtures/") && (path.ends_with(".yaml") || path.ends_with(".yml"))
+}
+
+fn text(file: &SnapshotFile) -> Result<&str, PackageError> {
+    std::str::from_utf8(&file.contents).map_err(|err| {
+        let valid = file.contents.get(..err.valid_up_to()).unwrap_or_default();
+        PackageError::NotText {
+            file: file.path.clone(),
+            line: 1 + valid.iter().filter(|byte| **byte == b'\n').count(),
+        }
+    })
+}
+
+fn invalid(file: &str, line: usize, field: &str, message: impl Into<String>) -> PackageError {
+    PackageError::Invalid {
+        file: file.to_owned(),
+        line,
+        field: field.to_owned(),
+        message: message.into(),
+        runx: None,
+    }
+}
+
+/// A refusal Runx words as `runx` about the same file (`<file>: <runx>`, as Runx shows it).
+fn invalid_as_runx(
+    file: &str,
+    line: usize,
+    field: &str,
+    message: impl Into<String>,
+    runx: impl std::fmt::Display,
+) -> PackageError {
+    PackageError::Invalid {
+        file: file.to_owned(),
+        line,
+        field: field.to_owned(),
+        message: message.into(),
+        runx: Some(format!("{file}: {runx}")),
+    }
+}
+
+/// The package-relative file a `cli-tool` command or argument runs, as Runx reads it: a
+/// relative, normalized `.js` or `.mjs` path (a leading `./` dropped). Anything else is not a
+/// file of the package.
+fn process_script_path(value: &str) -> Option<&str> {
+    let path = value.trim();
+    let path = path.strip_prefix("./").unwrap_or(path);
+    let normalized = (path.ends_with(".js") || path.ends_with(".mjs"))
+        && !path.starts_with('/')
+        && !path.contains('\\')
+        && path
+            .split('/')
+            .all(|segment| !segment.is_empty() && !matches!(segment, "." | ".."));
+    normalized.then_some(path)
+}
+
+/// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool` runs (its
+/// execution sidecars) and then every JavaScript module must be in the package, or the package
+/// is invalid, in Runx's words.
+fn check_declared_files(
+    profile: &ExecutionProfile,
+    paths: &BTreeSet<&str>,
+) -> Result<(), PackageError> {
+    let sources = || {
+        profile.runners.iter().flat_map(|runner| {
+            let field = format!("runners.{}", runner.name);
+            let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
+            std::iter::once((runner.line, field.clone(), &runner.source)).chain(steps.filter_map(
+                move |step| match &step.target {
+                    StepTarget::Run(source) => Some((
+                        step.line,
+                        format!("{field}.graph.steps.{}.run", step.id),
+                        source.as_ref(),
+                    )),
+                    _ => None,
+                },
+            ))
+        })
+    };
+    for (line, field, source) in sources() {
+        if source.source_type != "cli-tool" {
+            continue;
+        }
+        for script in source.command.iter().chain(&source.args) {
+            if let Some(path) = process_script_path(script)
+                && !paths.contains(path)
+            {
+                return Err(PackageError::Invalid {
+                    file: PROFILE_FILE.to_owned(),
+                    line,
+                    field: field.clone(),
+                    message: format!(
+                        "runs {path}, which is not in the package; add the file or change the command"
+                    ),
+                    runx: Some(format!(
+                        "{path}: declared execution sidecar is missing from the skill package"
+                    )),
+                });
+            }
+        }
+    }
+    for (line, field, source) in sources() {
+        if let Some(module) = &source.module
+            && !paths.contains(module.as_str())
+        {
+            return Err(PackageError::Invalid {
+                file: PROFILE_FILE.to_owned(),
+                line,
+                field: format!("{field}.module"),
+                message: format!(
+                    "names {module}, which is not in the package; add the module or fix the path"
+                ),
+                runx: Some(format!("{module}: declared JavaScript module is missing")),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `parent.key`, or `key` at the top.
+fn join(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// `$MINDRUNE_SHARED` when set, else `../shared` beside the checkout (where CI has it).
+    fn packages_dir() -> std::path::PathBuf {
+        let shared = std::env::var_os("MINDRUNE_SHARED").map_or_else(
+            || std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")).into(),
+            std::path::PathBuf::from,
+        );
+        shared.join("data/runx/packages")
+    }
+
+    /// The files of a real package, read from the shared data (never copied into the repo).
+    fn real(name: &str) -> Vec<SnapshotFile> {
+        fn walk(root: &std::path::Path, dir: &std::path::Path, out: &mut Vec<SnapshotFile>) {
+            let entries = std::fs::read_dir(dir).unwrap_or_else(|err| {
+                panic!(
+                    "cannot read {}: {err} (set MINDRUNE_SHARED to the shared folder)",
+                    dir.display()
+                )
+            });
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    walk(root, &path, out);
+                } else {
+                    let relative = path.strip_prefix(root).unwrap_or(&path);
+                    out.push(SnapshotFile {
+                        path: relative.to_string_lossy().replace('\\', "/"),
+                        mode: 0o100_644,
+                        contents: std::fs::read(&path).unwrap_or_default(),
+                    });
+                }
+            }
+        }
+        let root = packages_dir().join(name);
+        let mut files = Vec::new();
+        walk(&root, &root, &mut files);
+        // The shared data has no `.mjs` files; the engine's tests keep our own modules for the
+        // packages that declare one, and a package is only valid with its declared files.
+        let modules = std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../engine/tests/data/runx-modules"
+        ))
+        .join(name);
+        if modules.is_dir() {
+            walk(&modules, &modules, &mut files);
+        }
+        files
+    }
+
+    /// The files, exactly as given.
+    fn bare_files(pairs: &[(&str, &str)]) -> Vec<SnapshotFile> {
+        pairs
+            .iter()
+            .map(|(path, text)| SnapshotFile {
+                path: (*path).to_owned(),
+                mode: 0o100_644,
+                contents: text.as_bytes().to_vec(),
+            })
+            .collect()
+    }
+
+    /// The `.mjs`/`.js` names a profile's text mentions, as package paths.
+    fn mentioned_modules(profile: &str) -> Vec<String> {
+        let mut modules: Vec<String> = profile
+            .split(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | ',' | '"' | '\''))
+            .filter(|word| word.ends_with(".mjs") || word.ends_with(".js"))
+            .map(|word| word.strip_prefix("./").unwrap_or(word).to_owned())
+            .filter(|word| !word.starts_with('/') && !word.contains(".."))
+            .collect();
+        modules.sort_unstable();
+        modules.dedup();
+        modules
+    }
+
+    /// The files plus a module for every `.mjs`/`.js` name X.yaml mentions that is not among
+    /// them, so a test breaks only the line it means to (the loader refuses a package whose
+    /// declared modules are absent).
+    fn files(pairs: &[(&str, &str)]) -> Vec<SnapshotFile> {
+        let mut out = bare_files(pairs);
+        for (path, text) in pairs {
+            if *path != "X.yaml" {
+                continue;
+            }
+            for module in mentioned_modules(text) {
+                if !out.iter().any(|file| file.path == module) {
+                    out.push(SnapshotFile {
+                        path: module,
+                        mode: 0o100_644,
+                        contents: b"export default () => ({});\n".to_vec(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    const MANUAL: &str = "---\nname: demo\ndescription: A demo skill.\n---\n\n# Demo\n\nUse it.\n";
+
+    /// A small valid profile: a graph runner with a tool step, an agent step and a
+    /// javascript finalizer, so single lines can be broken in each test.
+    const PROFILE: &str = "\
+skill: demo
+version: \"1.0.0\"
+catalog:
+  kind: graph
+  audience: public
+  role: canonical
+runners:
+  build:
+    default: true
+    type: graph
+    inputs:
+      topic:
+        type: string
+        required: true
+    graph:
+      name: demo
+      result_from: [finish]
+      steps:
+        - id: look
+          tool: fs.read
+          inputs:
+            topic: $input.topic
+        - id: think
+          run:
+            type: agent-task
+            agent: builder
+            task: demo-think
+          context:
+            seen: look.result.data
+        - id: finish
+          run:
+            type: javascript
+            module: finish.mjs
+";
+
+    fn load(profile: &str) -> Result<Package, PackageError> {
+        load_package(&files(&[("SKILL.md", MANUAL), ("X.yaml", profile)]))
+    }
+
+    fn refused(profile: &str) -> PackageError {
+        match load(profile) {
+            Ok(_) => panic!("accepted:\n{profile}"),
+            Err(err) => err,
+        }
+    }
+
+    /// The profile with `from` replaced by `to` (which must occur).
+    fn edit(from: &str, to: &str) -> String {
+        assert!(PROFILE.contains(from), "{from}");
+        PROFILE.replacen(from, to, 1)
+    }
+
+    /// The 1-based line of the first line of `PROFILE`-like text containing `needle`.
+    fn line_of_text(text: &str, needle: &str) -> usize {
+        text.lines()
+            .position(|line| line.contains(needle))
+            .map_or(0, |index| index + 1)
+    }
+
+    #[test]
+    fn all_four_real_packages_load_with_their_fixtures() {
+        let expected = [
+            ("hello-world", 0, vec!["default"], Some("default"), 1),
+            ("web-fetch", 4, vec!["web-fetch"], Some("web-fetch"), 0),
+            (
+                "weather-forecast",
+                4,
+                vec!["normalize"],
+                Some("normalize"),
+                0,
+            ),
+            (
+                "skill-lab",
+                5,
+                vec!["design", "build", "improve", "harness"],
+                Some("build"),
+                2,
+            ),
+        ];
+        for (name, fixtures, runners, default, cases) in expected {
+            let package = load_package(&real(name)).unwrap_or_else(|err| panic!("{name}: {err}"));
+            assert_eq!(package.name(), name);
+            assert_eq!(package.fixtures().len(), fixtures, "{name}");
+            assert_eq!(package.runner_names(), runners, "{name}");
+            assert_eq!(
+                package.default_runner().map(|r| r.name.as_str()),
+                default,
+                "{name}"
+            );
+            assert_eq!(package.harness_cases().len(), cases, "{name}");
+            assert_eq!(package.profile_json()["skill"], name);
+            for fixture in package.fixtures() {
+                assert!(fixture.json["name"].is_string(), "{}", fixture.path);
+                assert_eq!(fixture.target, "..");
+            }
+        }
+    }
+
+    #[test]
+    fn real_packages_expose_graphs_modules_and_inputs() {
+        let weather = load_package(&real("weather-forecast")).unwrap();
+        assert_eq!(
+            weather.javascript_modules(),
+            vec![JsModule {
+                runner: "normalize".to_owned(),
+                step: Some("validate".to_owned()),
+                module: "weather-forecast.mjs".to_owned(),
+                export: None,
+                timeout_seconds: JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS,
+            }]
+        );
+        let runner = weather.runner("normalize").unwrap();
+        let graph = runner.source.graph.as_ref().unwrap();
+        assert_eq!(graph.result_from, ["validate"]);
+        assert!(
+            matches!(&graph.steps[0].target, StepTarget::Run(s) if s.source_type == "agent-task")
+        );
+        assert_eq!(
+            graph.steps[1].context["forecast_draft"],
+            "interpret.forecast_draft.data"
+        );
+        let fetch = load_package(&real("web-fetch")).unwrap();
+        let runner = fetch.runner("web-fetch").unwrap();
+        let allowlist = runner
+            .inputs
+            .iter()
+            .find(|i| i.name == "allowlist")
+            .unwrap();
+        assert_eq!(allowlist.input_type, "array");
+        assert_eq!(allowlist.default, Some(json!(["*"])));
+        assert_eq!(runner.examples.len(), 1);
+        assert_eq!(
+            fetch
+                .profile()
+                .catalog
+                .as_ref()
+                .unwrap()
+                .completion
+                .as_deref(),
+            Some("provider_readback")
+        );
+        assert_eq!(fetch.skill().runx_category.as_deref(), Some("research"));
+    }
+
+    #[test]
+    fn inspect_summarizes_runners_steps_catalog_and_harness() {
+        let summary = inspect_package(&load_package(&real("skill-lab")).unwrap());
+        assert_eq!(summary["skill"], "skill-lab");
+        assert_eq!(summary["version"], "0.9.4");
+        assert_eq!(summary["default_runner"], "build");
+        assert_eq!(summary["catalog"]["audience"], "builder");
+        assert_eq!(summary["counts"]["runners"], 4);
+        assert_eq!(summary["counts"]["fixtures"], 5);
+        assert_eq!(summary["counts"]["harness_cases"], 2);
+        let build = &summary["runners"][1];
+        assert_eq!(build["name"], "build");
+        assert_eq!(build["type"], "graph");
+        assert_eq!(build["default"], true);
+        let steps: Vec<&str> = build["graph"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|step| step["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            steps,
+            ["inspect", "architect", "plan", "author", "bind", "apply"]
+        );
+        assert_eq!(build["graph"]["steps"][0]["ref"], "runx.skill.inspect");
+        assert_eq!(
+            summary["harness"]["cases"],
+            json!([
+                "skill-lab-designs-bounded-package",
+                "skill-lab-needs-objective"
+            ])
+        );
+        assert_eq!(
+            summary["harness"]["fixtures"][0]["path"],
+            "fixtures/build-needs-core.yaml"
+        );
+        let hello = inspect_package(&load_package(&real("hello-world")).unwrap());
+        assert_eq!(hello["runners"][0]["command"], "node");
+        assert_eq!(hello["registry_owner"], "runx");
+    }
+
+    #[test]
+    fn a_small_package_loads() {
+        let package = load(PROFILE).unwrap();
+        assert_eq!(package.default_runner().unwrap().name, "build");
+        assert_eq!(package.javascript_modules()[0].module, "finish.mjs");
+        assert_eq!(
+            package.profile().catalog.as_ref().unwrap().visibility,
+            "public"
+        );
+    }
+
+    #[test]
+    fn missing_skill_md_or_x_yaml_is_named() {
+        let err = load_package(&files(&[("X.yaml", PROFILE)])).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "SKILL.md: required package file is missing\n  a Runx package needs both SKILL.md and X.yaml"
+        );
+        let err = load_package(&files(&[("SKILL.md", MANUAL)])).unwrap_err();
+        assert_eq!(err.file(), "X.yaml");
+        assert!(err.to_string().contains("needs both SKILL.md and X.yaml"));
+    }
+
+    #[test]
+    fn skill_md_needs_frontmatter_with_a_name() {
+        let with =
+            |manual: &str| load_package(&files(&[("SKILL.md", manual), ("X.yaml", PROFILE)]));
+        // Runx's words, then MindRune's place and hint.
+        let err = with("# Demo\n").unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "SKILL.md: skill: Skill markdown must start with YAML frontmatter delimited by ---.\n  at SKILL.md:1: frontmatter: "
+            ),
+            "{err}"
+        );
+        let err = with("---\ndescription: no name\n---\n").unwrap_err();
+        assert_eq!(err.to_string(), "SKILL.md:1: name: is required");
+        let err = with("---\nname: \"\"\n---\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("SKILL.md:2: name: must not be empty"),
+            "{err}"
+        );
+        let err = with("---\nname: demo\nrunx: research\n---\n").unwrap_err();
+        assert!(err.to_string().contains("runx must be a mapping"), "{err}");
+        let err = with("---\nname: demo\nregistry_owner: AutoMerch\n---\n").unwrap_err();
+        assert!(
+            err.to_string().starts_with("SKILL.md:3: registry_owner: "),
+            "{err}"
+        );
+        // The frontmatter is YAML in the same strict subset, reported in SKILL.md's lines.
+        let err = with("---\nname: demo\nname: again\n---\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("SKILL.md:3:1: duplicate key name"),
+            "{err}"
+        );
+        // CRLF files split the same way.
+        let crlf = MANUAL.replace('\n', "\r\n");
+        assert_eq!(with(&crlf).unwrap().manual().frontmatter.name, "demo");
+    }
+
+    #[test]
+    fn unknown_frontmatter_keys_are_kept_not_refused() {
+        let manual = "---\nname: demo\nlicense: MIT\nmetadata: {owner: me}\nrunx:\n  category: research\n  tags: [a]\n---\nBody\n";
+        let package = load_package(&files(&[("SKILL.md", manual), ("X.yaml", PROFILE)])).unwrap();
+        assert_eq!(package.manual().json["license"], "MIT");
+        assert_eq!(package.skill().runx_category.as_deref(), Some("research"));
+        assert_eq!(package.manual().body, "Body\n");
+    }
+
+    #[test]
+    fn execution_metadata_in_skill_md_is_refused_in_a_package_but_read_on_its_own() {
+        let manual = "---\nname: demo\ninputs:\n  message:\n    type: string\nretry:\n  max_attempts: 2\nrunx:\n  post_run:\n    reflect: always\n---\n";
+        let alone = parse_skill_md(manual).unwrap();
+        assert_eq!(alone.frontmatter.inputs[0].name, "message");
+        assert_eq!(alone.frontmatter.post_run_reflect, "always");
+        let err = load_package(&files(&[("SKILL.md", manual), ("X.yaml", PROFILE)])).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("SKILL.md:3: inputs: execution metadata belongs in X.yaml"),
+            "{err}"
+        );
+        let manual = "---\nname: demo\nrunx:\n  category: x\n  post_run:\n    reflect: auto\n---\n";
+        let err = load_package(&files(&[("SKILL.md", manual), ("X.yaml", PROFILE)])).unwrap_err();
+        assert!(
+            err.to_string().starts_with("SKILL.md:5: runx.post_run: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn unknown_top_level_field_is_refused_naming_file_line_and_field() {
+        let profile = format!("{PROFILE}stages:\n  - one\n");
+        let err = refused(&profile);
+        assert_eq!(err.file(), "X.yaml");
+        assert_eq!(err.line(), Some(line_of_text(&profile, "stages:")));
+        assert_eq!(err.field(), Some("stages"));
+        assert!(
+            err.to_string().contains("unknown X.yaml top-level field"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("runners"), "{err}");
+    }
+
+    #[test]
+    fn unknown_runner_field_is_refused_naming_file_line_and_field() {
+        let profile = edit(
+            "    default: true\n",
+            "    default: true\n    prompt: do it\n",
+        );
+        let err = refused(&profile);
+        let text = err.to_string();
+        let mut lines = text.lines();
+        assert_eq!(
+            lines.next(),
+            Some(
+                "X.yaml: runners.build.prompt is not supported; allowed fields: act, agent, agent_card_url, agent_identity, allowed_tools, args, arguments, artifacts, auth, command, credential, context, context_skills, cwd, default, environment, examples, execution, external_adapter, export, graph, headers, hook, http, idempotency, input_mode, inputs, method, module, mutating, outputs, pages, policy, retry, risk, runx, runtime, server, scopes, source, task, thread_outbox_provider, timeout_seconds, tool, type, url, allow_private_network."
+            ),
+            "Runx's words first"
+        );
+        assert!(
+            lines.next().is_some_and(|line| line
+                .starts_with("  at X.yaml:10: runners.build.prompt: unknown runner field")),
+            "{text}"
+        );
+    }
+
+    /// Runx's runner field list has no `sandbox`, and refuses it like any unknown field.
+    #[test]
+    fn a_runner_sandbox_field_is_refused_as_runx_refuses_it() {
+        let profile = edit(
+            "    default: true\n",
+            "    default: true\n    sandbox: strict\n",
+        );
+        let err = refused(&profile);
+        assert_eq!(err.field(), Some("runners.build.sandbox"));
+        assert!(
+            err.to_string().starts_with(
+                "X.yaml: runners.build.sandbox is not supported; allowed fields: act, "
+            ),
+            "{err}"
+        );
+    }
+
+    /// Runx refuses a package whose X.yaml declares a module or a cli-tool script that is not
+    /// among its files, naming the missing file (`runx-parser` package validation).
+    #[test]
+    fn a_declared_module_or_sidecar_that_is_absent_makes_the_package_invalid() {
+        let err =
+            load_package(&bare_files(&[("SKILL.md", MANUAL), ("X.yaml", PROFILE)])).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(
+            text.lines().next(),
+            Some("finish.mjs: declared JavaScript module is missing"),
+            "{text}"
+        );
+        assert!(
+            text.contains("at X.yaml:")
+                && text.contains("runners.build.graph.steps.finish.run.module"),
+            "{text}"
+        );
+
+        let cli = "skill: demo\nrunners:\n  default:\n    default: true\n    type: cli-tool\n    command: node\n    args:\n      - ./run.mjs\n      - --verbose\n";
+        let err = load_package(&bare_files(&[("SKILL.md", MANUAL), ("X.yaml", cli)])).unwrap_err();
+        assert_eq!(
+            err.to_string().lines().next(),
+            Some("run.mjs: declared execution sidecar is missing from the skill package"),
+            "{err}"
+        );
+        // With the files present, both load.
+        assert!(load_package(&files(&[("SKILL.md", MANUAL), ("X.yaml", cli)])).is_ok());
+        assert!(load(PROFILE).is_ok());
+        // A sidecar is a relative .js/.mjs path; `node` and `--verbose` are not files.
+        assert_eq!(process_script_path("./run.mjs"), Some("run.mjs"));
+        assert_eq!(process_script_path("lib/x.js"), Some("lib/x.js"));
+        for not_a_file in ["node", "--verbose", "/abs/x.mjs", "../x.mjs", "a\\b.mjs"] {
+            assert_eq!(process_script_path(not_a_file), None, "{not_a_file}");
+        }
+    }
+
+    #[test]
+    fn declared_packet_ids_are_gathered_from_runners_steps_and_inputs() {
+        assert_eq!(
+            Package::declared_packet_ids(&load_package(&real("weather-forecast")).unwrap()),
+            ["runx.context.weather_forecast.v1"]
+        );
+        let skill_lab = load_package(&real("skill-lab"))
+            .unwrap()
+            .declared_packet_ids();
+        assert!(
+            skill_lab.contains(&"runx.skill.change_draft.v1".to_owned()),
+            "{skill_lab:?}"
+        );
+        assert!(load(PROFILE).unwrap().declared_packet_ids().is_empty());
+    }
+
+    /// A fixture without a required field is refused in serde's words, as Runx reads it.
+    #[test]
+    fn a_fixture_missing_kind_is_refused_in_runx_words() {
+        let err = with_fixture("name: extra\ntarget: ..\nrunner: build\n").unwrap_err();
+        assert_eq!(
+            err.to_string().lines().next(),
+            Some(
+                "fixtures/smoke.yaml: invalid harness fixture: failed to parse harness fixture YAML: yaml: YAML parse failed: missing field `kind`"
+            ),
+            "{err}"
+        );
+        let err = with_fixture("kind: skill\ntarget: ..\n").unwrap_err();
+        assert!(
+            err.to_string()
+                .ends_with("missing field `name`\n  at fixtures/smoke.yaml:1: name: is required"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn runners_are_required_and_have_one_default() {
+        let err = refused("skill: demo\n");
+        assert_eq!(err.field(), Some("runners"));
+        let profile = format!("{PROFILE}  other:\n    default: true\n    type: agent\n");
+        let err = refused(&profile);
+        assert_eq!(err.field(), Some("runners.other.default"));
+        assert!(err.to_string().contains("keep one default runner"), "{err}");
+    }
+
+    #[test]
+    fn instructions_are_refused_in_runners_and_steps() {
+        let profile = edit(
+            "    default: true\n",
+            "    default: true\n    instructions: Be careful.\n",
+        );
+        let err = refused(&profile);
+        assert!(
+            err.to_string()
+                .starts_with("X.yaml:10: runners.build.instructions: model instructions belong in SKILL.md, not X.yaml"),
+            "{err}"
+        );
+        let profile = edit(
+            "            module: finish.mjs\n",
+            "            module: finish.mjs\n          instructions: Summarize.\n",
+        );
+        let err = refused(&profile);
+        let line = line_of_text(&profile, "instructions:");
+        assert!(
+            err.to_string().starts_with(&format!(
+                "X.yaml:{line}: runners.build.graph.steps[2].instructions: model instructions belong in SKILL.md, not X.yaml"
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn retired_step_keys_are_refused_with_what_to_do() {
+        for (key, says) in [
+            ("effect_family: harmless", "effect ownership"),
+            ("sync: all", "sequential graph runner"),
+            ("stage: pay-quote", "sequential graph runner"),
+        ] {
+            let profile = edit(
+                "          tool: fs.read\n",
+                &format!("          tool: fs.read\n          {key}\n"),
+            );
+            let err = refused(&profile);
+            let field = key.split(':').next().unwrap();
+            assert_eq!(
+                err.field(),
+                Some(format!("runners.build.graph.steps[0].{field}").as_str())
+            );
+            assert_eq!(err.line(), Some(line_of_text(&profile, key)));
+            assert!(err.to_string().contains(says), "{err}");
+        }
+    }
+
+    #[test]
+    fn legacy_double_brace_bindings_are_refused() {
+        let profile = edit("topic: $input.topic", "topic: \"{{ topic }}\"");
+        let err = refused(&profile);
+        assert_eq!(
+            err.field(),
+            Some("runners.build.graph.steps[0].inputs.topic")
+        );
+        assert!(err.to_string().contains("\"$input.topic\""), "{err}");
+        // An earlier step's output belongs in context.
+        let profile = edit(
+            "            seen: look.result.data\n",
+            "            seen: look.result.data\n          inputs:\n            raw: look.result\n",
+        );
+        let err = refused(&profile);
+        assert!(err.to_string().contains("move it to context"), "{err}");
+    }
+
+    #[test]
+    fn steps_need_an_id_and_exactly_one_target() {
+        let profile = edit(
+            "          tool: fs.read\n",
+            "          tool: fs.read\n          skill: other\n",
+        );
+        let err = refused(&profile);
+        assert!(
+            err.to_string()
+                .contains("exactly one of tool, skill or run"),
+            "{err}"
+        );
+        assert_eq!(err.line(), Some(line_of_text(&profile, "skill: other")));
+        let profile = edit(
+            "        - id: look\n          tool: fs.read\n",
+            "        - tool: fs.read\n",
+        );
+        let err = refused(&profile);
+        assert_eq!(err.field(), Some("runners.build.graph.steps[0].id"));
+        let profile = edit("        - id: think\n", "        - id: look\n");
+        assert!(refused(&profile).to_string().contains("ids must be unique"));
+        let profile = edit("seen: look.result.data", "seen: later.result");
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("not an earlier step")
+        );
+        let profile = edit("result_from: [finish]", "result_from: [missing]");
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("not a step of this graph")
+        );
+        let profile = edit("      result_from: [finish]\n", "");
+        assert!(refused(&profile).to_string().contains("public result"));
+    }
+
+    #[test]
+    fn when_takes_a_field_and_exactly_one_comparison() {
+        let ok = edit(
+            "          tool: fs.read\n",
+            "          tool: fs.read\n          when: {field: mode, equals: build}\n",
+        );
+        assert!(load(&ok).is_ok());
+        let both = edit(
+            "          tool: fs.read\n",
+            "          tool: fs.read\n          when: {field: mode, equals: a, not_equals: b}\n",
+        );
+        assert!(
+            refused(&both)
+                .to_string()
+                .contains("exactly one of equals or not_equals")
+        );
+        let other = edit(
+            "          tool: fs.read\n",
+            "          tool: fs.read\n          when: {field: mode, matches: a}\n",
+        );
+        assert_eq!(
+            refused(&other).field(),
+            Some("runners.build.graph.steps[0].when.matches")
+        );
+    }
+
+    #[test]
+    fn javascript_timeout_is_one_to_thirty_seconds_and_export_defaults() {
+        let ok = edit(
+            "module: finish.mjs\n",
+            "module: finish.mjs\n            timeout_seconds: 30\n            export: finalize\n",
+        );
+        let package = load(&ok).unwrap();
+        let module = &package.javascript_modules()[0];
+        assert_eq!(
+            (module.timeout_seconds, module.export.as_deref()),
+            (30, Some("finalize"))
+        );
+        for bad in ["0", "31"] {
+            let profile = edit(
+                "module: finish.mjs\n",
+                &format!("module: finish.mjs\n            timeout_seconds: {bad}\n"),
+            );
+            let err = refused(&profile);
+            assert_eq!(
+                err.field(),
+                Some("runners.build.graph.steps[2].run.timeout_seconds")
+            );
+            assert!(err.to_string().contains("1 to 30 seconds"), "{err}");
+        }
+        let profile = edit("module: finish.mjs", "module: ../finish.mjs");
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("relative .mjs or .js path")
+        );
+        let profile = edit(
+            "module: finish.mjs\n",
+            "module: finish.mjs\n            export: 9lives\n",
+        );
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("JavaScript identifier")
+        );
+        let profile = edit(
+            "module: finish.mjs\n",
+            "module: finish.mjs\n            command: node\n",
+        );
+        assert!(refused(&profile).to_string().contains("pure domain module"));
+    }
+
+    #[test]
+    fn source_types_and_inputs_are_closed() {
+        let profile = edit("type: agent-task", "type: shell");
+        let err = refused(&profile);
+        assert_eq!(err.field(), Some("runners.build.graph.steps[1].run.type"));
+        let profile = edit("        type: string\n", "        type: text\n");
+        let err = refused(&profile);
+        assert_eq!(err.field(), Some("runners.build.inputs.topic.type"));
+        assert!(
+            err.to_string()
+                .contains("array, boolean, integer, json, number, object, string")
+        );
+        let profile = edit(
+            "        required: true\n",
+            "        required: true\n        format: uri\n",
+        );
+        assert_eq!(
+            refused(&profile).field(),
+            Some("runners.build.inputs.topic.format")
+        );
+        let profile = edit(
+            "        required: true\n",
+            "        required: true\n        default: 3\n",
+        );
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("must match the declared type string")
+        );
+        let profile = edit("        required: true\n", "        packet: runx.demo.v1\n");
+        assert!(refused(&profile).to_string().contains("type to be json"));
+        let profile = edit("            agent: builder\n", "");
+        assert!(
+            load(&profile).is_ok(),
+            "an inline agent-task takes its agent from the graph"
+        );
+        let profile = format!("{PROFILE}  ask:\n    type: agent-task\n    task: t\n");
+        assert_eq!(refused(&profile).field(), Some("runners.ask.agent"));
+    }
+
+    #[test]
+    fn input_definitions_are_shared_by_reference() {
+        let profile = format!(
+            "input_definitions:\n  topic:\n    type: string\n    required: true\n{}",
+            edit(
+                "      topic:\n        type: string\n        required: true\n",
+                "      topic: {definition: topic}\n"
+            )
+        );
+        let package = load(&profile).unwrap();
+        let input = &package.runner("build").unwrap().inputs[0];
+        assert_eq!(
+            (input.required, input.definition.as_deref()),
+            (true, Some("topic"))
+        );
+        let profile = edit(
+            "      topic:\n        type: string\n        required: true\n",
+            "      topic: {definition: nope}\n",
+        );
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("input_definitions does not declare")
+        );
+    }
+
+    #[test]
+    fn catalog_enums_are_closed() {
+        let profile = edit("audience: public", "audience: everyone");
+        let err = refused(&profile);
+        assert_eq!(
+            err.to_string().split(": is").next(),
+            Some("X.yaml:5: catalog.audience")
+        );
+        let profile = edit(
+            "  role: canonical\n",
+            "  role: graph-stage\n  part_of: [x]\n",
+        );
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("visibility: internal")
+        );
+        let profile = edit(
+            "  role: canonical\n",
+            "  role: canonical\n  execution: read\n",
+        );
+        assert!(
+            refused(&profile)
+                .to_string()
+                .contains("capability metadata comes together")
+        );
+        let profile = edit("  role: canonical\n", "  role: canonical\n  owner: me\n");
+        assert_eq!(refused(&profile).field(), Some("catalog.owner"));
+    }
+
+    #[test]
+    fn harness_files_must_be_normalized_under_fixtures_and_present() {
+        let with_harness = |files_line: &str| {
+            format!(
+                "{PROFILE}harness:\n  files:\n    - {files_line}\n  cases:\n    - name: smoke\n      runner: build\n      inputs: {{topic: x}}\n      expect:\n        status: sealed\n"
+            )
+        };
+        let package_files = |profile: &str| {
+            files(&[
+                ("SKILL.md", MANUAL),
+                ("X.yaml", profile),
+                ("fixtures/helper.json", "{}"),
+            ])
+        };
+        let ok = with_harness("fixtures/helper.json");
+        let package = load_package(&package_files(&ok)).unwrap();
+        assert_eq!(package.harness_cases()[0].name, "smoke");
+        for bad in [
+            "../helper.json",
+            "fixtures/../X.yaml",
+            "helper.json",
+            "fixtures//helper.json",
+            "fixtures/missing.json",
+        ] {
+            let profile = with_harness(bad);
+            let err = load_package(&package_files(&profile)).unwrap_err();
+            assert_eq!(err.field(), Some("harness.files[0]"), "{bad}: {err}");
+        }
+        let bad_runner = ok.replace("runner: build", "runner: ghost");
+        let err = load_package(&package_files(&bad_runner)).unwrap_err();
+        assert_eq!(err.field(), Some("harness.cases[0].runner"));
+        let bad_case = ok.replace(
+            "      inputs: {topic: x}",
+            "      notes: hi\n      inputs: {topic: x}",
+        );
+        let err = load_package(&package_files(&bad_case)).unwrap_err();
+        assert_eq!(err.field(), Some("harness.cases[0].notes"));
+    }
+
+    const FIXTURE: &str = "\
+name: smoke
+kind: skill
+target: ..
+runner: build
+inputs:
+  topic: x
+caller:
+  answers:
+    agent_task.demo-think.output: {note: ok}
+  approvals: {gate: true}
+expect:
+  status: sealed
+  receipt:
+    schema: runx.receipt.v1
+  steps: [look, think, finish]
+  step_outputs:
+    finish:
+      subset: {ok: true}
+metadata:
+  source: test
+";
+
+    fn with_fixture(fixture: &str) -> Result<Package, PackageError> {
+        load_package(&files(&[
+            ("SKILL.md", MANUAL),
+            ("X.yaml", PROFILE),
+            ("fixtures/smoke.yaml", fixture),
+        ]))
+    }
+
+    #[test]
+    fn fixtures_load_as_json_for_the_replay() {
+        let package = with_fixture(FIXTURE).unwrap();
+        let fixture = &package.fixtures()[0];
+        assert_eq!(
+            (fixture.name.as_str(), fixture.runner.as_deref()),
+            ("smoke", Some("build"))
+        );
+        assert_eq!(fixture.json["caller"]["approvals"]["gate"], true);
+        assert_eq!(
+            fixture.json["expect"]["steps"],
+            json!(["look", "think", "finish"])
+        );
+    }
+
+    #[test]
+    fn unknown_fixture_field_is_refused_naming_file_line_and_field() {
+        let fixture = FIXTURE.replace("metadata:", "notes: hi\nmetadata:");
+        let err = with_fixture(&fixture).unwrap_err();
+        assert_eq!(err.file(), "fixtures/smoke.yaml");
+        let line = line_of_text(&fixture, "notes:");
+        assert!(
+            err.to_string().starts_with(&format!(
+                "fixtures/smoke.yaml:{line}: notes: unknown fixture field"
+            )),
+            "{err}"
+        );
+        let err = with_fixture(&FIXTURE.replace("  approvals:", "  prompts: {a: b}\n  approvals:"))
+            .unwrap_err();
+        assert_eq!(err.field(), Some("caller.prompts"));
+        let err = with_fixture(&FIXTURE.replace("  steps:", "  trace: []\n  steps:")).unwrap_err();
+        assert_eq!(err.field(), Some("expect.trace"));
+    }
+
+    #[test]
+    fn fixture_values_follow_runx_rules() {
+        let cases = [
+            ("status: sealed", "status: done", "expect.status"),
+            ("kind: skill", "kind: mcp", "kind"),
+            (
+                "    schema: runx.receipt.v1\n",
+                "    schema: runx.receipt.v1\n    skill_name: demo\n",
+                "expect.receipt.skill_name",
+            ),
+            (
+                "    schema: runx.receipt.v1\n",
+                "    schema: runx.receipt.v2\n",
+                "expect.receipt.schema",
+            ),
+            (
+                "      subset: {ok: true}\n",
+                "      partial: {ok: true}\n",
+                "expect.step_outputs.finish.partial",
+            ),
+            ("{gate: true}", "{gate: yes}", "caller.approvals.gate"),
+            ("runner: build", "runner: ghost", "runner"),
+            ("name: smoke\n", "", "name"),
+        ];
+        for (from, to, field) in cases {
+            assert!(FIXTURE.contains(from), "{from}");
+            let err = with_fixture(&FIXTURE.replacen(from, to, 1)).unwrap_err();
+            assert_eq!(err.field(), Some(field), "{from} -> {to}: {err}");
+        }
+        let composed = FIXTURE.replace(
+            "metadata:",
+            "operator_journeys:\n  - mode: composed\n    request: r\n    expected_outcome: o\nmetadata:",
+        );
+        assert!(
+            with_fixture(&composed)
+                .unwrap_err()
+                .to_string()
+                .contains("prior_evidence and must_not_repeat")
+        );
+    }
+
+    #[test]
+    fn yaml_strictness_is_reported_with_file_line_and_column() {
+        let err = refused(&edit("  build:\n", "  build: &b\n"));
+        assert_eq!(
+            err.to_string(),
+            "X.yaml: runner_manifest: YAML parse failed: YAML anchors, aliases, and tags are not supported in X.yaml at line 8; write the profile explicitly.\n  at X.yaml:8:10: anchors are not allowed in Runx YAML (remove &b and repeat the value)"
+        );
+        let profile = format!("{PROFILE}skill: again\n");
+        let err = refused(&profile);
+        let line = line_of_text(&profile, "skill: again");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "X.yaml: runner_manifest: YAML parse failed: duplicate mapping key \"skill\" in X.yaml at line {line}; keep profile keys unique.\n  at X.yaml:{line}:1: duplicate key skill (first at line 1); Runx refuses duplicate keys, keep one"
+            )
+        );
+        // The other constructs Runx's profile subset names, with the line Runx reports.
+        let cases = [
+            (
+                format!("{PROFILE}---\nskill: demo\n"),
+                "---",
+                "YAML document markers are not supported in X.yaml at line {line}; use one plain profile document.",
+            ),
+            (
+                edit("  build:\n", "  build:\n    <<: {b: 2}\n"),
+                "<<",
+                "YAML merge keys are not supported in X.yaml at line {line}; write the profile explicitly.",
+            ),
+            (
+                edit("      name: demo\n", "      name: !custom demo\n"),
+                "!custom",
+                "YAML anchors, aliases, and tags are not supported in X.yaml at line {line}; write the profile explicitly.",
+            ),
+        ];
+        for (profile, marker, runx) in cases {
+            let runx = runx.replace("{line}", &line_of_text(&profile, marker).to_string());
+            let err = refused(&profile).to_string();
+            assert_eq!(
+                err.lines().next(),
+                Some(format!("X.yaml: runner_manifest: YAML parse failed: {runx}").as_str()),
+                "{err}"
+            );
+        }
+        let err = with_fixture(&format!("---\n{FIXTURE}")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("fixtures/smoke.yaml:1:1: document markers"),
+            "{err}"
+        );
+        let err = with_fixture(&FIXTURE.replace("source: test", "source: !tag test")).unwrap_err();
+        assert!(err.to_string().contains("tags are not allowed"), "{err}");
+    }
+
+    #[test]
+    fn profile_skill_must_match_the_manual_name() {
+        let err = refused(&edit("skill: demo", "skill: other"));
+        assert_eq!(
+            err.to_string().split(": is").next(),
+            Some("X.yaml:1: skill")
+        );
+    }
+
+    #[test]
+    fn non_utf8_files_are_refused_with_their_line() {
+        let mut package = files(&[("SKILL.md", MANUAL), ("X.yaml", PROFILE)]);
+        package[1].contents.extend_from_slice(b"\n# \xff\n");
+        let err = load_package(&package).unwrap_err();
+        let line = PROFILE.lines().count() + 2;
+        assert_eq!(
+            err.to_string(),
+            format!("X.yaml:{line}: the file is not UTF-8 text; save it as UTF-8")
+        );
+    }
+
+    /// The fuzz seeds split as the `runx_package` target splits them (X.yaml, then NUL and
+    /// SKILL.md, then NUL and a fixture), so a seed keeps exercising what its name says.
+    #[test]
+    fn fuzz_seeds_load_or_refuse_as_their_names_say() {
+        let dir = std::path::Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fuzz/seeds/runx_package"
+        ));
+        let seed = |name: &str| {
+            let data = std::fs::read(dir.join(name)).unwrap_or_else(|err| panic!("{name}: {err}"));
+            let mut parts = data.splitn(3, |byte| *byte == 0);
+            let profile = parts.next().unwrap_or_default().to_vec();
+            let manual = parts
+                .next()
+                .map_or(MANUAL.as_bytes().to_vec(), <[u8]>::to_vec);
+            let mut package = vec![
+                SnapshotFile {
+                    path: "SKILL.md".to_owned(),
+                    mode: 0o100_644,
+                    contents: manual,
+                },
+                SnapshotFile {
+                    path: "X.yaml".to_owned(),
+                    mode: 0o100_644,
+                    contents: profile,
+                },
+            ];
+            if let Some(fixture) = parts.next() {
+                package.push(SnapshotFile {
+                    path: "fixtures/case.yaml".to_owned(),
+                    mode: 0o100_644,
+                    contents: fixture.to_vec(),
+                });
+            }
+            for module in mentioned_modules(&String::from_utf8_lossy(&package[1].contents)) {
+                package.push(SnapshotFile {
+                    path: module,
+                    mode: 0o100_644,
+                    contents: b"export default () => ({});\n".to_vec(),
+                });
+            }
+            load_package(&package)
+        };
+        let graph = seed("graph_with_fixture").unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(
+            (graph.fixtures().len(), graph.harness_cases().len()),
+            (1, 1)
+        );
+        assert_eq!(graph.javascript_modules()[0].timeout_seconds, 5);
+        let runners = seed("cli_and_javascript_runners").unwrap_or_else(|err| panic!("{err}"));
+        assert_eq!(runners.runner_names(), ["echo", "finalize"]);
+        assert!(runners.default_runner().is_none());
+        let err = seed("refused_anchor_and_manual_inputs").unwrap_err();
+        assert!(err.to_string().starts_with("SKILL.md:3: inputs: "), "{err}");
+    }
+
+    fn real_texts() -> Vec<(String, String)> {
+        let mut texts = Vec::new();
+        for name in ["hello-world", "web-fetch", "weather-forecast", "skill-lab"] {
+            for file in real(name) {
+                if file.path.ends_with(".yaml") {
+                    texts.push((name.to_owned(), file.path.clone()));
+                }
+            }
+        }
+        texts
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        /// Arbitrary text as X.yaml, SKILL.md or a fixture never panics the loader.
+        #[test]
+        fn load_package_never_panics_on_arbitrary_text(
+            profile in "\\PC{0,200}",
+            manual in "\\PC{0,120}",
+            fixture in "[-a-z:{}\\[\\]&*!| \n]{0,120}",
+        ) {
+            let _ = load_package(&files(&[
+                ("SKILL.md", &manual),
+                ("X.yaml", &profile),
+                ("fixtures/f.yaml", &fixture),
+            ]));
+            let _ = load_package(&files(&[
+                ("SKILL.md", MANUAL),
+                ("X.yaml", &profile),
+            ]));
+        }
+
+        /// A real package with one of its YAML files mutated never panics the loader, and a
+        /// refusal always names a file of the package.
+        #[test]
+        fn load_package_never_panics_on_mutated_real_yaml(
+            pick in any::<prop::sample::Index>(),
+            at in any::<prop::sample::Index>(),
+            len in 0usize..30,
+            insert in "[-a-z0-9:?&*!|>\\[\\]{}'\" \n]{0,10}",
+        ) {
+            let texts = real_texts();
+            let (name, path) = &texts[pick.index(texts.len())];
+            let mut package = real(name);
+            let file = package.iter_mut().find(|f| &f.path == path).unwrap();
+            let chars: Vec<char> = String::from_utf8_lossy(&file.contents).chars().collect();
+            let start = at.index(chars.len() + 1).min(chars.len());
+            let end = (start + len).min(chars.len());
+            let mutated: String = chars[..start]
+                .iter()
+                .copied()
+                .chain(insert.chars())
+                .chain(chars[end..].iter().copied())
+                .collect();
+            file.contents = mutated.into_bytes();
+            if let Err(err) = load_package(&package) {
+                prop_assert!(package.iter().any(|f| f.path == err.file()), "{}", err);
+            }
+        }
+    }
+}

@@ -1,0 +1,1089 @@
+//! Ingest: one tool call in, the uses it makes recorded.
+//!
+//! The steps, in order: find the agent (and from it the owner), drop detached runs, decide
+//! which scripts the call ran (the shell-line classifier, or the `script` field), read each
+//! file inside the workspace, match it to a skill and version, measure the run, scrub, record
+//! and rescore. Inline code goes to the snippet history instead and never becomes a skill.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use mindrune_core::avatars::event::{Call, Event};
+use mindrune_core::avatars::rs_output::{self, RunOutput};
+use mindrune_core::digest;
+use mindrune_core::header;
+use mindrune_core::secrets::{self, Scrubber};
+use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
+use mindrune_store::{
+    Agent, HeaderState, Lineage, Millis, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot,
+    SharingChange, SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
+};
+
+use crate::avatars::tags;
+use crate::workspace::{
+    self, AgentFiles, FileStamp, LocalFiles, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT,
+};
+
+/// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
+pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
+
+/// How many of an avatar's latest outputs are read to find the state its previous run ended in.
+const PREVIOUS_OUTPUTS_LOOKED_AT: usize = 5;
+
+/// Why an event was rejected. Nothing of it was recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{}{message}", field.as_ref().map(|f| format!("field `{f}`: ")).unwrap_or_default())]
+    Invalid {
+        field: Option<String>,
+        message: String,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl IngestError {
+    fn field(field: &str, message: impl Into<String>) -> IngestError {
+        IngestError::Invalid {
+            field: Some(field.to_string()),
+            message: message.into(),
+        }
+    }
+}
+
+/// What one event added.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Recorded {
+    pub runs: Vec<RunRecorded>,
+    pub snippet: Option<SnippetRecorded>,
+    /// Things the user should know that did not stop the event: a detached run, a vanished
+    /// file, a script of another bot.
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct RunRecorded {
+    /// `<agent>/<name>` of the skill the run counted for.
+    pub skill: String,
+    pub version: i64,
+    pub new_skill: bool,
+    pub new_version: bool,
+    /// `false` when the event id was already recorded (a retry).
+    pub added: bool,
+    pub ok: bool,
+    /// Why the run failed, when its output said (scrubbed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    pub score: f64,
+    pub uses: i64,
+    /// The run (or the file's new header) changed what the family sees of the skill.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct SnippetRecorded {
+    pub digest: String,
+    pub uses: i64,
+    pub ok: i64,
+    pub added: bool,
+}
+
+/// A script file as last matched, so an unchanged file costs no write transaction.
+#[derive(Clone)]
+pub(crate) struct KnownFile {
+    pub(crate) file_digest: String,
+    /// The file's stamp when it was last read; `None` when it was not read.
+    pub(crate) stamp: Option<FileStamp>,
+    pub(crate) version: VersionId,
+    pub(crate) skill_label: String,
+    pub(crate) new_skill: bool,
+    pub(crate) new_version: bool,
+    /// An unchanged copy of a sibling's skill: its runs count for the sibling's.
+    pub(crate) sibling_copy: bool,
+    pub(crate) sharing: Option<SharingChange>,
+}
+
+#[derive(Default)]
+struct Caches {
+    agents: HashMap<String, Agent>,
+    scrubbers: HashMap<i64, (Option<FileStamp>, Arc<Scrubber>)>,
+    files: HashMap<(i64, String), KnownFile>,
+    owner_keys: HashMap<i64, String>,
+    /// Agents re-run the very same command lines all day; parsing one once is enough.
+    shell_lines: HashMap<(i64, String, Option<String>), Arc<ShellRuns>>,
+}
+
+/// Distinct shell lines whose classification is kept; past this the cache starts over.
+const SHELL_LINE_CACHE_LIMIT: usize = 4_096;
+
+/// Records tool calls into a store.
+pub struct Recorder<'s> {
+    store: &'s dyn Store,
+    caches: Mutex<Caches>,
+}
+
+/// Milliseconds since the Unix epoch, now.
+pub fn now_millis() -> Millis {
+    let now = time::OffsetDateTime::now_utc();
+    (now.unix_timestamp_nanos() / 1_000_000) as Millis
+}
+
+impl<'s> Recorder<'s> {
+    pub fn new(store: &'s dyn Store) -> Recorder<'s> {
+        Recorder {
+            store,
+            caches: Mutex::new(Caches::default()),
+        }
+    }
+
+    /// The store this recorder writes to.
+    pub fn store(&self) -> &'s dyn Store {
+        self.store
+    }
+
+    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
+        self.caches.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Parses and records one event line.
+    pub fn record_line(&self, line: &str) -> Result<Recorded, IngestError> {
+        let event = mindrune_core::avatars::event::parse_line(line).map_err(|err| {
+            IngestError::Invalid {
+                field: err.field,
+                message: err.message,
+            }
+        })?;
+        self.record(&event)
+    }
+
+    /// Records several batches of events at once, in one write transaction of the store
+    /// ([`Store::write_group`]): each event exactly as [`Recorder::record_with`] records it, in
+    /// order, for the cost of one commit. `owners` are the families the batches are for.
+    ///
+    /// A batch whose event fails in the library stops there and answers that error (the events
+    /// before it stay, recognised by their ids when it is sent again); an invalid event is
+    /// answered for itself. When the transaction cannot commit, every batch answers the error and
+    /// nothing of any is stored. An answer is final only once this returns: nothing is
+    /// acknowledged before its commit.
+    pub fn record_together(
+        &self,
+        owners: &[OwnerId],
+        batches: &[Vec<(&Event, &dyn AgentFiles)>],
+    ) -> Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> {
+        let mut answers: Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> =
+            Vec::with_capacity(batches.len());
+        let committed = self.store.write_group(owners, &mut || {
+            answers.clear();
+            for batch in batches {
+                let mut results = Vec::with_capacity(batch.len());
+                let mut failed = None;
+                for (event, files) in batch {
+                    match self.record_with(event, *files) {
+                        Err(IngestError::Store(err)) => {
+                            failed = Some(err);
+                            break;
+                        }
+                        other => results.push(other),
+                    }
+                }
+                answers.push(match failed {
+                    Some(err) => Err(err),
+                    None => Ok(results),
+                });
+            }
+            Ok(())
+        });
+        if let Err(err) = committed {
+            // What this recorder learnt of the group's files names versions that were rolled
+            // back with it.
+            self.caches().files.clear();
+            return batches.iter().map(|_| Err(err.clone())).collect();
+        }
+        answers
+    }
+
+    /// Parses and records several event lines in one write transaction of the store: each as
+    /// [`Recorder::record_line`] records it, in order, for the cost of one commit. A line the
+    /// library fails on ends the list there, its error last (the lines before it are stored).
+    ///
+    /// When the transaction cannot commit (a full disk), nothing of it was stored, and the lines
+    /// are recorded again one at a time, each in its own transaction, so whatever still fits is
+    /// stored and the first line that does not ends the list with its error.
+    pub fn record_lines_together(&self, lines: &[&str]) -> Vec<Result<Recorded, IngestError>> {
+        match self.try_lines_together(lines) {
+            Ok(results) => results,
+            Err(_) => {
+                let mut results = Vec::with_capacity(lines.len());
+                for line in lines {
+                    let result = self.record_line(line);
+                    let stop = matches!(result, Err(IngestError::Store(_)));
+                    results.push(result);
+                    if stop {
+                        break;
+                    }
+                }
+                results
+            }
+        }
+    }
+
+    fn try_lines_together(
+        &self,
+        lines: &[&str],
+    ) -> Result<Vec<Result<Recorded, IngestError>>, StoreError> {
+        let mut owners: Vec<OwnerId> = lines
+            .iter()
+            .filter_map(|line| mindrune_core::avatars::event::parse_line(line).ok())
+            .filter_map(|event| self.agent(&event.agent).ok())
+            .map(|agent| agent.owner)
+            .collect();
+        owners.sort_unstable_by_key(|owner| owner.0);
+        owners.dedup();
+        let mut results = Vec::with_capacity(lines.len());
+        let committed = self.store.write_group(&owners, &mut || {
+            results.clear();
+            for line in lines {
+                let result = self.record_line(line);
+                let stop = matches!(result, Err(IngestError::Store(_)));
+                results.push(result);
+                if stop {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        if let Err(err) = committed {
+            self.caches().files.clear();
+            return Err(err);
+        }
+        Ok(results)
+    }
+
+    /// Records one event, reading the agent's files on this machine.
+    pub fn record(&self, event: &Event) -> Result<Recorded, IngestError> {
+        let agent = self.agent(&event.agent)?;
+        let workspace = PathBuf::from(&agent.workspace);
+        self.record_with(event, &LocalFiles(&workspace))
+    }
+
+    /// Records one event, reading the agent's files from `files` (a runner's snapshot on the
+    /// server, the workspace itself on the agent's machine).
+    pub fn record_with(
+        &self,
+        event: &Event,
+        files: &dyn AgentFiles,
+    ) -> Result<Recorded, IngestError> {
+        let agent = self.agent(&event.agent)?;
+        let owner = agent.owner;
+        let workspace = Path::new(&agent.workspace);
+        let mut recorded = Recorded::default();
+        let at = event.at.map_or_else(now_millis, |at| {
+            (at.unix_timestamp_nanos() / 1_000_000) as Millis
+        });
+        if event.background {
+            recorded.warnings.push(
+                "a detached run (background: true): MindRune cannot see how it ends, so nothing is recorded".into(),
+            );
+            // Only a run of a script file is kept as an unrecorded run: the wrap-up tells the
+            // agent how many of its runs went uncounted this way. Other background work (a
+            // server, a build) was never a run.
+            let scripts = match &event.call {
+                Call::Shell { command, cwd } => {
+                    self.classify(&agent, command, cwd.as_deref()).runs.clone()
+                }
+                Call::ExecuteScript { script } => vec![script.clone()],
+                Call::ExecuteCode { .. } => Vec::new(),
+            };
+            if !scripts.is_empty() {
+                let scrubber = self.scrubber(&agent, files)?;
+                let detail = match &event.call {
+                    Call::Shell { command, .. } => scrubber.scrub(command).text.into_owned(),
+                    _ => scripts.join(", "),
+                };
+                self.note_unrecorded(
+                    &agent,
+                    event.id.as_deref(),
+                    "",
+                    at,
+                    UnrecordedReason::Background,
+                    detail,
+                )?;
+            }
+            return Ok(recorded);
+        }
+        let scrubber = self.scrubber(&agent, files)?;
+        let parsed_output = event.output.as_deref().map(rs_output::parse_run_output);
+        let previous = match &parsed_output {
+            Some(out) if out.state_seen && needs_previous(event) => {
+                self.previous_state(&agent, at)?
+            }
+            _ => None,
+        };
+        let mut outcome = measure(event, parsed_output.as_ref(), previous.as_ref(), at)?;
+        // The cause quotes the game and the script's error: scrubbed like the output it is from.
+        outcome.failure = outcome
+            .failure
+            .map(|text| scrubber.scrub(&text).text.into_owned());
+        let output = event
+            .output
+            .as_deref()
+            .map(|text| scrub_tail(&scrubber, text));
+
+        match &event.call {
+            Call::ExecuteCode { code } => {
+                let code = scrubber.scrub(code).text.into_owned();
+                let result = self.store.record_snippet_use(
+                    owner,
+                    &NewSnippetUse {
+                        agent: agent.id,
+                        digest: digest::snippet_digest(&code),
+                        code,
+                        outcome,
+                        output,
+                        event_id: event.id.clone(),
+                    },
+                )?;
+                recorded.snippet = Some(SnippetRecorded {
+                    digest: result.snippet.digest,
+                    uses: result.snippet.uses,
+                    ok: result.snippet.ok,
+                    added: result.added,
+                });
+            }
+            Call::ExecuteScript { script } => {
+                let relative =
+                    workspace::workspace_relative(script, workspace).ok_or_else(|| {
+                        IngestError::field(
+                            "script",
+                            format!("`{script}` is outside the workspace of `{}`", agent.name),
+                        )
+                    })?;
+                let Some((bot, _)) = workspace::script_of_bot(&relative) else {
+                    return Err(IngestError::field(
+                        "script",
+                        format!(
+                            "`{script}` is not a script of a bot (expected bots/{}/<name>.ts)",
+                            agent.name
+                        ),
+                    ));
+                };
+                if bot != agent.name {
+                    return Err(IngestError::field(
+                        "script",
+                        format!("`{script}` belongs to bot `{bot}`, not to `{}`", agent.name),
+                    ));
+                }
+                let file = match files.stat(&relative, MAX_SCRIPT_BYTES) {
+                    Ok(file) => file,
+                    Err(err) => return Err(IngestError::field("script", err.to_string())),
+                };
+                let call = scrubber.scrub(script).text.into_owned();
+                let run = RunInput {
+                    relative,
+                    file,
+                    outcome,
+                    output,
+                    call,
+                    source_kind: "execute_code",
+                    event_id: event.id.clone(),
+                };
+                self.record_run(&agent, files, &scrubber, run, &mut recorded)?;
+            }
+            Call::Shell { command, cwd } => {
+                let runs = self.classify(&agent, command, cwd.as_deref());
+                for note in &runs.diagnostics {
+                    recorded
+                        .warnings
+                        .push(scrubber.scrub(note).text.into_owned());
+                }
+                let call = scrubber.scrub(command).text.into_owned();
+                for detached in &runs.detached {
+                    recorded.warnings.push(format!(
+                        "{detached}: sent to the background, so not recorded (MindRune cannot see how a detached run ends)"
+                    ));
+                    self.note_unrecorded(
+                        &agent,
+                        event.id.as_deref(),
+                        detached,
+                        at,
+                        UnrecordedReason::Background,
+                        call.clone(),
+                    )?;
+                }
+                let mut unresolved = Vec::new();
+                let scripts: Vec<&String> = runs
+                    .runs
+                    .iter()
+                    .filter(|path| match workspace::script_of_bot(path) {
+                        Some((bot, _)) if bot == agent.name => true,
+                        Some((bot, _)) => {
+                            unresolved.push((
+                                path.as_str(),
+                                format!(
+                                    "{path}: a script of bot `{bot}`, not of `{}`; not recorded",
+                                    agent.name
+                                ),
+                            ));
+                            false
+                        }
+                        // A file under bots/ that is no bot's script (a doubled folder after a
+                        // `cd`, a typo): the agent meant a run, so it hears that none counted.
+                        // Other files (rs-sdk's own scripts/, sdk/) were never runs.
+                        None if path.starts_with("bots/") => {
+                            unresolved.push((
+                                path.as_str(),
+                                format!(
+                                    "{path}: no script of a bot (scripts are bots/{}/<name>.ts); the run is not recorded",
+                                    agent.name
+                                ),
+                            ));
+                            false
+                        }
+                        None => false,
+                    })
+                    .collect();
+                for (path, warning) in unresolved {
+                    self.note_unrecorded(
+                        &agent,
+                        event.id.as_deref(),
+                        path,
+                        at,
+                        UnrecordedReason::NoScript,
+                        warning.clone(),
+                    )?;
+                    recorded.warnings.push(warning);
+                }
+                let several = scripts.len() > 1;
+                for relative in scripts {
+                    let file = match files.stat(relative, MAX_SCRIPT_BYTES) {
+                        Ok(file) => file,
+                        Err(err) => {
+                            let warning = format!("{err}; the run is not recorded");
+                            self.note_unrecorded(
+                                &agent,
+                                event.id.as_deref(),
+                                relative,
+                                at,
+                                UnrecordedReason::NoScript,
+                                warning.clone(),
+                            )?;
+                            recorded.warnings.push(warning);
+                            continue;
+                        }
+                    };
+                    // One call that runs several scripts is one run of each; each gets its own
+                    // id so a retried event is still recognised.
+                    let event_id = event.id.as_ref().map(|id| {
+                        if several {
+                            format!("{id}#{relative}")
+                        } else {
+                            id.clone()
+                        }
+                    });
+                    let run = RunInput {
+                        relative: relative.clone(),
+                        file,
+                        outcome: outcome.clone(),
+                        output: output.clone(),
+                        call: call.clone(),
+                        source_kind: "shell",
+                        event_id,
+                    };
+                    self.record_run(&agent, files, &scrubber, run, &mut recorded)?;
+                }
+            }
+        }
+        Ok(recorded)
+    }
+
+    fn record_run(
+        &self,
+        agent: &Agent,
+        files: &dyn AgentFiles,
+        scrubber: &Scrubber,
+        run: RunInput,
+        recorded: &mut Recorded,
+    ) -> Result<(), IngestError> {
+        let owner = agent.owner;
+        let cache_key = (agent.id.0, run.relative.clone());
+        let cached = |stamp: &FileStamp| {
+            self.caches()
+                .files
+                .get(&cache_key)
+                .filter(|k| k.stamp == Some(*stamp))
+                .cloned()
+        };
+        let source = match &run.file {
+            // The file's stamp is the one its version was matched at: nothing to read.
+            Some(stamp) if let Some(known) = cached(stamp) => Ok(known),
+            Some(_) => match files.read(&run.relative, MAX_SCRIPT_BYTES) {
+                Ok(Some(source)) => Err(Some(source)),
+                Ok(None) => Err(None),
+                Err(err) => {
+                    recorded
+                        .warnings
+                        .push(format!("{err}; the run is not recorded"));
+                    return Ok(());
+                }
+            },
+            None => Err(None),
+        };
+        let target = match source {
+            Ok(known) => KnownFile {
+                new_skill: false,
+                new_version: false,
+                sharing: None,
+                ..known
+            },
+            Err(None) => {
+                // The file vanished between the call and the record: the run belongs to the
+                // version the library last saw, never to a guess.
+                let known = self.store.skill_at_path(owner, agent.id, &run.relative)?;
+                match known.and_then(|skill| skill.current_version.map(|v| (skill, v))) {
+                    Some((skill, version)) => {
+                        recorded.warnings.push(format!(
+                            "{}: the file is gone; the run is recorded for its last known version",
+                            run.relative
+                        ));
+                        KnownFile {
+                            file_digest: String::new(),
+                            stamp: None,
+                            version,
+                            skill_label: format!("{}/{}", skill.agent_name, skill.name),
+                            new_skill: false,
+                            new_version: false,
+                            sibling_copy: false,
+                            sharing: None,
+                        }
+                    }
+                    None => {
+                        let warning = format!(
+                            "{}: the file does not exist and was never seen; the run is not recorded",
+                            run.relative
+                        );
+                        self.note_unrecorded(
+                            agent,
+                            run.event_id.as_deref(),
+                            &run.relative,
+                            now_millis(),
+                            UnrecordedReason::NoScript,
+                            warning.clone(),
+                        )?;
+                        recorded.warnings.push(warning);
+                        return Ok(());
+                    }
+                }
+            }
+            Err(Some(source)) => {
+                let file_digest = digest::sha256(source.as_bytes());
+                let same_content = self
+                    .caches()
+                    .files
+                    .get(&cache_key)
+                    .filter(|k| k.file_digest == file_digest)
+                    .cloned();
+                let known = match same_content {
+                    // Touched but unchanged: the same version, under its new stamp.
+                    Some(known) => KnownFile {
+                        new_skill: false,
+                        new_version: false,
+                        sharing: None,
+                        ..known
+                    },
+                    None => {
+                        self.match_file(agent, scrubber, &run.relative, &source, file_digest)?
+                    }
+                };
+                let known = KnownFile {
+                    stamp: run.file,
+                    ..known
+                };
+                self.caches().files.insert(cache_key, known.clone());
+                known
+            }
+        };
+        let result = self.store.record_use(
+            owner,
+            &NewUse {
+                version: target.version,
+                agent: agent.id,
+                outcome: run.outcome.clone(),
+                source: run.source_kind.into(),
+                call: Some(run.call),
+                output: run.output,
+                event_id: run.event_id,
+                recorded_at: now_millis(),
+            },
+        )?;
+        recorded.runs.push(RunRecorded {
+            skill: target.skill_label,
+            version: result.version.number,
+            new_skill: target.new_skill,
+            new_version: target.new_version,
+            added: result.added,
+            ok: run.outcome.ok,
+            failure: run.outcome.failure.clone(),
+            score: result.version.score,
+            uses: result.version.uses,
+            sharing: result.shared.or(target.sharing),
+        });
+        Ok(())
+    }
+
+    /// Matches a file's content to a skill and version, creating them when new, and records
+    /// the header it carries (which decides sharing).
+    pub(crate) fn match_file(
+        &self,
+        agent: &Agent,
+        scrubber: &Scrubber,
+        relative: &str,
+        source: &str,
+        file_digest: String,
+    ) -> Result<KnownFile, IngestError> {
+        let owner = agent.owner;
+        let (parsed, _diagnostics) = header::parse(source);
+        let code = digest::code_without_header(source);
+        let code_digest = digest::sha256(code.as_bytes());
+        let name = workspace::script_of_bot(relative)
+            .map_or("", |(_, name)| name)
+            .to_string();
+        // Tags are stored (and mirrored) as written, so they are scrubbed like every other word
+        // of the header: a secret written as a tag never reaches the library.
+        let tags: Vec<String> = parsed
+            .as_ref()
+            .map(|h| scrubbed_tags(&h.tags, scrubber))
+            .unwrap_or_default();
+        let from = parsed.as_ref().and_then(|h| h.from.clone());
+
+        let existing = self.store.skill_at_path(owner, agent.id, relative)?;
+        let mut origin = None;
+        if existing.is_none() {
+            let same_code = self.store.versions_with_digest(owner, &code_digest)?;
+            // An unchanged copy of a sibling's skill (it keeps its From: line) counts for the
+            // sibling's skill: it is the sibling's, already.
+            if let Some(from) = &from
+                && let Some((sibling, version)) = same_code.iter().find(|(skill, _)| {
+                    skill.agent != Some(agent.id)
+                        && format!("{}/{}", skill.agent_name, skill.name) == *from
+                })
+            {
+                return Ok(KnownFile {
+                    file_digest,
+                    stamp: None,
+                    version: version.id,
+                    skill_label: format!("{}/{}", sibling.agent_name, sibling.name),
+                    new_skill: false,
+                    new_version: false,
+                    sibling_copy: true,
+                    sharing: None,
+                });
+            }
+            // The mirror holds the sibling's code as stored, scrubbed: a skill whose code held
+            // a secret reaches the family with it redacted, so its verbatim copy has other
+            // bytes than the version's digest was taken of. It is still the sibling's skill.
+            if let Some(from) = &from
+                && let Some((sibling, version)) =
+                    self.scrubbed_copy_of(agent, scrubber, from, &code)?
+            {
+                return Ok(KnownFile {
+                    file_digest,
+                    stamp: None,
+                    version,
+                    skill_label: format!("{}/{}", sibling.agent_name, sibling.name),
+                    new_skill: false,
+                    new_version: false,
+                    sibling_copy: true,
+                    sharing: None,
+                });
+            }
+            // A copy or rename of one of the agent's own files starts its own history, built
+            // on the original.
+            if let Some((_, version)) = same_code
+                .iter()
+                .filter(|(skill, _)| skill.agent == Some(agent.id))
+                .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
+            {
+                origin = Some((version.id, Lineage::Copy));
+            } else if let Some(from) = &from
+                && let Some((sibling_agent, sibling_name)) = from.split_once('/')
+                && sibling_agent != agent.name
+                && let Some(sibling) =
+                    self.store
+                        .skill_by_name(owner, sibling_agent, sibling_name)?
+                && let Some(version) = sibling.current_version
+            {
+                // A changed copy of a sibling's skill: the avatar's own version, built on it.
+                origin = Some((version, Lineage::Sibling));
+            }
+        }
+        let matched = self.store.match_script(
+            owner,
+            &ScriptSnapshot {
+                agent: agent.id,
+                path: relative.to_string(),
+                name,
+                digest: code_digest,
+                code: scrubber.scrub(&code).text.into_owned(),
+                tags,
+                header: skill_header(parsed.as_ref(), scrubber, self.store)?,
+                file_digest: Some(file_digest.clone()),
+                origin,
+            },
+            now_millis(),
+        )?;
+        Ok(KnownFile {
+            file_digest,
+            stamp: None,
+            version: matched.version.id,
+            skill_label: format!("{}/{}", matched.skill.agent_name, matched.skill.name),
+            new_skill: matched.new_skill,
+            new_version: matched.new_version,
+            sibling_copy: false,
+            sharing: matched.sharing,
+        })
+    }
+
+    /// What the avatar's previous run showed of its state: the newest earlier output that holds
+    /// a state section. A few are looked at, since a call that printed no state (a `grep`, a
+    /// build) records no output worth comparing with.
+    fn previous_state(&self, agent: &Agent, at: Millis) -> Result<Option<RunOutput>, IngestError> {
+        let outputs =
+            self.store
+                .recent_outputs(agent.owner, agent.id, at, PREVIOUS_OUTPUTS_LOOKED_AT)?;
+        Ok(outputs
+            .iter()
+            .map(|text| rs_output::parse_run_output(text))
+            .find(|out| out.state_seen))
+    }
+
+    /// The sibling's skill (and version) that `code` is a verbatim copy of as the mirror showed
+    /// it: the version's stored, scrubbed code, equal to the copy as it is or once scrubbed.
+    fn scrubbed_copy_of(
+        &self,
+        agent: &Agent,
+        scrubber: &Scrubber,
+        from: &str,
+        code: &str,
+    ) -> Result<Option<(mindrune_store::Skill, VersionId)>, IngestError> {
+        let Some((sibling_agent, sibling_name)) = from.split_once('/') else {
+            return Ok(None);
+        };
+        if sibling_agent == agent.name {
+            return Ok(None);
+        }
+        let Some(sibling) = self
+            .store
+            .skill_by_name(agent.owner, sibling_agent, sibling_name)?
+        else {
+            return Ok(None);
+        };
+        let scrubbed = scrubber.scrub(code).text;
+        let versions = self.store.versions(agent.owner, sibling.id)?;
+        let found = versions
+            .iter()
+            .find(|v| v.code == code || v.code == scrubbed)
+            .map(|v| v.id);
+        Ok(found.map(|version| (sibling, version)))
+    }
+
+    /// Forgets what was cached about an agent's file (the turn boundary read it afresh).
+    pub(crate) fn forget_file(&self, agent: &Agent, relative: &str) {
+        self.caches()
+            .files
+            .remove(&(agent.id.0, relative.to_string()));
+    }
+
+    /// Keeps a call that was seen but not recorded as a run, so the turn report and the
+    /// wrap-up can say so once. `part` tells apart the scripts of one call; an event without an
+    /// id (a hand-written events file) is keyed by its time.
+    fn note_unrecorded(
+        &self,
+        agent: &Agent,
+        event_id: Option<&str>,
+        part: &str,
+        at: Millis,
+        reason: UnrecordedReason,
+        detail: String,
+    ) -> Result<(), IngestError> {
+        let base = event_id.map_or_else(|| format!("at:{at}"), str::to_string);
+        let event_id = if part.is_empty() {
+            base
+        } else {
+            format!("{base}#{part}")
+        };
+        self.store.note_unrecorded(
+            agent.owner,
+            &UnrecordedCall {
+                agent: agent.id,
+                event_id,
+                at,
+                reason,
+                detail,
+            },
+        )?;
+        Ok(())
+    }
+
+    /// Which scripts a shell line runs, from the cache when the agent ran it before.
+    fn classify(&self, agent: &Agent, command: &str, cwd: Option<&str>) -> Arc<ShellRuns> {
+        let key = (agent.id.0, command.to_string(), cwd.map(str::to_string));
+        if let Some(runs) = self.caches().shell_lines.get(&key) {
+            return runs.clone();
+        }
+        let roots = [SANDBOX_ROOT, agent.workspace.as_str()];
+        let runs = Arc::new(shell_line::classify_shell_line(
+            command,
+            &ShellContext {
+                cwd,
+                workspace_roots: &roots,
+            },
+        ));
+        let mut caches = self.caches();
+        if caches.shell_lines.len() >= SHELL_LINE_CACHE_LIMIT {
+            caches.shell_lines.clear();
+        }
+        caches.shell_lines.insert(key, runs.clone());
+        runs
+    }
+
+    /// Makes the recorder use this record of an agent from now on (a long-lived recorder is
+    /// told the agent a request's token names, so an agent re-created under the same name is
+    /// never recorded under its old id).
+    pub fn know_agent(&self, agent: &Agent) {
+        self.caches()
+            .agents
+            .insert(agent.name.clone(), agent.clone());
+    }
+
+    pub(crate) fn agent(&self, name: &str) -> Result<Agent, IngestError> {
+        if let Some(agent) = self.caches().agents.get(name) {
+            return Ok(agent.clone());
+        }
+        let agent = self.store.agent_by_name(name)?.ok_or_else(|| {
+            IngestError::field(
+                "agent",
+                format!("no agent named `{name}`; add it with `mindrune agent add {name} --owner OWNER --workspace DIR`"),
+            )
+        })?;
+        self.caches().agents.insert(name.to_string(), agent.clone());
+        Ok(agent)
+    }
+
+    /// The scrubber for an agent: its bot's password and keys from `bot.env`, and its owner's
+    /// key. Rebuilt when `bot.env` changes.
+    pub(crate) fn scrubber(
+        &self,
+        agent: &Agent,
+        files: &dyn AgentFiles,
+    ) -> Result<Arc<Scrubber>, IngestError> {
+        let relative = format!("bots/{}/bot.env", agent.name);
+        let stamp = files.change_stamp(&relative);
+        if let Some((seen, scrubber)) = self.caches().scrubbers.get(&agent.id.0)
+            && *seen == stamp
+        {
+            return Ok(scrubber.clone());
+        }
+        let owner_key = self.owner_key(agent.owner)?;
+        let mut known: Vec<String> = match files.read(&relative, MAX_SCRIPT_BYTES) {
+            Ok(Some(text)) => secrets::secrets_in_bot_env(&text),
+            Ok(None) | Err(ReadError::NotText(_)) => Vec::new(),
+            Err(err) => {
+                tracing::warn!("cannot read {relative} for its secrets: {err}");
+                Vec::new()
+            }
+        };
+        known.push(owner_key);
+        let refs: Vec<&str> = known.iter().map(String::as_str).collect();
+        let scrubber = Arc::new(Scrubber::new(&refs));
+        self.caches()
+            .scrubbers
+            .insert(agent.id.0, (stamp, scrubber.clone()));
+        Ok(scrubber)
+    }
+
+    fn owner_key(&self, owner: OwnerId) -> Result<String, IngestError> {
+        if let Some(key) = self.caches().owner_keys.get(&owner.0) {
+            return Ok(key.clone());
+        }
+        let key = self.store.owner(owner)?.api_key;
+        self.caches().owner_keys.insert(owner.0, key.clone());
+        Ok(key)
+    }
+}
+
+/// What a header says, as the library keeps it: its state decides sharing; its words are
+/// scrubbed like the code.
+pub(crate) fn skill_header(
+    parsed: Option<&header::Header>,
+    scrubber: &Scrubber,
+    store: &dyn Store,
+) -> Result<SkillHeader, StoreError> {
+    let Some(parsed) = parsed else {
+        return Ok(SkillHeader::default());
+    };
+    let scrub = |text: &Option<String>| {
+        text.as_deref()
+            .map(|t| scrubber.scrub(t).text.into_owned())
+            .filter(|t| !t.is_empty())
+    };
+    // Topics are read from the scrubbed words: a secret in a goal or a tag must not come back
+    // as a lower-cased topic.
+    let clean = header::Header {
+        goal: scrub(&parsed.goal),
+        preconditions: scrub(&parsed.preconditions),
+        params: scrub(&parsed.params),
+        result: scrub(&parsed.result),
+        tags: scrubbed_tags(&parsed.tags, scrubber),
+        ..parsed.clone()
+    };
+    Ok(SkillHeader {
+        state: if parsed.private {
+            HeaderState::Private
+        } else {
+            HeaderState::Skill
+        },
+        topics: header_topics(&clean, store)?,
+        goal: clean.goal,
+        preconditions: clean.preconditions,
+        params: clean.params,
+        result: clean.result,
+        from: parsed.from.clone(),
+    })
+}
+
+/// A header's tags with secrets scrubbed; a tag that was all secret is dropped.
+fn scrubbed_tags(tags: &[String], scrubber: &Scrubber) -> Vec<String> {
+    tags.iter()
+        .map(|tag| scrubber.scrub(tag).text.into_owned())
+        .filter(|tag| !tag.is_empty() && tag != mindrune_core::secrets::REDACTED)
+        .collect()
+}
+
+/// Topic tags of a header, by the library's vocabulary: each `Tags:` entry as an exact tag or
+/// a name (`lumby`, `cooks-assistant`, everyday names too: the author chose it as a tag), then
+/// the tags of the goal's and preconditions' free text (exact tags and names).
+fn header_topics(parsed: &header::Header, store: &dyn Store) -> Result<Vec<String>, StoreError> {
+    let vocabulary = tags::vocabulary(store)?;
+    let mut topics: Vec<String> = Vec::new();
+    let words = [parsed.goal.as_deref(), parsed.preconditions.as_deref()];
+    let found = parsed
+        .tags
+        .iter()
+        .filter_map(|tag| vocabulary.tag_for_word(tag))
+        .chain(
+            words
+                .into_iter()
+                .flatten()
+                .flat_map(|text| vocabulary.map(text).into_iter().map(Cow::into_owned)),
+        );
+    for topic in found {
+        if !topics.contains(&topic) {
+            topics.push(topic);
+        }
+    }
+    Ok(topics)
+}
+
+struct RunInput {
+    relative: String,
+    /// The file's stamp when the run was recorded; `None` when it no longer exists.
+    file: Option<FileStamp>,
+    outcome: Outcome,
+    output: Option<String>,
+    call: String,
+    source_kind: &'static str,
+    event_id: Option<String>,
+}
+
+/// Whether measuring this call needs the avatar's previous state: only for what the host did
+/// not measure itself.
+fn needs_previous(event: &Event) -> bool {
+    event.measures.is_none() || event.damage.is_none()
+}
+
+/// The measured outcome of a call: the host's `measures`/`damage` when given, else what
+/// rs-sdk printed, read against the avatar's previous run (`previous`). A run whose output
+/// ends in an rs-sdk error failed even when the host (the shell's exit status) said it was ok:
+/// `… | tail -30` and the fork runner, which exits 0 on a throw or a timeout, are ordinary.
+fn measure(
+    event: &Event,
+    output: Option<&RunOutput>,
+    previous: Option<&RunOutput>,
+    at: Millis,
+) -> Result<Outcome, IngestError> {
+    let output_failed = output.is_some_and(|out| out.failed);
+    let ok = match (event.ok, output) {
+        (Some(ok), _) => ok && !output_failed,
+        (None, Some(out)) if out.execution_status.is_some() => {
+            out.execution_status.as_deref() == Some("success")
+        }
+        (None, Some(out)) if out.failed => false,
+        (None, Some(out)) if out.xp_line_seen || out.state_seen => true,
+        _ => {
+            return Err(IngestError::field(
+                "ok",
+                "is missing and the output does not say how the run ended; give `ok` (true or false)",
+            ));
+        }
+    };
+    let facts = output.map(|out| rs_output::measure_against(out, previous));
+    let mut outcome = Outcome {
+        at,
+        ok,
+        duration_ms: event
+            .duration_ms
+            .or(output.and_then(|o| o.elapsed_ms))
+            .unwrap_or(0),
+        failure: if ok {
+            None
+        } else {
+            facts.as_ref().and_then(|f| f.failure.clone())
+        },
+        ..Outcome::default()
+    };
+    match &event.measures {
+        Some(measures) => {
+            outcome.xp = measures.xp.clone();
+            outcome.items = measures.items.clone();
+            outcome.goal_progress = measures.goal_progress.unwrap_or(0.0);
+        }
+        None => {
+            if let Some(facts) = &facts {
+                outcome.xp = facts.xp.clone();
+                outcome.items = facts.items.clone();
+            }
+        }
+    }
+    match &event.damage {
+        Some(damage) => {
+            outcome.deaths = damage.deaths;
+            outcome.stuck = damage.stuck;
+            outcome.items_lost = damage.items_lost;
+        }
+        None => {
+            if let Some(facts) = &facts {
+                outcome.deaths = u32::from(facts.died);
+                outcome.stuck = facts.stuck;
+                outcome.items_lost = facts.items_lost;
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+/// The scrubbed end of a run's output, cut at a character boundary.
+fn scrub_tail(scrubber: &Scrubber, text: &str) -> String {
+    // Scrub before cutting, so a secret that straddles the cut is still found whole.
+    let scrubbed = scrubber.scrub(text).text;
+    if scrubbed.len() <= OUTPUT_TAIL_BYTES {
+        return scrubbed.into_owned();
+    }
+    let mut start = scrubbed.len() - OUTPUT_TAIL_BYTES;
+    while !scrubbed.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("…{}", &scrubbed[start..])
+}

@@ -1,0 +1,114 @@
+//! Recording many events in one write transaction of the store: a runner's batches that arrive
+//! together (the server's group commit) and the lines of `mindrune record`, for the cost of one
+//! commit, each event exactly as [`Recorder::record_with`] records it.
+
+use mindrune_core::avatars::event::Event;
+use mindrune_store::{OwnerId, StoreError};
+
+use super::{IngestError, Recorded, Recorder};
+use crate::workspace::AgentFiles;
+
+impl Recorder<'_> {
+    /// Records several batches of events at once, in one write transaction of the store
+    /// ([`Store::write_group`]): each event exactly as [`Recorder::record_with`] records it, in
+    /// order, for the cost of one commit. `owners` are the families the batches are for.
+    ///
+    /// A batch whose event fails in the library stops there and answers that error (the events
+    /// before it stay, recognised by their ids when it is sent again); an invalid event is
+    /// answered for itself. When the transaction cannot commit, every batch answers the error and
+    /// nothing of any is stored. An answer is final only once this returns: nothing is
+    /// acknowledged before its commit.
+    pub fn record_together(
+        &self,
+        owners: &[OwnerId],
+        batches: &[Vec<(&Event, &dyn AgentFiles)>],
+    ) -> Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> {
+        let mut answers: Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> =
+            Vec::with_capacity(batches.len());
+        let committed = self.store.write_group(owners, &mut || {
+            answers.clear();
+            for batch in batches {
+                let mut results = Vec::with_capacity(batch.len());
+                let mut failed = None;
+                for (event, files) in batch {
+                    match self.record_with(event, *files) {
+                        Err(IngestError::Store(err)) => {
+                            failed = Some(err);
+                            break;
+                        }
+                        other => results.push(other),
+                    }
+                }
+                answers.push(match failed {
+                    Some(err) => Err(err),
+                    None => Ok(results),
+                });
+            }
+            Ok(())
+        });
+        if let Err(err) = committed {
+            // What this recorder learnt of the group's files names versions that were rolled
+            // back with it.
+            self.caches().files.clear();
+            return batches.iter().map(|_| Err(err.clone())).collect();
+        }
+        answers
+    }
+
+    /// Parses and records several event lines in one write transaction of the store: each as
+    /// [`Recorder::record_line`] records it, in order, for the cost of one commit. A line the
+    /// library fails on ends the list there, its error last (the lines before it are stored).
+    ///
+    /// When the transaction cannot commit (a full disk), nothing of it was stored, and the lines
+    /// are recorded again one at a time, each in its own transaction, so whatever still fits is
+    /// stored and the first line that does not ends the list with its error.
+    pub fn record_lines_together(&self, lines: &[&str]) -> Vec<Result<Recorded, IngestError>> {
+        match self.try_lines_together(lines) {
+            Ok(results) => results,
+            Err(_) => {
+                let mut results = Vec::with_capacity(lines.len());
+                for line in lines {
+                    let result = self.record_line(line);
+                    let stop = matches!(result, Err(IngestError::Store(_)));
+                    results.push(result);
+                    if stop {
+                        break;
+                    }
+                }
+                results
+            }
+        }
+    }
+
+    fn try_lines_together(
+        &self,
+        lines: &[&str],
+    ) -> Result<Vec<Result<Recorded, IngestError>>, StoreError> {
+        let mut owners: Vec<OwnerId> = lines
+            .iter()
+            .filter_map(|line| mindrune_core::avatars::event::parse_line(line).ok())
+            .filter_map(|event| self.agent(&event.agent).ok())
+            .map(|agent| agent.owner)
+            .collect();
+        owners.sort_unstable_by_key(|owner| owner.0);
+        owners.dedup();
+        let mut results = Vec::with_capacity(lines.len());
+        let committed = self.store.write_group(&owners, &mut || {
+            results.clear();
+            for line in lines {
+                let result = self.record_line(line);
+                let stop = matches!(result, Err(IngestError::Store(_)));
+                results.push(result);
+                if stop {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        if let Err(err) = committed {
+            self.caches().files.clear();
+            return Err(err);
+        }
+        Ok(results)
+    }
+}

@@ -8,6 +8,7 @@ pub mod family;
 pub mod hook;
 pub mod host_guard;
 pub mod ingest;
+pub mod journal;
 pub mod lab;
 pub mod mirror_writer;
 pub mod playbook;

@@ -23,7 +23,7 @@ use mindrune_core::digest;
 use mindrune_core::runx::admission::Refusal;
 use serde::{Deserialize, Serialize};
 
-use super::apply::ApplyError;
+use super::apply_error::{ApplyError, io_error};
 use crate::atomic_file::{sync_dir, write_atomic};
 use crate::journal::{Journal, JournalError};
 
@@ -55,15 +55,6 @@ struct Entry {
     /// The journal file holding the prior bytes, or `None` when the path did not exist.
     prior: Option<String>,
     mode: u32,
-}
-
-fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ApplyError {
-    let path = path.to_path_buf();
-    move |source| ApplyError::Io {
-        action,
-        path,
-        source,
-    }
 }
 
 fn target_hex(target_dir: &str) -> String {

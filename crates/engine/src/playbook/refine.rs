@@ -12,17 +12,8 @@ use mindrune_core::digest;
 use super::fixer::{self, FixerStart};
 use super::layout::{self, OnDisk};
 use super::ledger::{self, CardKind, NewCard};
+pub use super::report::Report;
 use super::{PlaybookError, Playbooks, Rule};
-
-/// A report: the skill, the revision followed, and the step that failed, was wrong or is
-/// missing. `turn` is where the record of that turn is on disk, when the host knows.
-#[derive(Debug, Clone)]
-pub struct Report {
-    pub skill: String,
-    pub revision: u32,
-    pub step: u32,
-    pub turn: Option<String>,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reported {

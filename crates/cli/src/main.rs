@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use mindrune_engine::turn::Boundary;
 
 mod commands;
+mod faces;
 mod lab;
 mod library;
 mod migrate;
@@ -576,7 +577,9 @@ fn bench_command(which: BenchCommand, postgres: Option<&str>) -> anyhow::Result<
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = faces::grouped_help(<Cli as clap::CommandFactory>::command()).get_matches();
+    let cli =
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     // A server's log is its record (requests, batches, shutdown), with times; a command's log
     // holds only warnings. MINDRUNE_LOG sets the filter, MINDRUNE_LOG_FORMAT=json gives one
     // JSON object per line for a log collector.

@@ -96,24 +96,7 @@ fn finish(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), P
     if let Some(FiledCard { kind, card: filed }) = &entry.filed {
         // Filed again under its own number when the crash took the uncommitted row (no other
         // card can have taken the number: every write finishes the journal first).
-        tx.execute(
-            "INSERT OR IGNORE INTO cards (id, kind, skill, state, filed_by, filed_at, proposal, \
-             fingerprint, base_version, restore_version, report_id, why) \
-             VALUES (?1, ?2, ?3, 'waiting', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            rusqlite::params![
-                entry.card,
-                kind,
-                filed.skill,
-                filed.filed_by,
-                ledger::now(),
-                filed.proposal,
-                filed.fingerprint,
-                filed.base_version,
-                filed.restore_version,
-                filed.report_id,
-                filed.why,
-            ],
-        )?;
+        ledger::refile_card(tx, entry.card, kind, filed)?;
     }
     for step in &entry.steps {
         run(workspace, step)?;

@@ -11,8 +11,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use mindrune_core::runx::contracts::ApplyVerdict;
-use mindrune_core::runx::receipt::{self, Disposition, VerifyOptions};
+use mindrune_core::runx::receipt::{self, VerifyOptions};
 use mindrune_engine::agent::Backend;
 use mindrune_engine::lab::agent_acts::RunnerAgent;
 use mindrune_engine::lab::harness::javascript::{WorkerCommand, serve_worker};
@@ -20,10 +19,10 @@ use mindrune_engine::lab::harness::{CaseSealer, HarnessOptions};
 use mindrune_engine::lab::runners::{
     self, Agent, AnswersFile, NoAgent, RunEnd, RunReport, RunRequest, Runner,
 };
-use mindrune_engine::lab::seal::{SealRequest, StoreSealer, throwaway_sealer};
+use mindrune_engine::lab::seal::{self, StoreSealer, throwaway_sealer};
 use mindrune_engine::lab::validate::{LabTools, PackageValidator, validate_package};
 use mindrune_engine::lab::{inspect, receipt_store};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 #[derive(Debug, Subcommand)]
 pub enum LabCommand {
@@ -496,7 +495,7 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("agent {line}");
     }
     let (receipt_id, receipt_path) = sealer
-        .seal_request(&run_seal(&report))
+        .seal_request(&seal::run_request(&report))
         .map_err(anyhow::Error::msg)?;
 
     let mut result = report.result_json();
@@ -541,79 +540,6 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
         RunEnd::NeedsAgent { .. } => ExitCode::from(2),
         RunEnd::Failed { .. } => ExitCode::FAILURE,
     })
-}
-
-/// The receipt of a lab run, for every way it can end.
-fn run_seal(report: &RunReport) -> SealRequest {
-    let (disposition, reason_code, summary) = match &report.end {
-        RunEnd::Planned => (
-            Disposition::Closed,
-            "skill_lab_planned".to_owned(),
-            "architecture plan bound to the inspected base digest".to_owned(),
-        ),
-        RunEnd::Applied(result) => (
-            Disposition::Closed,
-            match result.verdict {
-                ApplyVerdict::ValidatedAndApplied => "skill_lab_applied",
-                ApplyVerdict::Unchanged => "skill_lab_unchanged",
-                ApplyVerdict::NeedsCore => "skill_lab_needs_core",
-            }
-            .to_owned(),
-            format!(
-                "{} {}: {} written, {} deleted",
-                result.target_dir,
-                serde_json::to_value(result.verdict)
-                    .unwrap_or_default()
-                    .as_str()
-                    .unwrap_or(""),
-                result.changed_paths.len(),
-                result.deleted_paths.len()
-            ),
-        ),
-        RunEnd::NeedsAgent { act, .. } => (
-            Disposition::Deferred,
-            "skill_lab_needs_agent".to_owned(),
-            format!("waiting for an answer to the {} act", act.task()),
-        ),
-        RunEnd::Failed { step, reason } => (
-            // A refusal by a native step blocks the change; anything else failed.
-            if matches!(*step, "plan" | "bind" | "apply") {
-                Disposition::Blocked
-            } else {
-                Disposition::Failed
-            },
-            format!("skill_lab_{step}_refused"),
-            format!("{step}: {reason}"),
-        ),
-    };
-    let criteria = report
-        .steps
-        .iter()
-        .map(|step| (format!("step:{}", step.step), step.status == "sealed"))
-        .collect();
-    let mut metadata = Map::new();
-    metadata.insert("runner".into(), json!(report.runner.as_str()));
-    metadata.insert(
-        "steps".into(),
-        json!(
-            report
-                .steps
-                .iter()
-                .map(|s| json!({"step": s.step, "status": s.status}))
-                .collect::<Vec<_>>()
-        ),
-    );
-    SealRequest {
-        kind: "skill",
-        subject_uri: format!("mindrune:lab/{}", report.runner.as_str()),
-        inputs: report.inputs.clone(),
-        output: report.result_json(),
-        disposition,
-        reason_code,
-        summary,
-        criteria,
-        metadata,
-    }
 }
 
 fn print_run(

@@ -70,6 +70,15 @@ impl std::fmt::Display for Database {
     }
 }
 
+/// The PostgreSQL database this process's library is in (`--database` /
+/// MINDRUNE_DATABASE_URL), if one was chosen: `mindrune bench record` measures it too.
+pub fn chosen_postgres(home: &Path) -> Option<String> {
+    match database(home) {
+        Database::Postgres(url) => Some(url),
+        Database::Sqlite(_) => None,
+    }
+}
+
 /// The database chosen for this process (`--database` / MINDRUNE_DATABASE_URL: PostgreSQL, or a
 /// SQLite file elsewhere), set once by `main` before any command runs; without one the library
 /// is MINDRUNE_HOME's SQLite file. Every command finds its library through [`database`], so

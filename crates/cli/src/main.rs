@@ -8,13 +8,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use mindrune_engine::avatars::turn::Boundary;
 
-mod bench;
-mod bench_faces;
-mod bench_guard;
-mod bench_pg;
-mod bench_scan;
-mod bench_serve;
 mod commands;
+mod faces;
 mod lab;
 mod library;
 mod migrate;
@@ -535,7 +530,8 @@ enum BenchCommand {
 /// One benchmark with its own detail; exit 0 when it ran (a missed budget is printed).
 /// `postgres` is the PostgreSQL database chosen with --database, if any.
 fn bench_command(which: BenchCommand, postgres: Option<&str>) -> anyhow::Result<ExitCode> {
-    use bench::Print;
+    use mindrune_bench as bench;
+    use mindrune_bench::Print;
     let ran = |rows: anyhow::Result<Vec<bench::Row>>| rows.map(|_| ExitCode::SUCCESS);
     match which {
         BenchCommand::Record { uses, json } => {
@@ -556,36 +552,34 @@ fn bench_command(which: BenchCommand, postgres: Option<&str>) -> anyhow::Result<
             runners,
             batch,
             json,
-        } => bench_serve::serve(seconds, runners, batch, Print::detail(json)).map(
-            |(_, exactly_once)| {
-                if exactly_once {
-                    ExitCode::SUCCESS
-                } else {
-                    ExitCode::FAILURE
-                }
-            },
-        ),
+        } => bench::serve(seconds, runners, batch, Print::detail(json)).map(|(_, exactly_once)| {
+            if exactly_once {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }),
         BenchCommand::Secrets { megabytes, json } => {
-            ran(bench_scan::secrets(megabytes, Print::detail(json)))
+            ran(bench::secrets(megabytes, Print::detail(json)))
         }
         BenchCommand::NearRepeat { snippets, json } => {
-            ran(bench_scan::near_repeat(snippets, Print::detail(json)))
+            ran(bench::near_repeat(snippets, Print::detail(json)))
         }
         BenchCommand::Lab {
             files,
             mebibytes,
             json,
-        } => ran(bench_faces::lab(files, mebibytes, Print::detail(json))),
-        BenchCommand::Search { skills, json } => {
-            ran(bench_faces::search(skills, Print::detail(json)))
-        }
-        BenchCommand::Memory { uses, json } => ran(bench_serve::memory(uses, Print::detail(json))),
-        BenchCommand::Guard { calls, json } => ran(bench_guard::guard(calls, Print::detail(json))),
+        } => ran(bench::lab(files, mebibytes, Print::detail(json))),
+        BenchCommand::Search { skills, json } => ran(bench::search(skills, Print::detail(json))),
+        BenchCommand::Memory { uses, json } => ran(bench::memory(uses, Print::detail(json))),
+        BenchCommand::Guard { calls, json } => ran(bench::guard(calls, Print::detail(json))),
     }
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = faces::grouped_help(<Cli as clap::CommandFactory>::command()).get_matches();
+    let cli =
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|err| err.exit());
     // A server's log is its record (requests, batches, shutdown), with times; a command's log
     // holds only warnings. MINDRUNE_LOG sets the filter, MINDRUNE_LOG_FORMAT=json gives one
     // JSON object per line for a log collector.
@@ -708,15 +702,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
             serve_seconds,
             skip_memory,
-        } => bench::all(
+        } => mindrune_bench::all(
             serve_seconds,
             skip_memory,
-            bench_pg::chosen(&home).as_deref(),
+            library::chosen_postgres(&home).as_deref(),
             json,
         ),
         Command::Bench {
             which: Some(which), ..
-        } => bench_command(which, bench_pg::chosen(&home).as_deref()),
+        } => bench_command(which, library::chosen_postgres(&home).as_deref()),
         Command::Tags {
             command: TagsCommand::Build { wiki, json },
         } => commands::tags_build(&home, &wiki, json),

@@ -766,9 +766,9 @@ mod claude_code;
 
 pub use claude_code::claude_code;
 
-/// Replaces a file so that it is always either old or new: a hidden temp file in the same
-/// folder (created first if missing), fsync, rename, then an fsync of the folder. A file that
-/// was there keeps its permissions. A symlink is followed: its target is replaced.
+/// Replaces a file so that it is always either old or new (the engine's atomic writer), creating
+/// its folder first. A file that was there keeps its permissions. A symlink is followed: its
+/// target is replaced.
 fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::os::unix::fs::PermissionsExt as _;
 
@@ -783,24 +783,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::create_dir_all(folder)
         .with_context(|| format!("cannot create {}", folder.display()))?;
     let mode = std::fs::metadata(&target).map_or(0o644, |meta| meta.permissions().mode() & 0o7777);
-    let mut temp = tempfile::Builder::new()
-        .prefix(".settings.json.")
-        .tempfile_in(folder)
-        .with_context(|| format!("cannot write in {}", folder.display()))?;
-    temp.write_all(bytes)
-        .and_then(|()| {
-            temp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(mode))
-        })
-        .and_then(|()| temp.as_file().sync_all())
-        .with_context(|| format!("cannot write {}", target.display()))?;
-    temp.persist(&target)
-        .map_err(|err| err.error)
-        .with_context(|| format!("cannot replace {}", target.display()))?;
-    std::fs::File::open(folder)
-        .and_then(|dir| dir.sync_all())
-        .with_context(|| format!("cannot sync {}", folder.display()))?;
-    Ok(())
+    mindrune_engine::atomic_file::write_atomic(&target, bytes, mode)
+        .with_context(|| format!("cannot write {}", target.display()))
 }
 
 // ---------------------------------------------------------------------------------------------

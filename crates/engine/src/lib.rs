@@ -8,6 +8,7 @@ pub mod child;
 pub mod claude_settings;
 pub mod hook;
 pub mod host_guard;
+pub mod journal;
 pub mod lab;
 pub mod playbook;
 pub mod workspace;

@@ -13,7 +13,8 @@ use mindrune_core::runx::admission::{Mode, bind, plan};
 use mindrune_core::runx::contracts::{
     ApplyVerdict, ArchitectureDecision, ChangeBundle, ChangeDraft, parse_contract, to_json,
 };
-use mindrune_engine::lab::apply::{ApplyError, CandidateCheck, CandidateReport, apply_change};
+use mindrune_engine::lab::apply::{CandidateCheck, CandidateReport, apply_change};
+use mindrune_engine::lab::apply_error::ApplyError;
 use mindrune_engine::lab::snapshot_walk::{PackageSnapshot, snapshot_package};
 use serde_json::{Value, json};
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use mindrune_core::playbook::permissions::Permissions;
 use mindrune_core::playbook::skill_file::{self, Status};
 use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
-use mindrune_engine::playbook::refine::Report;
+use mindrune_engine::playbook::report::Report;
 use mindrune_engine::playbook::{CardKind, CardState, Playbooks, Rule};
 
 const TOOLS: &str = r#"tools = ["shell", "web_search", "calendar_read"]"#;

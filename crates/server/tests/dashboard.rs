@@ -1659,7 +1659,7 @@ mod inbox {
     use mindrune_core::playbook::permissions::Permissions;
     use mindrune_core::playbook::skill_file;
     use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
-    use mindrune_engine::playbook::refine::Report;
+    use mindrune_engine::playbook::report::Report;
     use mindrune_engine::playbook::{CardKind, CardState, Playbooks};
     use mindrune_server::config::PlaybookWorkspace;
 

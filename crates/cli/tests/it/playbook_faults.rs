@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use mindrune_engine::playbook::Playbooks;
 use mindrune_engine::playbook::fixer::FixerStart;
-use mindrune_engine::playbook::refine::Report;
+use mindrune_engine::playbook::report::Report;
 
 use crate::util::Rng;
 

@@ -26,40 +26,14 @@ use mindrune_core::runx::contracts::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::apply_error::ApplyError;
+use super::apply_error::io_error;
 use super::commit::{self, Operation};
-use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
+use super::snapshot_walk::{PackageSnapshot, snapshot_package};
 use crate::atomic_file::write_atomic;
 
 /// The mode a newly written package file gets, whatever the umask (see [`write_atomic`]).
 const NEW_FILE_MODE: u32 = 0o644;
-
-/// Why `apply` stopped. Every variant leaves the target as it was.
-#[derive(Debug, thiserror::Error)]
-pub enum ApplyError {
-    /// A refusal in Runx's words (contract, admission, stale base, changed target, budget).
-    #[error("{0}")]
-    Refused(#[from] Refusal),
-    #[error("{0}")]
-    Snapshot(#[from] SnapshotError),
-    /// The staged candidate failed validation: it does not parse, or its harness failed.
-    #[error("skill package validation failed: {0}")]
-    CandidateInvalid(String),
-    #[error("cannot {action} {}: {source}", .path.display())]
-    Io {
-        action: &'static str,
-        path: PathBuf,
-        source: io::Error,
-    },
-}
-
-fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ApplyError {
-    let path = path.to_path_buf();
-    move |source| ApplyError::Io {
-        action,
-        path,
-        source,
-    }
-}
 
 /// What the candidate check found, for the validation result's `focused_harness` line.
 #[derive(Debug, Clone, PartialEq, Eq)]

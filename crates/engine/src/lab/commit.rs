@@ -11,6 +11,8 @@
 //!
 //! Architecture invariant: a target with a journal is never read or written by any lab step
 //! until [`recover`] has put it back; after recovery it is byte for byte its pre-commit self.
+//!
+//! The manifest's life (armed, found, read back, retired) is [`crate::journal::Journal`]'s.
 
 use std::fs::{self, File};
 use std::io;
@@ -21,8 +23,9 @@ use mindrune_core::digest;
 use mindrune_core::runx::admission::Refusal;
 use serde::{Deserialize, Serialize};
 
-use super::apply::ApplyError;
+use super::apply_error::{ApplyError, io_error};
 use crate::atomic_file::{sync_dir, write_atomic};
+use crate::journal::{Journal, JournalError};
 
 const JOURNAL_SCHEMA: &str = "mindrune.lab.apply_journal.v1";
 
@@ -54,15 +57,6 @@ struct Entry {
     mode: u32,
 }
 
-fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> ApplyError {
-    let path = path.to_path_buf();
-    move |source| ApplyError::Io {
-        action,
-        path,
-        source,
-    }
-}
-
 fn target_hex(target_dir: &str) -> String {
     digest::sha256(target_dir.as_bytes())
         .trim_start_matches("sha256:")
@@ -75,6 +69,12 @@ fn journal_relative(target_dir: &str) -> String {
 
 fn journal_dir(repo_root: &Path, target_dir: &str) -> PathBuf {
     repo_root.join(journal_relative(target_dir))
+}
+
+/// The journal's manifest inside its folder, beside the prior copies it names. Armed last, so
+/// a folder without one never started changing the target.
+fn manifest_journal(dir: &Path) -> Journal {
+    Journal::at(dir.join("manifest.json"))
 }
 
 /// Whether an interrupted commit left its journal for this target.
@@ -233,20 +233,21 @@ fn check_manifest(manifest: &Manifest, target_dir: &str) -> Result<(), String> {
 /// target's [`lock`]. Returns whether anything was rolled back.
 pub fn recover(repo_root: &Path, target_dir: &str) -> Result<bool, ApplyError> {
     let dir = journal_dir(repo_root, target_dir);
-    let manifest_path = dir.join("manifest.json");
-    let text = match fs::read_to_string(&manifest_path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == io::ErrorKind::NotFound => {
+    let journal = manifest_journal(&dir);
+    let manifest_path = journal.manifest();
+    let read = match journal.read::<Manifest>() {
+        Ok(Some(manifest)) => Ok(manifest),
+        Ok(None) => {
             // A journal folder without a manifest never armed: nothing was touched yet.
             if dir.exists() {
                 fs::remove_dir_all(&dir).map_err(io_error("remove", &dir))?;
             }
             return Ok(false);
         }
-        Err(source) => return Err(io_error("read", &manifest_path)(source)),
+        Err(JournalError::Io(source)) => return Err(io_error("read", manifest_path)(source)),
+        Err(JournalError::Json(err)) => Err(err.to_string()),
     };
-    let manifest: Manifest = serde_json::from_str::<Manifest>(&text)
-        .map_err(|err| err.to_string())
+    let manifest: Manifest = read
         .and_then(|manifest| check_manifest(&manifest, target_dir).map(|()| manifest))
         .map_err(|problem| {
             Refusal(format!(
@@ -356,9 +357,10 @@ pub fn commit_verified(
     match outcome {
         Ok(digest) => {
             // The commit stands once the manifest is gone; the prior copies go after it.
-            let manifest_path = dir.join("manifest.json");
-            fs::remove_file(&manifest_path).map_err(io_error("remove", &manifest_path))?;
-            sync_dir(&dir).map_err(io_error("sync", &dir))?;
+            let journal = manifest_journal(&dir);
+            journal
+                .retire()
+                .map_err(io_error("remove", journal.manifest()))?;
             let _ = fs::remove_dir_all(&dir);
             Ok(digest)
         }
@@ -448,8 +450,12 @@ fn fill_journal(
         entries,
         created_dirs,
     };
-    let text = serde_json::to_vec_pretty(&manifest).unwrap_or_default();
-    let manifest_path = dir.join("manifest.json");
-    write_atomic(&manifest_path, &text, 0o600).map_err(io_error("write", &manifest_path))?;
+    let journal = manifest_journal(dir);
+    journal
+        .arm(&manifest, Some(0o600))
+        .map_err(|err| match err {
+            JournalError::Io(source) => io_error("write", journal.manifest())(source),
+            JournalError::Json(err) => io_error("write", journal.manifest())(io::Error::other(err)),
+        })?;
     Ok(manifest)
 }

@@ -15,7 +15,8 @@ use mindrune_core::runx::package::{Package, RUNX_VALIDATION_PREFIX, load_package
 use mindrune_core::runx::snapshot::{IGNORED, SnapshotFile, absent_digest};
 use serde_json::{Value, json};
 
-use super::apply::{ApplyError, finish_interrupted_apply};
+use super::apply::finish_interrupted_apply;
+use super::apply_error::ApplyError;
 use super::harness::scratch;
 use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 

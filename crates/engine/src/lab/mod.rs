@@ -11,6 +11,7 @@
 
 pub mod agent_acts;
 pub mod apply;
+pub mod apply_error;
 pub mod commit;
 pub mod harness;
 pub mod inspect;

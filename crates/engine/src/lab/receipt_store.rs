@@ -13,7 +13,7 @@
 
 use std::ffi::OsStr;
 use std::fmt;
-use std::fs::{self, DirBuilder, File, OpenOptions};
+use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{self, ErrorKind, Read as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
@@ -24,6 +24,8 @@ use mindrune_core::runx::receipt::{
     receipt_id_from_file_name,
 };
 use serde_json::Value;
+
+use crate::atomic_file::sync_dir;
 
 /// Overrides the receipt folder, as it does for Runx.
 pub const RECEIPT_DIR_ENV: &str = "RUNX_RECEIPT_DIR";
@@ -585,10 +587,6 @@ fn place_without_replacing(temp: &Path, path: &Path) -> io::Result<bool> {
     // placed file into an error.
     let _ = fs::remove_file(temp);
     placed
-}
-
-fn sync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

@@ -20,7 +20,8 @@ use mindrune_core::runx::contracts::{
 };
 use serde_json::{Value, json};
 
-use super::apply::{ApplyError, CandidateCheck, apply_change};
+use super::apply::{CandidateCheck, apply_change};
+use super::apply_error::ApplyError;
 use super::inspect::inspect_workspace;
 
 /// One of the four runners of the skill-lab package.

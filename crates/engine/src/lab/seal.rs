@@ -7,6 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
+use mindrune_core::runx::contracts::ApplyVerdict;
 use mindrune_core::runx::receipt::{
     self, Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus, Disposition,
     Enforcement, Idempotency, IssuerType, ReceiptDraft, Reference, ReferenceType, Seal, SigningKey,
@@ -19,6 +20,7 @@ use time::format_description::well_known::Rfc3339;
 use super::harness::scratch::{ScratchKind, scratch_dir};
 use super::harness::{CaseOutcome, CaseSealer};
 use super::receipt_store::{LocalSigningKey, ReceiptStore};
+use super::runners::{RunEnd, RunReport};
 
 /// What one terminal path seals.
 #[derive(Debug, Clone)]
@@ -124,6 +126,79 @@ pub fn seal_into(
     let id = sealed["id"].as_str().unwrap_or_default().to_owned();
     let path = store.store(&sealed).map_err(|err| err.to_string())?;
     Ok((id, path))
+}
+
+/// The receipt of a lab run, for every way it can end.
+pub fn run_request(report: &RunReport) -> SealRequest {
+    let (disposition, reason_code, summary) = match &report.end {
+        RunEnd::Planned => (
+            Disposition::Closed,
+            "skill_lab_planned".to_owned(),
+            "architecture plan bound to the inspected base digest".to_owned(),
+        ),
+        RunEnd::Applied(result) => (
+            Disposition::Closed,
+            match result.verdict {
+                ApplyVerdict::ValidatedAndApplied => "skill_lab_applied",
+                ApplyVerdict::Unchanged => "skill_lab_unchanged",
+                ApplyVerdict::NeedsCore => "skill_lab_needs_core",
+            }
+            .to_owned(),
+            format!(
+                "{} {}: {} written, {} deleted",
+                result.target_dir,
+                serde_json::to_value(result.verdict)
+                    .unwrap_or_default()
+                    .as_str()
+                    .unwrap_or(""),
+                result.changed_paths.len(),
+                result.deleted_paths.len()
+            ),
+        ),
+        RunEnd::NeedsAgent { act, .. } => (
+            Disposition::Deferred,
+            "skill_lab_needs_agent".to_owned(),
+            format!("waiting for an answer to the {} act", act.task()),
+        ),
+        RunEnd::Failed { step, reason } => (
+            // A refusal by a native step blocks the change; anything else failed.
+            if matches!(*step, "plan" | "bind" | "apply") {
+                Disposition::Blocked
+            } else {
+                Disposition::Failed
+            },
+            format!("skill_lab_{step}_refused"),
+            format!("{step}: {reason}"),
+        ),
+    };
+    let criteria = report
+        .steps
+        .iter()
+        .map(|step| (format!("step:{}", step.step), step.status == "sealed"))
+        .collect();
+    let mut metadata = Map::new();
+    metadata.insert("runner".into(), json!(report.runner.as_str()));
+    metadata.insert(
+        "steps".into(),
+        json!(
+            report
+                .steps
+                .iter()
+                .map(|s| json!({"step": s.step, "status": s.status}))
+                .collect::<Vec<_>>()
+        ),
+    );
+    SealRequest {
+        kind: "skill",
+        subject_uri: format!("mindrune:lab/{}", report.runner.as_str()),
+        inputs: report.inputs.clone(),
+        output: report.result_json(),
+        disposition,
+        reason_code,
+        summary,
+        criteria,
+        metadata,
+    }
 }
 
 /// The receipt a harness case seals, from its outcome.

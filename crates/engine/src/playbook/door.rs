@@ -10,7 +10,7 @@
 //! 3. When nobody attends the call, are too many drafts already waiting?
 //! 4. Does the rendered file read back cleanly, and does it pass the blocking checks?
 
-use rusqlite::{Connection, params};
+use rusqlite::Connection;
 
 use mindrune_core::playbook::skill_file::{self, SkillFile, Status};
 
@@ -128,10 +128,7 @@ impl Playbooks {
                             proposal.name
                         )
                     });
-                tx.execute(
-                    "INSERT INTO evidence (at, skill, text) VALUES (?1, ?2, ?3)",
-                    params![ledger::now(), skill, text],
-                )?;
+                ledger::add_evidence(tx, &skill, &text)?;
                 Ok(Created::EvidenceAdded { skill })
             }
             Examined::Draft { text } => {
@@ -185,13 +182,7 @@ impl Playbooks {
             ));
         }
         if layout::pending_dir(&self.workspace, name).exists() {
-            let card: Option<i64> = connection
-                .query_row(
-                    "SELECT id FROM cards WHERE kind = 'create' AND skill = ?1 AND state = 'waiting' ORDER BY id DESC",
-                    [name],
-                    |row| row.get(0),
-                )
-                .ok();
+            let card = ledger::waiting_create_card(connection, name).ok().flatten();
             let card = card.map(|id| format!(" (card #{id})")).unwrap_or_default();
             return Err(PlaybookError::refused(
                 Rule::NameTaken,
@@ -399,11 +390,7 @@ pub(crate) fn set_aside_orphan_drafts(
         if name.starts_with('.') || !entry.path().is_dir() {
             continue;
         }
-        let waiting: i64 = connection.query_row(
-            "SELECT count(*) FROM cards WHERE kind = 'create' AND skill = ?1 AND state = 'waiting'",
-            [&name],
-            |row| row.get(0),
-        )?;
+        let waiting = ledger::waiting_count(connection, CardKind::Create, Some(&name))?;
         if waiting > 0 {
             continue;
         }

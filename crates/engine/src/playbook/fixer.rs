@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use super::Playbooks;
 use super::config::Fixer;
 use super::layout::OnDisk;
-use super::refine::Report;
+use super::report::Report;
 
 /// Whether the fixer started.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -297,7 +297,7 @@ impl Playbooks {
 mod tests {
     use super::*;
     use crate::playbook::door::{Attendance, Proposal, Suggester};
-    use crate::playbook::refine::Report;
+    use crate::playbook::report::Report;
 
     const SKILL: &str = "---\nname: weekly\ntrigger: the weekly report\nuse_when: notes exist\nnot_when: a day's summary\npreconditions:\n  - notes/ exists\nsteps:\n  - do: Read the notes\n    tool: workspace_read\n  - do: Write the report\n    tool: file_write\nexpected_result: a report\nfailure_modes:\n  - old notes\nevidence:\n  - last week\n---\nRead, then write.\n";
 

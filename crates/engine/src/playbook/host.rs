@@ -150,13 +150,9 @@ impl Playbooks {
             });
         };
         let pattern = format!("%[{}]%", repeat.key);
-        let suggested: i64 = self.ledger.read(|connection| {
-            connection.query_row(
-                "SELECT count(*) FROM suggestions WHERE source = 'observer' AND text LIKE ?1",
-                [&pattern],
-                |row| row.get(0),
-            )
-        })?;
+        let suggested = self
+            .ledger
+            .read(|connection| super::ledger::observer_suggestions_like(connection, &pattern))?;
         let suggestion = if suggested == 0 {
             Some(self.observer_suggests(&observer::describe(&repeat, &read.turns))?)
         } else {

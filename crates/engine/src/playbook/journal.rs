@@ -10,6 +10,7 @@
 //! still waiting (the operations are done again, all of them, and the card answered); a journal
 //! with the card answered (the operations are done again, harmlessly, and the journal removed).
 //! So a file is always old or new, and the card never says "waiting" about a change that landed.
+//! The manifest's life (armed, found, read back, retired) is [`crate::journal::Journal`]'s.
 
 use std::path::{Path, PathBuf};
 
@@ -19,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::layout;
 use super::ledger::{self, CardState};
 use super::{PlaybookError, io_error};
+use crate::journal::{Journal, JournalError};
 
 const JOURNAL: &str = "applying.json";
 
@@ -73,12 +75,20 @@ fn journal_path(workspace: &Path) -> PathBuf {
     workspace.join(".mindrune").join(JOURNAL)
 }
 
+fn journal(workspace: &Path) -> Journal {
+    Journal::at(journal_path(workspace))
+}
+
 /// Writes the journal, does every step, and answers the card, inside the caller's locked
 /// transaction. The caller removes the journal with [`clear`] after the commit.
 pub fn apply(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), PlaybookError> {
-    let text = serde_json::to_vec_pretty(entry)
-        .map_err(|err| io_error("encode", &journal_path(workspace))(std::io::Error::other(err)))?;
-    layout::write_atomic(&journal_path(workspace), &text)?;
+    let journal = journal(workspace);
+    journal.arm(entry, None).map_err(|err| match err {
+        JournalError::Io(source) => io_error("write", journal.manifest())(source),
+        JournalError::Json(err) => {
+            io_error("encode", journal.manifest())(std::io::Error::other(err))
+        }
+    })?;
     finish(workspace, tx, entry)
 }
 
@@ -86,24 +96,7 @@ fn finish(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), P
     if let Some(FiledCard { kind, card: filed }) = &entry.filed {
         // Filed again under its own number when the crash took the uncommitted row (no other
         // card can have taken the number: every write finishes the journal first).
-        tx.execute(
-            "INSERT OR IGNORE INTO cards (id, kind, skill, state, filed_by, filed_at, proposal, \
-             fingerprint, base_version, restore_version, report_id, why) \
-             VALUES (?1, ?2, ?3, 'waiting', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-            rusqlite::params![
-                entry.card,
-                kind,
-                filed.skill,
-                filed.filed_by,
-                ledger::now(),
-                filed.proposal,
-                filed.fingerprint,
-                filed.base_version,
-                filed.restore_version,
-                filed.report_id,
-                filed.why,
-            ],
-        )?;
+        ledger::refile_card(tx, entry.card, kind, filed)?;
     }
     for step in &entry.steps {
         run(workspace, step)?;
@@ -187,19 +180,21 @@ fn remove_interrupted_temps(path: &Path) -> Result<(), PlaybookError> {
 /// Finishes a change a crash interrupted, inside the caller's locked transaction. Called at
 /// the start of every locked write of a workspace.
 pub fn recover(workspace: &Path, tx: &Transaction<'_>) -> Result<(), PlaybookError> {
-    let path = journal_path(workspace);
-    let text = match std::fs::read(&path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(err) => return Err(io_error("read", &path)(err)),
-    };
+    let journal = journal(workspace);
     // The journal is written atomically, so it is whole or absent; anything else is not ours.
-    let entry: Entry = serde_json::from_slice(&text).map_err(|err| {
-        io_error("read the apply journal", &path)(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{err}; it is MindRune's own file: move it aside to go on"),
-        ))
-    })?;
+    let entry: Entry = match journal.read() {
+        Ok(Some(entry)) => entry,
+        Ok(None) => return Ok(()),
+        Err(JournalError::Io(err)) => return Err(io_error("read", journal.manifest())(err)),
+        Err(JournalError::Json(err)) => {
+            return Err(io_error("read the apply journal", journal.manifest())(
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{err}; it is MindRune's own file: move it aside to go on"),
+                ),
+            ));
+        }
+    };
     tracing::warn!(
         card = entry.card,
         "finishing card #{} after an interruption",
@@ -210,17 +205,15 @@ pub fn recover(workspace: &Path, tx: &Transaction<'_>) -> Result<(), PlaybookErr
 
 /// Whether an interrupted change waits to be finished.
 pub fn pending(workspace: &Path) -> bool {
-    journal_path(workspace).exists()
+    journal(workspace).pending()
 }
 
 /// Removes the journal once the ledger has committed.
 pub fn clear(workspace: &Path) -> Result<(), PlaybookError> {
-    let path = journal_path(workspace);
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(()),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(err) => Err(io_error("remove", &path)(err)),
-    }
+    let journal = journal(workspace);
+    journal
+        .retire()
+        .map_err(|err| io_error("remove", journal.manifest())(err))
 }
 
 #[cfg(test)]

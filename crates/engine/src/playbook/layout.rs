@@ -129,9 +129,7 @@ pub fn move_dir(from: &Path, to: &Path) -> Result<(), PlaybookError> {
 }
 
 fn sync_dir(dir: &Path) -> Result<(), PlaybookError> {
-    fs::File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(io_error("sync", dir))
+    crate::atomic_file::sync_dir(dir).map_err(io_error("sync", dir))
 }
 
 /// Reads a skill folder's `SKILL.md` as text: `Ok(None)` when it does not exist. Refuses a

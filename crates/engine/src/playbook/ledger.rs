@@ -434,3 +434,262 @@ pub fn waiting_count(
     )
     .map(|count| count as usize)
 }
+
+/// Files again, under its own number, a card a crash took before its transaction committed
+/// (the apply journal kept it); a card already there is left as it is.
+pub fn refile_card(
+    tx: &Transaction<'_>,
+    id: i64,
+    kind: &str,
+    card: &NewCard,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT OR IGNORE INTO cards (id, kind, skill, state, filed_by, filed_at, proposal, \
+         fingerprint, base_version, restore_version, report_id, why) \
+         VALUES (?1, ?2, ?3, 'waiting', ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            id,
+            kind,
+            card.skill,
+            card.filed_by,
+            now(),
+            card.proposal,
+            card.fingerprint,
+            card.base_version,
+            card.restore_version,
+            card.report_id,
+            card.why,
+        ],
+    )?;
+    Ok(())
+}
+
+/// The newest waiting card that would create `skill`.
+pub fn waiting_create_card(connection: &Connection, skill: &str) -> rusqlite::Result<Option<i64>> {
+    connection
+        .query_row(
+            "SELECT id FROM cards WHERE kind = 'create' AND skill = ?1 AND state = 'waiting' ORDER BY id DESC",
+            [skill],
+            |row| row.get(0),
+        )
+        .optional()
+}
+
+/// The revision card filed for a report, if one was.
+pub fn revision_card_for_report(
+    connection: &Connection,
+    report: i64,
+) -> rusqlite::Result<Option<i64>> {
+    connection
+        .query_row(
+            "SELECT id FROM cards WHERE kind = 'revise' AND report_id = ?1",
+            [report],
+            |row| row.get(0),
+        )
+        .optional()
+}
+
+/// Keeps one more piece of evidence for a skill.
+pub fn add_evidence(tx: &Transaction<'_>, skill: &str, text: &str) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT INTO evidence (at, skill, text) VALUES (?1, ?2, ?3)",
+        params![now(), skill, text],
+    )?;
+    Ok(())
+}
+
+/// A correction the assistant reported, with the digest of the fixer's token when a fixer was
+/// started on it; returns the report's id.
+pub fn add_correction(
+    tx: &Transaction<'_>,
+    skill: &str,
+    revision: u32,
+    step: u32,
+    turn: Option<&str>,
+    fixer_token_digest: Option<&str>,
+) -> rusqlite::Result<i64> {
+    tx.execute(
+        "INSERT INTO usage (at, skill, revision, kind, ok, step, turn, fixer_token) VALUES (?1, ?2, ?3, 'correction', 1, ?4, ?5, ?6)",
+        params![now(), skill, revision, step, turn, fixer_token_digest],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// Writes why the fixer stopped on a report; whether there was such a report.
+pub fn note_fixer_stopped(
+    tx: &Transaction<'_>,
+    report: i64,
+    reason: &str,
+) -> rusqlite::Result<bool> {
+    let changed = tx.execute(
+        "UPDATE usage SET fixer_note = ?2 WHERE id = ?1 AND kind = 'correction'",
+        params![report, reason],
+    )?;
+    Ok(changed != 0)
+}
+
+/// The digest of the token the fixer of a report was given (`None`: no fixer was started).
+pub fn fixer_token_digest(
+    connection: &Connection,
+    report: i64,
+) -> rusqlite::Result<Option<String>> {
+    connection.query_row(
+        "SELECT fixer_token FROM usage WHERE id = ?1",
+        [report],
+        |row| row.get(0),
+    )
+}
+
+/// The fixer's notes on a skill's reports, oldest first: (report id, note).
+pub fn fixer_notes(connection: &Connection, skill: &str) -> rusqlite::Result<Vec<(i64, String)>> {
+    let mut statement = connection.prepare(
+        "SELECT id, fixer_note FROM usage WHERE skill = ?1 AND fixer_note IS NOT NULL ORDER BY id",
+    )?;
+    statement
+        .query_map([skill], |row| Ok((row.get(0)?, row.get(1)?)))?
+        .collect()
+}
+
+/// Keeps a suggestion for the assistant; returns its id.
+pub fn add_suggestion(tx: &Transaction<'_>, source: &str, text: &str) -> rusqlite::Result<i64> {
+    tx.execute(
+        "INSERT INTO suggestions (at, source, text) VALUES (?1, ?2, ?3)",
+        params![now(), source, text],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+/// How many suggestions the assistant has not been shown.
+pub fn unshown_suggestions(connection: &Connection) -> rusqlite::Result<i64> {
+    connection.query_row(
+        "SELECT count(*) FROM suggestions WHERE shown = 0",
+        [],
+        |row| row.get(0),
+    )
+}
+
+/// The suggestions not shown yet, oldest first, marked shown.
+pub fn take_unshown_suggestions(tx: &Transaction<'_>) -> rusqlite::Result<Vec<String>> {
+    let texts: Vec<String> = {
+        let mut statement =
+            tx.prepare("SELECT text FROM suggestions WHERE shown = 0 ORDER BY id")?;
+        statement
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    tx.execute("UPDATE suggestions SET shown = 1 WHERE shown = 0", [])?;
+    Ok(texts)
+}
+
+/// How many of the observer's suggestions have a text matching a `LIKE` pattern.
+pub fn observer_suggestions_like(connection: &Connection, pattern: &str) -> rusqlite::Result<i64> {
+    connection.query_row(
+        "SELECT count(*) FROM suggestions WHERE source = 'observer' AND text LIKE ?1",
+        [pattern],
+        |row| row.get(0),
+    )
+}
+
+/// One row of the search index's bookkeeping (`skill_indexed`).
+pub struct IndexedSkill {
+    pub name: String,
+    /// The FTS row, or -1 for a skill that is known but not searchable (draft, retired,
+    /// unreadable).
+    pub search_row: i64,
+    pub stamp: String,
+}
+
+/// A skill's searchable text, one FTS column each.
+pub struct SearchText<'a> {
+    pub name: &'a str,
+    pub trigger: &'a str,
+    pub use_when: &'a str,
+    pub not_when: &'a str,
+    pub steps: &'a str,
+    pub body: &'a str,
+}
+
+/// A search result row: name, use_when, trigger and BM25 rank.
+pub type SearchRow = (String, String, String, f64);
+
+/// Every indexed skill, by name, unranked (rank 0).
+pub fn search_all(connection: &Connection, limit: usize) -> rusqlite::Result<Vec<SearchRow>> {
+    let mut statement = connection
+        .prepare("SELECT name, use_when, trigger, 0.0 FROM skill_search ORDER BY name LIMIT ?1")?;
+    statement
+        .query_map([limit as i64], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?
+        .collect()
+}
+
+/// The skills an FTS5 `MATCH` expression finds, best first.
+pub fn search_matching(
+    connection: &Connection,
+    expression: &str,
+    limit: usize,
+) -> rusqlite::Result<Vec<SearchRow>> {
+    let mut statement = connection.prepare(
+        "SELECT name, use_when, trigger, bm25(skill_search, 10.0, 5.0, 5.0, 1.0, 2.0, 1.0) AS rank \
+         FROM skill_search WHERE skill_search MATCH ?1 ORDER BY rank LIMIT ?2",
+    )?;
+    statement
+        .query_map(params![expression, limit as i64], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+        })?
+        .collect()
+}
+
+pub fn indexed_skills(connection: &Connection) -> rusqlite::Result<Vec<IndexedSkill>> {
+    let mut statement = connection.prepare("SELECT name, search_row, stamp FROM skill_indexed")?;
+    statement
+        .query_map([], |row| {
+            Ok(IndexedSkill {
+                name: row.get(0)?,
+                search_row: row.get(1)?,
+                stamp: row.get(2)?,
+            })
+        })?
+        .collect()
+}
+
+/// Adds a skill's text to the search index; returns its FTS row.
+pub fn add_search_row(tx: &Transaction<'_>, text: &SearchText<'_>) -> rusqlite::Result<i64> {
+    tx.execute(
+        "INSERT INTO skill_search (name, trigger, use_when, not_when, steps, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        params![
+            text.name,
+            text.trigger,
+            text.use_when,
+            text.not_when,
+            text.steps,
+            text.body,
+        ],
+    )?;
+    Ok(tx.last_insert_rowid())
+}
+
+pub fn remove_search_row(tx: &Transaction<'_>, search_row: i64) -> rusqlite::Result<()> {
+    tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [search_row])?;
+    Ok(())
+}
+
+/// Notes what the index holds of a skill, and the stamp of the file it was read from.
+pub fn note_indexed(
+    tx: &Transaction<'_>,
+    name: &str,
+    fingerprint: &str,
+    search_row: i64,
+    stamp: &str,
+) -> rusqlite::Result<()> {
+    tx.execute(
+        "INSERT OR REPLACE INTO skill_indexed (name, fingerprint, search_row, stamp) VALUES (?1, ?2, ?3, ?4)",
+        params![name, fingerprint, search_row, stamp],
+    )?;
+    Ok(())
+}
+
+pub fn forget_indexed(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<()> {
+    tx.execute("DELETE FROM skill_indexed WHERE name = ?1", [name])?;
+    Ok(())
+}

@@ -38,6 +38,7 @@ pub mod layout;
 pub mod ledger;
 pub mod record;
 pub mod refine;
+pub mod report;
 pub mod search;
 pub mod suggest;
 

@@ -87,14 +87,10 @@ impl Playbooks {
                     }
                 }
             }
-            for (id, note) in self.ledger.read(|connection| {
-                let mut statement = connection.prepare(
-                    "SELECT id, fixer_note FROM usage WHERE skill = ?1 AND fixer_note IS NOT NULL ORDER BY id",
-                )?;
-                statement
-                    .query_map([&skill.name], |row| Ok((row.get(0)?, row.get(1)?)))?
-                    .collect::<rusqlite::Result<Vec<(i64, String)>>>()
-            })? {
+            for (id, note) in self
+                .ledger
+                .read(|connection| super::ledger::fixer_notes(connection, &skill.name))?
+            {
                 fixer_notes.push((id, note));
             }
             let live_version = skill.version();

@@ -1,8 +1,6 @@
 //! `skill_refine`: the one way an existing skill changes. `report` records a correction and
 //! starts the fixer; `revise`, `revert` and `retire` each file a card.
 
-use rusqlite::{OptionalExtension as _, params};
-
 use mindrune_core::playbook::permissions::{Act, Policy};
 use mindrune_core::playbook::skill_file::Status;
 
@@ -12,17 +10,8 @@ use mindrune_core::digest;
 use super::fixer::{self, FixerStart};
 use super::layout::{self, OnDisk};
 use super::ledger::{self, CardKind, NewCard};
+use super::report::Report;
 use super::{PlaybookError, Playbooks, Rule};
-
-/// A report: the skill, the revision followed, and the step that failed, was wrong or is
-/// missing. `turn` is where the record of that turn is on disk, when the host knows.
-#[derive(Debug, Clone)]
-pub struct Report {
-    pub skill: String,
-    pub revision: u32,
-    pub step: u32,
-    pub turn: Option<String>,
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reported {
@@ -70,11 +59,14 @@ impl Playbooks {
             .as_deref()
             .map(|token| digest::sha256(token.as_bytes()));
         let id = self.ledger.locked(|tx| {
-            tx.execute(
-                "INSERT INTO usage (at, skill, revision, kind, ok, step, turn, fixer_token) VALUES (?1, ?2, ?3, 'correction', 1, ?4, ?5, ?6)",
-                params![ledger::now(), report.skill, report.revision, report.step, report.turn, digest],
-            )?;
-            Ok(tx.last_insert_rowid())
+            Ok(ledger::add_correction(
+                tx,
+                &report.skill,
+                report.revision,
+                report.step,
+                report.turn.as_deref(),
+                digest.as_deref(),
+            )?)
         })?;
         let start = match &token {
             Some(token) => fixer::start(self, id, &live, report, token),
@@ -231,13 +223,7 @@ impl Playbooks {
             ));
         }
         self.changing(|tx| {
-            let existing: Option<i64> = tx
-                .query_row(
-                    "SELECT id FROM cards WHERE kind = 'revise' AND report_id = ?1",
-                    [report],
-                    |row| row.get(0),
-                )
-                .optional()?;
+            let existing = ledger::revision_card_for_report(tx, report)?;
             if let Some(card) = existing {
                 return Err(PlaybookError::refused(
                     Rule::OneRevisionPerReport,
@@ -266,11 +252,7 @@ impl Playbooks {
     /// The fixer stops without a revision, and says why.
     pub fn fixer_stopped(&self, report: i64, reason: &str) -> Result<(), PlaybookError> {
         self.ledger.locked(|tx| {
-            let changed = tx.execute(
-                "UPDATE usage SET fixer_note = ?2 WHERE id = ?1 AND kind = 'correction'",
-                params![report, reason.trim()],
-            )?;
-            if changed == 0 {
+            if !ledger::note_fixer_stopped(tx, report, reason.trim())? {
                 return Err(PlaybookError::refused(
                     Rule::NotFound,
                     format!("there is no report #{report}"),
@@ -404,13 +386,9 @@ impl Playbooks {
         let line = self.ledger.report(report)?.ok_or_else(|| {
             PlaybookError::refused(Rule::NotFound, format!("there is no report #{report}"))
         })?;
-        let expected: Option<String> = self.ledger.read(|connection| {
-            connection.query_row(
-                "SELECT fixer_token FROM usage WHERE id = ?1",
-                [report],
-                |row| row.get(0),
-            )
-        })?;
+        let expected = self
+            .ledger
+            .read(|connection| ledger::fixer_token_digest(connection, report))?;
         if expected.is_none() || expected != Some(digest::sha256(token.as_bytes())) {
             return Err(PlaybookError::refused(
                 Rule::Invalid,

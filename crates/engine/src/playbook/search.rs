@@ -6,12 +6,10 @@
 //! or retired is dropped. Only active skills are found; drafts and retired skills are not
 //! there to be followed.
 
-use rusqlite::params;
-
 use mindrune_core::playbook::skill_file::{SkillFile, Status};
 
-use super::layout;
 use super::{PlaybookError, Playbooks};
+use super::{layout, ledger};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchHit {
@@ -34,25 +32,12 @@ impl Playbooks {
             .map(|word| format!("\"{}\"", word.to_lowercase()))
             .collect();
         let carried = layout::carried(&self.workspace)?;
-        let rows: Vec<(String, String, String, f64)> = self.ledger.read(|connection| {
+        let rows = self.ledger.read(|connection| {
             if words.is_empty() {
                 // No words: every active skill, by name.
-                let mut statement = connection.prepare(
-                    "SELECT name, use_when, trigger, 0.0 FROM skill_search ORDER BY name LIMIT ?1",
-                )?;
-                return statement
-                    .query_map([limit as i64], |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?)))?
-                    .collect();
+                return ledger::search_all(connection, limit);
             }
-            let mut statement = connection.prepare(
-                "SELECT name, use_when, trigger, bm25(skill_search, 10.0, 5.0, 5.0, 1.0, 2.0, 1.0) AS rank \
-                 FROM skill_search WHERE skill_search MATCH ?1 ORDER BY rank LIMIT ?2",
-            )?;
-            statement
-                .query_map(params![words.join(" OR "), limit as i64], |row| {
-                    Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
-                })?
-                .collect()
+            ledger::search_matching(connection, &words.join(" OR "), limit)
         })?;
         Ok(rows
             .into_iter()
@@ -81,7 +66,7 @@ impl Playbooks {
     /// unchanged library is a directory listing, one `stat` per skill and one read query.
     fn sync_index(&self) -> Result<(), PlaybookError> {
         let on_disk = stamps(&layout::skills_dir(&self.workspace))?;
-        let indexed = self.ledger.read(indexed_rows)?;
+        let indexed = self.ledger.read(ledger::indexed_skills)?;
         let unchanged = on_disk.len() == indexed.len()
             && on_disk.iter().all(|(name, stamp)| {
                 indexed
@@ -93,7 +78,7 @@ impl Playbooks {
         }
         self.ledger.locked(|tx| {
             // Read again under the lock: another process may have synced meanwhile.
-            let indexed = indexed_rows(tx)?;
+            let indexed = ledger::indexed_skills(tx)?;
             for (name, stamp) in &on_disk {
                 let current = indexed.iter().find(|row| &row.name == name);
                 if current.is_some_and(|row| &row.stamp == stamp) {
@@ -102,9 +87,12 @@ impl Playbooks {
                 let skill = layout::load(&layout::skills_dir(&self.workspace).join(name), name)
                     .ok()
                     .flatten();
-                let fingerprint = skill.as_ref().map(|skill| skill.fingerprint()).unwrap_or_default();
+                let fingerprint = skill
+                    .as_ref()
+                    .map(|skill| skill.fingerprint())
+                    .unwrap_or_default();
                 if let Some(row) = current.filter(|row| row.search_row >= 0) {
-                    tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [row.search_row])?;
+                    ledger::remove_search_row(tx, row.search_row)?;
                 }
                 let active = skill.as_ref().and_then(|skill| {
                     skill
@@ -114,50 +102,22 @@ impl Playbooks {
                         .filter(|parsed| parsed.status == Some(Status::Active))
                 });
                 let search_row = match active {
-                    Some(parsed) => {
-                        insert(tx, name, parsed)?;
-                        tx.last_insert_rowid()
-                    }
+                    Some(parsed) => insert(tx, name, parsed)?,
                     None => -1,
                 };
-                tx.execute(
-                    "INSERT OR REPLACE INTO skill_indexed (name, fingerprint, search_row, stamp) VALUES (?1, ?2, ?3, ?4)",
-                    params![name, fingerprint, search_row, stamp],
-                )?;
+                ledger::note_indexed(tx, name, &fingerprint, search_row, stamp)?;
             }
             for row in &indexed {
                 if !on_disk.iter().any(|(name, _)| name == &row.name) {
                     if row.search_row >= 0 {
-                        tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [row.search_row])?;
+                        ledger::remove_search_row(tx, row.search_row)?;
                     }
-                    tx.execute("DELETE FROM skill_indexed WHERE name = ?1", [&row.name])?;
+                    ledger::forget_indexed(tx, &row.name)?;
                 }
             }
             Ok(())
         })
     }
-}
-
-/// One row of `skill_indexed`.
-struct IndexedRow {
-    name: String,
-    /// The FTS row, or -1 for a skill that is known but not searchable (draft, retired,
-    /// unreadable).
-    search_row: i64,
-    stamp: String,
-}
-
-fn indexed_rows(connection: &rusqlite::Connection) -> rusqlite::Result<Vec<IndexedRow>> {
-    let mut statement = connection.prepare("SELECT name, search_row, stamp FROM skill_indexed")?;
-    statement
-        .query_map([], |row| {
-            Ok(IndexedRow {
-                name: row.get(0)?,
-                search_row: row.get(1)?,
-                stamp: row.get(2)?,
-            })
-        })?
-        .collect()
 }
 
 /// Every addressable skill folder's name with its `SKILL.md` stamp (the same folders
@@ -206,11 +166,8 @@ fn stamps(folder: &std::path::Path) -> Result<Vec<(String, String)>, PlaybookErr
     Ok(found)
 }
 
-fn insert(
-    tx: &rusqlite::Transaction<'_>,
-    name: &str,
-    skill: &SkillFile,
-) -> rusqlite::Result<usize> {
+/// Adds a skill's text to the index; returns its FTS row.
+fn insert(tx: &rusqlite::Transaction<'_>, name: &str, skill: &SkillFile) -> rusqlite::Result<i64> {
     let steps: Vec<String> = skill
         .steps
         .iter()
@@ -221,15 +178,16 @@ fn insert(
         })
         .collect();
     // The name's hyphens become spaces so "weekly report" finds weekly-report.
-    tx.execute(
-        "INSERT INTO skill_search (name, trigger, use_when, not_when, steps, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        params![
+    let steps = format!("{} {}", name.replace('-', " "), steps.join("\n"));
+    ledger::add_search_row(
+        tx,
+        &ledger::SearchText {
             name,
-            skill.trigger.clone().unwrap_or_default(),
-            skill.use_when.clone().unwrap_or_default(),
-            skill.not_when.clone().unwrap_or_default(),
-            format!("{} {}", name.replace('-', " "), steps.join("\n")),
-            skill.body,
-        ],
+            trigger: skill.trigger.as_deref().unwrap_or_default(),
+            use_when: skill.use_when.as_deref().unwrap_or_default(),
+            not_when: skill.not_when.as_deref().unwrap_or_default(),
+            steps: &steps,
+            body: &skill.body,
+        },
     )
 }

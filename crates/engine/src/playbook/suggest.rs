@@ -2,8 +2,6 @@
 //! skill: each leaves a suggestion the assistant reads (attached to its next playbook tool
 //! result), and the assistant decides whether to take it to the door, `skill_create`.
 
-use rusqlite::params;
-
 use super::ledger;
 use super::{PlaybookError, Playbooks, Rule};
 
@@ -52,39 +50,19 @@ impl Playbooks {
     }
 
     fn add_suggestion(&self, source: &str, text: &str) -> Result<i64, PlaybookError> {
-        self.ledger.locked(|tx| {
-            tx.execute(
-                "INSERT INTO suggestions (at, source, text) VALUES (?1, ?2, ?3)",
-                params![ledger::now(), source, text],
-            )?;
-            Ok(tx.last_insert_rowid())
-        })
+        self.ledger
+            .locked(|tx| Ok(ledger::add_suggestion(tx, source, text)?))
     }
 
     /// The suggestions the assistant has not been shown yet, marked shown.
     pub fn take_suggestions(&self) -> Result<Vec<String>, PlaybookError> {
         // Asked after every tool call: a read first, so the usual answer (none) takes no lock.
-        let waiting: i64 = self.ledger.read(|connection| {
-            connection.query_row(
-                "SELECT count(*) FROM suggestions WHERE shown = 0",
-                [],
-                |row| row.get(0),
-            )
-        })?;
+        let waiting = self.ledger.read(ledger::unshown_suggestions)?;
         if waiting == 0 {
             return Ok(Vec::new());
         }
-        self.ledger.locked(|tx| {
-            let texts: Vec<String> = {
-                let mut statement =
-                    tx.prepare("SELECT text FROM suggestions WHERE shown = 0 ORDER BY id")?;
-                statement
-                    .query_map([], |row| row.get(0))?
-                    .collect::<rusqlite::Result<_>>()?
-            };
-            tx.execute("UPDATE suggestions SET shown = 1 WHERE shown = 0", [])?;
-            Ok(texts)
-        })
+        self.ledger
+            .locked(|tx| Ok(ledger::take_unshown_suggestions(tx)?))
     }
 
     /// The carried skills, one line each with when to use it: what the assistant is shown on

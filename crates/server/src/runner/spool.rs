@@ -19,12 +19,13 @@
 //! then the folder fsynced), so a folder listing never shows a partial item.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write as _};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mindrune_core::avatars::event::{Call, Event, EventKind, RawEvent};
+use mindrune_engine::atomic_file::{self, Replace, write_atomic_with};
 
 /// Where the hook puts items for the runner.
 pub const INBOX: &str = "inbox";
@@ -126,39 +127,21 @@ pub fn item_name(kind: Kind) -> String {
     )
 }
 
-/// Writes `dir/name` atomically and durably: a hidden temp file in the same folder, written in
-/// full and fsynced, renamed over the name, then the folder fsynced so the rename survives a
-/// power loss. The temp file is removed when anything fails.
+/// Writes `dir/name` atomically and durably with the engine's writer: a hidden temp file in the
+/// same folder (`.NAME.tmp-PID`, which [`temp_writer`] reads back), written in full and fsynced,
+/// renamed over the name, then the folder fsynced so the rename survives a power loss. The temp
+/// file is removed when anything fails.
 pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), SpoolError> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let temp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
     let target = dir.join(name);
-    let written = (|| {
-        // create_new: never writes through a file or symlink planted at the temp name.
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .map_err(io("create", &temp))?;
-        file.write_all(bytes).map_err(io("write", &temp))?;
-        file.sync_all().map_err(io("sync", &temp))?;
-        fs::rename(&temp, &target).map_err(io("rename into place", &target))
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    written?;
-    sync_dir(dir)
+    let how = Replace {
+        mode: None,
+        sync_folder: true,
+    };
+    write_atomic_with(&target, bytes, how).map_err(io("write", &target))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SpoolError> {
-    File::open(dir)
-        .and_then(|folder| folder.sync_all())
-        .map_err(io("sync", dir))
+    atomic_file::sync_dir(dir).map_err(io("sync", dir))
 }
 
 fn create_dir(path: &Path) -> Result<(), SpoolError> {
@@ -399,7 +382,8 @@ impl Spool {
     }
 }
 
-/// For a hidden temp file of [`write_atomic`] (`.NAME.tmp-PID-COUNTER`), the pid of the process
+/// For a hidden temp file of [`write_atomic`] (`.NAME.tmp-PID`, or `.NAME.tmp-PID-COUNTER` as
+/// runners before the engine's writer named them), the pid of the process
 /// that wrote it (`None` when the name has none); `None` outright for any other file.
 fn temp_writer(name: &str) -> Option<Option<u32>> {
     if !name.starts_with('.') {

@@ -11,7 +11,8 @@ use anyhow::Context as _;
 use mindrune_engine::host_guard::{HostGuard, Verdict};
 use serde_json::{Value, json};
 
-use crate::bench::{Print, Row, percentile, time_it};
+use crate::measure::{percentile, time_it};
+use crate::report::{Print, Row};
 
 /// The budget for one guarded hook call, as Claude Code waits for it.
 const BUDGET_MS: f64 = 20.0;
@@ -48,7 +49,20 @@ pub fn guard(calls: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     );
     let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
     let workspace = dir.path().canonicalize()?;
-    crate::playbooks::init_workspace(&workspace, false)?;
+    let exe = std::env::current_exe().context("cannot find the mindrune binary")?;
+    // The workspace the hook judges in is the one `mindrune playbook init` makes.
+    let init = Command::new(&exe)
+        .args(["playbook", "--workspace"])
+        .arg(&workspace)
+        .arg("init")
+        .stdout(Stdio::null())
+        .output()
+        .context("cannot run `mindrune playbook init`")?;
+    anyhow::ensure!(
+        init.status.success(),
+        "`mindrune playbook init` failed: {}",
+        String::from_utf8_lossy(&init.stderr).trim()
+    );
     for folder in ["notes", "reports", "skills/weekly-report"] {
         std::fs::create_dir_all(workspace.join(folder))?;
     }
@@ -77,7 +91,6 @@ pub fn guard(calls: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     }
 
     // The whole hook process, as Claude Code runs it, beside the binary's bare start.
-    let exe = std::env::current_exe().context("cannot find the mindrune binary")?;
     let processes = calls.min(200);
     let mut hook = Vec::with_capacity(processes);
     let mut bare = Vec::with_capacity(processes);
@@ -118,7 +131,9 @@ pub fn guard(calls: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     ];
     match print {
         Print::Quiet => {}
-        Print::Text | Print::Json => crate::bench::print_rows(&rows, matches!(print, Print::Json))?,
+        Print::Text | Print::Json => {
+            crate::report::print_rows(&rows, matches!(print, Print::Json))?
+        }
     }
     Ok(rows)
 }

@@ -13,7 +13,9 @@ use mindrune_core::secrets::Scrubber;
 use mindrune_store::{NewSnippetUse, Outcome, Store as _};
 use serde_json::json;
 
-use crate::bench::{Dice, Print, Row, median, script_source, setup_library, time_it};
+use crate::measure::{Dice, median, time_it};
+use crate::report::{Print, Row};
+use crate::workload::{script_source, setup_library};
 
 /// The target for secret scanning.
 const TARGET_SECRETS_MB_PER_SECOND: f64 = 100.0;
@@ -407,7 +409,7 @@ pub fn secrets(megabytes: usize, print: Print) -> anyhow::Result<Vec<Row>> {
                 "small rate / large rate: {small_over_large:.2} in one call (the linear row), {documents_small_over_large:.2} document by document\n"
             )?;
             drop(out);
-            crate::bench::print_rows(&rows, false)?;
+            crate::report::print_rows(&rows, false)?;
         }
         Print::Quiet => {}
     }
@@ -553,7 +555,7 @@ pub fn near_repeat(snippets: usize, print: Print) -> anyhow::Result<Vec<Row>> {
                 ms(first)
             )?;
             drop(out);
-            crate::bench::print_rows(&rows, false)?;
+            crate::report::print_rows(&rows, false)?;
         }
         Print::Quiet => {}
     }

@@ -9,7 +9,6 @@
 //! also when the benchmark fails.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
@@ -17,27 +16,19 @@ use mindrune_engine::Recorder;
 use mindrune_store::{PgStore, Store as _};
 use serde_json::json;
 
-use crate::bench::{
-    self, BARE_XP, Figures, Row, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND,
-    Workload, micros, number,
+use crate::measure::{Figures, micros};
+use crate::report::{Row, number};
+use crate::workload::{
+    self, BARE_XP, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND, Workload,
+    add_bench_agent,
 };
-use crate::library::{self, Database};
 
 /// What the PostgreSQL baseline is.
 const BARE_NAME: &str = "bare PostgreSQL insert, one tx each";
 
-/// The PostgreSQL database this process's library is in (`--database` /
-/// MINDRUNE_DATABASE_URL), if one was chosen.
-pub fn chosen(home: &Path) -> Option<String> {
-    match library::database(home) {
-        Database::Postgres(url) => Some(url),
-        Database::Sqlite(_) => None,
-    }
-}
-
 /// `bench record` on PostgreSQL alone, at `uses` uses (for `mindrune bench`): its rows.
 pub fn record(url: &str, uses: usize) -> anyhow::Result<Vec<Row>> {
-    let work = bench::workload(uses)?;
+    let work = workload::workload(uses)?;
     Ok(measure(url, &work)?.rows(&format!("{uses} uses, {SCRIPTS} scripts")))
 }
 
@@ -123,13 +114,12 @@ pub(crate) fn measure(url: &str, work: &Workload) -> anyhow::Result<Measured> {
     let store = &scratch.store;
 
     // MindRune: the library's own owner and agent, as on SQLite.
-    let agent = bench::add_bench_agent(store, work.dir.path(), "bench-owner", "bench")?;
+    let agent = workload::add_bench_agent(store, work.dir.path(), "bench-owner", "bench")?;
     let recorder = Recorder::new(store);
 
     // Baseline: an owner of its own in the same tables (so the two never see each other's
     // rows), its skill and one version per script inserted first, then the same uses, bare.
-    let baseline =
-        bench::add_bench_agent(store, work.dir.path(), "bench-baseline", "bench-baseline")?;
+    let baseline = add_bench_agent(store, work.dir.path(), "bench-baseline", "bench-baseline")?;
     let mut client = connect(url, &scratch.schema)?;
     let synchronous_commit: String = client.query_one("SHOW synchronous_commit", &[])?.get(0);
     let skill: i64 = client
@@ -156,7 +146,7 @@ pub(crate) fn measure(url: &str, work: &Workload) -> anyhow::Result<Measured> {
          VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, 0, 0, FALSE, 0, 'shell', $8, $9, NULL, $4)",
     )?;
 
-    let (mindrune, bare) = bench::alternate(
+    let (mindrune, bare) = workload::alternate(
         uses,
         |i| {
             let recorded = recorder.record_line(&work.lines[i])?;
@@ -179,7 +169,7 @@ pub(crate) fn measure(url: &str, work: &Workload) -> anyhow::Result<Measured> {
                     &event.ok.unwrap_or(true),
                     &(event.duration_ms.unwrap_or(0) as i64),
                     &BARE_XP,
-                    &bench::bare_call(event),
+                    &workload::bare_call(event),
                     &event.output.as_deref(),
                 ],
             )?;
@@ -213,8 +203,8 @@ impl Measured {
             "database": self.location,
             "schema": self.schema,
             "synchronous_commit": self.synchronous_commit,
-            "mindrune": bench::figures_json(&self.mindrune),
-            "baseline_bare_postgresql": bench::figures_json(&self.bare),
+            "mindrune": workload::figures_json(&self.mindrune),
+            "baseline_bare_postgresql": workload::figures_json(&self.bare),
             "ratio": self.ratio,
             "targets": [{"figure": "ratio", "target": format!("≤ {TARGET_RATIO}×"), "pass": self.pass()}],
         })
@@ -234,7 +224,7 @@ impl Measured {
              dropped after the run)\n",
             self.location, self.synchronous_commit, self.schema
         )?;
-        bench::write_figures(
+        workload::write_figures(
             out,
             [
                 (

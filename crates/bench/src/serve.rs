@@ -15,8 +15,8 @@ use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_store::{SqliteStore, Store as _};
 use serde_json::json;
 
-use crate::bench::{Print, Row, percentile};
-use crate::library;
+use crate::measure::percentile;
+use crate::report::{Print, Row};
 
 /// Distinct scripts each runner's avatar runs.
 const SCRIPTS_PER_RUNNER: usize = 10;
@@ -60,6 +60,12 @@ impl Drop for Served {
     }
 }
 
+/// The library `mindrune serve` opens in its MINDRUNE_HOME (the cli's `library::database_path`),
+/// which the benchmark fills and reads directly around the server it spawns.
+fn served_library(home: &Path) -> std::path::PathBuf {
+    home.join("library.db")
+}
+
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -93,7 +99,7 @@ fn start_server(home: &Path, port: u16) -> anyhow::Result<Served> {
 
 /// The server's peak resident memory (VmHWM), in MiB.
 fn peak_rss_mib(pid: u32) -> Option<f64> {
-    crate::bench::peak_rss_of(&pid.to_string())
+    crate::report::peak_rss_of(&pid.to_string())
 }
 
 /// Returns the rows, and whether every acknowledged event was stored exactly once.
@@ -114,7 +120,7 @@ pub fn serve(
     std::fs::create_dir_all(&workspace)?;
     let mut tokens = Vec::with_capacity(runners);
     {
-        let store = SqliteStore::open(&library::database_path(&home))?;
+        let store = SqliteStore::open(&served_library(&home))?;
         let owner =
             store.create_owner("bench", "mrk_benchkey_0123456789abcdef0123456789abcdef", 0)?;
         for runner in 0..runners {
@@ -191,7 +197,7 @@ pub fn serve(
     drop(server);
     let acknowledged = acknowledged.load(Ordering::Relaxed);
     let stored = {
-        let store = SqliteStore::open(&library::database_path(&home))?;
+        let store = SqliteStore::open(&served_library(&home))?;
         let owner = store
             .owner_by_name("bench")?
             .context("the bench owner is gone")?;
@@ -335,7 +341,7 @@ const TARGET_SERVER_RSS_MIB: f64 = 100.0;
 fn memory_library(home: &Path, workspace: &Path, uses: usize) -> anyhow::Result<String> {
     use mindrune_store::{HeaderState, ScriptSnapshot, SkillHeader};
 
-    let path = library::database_path(home);
+    let path = served_library(home);
     let token = new_secret("mr_runner_");
     let mut versions = Vec::new();
     {
@@ -500,7 +506,7 @@ pub fn memory(uses: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     let built = began.elapsed();
     let full_rss = serve_and_work(&full_home, &token)?;
     let stored = {
-        let store = SqliteStore::open(&library::database_path(&full_home))?;
+        let store = SqliteStore::open(&served_library(&full_home))?;
         let owner = store
             .owner_by_name("bench")?
             .context("the bench owner is gone")?;

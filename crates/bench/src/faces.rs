@@ -18,7 +18,8 @@ use mindrune_engine::playbook::Playbooks;
 use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
 use serde_json::json;
 
-use crate::bench::{Dice, Print, Row, median, percentile, time_it};
+use crate::measure::{Dice, median, percentile, time_it};
+use crate::report::{Print, Row};
 
 // --- lab --------------------------------------------------------------------------------------
 
@@ -337,7 +338,7 @@ pub fn lab(files: usize, mebibytes: usize, print: Print) -> anyhow::Result<Vec<R
                 mb_per_second(hash)
             )?;
             drop(out);
-            crate::bench::print_rows(&rows, false)?;
+            crate::report::print_rows(&rows, false)?;
         }
         Print::Quiet => {}
     }
@@ -888,7 +889,7 @@ pub fn search(skills: usize, print: Print) -> anyhow::Result<Vec<Row>> {
                 ms(naive_p99)
             )?;
             drop(out);
-            crate::bench::print_rows(&rows, false)?;
+            crate::report::print_rows(&rows, false)?;
         }
         Print::Quiet => {}
     }

@@ -117,7 +117,11 @@ fn new_use(library: &Library, runs: &[Run], index: usize) -> NewUse {
     }
 }
 
-fn answer(recorded: &RecordedUse) -> (bool, i64, i64, u64, Option<(String, Option<i64>)>) {
+/// What a recorded use answers: added, runs, ok runs, the score's bits, and a sharing change's
+/// reason and version.
+type Answer = (bool, i64, i64, u64, Option<(String, Option<i64>)>);
+
+fn answer(recorded: &RecordedUse) -> Answer {
     (
         recorded.added,
         recorded.version.uses,

@@ -41,17 +41,7 @@ pub fn migrate(from: &str, to: &str) -> anyhow::Result<ExitCode> {
             path.display()
         );
     }
-    // Opening a file as a library would give it MindRune's tables: look first, read-only.
-    let is_library =
-        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .and_then(|conn| {
-                conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'owners')",
-            [],
-            |row| row.get::<_, bool>(0),
-        )
-            })
-            .unwrap_or(false);
+    let is_library = SqliteStore::holds_library(path);
     if !is_library {
         bail!(
             "{} is not a MindRune library (it has no owners table); nothing was copied\n\nhint: \

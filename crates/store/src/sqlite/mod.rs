@@ -298,6 +298,21 @@ impl SqliteStore {
         }
     }
 
+    /// Whether the file at `path` is a MindRune library (it has the owners table), looked at
+    /// read-only: opening a file as a library would give it MindRune's tables. `false` for a
+    /// file SQLite cannot read.
+    pub fn holds_library(path: &Path) -> bool {
+        Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .and_then(|conn| {
+                conn.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'owners')",
+                    [],
+                    |row| row.get::<_, bool>(0),
+                )
+            })
+            .unwrap_or(false)
+    }
+
     /// SQLite's own integrity check; `ok` when the file is sound.
     pub fn integrity_check(&self) -> Result<String> {
         let inner = self.lock();

@@ -4,6 +4,10 @@
 //! filesystem; every function here takes values and returns values (plus diagnostics), so it
 //! can be tested and fuzzed in isolation.
 
+// Only the cli prints: a library returns values and errors, and the cli words them (its own
+// unit tests may say what they measured).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod avatars;
 pub mod digest;
 pub mod header;

@@ -1,6 +1,10 @@
 //! MindRune's engine: everything that talks to both a [`mindrune_store::Store`] and the
 //! filesystem. Ingest of tool calls lives here; the faces (CLI, server, MCP) call it.
 
+// Only the cli prints: a library returns values and errors, and the cli words them (its own
+// unit tests may say what they measured).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod agent;
 pub mod atomic_file;
 pub mod avatars;

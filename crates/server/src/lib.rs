@@ -2,6 +2,10 @@
 //! each avatar's sandbox, the owner's dashboard and the operator's console, and the MCP server
 //! of a personal assistant's playbook skills (`mcp`).
 
+// Only the cli prints: a library returns values and errors, and the cli words them (its own
+// unit tests may say what they measured).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod api;
 pub mod app;
 pub mod auth;

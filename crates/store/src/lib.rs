@@ -9,6 +9,10 @@
 //! Architecture invariant: recording a use and rescoring its version happen in one
 //! transaction, so concurrent writers (threads or processes) never lose a use or an update.
 
+// Only the cli prints: a library returns values and errors, and the cli words them (its own
+// unit tests may say what they measured).
+#![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
+
 use std::collections::BTreeMap;
 
 use mindrune_core::score::ScoreBreakdown;

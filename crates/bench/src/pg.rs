@@ -47,16 +47,27 @@ pub(crate) struct Measured {
 
 /// A scratch schema; dropping the guard drops the schema and everything in it, also when the
 /// benchmark failed half-way.
-struct Scratch {
+pub(crate) struct Scratch {
     store: PgStore,
     schema: String,
+}
+
+impl Scratch {
+    /// Takes over `store`, opened in `schema`: the schema is dropped with the guard.
+    pub(crate) fn new(store: PgStore, schema: String) -> Scratch {
+        Scratch { store, schema }
+    }
+
+    pub(crate) fn store(&self) -> &PgStore {
+        &self.store
+    }
 }
 
 impl Drop for Scratch {
     fn drop(&mut self) {
         if let Err(err) = self.store.drop_schema() {
             eprintln!(
-                "mindrune bench record: could not drop the scratch schema {} in PostgreSQL at {}: {err}\n\
+                "mindrune bench: could not drop the scratch schema {} in PostgreSQL at {}: {err}\n\
                  hint: drop it by hand: DROP SCHEMA {} CASCADE",
                 self.schema,
                 self.store.location(),
@@ -66,18 +77,18 @@ impl Drop for Scratch {
     }
 }
 
-/// A schema name no other run uses: `bench_record_<pid>_<nanos>`.
-fn scratch_name() -> String {
+/// A schema name no other run uses: `bench_<what>_<pid>_<nanos>`.
+pub(crate) fn scratch_name(what: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()
         .as_nanos();
-    format!("bench_record_{}_{nanos}", std::process::id())
+    format!("bench_{what}_{}_{nanos}", std::process::id())
 }
 
 /// The URL of the library in `schema` of the same database (a schema the URL named is
 /// replaced: the benchmark never writes into a real library).
-fn in_schema(url: &str, schema: &str) -> String {
+pub(crate) fn in_schema(url: &str, schema: &str) -> String {
     let url = mindrune_store::split_schema(url).0;
     let join = if url.contains('?') { '&' } else { '?' };
     format!("{url}{join}schema={schema}")
@@ -106,7 +117,7 @@ fn connect(url: &str, schema: &str) -> anyhow::Result<postgres::Client> {
 /// beside bare inserts of the same rows, and drops the schema.
 pub(crate) fn measure(url: &str, work: &Workload) -> anyhow::Result<Measured> {
     let uses = work.lines.len();
-    let schema = scratch_name();
+    let schema = scratch_name("record");
     let store = PgStore::open(&in_schema(url, &schema))
         .context("cannot make a scratch library in PostgreSQL for `bench record`")?;
     // From here on the schema exists: the guard drops it however this function ends.
@@ -327,7 +338,7 @@ mod tests {
 
     #[test]
     fn a_scratch_name_is_a_schema_name() {
-        let name = scratch_name();
+        let name = scratch_name("record");
         assert!(
             name.starts_with("bench_record_") && name.len() <= 63,
             "{name}"

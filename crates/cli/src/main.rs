@@ -447,6 +447,29 @@ enum BenchCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Many families on many servers sharing one PostgreSQL database (--database
+    /// postgres://…, in a scratch schema dropped after): each family's runners send to one of
+    /// the servers, beside one family of 25 runners per server on the same servers.
+    Scale {
+        /// `mindrune serve` processes sharing the database.
+        #[arg(long, default_value_t = 4)]
+        servers: usize,
+        /// Families, spread over the servers.
+        #[arg(long, default_value_t = 200)]
+        families: usize,
+        /// Runners (avatars) per family, each sending as fast as its server answers.
+        #[arg(long, default_value_t = 5)]
+        runners: usize,
+        /// How long the families' runners send, in seconds.
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Events per batch.
+        #[arg(long, default_value_t = 10)]
+        batch: usize,
+        /// Print the figures as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Building the topic-tag vocabulary from a wiki of the real 1,350 pages, and mapping
     /// 50 MB of free text to tags, beside a plain Aho-Corasick scan of the same text.
     Tags {
@@ -559,6 +582,34 @@ fn bench_command(which: BenchCommand, postgres: Option<&str>) -> anyhow::Result<
                 ExitCode::FAILURE
             }
         }),
+        BenchCommand::Scale {
+            servers,
+            families,
+            runners,
+            seconds,
+            batch,
+            json,
+        } => {
+            let Some(url) = postgres else {
+                anyhow::bail!(
+                    "bench scale runs on PostgreSQL: name the database with --database postgres://USER@HOST:PORT/DATABASE"
+                );
+            };
+            let shape = bench::ScaleShape {
+                servers,
+                families,
+                runners,
+                seconds,
+                batch,
+            };
+            bench::scale(url, shape, Print::detail(json)).map(|(_, sound)| {
+                if sound {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            })
+        }
         BenchCommand::Secrets { megabytes, json } => {
             ran(bench::secrets(megabytes, Print::detail(json)))
         }

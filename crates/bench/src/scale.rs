@@ -100,6 +100,9 @@ fn wire_event(agent: &str, seq: u64) -> serde_json::Value {
     })
 }
 
+/// A family of the benchmark: its owner, and its runners' agent names and tokens.
+type Family = (OwnerId, Vec<(String, String)>);
+
 /// One load: its families' runners sending for `seconds` to their servers.
 struct Load {
     events_per_second: f64,
@@ -117,7 +120,7 @@ fn make_families(
     prefix: &str,
     families: usize,
     runners: usize,
-) -> anyhow::Result<Vec<(OwnerId, Vec<(String, String)>)>> {
+) -> anyhow::Result<Vec<Family>> {
     (0..families)
         .map(|family| {
             let owner = store.create_owner(
@@ -142,7 +145,7 @@ fn make_families(
 fn run_load(
     store: &PgStore,
     urls: &[String],
-    families: &[(OwnerId, Vec<(String, String)>)],
+    families: &[Family],
     seconds: u64,
     batch: usize,
 ) -> anyhow::Result<Load> {

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod atomic_file;
 pub mod child;
+pub mod display;
 pub mod family;
 pub mod hook;
 pub mod host_guard;

@@ -457,15 +457,6 @@ fn shown_index(
         .or(if versions.is_empty() { None } else { Some(0) })
 }
 
-/// The best-scoring other version, when it scored higher than the shown one.
-fn best_other(versions: &[Version], shown: &Version) -> Option<(i64, f64)> {
-    versions
-        .iter()
-        .filter(|v| v.id != shown.id && v.score > shown.score)
-        .max_by(|a, b| a.score.total_cmp(&b.score))
-        .map(|v| (v.number, v.score))
-}
-
 /// `chop-oaks.ts`: the file's name as the avatar wrote it (the path below its `bots/<bot>/`).
 fn file_name(skill: &mindrune_store::Skill) -> String {
     skill
@@ -618,7 +609,8 @@ fn versions_html(out: &mut String, view: &ScriptView, shown_text: &Shown) {
         "<details class=\"versions\"><summary>Versions ({})</summary>",
         view.versions.len()
     );
-    if let Some((number, score)) = best_other(&view.versions, shown) {
+    if let Some(best) = mindrune_engine::display::best_other(&view.versions, shown) {
+        let (number, score) = (best.number, best.score);
         let _ = write!(
             out,
             "<p class=\"best\">best: v{number}, {}</p>",

@@ -66,23 +66,8 @@ pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// Scores are kept exact and shown as whole points (0–1000), as the command line shows them.
-pub fn points(score: f64) -> i64 {
-    score.round() as i64
-}
-
-/// A time as the command line shows it: `2025-06-01 14:02` (UTC); `never` when there is none.
-pub fn when(millis: Option<i64>) -> String {
-    let Some(millis) = millis else {
-        return "never".into();
-    };
-    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
-    else {
-        return "?".into();
-    };
-    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
-    at.format(&format).unwrap_or_else(|_| "?".into())
-}
+/// Times and scores as the command line shows them (one implementation for both faces).
+pub use mindrune_engine::display::{points, when};
 
 /// What the page header offers besides the brand.
 pub enum Nav<'a> {

@@ -18,6 +18,7 @@ mod common;
 mod copy;
 mod postgres;
 mod sqlite;
+mod sqlite_views;
 
 pub use copy::{CopyReport, TableCopy, copy_library};
 pub use postgres::{PgStore, redact_url, split_schema};
@@ -628,6 +629,32 @@ pub struct FamilyReuse {
     pub skills_reused: i64,
 }
 
+/// One recorded run of a script, as the owner's page of the script shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptRun {
+    /// The number of the version that ran (`v3`).
+    pub version: i64,
+    /// The avatar that ran it; `None` once that avatar was deleted.
+    pub agent: Option<AgentId>,
+    pub outcome: Outcome,
+    /// The output's tail, scrubbed when it was recorded.
+    pub output: Option<String>,
+}
+
+/// How many script runs one avatar of a family had on one UTC day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayRuns {
+    /// Days since 1970-01-01 (UTC).
+    pub day: i64,
+    /// `None` for runs of avatars that were deleted since.
+    pub agent: Option<AgentId>,
+    pub ok: i64,
+    pub failed: i64,
+}
+
+/// Milliseconds in a day: [`DayRuns::day`] is a run's time divided by it.
+pub const DAY_MILLIS: Millis = 86_400_000;
+
 /// The free space of the disk a library is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskSpace {
@@ -752,6 +779,13 @@ pub trait Store: Send + Sync {
         skill: SkillId,
         limit: usize,
     ) -> Result<Vec<FailedRun>>;
+
+    /// A skill's latest runs (any version), newest first, at most `limit`, with their
+    /// outcomes and outputs.
+    fn script_runs(&self, owner: OwnerId, skill: SkillId, limit: usize) -> Result<Vec<ScriptRun>>;
+    /// The family's script runs at or after `since`, counted per UTC day and avatar, oldest
+    /// day first.
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>>;
 
     /// Notes that an agent had a wrap-up.
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;

@@ -1413,6 +1413,19 @@ impl Store for SqliteStore {
         Ok(failures)
     }
 
+    fn script_runs(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<crate::ScriptRun>> {
+        crate::sqlite_views::script_runs(&self.lock().conn, owner, skill, limit)
+    }
+
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<crate::DayRuns>> {
+        crate::sqlite_views::runs_per_day(&self.lock().conn, owner, since)
+    }
+
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
         self.set_agent_time(owner, agent, "last_wrapup_at", at)
     }

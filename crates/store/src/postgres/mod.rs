@@ -36,6 +36,7 @@ mod family;
 mod records;
 mod rows;
 mod sharing;
+mod views;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
@@ -548,6 +549,19 @@ impl Store for PgStore {
         limit: usize,
     ) -> Result<Vec<FailedRun>> {
         records::recent_failures(self, owner, skill, limit)
+    }
+
+    fn script_runs(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<crate::ScriptRun>> {
+        views::script_runs(self, owner, skill, limit)
+    }
+
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<crate::DayRuns>> {
+        views::runs_per_day(self, owner, since)
     }
 
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {

@@ -21,9 +21,9 @@ use mindrune_engine::wrapup;
 use mindrune_store::{Agent, Store};
 use serde::de::DeserializeOwned;
 
-use crate::app::AppState;
 use crate::auth::Runner;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::wire::{
     self, AvatarStats, EventBatch, EventResult, EventStatus, EventsAnswer, FileProblem,
     InstructionsAnswer, MirrorAnswer, MirrorFile, MirrorRequest, TurnAnswer, TurnRequest, WhoAmI,

@@ -20,10 +20,10 @@ use mindrune_engine::ingest::now_millis;
 use mindrune_store::{FamilyReuse, Owner, SharedSkill};
 use serde::Deserialize;
 
-use crate::app::AppState;
 use crate::auth::{OPERATOR_COOKIE, Operator, secret_digest};
 use crate::error::ApiError;
 use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points};
+use crate::state::AppState;
 
 /// The window of the reuse table.
 const REUSE_DAYS: i64 = 30;

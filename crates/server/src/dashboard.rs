@@ -25,18 +25,19 @@ use axum::routing::{get, post};
 use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::ingest::now_millis;
 use mindrune_store::{
-    Agent, AgentId, HeaderState, Owner, SkillEntry, SkillId, StoreError, Version,
+    Agent, AgentId, DAY_MILLIS, HeaderState, Owner, SkillEntry, SkillId, StoreError, Version,
 };
 use serde::Deserialize;
 
-use crate::app::AppState;
 use crate::auth::{OwnerSession, SESSION_COOKIE, new_secret, same_secret, secret_digest};
 use crate::error::ApiError;
 use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
+use crate::pages::{
+    CarriesCsrf, CsrfForm, FORM_LIMIT, checked_form, error_page, form_error, not_found, owner_nav,
+    page_session, parse_id,
+};
+use crate::state::AppState;
 use crate::wire::AvatarStats;
-
-/// The largest dashboard form body: a name, a key and a token fit many times over.
-const FORM_LIMIT: usize = 16 * 1024;
 
 /// The login form's CSRF cookie, sent only to the login page.
 const LOGIN_GUARD: LoginGuard = LoginGuard {
@@ -57,7 +58,6 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/eager", post(eager))
         .route("/dashboard/avatars/{agent_id}", get(avatar_page))
         .route("/dashboard/skills/{skill_id}/code", get(code))
-        .merge(crate::inbox::routes())
         .merge(html::static_routes())
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
 }
@@ -69,103 +69,6 @@ async fn root() -> Redirect {
 // -------------------------------------------------------------------------------------------
 // Errors as pages
 // -------------------------------------------------------------------------------------------
-
-/// An error of a logged-in page, as a small HTML page with the error's status.
-pub(crate) fn error_page(err: &ApiError) -> Response {
-    html::error_page(
-        err.status,
-        &err.detail.message,
-        ("/dashboard", "Back to your family"),
-    )
-}
-
-fn not_found(what: &str) -> Response {
-    html::error_page(
-        StatusCode::NOT_FOUND,
-        &format!("There is no such {what} in your family. It may have been removed."),
-        ("/dashboard", "Back to your family"),
-    )
-}
-
-fn form_error(rejection: &FormRejection) -> Response {
-    html::error_page(
-        rejection.status(),
-        &format!(
-            "The form could not be read ({}). Nothing was changed; reload the page and try again.",
-            rejection.body_text()
-        ),
-        ("/dashboard", "Back to your family"),
-    )
-}
-
-/// The session of a page request: a visitor without one is sent to the login page; a failure
-/// of the library is an error page.
-pub(crate) fn page_session(
-    session: Result<OwnerSession, ApiError>,
-) -> Result<OwnerSession, Box<Response>> {
-    match session {
-        Ok(session) => Ok(session),
-        Err(err) if err.status == StatusCode::UNAUTHORIZED => {
-            Err(Box::new(Redirect::to("/dashboard/login").into_response()))
-        }
-        Err(err) => Err(Box::new(error_page(&err))),
-    }
-}
-
-/// The session of a form POST: without one nothing is changed and the answer says so.
-fn form_session(session: Result<OwnerSession, ApiError>) -> Result<OwnerSession, Box<Response>> {
-    match session {
-        Ok(session) => Ok(session),
-        Err(err) if err.status == StatusCode::UNAUTHORIZED => Err(Box::new(html::error_page(
-            StatusCode::UNAUTHORIZED,
-            "You are not logged in, or your login has expired. Nothing was changed; log in and try again.",
-            ("/dashboard/login", "Log in"),
-        ))),
-        Err(err) => Err(Box::new(error_page(&err))),
-    }
-}
-
-/// A dashboard form that may change something: a live session, a readable form, and the
-/// session's CSRF token in it — else the page that says which of these failed.
-pub(crate) fn checked_form<F: CarriesCsrf>(
-    session: Result<OwnerSession, ApiError>,
-    form: Result<Form<F>, FormRejection>,
-) -> Result<(OwnerSession, F), Box<Response>> {
-    let session = form_session(session)?;
-    let form = match form {
-        Ok(Form(form)) => form,
-        Err(rejection) => return Err(Box::new(form_error(&rejection))),
-    };
-    if let Err(err) = session.check_csrf(form.csrf()) {
-        return Err(Box::new(csrf_error(&err)));
-    }
-    Ok((session, form))
-}
-
-/// A form that carries the session's CSRF token.
-pub(crate) trait CarriesCsrf {
-    fn csrf(&self) -> &str;
-}
-
-impl CarriesCsrf for CsrfForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
-}
-
-impl CarriesCsrf for EagerForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
-}
-
-fn csrf_error(err: &ApiError) -> Response {
-    html::error_page(
-        err.status,
-        &format!("{}. Nothing was changed.", err.detail.message),
-        ("/dashboard", "Back to your family"),
-    )
-}
 
 // -------------------------------------------------------------------------------------------
 // Login and logout
@@ -321,12 +224,6 @@ async fn login(
     response
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct CsrfForm {
-    #[serde(default)]
-    pub(crate) csrf: String,
-}
-
 async fn logout(
     State(state): State<AppState>,
     session: Result<OwnerSession, ApiError>,
@@ -387,6 +284,12 @@ fn back_to(back: Option<&str>) -> String {
             path.to_string()
         }
         _ => "/dashboard".into(),
+    }
+}
+
+impl CarriesCsrf for EagerForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
     }
 }
 
@@ -653,8 +556,9 @@ fn versions_html(out: &mut String, view: &ScriptView, shown_text: &Shown) {
     out.push_str("</tbody></table></div></details>");
 }
 
-/// The sharing bar and the Eager family sharing switch, together: flipping the switch moves
-/// the bar and every progress line of the page at once.
+/// The sharing bar and the Eager family sharing switch, together, in one compact line at the
+/// foot of the family and avatar pages: flipping the switch moves the bar and every progress
+/// line of the page at once.
 fn sharing_html(out: &mut String, owner: &Owner, csrf: &str, back: &str) {
     let bar = SharingBar::for_family(owner.eager_sharing);
     let sentence = if owner.eager_sharing {
@@ -672,23 +576,20 @@ fn sharing_html(out: &mut String, owner: &Owner, csrf: &str, back: &str) {
     };
     let _ = write!(
         out,
-        "<section class=\"card\" aria-labelledby=\"sharing-title\">\
-         <div class=\"sharing\"><div><h2 id=\"sharing-title\">Sharing bar</h2>\
-         <p class=\"bar\" id=\"sharing-bar\">{sentence}</p></div>\
+        "<aside class=\"sharing-line\" aria-label=\"Sharing bar\">\
+         <p class=\"bar\" id=\"sharing-bar\"><strong>Sharing bar:</strong> {sentence}</p>\
          <form method=\"post\" action=\"/dashboard/eager\" class=\"switch\" data-autosubmit>\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <input type=\"hidden\" name=\"back\" value=\"{back}\">\
-         <label><input type=\"checkbox\" name=\"eager\" value=\"on\" id=\"eager\"{checked}> Eager family sharing</label>\
-         <button type=\"submit\" class=\"save\">Save</button></form></div>\
-         <p class=\"small muted\">{help} Sharing stays each avatar's choice: only scripts with \
-         the header are shared. Avatars hear of a new bar the next time they start.</p></section>",
+         <label title=\"{help}\"><input type=\"checkbox\" name=\"eager\" value=\"on\" id=\"eager\"{checked}> Eager family sharing</label>\
+         <button type=\"submit\" class=\"save\">Save</button></form></aside>",
         csrf = escape(csrf),
         back = escape(back),
         checked = if owner.eager_sharing { " checked" } else { "" },
         help = if owner.eager_sharing {
             "Switched off, the bar is 5 runs and a score of 600 again; what is shared stays shared."
         } else {
-            "Eager family sharing lowers the bar to 3 runs and a score of 500."
+            "Eager family sharing lowers the bar to 3 runs and a score of 500. Sharing stays each avatar's choice: only scripts with the header are shared."
         },
     );
 }
@@ -697,24 +598,64 @@ fn sharing_html(out: &mut String, owner: &Owner, csrf: &str, back: &str) {
 // The family page
 // -------------------------------------------------------------------------------------------
 
-fn family_html(
-    owner: &Owner,
-    agents: &[Agent],
-    entries: &[SkillEntry],
-    csrf: &str,
-    shown_text: &Shown,
-) -> String {
+/// The cookie that remembers when the owner last looked at the family page, so the next visit
+/// can say what changed since (a time in milliseconds; nothing secret).
+const SEEN_COOKIE: &str = "mindrune_seen";
+
+/// How far back the family's runs chart reaches.
+const CHART_DAYS: i64 = 30;
+
+/// `2025-06-01`: a day of [`DayRuns`](mindrune_store::DayRuns) as the charts label it.
+pub(crate) fn day_label(day: i64) -> String {
+    let at = when(Some(day.saturating_mul(DAY_MILLIS)));
+    at.split(' ').next().unwrap_or(&at).to_string()
+}
+
+/// What one avatar's tile shows.
+struct Tile<'a> {
+    agent: &'a Agent,
+    stats: Option<AvatarStats>,
+    runs_today: i64,
+    failed_today: i64,
+    /// Its best-scoring script (file name, points) and its newest (file name).
+    best: Option<(String, i64)>,
+    newest: Option<String>,
+    last_ran: Option<i64>,
+    scripts: usize,
+    family: usize,
+}
+
+/// What changed in the family since the owner's last visit.
+#[derive(Default)]
+struct Changes {
+    shared: Vec<mindrune_store::SharingChange>,
+    unshared: Vec<mindrune_store::SharingChange>,
+    /// Scripts whose latest run failed since then: (skill, `<avatar>/<file>`, cause).
+    failing: Vec<(SkillId, String, Option<String>)>,
+}
+
+/// Everything the family page shows.
+struct FamilyView<'a> {
+    owner: &'a Owner,
+    tiles: Vec<Tile<'a>>,
+    entries: &'a [SkillEntry],
+    days: Vec<crate::charts::Bar>,
+    /// `None` on a first visit (no cookie yet).
+    since: Option<i64>,
+    changes: Changes,
+}
+
+fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown) -> String {
     let mut body = String::new();
-    let family_total = entries.iter().filter(|e| e.family).count();
+    let family_total = view.entries.iter().filter(|e| e.family).count();
     let _ = write!(
         body,
         "<h1>Your family</h1><p class=\"lead\">{} · {} · {}</p>",
-        count(agents.len() as i64, "avatar", "avatars"),
-        count(entries.len() as i64, "script", "scripts"),
+        count(view.tiles.len() as i64, "avatar", "avatars"),
+        count(view.entries.len() as i64, "script", "scripts"),
         count(family_total as i64, "family skill", "family skills"),
     );
-    sharing_html(&mut body, owner, csrf, "/dashboard");
-    if agents.is_empty() {
+    if view.tiles.is_empty() {
         body.push_str(
             "<section class=\"card\"><h2>No avatars yet</h2><p>Add one with \
              <code>mindrune agent add NAME --owner OWNER --workspace DIR</code>, or set up an \
@@ -722,28 +663,25 @@ fn family_html(
              first recorded run.</p></section>",
         );
     } else {
+        changes_html(&mut body, view, shown_text);
         body.push_str("<h2>Avatars</h2><ul class=\"avatars\">");
-        for agent in agents {
-            let own: Vec<&SkillEntry> = entries
-                .iter()
-                .filter(|e| e.skill.agent == Some(agent.id))
-                .collect();
-            let family = own.iter().filter(|e| e.family).count();
-            let _ = write!(
-                body,
-                "<li><a class=\"card\" href=\"/dashboard/avatars/{id}\">\
-                 <span class=\"name\">{name}</span>\
-                 <p class=\"counts\">{scripts} · {family} family</p>\
-                 <p class=\"small muted\">Last turn: {last}</p></a></li>",
-                id = agent.id.0,
-                name = shown_text.text(&agent.name),
-                scripts = count(own.len() as i64, "script", "scripts"),
-                last = shown_text.text(&when(agent.last_turn_at)),
-            );
+        for tile in &view.tiles {
+            tile_html(&mut body, tile, shown_text);
         }
         body.push_str("</ul>");
+        body.push_str("<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per day</h2>");
+        body.push_str(&crate::charts::runs_bars(
+            "family-runs",
+            &format!("The family's runs per day, last {CHART_DAYS} days (UTC)"),
+            &view.days,
+        ));
+        body.push_str("</section>");
     }
-    let orphans = entries.iter().filter(|e| e.skill.agent.is_none()).count();
+    let orphans = view
+        .entries
+        .iter()
+        .filter(|e| e.skill.agent.is_none())
+        .count();
     if orphans > 0 {
         let _ = write!(
             body,
@@ -751,42 +689,288 @@ fn family_html(
             count(orphans as i64, "skill", "skills")
         );
     }
+    sharing_html(&mut body, view.owner, csrf, "/dashboard");
     body
+}
+
+fn tile_html(out: &mut String, tile: &Tile<'_>, shown_text: &Shown) {
+    let _ = write!(
+        out,
+        "<li><a class=\"card tile\" href=\"/dashboard/avatars/{id}\" data-avatar=\"{name}\">\
+         <span class=\"name\">{name}</span><dl class=\"tile-facts\">",
+        id = tile.agent.id.0,
+        name = shown_text.text(&tile.agent.name),
+    );
+    let mut fact = |label: &str, value: String, class: &str| {
+        let _ = write!(
+            out,
+            "<div class=\"{class}\"><dt>{label}</dt><dd>{value}</dd></div>"
+        );
+    };
+    let stats = tile.stats.as_ref();
+    fact(
+        "Total level",
+        stats
+            .filter(|s| !s.levels.is_empty())
+            .map_or("–".into(), |s| {
+                grouped(s.levels.values().map(|l| i64::from(*l)).sum())
+            }),
+        "total-level",
+    );
+    fact(
+        "Wealth",
+        stats
+            .and_then(|s| s.wealth)
+            .map_or("–".into(), |coins| format!("{} coins", grouped(coins))),
+        "wealth",
+    );
+    fact(
+        "Today",
+        format!(
+            "{}{}",
+            count(tile.runs_today, "run", "runs"),
+            if tile.failed_today > 0 {
+                format!(
+                    ", <span class=\"failed-count\">{} failed</span>",
+                    tile.failed_today
+                )
+            } else {
+                String::new()
+            }
+        ),
+        "today",
+    );
+    fact(
+        "Best",
+        tile.best.as_ref().map_or("–".into(), |(file, score)| {
+            format!(
+                "<span class=\"file\">{}</span> ({score})",
+                shown_text.text(file)
+            )
+        }),
+        "best",
+    );
+    fact(
+        "Newest",
+        tile.newest.as_ref().map_or("–".into(), |file| {
+            format!("<span class=\"file\">{}</span>", shown_text.text(file))
+        }),
+        "newest",
+    );
+    fact(
+        "Last ran",
+        shown_text.text(&when(tile.last_ran)),
+        "last-ran",
+    );
+    let _ = write!(
+        out,
+        "</dl><p class=\"counts small muted\">{} · {} family</p></a></li>",
+        count(tile.scripts as i64, "script", "scripts"),
+        tile.family,
+    );
+}
+
+fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
+    out.push_str(
+        "<section class=\"card changes\" aria-labelledby=\"changes-title\"><h2 id=\"changes-title\">Since your last visit</h2>",
+    );
+    let Some(since) = view.since else {
+        out.push_str(
+            "<p class=\"muted\">Welcome. From your next visit on, this says what your avatars \
+             newly shared, what newly fails and what stopped being shared.</p></section>",
+        );
+        return;
+    };
+    let _ = write!(
+        out,
+        "<p class=\"small muted\">Since {} UTC.</p>",
+        shown_text.text(&when(Some(since)))
+    );
+    let c = &view.changes;
+    if c.shared.is_empty() && c.unshared.is_empty() && c.failing.is_empty() {
+        out.push_str("<p class=\"muted\">Nothing new: no script was shared, un-shared or started failing.</p></section>");
+        return;
+    }
+    out.push_str("<ul class=\"change-list\">");
+    for change in &c.shared {
+        let _ = write!(
+            out,
+            "<li class=\"newly-shared\"><span class=\"badge\" aria-hidden=\"true\" data-text=\"shared\">👪</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a>{version} is a family skill now: {reason}</li>",
+            id = change.skill.0,
+            label = shown_text.text(&change.label),
+            version = change.version.map(|v| format!(" v{v}")).unwrap_or_default(),
+            reason = shown_text.text(&change.reason),
+        );
+    }
+    for (skill, label, cause) in &c.failing {
+        let _ = write!(
+            out,
+            "<li class=\"newly-failing\"><span class=\"badge\" aria-hidden=\"true\" data-text=\"failing\">⚠️</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a> failed on its latest run: {cause}</li>",
+            id = skill.0,
+            label = shown_text.text(label),
+            cause = shown_text.text(cause.as_deref().unwrap_or("no cause recorded")),
+        );
+    }
+    for change in &c.unshared {
+        let _ = write!(
+            out,
+            "<li class=\"un-shared\"><span class=\"badge\" aria-hidden=\"true\" data-text=\"private\">🔒</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a> is no longer shared: {reason}</li>",
+            id = change.skill.0,
+            label = shown_text.text(&change.label),
+            reason = shown_text.text(&change.reason),
+        );
+    }
+    out.push_str("</ul></section>");
+}
+
+/// Reads everything the family page shows; `since` is the owner's last visit.
+fn family_view<'a>(
+    store: &dyn mindrune_store::Store,
+    owner: &'a Owner,
+    agents: &'a [Agent],
+    entries: &'a [SkillEntry],
+    since: Option<i64>,
+    now: i64,
+) -> Result<FamilyView<'a>, ApiError> {
+    let today = now.div_euclid(DAY_MILLIS);
+    let first_day = today - (CHART_DAYS - 1);
+    let per_day = store.runs_per_day(owner.id, first_day * DAY_MILLIS)?;
+    let days = (first_day..=today)
+        .map(|day| {
+            let (ok, failed) = per_day
+                .iter()
+                .filter(|d| d.day == day)
+                .fold((0, 0), |(ok, failed), d| (ok + d.ok, failed + d.failed));
+            crate::charts::Bar {
+                label: day_label(day),
+                ok: u64::try_from(ok).unwrap_or(0),
+                failed: u64::try_from(failed).unwrap_or(0),
+            }
+        })
+        .collect();
+    let mut changes = Changes::default();
+    let mut tiles = Vec::with_capacity(agents.len());
+    for agent in agents {
+        let own: Vec<&SkillEntry> = entries
+            .iter()
+            .filter(|e| e.skill.agent == Some(agent.id))
+            .collect();
+        let (runs_today, failed_today) = per_day
+            .iter()
+            .filter(|d| d.day == today && d.agent == Some(agent.id))
+            .fold((0, 0), |(all, failed), d| {
+                (all + d.ok + d.failed, failed + d.failed)
+            });
+        let mut last_ran = None;
+        for entry in &own {
+            let Some(latest) = store
+                .script_runs(owner.id, entry.skill.id, 1)?
+                .into_iter()
+                .next()
+            else {
+                continue;
+            };
+            last_ran = last_ran.max(Some(latest.outcome.at));
+            if let Some(since) = since
+                && !latest.outcome.ok
+                && latest.outcome.at >= since
+            {
+                changes.failing.push((
+                    entry.skill.id,
+                    format!("{}/{}", agent.name, file_name(&entry.skill)),
+                    latest.outcome.failure,
+                ));
+            }
+        }
+        if let Some(since) = since {
+            for change in store.sharing_changes(owner.id, agent.id, since)? {
+                match change.kind {
+                    mindrune_store::SharingKind::Shared => changes.shared.push(change),
+                    mindrune_store::SharingKind::Unshared => changes.unshared.push(change),
+                }
+            }
+        }
+        let stats = store
+            .avatar_state(owner.id, agent.id)?
+            .and_then(|state| serde_json::from_str::<AvatarStats>(&state.state).ok());
+        tiles.push(Tile {
+            agent,
+            stats,
+            runs_today,
+            failed_today,
+            // Entries come best score first.
+            best: own
+                .first()
+                .map(|e| (file_name(&e.skill), points(e.version.score))),
+            newest: own
+                .iter()
+                .max_by_key(|e| (e.skill.created_at, e.skill.id.0))
+                .map(|e| file_name(&e.skill)),
+            last_ran,
+            scripts: own.len(),
+            family: own.iter().filter(|e| e.family).count(),
+        });
+    }
+    Ok(FamilyView {
+        owner,
+        tiles,
+        entries,
+        days,
+        since,
+        changes,
+    })
 }
 
 async fn family_page(
     State(state): State<AppState>,
     session: Result<OwnerSession, ApiError>,
+    headers: HeaderMap,
 ) -> Response {
     let session = match page_session(session) {
         Ok(session) => session,
         Err(response) => return *response,
     };
+    let since = html::cookie_value(&headers, SEEN_COOKIE).and_then(|v| v.parse::<i64>().ok());
     let store = state.store();
     let owner_id = session.owner;
     let csrf = session.csrf_token.clone();
     let app = state.clone();
+    let now = now_millis();
     let page = state
         .blocking(move || -> Result<String, ApiError> {
             let owner = store.owner(owner_id)?;
             let agents = store.agents(owner_id)?;
             let entries = store.skills(owner_id, None)?;
+            let view = family_view(store, &owner, &agents, &entries, since, now)?;
             let shown_text = Shown::new(&[owner.api_key.as_str()]);
-            let body = family_html(&owner, &agents, &entries, &csrf, &shown_text);
+            let body = family_html(&view, &csrf, &shown_text);
             Ok(html::page(
                 "Your family",
-                Nav::Owner {
-                    owner: &owner.name,
-                    csrf: &csrf,
-                    inbox: app.config().playbooks_of(&owner.name).next().is_some(),
-                },
+                owner_nav(&app, &owner, &csrf),
                 &body,
             ))
         })
         .await
         .and_then(|page| page);
     match page {
-        Ok(page) => html::respond(StatusCode::OK, page),
+        Ok(page) => {
+            let mut response = html::respond(StatusCode::OK, page);
+            // A year: the next visit, however late, still knows what it has not seen.
+            html::set_cookies(
+                &mut response,
+                [html::cookie(
+                    SEEN_COOKIE,
+                    &now.to_string(),
+                    "/dashboard",
+                    365 * 24 * 3600,
+                    state.config().cookies_secure(),
+                )],
+            );
+            response
+        }
         Err(err) => error_page(&err),
     }
 }
@@ -794,11 +978,6 @@ async fn family_page(
 // -------------------------------------------------------------------------------------------
 // An avatar's page
 // -------------------------------------------------------------------------------------------
-
-/// Parses an id from a URL; anything but a positive number is "not found".
-pub(crate) fn parse_id(raw: &str) -> Option<i64> {
-    raw.parse::<i64>().ok().filter(|id| *id > 0)
-}
 
 /// `12,345`.
 fn grouped(n: i64) -> String {

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use mindrune_core::secrets::Scrubber;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Escapes text for HTML element content and for quoted attribute values.
 pub fn escape(text: &str) -> String {
@@ -218,7 +218,7 @@ impl LoginGuard {
         match cookie_value(headers, self.cookie_name) {
             Some(token) if token.starts_with("mr_login_") && token.len() == 9 + 64 => (token, None),
             _ => {
-                let token = crate::auth::new_secret("mr_login_");
+                let token = crate::secret::new_secret("mr_login_");
                 let set = cookie(
                     self.cookie_name,
                     &token,
@@ -234,7 +234,7 @@ impl LoginGuard {
     /// Whether a login POST carries the token its browser holds, compared in constant time.
     pub fn check(&self, headers: &HeaderMap, sent: &str) -> bool {
         match cookie_value(headers, self.cookie_name) {
-            Some(held) => !sent.is_empty() && crate::auth::same_secret(&held, sent),
+            Some(held) => !sent.is_empty() && crate::secret::same_secret(&held, sent),
             None => false,
         }
     }

@@ -32,11 +32,11 @@ use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, 
 use mindrune_store::{Owner, OwnerId};
 use serde::Deserialize;
 
-use crate::app::AppState;
 use crate::auth::OwnerSession;
-use crate::dashboard::{CarriesCsrf, CsrfForm, checked_form, error_page, page_session, parse_id};
 use crate::error::ApiError;
 use crate::html::{self, Nav, Shown, escape};
+use crate::pages::{CarriesCsrf, CsrfForm, checked_form, error_page, page_session, parse_id};
+use crate::state::AppState;
 
 /// A reason longer than this is refused (the form says so before it is sent).
 const MAX_REASON_CHARS: usize = 2000;
@@ -50,6 +50,9 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/inbox/{ws}/cards/{id}", get(card_page))
         .route("/dashboard/inbox/{ws}/cards/{id}/approve", post(approve))
         .route("/dashboard/inbox/{ws}/cards/{id}/reject", post(reject))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::pages::FORM_LIMIT,
+        ))
 }
 
 // -------------------------------------------------------------------------------------------

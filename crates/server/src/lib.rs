@@ -13,5 +13,8 @@ pub mod error;
 pub mod html;
 pub mod inbox;
 pub mod mcp;
+mod pages;
 pub mod runner;
+mod secret;
+pub mod state;
 pub mod wire;

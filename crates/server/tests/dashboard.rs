@@ -2319,3 +2319,128 @@ async fn a_script_left_unused_shows_its_score_as_of_now() {
         "stored {stored}, shown {shown}: {card}"
     );
 }
+
+/// The part of a page from the element carrying `marker` to the end of its list item.
+fn tile_of<'a>(body: &'a str, marker: &str) -> &'a str {
+    let start = body
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in {body}"));
+    let end = body[start..]
+        .find("</li>")
+        .map_or(body.len(), |e| start + e);
+    &body[start..end]
+}
+
+#[tokio::test]
+async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_last_visit() {
+    let world = world();
+    let before_the_runs = now_millis() - 2 * 3_600_000;
+    let (session, _) = login(&world).await;
+
+    // A first visit has nothing to compare with, and remembers itself.
+    let first = get(&world, "/dashboard", Some(&session)).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(
+        first.body.contains("From your next visit on"),
+        "{}",
+        first.body
+    );
+    let seen = first
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("mindrune_seen="))
+        .expect("the visit is remembered");
+    assert!(
+        seen.contains("HttpOnly") && seen.contains("Path=/dashboard"),
+        "{seen}"
+    );
+
+    // ada's family ran 20 scripts (chop 5, fish 3, mine 5 + 2 failed, the markup one 5).
+    assert!(
+        first.body.contains("20 runs from ") && first.body.contains(": 18 ok, 2 failed."),
+        "{}",
+        first.body
+    );
+    assert_eq!(
+        first.body.matches("<g class=\"bar\"").count(),
+        30,
+        "30 days"
+    );
+    assert!(first.body.contains("role=\"img\""));
+    assert!(first.body.contains("<summary>As a table</summary>"));
+
+    // The tile: best and newest script, when it last ran, today's runs.
+    let store = world.state.store();
+    let entries = store.skills(world.ada, Some(world.buzz)).unwrap();
+    let best = &entries[0];
+    let tile = tile_of(&first.body, "data-avatar=\"buzz\"");
+    assert!(
+        tile.contains(&format!(
+            "<span class=\"file\">{}.ts</span> ({})",
+            best.skill
+                .name
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;"),
+            best.version.score.round() as i64
+        )),
+        "{tile}"
+    );
+    assert!(tile.contains("Newest"), "{tile}");
+    let last_ran = entries
+        .iter()
+        .filter_map(|e| e.version.last_used_at)
+        .max()
+        .unwrap();
+    assert!(
+        tile.contains(&mindrune_engine::display::when(Some(last_ran))),
+        "{tile}"
+    );
+    let today = now_millis() / mindrune_store::DAY_MILLIS;
+    let (all, failed) = store
+        .runs_per_day(world.ada, today * mindrune_store::DAY_MILLIS)
+        .unwrap()
+        .iter()
+        .fold((0, 0), |(a, f), d| (a + d.ok + d.failed, f + d.failed));
+    let runs_today = if all == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{all} runs")
+    };
+    assert!(tile.contains(&runs_today), "{runs_today} in {tile}");
+    assert_eq!(
+        tile.contains(&format!("{failed} failed")),
+        failed > 0,
+        "{tile}"
+    );
+    assert!(!first.body.contains("rex"), "bob's avatar is not ada's");
+
+    // Since a time before the runs: two scripts became family skills, mine fails now.
+    let cookie = format!("{session}; mindrune_seen={before_the_runs}");
+    let later = get(&world, "/dashboard", Some(&cookie)).await;
+    let start = later
+        .body
+        .find("class=\"change-list\"")
+        .expect("a list of changes");
+    let changes = &later.body[start..start + later.body[start..].find("</ul>").unwrap()];
+    assert!(changes.contains("class=\"newly-shared\""), "{changes}");
+    assert!(
+        changes.contains("buzz/chop-oaks</a> v1 is a family skill now"),
+        "{changes}"
+    );
+    assert!(changes.contains(&format!("href=\"/dashboard/skills/{}\"", world.mine.0)));
+    assert!(
+        changes.contains("buzz/mine.ts</a> failed on its latest run"),
+        "{changes}"
+    );
+    assert!(!changes.contains("un-shared"), "{changes}");
+    assert!(
+        !changes.contains("fish"),
+        "fish ran cleanly and is not shared: {changes}"
+    );
+
+    // Since now: nothing new.
+    let cookie = format!("{session}; mindrune_seen={}", now_millis());
+    let now = get(&world, "/dashboard", Some(&cookie)).await;
+    assert!(now.body.contains("Nothing new"), "{}", now.body);
+}

@@ -41,6 +41,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::api::routes())
         .merge(crate::dashboard::routes())
         .merge(crate::inbox::routes())
+        .merge(crate::script_page::routes())
         .merge(crate::console::routes())
         .layer(SetResponseHeaderLayer::overriding(
             header::CONTENT_SECURITY_POLICY,

@@ -17,15 +17,15 @@ use std::fmt::Write as _;
 
 use axum::Form;
 use axum::Router;
-use axum::extract::rejection::{FormRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::sharing::SharingBar;
 use mindrune_engine::ingest::now_millis;
 use mindrune_store::{
-    Agent, AgentId, DAY_MILLIS, HeaderState, Owner, SkillEntry, SkillId, StoreError, Version,
+    Agent, AgentId, DAY_MILLIS, HeaderState, Owner, SkillEntry, SkillId, Version,
 };
 use serde::Deserialize;
 
@@ -36,6 +36,7 @@ use crate::pages::{
     CarriesCsrf, CsrfForm, FORM_LIMIT, checked_form, error_page, form_error, not_found, owner_nav,
     page_session, parse_id,
 };
+use crate::scripts::{day_label, file_name, grouped, progress_line, shown_index};
 use crate::state::AppState;
 use crate::wire::AvatarStats;
 
@@ -57,7 +58,6 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/logout", post(logout))
         .route("/dashboard/eager", post(eager))
         .route("/dashboard/avatars/{agent_id}", get(avatar_page))
-        .route("/dashboard/skills/{skill_id}/code", get(code))
         .merge(html::static_routes())
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
 }
@@ -331,61 +331,6 @@ async fn eager(
 // What a script entry shows
 // -------------------------------------------------------------------------------------------
 
-/// Whether a skill is a family skill: its file carries the `@skill` header, is there, and a
-/// version was shared (as the store's entries count it).
-fn is_family(skill: &mindrune_store::Skill, versions: &[Version]) -> bool {
-    skill.header.state == HeaderState::Skill
-        && skill.deleted_at.is_none()
-        && versions.iter().any(|v| v.shared_at.is_some())
-}
-
-/// The version a script's entry shows: for a family skill the version siblings get (a newer
-/// private draft does not replace it until it is shared too); otherwise the file's current
-/// version. An index into `versions`.
-fn shown_index(
-    skill: &mindrune_store::Skill,
-    versions: &[Version],
-    family: bool,
-    bar: SharingBar,
-) -> Option<usize> {
-    if family {
-        let standings: Vec<VersionStanding> = versions.iter().map(Into::into).collect();
-        if let Some(index) = sharing::version_for_siblings(&standings, bar) {
-            return Some(index);
-        }
-    }
-    versions
-        .iter()
-        .position(|v| Some(v.id) == skill.current_version)
-        .or(if versions.is_empty() { None } else { Some(0) })
-}
-
-/// `chop-oaks.ts`: the file's name as the avatar wrote it (the path below its `bots/<bot>/`).
-fn file_name(skill: &mindrune_store::Skill) -> String {
-    skill
-        .path
-        .strip_prefix(&format!("bots/{}/", skill.agent_name))
-        .filter(|name| !name.is_empty())
-        .map_or_else(|| format!("{}.ts", skill.name), str::to_string)
-}
-
-/// Where a private headed script stands against the family's bar, as the wrap-up says it
-/// (`x.ts: 3/5 runs, score 540/600 — not shared yet`). A script that clears the bar now (the
-/// owner just lowered it) is shared at its next run or turn end, and the line says so.
-fn progress_line(file: &str, runs: i64, score: f64, bar: SharingBar) -> String {
-    if bar.cleared_by(runs, score) {
-        format!(
-            "{file}: {}/{} runs, score {}/{} — clears the bar; shared at its next run or turn end",
-            runs.min(bar.runs),
-            bar.runs,
-            points(score),
-            points(bar.score)
-        )
-    } else {
-        bar.progress(file, runs, score)
-    }
-}
-
 /// One entry of an avatar's page, with everything it shows.
 struct ScriptView {
     entry: SkillEntry,
@@ -604,12 +549,6 @@ const SEEN_COOKIE: &str = "mindrune_seen";
 
 /// How far back the family's runs chart reaches.
 const CHART_DAYS: i64 = 30;
-
-/// `2025-06-01`: a day of [`DayRuns`](mindrune_store::DayRuns) as the charts label it.
-pub(crate) fn day_label(day: i64) -> String {
-    let at = when(Some(day.saturating_mul(DAY_MILLIS)));
-    at.split(' ').next().unwrap_or(&at).to_string()
-}
 
 /// What one avatar's tile shows.
 struct Tile<'a> {
@@ -979,19 +918,6 @@ async fn family_page(
 // An avatar's page
 // -------------------------------------------------------------------------------------------
 
-/// `12,345`.
-fn grouped(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
-}
-
 fn stats_html(out: &mut String, state: Option<&mindrune_store::AvatarState>, shown_text: &Shown) {
     out.push_str(
         "<aside class=\"card stats\" aria-labelledby=\"stats-title\"><h2 id=\"stats-title\">Stats</h2>",
@@ -1226,151 +1152,6 @@ async fn avatar_page(
     }
 }
 
-// -------------------------------------------------------------------------------------------
-// A script's code, as text
-// -------------------------------------------------------------------------------------------
-
-#[derive(Debug, Default, Deserialize)]
-struct CodeQuery {
-    #[serde(default)]
-    download: Option<String>,
-    #[serde(default)]
-    version: Option<String>,
-}
-
-/// A file name that is safe in a `Content-Disposition` header: letters, digits, `.`, `-` and
-/// `_` kept, anything else a `_`.
-fn safe_file_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let trimmed = cleaned.trim_start_matches('.');
-    if trimmed.is_empty() {
-        "script".into()
-    } else {
-        trimmed.chars().take(100).collect()
-    }
-}
-
-async fn code(
-    State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
-    Path(raw): Path<String>,
-    query: Result<Query<CodeQuery>, QueryRejection>,
-) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
-    let Some(id) = parse_id(&raw) else {
-        return not_found("script");
-    };
-    let Ok(Query(query)) = query else {
-        return html::error_page(
-            StatusCode::BAD_REQUEST,
-            "The address's query could not be read; use the View or Download link of the script.",
-            ("/dashboard", "Back to your family"),
-        );
-    };
-    let download = match query.download.as_deref() {
-        None | Some("0") | Some("false") => false,
-        Some("1") | Some("true") | Some("") => true,
-        Some(_) => {
-            return html::error_page(
-                StatusCode::BAD_REQUEST,
-                "`download` is 1 (a file to save) or 0 (text to read).",
-                ("/dashboard", "Back to your family"),
-            );
-        }
-    };
-    let wanted = match query.version.as_deref().map(str::parse::<i64>) {
-        None => None,
-        Some(Ok(number)) if number > 0 => Some(number),
-        Some(_) => {
-            return html::error_page(
-                StatusCode::BAD_REQUEST,
-                "`version` is a version number of the script (1, 2, …).",
-                ("/dashboard", "Back to your family"),
-            );
-        }
-    };
-    let store = state.store();
-    let owner_id = session.owner;
-    let found = state
-        .blocking(move || -> Result<Option<(String, i64, String)>, ApiError> {
-            let owner = store.owner(owner_id)?;
-            // The skill is looked up with the session's owner: another family's id is not
-            // found.
-            let skill = match store.skill(owner_id, SkillId(id)) {
-                Ok(skill) => skill,
-                Err(StoreError::NotFound(_)) => return Ok(None),
-                Err(err) => return Err(err.into()),
-            };
-            let versions = store.versions(owner_id, skill.id)?;
-            let index = match wanted {
-                Some(number) => versions.iter().position(|v| v.number == number),
-                None => {
-                    let bar = SharingBar::for_family(owner.eager_sharing);
-                    shown_index(&skill, &versions, is_family(&skill, &versions), bar)
-                }
-            };
-            let Some(index) = index else {
-                return Ok(None);
-            };
-            let version = &versions[index];
-            let shown_text = Shown::new(&[owner.api_key.as_str()]);
-            let stem = skill.name.clone();
-            Ok(Some((
-                shown_text.plain(&version.code),
-                version.number,
-                stem,
-            )))
-        })
-        .await
-        .and_then(|found| found);
-    let (code, number, stem) = match found {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found("script or version"),
-        Err(err) => return error_page(&err),
-    };
-    let mut response = (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
-        ],
-        code,
-    )
-        .into_response();
-    if download {
-        let name = if wanted.is_some() {
-            format!("{}-v{number}.ts", safe_file_name(&stem))
-        } else {
-            format!("{}.ts", safe_file_name(&stem))
-        };
-        if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
-            response
-                .headers_mut()
-                .insert(header::CONTENT_DISPOSITION, value);
-        }
-    }
-    response
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1386,32 +1167,5 @@ mod tests {
         assert_eq!(back_to(Some("//evil.example")), "/dashboard");
         assert_eq!(back_to(Some("/dashboard/avatars/1/../../x")), "/dashboard");
         assert_eq!(back_to(Some("/dashboard/avatars/")), "/dashboard");
-    }
-
-    #[test]
-    fn download_names_are_header_safe() {
-        assert_eq!(safe_file_name("chop-oaks"), "chop-oaks");
-        assert_eq!(safe_file_name("a\"b\r\nc"), "a_b__c");
-        assert_eq!(safe_file_name("..."), "script");
-        assert_eq!(safe_file_name("<script>"), "_script_");
-    }
-
-    #[test]
-    fn numbers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(-1234567), "-1,234,567");
-    }
-
-    #[test]
-    fn a_script_that_clears_a_lowered_bar_says_when_it_is_shared() {
-        let line = progress_line("x.ts", 3, 550.0, SharingBar::EAGER);
-        assert!(line.starts_with("x.ts: 3/3 runs, score 550/500"), "{line}");
-        assert!(line.contains("next run or turn end"), "{line}");
-        assert_eq!(
-            progress_line("x.ts", 3, 540.0, SharingBar::STANDARD),
-            "x.ts: 3/5 runs, score 540/600 — not shared yet"
-        );
     }
 }

@@ -69,6 +69,33 @@ pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
 /// Times and scores as the command line shows them (one implementation for both faces).
 pub use mindrune_engine::display::{points, when};
 
+/// A unified diff as HTML: scrubbed as a whole, then each line escaped and marked as added,
+/// removed, a hunk or a file header (the colours live in `app.css`).
+pub fn diff_html(diff: &str, shown: &Shown) -> String {
+    let diff = shown.plain(diff);
+    let mut out = String::from("<pre class=\"diff\"><code>");
+    for line in diff.split_inclusive('\n') {
+        let class = if line.starts_with("+++") || line.starts_with("---") {
+            "meta"
+        } else if line.starts_with("@@") {
+            "hunk"
+        } else if line.starts_with('+') {
+            "add"
+        } else if line.starts_with('-') {
+            "del"
+        } else {
+            ""
+        };
+        if class.is_empty() {
+            out.push_str(&escape(line));
+        } else {
+            let _ = write!(out, "<span class=\"{class}\">{}</span>", escape(line));
+        }
+    }
+    out.push_str("</code></pre>");
+    out
+}
+
 /// What the page header offers besides the brand.
 pub enum Nav<'a> {
     /// The login pages: nothing to go to yet.

@@ -34,7 +34,7 @@ use serde::Deserialize;
 
 use crate::auth::OwnerSession;
 use crate::error::ApiError;
-use crate::html::{self, Nav, Shown, escape};
+use crate::html::{self, Nav, Shown, diff_html, escape};
 use crate::pages::{CarriesCsrf, CsrfForm, checked_form, error_page, page_session, parse_id};
 use crate::state::AppState;
 
@@ -505,33 +505,6 @@ fn card_view(playbooks: &Playbooks, card: Card) -> Result<CardView, PlaybookErro
         owes,
         shows,
     })
-}
-
-/// A unified diff as HTML: scrubbed as a whole, then each line escaped and marked as added,
-/// removed, a hunk or a file header (the colours live in `app.css`).
-fn diff_html(diff: &str, shown: &Shown) -> String {
-    let diff = shown.plain(diff);
-    let mut out = String::from("<pre class=\"diff\"><code>");
-    for line in diff.split_inclusive('\n') {
-        let class = if line.starts_with("+++") || line.starts_with("---") {
-            "meta"
-        } else if line.starts_with("@@") {
-            "hunk"
-        } else if line.starts_with('+') {
-            "add"
-        } else if line.starts_with('-') {
-            "del"
-        } else {
-            ""
-        };
-        if class.is_empty() {
-            out.push_str(&escape(line));
-        } else {
-            let _ = write!(out, "<span class=\"{class}\">{}</span>", escape(line));
-        }
-    }
-    out.push_str("</code></pre>");
-    out
 }
 
 /// What approving a card of this kind does, in a sentence.

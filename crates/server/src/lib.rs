@@ -15,6 +15,8 @@ pub mod inbox;
 pub mod mcp;
 mod pages;
 pub mod runner;
+mod script_page;
+mod scripts;
 mod secret;
 pub mod state;
 pub mod wire;

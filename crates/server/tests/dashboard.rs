@@ -2444,3 +2444,119 @@ async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_l
     let now = get(&world, "/dashboard", Some(&cookie)).await;
     assert!(now.body.contains("Nothing new"), "{}", now.body);
 }
+
+#[tokio::test]
+async fn a_script_s_page_lists_its_runs_charts_its_score_and_diffs_two_versions() {
+    let world = world();
+    let (session, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let body = &page.body;
+    // Seven runs, newest first: v2's two failures, then v1's five clean runs.
+    let start = body.find("id=\"runs\"").expect("a runs table");
+    let runs = &body[start..start + body[start..].find("</table>").unwrap()];
+    let versions: Vec<&str> = runs
+        .split("<td data-label=\"Version\">")
+        .skip(1)
+        .map(|cell| cell.split('<').next().unwrap())
+        .collect();
+    assert_eq!(versions, ["v2", "v2", "v1", "v1", "v1", "v1", "v1"]);
+    assert_eq!(runs.matches("class=\"run failed\"").count(), 2);
+    assert!(runs.contains("no cause recorded"), "{runs}");
+    assert!(runs.contains(">1 min</td>"), "{runs}");
+    assert!(body.contains("71% ok of the last 7 runs"), "{body}");
+    // The score chart: a point per run, the change to v2 marked, the last point the stored score.
+    let store = world.state.store();
+    let stored = store.versions(world.ada, world.mine).unwrap();
+    assert_eq!(body.matches("<circle class=\"dot\"").count(), 7, "{body}");
+    assert_eq!(
+        body.matches("class=\"version-change\" data-version=\"2\"")
+            .count(),
+        1
+    );
+    let v2 = stored.iter().find(|v| v.number == 2).unwrap();
+    let v1 = stored.iter().find(|v| v.number == 1).unwrap();
+    assert!(
+        body.contains(&format!(
+            "to {}, 1 version change.",
+            (v2.score * 10.0).round() / 10.0
+        )),
+        "{body}"
+    );
+    // Versions, with the best one named, and the way to a diff.
+    assert!(
+        body.contains(&format!(
+            "<p class=\"best\">best: v1, {}</p>",
+            v1.score.round() as i64
+        )),
+        "{body}"
+    );
+    assert!(body.contains("action=\"/dashboard/skills/"), "{body}");
+    assert!(
+        body.contains("<option value=\"1\" selected>v1</option>"),
+        "{body}"
+    );
+
+    let diff = get(
+        &world,
+        &format!("/dashboard/skills/{}/diff?from=1&to=2", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(diff.status, StatusCode::OK, "{}", diff.body);
+    assert!(diff.body.contains("<h1>v1 → v2</h1>"), "{}", diff.body);
+    assert!(
+        diff.body
+            .contains("<span class=\"del\">-await mine(1);\n</span>"),
+        "{}",
+        diff.body
+    );
+    assert!(
+        diff.body
+            .contains("<span class=\"add\">+await mine(2);\n</span>"),
+        "{}",
+        diff.body
+    );
+    for bad in ["from=1", "from=1&to=x", "from=0&to=2"] {
+        let answer = get(
+            &world,
+            &format!("/dashboard/skills/{}/diff?{bad}", world.mine.0),
+            Some(&session),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+    let missing = get(
+        &world,
+        &format!("/dashboard/skills/{}/diff?from=1&to=9", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+    // Another family's script is not there, page or diff; without a login, the login page.
+    for path in [
+        format!("/dashboard/skills/{}", world.bob_skill.0),
+        format!("/dashboard/skills/{}/diff?from=1&to=1", world.bob_skill.0),
+    ] {
+        let answer = get(&world, &path, Some(&session)).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}");
+        assert!(!answer.body.contains("bobs-secret-route"), "{path}");
+    }
+    let anonymous = get(&world, &format!("/dashboard/skills/{}", world.mine.0), None).await;
+    assert_eq!(anonymous.location(), "/dashboard/login");
+    // The shared script's page says so; its code holds the owner's key, never shown.
+    let chop = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.chop.0),
+        Some(&session),
+    )
+    .await;
+    assert!(chop.body.contains("👪 Family"), "{}", chop.body);
+    assert!(!chop.body.contains(ADA_KEY));
+}

@@ -36,7 +36,9 @@ use crate::pages::{
     CarriesCsrf, CsrfForm, FORM_LIMIT, checked_form, error_page, form_error, not_found, owner_nav,
     page_session, parse_id,
 };
-use crate::scripts::{day_label, file_name, grouped, progress_line, shown_index};
+use crate::scripts::{
+    day_label, file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,
+};
 use crate::state::AppState;
 use crate::wire::AvatarStats;
 
@@ -339,7 +341,13 @@ struct ScriptView {
     shown: usize,
     /// The latest failed run, when the script has one: its version, time and cause.
     last_failure: Option<mindrune_store::FailedRun>,
+    /// Its latest runs, newest first (at most [`SPARK_RUNS`]), for its sparkline and success
+    /// rate.
+    recent: Vec<mindrune_store::ScriptRun>,
 }
+
+/// How many of a script's latest runs its sparkline and success rate on the avatar page cover.
+const SPARK_RUNS: usize = 30;
 
 impl ScriptView {
     fn shown(&self) -> &Version {
@@ -353,17 +361,18 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
     let id = skill.id.0;
     let file = file_name(skill);
     // A headed script that has not cleared the bar is "not shared yet", the spec's words and
-    // the CLI's (`mindrune skills`, `skill show`, the wrap-up).
-    let tag = match (view.entry.family, skill.header.state) {
-        (true, _) => "<span class=\"tag family\">👪 Family</span>",
-        (false, HeaderState::Skill) => "<span class=\"tag private\">🔒 Not shared yet</span>",
-        (false, _) => "<span class=\"tag private\">🔒 Private</span>",
-    };
+    // the CLI's (`mindrune skills`, `skill show`, the wrap-up); a file that is gone is private.
+    let tag = tag(skill, view.entry.family);
     let _ = write!(
         out,
-        "<li class=\"card script\" id=\"skill-{id}\"><h3><span class=\"file\">{file}</span>{tag}</h3>\
+        "<li class=\"card script{gone}\" id=\"skill-{id}\"><h3><a class=\"open-script\" href=\"/dashboard/skills/{id}\"><span class=\"file\">{file}</span></a>{tag}</h3>\
          <ul class=\"facts\"><li class=\"version\">v{number} · {versions}</li>\
          <li class=\"score\">score {score}</li><li class=\"runs\">{runs}</li>",
+        gone = if skill.deleted_at.is_some() {
+            " gone"
+        } else {
+            ""
+        },
         file = shown_text.text(&file),
         number = version.number,
         versions = count(view.versions.len() as i64, "version", "versions"),
@@ -377,7 +386,26 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
             count(view.entry.total_runs, "run", "runs")
         );
     }
+    if !view.recent.is_empty() {
+        let ok = view.recent.iter().filter(|r| r.outcome.ok).count();
+        let history = score_history(skill, &view.versions, &view.recent);
+        let values: Vec<f64> = history.iter().map(|p| p.value).collect();
+        let _ = write!(
+            out,
+            "<li class=\"trend\">{spark}</li><li class=\"success-rate\">{rate}% ok of the last {n}</li>",
+            spark = crate::charts::sparkline(&format!("{file}: score"), &values, 1000.0),
+            rate = (ok as f64 * 100.0 / view.recent.len() as f64).round(),
+            n = count(view.recent.len() as i64, "run", "runs"),
+        );
+    }
     out.push_str("</ul>");
+    if let Some(gone) = skill.deleted_at {
+        let _ = write!(
+            out,
+            "<p class=\"gone small\">Its file is gone since {} UTC: private now; its history stays.</p>",
+            shown_text.text(&when(Some(gone)))
+        );
+    }
     match (view.entry.family, skill.header.state) {
         (true, _) => {
             // A newer draft of a shared skill is not what siblings get until it is shared too.
@@ -395,6 +423,7 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
                 );
             }
         }
+        (false, HeaderState::Skill) if skill.deleted_at.is_some() => {}
         (false, HeaderState::Skill) => {
             let _ = write!(
                 out,
@@ -407,7 +436,14 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
                 "<p class=\"small muted\">Private: <code>@private</code> in its header.</p>",
             );
         }
-        (false, HeaderState::None) => {}
+        (false, HeaderState::None) => {
+            // A proven script without a header: the one step to sharing it.
+            if let Some(way) =
+                sharing_way(skill, version, false, bar).filter(|_| skill.deleted_at.is_none())
+            {
+                let _ = write!(out, "<p class=\"share-hint\">{}</p>", shown_text.text(&way));
+            }
+        }
     }
     if let Some(goal) = skill
         .header
@@ -441,6 +477,7 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
          <pre><code id=\"code-{id}\">{code}</code></pre></details>\
          <button type=\"button\" class=\"copy\" data-copy=\"code-{id}\" hidden>Copy</button>\
          <a class=\"button download\" href=\"/dashboard/skills/{id}/code?download=1\" download>Download</a>\
+         <a class=\"button open\" href=\"/dashboard/skills/{id}\">Runs and versions</a>\
          </div>",
         number = version.number,
         code = shown_text.text(&version.code),
@@ -943,27 +980,23 @@ fn stats_html(out: &mut String, state: Option<&mindrune_store::AvatarState>, sho
         "<p class=\"small muted\">As its runner last reported it, {} UTC.</p>",
         shown_text.text(&when(Some(state.reported_at)))
     );
-    // Levels.
+    // Levels, as the game's skills panel shows them.
     if stats.levels.is_empty() {
-        out.push_str("<h3>Levels</h3><p class=\"muted\">None reported.</p>");
+        out.push_str("<h3>Skills</h3><p class=\"muted\">None reported.</p>");
     } else {
         let total: u64 = stats.levels.values().map(|l| u64::from(*l)).sum();
         let _ = write!(
             out,
-            "<h3>Levels</h3><div class=\"table-scroll\"><table class=\"levels\"><thead><tr>\
-             <th scope=\"col\">Skill</th><th scope=\"col\" class=\"num\">Level</th></tr></thead><tbody>"
+            "<h3>Skills <span class=\"muted small\">Total level {total}</span></h3><ul class=\"skills-grid\" aria-label=\"Levels\">"
         );
         for (skill, level) in &stats.levels {
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td class=\"num\">{level}</td></tr>",
+                "<li><span class=\"skill-name\">{}</span><span class=\"level\">{level}</span></li>",
                 shown_text.text(skill)
             );
         }
-        let _ = write!(
-            out,
-            "</tbody><tfoot><tr><th scope=\"row\">Total</th><td class=\"num\">{total}</td></tr></tfoot></table></div>"
-        );
+        out.push_str("</ul>");
     }
     // Quests.
     let _ = write!(out, "<h3>Quests ({})</h3>", stats.quests.len());
@@ -1039,12 +1072,6 @@ fn avatar_html(
         name = shown_text.text(&agent.name),
         scripts = count(scripts.len() as i64, "script", "scripts"),
     );
-    sharing_html(
-        &mut body,
-        owner,
-        csrf,
-        &format!("/dashboard/avatars/{}", agent.id.0),
-    );
     body.push_str("<div class=\"avatar-layout\"><section aria-labelledby=\"scripts-title\"><h2 id=\"scripts-title\">Scripts</h2>");
     if scripts.is_empty() {
         let _ = write!(
@@ -1062,6 +1089,12 @@ fn avatar_html(
     body.push_str("</section>");
     stats_html(&mut body, state, shown_text);
     body.push_str("</div>");
+    sharing_html(
+        &mut body,
+        owner,
+        csrf,
+        &format!("/dashboard/avatars/{}", agent.id.0),
+    );
     body
 }
 
@@ -1116,11 +1149,41 @@ async fn avatar_page(
                     .recent_failures(owner_id, entry.skill.id, 1)?
                     .into_iter()
                     .next();
+                let recent = store.script_runs(owner_id, entry.skill.id, SPARK_RUNS)?;
                 scripts.push(ScriptView {
                     entry,
                     versions,
                     shown,
                     last_failure,
+                    recent,
+                });
+            }
+            // Scripts whose file is gone: private now, listed last with their history.
+            for id in store.gone_skills(owner_id, agent.id)? {
+                let skill = store.skill(owner_id, id)?;
+                let mut versions = store.versions(owner_id, id)?;
+                let Some(shown) = shown_index(&skill, &versions, false, bar) else {
+                    continue;
+                };
+                for version in &mut versions {
+                    version.score = version.score_at(now);
+                }
+                let last_failure = store.recent_failures(owner_id, id, 1)?.into_iter().next();
+                let recent = store.script_runs(owner_id, id, SPARK_RUNS)?;
+                let entry = SkillEntry {
+                    version: versions[shown].clone(),
+                    version_count: versions.len() as i64,
+                    total_runs: versions.iter().map(|v| v.uses).sum(),
+                    best: None,
+                    family: false,
+                    skill,
+                };
+                scripts.push(ScriptView {
+                    entry,
+                    versions,
+                    shown,
+                    last_failure,
+                    recent,
                 });
             }
             let avatar_state = store.avatar_state(owner_id, agent.id)?;

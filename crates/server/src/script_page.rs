@@ -20,11 +20,9 @@ use serde::Deserialize;
 
 use crate::auth::OwnerSession;
 use crate::error::ApiError;
-use mindrune_store::HeaderState;
-
 use crate::html::{self, Shown, count, points, when};
 use crate::pages::{error_page, not_found, owner_nav, page_session, parse_id};
-use crate::scripts::{file_name, is_family, progress_line, score_history, shown_index};
+use crate::scripts::{file_name, is_family, score_history, sharing_way, shown_index, tag};
 use crate::state::AppState;
 
 pub fn routes() -> Router<AppState> {
@@ -104,18 +102,6 @@ struct ScriptPage {
     /// Newest first, at most [`RUNS_SHOWN`].
     runs: Vec<mindrune_store::ScriptRun>,
     total_runs: i64,
-}
-
-/// The script's tag: a file that is gone is private, whatever its header said.
-pub(crate) fn tag(skill: &mindrune_store::Skill, family: bool) -> &'static str {
-    if skill.deleted_at.is_some() {
-        return "<span class=\"tag private\">🔒 Private</span>";
-    }
-    match (family, skill.header.state) {
-        (true, _) => "<span class=\"tag family\">👪 Family</span>",
-        (false, HeaderState::Skill) => "<span class=\"tag private\">🔒 Not shared yet</span>",
-        (false, _) => "<span class=\"tag private\">🔒 Private</span>",
-    }
 }
 
 fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
@@ -198,28 +184,6 @@ fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
     runs_html(&mut body, page, shown_text);
     versions_html(&mut body, page, shown_text);
     body
-}
-
-/// How a script that is not a family skill gets there, in the wrap-up's words; `None` when it
-/// is one, is private by choice, or has not proven itself without a header.
-pub(crate) fn sharing_way(
-    skill: &mindrune_store::Skill,
-    version: &mindrune_store::Version,
-    family: bool,
-    bar: SharingBar,
-) -> Option<String> {
-    let file = file_name(skill);
-    match (family, skill.header.state) {
-        (true, _) | (false, HeaderState::Private) => None,
-        (false, HeaderState::Skill) => Some(progress_line(&file, version.uses, version.score, bar)),
-        (false, HeaderState::None) if bar.cleared_by(version.uses, version.score) => Some(format!(
-            "add the @skill header: {}, {} ≥ {}",
-            count(version.uses, "run", "runs"),
-            points(version.score),
-            points(bar.score)
-        )),
-        (false, HeaderState::None) => None,
-    }
 }
 
 fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {

@@ -6,7 +6,7 @@ use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_store::{DAY_MILLIS, HeaderState, ScriptRun, Skill, Version};
 
 use crate::charts::Point;
-use crate::html::{points, when};
+use crate::html::{count, points, when};
 
 /// `2025-06-01`: a day of [`DayRuns`](mindrune_store::DayRuns) as the charts label it.
 pub(crate) fn day_label(day: i64) -> String {
@@ -80,6 +80,40 @@ pub(crate) fn grouped(n: i64) -> String {
         out.push(c);
     }
     if n < 0 { format!("-{out}") } else { out }
+}
+
+/// The script's tag: a file that is gone is private, whatever its header said.
+pub(crate) fn tag(skill: &Skill, family: bool) -> &'static str {
+    if skill.deleted_at.is_some() {
+        return "<span class=\"tag private\">🔒 Private</span>";
+    }
+    match (family, skill.header.state) {
+        (true, _) => "<span class=\"tag family\">👪 Family</span>",
+        (false, HeaderState::Skill) => "<span class=\"tag private\">🔒 Not shared yet</span>",
+        (false, _) => "<span class=\"tag private\">🔒 Private</span>",
+    }
+}
+
+/// How a script that is not a family skill gets there, in the wrap-up's words; `None` when it
+/// is one, is private by choice, or has not proven itself without a header.
+pub(crate) fn sharing_way(
+    skill: &Skill,
+    version: &Version,
+    family: bool,
+    bar: SharingBar,
+) -> Option<String> {
+    let file = file_name(skill);
+    match (family, skill.header.state) {
+        (true, _) | (false, HeaderState::Private) => None,
+        (false, HeaderState::Skill) => Some(progress_line(&file, version.uses, version.score, bar)),
+        (false, HeaderState::None) if bar.cleared_by(version.uses, version.score) => Some(format!(
+            "add the @skill header: {}, {} ≥ {}",
+            count(version.uses, "run", "runs"),
+            points(version.score),
+            points(bar.score)
+        )),
+        (false, HeaderState::None) => None,
+    }
 }
 
 /// The script's score after each of `runs` (newest first, as the store gives them), oldest

@@ -2560,3 +2560,86 @@ async fn a_script_s_page_lists_its_runs_charts_its_score_and_diffs_two_versions(
     assert!(chop.body.contains("👪 Family"), "{}", chop.body);
     assert!(!chop.body.contains(ADA_KEY));
 }
+
+#[tokio::test]
+async fn the_avatar_page_shows_trends_gone_files_and_a_proven_script_s_way_to_being_shared() {
+    let world = world();
+    let store = world.state.store();
+    let now = now_millis();
+    // walk: no header, six clean runs: proven, and one header away from the family.
+    let walk = store
+        .match_script(
+            world.ada,
+            &snapshot(
+                world.buzz,
+                "buzz",
+                "walk",
+                "await walk();\n",
+                SkillHeader::default(),
+            ),
+            now,
+        )
+        .unwrap();
+    for i in 0..6 {
+        store
+            .record_use(
+                world.ada,
+                &run(walk.version.id, world.buzz, true, now - 600_000 + i * 1000),
+            )
+            .unwrap();
+    }
+    // fish's file is deleted: it stays, private, with its runs.
+    store.mark_file_gone(world.ada, world.fish, now).unwrap();
+    let (cookie, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/avatars/{}", world.buzz.0),
+        Some(&cookie),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+
+    let walk_score = store.versions(world.ada, walk.skill.id).unwrap()[0].score_at(now_millis());
+    let walk_entry = section(body, walk.skill.id);
+    assert!(
+        walk_entry.contains(&format!(
+            "<p class=\"share-hint\">add the @skill header: 6 runs, {} ≥ 600</p>",
+            walk_score.round() as i64
+        )),
+        "{walk_entry}"
+    );
+    let fish = section(body, world.fish);
+    assert!(fish.contains("🔒 Private"), "{fish}");
+    assert!(fish.contains("Its file is gone since"), "{fish}");
+    assert!(fish.contains("3 runs"), "{fish}");
+    assert!(
+        !fish.contains("3/5 runs"),
+        "a gone file is not on its way to sharing: {fish}"
+    );
+
+    let chop = section(body, world.chop);
+    assert!(chop.contains("<svg class=\"sparkline\""), "{chop}");
+    assert!(chop.contains("100% ok of the last 5 runs"), "{chop}");
+    assert!(chop.contains(&format!("href=\"/dashboard/skills/{}\"", world.chop.0)));
+    let mine = section(body, world.mine);
+    assert!(mine.contains("71% ok of the last 7 runs"), "{mine}");
+    // The sharing bar is said once, at the page's foot.
+    assert_eq!(body.matches("id=\"sharing-bar\"").count(), 1);
+    assert!(body.find("id=\"sharing-bar\"").unwrap() > body.find("id=\"stats-title\"").unwrap());
+
+    // The script's own page of the gone file keeps its history.
+    let fish_page = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.fish.0),
+        Some(&cookie),
+    )
+    .await;
+    assert!(fish_page.body.contains("🔒 Private"), "{}", fish_page.body);
+    assert!(
+        fish_page
+            .body
+            .contains("Its file is gone from <code>bots/buzz/fish.ts</code>")
+    );
+    assert_eq!(fish_page.body.matches("class=\"run ok\"").count(), 3);
+}

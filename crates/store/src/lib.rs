@@ -783,6 +783,9 @@ pub trait Store: Send + Sync {
     /// A skill's latest runs (any version), newest first, at most `limit`, with their
     /// outcomes and outputs.
     fn script_runs(&self, owner: OwnerId, skill: SkillId, limit: usize) -> Result<Vec<ScriptRun>>;
+    /// An agent's skills whose file is gone (deleted or renamed), the latest gone first: they
+    /// are private now and keep their history.
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>>;
     /// The family's script runs at or after `since`, counted per UTC day and avatar, oldest
     /// day first.
     fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>>;

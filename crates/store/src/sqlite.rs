@@ -1422,6 +1422,10 @@ impl Store for SqliteStore {
         crate::sqlite_views::script_runs(&self.lock().conn, owner, skill, limit)
     }
 
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+        crate::sqlite_views::gone_skills(&self.lock().conn, owner, agent)
+    }
+
     fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<crate::DayRuns>> {
         crate::sqlite_views::runs_per_day(&self.lock().conn, owner, since)
     }

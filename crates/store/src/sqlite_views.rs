@@ -85,3 +85,22 @@ pub(crate) fn runs_per_day(
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(read_err)
 }
+
+pub(crate) fn gone_skills(
+    conn: &Connection,
+    owner: OwnerId,
+    agent: AgentId,
+) -> Result<Vec<SkillId>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT s.skill_id FROM skills s
+             WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.deleted_at IS NOT NULL
+             ORDER BY s.deleted_at DESC, s.skill_id DESC",
+        )
+        .map_err(read_err)?;
+    statement
+        .query_map(params![owner.0, agent.0], |r| Ok(SkillId(r.get(0)?)))
+        .map_err(read_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(read_err)
+}

@@ -1455,4 +1455,12 @@ fn a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them
             .is_empty()
     );
     assert!(f.store.runs_per_day(other.id, 0).unwrap().is_empty());
+
+    // A file that is gone keeps its runs, and is listed among the agent's gone skills.
+    assert!(f.store.gone_skills(f.owner, f.buzz).unwrap().is_empty());
+    f.store.mark_file_gone(f.owner, skill.id, 99_000).unwrap();
+    assert_eq!(f.store.gone_skills(f.owner, f.buzz).unwrap(), [skill.id]);
+    assert!(f.store.gone_skills(f.owner, f.pickles).unwrap().is_empty());
+    assert!(f.store.gone_skills(other.id, f.buzz).unwrap().is_empty());
+    assert_eq!(f.store.script_runs(f.owner, skill.id, 10).unwrap().len(), 3);
 }

@@ -560,6 +560,10 @@ impl Store for PgStore {
         views::script_runs(self, owner, skill, limit)
     }
 
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+        views::gone_skills(self, owner, agent)
+    }
+
     fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<crate::DayRuns>> {
         views::runs_per_day(self, owner, since)
     }

@@ -63,3 +63,15 @@ pub(super) fn runs_per_day(store: &PgStore, owner: OwnerId, since: Millis) -> Re
         })
     })
 }
+
+pub(super) fn gone_skills(store: &PgStore, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT s.skill_id FROM skills s
+             WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.deleted_at IS NOT NULL
+             ORDER BY s.deleted_at DESC, s.skill_id DESC",
+            &[&owner.0, &agent.0],
+        )?;
+        all(rows, |row| Ok(SkillId(col(row, 0)?)))
+    })
+}

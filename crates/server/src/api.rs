@@ -270,6 +270,15 @@ async fn post_events(
             Ok(results)
         })
         .await??;
+    let refused = results
+        .iter()
+        .filter(|r| r.status == EventStatus::Rejected)
+        .count() as u64;
+    state.health().note_events(
+        mindrune_engine::ingest::now_millis(),
+        results.len() as u64 - refused,
+        refused,
+    );
     Ok(Json(EventsAnswer { results }))
 }
 

@@ -97,9 +97,39 @@ async fn track_storage(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let wrote = !request.method().is_safe();
+    let area = area_of(request.uri().path());
     let response = next.run(request).await;
-    state.note_storage(response.status(), wrote);
+    let status = response.status();
+    state.note_storage(status, wrote);
+    // Refused: the client's request (4xx) or the server's load (503); an error: anything
+    // else that failed on the server's side.
+    if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
+        state.health().note_refused(format!(
+            "{} {} ({area})",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        ));
+    } else if status.is_server_error() {
+        state
+            .health()
+            .note_error(mindrune_engine::ingest::now_millis());
+    }
     response
+}
+
+/// Which face a request was for, for the console's refusals.
+fn area_of(path: &str) -> &'static str {
+    if path.starts_with("/v1/") {
+        "runner API"
+    } else if path.starts_with("/dashboard") {
+        "dashboard"
+    } else if path.starts_with("/console") {
+        "console"
+    } else if path.starts_with("/mcp") {
+        "MCP"
+    } else {
+        "other"
+    }
 }
 
 /// Liveness: the process answers.
@@ -143,7 +173,7 @@ pub async fn serve(
     let grace = Duration::from_secs(state.config().shutdown_grace_secs);
     let header_timeout = Duration::from_secs(state.config().header_read_timeout_secs);
     let permits = Arc::new(tokio::sync::Semaphore::new(state.config().max_connections));
-    let app = router(state);
+    let app = router(state.clone());
     // `stopping` tells every connection to finish its request and close; `open` is held by
     // every connection, so its sender sees it closed once the last one is gone.
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
@@ -161,6 +191,9 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
+            state
+                .health()
+                .note_refused("503 Service Unavailable (over max_connections)".into());
             tokio::spawn(refuse_busy(stream));
             continue;
         };

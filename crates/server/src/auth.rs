@@ -57,7 +57,23 @@ impl FromRequestParts<AppState> for Runner {
             .blocking(move || store.agent_by_runner_token(&digest))
             .await??;
         match agent {
-            Some(agent) => Ok(Runner { agent }),
+            Some(agent) => {
+                let backlog = parts
+                    .headers
+                    .get(crate::wire::SPOOL_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok());
+                state.health().note_runner(
+                    agent.id,
+                    crate::health::RunnerContact {
+                        owner: agent.owner,
+                        agent: agent.name.clone(),
+                        at: mindrune_engine::ingest::now_millis(),
+                        backlog,
+                    },
+                );
+                Ok(Runner { agent })
+            }
             None => Err(ApiError::unauthorized(
                 "this runner token is unknown or revoked; issue a new one with `mindrune token issue AGENT`",
             )),

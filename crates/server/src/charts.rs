@@ -125,13 +125,20 @@ fn empty(id: &str, class: &str, title: &str, message: &str) -> String {
 /// Stacked bars of ok and failed runs, one per label (a day), with the scale at the left and
 /// the numbers again in a table.
 pub fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> String {
+    stacked_bars(id, title, bars, ["ok", "failed"])
+}
+
+/// Stacked bars as [`runs_bars`], with other names for the two parts (`ok` is drawn below,
+/// `failed` above): `["from a family skill", "other"]`.
+pub fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> String {
     let ok: u64 = bars.iter().map(|b| b.ok).sum();
     let failed: u64 = bars.iter().map(|b| b.failed).sum();
     if bars.is_empty() || ok + failed == 0 {
         return empty(id, "bars", title, "no runs in this time.");
     }
+    let [ok_name, failed_name] = names;
     let desc = format!(
-        "{} runs from {} to {}: {ok} ok, {failed} failed.",
+        "{} runs from {} to {}: {ok} {ok_name}, {failed} {failed_name}.",
         ok + failed,
         bars[0].label,
         bars[bars.len() - 1].label
@@ -155,8 +162,10 @@ pub fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> String {
         let _ = write!(
             out,
             "<g class=\"bar\" data-label=\"{label}\" data-ok=\"{ok}\" data-failed=\"{failed}\">\
-             <title>{label}: {ok} ok, {failed} failed</title>",
+             <title>{label}: {ok} {ok_name}, {failed} {failed_name}</title>",
             label = escape(&bar.label),
+            ok_name = escape(ok_name),
+            failed_name = escape(failed_name),
             ok = bar.ok,
             failed = bar.failed,
         );
@@ -185,11 +194,13 @@ pub fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> String {
     ends(&mut out, &bars[0].label, &bars[bars.len() - 1].label);
     let _ = write!(
         out,
-        "</svg><figcaption><span class=\"key ok\">ok</span> <span class=\"key failed\">failed</span> \
+        "</svg><figcaption><span class=\"key ok\">{ok_name}</span> <span class=\"key failed\">{failed_name}</span> \
          {desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
-         <table><thead><tr><th scope=\"col\">Day</th><th scope=\"col\" class=\"num\">OK</th>\
-         <th scope=\"col\" class=\"num\">Failed</th></tr></thead><tbody>",
+         <table><thead><tr><th scope=\"col\">Day</th><th scope=\"col\" class=\"num\">{ok_name}</th>\
+         <th scope=\"col\" class=\"num\">{failed_name}</th></tr></thead><tbody>",
         desc = escape(&desc),
+        ok_name = escape(ok_name),
+        failed_name = escape(failed_name),
     );
     for bar in bars.iter().filter(|b| b.ok + b.failed > 0) {
         let _ = write!(

@@ -150,7 +150,9 @@ pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
         }
         Nav::Operator => out.push_str(
             "<a class=\"brand\" href=\"/console\">MindRune</a>\
-             <nav aria-label=\"Console\"><span class=\"who\">Operator console · read-only</span></nav>",
+             <nav aria-label=\"Console\"><span class=\"who\">Operator console · read-only</span>\
+             <form method=\"post\" action=\"/console/logout\" class=\"inline\">\
+             <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
         ),
     }
     let _ = write!(

@@ -10,6 +10,7 @@ pub mod config;
 pub mod console;
 pub mod dashboard;
 pub mod error;
+pub mod health;
 pub mod html;
 pub mod inbox;
 pub mod mcp;

@@ -10,6 +10,7 @@ use mindrune_store::Store;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
+use crate::health::Health;
 
 /// What every handler shares: the library and the recorder that writes runs into it.
 #[derive(Clone)]
@@ -23,6 +24,8 @@ struct Shared {
     config: ServerConfig,
     /// When a request last failed on a full disk; cleared by the next write that succeeds.
     disk_full_since: std::sync::Mutex<Option<std::time::Instant>>,
+    /// What this process has seen since it started, for the console.
+    health: Health,
 }
 
 /// Below this much free space on the library's disk the server answers not ready: SQLite needs
@@ -46,6 +49,7 @@ impl AppState {
                 recorder,
                 config,
                 disk_full_since: std::sync::Mutex::new(None),
+                health: Health::new(mindrune_engine::ingest::now_millis()),
             }),
         }
     }
@@ -60,6 +64,11 @@ impl AppState {
 
     pub fn config(&self) -> &ServerConfig {
         &self.shared.config
+    }
+
+    /// The counters of this process: events, errors, refusals, runners' contacts.
+    pub fn health(&self) -> &Health {
+        &self.shared.health
     }
 
     /// Why the library cannot take writes now, if it cannot: its disk has less than

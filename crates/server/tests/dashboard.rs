@@ -1009,7 +1009,12 @@ async fn the_console_needs_an_operator_token() {
     assert!(!page.body.contains("<td>fish</td>"), "fish is not shared");
     assert!(!page.body.contains("<td>mine</td>"));
     assert!(!page.body.contains(ADA_KEY) && !page.body.contains(BOB_KEY));
-    assert!(!page.body.contains("<form"), "read-only: no forms");
+    // Read-only: its one form is the log-out, which only forgets the token in this browser.
+    assert_eq!(page.body.matches("<form").count(), 1, "read-only");
+    assert!(
+        page.body
+            .contains("<form method=\"post\" action=\"/console/logout\"")
+    );
     // ada's row: 20 runs in the window, none from a family skill.
     assert!(page.body.contains("<tr><td>ada</td><td class=\"num\">1</td><td class=\"num\">20</td><td class=\"num\">0</td><td class=\"num\">0 %</td>"), "{}", page.body);
 
@@ -2642,4 +2647,83 @@ async fn the_avatar_page_shows_trends_gone_files_and_a_proven_script_s_way_to_be
             .contains("Its file is gone from <code>bots/buzz/fish.ts</code>")
     );
     assert_eq!(fish_page.body.matches("class=\"run ok\"").count(), 3);
+}
+
+#[tokio::test]
+async fn the_console_shows_the_server_s_health_and_logs_out() {
+    let world = world();
+    let bearer = format!("Bearer {}", world.operator_token);
+    // A refused runner call, and a runner's call with its spool backlog.
+    let refused = send(
+        &world,
+        Request::get("/v1/whoami")
+            .header(header::AUTHORIZATION, "Bearer mr_runner_nope")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    let token = new_secret("mr_runner_");
+    world
+        .state
+        .store()
+        .issue_runner_token(world.ada, world.buzz, &secret_digest(&token), now_millis())
+        .unwrap();
+    let whoami = send(
+        &world,
+        Request::get("/v1/whoami")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(mindrune_server::wire::SPOOL_HEADER, "7")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(whoami.status, StatusCode::OK, "{}", whoami.body);
+    let page = send(
+        &world,
+        Request::get("/console")
+            .header(header::AUTHORIZATION, &bearer)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    assert!(body.contains("Since this server started"), "{body}");
+    assert!(body.contains("Events per second, last hour"));
+    assert!(body.contains("id=\"health-minutes\""), "{body}");
+    let start = body.find("id=\"runners\"").expect("a runners table");
+    let runners = &body[start..start + body[start..].find("</table>").unwrap()];
+    assert!(runners.contains(">buzz</td>"), "{runners}");
+    assert!(runners.contains(">7 items</td>"), "{runners}");
+    let start = body.find("id=\"refused\"").expect("a refusals table");
+    let refused = &body[start..start + body[start..].find("</table>").unwrap()];
+    assert!(
+        refused.contains(
+            "401 Unauthorized (runner API)</td><td data-label=\"Requests\" class=\"num\">1</td>"
+        ),
+        "{refused}"
+    );
+    // The database of an in-memory library has no file to measure.
+    assert!(
+        body.contains("<dt>Database size</dt><dd>unknown</dd>"),
+        "{body}"
+    );
+    // Reuse over time: ada's 20 runs, none from a family skill, bob's one.
+    assert!(body.contains("id=\"reuse-chart\""), "{body}");
+    assert!(body.contains("21 runs from "), "{body}");
+    assert!(
+        body.contains(": 0 from a family skill, 21 other runs."),
+        "{body}"
+    );
+
+    let out = post(&world, "/console/logout", None, "").await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert_eq!(out.location(), "/console/login");
+    let cleared = out
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("mindrune_operator="))
+        .unwrap();
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
 }

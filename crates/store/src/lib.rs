@@ -894,6 +894,10 @@ pub trait Store: Send + Sync {
         None
     }
 
+    /// How many bytes the library takes: SQLite's file with its write-ahead log, the
+    /// PostgreSQL database's size. `None` when it cannot be told (an in-memory library).
+    fn database_size(&self) -> Result<Option<u64>>;
+
     // The server's identities. Only digests of the secrets it issues are stored; the look-ups
     // by digest are identity look-ups (they find the owner), like `agent_by_name`.
 

@@ -1422,6 +1422,10 @@ impl Store for SqliteStore {
         crate::sqlite_views::script_runs(&self.lock().conn, owner, skill, limit)
     }
 
+    fn database_size(&self) -> Result<Option<u64>> {
+        crate::sqlite_views::database_size(&self.location)
+    }
+
     fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
         crate::sqlite_views::gone_skills(&self.lock().conn, owner, agent)
     }

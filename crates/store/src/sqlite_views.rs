@@ -104,3 +104,10 @@ pub(crate) fn gone_skills(
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(read_err)
 }
+
+/// The library's file and its write-ahead log, together; `None` for an in-memory library (or
+/// a file this process cannot see).
+pub(crate) fn database_size(location: &str) -> Result<Option<u64>> {
+    let size = |path: &str| std::fs::metadata(path).map(|m| m.len()).ok();
+    Ok(size(location).map(|main| main + size(&format!("{location}-wal")).unwrap_or(0)))
+}

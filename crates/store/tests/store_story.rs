@@ -1463,4 +1463,11 @@ fn a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them
     assert!(f.store.gone_skills(f.owner, f.pickles).unwrap().is_empty());
     assert!(f.store.gone_skills(other.id, f.buzz).unwrap().is_empty());
     assert_eq!(f.store.script_runs(f.owner, skill.id, 10).unwrap().len(), 3);
+    // The library's size is known on both backends, and is more than nothing.
+    assert!(
+        f.store
+            .database_size()
+            .unwrap()
+            .is_some_and(|bytes| bytes > 0)
+    );
 }

@@ -560,6 +560,10 @@ impl Store for PgStore {
         views::script_runs(self, owner, skill, limit)
     }
 
+    fn database_size(&self) -> Result<Option<u64>> {
+        views::database_size(self)
+    }
+
     fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
         views::gone_skills(self, owner, agent)
     }

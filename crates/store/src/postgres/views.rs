@@ -75,3 +75,11 @@ pub(super) fn gone_skills(store: &PgStore, owner: OwnerId, agent: AgentId) -> Re
         all(rows, |row| Ok(SkillId(col(row, 0)?)))
     })
 }
+
+pub(super) fn database_size(store: &PgStore) -> Result<Option<u64>> {
+    store.read(|tx| {
+        let rows = tx.query("SELECT pg_database_size(current_database())", &[])?;
+        let bytes: i64 = col(&rows[0], 0)?;
+        Ok(u64::try_from(bytes).ok())
+    })
+}

@@ -1198,11 +1198,7 @@ async fn avatar_page(
             );
             Ok(Some(html::page(
                 &shown_text.text(&agent.name),
-                Nav::Owner {
-                    owner: &owner.name,
-                    csrf: &csrf,
-                    inbox: app.config().playbooks_of(&owner.name).next().is_some(),
-                },
+                owner_nav(&app, &owner, &csrf),
                 &body,
             )))
         })

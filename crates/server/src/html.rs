@@ -100,12 +100,13 @@ pub fn diff_html(diff: &str, shown: &Shown) -> String {
 pub enum Nav<'a> {
     /// The login pages: nothing to go to yet.
     None,
-    /// An owner's pages: the family, the Inbox of playbook cards when the owner has playbook
-    /// workspaces (`inbox`), and a logout form (which needs the session's CSRF token).
+    /// An owner's pages: the family, the Inbox of playbook cards with the number waiting
+    /// when the owner has playbook workspaces (`inbox`), and a logout form (which needs the
+    /// session's CSRF token).
     Owner {
         owner: &'a str,
         csrf: &'a str,
-        inbox: bool,
+        inbox: Option<usize>,
     },
     /// The operator's console.
     Operator,
@@ -139,10 +140,12 @@ pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
                  <form method=\"post\" action=\"/dashboard/logout\" class=\"inline\">\
                  <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
                  <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
-                inbox = if inbox {
-                    "<a href=\"/dashboard/inbox\">Inbox</a>"
-                } else {
-                    ""
+                inbox = match inbox {
+                    None => String::new(),
+                    Some(0) => "<a href=\"/dashboard/inbox\">Inbox</a>".to_string(),
+                    Some(n) => format!(
+                        "<a href=\"/dashboard/inbox\">Inbox <span class=\"count\" aria-label=\"{n} waiting\">{n}</span></a>"
+                    ),
                 },
                 owner = escape(owner),
                 csrf = escape(csrf),

@@ -126,6 +126,32 @@ pub(crate) fn owner_nav<'a>(app: &AppState, owner: &'a Owner, csrf: &'a str) -> 
     Nav::Owner {
         owner: &owner.name,
         csrf,
-        inbox: app.config().playbooks_of(&owner.name).next().is_some(),
+        inbox: inbox_waiting(
+            app.config()
+                .playbooks_of(&owner.name)
+                .map(|entry| entry.workspace.as_path()),
+        ),
     }
+}
+
+/// How many cards wait in the owner's playbook workspaces, for the navigation's Inbox link;
+/// `None` when the owner has no workspace (no Inbox). A workspace that cannot be read counts
+/// nothing here: the Inbox page itself says why.
+pub(crate) fn inbox_waiting<'a>(
+    workspaces: impl Iterator<Item = &'a std::path::Path>,
+) -> Option<usize> {
+    let mut any = false;
+    let mut waiting = 0;
+    for path in workspaces {
+        any = true;
+        if let Ok(cards) = mindrune_engine::playbook::Playbooks::open(path)
+            .and_then(|playbooks| playbooks.ledger().cards(false))
+        {
+            waiting += cards
+                .iter()
+                .filter(|card| card.state == mindrune_engine::playbook::CardState::Waiting)
+                .count();
+        }
+    }
+    any.then_some(waiting)
 }

@@ -1850,8 +1850,9 @@ mod inbox {
         assert!(
             family
                 .body
-                .contains("<a href=\"/dashboard/inbox\">Inbox</a>"),
-            "the navigation links the Inbox"
+                .contains("<a href=\"/dashboard/inbox\">Inbox <span class=\"count\" aria-label=\"1 waiting\">1</span></a>"),
+            "the navigation links the Inbox, with the number of cards waiting: {}",
+            family.body
         );
         let inbox = get(&world, "/dashboard/inbox", Some(&cookie)).await;
         assert_eq!(inbox.status, StatusCode::OK, "{}", inbox.body);
@@ -1873,6 +1874,21 @@ mod inbox {
         assert!(!inbox.body.contains("<weekly>"));
         let href = card_href(&inbox.body, world.card);
         assert!(href.starts_with("/dashboard/inbox/"), "{href}");
+        // A card is approved from the list too; the workspace is named by its name, its
+        // folder below it.
+        assert!(
+            inbox.body.contains(&format!("action=\"{href}/approve\"")),
+            "{}",
+            inbox.body
+        );
+        let at = inbox.body.find("<h2 id=\"ws-").unwrap();
+        let heading = &inbox.body[at..at + inbox.body[at..].find("</h2>").unwrap()];
+        assert!(!heading.contains('/'), "a name, not a path: {heading}");
+        assert!(
+            inbox.body.contains("class=\"small muted fingerprint\">/"),
+            "{}",
+            inbox.body
+        );
         // The card: the proposed file and the two forms, each with the session's token.
         let card = get(&world, &href, Some(&cookie)).await;
         assert_eq!(card.status, StatusCode::OK, "{}", card.body);

@@ -771,7 +771,7 @@ fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
     for change in &c.shared {
         let _ = write!(
             out,
-            "<li class=\"newly-shared\"><span class=\"badge\" aria-hidden=\"true\" data-text=\"shared\">👪</span> \
+            "<li class=\"newly-shared\"><span class=\"badge\" aria-hidden=\"true\">👪</span> \
              <a href=\"/dashboard/skills/{id}\">{label}</a>{version} is a family skill now: {reason}</li>",
             id = change.skill.0,
             label = shown_text.text(&change.label),
@@ -782,7 +782,7 @@ fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
     for (skill, label, cause) in &c.failing {
         let _ = write!(
             out,
-            "<li class=\"newly-failing\"><span class=\"badge\" aria-hidden=\"true\" data-text=\"failing\">⚠️</span> \
+            "<li class=\"newly-failing\"><span class=\"badge\" aria-hidden=\"true\">⚠️</span> \
              <a href=\"/dashboard/skills/{id}\">{label}</a> failed on its latest run: {cause}</li>",
             id = skill.0,
             label = shown_text.text(label),
@@ -792,7 +792,7 @@ fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
     for change in &c.unshared {
         let _ = write!(
             out,
-            "<li class=\"un-shared\"><span class=\"badge\" aria-hidden=\"true\" data-text=\"private\">🔒</span> \
+            "<li class=\"un-shared\"><span class=\"badge\" aria-hidden=\"true\">🔒</span> \
              <a href=\"/dashboard/skills/{id}\">{label}</a> is no longer shared: {reason}</li>",
             id = change.skill.0,
             label = shown_text.text(&change.label),

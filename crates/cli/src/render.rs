@@ -11,6 +11,7 @@ use mindrune_engine::Recorded;
 use mindrune_engine::avatars::family::MirrorOutcome;
 use mindrune_engine::avatars::turn::{Offer, TurnReport};
 use mindrune_engine::avatars::wrapup::WrapUp;
+use mindrune_engine::display::{points, when};
 use mindrune_store::{
     FailedRun, HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
 };
@@ -143,18 +144,6 @@ fn version_label(number: i64, count: i64) -> String {
     )
 }
 
-fn when(millis: Option<i64>) -> String {
-    let Some(millis) = millis else {
-        return "never".into();
-    };
-    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
-    else {
-        return "?".into();
-    };
-    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
-    at.format(&format).unwrap_or_else(|_| "?".into())
-}
-
 fn when_json(millis: Option<i64>) -> Value {
     millis
         .and_then(|m| {
@@ -165,11 +154,6 @@ fn when_json(millis: Option<i64>) -> Value {
                 .ok()
         })
         .map_or(Value::Null, Value::String)
-}
-
-/// Scores are kept exact and shown as whole points.
-fn points(score: f64) -> i64 {
-    score.round() as i64
 }
 
 /// Writes rows as columns separated by two spaces; numeric columns are right-aligned.
@@ -310,10 +294,7 @@ fn best_other<'a>(skill: &Skill, versions: &'a [Version]) -> Option<&'a Version>
     let current = versions
         .iter()
         .find(|v| Some(v.id) == skill.current_version)?;
-    versions
-        .iter()
-        .filter(|v| v.id != current.id && v.score > current.score)
-        .max_by(|a, b| a.score.total_cmp(&b.score))
+    mindrune_engine::display::best_other(versions, current)
 }
 
 /// Where a skill stands with the family, in a sentence for its owner.

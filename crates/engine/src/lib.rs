@@ -10,6 +10,7 @@ pub mod atomic_file;
 pub mod avatars;
 pub mod child;
 pub mod claude_settings;
+pub mod display;
 pub mod hook;
 pub mod host_guard;
 pub mod journal;

@@ -21,9 +21,9 @@ use mindrune_engine::workspace::{ReadError, SnapshotFiles};
 use mindrune_store::{Agent, Store};
 use serde::de::DeserializeOwned;
 
-use crate::app::AppState;
 use crate::auth::Runner;
 use crate::error::ApiError;
+use crate::state::AppState;
 use crate::wire::{
     self, AvatarStats, EventBatch, EventResult, EventStatus, EventsAnswer, FileProblem,
     InstructionsAnswer, MirrorAnswer, MirrorFile, MirrorRequest, TurnAnswer, TurnRequest, WhoAmI,
@@ -275,6 +275,15 @@ async fn post_events(
             },
         });
     }
+    let refused = results
+        .iter()
+        .filter(|r| r.status == EventStatus::Rejected)
+        .count() as u64;
+    state.health().note_events(
+        mindrune_engine::avatars::ingest::now_millis(),
+        results.len() as u64 - refused,
+        refused,
+    );
     Ok(Json(EventsAnswer { results }))
 }
 

@@ -8,7 +8,6 @@ use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use mindrune_engine::avatars::ingest::Recorder;
 use mindrune_store::Store;
 use tokio::net::TcpListener;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -17,126 +16,8 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::group_commit::GroupCommit;
 
-/// What every handler shares: the library and the recorder that writes runs into it.
-#[derive(Clone)]
-pub struct AppState {
-    shared: Arc<Shared>,
-}
-
-struct Shared {
-    store: &'static dyn Store,
-    recorder: &'static Recorder<'static>,
-    /// The lanes recording runners' batches in groups (`group_commit`).
-    group_commit: GroupCommit,
-    config: ServerConfig,
-    /// When a request last failed on a full disk; cleared by the next write that succeeds.
-    disk_full_since: std::sync::Mutex<Option<std::time::Instant>>,
-}
-
-/// Below this much free space on the library's disk the server answers not ready: SQLite needs
-/// room for its write-ahead log before a write can even start.
-pub const MIN_FREE_BYTES: u64 = 8 * 1024 * 1024;
-
-/// How long a full disk reported by a write keeps `/ready` at "not ready" when the server
-/// cannot see that disk itself (PostgreSQL's): then traffic is let through again to find out.
-pub const DISK_FULL_HOLD: Duration = Duration::from_secs(30);
-
-impl AppState {
-    /// The state of a server over `store`. The store and its recorder live as long as the
-    /// process: a server opens its library once and serves it until it exits, and handlers run
-    /// on blocking threads that need `'static` access to both.
-    pub fn new(store: Box<dyn Store>, config: ServerConfig) -> AppState {
-        let store: &'static dyn Store = Box::leak(store);
-        let recorder: &'static Recorder<'static> = Box::leak(Box::new(Recorder::new(store)));
-        AppState {
-            shared: Arc::new(Shared {
-                store,
-                recorder,
-                group_commit: GroupCommit::start(recorder, store.write_lanes()),
-                config,
-                disk_full_since: std::sync::Mutex::new(None),
-            }),
-        }
-    }
-
-    pub fn store(&self) -> &'static dyn Store {
-        self.shared.store
-    }
-
-    pub fn recorder(&self) -> &'static Recorder<'static> {
-        self.shared.recorder
-    }
-
-    /// Where runners' event batches are recorded, in groups sharing one commit.
-    pub fn group_commit(&self) -> &GroupCommit {
-        &self.shared.group_commit
-    }
-
-    pub fn config(&self) -> &ServerConfig {
-        &self.shared.config
-    }
-
-    /// Why the library cannot take writes now, if it cannot: its disk has less than
-    /// [`MIN_FREE_BYTES`] free, or a write failed on a full disk and none has succeeded since.
-    pub fn storage_problem(&self) -> Option<String> {
-        let space = self.store().disk_space();
-        if let Some(space) = &space
-            && space.available < MIN_FREE_BYTES
-        {
-            return Some(format!(
-                "the disk holding the library ({}) has {} bytes free, under the {MIN_FREE_BYTES} a write needs; free space on it",
-                space.folder, space.available
-            ));
-        }
-        let mut since = self
-            .shared
-            .disk_full_since
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match *since {
-            // The disk is visible and has room again: what failed then would succeed now.
-            Some(_) if space.is_some() => {
-                *since = None;
-                None
-            }
-            Some(at) if at.elapsed() < DISK_FULL_HOLD => Some(
-                "a write failed because the database's disk is full; free space on it".to_string(),
-            ),
-            Some(_) => {
-                *since = None;
-                None
-            }
-            None => None,
-        }
-    }
-
-    /// Notes what a request's answer says about the library's disk.
-    fn note_storage(&self, status: StatusCode, wrote: bool) {
-        let mut since = self
-            .shared
-            .disk_full_since
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if status == StatusCode::INSUFFICIENT_STORAGE {
-            *since = Some(std::time::Instant::now());
-        } else if wrote && status.is_success() {
-            *since = None;
-        }
-    }
-
-    /// Runs store work on a blocking thread: the store is synchronous (SQLite), and the
-    /// runtime's threads must stay free to accept requests.
-    pub async fn blocking<T: Send + 'static>(
-        &self,
-        work: impl FnOnce() -> T + Send + 'static,
-    ) -> Result<T, ApiError> {
-        tokio::task::spawn_blocking(work)
-            .await
-            .map_err(|err| ApiError::internal("a request's work stopped unexpectedly", err))
-    }
-}
+pub use crate::state::{AppState, DISK_FULL_HOLD, MIN_FREE_BYTES};
 
 /// The Content-Security-Policy of every answer: only the server's own script and style, no
 /// inline code, no frames, forms only to the server itself.
@@ -159,6 +40,8 @@ pub fn router(state: AppState) -> Router {
         .route("/ready", get(ready))
         .merge(crate::api::routes())
         .merge(crate::dashboard::routes())
+        .merge(crate::inbox::routes())
+        .merge(crate::script_page::routes())
         .merge(crate::console::routes())
         .layer(SetResponseHeaderLayer::overriding(
             header::CONTENT_SECURITY_POLICY,
@@ -214,9 +97,39 @@ async fn track_storage(
     next: axum::middleware::Next,
 ) -> axum::response::Response {
     let wrote = !request.method().is_safe();
+    let area = area_of(request.uri().path());
     let response = next.run(request).await;
-    state.note_storage(response.status(), wrote);
+    let status = response.status();
+    state.note_storage(status, wrote);
+    // Refused: the client's request (4xx) or the server's load (503); an error: anything
+    // else that failed on the server's side.
+    if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
+        state.health().note_refused(format!(
+            "{} {} ({area})",
+            status.as_u16(),
+            status.canonical_reason().unwrap_or("")
+        ));
+    } else if status.is_server_error() {
+        state
+            .health()
+            .note_error(mindrune_engine::ingest::now_millis());
+    }
     response
+}
+
+/// Which face a request was for, for the console's refusals.
+fn area_of(path: &str) -> &'static str {
+    if path.starts_with("/v1/") {
+        "runner API"
+    } else if path.starts_with("/dashboard") {
+        "dashboard"
+    } else if path.starts_with("/console") {
+        "console"
+    } else if path.starts_with("/mcp") {
+        "MCP"
+    } else {
+        "other"
+    }
 }
 
 /// Liveness: the process answers.
@@ -260,7 +173,7 @@ pub async fn serve(
     let grace = Duration::from_secs(state.config().shutdown_grace_secs);
     let header_timeout = Duration::from_secs(state.config().header_read_timeout_secs);
     let permits = Arc::new(tokio::sync::Semaphore::new(state.config().max_connections));
-    let app = router(state);
+    let app = router(state.clone());
     // `stopping` tells every connection to finish its request and close; `open` is held by
     // every connection, so its sender sees it closed once the last one is gone.
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
@@ -278,6 +191,9 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let Ok(permit) = permits.clone().try_acquire_owned() else {
+            state
+                .health()
+                .note_refused("503 Service Unavailable (over max_connections)".into());
             tokio::spawn(refuse_busy(stream));
             continue;
         };

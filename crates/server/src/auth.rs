@@ -17,34 +17,12 @@ use axum::http::request::Parts;
 use mindrune_store::{Agent, OwnerId};
 use subtle::ConstantTimeEq as _;
 
-use crate::app::AppState;
 use crate::error::ApiError;
+pub use crate::secret::{new_secret, same_secret, secret_digest};
+use crate::state::AppState;
 
 /// The dashboard's session cookie.
 pub const SESSION_COOKIE: &str = "mindrune_session";
-
-/// A new random secret with a prefix that says what it is (`mr_runner_…`).
-pub fn new_secret(prefix: &str) -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).expect("the operating system's random source works");
-    let mut out = String::with_capacity(prefix.len() + 64);
-    out.push_str(prefix);
-    for byte in bytes {
-        out.push_str(&format!("{byte:02x}"));
-    }
-    out
-}
-
-/// The stored form of a secret.
-pub fn secret_digest(secret: &str) -> String {
-    mindrune_core::digest::sha256(secret.as_bytes())
-}
-
-/// Whether two secrets are equal, in time that does not depend on where they differ.
-pub fn same_secret(a: &str, b: &str) -> bool {
-    let (a, b) = (secret_digest(a), secret_digest(b));
-    bool::from(a.as_bytes().ct_eq(b.as_bytes()))
-}
 
 fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
@@ -79,7 +57,23 @@ impl FromRequestParts<AppState> for Runner {
             .blocking(move || store.agent_by_runner_token(&digest))
             .await??;
         match agent {
-            Some(agent) => Ok(Runner { agent }),
+            Some(agent) => {
+                let backlog = parts
+                    .headers
+                    .get(crate::wire::SPOOL_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok());
+                state.health().note_runner(
+                    agent.id,
+                    crate::health::RunnerContact {
+                        owner: agent.owner,
+                        agent: agent.name.clone(),
+                        at: mindrune_engine::ingest::now_millis(),
+                        backlog,
+                    },
+                );
+                Ok(Runner { agent })
+            }
             None => Err(ApiError::unauthorized(
                 "this runner token is unknown or revoked; issue a new one with `mindrune token issue AGENT`",
             )),

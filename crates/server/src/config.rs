@@ -47,6 +47,10 @@ pub struct PlaybookWorkspace {
     /// The workspace folder (the one `mindrune playbook --workspace DIR init` set up). A
     /// relative path is taken from the configuration file's folder.
     pub workspace: PathBuf,
+    /// What the Inbox calls the workspace (`name = "home assistant"`); its folder's name when
+    /// left out.
+    #[serde(default)]
+    pub name: Option<String>,
     /// Where the entry is written (`mindrune.toml:12`), for errors; empty when the entry was
     /// made in code.
     #[serde(skip)]
@@ -54,8 +58,22 @@ pub struct PlaybookWorkspace {
 }
 
 impl PlaybookWorkspace {
+    /// The workspace's name as the Inbox shows it: its `name`, else its folder's name.
+    pub fn shown_name(&self) -> String {
+        self.name
+            .clone()
+            .filter(|name| !name.trim().is_empty())
+            .or_else(|| {
+                self.workspace
+                    .file_name()
+                    .map(|name| name.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| self.workspace.display().to_string())
+    }
+
     pub fn new(owner: impl Into<String>, workspace: impl Into<PathBuf>) -> PlaybookWorkspace {
         PlaybookWorkspace {
+            name: None,
             owner: owner.into(),
             workspace: workspace.into(),
             origin: String::new(),
@@ -304,6 +322,20 @@ mod tests {
             "{err}"
         );
         assert!(parse("header_read_timeout_secs = 0\n", "m.toml").is_err());
+    }
+
+    #[test]
+    fn a_workspace_is_named_by_its_name_or_else_its_folder() {
+        let named = parse(
+            "[[playbooks]]\nowner = \"ada\"\nworkspace = \"/home/ada/assistant\"\nname = \"Ada's assistant\"\n",
+            "m.toml",
+        )
+        .unwrap();
+        assert_eq!(named.playbooks[0].shown_name(), "Ada's assistant");
+        assert_eq!(
+            PlaybookWorkspace::new("ada", "/home/ada/assistant").shown_name(),
+            "assistant"
+        );
     }
 
     #[test]

@@ -15,15 +15,18 @@ use axum::extract::rejection::FormRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_store::{FamilyReuse, Owner, SharedSkill};
+use mindrune_store::{DAY_MILLIS, FamilyReuse, Owner, SharedSkill};
 use serde::Deserialize;
 
-use crate::app::AppState;
 use crate::auth::{OPERATOR_COOKIE, Operator, secret_digest};
+use crate::charts::Bar;
 use crate::error::ApiError;
-use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points};
+use crate::health::HealthView;
+use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
+use crate::scripts::day_label;
+use crate::state::AppState;
 
 /// The window of the reuse table.
 const REUSE_DAYS: i64 = 30;
@@ -40,6 +43,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/console", get(console))
         .route("/console/login", get(login_page).post(login))
+        .route("/console/logout", post(logout))
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
 }
 
@@ -169,6 +173,140 @@ async fn login(
     response
 }
 
+/// Forgets the operator token in this browser (the token itself stays valid: it is revoked
+/// on the command line). Nothing on the server changes, so the form needs no CSRF token, and
+/// the cookie is SameSite=Strict: another site cannot log the console out.
+async fn logout(State(state): State<AppState>) -> Response {
+    let mut response = Redirect::to("/console/login").into_response();
+    html::set_cookies(
+        &mut response,
+        [html::cookie(
+            OPERATOR_COOKIE,
+            "",
+            "/console",
+            0,
+            state.config().cookies_secure(),
+        )],
+    );
+    response
+}
+
+// -------------------------------------------------------------------------------------------
+// Server health
+// -------------------------------------------------------------------------------------------
+
+/// `1.2 MB`.
+fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["bytes", "kB", "MB", "GB", "TB"];
+    let mut value = n as f64;
+    let mut unit = 0;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} bytes")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
+
+/// What the health section shows besides the process's counters.
+struct Library {
+    size: Option<u64>,
+    disk: Option<mindrune_store::DiskSpace>,
+}
+
+fn health_html(
+    out: &mut String,
+    health: &HealthView,
+    library: &Library,
+    now: i64,
+    shown_text: &Shown,
+) {
+    let _ = write!(
+        out,
+        "<section class=\"card\" aria-labelledby=\"health-title\" id=\"health\"><h2 id=\"health-title\">Server health</h2>\
+         <p class=\"small muted\">Since this server started, {started} UTC: kept in its memory, so a restart starts them over.</p>\
+         <dl class=\"tile-facts health-facts\">\
+         <div class=\"events-rate\"><dt>Events per second, last hour</dt><dd>{rate:.3}</dd></div>\
+         <div class=\"errors\"><dt>Errors, last hour</dt><dd>{errors}</dd></div>\
+         <div class=\"database-size\"><dt>Database size</dt><dd>{size}</dd></div>\
+         <div class=\"disk-free\"><dt>Free on its disk</dt><dd>{disk}</dd></div></dl>",
+        started = shown_text.text(&when(Some(health.started_at))),
+        rate = health.events_per_second(),
+        errors = health.errors(),
+        size = library.size.map_or("unknown".into(), bytes),
+        disk = library
+            .disk
+            .as_ref()
+            .map_or("not visible from here".into(), |d| bytes(d.available)),
+    );
+    let bars: Vec<Bar> = health
+        .minutes
+        .iter()
+        .map(|m| Bar {
+            label: when(Some(m.minute * 60_000))
+                .rsplit(' ')
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            ok: m.events,
+            failed: m.errors,
+        })
+        .collect();
+    out.push_str(&crate::charts::stacked_bars(
+        "health-minutes",
+        "Events and errors per minute, last hour (UTC)",
+        &bars,
+        ["events", "errors"],
+    ));
+    out.push_str("<h3>Runners</h3>");
+    if health.runners.is_empty() {
+        out.push_str("<p class=\"muted\">No runner has called since this server started.</p>");
+    } else {
+        out.push_str(
+            "<div class=\"table-scroll\"><table class=\"stack\" id=\"runners\"><thead><tr>\
+             <th scope=\"col\">Avatar</th><th scope=\"col\">Last contact (UTC)</th>\
+             <th scope=\"col\" class=\"num\">Ago</th><th scope=\"col\" class=\"num\">Spool backlog</th></tr></thead><tbody>",
+        );
+        for (_, contact) in &health.runners {
+            let _ = write!(
+                out,
+                "<tr><td data-label=\"Avatar\">{agent}</td><td data-label=\"Last contact\">{at}</td>\
+                 <td data-label=\"Ago\" class=\"num\">{ago}</td><td data-label=\"Spool backlog\" class=\"num\">{backlog}</td></tr>",
+                agent = shown_text.text(&contact.agent),
+                at = shown_text.text(&when(Some(contact.at))),
+                ago = crate::script_page::duration(u64::try_from(now - contact.at).unwrap_or(0)),
+                backlog = contact.backlog.map_or("not reported".into(), |n| count(
+                    i64::try_from(n).unwrap_or(i64::MAX),
+                    "item",
+                    "items"
+                )),
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    out.push_str("<h3>Requests refused</h3>");
+    if health.refused.is_empty() {
+        out.push_str("<p class=\"muted\">None since this server started.</p>");
+    } else {
+        out.push_str(
+            "<div class=\"table-scroll\"><table class=\"stack\" id=\"refused\"><thead><tr>\
+             <th scope=\"col\">Why</th><th scope=\"col\" class=\"num\">Requests</th></tr></thead><tbody>",
+        );
+        for (reason, n) in &health.refused {
+            let _ = write!(
+                out,
+                "<tr><td data-label=\"Why\">{}</td><td data-label=\"Requests\" class=\"num\">{n}</td></tr>",
+                shown_text.text(reason)
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    out.push_str("</section>");
+}
+
 // -------------------------------------------------------------------------------------------
 // The tables
 // -------------------------------------------------------------------------------------------
@@ -190,13 +328,24 @@ fn share(part: i64, whole: i64) -> String {
     }
 }
 
-fn console_html(families: &[FamilyRows], shown_text: &Shown) -> String {
+struct ConsoleView {
+    families: Vec<FamilyRows>,
+    health: HealthView,
+    library: Library,
+    /// The families' runs per day, all together: from a family skill, and the others.
+    reuse_days: Vec<Bar>,
+    now: i64,
+}
+
+fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
+    let families = &view.families;
     let mut body = String::new();
     let _ = write!(
         body,
         "<h1>Avatars &amp; world</h1><p class=\"lead\">{} · read-only</p>",
         count(families.len() as i64, "family", "families")
     );
+    health_html(&mut body, &view.health, &view.library, view.now, shown_text);
     // Family skill reuse.
     let _ = write!(
         body,
@@ -229,6 +378,12 @@ fn console_html(families: &[FamilyRows], shown_text: &Shown) -> String {
         }
         body.push_str("</tbody></table></div>");
     }
+    body.push_str(&crate::charts::stacked_bars(
+        "reuse-chart",
+        &format!("Runs per day of every family, last {REUSE_DAYS} days (UTC)"),
+        &view.reuse_days,
+        ["from a family skill", "other runs"],
+    ));
     body.push_str("</section>");
     // Family skills: one row per skill, at its latest shared version.
     let total: usize = families.iter().map(|f| f.shared.len()).sum();
@@ -321,12 +476,37 @@ async fn console(
         };
     }
     let store = state.store();
-    let since = now_millis() - REUSE_DAYS * 24 * 3600 * 1000;
+    let now = now_millis();
+    let since = now - REUSE_DAYS * 24 * 3600 * 1000;
+    let health = state.health().view(now);
     let page = state
         .blocking(move || -> Result<String, ApiError> {
             let owners = store.owners()?;
+            let today = now.div_euclid(DAY_MILLIS);
+            let first_day = today - (REUSE_DAYS - 1);
+            let mut from_family = vec![0i64; REUSE_DAYS as usize];
+            let mut runs = vec![0i64; REUSE_DAYS as usize];
             let mut families = Vec::with_capacity(owners.len());
             for owner in owners {
+                for day in store.runs_per_day(owner.id, first_day * DAY_MILLIS)? {
+                    if let Some(slot) = usize::try_from(day.day - first_day)
+                        .ok()
+                        .and_then(|i| runs.get_mut(i))
+                    {
+                        *slot += day.ok + day.failed;
+                    }
+                }
+                // A day's runs from a family skill: those since its start less those since
+                // the next day's.
+                let mut later = 0;
+                for i in (0..REUSE_DAYS as usize).rev() {
+                    let day = first_day + i as i64;
+                    let since_day = store
+                        .family_reuse(owner.id, day * DAY_MILLIS)?
+                        .runs_from_family;
+                    from_family[i] += since_day - later;
+                    later = since_day;
+                }
                 families.push(FamilyRows {
                     avatars: store.agents(owner.id)?.len(),
                     reuse: store.family_reuse(owner.id, since)?,
@@ -334,13 +514,32 @@ async fn console(
                     owner,
                 });
             }
+            let reuse_days = (first_day..=today)
+                .enumerate()
+                .map(|(i, day)| Bar {
+                    label: day_label(day),
+                    ok: u64::try_from(from_family[i]).unwrap_or(0),
+                    failed: u64::try_from(runs[i] - from_family[i]).unwrap_or(0),
+                })
+                .collect();
+            let library = Library {
+                size: store.database_size()?,
+                disk: store.disk_space(),
+            };
             // Every owner's key is scrubbed from every row: the console sees all families.
             let keys: Vec<&str> = families.iter().map(|f| f.owner.api_key.as_str()).collect();
             let shown_text = Shown::new(&keys);
+            let view = ConsoleView {
+                families,
+                health,
+                library,
+                reuse_days,
+                now,
+            };
             Ok(html::page(
                 "Console",
                 Nav::Operator,
-                &console_html(&families, &shown_text),
+                &console_html(&view, &shown_text),
             ))
         })
         .await

@@ -17,26 +17,30 @@ use std::fmt::Write as _;
 
 use axum::Form;
 use axum::Router;
-use axum::extract::rejection::{FormRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::rejection::FormRejection;
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_store::{
-    Agent, AgentId, HeaderState, Owner, SkillEntry, SkillId, StoreError, Version,
+    Agent, AgentId, DAY_MILLIS, HeaderState, Owner, SkillEntry, SkillId, Version,
 };
 use serde::Deserialize;
 
-use crate::app::AppState;
 use crate::auth::{OwnerSession, SESSION_COOKIE, new_secret, same_secret, secret_digest};
 use crate::error::ApiError;
 use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
+use crate::pages::{
+    CarriesCsrf, CsrfForm, FORM_LIMIT, checked_form, error_page, form_error, not_found, owner_nav,
+    page_session, parse_id,
+};
+use crate::scripts::{
+    day_label, file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,
+};
+use crate::state::AppState;
 use crate::wire::AvatarStats;
-
-/// The largest dashboard form body: a name, a key and a token fit many times over.
-const FORM_LIMIT: usize = 16 * 1024;
 
 /// The login form's CSRF cookie, sent only to the login page.
 const LOGIN_GUARD: LoginGuard = LoginGuard {
@@ -56,8 +60,6 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/logout", post(logout))
         .route("/dashboard/eager", post(eager))
         .route("/dashboard/avatars/{agent_id}", get(avatar_page))
-        .route("/dashboard/skills/{skill_id}/code", get(code))
-        .merge(crate::inbox::routes())
         .merge(html::static_routes())
         .layer(DefaultBodyLimit::max(FORM_LIMIT))
 }
@@ -69,103 +71,6 @@ async fn root() -> Redirect {
 // -------------------------------------------------------------------------------------------
 // Errors as pages
 // -------------------------------------------------------------------------------------------
-
-/// An error of a logged-in page, as a small HTML page with the error's status.
-pub(crate) fn error_page(err: &ApiError) -> Response {
-    html::error_page(
-        err.status,
-        &err.detail.message,
-        ("/dashboard", "Back to your family"),
-    )
-}
-
-fn not_found(what: &str) -> Response {
-    html::error_page(
-        StatusCode::NOT_FOUND,
-        &format!("There is no such {what} in your family. It may have been removed."),
-        ("/dashboard", "Back to your family"),
-    )
-}
-
-fn form_error(rejection: &FormRejection) -> Response {
-    html::error_page(
-        rejection.status(),
-        &format!(
-            "The form could not be read ({}). Nothing was changed; reload the page and try again.",
-            rejection.body_text()
-        ),
-        ("/dashboard", "Back to your family"),
-    )
-}
-
-/// The session of a page request: a visitor without one is sent to the login page; a failure
-/// of the library is an error page.
-pub(crate) fn page_session(
-    session: Result<OwnerSession, ApiError>,
-) -> Result<OwnerSession, Box<Response>> {
-    match session {
-        Ok(session) => Ok(session),
-        Err(err) if err.status == StatusCode::UNAUTHORIZED => {
-            Err(Box::new(Redirect::to("/dashboard/login").into_response()))
-        }
-        Err(err) => Err(Box::new(error_page(&err))),
-    }
-}
-
-/// The session of a form POST: without one nothing is changed and the answer says so.
-fn form_session(session: Result<OwnerSession, ApiError>) -> Result<OwnerSession, Box<Response>> {
-    match session {
-        Ok(session) => Ok(session),
-        Err(err) if err.status == StatusCode::UNAUTHORIZED => Err(Box::new(html::error_page(
-            StatusCode::UNAUTHORIZED,
-            "You are not logged in, or your login has expired. Nothing was changed; log in and try again.",
-            ("/dashboard/login", "Log in"),
-        ))),
-        Err(err) => Err(Box::new(error_page(&err))),
-    }
-}
-
-/// A dashboard form that may change something: a live session, a readable form, and the
-/// session's CSRF token in it — else the page that says which of these failed.
-pub(crate) fn checked_form<F: CarriesCsrf>(
-    session: Result<OwnerSession, ApiError>,
-    form: Result<Form<F>, FormRejection>,
-) -> Result<(OwnerSession, F), Box<Response>> {
-    let session = form_session(session)?;
-    let form = match form {
-        Ok(Form(form)) => form,
-        Err(rejection) => return Err(Box::new(form_error(&rejection))),
-    };
-    if let Err(err) = session.check_csrf(form.csrf()) {
-        return Err(Box::new(csrf_error(&err)));
-    }
-    Ok((session, form))
-}
-
-/// A form that carries the session's CSRF token.
-pub(crate) trait CarriesCsrf {
-    fn csrf(&self) -> &str;
-}
-
-impl CarriesCsrf for CsrfForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
-}
-
-impl CarriesCsrf for EagerForm {
-    fn csrf(&self) -> &str {
-        &self.csrf
-    }
-}
-
-fn csrf_error(err: &ApiError) -> Response {
-    html::error_page(
-        err.status,
-        &format!("{}. Nothing was changed.", err.detail.message),
-        ("/dashboard", "Back to your family"),
-    )
-}
 
 // -------------------------------------------------------------------------------------------
 // Login and logout
@@ -321,12 +226,6 @@ async fn login(
     response
 }
 
-#[derive(Debug, Default, Deserialize)]
-pub(crate) struct CsrfForm {
-    #[serde(default)]
-    pub(crate) csrf: String,
-}
-
 async fn logout(
     State(state): State<AppState>,
     session: Result<OwnerSession, ApiError>,
@@ -390,6 +289,12 @@ fn back_to(back: Option<&str>) -> String {
     }
 }
 
+impl CarriesCsrf for EagerForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
 async fn eager(
     State(state): State<AppState>,
     session: Result<OwnerSession, ApiError>,
@@ -428,70 +333,6 @@ async fn eager(
 // What a script entry shows
 // -------------------------------------------------------------------------------------------
 
-/// Whether a skill is a family skill: its file carries the `@skill` header, is there, and a
-/// version was shared (as the store's entries count it).
-fn is_family(skill: &mindrune_store::Skill, versions: &[Version]) -> bool {
-    skill.header.state == HeaderState::Skill
-        && skill.deleted_at.is_none()
-        && versions.iter().any(|v| v.shared_at.is_some())
-}
-
-/// The version a script's entry shows: for a family skill the version siblings get (a newer
-/// private draft does not replace it until it is shared too); otherwise the file's current
-/// version. An index into `versions`.
-fn shown_index(
-    skill: &mindrune_store::Skill,
-    versions: &[Version],
-    family: bool,
-    bar: SharingBar,
-) -> Option<usize> {
-    if family {
-        let standings: Vec<VersionStanding> = versions.iter().map(Into::into).collect();
-        if let Some(index) = sharing::version_for_siblings(&standings, bar) {
-            return Some(index);
-        }
-    }
-    versions
-        .iter()
-        .position(|v| Some(v.id) == skill.current_version)
-        .or(if versions.is_empty() { None } else { Some(0) })
-}
-
-/// The best-scoring other version, when it scored higher than the shown one.
-fn best_other(versions: &[Version], shown: &Version) -> Option<(i64, f64)> {
-    versions
-        .iter()
-        .filter(|v| v.id != shown.id && v.score > shown.score)
-        .max_by(|a, b| a.score.total_cmp(&b.score))
-        .map(|v| (v.number, v.score))
-}
-
-/// `chop-oaks.ts`: the file's name as the avatar wrote it (the path below its `bots/<bot>/`).
-fn file_name(skill: &mindrune_store::Skill) -> String {
-    skill
-        .path
-        .strip_prefix(&format!("bots/{}/", skill.agent_name))
-        .filter(|name| !name.is_empty())
-        .map_or_else(|| format!("{}.ts", skill.name), str::to_string)
-}
-
-/// Where a private headed script stands against the family's bar, as the wrap-up says it
-/// (`x.ts: 3/5 runs, score 540/600 — not shared yet`). A script that clears the bar now (the
-/// owner just lowered it) is shared at its next run or turn end, and the line says so.
-fn progress_line(file: &str, runs: i64, score: f64, bar: SharingBar) -> String {
-    if bar.cleared_by(runs, score) {
-        format!(
-            "{file}: {}/{} runs, score {}/{} — clears the bar; shared at its next run or turn end",
-            runs.min(bar.runs),
-            bar.runs,
-            points(score),
-            points(bar.score)
-        )
-    } else {
-        bar.progress(file, runs, score)
-    }
-}
-
 /// One entry of an avatar's page, with everything it shows.
 struct ScriptView {
     entry: SkillEntry,
@@ -500,7 +341,13 @@ struct ScriptView {
     shown: usize,
     /// The latest failed run, when the script has one: its version, time and cause.
     last_failure: Option<mindrune_store::FailedRun>,
+    /// Its latest runs, newest first (at most [`SPARK_RUNS`]), for its sparkline and success
+    /// rate.
+    recent: Vec<mindrune_store::ScriptRun>,
 }
+
+/// How many of a script's latest runs its sparkline and success rate on the avatar page cover.
+const SPARK_RUNS: usize = 30;
 
 impl ScriptView {
     fn shown(&self) -> &Version {
@@ -514,17 +361,18 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
     let id = skill.id.0;
     let file = file_name(skill);
     // A headed script that has not cleared the bar is "not shared yet", the spec's words and
-    // the CLI's (`mindrune skills`, `skill show`, the wrap-up).
-    let tag = match (view.entry.family, skill.header.state) {
-        (true, _) => "<span class=\"tag family\">👪 Family</span>",
-        (false, HeaderState::Skill) => "<span class=\"tag private\">🔒 Not shared yet</span>",
-        (false, _) => "<span class=\"tag private\">🔒 Private</span>",
-    };
+    // the CLI's (`mindrune skills`, `skill show`, the wrap-up); a file that is gone is private.
+    let tag = tag(skill, view.entry.family);
     let _ = write!(
         out,
-        "<li class=\"card script\" id=\"skill-{id}\"><h3><span class=\"file\">{file}</span>{tag}</h3>\
+        "<li class=\"card script{gone}\" id=\"skill-{id}\"><h3><a class=\"open-script\" href=\"/dashboard/skills/{id}\"><span class=\"file\">{file}</span></a>{tag}</h3>\
          <ul class=\"facts\"><li class=\"version\">v{number} · {versions}</li>\
          <li class=\"score\">score {score}</li><li class=\"runs\">{runs}</li>",
+        gone = if skill.deleted_at.is_some() {
+            " gone"
+        } else {
+            ""
+        },
         file = shown_text.text(&file),
         number = version.number,
         versions = count(view.versions.len() as i64, "version", "versions"),
@@ -538,7 +386,26 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
             count(view.entry.total_runs, "run", "runs")
         );
     }
+    if !view.recent.is_empty() {
+        let ok = view.recent.iter().filter(|r| r.outcome.ok).count();
+        let history = score_history(skill, &view.versions, &view.recent);
+        let values: Vec<f64> = history.iter().map(|p| p.value).collect();
+        let _ = write!(
+            out,
+            "<li class=\"trend\">{spark}</li><li class=\"success-rate\">{rate}% ok of the last {n}</li>",
+            spark = crate::charts::sparkline(&format!("{file}: score"), &values, 1000.0),
+            rate = (ok as f64 * 100.0 / view.recent.len() as f64).round(),
+            n = count(view.recent.len() as i64, "run", "runs"),
+        );
+    }
     out.push_str("</ul>");
+    if let Some(gone) = skill.deleted_at {
+        let _ = write!(
+            out,
+            "<p class=\"gone small\">Its file is gone since {} UTC: private now; its history stays.</p>",
+            shown_text.text(&when(Some(gone)))
+        );
+    }
     match (view.entry.family, skill.header.state) {
         (true, _) => {
             // A newer draft of a shared skill is not what siblings get until it is shared too.
@@ -556,6 +423,7 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
                 );
             }
         }
+        (false, HeaderState::Skill) if skill.deleted_at.is_some() => {}
         (false, HeaderState::Skill) => {
             let _ = write!(
                 out,
@@ -568,7 +436,14 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
                 "<p class=\"small muted\">Private: <code>@private</code> in its header.</p>",
             );
         }
-        (false, HeaderState::None) => {}
+        (false, HeaderState::None) => {
+            // A proven script without a header: the one step to sharing it.
+            if let Some(way) =
+                sharing_way(skill, version, false, bar).filter(|_| skill.deleted_at.is_none())
+            {
+                let _ = write!(out, "<p class=\"share-hint\">{}</p>", shown_text.text(&way));
+            }
+        }
     }
     if let Some(goal) = skill
         .header
@@ -602,6 +477,7 @@ fn script_html(out: &mut String, view: &ScriptView, bar: SharingBar, shown_text:
          <pre><code id=\"code-{id}\">{code}</code></pre></details>\
          <button type=\"button\" class=\"copy\" data-copy=\"code-{id}\" hidden>Copy</button>\
          <a class=\"button download\" href=\"/dashboard/skills/{id}/code?download=1\" download>Download</a>\
+         <a class=\"button open\" href=\"/dashboard/skills/{id}\">Runs and versions</a>\
          </div>",
         number = version.number,
         code = shown_text.text(&version.code),
@@ -618,7 +494,8 @@ fn versions_html(out: &mut String, view: &ScriptView, shown_text: &Shown) {
         "<details class=\"versions\"><summary>Versions ({})</summary>",
         view.versions.len()
     );
-    if let Some((number, score)) = best_other(&view.versions, shown) {
+    if let Some(best) = mindrune_engine::display::best_other(&view.versions, shown) {
+        let (number, score) = (best.number, best.score);
         let _ = write!(
             out,
             "<p class=\"best\">best: v{number}, {}</p>",
@@ -661,8 +538,9 @@ fn versions_html(out: &mut String, view: &ScriptView, shown_text: &Shown) {
     out.push_str("</tbody></table></div></details>");
 }
 
-/// The sharing bar and the Eager family sharing switch, together: flipping the switch moves
-/// the bar and every progress line of the page at once.
+/// The sharing bar and the Eager family sharing switch, together, in one compact line at the
+/// foot of the family and avatar pages: flipping the switch moves the bar and every progress
+/// line of the page at once.
 fn sharing_html(out: &mut String, owner: &Owner, csrf: &str, back: &str) {
     let bar = SharingBar::for_family(owner.eager_sharing);
     let sentence = if owner.eager_sharing {
@@ -680,23 +558,20 @@ fn sharing_html(out: &mut String, owner: &Owner, csrf: &str, back: &str) {
     };
     let _ = write!(
         out,
-        "<section class=\"card\" aria-labelledby=\"sharing-title\">\
-         <div class=\"sharing\"><div><h2 id=\"sharing-title\">Sharing bar</h2>\
-         <p class=\"bar\" id=\"sharing-bar\">{sentence}</p></div>\
+        "<aside class=\"sharing-line\" aria-label=\"Sharing bar\">\
+         <p class=\"bar\" id=\"sharing-bar\"><strong>Sharing bar:</strong> {sentence}</p>\
          <form method=\"post\" action=\"/dashboard/eager\" class=\"switch\" data-autosubmit>\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <input type=\"hidden\" name=\"back\" value=\"{back}\">\
-         <label><input type=\"checkbox\" name=\"eager\" value=\"on\" id=\"eager\"{checked}> Eager family sharing</label>\
-         <button type=\"submit\" class=\"save\">Save</button></form></div>\
-         <p class=\"small muted\">{help} Sharing stays each avatar's choice: only scripts with \
-         the header are shared. Avatars hear of a new bar the next time they start.</p></section>",
+         <label title=\"{help}\"><input type=\"checkbox\" name=\"eager\" value=\"on\" id=\"eager\"{checked}> Eager family sharing</label>\
+         <button type=\"submit\" class=\"save\">Save</button></form></aside>",
         csrf = escape(csrf),
         back = escape(back),
         checked = if owner.eager_sharing { " checked" } else { "" },
         help = if owner.eager_sharing {
             "Switched off, the bar is 5 runs and a score of 600 again; what is shared stays shared."
         } else {
-            "Eager family sharing lowers the bar to 3 runs and a score of 500."
+            "Eager family sharing lowers the bar to 3 runs and a score of 500. Sharing stays each avatar's choice: only scripts with the header are shared."
         },
     );
 }
@@ -705,24 +580,58 @@ fn sharing_html(out: &mut String, owner: &Owner, csrf: &str, back: &str) {
 // The family page
 // -------------------------------------------------------------------------------------------
 
-fn family_html(
-    owner: &Owner,
-    agents: &[Agent],
-    entries: &[SkillEntry],
-    csrf: &str,
-    shown_text: &Shown,
-) -> String {
+/// The cookie that remembers when the owner last looked at the family page, so the next visit
+/// can say what changed since (a time in milliseconds; nothing secret).
+const SEEN_COOKIE: &str = "mindrune_seen";
+
+/// How far back the family's runs chart reaches.
+const CHART_DAYS: i64 = 30;
+
+/// What one avatar's tile shows.
+struct Tile<'a> {
+    agent: &'a Agent,
+    stats: Option<AvatarStats>,
+    runs_today: i64,
+    failed_today: i64,
+    /// Its best-scoring script (file name, points) and its newest (file name).
+    best: Option<(String, i64)>,
+    newest: Option<String>,
+    last_ran: Option<i64>,
+    scripts: usize,
+    family: usize,
+}
+
+/// What changed in the family since the owner's last visit.
+#[derive(Default)]
+struct Changes {
+    shared: Vec<mindrune_store::SharingChange>,
+    unshared: Vec<mindrune_store::SharingChange>,
+    /// Scripts whose latest run failed since then: (skill, `<avatar>/<file>`, cause).
+    failing: Vec<(SkillId, String, Option<String>)>,
+}
+
+/// Everything the family page shows.
+struct FamilyView<'a> {
+    owner: &'a Owner,
+    tiles: Vec<Tile<'a>>,
+    entries: &'a [SkillEntry],
+    days: Vec<crate::charts::Bar>,
+    /// `None` on a first visit (no cookie yet).
+    since: Option<i64>,
+    changes: Changes,
+}
+
+fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown) -> String {
     let mut body = String::new();
-    let family_total = entries.iter().filter(|e| e.family).count();
+    let family_total = view.entries.iter().filter(|e| e.family).count();
     let _ = write!(
         body,
         "<h1>Your family</h1><p class=\"lead\">{} · {} · {}</p>",
-        count(agents.len() as i64, "avatar", "avatars"),
-        count(entries.len() as i64, "script", "scripts"),
+        count(view.tiles.len() as i64, "avatar", "avatars"),
+        count(view.entries.len() as i64, "script", "scripts"),
         count(family_total as i64, "family skill", "family skills"),
     );
-    sharing_html(&mut body, owner, csrf, "/dashboard");
-    if agents.is_empty() {
+    if view.tiles.is_empty() {
         body.push_str(
             "<section class=\"card\"><h2>No avatars yet</h2><p>Add one with \
              <code>mindrune agent add NAME --owner OWNER --workspace DIR</code>, or set up an \
@@ -730,28 +639,25 @@ fn family_html(
              first recorded run.</p></section>",
         );
     } else {
+        changes_html(&mut body, view, shown_text);
         body.push_str("<h2>Avatars</h2><ul class=\"avatars\">");
-        for agent in agents {
-            let own: Vec<&SkillEntry> = entries
-                .iter()
-                .filter(|e| e.skill.agent == Some(agent.id))
-                .collect();
-            let family = own.iter().filter(|e| e.family).count();
-            let _ = write!(
-                body,
-                "<li><a class=\"card\" href=\"/dashboard/avatars/{id}\">\
-                 <span class=\"name\">{name}</span>\
-                 <p class=\"counts\">{scripts} · {family} family</p>\
-                 <p class=\"small muted\">Last turn: {last}</p></a></li>",
-                id = agent.id.0,
-                name = shown_text.text(&agent.name),
-                scripts = count(own.len() as i64, "script", "scripts"),
-                last = shown_text.text(&when(agent.last_turn_at)),
-            );
+        for tile in &view.tiles {
+            tile_html(&mut body, tile, shown_text);
         }
         body.push_str("</ul>");
+        body.push_str("<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per day</h2>");
+        body.push_str(&crate::charts::runs_bars(
+            "family-runs",
+            &format!("The family's runs per day, last {CHART_DAYS} days (UTC)"),
+            &view.days,
+        ));
+        body.push_str("</section>");
     }
-    let orphans = entries.iter().filter(|e| e.skill.agent.is_none()).count();
+    let orphans = view
+        .entries
+        .iter()
+        .filter(|e| e.skill.agent.is_none())
+        .count();
     if orphans > 0 {
         let _ = write!(
             body,
@@ -759,42 +665,288 @@ fn family_html(
             count(orphans as i64, "skill", "skills")
         );
     }
+    sharing_html(&mut body, view.owner, csrf, "/dashboard");
     body
+}
+
+fn tile_html(out: &mut String, tile: &Tile<'_>, shown_text: &Shown) {
+    let _ = write!(
+        out,
+        "<li><a class=\"card tile\" href=\"/dashboard/avatars/{id}\" data-avatar=\"{name}\">\
+         <span class=\"name\">{name}</span><dl class=\"tile-facts\">",
+        id = tile.agent.id.0,
+        name = shown_text.text(&tile.agent.name),
+    );
+    let mut fact = |label: &str, value: String, class: &str| {
+        let _ = write!(
+            out,
+            "<div class=\"{class}\"><dt>{label}</dt><dd>{value}</dd></div>"
+        );
+    };
+    let stats = tile.stats.as_ref();
+    fact(
+        "Total level",
+        stats
+            .filter(|s| !s.levels.is_empty())
+            .map_or("–".into(), |s| {
+                grouped(s.levels.values().map(|l| i64::from(*l)).sum())
+            }),
+        "total-level",
+    );
+    fact(
+        "Wealth",
+        stats
+            .and_then(|s| s.wealth)
+            .map_or("–".into(), |coins| format!("{} coins", grouped(coins))),
+        "wealth",
+    );
+    fact(
+        "Today",
+        format!(
+            "{}{}",
+            count(tile.runs_today, "run", "runs"),
+            if tile.failed_today > 0 {
+                format!(
+                    ", <span class=\"failed-count\">{} failed</span>",
+                    tile.failed_today
+                )
+            } else {
+                String::new()
+            }
+        ),
+        "today",
+    );
+    fact(
+        "Best",
+        tile.best.as_ref().map_or("–".into(), |(file, score)| {
+            format!(
+                "<span class=\"file\">{}</span> ({score})",
+                shown_text.text(file)
+            )
+        }),
+        "best",
+    );
+    fact(
+        "Newest",
+        tile.newest.as_ref().map_or("–".into(), |file| {
+            format!("<span class=\"file\">{}</span>", shown_text.text(file))
+        }),
+        "newest",
+    );
+    fact(
+        "Last ran",
+        shown_text.text(&when(tile.last_ran)),
+        "last-ran",
+    );
+    let _ = write!(
+        out,
+        "</dl><p class=\"counts small muted\">{} · {} family</p></a></li>",
+        count(tile.scripts as i64, "script", "scripts"),
+        tile.family,
+    );
+}
+
+fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
+    out.push_str(
+        "<section class=\"card changes\" aria-labelledby=\"changes-title\"><h2 id=\"changes-title\">Since your last visit</h2>",
+    );
+    let Some(since) = view.since else {
+        out.push_str(
+            "<p class=\"muted\">Welcome. From your next visit on, this says what your avatars \
+             newly shared, what newly fails and what stopped being shared.</p></section>",
+        );
+        return;
+    };
+    let _ = write!(
+        out,
+        "<p class=\"small muted\">Since {} UTC.</p>",
+        shown_text.text(&when(Some(since)))
+    );
+    let c = &view.changes;
+    if c.shared.is_empty() && c.unshared.is_empty() && c.failing.is_empty() {
+        out.push_str("<p class=\"muted\">Nothing new: no script was shared, un-shared or started failing.</p></section>");
+        return;
+    }
+    out.push_str("<ul class=\"change-list\">");
+    for change in &c.shared {
+        let _ = write!(
+            out,
+            "<li class=\"newly-shared\"><span class=\"badge\" aria-hidden=\"true\">👪</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a>{version} is a family skill now: {reason}</li>",
+            id = change.skill.0,
+            label = shown_text.text(&change.label),
+            version = change.version.map(|v| format!(" v{v}")).unwrap_or_default(),
+            reason = shown_text.text(&change.reason),
+        );
+    }
+    for (skill, label, cause) in &c.failing {
+        let _ = write!(
+            out,
+            "<li class=\"newly-failing\"><span class=\"badge\" aria-hidden=\"true\">⚠️</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a> failed on its latest run: {cause}</li>",
+            id = skill.0,
+            label = shown_text.text(label),
+            cause = shown_text.text(cause.as_deref().unwrap_or("no cause recorded")),
+        );
+    }
+    for change in &c.unshared {
+        let _ = write!(
+            out,
+            "<li class=\"un-shared\"><span class=\"badge\" aria-hidden=\"true\">🔒</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a> is no longer shared: {reason}</li>",
+            id = change.skill.0,
+            label = shown_text.text(&change.label),
+            reason = shown_text.text(&change.reason),
+        );
+    }
+    out.push_str("</ul></section>");
+}
+
+/// Reads everything the family page shows; `since` is the owner's last visit.
+fn family_view<'a>(
+    store: &dyn mindrune_store::Store,
+    owner: &'a Owner,
+    agents: &'a [Agent],
+    entries: &'a [SkillEntry],
+    since: Option<i64>,
+    now: i64,
+) -> Result<FamilyView<'a>, ApiError> {
+    let today = now.div_euclid(DAY_MILLIS);
+    let first_day = today - (CHART_DAYS - 1);
+    let per_day = store.runs_per_day(owner.id, first_day * DAY_MILLIS)?;
+    let days = (first_day..=today)
+        .map(|day| {
+            let (ok, failed) = per_day
+                .iter()
+                .filter(|d| d.day == day)
+                .fold((0, 0), |(ok, failed), d| (ok + d.ok, failed + d.failed));
+            crate::charts::Bar {
+                label: day_label(day),
+                ok: u64::try_from(ok).unwrap_or(0),
+                failed: u64::try_from(failed).unwrap_or(0),
+            }
+        })
+        .collect();
+    let mut changes = Changes::default();
+    let mut tiles = Vec::with_capacity(agents.len());
+    for agent in agents {
+        let own: Vec<&SkillEntry> = entries
+            .iter()
+            .filter(|e| e.skill.agent == Some(agent.id))
+            .collect();
+        let (runs_today, failed_today) = per_day
+            .iter()
+            .filter(|d| d.day == today && d.agent == Some(agent.id))
+            .fold((0, 0), |(all, failed), d| {
+                (all + d.ok + d.failed, failed + d.failed)
+            });
+        let mut last_ran = None;
+        for entry in &own {
+            let Some(latest) = store
+                .script_runs(owner.id, entry.skill.id, 1)?
+                .into_iter()
+                .next()
+            else {
+                continue;
+            };
+            last_ran = last_ran.max(Some(latest.outcome.at));
+            if let Some(since) = since
+                && !latest.outcome.ok
+                && latest.outcome.at >= since
+            {
+                changes.failing.push((
+                    entry.skill.id,
+                    format!("{}/{}", agent.name, file_name(&entry.skill)),
+                    latest.outcome.failure,
+                ));
+            }
+        }
+        if let Some(since) = since {
+            for change in store.sharing_changes(owner.id, agent.id, since)? {
+                match change.kind {
+                    mindrune_store::SharingKind::Shared => changes.shared.push(change),
+                    mindrune_store::SharingKind::Unshared => changes.unshared.push(change),
+                }
+            }
+        }
+        let stats = store
+            .avatar_state(owner.id, agent.id)?
+            .and_then(|state| serde_json::from_str::<AvatarStats>(&state.state).ok());
+        tiles.push(Tile {
+            agent,
+            stats,
+            runs_today,
+            failed_today,
+            // Entries come best score first.
+            best: own
+                .first()
+                .map(|e| (file_name(&e.skill), points(e.version.score))),
+            newest: own
+                .iter()
+                .max_by_key(|e| (e.skill.created_at, e.skill.id.0))
+                .map(|e| file_name(&e.skill)),
+            last_ran,
+            scripts: own.len(),
+            family: own.iter().filter(|e| e.family).count(),
+        });
+    }
+    Ok(FamilyView {
+        owner,
+        tiles,
+        entries,
+        days,
+        since,
+        changes,
+    })
 }
 
 async fn family_page(
     State(state): State<AppState>,
     session: Result<OwnerSession, ApiError>,
+    headers: HeaderMap,
 ) -> Response {
     let session = match page_session(session) {
         Ok(session) => session,
         Err(response) => return *response,
     };
+    let since = html::cookie_value(&headers, SEEN_COOKIE).and_then(|v| v.parse::<i64>().ok());
     let store = state.store();
     let owner_id = session.owner;
     let csrf = session.csrf_token.clone();
     let app = state.clone();
+    let now = now_millis();
     let page = state
         .blocking(move || -> Result<String, ApiError> {
             let owner = store.owner(owner_id)?;
             let agents = store.agents(owner_id)?;
             let entries = store.skills(owner_id, None)?;
+            let view = family_view(store, &owner, &agents, &entries, since, now)?;
             let shown_text = Shown::new(&[owner.api_key.as_str()]);
-            let body = family_html(&owner, &agents, &entries, &csrf, &shown_text);
+            let body = family_html(&view, &csrf, &shown_text);
             Ok(html::page(
                 "Your family",
-                Nav::Owner {
-                    owner: &owner.name,
-                    csrf: &csrf,
-                    inbox: app.config().playbooks_of(&owner.name).next().is_some(),
-                },
+                owner_nav(&app, &owner, &csrf),
                 &body,
             ))
         })
         .await
         .and_then(|page| page);
     match page {
-        Ok(page) => html::respond(StatusCode::OK, page),
+        Ok(page) => {
+            let mut response = html::respond(StatusCode::OK, page);
+            // A year: the next visit, however late, still knows what it has not seen.
+            html::set_cookies(
+                &mut response,
+                [html::cookie(
+                    SEEN_COOKIE,
+                    &now.to_string(),
+                    "/dashboard",
+                    365 * 24 * 3600,
+                    state.config().cookies_secure(),
+                )],
+            );
+            response
+        }
         Err(err) => error_page(&err),
     }
 }
@@ -802,24 +954,6 @@ async fn family_page(
 // -------------------------------------------------------------------------------------------
 // An avatar's page
 // -------------------------------------------------------------------------------------------
-
-/// Parses an id from a URL; anything but a positive number is "not found".
-pub(crate) fn parse_id(raw: &str) -> Option<i64> {
-    raw.parse::<i64>().ok().filter(|id| *id > 0)
-}
-
-/// `12,345`.
-fn grouped(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
-}
 
 fn stats_html(out: &mut String, state: Option<&mindrune_store::AvatarState>, shown_text: &Shown) {
     out.push_str(
@@ -846,27 +980,23 @@ fn stats_html(out: &mut String, state: Option<&mindrune_store::AvatarState>, sho
         "<p class=\"small muted\">As its runner last reported it, {} UTC.</p>",
         shown_text.text(&when(Some(state.reported_at)))
     );
-    // Levels.
+    // Levels, as the game's skills panel shows them.
     if stats.levels.is_empty() {
-        out.push_str("<h3>Levels</h3><p class=\"muted\">None reported.</p>");
+        out.push_str("<h3>Skills</h3><p class=\"muted\">None reported.</p>");
     } else {
         let total: u64 = stats.levels.values().map(|l| u64::from(*l)).sum();
         let _ = write!(
             out,
-            "<h3>Levels</h3><div class=\"table-scroll\"><table class=\"levels\"><thead><tr>\
-             <th scope=\"col\">Skill</th><th scope=\"col\" class=\"num\">Level</th></tr></thead><tbody>"
+            "<h3>Skills <span class=\"muted small\">Total level {total}</span></h3><ul class=\"skills-grid\" aria-label=\"Levels\">"
         );
         for (skill, level) in &stats.levels {
             let _ = write!(
                 out,
-                "<tr><td>{}</td><td class=\"num\">{level}</td></tr>",
+                "<li><span class=\"skill-name\">{}</span><span class=\"level\">{level}</span></li>",
                 shown_text.text(skill)
             );
         }
-        let _ = write!(
-            out,
-            "</tbody><tfoot><tr><th scope=\"row\">Total</th><td class=\"num\">{total}</td></tr></tfoot></table></div>"
-        );
+        out.push_str("</ul>");
     }
     // Quests.
     let _ = write!(out, "<h3>Quests ({})</h3>", stats.quests.len());
@@ -942,12 +1072,6 @@ fn avatar_html(
         name = shown_text.text(&agent.name),
         scripts = count(scripts.len() as i64, "script", "scripts"),
     );
-    sharing_html(
-        &mut body,
-        owner,
-        csrf,
-        &format!("/dashboard/avatars/{}", agent.id.0),
-    );
     body.push_str("<div class=\"avatar-layout\"><section aria-labelledby=\"scripts-title\"><h2 id=\"scripts-title\">Scripts</h2>");
     if scripts.is_empty() {
         let _ = write!(
@@ -965,6 +1089,12 @@ fn avatar_html(
     body.push_str("</section>");
     stats_html(&mut body, state, shown_text);
     body.push_str("</div>");
+    sharing_html(
+        &mut body,
+        owner,
+        csrf,
+        &format!("/dashboard/avatars/{}", agent.id.0),
+    );
     body
 }
 
@@ -1019,11 +1149,41 @@ async fn avatar_page(
                     .recent_failures(owner_id, entry.skill.id, 1)?
                     .into_iter()
                     .next();
+                let recent = store.script_runs(owner_id, entry.skill.id, SPARK_RUNS)?;
                 scripts.push(ScriptView {
                     entry,
                     versions,
                     shown,
                     last_failure,
+                    recent,
+                });
+            }
+            // Scripts whose file is gone: private now, listed last with their history.
+            for id in store.gone_skills(owner_id, agent.id)? {
+                let skill = store.skill(owner_id, id)?;
+                let mut versions = store.versions(owner_id, id)?;
+                let Some(shown) = shown_index(&skill, &versions, false, bar) else {
+                    continue;
+                };
+                for version in &mut versions {
+                    version.score = version.score_at(now);
+                }
+                let last_failure = store.recent_failures(owner_id, id, 1)?.into_iter().next();
+                let recent = store.script_runs(owner_id, id, SPARK_RUNS)?;
+                let entry = SkillEntry {
+                    version: versions[shown].clone(),
+                    version_count: versions.len() as i64,
+                    total_runs: versions.iter().map(|v| v.uses).sum(),
+                    best: None,
+                    family: false,
+                    skill,
+                };
+                scripts.push(ScriptView {
+                    entry,
+                    versions,
+                    shown,
+                    last_failure,
+                    recent,
                 });
             }
             let avatar_state = store.avatar_state(owner_id, agent.id)?;
@@ -1038,11 +1198,7 @@ async fn avatar_page(
             );
             Ok(Some(html::page(
                 &shown_text.text(&agent.name),
-                Nav::Owner {
-                    owner: &owner.name,
-                    csrf: &csrf,
-                    inbox: app.config().playbooks_of(&owner.name).next().is_some(),
-                },
+                owner_nav(&app, &owner, &csrf),
                 &body,
             )))
         })
@@ -1053,151 +1209,6 @@ async fn avatar_page(
         Ok(None) => not_found("avatar"),
         Err(err) => error_page(&err),
     }
-}
-
-// -------------------------------------------------------------------------------------------
-// A script's code, as text
-// -------------------------------------------------------------------------------------------
-
-#[derive(Debug, Default, Deserialize)]
-struct CodeQuery {
-    #[serde(default)]
-    download: Option<String>,
-    #[serde(default)]
-    version: Option<String>,
-}
-
-/// A file name that is safe in a `Content-Disposition` header: letters, digits, `.`, `-` and
-/// `_` kept, anything else a `_`.
-fn safe_file_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    let trimmed = cleaned.trim_start_matches('.');
-    if trimmed.is_empty() {
-        "script".into()
-    } else {
-        trimmed.chars().take(100).collect()
-    }
-}
-
-async fn code(
-    State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
-    Path(raw): Path<String>,
-    query: Result<Query<CodeQuery>, QueryRejection>,
-) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
-    let Some(id) = parse_id(&raw) else {
-        return not_found("script");
-    };
-    let Ok(Query(query)) = query else {
-        return html::error_page(
-            StatusCode::BAD_REQUEST,
-            "The address's query could not be read; use the View or Download link of the script.",
-            ("/dashboard", "Back to your family"),
-        );
-    };
-    let download = match query.download.as_deref() {
-        None | Some("0") | Some("false") => false,
-        Some("1") | Some("true") | Some("") => true,
-        Some(_) => {
-            return html::error_page(
-                StatusCode::BAD_REQUEST,
-                "`download` is 1 (a file to save) or 0 (text to read).",
-                ("/dashboard", "Back to your family"),
-            );
-        }
-    };
-    let wanted = match query.version.as_deref().map(str::parse::<i64>) {
-        None => None,
-        Some(Ok(number)) if number > 0 => Some(number),
-        Some(_) => {
-            return html::error_page(
-                StatusCode::BAD_REQUEST,
-                "`version` is a version number of the script (1, 2, …).",
-                ("/dashboard", "Back to your family"),
-            );
-        }
-    };
-    let store = state.store();
-    let owner_id = session.owner;
-    let found = state
-        .blocking(move || -> Result<Option<(String, i64, String)>, ApiError> {
-            let owner = store.owner(owner_id)?;
-            // The skill is looked up with the session's owner: another family's id is not
-            // found.
-            let skill = match store.skill(owner_id, SkillId(id)) {
-                Ok(skill) => skill,
-                Err(StoreError::NotFound(_)) => return Ok(None),
-                Err(err) => return Err(err.into()),
-            };
-            let versions = store.versions(owner_id, skill.id)?;
-            let index = match wanted {
-                Some(number) => versions.iter().position(|v| v.number == number),
-                None => {
-                    let bar = SharingBar::for_family(owner.eager_sharing);
-                    shown_index(&skill, &versions, is_family(&skill, &versions), bar)
-                }
-            };
-            let Some(index) = index else {
-                return Ok(None);
-            };
-            let version = &versions[index];
-            let shown_text = Shown::new(&[owner.api_key.as_str()]);
-            let stem = skill.name.clone();
-            Ok(Some((
-                shown_text.plain(&version.code),
-                version.number,
-                stem,
-            )))
-        })
-        .await
-        .and_then(|found| found);
-    let (code, number, stem) = match found {
-        Ok(Some(found)) => found,
-        Ok(None) => return not_found("script or version"),
-        Err(err) => return error_page(&err),
-    };
-    let mut response = (
-        StatusCode::OK,
-        [
-            (
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/plain; charset=utf-8"),
-            ),
-            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
-            (
-                header::X_CONTENT_TYPE_OPTIONS,
-                HeaderValue::from_static("nosniff"),
-            ),
-        ],
-        code,
-    )
-        .into_response();
-    if download {
-        let name = if wanted.is_some() {
-            format!("{}-v{number}.ts", safe_file_name(&stem))
-        } else {
-            format!("{}.ts", safe_file_name(&stem))
-        };
-        if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
-            response
-                .headers_mut()
-                .insert(header::CONTENT_DISPOSITION, value);
-        }
-    }
-    response
 }
 
 #[cfg(test)]
@@ -1215,32 +1226,5 @@ mod tests {
         assert_eq!(back_to(Some("//evil.example")), "/dashboard");
         assert_eq!(back_to(Some("/dashboard/avatars/1/../../x")), "/dashboard");
         assert_eq!(back_to(Some("/dashboard/avatars/")), "/dashboard");
-    }
-
-    #[test]
-    fn download_names_are_header_safe() {
-        assert_eq!(safe_file_name("chop-oaks"), "chop-oaks");
-        assert_eq!(safe_file_name("a\"b\r\nc"), "a_b__c");
-        assert_eq!(safe_file_name("..."), "script");
-        assert_eq!(safe_file_name("<script>"), "_script_");
-    }
-
-    #[test]
-    fn numbers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(-1234567), "-1,234,567");
-    }
-
-    #[test]
-    fn a_script_that_clears_a_lowered_bar_says_when_it_is_shared() {
-        let line = progress_line("x.ts", 3, 550.0, SharingBar::EAGER);
-        assert!(line.starts_with("x.ts: 3/3 runs, score 550/500"), "{line}");
-        assert!(line.contains("next run or turn end"), "{line}");
-        assert_eq!(
-            progress_line("x.ts", 3, 540.0, SharingBar::STANDARD),
-            "x.ts: 3/5 runs, score 540/600 — not shared yet"
-        );
     }
 }

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use mindrune_core::secrets::Scrubber;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// Escapes text for HTML element content and for quoted attribute values.
 pub fn escape(text: &str) -> String {
@@ -66,34 +66,47 @@ pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// Scores are kept exact and shown as whole points (0–1000), as the command line shows them.
-pub fn points(score: f64) -> i64 {
-    score.round() as i64
-}
+/// Times and scores as the command line shows them (one implementation for both faces).
+pub use mindrune_engine::display::{points, when};
 
-/// A time as the command line shows it: `2025-06-01 14:02` (UTC); `never` when there is none.
-pub fn when(millis: Option<i64>) -> String {
-    let Some(millis) = millis else {
-        return "never".into();
-    };
-    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
-    else {
-        return "?".into();
-    };
-    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
-    at.format(&format).unwrap_or_else(|_| "?".into())
+/// A unified diff as HTML: scrubbed as a whole, then each line escaped and marked as added,
+/// removed, a hunk or a file header (the colours live in `app.css`).
+pub fn diff_html(diff: &str, shown: &Shown) -> String {
+    let diff = shown.plain(diff);
+    let mut out = String::from("<pre class=\"diff\"><code>");
+    for line in diff.split_inclusive('\n') {
+        let class = if line.starts_with("+++") || line.starts_with("---") {
+            "meta"
+        } else if line.starts_with("@@") {
+            "hunk"
+        } else if line.starts_with('+') {
+            "add"
+        } else if line.starts_with('-') {
+            "del"
+        } else {
+            ""
+        };
+        if class.is_empty() {
+            out.push_str(&escape(line));
+        } else {
+            let _ = write!(out, "<span class=\"{class}\">{}</span>", escape(line));
+        }
+    }
+    out.push_str("</code></pre>");
+    out
 }
 
 /// What the page header offers besides the brand.
 pub enum Nav<'a> {
     /// The login pages: nothing to go to yet.
     None,
-    /// An owner's pages: the family, the Inbox of playbook cards when the owner has playbook
-    /// workspaces (`inbox`), and a logout form (which needs the session's CSRF token).
+    /// An owner's pages: the family, the Inbox of playbook cards with the number waiting
+    /// when the owner has playbook workspaces (`inbox`), and a logout form (which needs the
+    /// session's CSRF token).
     Owner {
         owner: &'a str,
         csrf: &'a str,
-        inbox: bool,
+        inbox: Option<usize>,
     },
     /// The operator's console.
     Operator,
@@ -127,10 +140,12 @@ pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
                  <form method=\"post\" action=\"/dashboard/logout\" class=\"inline\">\
                  <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
                  <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
-                inbox = if inbox {
-                    "<a href=\"/dashboard/inbox\">Inbox</a>"
-                } else {
-                    ""
+                inbox = match inbox {
+                    None => String::new(),
+                    Some(0) => "<a href=\"/dashboard/inbox\">Inbox</a>".to_string(),
+                    Some(n) => format!(
+                        "<a href=\"/dashboard/inbox\">Inbox <span class=\"count\" aria-label=\"{n} waiting\">{n}</span></a>"
+                    ),
                 },
                 owner = escape(owner),
                 csrf = escape(csrf),
@@ -138,7 +153,9 @@ pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
         }
         Nav::Operator => out.push_str(
             "<a class=\"brand\" href=\"/console\">MindRune</a>\
-             <nav aria-label=\"Console\"><span class=\"who\">Operator console · read-only</span></nav>",
+             <nav aria-label=\"Console\"><span class=\"who\">Operator console · read-only</span>\
+             <form method=\"post\" action=\"/console/logout\" class=\"inline\">\
+             <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
         ),
     }
     let _ = write!(
@@ -233,7 +250,7 @@ impl LoginGuard {
         match cookie_value(headers, self.cookie_name) {
             Some(token) if token.starts_with("mr_login_") && token.len() == 9 + 64 => (token, None),
             _ => {
-                let token = crate::auth::new_secret("mr_login_");
+                let token = crate::secret::new_secret("mr_login_");
                 let set = cookie(
                     self.cookie_name,
                     &token,
@@ -249,7 +266,7 @@ impl LoginGuard {
     /// Whether a login POST carries the token its browser holds, compared in constant time.
     pub fn check(&self, headers: &HeaderMap, sent: &str) -> bool {
         match cookie_value(headers, self.cookie_name) {
-            Some(held) => !sent.is_empty() && crate::auth::same_secret(&held, sent),
+            Some(held) => !sent.is_empty() && crate::secret::same_secret(&held, sent),
             None => false,
         }
     }

@@ -32,11 +32,11 @@ use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, 
 use mindrune_store::{Owner, OwnerId};
 use serde::Deserialize;
 
-use crate::app::AppState;
 use crate::auth::OwnerSession;
-use crate::dashboard::{CarriesCsrf, CsrfForm, checked_form, error_page, page_session, parse_id};
 use crate::error::ApiError;
-use crate::html::{self, Nav, Shown, escape};
+use crate::html::{self, Nav, Shown, diff_html, escape};
+use crate::pages::{CarriesCsrf, CsrfForm, checked_form, error_page, page_session, parse_id};
+use crate::state::AppState;
 
 /// A reason longer than this is refused (the form says so before it is sent).
 const MAX_REASON_CHARS: usize = 2000;
@@ -50,6 +50,9 @@ pub fn routes() -> Router<AppState> {
         .route("/dashboard/inbox/{ws}/cards/{id}", get(card_page))
         .route("/dashboard/inbox/{ws}/cards/{id}/approve", post(approve))
         .route("/dashboard/inbox/{ws}/cards/{id}/reject", post(reject))
+        .layer(axum::extract::DefaultBodyLimit::max(
+            crate::pages::FORM_LIMIT,
+        ))
 }
 
 // -------------------------------------------------------------------------------------------
@@ -59,6 +62,7 @@ pub fn routes() -> Router<AppState> {
 /// One of the owner's workspaces: the key its addresses use, and its folder.
 struct Workspace {
     key: String,
+    name: String,
     path: PathBuf,
 }
 
@@ -90,6 +94,7 @@ fn mine(state: &AppState, owner_id: OwnerId) -> Result<Mine, ApiError> {
         if !workspaces.iter().any(|known| known.key == key) {
             workspaces.push(Workspace {
                 key,
+                name: entry.shown_name(),
                 path: entry.workspace.clone(),
             });
         }
@@ -114,7 +119,9 @@ impl Mine {
             Nav::Owner {
                 owner: &self.owner.name,
                 csrf,
-                inbox: !self.workspaces.is_empty(),
+                inbox: crate::pages::inbox_waiting(
+                    self.workspaces.iter().map(|w| w.path.as_path()),
+                ),
             },
             body,
         )
@@ -219,7 +226,7 @@ fn proposes(card: &Card) -> String {
     line.chars().take(300).collect()
 }
 
-fn card_row(out: &mut String, key: &str, card: &Card, shown: &Shown) {
+fn card_row(out: &mut String, key: &str, card: &Card, shown: &Shown, csrf: &str) {
     let _ = write!(
         out,
         "<li class=\"inbox-card\" id=\"card-{key}-{id}\"><h3><a href=\"{href}\">#{id} \
@@ -239,6 +246,18 @@ fn card_row(out: &mut String, key: &str, card: &Card, shown: &Shown) {
             out,
             "<p class=\"small\">{}</p>",
             shown.text(&answer_line(card))
+        );
+    } else {
+        // Approve from the list; turning down asks for a reason, on the card's page.
+        let _ = write!(
+            out,
+            "<div class=\"actions\"><form method=\"post\" action=\"{href}/approve\" class=\"approve inline\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+             <button type=\"submit\" class=\"primary\">Approve #{id}</button></form>\
+             <a class=\"button\" href=\"{href}\">Read it, or turn it down</a></div>",
+            href = card_path(key, card.id),
+            csrf = escape(csrf),
+            id = card.id,
         );
     }
     out.push_str("</li>");
@@ -281,12 +300,14 @@ fn workspace_section(
     workspace: &Workspace,
     shown: &Shown,
     notice_card: Option<i64>,
+    csrf: &str,
 ) -> usize {
     let key = &workspace.key;
     let _ = write!(
         out,
         "<section class=\"card workspace\" aria-labelledby=\"ws-{key}\">\
-         <h2 id=\"ws-{key}\">{path}</h2>",
+         <h2 id=\"ws-{key}\">{name}</h2><p class=\"small muted fingerprint\">{path}</p>",
+        name = shown.text(&workspace.name),
         path = shown.text(&workspace.path.display().to_string()),
     );
     let cards =
@@ -343,7 +364,7 @@ fn workspace_section(
     } else {
         out.push_str("<ul class=\"inbox-cards\">");
         for card in &waiting {
-            card_row(out, key, card, shown);
+            card_row(out, key, card, shown, csrf);
         }
         out.push_str("</ul>");
     }
@@ -359,7 +380,7 @@ fn workspace_section(
             answered.len()
         );
         for card in answered {
-            card_row(out, key, card, shown);
+            card_row(out, key, card, shown, csrf);
         }
         out.push_str("</ul></details>");
     }
@@ -390,7 +411,13 @@ async fn inbox_page(
             let mut waiting = 0;
             for workspace in &mine.workspaces {
                 let notice = notice_card.filter(|_| query.ws.as_deref() == Some(&workspace.key));
-                waiting += workspace_section(&mut sections, workspace, &mine.shown, notice);
+                waiting += workspace_section(
+                    &mut sections,
+                    workspace,
+                    &mine.shown,
+                    notice,
+                    &session.csrf_token,
+                );
             }
             let mut body = String::new();
             let _ = write!(
@@ -502,33 +529,6 @@ fn card_view(playbooks: &Playbooks, card: Card) -> Result<CardView, PlaybookErro
         owes,
         shows,
     })
-}
-
-/// A unified diff as HTML: scrubbed as a whole, then each line escaped and marked as added,
-/// removed, a hunk or a file header (the colours live in `app.css`).
-fn diff_html(diff: &str, shown: &Shown) -> String {
-    let diff = shown.plain(diff);
-    let mut out = String::from("<pre class=\"diff\"><code>");
-    for line in diff.split_inclusive('\n') {
-        let class = if line.starts_with("+++") || line.starts_with("---") {
-            "meta"
-        } else if line.starts_with("@@") {
-            "hunk"
-        } else if line.starts_with('+') {
-            "add"
-        } else if line.starts_with('-') {
-            "del"
-        } else {
-            ""
-        };
-        if class.is_empty() {
-            out.push_str(&escape(line));
-        } else {
-            let _ = write!(out, "<span class=\"{class}\">{}</span>", escape(line));
-        }
-    }
-    out.push_str("</code></pre>");
-    out
 }
 
 /// What approving a card of this kind does, in a sentence.

@@ -412,6 +412,7 @@ impl<'a> Runner<'a> {
                 break;
             }
             if !self.backoff.waiting() {
+                self.client.note_backlog(self.pending()?);
                 match self.talk() {
                     Ok(()) => self.back(),
                     Err(Halt::Away(message)) => self.away(message),

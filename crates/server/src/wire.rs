@@ -230,3 +230,7 @@ pub struct ErrorDetail {
 
 /// The hint every old loopback skill endpoint answers with (410 Gone).
 pub const SKILLS_ARE_FILES: &str = "skills are files now: add the @skill header";
+
+/// The header a runner sends with every request: how many items its spool still holds, for
+/// the operator's console.
+pub const SPOOL_HEADER: &str = "x-mindrune-spool";

@@ -575,6 +575,30 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         );
         let card = browser.text(&format!("a[href='/dashboard/avatars/{}']", buzz.id.0));
         assert!(card.contains("3 scripts · 1 family"), "{card}");
+        // The tile's numbers, and the family's runs per day: 11 runs, one failed.
+        let tile = browser.text(".tile[data-avatar='buzz']");
+        for text in ["Total level", "63", "12,345 coins", "Last ran"] {
+            assert!(tile.contains(text), "{text} in {tile}");
+        }
+        assert!(
+            browser
+                .text(".tile[data-avatar='buzz'] .best")
+                .contains("chop-oaks.ts"),
+            "{tile}"
+        );
+        assert_eq!(browser.count("#family-runs svg g.bar"), 30, "30 days");
+        let caption = browser.text("#family-runs figcaption");
+        assert!(
+            caption.contains("11 runs from ") && caption.contains(": 10 ok, 1 failed."),
+            "{caption}"
+        );
+        assert_eq!(
+            browser.script(
+                "return document.querySelector('#family-runs svg').getBoundingClientRect().height > 50"
+            ),
+            json!(true),
+            "the chart is drawn"
+        );
         shots.push(browser.screenshot("family-desktop"));
 
         // An avatar's page.
@@ -715,6 +739,27 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         );
         shots.push(browser.screenshot("avatar-desktop-open"));
 
+        // A script's page: its runs newest first, its score over time, a diff of two versions.
+        browser.click(&format!("#skill-{walk} a.open-script"));
+        browser.wait_for_text("h1", "walk.ts");
+        assert_eq!(browser.count("#runs tbody tr"), 3);
+        let newest = browser.text("#runs tbody tr:first-child");
+        assert!(
+            newest.contains("v2") && newest.contains("failed"),
+            "{newest}"
+        );
+        assert!(browser.text("#runs tbody tr:last-child").contains("v1"));
+        assert_eq!(browser.count("#score-chart circle.dot"), 3);
+        assert_eq!(browser.count("#score-chart .version-change"), 1);
+        assert!(browser.text(".best").starts_with("best: v1, "));
+        shots.push(browser.screenshot("script-desktop"));
+        browser.click(".diff-form button[type=submit]");
+        browser.wait_for_text("h1", "v1 → v2");
+        let diff = browser.text("pre.diff");
+        assert!(diff.contains("-await bot.walkTo(3222, 3218);"), "{diff}");
+        assert!(diff.contains("+await bot.walkTo(3222, 3219);"), "{diff}");
+        shots.push(browser.screenshot("diff-desktop"));
+
         // The Inbox: the assistant's draft, turned down with a reason.
         browser.click("nav a[href='/dashboard/inbox']");
         browser.wait_for_text("h1", "Inbox");
@@ -753,7 +798,20 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert!(!skills.contains("fish"), "fish is not shared: {skills}");
         browser.click("#family-skills details > summary");
         assert!(browser.text("#family-skills details table").contains("v1"));
+        let health = browser.text("#health");
+        assert!(health.contains("Since this server started"), "{health}");
+        assert!(health.contains("Requests refused"), "{health}");
+        let reuse_chart = browser.text("#reuse-chart figcaption");
+        assert!(
+            reuse_chart.contains("11 runs from ")
+                && reuse_chart.contains(": 0 from a family skill, 11 other runs."),
+            "{reuse_chart}"
+        );
         shots.push(browser.screenshot("console-desktop"));
+        browser.click("nav form[action='/console/logout'] button");
+        wait_for("the console's log-out", Duration::from_secs(10), || {
+            browser.url().ends_with("/console/login")
+        });
     }
     {
         // A phone: one column, nothing wider than the screen.
@@ -782,6 +840,46 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert_eq!(columns, json!(1), "one column on a phone");
         phone.click(&format!("#skill-{walk} details.versions > summary"));
         shots.push(phone.screenshot("avatar-phone"));
+
+        let fits = "return document.documentElement.scrollWidth <= window.innerWidth";
+        phone.go(&format!("{base}/dashboard"));
+        phone.wait_for_text("h1", "Your family");
+        assert_eq!(
+            phone.script(fits),
+            json!(true),
+            "the family page fits a phone"
+        );
+        // A script's page: its runs are stacked cards, its code wraps, nothing is clipped.
+        phone.go(&format!("{base}/dashboard/skills/{walk}"));
+        phone.wait_for_text("h1", "walk.ts");
+        phone.click("#versions details.code > summary");
+        assert_eq!(
+            phone.script(fits),
+            json!(true),
+            "the script page fits a phone"
+        );
+        assert_eq!(
+            phone.script(
+                "return getComputedStyle(document.querySelector('#runs tbody tr')).display"
+            ),
+            json!("block"),
+            "a run is a card on a phone"
+        );
+        assert_eq!(
+            phone.script("return getComputedStyle(document.querySelector('#runs thead')).position"),
+            json!("absolute"),
+            "the column heads move into each card's labels"
+        );
+        shots.push(phone.screenshot("script-phone"));
+        phone.go(&format!("{base}/dashboard/skills/{walk}/diff?from=1&to=2"));
+        phone.wait_for_text("h1", "v1 → v2");
+        assert_eq!(phone.script(fits), json!(true), "the diff fits a phone");
+        phone.go(&format!("{base}/console/login"));
+        phone.type_into("#token", &library.operator_token);
+        phone.click("button[type=submit]");
+        phone.wait_for_text("#reuse", "ada");
+        assert_eq!(phone.script(fits), json!(true), "the console fits a phone");
+        shots.push(phone.screenshot("console-phone"));
     }
     drop(driver);
     let _ = stop.send(());

@@ -1009,7 +1009,12 @@ async fn the_console_needs_an_operator_token() {
     assert!(!page.body.contains("<td>fish</td>"), "fish is not shared");
     assert!(!page.body.contains("<td>mine</td>"));
     assert!(!page.body.contains(ADA_KEY) && !page.body.contains(BOB_KEY));
-    assert!(!page.body.contains("<form"), "read-only: no forms");
+    // Read-only: its one form is the log-out, which only forgets the token in this browser.
+    assert_eq!(page.body.matches("<form").count(), 1, "read-only");
+    assert!(
+        page.body
+            .contains("<form method=\"post\" action=\"/console/logout\"")
+    );
     // ada's row: 20 runs in the window, none from a family skill.
     assert!(page.body.contains("<tr><td>ada</td><td class=\"num\">1</td><td class=\"num\">20</td><td class=\"num\">0</td><td class=\"num\">0 %</td>"), "{}", page.body);
 
@@ -1845,8 +1850,9 @@ mod inbox {
         assert!(
             family
                 .body
-                .contains("<a href=\"/dashboard/inbox\">Inbox</a>"),
-            "the navigation links the Inbox"
+                .contains("<a href=\"/dashboard/inbox\">Inbox <span class=\"count\" aria-label=\"1 waiting\">1</span></a>"),
+            "the navigation links the Inbox, with the number of cards waiting: {}",
+            family.body
         );
         let inbox = get(&world, "/dashboard/inbox", Some(&cookie)).await;
         assert_eq!(inbox.status, StatusCode::OK, "{}", inbox.body);
@@ -1868,6 +1874,21 @@ mod inbox {
         assert!(!inbox.body.contains("<weekly>"));
         let href = card_href(&inbox.body, world.card);
         assert!(href.starts_with("/dashboard/inbox/"), "{href}");
+        // A card is approved from the list too; the workspace is named by its name, its
+        // folder below it.
+        assert!(
+            inbox.body.contains(&format!("action=\"{href}/approve\"")),
+            "{}",
+            inbox.body
+        );
+        let at = inbox.body.find("<h2 id=\"ws-").unwrap();
+        let heading = &inbox.body[at..at + inbox.body[at..].find("</h2>").unwrap()];
+        assert!(!heading.contains('/'), "a name, not a path: {heading}");
+        assert!(
+            inbox.body.contains("class=\"small muted fingerprint\">/"),
+            "{}",
+            inbox.body
+        );
         // The card: the proposed file and the two forms, each with the session's token.
         let card = get(&world, &href, Some(&cookie)).await;
         assert_eq!(card.status, StatusCode::OK, "{}", card.body);
@@ -2318,4 +2339,407 @@ async fn a_script_left_unused_shows_its_score_as_of_now() {
         shown < stored.round() as i64 - 20,
         "stored {stored}, shown {shown}: {card}"
     );
+}
+
+/// The part of a page from the element carrying `marker` to the end of its list item.
+fn tile_of<'a>(body: &'a str, marker: &str) -> &'a str {
+    let start = body
+        .find(marker)
+        .unwrap_or_else(|| panic!("{marker} in {body}"));
+    let end = body[start..]
+        .find("</li>")
+        .map_or(body.len(), |e| start + e);
+    &body[start..end]
+}
+
+#[tokio::test]
+async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_last_visit() {
+    let world = world();
+    let before_the_runs = now_millis() - 2 * 3_600_000;
+    let (session, _) = login(&world).await;
+
+    // A first visit has nothing to compare with, and remembers itself.
+    let first = get(&world, "/dashboard", Some(&session)).await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(
+        first.body.contains("From your next visit on"),
+        "{}",
+        first.body
+    );
+    let seen = first
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("mindrune_seen="))
+        .expect("the visit is remembered");
+    assert!(
+        seen.contains("HttpOnly") && seen.contains("Path=/dashboard"),
+        "{seen}"
+    );
+
+    // ada's family ran 20 scripts (chop 5, fish 3, mine 5 + 2 failed, the markup one 5).
+    assert!(
+        first.body.contains("20 runs from ") && first.body.contains(": 18 ok, 2 failed."),
+        "{}",
+        first.body
+    );
+    assert_eq!(
+        first.body.matches("<g class=\"bar\"").count(),
+        30,
+        "30 days"
+    );
+    assert!(first.body.contains("role=\"img\""));
+    assert!(first.body.contains("<summary>As a table</summary>"));
+
+    // The tile: best and newest script, when it last ran, today's runs.
+    let store = world.state.store();
+    let entries = store.skills(world.ada, Some(world.buzz)).unwrap();
+    let best = &entries[0];
+    let tile = tile_of(&first.body, "data-avatar=\"buzz\"");
+    assert!(
+        tile.contains(&format!(
+            "<span class=\"file\">{}.ts</span> ({})",
+            best.skill
+                .name
+                .replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;"),
+            best.version.score.round() as i64
+        )),
+        "{tile}"
+    );
+    assert!(tile.contains("Newest"), "{tile}");
+    let last_ran = entries
+        .iter()
+        .filter_map(|e| e.version.last_used_at)
+        .max()
+        .unwrap();
+    assert!(
+        tile.contains(&mindrune_engine::display::when(Some(last_ran))),
+        "{tile}"
+    );
+    let today = now_millis() / mindrune_store::DAY_MILLIS;
+    let (all, failed) = store
+        .runs_per_day(world.ada, today * mindrune_store::DAY_MILLIS)
+        .unwrap()
+        .iter()
+        .fold((0, 0), |(a, f), d| (a + d.ok + d.failed, f + d.failed));
+    let runs_today = if all == 1 {
+        "1 run".to_string()
+    } else {
+        format!("{all} runs")
+    };
+    assert!(tile.contains(&runs_today), "{runs_today} in {tile}");
+    assert_eq!(
+        tile.contains(&format!("{failed} failed")),
+        failed > 0,
+        "{tile}"
+    );
+    assert!(!first.body.contains("rex"), "bob's avatar is not ada's");
+
+    // Since a time before the runs: two scripts became family skills, mine fails now.
+    let cookie = format!("{session}; mindrune_seen={before_the_runs}");
+    let later = get(&world, "/dashboard", Some(&cookie)).await;
+    let start = later
+        .body
+        .find("class=\"change-list\"")
+        .expect("a list of changes");
+    let changes = &later.body[start..start + later.body[start..].find("</ul>").unwrap()];
+    assert!(changes.contains("class=\"newly-shared\""), "{changes}");
+    assert!(
+        changes.contains("buzz/chop-oaks</a> v1 is a family skill now"),
+        "{changes}"
+    );
+    assert!(changes.contains(&format!("href=\"/dashboard/skills/{}\"", world.mine.0)));
+    assert!(
+        changes.contains("buzz/mine.ts</a> failed on its latest run"),
+        "{changes}"
+    );
+    assert!(!changes.contains("un-shared"), "{changes}");
+    assert!(
+        !changes.contains("fish"),
+        "fish ran cleanly and is not shared: {changes}"
+    );
+
+    // Since now: nothing new.
+    let cookie = format!("{session}; mindrune_seen={}", now_millis());
+    let now = get(&world, "/dashboard", Some(&cookie)).await;
+    assert!(now.body.contains("Nothing new"), "{}", now.body);
+}
+
+#[tokio::test]
+async fn a_script_s_page_lists_its_runs_charts_its_score_and_diffs_two_versions() {
+    let world = world();
+    let (session, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let body = &page.body;
+    // Seven runs, newest first: v2's two failures, then v1's five clean runs.
+    let start = body.find("id=\"runs\"").expect("a runs table");
+    let runs = &body[start..start + body[start..].find("</table>").unwrap()];
+    let versions: Vec<&str> = runs
+        .split("<td data-label=\"Version\">")
+        .skip(1)
+        .map(|cell| cell.split('<').next().unwrap())
+        .collect();
+    assert_eq!(versions, ["v2", "v2", "v1", "v1", "v1", "v1", "v1"]);
+    assert_eq!(runs.matches("class=\"run failed\"").count(), 2);
+    assert!(runs.contains("no cause recorded"), "{runs}");
+    assert!(runs.contains(">1 min</td>"), "{runs}");
+    assert!(body.contains("71% ok of the last 7 runs"), "{body}");
+    // The score chart: a point per run, the change to v2 marked, the last point the stored score.
+    let store = world.state.store();
+    let stored = store.versions(world.ada, world.mine).unwrap();
+    assert_eq!(body.matches("<circle class=\"dot\"").count(), 7, "{body}");
+    assert_eq!(
+        body.matches("class=\"version-change\" data-version=\"2\"")
+            .count(),
+        1
+    );
+    let v2 = stored.iter().find(|v| v.number == 2).unwrap();
+    let v1 = stored.iter().find(|v| v.number == 1).unwrap();
+    assert!(
+        body.contains(&format!(
+            "to {}, 1 version change.",
+            (v2.score * 10.0).round() / 10.0
+        )),
+        "{body}"
+    );
+    // Versions, with the best one named, and the way to a diff.
+    assert!(
+        body.contains(&format!(
+            "<p class=\"best\">best: v1, {}</p>",
+            v1.score.round() as i64
+        )),
+        "{body}"
+    );
+    assert!(body.contains("action=\"/dashboard/skills/"), "{body}");
+    assert!(
+        body.contains("<option value=\"1\" selected>v1</option>"),
+        "{body}"
+    );
+
+    let diff = get(
+        &world,
+        &format!("/dashboard/skills/{}/diff?from=1&to=2", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(diff.status, StatusCode::OK, "{}", diff.body);
+    assert!(diff.body.contains("<h1>v1 → v2</h1>"), "{}", diff.body);
+    assert!(
+        diff.body
+            .contains("<span class=\"del\">-await mine(1);\n</span>"),
+        "{}",
+        diff.body
+    );
+    assert!(
+        diff.body
+            .contains("<span class=\"add\">+await mine(2);\n</span>"),
+        "{}",
+        diff.body
+    );
+    for bad in ["from=1", "from=1&to=x", "from=0&to=2"] {
+        let answer = get(
+            &world,
+            &format!("/dashboard/skills/{}/diff?{bad}", world.mine.0),
+            Some(&session),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::BAD_REQUEST, "{bad}");
+    }
+    let missing = get(
+        &world,
+        &format!("/dashboard/skills/{}/diff?from=1&to=9", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+
+    // Another family's script is not there, page or diff; without a login, the login page.
+    for path in [
+        format!("/dashboard/skills/{}", world.bob_skill.0),
+        format!("/dashboard/skills/{}/diff?from=1&to=1", world.bob_skill.0),
+    ] {
+        let answer = get(&world, &path, Some(&session)).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{path}");
+        assert!(!answer.body.contains("bobs-secret-route"), "{path}");
+    }
+    let anonymous = get(&world, &format!("/dashboard/skills/{}", world.mine.0), None).await;
+    assert_eq!(anonymous.location(), "/dashboard/login");
+    // The shared script's page says so; its code holds the owner's key, never shown.
+    let chop = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.chop.0),
+        Some(&session),
+    )
+    .await;
+    assert!(chop.body.contains("👪 Family"), "{}", chop.body);
+    assert!(!chop.body.contains(ADA_KEY));
+}
+
+#[tokio::test]
+async fn the_avatar_page_shows_trends_gone_files_and_a_proven_script_s_way_to_being_shared() {
+    let world = world();
+    let store = world.state.store();
+    let now = now_millis();
+    // walk: no header, six clean runs: proven, and one header away from the family.
+    let walk = store
+        .match_script(
+            world.ada,
+            &snapshot(
+                world.buzz,
+                "buzz",
+                "walk",
+                "await walk();\n",
+                SkillHeader::default(),
+            ),
+            now,
+        )
+        .unwrap();
+    for i in 0..6 {
+        store
+            .record_use(
+                world.ada,
+                &run(walk.version.id, world.buzz, true, now - 600_000 + i * 1000),
+            )
+            .unwrap();
+    }
+    // fish's file is deleted: it stays, private, with its runs.
+    store.mark_file_gone(world.ada, world.fish, now).unwrap();
+    let (cookie, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/avatars/{}", world.buzz.0),
+        Some(&cookie),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+
+    let walk_score = store.versions(world.ada, walk.skill.id).unwrap()[0].score_at(now_millis());
+    let walk_entry = section(body, walk.skill.id);
+    assert!(
+        walk_entry.contains(&format!(
+            "<p class=\"share-hint\">add the @skill header: 6 runs, {} ≥ 600</p>",
+            walk_score.round() as i64
+        )),
+        "{walk_entry}"
+    );
+    let fish = section(body, world.fish);
+    assert!(fish.contains("🔒 Private"), "{fish}");
+    assert!(fish.contains("Its file is gone since"), "{fish}");
+    assert!(fish.contains("3 runs"), "{fish}");
+    assert!(
+        !fish.contains("3/5 runs"),
+        "a gone file is not on its way to sharing: {fish}"
+    );
+
+    let chop = section(body, world.chop);
+    assert!(chop.contains("<svg class=\"sparkline\""), "{chop}");
+    assert!(chop.contains("100% ok of the last 5 runs"), "{chop}");
+    assert!(chop.contains(&format!("href=\"/dashboard/skills/{}\"", world.chop.0)));
+    let mine = section(body, world.mine);
+    assert!(mine.contains("71% ok of the last 7 runs"), "{mine}");
+    // The sharing bar is said once, at the page's foot.
+    assert_eq!(body.matches("id=\"sharing-bar\"").count(), 1);
+    assert!(body.find("id=\"sharing-bar\"").unwrap() > body.find("id=\"stats-title\"").unwrap());
+
+    // The script's own page of the gone file keeps its history.
+    let fish_page = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.fish.0),
+        Some(&cookie),
+    )
+    .await;
+    assert!(fish_page.body.contains("🔒 Private"), "{}", fish_page.body);
+    assert!(
+        fish_page
+            .body
+            .contains("Its file is gone from <code>bots/buzz/fish.ts</code>")
+    );
+    assert_eq!(fish_page.body.matches("class=\"run ok\"").count(), 3);
+}
+
+#[tokio::test]
+async fn the_console_shows_the_server_s_health_and_logs_out() {
+    let world = world();
+    let bearer = format!("Bearer {}", world.operator_token);
+    // A refused runner call, and a runner's call with its spool backlog.
+    let refused = send(
+        &world,
+        Request::get("/v1/whoami")
+            .header(header::AUTHORIZATION, "Bearer mr_runner_nope")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::UNAUTHORIZED);
+    let token = new_secret("mr_runner_");
+    world
+        .state
+        .store()
+        .issue_runner_token(world.ada, world.buzz, &secret_digest(&token), now_millis())
+        .unwrap();
+    let whoami = send(
+        &world,
+        Request::get("/v1/whoami")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(mindrune_server::wire::SPOOL_HEADER, "7")
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(whoami.status, StatusCode::OK, "{}", whoami.body);
+    let page = send(
+        &world,
+        Request::get("/console")
+            .header(header::AUTHORIZATION, &bearer)
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK);
+    let body = &page.body;
+    assert!(body.contains("Since this server started"), "{body}");
+    assert!(body.contains("Events per second, last hour"));
+    assert!(body.contains("id=\"health-minutes\""), "{body}");
+    let start = body.find("id=\"runners\"").expect("a runners table");
+    let runners = &body[start..start + body[start..].find("</table>").unwrap()];
+    assert!(runners.contains(">buzz</td>"), "{runners}");
+    assert!(runners.contains(">7 items</td>"), "{runners}");
+    let start = body.find("id=\"refused\"").expect("a refusals table");
+    let refused = &body[start..start + body[start..].find("</table>").unwrap()];
+    assert!(
+        refused.contains(
+            "401 Unauthorized (runner API)</td><td data-label=\"Requests\" class=\"num\">1</td>"
+        ),
+        "{refused}"
+    );
+    // The database of an in-memory library has no file to measure.
+    assert!(
+        body.contains("<dt>Database size</dt><dd>unknown</dd>"),
+        "{body}"
+    );
+    // Reuse over time: ada's 20 runs, none from a family skill, bob's one.
+    assert!(body.contains("id=\"reuse-chart\""), "{body}");
+    assert!(body.contains("21 runs from "), "{body}");
+    assert!(
+        body.contains(": 0 from a family skill, 21 other runs."),
+        "{body}"
+    );
+
+    let out = post(&world, "/console/logout", None, "").await;
+    assert_eq!(out.status, StatusCode::SEE_OTHER);
+    assert_eq!(out.location(), "/console/login");
+    let cleared = out
+        .set_cookies()
+        .into_iter()
+        .find(|c| c.starts_with("mindrune_operator="))
+        .unwrap();
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
 }

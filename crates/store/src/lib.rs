@@ -633,6 +633,32 @@ pub struct FamilyReuse {
     pub skills_reused: i64,
 }
 
+/// One recorded run of a script, as the owner's page of the script shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScriptRun {
+    /// The number of the version that ran (`v3`).
+    pub version: i64,
+    /// The avatar that ran it; `None` once that avatar was deleted.
+    pub agent: Option<AgentId>,
+    pub outcome: Outcome,
+    /// The output's tail, scrubbed when it was recorded.
+    pub output: Option<String>,
+}
+
+/// How many script runs one avatar of a family had on one UTC day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DayRuns {
+    /// Days since 1970-01-01 (UTC).
+    pub day: i64,
+    /// `None` for runs of avatars that were deleted since.
+    pub agent: Option<AgentId>,
+    pub ok: i64,
+    pub failed: i64,
+}
+
+/// Milliseconds in a day: [`DayRuns::day`] is a run's time divided by it.
+pub const DAY_MILLIS: Millis = 86_400_000;
+
 /// The free space of the disk a library is on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DiskSpace {
@@ -777,6 +803,16 @@ pub trait Store: Send + Sync {
         limit: usize,
     ) -> Result<Vec<FailedRun>>;
 
+    /// A skill's latest runs (any version), newest first, at most `limit`, with their
+    /// outcomes and outputs.
+    fn script_runs(&self, owner: OwnerId, skill: SkillId, limit: usize) -> Result<Vec<ScriptRun>>;
+    /// An agent's skills whose file is gone (deleted or renamed), the latest gone first: they
+    /// are private now and keep their history.
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>>;
+    /// The family's script runs at or after `since`, counted per UTC day and avatar, oldest
+    /// day first.
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>>;
+
     /// Notes that an agent had a wrap-up.
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
     /// Sets where an agent's `family-skills/` is written, relative to its workspace (`None`:
@@ -880,6 +916,10 @@ pub trait Store: Send + Sync {
     fn disk_space(&self) -> Option<DiskSpace> {
         None
     }
+
+    /// How many bytes the library takes: SQLite's file with its write-ahead log, the
+    /// PostgreSQL database's size. `None` when it cannot be told (an in-memory library).
+    fn database_size(&self) -> Result<Option<u64>>;
 
     // The server's identities. Only digests of the secrets it issues are stored; the look-ups
     // by digest are identity look-ups (they find the owner), like `agent_by_name`.

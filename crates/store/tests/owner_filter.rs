@@ -268,6 +268,17 @@ fn every_sqlite_statement_on_a_family_table_is_filtered_by_its_owner() {
 }
 
 #[test]
+fn every_sqlite_view_statement_on_a_family_table_is_filtered_by_its_owner() {
+    let mut problems = Vec::new();
+    let checked = check_file(&backend_sources("sqlite/views.rs")[0], &mut problems);
+    assert!(
+        checked >= 2,
+        "only {checked} statements were found: is the reader broken?"
+    );
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
 fn the_check_catches_a_statement_without_the_owner() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bad.rs");

@@ -29,6 +29,7 @@ support::on_every_backend! {
     tags_are_kept_and_peers_sharing_one_feed_the_effectiveness,
     snippets_keep_their_own_history_per_agent,
     a_failed_run_keeps_its_cause_and_the_latest_outputs_come_newest_first,
+    a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them,
     // The library itself.
     two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window,
     uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time,
@@ -1588,4 +1589,103 @@ fn owner_and_agent_names_that_differ_only_in_case_are_refused(backend: Backend) 
     assert!(f.store.agents(bob.id).unwrap().is_empty());
     assert!(f.store.owner_by_name("Ada").unwrap().is_none());
     assert!(f.store.agent_by_name("buzz").unwrap().is_some());
+}
+
+fn a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them(backend: Backend) {
+    let f = family(backend);
+    let v1 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "chop()"), 0)
+        .unwrap()
+        .version
+        .id;
+    let day = 86_400;
+    let mut gained = clean_run(v1, f.buzz, 10);
+    gained.outcome.xp.insert("Woodcutting".into(), 250.0);
+    gained.outcome.items.insert("Logs".into(), 12.0);
+    gained.output = Some("chopped 12 logs".into());
+    f.store.record_use(f.owner, &gained).unwrap();
+    let mut died = failed_run(v1, f.pickles, day + 5);
+    died.outcome.deaths = 1;
+    died.outcome.items_lost = 3;
+    died.outcome.failure = Some("Error: died to a goblin".into());
+    f.store.record_use(f.owner, &died).unwrap();
+    let v2 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "chop(2)"), 0)
+        .unwrap()
+        .version
+        .id;
+    f.store
+        .record_use(f.owner, &clean_run(v2, f.buzz, day + 20))
+        .unwrap();
+    let skill = f
+        .store
+        .skill_at_path(f.owner, f.buzz, "bots/buzz/chop.ts")
+        .unwrap()
+        .unwrap();
+    let runs = f.store.script_runs(f.owner, skill.id, 10).unwrap();
+    let seen: Vec<(i64, i64, bool)> = runs
+        .iter()
+        .map(|r| (r.version, r.outcome.at, r.outcome.ok))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (2, (day + 20) * 1000, true),
+            (1, (day + 5) * 1000, false),
+            (1, 10_000, true)
+        ]
+    );
+    assert_eq!(runs[1].agent, Some(f.pickles));
+    assert_eq!(runs[1].outcome.deaths, 1);
+    assert_eq!(runs[1].outcome.items_lost, 3);
+    assert_eq!(
+        runs[1].outcome.failure.as_deref(),
+        Some("Error: died to a goblin")
+    );
+    assert_eq!(runs[2].outcome.xp["Woodcutting"], 250.0);
+    assert_eq!(runs[2].outcome.items["Logs"], 12.0);
+    assert_eq!(runs[2].outcome.duration_ms, 60_000);
+    assert_eq!(runs[2].output.as_deref(), Some("chopped 12 logs"));
+    assert_eq!(f.store.script_runs(f.owner, skill.id, 1).unwrap().len(), 1);
+
+    let days = f.store.runs_per_day(f.owner, 0).unwrap();
+    let counted: Vec<(i64, Option<AgentId>, i64, i64)> = days
+        .iter()
+        .map(|d| (d.day, d.agent, d.ok, d.failed))
+        .collect();
+    assert_eq!(
+        counted,
+        [
+            (0, Some(f.buzz), 1, 0),
+            (1, Some(f.buzz), 1, 0),
+            (1, Some(f.pickles), 0, 1)
+        ]
+    );
+    // Only runs at or after `since` count.
+    assert_eq!(f.store.runs_per_day(f.owner, day * 1000).unwrap().len(), 2);
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(
+        f.store
+            .script_runs(other.id, skill.id, 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(f.store.runs_per_day(other.id, 0).unwrap().is_empty());
+
+    // A file that is gone keeps its runs, and is listed among the agent's gone skills.
+    assert!(f.store.gone_skills(f.owner, f.buzz).unwrap().is_empty());
+    f.store.mark_file_gone(f.owner, skill.id, 99_000).unwrap();
+    assert_eq!(f.store.gone_skills(f.owner, f.buzz).unwrap(), [skill.id]);
+    assert!(f.store.gone_skills(f.owner, f.pickles).unwrap().is_empty());
+    assert!(f.store.gone_skills(other.id, f.buzz).unwrap().is_empty());
+    assert_eq!(f.store.script_runs(f.owner, skill.id, 10).unwrap().len(), 3);
+    // The library's size is known on both backends, and is more than nothing.
+    assert!(
+        f.store
+            .database_size()
+            .unwrap()
+            .is_some_and(|bytes| bytes > 0)
+    );
 }

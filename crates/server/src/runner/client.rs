@@ -56,6 +56,8 @@ pub struct Client {
     http: ureq::Agent,
     base: String,
     bearer: String,
+    /// What the spool holds, sent with every request (the console shows each runner's).
+    backlog: std::sync::atomic::AtomicU64,
 }
 
 impl Client {
@@ -74,11 +76,26 @@ impl Client {
             http,
             base: base.trim_end_matches('/').to_string(),
             bearer: format!("Bearer {token}"),
+            backlog: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     pub fn base(&self) -> &str {
         &self.base
+    }
+
+    /// Sets the spool backlog the next requests report.
+    pub fn note_backlog(&self, items: usize) {
+        self.backlog.store(
+            u64::try_from(items).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    fn backlog(&self) -> String {
+        self.backlog
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .to_string()
     }
 
     /// `GET path`, its JSON answer decoded.
@@ -88,6 +105,7 @@ impl Client {
             .http
             .get(&url)
             .header("Authorization", &self.bearer)
+            .header(crate::wire::SPOOL_HEADER, &self.backlog())
             .call();
         decode(path, self.answer(path, answer)?)
     }
@@ -108,6 +126,7 @@ impl Client {
             .http
             .post(&url)
             .header("Authorization", &self.bearer)
+            .header(crate::wire::SPOOL_HEADER, &self.backlog())
             .content_type("application/json")
             .send(body);
         self.answer(path, answer)

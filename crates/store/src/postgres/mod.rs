@@ -40,6 +40,7 @@ mod family;
 mod family_tx;
 mod records;
 mod rows;
+mod views;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
@@ -689,6 +690,27 @@ impl Store for PgStore {
         limit: usize,
     ) -> Result<Vec<FailedRun>> {
         records::recent_failures(self, owner, skill, limit)
+    }
+
+    fn script_runs(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<crate::ScriptRun>> {
+        views::script_runs(self, owner, skill, limit)
+    }
+
+    fn database_size(&self) -> Result<Option<u64>> {
+        views::database_size(self)
+    }
+
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+        views::gone_skills(self, owner, agent)
+    }
+
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<crate::DayRuns>> {
+        views::runs_per_day(self, owner, since)
     }
 
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {

@@ -29,6 +29,7 @@ mod family;
 mod family_tx;
 mod records;
 mod rows;
+mod views;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
@@ -679,6 +680,27 @@ impl Store for SqliteStore {
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {
         family::family_reuse(self, owner, since)
     }
+    fn script_runs(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<crate::ScriptRun>> {
+        views::script_runs(&self.lock().conn, owner, skill, limit)
+    }
+
+    fn database_size(&self) -> Result<Option<u64>> {
+        views::database_size(&self.location)
+    }
+
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+        views::gone_skills(&self.lock().conn, owner, agent)
+    }
+
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<crate::DayRuns>> {
+        views::runs_per_day(&self.lock().conn, owner, since)
+    }
+
     fn write_group(&self, _owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         // One database, one writer: the group's transaction covers every family at once.
         {

@@ -1,0 +1,86 @@
+//! How every face (the command line, the dashboard) writes a time, a score and a skill's best
+//! version, so the two never disagree on what they show.
+
+use mindrune_store::Version;
+
+/// A time as every face shows it: `2025-06-01 14:02` (UTC); `never` when there is none, `?`
+/// when it is outside the calendar.
+pub fn when(millis: Option<i64>) -> String {
+    let Some(millis) = millis else {
+        return "never".into();
+    };
+    let Ok(at) = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(millis) * 1_000_000)
+    else {
+        return "?".into();
+    };
+    let format = time::macros::format_description!("[year]-[month]-[day] [hour]:[minute]");
+    at.format(&format).unwrap_or_else(|_| "?".into())
+}
+
+/// Scores are kept exact and shown as whole points (0–1000).
+pub fn points(score: f64) -> i64 {
+    score.round() as i64
+}
+
+/// The best-scoring other version than `shown`, when it scored higher than `shown`.
+pub fn best_other<'a>(versions: &'a [Version], shown: &Version) -> Option<&'a Version> {
+    versions
+        .iter()
+        .filter(|v| v.id != shown.id && v.score > shown.score)
+        .max_by(|a, b| a.score.total_cmp(&b.score))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mindrune_store::{OwnerId, SkillId, VersionId};
+
+    fn version(id: i64, score: f64) -> Version {
+        Version {
+            id: VersionId(id),
+            owner: OwnerId(1),
+            skill: SkillId(1),
+            number: id,
+            digest: String::new(),
+            code: String::new(),
+            parent: None,
+            lineage: None,
+            inherited: None,
+            uses: 0,
+            ok: 0,
+            score,
+            breakdown: None,
+            measure_key: "none".into(),
+            rate_per_minute: 0.0,
+            created_at: 0,
+            last_used_at: None,
+            shared_at: None,
+        }
+    }
+
+    #[test]
+    fn times_are_minutes_in_utc() {
+        assert_eq!(when(None), "never");
+        assert_eq!(when(Some(0)), "1970-01-01 00:00");
+        assert_eq!(when(Some(1_748_786_520_000)), "2025-06-01 14:02");
+        assert_eq!(when(Some(i64::MAX)), "?");
+    }
+
+    #[test]
+    fn points_round_to_the_nearest_whole() {
+        assert_eq!(points(811.5), 812);
+        assert_eq!(points(811.49), 811);
+        assert_eq!(points(0.0), 0);
+    }
+
+    #[test]
+    fn the_best_other_version_beats_the_shown_one_or_is_none() {
+        let versions = [version(3, 500.0), version(2, 812.0), version(1, 700.0)];
+        assert_eq!(
+            best_other(&versions, &versions[0]).map(|v| v.number),
+            Some(2)
+        );
+        assert_eq!(best_other(&versions, &versions[1]), None);
+        assert_eq!(best_other(&versions[..1], &versions[0]), None);
+    }
+}

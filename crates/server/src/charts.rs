@@ -1,0 +1,535 @@
+//! The dashboard's and the console's charts: SVG written here, on the server, by hand.
+//!
+//! No chart library and nothing from a CDN: the page's Content-Security-Policy allows only the
+//! server's own script and style, and an SVG element in the page needs neither. Colours come
+//! from classes that `static/app.css` styles (light and dark), never from inline styles.
+//!
+//! Every chart carries its text alternative: `role="img"` with a `<title>` and a `<desc>` that
+//! says in a sentence what it shows, and (for the larger charts) the same numbers as a table
+//! behind a disclosure. Every text that reaches the SVG is escaped here; callers pass plain
+//! text.
+
+use std::fmt::Write as _;
+
+use crate::html::escape;
+
+/// The drawing area of the larger charts, in SVG units; the SVG scales to its box's width.
+const WIDTH: f64 = 640.0;
+const HEIGHT: f64 = 180.0;
+/// Room on the left for the scale's numbers and below for the first and last labels.
+const LEFT: f64 = 40.0;
+const BOTTOM: f64 = 20.0;
+const TOP: f64 = 10.0;
+
+/// One bar of a runs chart: a day (or any label) with its ok and failed runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bar {
+    pub label: String,
+    pub ok: u64,
+    pub failed: u64,
+}
+
+/// One point of a line chart (a score after a run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Point {
+    /// When, as shown (`2025-06-01 14:02`).
+    pub label: String,
+    pub value: f64,
+    /// The version the point belongs to; where it changes, the chart marks `v<n>`.
+    pub version: i64,
+}
+
+/// A number as a coordinate: one decimal, without a trailing `.0`, so pages stay small.
+fn coord(x: f64) -> String {
+    let rounded = (x * 10.0).round() / 10.0;
+    if rounded.fract() == 0.0 {
+        format!("{}", rounded as i64)
+    } else {
+        format!("{rounded:.1}")
+    }
+}
+
+/// The smallest of 1, 2, 5 × 10ⁿ at or above `max` (at least 1): the top of a scale whose
+/// halves are round numbers.
+pub fn nice_ceiling(max: f64) -> f64 {
+    if !max.is_finite() || max <= 1.0 {
+        return 1.0;
+    }
+    let magnitude = 10f64.powf(max.log10().floor());
+    for step in [1.0, 2.0, 5.0, 10.0] {
+        if step * magnitude >= max {
+            return step * magnitude;
+        }
+    }
+    10.0 * magnitude
+}
+
+/// The opening of a chart: a figure holding an SVG image with its title and description.
+fn open(out: &mut String, id: &str, class: &str, title: &str, desc: &str, width: f64, height: f64) {
+    let id = escape(id);
+    let _ = write!(
+        out,
+        "<figure class=\"chart {class}\" id=\"{id}\">\
+         <svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-labelledby=\"{id}-title {id}-desc\" \
+         preserveAspectRatio=\"none\" xmlns=\"http://www.w3.org/2000/svg\">\
+         <title id=\"{id}-title\">{title}</title><desc id=\"{id}-desc\">{desc}</desc>",
+        w = coord(width),
+        h = coord(height),
+        title = escape(title),
+        desc = escape(desc),
+    );
+}
+
+/// The horizontal scale lines at 0, half and the top, with their numbers.
+fn scale(out: &mut String, top: f64) {
+    for fraction in [0.0, 0.5, 1.0] {
+        let y = TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - fraction);
+        let _ = write!(
+            out,
+            "<line class=\"grid\" x1=\"{x1}\" x2=\"{x2}\" y1=\"{y}\" y2=\"{y}\"/>\
+             <text class=\"axis\" x=\"{tx}\" y=\"{ty}\" text-anchor=\"end\">{value}</text>",
+            x1 = coord(LEFT),
+            x2 = coord(WIDTH),
+            y = coord(y),
+            tx = coord(LEFT - 4.0),
+            ty = coord(y + 4.0),
+            value = coord(top * fraction),
+        );
+    }
+}
+
+/// The first and last labels under the plot.
+fn ends(out: &mut String, first: &str, last: &str) {
+    let y = coord(HEIGHT - 4.0);
+    let _ = write!(
+        out,
+        "<text class=\"axis\" x=\"{left}\" y=\"{y}\">{first}</text>\
+         <text class=\"axis\" x=\"{right}\" y=\"{y}\" text-anchor=\"end\">{last}</text>",
+        left = coord(LEFT),
+        right = coord(WIDTH),
+        first = escape(first),
+        last = escape(last),
+    );
+}
+
+/// A chart with nothing to draw says so in words instead of drawing empty axes.
+fn empty(id: &str, class: &str, title: &str, message: &str) -> String {
+    format!(
+        "<figure class=\"chart {class} empty\" id=\"{id}\"><figcaption><strong>{title}</strong>: {message}</figcaption></figure>",
+        id = escape(id),
+        title = escape(title),
+        message = escape(message),
+    )
+}
+
+/// Stacked bars of ok and failed runs, one per label (a day), with the scale at the left and
+/// the numbers again in a table.
+pub fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> String {
+    stacked_bars(id, title, bars, ["ok", "failed"])
+}
+
+/// Stacked bars as [`runs_bars`], with other names for the two parts (`ok` is drawn below,
+/// `failed` above): `["from a family skill", "other"]`.
+pub fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> String {
+    let ok: u64 = bars.iter().map(|b| b.ok).sum();
+    let failed: u64 = bars.iter().map(|b| b.failed).sum();
+    if bars.is_empty() || ok + failed == 0 {
+        return empty(id, "bars", title, "no runs in this time.");
+    }
+    let [ok_name, failed_name] = names;
+    let desc = format!(
+        "{} runs from {} to {}: {ok} {ok_name}, {failed} {failed_name}.",
+        ok + failed,
+        bars[0].label,
+        bars[bars.len() - 1].label
+    );
+    let mut out = String::with_capacity(bars.len() * 200 + 1024);
+    open(&mut out, id, "bars", title, &desc, WIDTH, HEIGHT);
+    let top = nice_ceiling(
+        bars.iter()
+            .map(|b| (b.ok + b.failed) as f64)
+            .fold(0.0, f64::max),
+    );
+    scale(&mut out, top);
+    let plot = HEIGHT - TOP - BOTTOM;
+    let slot = (WIDTH - LEFT) / bars.len() as f64;
+    let width = (slot * 0.8).max(1.0);
+    for (i, bar) in bars.iter().enumerate() {
+        let x = LEFT + slot * i as f64 + (slot - width) / 2.0;
+        let ok_h = plot * bar.ok as f64 / top;
+        let failed_h = plot * bar.failed as f64 / top;
+        let base = TOP + plot;
+        let _ = write!(
+            out,
+            "<g class=\"bar\" data-label=\"{label}\" data-ok=\"{ok}\" data-failed=\"{failed}\">\
+             <title>{label}: {ok} {ok_name}, {failed} {failed_name}</title>",
+            label = escape(&bar.label),
+            ok_name = escape(ok_name),
+            failed_name = escape(failed_name),
+            ok = bar.ok,
+            failed = bar.failed,
+        );
+        if bar.ok > 0 {
+            let _ = write!(
+                out,
+                "<rect class=\"ok\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\"/>",
+                x = coord(x),
+                y = coord(base - ok_h),
+                w = coord(width),
+                h = coord(ok_h),
+            );
+        }
+        if bar.failed > 0 {
+            let _ = write!(
+                out,
+                "<rect class=\"failed\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\"/>",
+                x = coord(x),
+                y = coord(base - ok_h - failed_h),
+                w = coord(width),
+                h = coord(failed_h),
+            );
+        }
+        out.push_str("</g>");
+    }
+    ends(&mut out, &bars[0].label, &bars[bars.len() - 1].label);
+    let _ = write!(
+        out,
+        "</svg><figcaption><span class=\"key ok\">{ok_name}</span> <span class=\"key failed\">{failed_name}</span> \
+         {desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
+         <table><thead><tr><th scope=\"col\">Day</th><th scope=\"col\" class=\"num\">{ok_name}</th>\
+         <th scope=\"col\" class=\"num\">{failed_name}</th></tr></thead><tbody>",
+        desc = escape(&desc),
+        ok_name = escape(ok_name),
+        failed_name = escape(failed_name),
+    );
+    for bar in bars.iter().filter(|b| b.ok + b.failed > 0) {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
+            escape(&bar.label),
+            bar.ok,
+            bar.failed
+        );
+    }
+    out.push_str("</tbody></table></details></figure>");
+    out
+}
+
+/// A line of values over `0..=max`, oldest first, with a marked line wherever the version
+/// changes, and the values again in a table.
+pub fn score_line(id: &str, title: &str, points: &[Point], max: f64) -> String {
+    if points.is_empty() {
+        return empty(id, "line", title, "no runs yet.");
+    }
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        1.0
+    };
+    let last = &points[points.len() - 1];
+    let changes = points
+        .windows(2)
+        .filter(|w| w[0].version != w[1].version)
+        .count();
+    let desc = format!(
+        "{} from {} to {}: from {} to {}{}.",
+        crate::html::count(points.len() as i64, "point", "points"),
+        points[0].label,
+        last.label,
+        coord(points[0].value),
+        coord(last.value),
+        match changes {
+            0 => String::new(),
+            n => format!(
+                ", {}",
+                crate::html::count(n as i64, "version change", "version changes")
+            ),
+        }
+    );
+    let mut out = String::with_capacity(points.len() * 40 + 1024);
+    open(&mut out, id, "line", title, &desc, WIDTH, HEIGHT);
+    scale(&mut out, max);
+    let plot = HEIGHT - TOP - BOTTOM;
+    // One point sits in the middle; more spread across the whole width.
+    let x_of = |i: usize| {
+        if points.len() == 1 {
+            LEFT + (WIDTH - LEFT) / 2.0
+        } else {
+            LEFT + (WIDTH - LEFT) * i as f64 / (points.len() - 1) as f64
+        }
+    };
+    let y_of = |v: f64| TOP + plot * (1.0 - (v / max).clamp(0.0, 1.0));
+    for (i, pair) in points.windows(2).enumerate() {
+        if pair[0].version != pair[1].version {
+            let x = (x_of(i) + x_of(i + 1)) / 2.0;
+            let _ = write!(
+                out,
+                "<g class=\"version-change\" data-version=\"{v}\"><line x1=\"{x}\" x2=\"{x}\" y1=\"{top}\" y2=\"{bottom}\"/>\
+                 <text class=\"axis\" x=\"{tx}\" y=\"{ty}\">v{v}</text></g>",
+                v = pair[1].version,
+                x = coord(x),
+                top = coord(TOP),
+                bottom = coord(TOP + plot),
+                tx = coord(x + 3.0),
+                ty = coord(TOP + 10.0),
+            );
+        }
+    }
+    let path: Vec<String> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| format!("{},{}", coord(x_of(i)), coord(y_of(p.value))))
+        .collect();
+    let _ = write!(
+        out,
+        "<polyline class=\"series\" points=\"{}\"/>",
+        path.join(" ")
+    );
+    for (i, p) in points.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<circle class=\"dot\" cx=\"{x}\" cy=\"{y}\" r=\"2.5\" data-value=\"{value}\"><title>{label}: v{version}, {value}</title></circle>",
+            x = coord(x_of(i)),
+            y = coord(y_of(p.value)),
+            value = coord(p.value),
+            label = escape(&p.label),
+            version = p.version,
+        );
+    }
+    ends(&mut out, &points[0].label, &last.label);
+    let _ = write!(
+        out,
+        "</svg><figcaption>{desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
+         <table><thead><tr><th scope=\"col\">When (UTC)</th><th scope=\"col\">Version</th>\
+         <th scope=\"col\" class=\"num\">Value</th></tr></thead><tbody>",
+        desc = escape(&desc),
+    );
+    for p in points.iter().rev() {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>v{}</td><td class=\"num\">{}</td></tr>",
+            escape(&p.label),
+            p.version,
+            coord(p.value)
+        );
+    }
+    out.push_str("</tbody></table></details></figure>");
+    out
+}
+
+/// A small line of values over `0..=max`, oldest first, for a list: its `aria-label` says the
+/// first and the last value in words.
+pub fn sparkline(label: &str, values: &[f64], max: f64) -> String {
+    const W: f64 = 100.0;
+    const H: f64 = 24.0;
+    if values.is_empty() {
+        return format!(
+            "<span class=\"sparkline empty small muted\">{}: no runs yet</span>",
+            escape(label)
+        );
+    }
+    let max = if max.is_finite() && max > 0.0 {
+        max
+    } else {
+        1.0
+    };
+    let y_of = |v: f64| 2.0 + (H - 4.0) * (1.0 - (v / max).clamp(0.0, 1.0));
+    let x_of = |i: usize| {
+        if values.len() == 1 {
+            W / 2.0
+        } else {
+            W * i as f64 / (values.len() - 1) as f64
+        }
+    };
+    let words = format!(
+        "{label}: {} from {} to {}",
+        crate::html::count(values.len() as i64, "run", "runs"),
+        coord(values[0]),
+        coord(values[values.len() - 1])
+    );
+    let path: Vec<String> = values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| format!("{},{}", coord(x_of(i)), coord(y_of(*v))))
+        .collect();
+    let last = values.len() - 1;
+    format!(
+        "<svg class=\"sparkline\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{words}\" \
+         preserveAspectRatio=\"none\" xmlns=\"http://www.w3.org/2000/svg\"><title>{words}</title>\
+         <polyline class=\"series\" points=\"{points}\"/>\
+         <circle class=\"dot\" cx=\"{cx}\" cy=\"{cy}\" r=\"2\"/></svg>",
+        w = coord(W),
+        h = coord(H),
+        words = escape(&words),
+        points = path.join(" "),
+        cx = coord(x_of(last)),
+        cy = coord(y_of(values[last])),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn bar(label: &str, ok: u64, failed: u64) -> Bar {
+        Bar {
+            label: label.into(),
+            ok,
+            failed,
+        }
+    }
+
+    fn point(label: &str, value: f64, version: i64) -> Point {
+        Point {
+            label: label.into(),
+            value,
+            version,
+        }
+    }
+
+    /// The `name="…"` values of every element `tag` in `svg`, as numbers.
+    fn attributes(svg: &str, tag: &str, name: &str) -> Vec<f64> {
+        svg.split(&format!("<{tag} "))
+            .skip(1)
+            .filter_map(|rest| {
+                let start = rest.find(&format!(" {name}=\""))? + name.len() + 3;
+                let end = rest[start..].find('"')? + start;
+                rest[start..end].parse().ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_text_is_escaped() {
+        let svg = runs_bars("c<1>", "<b>runs</b>", &[bar("a&\"b'<", 1, 0)]);
+        assert!(!svg.contains("<b>"), "{svg}");
+        assert!(svg.contains("&lt;b&gt;runs&lt;/b&gt;"), "{svg}");
+        assert!(svg.contains("a&amp;&quot;b&#39;&lt;"), "{svg}");
+        assert!(svg.contains("id=\"c&lt;1&gt;\""), "{svg}");
+        let line = score_line("l", "t", &[point("<x>", 1.0, 1)], 10.0);
+        assert!(
+            line.contains("&lt;x&gt;") && !line.contains("<x>"),
+            "{line}"
+        );
+        let spark = sparkline("\"><script>", &[1.0], 10.0);
+        assert!(!spark.contains("<script>"), "{spark}");
+    }
+
+    #[test]
+    fn an_empty_series_says_so_in_words_and_draws_nothing() {
+        for html in [
+            runs_bars("a", "Runs", &[]),
+            runs_bars("a", "Runs", &[bar("d", 0, 0)]),
+            score_line("b", "Score", &[], 1000.0),
+        ] {
+            assert!(!html.contains("<svg"), "{html}");
+            assert!(html.contains("class=\"chart"), "{html}");
+            assert!(html.contains("no runs"), "{html}");
+        }
+        assert!(!sparkline("x", &[], 1000.0).contains("<svg"));
+    }
+
+    #[test]
+    fn one_point_sits_in_the_middle_at_its_height() {
+        let line = score_line("s", "Score", &[point("t", 500.0, 3)], 1000.0);
+        assert_eq!(
+            attributes(&line, "circle", "cx"),
+            [coord_value(LEFT + (WIDTH - LEFT) / 2.0)]
+        );
+        let plot = HEIGHT - TOP - BOTTOM;
+        assert_eq!(
+            attributes(&line, "circle", "cy"),
+            [coord_value(TOP + plot / 2.0)]
+        );
+        assert!(!line.contains("version-change"), "{line}");
+        assert!(
+            line.contains("1 point from t to t: from 500 to 500."),
+            "{line}"
+        );
+        let spark = sparkline("x", &[250.0], 1000.0);
+        assert!(spark.contains("cx=\"50\""), "{spark}");
+    }
+
+    fn coord_value(x: f64) -> f64 {
+        coord(x).parse().unwrap()
+    }
+
+    #[test]
+    fn the_tallest_bar_reaches_a_round_top_and_the_others_scale_with_it() {
+        let svg = runs_bars(
+            "r",
+            "Runs",
+            &[bar("1", 3, 1), bar("2", 2, 0), bar("3", 0, 0)],
+        );
+        // 4 runs at most: the scale's top is 5.
+        assert!(svg.contains(">5</text>"), "{svg}");
+        let heights = attributes(&svg, "rect", "height");
+        let plot = HEIGHT - TOP - BOTTOM;
+        assert_eq!(
+            heights,
+            [
+                coord_value(plot * 3.0 / 5.0),
+                coord_value(plot / 5.0),
+                coord_value(plot * 2.0 / 5.0)
+            ]
+        );
+        assert!(svg.contains("6 runs from 1 to 3: 5 ok, 1 failed."), "{svg}");
+        // The table lists the days that had runs.
+        assert_eq!(svg.matches("<tr><td>").count(), 2, "{svg}");
+    }
+
+    #[test]
+    fn a_version_change_is_marked_between_its_points() {
+        let line = score_line(
+            "s",
+            "Score",
+            &[
+                point("a", 400.0, 1),
+                point("b", 500.0, 1),
+                point("c", 800.0, 2),
+            ],
+            1000.0,
+        );
+        assert_eq!(
+            line.matches("class=\"version-change\"").count(),
+            1,
+            "{line}"
+        );
+        assert!(line.contains("data-version=\"2\""), "{line}");
+        assert!(line.contains("1 version change"), "{line}");
+    }
+
+    #[test]
+    fn nice_ceilings_are_one_two_or_five_times_a_power_of_ten() {
+        assert_eq!(nice_ceiling(0.0), 1.0);
+        assert_eq!(nice_ceiling(f64::NAN), 1.0);
+        assert_eq!(nice_ceiling(3.0), 5.0);
+        assert_eq!(nice_ceiling(10.0), 10.0);
+        assert_eq!(nice_ceiling(11.0), 20.0);
+        assert_eq!(nice_ceiling(812.0), 1000.0);
+    }
+
+    proptest! {
+        #[test]
+        fn every_drawn_shape_stays_inside_the_chart(
+            bars in proptest::collection::vec((0u64..10_000, 0u64..10_000), 1..60),
+            values in proptest::collection::vec(-50.0f64..2000.0, 1..80),
+        ) {
+            let bars: Vec<Bar> = bars.iter().enumerate().map(|(i, (ok, failed))| bar(&i.to_string(), *ok, *failed)).collect();
+            let svg = runs_bars("r", "Runs", &bars);
+            for (y, h) in attributes(&svg, "rect", "y").iter().zip(attributes(&svg, "rect", "height")) {
+                // Each coordinate is rounded to a tenth, so a sum may be off by two tenths.
+                prop_assert!(*y >= TOP - 0.1 && y + h <= HEIGHT - BOTTOM + 0.2, "{y} {h}");
+            }
+            let points: Vec<Point> = values.iter().map(|v| point("t", *v, 1)).collect();
+            let line = score_line("s", "Score", &points, 1000.0);
+            for cy in attributes(&line, "circle", "cy") {
+                prop_assert!((TOP - 0.1..=HEIGHT - BOTTOM + 0.1).contains(&cy), "{cy}");
+            }
+            for cx in attributes(&line, "circle", "cx") {
+                prop_assert!((LEFT - 0.1..=WIDTH + 0.1).contains(&cx), "{cx}");
+            }
+        }
+    }
+}

@@ -1,0 +1,695 @@
+//! A script's own page (`/dashboard/skills/{id}`): its runs newest first with their outcomes,
+//! causes and outputs, its score over time with the version changes marked, its versions, and
+//! a diff between any two of them (`/dashboard/skills/{id}/diff`); and its code as plain text
+//! (`/dashboard/skills/{id}/code`).
+//!
+//! As on every owner page, the skill is looked up with the session's owner: another family's
+//! id is "not found". Code and outputs are text, escaped and scrubbed, never run.
+
+use std::fmt::Write as _;
+
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use mindrune_core::sharing::SharingBar;
+use mindrune_store::{SkillId, StoreError};
+use serde::Deserialize;
+
+use crate::auth::OwnerSession;
+use crate::error::ApiError;
+use crate::html::{self, Shown, count, points, when};
+use crate::pages::{error_page, not_found, owner_nav, page_session, parse_id};
+use crate::scripts::{file_name, is_family, score_history, sharing_way, shown_index, tag};
+use crate::state::AppState;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/dashboard/skills/{skill_id}", get(script_page))
+        .route("/dashboard/skills/{skill_id}/diff", get(diff_page))
+        .route("/dashboard/skills/{skill_id}/code", get(code))
+}
+
+/// How many of a script's latest runs its page lists and charts.
+const RUNS_SHOWN: usize = 200;
+
+/// `42 s`, `3 min 5 s`, `1 h 2 min`.
+pub(crate) fn duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    match secs {
+        0 if ms > 0 => format!("{ms} ms"),
+        0..60 => format!("{secs} s"),
+        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
+        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
+        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// What a run gained: `Woodcutting +250 XP, Logs +12`; `–` when nothing.
+fn gains(outcome: &mindrune_store::Outcome) -> String {
+    let mut parts: Vec<String> = outcome
+        .xp
+        .iter()
+        .filter(|(_, xp)| **xp != 0.0)
+        .map(|(skill, xp)| format!("{skill} {xp:+} XP"))
+        .collect();
+    parts.extend(
+        outcome
+            .items
+            .iter()
+            .filter(|(_, n)| **n != 0.0)
+            .map(|(item, n)| format!("{item} {n:+}")),
+    );
+    if outcome.goal_progress > 0.0 {
+        parts.push(format!("goal {}%", (outcome.goal_progress * 100.0).round()));
+    }
+    if parts.is_empty() {
+        "–".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// What a run cost: `1 death, 3 items lost, stuck`; `–` when nothing.
+fn damage(outcome: &mindrune_store::Outcome) -> String {
+    let mut parts = Vec::new();
+    if outcome.deaths > 0 {
+        parts.push(count(outcome.deaths, "death", "deaths"));
+    }
+    if outcome.items_lost > 0 {
+        parts.push(count(outcome.items_lost, "item lost", "items lost"));
+    }
+    if outcome.stuck {
+        parts.push("stuck".into());
+    }
+    if parts.is_empty() {
+        "–".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Everything a script's page shows.
+struct ScriptPage {
+    owner: mindrune_store::Owner,
+    skill: mindrune_store::Skill,
+    /// Newest first.
+    versions: Vec<mindrune_store::Version>,
+    shown: usize,
+    family: bool,
+    /// Newest first, at most [`RUNS_SHOWN`].
+    runs: Vec<mindrune_store::ScriptRun>,
+    total_runs: i64,
+}
+
+fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
+    let skill = &page.skill;
+    let version = &page.versions[page.shown];
+    let bar = SharingBar::for_family(page.owner.eager_sharing);
+    let file = file_name(skill);
+    let mut body = String::new();
+    match skill.agent {
+        Some(agent) => {
+            let _ = write!(
+                body,
+                "<p class=\"small\"><a href=\"/dashboard/avatars/{}\">← {}</a></p>",
+                agent.0,
+                shown_text.text(&skill.agent_name)
+            );
+        }
+        None => body.push_str("<p class=\"small\"><a href=\"/dashboard\">← Your family</a></p>"),
+    }
+    let ok = page.runs.iter().filter(|r| r.outcome.ok).count();
+    let _ = write!(
+        body,
+        "<h1 class=\"script-title\"><span class=\"file\">{file}</span> {tag}</h1>\
+         <ul class=\"facts\"><li class=\"version\">v{number} · {versions}</li>\
+         <li class=\"score\">score {score}</li><li class=\"runs\">{runs}</li>{rate}</ul>",
+        file = shown_text.text(&file),
+        tag = tag(skill, page.family),
+        number = version.number,
+        versions = count(page.versions.len() as i64, "version", "versions"),
+        score = points(version.score),
+        runs = count(page.total_runs, "run", "runs"),
+        rate = if page.runs.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "<li class=\"success-rate\">{}% ok of the last {}</li>",
+                (ok as f64 * 100.0 / page.runs.len() as f64).round(),
+                count(page.runs.len() as i64, "run", "runs")
+            )
+        },
+    );
+    if let Some(gone) = skill.deleted_at {
+        let _ = write!(
+            body,
+            "<p class=\"gone\">Its file is gone from <code>{path}</code> since {at} UTC: it is private now, \
+             and its runs, scores and versions stay here. A file with the same code brings it back.</p>",
+            path = shown_text.text(&skill.path),
+            at = shown_text.text(&when(Some(gone))),
+        );
+    } else if let Some(line) = sharing_way(skill, version, page.family, bar) {
+        let _ = write!(body, "<p class=\"progress\">{}</p>", shown_text.text(&line));
+    }
+    if let Some(goal) = skill
+        .header
+        .goal
+        .as_deref()
+        .filter(|g| !g.trim().is_empty())
+    {
+        let _ = write!(
+            body,
+            "<p class=\"goal\"><span class=\"muted\">Goal:</span> {}</p>",
+            shown_text.text(goal)
+        );
+    }
+    let history = score_history(skill, &page.versions, &page.runs);
+    body.push_str(
+        "<section class=\"card\" aria-labelledby=\"score-title\"><h2 id=\"score-title\">Score over time</h2>",
+    );
+    body.push_str(&crate::charts::score_line(
+        "score-chart",
+        &format!("{file}: score after each run (0–1000)"),
+        &history,
+        1000.0,
+    ));
+    body.push_str(
+        "<p class=\"small muted\">Each point is the version's score replayed from its runs up to then, \
+         without the family's peers; a version's last point is its score as the library keeps it. \
+         Dashed lines mark a new version.</p></section>",
+    );
+    runs_html(&mut body, page, shown_text);
+    versions_html(&mut body, page, shown_text);
+    body
+}
+
+fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
+    out.push_str(
+        "<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs</h2>",
+    );
+    if page.runs.is_empty() {
+        out.push_str("<p class=\"muted\">No recorded runs yet.</p></section>");
+        return;
+    }
+    if page.total_runs > page.runs.len() as i64 {
+        let _ = write!(
+            out,
+            "<p class=\"small muted\">The latest {} of {}, newest first.</p>",
+            page.runs.len(),
+            page.total_runs
+        );
+    } else {
+        out.push_str("<p class=\"small muted\">Newest first.</p>");
+    }
+    out.push_str(
+        "<div class=\"table-scroll\"><table class=\"runs stack\" id=\"runs\"><thead><tr>\
+         <th scope=\"col\">When (UTC)</th><th scope=\"col\">Version</th><th scope=\"col\">Result</th>\
+         <th scope=\"col\" class=\"num\">Duration</th><th scope=\"col\">XP / items</th>\
+         <th scope=\"col\">Damage</th><th scope=\"col\">Cause and output</th></tr></thead><tbody>",
+    );
+    for run in &page.runs {
+        let o = &run.outcome;
+        let result = if o.ok {
+            "<span class=\"run-ok\">ok</span>"
+        } else {
+            "<span class=\"run-failed\">failed</span>"
+        };
+        let mut cause = String::new();
+        if !o.ok {
+            cause.push_str(&shown_text.text(o.failure.as_deref().unwrap_or("no cause recorded")));
+        }
+        if let Some(output) = run.output.as_deref().filter(|t| !t.trim().is_empty()) {
+            let _ = write!(
+                cause,
+                "<details class=\"run-output\"><summary>Output</summary><pre><code>{}</code></pre></details>",
+                shown_text.text(output)
+            );
+        }
+        if cause.is_empty() {
+            cause.push('–');
+        }
+        let _ = write!(
+            out,
+            "<tr class=\"run {class}\"><td data-label=\"When\">{at}</td><td data-label=\"Version\">v{version}</td>\
+             <td data-label=\"Result\">{result}</td><td data-label=\"Duration\" class=\"num\">{duration}</td>\
+             <td data-label=\"XP / items\">{gains}</td><td data-label=\"Damage\">{damage}</td>\
+             <td data-label=\"Cause\" class=\"cause\">{cause}</td></tr>",
+            class = if o.ok { "ok" } else { "failed" },
+            at = shown_text.text(&when(Some(o.at))),
+            version = run.version,
+            duration = duration(o.duration_ms),
+            gains = shown_text.text(&gains(o)),
+            damage = shown_text.text(&damage(o)),
+        );
+    }
+    out.push_str("</tbody></table></div></section>");
+}
+
+fn versions_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
+    let skill = &page.skill;
+    let shown = &page.versions[page.shown];
+    let id = skill.id.0;
+    out.push_str(
+        "<section class=\"card\" aria-labelledby=\"versions-title\" id=\"versions\"><h2 id=\"versions-title\">Versions</h2>",
+    );
+    if let Some(best) = mindrune_engine::display::best_other(&page.versions, shown) {
+        let _ = write!(
+            out,
+            "<p class=\"best\">best: v{}, {}</p>",
+            best.number,
+            points(best.score)
+        );
+    }
+    out.push_str(
+        "<div class=\"table-scroll\"><table class=\"stack\"><thead><tr><th scope=\"col\">Version</th>\
+         <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">OK</th>\
+         <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Made (UTC)</th>\
+         <th scope=\"col\">Last used (UTC)</th><th scope=\"col\">Shared</th><th scope=\"col\">Code</th></tr></thead><tbody>",
+    );
+    for v in &page.versions {
+        let mut notes = Vec::new();
+        if Some(v.id) == skill.current_version && skill.deleted_at.is_none() {
+            notes.push("the file now");
+        }
+        if v.id == shown.id && page.family {
+            notes.push("siblings get it");
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!(" <span class=\"muted small\">({})</span>", notes.join(", "))
+        };
+        let _ = write!(
+            out,
+            "<tr><td data-label=\"Version\">v{number}{notes}</td><td data-label=\"Runs\" class=\"num\">{runs}</td>\
+             <td data-label=\"OK\" class=\"num\">{ok}</td><td data-label=\"Score\" class=\"num\">{score}</td>\
+             <td data-label=\"Made\">{made}</td><td data-label=\"Last used\">{last}</td>\
+             <td data-label=\"Shared\">{shared}</td>\
+             <td data-label=\"Code\"><a href=\"/dashboard/skills/{id}/code?version={number}\">view</a> · \
+             <a href=\"/dashboard/skills/{id}/code?version={number}&amp;download=1\" download>download</a></td></tr>",
+            number = v.number,
+            runs = v.uses,
+            ok = v.ok,
+            score = points(v.score),
+            made = shown_text.text(&when(Some(v.created_at))),
+            last = shown_text.text(&when(v.last_used_at)),
+            shared = if v.shared_at.is_some() { "yes" } else { "–" },
+        );
+    }
+    out.push_str("</tbody></table></div>");
+    if page.versions.len() > 1 {
+        let newest = page.versions[0].number;
+        let before = page.versions[1].number;
+        let options = |selected: i64| {
+            page.versions
+                .iter()
+                .map(|v| {
+                    format!(
+                        "<option value=\"{n}\"{sel}>v{n}</option>",
+                        n = v.number,
+                        sel = if v.number == selected {
+                            " selected"
+                        } else {
+                            ""
+                        }
+                    )
+                })
+                .collect::<String>()
+        };
+        let _ = write!(
+            out,
+            "<form method=\"get\" action=\"/dashboard/skills/{id}/diff\" class=\"diff-form\">\
+             <label for=\"diff-from\">Compare</label> <select id=\"diff-from\" name=\"from\">{from}</select> \
+             <label for=\"diff-to\">with</label> <select id=\"diff-to\" name=\"to\">{to}</select> \
+             <button type=\"submit\">Show the diff</button></form>",
+            from = options(before),
+            to = options(newest),
+        );
+    }
+    let _ = write!(
+        out,
+        "<details class=\"code\"><summary>View code (v{number})</summary><pre><code id=\"code-{id}\">{code}</code></pre></details>\
+         </section>",
+        number = shown.number,
+        code = shown_text.text(&shown.code),
+    );
+}
+
+fn read_page(
+    store: &dyn mindrune_store::Store,
+    owner_id: mindrune_store::OwnerId,
+    id: i64,
+) -> Result<Option<ScriptPage>, ApiError> {
+    let owner = store.owner(owner_id)?;
+    let skill = match store.skill(owner_id, SkillId(id)) {
+        Ok(skill) => skill,
+        Err(StoreError::NotFound(_)) => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    let mut versions = store.versions(owner_id, skill.id)?;
+    let family = is_family(&skill, &versions);
+    let bar = SharingBar::for_family(owner.eager_sharing);
+    let Some(shown) = shown_index(&skill, &versions, family, bar) else {
+        return Ok(None);
+    };
+    let total_runs = versions.iter().map(|v| v.uses).sum();
+    // Scores as of now (chosen above on their stored standing), as the avatar page shows them.
+    let now = mindrune_engine::ingest::now_millis();
+    for version in &mut versions {
+        version.score = version.score_at(now);
+    }
+    let runs = store.script_runs(owner_id, skill.id, RUNS_SHOWN)?;
+    Ok(Some(ScriptPage {
+        owner,
+        skill,
+        versions,
+        shown,
+        family,
+        runs,
+        total_runs,
+    }))
+}
+
+async fn script_page(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(raw): Path<String>,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let Some(id) = parse_id(&raw) else {
+        return not_found("script");
+    };
+    let store = state.store();
+    let owner_id = session.owner;
+    let csrf = session.csrf_token.clone();
+    let app = state.clone();
+    let page = state
+        .blocking(move || -> Result<Option<String>, ApiError> {
+            let Some(page) = read_page(store, owner_id, id)? else {
+                return Ok(None);
+            };
+            let shown_text = Shown::new(&[page.owner.api_key.as_str()]);
+            let body = script_html(&page, &shown_text);
+            Ok(Some(html::page(
+                &shown_text.text(&file_name(&page.skill)),
+                owner_nav(&app, &page.owner, &csrf),
+                &body,
+            )))
+        })
+        .await
+        .and_then(|page| page);
+    match page {
+        Ok(Some(page)) => html::respond(StatusCode::OK, page),
+        Ok(None) => not_found("script"),
+        Err(err) => error_page(&err),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct DiffQuery {
+    #[serde(default)]
+    from: Option<String>,
+    #[serde(default)]
+    to: Option<String>,
+}
+
+async fn diff_page(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(raw): Path<String>,
+    query: Result<Query<DiffQuery>, QueryRejection>,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let Some(id) = parse_id(&raw) else {
+        return not_found("script");
+    };
+    let back = format!("/dashboard/skills/{id}");
+    let number = |text: Option<&str>| text.and_then(|t| t.parse::<i64>().ok()).filter(|n| *n > 0);
+    let (from, to) = match query {
+        Ok(Query(q)) => match (number(q.from.as_deref()), number(q.to.as_deref())) {
+            (Some(from), Some(to)) => (from, to),
+            _ => {
+                return html::error_page(
+                    StatusCode::BAD_REQUEST,
+                    "A diff compares two versions: `from` and `to` are version numbers of the script (1, 2, …).",
+                    (&back, "Back to the script"),
+                );
+            }
+        },
+        Err(_) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                "The address's query could not be read; pick the two versions on the script's page.",
+                (&back, "Back to the script"),
+            );
+        }
+    };
+    let store = state.store();
+    let owner_id = session.owner;
+    let csrf = session.csrf_token.clone();
+    let app = state.clone();
+    let page = state
+        .blocking(move || -> Result<Option<String>, ApiError> {
+            let owner = store.owner(owner_id)?;
+            let skill = match store.skill(owner_id, SkillId(id)) {
+                Ok(skill) => skill,
+                Err(StoreError::NotFound(_)) => return Ok(None),
+                Err(err) => return Err(err.into()),
+            };
+            let versions = store.versions(owner_id, skill.id)?;
+            let (Some(old), Some(new)) = (
+                versions.iter().find(|v| v.number == from),
+                versions.iter().find(|v| v.number == to),
+            ) else {
+                return Ok(None);
+            };
+            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let file = file_name(&skill);
+            let diff = similar::TextDiff::from_lines(old.code.as_str(), new.code.as_str())
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("{file} v{from}"), &format!("{file} v{to}"))
+                .to_string();
+            let now = mindrune_engine::ingest::now_millis();
+            let mut body = String::new();
+            let _ = write!(
+                body,
+                "<p class=\"small\"><a href=\"/dashboard/skills/{id}\">← {file}</a></p>\
+                 <h1>v{from} → v{to}</h1><p class=\"lead\">score {old_score} → {new_score} · \
+                 {old_runs} → {new_runs}</p>",
+                file = shown_text.text(&file),
+                old_score = points(old.score_at(now)),
+                new_score = points(new.score_at(now)),
+                old_runs = count(old.uses, "run", "runs"),
+                new_runs = count(new.uses, "run", "runs"),
+            );
+            if diff.is_empty() {
+                body.push_str("<p class=\"muted\">The two versions' code is the same.</p>");
+            } else {
+                body.push_str(&html::diff_html(&diff, &shown_text));
+            }
+            Ok(Some(html::page(
+                &format!("{} v{from} → v{to}", shown_text.text(&file)),
+                owner_nav(&app, &owner, &csrf),
+                &body,
+            )))
+        })
+        .await
+        .and_then(|page| page);
+    match page {
+        Ok(Some(page)) => html::respond(StatusCode::OK, page),
+        Ok(None) => not_found("script or version"),
+        Err(err) => error_page(&err),
+    }
+}
+
+// -------------------------------------------------------------------------------------------
+// A script's code, as text
+// -------------------------------------------------------------------------------------------
+
+#[derive(Debug, Default, Deserialize)]
+struct CodeQuery {
+    #[serde(default)]
+    download: Option<String>,
+    #[serde(default)]
+    version: Option<String>,
+}
+
+/// A file name that is safe in a `Content-Disposition` header: letters, digits, `.`, `-` and
+/// `_` kept, anything else a `_`.
+fn safe_file_name(name: &str) -> String {
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let trimmed = cleaned.trim_start_matches('.');
+    if trimmed.is_empty() {
+        "script".into()
+    } else {
+        trimmed.chars().take(100).collect()
+    }
+}
+
+async fn code(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(raw): Path<String>,
+    query: Result<Query<CodeQuery>, QueryRejection>,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let Some(id) = parse_id(&raw) else {
+        return not_found("script");
+    };
+    let Ok(Query(query)) = query else {
+        return html::error_page(
+            StatusCode::BAD_REQUEST,
+            "The address's query could not be read; use the View or Download link of the script.",
+            ("/dashboard", "Back to your family"),
+        );
+    };
+    let download = match query.download.as_deref() {
+        None | Some("0") | Some("false") => false,
+        Some("1") | Some("true") | Some("") => true,
+        Some(_) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                "`download` is 1 (a file to save) or 0 (text to read).",
+                ("/dashboard", "Back to your family"),
+            );
+        }
+    };
+    let wanted = match query.version.as_deref().map(str::parse::<i64>) {
+        None => None,
+        Some(Ok(number)) if number > 0 => Some(number),
+        Some(_) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                "`version` is a version number of the script (1, 2, …).",
+                ("/dashboard", "Back to your family"),
+            );
+        }
+    };
+    let store = state.store();
+    let owner_id = session.owner;
+    let found = state
+        .blocking(move || -> Result<Option<(String, i64, String)>, ApiError> {
+            let owner = store.owner(owner_id)?;
+            // The skill is looked up with the session's owner: another family's id is not
+            // found.
+            let skill = match store.skill(owner_id, SkillId(id)) {
+                Ok(skill) => skill,
+                Err(StoreError::NotFound(_)) => return Ok(None),
+                Err(err) => return Err(err.into()),
+            };
+            let versions = store.versions(owner_id, skill.id)?;
+            let index = match wanted {
+                Some(number) => versions.iter().position(|v| v.number == number),
+                None => {
+                    let bar = SharingBar::for_family(owner.eager_sharing);
+                    shown_index(&skill, &versions, is_family(&skill, &versions), bar)
+                }
+            };
+            let Some(index) = index else {
+                return Ok(None);
+            };
+            let version = &versions[index];
+            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let stem = skill.name.clone();
+            Ok(Some((
+                shown_text.plain(&version.code),
+                version.number,
+                stem,
+            )))
+        })
+        .await
+        .and_then(|found| found);
+    let (code, number, stem) = match found {
+        Ok(Some(found)) => found,
+        Ok(None) => return not_found("script or version"),
+        Err(err) => return error_page(&err),
+    };
+    let mut response = (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; charset=utf-8"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (
+                header::X_CONTENT_TYPE_OPTIONS,
+                HeaderValue::from_static("nosniff"),
+            ),
+        ],
+        code,
+    )
+        .into_response();
+    if download {
+        let name = if wanted.is_some() {
+            format!("{}-v{number}.ts", safe_file_name(&stem))
+        } else {
+            format!("{}.ts", safe_file_name(&stem))
+        };
+        if let Ok(value) = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")) {
+            response
+                .headers_mut()
+                .insert(header::CONTENT_DISPOSITION, value);
+        }
+    }
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_as_people_say_them() {
+        assert_eq!(duration(0), "0 s");
+        assert_eq!(duration(450), "450 ms");
+        assert_eq!(duration(42_000), "42 s");
+        assert_eq!(duration(180_000), "3 min");
+        assert_eq!(duration(185_000), "3 min 5 s");
+        assert_eq!(duration(3_720_000), "1 h 2 min");
+    }
+
+    #[test]
+    fn a_run_s_gains_and_damage_in_words() {
+        let mut outcome = mindrune_store::Outcome::default();
+        assert_eq!(gains(&outcome), "–");
+        assert_eq!(damage(&outcome), "–");
+        outcome.xp.insert("Woodcutting".into(), 250.0);
+        outcome.items.insert("Logs".into(), 12.0);
+        outcome.deaths = 1;
+        outcome.items_lost = 3;
+        outcome.stuck = true;
+        assert_eq!(gains(&outcome), "Woodcutting +250 XP, Logs +12");
+        assert_eq!(damage(&outcome), "1 death, 3 items lost, stuck");
+    }
+
+    #[test]
+    fn download_names_are_header_safe() {
+        assert_eq!(safe_file_name("chop-oaks"), "chop-oaks");
+        assert_eq!(safe_file_name("a\"b\r\nc"), "a_b__c");
+        assert_eq!(safe_file_name("..."), "script");
+        assert_eq!(safe_file_name("<script>"), "_script_");
+    }
+}

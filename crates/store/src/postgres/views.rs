@@ -1,0 +1,85 @@
+//! Read-only views of a family's runs on PostgreSQL, for the owner's dashboard; each does what
+//! the function of the same name in `sqlite::views` does, with the same results and order.
+
+use super::PgStore;
+use super::rows::{all, col};
+use crate::common::parse_map;
+use crate::{AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, ScriptRun, SkillId};
+
+pub(super) fn script_runs(
+    store: &PgStore,
+    owner: OwnerId,
+    skill: SkillId,
+    limit: usize,
+) -> Result<Vec<ScriptRun>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output
+             FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+             WHERE u.owner_id = $1 AND v.skill_id = $2
+             ORDER BY u.at DESC, u.use_id DESC LIMIT $3",
+            &[&owner.0, &skill.0, &limit],
+        )?;
+        all(rows, |row| {
+            Ok(ScriptRun {
+                version: col(row, 0)?,
+                agent: col::<Option<i64>>(row, 1)?.map(AgentId),
+                outcome: Outcome {
+                    at: col(row, 2)?,
+                    ok: col(row, 3)?,
+                    duration_ms: col::<i64>(row, 4)?.max(0).unsigned_abs(),
+                    xp: parse_map(col(row, 5)?),
+                    items: parse_map(col(row, 6)?),
+                    goal_progress: col(row, 7)?,
+                    deaths: u32::try_from(col::<i64>(row, 8)?.max(0)).unwrap_or(u32::MAX),
+                    stuck: col(row, 9)?,
+                    items_lost: u32::try_from(col::<i64>(row, 10)?.max(0)).unwrap_or(u32::MAX),
+                    failure: col(row, 11)?,
+                },
+                output: col(row, 12)?,
+            })
+        })
+    })
+}
+
+pub(super) fn runs_per_day(store: &PgStore, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT u.at / $3 AS day, u.agent_id,
+                    COUNT(*) FILTER (WHERE u.ok), COUNT(*) FILTER (WHERE NOT u.ok)
+             FROM uses u WHERE u.owner_id = $1 AND u.at >= $2
+             GROUP BY day, u.agent_id ORDER BY day, u.agent_id NULLS FIRST",
+            &[&owner.0, &since, &DAY_MILLIS],
+        )?;
+        all(rows, |row| {
+            Ok(DayRuns {
+                day: col(row, 0)?,
+                agent: col::<Option<i64>>(row, 1)?.map(AgentId),
+                ok: col(row, 2)?,
+                failed: col(row, 3)?,
+            })
+        })
+    })
+}
+
+pub(super) fn gone_skills(store: &PgStore, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT s.skill_id FROM skills s
+             WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.deleted_at IS NOT NULL
+             ORDER BY s.deleted_at DESC, s.skill_id DESC",
+            &[&owner.0, &agent.0],
+        )?;
+        all(rows, |row| Ok(SkillId(col(row, 0)?)))
+    })
+}
+
+pub(super) fn database_size(store: &PgStore) -> Result<Option<u64>> {
+    store.read(|tx| {
+        let rows = tx.query("SELECT pg_database_size(current_database())", &[])?;
+        let bytes: i64 = col(&rows[0], 0)?;
+        Ok(u64::try_from(bytes).ok())
+    })
+}

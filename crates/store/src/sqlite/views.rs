@@ -1,0 +1,113 @@
+//! Read-only views of a family's runs on SQLite, for the owner's dashboard: a script's runs
+//! with their outcomes and outputs, and the family's runs per day. Free functions over the
+//! connection, so the backend's `impl Store` only delegates to them.
+
+use rusqlite::{Connection, Row, params};
+
+use crate::common::parse_map;
+use crate::{
+    AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, ScriptRun, SkillId, StoreError,
+};
+
+/// These are reads: a full disk or a read-only folder cannot make them fail, so every error is
+/// the database's.
+fn read_err(err: rusqlite::Error) -> StoreError {
+    StoreError::Database(err.to_string())
+}
+
+pub(crate) fn script_runs(
+    conn: &Connection,
+    owner: OwnerId,
+    skill: SkillId,
+    limit: usize,
+) -> Result<Vec<ScriptRun>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output
+             FROM uses u JOIN versions v ON v.version_id = u.version_id
+             WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2
+             ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
+        )
+        .map_err(read_err)?;
+    statement
+        .query_map(params![owner.0, skill.0, limit], run_from)
+        .map_err(read_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(read_err)
+}
+
+fn run_from(r: &Row<'_>) -> rusqlite::Result<ScriptRun> {
+    Ok(ScriptRun {
+        version: r.get(0)?,
+        agent: r.get::<_, Option<i64>>(1)?.map(AgentId),
+        outcome: Outcome {
+            at: r.get(2)?,
+            ok: r.get(3)?,
+            duration_ms: r.get::<_, i64>(4)?.max(0).unsigned_abs(),
+            xp: parse_map(r.get(5)?),
+            items: parse_map(r.get(6)?),
+            goal_progress: r.get(7)?,
+            deaths: u32::try_from(r.get::<_, i64>(8)?.max(0)).unwrap_or(u32::MAX),
+            stuck: r.get(9)?,
+            items_lost: u32::try_from(r.get::<_, i64>(10)?.max(0)).unwrap_or(u32::MAX),
+            failure: r.get(11)?,
+        },
+        output: r.get(12)?,
+    })
+}
+
+pub(crate) fn runs_per_day(
+    conn: &Connection,
+    owner: OwnerId,
+    since: Millis,
+) -> Result<Vec<DayRuns>> {
+    // `at` is never negative, so SQLite's integer division rounds to the day the run was in,
+    // as PostgreSQL's does.
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT u.at / ?3 AS day, u.agent_id, SUM(u.ok), SUM(1 - u.ok) FROM uses u
+             WHERE u.owner_id = ?1 AND u.at >= ?2
+             GROUP BY day, u.agent_id ORDER BY day, u.agent_id NULLS FIRST",
+        )
+        .map_err(read_err)?;
+    statement
+        .query_map(params![owner.0, since, DAY_MILLIS], |r| {
+            Ok(DayRuns {
+                day: r.get(0)?,
+                agent: r.get::<_, Option<i64>>(1)?.map(AgentId),
+                ok: r.get(2)?,
+                failed: r.get(3)?,
+            })
+        })
+        .map_err(read_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(read_err)
+}
+
+pub(crate) fn gone_skills(
+    conn: &Connection,
+    owner: OwnerId,
+    agent: AgentId,
+) -> Result<Vec<SkillId>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT s.skill_id FROM skills s
+             WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.deleted_at IS NOT NULL
+             ORDER BY s.deleted_at DESC, s.skill_id DESC",
+        )
+        .map_err(read_err)?;
+    statement
+        .query_map(params![owner.0, agent.0], |r| Ok(SkillId(r.get(0)?)))
+        .map_err(read_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(read_err)
+}
+
+/// The library's file and its write-ahead log, together; `None` for an in-memory library (or
+/// a file this process cannot see).
+pub(crate) fn database_size(location: &str) -> Result<Option<u64>> {
+    let size = |path: &str| std::fs::metadata(path).map(|m| m.len()).ok();
+    Ok(size(location).map(|main| main + size(&format!("{location}-wal")).unwrap_or(0)))
+}

@@ -105,12 +105,12 @@ impl Row {
 }
 
 /// This process's peak resident memory (VmHWM), in MiB.
-pub fn own_peak_rss_mib() -> Option<f64> {
+pub(crate) fn own_peak_rss_mib() -> Option<f64> {
     peak_rss_of("self")
 }
 
 /// A process's peak resident memory (VmHWM) from `/proc/<pid>/status`, in MiB.
-pub fn peak_rss_of(pid: &str) -> Option<f64> {
+pub(crate) fn peak_rss_of(pid: &str) -> Option<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -118,7 +118,7 @@ pub fn peak_rss_of(pid: &str) -> Option<f64> {
 }
 
 /// Stamps every row with this process's peak RSS now (after its group ran).
-pub fn stamp_rss(mut rows: Vec<Row>) -> Vec<Row> {
+pub(crate) fn stamp_rss(mut rows: Vec<Row>) -> Vec<Row> {
     let rss = own_peak_rss_mib();
     for row in &mut rows {
         row.peak_rss_mib = row.peak_rss_mib.or(rss);

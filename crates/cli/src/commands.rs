@@ -19,7 +19,7 @@ use crate::render;
 /// Exit status for input that was (partly) rejected: the rest was still recorded.
 const EXIT_BAD_INPUT: u8 = 2;
 
-pub fn init(home: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn init(home: &Path) -> anyhow::Result<ExitCode> {
     let database = library::database(home);
     let mut out = std::io::stdout().lock();
     let path = match &database {
@@ -68,7 +68,7 @@ pub(crate) fn new_owner_key() -> anyhow::Result<String> {
     ))
 }
 
-pub fn owner_add(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn owner_add(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
     if !is_valid_name(name) {
         bail!(
             "`{name}` is not a valid owner name: use letters, digits, `-`, `_` and `.`, at most 64"
@@ -86,7 +86,7 @@ pub fn owner_add(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn owner_list(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn owner_list(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let mut out = std::io::stdout().lock();
     let mut rows = Vec::new();
@@ -116,7 +116,7 @@ pub fn owner_list(home: &Path, json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn agent_add(
+pub(crate) fn agent_add(
     home: &Path,
     name: &str,
     owner: &str,
@@ -164,7 +164,7 @@ pub fn agent_add(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn agent_list(home: &Path, owner: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn agent_list(home: &Path, owner: Option<&str>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let owner = resolve_owner(&*store, owner)?;
     let mut out = std::io::stdout().lock();
@@ -193,7 +193,7 @@ pub fn agent_list(home: &Path, owner: Option<&str>, json: bool) -> anyhow::Resul
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let recorder = Recorder::new(&*store);
     let (label, mut reader): (String, Box<dyn std::io::BufRead>) = match file {
@@ -446,7 +446,7 @@ fn skip_line(reader: &mut dyn std::io::BufRead) -> std::io::Result<()> {
     }
 }
 
-pub fn hook_claude_code(
+pub(crate) fn hook_claude_code(
     home: &Path,
     agent: Option<&str>,
     relay: Option<&Path>,
@@ -613,7 +613,7 @@ fn print_hook_answer(answer: &serde_json::Value) -> anyhow::Result<()> {
 /// `mindrune hook claude-code --workspace DIR`: one hook call of an assistant working in its
 /// playbook workspace. As for an avatar's hooks, nothing but the guard's denial and the turn's
 /// context goes to stdout, and a problem is said on stderr with status 1, which never blocks.
-pub fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<ExitCode> {
     let outcome = (|| -> anyhow::Result<()> {
         let mut input = String::new();
         std::io::stdin()
@@ -707,7 +707,7 @@ fn print_session_context(text: &str) -> anyhow::Result<()> {
     print_hook_answer(&answer)
 }
 
-pub fn skills(
+pub(crate) fn skills(
     home: &Path,
     agent: Option<&str>,
     owner: Option<&str>,
@@ -739,7 +739,7 @@ pub fn skills(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCode> {
     let Some((agent_name, name)) = skill.split_once('/') else {
         bail!("`{skill}` is not AGENT/NAME (for example buzz/chop-oaks)");
     };
@@ -779,7 +779,7 @@ pub fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCo
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn owner_eager(home: &Path, owner: &str, on: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn owner_eager(home: &Path, owner: &str, on: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let owner = resolve_owner(&*store, Some(owner))?;
     store.set_eager_sharing(owner.id, on)?;
@@ -800,7 +800,7 @@ pub fn owner_eager(home: &Path, owner: &str, on: bool) -> anyhow::Result<ExitCod
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn agent_remove(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn agent_remove(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let agent = find_agent(&*store, name)?;
     let deleted = store.delete_agent(agent.owner, agent.id)?;
@@ -821,7 +821,7 @@ fn find_agent(store: &dyn Store, name: &str) -> anyhow::Result<mindrune_store::A
 }
 
 /// `mindrune turn-end` and `mindrune start`: a turn boundary, printed.
-pub fn turn_boundary(
+pub(crate) fn turn_boundary(
     home: &Path,
     agent: &str,
     boundary: Boundary,
@@ -940,7 +940,7 @@ fn anyhow_disk_full(err: &anyhow::Error) -> bool {
     })
 }
 
-pub fn mirror(
+pub(crate) fn mirror(
     home: &Path,
     agent: &str,
     out_dir: Option<&Path>,
@@ -959,14 +959,14 @@ pub fn mirror(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let text = session_instructions(&*store, agent)?;
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn wrapup(home: &Path, agent: &str, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn wrapup(home: &Path, agent: &str, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let wrap = mindrune_engine::avatars::wrapup::wrap_up(&*store, agent)?;
     let mut out = std::io::stdout().lock();
@@ -987,7 +987,7 @@ pub fn wrapup(home: &Path, agent: &str, json: bool) -> anyhow::Result<ExitCode> 
 const TAGS_LISTED: usize = 20;
 
 /// `mindrune tags build --wiki DIR`.
-pub fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCode> {
     use mindrune_engine::avatars::tags;
 
     let store = library::open(home)?;
@@ -1087,7 +1087,7 @@ pub fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCo
 
 /// `mindrune tags map [TEXT|-]`: the tags a text carries, one a line. Without a library the
 /// built-in vocabulary (exact tags, places, LostHQ pages) maps it, and stderr says so.
-pub fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode> {
+pub(crate) fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode> {
     let text = match text {
         [] => None,
         [only] if only == "-" => None,

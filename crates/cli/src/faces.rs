@@ -40,7 +40,7 @@ const FACES: &[(&str, &[&str])] = &[
 const UNSORTED: &str = "Other commands";
 
 /// `command` with a help template that lists its subcommands under their faces' headings.
-pub fn grouped_help(command: Command) -> Command {
+pub(crate) fn grouped_help(command: Command) -> Command {
     // Building adds clap's own `help` subcommand, so it is listed like the others.
     let mut built = command.clone();
     built.build();

@@ -25,7 +25,7 @@ use mindrune_engine::lab::{inspect, receipt_store};
 use serde_json::{Value, json};
 
 #[derive(Debug, Subcommand)]
-pub enum LabCommand {
+pub(crate) enum LabCommand {
     /// Read-only catalog fit and architecture planning: stops at the digest-bound plan.
     Design(RunArgs),
     /// Create or update a package; it is written only after its staged copy passes parsing,
@@ -78,7 +78,7 @@ pub enum LabCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct Target {
+pub(crate) struct Target {
     /// The package folder, relative to the repo root.
     #[arg(long, value_name = "DIR")]
     target_dir: String,
@@ -88,7 +88,7 @@ pub struct Target {
 }
 
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     #[command(flatten)]
     target: Target,
     /// The capability or improvement to deliver.
@@ -134,7 +134,7 @@ pub struct RunArgs {
     json: bool,
 }
 
-pub fn lab(command: LabCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn lab(command: LabCommand) -> anyhow::Result<ExitCode> {
     // Lab commands run package code as processes of our user: cli-tool runners, the agent
     // command. A process of the same user may read another's /proc/<pid>/environ (and mem)
     // unless that process is non-dumpable, so a child could read the operator's environment,

@@ -8,13 +8,13 @@ use anyhow::{Context as _, bail};
 use mindrune_store::{Owner, PgStore, SqliteStore, Store};
 
 /// The database file inside the library's home.
-pub fn database_path(home: &Path) -> PathBuf {
+pub(crate) fn database_path(home: &Path) -> PathBuf {
     home.join("library.db")
 }
 
 /// A library's database, as `--database`, `--from` and `--to` name it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Database {
+pub(crate) enum Database {
     /// `sqlite:PATH`: a SQLite file.
     Sqlite(PathBuf),
     /// `postgres://…` (or `postgresql://…`): a PostgreSQL database.
@@ -23,7 +23,7 @@ pub enum Database {
 
 impl Database {
     /// Reads `postgres://USER@HOST:PORT/DB` or `sqlite:PATH`.
-    pub fn parse(spec: &str) -> anyhow::Result<Database> {
+    pub(crate) fn parse(spec: &str) -> anyhow::Result<Database> {
         if spec.starts_with("postgres://") || spec.starts_with("postgresql://") {
             Ok(Database::Postgres(spec.to_string()))
         } else if let Some(path) = spec.strip_prefix("sqlite:") {
@@ -41,7 +41,7 @@ impl Database {
     }
 
     /// Opens the library there, creating its tables if needed.
-    pub fn open(&self) -> anyhow::Result<Box<dyn Store>> {
+    pub(crate) fn open(&self) -> anyhow::Result<Box<dyn Store>> {
         if let Database::Sqlite(path) = self
             && let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty())
         {
@@ -72,7 +72,7 @@ impl std::fmt::Display for Database {
 
 /// The PostgreSQL database this process's library is in (`--database` /
 /// MINDRUNE_DATABASE_URL), if one was chosen: `mindrune bench record` measures it too.
-pub fn chosen_postgres(home: &Path) -> Option<String> {
+pub(crate) fn chosen_postgres(home: &Path) -> Option<String> {
     match database(home) {
         Database::Postgres(url) => Some(url),
         Database::Sqlite(_) => None,
@@ -86,14 +86,14 @@ pub fn chosen_postgres(home: &Path) -> Option<String> {
 static CHOSEN: OnceLock<Database> = OnceLock::new();
 
 /// Chooses the database every command of this process opens instead of MINDRUNE_HOME's file.
-pub fn choose_database(spec: &str) -> anyhow::Result<()> {
+pub(crate) fn choose_database(spec: &str) -> anyhow::Result<()> {
     let database = Database::parse(spec)?;
     let _ = CHOSEN.set(database);
     Ok(())
 }
 
 /// Where this process's library is.
-pub fn database(home: &Path) -> Database {
+pub(crate) fn database(home: &Path) -> Database {
     CHOSEN
         .get()
         .cloned()
@@ -102,7 +102,7 @@ pub fn database(home: &Path) -> Database {
 
 /// Whether the library exists already. A PostgreSQL database is a library as soon as MindRune
 /// can open it (opening creates its tables).
-pub fn exists(home: &Path) -> bool {
+pub(crate) fn exists(home: &Path) -> bool {
     match database(home) {
         Database::Sqlite(path) => path.exists(),
         Database::Postgres(_) => true,
@@ -111,7 +111,7 @@ pub fn exists(home: &Path) -> bool {
 
 /// Opens an existing library; a missing one is an error that names the file looked for and
 /// says how to make it.
-pub fn open(home: &Path) -> anyhow::Result<Box<dyn Store>> {
+pub(crate) fn open(home: &Path) -> anyhow::Result<Box<dyn Store>> {
     let database = database(home);
     if let Database::Sqlite(path) = &database
         && !path.exists()
@@ -131,7 +131,7 @@ pub fn open(home: &Path) -> anyhow::Result<Box<dyn Store>> {
 }
 
 /// Finds the owner a command acts for: the one named, or the only one there is.
-pub fn resolve_owner(store: &dyn Store, name: Option<&str>) -> anyhow::Result<Owner> {
+pub(crate) fn resolve_owner(store: &dyn Store, name: Option<&str>) -> anyhow::Result<Owner> {
     if let Some(name) = name {
         return store.owner_by_name(name)?.with_context(|| {
             format!("no owner named `{name}`\n\nhint: `mindrune owner list` shows the owners; `mindrune owner add {name}` adds one")

@@ -11,7 +11,7 @@ use crate::commands::thousands;
 use crate::library::Database;
 
 /// `mindrune migrate --from sqlite:PATH --to postgres://…`.
-pub fn migrate(from: &str, to: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn migrate(from: &str, to: &str) -> anyhow::Result<ExitCode> {
     let source = Database::parse(from).context("--from")?;
     let dest = Database::parse(to).context("--to")?;
     let (path, url) = match (&source, &dest) {

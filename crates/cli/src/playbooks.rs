@@ -12,7 +12,7 @@ use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, 
 
 /// The assistant's workspace (its skills are WORKSPACE/skills/).
 #[derive(Debug, Args)]
-pub struct Workspace {
+pub(crate) struct Workspace {
     /// The assistant's workspace: the folder that holds skills/ and MindRune's files.
     #[arg(
         long,
@@ -24,7 +24,7 @@ pub struct Workspace {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum CardCommand {
+pub(crate) enum CardCommand {
     /// A card in full: what it proposes, and for a revision or revert the diff against the live
     /// file.
     Show {
@@ -55,7 +55,7 @@ pub enum CardCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum RefineCommand {
+pub(crate) enum RefineCommand {
     /// The fixer files its corrected SKILL.md for a report, with the fingerprint of the exact
     /// file it read (`sha256:` and the hex of `sha256sum SKILL.md`).
     Revise {
@@ -131,7 +131,7 @@ pub enum RefineCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum PlaybookCommand {
+pub(crate) enum PlaybookCommand {
     /// Write permissions.yaml (the shipped default, or the mode built for unattended work) and
     /// a playbooks.toml to edit, unless they exist.
     Init {
@@ -200,7 +200,7 @@ fn refusal(err: PlaybookError) -> anyhow::Error {
     anyhow::Error::new(err)
 }
 
-pub fn mcp(workspace: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn mcp(workspace: &Path) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -210,7 +210,7 @@ pub fn mcp(workspace: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn inbox(workspace: &Path, all: bool, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn inbox(workspace: &Path, all: bool, json: bool) -> anyhow::Result<ExitCode> {
     let playbooks = open(workspace)?;
     let cards = playbooks.ledger().cards(!all)?;
     let mut out = String::new();
@@ -267,7 +267,7 @@ fn card_json(card: &Card) -> serde_json::Value {
     })
 }
 
-pub fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<ExitCode> {
     let playbooks = open(workspace)?;
     match command {
         CardCommand::Show { id, json } => {
@@ -488,7 +488,7 @@ fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
     Ok(out)
 }
 
-pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCode> {
     let playbooks = open(workspace)?;
     let filed = match command {
         RefineCommand::Revise {
@@ -550,7 +550,7 @@ pub fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result<ExitCo
 
 /// The agent named on the command line: `claude` is Claude Code on PATH, anything else a
 /// command line.
-pub fn agent_backend(agent: &str) -> anyhow::Result<mindrune_engine::agent::Backend> {
+pub(crate) fn agent_backend(agent: &str) -> anyhow::Result<mindrune_engine::agent::Backend> {
     use mindrune_engine::agent::Backend;
     if agent.trim() == "claude" {
         return Backend::claude_on_path().context(
@@ -602,7 +602,7 @@ fn fix(playbooks: &Playbooks, report: i64, token: &str, agent: &str) -> anyhow::
     }
 }
 
-pub fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<ExitCode> {
+pub(crate) fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Result<ExitCode> {
     if let PlaybookCommand::Init { unattended } = command {
         return init(workspace, unattended);
     }

@@ -18,11 +18,11 @@ use mindrune_store::{
 use serde_json::{Value, json};
 
 /// How many of a skill's latest failures `skill show` lists with their cause.
-pub const FAILURES_SHOWN: usize = 5;
+pub(crate) const FAILURES_SHOWN: usize = 5;
 
 /// Totals over a `mindrune record` run.
 #[derive(Debug, Default)]
-pub struct RecordSummary {
+pub(crate) struct RecordSummary {
     pub uses: usize,
     pub runs: usize,
     pub snippet_uses: usize,
@@ -38,7 +38,7 @@ pub struct RecordSummary {
 }
 
 impl RecordSummary {
-    pub fn add(&mut self, recorded: &Recorded) {
+    pub(crate) fn add(&mut self, recorded: &Recorded) {
         self.lines += 1;
         for run in &recorded.runs {
             if let Some(change) = &run.sharing {
@@ -69,7 +69,7 @@ impl RecordSummary {
     }
 }
 
-pub fn count(n: usize, one: &str, many: &str) -> String {
+pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     plural(n, one, many)
 }
 
@@ -77,7 +77,7 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-pub fn record_summary(out: &mut impl Write, s: &RecordSummary) -> std::io::Result<()> {
+pub(crate) fn record_summary(out: &mut impl Write, s: &RecordSummary) -> std::io::Result<()> {
     writeln!(
         out,
         "Recorded {}: {} of {}, {}.",
@@ -195,7 +195,7 @@ fn table(
     Ok(())
 }
 
-pub fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Result<()> {
+pub(crate) fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Result<()> {
     if entries.is_empty() {
         writeln!(
             out,
@@ -250,7 +250,7 @@ pub fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Re
     )
 }
 
-pub fn skills_json(entries: &[SkillEntry]) -> Value {
+pub(crate) fn skills_json(entries: &[SkillEntry]) -> Value {
     Value::Array(
         entries
             .iter()
@@ -331,7 +331,7 @@ fn sharing_sentence(skill: &Skill, versions: &[Version], bar: SharingBar) -> Str
     }
 }
 
-pub fn skill_detail(
+pub(crate) fn skill_detail(
     out: &mut impl Write,
     skill: &Skill,
     versions: &[Version],
@@ -413,7 +413,7 @@ pub fn skill_detail(
     Ok(())
 }
 
-pub fn skill_json(
+pub(crate) fn skill_json(
     skill: &Skill,
     versions: &[Version],
     parents: &HashMap<VersionId, String>,
@@ -478,7 +478,7 @@ fn sharing_label(entry: &SkillEntry) -> &'static str {
 const NOT_SHARED_YET: &str = "not shared yet";
 
 /// One change in what the family sees, as a sentence.
-pub fn sharing_line(change: &SharingChange) -> String {
+pub(crate) fn sharing_line(change: &SharingChange) -> String {
     match change.kind {
         SharingKind::Shared => format!(
             "👪 {}{} is a family skill now: {}.",
@@ -493,7 +493,11 @@ pub fn sharing_line(change: &SharingChange) -> String {
     }
 }
 
-pub fn turn_report(out: &mut impl Write, report: &TurnReport, start: bool) -> std::io::Result<()> {
+pub(crate) fn turn_report(
+    out: &mut impl Write,
+    report: &TurnReport,
+    start: bool,
+) -> std::io::Result<()> {
     writeln!(
         out,
         "{}: {} ({} in bots/{}/ checked).",
@@ -542,7 +546,7 @@ pub fn turn_report(out: &mut impl Write, report: &TurnReport, start: bool) -> st
     mirror_outcome(out, &report.mirror)
 }
 
-pub fn mirror_outcome(out: &mut impl Write, outcome: &MirrorOutcome) -> std::io::Result<()> {
+pub(crate) fn mirror_outcome(out: &mut impl Write, outcome: &MirrorOutcome) -> std::io::Result<()> {
     match outcome {
         MirrorOutcome::Refreshed {
             dir,
@@ -602,7 +606,7 @@ fn unrecorded_background_advice(count: usize) -> String {
     )
 }
 
-pub fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
+pub(crate) fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
     writeln!(out, "{}: wrap-up", wrap.agent)?;
     writeln!(out, "\n{}", wrap.lesson_prompt)?;
     if !wrap.became_family.is_empty() {

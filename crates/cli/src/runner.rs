@@ -14,7 +14,7 @@ use mindrune_server::runner::{self, RunnerConfig};
 /// Point the agent's Claude Code hook at the same spool: `mindrune hook claude-code --agent
 /// NAME --relay SPOOL` (or set MINDRUNE_RELAY=SPOOL for it).
 #[derive(Debug, clap::Args)]
-pub struct RunnerArgs {
+pub(crate) struct RunnerArgs {
     /// The server's URL, e.g. http://127.0.0.1:7878.
     #[arg(long, env = "MINDRUNE_SERVER")]
     server: String,
@@ -55,12 +55,12 @@ pub struct RunnerArgs {
 
 impl RunnerArgs {
     /// A runner without `--once` runs until stopped: it logs like a server (info, with times).
-    pub fn long_running(&self) -> bool {
+    pub(crate) fn long_running(&self) -> bool {
         !self.once
     }
 }
 
-pub fn run(home: &Path, args: RunnerArgs) -> anyhow::Result<ExitCode> {
+pub(crate) fn run(home: &Path, args: RunnerArgs) -> anyhow::Result<ExitCode> {
     let spool = args
         .spool
         .unwrap_or_else(|| runner::default_spool(home, &args.agent));

@@ -11,7 +11,7 @@ use mindrune_server::config::{self, ServerConfig};
 
 use crate::library;
 
-pub fn serve(
+pub(crate) fn serve(
     home: &Path,
     addr: Option<SocketAddr>,
     config: Option<&Path>,
@@ -37,7 +37,7 @@ pub fn serve(
 }
 
 /// Issues a runner token for an agent and prints it (only its digest is kept).
-pub fn token_issue(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn token_issue(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let Some(agent) = store.agent_by_name(agent)? else {
         bail!("no agent named `{agent}`\n\nhint: `mindrune agent list` shows the agents");
@@ -49,7 +49,7 @@ pub fn token_issue(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// Revokes every runner token of an agent.
-pub fn token_revoke(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
+pub(crate) fn token_revoke(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let Some(agent) = store.agent_by_name(agent)? else {
         bail!("no agent named `{agent}`\n\nhint: `mindrune agent list` shows the agents");
@@ -64,7 +64,7 @@ pub fn token_revoke(home: &Path, agent: &str) -> anyhow::Result<ExitCode> {
 }
 
 /// Issues an operator token (the console, read-only) and prints it.
-pub fn token_operator(home: &Path) -> anyhow::Result<ExitCode> {
+pub(crate) fn token_operator(home: &Path) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let token = new_secret("mr_operator_");
     store.issue_operator_token(&secret_digest(&token), now_millis())?;

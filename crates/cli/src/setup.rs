@@ -112,7 +112,12 @@ impl ExcludePlan {
 const SERVER_URL: &str = "http://127.0.0.1:7878";
 
 /// `mindrune setup rs-sdk PATH --owner NAME [--dry-run]`.
-pub fn rs_sdk(home: &Path, path: &Path, owner: &str, dry_run: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn rs_sdk(
+    home: &Path,
+    path: &Path,
+    owner: &str,
+    dry_run: bool,
+) -> anyhow::Result<ExitCode> {
     let plan = Plan::make(home, path, owner)?;
     let mut out = std::io::stdout().lock();
     if dry_run {
@@ -764,7 +769,7 @@ fn settings_error(path: &Path, err: &serde_json::Error) -> anyhow::Error {
 
 mod claude_code;
 
-pub use claude_code::claude_code;
+pub(crate) use claude_code::claude_code;
 
 /// Replaces a file so that it is always either old or new (the engine's atomic writer), creating
 /// its folder first. A file that was there keeps its permissions. A symlink is followed: its

@@ -112,7 +112,7 @@ async fn track_storage(
     } else if status.is_server_error() {
         state
             .health()
-            .note_error(mindrune_engine::ingest::now_millis());
+            .note_error(mindrune_engine::avatars::ingest::now_millis());
     }
     response
 }

@@ -68,7 +68,7 @@ impl FromRequestParts<AppState> for Runner {
                     crate::health::RunnerContact {
                         owner: agent.owner,
                         agent: agent.name.clone(),
-                        at: mindrune_engine::ingest::now_millis(),
+                        at: mindrune_engine::avatars::ingest::now_millis(),
                         backlog,
                     },
                 );

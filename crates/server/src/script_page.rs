@@ -14,7 +14,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use mindrune_core::sharing::SharingBar;
+use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_store::{SkillId, StoreError};
 use serde::Deserialize;
 
@@ -25,7 +25,7 @@ use crate::pages::{error_page, not_found, owner_nav, page_session, parse_id};
 use crate::scripts::{file_name, is_family, score_history, sharing_way, shown_index, tag};
 use crate::state::AppState;
 
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/dashboard/skills/{skill_id}", get(script_page))
         .route("/dashboard/skills/{skill_id}/diff", get(diff_page))
@@ -357,7 +357,7 @@ fn read_page(
     };
     let total_runs = versions.iter().map(|v| v.uses).sum();
     // Scores as of now (chosen above on their stored standing), as the avatar page shows them.
-    let now = mindrune_engine::ingest::now_millis();
+    let now = mindrune_engine::avatars::ingest::now_millis();
     for version in &mut versions {
         version.score = version.score_at(now);
     }
@@ -479,7 +479,7 @@ async fn diff_page(
                 .context_radius(3)
                 .header(&format!("{file} v{from}"), &format!("{file} v{to}"))
                 .to_string();
-            let now = mindrune_engine::ingest::now_millis();
+            let now = mindrune_engine::avatars::ingest::now_millis();
             let mut body = String::new();
             let _ = write!(
                 body,

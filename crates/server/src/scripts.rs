@@ -1,8 +1,8 @@
 //! What every page says about a script: whether it is a family skill, which version it shows,
 //! its file's name, how far it is from the sharing bar, and its score over its runs.
 
+use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
 use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
-use mindrune_core::sharing::{self, SharingBar, VersionStanding};
 use mindrune_store::{DAY_MILLIS, HeaderState, ScriptRun, Skill, Version};
 
 use crate::charts::Point;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use mindrune_engine::ingest::Recorder;
+use mindrune_engine::avatars::ingest::Recorder;
 use mindrune_store::Store;
 
 use crate::config::ServerConfig;
@@ -53,7 +53,7 @@ impl AppState {
                 group_commit: GroupCommit::start(recorder, store.write_lanes()),
                 config,
                 disk_full_since: std::sync::Mutex::new(None),
-                health: Health::new(mindrune_engine::ingest::now_millis()),
+                health: Health::new(mindrune_engine::avatars::ingest::now_millis()),
             }),
         }
     }

@@ -23,7 +23,7 @@ use super::{SettingsPlan, file_diff, plan_hooks, read_text};
 const SERVER_NAME: &str = "mindrune";
 
 /// `mindrune setup claude-code`.
-pub fn claude_code(
+pub(crate) fn claude_code(
     project: &Path,
     workspace: Option<&Path>,
     dry_run: bool,

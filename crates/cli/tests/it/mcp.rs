@@ -242,7 +242,7 @@ fn text(result: &CallToolResult) -> String {
 }
 
 /// The skill the assistant writes down: two steps, a procedure.
-pub fn weekly_report() -> Value {
+pub(crate) fn weekly_report() -> Value {
     json!({
         "name": "weekly-report",
         "trigger": "the human asks for the weekly report",

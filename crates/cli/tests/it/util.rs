@@ -6,12 +6,12 @@ use std::process::Output;
 use assert_cmd::Command;
 
 /// A library in a temp dir with owner `ada` and, on demand, agents with workspaces.
-pub struct TestLibrary {
+pub(crate) struct TestLibrary {
     pub dir: tempfile::TempDir,
 }
 
 impl TestLibrary {
-    pub fn new() -> TestLibrary {
+    pub(crate) fn new() -> TestLibrary {
         let lib = TestLibrary {
             dir: tempfile::tempdir().unwrap(),
         };
@@ -20,16 +20,16 @@ impl TestLibrary {
         lib
     }
 
-    pub fn home(&self) -> PathBuf {
+    pub(crate) fn home(&self) -> PathBuf {
         self.dir.path().join("home")
     }
 
-    pub fn workspace(&self, agent: &str) -> PathBuf {
+    pub(crate) fn workspace(&self, agent: &str) -> PathBuf {
         self.dir.path().join("ws").join(agent)
     }
 
     /// Adds an agent of `owner` with an empty `bots/<agent>/` and a bot.env.
-    pub fn agent(&self, agent: &str, owner: &str) -> PathBuf {
+    pub(crate) fn agent(&self, agent: &str, owner: &str) -> PathBuf {
         let bots = self.workspace(agent).join("bots").join(agent);
         std::fs::create_dir_all(&bots).unwrap();
         std::fs::write(
@@ -50,7 +50,7 @@ impl TestLibrary {
         bots
     }
 
-    pub fn write_script(&self, agent: &str, name: &str, source: &str) {
+    pub(crate) fn write_script(&self, agent: &str, name: &str, source: &str) {
         let path = self
             .workspace(agent)
             .join("bots")
@@ -60,7 +60,7 @@ impl TestLibrary {
     }
 
     /// The binary with this library as its home, as a plain `std` command (for spawning).
-    pub fn std_cmd(&self) -> std::process::Command {
+    pub(crate) fn std_cmd(&self) -> std::process::Command {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"));
         cmd.env("MINDRUNE_HOME", self.home())
             .env_remove("MINDRUNE_LOG")
@@ -70,16 +70,16 @@ impl TestLibrary {
         cmd
     }
 
-    pub fn cmd(&self) -> Command {
+    pub(crate) fn cmd(&self) -> Command {
         Command::from_std(self.std_cmd())
     }
 
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.cmd().args(args).output().unwrap()
     }
 
     /// Runs with another library home and expects success; returns stdout.
-    pub fn ok_in(&self, home: &std::path::Path, args: &[&str]) -> String {
+    pub(crate) fn ok_in(&self, home: &std::path::Path, args: &[&str]) -> String {
         let output = self
             .cmd()
             .env("MINDRUNE_HOME", home)
@@ -95,7 +95,7 @@ impl TestLibrary {
     }
 
     /// Runs and expects success; returns stdout.
-    pub fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args);
         assert!(
             output.status.success(),
@@ -106,12 +106,12 @@ impl TestLibrary {
     }
 
     /// Writes events (one JSON value per line) to a file and records it.
-    pub fn record(&self, events: &[serde_json::Value]) -> Output {
+    pub(crate) fn record(&self, events: &[serde_json::Value]) -> Output {
         let path = self.events_file(events);
         self.run(&["record", path.to_str().unwrap()])
     }
 
-    pub fn events_file(&self, events: &[serde_json::Value]) -> PathBuf {
+    pub(crate) fn events_file(&self, events: &[serde_json::Value]) -> PathBuf {
         let text: String = events.iter().map(|e| format!("{e}\n")).collect();
         let path = self
             .dir
@@ -121,16 +121,16 @@ impl TestLibrary {
         path
     }
 
-    pub fn skills_json(&self) -> serde_json::Value {
+    pub(crate) fn skills_json(&self) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["skills", "--json"])).unwrap()
     }
 
-    pub fn skill_json(&self, skill: &str) -> serde_json::Value {
+    pub(crate) fn skill_json(&self, skill: &str) -> serde_json::Value {
         serde_json::from_str(&self.ok(&["skill", "show", skill, "--json"])).unwrap()
     }
 
     /// Every byte the library keeps on disk (database, WAL), for leak checks.
-    pub fn stored_bytes(&self) -> Vec<u8> {
+    pub(crate) fn stored_bytes(&self) -> Vec<u8> {
         let mut bytes = Vec::new();
         for entry in std::fs::read_dir(self.home()).unwrap().flatten() {
             if entry.path().is_file() {
@@ -147,35 +147,35 @@ fn rand_suffix() -> String {
     N.fetch_add(1, Ordering::Relaxed).to_string()
 }
 
-pub fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-pub fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-pub fn contains(haystack: &[u8], needle: &str) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &str) -> bool {
     haystack
         .windows(needle.len())
         .any(|w| w == needle.as_bytes())
 }
 
 /// A small real-looking rs-sdk script; `n` varies its code.
-pub fn script(n: u32) -> String {
+pub(crate) fn script(n: u32) -> String {
     format!(
         "import {{ runScript }} from '../../sdk/runner';\n\nawait runScript(async ({{ bot, sdk }}) => {{\n  await bot.walkTo(3200, {n});\n}}, {{ timeout: 60_000 }});\n"
     )
 }
 
-pub fn shell(agent: &str, command: &str, ok: bool) -> serde_json::Value {
+pub(crate) fn shell(agent: &str, command: &str, ok: bool) -> serde_json::Value {
     serde_json::json!({"agent": agent, "kind": "shell", "command": command, "cwd": "/work", "ok": ok, "duration_ms": 60000,
                        "at": "2026-11-28T10:00:00Z"})
 }
 
 /// Every visible file under a directory (hidden entries such as the mirror's manifest and temp
 /// files left out), relative path → bytes. A missing directory has none.
-pub fn visible_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+pub(crate) fn visible_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     let mut files = std::collections::BTreeMap::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return files;
@@ -198,7 +198,7 @@ pub fn visible_files(dir: &std::path::Path) -> std::collections::BTreeMap<String
 }
 
 /// The permission bits of a path (not following a symlink).
-pub fn mode_of(path: &std::path::Path) -> u32 {
+pub(crate) fn mode_of(path: &std::path::Path) -> u32 {
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::symlink_metadata(path)
         .unwrap()
@@ -209,10 +209,10 @@ pub fn mode_of(path: &std::path::Path) -> u32 {
 
 /// A small xorshift generator: the tests need no more, and print their seeds, so a failing run
 /// can be repeated.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
@@ -221,7 +221,7 @@ impl Rng {
 }
 
 /// A loopback port nobody listens on now (for a server a test starts).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -231,7 +231,7 @@ pub fn free_port() -> u16 {
 
 /// The seed of a fault test's randomness: `MINDRUNE_FAULT_SEED` replays a run; otherwise a fresh
 /// one, printed with how to repeat it.
-pub fn fault_seed(test: &str) -> u64 {
+pub(crate) fn fault_seed(test: &str) -> u64 {
     let seed = match std::env::var("MINDRUNE_FAULT_SEED") {
         Ok(seed) => seed.parse().expect("MINDRUNE_FAULT_SEED is a number"),
         Err(_) => {

@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mindrune_store::{PgStore, SqliteStore, Store, StoreError};
 
-pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+pub(crate) const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// One `#[test]` per backend for every story named: `sqlite::<story>` and `postgres::<story>`
 /// both run the body `fn <story>(backend: Backend)`. A body left out of the list runs on no
@@ -34,14 +34,14 @@ macro_rules! on_every_backend {
 pub(crate) use on_every_backend;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     Sqlite,
     Postgres,
 }
 
 impl Backend {
     /// A new, empty library on this backend; dropping it removes it.
-    pub fn open(self) -> Library {
+    pub(crate) fn open(self) -> Library {
         match self {
             Backend::Sqlite => {
                 let dir = tempfile::tempdir().unwrap();
@@ -67,7 +67,7 @@ impl Backend {
 
 /// One library: a SQLite file in a temporary folder, or a PostgreSQL schema of its own.
 /// It derefs to the store, so a test calls `library.create_owner(…)`.
-pub enum Library {
+pub(crate) enum Library {
     Sqlite {
         store: SqliteStore,
         path: PathBuf,
@@ -77,7 +77,7 @@ pub enum Library {
 }
 
 /// A test's own schema; dropping it drops the schema, also when the test panicked.
-pub struct Schema {
+pub(crate) struct Schema {
     store: PgStore,
     url: String,
     name: String,
@@ -105,7 +105,7 @@ impl Deref for Library {
 
 impl Library {
     /// Another handle on the same library, as a second process would open it.
-    pub fn open_again(&self) -> Result<Box<dyn Store>, StoreError> {
+    pub(crate) fn open_again(&self) -> Result<Box<dyn Store>, StoreError> {
         Ok(match self {
             Library::Sqlite { path, .. } => Box::new(SqliteStore::open(path)?),
             Library::Postgres(schema) => {
@@ -115,7 +115,7 @@ impl Library {
     }
 
     /// Makes the library look written by a MindRune whose schema is at `version`.
-    pub fn stamp_schema_version(&self, version: i64) {
+    pub(crate) fn stamp_schema_version(&self, version: i64) {
         match self {
             Library::Sqlite { path, .. } => {
                 let conn = rusqlite::Connection::open(path).unwrap();
@@ -135,7 +135,7 @@ impl Library {
 
     /// Runs one statement straight on the library's database, behind the store's back (the
     /// same SQL reads alike on both backends for the simple updates tests make).
-    pub fn tamper(&self, sql: &str) {
+    pub(crate) fn tamper(&self, sql: &str) {
         match self {
             Library::Sqlite { path, .. } => {
                 let conn = rusqlite::Connection::open(path).unwrap();
@@ -153,7 +153,7 @@ impl Library {
 
     /// The library is sound: SQLite's own check passes, and on both backends every family's
     /// stored run counts and scores agree with a recomputation from its uses.
-    pub fn assert_integrity_ok(&self) {
+    pub(crate) fn assert_integrity_ok(&self) {
         if let Library::Sqlite { store, .. } = self {
             assert_eq!(store.integrity_check().unwrap(), "ok");
         }

@@ -8,7 +8,7 @@
 mod agents;
 mod assistant_host;
 mod host_guard;
-pub mod model_api;
+pub(crate) mod model_api;
 mod rs_sdk_host;
 
 use std::path::{Path, PathBuf};
@@ -17,7 +17,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// Whether the Claude Code tests are skipped on this machine (said once per test).
-pub fn skipped(test: &str) -> bool {
+pub(crate) fn skipped(test: &str) -> bool {
     let skip = std::env::var_os("MINDRUNE_SKIP_CLAUDE_CODE").is_some_and(|v| v == "1");
     if skip {
         eprintln!("{test}: skipped (MINDRUNE_SKIP_CLAUDE_CODE=1)");
@@ -27,7 +27,7 @@ pub fn skipped(test: &str) -> bool {
 
 /// The folder of the pinned npm packages: installed on first use, again when the lock file
 /// changed.
-pub fn tools() -> PathBuf {
+pub(crate) fn tools() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("claude-code");
     let pins = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/claude-code");
     std::fs::create_dir_all(&dir).unwrap();
@@ -64,7 +64,7 @@ pub fn tools() -> PathBuf {
 
 /// One hook process as Claude Code ran it: what it read, printed and returned.
 #[derive(Debug)]
-pub struct HookCall {
+pub(crate) struct HookCall {
     pub input: Value,
     pub stdout: String,
     pub stderr: String,
@@ -72,7 +72,7 @@ pub struct HookCall {
 }
 
 impl HookCall {
-    pub fn event(&self) -> &str {
+    pub(crate) fn event(&self) -> &str {
         self.input["hook_event_name"].as_str().unwrap_or("")
     }
 }
@@ -80,7 +80,7 @@ impl HookCall {
 /// A `mindrune` in front of the real one on the hooks' PATH: it keeps each hook call's input,
 /// output and exit status in `log`, then answers as the real one did. Anything else (the MCP
 /// server of `.mcp.json`, which talks over stdin for as long as it runs) is the real one.
-pub fn hook_recorder(bin: &Path, log: &Path) {
+pub(crate) fn hook_recorder(bin: &Path, log: &Path) {
     std::fs::create_dir_all(bin).unwrap();
     std::fs::create_dir_all(log).unwrap();
     let real = assert_cmd::cargo::cargo_bin("mindrune");
@@ -105,7 +105,7 @@ pub fn hook_recorder(bin: &Path, log: &Path) {
 }
 
 /// The hook calls the recorder kept, in the order they ran.
-pub fn hook_calls(log: &Path) -> Vec<HookCall> {
+pub(crate) fn hook_calls(log: &Path) -> Vec<HookCall> {
     let mut calls: Vec<(std::time::SystemTime, HookCall)> = std::fs::read_dir(log)
         .unwrap()
         .flatten()
@@ -132,7 +132,7 @@ pub fn hook_calls(log: &Path) -> Vec<HookCall> {
 }
 
 /// The real Claude Code, headless, in `project`, against the stand-in model.
-pub struct ClaudeCode {
+pub(crate) struct ClaudeCode {
     pub tools: PathBuf,
     /// Folders put before the tools on PATH (the hook recorder's `mindrune`).
     pub path_first: Vec<PathBuf>,
@@ -145,7 +145,7 @@ impl ClaudeCode {
     /// `claude -p PROMPT` in `project`, with every permission granted (as root that needs
     /// `IS_SANDBOX=1`), the MCP servers of `mcp_config` if any, and nothing reaching past
     /// loopback: no telemetry, no updates, no error reports.
-    pub fn run(&self, project: &Path, prompt: &str, mcp_config: Option<&Path>) -> Output {
+    pub(crate) fn run(&self, project: &Path, prompt: &str, mcp_config: Option<&Path>) -> Output {
         let output = self.run_unchecked(project, prompt, mcp_config);
         assert!(
             output.status.success(),
@@ -158,7 +158,7 @@ impl ClaudeCode {
     }
 
     /// [`ClaudeCode::run`] with more arguments (`--session-id`, `--resume`).
-    pub fn run_args(
+    pub(crate) fn run_args(
         &self,
         project: &Path,
         prompt: &str,
@@ -177,7 +177,12 @@ impl ClaudeCode {
     }
 
     /// [`ClaudeCode::run`] for a session that may fail (an API error ends it).
-    pub fn run_unchecked(&self, project: &Path, prompt: &str, mcp_config: Option<&Path>) -> Output {
+    pub(crate) fn run_unchecked(
+        &self,
+        project: &Path,
+        prompt: &str,
+        mcp_config: Option<&Path>,
+    ) -> Output {
         self.run_unchecked_args(project, prompt, mcp_config, &[])
     }
 

@@ -22,11 +22,11 @@ const MAX_REQUESTS: usize = 400;
 
 /// A step decided from the request: what the model was told so far (its prompt, the tool
 /// results it got).
-pub type DecideStep = Arc<dyn Fn(&Value) -> Step + Send + Sync>;
+pub(crate) type DecideStep = Arc<dyn Fn(&Value) -> Step + Send + Sync>;
 
 /// One scripted answer of the model.
 #[derive(Clone)]
-pub enum Step {
+pub(crate) enum Step {
     /// Decided when the request arrives, from the request.
     Decide(DecideStep),
     /// Tool calls, each `(tool name, input)`, in one assistant turn.
@@ -53,17 +53,17 @@ impl std::fmt::Debug for Step {
 }
 
 /// A step decided from the request when it arrives.
-pub fn decide(step: impl Fn(&Value) -> Step + Send + Sync + 'static) -> Step {
+pub(crate) fn decide(step: impl Fn(&Value) -> Step + Send + Sync + 'static) -> Step {
     Step::Decide(Arc::new(step))
 }
 
 /// A tool call step of one call.
-pub fn tool(name: &str, input: Value) -> Step {
+pub(crate) fn tool(name: &str, input: Value) -> Step {
     Step::Tools(vec![(name.to_string(), input)])
 }
 
 /// A `Bash` call.
-pub fn bash(command: &str) -> Step {
+pub(crate) fn bash(command: &str) -> Step {
     tool(
         "Bash",
         json!({"command": command, "description": "scripted"}),
@@ -80,13 +80,13 @@ struct Shared {
 }
 
 /// The running stand-in; it stops when the test process ends.
-pub struct ModelApi {
+pub(crate) struct ModelApi {
     pub url: String,
     shared: Arc<Mutex<Shared>>,
 }
 
 impl ModelApi {
-    pub fn start() -> ModelApi {
+    pub(crate) fn start() -> ModelApi {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let shared = Arc::new(Mutex::new(Shared::default()));
@@ -101,7 +101,7 @@ impl ModelApi {
     }
 
     /// Scripts the conversation whose first prompt holds `[[name]]`.
-    pub fn script(&self, name: &str, steps: Vec<Step>) {
+    pub(crate) fn script(&self, name: &str, steps: Vec<Step>) {
         self.shared
             .lock()
             .unwrap()
@@ -110,7 +110,7 @@ impl ModelApi {
     }
 
     /// Scripts the conversations whose first prompt holds `text` (and names no `[[script]]`).
-    pub fn script_when(&self, text: &str, steps: Vec<Step>) {
+    pub(crate) fn script_when(&self, text: &str, steps: Vec<Step>) {
         self.shared
             .lock()
             .unwrap()
@@ -119,7 +119,7 @@ impl ModelApi {
     }
 
     /// Every request body received so far.
-    pub fn requests(&self) -> Vec<Value> {
+    pub(crate) fn requests(&self) -> Vec<Value> {
         self.shared.lock().unwrap().requests.clone()
     }
 }

@@ -554,7 +554,7 @@ fn cli(source: &Value, inputs: &Map<String, Value>, env: &Env<'_>) -> End {
 }
 
 /// Runx reads a process's stdout as JSON when it parses and as a trimmed string otherwise.
-pub fn parse_json_maybe(stdout: &str) -> Value {
+pub(super) fn parse_json_maybe(stdout: &str) -> Value {
     let trimmed = stdout.trim();
     if trimmed.is_empty() {
         return Value::String(String::new());

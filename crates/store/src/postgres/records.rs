@@ -242,12 +242,16 @@ pub(super) fn recent_outputs(
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     store.read(|tx| {
         let rows = tx.query(
+            // Each side cut to its newest few first, as on SQLite, so no run reads the
+            // agent's whole history.
             "SELECT output FROM (
-                 SELECT output, at, use_id, 0 AS kind FROM uses
-                 WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+                 (SELECT output, at, use_id, 0 AS kind FROM uses
+                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+                  ORDER BY at DESC, use_id DESC LIMIT $4)
                  UNION ALL
-                 SELECT output, at, use_id, 1 AS kind FROM snippet_uses
-                 WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+                 (SELECT output, at, use_id, 1 AS kind FROM snippet_uses
+                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+                  ORDER BY at DESC, use_id DESC LIMIT $4)
              ) runs ORDER BY at DESC, kind, use_id DESC LIMIT $4",
             &[&owner.0, &agent.0, &before, &limit],
         )?;

@@ -100,6 +100,7 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
         "not every use was stored"
     );
     let ratio = mindrune.mean.as_secs_f64() / bare.mean.as_secs_f64();
+    let batched = batched(&work, &conn, baseline_owner.id.0)?;
 
     // The same uses on PostgreSQL, when a database was chosen.
     let pg = postgres
@@ -159,6 +160,18 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
                 if *pass { "pass" } else { "FAIL" }
             )?;
         }
+        writeln!(
+            out,
+            "\nin write groups of {BATCH} (one transaction each): MindRune {:.0} uses/s, bare SQLite {:.0} rows/s in transactions of {BATCH}, ratio {:.2} (target ≥ {TARGET_BATCHED_RATIO}) {}",
+            batched.mindrune,
+            batched.bare,
+            batched.ratio(),
+            if batched.ratio() >= TARGET_BATCHED_RATIO {
+                "pass"
+            } else {
+                "FAIL"
+            }
+        )?;
         if let Some(pg) = &pg {
             pg.write_text(&mut out, uses, [&mindrune, &bare], ratio)?;
         }
@@ -180,8 +193,88 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
             .baseline(bare_name, us(bare.mean), "µs")
             .target(format!("ratio ≤ {TARGET_RATIO}×"), checks[2].1),
     ];
+    rows.push(
+        Row::new(
+            "record",
+            "uses recorded per second, in write groups",
+            format!("{uses} uses, groups of {BATCH}"),
+        )
+        .figure(batched.mindrune, "uses/s")
+        .baseline(
+            &format!("bare SQLite insert, transactions of {BATCH}"),
+            batched.bare,
+            "rows/s",
+        )
+        .target(
+            format!("ratio ≥ {TARGET_BATCHED_RATIO}"),
+            batched.ratio() >= TARGET_BATCHED_RATIO,
+        ),
+    );
     if let Some(pg) = &pg {
         rows.extend(pg.rows(&size));
     }
     Ok(rows)
+}
+
+/// Uses per write group (and rows per bare transaction) in the batched figures.
+const BATCH: usize = 100;
+/// Issue 25's budget: batched recording at least half as fast as bare batched inserts.
+const TARGET_BATCHED_RATIO: f64 = 0.5;
+
+struct Batched {
+    /// Uses per second, MindRune in write groups.
+    mindrune: f64,
+    /// Rows per second, bare inserts in transactions of the same size.
+    bare: f64,
+}
+
+impl Batched {
+    fn ratio(&self) -> f64 {
+        self.mindrune / self.bare
+    }
+}
+
+/// The workload again, into a fresh library `BATCH` lines per write group
+/// (`Recorder::record_lines_together`, as `mindrune record` does), beside bare inserts of the
+/// same rows `BATCH` per transaction into the baseline's table.
+fn batched(
+    work: &crate::workload::Workload,
+    conn: &rusqlite::Connection,
+    baseline_owner: i64,
+) -> anyhow::Result<Batched> {
+    let store = setup_library(work.dir.path(), "batched.db")?;
+    let recorder = Recorder::new(&store);
+    let lines: Vec<&str> = work.lines.iter().map(String::as_str).collect();
+    let began = std::time::Instant::now();
+    for chunk in lines.chunks(BATCH) {
+        for result in recorder.record_lines_together(chunk) {
+            result?;
+        }
+    }
+    let mindrune = lines.len() as f64 / began.elapsed().as_secs_f64();
+    let began = std::time::Instant::now();
+    for (index, chunk) in work.events.chunks(BATCH).enumerate() {
+        let tx = conn.unchecked_transaction()?;
+        for (offset, event) in chunk.iter().enumerate() {
+            let i = index * BATCH + offset;
+            tx.prepare_cached(
+                "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+                 VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, NULL, 0, 0, 0, 0, 'shell', ?7, ?8, NULL, ?3)",
+            )?
+            .execute(rusqlite::params![
+                baseline_owner,
+                (i % SCRIPTS) as i64 + 1,
+                event.at.map_or(0, |at| at.unix_timestamp() * 1000),
+                event.ok.unwrap_or(true),
+                event.duration_ms.unwrap_or(0) as i64,
+                BARE_XP,
+                bare_call(event),
+                event.output.as_deref(),
+            ])?;
+        }
+        tx.commit()?;
+    }
+    let bare = work.events.len() as f64 / began.elapsed().as_secs_f64();
+    Ok(Batched { mindrune, bare })
 }

@@ -92,6 +92,26 @@ pub(crate) fn choose_database(spec: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// How a printed command names the database this process chose, so it opens the same
+/// library: `--database sqlite:ABSOLUTE_PATH`, or the PostgreSQL URL (a URL holding a password
+/// is named through `$MINDRUNE_DATABASE_URL` instead, never printed). `None` when no database
+/// was chosen (MINDRUNE_HOME's file is the library).
+pub(crate) fn chosen_flag(quote: impl Fn(&str) -> String) -> Option<String> {
+    match CHOSEN.get()? {
+        Database::Sqlite(path) => {
+            let path = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+            Some(format!(
+                "--database {}",
+                quote(&format!("sqlite:{}", path.display()))
+            ))
+        }
+        Database::Postgres(url) if mindrune_store::redact_url(url) != *url => {
+            Some("--database \"$MINDRUNE_DATABASE_URL\"".to_string())
+        }
+        Database::Postgres(url) => Some(format!("--database {}", quote(url))),
+    }
+}
+
 /// Where this process's library is.
 pub(crate) fn database(home: &Path) -> Database {
     CHOSEN

@@ -37,7 +37,12 @@ fn hook_command(checkout: &Path, library: &Path) -> String {
         ),
         Err(_) => shell_word(&library.display().to_string()),
     };
-    format!("{HOOK_COMMAND_START} --home {home}")
+    match library::chosen_flag(shell_word) {
+        // The hook keeps its pairing of started calls in the home folder, and records into the
+        // database chosen with it.
+        Some(database) => format!("{HOOK_COMMAND_START} --home {home} {database}"),
+        None => format!("{HOOK_COMMAND_START} --home {home}"),
+    }
 }
 
 /// Where a bot of a checkout finds its family's skills, relative to the checkout. Every bot of
@@ -515,7 +520,10 @@ impl Plan {
         )?;
         // Every command names the library absolutely, so it works from any folder.
         let library = &self.library;
-        let home = shell_word(&library.display().to_string());
+        let home = match library::chosen_flag(shell_word) {
+            Some(database) => format!("{} {database}", shell_word(&library.display().to_string())),
+            None => shell_word(&library.display().to_string()),
+        };
         writeln!(out, "  mindrune --home {home} serve")?;
         let workspace = shell_word(&self.workspace);
         // The hooks hand each call to the bot's runner through its spool (relay mode), so they

@@ -778,3 +778,62 @@ fn setup_claude_code_refuses_an_mcp_json_it_cannot_read_and_changes_nothing() {
     );
     assert_eq!(visible_files(&root), before);
 }
+
+#[test]
+fn a_library_chosen_with_database_sqlite_is_named_in_the_hooks_and_every_printed_command() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    let elsewhere = lib.dir.path().join("elsewhere/library.db");
+    std::fs::create_dir_all(elsewhere.parent().unwrap()).unwrap();
+    let database = format!("sqlite:{}", elsewhere.display());
+    let output = setup_ok(&lib, &root, &["--database", &database]);
+    assert!(
+        elsewhere.exists(),
+        "the library is made where --database says"
+    );
+    assert!(!lib.home().join("library.db").exists());
+    for line in output
+        .lines()
+        .filter(|l| l.contains("mindrune --home") && !l.contains("MINDRUNE_RELAY"))
+    {
+        assert!(line.contains(&format!("--database {database}")), "{line}");
+    }
+    // The installed hook records into that file, from the project's folder.
+    let value: serde_json::Value = serde_json::from_slice(&settings(&root)).unwrap();
+    let command = value["hooks"]["PostToolUse"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        command.ends_with(&format!("--database {database}")),
+        "{command}"
+    );
+    std::fs::write(root.join("bots/a/chop.ts"), script(1)).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("mindrune");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let base = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": root, "tool_name": "Bash",
+                      "tool_input": {"command": "bun bots/a/chop.ts"}, "tool_use_id": "toolu_01"});
+    for event in ["PreToolUse", "PostToolUse"] {
+        let mut input = base.clone();
+        input["hook_event_name"] = json!(event);
+        input["tool_response"] = json!({"stdout": "done\n", "stderr": "", "interrupted": false});
+        let output = assert_cmd::Command::new("sh")
+            .args(["-c", &command])
+            .current_dir(&root)
+            .env("PATH", &path)
+            .env("MINDRUNE_AGENT", "a")
+            .env_remove("MINDRUNE_HOME")
+            .env_remove("MINDRUNE_DATABASE_URL")
+            .env_remove("MINDRUNE_LOG")
+            .write_stdin(input.to_string())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{event}: {}", stderr(&output));
+    }
+    let skills = lib.run(&["--database", &database, "skills", "--json"]);
+    assert!(stdout(&skills).contains("chop"), "{}", stdout(&skills));
+}

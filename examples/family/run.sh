@@ -15,7 +15,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 if [ -n "${MINDRUNE:-}" ]; then
   mindrune() { "$MINDRUNE" "$@"; }
 else
-  (cd "$here/../.." && cargo build -q -p mindrune)
+  # The first build takes minutes: cargo's own progress shows on the terminal.
+  (cd "$here/../.." && cargo build -p mindrune)
   bin="$here/../../target/debug/mindrune"
   mindrune() { "$bin" "$@"; }
 fi

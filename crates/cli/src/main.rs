@@ -14,6 +14,7 @@ mod lab;
 mod library;
 mod migrate;
 mod playbooks;
+mod progress;
 mod render;
 mod runner;
 mod serve;

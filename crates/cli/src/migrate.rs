@@ -9,6 +9,7 @@ use mindrune_store::{PgStore, SqliteStore, TableCopy, copy_library};
 
 use crate::commands::thousands;
 use crate::library::Database;
+use crate::progress::Progress;
 
 /// `mindrune migrate --from sqlite:PATH --to postgres://…`.
 pub(crate) fn migrate(from: &str, to: &str) -> anyhow::Result<ExitCode> {
@@ -56,18 +57,23 @@ pub(crate) fn migrate(from: &str, to: &str) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "Copying the library at {} into {dest}", path.display())?;
     let mut printed: std::io::Result<()> = Ok(());
+    let progress = Progress::spinner("copying the first table");
     let report = copy_library(&source_store, &dest_store, &mut |table: &TableCopy| {
         if printed.is_ok() {
-            printed = writeln!(
-                out,
-                "  {:<20} {:>10} copied {:>10} in all",
-                table.table,
-                thousands(table.copied as usize),
-                thousands(table.rows as usize)
-            );
+            printed = progress.suspend(|| {
+                writeln!(
+                    out,
+                    "  {:<20} {:>10} copied {:>10} in all",
+                    table.table,
+                    thousands(table.copied as usize),
+                    thousands(table.rows as usize)
+                )
+            });
         }
+        progress.say(&format!("copying the table after {}", table.table));
     })
     .with_context(|| format!("copying into {dest}"))?;
+    drop(progress);
     printed?;
 
     let (copied, rows) = (report.copied(), report.rows());

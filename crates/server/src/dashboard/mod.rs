@@ -29,7 +29,7 @@ use mindrune_store::{
 };
 use serde::Deserialize;
 
-use crate::auth::{OwnerSession, SESSION_COOKIE, new_secret, same_secret, secret_digest};
+use crate::auth::{OwnerSession, SESSION_COOKIE};
 use crate::error::ApiError;
 use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
 use crate::pages::{
@@ -39,6 +39,7 @@ use crate::pages::{
 use crate::scripts::{
     day_label, file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,
 };
+use crate::secret::{new_secret, same_secret, secret_digest};
 use crate::state::AppState;
 use crate::wire::AvatarStats;
 

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use mindrune_server::auth::{new_secret, secret_digest};
+use mindrune_server::secret::{new_secret, secret_digest};
 use mindrune_store::{OwnerId, PgStore, Store as _};
 use serde_json::json;
 

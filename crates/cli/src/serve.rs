@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_server::auth::{new_secret, secret_digest};
 use mindrune_server::config::{self, ServerConfig};
+use mindrune_server::secret::{new_secret, secret_digest};
 
 use crate::library;
 

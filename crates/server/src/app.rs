@@ -17,7 +17,7 @@ use tower_http::trace::TraceLayer;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 
-pub use crate::state::{AppState, DISK_FULL_HOLD, MIN_FREE_BYTES};
+use crate::state::AppState;
 
 /// The Content-Security-Policy of every answer: only the server's own script and style, no
 /// inline code, no frames, forms only to the server itself.

@@ -18,7 +18,7 @@ use mindrune_store::{Agent, OwnerId};
 use subtle::ConstantTimeEq as _;
 
 use crate::error::ApiError;
-pub use crate::secret::{new_secret, same_secret, secret_digest};
+use crate::secret::secret_digest;
 use crate::state::AppState;
 
 /// The dashboard's session cookie.
@@ -169,26 +169,5 @@ impl FromRequestParts<AppState> for OwnerSession {
                 "your login has expired: log in again at /dashboard/login",
             )),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn secrets_are_prefixed_random_and_long() {
-        let a = new_secret("mr_runner_");
-        let b = new_secret("mr_runner_");
-        assert!(a.starts_with("mr_runner_"));
-        assert_eq!(a.len(), "mr_runner_".len() + 64);
-        assert_ne!(a, b);
-    }
-
-    #[test]
-    fn only_the_same_secret_matches() {
-        assert!(same_secret("abc", "abc"));
-        assert!(!same_secret("abc", "abd"));
-        assert!(!same_secret("abc", "abcd"));
     }
 }

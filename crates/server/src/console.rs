@@ -20,12 +20,13 @@ use mindrune_engine::avatars::ingest::now_millis;
 use mindrune_store::{DAY_MILLIS, FamilyReuse, Owner, SharedSkill};
 use serde::Deserialize;
 
-use crate::auth::{OPERATOR_COOKIE, Operator, secret_digest};
+use crate::auth::{OPERATOR_COOKIE, Operator};
 use crate::charts::Bar;
 use crate::error::ApiError;
 use crate::health::HealthView;
 use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
 use crate::scripts::day_label;
+use crate::secret::secret_digest;
 use crate::state::AppState;
 
 /// The window of the reuse table.

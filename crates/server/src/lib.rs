@@ -23,6 +23,6 @@ mod pages;
 pub mod runner;
 mod script_page;
 mod scripts;
-mod secret;
+pub mod secret;
 pub mod state;
 pub mod wire;

@@ -26,3 +26,24 @@ pub fn same_secret(a: &str, b: &str) -> bool {
     let (a, b) = (secret_digest(a), secret_digest(b));
     bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_prefixed_random_and_long() {
+        let a = new_secret("mr_runner_");
+        let b = new_secret("mr_runner_");
+        assert!(a.starts_with("mr_runner_"));
+        assert_eq!(a.len(), "mr_runner_".len() + 64);
+        assert_ne!(a, b);
+    }
+
+    #[test]
+    fn only_the_same_secret_matches() {
+        assert!(same_secret("abc", "abc"));
+        assert!(!same_secret("abc", "abd"));
+        assert!(!same_secret("abc", "abcd"));
+    }
+}

@@ -19,9 +19,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_server::app::{self, AppState};
-use mindrune_server::auth::{new_secret, secret_digest};
+use mindrune_server::app;
 use mindrune_server::config::ServerConfig;
+use mindrune_server::secret::{new_secret, secret_digest};
+use mindrune_server::state::AppState;
 use mindrune_store::{SqliteStore, Store};
 use serde_json::{Value, json};
 

@@ -9,9 +9,10 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::BodyExt as _;
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_server::app::{self, AppState, CONTENT_SECURITY_POLICY};
-use mindrune_server::auth::{new_secret, secret_digest};
+use mindrune_server::app::{self, CONTENT_SECURITY_POLICY};
 use mindrune_server::config::ServerConfig;
+use mindrune_server::secret::{new_secret, secret_digest};
+use mindrune_server::state::AppState;
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
     SqliteStore, Store, VersionId,

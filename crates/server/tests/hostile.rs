@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use mindrune_server::app::{AppState, router, serve};
-use mindrune_server::auth::secret_digest;
+use mindrune_server::app::{router, serve};
 use mindrune_server::config::ServerConfig;
+use mindrune_server::secret::secret_digest;
+use mindrune_server::state::AppState;
 use mindrune_store::{SqliteStore, Store};
 use tower::ServiceExt as _;
 

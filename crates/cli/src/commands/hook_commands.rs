@@ -1,0 +1,276 @@
+//! `mindrune hook claude-code` and its workspace form: what Claude Code's hooks run.
+
+use super::*;
+
+/// Claude Code runs hook processes in its current folder, which moves with the agent's `cd`: a
+/// relative library or relay location is taken from the project's folder, which Claude Code
+/// names in `CLAUDE_PROJECT_DIR`, so a hook finds it from anywhere.
+fn from_project_dir(path: &Path) -> PathBuf {
+    match std::env::var_os("CLAUDE_PROJECT_DIR") {
+        Some(project) if path.is_relative() && !project.is_empty() => {
+            Path::new(&project).join(path)
+        }
+        _ => path.to_path_buf(),
+    }
+}
+
+pub(crate) fn hook_claude_code(
+    home: &Path,
+    agent: Option<&str>,
+    relay: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    // A hook must never block the agent: bad input or a missing library is reported on
+    // stderr with exit status 1 (Claude Code shows it and carries on), never 2 (which blocks).
+    // Nothing goes to stdout but a `SessionStart`'s context: Claude Code reads a hook's stdout.
+    let outcome = (|| -> anyhow::Result<()> {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .context("cannot read the hook input")?;
+        let agent = hook::agent_name(agent)?;
+        // Before anything else, the guard: a host call that would write where MindRune keeps
+        // its rules (family-skills/, a sibling's folder, the library) is denied, and runs not.
+        if let Some(reason) = avatar_guard(&input, agent, home, relay)? {
+            return print_hook_answer(&pre_tool_use_denial(&reason));
+        }
+        if let Some(relay) = relay {
+            // Relay mode: the runner beside the sandbox delivers to the server, so the hook
+            // only writes a file and never waits for the network or needs a library. Its notes
+            // of started calls live in the relay folder too.
+            let relay = from_project_dir(relay);
+            let spool = relay.join(mindrune_server::runner::spool::PENDING);
+            match hook::handle(&input, agent, &spool)? {
+                HookAction::Record(event) => {
+                    // The spool is on disk: the bot's own secrets (its bot.env) are scrubbed
+                    // before the event touches it, as the runner scrubs what it sends.
+                    let event = scrubbed_for_relay(*event, agent);
+                    mindrune_server::runner::spool::relay_event(&relay, &event)?;
+                }
+                HookAction::TurnEnded { .. } => {
+                    mindrune_server::runner::spool::relay_turn_end(&relay)?;
+                }
+                HookAction::SessionStarted => {
+                    let kept = relay.join(mindrune_server::runner::spool::INSTRUCTIONS);
+                    let text = std::fs::read_to_string(&kept).unwrap_or_else(|_| {
+                        format!(
+                            "MindRune's runner for `{agent}` has not started yet (no {}), so its instructions are not here; start it (`mindrune runner --agent {agent} …`), then start this session again.",
+                            kept.display()
+                        )
+                    });
+                    print_session_context(&text)?;
+                }
+                HookAction::Started | HookAction::Ignored(_) => {}
+            }
+            return Ok(());
+        }
+        let home = from_project_dir(home);
+        let spool = home.join("hooks").join("claude-code");
+        match hook::handle(&input, agent, &spool)? {
+            HookAction::Record(event) => {
+                let store = library::open(&home)?;
+                let recorded = Recorder::new(&*store).record(&event)?;
+                for warning in recorded.warnings {
+                    eprintln!("mindrune: {warning}");
+                }
+            }
+            HookAction::TurnEnded { failure, .. } => {
+                // Claude Code's Stop (or StopFailure, a turn an API error ended) is the agent's
+                // turn boundary: scan, share, un-share, lessons, and the mirror when it is due.
+                // The report goes to stderr, which Claude Code shows only in its verbose mode.
+                let store = library::open(&home)?;
+                let report = turn::turn_boundary(
+                    &*store,
+                    agent,
+                    Boundary::TurnEnd,
+                    MirrorPolicy::WhenDue,
+                    None,
+                )?;
+                let mut text = Vec::new();
+                if let Some(failure) = failure {
+                    writeln!(text, "{agent}: the turn ended on an API error ({failure}).")?;
+                }
+                render::turn_report(&mut text, &report, false)?;
+                eprint!("{}", String::from_utf8_lossy(&text));
+            }
+            HookAction::SessionStarted => {
+                // The agent's start: every header re-checked and family-skills/ written before
+                // the agent reads it, then what it is told becomes its context.
+                let store = library::open(&home)?;
+                let report =
+                    turn::turn_boundary(&*store, agent, Boundary::Start, MirrorPolicy::Now, None)?;
+                let mut text = Vec::new();
+                render::turn_report(&mut text, &report, true)?;
+                eprint!("{}", String::from_utf8_lossy(&text));
+                print_session_context(&session_instructions(&*store, agent)?)?;
+            }
+            HookAction::Started | HookAction::Ignored(_) => {}
+        }
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(err) => {
+            eprintln!("mindrune hook: {err:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// The guard's reason to deny an avatar's `PreToolUse`, if it has one.
+fn avatar_guard(
+    input: &str,
+    agent: &str,
+    home: &Path,
+    relay: Option<&Path>,
+) -> anyhow::Result<Option<String>> {
+    let payload: serde_json::Value = match serde_json::from_str(input) {
+        Ok(payload) => payload,
+        // `hook::handle` says what is wrong with it.
+        Err(_) => return Ok(None),
+    };
+    if payload.get("hook_event_name").and_then(|v| v.as_str()) != Some("PreToolUse") {
+        return Ok(None);
+    }
+    let project = claude_project_dir()
+        .or_else(|| {
+            payload
+                .get("cwd")
+                .and_then(|v| v.as_str())
+                .map(PathBuf::from)
+        })
+        .context("neither CLAUDE_PROJECT_DIR nor the hook's `cwd` says which checkout this is, so the guard cannot tell its bots/ and family-skills/ apart")?;
+    let mut kept: Vec<PathBuf> = vec![from_project_dir(home)];
+    if let Some(relay) = relay {
+        kept.push(from_project_dir(relay));
+    }
+    let kept: Vec<&Path> = kept.iter().map(PathBuf::as_path).collect();
+    let guard = mindrune_engine::host_guard::HostGuard::for_avatar(&project, agent, &kept);
+    Ok(match guard.check(&payload) {
+        mindrune_engine::host_guard::Verdict::Deny(reason) => Some(reason),
+        mindrune_engine::host_guard::Verdict::Allow => None,
+    })
+}
+
+/// Claude Code's project folder, which it gives every hook.
+fn claude_project_dir() -> Option<PathBuf> {
+    std::env::var_os("CLAUDE_PROJECT_DIR")
+        .filter(|dir| !dir.is_empty())
+        .map(PathBuf::from)
+}
+
+/// A `PreToolUse` hook's answer that denies the call: Claude Code does not run it and tells
+/// the model the reason.
+fn pre_tool_use_denial(reason: &str) -> serde_json::Value {
+    serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+    })
+}
+
+/// Prints a hook's JSON answer on stdout, where Claude Code reads it.
+fn print_hook_answer(answer: &serde_json::Value) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, answer)?;
+    writeln!(out)?;
+    Ok(())
+}
+
+/// `mindrune hook claude-code --workspace DIR`: one hook call of an assistant working in its
+/// playbook workspace. As for an avatar's hooks, nothing but the guard's denial and the turn's
+/// context goes to stdout, and a problem is said on stderr with status 1, which never blocks.
+pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<ExitCode> {
+    let outcome = (|| -> anyhow::Result<()> {
+        let mut input = String::new();
+        std::io::stdin()
+            .read_to_string(&mut input)
+            .context("cannot read the hook input")?;
+        let workspace = from_project_dir(workspace);
+        let project = claude_project_dir();
+        match hook::handle_workspace(&input, &workspace, project.as_deref())? {
+            hook::WorkspaceAction::Deny(reason) => {
+                print_hook_answer(&pre_tool_use_denial(&reason))?;
+            }
+            hook::WorkspaceAction::Context(text) => {
+                print_hook_answer(&serde_json::json!({
+                    "hookSpecificOutput": {
+                        "hookEventName": "UserPromptSubmit",
+                        "additionalContext": text,
+                    }
+                }))?;
+            }
+            hook::WorkspaceAction::Observed(Some(id)) => {
+                // stderr: Claude Code shows it in its verbose mode; stdout would be context.
+                eprintln!("mindrune: the observer left suggestion #{id} for the assistant");
+            }
+            hook::WorkspaceAction::Observed(None)
+            | hook::WorkspaceAction::ReadNoted(_)
+            | hook::WorkspaceAction::Allow
+            | hook::WorkspaceAction::Ignored(_) => {}
+        }
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(err) => {
+            eprintln!("mindrune hook: {err:#}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// An event with the bot's secrets (`bots/<agent>/bot.env` of the checkout Claude Code names in
+/// `CLAUDE_PROJECT_DIR`, else of the folder the call started in) and credential shapes scrubbed
+/// from its command, code and output.
+fn scrubbed_for_relay(
+    mut event: mindrune_core::avatars::event::Event,
+    agent: &str,
+) -> mindrune_core::avatars::event::Event {
+    use mindrune_core::avatars::event::Call;
+    let workspace = claude_project_dir().or_else(|| match &event.call {
+        Call::Shell { cwd: Some(cwd), .. } => Some(PathBuf::from(cwd)),
+        _ => None,
+    });
+    let scrubber = match &workspace {
+        Some(workspace) => {
+            mindrune_server::runner::files::AgentFolder { workspace, agent }.scrubber()
+        }
+        None => mindrune_core::secrets::Scrubber::new(&[]),
+    };
+    let scrub = |text: &mut String| *text = scrubber.scrub(text).text.into_owned();
+    match &mut event.call {
+        Call::Shell { command, .. } => scrub(command),
+        Call::ExecuteCode { code } => scrub(code),
+        Call::ExecuteScript { .. } => {}
+    }
+    if let Some(output) = &mut event.output {
+        scrub(output);
+    }
+    event
+}
+
+/// What an agent is told at its start: `mindrune instructions`' text.
+pub(super) fn session_instructions(store: &dyn Store, agent: &str) -> anyhow::Result<String> {
+    let agent = find_agent(store, agent)?;
+    let owner = store.owner(agent.owner)?;
+    Ok(mindrune_core::avatars::instructions::text(
+        &agent.name,
+        SharingBar::for_family(owner.eager_sharing),
+        owner.eager_sharing,
+        family::mirror_relative(&agent),
+    ))
+}
+
+/// A `SessionStart` hook's answer: Claude Code adds `additionalContext` to the agent's
+/// context (the JSON form, so nothing else on stdout can be mistaken for it).
+fn print_session_context(text: &str) -> anyhow::Result<()> {
+    let answer = serde_json::json!({
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": text,
+        }
+    });
+    print_hook_answer(&answer)
+}

@@ -1,0 +1,263 @@
+//! An avatar's page: its stats beside its scripts.
+
+use super::*;
+
+pub(super) fn stats_html(
+    out: &mut String,
+    state: Option<&mindrune_store::AvatarState>,
+    shown_text: &Shown,
+) {
+    out.push_str(
+        "<aside class=\"card stats\" aria-labelledby=\"stats-title\"><h2 id=\"stats-title\">Stats</h2>",
+    );
+    let Some(state) = state else {
+        out.push_str(
+            "<p class=\"muted\">No state reported yet: its runner sends the avatar's levels, \
+             quests, wealth, gear and bank as it plays.</p></aside>",
+        );
+        return;
+    };
+    let stats: AvatarStats = match serde_json::from_str(&state.state) {
+        Ok(stats) => stats,
+        Err(_) => {
+            out.push_str(
+                "<p class=\"muted\">The last reported state could not be read; the runner's next report replaces it.</p></aside>",
+            );
+            return;
+        }
+    };
+    let _ = write!(
+        out,
+        "<p class=\"small muted\">As its runner last reported it, {} UTC.</p>",
+        shown_text.text(&when(Some(state.reported_at)))
+    );
+    // Levels, as the game's skills panel shows them.
+    if stats.levels.is_empty() {
+        out.push_str("<h3>Skills</h3><p class=\"muted\">None reported.</p>");
+    } else {
+        let total: u64 = stats.levels.values().map(|l| u64::from(*l)).sum();
+        let _ = write!(
+            out,
+            "<h3>Skills <span class=\"muted small\">Total level {total}</span></h3><ul class=\"skills-grid\" aria-label=\"Levels\">"
+        );
+        for (skill, level) in &stats.levels {
+            let _ = write!(
+                out,
+                "<li><span class=\"skill-name\">{}</span><span class=\"level\">{level}</span></li>",
+                shown_text.text(skill)
+            );
+        }
+        out.push_str("</ul>");
+    }
+    // Quests.
+    let _ = write!(out, "<h3>Quests ({})</h3>", stats.quests.len());
+    if stats.quests.is_empty() {
+        out.push_str("<p class=\"muted\">None done yet.</p>");
+    } else {
+        out.push_str("<ul class=\"quests\">");
+        for quest in &stats.quests {
+            let _ = write!(out, "<li>{}</li>", shown_text.text(quest));
+        }
+        out.push_str("</ul>");
+    }
+    // Wealth.
+    out.push_str("<h3>Wealth</h3>");
+    match stats.wealth {
+        Some(coins) => {
+            let _ = write!(
+                out,
+                "<p class=\"wealth\">{} coins <span class=\"muted small\">(carried and banked)</span></p>",
+                grouped(coins)
+            );
+        }
+        None => out.push_str("<p class=\"muted\">Not reported.</p>"),
+    }
+    // Gear.
+    out.push_str("<h3>Gear</h3>");
+    if stats.gear.is_empty() {
+        out.push_str("<p class=\"muted\">Nothing equipped.</p>");
+    } else {
+        out.push_str("<ul class=\"gear\">");
+        for item in &stats.gear {
+            let _ = write!(out, "<li>{}</li>", shown_text.text(item));
+        }
+        out.push_str("</ul>");
+    }
+    // Bank.
+    out.push_str("<h3>Bank</h3>");
+    if stats.bank.is_empty() {
+        out.push_str("<p class=\"muted\">Empty, or not seen yet.</p>");
+    } else {
+        out.push_str(
+            "<div class=\"table-scroll\"><table class=\"bank\"><thead><tr><th scope=\"col\">Item</th>\
+             <th scope=\"col\" class=\"num\">Count</th></tr></thead><tbody>",
+        );
+        for (item, n) in &stats.bank {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td class=\"num\">{}</td></tr>",
+                shown_text.text(item),
+                grouped(*n)
+            );
+        }
+        out.push_str("</tbody></table></div>");
+    }
+    out.push_str("</aside>");
+}
+
+pub(super) fn avatar_html(
+    owner: &Owner,
+    agent: &Agent,
+    scripts: &[ScriptView],
+    state: Option<&mindrune_store::AvatarState>,
+    csrf: &str,
+    shown_text: &Shown,
+) -> String {
+    let bar = SharingBar::for_family(owner.eager_sharing);
+    let family = scripts.iter().filter(|s| s.entry.family).count();
+    let mut body = String::new();
+    let _ = write!(
+        body,
+        "<p class=\"small\"><a href=\"/dashboard\">← Your family</a></p>\
+         <h1>{name}</h1><p class=\"lead\">{scripts} · {family} family</p>",
+        name = shown_text.text(&agent.name),
+        scripts = count(scripts.len() as i64, "script", "scripts"),
+    );
+    body.push_str("<div class=\"avatar-layout\"><section aria-labelledby=\"scripts-title\"><h2 id=\"scripts-title\">Scripts</h2>");
+    if scripts.is_empty() {
+        let _ = write!(
+            body,
+            "<p class=\"card muted\">No scripts yet. A script in <code>bots/{}/</code> shows here after its first recorded run.</p>",
+            shown_text.text(&agent.name)
+        );
+    } else {
+        body.push_str("<ul class=\"scripts\">");
+        for view in scripts {
+            script_html(&mut body, view, bar, shown_text);
+        }
+        body.push_str("</ul>");
+    }
+    body.push_str("</section>");
+    stats_html(&mut body, state, shown_text);
+    body.push_str("</div>");
+    sharing_html(
+        &mut body,
+        owner,
+        csrf,
+        &format!("/dashboard/avatars/{}", agent.id.0),
+    );
+    body
+}
+
+pub(super) async fn avatar_page(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    Path(raw): Path<String>,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let Some(id) = parse_id(&raw) else {
+        return not_found("avatar");
+    };
+    let store = state.store();
+    let owner_id = session.owner;
+    let csrf = session.csrf_token.clone();
+    let app = state.clone();
+    let page = state
+        .blocking(move || -> Result<Option<String>, ApiError> {
+            let owner = store.owner(owner_id)?;
+            // The avatar is looked for among the session owner's own: another family's id is
+            // simply not there.
+            let Some(agent) = store
+                .agents(owner_id)?
+                .into_iter()
+                .find(|a| a.id == AgentId(id))
+            else {
+                return Ok(None);
+            };
+            let bar = SharingBar::for_family(owner.eager_sharing);
+            let mut scripts = Vec::new();
+            let mut entries = store.skills(owner_id, Some(agent.id))?;
+            entries.sort_by(|a, b| {
+                b.family
+                    .cmp(&a.family)
+                    .then_with(|| a.skill.name.cmp(&b.skill.name))
+            });
+            let now = mindrune_engine::avatars::ingest::now_millis();
+            for entry in entries {
+                let mut versions = store.versions(owner_id, entry.skill.id)?;
+                let Some(shown) = shown_index(&entry.skill, &versions, entry.family, bar) else {
+                    continue;
+                };
+                // Scores as of now (chosen above on their stored standing): freshness ages
+                // with the clock, so a script left unused drifts back to the middle.
+                for version in &mut versions {
+                    version.score = version.score_at(now);
+                }
+                let last_failure = store
+                    .recent_failures(owner_id, entry.skill.id, 1)?
+                    .into_iter()
+                    .next();
+                let recent = store.script_runs(owner_id, entry.skill.id, SPARK_RUNS)?;
+                scripts.push(ScriptView {
+                    entry,
+                    versions,
+                    shown,
+                    last_failure,
+                    recent,
+                });
+            }
+            // Scripts whose file is gone: private now, listed last with their history.
+            for id in store.gone_skills(owner_id, agent.id)? {
+                let skill = store.skill(owner_id, id)?;
+                let mut versions = store.versions(owner_id, id)?;
+                let Some(shown) = shown_index(&skill, &versions, false, bar) else {
+                    continue;
+                };
+                for version in &mut versions {
+                    version.score = version.score_at(now);
+                }
+                let last_failure = store.recent_failures(owner_id, id, 1)?.into_iter().next();
+                let recent = store.script_runs(owner_id, id, SPARK_RUNS)?;
+                let entry = SkillEntry {
+                    version: versions[shown].clone(),
+                    version_count: versions.len() as i64,
+                    total_runs: versions.iter().map(|v| v.uses).sum(),
+                    best: None,
+                    family: false,
+                    skill,
+                };
+                scripts.push(ScriptView {
+                    entry,
+                    versions,
+                    shown,
+                    last_failure,
+                    recent,
+                });
+            }
+            let avatar_state = store.avatar_state(owner_id, agent.id)?;
+            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let body = avatar_html(
+                &owner,
+                &agent,
+                &scripts,
+                avatar_state.as_ref(),
+                &csrf,
+                &shown_text,
+            );
+            Ok(Some(html::page(
+                &shown_text.text(&agent.name),
+                owner_nav(&app, &owner, &csrf),
+                &body,
+            )))
+        })
+        .await
+        .and_then(|page| page);
+    match page {
+        Ok(Some(page)) => html::respond(StatusCode::OK, page),
+        Ok(None) => not_found("avatar"),
+        Err(err) => error_page(&err),
+    }
+}

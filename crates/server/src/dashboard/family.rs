@@ -1,0 +1,374 @@
+//! The family page: a tile per avatar, the runs chart, and what changed since the last visit.
+
+use super::*;
+
+/// The cookie that remembers when the owner last looked at the family page, so the next visit
+/// can say what changed since (a time in milliseconds; nothing secret).
+pub(super) const SEEN_COOKIE: &str = "mindrune_seen";
+
+/// How far back the family's runs chart reaches.
+pub(super) const CHART_DAYS: i64 = 30;
+
+/// What one avatar's tile shows.
+pub(super) struct Tile<'a> {
+    pub(super) agent: &'a Agent,
+    pub(super) stats: Option<AvatarStats>,
+    pub(super) runs_today: i64,
+    pub(super) failed_today: i64,
+    /// Its best-scoring script (file name, points) and its newest (file name).
+    pub(super) best: Option<(String, i64)>,
+    pub(super) newest: Option<String>,
+    pub(super) last_ran: Option<i64>,
+    pub(super) scripts: usize,
+    pub(super) family: usize,
+}
+
+/// What changed in the family since the owner's last visit.
+#[derive(Default)]
+pub(super) struct Changes {
+    pub(super) shared: Vec<mindrune_store::SharingChange>,
+    pub(super) unshared: Vec<mindrune_store::SharingChange>,
+    /// Scripts whose latest run failed since then: (skill, `<avatar>/<file>`, cause).
+    pub(super) failing: Vec<(SkillId, String, Option<String>)>,
+}
+
+/// Everything the family page shows.
+pub(super) struct FamilyView<'a> {
+    pub(super) owner: &'a Owner,
+    pub(super) tiles: Vec<Tile<'a>>,
+    pub(super) entries: &'a [SkillEntry],
+    pub(super) days: Vec<crate::charts::Bar>,
+    /// `None` on a first visit (no cookie yet).
+    pub(super) since: Option<i64>,
+    pub(super) changes: Changes,
+}
+
+pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown) -> String {
+    let mut body = String::new();
+    let family_total = view.entries.iter().filter(|e| e.family).count();
+    let _ = write!(
+        body,
+        "<h1>Your family</h1><p class=\"lead\">{} · {} · {}</p>",
+        count(view.tiles.len() as i64, "avatar", "avatars"),
+        count(view.entries.len() as i64, "script", "scripts"),
+        count(family_total as i64, "family skill", "family skills"),
+    );
+    if view.tiles.is_empty() {
+        body.push_str(
+            "<section class=\"card\"><h2>No avatars yet</h2><p>Add one with \
+             <code>mindrune agent add NAME --owner OWNER --workspace DIR</code>, or set up an \
+             rs-sdk checkout with <code>mindrune setup</code>. Its scripts show here after their \
+             first recorded run.</p></section>",
+        );
+    } else {
+        changes_html(&mut body, view, shown_text);
+        body.push_str("<h2>Avatars</h2><ul class=\"avatars\">");
+        for tile in &view.tiles {
+            tile_html(&mut body, tile, shown_text);
+        }
+        body.push_str("</ul>");
+        body.push_str("<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per day</h2>");
+        body.push_str(&crate::charts::runs_bars(
+            "family-runs",
+            &format!("The family's runs per day, last {CHART_DAYS} days (UTC)"),
+            &view.days,
+        ));
+        body.push_str("</section>");
+    }
+    let orphans = view
+        .entries
+        .iter()
+        .filter(|e| e.skill.agent.is_none())
+        .count();
+    if orphans > 0 {
+        let _ = write!(
+            body,
+            "<p class=\"small muted\">{} of deleted avatars stay with the family.</p>",
+            count(orphans as i64, "skill", "skills")
+        );
+    }
+    sharing_html(&mut body, view.owner, csrf, "/dashboard");
+    body
+}
+
+pub(super) fn tile_html(out: &mut String, tile: &Tile<'_>, shown_text: &Shown) {
+    let _ = write!(
+        out,
+        "<li><a class=\"card tile\" href=\"/dashboard/avatars/{id}\" data-avatar=\"{name}\">\
+         <span class=\"name\">{name}</span><dl class=\"tile-facts\">",
+        id = tile.agent.id.0,
+        name = shown_text.text(&tile.agent.name),
+    );
+    let mut fact = |label: &str, value: String, class: &str| {
+        let _ = write!(
+            out,
+            "<div class=\"{class}\"><dt>{label}</dt><dd>{value}</dd></div>"
+        );
+    };
+    let stats = tile.stats.as_ref();
+    fact(
+        "Total level",
+        stats
+            .filter(|s| !s.levels.is_empty())
+            .map_or("–".into(), |s| {
+                grouped(s.levels.values().map(|l| i64::from(*l)).sum())
+            }),
+        "total-level",
+    );
+    fact(
+        "Wealth",
+        stats
+            .and_then(|s| s.wealth)
+            .map_or("–".into(), |coins| format!("{} coins", grouped(coins))),
+        "wealth",
+    );
+    fact(
+        "Today",
+        format!(
+            "{}{}",
+            count(tile.runs_today, "run", "runs"),
+            if tile.failed_today > 0 {
+                format!(
+                    ", <span class=\"failed-count\">{} failed</span>",
+                    tile.failed_today
+                )
+            } else {
+                String::new()
+            }
+        ),
+        "today",
+    );
+    fact(
+        "Best",
+        tile.best.as_ref().map_or("–".into(), |(file, score)| {
+            format!(
+                "<span class=\"file\">{}</span> ({score})",
+                shown_text.text(file)
+            )
+        }),
+        "best",
+    );
+    fact(
+        "Newest",
+        tile.newest.as_ref().map_or("–".into(), |file| {
+            format!("<span class=\"file\">{}</span>", shown_text.text(file))
+        }),
+        "newest",
+    );
+    fact(
+        "Last ran",
+        shown_text.text(&when(tile.last_ran)),
+        "last-ran",
+    );
+    let _ = write!(
+        out,
+        "</dl><p class=\"counts small muted\">{} · {} family</p></a></li>",
+        count(tile.scripts as i64, "script", "scripts"),
+        tile.family,
+    );
+}
+
+pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
+    out.push_str(
+        "<section class=\"card changes\" aria-labelledby=\"changes-title\"><h2 id=\"changes-title\">Since your last visit</h2>",
+    );
+    let Some(since) = view.since else {
+        out.push_str(
+            "<p class=\"muted\">Welcome. From your next visit on, this says what your avatars \
+             newly shared, what newly fails and what stopped being shared.</p></section>",
+        );
+        return;
+    };
+    let _ = write!(
+        out,
+        "<p class=\"small muted\">Since {} UTC.</p>",
+        shown_text.text(&when(Some(since)))
+    );
+    let c = &view.changes;
+    if c.shared.is_empty() && c.unshared.is_empty() && c.failing.is_empty() {
+        out.push_str("<p class=\"muted\">Nothing new: no script was shared, un-shared or started failing.</p></section>");
+        return;
+    }
+    out.push_str("<ul class=\"change-list\">");
+    for change in &c.shared {
+        let _ = write!(
+            out,
+            "<li class=\"newly-shared\"><span class=\"badge\" aria-hidden=\"true\">👪</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a>{version} is a family skill now: {reason}</li>",
+            id = change.skill.0,
+            label = shown_text.text(&change.label),
+            version = change.version.map(|v| format!(" v{v}")).unwrap_or_default(),
+            reason = shown_text.text(&change.reason),
+        );
+    }
+    for (skill, label, cause) in &c.failing {
+        let _ = write!(
+            out,
+            "<li class=\"newly-failing\"><span class=\"badge\" aria-hidden=\"true\">⚠️</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a> failed on its latest run: {cause}</li>",
+            id = skill.0,
+            label = shown_text.text(label),
+            cause = shown_text.text(cause.as_deref().unwrap_or("no cause recorded")),
+        );
+    }
+    for change in &c.unshared {
+        let _ = write!(
+            out,
+            "<li class=\"un-shared\"><span class=\"badge\" aria-hidden=\"true\">🔒</span> \
+             <a href=\"/dashboard/skills/{id}\">{label}</a> is no longer shared: {reason}</li>",
+            id = change.skill.0,
+            label = shown_text.text(&change.label),
+            reason = shown_text.text(&change.reason),
+        );
+    }
+    out.push_str("</ul></section>");
+}
+
+/// Reads everything the family page shows; `since` is the owner's last visit.
+pub(super) fn family_view<'a>(
+    store: &dyn mindrune_store::Store,
+    owner: &'a Owner,
+    agents: &'a [Agent],
+    entries: &'a [SkillEntry],
+    since: Option<i64>,
+    now: i64,
+) -> Result<FamilyView<'a>, ApiError> {
+    let today = now.div_euclid(DAY_MILLIS);
+    let first_day = today - (CHART_DAYS - 1);
+    let per_day = store.runs_per_day(owner.id, first_day * DAY_MILLIS)?;
+    let days = (first_day..=today)
+        .map(|day| {
+            let (ok, failed) = per_day
+                .iter()
+                .filter(|d| d.day == day)
+                .fold((0, 0), |(ok, failed), d| (ok + d.ok, failed + d.failed));
+            crate::charts::Bar {
+                label: day_label(day),
+                ok: u64::try_from(ok).unwrap_or(0),
+                failed: u64::try_from(failed).unwrap_or(0),
+            }
+        })
+        .collect();
+    let mut changes = Changes::default();
+    let mut tiles = Vec::with_capacity(agents.len());
+    for agent in agents {
+        let own: Vec<&SkillEntry> = entries
+            .iter()
+            .filter(|e| e.skill.agent == Some(agent.id))
+            .collect();
+        let (runs_today, failed_today) = per_day
+            .iter()
+            .filter(|d| d.day == today && d.agent == Some(agent.id))
+            .fold((0, 0), |(all, failed), d| {
+                (all + d.ok + d.failed, failed + d.failed)
+            });
+        let mut last_ran = None;
+        for entry in &own {
+            let Some(latest) = store
+                .script_runs(owner.id, entry.skill.id, 1)?
+                .into_iter()
+                .next()
+            else {
+                continue;
+            };
+            last_ran = last_ran.max(Some(latest.outcome.at));
+            if let Some(since) = since
+                && !latest.outcome.ok
+                && latest.outcome.at >= since
+            {
+                changes.failing.push((
+                    entry.skill.id,
+                    format!("{}/{}", agent.name, file_name(&entry.skill)),
+                    latest.outcome.failure,
+                ));
+            }
+        }
+        if let Some(since) = since {
+            for change in store.sharing_changes(owner.id, agent.id, since)? {
+                match change.kind {
+                    mindrune_store::SharingKind::Shared => changes.shared.push(change),
+                    mindrune_store::SharingKind::Unshared => changes.unshared.push(change),
+                }
+            }
+        }
+        let stats = store
+            .avatar_state(owner.id, agent.id)?
+            .and_then(|state| serde_json::from_str::<AvatarStats>(&state.state).ok());
+        tiles.push(Tile {
+            agent,
+            stats,
+            runs_today,
+            failed_today,
+            // Entries come best score first.
+            best: own
+                .first()
+                .map(|e| (file_name(&e.skill), points(e.version.score))),
+            newest: own
+                .iter()
+                .max_by_key(|e| (e.skill.created_at, e.skill.id.0))
+                .map(|e| file_name(&e.skill)),
+            last_ran,
+            scripts: own.len(),
+            family: own.iter().filter(|e| e.family).count(),
+        });
+    }
+    Ok(FamilyView {
+        owner,
+        tiles,
+        entries,
+        days,
+        since,
+        changes,
+    })
+}
+
+pub(super) async fn family_page(
+    State(state): State<AppState>,
+    session: Result<OwnerSession, ApiError>,
+    headers: HeaderMap,
+) -> Response {
+    let session = match page_session(session) {
+        Ok(session) => session,
+        Err(response) => return *response,
+    };
+    let since = html::cookie_value(&headers, SEEN_COOKIE).and_then(|v| v.parse::<i64>().ok());
+    let store = state.store();
+    let owner_id = session.owner;
+    let csrf = session.csrf_token.clone();
+    let app = state.clone();
+    let now = now_millis();
+    let page = state
+        .blocking(move || -> Result<String, ApiError> {
+            let owner = store.owner(owner_id)?;
+            let agents = store.agents(owner_id)?;
+            let entries = store.skills(owner_id, None)?;
+            let view = family_view(store, &owner, &agents, &entries, since, now)?;
+            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let body = family_html(&view, &csrf, &shown_text);
+            Ok(html::page(
+                "Your family",
+                owner_nav(&app, &owner, &csrf),
+                &body,
+            ))
+        })
+        .await
+        .and_then(|page| page);
+    match page {
+        Ok(page) => {
+            let mut response = html::respond(StatusCode::OK, page);
+            // A year: the next visit, however late, still knows what it has not seen.
+            html::set_cookies(
+                &mut response,
+                [html::cookie(
+                    SEEN_COOKIE,
+                    &now.to_string(),
+                    "/dashboard",
+                    365 * 24 * 3600,
+                    state.config().cookies_secure(),
+                )],
+            );
+            response
+        }
+        Err(err) => error_page(&err),
+    }
+}

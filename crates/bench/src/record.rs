@@ -235,7 +235,7 @@ impl Batched {
 }
 
 /// The workload again, into a fresh library `BATCH` lines per write group
-/// (`Recorder::record_lines_together`, as `mindrune record` does), beside bare inserts of the
+/// (`Recorder::record_lines_together`), beside bare inserts of the
 /// same rows `BATCH` per transaction into the baseline's table.
 fn batched(
     work: &crate::workload::Workload,

@@ -14,12 +14,11 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// `total` units of work (bytes, tables, groups) under `label`.
+    /// `total` units of work (bytes) under `label`.
     pub(crate) fn bar(total: u64, label: &str, unit: Unit) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total), target());
         let template = match unit {
             Unit::Bytes => "{msg} {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta})",
-            Unit::Items => "{msg} {wide_bar} {pos}/{len}",
         };
         bar.set_style(
             ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -65,7 +64,6 @@ impl Drop for Progress {
 #[derive(Clone, Copy)]
 pub(crate) enum Unit {
     Bytes,
-    Items,
 }
 
 fn target() -> ProgressDrawTarget {

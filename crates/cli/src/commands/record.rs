@@ -1,10 +1,13 @@
-//! `mindrune record`: event lines read with a cap, and recorded in chunks.
+//! `mindrune record`: event lines read with a cap, each recorded and then answered.
 
 use super::*;
+use crate::progress::{Progress, Unit};
 
 pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let recorder = Recorder::new(&*store);
+    // A file's size, for the progress bar (standard input has none).
+    let mut size = None;
     let (label, mut reader): (String, Box<dyn std::io::BufRead>) = match file {
         None => ("<stdin>".into(), Box::new(std::io::stdin().lock())),
         Some(path) if path == Path::new("-") => {
@@ -13,6 +16,11 @@ pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Re
         Some(path) => {
             let file = std::fs::File::open(path)
                 .with_context(|| format!("cannot open {}", path.display()))?;
+            size = file
+                .metadata()
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
             (
                 path.display().to_string(),
                 Box::new(std::io::BufReader::new(file)),
@@ -26,15 +34,24 @@ pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Re
         out: std::io::stdout().lock(),
         err: std::io::stderr().lock(),
     };
+    // A bar over the file's bytes, when a person watches (not with --json, whose lines are the
+    // output).
+    let progress = size
+        .filter(|_| !json)
+        .map(|size| Progress::bar(size, "recording", Unit::Bytes));
     let mut bytes = Vec::new();
     let mut line_no = 0usize;
-    // Lines are recorded RECORD_CHUNK_LINES at a time in one write transaction (one commit for
-    // the lot), and each line's answer is printed once its chunk committed.
-    let mut chunk: Vec<(usize, String)> = Vec::new();
+    // Each line is committed before its answer is printed, and one at a time: a host that
+    // sends again what was not acknowledged (after a kill) counts at most the one event in
+    // flight twice when it has no id. Recording many lines in one transaction would leave every
+    // committed but unprinted line of it to be counted twice.
     loop {
         line_no += 1;
         let read = read_capped_line(&mut reader, &mut bytes, MAX_EVENT_LINE_BYTES)
             .with_context(|| format!("cannot read {label}"))?;
+        if let Some(progress) = &progress {
+            progress.advance(bytes.len() as u64 + 1);
+        }
         let refused = match read {
             LineRead::End => break,
             LineRead::TooLong => IngestError::Invalid {
@@ -50,25 +67,37 @@ pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Re
                 },
                 Ok(text) if text.trim().is_empty() => continue,
                 Ok(text) => {
-                    chunk.push((line_no, text.to_string()));
-                    if chunk.len() >= RECORD_CHUNK_LINES {
-                        record_chunk(&recorder, home, &mut chunk, &mut report)?;
-                    }
+                    let recorded = recorder.record_line(text);
+                    // What an answer prints (a warning, an error) goes above the bar.
+                    let quiet = matches!(&recorded, Ok(r) if r.warnings.is_empty());
+                    let answered = match &progress {
+                        Some(progress) if !quiet => {
+                            progress.suspend(|| report.answer(line_no, recorded))
+                        }
+                        _ => report.answer(line_no, recorded),
+                    };
+                    answered.map_err(|err| {
+                        err.context(format!(
+                            "{label}:{line_no}: cannot record into the library at {}",
+                            library::database(home)
+                        ))
+                    })?;
                     continue;
                 }
             },
         };
-        // A refused line is answered in its place: what came before it is recorded and
-        // printed first. A line too long is named at once, before the rest of it is skipped,
-        // so a line that never ends (`record /dev/zero`) is named now, not never.
-        record_chunk(&recorder, home, &mut chunk, &mut report)?;
-        report.answer(line_no, Err(refused))?;
+        // A line too long is named at once, before the rest of it is skipped, so a line that
+        // never ends (`record /dev/zero`) is named now, not never.
+        match &progress {
+            Some(progress) => progress.suspend(|| report.answer(line_no, Err(refused)))?,
+            None => report.answer(line_no, Err(refused))?,
+        }
         if read == LineRead::TooLong {
             report.out.flush()?;
             skip_line(&mut reader).with_context(|| format!("cannot read {label}"))?;
         }
     }
-    record_chunk(&recorder, home, &mut chunk, &mut report)?;
+    drop(progress);
     let RecordReport {
         summary, mut out, ..
     } = report;
@@ -81,9 +110,6 @@ pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Re
         ExitCode::SUCCESS
     })
 }
-
-/// Event lines recorded in one write transaction by `mindrune record`.
-const RECORD_CHUNK_LINES: usize = 500;
 
 /// Where `mindrune record` says what each line did, and the running summary.
 struct RecordReport<'a> {
@@ -138,34 +164,6 @@ impl RecordReport<'_> {
     }
 }
 
-/// Records the chunk's lines in one write transaction and prints each line's answer after the
-/// commit; empties the chunk.
-fn record_chunk(
-    recorder: &Recorder<'_>,
-    home: &Path,
-    chunk: &mut Vec<(usize, String)>,
-    report: &mut RecordReport<'_>,
-) -> anyhow::Result<()> {
-    if chunk.is_empty() {
-        return Ok(());
-    }
-    let lines: Vec<&str> = chunk.iter().map(|(_, text)| text.as_str()).collect();
-    let label = report.label;
-    let cannot_record = |line_no: usize| {
-        format!(
-            "{label}:{line_no}: cannot record into the library at {}",
-            library::database(home)
-        )
-    };
-    let results = recorder.record_lines_together(&lines);
-    for ((line_no, _), result) in chunk.iter().zip(results) {
-        report
-            .answer(*line_no, result)
-            .map_err(|err| err.context(cannot_record(*line_no)))?;
-    }
-    chunk.clear();
-    Ok(())
-}
 /// The longest event line `record` reads: the server's limit for one request of events, so a
 /// line refused here would be refused there too, and `record /dev/zero` cannot fill the memory.
 pub(crate) const MAX_EVENT_LINE_BYTES: usize = mindrune_server::wire::MAX_EVENTS_BODY;

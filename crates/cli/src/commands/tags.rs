@@ -1,6 +1,7 @@
 //! `mindrune tags`: the topic tags built from a wiki, and a text mapped to them.
 
 use super::*;
+use crate::progress::Progress;
 
 /// How many changed tags `tags build` lists by name before it only counts the rest.
 const TAGS_LISTED: usize = 20;
@@ -10,8 +11,14 @@ pub(crate) fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result
     use mindrune_engine::avatars::tags;
 
     let store = library::open(home)?;
+    let progress = Progress::spinner(&format!("reading the wiki at {}", wiki.display()));
     let read = tags::build_from_wiki(wiki)?;
+    progress.say(&format!(
+        "building the vocabulary of {} pages",
+        thousands(read.entries.len())
+    ));
     let written = tags::write_vocabulary(&*store, &read, now_millis())?;
+    drop(progress);
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(

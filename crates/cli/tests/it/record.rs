@@ -435,3 +435,56 @@ fn recording_a_line_that_never_ends_names_it_at_once_and_memory_stays_bounded() 
     child.wait().unwrap();
     assert!(rss_kb < 64 * 1024, "record holds {rss_kb} kB");
 }
+
+#[test]
+fn a_big_file_shows_its_progress_on_a_terminal_and_nothing_extra_when_piped() {
+    let lib = TestLibrary::new();
+    let bots = lib.agent("buzz", "ada");
+    std::fs::write(bots.join("chop.ts"), script(1)).unwrap();
+    let ws = lib.workspace("buzz");
+    let events: Vec<_> = (0..300)
+        .map(|i| {
+            json!({"id": format!("p{i}"), "agent": "buzz", "kind": "shell",
+                   "command": "bun bots/buzz/chop.ts", "cwd": ws, "ok": true, "duration_ms": 1000})
+        })
+        .collect();
+    let file = lib.events_file(&events);
+    // Piped (as every other test runs it): stderr holds nothing but what the lines say.
+    let piped = lib.run(&["record", file.to_str().unwrap()]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert_eq!(stderr(&piped), "");
+
+    // On a terminal (util-linux `script` gives the command one): the bar names the work.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script` here to make a terminal; the bar was not seen");
+        return;
+    }
+    let again = lib.events_file(
+        &events
+            .iter()
+            .map(|e| {
+                let mut e = e.clone();
+                e["id"] = json!(format!("t{}", e["id"].as_str().unwrap()));
+                e
+            })
+            .collect::<Vec<_>>(),
+    );
+    let bin = assert_cmd::cargo::cargo_bin("mindrune");
+    let line = format!("'{}' record '{}'", bin.display(), again.display());
+    let output = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("MINDRUNE_HOME", lib.home())
+        .env_remove("MINDRUNE_LOG")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .current_dir(lib.dir.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{seen}");
+    assert!(seen.contains("recording"), "the bar is drawn: {seen}");
+}

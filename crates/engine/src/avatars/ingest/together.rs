@@ -1,6 +1,7 @@
-//! Recording many events in one write transaction of the store: a runner's batches that arrive
-//! together (the server's group commit) and the lines of `mindrune record`, for the cost of one
-//! commit, each event exactly as [`Recorder::record_with`] records it.
+//! Recording many events in one write transaction of the store, for the cost of one commit, each
+//! event exactly as [`Recorder::record_with`] records it: the runners' batches that arrive
+//! together (the server's group commit), and a list of event lines (`bench record`'s batched
+//! figure; `mindrune record` commits line by line, see `commands/record.rs`).
 
 use mindrune_core::avatars::event::Event;
 use mindrune_store::{OwnerId, StoreError};

@@ -21,7 +21,7 @@ use serde::Deserialize;
 use crate::auth::OwnerSession;
 use crate::error::ApiError;
 use crate::html::{self, Shown, count, points, when};
-use crate::pages::{error_page, not_found, owner_nav, page_session, parse_id};
+use crate::pages::{error_page, not_found, owner_nav, page_or_not_found, page_session, parse_id};
 use crate::scripts::{file_name, is_family, score_history, sharing_way, shown_index, tag};
 use crate::state::AppState;
 
@@ -404,11 +404,7 @@ async fn script_page(
         })
         .await
         .and_then(|page| page);
-    match page {
-        Ok(Some(page)) => html::respond(StatusCode::OK, page),
-        Ok(None) => not_found("script"),
-        Err(err) => error_page(&err),
-    }
+    page_or_not_found(page, "script")
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -505,11 +501,7 @@ async fn diff_page(
         })
         .await
         .and_then(|page| page);
-    match page {
-        Ok(Some(page)) => html::respond(StatusCode::OK, page),
-        Ok(None) => not_found("script or version"),
-        Err(err) => error_page(&err),
-    }
+    page_or_not_found(page, "script or version")
 }
 
 // -------------------------------------------------------------------------------------------

@@ -255,9 +255,5 @@ pub(super) async fn avatar_page(
         })
         .await
         .and_then(|page| page);
-    match page {
-        Ok(Some(page)) => html::respond(StatusCode::OK, page),
-        Ok(None) => not_found("avatar"),
-        Err(err) => error_page(&err),
-    }
+    page_or_not_found(page, "avatar")
 }

@@ -34,7 +34,7 @@ use crate::error::ApiError;
 use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
 use crate::pages::{
     CarriesCsrf, CsrfForm, FORM_LIMIT, checked_form, error_page, form_error, not_found, owner_nav,
-    page_session, parse_id,
+    page_or_not_found, page_session, parse_id,
 };
 use crate::scripts::{
     day_label, file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,

@@ -8,12 +8,11 @@
 //! the runners of the old concurrency test (25 per server), every write waiting for its one
 //! family lock.
 
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use mindrune_server::secret::{new_secret, secret_digest};
 use mindrune_store::{OwnerId, PgStore, Store as _};
 use serde_json::json;
@@ -21,6 +20,7 @@ use serde_json::json;
 use crate::measure::percentile;
 use crate::pg::{in_schema, scratch_name};
 use crate::report::{Print, Row};
+use crate::serve::{Served, free_port, spawn_serve};
 
 /// The figure the PostgreSQL concurrency test measured before group commit: 10,000–15,000
 /// events a minute from 4 servers × 25 runners (docs/performance.md); its middle, per second.
@@ -36,43 +36,30 @@ pub struct Shape {
     pub batch: usize,
 }
 
-struct Served {
-    child: Child,
+/// One `mindrune serve` on the shared database, with the home folder it was given (kept for as
+/// long as it runs), and where its runners post.
+struct Server {
+    _served: Served,
+    _home: tempfile::TempDir,
+    url: String,
 }
 
-impl Drop for Served {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_server(url: &str) -> anyhow::Result<(Served, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    let exe = std::env::current_exe().context("cannot find the mindrune binary")?;
+fn start_server(library: &str) -> anyhow::Result<Server> {
+    let port = free_port()?;
     let home = tempfile::tempdir()?;
-    let child = Command::new(exe)
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .env("MINDRUNE_DATABASE_URL", url)
-        .env("MINDRUNE_HOME", home.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot start `mindrune serve`")?;
-    let served = Served { child };
-    let began = Instant::now();
-    while began.elapsed() < Duration::from_secs(30) {
-        if ureq::get(&format!("http://127.0.0.1:{port}/ready"))
-            .call()
-            .is_ok()
-        {
-            return Ok((served, format!("http://127.0.0.1:{port}/v1/events")));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    bail!("`mindrune serve` on PostgreSQL did not answer /ready within 30 s")
+    let served = spawn_serve(
+        port,
+        &[
+            ("MINDRUNE_DATABASE_URL", std::ffi::OsStr::new(library)),
+            ("MINDRUNE_HOME", home.path().as_os_str()),
+        ],
+        &[],
+    )?;
+    Ok(Server {
+        _served: served,
+        _home: home,
+        url: format!("http://127.0.0.1:{port}/v1/events"),
+    })
 }
 
 fn script(agent: &str, k: usize) -> String {
@@ -266,7 +253,7 @@ pub fn scale(url: &str, shape: Shape, print: Print) -> anyhow::Result<(Vec<Row>,
     let servers = (0..shape.servers)
         .map(|_| start_server(&library))
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let urls: Vec<String> = servers.iter().map(|(_, url)| url.clone()).collect();
+    let urls: Vec<String> = servers.iter().map(|server| server.url.clone()).collect();
 
     // The baseline first, a third as long: one family, every write behind its one lock.
     let one = run_load(

@@ -49,7 +49,7 @@ fn wire_event(runner: usize, seq: u64) -> serde_json::Value {
     })
 }
 
-struct Served {
+pub(crate) struct Served {
     child: Child,
 }
 
@@ -66,26 +66,44 @@ fn served_library(home: &Path) -> std::path::PathBuf {
     home.join("library.db")
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
 }
 
 fn start_server(home: &Path, port: u16) -> anyhow::Result<Served> {
+    // The benchmark's own library in `home`, never a database --database chose.
+    spawn_serve(
+        port,
+        &[("MINDRUNE_HOME", home.as_os_str())],
+        &["MINDRUNE_DATABASE_URL"],
+    )
+}
+
+/// Starts `mindrune serve` (the running binary) on `port` with `env` set and `unset` removed,
+/// and waits until it answers `/ready`.
+pub(crate) fn spawn_serve(
+    port: u16,
+    env: &[(&str, &std::ffi::OsStr)],
+    unset: &[&str],
+) -> anyhow::Result<Served> {
     let exe = std::env::current_exe().context("cannot find the mindrune binary")?;
-    let child = Command::new(exe)
+    let mut command = Command::new(exe);
+    command
         .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .env("MINDRUNE_HOME", home)
-        // The benchmark's own library in `home`, never a database --database chose.
-        .env_remove("MINDRUNE_DATABASE_URL")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("cannot start `mindrune serve`")?;
+        .stderr(Stdio::null());
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    for key in unset {
+        command.env_remove(key);
+    }
+    let child = command.spawn().context("cannot start `mindrune serve`")?;
     let served = Served { child };
     let began = Instant::now();
-    while began.elapsed() < Duration::from_secs(20) {
+    while began.elapsed() < Duration::from_secs(30) {
         if ureq::get(&format!("http://127.0.0.1:{port}/ready"))
             .call()
             .is_ok()
@@ -94,7 +112,7 @@ fn start_server(home: &Path, port: u16) -> anyhow::Result<Served> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
-    bail!("`mindrune serve` did not answer /ready within 20 s")
+    bail!("`mindrune serve` did not answer /ready within 30 s")
 }
 
 /// The server's peak resident memory (VmHWM), in MiB.

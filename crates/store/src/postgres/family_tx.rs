@@ -641,13 +641,19 @@ impl FamilyTx for Tx<'_> {
         Ok(())
     }
 
+    fn agent_skill_count(&mut self, owner: OwnerId, agent: AgentId) -> PgResult<u64> {
+        let count: i64 = col(
+            &self.query_one(
+                "SELECT COUNT(*) FROM skills WHERE owner_id = $1 AND agent_id = $2",
+                &[&owner.0, &agent.0],
+            )?,
+            0,
+        )?;
+        Ok(count.max(0) as u64)
+    }
+
     fn run_for_agent(&mut self, sql: &str, owner: OwnerId, agent: AgentId) -> PgResult<u64> {
-        let sql = numbered_placeholders(sql);
-        if sql.trim_start().starts_with("SELECT COUNT(*)") {
-            let count: i64 = col(&self.query_one(&sql, &[&owner.0, &agent.0])?, 0)?;
-            return Ok(count.max(0) as u64);
-        }
-        Ok(self.execute(&sql, &[&owner.0, &agent.0])?)
+        Ok(self.execute(&numbered_placeholders(sql), &[&owner.0, &agent.0])?)
     }
 
     fn versions_for_audit(&mut self, owner: OwnerId) -> PgResult<Vec<(StoredVersion, i64, i64)>> {

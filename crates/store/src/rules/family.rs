@@ -66,9 +66,6 @@ const KEEP_SHARED_SKILLS: &str = "UPDATE skills SET agent_id = NULL
        AND EXISTS (SELECT 1 FROM versions v WHERE v.owner_id = ?1
                    AND v.skill_id = skills.skill_id AND v.shared_at IS NOT NULL)";
 
-const COUNT_DOOMED_SKILLS: &str =
-    "SELECT COUNT(*) FROM skills WHERE owner_id = ?1 AND agent_id = ?2";
-
 /// Everything else the agent wrote, removed in an order that leaves no reference dangling at
 /// any statement (PostgreSQL checks foreign keys per statement).
 fn agent_removal() -> Vec<String> {
@@ -116,7 +113,7 @@ pub(crate) fn delete_agent<T: FamilyTx>(
 ) -> Result<DeletedAgent, T::Error> {
     tx.agent(owner, agent)?;
     let kept = tx.run_for_agent(KEEP_SHARED_SKILLS, owner, agent)?;
-    let removed = tx.run_for_agent(COUNT_DOOMED_SKILLS, owner, agent)?;
+    let removed = tx.agent_skill_count(owner, agent)?;
     for statement in agent_removal() {
         tx.run_for_agent(&statement, owner, agent)?;
     }

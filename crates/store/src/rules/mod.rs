@@ -235,9 +235,10 @@ pub(crate) trait FamilyTx {
         lesson: &NewLessonRow<'_>,
     ) -> Result<(), Self::Error>;
 
-    /// Runs one statement of [`family::AGENT_REMOVAL`] (or the count before it), written with
-    /// SQLite's `?1` (owner) and `?2` (agent); returns the rows it changed, or for a `SELECT
-    /// COUNT(*)` the count.
+    /// How many skills are still linked to the agent.
+    fn agent_skill_count(&mut self, owner: OwnerId, agent: AgentId) -> Result<u64, Self::Error>;
+    /// Runs one statement of deleting an agent (`family::delete_agent`), written with SQLite's
+    /// `?1` (owner) and `?2` (agent); returns the rows it changed.
     fn run_for_agent(
         &mut self,
         sql: &str,

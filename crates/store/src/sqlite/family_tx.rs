@@ -689,16 +689,22 @@ impl FamilyTx for SqliteTx<'_> {
         Ok(())
     }
 
+    fn agent_skill_count(&mut self, owner: OwnerId, agent: AgentId) -> Result<u64> {
+        let count: i64 = self
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM skills WHERE owner_id = ?1 AND agent_id = ?2",
+                params![owner.0, agent.0],
+                |r| r.get(0),
+            )
+            .map_err(db_err)?;
+        Ok(count.max(0) as u64)
+    }
+
     fn run_for_agent(&mut self, sql: &str, owner: OwnerId, agent: AgentId) -> Result<u64> {
-        let mut prepared = self.conn.prepare(sql).map_err(db_err)?;
-        if prepared.readonly() {
-            let count: i64 = prepared
-                .query_row(params![owner.0, agent.0], |r| r.get(0))
-                .map_err(db_err)?;
-            return Ok(count.max(0) as u64);
-        }
-        let changed = prepared
-            .execute(params![owner.0, agent.0])
+        let changed = self
+            .conn
+            .execute(sql, params![owner.0, agent.0])
             .map_err(db_err)?;
         Ok(changed as u64)
     }

@@ -5,13 +5,16 @@ use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::family_tx::load_version;
+use super::family_tx::SqliteTx;
 use super::rows::{skill_from, snippet_from, version_from, version_from_at};
 use super::{SNIPPET_RUNS_SINCE, SqliteStore, db_err};
-use crate::common::{SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMN_COUNT, VERSION_COLUMNS};
+use crate::common::{
+    SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMN_COUNT, VERSION_COLUMNS,
+};
+use crate::rules::FamilyTx as _;
 use crate::{
     AgentId, FailedRun, Millis, OwnerId, Result, Skill, SkillEntry, SkillId, Snippet, SnippetId,
-    SnippetRuns, StoreError, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
 };
 
 pub(super) fn skill_at_path(
@@ -34,16 +37,7 @@ pub(super) fn skill_at_path(
 
 pub(super) fn skill(store: &SqliteStore, owner: OwnerId, skill: SkillId) -> Result<Skill> {
     let inner = store.lock();
-    inner
-        .conn
-        .prepare_cached(&format!(
-            "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"
-        ))
-        .map_err(db_err)?
-        .query_row(params![owner.0, skill.0], skill_from)
-        .optional()
-        .map_err(db_err)?
-        .ok_or_else(|| StoreError::NotFound(format!("skill {}", skill.0)))
+    SqliteTx { conn: &inner.conn }.skill(owner, skill)
 }
 
 pub(super) fn skill_by_name(
@@ -91,7 +85,7 @@ pub(super) fn versions_with_digest(
 
 pub(super) fn version(store: &SqliteStore, owner: OwnerId, version: VersionId) -> Result<Version> {
     let inner = store.lock();
-    load_version(&inner.conn, owner, version)
+    SqliteTx { conn: &inner.conn }.version(owner, version)
 }
 
 pub(super) fn snippets(
@@ -102,10 +96,10 @@ pub(super) fn snippets(
     let inner = store.lock();
     let mut statement = inner
         .conn
-        .prepare_cached(
-            "SELECT snippet_id, agent_id, digest, code, uses, ok, first_at, last_used_at FROM snippets
-             WHERE owner_id = ?1 AND agent_id = ?2 ORDER BY last_used_at DESC",
-        )
+        .prepare_cached(&format!(
+            "SELECT {SNIPPET_COLUMNS} FROM snippets
+             WHERE owner_id = ?1 AND agent_id = ?2 ORDER BY last_used_at DESC"
+        ))
         .map_err(db_err)?;
     let snippets = statement
         .query_map(params![owner.0, agent.0], snippet_from)

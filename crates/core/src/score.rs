@@ -587,6 +587,33 @@ fn clamp_score(x: f64) -> f64 {
 
 /// The score of a skill version. See the module documentation and the constants above.
 pub fn score(input: &ScoreInput<'_>) -> ScoreBreakdown {
+    let mut names_seen = NameCache::new();
+    score_by(input, |_, u| {
+        input
+            .measure
+            .result_with(u, &mut |key, names| names_seen.matches(key, names))
+    })
+}
+
+/// [`score`] with each use's result under `input.measure` already known: `results[i]` is
+/// [`Measure::result_of`] of `input.window[i]` (at least as many as the window's uses that
+/// count). The same sums in the same order, so the same score to the last bit; a writer that
+/// keeps a version's window keeps its results beside it, and a new use costs one result, not a
+/// window's worth of map walks.
+pub fn score_measured(input: &ScoreInput<'_>, results: &[f64]) -> ScoreBreakdown {
+    let counted = input.window.len().min(WINDOW);
+    assert!(
+        results.len() >= counted,
+        "score_measured: {} results for a window of {counted} uses",
+        results.len()
+    );
+    score_by(input, |i, _| results[i])
+}
+
+fn score_by<'w>(
+    input: &ScoreInput<'w>,
+    mut result_of: impl FnMut(usize, &'w UseSample) -> f64,
+) -> ScoreBreakdown {
     let uses = &input.window[..input.window.len().min(WINDOW)];
     // A NaN inherited score is no information, so it is treated as no parent.
     let inherited = input.inherited.filter(|v| !v.is_nan());
@@ -616,7 +643,6 @@ pub fn score(input: &ScoreInput<'_>) -> ScoreBreakdown {
     // Only the first CONFIDENCE_FULL_AGENTS distinct agents matter, so a tiny array suffices.
     let mut agents = [0i64; CONFIDENCE_FULL_AGENTS];
     let mut agent_count = 0usize;
-    let mut names_seen = NameCache::new();
 
     for (i, u) in uses.iter().enumerate() {
         if u.ok {
@@ -627,9 +653,7 @@ pub fn score(input: &ScoreInput<'_>) -> ScoreBreakdown {
             }
         }
 
-        let result = input
-            .measure
-            .result_with(u, &mut |key, names| names_seen.matches(key, names));
+        let result = result_of(i, u);
         let mins = minutes(u);
         sum_result += result;
         sum_minutes += mins;
@@ -1262,6 +1286,24 @@ mod tests {
             // Windows of up to 250 uses are slow to generate in a debug build; 64 cases of each
             // still cover zero durations, huge amounts and long windows many times over.
             #![proptest_config(ProptestConfig::with_cases(64))]
+
+            #[test]
+            fn a_score_from_results_known_beforehand_is_the_same_score_to_the_bit(
+                w in window(250), m in measure(), p in peer(), i in inherited(),
+            ) {
+                let results: Vec<f64> = w.iter().map(|u| m.result_of(u)).collect();
+                let measured = score_measured(
+                    &ScoreInput { window: &w, measure: &m, peer_median_rate: p, inherited: i },
+                    &results,
+                );
+                let direct = run(&w, &m, p, i);
+                // Bit for bit (NaN never appears: the score maps it away).
+                prop_assert_eq!(
+                    serde_json::to_string(&measured).unwrap(),
+                    serde_json::to_string(&direct).unwrap()
+                );
+                prop_assert_eq!(measured.total.to_bits(), direct.total.to_bits());
+            }
 
             #[test]
             fn total_and_own_are_finite_and_in_range(

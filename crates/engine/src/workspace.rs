@@ -282,6 +282,61 @@ pub trait AgentFiles {
     }
 }
 
+/// A workspace's files as they are at one moment: each file is stat'ed once, however many
+/// of the moment's events run it. A write group records its events in one transaction, as of
+/// one moment, so asking the disk again for each of them only costs `statx` calls (an eighth
+/// of a batch's time in `bench record`); reads and listings still go to `files`.
+pub struct OneMoment<'a> {
+    files: &'a dyn AgentFiles,
+    stats: std::cell::RefCell<
+        std::collections::HashMap<(String, u64), Result<Option<FileStamp>, ReadError>>,
+    >,
+    stamps: std::cell::RefCell<std::collections::HashMap<String, Option<FileStamp>>>,
+}
+
+impl<'a> OneMoment<'a> {
+    pub fn new(files: &'a dyn AgentFiles) -> OneMoment<'a> {
+        OneMoment {
+            files,
+            stats: Default::default(),
+            stamps: Default::default(),
+        }
+    }
+}
+
+impl AgentFiles for OneMoment<'_> {
+    fn exists(&self) -> bool {
+        self.files.exists()
+    }
+
+    fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError> {
+        let key = (relative.to_string(), limit);
+        if let Some(known) = self.stats.borrow().get(&key) {
+            return known.clone();
+        }
+        let stat = self.files.stat(relative, limit);
+        self.stats.borrow_mut().insert(key, stat.clone());
+        stat
+    }
+
+    fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError> {
+        self.files.read(relative, limit)
+    }
+
+    fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
+        self.files.list(relative)
+    }
+
+    fn change_stamp(&self, relative: &str) -> Option<FileStamp> {
+        if let Some(known) = self.stamps.borrow().get(relative) {
+            return *known;
+        }
+        let stamp = self.files.change_stamp(relative);
+        self.stamps.borrow_mut().insert(relative.to_string(), stamp);
+        stamp
+    }
+}
+
 /// The files of a workspace on this machine, read with every containment check.
 #[derive(Debug, Clone, Copy)]
 pub struct LocalFiles<'a>(pub &'a Path);

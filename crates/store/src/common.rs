@@ -58,7 +58,9 @@ pub(crate) fn sample_from(outcome: &Outcome, agent: AgentId) -> UseSample {
 
 /// Puts a new sample into a newest-first window at its place in time (a replayed event may be
 /// older than the newest use) and keeps the window at its size.
-pub(crate) fn insert_sample(window: &mut VecDeque<UseSample>, sample: UseSample) {
+/// Puts `sample` in its place in a newest-first window (cut to the score's window) and says
+/// where that is; a place past the window's end means the sample fell off it.
+pub(crate) fn insert_sample(window: &mut VecDeque<UseSample>, sample: UseSample) -> usize {
     // Among equal times the newer insert counts as newer, as `use_id DESC` orders it.
     let position = window
         .iter()
@@ -66,6 +68,7 @@ pub(crate) fn insert_sample(window: &mut VecDeque<UseSample>, sample: UseSample)
         .unwrap_or(window.len());
     window.insert(position, sample);
     window.truncate(score::WINDOW);
+    position
 }
 
 pub(crate) fn sorted(tags: &[String]) -> Vec<String> {

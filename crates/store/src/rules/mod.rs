@@ -354,4 +354,8 @@ pub(crate) struct NewLessonRow<'a> {
 pub(crate) struct KnownWindow {
     pub uses: i64,
     pub samples: VecDeque<UseSample>,
+    /// Each sample's result under the measure whose key is `measured`, in the samples' order:
+    /// the next use of the version measures only itself (`score::score_measured`).
+    pub results: VecDeque<f64>,
+    pub measured: String,
 }

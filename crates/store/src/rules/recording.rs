@@ -1,6 +1,8 @@
 //! Matching a script file to its skill and version, and recording a use: the rescore of its
 //! version and, right after the run that made it qualify, its sharing.
 
+use std::collections::VecDeque;
+
 use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
 
@@ -146,18 +148,33 @@ pub(crate) fn record_use<T: FamilyTx>(
     let outcome = &new_use.outcome;
     // The window: the known one when no writer touched this version since it was read, else from
     // the table (which now holds the new use too).
-    let mut window = match known.filter(|w| w.uses == row.uses) {
+    let (mut window, known_results) = match known.filter(|w| w.uses == row.uses) {
         Some(mut known) => {
-            insert_sample(&mut known.samples, sample_from(outcome, new_use.agent));
-            known.samples
+            let position = insert_sample(&mut known.samples, sample_from(outcome, new_use.agent));
+            (
+                known.samples,
+                Some((known.measured, known.results, position)),
+            )
         }
-        None => tx.window(owner, new_use.version)?,
+        None => (tx.window(owner, new_use.version)?, None),
     };
     let tags = lines_of(row.tags.clone());
     // Newest-first in one slice, rotated in place (no copy of the samples).
     let contiguous: &[UseSample] = window.make_contiguous();
     let measure = Measure::choose(&tags, contiguous);
     let measure_key = measure.key();
+    // The window's results under this measure: the known ones and the new use's, or all of
+    // them when the measure changed or the window was read from the table.
+    let mut results: VecDeque<f64> = match known_results {
+        Some((measured, mut results, position)) if measured == measure_key => {
+            if let Some(sample) = contiguous.get(position) {
+                results.insert(position, measure.result_of(sample));
+            }
+            results.truncate(contiguous.len());
+            results
+        }
+        _ => contiguous.iter().map(|u| measure.result_of(u)).collect(),
+    };
     // The family's median is looked up again every PEER_REFRESH_USES uses of this version (or
     // when its measure changes), and kept in the version's row: the same for every process, and
     // no scan of the family's skills on every run.
@@ -175,12 +192,15 @@ pub(crate) fn record_use<T: FamilyTx>(
     } else {
         (row.peer_rate, row.peer_checked_uses)
     };
-    let breakdown = score::score(&ScoreInput {
-        window: contiguous,
-        measure: &measure,
-        peer_median_rate: peers,
-        inherited: row.inherited,
-    });
+    let breakdown = score::score_measured(
+        &ScoreInput {
+            window: contiguous,
+            measure: &measure,
+            peer_median_rate: peers,
+            inherited: row.inherited,
+        },
+        results.make_contiguous(),
+    );
     tx.rescore_version(
         owner,
         new_use.version,
@@ -188,7 +208,7 @@ pub(crate) fn record_use<T: FamilyTx>(
             ok: outcome.ok,
             score: breakdown.total,
             breakdown: serde_json::to_string(&breakdown).ok(),
-            measure_key,
+            measure_key: measure_key.clone(),
             rate_per_minute: breakdown.rate_per_minute,
             at: outcome.at,
             peer_rate: peers,
@@ -216,6 +236,8 @@ pub(crate) fn record_use<T: FamilyTx>(
         Some(KnownWindow {
             uses,
             samples: window,
+            results,
+            measured: measure_key,
         }),
     ))
 }

@@ -22,8 +22,10 @@ use crate::{
     VersionId,
 };
 
+use checkpointer::Checkpointer;
 use family_tx::SqliteTx;
 
+mod checkpointer;
 mod directory;
 mod family;
 mod family_tx;
@@ -67,6 +69,17 @@ pub struct SqliteStore {
     /// Woken when a write group ends, for the threads waiting to use the connection.
     group_ended: Condvar,
     location: String,
+    /// Runs the WAL's checkpoints off the writer's thread (none for an in-memory library).
+    checkpointer: Option<Checkpointer>,
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        if let Some(mut checkpointer) = self.checkpointer.take() {
+            let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+            checkpointer.stop(&mut inner.conn);
+        }
+    }
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -150,7 +163,12 @@ impl SqliteStore {
     pub fn open(path: &Path) -> Result<SqliteStore> {
         let opened = Connection::open(path)
             .map_err(db_err)
-            .and_then(|conn| Self::setup(conn, path.display().to_string()));
+            .and_then(|conn| Self::setup(conn, path.display().to_string()))
+            .and_then(|mut store| {
+                let inner = store.inner.get_mut().unwrap_or_else(|e| e.into_inner());
+                store.checkpointer = Some(Checkpointer::start(&mut inner.conn, path)?);
+                Ok(store)
+            });
         opened.map_err(|err| disk_full_at(path, err))
     }
 
@@ -185,6 +203,7 @@ impl SqliteStore {
             }),
             group_ended: Condvar::new(),
             location,
+            checkpointer: None,
         };
         store.migrate()?;
         Ok(store)

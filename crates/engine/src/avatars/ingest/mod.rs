@@ -649,11 +649,22 @@ impl<'s> Recorder<'s> {
     /// a state section. A few are looked at, since a call that printed no state (a `grep`, a
     /// build) records no output worth comparing with.
     fn previous_state(&self, agent: &Agent, at: Millis) -> Result<Option<RunOutput>, IngestError> {
+        // The newest output nearly always shows the state: read it alone first, and the few
+        // before it (outputs are up to 16 KiB each) only when it does not.
+        let newest = self.store.recent_outputs(agent.owner, agent.id, at, 1)?;
+        let Some(first) = newest.first() else {
+            return Ok(None);
+        };
+        let first = rs_output::parse_run_output(first);
+        if first.state_seen {
+            return Ok(Some(first));
+        }
         let outputs =
             self.store
                 .recent_outputs(agent.owner, agent.id, at, PREVIOUS_OUTPUTS_LOOKED_AT)?;
         Ok(outputs
             .iter()
+            .skip(1)
             .map(|text| rs_output::parse_run_output(text))
             .find(|out| out.state_seen))
     }

@@ -3,11 +3,14 @@
 //! together (the server's group commit), and a list of event lines (`bench record`'s batched
 //! figure; `mindrune record` commits line by line, see `commands/record.rs`).
 
-use mindrune_core::avatars::event::Event;
-use mindrune_store::{OwnerId, StoreError};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use mindrune_core::avatars::event::{Event, EventError};
+use mindrune_store::{Agent, OwnerId, StoreError};
 
 use super::{IngestError, Recorded, Recorder};
-use crate::workspace::AgentFiles;
+use crate::workspace::{AgentFiles, LocalFiles, OneMoment};
 
 impl Recorder<'_> {
     /// Records several batches of events at once, in one write transaction of the store
@@ -85,19 +88,52 @@ impl Recorder<'_> {
         &self,
         lines: &[&str],
     ) -> Result<Vec<Result<Recorded, IngestError>>, StoreError> {
-        let mut owners: Vec<OwnerId> = lines
+        // Each line is parsed once, and its avatar looked up once, for the owners the group
+        // locks and for recording it.
+        let events: Vec<Result<Event, EventError>> = lines
             .iter()
-            .filter_map(|line| mindrune_core::avatars::event::parse_line(line).ok())
-            .filter_map(|event| self.agent(&event.agent).ok())
-            .map(|agent| agent.owner)
+            .map(|line| mindrune_core::avatars::event::parse_line(line))
             .collect();
+        let agents: Vec<Option<Agent>> = events
+            .iter()
+            .map(|event| {
+                let event = event.as_ref().ok()?;
+                self.agent(&event.agent).ok()
+            })
+            .collect();
+        let mut owners: Vec<OwnerId> = agents.iter().flatten().map(|agent| agent.owner).collect();
         owners.sort_unstable_by_key(|owner| owner.0);
         owners.dedup();
+        // The group is one moment: each workspace's files are stat'ed once in it.
+        let mut workspaces: Vec<PathBuf> = agents
+            .iter()
+            .flatten()
+            .map(|agent| PathBuf::from(&agent.workspace))
+            .collect();
+        workspaces.sort();
+        workspaces.dedup();
+        let local: Vec<LocalFiles<'_>> = workspaces.iter().map(|w| LocalFiles(w)).collect();
+        let moments: HashMap<&Path, OneMoment<'_>> = workspaces
+            .iter()
+            .zip(&local)
+            .map(|(workspace, files)| (workspace.as_path(), OneMoment::new(files)))
+            .collect();
         let mut results = Vec::with_capacity(lines.len());
         let committed = self.store.write_group(&owners, &mut || {
             results.clear();
-            for line in lines {
-                let result = self.record_line(line);
+            for (event, agent) in events.iter().zip(&agents) {
+                let result = match (event, agent) {
+                    (Err(err), _) => Err(IngestError::Invalid {
+                        field: err.field.clone(),
+                        message: err.message.clone(),
+                    }),
+                    (Ok(event), Some(agent)) => match moments.get(Path::new(&agent.workspace)) {
+                        Some(files) => self.record_with(event, files),
+                        None => self.record(event),
+                    },
+                    // The avatar is unknown (or could not be read): `record` says which.
+                    (Ok(event), None) => self.record(event),
+                };
                 let stop = matches!(result, Err(IngestError::Store(_)));
                 results.push(result);
                 if stop {

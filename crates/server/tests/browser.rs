@@ -429,7 +429,7 @@ fn library() -> Library {
         "bank": {"Oak logs": 1500, "Raw shrimps": 27},
     });
     store
-        .save_avatar_state(owner.id, buzz.id, &stats.to_string(), now)
+        .save_avatar_state(owner.id, buzz.id, &stats.to_string(), Some(12345), now)
         .unwrap();
 
     let chop_code = "import { runScript } from '../../sdk/runner';\n\

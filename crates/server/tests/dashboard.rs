@@ -783,7 +783,13 @@ async fn the_avatar_page_shows_the_latest_reported_stats() {
         "bank": {"Oak logs": 1500},
     });
     store
-        .save_avatar_state(world.ada, world.buzz, &stats.to_string(), now_millis())
+        .save_avatar_state(
+            world.ada,
+            world.buzz,
+            &stats.to_string(),
+            Some(12345),
+            now_millis(),
+        )
         .unwrap();
     let (cookie, _) = login(&world).await;
     let page = get(
@@ -1217,7 +1223,13 @@ fn families() -> Families {
                 "bank": {format!("{marker} logs"): 12},
             });
             store
-                .save_avatar_state(owner.id, agent.id, &stats.to_string(), now)
+                .save_avatar_state(
+                    owner.id,
+                    agent.id,
+                    &stats.to_string(),
+                    Some(WEALTH[f].0),
+                    now,
+                )
                 .unwrap();
             family.agents.push((agent.id, name));
         }

@@ -65,8 +65,8 @@ pub(super) fn stats_html(out: &mut String, view: &StatsView<'_>, shown_text: &Sh
         for (skill, level) in &stats.levels {
             let _ = write!(
                 out,
-                "<li><span class=\"skill-name\">{}</span><span class=\"level\">{level}</span>",
-                shown_text.text(skill)
+                "<li><span class=\"skill-name\" title=\"{name}\">{name}</span><span class=\"level\">{level}</span>",
+                name = shown_text.text(skill)
             );
             // Runners older than the XP field send levels only.
             if let Some(xp) = stats.xp.get(skill) {

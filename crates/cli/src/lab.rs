@@ -15,7 +15,7 @@ use mindrune_core::runx::receipt::{self, VerifyOptions};
 use mindrune_engine::agent::Backend;
 use mindrune_engine::lab::agent_acts::RunnerAgent;
 use mindrune_engine::lab::harness::javascript::{WorkerCommand, serve_worker};
-use mindrune_engine::lab::harness::{CaseSealer, HarnessOptions};
+use mindrune_engine::lab::harness::{CaseProgress, CaseSealer, HarnessOptions};
 use mindrune_engine::lab::runners::{
     self, Agent, AnswersFile, NoAgent, RunEnd, RunReport, RunRequest, Runner,
 };
@@ -23,6 +23,8 @@ use mindrune_engine::lab::seal::{self, StoreSealer, throwaway_sealer};
 use mindrune_engine::lab::validate::{LabTools, PackageValidator, validate_package};
 use mindrune_engine::lab::{inspect, receipt_store};
 use serde_json::{Value, json};
+
+use crate::progress::{Progress, Unit};
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum LabCommand {
@@ -169,7 +171,8 @@ pub(crate) fn lab(command: LabCommand) -> anyhow::Result<ExitCode> {
 }
 
 /// How the lab replays a harness: JavaScript modules run in `mindrune lab js-worker`
-/// processes, the only way to stop a module looping inside a builtin at its wall limit.
+/// processes, the only way to stop a module looping inside a builtin at its wall limit. On a
+/// terminal a bar shows which case of how many is replaying.
 fn harness_options() -> anyhow::Result<HarnessOptions> {
     let program = std::env::current_exe()
         .context("cannot find the running mindrune program for the JavaScript worker")?;
@@ -178,7 +181,30 @@ fn harness_options() -> anyhow::Result<HarnessOptions> {
             program,
             args: vec!["lab".to_owned(), "js-worker".to_owned()],
         }),
+        on_case: Some(case_bar()),
         ..HarnessOptions::default()
+    })
+}
+
+/// A bar over a replay's cases, made when the replay starts and cleared when it ends (a build
+/// replays more than one staged copy, each with a bar of its own).
+fn case_bar() -> CaseProgress {
+    let bar: std::sync::Mutex<Option<Progress>> = std::sync::Mutex::new(None);
+    CaseProgress::new(move |done, total, next| {
+        let mut bar = bar.lock().unwrap_or_else(|e| e.into_inner());
+        if done >= total {
+            *bar = None;
+            return;
+        }
+        // A case's name is the package's text: no control characters reach the terminal.
+        let next: String = next
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        let message = format!("case {} of {total}: {next}", done + 1);
+        let shown = bar.get_or_insert_with(|| Progress::bar(total as u64, &message, Unit::Cases));
+        shown.reach(done as u64);
+        shown.say(&message);
     })
 }
 

@@ -14,11 +14,13 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// `total` units of work (bytes) under `label`.
+    /// `total` units of work (bytes, cases) under `label`.
     pub(crate) fn bar(total: u64, label: &str, unit: Unit) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total), target());
         let template = match unit {
             Unit::Bytes => "{msg} {wide_bar} {binary_bytes}/{binary_total_bytes} ({eta})",
+            // The message says which case of how many; the bar and the time are what is left.
+            Unit::Cases => "{msg} {wide_bar} ({elapsed})",
         };
         bar.set_style(
             ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_bar()),
@@ -43,6 +45,11 @@ impl Progress {
         self.bar.inc(by);
     }
 
+    /// `done` units of the total are done.
+    pub(crate) fn reach(&self, done: u64) {
+        self.bar.set_position(done);
+    }
+
     pub(crate) fn say(&self, message: &str) {
         self.bar.set_message(message.to_string());
     }
@@ -64,6 +71,8 @@ impl Drop for Progress {
 #[derive(Clone, Copy)]
 pub(crate) enum Unit {
     Bytes,
+    /// A harness replay's cases.
+    Cases,
 }
 
 fn target() -> ProgressDrawTarget {

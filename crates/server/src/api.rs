@@ -491,7 +491,7 @@ async fn post_state(
                 .scrub(&json)
                 .text
                 .into_owned();
-            store.save_avatar_state(agent.owner, agent.id, &scrubbed, at)
+            store.save_avatar_state(agent.owner, agent.id, &scrubbed, stats.wealth, at)
         })
         .await??;
     Ok(axum::http::StatusCode::NO_CONTENT)

@@ -39,6 +39,16 @@ pub struct Point {
     pub version: i64,
 }
 
+/// One point of a line over time (an avatar's coins at an hour).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimedPoint {
+    /// When, in milliseconds since the epoch: the point's place across the chart.
+    pub at: i64,
+    /// When, as shown (`2025-06-01 14:00`).
+    pub label: String,
+    pub value: i64,
+}
+
 /// A number as a coordinate: one decimal, without a trailing `.0`, so pages stay small.
 fn coord(x: f64) -> String {
     let rounded = (x * 10.0).round() / 10.0;
@@ -82,6 +92,11 @@ fn open(out: &mut String, id: &str, class: &str, title: &str, desc: &str, width:
 
 /// The horizontal scale lines at 0, half and the top, with their numbers.
 fn scale(out: &mut String, top: f64) {
+    scale_across(out, top, WIDTH, coord);
+}
+
+/// [`scale`] over a chart `width` wide, its numbers written by `number`.
+fn scale_across(out: &mut String, top: f64, width: f64, number: fn(f64) -> String) {
     for fraction in [0.0, 0.5, 1.0] {
         let y = TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - fraction);
         let _ = write!(
@@ -89,27 +104,43 @@ fn scale(out: &mut String, top: f64) {
             "<line class=\"grid\" x1=\"{x1}\" x2=\"{x2}\" y1=\"{y}\" y2=\"{y}\"/>\
              <text class=\"axis\" x=\"{tx}\" y=\"{ty}\" text-anchor=\"end\">{value}</text>",
             x1 = coord(LEFT),
-            x2 = coord(WIDTH),
+            x2 = coord(width),
             y = coord(y),
             tx = coord(LEFT - 4.0),
             ty = coord(y + 4.0),
-            value = coord(top * fraction),
+            value = number(top * fraction),
         );
     }
 }
 
 /// The first and last labels under the plot.
 fn ends(out: &mut String, first: &str, last: &str) {
+    ends_across(out, first, last, WIDTH);
+}
+
+/// [`ends`] under a chart `width` wide.
+fn ends_across(out: &mut String, first: &str, last: &str, width: f64) {
     let y = coord(HEIGHT - 4.0);
     let _ = write!(
         out,
         "<text class=\"axis\" x=\"{left}\" y=\"{y}\">{first}</text>\
          <text class=\"axis\" x=\"{right}\" y=\"{y}\" text-anchor=\"end\">{last}</text>",
         left = coord(LEFT),
-        right = coord(WIDTH),
+        right = coord(width),
         first = escape(first),
         last = escape(last),
     );
+}
+
+/// A scale's number in few characters (`250k`, `1.5M`), so it fits left of a narrow plot.
+fn compact(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{}M", coord(x / 1e6))
+    } else if x >= 1e3 {
+        format!("{}k", coord(x / 1e3))
+    } else {
+        coord(x)
+    }
 }
 
 /// A chart with nothing to draw says so in words instead of drawing empty axes.
@@ -317,6 +348,95 @@ pub fn score_line(id: &str, title: &str, points: &[Point], max: f64) -> String {
     out
 }
 
+/// The width of [`amount_line`], drawn in a narrow column: its SVG units are close to the
+/// page's pixels there, so its text is not stretched.
+const NARROW: f64 = 320.0;
+
+/// A line of amounts over time (`unit`: `coins`), oldest first, placed by their time so a gap
+/// in the reports shows as one; the text alternative says the first, last, lowest and highest
+/// amounts in words, and the table lists them all.
+pub fn amount_line(id: &str, title: &str, points: &[TimedPoint], unit: &str) -> String {
+    if points.is_empty() {
+        return empty(id, "line", title, "nothing reported yet.");
+    }
+    let first = &points[0];
+    let last = &points[points.len() - 1];
+    let lowest = points.iter().map(|p| p.value).min().unwrap_or(0);
+    let highest = points.iter().map(|p| p.value).max().unwrap_or(0);
+    let amount = |v: i64| format!("{} {unit}", crate::scripts::grouped(v));
+    let desc = format!(
+        "{} from {} to {}: {} at first and {} at last; lowest {}, highest {}.",
+        crate::html::count(points.len() as i64, "point", "points"),
+        first.label,
+        last.label,
+        amount(first.value),
+        amount(last.value),
+        amount(lowest),
+        amount(highest),
+    );
+    let mut out = String::with_capacity(points.len() * 40 + 1024);
+    open(&mut out, id, "line amounts", title, &desc, NARROW, HEIGHT);
+    let top = nice_ceiling(highest.max(0) as f64);
+    scale_across(&mut out, top, NARROW, compact);
+    let plot = HEIGHT - TOP - BOTTOM;
+    let span = (last.at - first.at) as f64;
+    let x_of = |at: i64| {
+        if span <= 0.0 {
+            LEFT + (NARROW - LEFT) / 2.0
+        } else {
+            LEFT + (NARROW - LEFT) * (at - first.at) as f64 / span
+        }
+    };
+    let y_of = |v: i64| TOP + plot * (1.0 - (v as f64 / top).clamp(0.0, 1.0));
+    let path: Vec<String> = points
+        .iter()
+        .map(|p| format!("{},{}", coord(x_of(p.at)), coord(y_of(p.value))))
+        .collect();
+    let _ = write!(
+        out,
+        "<polyline class=\"series\" points=\"{}\"/>",
+        path.join(" ")
+    );
+    for p in points {
+        let _ = write!(
+            out,
+            "<circle class=\"dot\" cx=\"{x}\" cy=\"{y}\" r=\"2.5\" data-value=\"{value}\"><title>{label}: {shown}</title></circle>",
+            x = coord(x_of(p.at)),
+            y = coord(y_of(p.value)),
+            value = p.value,
+            label = escape(&p.label),
+            shown = escape(&amount(p.value)),
+        );
+    }
+    ends_across(&mut out, &first.label, &last.label, NARROW);
+    let _ = write!(
+        out,
+        "</svg><figcaption>{desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
+         <table><thead><tr><th scope=\"col\">When (UTC)</th>\
+         <th scope=\"col\" class=\"num\">{unit}</th></tr></thead><tbody>",
+        desc = escape(&desc),
+        unit = escape(&capitalized(unit)),
+    );
+    for p in points.iter().rev() {
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td class=\"num\">{}</td></tr>",
+            escape(&p.label),
+            crate::scripts::grouped(p.value)
+        );
+    }
+    out.push_str("</tbody></table></details></figure>");
+    out
+}
+
+fn capitalized(word: &str) -> String {
+    let mut chars = word.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 /// A small line of values over `0..=max`, oldest first, for a list: its `aria-label` says the
 /// first and the last value in words.
 pub fn sparkline(label: &str, values: &[f64], max: f64) -> String {
@@ -498,6 +618,49 @@ mod tests {
         );
         assert!(line.contains("data-version=\"2\""), "{line}");
         assert!(line.contains("1 version change"), "{line}");
+    }
+
+    fn timed(at_hours: i64, value: i64) -> TimedPoint {
+        TimedPoint {
+            at: at_hours * 3_600_000,
+            label: format!("h{at_hours}"),
+            value,
+        }
+    }
+
+    #[test]
+    fn an_amount_line_places_points_by_time_and_says_its_ends_and_extremes() {
+        let line = amount_line(
+            "w",
+            "Coins",
+            &[timed(0, 1_200), timed(1, 300), timed(4, 2_500_000)],
+            "coins",
+        );
+        assert!(
+            line.contains(
+                "3 points from h0 to h4: 1,200 coins at first and 2,500,000 coins at last; \
+                 lowest 300 coins, highest 2,500,000 coins."
+            ),
+            "{line}"
+        );
+        // The second point is a quarter of the way across: it came an hour after the first
+        // of four.
+        let xs = attributes(&line, "circle", "cx");
+        assert_eq!(
+            xs,
+            [
+                coord_value(LEFT),
+                coord_value(LEFT + (NARROW - LEFT) / 4.0),
+                coord_value(NARROW)
+            ]
+        );
+        // 2.5M at most: the scale's top is 5M, written short.
+        assert!(
+            line.contains(">5M</text>") && line.contains(">2.5M</text>"),
+            "{line}"
+        );
+        assert_eq!(line.matches("<tr><td>").count(), 3, "{line}");
+        assert!(amount_line("w", "Coins", &[], "coins").contains("nothing reported yet"));
     }
 
     #[test]

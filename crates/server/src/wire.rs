@@ -196,6 +196,9 @@ pub struct AvatarStats {
     /// Skill name → level.
     #[serde(default)]
     pub levels: BTreeMap<String, u32>,
+    /// Skill name → experience points. Left out by runners older than it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub xp: BTreeMap<String, u64>,
     /// Quests done.
     #[serde(default)]
     pub quests: Vec<String>,

@@ -421,15 +421,27 @@ fn library() -> Library {
     store
         .issue_operator_token(&secret_digest(&operator_token), now)
         .unwrap();
-    let stats = json!({
+    let mut stats = json!({
         "levels": {"Woodcutting": 31, "Fishing": 12, "Attack": 20},
+        "xp": {"Woodcutting": 15_000, "Fishing": 1_200, "Attack": 4_500},
         "quests": ["Cook's Assistant"],
-        "wealth": 12345,
+        "wealth": 9_000,
         "gear": ["Bronze axe", "Leather boots"],
         "bank": {"Oak logs": 1500, "Raw shrimps": 27},
     });
+    // An earlier report, so the wealth chart has two points.
     store
-        .save_avatar_state(owner.id, buzz.id, &stats.to_string(), now)
+        .save_avatar_state(
+            owner.id,
+            buzz.id,
+            &stats.to_string(),
+            Some(9_000),
+            now - 2 * 3_600_000,
+        )
+        .unwrap();
+    stats["wealth"] = json!(12345);
+    store
+        .save_avatar_state(owner.id, buzz.id, &stats.to_string(), Some(12345), now)
         .unwrap();
 
     let chop_code = "import { runScript } from '../../sdk/runner';\n\
@@ -642,12 +654,24 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
             "31",
             "Cook's Assistant",
             "12,345 coins",
+            "15,000 XP",
             "Bronze axe",
             "Oak logs",
         ] {
             assert!(stats.contains(text), "{text} in {stats}");
         }
+        assert!(
+            stats.contains("9,000 coins at first and 12,345 coins at last"),
+            "the wealth chart's words: {stats}"
+        );
+        let drawn = browser.script(
+            "const r = document.querySelector('#wealth-chart svg').getBoundingClientRect(); \
+             return r.width > 100 && r.height > 50",
+        );
+        assert_eq!(drawn, json!(true), "the wealth chart is drawn");
         shots.push(browser.screenshot("avatar-desktop"));
+        browser.script("document.querySelector('#wealth-chart').scrollIntoView(); return true");
+        shots.push(browser.screenshot("avatar-wealth"));
 
         // The Eager family sharing switch saves itself and moves the bar and the progress line.
         browser.click("#eager");

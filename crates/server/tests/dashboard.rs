@@ -783,7 +783,13 @@ async fn the_avatar_page_shows_the_latest_reported_stats() {
         "bank": {"Oak logs": 1500},
     });
     store
-        .save_avatar_state(world.ada, world.buzz, &stats.to_string(), now_millis())
+        .save_avatar_state(
+            world.ada,
+            world.buzz,
+            &stats.to_string(),
+            Some(12345),
+            now_millis(),
+        )
         .unwrap();
     let (cookie, _) = login(&world).await;
     let page = get(
@@ -797,7 +803,7 @@ async fn the_avatar_page_shows_the_latest_reported_stats() {
         "31",
         "Total",
         "43",
-        "Quests (2)",
+        "2 done",
         "Cook&#39;s Assistant",
         "&lt;b&gt;The Restless Ghost",
         "12,345 coins",
@@ -807,6 +813,117 @@ async fn the_avatar_page_shows_the_latest_reported_stats() {
     ] {
         assert!(page.body.contains(text), "{text}: {}", page.body);
     }
+}
+
+/// Reports through the runner API as a runner sends them: `(hours ago, coins, woodcutting xp)`.
+async fn report_states(world: &World, reports: &[(i64, i64, u64)]) {
+    let token = new_secret("mr_runner_");
+    world
+        .state
+        .store()
+        .issue_runner_token(world.ada, world.buzz, &secret_digest(&token), now_millis())
+        .unwrap();
+    let now = now_millis();
+    for &(hours_ago, coins, xp) in reports {
+        let at = time::OffsetDateTime::from_unix_timestamp((now / 1000) - hours_ago * 3600)
+            .unwrap()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+        let body = serde_json::json!({
+            "at": at,
+            "levels": {"Woodcutting": 30, "Attack": 1},
+            "xp": {"Woodcutting": xp, "Attack": 0},
+            "quests": ["Cook's Assistant"],
+            "wealth": coins,
+        });
+        let answer = send(
+            world,
+            Request::post("/v1/state")
+                .header(header::AUTHORIZATION, format!("Bearer {token}"))
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(Body::from(body.to_string()))
+                .unwrap(),
+        )
+        .await;
+        assert_eq!(answer.status, StatusCode::NO_CONTENT, "{}", answer.body);
+    }
+}
+
+#[tokio::test]
+async fn the_avatar_page_shows_xp_and_wealth_over_time_from_the_runner_s_reports() {
+    let world = world();
+    let (cookie, _) = login(&world).await;
+    let path = format!("/dashboard/avatars/{}", world.buzz.0);
+    report_states(&world, &[(3, 1_000, 2_500)]).await;
+    let one = get(&world, &path, Some(&cookie)).await;
+    assert!(
+        one.body.contains("Not enough reports yet for a chart"),
+        "{}",
+        one.body
+    );
+    report_states(&world, &[(1, 1_500, 13_363)]).await;
+    let page = get(&world, &path, Some(&cookie)).await;
+    let body = &page.body;
+    assert!(
+        body.contains("<span class=\"xp small muted\">13,363 XP</span>"),
+        "{body}"
+    );
+    assert!(body.contains(">0 XP</span>"), "{body}");
+    assert!(body.contains("1,500 coins"), "{body}");
+    let start = body.find("id=\"wealth-chart\"").expect("a wealth chart");
+    let chart = &body[start..start + body[start..].find("</figure>").unwrap()];
+    assert!(chart.contains("<svg"), "{chart}");
+    assert!(chart.contains("Coins over the last 30 days"), "{chart}");
+    assert!(
+        chart.contains(
+            "2 points from ",
+        ) && chart.contains(
+            ": 1,000 coins at first and 1,500 coins at last; lowest 1,000 coins, highest 1,500 coins."
+        ),
+        "{chart}"
+    );
+    assert_eq!(chart.matches("<circle class=\"dot\"").count(), 2, "{chart}");
+    assert!(!body.contains("Not enough reports yet"), "{body}");
+}
+
+#[tokio::test]
+async fn quests_are_counted_of_all_only_once_the_vocabulary_is_built() {
+    let world = world();
+    let (cookie, _) = login(&world).await;
+    report_states(&world, &[(1, 1_500, 13_363)]).await;
+    let path = format!("/dashboard/avatars/{}", world.buzz.0);
+    let page = get(&world, &path, Some(&cookie)).await;
+    assert!(page.body.contains(">1 done</span>"), "{}", page.body);
+    assert!(
+        page.body.contains("<code>mindrune tags build</code>"),
+        "{}",
+        page.body
+    );
+    let store = world.state.store();
+    let quests: Vec<mindrune_store::VocabularyEntry> =
+        ["cooks-assistant", "restless-ghost", "rune-mysteries"]
+            .iter()
+            .map(|slug| {
+                mindrune_store::VocabularyEntry::new(
+                    "quest",
+                    slug,
+                    slug,
+                    mindrune_store::VocabularySource::Wiki,
+                )
+            })
+            .collect();
+    store.replace_vocabulary(&quests, now_millis()).unwrap();
+    let all = mindrune_engine::avatars::tags::vocabulary(store)
+        .unwrap()
+        .counts_by_kind()["quest"];
+    assert!(all >= 3, "{all}");
+    let page = get(&world, &path, Some(&cookie)).await;
+    assert!(
+        page.body.contains(&format!(">1 of {all} done</span>")),
+        "{}",
+        page.body
+    );
+    assert!(!page.body.contains("mindrune tags build"), "{}", page.body);
 }
 
 #[tokio::test]
@@ -1217,7 +1334,13 @@ fn families() -> Families {
                 "bank": {format!("{marker} logs"): 12},
             });
             store
-                .save_avatar_state(owner.id, agent.id, &stats.to_string(), now)
+                .save_avatar_state(
+                    owner.id,
+                    agent.id,
+                    &stats.to_string(),
+                    Some(WEALTH[f].0),
+                    now,
+                )
                 .unwrap();
             family.agents.push((agent.id, name));
         }

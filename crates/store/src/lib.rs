@@ -621,6 +621,29 @@ pub struct AvatarState {
     pub reported_at: Millis,
 }
 
+/// How long an avatar's wealth history reaches back from its newest point.
+pub const WEALTH_HISTORY_MILLIS: Millis = 90 * 24 * 3_600_000;
+
+/// One hour of an avatar's wealth history: the coins of the hour's newest report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WealthPoint {
+    /// The hour's start, in milliseconds since the epoch.
+    pub hour: Millis,
+    pub coins: i64,
+    /// When the report that set it was read.
+    pub reported_at: Millis,
+}
+
+/// The start of the hour `at` falls in, as the wealth history keys its points (unix seconds).
+pub(crate) fn wealth_hour(at: Millis) -> i64 {
+    at.div_euclid(3_600_000) * 3_600
+}
+
+/// The first second at or after `since`, to compare with the history's hours.
+pub(crate) fn wealth_since(since: Millis) -> i64 {
+    since.saturating_add(999).div_euclid(1000)
+}
+
 /// How much one family reused its family skills over a window (the operator's console).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FamilyReuse {
@@ -953,15 +976,28 @@ pub trait Store: Send + Sync {
     fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>>;
     /// Ends a session (logout).
     fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()>;
-    /// Keeps the latest game state a runner reported for its avatar.
+    /// Keeps the latest game state a runner reported for its avatar, and (in the same
+    /// transaction) its wealth as the point of the report's hour in the wealth history: the
+    /// hour's newest report wins, and points more than [`WEALTH_HISTORY_MILLIS`] older than
+    /// the avatar's newest are dropped. A state older than the one kept leaves the state as it
+    /// is but still gives its hour a point, if that hour has no newer one.
     fn save_avatar_state(
         &self,
         owner: OwnerId,
         agent: AgentId,
         state: &str,
+        wealth: Option<i64>,
         reported_at: Millis,
     ) -> Result<()>;
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>>;
+    /// The avatar's wealth, one point per hour, of the hours starting at or after `since`;
+    /// oldest first.
+    fn wealth_history(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<WealthPoint>>;
     /// How the family reused its family skills since a time.
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse>;
 

@@ -24,6 +24,7 @@ const FAMILY_TABLES: &[&str] = &[
     "lessons",
     "snippet_suggestions",
     "avatar_states",
+    "avatar_wealth",
     "unrecorded_calls",
 ];
 

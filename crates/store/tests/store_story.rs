@@ -56,6 +56,7 @@ support::on_every_backend! {
     operator_tokens_are_known_by_their_digest,
     a_session_lasts_until_it_expires_or_ends,
     the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing,
+    wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days,
     family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused,
     // What a host saw but could not count.
     an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family,
@@ -1398,10 +1399,10 @@ fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing(backend: Bac
     let f = family(backend);
     assert!(f.store.avatar_state(f.owner, f.buzz).unwrap().is_none());
     f.store
-        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":10}"#, 2_000)
+        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":10}"#, Some(10), 2_000)
         .unwrap();
     f.store
-        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":5}"#, 1_000)
+        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":5}"#, Some(5), 1_000)
         .unwrap();
     let state = f.store.avatar_state(f.owner, f.buzz).unwrap().unwrap();
     assert_eq!(state.state, r#"{"wealth":10}"#);
@@ -1410,9 +1411,88 @@ fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing(backend: Bac
     assert!(f.store.avatar_state(other.id, f.buzz).unwrap().is_none());
     assert!(
         f.store
-            .save_avatar_state(other.id, f.buzz, "{}", 3_000)
+            .save_avatar_state(other.id, f.buzz, "{}", Some(1), 3_000)
             .is_err()
     );
+}
+
+const HOUR: i64 = 3_600_000;
+
+/// The avatar's wealth history as `(hour index, coins)`, hours counted from the epoch.
+fn wealth_of(f: &Family, owner: OwnerId, agent: AgentId) -> Vec<(i64, i64)> {
+    f.store
+        .wealth_history(owner, agent, 0)
+        .unwrap()
+        .into_iter()
+        .map(|p| (p.hour / HOUR, p.coins))
+        .collect()
+}
+
+fn wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days(backend: Backend) {
+    let f = family(backend);
+    let save = |agent: AgentId, coins: Option<i64>, at: i64| {
+        f.store
+            .save_avatar_state(f.owner, agent, "{}", coins, at)
+            .unwrap();
+    };
+    let day0 = 1_000 * HOUR;
+    // Two reports in hour 1000: the later one is the hour's point.
+    save(f.buzz, Some(100), day0 + 60_000);
+    save(f.buzz, Some(150), day0 + 30 * 60_000);
+    // One in hour 1001, then a late one of hour 1000 that is older than its point: it changes
+    // nothing, though a late report of an hour without a point still fills it.
+    save(f.buzz, Some(400), day0 + HOUR + 1);
+    save(f.buzz, Some(999), day0 + 10 * 60_000);
+    save(f.buzz, Some(50), day0 - HOUR);
+    // A report without wealth keeps the state and adds no point.
+    save(f.buzz, None, day0 + 2 * HOUR);
+    assert_eq!(
+        wealth_of(&f, f.owner, f.buzz),
+        [(999, 50), (1000, 150), (1001, 400)]
+    );
+    let points = f.store.wealth_history(f.owner, f.buzz, day0).unwrap();
+    assert_eq!(points.len(), 2, "since the hour's start: {points:?}");
+    assert_eq!(points[0].reported_at, day0 + 30 * 60_000);
+    assert!(
+        f.store
+            .wealth_history(f.owner, f.buzz, day0 + 1)
+            .unwrap()
+            .iter()
+            .all(|p| p.hour > day0),
+        "an hour that started before `since` is left out"
+    );
+    // Pickles' points are its own.
+    save(f.pickles, Some(7), day0);
+    assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 7)]);
+    // Ninety days on, the points more than ninety days older than the newest are dropped; a
+    // report from before that is dropped as it comes.
+    let later = day0 + 90 * 24 * HOUR + HOUR;
+    save(f.buzz, Some(5_000), later);
+    assert_eq!(
+        wealth_of(&f, f.owner, f.buzz),
+        [(1001, 400), (later / HOUR, 5_000)]
+    );
+    save(f.buzz, Some(1), day0 - 5 * HOUR);
+    assert_eq!(wealth_of(&f, f.owner, f.buzz).len(), 2);
+    assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 7)], "not pruned");
+    // Another owner neither sees nor writes the family's history.
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert!(
+        f.store
+            .wealth_history(other.id, f.buzz, 0)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        f.store
+            .save_avatar_state(other.id, f.buzz, "{}", Some(1), later + HOUR)
+            .is_err()
+    );
+    assert_eq!(wealth_of(&f, f.owner, f.buzz).len(), 2);
+    // Deleting the avatar deletes its history.
+    f.store.delete_agent(f.owner, f.buzz).unwrap();
+    assert!(wealth_of(&f, f.owner, f.buzz).is_empty());
+    assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 7)]);
 }
 
 fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused(backend: Backend) {

@@ -740,6 +740,60 @@ fn validate_replays_skill_lab_own_seven_cases_only_with_approval_to_execute() {
 }
 
 #[test]
+fn a_replay_shows_which_case_of_how_many_on_a_terminal_and_nothing_extra_when_piped() {
+    let workspace = Workspace::with_packages(&["skill-lab"]);
+    let args = [
+        "validate",
+        "--target-dir",
+        "skills/skill-lab",
+        "--allow-execute-harness",
+    ];
+    // Piped (as every other test runs it): stderr holds nothing.
+    let piped = workspace.run(&args);
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
+    assert_eq!(stderr(&piped), "");
+
+    // On a terminal (util-linux `script` gives the command one): the bar names the case.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script` here to make a terminal; the bar was not seen");
+        return;
+    }
+    let line = format!(
+        "'{}' lab {}",
+        assert_cmd::cargo::cargo_bin("mindrune").display(),
+        args.join(" ")
+    );
+    let output = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("MINDRUNE_HOME", workspace.root().join(".home"))
+        .env_remove("MINDRUNE_LOG")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .env_remove("MINDRUNE_LAB_CRASH_AT")
+        .current_dir(workspace.root())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{seen}");
+    assert!(seen.contains("case 1 of 7: "), "the bar is drawn: {seen}");
+    // Its fixtures build packages and replay their harnesses too; those cases are not the
+    // operator's, and never take over the bar.
+    for (at, _) in seen.match_indices("case ") {
+        let rest = &seen[at + 5..];
+        let Some((n, rest)) = rest.split_once(" of ") else {
+            continue;
+        };
+        if n.parse::<u32>().is_ok() {
+            assert!(rest.starts_with("7: "), "{}", &seen[at..]);
+        }
+    }
+}
+
+#[test]
 fn validate_replays_hello_world_without_approval_because_it_declares_no_execution() {
     // Runx's rule: only a catalog that declares `execution: execute` waits for approval;
     // hello-world's catalog declares no `execution`, so it replays as Runx replays it.

@@ -16,7 +16,7 @@ use crate::util::{TestLibrary, script, shell, stderr, stdout};
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// Every table the library keeps, as `migrate` lists them.
-const TABLES: [&str; 18] = [
+const TABLES: [&str; 19] = [
     "owners",
     "agents",
     "skills",
@@ -35,6 +35,7 @@ const TABLES: [&str; 18] = [
     "operator_tokens",
     "dashboard_sessions",
     "avatar_states",
+    "avatar_wealth",
 ];
 
 /// A schema of this test's own; dropping the guard drops the schema (`DROP SCHEMA … CASCADE`),
@@ -248,7 +249,7 @@ fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() 
         "{out}"
     );
     assert!(
-        out.contains("Verified 18 tables: row counts and SHA-256 digests match the source.\n"),
+        out.contains("Verified 19 tables: row counts and SHA-256 digests match the source.\n"),
         "{out}"
     );
     assert!(out.contains(&format!("pass --database '{url}'")), "{out}");
@@ -268,7 +269,7 @@ fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() 
         )),
         "{out}"
     );
-    assert!(out.contains("Verified 18 tables"), "{out}");
+    assert!(out.contains("Verified 19 tables"), "{out}");
     assert_eq!(schema.counts(), source);
 
     // The copy reads back as the SQLite library does.

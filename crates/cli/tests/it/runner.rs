@@ -593,6 +593,7 @@ fn the_avatar_s_game_state_reaches_the_dashboard_s_library() {
     assert!(output.status.success(), "{}", stderr(&output));
     let stored = lib.stored_bytes();
     assert!(contains(&stored, "\"Woodcutting\":15"));
+    assert!(contains(&stored, "\"xp\":{\"Woodcutting\":2500}"));
     assert!(contains(&stored, "Bronze sword"));
     assert!(contains(&stored, "\"wealth\":321"));
 }

@@ -1,16 +1,38 @@
 //! An avatar's page: its stats beside its scripts.
 
-use super::*;
+use mindrune_store::{AvatarState, Store, WealthPoint};
 
-pub(super) fn stats_html(
-    out: &mut String,
-    state: Option<&mindrune_store::AvatarState>,
-    shown_text: &Shown,
-) {
+use super::*;
+use crate::charts::{self, TimedPoint};
+
+/// How far back the wealth chart reaches.
+pub(super) const WEALTH_CHART_DAYS: i64 = 30;
+
+/// What the stats column shows, beside the state itself.
+pub(super) struct StatsView<'a> {
+    pub(super) state: Option<&'a AvatarState>,
+    /// How many quests there are in all, when the library's vocabulary knows (it was built
+    /// from rs-sdk's list): the compiled-in one holds only a few, so no total is better.
+    pub(super) quests_in_all: Option<usize>,
+    /// The avatar's coins, one point per hour, over the last [`WEALTH_CHART_DAYS`].
+    pub(super) wealth: &'a [WealthPoint],
+}
+
+/// The quests the library's vocabulary holds, or `None` when the vocabulary was never built
+/// (`mindrune tags build`) and only the compiled-in quests are known.
+pub(super) fn quests_in_all(store: &dyn Store) -> Result<Option<usize>, ApiError> {
+    if store.vocabulary_digest()?.is_none() {
+        return Ok(None);
+    }
+    let vocabulary = mindrune_engine::avatars::tags::vocabulary(store)?;
+    Ok(vocabulary.counts_by_kind().get("quest").copied())
+}
+
+pub(super) fn stats_html(out: &mut String, view: &StatsView<'_>, shown_text: &Shown) {
     out.push_str(
         "<aside class=\"card stats\" aria-labelledby=\"stats-title\"><h2 id=\"stats-title\">Stats</h2>",
     );
-    let Some(state) = state else {
+    let Some(state) = view.state else {
         out.push_str(
             "<p class=\"muted\">No state reported yet: its runner sends the avatar's levels, \
              quests, wealth, gear and bank as it plays.</p></aside>",
@@ -43,14 +65,39 @@ pub(super) fn stats_html(
         for (skill, level) in &stats.levels {
             let _ = write!(
                 out,
-                "<li><span class=\"skill-name\">{}</span><span class=\"level\">{level}</span></li>",
-                shown_text.text(skill)
+                "<li><span class=\"skill-name\" title=\"{name}\">{name}</span><span class=\"level\">{level}</span>",
+                name = shown_text.text(skill)
             );
+            // Runners older than the XP field send levels only.
+            if let Some(xp) = stats.xp.get(skill) {
+                let _ = write!(
+                    out,
+                    "<span class=\"xp small muted\">{} XP</span>",
+                    grouped(i64::try_from(*xp).unwrap_or(i64::MAX))
+                );
+            }
+            out.push_str("</li>");
         }
         out.push_str("</ul>");
     }
-    // Quests.
-    let _ = write!(out, "<h3>Quests ({})</h3>", stats.quests.len());
+    // Quests, of all there are when the library knows how many.
+    let done = stats.quests.len();
+    match view.quests_in_all {
+        // A vocabulary built without rs-sdk's list may know fewer quests than were done.
+        Some(all) => {
+            let _ = write!(
+                out,
+                "<h3>Quests <span class=\"muted small\">{done} of {} done</span></h3>",
+                all.max(done)
+            );
+        }
+        None => {
+            let _ = write!(
+                out,
+                "<h3>Quests <span class=\"muted small\">{done} done</span></h3>"
+            );
+        }
+    }
     if stats.quests.is_empty() {
         out.push_str("<p class=\"muted\">None done yet.</p>");
     } else {
@@ -60,7 +107,13 @@ pub(super) fn stats_html(
         }
         out.push_str("</ul>");
     }
-    // Wealth.
+    if view.quests_in_all.is_none() {
+        out.push_str(
+            "<p class=\"small muted quests-hint\">Run <code>mindrune tags build</code> with the \
+             rs-sdk checkout to see how many quests there are in all.</p>",
+        );
+    }
+    // Wealth, now and over the last days.
     out.push_str("<h3>Wealth</h3>");
     match stats.wealth {
         Some(coins) => {
@@ -71,6 +124,25 @@ pub(super) fn stats_html(
             );
         }
         None => out.push_str("<p class=\"muted\">Not reported.</p>"),
+    }
+    if view.wealth.len() < 2 {
+        out.push_str("<p class=\"small muted\">Not enough reports yet for a chart.</p>");
+    } else {
+        let points: Vec<TimedPoint> = view
+            .wealth
+            .iter()
+            .map(|p| TimedPoint {
+                at: p.hour,
+                label: when(Some(p.hour)),
+                value: p.coins,
+            })
+            .collect();
+        out.push_str(&charts::amount_line(
+            "wealth-chart",
+            &format!("Coins over the last {WEALTH_CHART_DAYS} days"),
+            &points,
+            "coins",
+        ));
     }
     // Gear.
     out.push_str("<h3>Gear</h3>");
@@ -109,7 +181,7 @@ pub(super) fn avatar_html(
     owner: &Owner,
     agent: &Agent,
     scripts: &[ScriptView],
-    state: Option<&mindrune_store::AvatarState>,
+    stats: &StatsView<'_>,
     csrf: &str,
     shown_text: &Shown,
 ) -> String {
@@ -138,7 +210,7 @@ pub(super) fn avatar_html(
         body.push_str("</ul>");
     }
     body.push_str("</section>");
-    stats_html(&mut body, state, shown_text);
+    stats_html(&mut body, stats, shown_text);
     body.push_str("</div>");
     sharing_html(
         &mut body,
@@ -238,15 +310,15 @@ pub(super) async fn avatar_page(
                 });
             }
             let avatar_state = store.avatar_state(owner_id, agent.id)?;
+            let wealth =
+                store.wealth_history(owner_id, agent.id, now - WEALTH_CHART_DAYS * DAY_MILLIS)?;
+            let stats = StatsView {
+                state: avatar_state.as_ref(),
+                quests_in_all: quests_in_all(store)?,
+                wealth: &wealth,
+            };
             let shown_text = Shown::new(&[owner.api_key.as_str()]);
-            let body = avatar_html(
-                &owner,
-                &agent,
-                &scripts,
-                avatar_state.as_ref(),
-                &csrf,
-                &shown_text,
-            );
+            let body = avatar_html(&owner, &agent, &scripts, &stats, &csrf, &shown_text);
             Ok(Some(html::page(
                 &shown_text.text(&agent.name),
                 owner_nav(&app, &owner, &csrf),

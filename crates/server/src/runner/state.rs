@@ -3,7 +3,7 @@
 //! [`AvatarStats`] when what the dashboard shows changed.
 //!
 //! Levels come from `skills[]` (the base level: a boosted or drained level is not what the
-//! avatar has), gear from `equipment[]`, wealth from the coins in `inventory[]` plus the
+//! avatar has) with their `experience`, gear from `equipment[]`, wealth from the coins in `inventory[]` plus the
 //! coins last seen in the bank. The bank is visible only while it is open, so what was last
 //! seen there is kept (in the spool, `bank.json`) and sent until it is seen again. Quests come
 //! from a top-level `quests` array, when the file has one. An `inspect_state` answer
@@ -135,6 +135,7 @@ impl StateWatch {
 /// Whether two states show the same on the dashboard (when they were read aside).
 fn same_stats(a: &AvatarStats, b: &AvatarStats) -> bool {
     a.levels == b.levels
+        && a.xp == b.xp
         && a.quests == b.quests
         && a.wealth == b.wealth
         && a.gear == b.gear
@@ -175,6 +176,9 @@ pub fn stats_from_state(
             .or_else(|| skill.get("level").and_then(Value::as_u64));
         if let Some(level) = level.and_then(|l| u32::try_from(l).ok()) {
             stats.levels.insert(name.to_string(), level);
+        }
+        if let Some(xp) = skill.get("experience").and_then(Value::as_u64) {
+            stats.xp.insert(name.to_string(), xp);
         }
     }
     stats.gear = items(state.get("equipment"))
@@ -302,6 +306,29 @@ mod tests {
         assert_eq!(stats.wealth, Some(1120));
         assert_eq!(stats.bank["Logs"], 50);
         assert!(stats.quests.is_empty());
+    }
+
+    #[test]
+    fn experience_comes_from_each_skill_and_a_change_of_it_is_sent() {
+        let mut bank = None;
+        let stats = stats_from_state(&world(true), &mut bank).unwrap();
+        assert_eq!(stats.xp["Woodcutting"], 2500);
+        assert_eq!(stats.xp["Attack"], 0);
+        // XP moves long before a level does: a gain at the same level is news to the owner.
+        let mut later = world(true);
+        later["skills"][0]["experience"] = json!(2600);
+        let gained = stats_from_state(&later, &mut bank).unwrap();
+        assert_eq!(gained.levels, stats.levels);
+        assert!(!same_stats(&stats, &gained));
+        // A skill without `experience` (an older SDK) still has its level, and no XP.
+        let mut older = world(true);
+        older["skills"][1]
+            .as_object_mut()
+            .unwrap()
+            .remove("experience");
+        let older = stats_from_state(&older, &mut bank).unwrap();
+        assert_eq!(older.levels["Attack"], 1);
+        assert!(!older.xp.contains_key("Attack"));
     }
 
     #[test]

@@ -607,6 +607,7 @@ mod tests {
             include_str!("../../migrations/postgres/0002_names_nocase.sql"),
             include_str!("../../migrations/postgres/0003_host_runs.sql"),
             include_str!("../../migrations/postgres/0004_failures.sql"),
+            include_str!("../../migrations/postgres/0005_wealth_history.sql"),
         ]
         .join("\n");
         for table in TABLES {
@@ -772,7 +773,7 @@ mod tests {
         }
 
         /// A library with rows in every table: two families, edits, runs, snippets, lessons,
-        /// sharing, a deleted agent, the vocabulary, tokens, a session and avatar states.
+        /// sharing, a deleted agent, the vocabulary, tokens, a session, avatar states and wealth.
         fn library() -> SqliteStore {
             let store = SqliteStore::open_in_memory().unwrap();
             let ada = store
@@ -888,7 +889,13 @@ mod tests {
                     .issue_runner_token(owner, agent, &format!("hash-{bot}"), at)
                     .unwrap();
                 store
-                    .save_avatar_state(owner, agent, &format!("{{\"levels\":{{\"{bot}\":1}}}}"), at)
+                    .save_avatar_state(
+                        owner,
+                        agent,
+                        &format!("{{\"levels\":{{\"{bot}\":1}},\"wealth\":{at}}}"),
+                        Some(at),
+                        at,
+                    )
                     .unwrap();
             }
             let (owner, rnchk, _) = agents[3];

@@ -309,6 +309,18 @@ pub(super) const TABLES: &[Table] = &[
         key: &["owner_id", "agent_id"],
         identity: None,
     },
+    Table {
+        name: "avatar_wealth",
+        columns: &[
+            ("owner_id", Int),
+            ("agent_id", Int),
+            ("hour", Int),
+            ("coins", Int),
+            ("reported_at", Int),
+        ],
+        key: &["owner_id", "agent_id", "hour"],
+        identity: None,
+    },
 ];
 
 /// The tables compared with the source before anything is written: the directory a family is

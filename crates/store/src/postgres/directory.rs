@@ -17,7 +17,8 @@ use super::{Fail, PgResult, PgStore, VOCABULARY_LOCK, is_unique_violation};
 use crate::common::lines_of;
 use crate::{
     Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError,
-    VocabularyChange, VocabularyEntry, VocabularySource,
+    VocabularyChange, VocabularyEntry, VocabularySource, WEALTH_HISTORY_MILLIS, WealthPoint,
+    wealth_hour, wealth_since,
 };
 
 /// Turns a unique constraint's failure into the store's conflict, leaving other failures as
@@ -519,6 +520,7 @@ pub(super) fn save_avatar_state(
     owner: OwnerId,
     agent: AgentId,
     state: &str,
+    wealth: Option<i64>,
     reported_at: Millis,
 ) -> Result<()> {
     store.write(owner, |tx| {
@@ -535,7 +537,59 @@ pub(super) fn save_avatar_state(
         if changed == 0 && agent_missing(tx, owner, agent)? {
             return Err(StoreError::NotFound(format!("agent {}", agent.0)).into());
         }
+        let Some(coins) = wealth else {
+            return Ok(());
+        };
+        // A late report still fills its own hour, but never replaces a newer one of that hour.
+        tx.execute(
+            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at)
+             SELECT owner_id, agent_id, $3::bigint, $4::bigint, $5::bigint FROM agents
+             WHERE owner_id = $1 AND agent_id = $2
+             ON CONFLICT (owner_id, agent_id, hour) DO UPDATE
+             SET coins = EXCLUDED.coins, reported_at = EXCLUDED.reported_at
+             WHERE EXCLUDED.reported_at >= avatar_wealth.reported_at",
+            &[
+                &owner.0,
+                &agent.0,
+                &wealth_hour(reported_at),
+                &coins,
+                &reported_at,
+            ],
+        )?;
+        // Measured from the avatar's newest point, not the clock, so a late report from long
+        // ago is dropped at once and a quiet avatar keeps its last months.
+        tx.execute(
+            "DELETE FROM avatar_wealth WHERE owner_id = $1 AND agent_id = $2 AND hour < (
+                 SELECT MAX(hour) FROM avatar_wealth WHERE owner_id = $1 AND agent_id = $2
+             ) - $3::bigint",
+            &[&owner.0, &agent.0, &(WEALTH_HISTORY_MILLIS / 1000)],
+        )?;
         Ok(())
+    })
+}
+
+pub(super) fn wealth_history(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+    since: Millis,
+) -> Result<Vec<WealthPoint>> {
+    store.read(|tx| {
+        tx.query(
+            "SELECT hour, coins, reported_at FROM avatar_wealth
+             WHERE owner_id = $1 AND agent_id = $2 AND hour >= $3::bigint
+             ORDER BY hour",
+            &[&owner.0, &agent.0, &wealth_since(since)],
+        )?
+        .iter()
+        .map(|row| {
+            Ok(WealthPoint {
+                hour: col::<i64>(row, 0)?.saturating_mul(1000),
+                coins: col(row, 1)?,
+                reported_at: col(row, 2)?,
+            })
+        })
+        .collect()
     })
 }
 

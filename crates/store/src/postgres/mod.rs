@@ -48,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0002_names_nocase.sql"),
     include_str!("../../migrations/postgres/0003_host_runs.sql"),
     include_str!("../../migrations/postgres/0004_failures.sql"),
+    include_str!("../../migrations/postgres/0005_wealth_history.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -903,13 +904,23 @@ impl Store for PgStore {
         owner: OwnerId,
         agent: AgentId,
         state: &str,
+        wealth: Option<i64>,
         reported_at: Millis,
     ) -> Result<()> {
-        directory::save_avatar_state(self, owner, agent, state, reported_at)
+        directory::save_avatar_state(self, owner, agent, state, wealth, reported_at)
     }
 
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
         directory::avatar_state(self, owner, agent)
+    }
+
+    fn wealth_history(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<crate::WealthPoint>> {
+        directory::wealth_history(self, owner, agent, since)
     }
 
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {

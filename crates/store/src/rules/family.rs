@@ -95,6 +95,7 @@ fn agent_removal() -> Vec<String> {
             "DELETE FROM unrecorded_calls WHERE owner_id = ?1 AND agent_id = ?2",
             "DELETE FROM runner_tokens WHERE owner_id = ?1 AND agent_id = ?2",
             "DELETE FROM avatar_states WHERE owner_id = ?1 AND agent_id = ?2",
+            "DELETE FROM avatar_wealth WHERE owner_id = ?1 AND agent_id = ?2",
             "UPDATE uses SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2",
             "UPDATE sharing_events SET agent_id = NULL WHERE owner_id = ?1 AND agent_id = ?2",
             "DELETE FROM agents WHERE owner_id = ?1 AND agent_id = ?2",

@@ -7,7 +7,10 @@ use rusqlite::{OptionalExtension, params};
 use super::rows::{agent_from, owner_from};
 use super::{SqliteStore, agent_missing, db_err, name_taken};
 use crate::common::{AGENT_COLUMNS, OWNER_COLUMNS, lines_of};
-use crate::{Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError};
+use crate::{
+    Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError,
+    WEALTH_HISTORY_MILLIS, WealthPoint, wealth_hour, wealth_since,
+};
 
 pub(super) fn create_owner(
     store: &SqliteStore,
@@ -513,24 +516,84 @@ pub(super) fn save_avatar_state(
     owner: OwnerId,
     agent: AgentId,
     state: &str,
+    wealth: Option<i64>,
     reported_at: Millis,
 ) -> Result<()> {
-    let inner = store.lock();
-    let changed = inner
-        .conn
-        .execute(
-            "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
-             SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
-             ON CONFLICT (agent_id) DO UPDATE SET state = excluded.state, reported_at = excluded.reported_at
-             WHERE excluded.reported_at >= avatar_states.reported_at",
-            params![owner.0, agent.0, state, reported_at],
+    store.write(|tx, _| {
+        let conn = tx.conn;
+        let changed = conn
+            .prepare_cached(
+                "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
+                 SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+                 ON CONFLICT (agent_id) DO UPDATE SET state = excluded.state, reported_at = excluded.reported_at
+                 WHERE excluded.reported_at >= avatar_states.reported_at",
+            )
+            .map_err(db_err)?
+            .execute(params![owner.0, agent.0, state, reported_at])
+            .map_err(db_err)?;
+        // A state older than the one kept changes nothing; an unknown agent is an error.
+        if changed == 0 && agent_missing(conn, owner, agent)? {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+        }
+        let Some(coins) = wealth else {
+            return Ok(());
+        };
+        // A late report still fills its own hour, but never replaces a newer one of that hour.
+        conn.prepare_cached(
+            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at)
+             SELECT owner_id, agent_id, ?3, ?4, ?5 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+             ON CONFLICT (owner_id, agent_id, hour) DO UPDATE
+             SET coins = excluded.coins, reported_at = excluded.reported_at
+             WHERE excluded.reported_at >= avatar_wealth.reported_at",
         )
+        .map_err(db_err)?
+        .execute(params![
+            owner.0,
+            agent.0,
+            wealth_hour(reported_at),
+            coins,
+            reported_at
+        ])
         .map_err(db_err)?;
-    // A state older than the one kept changes nothing; an unknown agent is an error.
-    if changed == 0 && agent_missing(&inner.conn, owner, agent)? {
-        return Err(StoreError::NotFound(format!("agent {}", agent.0)));
-    }
-    Ok(())
+        // Measured from the avatar's newest point, not the clock, so a late report from long
+        // ago is dropped at once and a quiet avatar keeps its last months.
+        conn.prepare_cached(
+            "DELETE FROM avatar_wealth WHERE owner_id = ?1 AND agent_id = ?2 AND hour < (
+                 SELECT MAX(hour) FROM avatar_wealth WHERE owner_id = ?1 AND agent_id = ?2
+             ) - ?3",
+        )
+        .map_err(db_err)?
+        .execute(params![owner.0, agent.0, WEALTH_HISTORY_MILLIS / 1000])
+        .map_err(db_err)?;
+        Ok(())
+    })
+}
+
+pub(super) fn wealth_history(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+    since: Millis,
+) -> Result<Vec<WealthPoint>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .prepare_cached(
+            "SELECT hour, coins, reported_at FROM avatar_wealth
+             WHERE owner_id = ?1 AND agent_id = ?2 AND hour >= ?3
+             ORDER BY hour",
+        )
+        .map_err(db_err)?
+        .query_map(params![owner.0, agent.0, wealth_since(since)], |r| {
+            Ok(WealthPoint {
+                hour: r.get::<_, i64>(0)?.saturating_mul(1000),
+                coins: r.get(1)?,
+                reported_at: r.get(2)?,
+            })
+        })
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<_>>()
+        .map_err(db_err)
 }
 
 pub(super) fn avatar_state(

@@ -43,6 +43,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0006_names_nocase.sql"),
     include_str!("../../migrations/sqlite/0007_host_runs.sql"),
     include_str!("../../migrations/sqlite/0008_failures.sql"),
+    include_str!("../../migrations/sqlite/0009_wealth_history.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -687,13 +688,23 @@ impl Store for SqliteStore {
         owner: OwnerId,
         agent: AgentId,
         state: &str,
+        wealth: Option<i64>,
         reported_at: Millis,
     ) -> Result<()> {
-        directory::save_avatar_state(self, owner, agent, state, reported_at)
+        directory::save_avatar_state(self, owner, agent, state, wealth, reported_at)
     }
 
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
         directory::avatar_state(self, owner, agent)
+    }
+
+    fn wealth_history(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<crate::WealthPoint>> {
+        directory::wealth_history(self, owner, agent, since)
     }
 
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {

@@ -24,6 +24,8 @@ pub mod scratch;
 pub mod web;
 
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use mindrune_core::runx::snapshot::SnapshotFile;
@@ -172,6 +174,9 @@ pub struct HarnessOptions {
     /// (`Array.prototype.join.call({length: 2 ** 53 - 1}, "")`), which then hangs the caller:
     /// only the worker bounds every module. The CLI always sets it.
     pub js_worker: Option<javascript::WorkerCommand>,
+    /// Told of each case as the replay reaches it, for a progress display (the CLI draws a
+    /// bar); `None` tells nobody.
+    pub on_case: Option<CaseProgress>,
 }
 
 impl Default for HarnessOptions {
@@ -180,7 +185,65 @@ impl Default for HarnessOptions {
             created_at: "2026-01-01T00:00:00Z".to_owned(),
             cli_timeout: Duration::from_secs(60),
             js_worker: None,
+            on_case: None,
         }
+    }
+}
+
+/// `(done, total, next)`; see [`CaseProgress`].
+type TellCase = dyn Fn(usize, usize, &str) + Send + Sync;
+
+/// What hears of a replay's cases: `(done, total, next)` before each case (`next` its name),
+/// and `(total, total, "")` once the last is done. Only the outermost replay tells: a case
+/// that replays another package's harness (a skill-lab fixture building a package) runs
+/// through the same options, and its cases are not the ones the operator is waiting for.
+#[derive(Clone)]
+pub struct CaseProgress {
+    tell: Arc<TellCase>,
+    /// Replays running through these options now, nested ones included.
+    running: Arc<AtomicUsize>,
+}
+
+impl CaseProgress {
+    pub fn new(tell: impl Fn(usize, usize, &str) + Send + Sync + 'static) -> CaseProgress {
+        CaseProgress {
+            tell: Arc::new(tell),
+            running: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    fn enter(&self) -> Replaying<'_> {
+        let outer = self.running.fetch_add(1, Ordering::SeqCst) == 0;
+        Replaying {
+            progress: self,
+            outer,
+        }
+    }
+}
+
+impl std::fmt::Debug for CaseProgress {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CaseProgress")
+    }
+}
+
+/// One replay under way; it tells only when it is the outermost.
+struct Replaying<'a> {
+    progress: &'a CaseProgress,
+    outer: bool,
+}
+
+impl Replaying<'_> {
+    fn tell(&self, done: usize, total: usize, next: &str) {
+        if self.outer {
+            (self.progress.tell)(done, total, next);
+        }
+    }
+}
+
+impl Drop for Replaying<'_> {
+    fn drop(&mut self) {
+        self.progress.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -224,7 +287,21 @@ pub fn run_harness(
         receipt_ids: Vec::new(),
         graph_case_count: 0,
     };
-    for case in cases {
+    let replaying = options.on_case.as_ref().map(CaseProgress::enter);
+    let tell = |done: usize, next: &str| {
+        if let Some(replaying) = &replaying
+            && !cases.is_empty()
+        {
+            replaying.tell(done, cases.len(), next);
+        }
+    };
+    for (done, case) in cases.iter().enumerate() {
+        tell(
+            done,
+            case.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("unnamed"),
+        );
         let mut outcome = run_case(files, profile, case, tools, options);
         match sealer.seal(&outcome) {
             Ok(id) => {
@@ -254,6 +331,7 @@ pub fn run_harness(
             .extend(outcome.assertion_errors.iter().cloned());
         outcomes.push(outcome);
     }
+    tell(cases.len(), "");
     report.assertion_error_count = report.assertion_errors.len();
     report.status = if cases.is_empty() {
         HarnessStatus::NotDeclared
@@ -437,6 +515,85 @@ fn check_receipt(
             "receipt.receipt_id".to_owned(),
             Value::from(expected).to_string(),
             Value::from(actual).to_string(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A sealer that seals nothing.
+    struct NoSeal;
+
+    impl CaseSealer for NoSeal {
+        fn seal(&mut self, _case: &CaseOutcome) -> Result<String, String> {
+            Err("not sealed".to_owned())
+        }
+    }
+
+    fn heard() -> (CaseProgress, Arc<Mutex<Vec<String>>>) {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let log = heard.clone();
+        let progress = CaseProgress::new(move |done, total, next| {
+            log.lock().unwrap().push(format!("{done}/{total} {next}"));
+        });
+        (progress, heard)
+    }
+
+    #[test]
+    fn a_replay_tells_each_case_as_it_starts_and_once_when_all_are_done() {
+        let (progress, heard) = heard();
+        let options = HarnessOptions {
+            on_case: Some(progress),
+            ..HarnessOptions::default()
+        };
+        // No runner is declared: each case fails at once, which is all this needs.
+        let cases = [
+            serde_json::json!({"name": "first"}),
+            serde_json::json!({"inputs": {}}),
+        ];
+        let run = run_harness(
+            &[],
+            &serde_json::json!({}),
+            &cases,
+            &mut NoNativeTools,
+            &mut NoSeal,
+            &options,
+        );
+        assert_eq!(run.report.case_count, 2);
+        assert_eq!(*heard.lock().unwrap(), ["0/2 first", "1/2 unnamed", "2/2 "]);
+        // No cases, nothing to tell.
+        heard.lock().unwrap().clear();
+        run_harness(
+            &[],
+            &serde_json::json!({}),
+            &[],
+            &mut NoNativeTools,
+            &mut NoSeal,
+            &options,
+        );
+        assert!(heard.lock().unwrap().is_empty());
+    }
+
+    #[test]
+    fn only_the_outermost_replay_tells() {
+        let (progress, heard) = heard();
+        let outer = progress.enter();
+        {
+            let nested = progress.clone();
+            let inner = nested.enter();
+            inner.tell(0, 5, "a nested case");
+        }
+        outer.tell(1, 2, "the operator's case");
+        drop(outer);
+        // Once the outer replay ended, the next one is outermost again.
+        progress.enter().tell(0, 1, "again");
+        assert_eq!(
+            *heard.lock().unwrap(),
+            ["1/2 the operator's case", "0/1 again"]
         );
     }
 }

@@ -31,7 +31,7 @@ use tokio::sync::oneshot;
 /// `commit_delay` is the same idea). Short against a request's own cost over HTTP.
 pub const GROUP_WAIT: Duration = Duration::from_micros(500);
 /// At most this many requests share one transaction…
-const MAX_GROUP_REQUESTS: usize = 64;
+const MAX_GROUP_REQUESTS: usize = 8;
 /// …or this many events (a group holds the library's writer for its whole length).
 const MAX_GROUP_EVENTS: usize = 2_000;
 

@@ -288,11 +288,12 @@ pub trait AgentFiles {
 /// of a batch's time in `bench record`); reads and listings still go to `files`.
 pub struct OneMoment<'a> {
     files: &'a dyn AgentFiles,
-    stats: std::cell::RefCell<
-        std::collections::HashMap<(String, u64), Result<Option<FileStamp>, ReadError>>,
-    >,
+    /// Each `stat` asked, by path and limit.
+    stats: std::cell::RefCell<std::collections::HashMap<(String, u64), StatAnswer>>,
     stamps: std::cell::RefCell<std::collections::HashMap<String, Option<FileStamp>>>,
 }
+
+type StatAnswer = Result<Option<FileStamp>, ReadError>;
 
 impl<'a> OneMoment<'a> {
     pub fn new(files: &'a dyn AgentFiles) -> OneMoment<'a> {

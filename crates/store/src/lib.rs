@@ -818,6 +818,10 @@ pub trait Store: Send + Sync {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>>;
+    /// When the newest of an agent's stored outputs (scripts and inline code alike) happened;
+    /// None when it has none. Inside a write group this is what the group will find before
+    /// the outputs it records itself, since no other writer can add one meanwhile.
+    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>>;
     /// A skill's latest failed runs (any version), newest first, at most `limit`.
     fn recent_failures(
         &self,

@@ -684,6 +684,10 @@ impl Store for PgStore {
         records::recent_outputs(self, owner, agent, before, limit)
     }
 
+    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {
+        records::newest_output_at(self, owner, agent)
+    }
+
     fn recent_failures(
         &self,
         owner: OwnerId,

@@ -259,6 +259,29 @@ pub(super) fn recent_outputs(
     })
 }
 
+pub(super) fn newest_output_at(
+    store: &PgStore,
+    owner: OwnerId,
+    agent: AgentId,
+) -> Result<Option<Millis>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT max(at) FROM (
+                 (SELECT at FROM uses
+                  WHERE owner_id = $1 AND agent_id = $2 AND output IS NOT NULL
+                  ORDER BY at DESC, use_id DESC LIMIT 1)
+                 UNION ALL
+                 (SELECT at FROM snippet_uses
+                  WHERE owner_id = $1 AND agent_id = $2 AND output IS NOT NULL
+                  ORDER BY at DESC, use_id DESC LIMIT 1)
+             ) runs",
+            &[&owner.0, &agent.0],
+        )?;
+        let newest = all(rows, |row| col::<Option<Millis>>(row, 0))?;
+        Ok(newest.into_iter().next().flatten())
+    })
+}
+
 pub(super) fn recent_failures(
     store: &PgStore,
     owner: OwnerId,

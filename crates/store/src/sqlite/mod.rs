@@ -503,6 +503,10 @@ impl Store for SqliteStore {
         records::recent_outputs(self, owner, agent, before, limit)
     }
 
+    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {
+        records::newest_output_at(self, owner, agent)
+    }
+
     fn recent_failures(
         &self,
         owner: OwnerId,

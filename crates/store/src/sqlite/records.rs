@@ -247,6 +247,32 @@ pub(super) fn recent_outputs(
     Ok(outputs)
 }
 
+pub(super) fn newest_output_at(
+    store: &SqliteStore,
+    owner: OwnerId,
+    agent: AgentId,
+) -> Result<Option<Millis>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare_cached(
+            // Each side's newest by its `…_by_agent_time` index, as in `recent_outputs`.
+            "SELECT max(at) FROM (
+                 SELECT * FROM (SELECT at FROM uses
+                                WHERE owner_id = ?1 AND agent_id = ?2 AND output IS NOT NULL
+                                ORDER BY at DESC, use_id DESC LIMIT 1)
+                 UNION ALL
+                 SELECT * FROM (SELECT at FROM snippet_uses
+                                WHERE owner_id = ?1 AND agent_id = ?2 AND output IS NOT NULL
+                                ORDER BY at DESC, use_id DESC LIMIT 1)
+             )",
+        )
+        .map_err(db_err)?;
+    statement
+        .query_row(params![owner.0, agent.0], |r| r.get(0))
+        .map_err(db_err)
+}
+
 pub(super) fn recent_failures(
     store: &SqliteStore,
     owner: OwnerId,

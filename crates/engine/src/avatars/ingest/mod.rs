@@ -116,6 +116,32 @@ struct Caches {
     owner_keys: HashMap<i64, String>,
     /// Agents re-run the very same command lines all day; parsing one once is enough.
     shell_lines: HashMap<(i64, String, Option<String>), Arc<ShellRuns>>,
+    /// For each thread inside a write group, each avatar's newest stored output as far as the
+    /// group knows it (see [`Recorder::previous_state`]).
+    group_outputs: HashMap<std::thread::ThreadId, HashMap<i64, NewestOutput>>,
+}
+
+/// See [`Recorder::group_outputs`].
+pub(crate) struct GroupOutputs<'r, 's> {
+    recorder: &'r Recorder<'s>,
+}
+
+impl Drop for GroupOutputs<'_, '_> {
+    fn drop(&mut self) {
+        self.recorder
+            .caches()
+            .group_outputs
+            .remove(&std::thread::current().id());
+    }
+}
+
+/// An avatar's newest stored output, inside a write group: when it happened, and its text when
+/// this group stored it and no other stored output has the same time. No other writer can add
+/// an output while the group holds the family, so this stays true for the group's length.
+#[derive(Debug, Clone)]
+struct NewestOutput {
+    at: Option<Millis>,
+    text: Option<String>,
 }
 
 /// Distinct shell lines whose classification is kept; past this the cache starts over.
@@ -214,6 +240,9 @@ impl<'s> Recorder<'s> {
             return Ok(recorded);
         }
         let scrubber = self.scrubber(&agent, files)?;
+        if event.output.is_some() {
+            self.know_newest_output(&agent)?;
+        }
         let parsed_output = event.output.as_deref().map(rs_output::parse_run_output);
         let previous = match &parsed_output {
             Some(out) if out.state_seen && needs_previous(event) => {
@@ -234,17 +263,20 @@ impl<'s> Recorder<'s> {
         match &event.call {
             Call::ExecuteCode { code } => {
                 let code = scrubber.scrub(code).text.into_owned();
-                let result = self.store.record_snippet_use(
-                    owner,
-                    &NewSnippetUse {
-                        agent: agent.id,
-                        digest: digest::snippet_digest(&code),
-                        code,
-                        outcome,
-                        output,
-                        event_id: event.id.clone(),
-                    },
-                )?;
+                let new_use = NewSnippetUse {
+                    agent: agent.id,
+                    digest: digest::snippet_digest(&code),
+                    code,
+                    outcome,
+                    output,
+                    event_id: event.id.clone(),
+                };
+                let result = self.store.record_snippet_use(owner, &new_use)?;
+                if result.added
+                    && let Some(text) = &new_use.output
+                {
+                    self.note_output(&agent, new_use.outcome.at, text);
+                }
                 recorded.snippet = Some(SnippetRecorded {
                     digest: result.snippet.digest,
                     uses: result.snippet.uses,
@@ -504,19 +536,22 @@ impl<'s> Recorder<'s> {
                 known
             }
         };
-        let result = self.store.record_use(
-            owner,
-            &NewUse {
-                version: target.version,
-                agent: agent.id,
-                outcome: run.outcome.clone(),
-                source: run.source_kind.into(),
-                call: Some(run.call),
-                output: run.output,
-                event_id: run.event_id,
-                recorded_at: now_millis(),
-            },
-        )?;
+        let new_use = NewUse {
+            version: target.version,
+            agent: agent.id,
+            outcome: run.outcome.clone(),
+            source: run.source_kind.into(),
+            call: Some(run.call),
+            output: run.output,
+            event_id: run.event_id,
+            recorded_at: now_millis(),
+        };
+        let result = self.store.record_use(owner, &new_use)?;
+        if result.added
+            && let Some(text) = &new_use.output
+        {
+            self.note_output(agent, new_use.outcome.at, text);
+        }
         recorded.runs.push(RunRecorded {
             skill: target.skill_label,
             version: result.version.number,
@@ -649,6 +684,14 @@ impl<'s> Recorder<'s> {
     /// a state section. A few are looked at, since a call that printed no state (a `grep`, a
     /// build) records no output worth comparing with.
     fn previous_state(&self, agent: &Agent, at: Millis) -> Result<Option<RunOutput>, IngestError> {
+        // Inside a write group the output this group stored last is often the one wanted: the
+        // newest of all, and older than this run.
+        if let Some(text) = self.group_output_before(agent, at) {
+            let newest = rs_output::parse_run_output(&text);
+            if newest.state_seen {
+                return Ok(Some(newest));
+            }
+        }
         // The newest output nearly always shows the state: read it alone first, and the few
         // before it (outputs are up to 16 KiB each) only when it does not.
         let newest = self.store.recent_outputs(agent.owner, agent.id, at, 1)?;
@@ -667,6 +710,84 @@ impl<'s> Recorder<'s> {
             .skip(1)
             .map(|text| rs_output::parse_run_output(text))
             .find(|out| out.state_seen))
+    }
+
+    /// Starts (or, when the group's work runs again after a rollback, starts over) this
+    /// thread's write group's knowledge of the avatars' newest outputs.
+    pub(crate) fn begin_group(&self) {
+        self.caches()
+            .group_outputs
+            .insert(std::thread::current().id(), HashMap::new());
+    }
+
+    /// Forgets this thread's group knowledge when dropped, however the group ends (a panic
+    /// included): once other writers may write again it is no longer true.
+    pub(crate) fn group_outputs(&self) -> GroupOutputs<'_, 's> {
+        GroupOutputs { recorder: self }
+    }
+
+    /// Inside a write group, learns when the avatar's newest stored output happened, once per
+    /// group, before the group stores one of its own.
+    fn know_newest_output(&self, agent: &Agent) -> Result<(), IngestError> {
+        let me = std::thread::current().id();
+        let known = match self.caches().group_outputs.get(&me) {
+            None => return Ok(()),
+            Some(outputs) => outputs.contains_key(&agent.id.0),
+        };
+        if known {
+            return Ok(());
+        }
+        // Asked without holding the caches: the store may wait for another thread's group.
+        let at = self.store.newest_output_at(agent.owner, agent.id)?;
+        if let Some(outputs) = self.caches().group_outputs.get_mut(&me) {
+            outputs
+                .entry(agent.id.0)
+                .or_insert(NewestOutput { at, text: None });
+        }
+        Ok(())
+    }
+
+    /// Notes an output this thread's write group just stored for the avatar at `at`.
+    fn note_output(&self, agent: &Agent, at: Millis, text: &str) {
+        let mut caches = self.caches();
+        let Some(newest) = caches
+            .group_outputs
+            .get_mut(&std::thread::current().id())
+            .and_then(|outputs| outputs.get_mut(&agent.id.0))
+        else {
+            return;
+        };
+        match newest.at {
+            Some(known) if at < known => {}
+            // Two outputs of the same time: which one a reader gets is the store's order, so
+            // the group stops answering for them (unless they are the same text, as the runs
+            // of one call that ran several scripts are).
+            Some(known) if at == known => {
+                if newest.text.as_deref() != Some(text) {
+                    newest.text = None;
+                }
+            }
+            _ => {
+                *newest = NewestOutput {
+                    at: Some(at),
+                    text: Some(text.to_string()),
+                }
+            }
+        }
+    }
+
+    /// The avatar's newest stored output, when this thread's write group stored it and it
+    /// happened before `at`.
+    fn group_output_before(&self, agent: &Agent, at: Millis) -> Option<String> {
+        let caches = self.caches();
+        let newest = caches
+            .group_outputs
+            .get(&std::thread::current().id())?
+            .get(&agent.id.0)?;
+        match (newest.at, &newest.text) {
+            (Some(known), Some(text)) if known < at => Some(text.clone()),
+            _ => None,
+        }
     }
 
     /// The sibling's skill (and version) that `code` is a verbatim copy of as the mirror showed

@@ -29,8 +29,10 @@ impl Recorder<'_> {
     ) -> Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> {
         let mut answers: Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> =
             Vec::with_capacity(batches.len());
+        let group = self.group_outputs();
         let committed = self.store.write_group(owners, &mut || {
             answers.clear();
+            self.begin_group();
             for batch in batches {
                 let mut results = Vec::with_capacity(batch.len());
                 let mut failed = None;
@@ -50,6 +52,7 @@ impl Recorder<'_> {
             }
             Ok(())
         });
+        drop(group);
         if let Err(err) = committed {
             // What this recorder learnt of the group's files names versions that were rolled
             // back with it.
@@ -119,8 +122,10 @@ impl Recorder<'_> {
             .map(|(workspace, files)| (workspace.as_path(), OneMoment::new(files)))
             .collect();
         let mut results = Vec::with_capacity(lines.len());
+        let group = self.group_outputs();
         let committed = self.store.write_group(&owners, &mut || {
             results.clear();
+            self.begin_group();
             for (event, agent) in events.iter().zip(&agents) {
                 let result = match (event, agent) {
                     (Err(err), _) => Err(IngestError::Invalid {
@@ -142,6 +147,7 @@ impl Recorder<'_> {
             }
             Ok(())
         });
+        drop(group);
         if let Err(err) = committed {
             self.caches().files.clear();
             return Err(err);

@@ -1,0 +1,214 @@
+//! Recording event lines in write groups answers and stores exactly what recording them one at a
+//! time does.
+//!
+//! A group knows the newest output each avatar stored in it and measures the next run against
+//! it without reading it back (`Recorder::previous_state`), so every case mixes what could make
+//! that knowledge wrong: the real rs-sdk outputs of `shared/data/rs-sdk/runs` (with and without
+//! a state section), runs out of time order and at the same millisecond, events sent twice,
+//! inline code beside scripts, two avatars, and groups cut anywhere.
+
+use std::path::{Path, PathBuf};
+
+use mindrune_engine::Recorder;
+use mindrune_store::{SqliteStore, Store};
+use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
+
+/// The real runs' outputs, and two that show no state.
+fn outputs() -> Vec<String> {
+    let runs = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/rs-sdk/runs");
+    let mut outputs: Vec<String> = std::fs::read_dir(&runs)
+        .unwrap_or_else(|err| {
+            panic!(
+                "{}: {err} (CI keeps ../shared beside the checkout)",
+                runs.display()
+            )
+        })
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "txt"))
+        .map(|path| std::fs::read_to_string(path).unwrap())
+        .collect();
+    outputs.sort();
+    assert!(
+        outputs.len() >= 5,
+        "the real runs are missing from {}",
+        runs.display()
+    );
+    outputs.push("grep: no match\n".into());
+    outputs.push("── Result ──\n{ \"logs\": 2 }\n".into());
+    outputs
+}
+
+#[derive(Debug, Clone)]
+struct Line {
+    agent: usize,
+    snippet: bool,
+    at_second: u32,
+    id: Option<u32>,
+    output: Option<usize>,
+    ok: Option<bool>,
+}
+
+fn line() -> impl Strategy<Value = Line> {
+    (
+        0usize..2,
+        prop::bool::weighted(0.2),
+        // Few seconds, so runs share them and arrive out of order.
+        0u32..6,
+        prop::option::weighted(0.7, 0u32..12),
+        prop::option::weighted(0.85, 0usize..10),
+        prop::option::of(any::<bool>()),
+    )
+        .prop_map(|(agent, snippet, at_second, id, output, ok)| Line {
+            agent,
+            snippet,
+            at_second,
+            id,
+            output,
+            ok,
+        })
+}
+
+const AGENTS: [&str; 2] = ["buzz", "woody"];
+
+fn event_line(line: &Line, outputs: &[String]) -> String {
+    let agent = AGENTS[line.agent];
+    let mut event = if line.snippet {
+        serde_json::json!({
+            "agent": agent,
+            "kind": "execute_code",
+            "code": format!("await bot.chopTree(); // {agent}"),
+        })
+    } else {
+        serde_json::json!({
+            "agent": agent,
+            "kind": "shell",
+            "command": format!("bun bots/{agent}/chop.ts"),
+        })
+    };
+    event["at"] = format!("2026-12-01T10:00:0{}Z", line.at_second).into();
+    if let Some(id) = line.id {
+        event["id"] = format!("{agent}-{id}").into();
+    }
+    if let Some(output) = line.output {
+        event["output"] = outputs[output % outputs.len()].clone().into();
+    }
+    if let Some(ok) = line.ok {
+        event["ok"] = ok.into();
+    }
+    event.to_string()
+}
+
+fn library(dir: &Path, name: &str, workspace: &Path) -> SqliteStore {
+    let store = SqliteStore::open(&dir.join(name)).unwrap();
+    let owner = store
+        .create_owner("family", "mr_test_key_0123456789", 0)
+        .unwrap();
+    for agent in AGENTS {
+        store
+            .create_agent(owner.id, agent, workspace.to_str().unwrap(), 0)
+            .unwrap();
+    }
+    store
+}
+
+fn workspace(dir: &Path) -> PathBuf {
+    let workspace = dir.join("rs-sdk");
+    for agent in AGENTS {
+        let bot = workspace.join("bots").join(agent);
+        std::fs::create_dir_all(&bot).unwrap();
+        std::fs::write(
+            bot.join("chop.ts"),
+            format!(
+                "/** @skill chop\n * Goal: chop trees\n */\nawait bot.chopTree(); // {agent}\n"
+            ),
+        )
+        .unwrap();
+    }
+    workspace
+}
+
+/// What a library holds for the comparison: each avatar's outputs newest first, and every
+/// version's runs and score.
+fn held(store: &SqliteStore) -> Vec<String> {
+    let owner = store.owner_by_name("family").unwrap().unwrap();
+    let mut held = Vec::new();
+    for agent in store.agents(owner.id).unwrap() {
+        held.push(format!(
+            "{}: {:?}",
+            agent.name,
+            store
+                .recent_outputs(owner.id, agent.id, i64::MAX, 1_000)
+                .unwrap()
+        ));
+        held.push(format!(
+            "{} snippets: {:?}",
+            agent.name,
+            store.snippets(owner.id, agent.id).unwrap()
+        ));
+    }
+    for entry in store.skills(owner.id, None).unwrap() {
+        for version in store.versions(owner.id, entry.skill.id).unwrap() {
+            held.push(format!(
+                "{} v{}: {} runs, {} ok, score {:?}",
+                entry.skill.name,
+                version.number,
+                version.uses,
+                version.ok,
+                version.score.to_bits()
+            ));
+        }
+    }
+    held.extend(store.audit(owner.id).unwrap());
+    held
+}
+
+fn check(lines: &[Line], cuts: &[usize], outputs: &[String]) -> Result<(), TestCaseError> {
+    let dir = tempfile::tempdir().unwrap();
+    let workspace = workspace(dir.path());
+    let texts: Vec<String> = lines.iter().map(|l| event_line(l, outputs)).collect();
+
+    let alone = library(dir.path(), "alone.db", &workspace);
+    let recorder = Recorder::new(&alone);
+    let answers_alone: Vec<String> = texts
+        .iter()
+        .map(|text| format!("{:?}", recorder.record_line(text)))
+        .collect();
+
+    let together = library(dir.path(), "together.db", &workspace);
+    let recorder = Recorder::new(&together);
+    let mut answers_together = Vec::new();
+    let mut start = 0;
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (texts.len() + 1)).collect();
+    cuts.push(texts.len());
+    cuts.sort_unstable();
+    for end in cuts {
+        if end <= start {
+            continue;
+        }
+        let group: Vec<&str> = texts[start..end].iter().map(String::as_str).collect();
+        answers_together.extend(
+            recorder
+                .record_lines_together(&group)
+                .iter()
+                .map(|answer| format!("{answer:?}")),
+        );
+        start = end;
+    }
+    prop_assert_eq!(answers_together, answers_alone);
+    prop_assert_eq!(held(&together), held(&alone));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(40))]
+
+    #[test]
+    fn lines_recorded_in_groups_answer_and_store_what_one_at_a_time_does(
+        lines in prop::collection::vec(line(), 1..28),
+        cuts in prop::collection::vec(any::<usize>(), 0..4),
+    ) {
+        let outputs = outputs();
+        check(&lines, &cuts, &outputs)?;
+    }
+}

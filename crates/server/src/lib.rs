@@ -17,6 +17,7 @@ pub mod error;
 pub mod group_commit;
 pub mod health;
 pub mod html;
+mod icons;
 pub mod inbox;
 pub mod mcp;
 mod pages;

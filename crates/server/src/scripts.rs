@@ -7,6 +7,7 @@ use mindrune_store::{DAY_MILLIS, HeaderState, ScriptRun, Skill, Version};
 
 use crate::charts::Point;
 use crate::html::{count, points, when};
+use crate::icons;
 
 /// `2025-06-01`: a day of [`DayRuns`](mindrune_store::DayRuns) as the charts label it.
 pub(crate) fn day_label(day: i64) -> String {
@@ -83,15 +84,17 @@ pub(crate) fn grouped(n: i64) -> String {
 }
 
 /// The script's tag: a file that is gone is private, whatever its header said.
-pub(crate) fn tag(skill: &Skill, family: bool) -> &'static str {
-    if skill.deleted_at.is_some() {
-        return "<span class=\"tag private\">🔒 Private</span>";
-    }
-    match (family, skill.header.state) {
-        (true, _) => "<span class=\"tag family\">👪 Family</span>",
-        (false, HeaderState::Skill) => "<span class=\"tag private\">🔒 Not shared yet</span>",
-        (false, _) => "<span class=\"tag private\">🔒 Private</span>",
-    }
+pub(crate) fn tag(skill: &Skill, family: bool) -> String {
+    let (class, icon, words) = if skill.deleted_at.is_some() {
+        ("private", icons::LOCK, "Private")
+    } else {
+        match (family, skill.header.state) {
+            (true, _) => ("family", icons::FAMILY, "Family"),
+            (false, HeaderState::Skill) => ("private", icons::LOCK, "Not shared yet"),
+            (false, _) => ("private", icons::LOCK, "Private"),
+        }
+    };
+    format!("<span class=\"tag {class}\">{icon}{words}</span>")
 }
 
 /// How a script that is not a family skill gets there, in the wrap-up's words; `None` when it

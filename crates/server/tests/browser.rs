@@ -620,7 +620,7 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert!(
             browser
                 .text(&format!("#skill-{chop} .tag"))
-                .contains("👪 Family")
+                .contains("Family")
         );
         assert!(
             browser

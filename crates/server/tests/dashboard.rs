@@ -20,6 +20,15 @@ use mindrune_store::{
 use proptest::prelude::*;
 use tower::ServiceExt as _;
 
+/// The family tag as the dashboard writes it: its icon (inline SVG, no emoji font needed), then
+/// the word.
+const FAMILY_TAG: &str = "</svg>Family</span>";
+
+/// A private tag saying `words`, after its padlock icon.
+fn private_tag(words: &str) -> String {
+    format!("</svg>{words}</span>")
+}
+
 const ADA_KEY: &str = "mrk_ada_0123456789abcdef0123456789abcdef";
 const BOB_KEY: &str = "mrk_bob_0123456789abcdef0123456789abcdef";
 
@@ -727,7 +736,7 @@ async fn the_avatar_page_shows_each_script_as_one_entry() {
     let body = &page.body;
     // Shared scripts carry the family tag; the headed one shows its way to being shared.
     let chop = section(body, world.chop);
-    assert!(chop.contains("👪 Family"), "{chop}");
+    assert!(chop.contains(FAMILY_TAG), "{chop}");
     assert!(chop.contains("v1 · 1 version"), "{chop}");
     assert!(chop.contains("5 runs"), "{chop}");
     assert!(chop.contains("chop oaks west of Draynor and bank the logs"));
@@ -739,7 +748,7 @@ async fn the_avatar_page_shows_each_script_as_one_entry() {
         "code is escaped text: {chop}"
     );
     let fish = section(body, world.fish);
-    assert!(fish.contains("🔒 Not shared yet"), "{fish}");
+    assert!(fish.contains(&private_tag("Not shared yet")), "{fish}");
     assert!(fish.contains("fish.ts: 3/5 runs"), "{fish}");
     // A private script with two versions: the latest is shown, the better older one named.
     let mine = section(body, world.mine);
@@ -1215,7 +1224,7 @@ async fn a_shared_skill_shows_the_version_siblings_get_until_a_newer_one_is_shar
     )
     .await;
     let chop = section(&page.body, world.chop);
-    assert!(chop.contains("👪 Family"), "{chop}");
+    assert!(chop.contains(FAMILY_TAG), "{chop}");
     assert!(chop.contains("v1 · 2 versions"), "{chop}");
     assert!(
         chop.contains("Newer draft v2, chop-oaks.ts: 1/5 runs"),
@@ -2702,7 +2711,7 @@ async fn a_script_s_page_lists_its_runs_charts_its_score_and_diffs_two_versions(
         Some(&session),
     )
     .await;
-    assert!(chop.body.contains("👪 Family"), "{}", chop.body);
+    assert!(chop.body.contains(FAMILY_TAG), "{}", chop.body);
     assert!(!chop.body.contains(ADA_KEY));
 }
 
@@ -2755,7 +2764,7 @@ async fn the_avatar_page_shows_trends_gone_files_and_a_proven_script_s_way_to_be
         "{walk_entry}"
     );
     let fish = section(body, world.fish);
-    assert!(fish.contains("🔒 Private"), "{fish}");
+    assert!(fish.contains(&private_tag("Private")), "{fish}");
     assert!(fish.contains("Its file is gone since"), "{fish}");
     assert!(fish.contains("3 runs"), "{fish}");
     assert!(
@@ -2780,7 +2789,11 @@ async fn the_avatar_page_shows_trends_gone_files_and_a_proven_script_s_way_to_be
         Some(&cookie),
     )
     .await;
-    assert!(fish_page.body.contains("🔒 Private"), "{}", fish_page.body);
+    assert!(
+        fish_page.body.contains(&private_tag("Private")),
+        "{}",
+        fish_page.body
+    );
     assert!(
         fish_page
             .body

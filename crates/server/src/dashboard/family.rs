@@ -193,9 +193,10 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
     for change in &c.shared {
         let _ = write!(
             out,
-            "<li class=\"newly-shared\"><span class=\"badge\" aria-hidden=\"true\">👪</span> \
+            "<li class=\"newly-shared\">{family_icon} \
              <a href=\"/dashboard/skills/{id}\">{label}</a>{version} is a family skill now: {reason}</li>",
             id = change.skill.0,
+            family_icon = icons::FAMILY,
             label = shown_text.text(&change.label),
             version = change.version.map(|v| format!(" v{v}")).unwrap_or_default(),
             reason = shown_text.text(&change.reason),
@@ -204,9 +205,10 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
     for (skill, label, cause) in &c.failing {
         let _ = write!(
             out,
-            "<li class=\"newly-failing\"><span class=\"badge\" aria-hidden=\"true\">⚠️</span> \
+            "<li class=\"newly-failing\">{warning_icon} \
              <a href=\"/dashboard/skills/{id}\">{label}</a> failed on its latest run: {cause}</li>",
             id = skill.0,
+            warning_icon = icons::WARNING,
             label = shown_text.text(label),
             cause = shown_text.text(cause.as_deref().unwrap_or("no cause recorded")),
         );
@@ -214,9 +216,10 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
     for change in &c.unshared {
         let _ = write!(
             out,
-            "<li class=\"un-shared\"><span class=\"badge\" aria-hidden=\"true\">🔒</span> \
+            "<li class=\"un-shared\">{lock_icon} \
              <a href=\"/dashboard/skills/{id}\">{label}</a> is no longer shared: {reason}</li>",
             id = change.skill.0,
+            lock_icon = icons::LOCK,
             label = shown_text.text(&change.label),
             reason = shown_text.text(&change.reason),
         );

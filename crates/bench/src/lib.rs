@@ -16,6 +16,7 @@ mod mirror;
 mod pg;
 mod record;
 mod report;
+mod runner_load;
 mod scale;
 mod scan;
 mod serve;

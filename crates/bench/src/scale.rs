@@ -20,6 +20,7 @@ use serde_json::json;
 use crate::measure::percentile;
 use crate::pg::{in_schema, scratch_name};
 use crate::report::{Print, Row};
+use crate::runner_load::{self, RunnerLoad};
 use crate::serve::{Served, free_port, spawn_serve};
 
 /// The figure the PostgreSQL concurrency test measured before group commit: 10,000–15,000
@@ -67,24 +68,6 @@ fn script(agent: &str, k: usize) -> String {
         "/** @skill chop-{k}\n * Goal: chop trees at spot {k}\n */\n// {agent}\n\
 await runScript(async ({{ bot, sdk }}) => {{\n  for (let i = 0; i < {k} + 3; i++) await bot.chopTree(sdk.findNearbyLoc(/^Tree$/));\n}});\n"
     )
-}
-
-fn wire_event(agent: &str, seq: u64) -> serde_json::Value {
-    let k = (seq % 5) as usize;
-    let path = format!("bots/{agent}/chop-{k}.ts");
-    let ok = !seq.is_multiple_of(11);
-    json!({
-        "event": {
-            "id": format!("{agent}-{seq}"),
-            "kind": "shell",
-            "command": format!("bun {path}"),
-            "cwd": "/work",
-            "ok": ok,
-            "duration_ms": 30_000,
-            "measures": { "xp": { "Woodcutting": if ok { 250 } else { 0 } } },
-        },
-        "files": { path: { "text": script(agent, k) } },
-    })
 }
 
 /// A family of the benchmark: its owner, and its runners' agent names and tokens.
@@ -159,28 +142,25 @@ fn run_load(
                     .stack_size(256 * 1024)
                     .spawn(move || {
                         let agent = ureq::Agent::new_with_defaults();
+                        let load =
+                            RunnerLoad::new(&name, (0..5).map(|k| script(&name, k)).collect());
+                        let authorization = format!("Bearer {token}");
                         let mut seq = 0u64;
                         let mut mine = Vec::new();
                         while Instant::now() < deadline {
-                            let events: Vec<_> = (0..batch)
-                                .map(|i| wire_event(&name, seq + i as u64))
-                                .collect();
+                            let body = load.body(seq, batch);
                             let sent = Instant::now();
                             let answer = agent
                                 .post(&url)
-                                .header("Authorization", &format!("Bearer {token}"))
-                                .send_json(json!({ "events": events }))
-                                .and_then(|mut r| r.body_mut().read_json::<serde_json::Value>());
+                                .header("Authorization", &authorization)
+                                .header("Content-Type", "application/json")
+                                .send(&body[..])
+                                .map_err(anyhow::Error::from)
+                                .and_then(|mut r| Ok(r.body_mut().read_to_vec()?))
+                                .and_then(|answer| Ok(runner_load::recorded(&answer)?));
                             mine.push(sent.elapsed());
                             match answer {
-                                Ok(answer) => {
-                                    let recorded =
-                                        answer["results"].as_array().map_or(0, |results| {
-                                            results
-                                                .iter()
-                                                .filter(|r| r["status"] == "recorded")
-                                                .count()
-                                        });
+                                Ok(recorded) => {
                                     acked.fetch_add(recorded as u64, Ordering::Relaxed);
                                     seq += batch as u64;
                                 }

@@ -384,10 +384,8 @@ pub(super) fn agent_by_runner_token(
     store: &SqliteStore,
     token_hash: &str,
 ) -> Result<Option<Agent>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .prepare_cached(&format!(
+    store.read_committed(|conn| {
+        conn.prepare_cached(&format!(
             "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
                (SELECT agent_id FROM runner_tokens WHERE token_hash = ?1 AND revoked_at IS NULL)"
         ))
@@ -395,6 +393,7 @@ pub(super) fn agent_by_runner_token(
         .query_row([token_hash], agent_from)
         .optional()
         .map_err(db_err)
+    })
 }
 
 pub(super) fn revoke_runner_tokens(

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use mindrune_core::avatars::event::{Call, Event};
 use mindrune_core::avatars::rs_output::{self, RunOutput};
@@ -135,13 +135,29 @@ impl Drop for GroupOutputs<'_, '_> {
     }
 }
 
-/// An avatar's newest stored output, inside a write group: when it happened, and its text when
-/// this group stored it and no other stored output has the same time. No other writer can add
-/// an output while the group holds the family, so this stays true for the group's length.
+/// An avatar's newest stored output, inside a write group: when it happened, and the output
+/// when this group stored it and no other stored output has the same time. No other writer can
+/// add an output while the group holds the family, so this stays true for the group's length.
 #[derive(Debug, Clone)]
 struct NewestOutput {
     at: Option<Millis>,
-    text: Option<String>,
+    output: Option<Arc<GroupOutput>>,
+}
+
+/// An output a write group stored: its text, and its parse, made at most once (the run that
+/// printed it was measured with it; the avatar's next run is measured against it).
+#[derive(Debug)]
+struct GroupOutput {
+    text: String,
+    parsed: OnceLock<Arc<RunOutput>>,
+}
+
+impl GroupOutput {
+    fn parsed(&self) -> Arc<RunOutput> {
+        self.parsed
+            .get_or_init(|| Arc::new(rs_output::parse_run_output(&self.text)))
+            .clone()
+    }
 }
 
 /// Distinct shell lines whose classification is kept; past this the cache starts over.
@@ -243,14 +259,17 @@ impl<'s> Recorder<'s> {
         if event.output.is_some() {
             self.know_newest_output(&agent)?;
         }
-        let parsed_output = event.output.as_deref().map(rs_output::parse_run_output);
+        let parsed_output = event
+            .output
+            .as_deref()
+            .map(|text| Arc::new(rs_output::parse_run_output(text)));
         let previous = match &parsed_output {
             Some(out) if out.state_seen && needs_previous(event) => {
                 self.previous_state(&agent, at)?
             }
             _ => None,
         };
-        let mut outcome = measure(event, parsed_output.as_ref(), previous.as_ref(), at)?;
+        let mut outcome = measure(event, parsed_output.as_deref(), previous.as_deref(), at)?;
         // The cause quotes the game and the script's error: scrubbed like the output it is from.
         outcome.failure = outcome
             .failure
@@ -259,6 +278,12 @@ impl<'s> Recorder<'s> {
             .output
             .as_deref()
             .map(|text| scrub_tail(&scrubber, text));
+        // The output as stored is what the avatar's next run is measured against; when scrubbing
+        // and cutting left it as it came, its parse is the one just made.
+        let stored_parse = match (&output, &event.output, &parsed_output) {
+            (Some(stored), Some(raw), Some(parsed)) if stored == raw => Some(parsed.clone()),
+            _ => None,
+        };
 
         match &event.call {
             Call::ExecuteCode { code } => {
@@ -275,7 +300,7 @@ impl<'s> Recorder<'s> {
                 if result.added
                     && let Some(text) = &new_use.output
                 {
-                    self.note_output(&agent, new_use.outcome.at, text);
+                    self.note_output(&agent, new_use.outcome.at, text, stored_parse);
                 }
                 recorded.snippet = Some(SnippetRecorded {
                     digest: result.snippet.digest,
@@ -317,6 +342,7 @@ impl<'s> Recorder<'s> {
                     file,
                     outcome,
                     output,
+                    stored_parse,
                     call,
                     source_kind: "execute_code",
                     event_id: event.id.clone(),
@@ -419,6 +445,7 @@ impl<'s> Recorder<'s> {
                         file,
                         outcome: outcome.clone(),
                         output: output.clone(),
+                        stored_parse: stored_parse.clone(),
                         call: call.clone(),
                         source_kind: "shell",
                         event_id,
@@ -550,7 +577,7 @@ impl<'s> Recorder<'s> {
         if result.added
             && let Some(text) = &new_use.output
         {
-            self.note_output(agent, new_use.outcome.at, text);
+            self.note_output(agent, new_use.outcome.at, text, run.stored_parse);
         }
         recorded.runs.push(RunRecorded {
             skill: target.skill_label,
@@ -683,11 +710,15 @@ impl<'s> Recorder<'s> {
     /// What the avatar's previous run showed of its state: the newest earlier output that holds
     /// a state section. A few are looked at, since a call that printed no state (a `grep`, a
     /// build) records no output worth comparing with.
-    fn previous_state(&self, agent: &Agent, at: Millis) -> Result<Option<RunOutput>, IngestError> {
+    fn previous_state(
+        &self,
+        agent: &Agent,
+        at: Millis,
+    ) -> Result<Option<Arc<RunOutput>>, IngestError> {
         // Inside a write group the output this group stored last is often the one wanted: the
-        // newest of all, and older than this run.
-        if let Some(text) = self.group_output_before(agent, at) {
-            let newest = rs_output::parse_run_output(&text);
+        // newest of all, and older than this run (and parsed once, often already).
+        if let Some(stored) = self.group_output_before(agent, at) {
+            let newest = stored.parsed();
             if newest.state_seen {
                 return Ok(Some(newest));
             }
@@ -700,7 +731,7 @@ impl<'s> Recorder<'s> {
         };
         let first = rs_output::parse_run_output(first);
         if first.state_seen {
-            return Ok(Some(first));
+            return Ok(Some(Arc::new(first)));
         }
         let outputs =
             self.store
@@ -709,7 +740,8 @@ impl<'s> Recorder<'s> {
             .iter()
             .skip(1)
             .map(|text| rs_output::parse_run_output(text))
-            .find(|out| out.state_seen))
+            .find(|out| out.state_seen)
+            .map(Arc::new))
     }
 
     /// Starts (or, when the group's work runs again after a rollback, starts over) this
@@ -742,13 +774,14 @@ impl<'s> Recorder<'s> {
         if let Some(outputs) = self.caches().group_outputs.get_mut(&me) {
             outputs
                 .entry(agent.id.0)
-                .or_insert(NewestOutput { at, text: None });
+                .or_insert(NewestOutput { at, output: None });
         }
         Ok(())
     }
 
-    /// Notes an output this thread's write group just stored for the avatar at `at`.
-    fn note_output(&self, agent: &Agent, at: Millis, text: &str) {
+    /// Notes an output this thread's write group just stored for the avatar at `at`, with its
+    /// parse when one was made.
+    fn note_output(&self, agent: &Agent, at: Millis, text: &str, parsed: Option<Arc<RunOutput>>) {
         let mut caches = self.caches();
         let Some(newest) = caches
             .group_outputs
@@ -763,14 +796,17 @@ impl<'s> Recorder<'s> {
             // the group stops answering for them (unless they are the same text, as the runs
             // of one call that ran several scripts are).
             Some(known) if at == known => {
-                if newest.text.as_deref() != Some(text) {
-                    newest.text = None;
+                if newest.output.as_ref().map(|o| o.text.as_str()) != Some(text) {
+                    newest.output = None;
                 }
             }
             _ => {
                 *newest = NewestOutput {
                     at: Some(at),
-                    text: Some(text.to_string()),
+                    output: Some(Arc::new(GroupOutput {
+                        text: text.to_string(),
+                        parsed: parsed.map(OnceLock::from).unwrap_or_default(),
+                    })),
                 }
             }
         }
@@ -778,14 +814,14 @@ impl<'s> Recorder<'s> {
 
     /// The avatar's newest stored output, when this thread's write group stored it and it
     /// happened before `at`.
-    fn group_output_before(&self, agent: &Agent, at: Millis) -> Option<String> {
+    fn group_output_before(&self, agent: &Agent, at: Millis) -> Option<Arc<GroupOutput>> {
         let caches = self.caches();
         let newest = caches
             .group_outputs
             .get(&std::thread::current().id())?
             .get(&agent.id.0)?;
-        match (newest.at, &newest.text) {
-            (Some(known), Some(text)) if known < at => Some(text.clone()),
+        match (newest.at, &newest.output) {
+            (Some(known), Some(output)) if known < at => Some(output.clone()),
             _ => None,
         }
     }
@@ -1024,6 +1060,8 @@ struct RunInput {
     file: Option<FileStamp>,
     outcome: Outcome,
     output: Option<String>,
+    /// The parse of `output` as stored, when it is the parse already made of the event's.
+    stored_parse: Option<Arc<RunOutput>>,
     call: String,
     source_kind: &'static str,
     event_id: Option<String>,

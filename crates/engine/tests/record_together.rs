@@ -5,11 +5,16 @@
 //! it without reading it back (`Recorder::previous_state`), so every case mixes what could make
 //! that knowledge wrong: the real rs-sdk outputs of `shared/data/rs-sdk/runs` (with and without
 //! a state section), runs out of time order and at the same millisecond, events sent twice,
-//! inline code beside scripts, two avatars, and groups cut anywhere.
+//! inline code beside scripts, two avatars, and groups cut anywhere. The server's path is held
+//! to it too: batches recorded together with their outputs prepared before the group
+//! (`Recorder::prepare`, on the request's thread there).
 
 use std::path::{Path, PathBuf};
 
+use mindrune_core::avatars::event::{Event, parse_line};
 use mindrune_engine::Recorder;
+use mindrune_engine::avatars::ingest::{GroupedEvent, PreparedOutput};
+use mindrune_engine::workspace::{AgentFiles, LocalFiles};
 use mindrune_store::{SqliteStore, Store};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -191,28 +196,64 @@ fn check(lines: &[Line], cuts: &[usize], outputs: &[String]) -> Result<(), TestC
         .map(|text| without_clock(format!("{:?}", recorder.record_line(text))))
         .collect();
 
-    let together = library(dir.path(), "together.db", &workspace);
-    let recorder = Recorder::new(&together);
-    let mut answers_together = Vec::new();
-    let mut start = 0;
     let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (texts.len() + 1)).collect();
     cuts.push(texts.len());
     cuts.sort_unstable();
+    let mut groups = Vec::new();
+    let mut start = 0;
     for end in cuts {
-        if end <= start {
-            continue;
+        if end > start {
+            groups.push(start..end);
+            start = end;
         }
-        let group: Vec<&str> = texts[start..end].iter().map(String::as_str).collect();
+    }
+
+    let together = library(dir.path(), "together.db", &workspace);
+    let recorder = Recorder::new(&together);
+    let mut answers_together = Vec::new();
+    for group in &groups {
+        let lines: Vec<&str> = texts[group.clone()].iter().map(String::as_str).collect();
         answers_together.extend(
             recorder
-                .record_lines_together(&group)
+                .record_lines_together(&lines)
                 .iter()
                 .map(|answer| without_clock(format!("{answer:?}"))),
         );
-        start = end;
     }
-    prop_assert_eq!(answers_together, answers_alone);
+    prop_assert_eq!(&answers_together, &answers_alone);
     prop_assert_eq!(held(&together), held(&alone));
+
+    // As the server records: each event its own batch, its output prepared before the group.
+    let prepared_store = library(dir.path(), "prepared.db", &workspace);
+    let recorder = Recorder::new(&prepared_store);
+    let owner = prepared_store.owner_by_name("family").unwrap().unwrap();
+    let files = LocalFiles(&workspace);
+    let mut answers_prepared = Vec::new();
+    for group in &groups {
+        let events: Vec<Event> = texts[group.clone()]
+            .iter()
+            .map(|text| parse_line(text).unwrap())
+            .collect();
+        let prepared: Vec<Option<PreparedOutput>> = events
+            .iter()
+            .map(|event| {
+                let agent = prepared_store.agent_by_name(&event.agent).unwrap().unwrap();
+                Some(recorder.prepare(&agent, event, &files).unwrap())
+            })
+            .collect();
+        let batches: Vec<Vec<GroupedEvent<'_>>> = events
+            .iter()
+            .zip(&prepared)
+            .map(|(event, prepared)| vec![(event, &files as &dyn AgentFiles, prepared.as_ref())])
+            .collect();
+        for answer in recorder.record_together(&[owner.id], &batches) {
+            let mut answer = answer.unwrap();
+            prop_assert_eq!(answer.len(), 1);
+            answers_prepared.push(without_clock(format!("{:?}", answer.remove(0))));
+        }
+    }
+    prop_assert_eq!(answers_prepared, answers_alone);
+    prop_assert_eq!(held(&prepared_store), held(&alone));
     Ok(())
 }
 

@@ -222,6 +222,23 @@ async fn post_events(
         .iter()
         .map(|(event, _)| event.id.clone().unwrap_or_default())
         .collect();
+    // What needs no library (the outputs' parse and scrub) is done here, beside the writer,
+    // not on its thread.
+    let recorder = state.recorder();
+    let agent = runner.agent.clone();
+    let checked = state
+        .blocking(move || {
+            checked
+                .into_iter()
+                .map(|(event, files)| {
+                    // A failure here (the owner's key unreadable) is met again while recording,
+                    // where it is answered for the event: the output is then prepared there.
+                    let prepared = recorder.prepare(&agent, &event, &files).ok();
+                    (event, files, prepared)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await?;
     let answer = state
         .group_commit()
         .record(runner.agent, checked)

@@ -22,7 +22,9 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use mindrune_core::avatars::event::Event;
-use mindrune_engine::avatars::ingest::{IngestError, Recorded, Recorder};
+use mindrune_engine::avatars::ingest::{
+    GroupedEvent, IngestError, PreparedOutput, Recorded, Recorder,
+};
 use mindrune_engine::workspace::{AgentFiles, SnapshotFiles};
 use mindrune_store::{Agent, OwnerId, StoreError};
 use tokio::sync::oneshot;
@@ -39,10 +41,15 @@ const MAX_GROUP_EVENTS: usize = 2_000;
 /// the whole batch.
 pub type BatchAnswer = Result<Vec<Result<Recorded, IngestError>>, StoreError>;
 
+/// A checked event of a runner's batch: the event, the files it came with, and its output
+/// prepared on the request's thread ([`Recorder::prepare`]; `None` when that failed, and the
+/// lane prepares it while recording).
+pub type CheckedEvent = (Event, SnapshotFiles, Option<PreparedOutput>);
+
 /// One request's checked batch, waiting on its lane.
 struct Job {
     agent: Agent,
-    events: Vec<(Event, SnapshotFiles)>,
+    events: Vec<CheckedEvent>,
     answer: oneshot::Sender<BatchAnswer>,
 }
 
@@ -72,7 +79,7 @@ impl GroupCommit {
     pub async fn record(
         &self,
         agent: Agent,
-        events: Vec<(Event, SnapshotFiles)>,
+        events: Vec<CheckedEvent>,
     ) -> Result<BatchAnswer, LaneStopped> {
         let lane = &self.lanes[agent.owner.0.unsigned_abs() as usize % self.lanes.len()];
         let (answer, answered) = oneshot::channel();
@@ -95,12 +102,14 @@ fn run_lane(recorder: &'static Recorder<'static>, jobs: &Receiver<Job>) {
         let group = gather(first, jobs);
         let owners: Vec<OwnerId> = group.iter().map(|job| job.agent.owner).collect();
         let answers = {
-            let batches: Vec<Vec<(&Event, &dyn AgentFiles)>> = group
+            let batches: Vec<Vec<GroupedEvent<'_>>> = group
                 .iter()
                 .map(|job| {
                     job.events
                         .iter()
-                        .map(|(event, files)| (event, files as &dyn AgentFiles))
+                        .map(|(event, files, prepared)| {
+                            (event, files as &dyn AgentFiles, prepared.as_ref())
+                        })
                         .collect()
                 })
                 .collect();

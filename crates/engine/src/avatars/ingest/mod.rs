@@ -217,6 +217,34 @@ impl<'s> Recorder<'s> {
         event: &Event,
         files: &dyn AgentFiles,
     ) -> Result<Recorded, IngestError> {
+        self.record_prepared(event, files, None)
+    }
+
+    /// Does the part of recording an event that needs nothing of the library: its output
+    /// parsed, scrubbed and cut to the tail that is kept. The server does this on the
+    /// request's own thread, before the event joins a write group, so the writer's thread
+    /// does only what needs the library (the output's parse and scrub were an eighth of it).
+    pub fn prepare(
+        &self,
+        agent: &Agent,
+        event: &Event,
+        files: &dyn AgentFiles,
+    ) -> Result<PreparedOutput, IngestError> {
+        if event.background || event.output.is_none() {
+            return Ok(PreparedOutput::default());
+        }
+        let scrubber = self.scrubber(agent, files)?;
+        Ok(prepare_output(event, &scrubber))
+    }
+
+    /// Records one event as [`Recorder::record_with`] does, with its output prepared before
+    /// (by [`Recorder::prepare`], with the same files) when `prepared` is given.
+    pub(crate) fn record_prepared(
+        &self,
+        event: &Event,
+        files: &dyn AgentFiles,
+        prepared: Option<&PreparedOutput>,
+    ) -> Result<Recorded, IngestError> {
         let agent = self.agent(&event.agent)?;
         let owner = agent.owner;
         let workspace = Path::new(&agent.workspace);
@@ -259,11 +287,19 @@ impl<'s> Recorder<'s> {
         if event.output.is_some() {
             self.know_newest_output(&agent)?;
         }
-        let parsed_output = event
-            .output
-            .as_deref()
-            .map(|text| Arc::new(rs_output::parse_run_output(text)));
-        let previous = match &parsed_output {
+        let made;
+        let PreparedOutput {
+            parsed: parsed_output,
+            stored: output,
+            stored_parse,
+        } = match prepared {
+            Some(prepared) => prepared,
+            None => {
+                made = prepare_output(event, &scrubber);
+                &made
+            }
+        };
+        let previous = match parsed_output {
             Some(out) if out.state_seen && needs_previous(event) => {
                 self.previous_state(&agent, at)?
             }
@@ -274,16 +310,6 @@ impl<'s> Recorder<'s> {
         outcome.failure = outcome
             .failure
             .map(|text| scrubber.scrub(&text).text.into_owned());
-        let output = event
-            .output
-            .as_deref()
-            .map(|text| scrub_tail(&scrubber, text));
-        // The output as stored is what the avatar's next run is measured against; when scrubbing
-        // and cutting left it as it came, its parse is the one just made.
-        let stored_parse = match (&output, &event.output, &parsed_output) {
-            (Some(stored), Some(raw), Some(parsed)) if stored == raw => Some(parsed.clone()),
-            _ => None,
-        };
 
         match &event.call {
             Call::ExecuteCode { code } => {
@@ -293,14 +319,14 @@ impl<'s> Recorder<'s> {
                     digest: digest::snippet_digest(&code),
                     code,
                     outcome,
-                    output,
+                    output: output.clone(),
                     event_id: event.id.clone(),
                 };
                 let result = self.store.record_snippet_use(owner, &new_use)?;
                 if result.added
                     && let Some(text) = &new_use.output
                 {
-                    self.note_output(&agent, new_use.outcome.at, text, stored_parse);
+                    self.note_output(&agent, new_use.outcome.at, text, stored_parse.clone());
                 }
                 recorded.snippet = Some(SnippetRecorded {
                     digest: result.snippet.digest,
@@ -341,8 +367,8 @@ impl<'s> Recorder<'s> {
                     relative,
                     file,
                     outcome,
-                    output,
-                    stored_parse,
+                    output: output.clone(),
+                    stored_parse: stored_parse.clone(),
                     call,
                     source_kind: "execute_code",
                     event_id: event.id.clone(),
@@ -1141,6 +1167,37 @@ fn measure(
         }
     }
     Ok(outcome)
+}
+
+/// What recording an event needs of its output that the library does not give: made by
+/// [`Recorder::prepare`] (or while recording, when it was not).
+#[derive(Debug, Clone, Default)]
+pub struct PreparedOutput {
+    /// The output as rs-sdk printed it, parsed.
+    parsed: Option<Arc<RunOutput>>,
+    /// The scrubbed end of the output, as it is stored.
+    stored: Option<String>,
+    /// The parse of `stored`, when scrubbing and the cut left the output as it came (then it
+    /// is `parsed`): the avatar's next run is measured against the stored output.
+    stored_parse: Option<Arc<RunOutput>>,
+}
+
+/// One event of a batch recorded in a write group ([`Recorder::record_together`]): the event,
+/// the avatar's files, and its output when it was prepared before.
+pub type GroupedEvent<'a> = (&'a Event, &'a dyn AgentFiles, Option<&'a PreparedOutput>);
+
+fn prepare_output(event: &Event, scrubber: &Scrubber) -> PreparedOutput {
+    let Some(raw) = event.output.as_deref() else {
+        return PreparedOutput::default();
+    };
+    let parsed = Arc::new(rs_output::parse_run_output(raw));
+    let stored = scrub_tail(scrubber, raw);
+    let stored_parse = (stored == raw).then(|| parsed.clone());
+    PreparedOutput {
+        parsed: Some(parsed),
+        stored: Some(stored),
+        stored_parse,
+    }
 }
 
 /// The scrubbed end of a run's output, cut at a character boundary.

@@ -9,13 +9,14 @@ use std::path::{Path, PathBuf};
 use mindrune_core::avatars::event::{Event, EventError};
 use mindrune_store::{Agent, OwnerId, StoreError};
 
-use super::{IngestError, Recorded, Recorder};
-use crate::workspace::{AgentFiles, LocalFiles, OneMoment};
+use super::{GroupedEvent, IngestError, Recorded, Recorder};
+use crate::workspace::{LocalFiles, OneMoment};
 
 impl Recorder<'_> {
     /// Records several batches of events at once, in one write transaction of the store
     /// ([`Store::write_group`]): each event exactly as [`Recorder::record_with`] records it, in
-    /// order, for the cost of one commit. `owners` are the families the batches are for.
+    /// order, for the cost of one commit. `owners` are the families the batches are for. An
+    /// event's output may come prepared ([`Recorder::prepare`], with the same files).
     ///
     /// A batch whose event fails in the library stops there and answers that error (the events
     /// before it stay, recognised by their ids when it is sent again); an invalid event is
@@ -25,7 +26,7 @@ impl Recorder<'_> {
     pub fn record_together(
         &self,
         owners: &[OwnerId],
-        batches: &[Vec<(&Event, &dyn AgentFiles)>],
+        batches: &[Vec<GroupedEvent<'_>>],
     ) -> Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> {
         let mut answers: Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> =
             Vec::with_capacity(batches.len());
@@ -36,8 +37,8 @@ impl Recorder<'_> {
             for batch in batches {
                 let mut results = Vec::with_capacity(batch.len());
                 let mut failed = None;
-                for (event, files) in batch {
-                    match self.record_with(event, *files) {
+                for (event, files, prepared) in batch {
+                    match self.record_prepared(event, *files, *prepared) {
                         Err(IngestError::Store(err)) => {
                             failed = Some(err);
                             break;

@@ -178,3 +178,81 @@ proptest! {
         prop_assert!(grouped.store.audit(grouped.owner).unwrap().is_empty());
     }
 }
+
+/// "mine" (the second script) as its file now says: with or without the `@skill` header.
+fn mine_with_header(library: &Library, state: HeaderState) -> ScriptSnapshot {
+    let code = "mine();".to_string();
+    ScriptSnapshot {
+        agent: library.agent,
+        path: "bots/buzz/mine.ts".into(),
+        name: "mine".into(),
+        digest: mindrune_core::digest::sha256(code.as_bytes()),
+        code,
+        tags: vec!["skill:woodcutting".into()],
+        header: SkillHeader {
+            state,
+            ..SkillHeader::default()
+        },
+        file_digest: None,
+        origin: None,
+    }
+}
+
+/// A group keeps a version's row between its uses; a header written in between (the same code,
+/// so the same version) must still be seen by the next use, which shares the script as the one
+/// at a time path does.
+#[test]
+fn a_header_written_inside_a_group_is_seen_by_the_next_use_of_the_same_version() {
+    let runs: Vec<Run> = (0..14)
+        .map(|i| Run {
+            script: 1,
+            ok: true,
+            at_s: i * 10,
+            duration_s: 30,
+            xp: 400,
+            retry_of: None,
+        })
+        .collect();
+    let record = |library: &Library, answers: &mut Vec<Answer>, range: std::ops::Range<usize>| {
+        for i in range {
+            let recorded = library
+                .store
+                .record_use(library.owner, &new_use(library, &runs, i))?;
+            answers.push(answer(&recorded));
+        }
+        Ok::<_, mindrune_store::StoreError>(())
+    };
+    let one = library();
+    let mut expected = Vec::new();
+    record(&one, &mut expected, 0..4).unwrap();
+    one.store
+        .match_script(one.owner, &mine_with_header(&one, HeaderState::Skill), 5)
+        .unwrap();
+    record(&one, &mut expected, 4..runs.len()).unwrap();
+
+    let grouped = library();
+    let mut answers = Vec::new();
+    grouped
+        .store
+        .write_group(&[grouped.owner], &mut || {
+            record(&grouped, &mut answers, 0..4)?;
+            grouped.store.match_script(
+                grouped.owner,
+                &mine_with_header(&grouped, HeaderState::Skill),
+                5,
+            )?;
+            record(&grouped, &mut answers, 4..runs.len())
+        })
+        .unwrap();
+    assert!(
+        expected.iter().any(|a| a.4.is_some()),
+        "the story must share the script once it has its header: {expected:?}"
+    );
+    assert_eq!(answers, expected);
+    let a = grouped
+        .store
+        .version(grouped.owner, grouped.versions[1])
+        .unwrap();
+    let b = one.store.version(one.owner, one.versions[1]).unwrap();
+    assert_eq!((a.uses, a.shared_at), (b.uses, b.shared_at));
+}

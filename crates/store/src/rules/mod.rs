@@ -268,6 +268,7 @@ pub(crate) struct NewVersion<'a> {
 }
 
 /// What recording a use reads of its version.
+#[derive(Debug)]
 pub(crate) struct VersionRow {
     pub skill: SkillId,
     pub number: i64,
@@ -352,6 +353,11 @@ pub(crate) struct NewLessonRow<'a> {
 /// only a cache: the count tells a stale one (any writer, in this process or another, bumps it
 /// in the transaction of its insert).
 pub(crate) struct KnownWindow {
+    /// The version's row as the use that left this window left it, for the next use of the
+    /// version in the same write group with nothing else written or read in between: the
+    /// backend passes it back only then (see `sqlite::SqliteStore::record_use`), and a use
+    /// given it reads no row.
+    pub row: Option<VersionRow>,
     pub uses: i64,
     pub samples: VecDeque<UseSample>,
     /// Each sample's result under the measure whose key is `measured`, in the samples' order:

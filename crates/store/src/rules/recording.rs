@@ -7,7 +7,7 @@ use mindrune_core::avatars::sharing::SharingBar;
 use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
 
 use super::sharing::{note_sharing_change, peer_median_rate, share_if_qualified};
-use super::{FamilyTx, KnownWindow, NewVersion, Rescore, UseInsert};
+use super::{FamilyTx, KnownWindow, NewVersion, Rescore, UseInsert, VersionRow};
 use crate::common::{SharingState, insert_sample, lines_of, sample_from, sorted};
 use crate::{
     Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse, RecordedUse,
@@ -118,11 +118,14 @@ pub(crate) fn record_use<T: FamilyTx>(
     tx: &mut T,
     owner: OwnerId,
     new_use: &NewUse,
-    known: Option<KnownWindow>,
+    mut known: Option<KnownWindow>,
 ) -> Result<(RecordedUse, Option<KnownWindow>), T::Error> {
-    let row = tx
-        .version_for_use(owner, new_use.version)?
-        .ok_or_else(|| StoreError::NotFound(format!("version {}", new_use.version.0)))?;
+    let row = match known.as_mut().and_then(|known| known.row.take()) {
+        Some(row) => row,
+        None => tx
+            .version_for_use(owner, new_use.version)?
+            .ok_or_else(|| StoreError::NotFound(format!("version {}", new_use.version.0)))?,
+    };
     let stats = |uses, ok, score| VersionStats {
         id: new_use.version,
         skill: row.skill,
@@ -139,6 +142,11 @@ pub(crate) fn record_use<T: FamilyTx>(
                 version: stats(row.uses, row.ok, row.score),
                 shared: None,
             };
+            // Nothing was written: the row is as it was read.
+            let known = known.map(|known| KnownWindow {
+                row: Some(row),
+                ..known
+            });
             return Ok((recorded, known));
         }
         UseInsert::NoSuchAgent => {
@@ -218,7 +226,8 @@ pub(crate) fn record_use<T: FamilyTx>(
     // A headed script is shared right after the run that makes it qualify; the family's bar came
     // with the version's row, so a run below it costs no further statement.
     let bar = SharingBar::for_family(row.eager_sharing);
-    let shared = if row.may_share && bar.cleared_by(row.uses + 1, breakdown.total) {
+    let sharing_checked = row.may_share && bar.cleared_by(row.uses + 1, breakdown.total);
+    let shared = if sharing_checked {
         let before = tx.sharing_state(owner, row.skill)?;
         share_if_qualified(tx, owner, row.skill, new_use.recorded_at)?;
         note_sharing_change(tx, owner, row.skill, &before, new_use.recorded_at)?
@@ -226,14 +235,26 @@ pub(crate) fn record_use<T: FamilyTx>(
         None
     };
     let uses = row.uses + 1;
+    let ok = row.ok + i64::from(outcome.ok);
     let recorded = RecordedUse {
         added: true,
-        version: stats(uses, row.ok + i64::from(outcome.ok), breakdown.total),
+        version: stats(uses, ok, breakdown.total),
         shared,
     };
+    // The row as `rescore_version` left it, unless sharing may have changed it.
+    let row_after = (!sharing_checked).then(|| VersionRow {
+        uses,
+        ok,
+        score: breakdown.total,
+        measure_key: measure_key.clone(),
+        peer_rate: peers,
+        peer_checked_uses,
+        ..row
+    });
     Ok((
         recorded,
         Some(KnownWindow {
+            row: row_after,
             uses,
             samples: window,
             results,

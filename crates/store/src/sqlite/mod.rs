@@ -62,7 +62,11 @@ const WINDOW_CACHE_LIMIT: usize = 20_000;
 struct Inner {
     conn: Connection,
     /// Each version's window as this process last wrote it (see `rules::KnownWindow`).
-    windows: HashMap<i64, KnownWindow>,
+    windows: HashMap<i64, CachedWindow>,
+    /// Counts the uses of the connection other than recording a use ([`SqliteStore::lock`]): a
+    /// window's version row is good for the next use only while this has not moved since, and
+    /// only inside the write group it was written in (see [`SqliteStore::record_use`]).
+    epoch: u64,
     /// The thread whose write group holds the connection's open transaction
     /// ([`Store::write_group`]); every other thread waits for it to end.
     group: Option<ThreadId>,
@@ -218,6 +222,7 @@ impl SqliteStore {
             inner: Mutex::new(Inner {
                 conn,
                 windows: HashMap::new(),
+                epoch: 0,
                 group: None,
                 group_lost: None,
             }),
@@ -266,22 +271,34 @@ impl SqliteStore {
     /// work gets the transaction and this process's window cache.
     pub(super) fn write<T>(
         &self,
-        mut work: impl FnMut(&mut SqliteTx<'_>, &mut HashMap<i64, KnownWindow>) -> Result<T>,
+        work: impl FnMut(&mut SqliteTx<'_>, &mut UseCache<'_>) -> Result<T>,
     ) -> Result<T> {
-        let mut guard = self.lock();
+        self.write_with(self.lock(), work)
+    }
+
+    fn write_with<T>(
+        &self,
+        mut guard: MutexGuard<'_, Inner>,
+        mut work: impl FnMut(&mut SqliteTx<'_>, &mut UseCache<'_>) -> Result<T>,
+    ) -> Result<T> {
         let Inner {
             conn,
             windows,
+            epoch,
             group,
             group_lost,
         } = &mut *guard;
+        let mut cache = UseCache {
+            windows,
+            group_epoch: group.is_some().then_some(*epoch),
+        };
         if group.is_some() {
             if let Some(lost) = group_lost {
                 return Err(lost.clone());
             }
             let outcome = (|| -> Result<T> {
                 let savepoint = GroupSavepoint::begin(conn)?;
-                let value = work(&mut SqliteTx { conn }, windows)?;
+                let value = work(&mut SqliteTx { conn }, &mut cache)?;
                 savepoint.release()?;
                 Ok(value)
             })();
@@ -298,7 +315,7 @@ impl SqliteStore {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_err)?;
-            let value = work(&mut SqliteTx { conn: &tx }, windows)?;
+            let value = work(&mut SqliteTx { conn: &tx }, &mut cache)?;
             tx.commit().map_err(db_err)?;
             Ok(value)
         })
@@ -350,7 +367,16 @@ impl SqliteStore {
     /// The connection, once no other thread's write group holds it. A panic while holding the
     /// lock leaves no half-done transaction behind (rusqlite rolls back on drop, a group's end
     /// rolls back its own), so the connection is still good to use.
+    ///
+    /// Whatever is done with it may change a version's row, so the rows kept with the windows
+    /// are good no more (recording a use keeps them: [`SqliteStore::lock_keeping_rows`]).
     fn lock(&self) -> MutexGuard<'_, Inner> {
+        let mut guard = self.lock_keeping_rows();
+        guard.epoch = guard.epoch.wrapping_add(1);
+        guard
+    }
+
+    fn lock_keeping_rows(&self) -> MutexGuard<'_, Inner> {
         let me = std::thread::current().id();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         while guard.group.is_some_and(|holder| holder != me) {
@@ -499,20 +525,42 @@ impl Store for SqliteStore {
 
     fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
         let version = new_use.version.0;
-        self.write(|tx, windows| {
-            let known = windows.remove(&version);
+        // Inside a write group, a version's row as this thread's last use of it left it stands
+        // for the table while nothing else used the connection since (the epoch did not move):
+        // no other writer can write while the group holds the library. Grouped uses of the
+        // same script then read its row once (`tests/write_groups.rs` holds every answer and
+        // row to one at a time).
+        self.write_with(self.lock_keeping_rows(), |tx, cache| {
+            let known = cache.windows.remove(&version).map(|cached| {
+                let mut window = cached.window;
+                if cache.group_epoch.is_none() || cache.group_epoch != cached.row_epoch {
+                    window.row = None;
+                }
+                window
+            });
             let (recorded, window) = rules::recording::record_use(tx, owner, new_use, known)?;
-            Ok((recorded, window))
+            Ok((recorded, window, cache.group_epoch))
         })
-        .map(|(recorded, window)| {
+        .map(|(recorded, window, group_epoch)| {
             // Kept only once the transaction committed: a window of a rolled-back use must not
-            // stand for the table.
+            // stand for the table (a group that does not commit forgets them all).
             if let Some(window) = window {
-                let mut inner = self.lock();
+                let mut inner = self.lock_keeping_rows();
+                if window.row.is_none() {
+                    // The use checked its skill's sharing, which writes the skill's versions:
+                    // no row kept from before stands for the table any more.
+                    inner.epoch = inner.epoch.wrapping_add(1);
+                }
                 if inner.windows.len() >= WINDOW_CACHE_LIMIT {
                     inner.windows.clear();
                 }
-                inner.windows.insert(version, window);
+                inner.windows.insert(
+                    version,
+                    CachedWindow {
+                        window,
+                        row_epoch: group_epoch,
+                    },
+                );
             }
             recorded
         })
@@ -830,6 +878,20 @@ impl Store for SqliteStore {
     }
 }
 
+/// A version's window as this process last wrote it, and the epoch its row is good for
+/// (`None`: written outside a write group, so its row is not kept).
+struct CachedWindow {
+    window: KnownWindow,
+    row_epoch: Option<u64>,
+}
+
+/// What a write may use of the process's caches: the windows, and, inside a write group, the
+/// connection's epoch (see [`Inner::epoch`]).
+pub(super) struct UseCache<'a> {
+    windows: &'a mut HashMap<i64, CachedWindow>,
+    group_epoch: Option<u64>,
+}
+
 /// One write inside a write group: a savepoint of the group's transaction, so the write
 /// succeeds or fails on its own. Written by hand rather than with rusqlite's `Savepoint`, which
 /// formats and parses its `SAVEPOINT` and `RELEASE` anew on every write (a tenth of a grouped
@@ -896,6 +958,8 @@ impl Drop for GroupEnd<'_> {
         }
         guard.group = None;
         guard.group_lost = None;
+        // The rows kept in the group were good only inside it.
+        guard.epoch = guard.epoch.wrapping_add(1);
         drop(guard);
         self.store.group_ended.notify_all();
     }

@@ -16,7 +16,7 @@ use std::process::Output;
 
 use serde_json::{Value, json};
 
-use crate::util::{stderr, stdout};
+use crate::util::{on_a_terminal, stderr, stdout};
 
 /// `sha256("absent")`: Runx's digest of a package folder that does not exist.
 const ABSENT_DIGEST: &str =
@@ -753,32 +753,14 @@ fn a_replay_shows_which_case_of_how_many_on_a_terminal_and_nothing_extra_when_pi
     assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
     assert_eq!(stderr(&piped), "");
 
-    // On a terminal (util-linux `script` gives the command one): the bar names the case.
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("no `script` here to make a terminal; the bar was not seen");
+    // On a terminal: the bar names the case.
+    let Some(seen) = on_a_terminal(
+        &format!("lab {}", args.join(" ")),
+        workspace.root(),
+        &workspace.root().join(".home"),
+    ) else {
         return;
-    }
-    let line = format!(
-        "'{}' lab {}",
-        assert_cmd::cargo::cargo_bin("mindrune").display(),
-        args.join(" ")
-    );
-    let output = std::process::Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .env("MINDRUNE_HOME", workspace.root().join(".home"))
-        .env_remove("MINDRUNE_LOG")
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .env_remove("MINDRUNE_LAB_CRASH_AT")
-        .current_dir(workspace.root())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let seen = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{seen}");
+    };
     assert!(seen.contains("case 1 of 7: "), "the bar is drawn: {seen}");
     // Its fixtures build packages and replay their harnesses too; those cases are not the
     // operator's, and never take over the bar.

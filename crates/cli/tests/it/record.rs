@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use crate::util::{TestLibrary, contains, script, shell, stderr, stdout};
+use crate::util::{TestLibrary, contains, on_a_terminal, script, shell, stderr, stdout};
 
 #[test]
 fn runs_are_recorded_per_script_and_an_edit_is_the_next_version() {
@@ -454,15 +454,7 @@ fn a_big_file_shows_its_progress_on_a_terminal_and_nothing_extra_when_piped() {
     assert!(piped.status.success(), "{}", stderr(&piped));
     assert_eq!(stderr(&piped), "");
 
-    // On a terminal (util-linux `script` gives the command one): the bar names the work.
-    if std::process::Command::new("script")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("no `script` here to make a terminal; the bar was not seen");
-        return;
-    }
+    // On a terminal: the bar names the work.
     let again = lib.events_file(
         &events
             .iter()
@@ -473,18 +465,12 @@ fn a_big_file_shows_its_progress_on_a_terminal_and_nothing_extra_when_piped() {
             })
             .collect::<Vec<_>>(),
     );
-    let bin = assert_cmd::cargo::cargo_bin("mindrune");
-    let line = format!("'{}' record '{}'", bin.display(), again.display());
-    let output = std::process::Command::new("script")
-        .args(["-qec", &line, "/dev/null"])
-        .env("MINDRUNE_HOME", lib.home())
-        .env_remove("MINDRUNE_LOG")
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .current_dir(lib.dir.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let seen = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{seen}");
+    let Some(seen) = on_a_terminal(
+        &format!("record '{}'", again.display()),
+        lib.dir.path(),
+        &lib.home(),
+    ) else {
+        return;
+    };
     assert!(seen.contains("recording"), "the bar is drawn: {seen}");
 }

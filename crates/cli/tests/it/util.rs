@@ -245,3 +245,39 @@ pub(crate) fn fault_seed(test: &str) -> u64 {
     eprintln!("{test}: seed {seed} (set MINDRUNE_FAULT_SEED={seed} to repeat)");
     seed
 }
+
+/// Runs `mindrune ARGS` on a terminal (util-linux `script` gives it one), in `dir` with the
+/// library at `home`, and answers what the terminal showed; `None` (said on stderr) when this
+/// machine has no `script`. Progress is drawn only on a terminal, so this is how its tests see
+/// it.
+pub(crate) fn on_a_terminal(
+    args: &str,
+    dir: &std::path::Path,
+    home: &std::path::Path,
+) -> Option<String> {
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("no `script` here to make a terminal; the bar was not seen");
+        return None;
+    }
+    let line = format!(
+        "'{}' {args}",
+        assert_cmd::cargo::cargo_bin("mindrune").display()
+    );
+    let output = std::process::Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env("MINDRUNE_HOME", home)
+        .env_remove("MINDRUNE_LOG")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .env_remove("MINDRUNE_LAB_CRASH_AT")
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let seen = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(output.status.success(), "{seen}");
+    Some(seen)
+}

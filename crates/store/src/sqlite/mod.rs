@@ -341,7 +341,7 @@ impl SqliteStore {
     ///
     /// A runner's every request first looks up its token; on the library's one connection
     /// that lookup waited for the group being written, and the requests reached the writer's
-    /// queue only between its groups (`bench serve`: a fifth of the writer's time idle). A
+    /// queue only between its groups (`bench serve`: the machine a fifth idle under load). A
     /// second connection reads the last committed state beside the writer (WAL lets readers
     /// and one writer go on at once). The thread holding a write group reads through the
     /// group's own connection, so it sees its own writes; so does an in-memory library.

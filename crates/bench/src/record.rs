@@ -30,8 +30,8 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
         .owner_by_name("bench-owner")?
         .context("bench owner vanished")?;
 
-    // Baseline: the same rows into the same table (same indexes, same pragmas, same planner
-    // setting), bare, one transaction each.
+    // Baseline: the same rows into the same table (same indexes, same pragmas and page cache,
+    // same planner setting), bare, one transaction each.
     let baseline_store = setup_library(dir.path(), "baseline.db")?;
     let baseline_owner = baseline_store
         .owner_by_name("bench-owner")?
@@ -43,8 +43,9 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
         true,
     )?;
     conn.execute_batch(&format!(
-        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF;",
-        SqliteStore::synchronous()
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA cache_size = -{};",
+        SqliteStore::synchronous(),
+        SqliteStore::cache_kib()
     ))?;
     // The baseline's rows need versions to point at, one per script.
     conn.execute(
@@ -235,8 +236,10 @@ impl Batched {
 }
 
 /// The workload again, into a fresh library `BATCH` lines per write group
-/// (`Recorder::record_lines_together`), beside bare inserts of the
-/// same rows `BATCH` per transaction into the baseline's table.
+/// (`Recorder::record_lines_together`), beside bare inserts of the same rows `BATCH` per
+/// transaction into the baseline's table: a group of each in turn, so whatever else the machine
+/// does slows both alike (run one after the other, the two rates moved a fifth apart between
+/// runs on an idle machine).
 fn batched(
     work: &crate::workload::Workload,
     conn: &rusqlite::Connection,
@@ -245,17 +248,20 @@ fn batched(
     let store = setup_library(work.dir.path(), "batched.db")?;
     let recorder = Recorder::new(&store);
     let lines: Vec<&str> = work.lines.iter().map(String::as_str).collect();
-    let began = std::time::Instant::now();
-    for chunk in lines.chunks(BATCH) {
+    let (mut mindrune, mut bare) = (Duration::ZERO, Duration::ZERO);
+    for (index, (chunk, events)) in lines
+        .chunks(BATCH)
+        .zip(work.events.chunks(BATCH))
+        .enumerate()
+    {
+        let began = std::time::Instant::now();
         for result in recorder.record_lines_together(chunk) {
             result?;
         }
-    }
-    let mindrune = lines.len() as f64 / began.elapsed().as_secs_f64();
-    let began = std::time::Instant::now();
-    for (index, chunk) in work.events.chunks(BATCH).enumerate() {
+        mindrune += began.elapsed();
+        let began = std::time::Instant::now();
         let tx = conn.unchecked_transaction()?;
-        for (offset, event) in chunk.iter().enumerate() {
+        for (offset, event) in events.iter().enumerate() {
             let i = index * BATCH + offset;
             tx.prepare_cached(
                 "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
@@ -274,7 +280,20 @@ fn batched(
             ])?;
         }
         tx.commit()?;
+        bare += began.elapsed();
     }
-    let bare = work.events.len() as f64 / began.elapsed().as_secs_f64();
-    Ok(Batched { mindrune, bare })
+    anyhow::ensure!(
+        store.use_count(
+            store
+                .owner_by_name("bench-owner")?
+                .context("bench owner vanished")?
+                .id
+        )? == lines.len() as i64,
+        "not every use was stored in write groups"
+    );
+    let per_second = |spent: Duration| lines.len() as f64 / spent.as_secs_f64();
+    Ok(Batched {
+        mindrune: per_second(mindrune),
+        bare: per_second(bare),
+    })
 }

@@ -155,12 +155,16 @@ fn held(store: &SqliteStore) -> Vec<String> {
     for entry in store.skills(owner.id, None).unwrap() {
         for version in store.versions(owner.id, entry.skill.id).unwrap() {
             held.push(format!(
-                "{} v{}: {} runs, {} ok, score {:?}",
+                "{} v{}: {} runs, {} ok, score {:?}, {:?}, measured by {:?} at {:?}/min, last used {:?}",
                 entry.skill.name,
                 version.number,
                 version.uses,
                 version.ok,
-                version.score.to_bits()
+                version.score.to_bits(),
+                version.breakdown,
+                version.measure_key,
+                version.rate_per_minute.to_bits(),
+                version.last_used_at,
             ));
         }
     }

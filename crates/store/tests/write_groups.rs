@@ -1,12 +1,18 @@
 //! Recording in write groups is an optimisation, not a different behaviour: for any runs, in any
-//! grouping, every answer and every stored row is what recording them one at a time gives
-//! (`tests/store_story.rs` tells the same on PostgreSQL with one fixed story).
+//! grouping, every answer and every stored row is what recording them one at a time gives, on
+//! both backends (each keeps versions' windows and rows for a group's length; SQLite also keeps
+//! their rescores until the row is next needed).
+
+// The support module serves `store_story.rs` too; this file uses only its libraries.
+#[allow(dead_code, unused_macros, unused_imports)]
+mod support;
 
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, RecordedUse, ScriptSnapshot, SkillHeader,
-    SqliteStore, Store, VersionId,
+    VersionId,
 };
 use proptest::prelude::*;
+use support::Backend;
 
 #[derive(Debug, Clone)]
 struct Run {
@@ -43,18 +49,16 @@ fn runs() -> impl Strategy<Value = Vec<Run>> {
 }
 
 struct Library {
-    store: SqliteStore,
+    store: support::Library,
     owner: OwnerId,
     agent: AgentId,
     versions: Vec<VersionId>,
-    _dir: tempfile::TempDir,
 }
 
 /// A family with three scripts: one headed (shared once it clears the bar), two tagged alike
 /// (each the other's peer), on a file of its own.
-fn library() -> Library {
-    let dir = tempfile::tempdir().unwrap();
-    let store = SqliteStore::open(&dir.path().join("library.db")).unwrap();
+fn library(backend: Backend) -> Library {
+    let store = backend.open();
     let owner = store.create_owner("ada", "k", 0).unwrap().id;
     let agent = store.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
     let versions = ["chop", "mine", "fish"]
@@ -92,7 +96,6 @@ fn library() -> Library {
         owner,
         agent,
         versions,
-        _dir: dir,
     }
 }
 
@@ -142,41 +145,74 @@ proptest! {
         runs in runs(),
         group_sizes in prop::collection::vec(1..9usize, 1..12),
     ) {
-        let one = library();
-        let expected: Vec<_> = (0..runs.len())
-            .map(|i| answer(&one.store.record_use(one.owner, &new_use(&one, &runs, i)).unwrap()))
-            .collect();
-
-        let grouped = library();
-        let mut answers = Vec::new();
-        let mut next = 0;
-        let mut sizes = group_sizes.iter().cycle();
-        while next < runs.len() {
-            let end = (next + sizes.next().unwrap()).min(runs.len());
-            grouped
-                .store
-                .write_group(&[grouped.owner], &mut || {
-                    for i in next..end {
-                        answers.push(answer(
-                            &grouped.store.record_use(grouped.owner, &new_use(&grouped, &runs, i))?,
-                        ));
-                    }
-                    Ok(())
-                })
-                .unwrap();
-            next = end;
+        for backend in [Backend::Sqlite, Backend::Postgres] {
+            check_grouping(backend, &runs, &group_sizes)?;
         }
-        prop_assert_eq!(&answers, &expected);
-        for (a, b) in grouped.versions.iter().zip(&one.versions) {
-            let a = grouped.store.version(grouped.owner, *a).unwrap();
-            let b = one.store.version(one.owner, *b).unwrap();
-            prop_assert_eq!(
-                (a.uses, a.ok, a.score.to_bits(), a.shared_at, &a.breakdown, a.rate_per_minute.to_bits()),
-                (b.uses, b.ok, b.score.to_bits(), b.shared_at, &b.breakdown, b.rate_per_minute.to_bits())
-            );
-        }
-        prop_assert!(grouped.store.audit(grouped.owner).unwrap().is_empty());
     }
+}
+
+fn check_grouping(
+    backend: Backend,
+    runs: &[Run],
+    group_sizes: &[usize],
+) -> Result<(), proptest::test_runner::TestCaseError> {
+    let one = library(backend);
+    let expected: Vec<_> = (0..runs.len())
+        .map(|i| {
+            answer(
+                &one.store
+                    .record_use(one.owner, &new_use(&one, runs, i))
+                    .unwrap(),
+            )
+        })
+        .collect();
+
+    let grouped = library(backend);
+    let mut answers = Vec::new();
+    let mut next = 0;
+    let mut sizes = group_sizes.iter().cycle();
+    while next < runs.len() {
+        let end = (next + sizes.next().unwrap()).min(runs.len());
+        grouped
+            .store
+            .write_group(&[grouped.owner], &mut || {
+                for i in next..end {
+                    answers.push(answer(
+                        &grouped
+                            .store
+                            .record_use(grouped.owner, &new_use(&grouped, runs, i))?,
+                    ));
+                }
+                Ok(())
+            })
+            .unwrap();
+        next = end;
+    }
+    prop_assert_eq!(&answers, &expected, "on {:?}", backend);
+    for (a, b) in grouped.versions.iter().zip(&one.versions) {
+        let a = grouped.store.version(grouped.owner, *a).unwrap();
+        let b = one.store.version(one.owner, *b).unwrap();
+        prop_assert_eq!(
+            (
+                a.uses,
+                a.ok,
+                a.score.to_bits(),
+                a.shared_at,
+                &a.breakdown,
+                a.rate_per_minute.to_bits()
+            ),
+            (
+                b.uses,
+                b.ok,
+                b.score.to_bits(),
+                b.shared_at,
+                &b.breakdown,
+                b.rate_per_minute.to_bits()
+            )
+        );
+    }
+    prop_assert!(grouped.store.audit(grouped.owner).unwrap().is_empty());
+    Ok(())
 }
 
 /// "mine" (the second script) as its file now says: with or without the `@skill` header.
@@ -203,6 +239,12 @@ fn mine_with_header(library: &Library, state: HeaderState) -> ScriptSnapshot {
 /// at a time path does.
 #[test]
 fn a_header_written_inside_a_group_is_seen_by_the_next_use_of_the_same_version() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        a_header_written_inside_a_group_is_seen_on(backend);
+    }
+}
+
+fn a_header_written_inside_a_group_is_seen_on(backend: Backend) {
     let runs: Vec<Run> = (0..14)
         .map(|i| Run {
             script: 1,
@@ -222,7 +264,7 @@ fn a_header_written_inside_a_group_is_seen_by_the_next_use_of_the_same_version()
         }
         Ok::<_, mindrune_store::StoreError>(())
     };
-    let one = library();
+    let one = library(backend);
     let mut expected = Vec::new();
     record(&one, &mut expected, 0..4).unwrap();
     one.store
@@ -230,7 +272,7 @@ fn a_header_written_inside_a_group_is_seen_by_the_next_use_of_the_same_version()
         .unwrap();
     record(&one, &mut expected, 4..runs.len()).unwrap();
 
-    let grouped = library();
+    let grouped = library(backend);
     let mut answers = Vec::new();
     grouped
         .store

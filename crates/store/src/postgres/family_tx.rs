@@ -276,7 +276,7 @@ impl FamilyTx for Tx<'_> {
         &mut self,
         owner: OwnerId,
         version: VersionId,
-        rescore: &Rescore,
+        rescore: Rescore,
     ) -> PgResult<()> {
         self.execute(
             "UPDATE versions SET uses = uses + 1, ok = ok + $3, score = $4, breakdown = $5, measure_key = $6,
@@ -288,7 +288,7 @@ impl FamilyTx for Tx<'_> {
                 &version.0,
                 &i64::from(rescore.ok),
                 &rescore.score,
-                &rescore.breakdown,
+                &rescore.breakdown_json(),
                 &rescore.measure_key,
                 &rescore.rate_per_minute,
                 &rescore.at,

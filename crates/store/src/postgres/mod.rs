@@ -186,6 +186,15 @@ pub struct PgStore {
 struct Group {
     conn: r2d2::PooledConnection<Manager>,
     owners: Vec<i64>,
+    /// Each version's window as the group's last use of it left it, and the group's epoch
+    /// then. The group holds its families' locks, so no other writer can record a use of their
+    /// versions until it ends: a window (and, while the epoch has not moved, the version's row)
+    /// stands for the table for the group's length, and is forgotten with the group.
+    windows: HashMap<i64, (rules::KnownWindow, u64)>,
+    /// Moved by every piece of work the group runs other than recording a use, and by a use's
+    /// sharing check (which writes the skill's versions): a version row kept from before stands
+    /// for the table no more.
+    epoch: u64,
 }
 
 /// Which transaction a piece of work needs, so a write group can tell whether it joins.
@@ -340,6 +349,7 @@ impl PgStore {
         if let Some(mut group) = self.take_group(scope) {
             // Inside the thread's group: a savepoint of its transaction, no retry (the group
             // holds its families' locks, so no family write of it can deadlock).
+            group.epoch = group.epoch.wrapping_add(1);
             let outcome = (|| -> PgResult<T> {
                 let mut tx = group.conn.savepoint()?;
                 let value = work(&mut tx)?;
@@ -430,7 +440,12 @@ impl PgStore {
             let _ = conn.batch_execute("ROLLBACK");
             return Err(pg_err(err, &self.location));
         }
-        self.put_group(Group { conn, owners });
+        self.put_group(Group {
+            conn,
+            owners,
+            windows: HashMap::new(),
+            epoch: 0,
+        });
         let ended = PgGroupEnd { store: self };
         let outcome = work();
         let Some(mut group) = ended.take() else {
@@ -624,9 +639,45 @@ impl Store for PgStore {
     }
 
     fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
-        self.write(owner, |tx| {
-            rules::recording::record_use(tx, owner, new_use, None).map(|(recorded, _)| recorded)
-        })
+        let Some(mut group) = self.take_group(Scope::Family(owner)) else {
+            // On its own, every use reads its version's row and window from what is committed:
+            // another server may have recorded a use of it since.
+            return self.write(owner, |tx| {
+                rules::recording::record_use(tx, owner, new_use, None).map(|(recorded, _)| recorded)
+            });
+        };
+        // Inside a write group, the group's last use of the version left its window (and row)
+        // as the table holds them (see `Group::windows`): grouped uses of one script read
+        // neither again (two round trips of the six a grouped use took).
+        let version = new_use.version.0;
+        let epoch = group.epoch;
+        let known = group.windows.remove(&version).map(|(mut window, kept_at)| {
+            if kept_at != epoch {
+                window.row = None;
+            }
+            window
+        });
+        let outcome = (|| -> PgResult<_> {
+            let mut tx = group.conn.savepoint()?;
+            let value = rules::recording::record_use(&mut tx, owner, new_use, known)?;
+            tx.commit()?;
+            Ok(value)
+        })();
+        let answer = match outcome {
+            Ok((recorded, window)) => {
+                if let Some(window) = window {
+                    if window.row.is_none() {
+                        // The use checked its skill's sharing, which writes the skill's versions.
+                        group.epoch = group.epoch.wrapping_add(1);
+                    }
+                    group.windows.insert(version, (window, group.epoch));
+                }
+                Ok(recorded)
+            }
+            Err(fail) => Err(fail.into_store(&self.location)),
+        };
+        self.put_group(group);
+        answer
     }
 
     fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {

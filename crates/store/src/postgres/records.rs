@@ -11,9 +11,11 @@
 //! `ON CONFLICT DO NOTHING`: a conflicting insert would still use up an id of the identity, and
 //! SQLite's ids have no such gaps.
 //!
-//! Unlike the SQLite backend, recording a use keeps no score windows in memory: several server
-//! processes may record uses of one version, so each use reads its version's window from
-//! `uses` (one range of the `uses_window` index) inside the family's transaction.
+//! Unlike the SQLite backend, recording a use keeps no score windows in memory between
+//! transactions: several server processes may record uses of one version, so each use reads its
+//! version's window from `uses` (one range of the `uses_window` index) inside the family's
+//! transaction. Only a write group, which holds its families' locks until it commits, keeps them
+//! for its own length (`Group::windows` in `mod.rs`).
 
 use std::collections::HashMap;
 

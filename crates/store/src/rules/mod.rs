@@ -121,7 +121,7 @@ pub(crate) trait FamilyTx {
         &mut self,
         owner: OwnerId,
         version: VersionId,
-        rescore: &Rescore,
+        rescore: Rescore,
     ) -> Result<(), Self::Error>;
 
     /// Inserts a use, unless its event id is stored already or its agent is not the family's.
@@ -292,14 +292,24 @@ pub(crate) struct VersionRow {
 pub(crate) struct Rescore {
     pub ok: bool,
     pub score: f64,
-    /// The score's breakdown as JSON.
-    pub breakdown: Option<String>,
+    /// The score's parts, stored as JSON ([`Rescore::breakdown_json`]): written out only when
+    /// the row is (a write group writes a version's row once for all its uses).
+    pub breakdown: Option<mindrune_core::score::ScoreBreakdown>,
     pub measure_key: String,
     pub rate_per_minute: f64,
     /// The use's time: `last_used_at` becomes the later of it and the stored one.
     pub at: Millis,
     pub peer_rate: Option<f64>,
     pub peer_checked_uses: Option<i64>,
+}
+
+impl Rescore {
+    /// The breakdown as the `breakdown` column holds it.
+    pub(crate) fn breakdown_json(&self) -> Option<String> {
+        self.breakdown
+            .as_ref()
+            .and_then(|breakdown| serde_json::to_string(breakdown).ok())
+    }
 }
 
 /// What inserting a use did.

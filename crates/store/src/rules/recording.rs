@@ -212,10 +212,10 @@ pub(crate) fn record_use<T: FamilyTx>(
     tx.rescore_version(
         owner,
         new_use.version,
-        &Rescore {
+        Rescore {
             ok: outcome.ok,
             score: breakdown.total,
-            breakdown: serde_json::to_string(&breakdown).ok(),
+            breakdown: Some(breakdown),
             measure_key: measure_key.clone(),
             rate_per_minute: breakdown.rate_per_minute,
             at: outcome.at,

@@ -250,7 +250,7 @@ pub(super) fn replace_vocabulary(
     }
     let digest = mindrune_core::digest::sha256(canonical.as_bytes());
     store.write(|tx, _| {
-        let tx = tx.conn;
+        let tx = tx.conn()?;
         let existing: std::collections::HashSet<(String, String)> = tx
             .prepare_cached("SELECT kind, slug FROM vocabulary")
             .map_err(db_err)?
@@ -519,7 +519,7 @@ pub(super) fn save_avatar_state(
     reported_at: Millis,
 ) -> Result<()> {
     store.write(|tx, _| {
-        let conn = tx.conn;
+        let conn = tx.conn()?;
         let changed = conn
             .prepare_cached(
                 "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)

@@ -7,6 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::db_err;
 use super::rows::{agent_from, skill_from, snippet_from, version_from};
+use super::version_writes::VersionWrites;
 use crate::common::{
     AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, SharingState, StoredVersion, VERSION_COLUMNS,
     json_map, parse_map,
@@ -22,18 +23,85 @@ use crate::{
 
 /// A transaction (or, for the audit, the connection itself) on the library's connection.
 pub(crate) struct SqliteTx<'a> {
-    pub conn: &'a Connection,
+    raw: &'a Connection,
+    /// Inside a write group, the rescores of versions waiting to be written (see
+    /// [`super::version_writes`]).
+    deferred: Option<Deferred<'a>>,
+}
+
+/// What one write of a write group does with the group's waiting rescores.
+struct Deferred<'a> {
+    /// The group's, from its earlier writes.
+    group: &'a mut VersionWrites,
+    /// This write's own: the group's once the write is kept.
+    own: VersionWrites,
+    /// The group's that this write wrote to their rows: waiting again if the write's savepoint
+    /// rolls back (and its statements with it).
+    written: VersionWrites,
+}
+
+impl<'a> SqliteTx<'a> {
+    /// Every statement on `conn` as it comes.
+    pub(crate) fn new(conn: &'a Connection) -> SqliteTx<'a> {
+        SqliteTx {
+            raw: conn,
+            deferred: None,
+        }
+    }
+
+    /// One write of a write group, in its own savepoint: its rescores wait with the group's
+    /// (`group`), and any other statement writes them first. End it with
+    /// [`SqliteTx::settle`].
+    pub(super) fn in_group(conn: &'a Connection, group: &'a mut VersionWrites) -> SqliteTx<'a> {
+        SqliteTx {
+            raw: conn,
+            deferred: Some(Deferred {
+                group,
+                own: VersionWrites::default(),
+                written: VersionWrites::default(),
+            }),
+        }
+    }
+
+    /// Ends a write of a write group: when it is `kept`, its rescores join the group's; when
+    /// its savepoint rolled back, the group's it wrote wait again.
+    pub(super) fn settle(self, kept: bool) {
+        if let Some(Deferred {
+            group,
+            own,
+            written,
+        }) = self.deferred
+        {
+            if kept {
+                group.append(own);
+            } else {
+                group.append(written);
+            }
+        }
+    }
+
+    /// The connection, for a statement that may read (or change) what a waiting rescore
+    /// changes: they are written first.
+    pub(super) fn conn(&mut self) -> Result<&'a Connection> {
+        if let Some(deferred) = &mut self.deferred {
+            deferred
+                .group
+                .write(self.raw, Some(&mut deferred.written))?;
+            deferred.own.write(self.raw, None)?;
+        }
+        Ok(self.raw)
+    }
 }
 
 impl FamilyTx for SqliteTx<'_> {
     type Error = StoreError;
 
     fn agent(&mut self, owner: OwnerId, agent: AgentId) -> Result<Agent> {
-        load_agent(self.conn, owner, agent)
+        load_agent(self.conn()?, owner, agent)
     }
 
     fn skill_at(&mut self, owner: OwnerId, agent_name: &str, path: &str) -> Result<Option<Skill>> {
-        self.conn
+        self.conn()?
             .prepare_cached(&format!(
                 "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.path = ?3"
             ))
@@ -44,7 +112,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn skill(&mut self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
-        self.conn
+        self.conn()?
             .prepare_cached(&format!(
                 "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"
             ))
@@ -56,7 +124,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn revive_skill(&mut self, owner: OwnerId, skill: SkillId, agent: AgentId) -> Result<()> {
-        self.conn
+        self.conn()?
             .execute(
                 "UPDATE skills SET deleted_at = NULL, agent_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
                 params![owner.0, skill.0, agent.0],
@@ -73,14 +141,14 @@ impl FamilyTx for SqliteTx<'_> {
         path: &str,
         now: Millis,
     ) -> Result<SkillId> {
-        self.conn
+        self.conn()?
             .execute(
                 "INSERT INTO skills (owner_id, agent_id, agent_name, name, path, created_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                 params![owner.0, agent.id.0, agent.name, name, path, now],
             )
             .map_err(db_err)?;
-        Ok(SkillId(self.conn.last_insert_rowid()))
+        Ok(SkillId(self.conn()?.last_insert_rowid()))
     }
 
     fn set_current_version(
@@ -89,7 +157,7 @@ impl FamilyTx for SqliteTx<'_> {
         skill: SkillId,
         version: VersionId,
     ) -> Result<()> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "UPDATE skills SET current_version_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
             )
@@ -101,7 +169,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn skill_tags(&mut self, owner: OwnerId, skill: SkillId) -> Result<Vec<String>> {
         let mut statement = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT tag FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2 ORDER BY tag",
             )
@@ -114,20 +182,20 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn set_skill_tags(&mut self, owner: OwnerId, skill: SkillId, tags: &[String]) -> Result<()> {
-        self.conn
+        self.conn()?
             .execute(
                 "UPDATE skills SET tags = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
                 params![owner.0, skill.0, tags.join("\n")],
             )
             .map_err(db_err)?;
-        self.conn
+        self.conn()?
             .execute(
                 "DELETE FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2",
                 params![owner.0, skill.0],
             )
             .map_err(db_err)?;
         for tag in tags {
-            self.conn
+            self.conn()?
                 .execute(
                     "INSERT INTO skill_tags (owner_id, skill_id, tag) VALUES (?1, ?2, ?3)",
                     params![owner.0, skill.0, tag],
@@ -144,7 +212,7 @@ impl FamilyTx for SqliteTx<'_> {
         header: &SkillHeader,
         file_digest: Option<&str>,
     ) -> Result<()> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "UPDATE skills SET header = ?3, goal = ?4, preconditions = ?5, params = ?6, result = ?7,
                         from_skill = ?8, topics = ?9, file_digest = COALESCE(?10, file_digest)
@@ -169,7 +237,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn mark_skill_gone(&mut self, owner: OwnerId, skill: SkillId, now: Millis) -> Result<bool> {
         let changed = self
-            .conn
+            .conn()?
             .execute(
                 "UPDATE skills SET deleted_at = ?3, file_digest = NULL
                  WHERE owner_id = ?1 AND skill_id = ?2 AND deleted_at IS NULL",
@@ -180,7 +248,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn version(&mut self, owner: OwnerId, version: VersionId) -> Result<Version> {
-        load_version(self.conn, owner, version)
+        load_version(self.conn()?, owner, version)
     }
 
     fn version_with_digest(
@@ -189,7 +257,7 @@ impl FamilyTx for SqliteTx<'_> {
         skill: SkillId,
         digest: &str,
     ) -> Result<Option<Version>> {
-        self.conn
+        self.conn()?
             .prepare_cached(&format!(
                 "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 AND v.digest = ?3"
             ))
@@ -200,7 +268,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn next_version_number(&mut self, owner: OwnerId, skill: SkillId) -> Result<i64> {
-        self.conn
+        self.conn()?
             .query_row(
                 "SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE owner_id = ?1 AND skill_id = ?2",
                 params![owner.0, skill.0],
@@ -210,7 +278,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn insert_version(&mut self, owner: OwnerId, version: &NewVersion<'_>) -> Result<VersionId> {
-        self.conn
+        self.conn()?
             .execute(
                 "INSERT INTO versions (owner_id, skill_id, number, digest, code, parent_version_id, lineage,
                                        inherited, score, created_at)
@@ -229,7 +297,7 @@ impl FamilyTx for SqliteTx<'_> {
                 ],
             )
             .map_err(db_err)?;
-        Ok(VersionId(self.conn.last_insert_rowid()))
+        Ok(VersionId(self.conn()?.last_insert_rowid()))
     }
 
     fn version_for_use(
@@ -237,7 +305,7 @@ impl FamilyTx for SqliteTx<'_> {
         owner: OwnerId,
         version: VersionId,
     ) -> Result<Option<VersionRow>> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
                         v.peer_checked_uses, s.tags,
@@ -273,9 +341,13 @@ impl FamilyTx for SqliteTx<'_> {
         &mut self,
         owner: OwnerId,
         version: VersionId,
-        rescore: &Rescore,
+        rescore: Rescore,
     ) -> Result<()> {
-        self.conn
+        if let Some(deferred) = &mut self.deferred {
+            deferred.own.keep(owner, version.0, rescore);
+            return Ok(());
+        }
+        self.raw
             .prepare_cached(
                 "UPDATE versions SET uses = uses + 1, ok = ok + ?3, score = ?4, breakdown = ?5, measure_key = ?6,
                         rate_per_minute = ?7, last_used_at = MAX(COALESCE(last_used_at, ?8), ?8),
@@ -288,7 +360,7 @@ impl FamilyTx for SqliteTx<'_> {
                 version.0,
                 i64::from(rescore.ok),
                 rescore.score,
-                rescore.breakdown,
+                rescore.breakdown_json(),
                 rescore.measure_key,
                 rescore.rate_per_minute,
                 rescore.at,
@@ -302,7 +374,7 @@ impl FamilyTx for SqliteTx<'_> {
     fn insert_use(&mut self, owner: OwnerId, new_use: &NewUse) -> Result<UseInsert> {
         if let Some(event_id) = &new_use.event_id {
             let seen: Option<i64> = self
-                .conn
+                .raw
                 .prepare_cached("SELECT use_id FROM uses WHERE owner_id = ?1 AND event_id = ?2")
                 .map_err(db_err)?
                 .query_row(params![owner.0, event_id], |r| r.get(0))
@@ -314,7 +386,7 @@ impl FamilyTx for SqliteTx<'_> {
         }
         let outcome = &new_use.outcome;
         let inserted = self
-            .conn
+            .raw
             .prepare_cached(
                 "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
                                    deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
@@ -351,7 +423,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn window(&mut self, owner: OwnerId, version: VersionId) -> Result<VecDeque<UseSample>> {
-        read_window(self.conn, owner, version)
+        read_window(self.conn()?, owner, version)
     }
 
     fn peer_rates(
@@ -361,7 +433,7 @@ impl FamilyTx for SqliteTx<'_> {
         measure_key: &str,
     ) -> Result<Vec<f64>> {
         let mut statement = self
-            .conn
+            .conn()?
             .prepare_cached(
                 // The peers are found from this skill's own tags (its few rows by the primary
                 // key, then each tag's skills by skill_tags_by_tag), once; each peer is then one
@@ -387,7 +459,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn sharing_state(&mut self, owner: OwnerId, skill: SkillId) -> Result<SharingState> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "SELECT s.header = 'skill' AND s.deleted_at IS NULL,
                         (SELECT MAX(v.number) FROM versions v
@@ -413,7 +485,7 @@ impl FamilyTx for SqliteTx<'_> {
         owner: OwnerId,
         skill: SkillId,
     ) -> Result<Option<ShareCandidate>> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "SELECT v.version_id, v.uses, v.score, o.eager_sharing
                  FROM skills s
@@ -441,7 +513,7 @@ impl FamilyTx for SqliteTx<'_> {
         version: VersionId,
         at: Millis,
     ) -> Result<()> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "UPDATE versions SET shared_at = ?3 WHERE owner_id = ?1 AND version_id = ?2",
             )
@@ -458,7 +530,7 @@ impl FamilyTx for SqliteTx<'_> {
         runs: i64,
         score: f64,
     ) -> Result<Vec<SkillId>> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "SELECT s.skill_id FROM skills s
                  JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
@@ -480,7 +552,7 @@ impl FamilyTx for SqliteTx<'_> {
         owner: OwnerId,
         skill: SkillId,
     ) -> Result<SkillForChange> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "SELECT s.agent_id, s.agent_name || '/' || s.name, s.header, s.deleted_at IS NOT NULL,
                         v.number, v.uses, v.score
@@ -505,7 +577,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn log_sharing_change(&mut self, owner: OwnerId, change: &SharingEvent<'_>) -> Result<()> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "INSERT INTO sharing_events (owner_id, skill_id, agent_id, version_number, kind, reason, at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -525,7 +597,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn snippet_of_event(&mut self, owner: OwnerId, event_id: &str) -> Result<Option<i64>> {
-        self.conn
+        self.conn()?
             .query_row(
                 "SELECT snippet_id FROM snippet_uses WHERE owner_id = ?1 AND event_id = ?2",
                 params![owner.0, event_id],
@@ -541,7 +613,7 @@ impl FamilyTx for SqliteTx<'_> {
         agent: AgentId,
         digest: &str,
     ) -> Result<Option<i64>> {
-        self.conn
+        self.conn()?
             .query_row(
                 "SELECT snippet_id FROM snippets WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
                 params![owner.0, agent.0, digest],
@@ -557,7 +629,7 @@ impl FamilyTx for SqliteTx<'_> {
         agent: AgentId,
         new_use: &NewSnippetUse,
     ) -> Result<i64> {
-        self.conn
+        self.conn()?
             .execute(
                 "INSERT INTO snippets (owner_id, agent_id, digest, code, first_at, last_used_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
@@ -570,7 +642,7 @@ impl FamilyTx for SqliteTx<'_> {
                 ],
             )
             .map_err(db_err)?;
-        Ok(self.conn.last_insert_rowid())
+        Ok(self.conn()?.last_insert_rowid())
     }
 
     fn insert_snippet_use(
@@ -581,7 +653,7 @@ impl FamilyTx for SqliteTx<'_> {
         new_use: &NewSnippetUse,
     ) -> Result<()> {
         let outcome = &new_use.outcome;
-        self.conn
+        self.conn()?
             .execute(
                 "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
                                            goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
@@ -606,7 +678,7 @@ impl FamilyTx for SqliteTx<'_> {
                 ],
             )
             .map_err(db_err)?;
-        self.conn
+        self.conn()?
             .execute(
                 "UPDATE snippets SET uses = uses + 1, ok = ok + ?3, last_used_at = MAX(last_used_at, ?4)
                  WHERE owner_id = ?1 AND snippet_id = ?2",
@@ -617,7 +689,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn snippet(&mut self, owner: OwnerId, snippet: i64) -> Result<Snippet> {
-        self.conn
+        self.conn()?
             .query_row(
                 &format!(
                     "SELECT {SNIPPET_COLUMNS} FROM snippets WHERE owner_id = ?1 AND snippet_id = ?2"
@@ -629,7 +701,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn lessons_of(&mut self, owner: OwnerId, agent: AgentId) -> Result<Vec<(String, String)>> {
-        self.conn
+        self.conn()?
             .prepare_cached(
                 "SELECT digest, text FROM lessons WHERE owner_id = ?1 AND agent_id = ?2",
             )
@@ -641,7 +713,7 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn delete_lesson(&mut self, owner: OwnerId, agent: AgentId, digest: &str) -> Result<()> {
-        self.conn
+        self.conn()?
             .execute(
                 "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
                 params![owner.0, agent.0, digest],
@@ -657,7 +729,7 @@ impl FamilyTx for SqliteTx<'_> {
         digest: &str,
         line: i64,
     ) -> Result<()> {
-        self.conn
+        self.conn()?
             .execute(
                 "UPDATE lessons SET line = ?4 WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
                 params![owner.0, agent.0, digest, line],
@@ -672,7 +744,7 @@ impl FamilyTx for SqliteTx<'_> {
         agent: AgentId,
         lesson: &NewLessonRow<'_>,
     ) -> Result<()> {
-        self.conn
+        self.conn()?
             .execute(
                 "INSERT INTO lessons (owner_id, agent_id, digest, text, line, first_seen_at)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -691,7 +763,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn agent_skill_count(&mut self, owner: OwnerId, agent: AgentId) -> Result<u64> {
         let count: i64 = self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT COUNT(*) FROM skills WHERE owner_id = ?1 AND agent_id = ?2",
                 params![owner.0, agent.0],
@@ -703,14 +775,14 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn run_for_agent(&mut self, sql: &str, owner: OwnerId, agent: AgentId) -> Result<u64> {
         let changed = self
-            .conn
+            .conn()?
             .execute(sql, params![owner.0, agent.0])
             .map_err(db_err)?;
         Ok(changed as u64)
     }
 
     fn versions_for_audit(&mut self, owner: OwnerId) -> Result<Vec<(StoredVersion, i64, i64)>> {
-        self.conn
+        self.conn()?
             .prepare(
                 "SELECT v.version_id, s.agent_name || '/' || s.name, v.uses, v.ok, v.score, v.inherited,
                         v.peer_rate, s.tags,

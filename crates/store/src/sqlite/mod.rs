@@ -31,6 +31,7 @@ mod family;
 mod family_tx;
 mod records;
 mod rows;
+mod version_writes;
 mod views;
 
 /// The migrations, in order. Never edit one that has landed: add the next.
@@ -73,6 +74,9 @@ struct Inner {
     /// The error after which SQLite rolled the group's transaction back by itself (a full
     /// disk, an I/O error): the group's later writes and its commit answer it.
     group_lost: Option<StoreError>,
+    /// The group's rescores of versions not written to their rows yet (empty outside a write
+    /// group; see [`version_writes`]).
+    deferred: version_writes::VersionWrites,
 }
 
 pub struct SqliteStore {
@@ -223,6 +227,7 @@ impl SqliteStore {
                 conn,
                 windows: HashMap::new(),
                 epoch: 0,
+                deferred: Default::default(),
                 group: None,
                 group_lost: None,
             }),
@@ -287,6 +292,7 @@ impl SqliteStore {
             epoch,
             group,
             group_lost,
+            deferred,
         } = &mut *guard;
         let mut cache = UseCache {
             windows,
@@ -296,12 +302,13 @@ impl SqliteStore {
             if let Some(lost) = group_lost {
                 return Err(lost.clone());
             }
-            let outcome = (|| -> Result<T> {
-                let savepoint = GroupSavepoint::begin(conn)?;
-                let value = work(&mut SqliteTx { conn }, &mut cache)?;
-                savepoint.release()?;
-                Ok(value)
-            })();
+            let outcome = GroupSavepoint::begin(conn).and_then(|savepoint| {
+                let mut tx = SqliteTx::in_group(conn, deferred);
+                let outcome =
+                    work(&mut tx, &mut cache).and_then(|value| savepoint.release().map(|()| value));
+                tx.settle(outcome.is_ok());
+                outcome
+            });
             if let Err(err) = &outcome
                 && conn.is_autocommit()
             {
@@ -315,7 +322,7 @@ impl SqliteStore {
             let tx = conn
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(db_err)?;
-            let value = work(&mut SqliteTx { conn: &tx }, &mut cache)?;
+            let value = work(&mut SqliteTx::new(&tx), &mut cache)?;
             tx.commit().map_err(db_err)?;
             Ok(value)
         })
@@ -370,9 +377,23 @@ impl SqliteStore {
     ///
     /// Whatever is done with it may change a version's row, so the rows kept with the windows
     /// are good no more (recording a use keeps them: [`SqliteStore::lock_keeping_rows`]).
+    ///
+    /// Inside a write group, the rescores waiting for their rows are written first, so whatever
+    /// is done sees them; when that fails, the group is lost and answers the error.
     fn lock(&self) -> MutexGuard<'_, Inner> {
         let mut guard = self.lock_keeping_rows();
         guard.epoch = guard.epoch.wrapping_add(1);
+        if !guard.deferred.is_empty() {
+            let Inner {
+                conn,
+                deferred,
+                group_lost,
+                ..
+            } = &mut *guard;
+            if let Err(err) = deferred.write(conn, None) {
+                group_lost.get_or_insert(err);
+            }
+        }
         guard
     }
 
@@ -406,6 +427,12 @@ impl SqliteStore {
             Ok("full") => "FULL",
             _ => "NORMAL",
         }
+    }
+
+    /// The page cache every library connection gets, in KiB (`PRAGMA cache_size = -N`); a
+    /// benchmark's bare connection takes the same.
+    pub fn cache_kib() -> u32 {
+        CACHE_KIB
     }
 
     /// Whether the file at `path` is a MindRune library (it has the owners table), looked at
@@ -874,7 +901,7 @@ impl Store for SqliteStore {
 
     fn audit(&self, owner: OwnerId) -> Result<Vec<String>> {
         let inner = self.lock();
-        rules::family::audit(&mut SqliteTx { conn: &inner.conn }, owner)
+        rules::family::audit(&mut SqliteTx::new(&inner.conn), owner)
     }
 }
 
@@ -955,6 +982,8 @@ impl Drop for GroupEnd<'_> {
                 let _ = guard.conn.execute_batch("ROLLBACK");
             }
             guard.windows.clear();
+            // Their uses were rolled back with the group.
+            guard.deferred = Default::default();
         }
         guard.group = None;
         guard.group_lost = None;

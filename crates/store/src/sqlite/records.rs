@@ -37,7 +37,7 @@ pub(super) fn skill_at_path(
 
 pub(super) fn skill(store: &SqliteStore, owner: OwnerId, skill: SkillId) -> Result<Skill> {
     let inner = store.lock();
-    SqliteTx { conn: &inner.conn }.skill(owner, skill)
+    SqliteTx::new(&inner.conn).skill(owner, skill)
 }
 
 pub(super) fn skill_by_name(
@@ -85,7 +85,7 @@ pub(super) fn versions_with_digest(
 
 pub(super) fn version(store: &SqliteStore, owner: OwnerId, version: VersionId) -> Result<Version> {
     let inner = store.lock();
-    SqliteTx { conn: &inner.conn }.version(owner, version)
+    SqliteTx::new(&inner.conn).version(owner, version)
 }
 
 pub(super) fn snippets(
@@ -220,31 +220,63 @@ pub(super) fn recent_outputs(
     limit: usize,
 ) -> Result<Vec<String>> {
     let inner = store.lock();
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut statement = inner
-        .conn
-        .prepare_cached(
-            // Each side is cut to its newest few first, read in the order of its
-            // `…_by_agent_time` index: without the inner limits SQLite collects and sorts the
-            // agent's whole history on every run (a quadratic recording, found by
-            // `bench record`: 1,055 uses/s after 5,000 uses).
-            "SELECT output FROM (
-                 SELECT * FROM (SELECT output, at, use_id, 0 AS kind FROM uses
-                                WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
-                                ORDER BY at DESC, use_id DESC LIMIT ?4)
-                 UNION ALL
-                 SELECT * FROM (SELECT output, at, use_id, 1 AS kind FROM snippet_uses
-                                WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
-                                ORDER BY at DESC, use_id DESC LIMIT ?4)
-             ) ORDER BY at DESC, kind, use_id DESC LIMIT ?4",
-        )
-        .map_err(db_err)?;
-    let outputs = statement
-        .query_map(params![owner.0, agent.0, before, limit], |r| r.get(0))
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<String>>>()
-        .map_err(db_err)?;
-    Ok(outputs)
+    let limit_sql = i64::try_from(limit).unwrap_or(i64::MAX);
+    // Each side's newest few, read in the order of its `…_by_agent_time` index (without the
+    // limits SQLite collects and sorts the agent's whole history on every run: a quadratic
+    // recording, found by `bench record`: 1,055 uses/s after 5,000 uses), then merged here.
+    // One statement with a UNION ALL and an outer ORDER BY … LIMIT sorted in a temporary
+    // b-tree, whose page cache SQLite allocated and freed on every run (a tenth of recording
+    // in write groups went to the kernel zeroing those pages again).
+    let side = |sql: &str| -> Result<Vec<(Millis, i64, String)>> {
+        inner
+            .conn
+            .prepare_cached(sql)
+            .map_err(db_err)?
+            .query_map(params![owner.0, agent.0, before, limit_sql], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_err)
+    };
+    let uses = side(
+        "SELECT at, use_id, output FROM uses
+         WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+         ORDER BY at DESC, use_id DESC LIMIT ?4",
+    )?;
+    let snippets = side(
+        "SELECT at, use_id, output FROM snippet_uses
+         WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+         ORDER BY at DESC, use_id DESC LIMIT ?4",
+    )?;
+    Ok(newest_of_both(uses, snippets, limit))
+}
+
+/// The `limit` newest of two lists each newest first, by time, a script's use before a
+/// snippet's at the same time, then the newer row: the order PostgreSQL's one statement reads.
+fn newest_of_both(
+    uses: Vec<(Millis, i64, String)>,
+    snippets: Vec<(Millis, i64, String)>,
+    limit: usize,
+) -> Vec<String> {
+    let mut uses = uses.into_iter().peekable();
+    let mut snippets = snippets.into_iter().peekable();
+    let mut newest = Vec::with_capacity(limit.min(16));
+    while newest.len() < limit {
+        let take_use = match (uses.peek(), snippets.peek()) {
+            (Some(u), Some(s)) => u.0 >= s.0,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        let next = if take_use {
+            uses.next()
+        } else {
+            snippets.next()
+        };
+        newest.extend(next.map(|(_, _, output)| output));
+    }
+    newest
 }
 
 pub(super) fn newest_output_at(
@@ -256,7 +288,8 @@ pub(super) fn newest_output_at(
     let mut statement = inner
         .conn
         .prepare_cached(
-            // Each side's newest by its `…_by_agent_time` index, as in `recent_outputs`.
+            // Each side's newest by its `…_by_agent_time` index, as in `recent_outputs`. (No temporary
+            // b-tree here: `max` of two rows needs no sort.)
             "SELECT max(at) FROM (
                  SELECT * FROM (SELECT at FROM uses
                                 WHERE owner_id = ?1 AND agent_id = ?2 AND output IS NOT NULL
@@ -413,4 +446,44 @@ pub(super) fn unrecorded_since(
             })
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::newest_of_both;
+
+    fn runs(rows: &[(i64, i64, &str)]) -> Vec<(i64, i64, String)> {
+        rows.iter()
+            .map(|&(at, id, text)| (at, id, text.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_newest_outputs_of_scripts_and_snippets_merge_by_time_a_script_first_on_a_tie() {
+        let uses = runs(&[(30, 7, "use 30"), (20, 9, "use 20 b"), (20, 4, "use 20 a")]);
+        let snippets = runs(&[(25, 3, "snippet 25"), (20, 8, "snippet 20"), (5, 1, "old")]);
+        assert_eq!(
+            newest_of_both(uses.clone(), snippets.clone(), 10),
+            [
+                "use 30",
+                "snippet 25",
+                "use 20 b",
+                "use 20 a",
+                "snippet 20",
+                "old"
+            ]
+        );
+        assert_eq!(
+            newest_of_both(uses, snippets, 3),
+            ["use 30", "snippet 25", "use 20 b"]
+        );
+    }
+
+    #[test]
+    fn either_side_may_be_empty() {
+        assert_eq!(newest_of_both(runs(&[(1, 1, "a")]), Vec::new(), 5), ["a"]);
+        assert_eq!(newest_of_both(Vec::new(), runs(&[(1, 1, "s")]), 5), ["s"]);
+        assert!(newest_of_both(Vec::new(), Vec::new(), 5).is_empty());
+        assert!(newest_of_both(runs(&[(1, 1, "a")]), Vec::new(), 0).is_empty());
+    }
 }

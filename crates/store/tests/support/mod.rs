@@ -48,7 +48,7 @@ impl Backend {
                 let path = dir.path().join("library.db");
                 let store = SqliteStore::open(&path).unwrap();
                 Library::Sqlite {
-                    store,
+                    store: Box::new(store),
                     path,
                     _dir: dir,
                 }
@@ -69,7 +69,8 @@ impl Backend {
 /// It derefs to the store, so a test calls `library.create_owner(…)`.
 pub(crate) enum Library {
     Sqlite {
-        store: SqliteStore,
+        // Boxed: a SQLite store is several times a PostgreSQL one's size.
+        store: Box<SqliteStore>,
         path: PathBuf,
         _dir: tempfile::TempDir,
     },
@@ -97,7 +98,7 @@ impl Deref for Library {
 
     fn deref(&self) -> &(dyn Store + 'static) {
         match self {
-            Library::Sqlite { store, .. } => store,
+            Library::Sqlite { store, .. } => store.as_ref(),
             Library::Postgres(schema) => &schema.store,
         }
     }

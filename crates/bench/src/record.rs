@@ -60,28 +60,13 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
     }
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
     let rows = &work.events;
-    let bare_insert = |i: usize,
-                       event: &mindrune_core::avatars::event::Event|
-     -> anyhow::Result<()> {
-        let tx = conn.unchecked_transaction()?;
-        tx.prepare_cached(
-            "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                               deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
-             VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, NULL, 0, 0, 0, 0, 'shell', ?7, ?8, NULL, ?3)",
-        )?
-        .execute(rusqlite::params![
-            baseline_owner.id.0,
-            (i % SCRIPTS) as i64 + 1,
-            event.at.map_or(0, |at| at.unix_timestamp() * 1000),
-            event.ok.unwrap_or(true),
-            event.duration_ms.unwrap_or(0) as i64,
-            BARE_XP,
-            bare_call(event),
-            event.output.as_deref(),
-        ])?;
-        tx.commit()?;
-        Ok(())
-    };
+    let bare_insert =
+        |i: usize, event: &mindrune_core::avatars::event::Event| -> anyhow::Result<()> {
+            let tx = conn.unchecked_transaction()?;
+            insert_bare(&tx, baseline_owner.id.0, i, event)?;
+            tx.commit()?;
+            Ok(())
+        };
 
     // The two run in alternating blocks, so whatever else the machine does slows both alike.
     let (mindrune, bare) = alternate(
@@ -217,6 +202,32 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
     Ok(rows)
 }
 
+/// The baseline's row for the workload's `i`th event, bare: the columns MindRune would store,
+/// into the same table, with no parse, match or score.
+fn insert_bare(
+    conn: &rusqlite::Connection,
+    owner: i64,
+    i: usize,
+    event: &mindrune_core::avatars::event::Event,
+) -> rusqlite::Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                           deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+         VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, NULL, 0, 0, 0, 0, 'shell', ?7, ?8, NULL, ?3)",
+    )?
+    .execute(rusqlite::params![
+        owner,
+        (i % SCRIPTS) as i64 + 1,
+        event.at.map_or(0, |at| at.unix_timestamp() * 1000),
+        event.ok.unwrap_or(true),
+        event.duration_ms.unwrap_or(0) as i64,
+        BARE_XP,
+        bare_call(event),
+        event.output.as_deref(),
+    ])?;
+    Ok(())
+}
+
 /// Uses per write group (and rows per bare transaction) in the batched figures.
 const BATCH: usize = 100;
 /// Issue 25's budget: batched recording at least half as fast as bare batched inserts.
@@ -262,22 +273,7 @@ fn batched(
         let began = std::time::Instant::now();
         let tx = conn.unchecked_transaction()?;
         for (offset, event) in events.iter().enumerate() {
-            let i = index * BATCH + offset;
-            tx.prepare_cached(
-                "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
-                 VALUES (?1, ?2, 1, ?3, ?4, ?5, ?6, NULL, 0, 0, 0, 0, 'shell', ?7, ?8, NULL, ?3)",
-            )?
-            .execute(rusqlite::params![
-                baseline_owner,
-                (i % SCRIPTS) as i64 + 1,
-                event.at.map_or(0, |at| at.unix_timestamp() * 1000),
-                event.ok.unwrap_or(true),
-                event.duration_ms.unwrap_or(0) as i64,
-                BARE_XP,
-                bare_call(event),
-                event.output.as_deref(),
-            ])?;
+            insert_bare(&tx, baseline_owner, index * BATCH + offset, event)?;
         }
         tx.commit()?;
         bare += began.elapsed();

@@ -197,6 +197,17 @@ struct Group {
     epoch: u64,
 }
 
+impl Group {
+    /// One piece of the group's work in a savepoint of its transaction, so it succeeds or fails
+    /// on its own.
+    fn in_savepoint<T>(&mut self, work: impl FnOnce(&mut Tx<'_>) -> PgResult<T>) -> PgResult<T> {
+        let mut tx = self.conn.savepoint()?;
+        let value = work(&mut tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+}
+
 /// Which transaction a piece of work needs, so a write group can tell whether it joins.
 #[derive(Clone, Copy)]
 enum Scope {
@@ -350,12 +361,7 @@ impl PgStore {
             // Inside the thread's group: a savepoint of its transaction, no retry (the group
             // holds its families' locks, so no family write of it can deadlock).
             group.epoch = group.epoch.wrapping_add(1);
-            let outcome = (|| -> PgResult<T> {
-                let mut tx = group.conn.savepoint()?;
-                let value = work(&mut tx)?;
-                tx.commit()?;
-                Ok(value)
-            })();
+            let outcome = group.in_savepoint(&mut work);
             self.put_group(group);
             return outcome.map_err(|fail| fail.into_store(&self.location));
         }
@@ -657,12 +663,8 @@ impl Store for PgStore {
             }
             window
         });
-        let outcome = (|| -> PgResult<_> {
-            let mut tx = group.conn.savepoint()?;
-            let value = rules::recording::record_use(&mut tx, owner, new_use, known)?;
-            tx.commit()?;
-            Ok(value)
-        })();
+        let outcome =
+            group.in_savepoint(|tx| rules::recording::record_use(tx, owner, new_use, known));
         let answer = match outcome {
             Ok((recorded, window)) => {
                 if let Some(window) = window {

@@ -291,12 +291,11 @@ pub(crate) struct VersionRow {
 /// A version's counters and score after one more use.
 pub(crate) struct Rescore {
     pub ok: bool,
-    pub score: f64,
-    /// The score's parts, stored as JSON ([`Rescore::breakdown_json`]): written out only when
-    /// the row is (a write group writes a version's row once for all its uses).
-    pub breakdown: Option<mindrune_core::score::ScoreBreakdown>,
+    /// The new score and its parts: the row's `score` and `rate_per_minute` are its total and
+    /// rate, its `breakdown` column the whole as JSON ([`Rescore::breakdown_json`], made only when
+    /// the row is written: a write group writes a version's row once for all its uses).
+    pub breakdown: mindrune_core::score::ScoreBreakdown,
     pub measure_key: String,
-    pub rate_per_minute: f64,
     /// The use's time: `last_used_at` becomes the later of it and the stored one.
     pub at: Millis,
     pub peer_rate: Option<f64>,
@@ -306,9 +305,7 @@ pub(crate) struct Rescore {
 impl Rescore {
     /// The breakdown as the `breakdown` column holds it.
     pub(crate) fn breakdown_json(&self) -> Option<String> {
-        self.breakdown
-            .as_ref()
-            .and_then(|breakdown| serde_json::to_string(breakdown).ok())
+        serde_json::to_string(&self.breakdown).ok()
     }
 }
 

@@ -214,10 +214,8 @@ pub(crate) fn record_use<T: FamilyTx>(
         new_use.version,
         Rescore {
             ok: outcome.ok,
-            score: breakdown.total,
-            breakdown: Some(breakdown),
+            breakdown,
             measure_key: measure_key.clone(),
-            rate_per_minute: breakdown.rate_per_minute,
             at: outcome.at,
             peer_rate: peers,
             peer_checked_uses,

@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::db_err;
 use super::rows::{agent_from, skill_from, snippet_from, version_from};
-use super::version_writes::VersionWrites;
+use super::version_writes::{self, VersionWrites};
 use crate::common::{
     AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, SharingState, StoredVersion, VERSION_COLUMNS,
     json_map, parse_map,
@@ -148,7 +148,7 @@ impl FamilyTx for SqliteTx<'_> {
                 params![owner.0, agent.id.0, agent.name, name, path, now],
             )
             .map_err(db_err)?;
-        Ok(SkillId(self.conn()?.last_insert_rowid()))
+        Ok(SkillId(self.raw.last_insert_rowid()))
     }
 
     fn set_current_version(
@@ -297,7 +297,7 @@ impl FamilyTx for SqliteTx<'_> {
                 ],
             )
             .map_err(db_err)?;
-        Ok(VersionId(self.conn()?.last_insert_rowid()))
+        Ok(VersionId(self.raw.last_insert_rowid()))
     }
 
     fn version_for_use(
@@ -343,32 +343,13 @@ impl FamilyTx for SqliteTx<'_> {
         version: VersionId,
         rescore: Rescore,
     ) -> Result<()> {
-        if let Some(deferred) = &mut self.deferred {
-            deferred.own.keep(owner, version.0, rescore);
-            return Ok(());
+        match &mut self.deferred {
+            Some(deferred) => {
+                deferred.own.keep(owner, version.0, rescore);
+                Ok(())
+            }
+            None => version_writes::write_now(self.raw, owner, version.0, rescore),
         }
-        self.raw
-            .prepare_cached(
-                "UPDATE versions SET uses = uses + 1, ok = ok + ?3, score = ?4, breakdown = ?5, measure_key = ?6,
-                        rate_per_minute = ?7, last_used_at = MAX(COALESCE(last_used_at, ?8), ?8),
-                        peer_rate = ?9, peer_checked_uses = ?10
-                 WHERE owner_id = ?1 AND version_id = ?2",
-            )
-            .map_err(db_err)?
-            .execute(params![
-                owner.0,
-                version.0,
-                i64::from(rescore.ok),
-                rescore.score,
-                rescore.breakdown_json(),
-                rescore.measure_key,
-                rescore.rate_per_minute,
-                rescore.at,
-                rescore.peer_rate,
-                rescore.peer_checked_uses,
-            ])
-            .map_err(db_err)?;
-        Ok(())
     }
 
     fn insert_use(&mut self, owner: OwnerId, new_use: &NewUse) -> Result<UseInsert> {
@@ -642,7 +623,7 @@ impl FamilyTx for SqliteTx<'_> {
                 ],
             )
             .map_err(db_err)?;
-        Ok(self.conn()?.last_insert_rowid())
+        Ok(self.raw.last_insert_rowid())
     }
 
     fn insert_snippet_use(

@@ -14,6 +14,7 @@
 //! reads a version's row, a family's scores or its sharing without the group's rescores.
 
 use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
 
 use rusqlite::{Connection, params};
 
@@ -47,44 +48,29 @@ impl VersionWrites {
 
     /// Keeps a use's rescore of `version` to be written later.
     pub(super) fn keep(&mut self, owner: OwnerId, version: i64, rescore: Rescore) {
-        let ok = i64::from(rescore.ok);
-        let at = rescore.at;
-        match self.waiting.get_mut(&version) {
-            Some(waiting) => {
-                waiting.uses += 1;
-                waiting.ok += ok;
-                waiting.last_used_at = waiting.last_used_at.max(at);
-                waiting.last = rescore;
-            }
-            None => {
-                self.waiting.insert(
-                    version,
-                    Waiting {
-                        owner,
-                        uses: 1,
-                        ok,
-                        last_used_at: at,
-                        last: rescore,
-                    },
-                );
-            }
-        }
+        self.add(version, Waiting::one(owner, rescore));
     }
 
     /// Adds `later`'s rescores after these (the writes of one write of the group, once it is
     /// kept).
     pub(super) fn append(&mut self, later: VersionWrites) {
         for (version, next) in later.waiting {
-            match self.waiting.get_mut(&version) {
-                Some(waiting) => {
-                    waiting.uses += next.uses;
-                    waiting.ok += next.ok;
-                    waiting.last_used_at = waiting.last_used_at.max(next.last_used_at);
-                    waiting.last = next.last;
-                }
-                None => {
-                    self.waiting.insert(version, next);
-                }
+            self.add(version, next);
+        }
+    }
+
+    /// `next` after what waits for `version`.
+    fn add(&mut self, version: i64, next: Waiting) {
+        match self.waiting.entry(version) {
+            Entry::Vacant(entry) => {
+                entry.insert(next);
+            }
+            Entry::Occupied(mut entry) => {
+                let waiting = entry.get_mut();
+                waiting.uses += next.uses;
+                waiting.ok += next.ok;
+                waiting.last_used_at = waiting.last_used_at.max(next.last_used_at);
+                waiting.last = next.last;
             }
         }
     }
@@ -103,11 +89,33 @@ impl VersionWrites {
                 return Err(err);
             }
             if let Some(written) = written.as_deref_mut() {
-                written.waiting.insert(version, waiting);
+                written.add(version, waiting);
             }
         }
         Ok(())
     }
+}
+
+impl Waiting {
+    fn one(owner: OwnerId, rescore: Rescore) -> Waiting {
+        Waiting {
+            owner,
+            uses: 1,
+            ok: i64::from(rescore.ok),
+            last_used_at: rescore.at,
+            last: rescore,
+        }
+    }
+}
+
+/// Writes one use's rescore of `version` to its row at once (outside a write group).
+pub(super) fn write_now(
+    conn: &Connection,
+    owner: OwnerId,
+    version: i64,
+    rescore: Rescore,
+) -> Result<()> {
+    write_one(conn, version, &Waiting::one(owner, rescore))
 }
 
 /// One version's row rescored at once, as its rescores one at a time would leave it.
@@ -125,10 +133,10 @@ fn write_one(conn: &Connection, version: i64, waiting: &Waiting) -> Result<()> {
         version,
         waiting.uses,
         waiting.ok,
-        last.score,
+        last.breakdown.total,
         last.breakdown_json(),
         last.measure_key,
-        last.rate_per_minute,
+        last.breakdown.rate_per_minute,
         waiting.last_used_at,
         last.peer_rate,
         last.peer_checked_uses,
@@ -140,14 +148,24 @@ fn write_one(conn: &Connection, version: i64, waiting: &Waiting) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mindrune_core::score::ScoreBreakdown;
 
     fn rescore(ok: bool, score: f64, at: Millis) -> Rescore {
         Rescore {
             ok,
-            score,
-            breakdown: None,
+            breakdown: ScoreBreakdown {
+                reliability: 0.0,
+                effectiveness: 0.0,
+                confidence: 0.0,
+                freshness: 0.0,
+                damage: 0.0,
+                own: score,
+                total: score,
+                rate_per_minute: score / 10.0,
+                fresh_weight: None,
+                fresh_weighted_ok: None,
+            },
             measure_key: "xp".into(),
-            rate_per_minute: score / 10.0,
             at,
             peer_rate: None,
             peer_checked_uses: Some(1),
@@ -165,7 +183,7 @@ mod tests {
         writes.append(later);
         let seven = &writes.waiting[&7];
         assert_eq!((seven.uses, seven.ok, seven.last_used_at), (3, 2, 300));
-        assert_eq!(seven.last.score, 30.0);
+        assert_eq!(seven.last.breakdown.total, 30.0);
         assert_eq!(writes.waiting[&8].uses, 1);
     }
 }

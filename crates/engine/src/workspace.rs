@@ -122,6 +122,19 @@ pub fn stat_contained_limited(
     relative: &str,
     limit: u64,
 ) -> Result<Option<FileStamp>, ReadError> {
+    stat_contained_knowing(workspace, relative, limit, None)
+}
+
+/// [`stat_contained_limited`], taking the folders in `real_folders` (paths inside the
+/// workspace) to be real folders, no symlinks, without asking the disk again, and adding the
+/// ones this walk finds to be. Only for a caller that takes the workspace as of one moment
+/// ([`OneMoment`]), as it takes its files' stamps.
+fn stat_contained_knowing(
+    workspace: &Path,
+    relative: &str,
+    limit: u64,
+    mut real_folders: Option<&mut std::collections::HashSet<PathBuf>>,
+) -> Result<Option<FileStamp>, ReadError> {
     let Some(clean) = clean_relative(relative) else {
         return Err(ReadError::Outside(relative.to_string()));
     };
@@ -129,6 +142,14 @@ pub fn stat_contained_limited(
     let components: Vec<_> = clean.components().collect();
     for (index, component) in components.iter().enumerate() {
         current.push(component);
+        let is_folder = index + 1 < components.len();
+        if is_folder
+            && real_folders
+                .as_deref()
+                .is_some_and(|known| known.contains(&current))
+        {
+            continue;
+        }
         let metadata = match std::fs::symlink_metadata(&current) {
             Ok(metadata) => metadata,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -142,9 +163,12 @@ pub fn stat_contained_limited(
         if metadata.file_type().is_symlink() {
             return Err(ReadError::Symlink(relative.to_string()));
         }
-        if index + 1 < components.len() {
+        if is_folder {
             if !metadata.is_dir() {
                 return Ok(None);
+            }
+            if let Some(known) = real_folders.as_deref_mut() {
+                known.insert(current.clone());
             }
             continue;
         }
@@ -280,6 +304,18 @@ pub trait AgentFiles {
     fn change_stamp(&self, relative: &str) -> Option<FileStamp> {
         self.stat(relative, MAX_SCRIPT_BYTES).ok().flatten()
     }
+    /// [`AgentFiles::stat`] for a caller that takes the files as of one moment ([`OneMoment`]):
+    /// folders in `real_folders` need not be checked again, and those found real are added
+    /// (a workspace on disk then walks `bots/` and `bots/<bot>/` once a moment, not once a
+    /// file: two of the three `statx` calls per script of a write group).
+    fn stat_in_moment(
+        &self,
+        relative: &str,
+        limit: u64,
+        _real_folders: &mut std::collections::HashSet<PathBuf>,
+    ) -> Result<Option<FileStamp>, ReadError> {
+        self.stat(relative, limit)
+    }
 }
 
 /// A workspace's files as they are at one moment: each file is stat'ed once, however many
@@ -291,6 +327,8 @@ pub struct OneMoment<'a> {
     /// Each `stat` asked, by path and limit.
     stats: std::cell::RefCell<std::collections::HashMap<(String, u64), StatAnswer>>,
     stamps: std::cell::RefCell<std::collections::HashMap<String, Option<FileStamp>>>,
+    /// The folders seen to be real folders (no symlinks) this moment.
+    folders: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
 }
 
 type StatAnswer = Result<Option<FileStamp>, ReadError>;
@@ -301,6 +339,7 @@ impl<'a> OneMoment<'a> {
             files,
             stats: Default::default(),
             stamps: Default::default(),
+            folders: Default::default(),
         }
     }
 }
@@ -315,7 +354,9 @@ impl AgentFiles for OneMoment<'_> {
         if let Some(known) = self.stats.borrow().get(&key) {
             return known.clone();
         }
-        let stat = self.files.stat(relative, limit);
+        let stat = self
+            .files
+            .stat_in_moment(relative, limit, &mut self.folders.borrow_mut());
         self.stats.borrow_mut().insert(key, stat.clone());
         stat
     }
@@ -349,6 +390,15 @@ impl AgentFiles for LocalFiles<'_> {
 
     fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError> {
         stat_contained_limited(self.0, relative, limit)
+    }
+
+    fn stat_in_moment(
+        &self,
+        relative: &str,
+        limit: u64,
+        real_folders: &mut std::collections::HashSet<PathBuf>,
+    ) -> Result<Option<FileStamp>, ReadError> {
+        stat_contained_knowing(self.0, relative, limit, Some(real_folders))
     }
 
     fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError> {
@@ -559,6 +609,38 @@ mod tests {
             read_contained(dir.path(), "bots/buzz/x.ts"),
             Err(ReadError::Symlink("bots/buzz/x.ts".into()))
         );
+    }
+
+    #[test]
+    fn a_moment_walks_each_folder_once_and_still_refuses_a_symlinked_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("x.ts"), "a();").unwrap();
+        std::fs::create_dir_all(dir.path().join("bots/buzz")).unwrap();
+        std::fs::write(dir.path().join("bots/buzz/a.ts"), "a();").unwrap();
+        std::fs::write(dir.path().join("bots/buzz/b.ts"), "b();").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("bots/fizz")).unwrap();
+        let files = LocalFiles(dir.path());
+        let moment = OneMoment::new(&files);
+        for name in ["a", "b"] {
+            let path = format!("bots/buzz/{name}.ts");
+            assert_eq!(
+                moment.stat(&path, MAX_SCRIPT_BYTES),
+                stat_contained(dir.path(), &path),
+                "{path}"
+            );
+            assert!(moment.stat(&path, MAX_SCRIPT_BYTES).unwrap().is_some());
+        }
+        // The walk found `bots/` and `bots/buzz/` real: those are what it remembers.
+        let known: std::collections::HashSet<PathBuf> =
+            [dir.path().join("bots"), dir.path().join("bots/buzz")].into();
+        assert_eq!(*moment.folders.borrow(), known);
+        // A folder it knows is no pass for one it does not.
+        assert_eq!(
+            moment.stat("bots/fizz/x.ts", MAX_SCRIPT_BYTES),
+            Err(ReadError::Symlink("bots/fizz/x.ts".into()))
+        );
+        assert_eq!(*moment.folders.borrow(), known);
     }
 
     #[test]

@@ -50,7 +50,16 @@ pub type CheckedEvent = (Event, SnapshotFiles, Option<PreparedOutput>);
 struct Job {
     agent: Agent,
     events: Vec<CheckedEvent>,
-    answer: oneshot::Sender<BatchAnswer>,
+    answer: oneshot::Sender<Done>,
+}
+
+/// What a lane sends back to a request: the answer, and the request's own events. Freeing them
+/// (their texts, files and outputs) is then the request's work, not the writer's: it was a
+/// twentieth of the writer's thread under `bench serve`, and the writer is the one thread every
+/// request waits for.
+struct Done {
+    answer: BatchAnswer,
+    events: Vec<CheckedEvent>,
 }
 
 /// The lanes, started with the server.
@@ -89,7 +98,9 @@ impl GroupCommit {
             answer,
         })
         .map_err(|_| LaneStopped)?;
-        answered.await.map_err(|_| LaneStopped)
+        let Done { answer, events } = answered.await.map_err(|_| LaneStopped)?;
+        drop(events);
+        Ok(answer)
     }
 }
 
@@ -130,8 +141,14 @@ fn run_lane(recorder: &'static Recorder<'static>, jobs: &Receiver<Job>) {
             })
         };
         for (job, answer) in group.into_iter().zip(answers) {
-            // A request that gave up (its client went away) is no reason to stop.
-            let _ = job.answer.send(answer);
+            let Job {
+                events,
+                answer: reply,
+                ..
+            } = job;
+            // A request that gave up (its client went away) is no reason to stop; its events are
+            // then freed here.
+            let _ = reply.send(Done { answer, events });
         }
     }
 }

@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0003_host_runs.sql"),
     include_str!("../../migrations/postgres/0004_failures.sql"),
     include_str!("../../migrations/postgres/0005_wealth_history.sql"),
+    include_str!("../../migrations/postgres/0006_uses_fewer_indexes.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the

@@ -45,6 +45,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0007_host_runs.sql"),
     include_str!("../../migrations/sqlite/0008_failures.sql"),
     include_str!("../../migrations/sqlite/0009_wealth_history.sql"),
+    include_str!("../../migrations/sqlite/0010_uses_fewer_indexes.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.

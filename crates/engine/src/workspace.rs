@@ -428,7 +428,31 @@ impl AgentFiles for LocalFiles<'_> {
 /// snapshot does not hold does not exist. A directory lists the files directly in it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SnapshotFiles {
-    files: std::collections::BTreeMap<String, Result<String, ReadError>>,
+    files: std::collections::BTreeMap<String, Result<SnapshotFile, ReadError>>,
+}
+
+/// A file of a snapshot: its text, and the stamp that stands for it ([`AgentFiles::stat`]),
+/// made once when the file is added (on a request's own thread, in the server) rather than at
+/// every look at it (on the library's writer: a digest of the text each time).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SnapshotFile {
+    text: String,
+    stamp: FileStamp,
+}
+
+impl SnapshotFile {
+    fn new(text: String) -> SnapshotFile {
+        // A snapshot has no mtime or inode: the content's digest stands in for both, so an
+        // unchanged file is still recognised without being matched again.
+        let digest = mindrune_core::digest::sha256(text.as_bytes());
+        let hex = digest.trim_start_matches("sha256:");
+        let stamp = FileStamp {
+            len: text.len() as u64,
+            modified: None,
+            inode: u64::from_str_radix(hex.get(..16).unwrap_or("0"), 16).unwrap_or(0),
+        };
+        SnapshotFile { text, stamp }
+    }
 }
 
 impl SnapshotFiles {
@@ -446,7 +470,7 @@ impl SnapshotFiles {
         else {
             return Err(ReadError::Outside(relative.to_string()));
         };
-        self.files.insert(clean, content);
+        self.files.insert(clean, content.map(SnapshotFile::new));
         Ok(())
     }
 
@@ -458,15 +482,38 @@ impl SnapshotFiles {
         self.files.is_empty()
     }
 
-    fn get(&self, relative: &str) -> Result<Option<&str>, ReadError> {
-        let Some(clean) = clean_relative(relative) else {
-            return Err(ReadError::Outside(relative.to_string()));
+    fn get(&self, relative: &str) -> Result<Option<&SnapshotFile>, ReadError> {
+        // Paths are kept clean: one already clean (as the recorder asks for them) is looked up
+        // as it is, without a cleaned copy.
+        let found = match self.files.get(relative) {
+            Some(found) => Some(found),
+            None => {
+                let Some(clean) = clean_relative(relative) else {
+                    return Err(ReadError::Outside(relative.to_string()));
+                };
+                clean.to_str().and_then(|key| self.files.get(key))
+            }
         };
-        match clean.to_str().and_then(|key| self.files.get(key)) {
+        match found {
             None => Ok(None),
-            Some(Ok(text)) => Ok(Some(text)),
+            Some(Ok(file)) => Ok(Some(file)),
             Some(Err(err)) => Err(err.clone()),
         }
+    }
+
+    /// The file's text when it is within `limit`, `Ok(None)` when the snapshot lacks it.
+    fn limited(&self, relative: &str, limit: u64) -> Result<Option<&SnapshotFile>, ReadError> {
+        let Some(file) = self.get(relative)? else {
+            return Ok(None);
+        };
+        if file.stamp.len > limit {
+            return Err(ReadError::TooLarge {
+                path: relative.to_string(),
+                size: file.stamp.len,
+                limit,
+            });
+        }
+        Ok(Some(file))
     }
 }
 
@@ -476,32 +523,11 @@ impl AgentFiles for SnapshotFiles {
     }
 
     fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError> {
-        let Some(text) = self.get(relative)? else {
-            return Ok(None);
-        };
-        if text.len() as u64 > limit {
-            return Err(ReadError::TooLarge {
-                path: relative.to_string(),
-                size: text.len() as u64,
-                limit,
-            });
-        }
-        // A snapshot has no mtime or inode: the content's digest stands in for both, so an
-        // unchanged file is still recognised without being matched again.
-        let digest = mindrune_core::digest::sha256(text.as_bytes());
-        let hex = digest.trim_start_matches("sha256:");
-        Ok(Some(FileStamp {
-            len: text.len() as u64,
-            modified: None,
-            inode: u64::from_str_radix(hex.get(..16).unwrap_or("0"), 16).unwrap_or(0),
-        }))
+        Ok(self.limited(relative, limit)?.map(|file| file.stamp))
     }
 
     fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError> {
-        if self.stat(relative, limit)?.is_none() {
-            return Ok(None);
-        }
-        Ok(self.get(relative)?.map(str::to_string))
+        Ok(self.limited(relative, limit)?.map(|file| file.text.clone()))
     }
 
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
@@ -641,6 +667,51 @@ mod tests {
             Err(ReadError::Symlink("bots/fizz/x.ts".into()))
         );
         assert_eq!(*moment.folders.borrow(), known);
+    }
+
+    #[test]
+    fn a_snapshot_s_stamp_stands_for_its_text_and_its_files_are_found_by_any_spelling_of_the_path()
+    {
+        let mut a = SnapshotFiles::new();
+        a.insert("bots/buzz/chop.ts", Ok("chop();".into())).unwrap();
+        a.insert("./bots/buzz/../buzz/mine.ts", Ok("mine();".into()))
+            .unwrap();
+        a.insert(
+            "bots/buzz/link.ts",
+            Err(ReadError::Symlink("bots/buzz/link.ts".into())),
+        )
+        .unwrap();
+        let mut b = SnapshotFiles::new();
+        b.insert("bots/buzz/chop.ts", Ok("chop(); // again".into()))
+            .unwrap();
+        let stamp = |files: &SnapshotFiles, path| files.stat(path, MAX_SCRIPT_BYTES).unwrap();
+        let chop = stamp(&a, "bots/buzz/chop.ts").unwrap();
+        assert_eq!(chop.len, 7);
+        assert_eq!(stamp(&a, "bots/buzz/./chop.ts"), Some(chop));
+        assert_ne!(stamp(&b, "bots/buzz/chop.ts"), Some(chop), "another text");
+        assert_eq!(
+            a.read("bots/buzz/mine.ts", MAX_SCRIPT_BYTES)
+                .unwrap()
+                .as_deref(),
+            Some("mine();")
+        );
+        assert_eq!(a.read("bots/buzz/none.ts", MAX_SCRIPT_BYTES), Ok(None));
+        assert!(matches!(
+            a.read("bots/buzz/chop.ts", 3),
+            Err(ReadError::TooLarge {
+                size: 7,
+                limit: 3,
+                ..
+            })
+        ));
+        assert!(matches!(
+            a.stat("bots/buzz/link.ts", MAX_SCRIPT_BYTES),
+            Err(ReadError::Symlink(_))
+        ));
+        assert!(matches!(
+            a.stat("../outside.ts", MAX_SCRIPT_BYTES),
+            Err(ReadError::Outside(_))
+        ));
     }
 
     #[test]

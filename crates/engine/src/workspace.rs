@@ -501,7 +501,7 @@ impl SnapshotFiles {
         }
     }
 
-    /// The file's text when it is within `limit`, `Ok(None)` when the snapshot lacks it.
+    /// The file when its text is within `limit`, `Ok(None)` when the snapshot lacks it.
     fn limited(&self, relative: &str, limit: u64) -> Result<Option<&SnapshotFile>, ReadError> {
         let Some(file) = self.get(relative)? else {
             return Ok(None);

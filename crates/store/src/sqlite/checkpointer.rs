@@ -16,9 +16,10 @@
 //! `bench serve` (4 GB in 20 s), and every commit paid the kernel for zeroing the new end of
 //! the file. So once the log is [`CATCH_UP_PAGES`] long, the committing connection waits for the
 //! thread's copy to end and copies the rest itself (little is left: over the last stretch the
-//! thread is nudged at every commit), and the next write starts the log over from its beginning. SQLite runs one checkpoint
-//! at a time and fails a second at once, so the two take turns on a lock of their own rather
-//! than the committing one retrying until the thread happens to pause.
+//! thread is nudged at every commit), and the next write starts the log over from its
+//! beginning. SQLite runs one checkpoint at a time and fails a second at once, so the two take
+//! turns on a lock of their own rather than the committing one retrying until the thread
+//! happens to pause.
 //!
 //! Nothing about durability changes: a commit is in the log before it is answered either way,
 //! and a checkpoint only moves committed pages. When the store is dropped the thread is

@@ -23,6 +23,7 @@ mod copy;
 mod postgres;
 mod rules;
 mod sqlite;
+mod version_writes;
 
 pub use copy::{CopyReport, TableCopy, copy_library};
 pub use postgres::{PgStore, redact_url, split_schema};
@@ -780,6 +781,14 @@ pub trait Store: Send + Sync {
     fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         let _ = owners;
         work()
+    }
+    /// Inside a write group: the event ids of uses about to be recorded for `owner`'s family
+    /// (a runner's batch), so a backend that pays a round trip for each look-up checks them
+    /// together (PostgreSQL: one query for the batch instead of one per use). Changes nothing
+    /// and answers nothing; outside a group, and on SQLite, it does nothing.
+    fn expect_events(&self, owner: OwnerId, event_ids: &[&str]) -> Result<()> {
+        let _ = (owner, event_ids);
+        Ok(())
     }
     /// How many write groups of different families can usefully run at once: SQLite has one
     /// writer for the whole library; PostgreSQL serialises only each family's writes.

@@ -144,17 +144,21 @@ proptest! {
     fn uses_recorded_in_any_grouping_answer_and_store_what_one_at_a_time_does(
         runs in runs(),
         group_sizes in prop::collection::vec(1..9usize, 1..12),
+        expecting in prop::collection::vec(any::<bool>(), 1..12),
     ) {
         for backend in [Backend::Sqlite, Backend::Postgres] {
-            check_grouping(backend, &runs, &group_sizes)?;
+            check_grouping(backend, &runs, &group_sizes, &expecting)?;
         }
     }
 }
 
+/// `expecting[k]`: whether the k-th group (cycling) first tells the store its event ids, as a
+/// runner's batch does (`Store::expect_events`).
 fn check_grouping(
     backend: Backend,
     runs: &[Run],
     group_sizes: &[usize],
+    expecting: &[bool],
 ) -> Result<(), proptest::test_runner::TestCaseError> {
     let one = library(backend);
     let expected: Vec<_> = (0..runs.len())
@@ -171,11 +175,20 @@ fn check_grouping(
     let mut answers = Vec::new();
     let mut next = 0;
     let mut sizes = group_sizes.iter().cycle();
+    let mut expects = expecting.iter().cycle();
     while next < runs.len() {
         let end = (next + sizes.next().unwrap()).min(runs.len());
+        let expect = *expects.next().unwrap();
         grouped
             .store
             .write_group(&[grouped.owner], &mut || {
+                if expect {
+                    let ids: Vec<String> = (next..end)
+                        .filter_map(|i| new_use(&grouped, runs, i).event_id)
+                        .collect();
+                    let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+                    grouped.store.expect_events(grouped.owner, &ids)?;
+                }
                 for i in next..end {
                     answers.push(answer(
                         &grouped
@@ -297,4 +310,100 @@ fn a_header_written_inside_a_group_is_seen_on(backend: Backend) {
         .unwrap();
     let b = one.store.version(one.owner, one.versions[1]).unwrap();
     assert_eq!((a.uses, a.shared_at), (b.uses, b.shared_at));
+}
+
+/// A group remembers which event ids and agents it has seen, so its uses need not ask the
+/// table again; other work in the group (here removing an avatar) makes it ask again, and a use
+/// after it is answered as one at a time answers it. The avatar runs a sibling's script, whose
+/// version outlives it.
+#[test]
+fn an_agent_removed_inside_a_group_is_no_longer_its_familys_for_the_group_s_next_uses() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let runs: Vec<Run> = (0..3)
+            .map(|i| Run {
+                script: 0,
+                ok: true,
+                at_s: 10 * i as i64,
+                duration_s: 30,
+                xp: 100,
+                retry_of: None,
+            })
+            .collect();
+        let siblings_version = |library: &Library| {
+            let bee = library
+                .store
+                .create_agent(library.owner, "bee", "/ws", 0)
+                .unwrap()
+                .id;
+            let code = "row();".to_string();
+            let snapshot = ScriptSnapshot {
+                agent: bee,
+                path: "bots/bee/row.ts".into(),
+                name: "row".into(),
+                digest: mindrune_core::digest::sha256(code.as_bytes()),
+                code,
+                tags: vec![],
+                header: SkillHeader::default(),
+                file_digest: None,
+                origin: None,
+            };
+            library
+                .store
+                .match_script(library.owner, &snapshot, 1)
+                .unwrap()
+                .version
+                .id
+        };
+        // Two uses by buzz of bee's script, buzz removed, then a third use and a retry.
+        let story = |library: &Library, version: VersionId| {
+            let record = |i: usize| {
+                let new_use = NewUse {
+                    version,
+                    ..new_use(library, &runs, i)
+                };
+                format!(
+                    "{:?}",
+                    library
+                        .store
+                        .record_use(library.owner, &new_use)
+                        .map(|r| answer(&r))
+                )
+            };
+            let mut answers = vec![record(0), record(1)];
+            library
+                .store
+                .delete_agent(library.owner, library.agent)
+                .unwrap();
+            answers.push(record(2));
+            answers.push(record(0));
+            answers
+        };
+        let one = library(backend);
+        let version = siblings_version(&one);
+        let expected = story(&one, version);
+        assert!(
+            expected[2].starts_with("Err"),
+            "a removed avatar's use is refused: {expected:?}"
+        );
+        let grouped = library(backend);
+        let version = siblings_version(&grouped);
+        let mut answers = Vec::new();
+        grouped
+            .store
+            .write_group(&[grouped.owner], &mut || {
+                grouped
+                    .store
+                    .expect_events(grouped.owner, &["e0", "e1", "e2"])?;
+                answers = story(&grouped, version);
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(answers, expected, "on {backend:?}");
+        assert_eq!(
+            grouped.store.use_count(grouped.owner).unwrap(),
+            one.store.use_count(one.owner).unwrap(),
+            "on {backend:?}"
+        );
+        assert!(grouped.store.audit(grouped.owner).unwrap().is_empty());
+    }
 }

@@ -13,6 +13,10 @@ use std::ops::{Deref, DerefMut};
 use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Row, Statement};
 
+use super::group_writes::{GroupWrites, OwnWrites};
+use crate::rules::Rescore;
+use crate::{NewUse, OwnerId};
+
 /// Statements kept per connection; past this the cache starts over (some SQL is built per call,
 /// such as a list of placeholders, and must not grow it without bound).
 const STATEMENT_CACHE_LIMIT: usize = 256;
@@ -55,6 +59,7 @@ impl Conn {
             statements,
             open: true,
             end: TxEnd::Transaction,
+            deferred: None,
         })
     }
 
@@ -69,8 +74,61 @@ impl Conn {
             statements,
             open: true,
             end: TxEnd::Savepoint,
+            deferred: None,
         })
     }
+
+    /// A piece of a write group's work that records a use: its use and rescore wait with the
+    /// group's (`group`, see [`super::group_writes`]). Its savepoint is opened only when it
+    /// runs a statement, after what the group's earlier work left waiting is written, and
+    /// [`Tx::commit`] hands what it recorded to the group.
+    pub(crate) fn deferring<'a>(&'a mut self, group: &'a mut GroupWrites) -> Tx<'a> {
+        let Conn { client, statements } = self;
+        Tx {
+            client,
+            statements,
+            open: false,
+            end: TxEnd::Savepoint,
+            deferred: Some(Deferred {
+                group,
+                own: OwnWrites::default(),
+            }),
+        }
+    }
+
+    /// Writes what a write group left waiting, before other work of the group.
+    pub(crate) fn write_waiting(&mut self, group: &mut GroupWrites) -> Result<(), postgres::Error> {
+        let Conn { client, statements } = self;
+        group.write(client, statements)
+    }
+
+    /// A query that needs nothing written first: a look-up that knows what the group's writes
+    /// waiting in memory would change.
+    pub(crate) fn query_as_is(
+        &mut self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, postgres::Error> {
+        let statement = prepared(&mut self.client, &mut self.statements, sql)?;
+        self.client.query(&statement, params)
+    }
+}
+
+/// `sql` prepared on `client`, once per connection.
+pub(crate) fn prepared(
+    client: &mut Client,
+    statements: &mut HashMap<String, Statement>,
+    sql: &str,
+) -> Result<Statement, postgres::Error> {
+    if let Some(statement) = statements.get(sql) {
+        return Ok(statement.clone());
+    }
+    let statement = client.prepare(sql)?;
+    if statements.len() >= STATEMENT_CACHE_LIMIT {
+        statements.clear();
+    }
+    statements.insert(sql.to_string(), statement.clone());
+    Ok(statement)
 }
 
 /// What a [`Tx`] is the handle of, so it commits or rolls back the right thing.
@@ -114,6 +172,16 @@ pub(crate) struct Tx<'a> {
     statements: &'a mut HashMap<String, Statement>,
     open: bool,
     end: TxEnd,
+    /// A recording piece of a write group's work: its uses and rescores wait in memory.
+    deferred: Option<Deferred<'a>>,
+}
+
+/// What a recording piece of a write group's work does with the uses and rescores it records.
+struct Deferred<'a> {
+    /// The group's: what its earlier work recorded, and what it knows of its families.
+    group: &'a mut GroupWrites,
+    /// This piece's own: the group's once the piece is kept, dropped if it fails.
+    own: OwnWrites,
 }
 
 impl Drop for Tx<'_> {
@@ -134,16 +202,137 @@ impl Drop for Tx<'_> {
 type Params<'p> = &'p [&'p (dyn ToSql + Sync)];
 
 impl Tx<'_> {
+    /// `sql` prepared, and, in a recording piece of a write group, every use and rescore that
+    /// waits written first, so the statement sees them: the group's outside this piece's
+    /// savepoint (opened now, on its first statement), then the piece's own inside it.
     fn statement(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
-        if let Some(statement) = self.statements.get(sql) {
-            return Ok(statement.clone());
+        if let Some(deferred) = &mut self.deferred {
+            if !self.open {
+                deferred.group.write(self.client, self.statements)?;
+                if let Err(err) = self.client.batch_execute("SAVEPOINT mindrune_write") {
+                    deferred.group.lost = true;
+                    return Err(err);
+                }
+                self.open = true;
+            }
+            deferred.own.waiting.write(self.client, self.statements)?;
         }
-        let statement = self.client.prepare(sql)?;
-        if self.statements.len() >= STATEMENT_CACHE_LIMIT {
-            self.statements.clear();
+        prepared(self.client, self.statements, sql)
+    }
+
+    /// A read of one version's row or uses. In a recording piece of a write group that has
+    /// written nothing of its own yet, it needs no savepoint (it changes nothing to take back)
+    /// and only that version's waiting writes written first; a read that fails there leaves the
+    /// group's transaction unusable, and the group is lost.
+    pub(crate) fn query_of_version(
+        &mut self,
+        version: i64,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, postgres::Error> {
+        let Some(deferred) = self
+            .deferred
+            .as_mut()
+            .filter(|d| !self.open && d.own.waiting.is_empty())
+        else {
+            return self.query(sql, params);
+        };
+        let read = (|| {
+            if deferred.group.waiting.touches(version) {
+                deferred.group.waiting.write(self.client, self.statements)?;
+            }
+            let statement = prepared(self.client, self.statements, sql)?;
+            self.client.query(&statement, params)
+        })();
+        if read.is_err() {
+            deferred.group.lost = true;
         }
-        self.statements.insert(sql.to_string(), statement.clone());
-        Ok(statement)
+        read
+    }
+
+    /// In a recording piece of a write group, keeps the use to be written with the group's
+    /// others, answering as the insert would have: a retry when its event id was recorded by
+    /// the group or stored before it, no such agent when the agent is not the family's.
+    /// `None` outside a group: the insert is a statement.
+    pub(crate) fn insert_use_later(
+        &mut self,
+        owner: OwnerId,
+        new_use: &NewUse,
+    ) -> Option<Result<crate::rules::UseInsert, postgres::Error>> {
+        use crate::rules::UseInsert;
+        let deferred = self.deferred.as_mut()?;
+        let Tx {
+            client, statements, ..
+        } = self;
+        let mut look_up = |sql: &str, params: Params<'_>| {
+            prepared(client, statements, sql)
+                .and_then(|statement| client.query_opt(&statement, params))
+                .map(|row| row.is_some())
+        };
+        let answer = (|| {
+            if let Some(event_id) = &new_use.event_id {
+                let stored =
+                    match deferred
+                        .group
+                        .event_recorded(Some(&deferred.own), owner, event_id)
+                    {
+                        Some(known) => known,
+                        None => {
+                            let stored = look_up(
+                                "SELECT 1 FROM uses WHERE owner_id = $1 AND event_id = $2",
+                                &[&owner.0, event_id],
+                            )?;
+                            deferred.group.note_stored(owner, event_id, stored);
+                            stored
+                        }
+                    };
+                if stored {
+                    return Ok(Some(UseInsert::AlreadyRecorded));
+                }
+            }
+            if !deferred.group.knows_agent(owner, new_use.agent.0) {
+                let family = look_up(
+                    "SELECT 1 FROM agents WHERE owner_id = $1 AND agent_id = $2",
+                    &[&owner.0, &new_use.agent.0],
+                )?;
+                if !family {
+                    return Ok(Some(UseInsert::NoSuchAgent));
+                }
+                deferred.group.note_agent(owner, new_use.agent.0);
+            }
+            Ok(None)
+        })();
+        match answer {
+            Ok(Some(answer)) => return Some(Ok(answer)),
+            Ok(None) => {}
+            Err(err) => {
+                // A look-up failing outside a savepoint leaves the transaction unusable.
+                deferred.group.lost = true;
+                return Some(Err(err));
+            }
+        }
+        deferred.own.waiting.keep_use(owner, new_use);
+        if let Some(event_id) = &new_use.event_id {
+            deferred.own.note_event(owner, event_id);
+        }
+        Some(Ok(UseInsert::Inserted))
+    }
+
+    /// In a recording piece of a write group, keeps the rescore to be written with the
+    /// group's others (added up per version); `Some(rescore)` back outside a group.
+    pub(crate) fn rescore_later(
+        &mut self,
+        owner: OwnerId,
+        version: i64,
+        rescore: Rescore,
+    ) -> Option<Rescore> {
+        match &mut self.deferred {
+            Some(deferred) => {
+                deferred.own.waiting.keep_rescore(owner, version, rescore);
+                None
+            }
+            None => Some(rescore),
+        }
     }
 
     pub(crate) fn query(
@@ -183,6 +372,17 @@ impl Tx<'_> {
     }
 
     pub(crate) fn commit(mut self) -> Result<(), postgres::Error> {
+        if let Some(Deferred { group, own }) = self.deferred.take() {
+            if self.open {
+                // A failed release leaves the savepoint to be rolled back by the drop, and what
+                // this piece recorded is dropped with it.
+                self.client
+                    .batch_execute("RELEASE SAVEPOINT mindrune_write")?;
+                self.open = false;
+            }
+            group.keep(own);
+            return Ok(());
+        }
         let end = match self.end {
             TxEnd::Transaction => "COMMIT",
             TxEnd::Savepoint => "RELEASE SAVEPOINT mindrune_write",

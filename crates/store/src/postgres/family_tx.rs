@@ -242,7 +242,8 @@ impl FamilyTx for Tx<'_> {
         owner: OwnerId,
         version: VersionId,
     ) -> PgResult<Option<VersionRow>> {
-        let found = self.query_opt(
+        let found = self.query_of_version(
+            version.0,
             "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
                     v.peer_checked_uses, s.tags,
                     COALESCE(s.header = 'skill' AND s.deleted_at IS NULL AND s.current_version_id = v.version_id
@@ -253,22 +254,22 @@ impl FamilyTx for Tx<'_> {
              WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.version_id = $2",
             &[&owner.0, &version.0],
         )?;
-        let Some(r) = found else {
+        let Some(r) = found.first() else {
             return Ok(None);
         };
         Ok(Some(VersionRow {
-            skill: SkillId(col(&r, 0)?),
-            number: col(&r, 1)?,
-            uses: col(&r, 2)?,
-            ok: col(&r, 3)?,
-            score: col(&r, 4)?,
-            inherited: col(&r, 5)?,
-            measure_key: col(&r, 6)?,
-            peer_rate: col(&r, 7)?,
-            peer_checked_uses: col(&r, 8)?,
-            tags: col(&r, 9)?,
-            may_share: col(&r, 10)?,
-            eager_sharing: col(&r, 11)?,
+            skill: SkillId(col(r, 0)?),
+            number: col(r, 1)?,
+            uses: col(r, 2)?,
+            ok: col(r, 3)?,
+            score: col(r, 4)?,
+            inherited: col(r, 5)?,
+            measure_key: col(r, 6)?,
+            peer_rate: col(r, 7)?,
+            peer_checked_uses: col(r, 8)?,
+            tags: col(r, 9)?,
+            may_share: col(r, 10)?,
+            eager_sharing: col(r, 11)?,
         }))
     }
 
@@ -278,6 +279,9 @@ impl FamilyTx for Tx<'_> {
         version: VersionId,
         rescore: Rescore,
     ) -> PgResult<()> {
+        let Some(rescore) = self.rescore_later(owner, version.0, rescore) else {
+            return Ok(());
+        };
         self.execute(
             "UPDATE versions SET uses = uses + 1, ok = ok + $3, score = $4, breakdown = $5, measure_key = $6,
                     rate_per_minute = $7, last_used_at = GREATEST(COALESCE(last_used_at, $8), $8),
@@ -300,6 +304,9 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn insert_use(&mut self, owner: OwnerId, new_use: &NewUse) -> PgResult<UseInsert> {
+        if let Some(later) = self.insert_use_later(owner, new_use) {
+            return Ok(later?);
+        }
         // Exactly once by event id: the family's lock is held, so no other writer can store the
         // same event between the check in the insert and the insert itself (the unique index
         // `uses_event` stands behind it). The check rides in the insert, saving a round trip on

@@ -14,7 +14,7 @@
 //! The SQL lives in the submodules (`records`, `family`, `directory`), one per part of the
 //! trait; this file holds the connection pool, the migrations and the transaction helpers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::thread::ThreadId;
 use std::time::Duration;
@@ -23,6 +23,7 @@ use postgres::error::SqlState;
 use postgres::{Config, NoTls};
 
 use conn::{Manager, Tx};
+use group_writes::GroupWrites;
 
 use crate::rules;
 
@@ -38,6 +39,7 @@ mod conn;
 mod directory;
 mod family;
 mod family_tx;
+mod group_writes;
 mod records;
 mod rows;
 mod views;
@@ -196,16 +198,65 @@ struct Group {
     /// sharing check (which writes the skill's versions): a version row kept from before stands
     /// for the table no more.
     epoch: u64,
+    /// The uses and rescores the group recorded and has not written yet, and what it looked up
+    /// of its families ([`group_writes`]).
+    writes: GroupWrites,
 }
 
 impl Group {
     /// One piece of the group's work in a savepoint of its transaction, so it succeeds or fails
     /// on its own.
     fn in_savepoint<T>(&mut self, work: impl FnOnce(&mut Tx<'_>) -> PgResult<T>) -> PgResult<T> {
+        // What the group's uses left waiting is written first, outside the savepoint, so the
+        // work sees it and cannot take it back.
+        self.conn.write_waiting(&mut self.writes)?;
+        self.writes.forget_look_ups();
         let mut tx = self.conn.savepoint()?;
         let value = work(&mut tx)?;
         tx.commit()?;
         Ok(value)
+    }
+
+    /// One piece of the group's work that records a use: its use and rescore wait with the
+    /// group's, and its savepoint opens only if it runs a statement ([`conn::Conn::deferring`]).
+    fn recording<T>(&mut self, work: impl FnOnce(&mut Tx<'_>) -> PgResult<T>) -> PgResult<T> {
+        let mut tx = self.conn.deferring(&mut self.writes);
+        let value = work(&mut tx)?;
+        tx.commit()?;
+        Ok(value)
+    }
+
+    /// Looks up which of `event_ids` a use of `owner`'s family stored before the group, those
+    /// the group does not know yet, in one query.
+    fn look_up_events(&mut self, owner: OwnerId, event_ids: &[&str]) -> PgResult<()> {
+        let unknown: Vec<&str> = event_ids
+            .iter()
+            .copied()
+            .filter(|id| self.writes.event_recorded(None, owner, id).is_none())
+            .collect();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let rows = self.conn.query_as_is(
+            "SELECT event_id FROM uses WHERE owner_id = $1 AND event_id = ANY($2)",
+            &[&owner.0, &unknown],
+        );
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(err) => {
+                // Outside any savepoint: the transaction is unusable now.
+                self.writes.lost = true;
+                return Err(err.into());
+            }
+        };
+        let stored: HashSet<String> = rows
+            .iter()
+            .map(|row| rows::col::<String>(row, 0))
+            .collect::<PgResult<_>>()?;
+        for id in unknown {
+            self.writes.note_stored(owner, id, stored.contains(id));
+        }
+        Ok(())
     }
 }
 
@@ -452,6 +503,7 @@ impl PgStore {
             owners,
             windows: HashMap::new(),
             epoch: 0,
+            writes: GroupWrites::default(),
         });
         let ended = PgGroupEnd { store: self };
         let outcome = work();
@@ -461,10 +513,25 @@ impl PgStore {
             ));
         };
         match outcome {
-            Ok(()) => group
-                .conn
-                .batch_execute("COMMIT")
-                .map_err(|err| pg_err(err, &self.location)),
+            Ok(()) => {
+                if let Err(err) = group.conn.write_waiting(&mut group.writes) {
+                    let _ = group.conn.batch_execute("ROLLBACK");
+                    return Err(pg_err(err, &self.location));
+                }
+                if group.writes.lost {
+                    // A write failed outside a savepoint: PostgreSQL would answer the COMMIT
+                    // of the failed transaction by rolling it back.
+                    let _ = group.conn.batch_execute("ROLLBACK");
+                    return Err(StoreError::Database(
+                        "a write of the group failed, so nothing of it was stored; send it again"
+                            .into(),
+                    ));
+                }
+                group
+                    .conn
+                    .batch_execute("COMMIT")
+                    .map_err(|err| pg_err(err, &self.location))
+            }
             Err(err) => {
                 let _ = group.conn.batch_execute("ROLLBACK");
                 Err(err)
@@ -664,8 +731,7 @@ impl Store for PgStore {
             }
             window
         });
-        let outcome =
-            group.in_savepoint(|tx| rules::recording::record_use(tx, owner, new_use, known));
+        let outcome = group.recording(|tx| rules::recording::record_use(tx, owner, new_use, known));
         let answer = match outcome {
             Ok((recorded, window)) => {
                 if let Some(window) = window {
@@ -685,6 +751,16 @@ impl Store for PgStore {
 
     fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         self.run_group(owners, work)
+    }
+
+    fn expect_events(&self, owner: OwnerId, event_ids: &[&str]) -> Result<()> {
+        let Some(mut group) = self.take_group(Scope::Family(owner)) else {
+            // On its own, each insert checks its event id in its own statement.
+            return Ok(());
+        };
+        let outcome = group.look_up_events(owner, event_ids);
+        self.put_group(group);
+        outcome.map_err(|fail| fail.into_store(&self.location))
     }
 
     fn write_lanes(&self) -> usize {

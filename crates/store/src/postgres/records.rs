@@ -51,7 +51,8 @@ pub(super) fn read_window(
     owner: OwnerId,
     version: VersionId,
 ) -> PgResult<Vec<UseSample>> {
-    let rows = tx.query(
+    let rows = tx.query_of_version(
+        version.0,
         "SELECT at, ok, agent_id, duration_ms, xp, items, goal_progress, deaths, stuck, items_lost
          FROM uses WHERE owner_id = $1 AND version_id = $2
          ORDER BY at DESC, use_id DESC LIMIT $3",

@@ -126,6 +126,14 @@ pub(crate) fn record_use<T: FamilyTx>(
             .version_for_use(owner, new_use.version)?
             .ok_or_else(|| StoreError::NotFound(format!("version {}", new_use.version.0)))?,
     };
+    // The window as it is before this use: the known one when no writer touched this version
+    // since it was read, else read now (before the insert, so that a backend that keeps the
+    // insert waiting in memory need not write it first; the new use joins it as it joins a
+    // known window).
+    let before = match known.filter(|w| w.uses == row.uses) {
+        Some(known) => Ok(known),
+        None => Err(tx.window(owner, new_use.version)?),
+    };
     let stats = |uses, ok, score| VersionStats {
         id: new_use.version,
         skill: row.skill,
@@ -143,7 +151,7 @@ pub(crate) fn record_use<T: FamilyTx>(
                 shared: None,
             };
             // Nothing was written: the row is as it was read.
-            let known = known.map(|known| KnownWindow {
+            let known = before.ok().map(|known| KnownWindow {
                 row: Some(row),
                 ..known
             });
@@ -154,17 +162,19 @@ pub(crate) fn record_use<T: FamilyTx>(
         }
     }
     let outcome = &new_use.outcome;
-    // The window: the known one when no writer touched this version since it was read, else from
-    // the table (which now holds the new use too).
-    let (mut window, known_results) = match known.filter(|w| w.uses == row.uses) {
-        Some(mut known) => {
-            let position = insert_sample(&mut known.samples, sample_from(outcome, new_use.agent));
+    let sample = sample_from(outcome, new_use.agent);
+    let (mut window, known_results) = match before {
+        Ok(mut known) => {
+            let position = insert_sample(&mut known.samples, sample);
             (
                 known.samples,
                 Some((known.measured, known.results, position)),
             )
         }
-        None => (tx.window(owner, new_use.version)?, None),
+        Err(mut read) => {
+            insert_sample(&mut read, sample);
+            (read, None)
+        }
     };
     let tags = lines_of(row.tags.clone());
     // Newest-first in one slice, rotated in place (no copy of the samples).

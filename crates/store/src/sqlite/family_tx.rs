@@ -7,7 +7,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::db_err;
 use super::rows::{agent_from, skill_from, snippet_from, version_from};
-use super::version_writes::{self, VersionWrites};
+use super::version_writes;
 use crate::common::{
     AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, SharingState, StoredVersion, VERSION_COLUMNS,
     json_map, parse_map,
@@ -16,6 +16,7 @@ use crate::rules::{
     FamilyTx, NewLessonRow, NewVersion, Rescore, ShareCandidate, SharingEvent, SkillForChange,
     UseInsert, VersionRow,
 };
+use crate::version_writes::VersionWrites;
 use crate::{
     Agent, AgentId, Millis, NewSnippetUse, NewUse, OwnerId, Result, Skill, SkillHeader, SkillId,
     Snippet, StoreError, Version, VersionId,
@@ -84,10 +85,8 @@ impl<'a> SqliteTx<'a> {
     /// changes: they are written first.
     pub(super) fn conn(&mut self) -> Result<&'a Connection> {
         if let Some(deferred) = &mut self.deferred {
-            deferred
-                .group
-                .write(self.raw, Some(&mut deferred.written))?;
-            deferred.own.write(self.raw, None)?;
+            version_writes::write(deferred.group, self.raw, Some(&mut deferred.written))?;
+            version_writes::write(&mut deferred.own, self.raw, None)?;
         }
         Ok(self.raw)
     }

@@ -77,7 +77,7 @@ struct Inner {
     group_lost: Option<StoreError>,
     /// The group's rescores of versions not written to their rows yet (empty outside a write
     /// group; see [`version_writes`]).
-    deferred: version_writes::VersionWrites,
+    deferred: crate::version_writes::VersionWrites,
 }
 
 pub struct SqliteStore {
@@ -391,7 +391,7 @@ impl SqliteStore {
                 group_lost,
                 ..
             } = &mut *guard;
-            if let Err(err) = deferred.write(conn, None) {
+            if let Err(err) = version_writes::write(deferred, conn, None) {
                 group_lost.get_or_insert(err);
             }
         }

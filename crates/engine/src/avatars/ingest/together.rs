@@ -36,14 +36,18 @@ impl Recorder<'_> {
             self.begin_group();
             for batch in batches {
                 let mut results = Vec::with_capacity(batch.len());
-                let mut failed = None;
-                for (event, files, prepared) in batch {
-                    match self.record_prepared(event, *files, *prepared) {
-                        Err(IngestError::Store(err)) => {
-                            failed = Some(err);
-                            break;
+                let mut failed = self
+                    .expect_events(batch.iter().map(|(event, _, _)| *event))
+                    .err();
+                if failed.is_none() {
+                    for (event, files, prepared) in batch {
+                        match self.record_prepared(event, *files, *prepared) {
+                            Err(IngestError::Store(err)) => {
+                                failed = Some(err);
+                                break;
+                            }
+                            other => results.push(other),
                         }
-                        other => results.push(other),
                     }
                 }
                 answers.push(match failed {
@@ -61,6 +65,29 @@ impl Recorder<'_> {
             return batches.iter().map(|_| Err(err.clone())).collect();
         }
         answers
+    }
+
+    /// Tells the store the event ids about to be recorded, family by family, so it can look
+    /// them up together ([`Store::expect_events`](mindrune_store::Store::expect_events)). An
+    /// event whose avatar is unknown is left to its own recording, which says so.
+    fn expect_events<'e>(&self, events: impl Iterator<Item = &'e Event>) -> Result<(), StoreError> {
+        let mut by_family: Vec<(OwnerId, Vec<&str>)> = Vec::new();
+        for event in events {
+            let (Some(id), Ok(agent)) = (event.id.as_deref(), self.agent(&event.agent)) else {
+                continue;
+            };
+            match by_family
+                .iter_mut()
+                .find(|(owner, _)| *owner == agent.owner)
+            {
+                Some((_, ids)) => ids.push(id),
+                None => by_family.push((agent.owner, vec![id])),
+            }
+        }
+        for (owner, ids) in by_family {
+            self.store.expect_events(owner, &ids)?;
+        }
+        Ok(())
     }
 
     /// Parses and records several event lines in one write transaction of the store: each as
@@ -127,6 +154,7 @@ impl Recorder<'_> {
         let committed = self.store.write_group(&owners, &mut || {
             results.clear();
             self.begin_group();
+            self.expect_events(events.iter().flatten())?;
             for (event, agent) in events.iter().zip(&agents) {
                 let result = match (event, agent) {
                     (Err(err), _) => Err(IngestError::Invalid {

@@ -782,12 +782,19 @@ pub trait Store: Send + Sync {
         let _ = owners;
         work()
     }
-    /// Inside a write group: the event ids of uses about to be recorded for `owner`'s family
-    /// (a runner's batch), so a backend that pays a round trip for each look-up checks them
-    /// together (PostgreSQL: one query for the batch instead of one per use). Changes nothing
-    /// and answers nothing; outside a group, and on SQLite, it does nothing.
-    fn expect_events(&self, owner: OwnerId, event_ids: &[&str]) -> Result<()> {
-        let _ = (owner, event_ids);
+    /// Inside a write group: what a batch is about to record for `owner`'s family, as far as
+    /// the caller knows it: its uses' event ids, and the versions they run. A backend that pays
+    /// a round trip for each look-up reads them together (PostgreSQL: one query for the event
+    /// ids and one for the versions' rows and score windows, instead of one per use and two per
+    /// version). Changes nothing and answers nothing: a wrong guess only costs the look-up.
+    /// Outside a group, and on SQLite, it does nothing.
+    fn expect_uses(
+        &self,
+        owner: OwnerId,
+        event_ids: &[&str],
+        versions: &[VersionId],
+    ) -> Result<()> {
+        let _ = (owner, event_ids, versions);
         Ok(())
     }
     /// How many write groups of different families can usefully run at once: SQLite has one

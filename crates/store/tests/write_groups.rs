@@ -152,8 +152,8 @@ proptest! {
     }
 }
 
-/// `expecting[k]`: whether the k-th group (cycling) first tells the store its event ids, as a
-/// runner's batch does (`Store::expect_events`).
+/// `expecting[k]`: whether the k-th group (cycling) first tells the store its event ids and
+/// versions, as a runner's batch does (`Store::expect_uses`).
 fn check_grouping(
     backend: Backend,
     runs: &[Run],
@@ -187,7 +187,10 @@ fn check_grouping(
                         .filter_map(|i| new_use(&grouped, runs, i).event_id)
                         .collect();
                     let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
-                    grouped.store.expect_events(grouped.owner, &ids)?;
+                    let versions: Vec<VersionId> = (next..end)
+                        .map(|i| grouped.versions[runs[i].script])
+                        .collect();
+                    grouped.store.expect_uses(grouped.owner, &ids, &versions)?;
                 }
                 for i in next..end {
                     answers.push(answer(
@@ -393,7 +396,7 @@ fn an_agent_removed_inside_a_group_is_no_longer_its_familys_for_the_group_s_next
             .write_group(&[grouped.owner], &mut || {
                 grouped
                     .store
-                    .expect_events(grouped.owner, &["e0", "e1", "e2"])?;
+                    .expect_uses(grouped.owner, &["e0", "e1", "e2"], &[version])?;
                 answers = story(&grouped, version);
                 Ok(())
             })

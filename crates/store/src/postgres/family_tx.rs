@@ -13,8 +13,8 @@ use mindrune_core::score::UseSample;
 use super::conn::Tx;
 use super::records::read_window;
 use super::rows::{
-    AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMNS, agent_from, all, col,
-    skill_from, snippet_from, version_from,
+    AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMNS, VERSION_ROW_COLUMNS,
+    agent_from, all, col, skill_from, snippet_from, version_from, version_row_at,
 };
 use super::{Fail, PgResult};
 use crate::common::{SharingState, StoredVersion, json_map};
@@ -244,33 +244,15 @@ impl FamilyTx for Tx<'_> {
     ) -> PgResult<Option<VersionRow>> {
         let found = self.query_of_version(
             version.0,
-            "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
-                    v.peer_checked_uses, s.tags,
-                    COALESCE(s.header = 'skill' AND s.deleted_at IS NULL AND s.current_version_id = v.version_id
-                             AND v.shared_at IS NULL, FALSE),
-                    o.eager_sharing
-             FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-             JOIN owners o ON o.owner_id = v.owner_id
-             WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.version_id = $2",
+            &format!(
+                "SELECT {VERSION_ROW_COLUMNS}
+                 FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                 JOIN owners o ON o.owner_id = v.owner_id
+                 WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.version_id = $2"
+            ),
             &[&owner.0, &version.0],
         )?;
-        let Some(r) = found.first() else {
-            return Ok(None);
-        };
-        Ok(Some(VersionRow {
-            skill: SkillId(col(r, 0)?),
-            number: col(r, 1)?,
-            uses: col(r, 2)?,
-            ok: col(r, 3)?,
-            score: col(r, 4)?,
-            inherited: col(r, 5)?,
-            measure_key: col(r, 6)?,
-            peer_rate: col(r, 7)?,
-            peer_checked_uses: col(r, 8)?,
-            tags: col(r, 9)?,
-            may_share: col(r, 10)?,
-            eager_sharing: col(r, 11)?,
-        }))
+        found.first().map(|row| version_row_at(row, 0)).transpose()
     }
 
     fn rescore_version(

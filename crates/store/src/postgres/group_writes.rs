@@ -7,7 +7,7 @@
 //! or store one of their event ids meanwhile: what the group recorded can wait in memory, the
 //! checks an insert made in SQL (is the event id stored? is the agent the family's?) are
 //! answered from what the group looked up once (a batch's event ids in one query,
-//! [`crate::Store::expect_events`]) and from what it recorded itself, and a use that needs no
+//! [`crate::Store::expect_uses`]) and from what it recorded itself, and a use that needs no
 //! other statement (its version's row and window kept by the group) costs no round trip at all.
 //!
 //! Architecture invariant: a use or rescore waits here only while nothing else has used the

@@ -14,7 +14,7 @@
 //! The SQL lives in the submodules (`records`, `family`, `directory`), one per part of the
 //! trait; this file holds the connection pool, the migrations and the transaction helpers.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Mutex;
 use std::thread::ThreadId;
 use std::time::Duration;
@@ -24,6 +24,8 @@ use postgres::{Config, NoTls};
 
 use conn::{Manager, Tx};
 use group_writes::GroupWrites;
+use mindrune_core::score::{self, UseSample};
+use rows::{SAMPLE_COLUMNS, VERSION_ROW_COLUMNS};
 
 use crate::rules;
 
@@ -224,6 +226,65 @@ impl Group {
         let value = work(&mut tx)?;
         tx.commit()?;
         Ok(value)
+    }
+
+    /// Reads the rows and score windows of those of `versions` the group has not used yet, in
+    /// one query, and keeps them as the group keeps a window its last use left: a use of one of
+    /// them then reads neither (see [`Group::windows`]).
+    fn look_up_versions(&mut self, owner: OwnerId, versions: &[VersionId]) -> PgResult<()> {
+        let mut unknown: Vec<i64> = versions
+            .iter()
+            .map(|version| version.0)
+            .filter(|version| {
+                !self.windows.contains_key(version) && !self.writes.waiting.touches(*version)
+            })
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        if unknown.is_empty() {
+            return Ok(());
+        }
+        let rows = self.conn.query_as_is(
+            &format!(
+                "SELECT v.version_id, {VERSION_ROW_COLUMNS}, w.*
+                 FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                 JOIN owners o ON o.owner_id = v.owner_id
+                 LEFT JOIN LATERAL (
+                     SELECT {SAMPLE_COLUMNS}, use_id FROM uses
+                     WHERE owner_id = $1 AND version_id = v.version_id
+                     ORDER BY at DESC, use_id DESC LIMIT $3) w ON TRUE
+                 WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.version_id = ANY($2)
+                 ORDER BY v.version_id, w.at DESC, w.use_id DESC"
+            ),
+            &[&owner.0, &unknown, &(score::WINDOW as i64)],
+        );
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(err) => {
+                // Outside any savepoint: the transaction is unusable now.
+                self.writes.lost = true;
+                return Err(err.into());
+            }
+        };
+        // The version's columns, then its window's: none (NULLs) for a version never used.
+        const WINDOW_AT: usize = 13;
+        let mut read: Vec<(i64, rules::VersionRow, VecDeque<UseSample>)> = Vec::new();
+        for row in &rows {
+            let version: i64 = rows::col(row, 0)?;
+            if read.last().is_none_or(|(last, _, _)| *last != version) {
+                read.push((version, rows::version_row_at(row, 1)?, VecDeque::new()));
+            }
+            if rows::col::<Option<i64>>(row, WINDOW_AT)?.is_some()
+                && let Some((_, _, samples)) = read.last_mut()
+            {
+                samples.push_back(rows::sample_at(row, WINDOW_AT)?);
+            }
+        }
+        for (version, row, samples) in read {
+            let window = rules::KnownWindow::unmeasured(row, samples);
+            self.windows.insert(version, (window, self.epoch));
+        }
+        Ok(())
     }
 
     /// Looks up which of `event_ids` a use of `owner`'s family stored before the group, those
@@ -753,12 +814,19 @@ impl Store for PgStore {
         self.run_group(owners, work)
     }
 
-    fn expect_events(&self, owner: OwnerId, event_ids: &[&str]) -> Result<()> {
+    fn expect_uses(
+        &self,
+        owner: OwnerId,
+        event_ids: &[&str],
+        versions: &[VersionId],
+    ) -> Result<()> {
         let Some(mut group) = self.take_group(Scope::Family(owner)) else {
-            // On its own, each insert checks its event id in its own statement.
+            // On its own, each use reads what it needs in its own transaction.
             return Ok(());
         };
-        let outcome = group.look_up_events(owner, event_ids);
+        let outcome = group
+            .look_up_events(owner, event_ids)
+            .and_then(|()| group.look_up_versions(owner, versions));
         self.put_group(group);
         outcome.map_err(|fail| fail.into_store(&self.location))
     }

@@ -23,11 +23,10 @@ use super::conn::Tx;
 use mindrune_core::score::{self, UseSample};
 
 use super::rows::{
-    SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMN_COUNT, VERSION_COLUMNS, all,
-    col, skill_from, snippet_from, version_from, version_from_at,
+    SAMPLE_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMN_COUNT,
+    VERSION_COLUMNS, all, col, sample_at, skill_from, snippet_from, version_from, version_from_at,
 };
 use super::{PgResult, PgStore};
-use crate::common::parse_map;
 use crate::rules::FamilyTx;
 use crate::{
     AgentId, FailedRun, Millis, OwnerId, Result, Skill, SkillEntry, SkillId, Snippet, SnippetId,
@@ -53,25 +52,13 @@ pub(super) fn read_window(
 ) -> PgResult<Vec<UseSample>> {
     let rows = tx.query_of_version(
         version.0,
-        "SELECT at, ok, agent_id, duration_ms, xp, items, goal_progress, deaths, stuck, items_lost
-         FROM uses WHERE owner_id = $1 AND version_id = $2
-         ORDER BY at DESC, use_id DESC LIMIT $3",
+        &format!(
+            "SELECT {SAMPLE_COLUMNS} FROM uses WHERE owner_id = $1 AND version_id = $2
+             ORDER BY at DESC, use_id DESC LIMIT $3"
+        ),
         &[&owner.0, &version.0, &(score::WINDOW as i64)],
     )?;
-    all(rows, |row| {
-        Ok(UseSample {
-            at: col::<i64>(row, 0)?.div_euclid(1000),
-            ok: col(row, 1)?,
-            agent: col::<Option<i64>>(row, 2)?.unwrap_or(0),
-            duration_ms: col::<i64>(row, 3)?.max(0) as u64,
-            xp: parse_map(col(row, 4)?),
-            items: parse_map(col(row, 5)?),
-            goal_progress: col(row, 6)?,
-            deaths: col::<i64>(row, 7)?.clamp(0, i64::from(u32::MAX)) as u32,
-            stuck: col(row, 8)?,
-            items_lost: col::<i64>(row, 9)?.clamp(0, i64::from(u32::MAX)) as u32,
-        })
-    })
+    all(rows, |row| sample_at(row, 0))
 }
 
 pub(super) fn skill_at_path(

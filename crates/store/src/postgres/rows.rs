@@ -5,15 +5,65 @@ use postgres::Row;
 use postgres::types::FromSql;
 
 use super::PgResult;
-use crate::common::lines_of;
+use mindrune_core::score::UseSample;
+
 pub(crate) use crate::common::{
     AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS,
     VERSION_COLUMN_COUNT, VERSION_COLUMNS,
 };
+use crate::common::{lines_of, parse_map};
+use crate::rules::VersionRow;
 use crate::{
     Agent, AgentId, HeaderState, Lineage, Owner, OwnerId, Skill, SkillHeader, SkillId, Snippet,
     SnippetId, Version, VersionId,
 };
+
+/// What a use needs of its version (`rules::VersionRow`), from `versions v` joined to its
+/// skill `s` and owner `o`; read by [`version_row_at`].
+pub(crate) const VERSION_ROW_COLUMNS: &str =
+    "v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
+     v.peer_checked_uses, s.tags,
+     COALESCE(s.header = 'skill' AND s.deleted_at IS NULL AND s.current_version_id = v.version_id
+              AND v.shared_at IS NULL, FALSE),
+     o.eager_sharing";
+
+/// A use as a score window's sample, from `uses`; read by [`sample_at`].
+pub(crate) const SAMPLE_COLUMNS: &str =
+    "at, ok, agent_id, duration_ms, xp, items, goal_progress, deaths, stuck, items_lost";
+
+/// The [`VERSION_ROW_COLUMNS`] starting at column `at`.
+pub(crate) fn version_row_at(row: &Row, at: usize) -> PgResult<VersionRow> {
+    Ok(VersionRow {
+        skill: SkillId(col(row, at)?),
+        number: col(row, at + 1)?,
+        uses: col(row, at + 2)?,
+        ok: col(row, at + 3)?,
+        score: col(row, at + 4)?,
+        inherited: col(row, at + 5)?,
+        measure_key: col(row, at + 6)?,
+        peer_rate: col(row, at + 7)?,
+        peer_checked_uses: col(row, at + 8)?,
+        tags: col(row, at + 9)?,
+        may_share: col(row, at + 10)?,
+        eager_sharing: col(row, at + 11)?,
+    })
+}
+
+/// The [`SAMPLE_COLUMNS`] starting at column `at`.
+pub(crate) fn sample_at(row: &Row, at: usize) -> PgResult<UseSample> {
+    Ok(UseSample {
+        at: col::<i64>(row, at)?.div_euclid(1000),
+        ok: col(row, at + 1)?,
+        agent: col::<Option<i64>>(row, at + 2)?.unwrap_or(0),
+        duration_ms: col::<i64>(row, at + 3)?.max(0) as u64,
+        xp: parse_map(col(row, at + 4)?),
+        items: parse_map(col(row, at + 5)?),
+        goal_progress: col(row, at + 6)?,
+        deaths: col::<i64>(row, at + 7)?.clamp(0, i64::from(u32::MAX)) as u32,
+        stuck: col(row, at + 8)?,
+        items_lost: col::<i64>(row, at + 9)?.clamp(0, i64::from(u32::MAX)) as u32,
+    })
+}
 
 /// One column, by index.
 pub(crate) fn col<'a, T: FromSql<'a>>(row: &'a Row, index: usize) -> PgResult<T> {

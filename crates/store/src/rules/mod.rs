@@ -372,3 +372,17 @@ pub(crate) struct KnownWindow {
     pub results: VecDeque<f64>,
     pub measured: String,
 }
+
+impl KnownWindow {
+    /// A version's row and window as just read, with no sample measured yet (no measure's key
+    /// is empty, so the use measures them all).
+    pub(crate) fn unmeasured(row: VersionRow, samples: VecDeque<UseSample>) -> KnownWindow {
+        KnownWindow {
+            uses: row.uses,
+            row: Some(row),
+            samples,
+            results: VecDeque::new(),
+            measured: String::new(),
+        }
+    }
+}

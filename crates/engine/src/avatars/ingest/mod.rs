@@ -483,6 +483,51 @@ impl<'s> Recorder<'s> {
         Ok(recorded)
     }
 
+    /// The versions an event's scripts are at, as far as this recorder knows without reading
+    /// anything: each script whose file has the stamp it had when its version was matched.
+    /// A hint for the store ([`Store::expect_uses`]); recording decides again.
+    pub(crate) fn known_versions(
+        &self,
+        agent: &Agent,
+        event: &Event,
+        files: &dyn AgentFiles,
+        into: &mut Vec<VersionId>,
+    ) {
+        if event.background {
+            return;
+        }
+        let scripts: Vec<String> = match &event.call {
+            Call::Shell { command, cwd } => self
+                .classify(agent, command, cwd.as_deref())
+                .runs
+                .iter()
+                .filter(|path| {
+                    workspace::script_of_bot(path).is_some_and(|(bot, _)| bot == agent.name)
+                })
+                .cloned()
+                .collect(),
+            Call::ExecuteScript { script } => {
+                workspace::workspace_relative(script, Path::new(&agent.workspace))
+                    .into_iter()
+                    .collect()
+            }
+            Call::ExecuteCode { .. } => return,
+        };
+        for relative in scripts {
+            let Ok(Some(stamp)) = files.stat(&relative, MAX_SCRIPT_BYTES) else {
+                continue;
+            };
+            let caches = self.caches();
+            if let Some(known) = caches
+                .files
+                .get(&(agent.id.0, relative))
+                .filter(|known| known.stamp == Some(stamp))
+            {
+                into.push(known.version);
+            }
+        }
+    }
+
     fn record_run(
         &self,
         agent: &Agent,

@@ -7,10 +7,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use mindrune_core::avatars::event::{Event, EventError};
-use mindrune_store::{Agent, OwnerId, StoreError};
+use mindrune_store::{Agent, OwnerId, StoreError, VersionId};
 
 use super::{GroupedEvent, IngestError, Recorded, Recorder};
-use crate::workspace::{LocalFiles, OneMoment};
+use crate::workspace::{AgentFiles, LocalFiles, OneMoment};
 
 impl Recorder<'_> {
     /// Records several batches of events at once, in one write transaction of the store
@@ -37,7 +37,7 @@ impl Recorder<'_> {
             for batch in batches {
                 let mut results = Vec::with_capacity(batch.len());
                 let mut failed = self
-                    .expect_events(batch.iter().map(|(event, _, _)| *event))
+                    .expect_uses(batch.iter().map(|(event, files, _)| (*event, Some(*files))))
                     .err();
                 if failed.is_none() {
                     for (event, files, prepared) in batch {
@@ -67,25 +67,39 @@ impl Recorder<'_> {
         answers
     }
 
-    /// Tells the store the event ids about to be recorded, family by family, so it can look
-    /// them up together ([`Store::expect_events`](mindrune_store::Store::expect_events)). An
-    /// event whose avatar is unknown is left to its own recording, which says so.
-    fn expect_events<'e>(&self, events: impl Iterator<Item = &'e Event>) -> Result<(), StoreError> {
-        let mut by_family: Vec<(OwnerId, Vec<&str>)> = Vec::new();
-        for event in events {
-            let (Some(id), Ok(agent)) = (event.id.as_deref(), self.agent(&event.agent)) else {
+    /// Tells the store what a batch is about to record, family by family: its events' ids, and
+    /// the versions their scripts are known to be at (with `files`, the files the events come
+    /// with), so it can read them together ([`Store::expect_uses`]). An event whose avatar is
+    /// unknown is left to its own recording, which says so.
+    fn expect_uses<'e>(
+        &self,
+        events: impl Iterator<Item = (&'e Event, Option<&'e dyn AgentFiles>)>,
+    ) -> Result<(), StoreError> {
+        let mut by_family: Vec<(OwnerId, Vec<&str>, Vec<VersionId>)> = Vec::new();
+        for (event, files) in events {
+            let Ok(agent) = self.agent(&event.agent) else {
                 continue;
             };
-            match by_family
-                .iter_mut()
-                .find(|(owner, _)| *owner == agent.owner)
+            let at = match by_family
+                .iter()
+                .position(|(owner, _, _)| *owner == agent.owner)
             {
-                Some((_, ids)) => ids.push(id),
-                None => by_family.push((agent.owner, vec![id])),
+                Some(at) => at,
+                None => {
+                    by_family.push((agent.owner, Vec::new(), Vec::new()));
+                    by_family.len() - 1
+                }
+            };
+            let (_, ids, versions) = &mut by_family[at];
+            if let Some(id) = event.id.as_deref() {
+                ids.push(id);
+            }
+            if let Some(files) = files {
+                self.known_versions(&agent, event, files, versions);
             }
         }
-        for (owner, ids) in by_family {
-            self.store.expect_events(owner, &ids)?;
+        for (owner, ids, versions) in by_family {
+            self.store.expect_uses(owner, &ids, &versions)?;
         }
         Ok(())
     }
@@ -154,7 +168,14 @@ impl Recorder<'_> {
         let committed = self.store.write_group(&owners, &mut || {
             results.clear();
             self.begin_group();
-            self.expect_events(events.iter().flatten())?;
+            self.expect_uses(events.iter().zip(&agents).filter_map(|(event, agent)| {
+                let event = event.as_ref().ok()?;
+                let files = agent
+                    .as_ref()
+                    .and_then(|agent| moments.get(Path::new(&agent.workspace)))
+                    .map(|moment| moment as &dyn AgentFiles);
+                Some((event, files))
+            }))?;
             for (event, agent) in events.iter().zip(&agents) {
                 let result = match (event, agent) {
                     (Err(err), _) => Err(IngestError::Invalid {

@@ -17,6 +17,7 @@ use mindrune_store::{PgStore, Store as _};
 use serde_json::json;
 
 use crate::measure::{Figures, micros};
+use crate::record::BATCH;
 use crate::report::{Row, number};
 use crate::workload::{
     self, BARE_XP, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND, Workload,
@@ -25,6 +26,8 @@ use crate::workload::{
 
 /// What the PostgreSQL baseline is.
 const BARE_NAME: &str = "bare PostgreSQL insert, one tx each";
+/// What the batched figure's PostgreSQL baseline is.
+const BARE_BATCHED_NAME: &str = "bare PostgreSQL multi-row insert, tx of 100";
 
 /// `bench record` on PostgreSQL alone, at `uses` uses (for `mindrune bench`): its rows.
 pub fn record(url: &str, uses: usize) -> anyhow::Result<Vec<Row>> {
@@ -43,6 +46,9 @@ pub(crate) struct Measured {
     bare: Figures,
     /// Ratio of mean latency, MindRune / bare.
     ratio: f64,
+    /// Uses per second in write groups of [`BATCH`], and rows per second bare, [`BATCH`] rows a
+    /// transaction in one multi-row insert.
+    batched: (f64, f64),
 }
 
 /// A scratch schema; dropping the guard drops the schema and everything in it, also when the
@@ -192,6 +198,14 @@ pub(crate) fn measure(url: &str, work: &Workload) -> anyhow::Result<Measured> {
         store.use_count(agent.owner)? == uses as i64,
         "not every use was stored in PostgreSQL"
     );
+    let batched = batched(
+        url,
+        work,
+        &mut client,
+        baseline.owner.0,
+        baseline.id.0,
+        &versions,
+    )?;
     drop(client);
     Ok(Measured {
         location: store.location().to_string(),
@@ -200,7 +214,89 @@ pub(crate) fn measure(url: &str, work: &Workload) -> anyhow::Result<Measured> {
         ratio: mindrune.mean.as_secs_f64() / bare.mean.as_secs_f64(),
         mindrune,
         bare,
+        batched,
     })
+}
+
+/// The workload again, [`BATCH`] lines per write group (`Recorder::record_lines_together`) into
+/// a library of its own in a second scratch schema, beside the same rows inserted bare [`BATCH`]
+/// a transaction as one multi-row insert into the baseline's table (a group of each in turn, as
+/// on SQLite). Returns uses/s and rows/s.
+fn batched(
+    url: &str,
+    work: &Workload,
+    client: &mut postgres::Client,
+    owner: i64,
+    agent: i64,
+    versions: &[i64],
+) -> anyhow::Result<(f64, f64)> {
+    let schema = scratch_name("record_batched");
+    let store = PgStore::open(&in_schema(url, &schema))
+        .context("cannot make a scratch library in PostgreSQL for `bench record`'s write groups")?;
+    let scratch = Scratch::new(store, schema);
+    let store = scratch.store();
+    let mine = workload::add_bench_agent(store, work.dir.path(), "bench-owner", "bench")?;
+    let recorder = Recorder::new(store);
+    let insert = client.prepare(
+        "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
+                           deaths, stuck, items_lost, source, call, output, event_id, recorded_at)
+         SELECT $1, version_id, $2, at, ok, duration_ms, $3, NULL, 0, 0, FALSE, 0, 'shell', call, output,
+                NULL, at
+         FROM unnest($4::bigint[], $5::bigint[], $6::boolean[], $7::bigint[], $8::text[], $9::text[])
+              AS u(version_id, at, ok, duration_ms, call, output)",
+    )?;
+    let lines: Vec<&str> = work.lines.iter().map(String::as_str).collect();
+    let (mut mindrune, mut bare) = (Duration::ZERO, Duration::ZERO);
+    for (index, (chunk, events)) in lines
+        .chunks(BATCH)
+        .zip(work.events.chunks(BATCH))
+        .enumerate()
+    {
+        let began = std::time::Instant::now();
+        for result in recorder.record_lines_together(chunk) {
+            result?;
+        }
+        mindrune += began.elapsed();
+        let first = index * BATCH;
+        let began = std::time::Instant::now();
+        let version_ids: Vec<i64> = (first..first + events.len())
+            .map(|i| versions[i % SCRIPTS])
+            .collect();
+        let ats: Vec<i64> = events
+            .iter()
+            .map(|e| e.at.map_or(0, |at| at.unix_timestamp() * 1000))
+            .collect();
+        let oks: Vec<bool> = events.iter().map(|e| e.ok.unwrap_or(true)).collect();
+        let durations: Vec<i64> = events
+            .iter()
+            .map(|e| e.duration_ms.unwrap_or(0) as i64)
+            .collect();
+        let calls: Vec<&str> = events.iter().map(workload::bare_call).collect();
+        let outputs: Vec<Option<&str>> = events.iter().map(|e| e.output.as_deref()).collect();
+        let mut tx = client.transaction()?;
+        tx.execute(
+            &insert,
+            &[
+                &owner,
+                &agent,
+                &BARE_XP,
+                &version_ids,
+                &ats,
+                &oks,
+                &durations,
+                &calls,
+                &outputs,
+            ],
+        )?;
+        tx.commit()?;
+        bare += began.elapsed();
+    }
+    anyhow::ensure!(
+        store.use_count(mine.owner)? == lines.len() as i64,
+        "not every use was stored in write groups on PostgreSQL"
+    );
+    let per_second = |spent: Duration| lines.len() as f64 / spent.as_secs_f64();
+    Ok((per_second(mindrune), per_second(bare)))
 }
 
 impl Measured {
@@ -217,6 +313,12 @@ impl Measured {
             "mindrune": workload::figures_json(&self.mindrune),
             "baseline_bare_postgresql": workload::figures_json(&self.bare),
             "ratio": self.ratio,
+            "batched": {
+                "uses_per_group": BATCH,
+                "mindrune_uses_per_second": self.batched.0,
+                "baseline_bare_postgresql_rows_per_second": self.batched.1,
+                "ratio": self.batched.0 / self.batched.1,
+            },
             "targets": [{"figure": "ratio", "target": format!("≤ {TARGET_RATIO}×"), "pass": self.pass()}],
         })
     }
@@ -252,6 +354,14 @@ impl Measured {
             "ratio",
             format!("≤ {TARGET_RATIO}×"),
             if self.pass() { "pass" } else { "FAIL" }
+        )?;
+        writeln!(
+            out,
+            "  {:<7} {} uses/s in write groups of {BATCH}, {} rows/s {BARE_BATCHED_NAME}: {:.2} (no target)",
+            "groups",
+            number(self.batched.0),
+            number(self.batched.1),
+            self.batched.0 / self.batched.1
         )?;
         writeln!(
             out,
@@ -309,6 +419,9 @@ impl Measured {
                 .figure(us(self.mindrune.mean), "µs")
                 .baseline(BARE_NAME, us(self.bare.mean), "µs")
                 .target(format!("ratio ≤ {TARGET_RATIO}×"), self.pass()),
+            Row::new("record", "in write groups of 100 (PostgreSQL)", size)
+                .figure(self.batched.0, "uses/s")
+                .baseline(BARE_BATCHED_NAME, self.batched.1, "rows/s"),
         ]
     }
 }

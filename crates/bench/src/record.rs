@@ -229,7 +229,7 @@ fn insert_bare(
 }
 
 /// Uses per write group (and rows per bare transaction) in the batched figures.
-const BATCH: usize = 100;
+pub(crate) const BATCH: usize = 100;
 /// Issue 25's budget: batched recording at least half as fast as bare batched inserts.
 const TARGET_BATCHED_RATIO: f64 = 0.5;
 

@@ -13,7 +13,7 @@ use std::ops::{Deref, DerefMut};
 use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Row, Statement};
 
-use super::group_writes::{GroupWrites, OwnWrites};
+use super::group_writes::{GroupWrites, OwnWrites, Waiting};
 use crate::rules::Rescore;
 use crate::{NewUse, OwnerId};
 
@@ -61,6 +61,20 @@ impl Conn {
             end: TxEnd::Transaction,
             deferred: None,
         })
+    }
+
+    /// A handle for one statement on its own: PostgreSQL runs it in a transaction of its own,
+    /// with its own snapshot, so a read of one statement needs no `BEGIN` and `COMMIT` (two of
+    /// its three round trips). A second statement on it is a mistake of the caller's.
+    pub(crate) fn one_statement(&mut self) -> Tx<'_> {
+        let Conn { client, statements } = self;
+        Tx {
+            client,
+            statements,
+            open: false,
+            end: TxEnd::OneStatement,
+            deferred: None,
+        }
     }
 
     /// Starts a savepoint inside the transaction this connection has open (a write group's):
@@ -136,6 +150,8 @@ pub(crate) fn prepared(
 enum TxEnd {
     Transaction,
     Savepoint,
+    /// No transaction of its own ([`Conn::one_statement`]); `open` says whether its statement ran.
+    OneStatement,
 }
 
 /// Connects with one configuration (URL, schema, timeouts) for the pool.
@@ -194,6 +210,7 @@ impl Drop for Tx<'_> {
                 TxEnd::Savepoint => {
                     "ROLLBACK TO SAVEPOINT mindrune_write; RELEASE SAVEPOINT mindrune_write"
                 }
+                TxEnd::OneStatement => return,
             });
         }
     }
@@ -206,6 +223,13 @@ impl Tx<'_> {
     /// waits written first, so the statement sees them: the group's outside this piece's
     /// savepoint (opened now, on its first statement), then the piece's own inside it.
     fn statement(&mut self, sql: &str) -> Result<Statement, postgres::Error> {
+        if let TxEnd::OneStatement = self.end {
+            debug_assert!(
+                !self.open,
+                "a second statement in one_statement's snapshot: {sql}"
+            );
+            self.open = true;
+        }
         if let Some(deferred) = &mut self.deferred {
             if !self.open {
                 deferred.group.write(self.client, self.statements)?;
@@ -222,23 +246,57 @@ impl Tx<'_> {
 
     /// A read of one version's row or uses. In a recording piece of a write group that has
     /// written nothing of its own yet, it needs no savepoint (it changes nothing to take back)
-    /// and only that version's waiting writes written first; a read that fails there leaves the
-    /// group's transaction unusable, and the group is lost.
+    /// and only that version's waiting writes written first.
     pub(crate) fn query_of_version(
         &mut self,
         version: i64,
         sql: &str,
         params: Params<'_>,
     ) -> Result<Vec<Row>, postgres::Error> {
+        self.read_in_piece(
+            |own| own.is_empty(),
+            |group| group.touches(version),
+            sql,
+            params,
+        )
+    }
+
+    /// A read of versions, skills and their tags, never of uses (a family's peers). In a
+    /// recording piece of a write group whose own rescore does not wait yet, it needs no
+    /// savepoint, and its own waiting use need not be written: only the group's waiting writes.
+    pub(crate) fn query_of_versions(
+        &mut self,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, postgres::Error> {
+        self.read_in_piece(
+            |own| !own.has_rescores(),
+            |group| !group.is_empty(),
+            sql,
+            params,
+        )
+    }
+
+    /// A read in a recording piece of a write group, outside any savepoint when `own_allows`
+    /// what the piece has waiting (else as any statement): the group's waiting writes first when
+    /// `group_first` says the read needs them. A read that fails outside a savepoint leaves the
+    /// group's transaction unusable, and the group is lost.
+    fn read_in_piece(
+        &mut self,
+        own_allows: impl FnOnce(&Waiting) -> bool,
+        group_first: impl FnOnce(&Waiting) -> bool,
+        sql: &str,
+        params: Params<'_>,
+    ) -> Result<Vec<Row>, postgres::Error> {
         let Some(deferred) = self
             .deferred
             .as_mut()
-            .filter(|d| !self.open && d.own.waiting.is_empty())
+            .filter(|d| !self.open && own_allows(&d.own.waiting))
         else {
             return self.query(sql, params);
         };
         let read = (|| {
-            if deferred.group.waiting.touches(version) {
+            if group_first(&deferred.group.waiting) {
                 deferred.group.waiting.write(self.client, self.statements)?;
             }
             let statement = prepared(self.client, self.statements, sql)?;
@@ -386,6 +444,10 @@ impl Tx<'_> {
         let end = match self.end {
             TxEnd::Transaction => "COMMIT",
             TxEnd::Savepoint => "RELEASE SAVEPOINT mindrune_write",
+            TxEnd::OneStatement => {
+                self.open = false;
+                return Ok(());
+            }
         };
         let done = self.client.batch_execute(end);
         // A failed release leaves the savepoint to be rolled back by the drop.

@@ -401,7 +401,7 @@ pub(super) fn issue_runner_token(
 }
 
 pub(super) fn agent_by_runner_token(store: &PgStore, token_hash: &str) -> Result<Option<Agent>> {
-    store.read(|tx| {
+    store.read_one(|tx| {
         tx.query_opt(
             &format!(
                 "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =

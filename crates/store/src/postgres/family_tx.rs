@@ -8,10 +8,10 @@
 
 use std::collections::VecDeque;
 
-use mindrune_core::score::UseSample;
+use mindrune_core::score::{self, UseSample};
 
 use super::conn::Tx;
-use super::records::read_window;
+use super::records::{VERSIONS_WITH_WINDOWS, read_window, versions_with_windows};
 use super::rows::{
     AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMNS, VERSION_ROW_COLUMNS,
     agent_from, all, col, skill_from, snippet_from, version_from, version_row_at,
@@ -255,6 +255,22 @@ impl FamilyTx for Tx<'_> {
         found.first().map(|row| version_row_at(row, 0)).transpose()
     }
 
+    fn version_and_window(
+        &mut self,
+        owner: OwnerId,
+        version: VersionId,
+    ) -> PgResult<Option<(VersionRow, VecDeque<UseSample>)>> {
+        let rows = self.query_of_version(
+            version.0,
+            &VERSIONS_WITH_WINDOWS,
+            &[&owner.0, &vec![version.0], &(score::WINDOW as i64)],
+        )?;
+        Ok(versions_with_windows(&rows)?
+            .into_iter()
+            .next()
+            .map(|(_, row, window)| (row, window)))
+    }
+
     fn rescore_version(
         &mut self,
         owner: OwnerId,
@@ -349,7 +365,7 @@ impl FamilyTx for Tx<'_> {
         skill: SkillId,
         measure_key: &str,
     ) -> PgResult<Vec<f64>> {
-        self.query(
+        self.query_of_versions(
             "SELECT v.rate_per_minute FROM skills s
              JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
              WHERE s.owner_id = $1 AND s.deleted_at IS NULL

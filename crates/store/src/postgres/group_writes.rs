@@ -68,6 +68,11 @@ impl Waiting {
         self.uses.is_empty() && self.versions.is_empty()
     }
 
+    /// Whether a rescore waits.
+    pub(crate) fn has_rescores(&self) -> bool {
+        !self.versions.is_empty()
+    }
+
     /// Whether a use or rescore of `version` waits.
     pub(crate) fn touches(&self, version: i64) -> bool {
         self.versions.has(version) || self.uses.iter().any(|(_, u)| u.version.0 == version)

@@ -14,7 +14,7 @@
 //! The SQL lives in the submodules (`records`, `family`, `directory`), one per part of the
 //! trait; this file holds the connection pool, the migrations and the transaction helpers.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 use std::thread::ThreadId;
 use std::time::Duration;
@@ -24,8 +24,7 @@ use postgres::{Config, NoTls};
 
 use conn::{Manager, Tx};
 use group_writes::GroupWrites;
-use mindrune_core::score::{self, UseSample};
-use rows::{SAMPLE_COLUMNS, VERSION_ROW_COLUMNS};
+use mindrune_core::score;
 
 use crate::rules;
 
@@ -177,6 +176,9 @@ fn checked_schema(schema: &str) -> Result<&str> {
     }
 }
 
+/// What [`PgStore::read_one`] gives [`PgStore::transaction`] to begin with: nothing.
+const ONE_STATEMENT: &str = "";
+
 /// The library in a PostgreSQL database (or one schema of it).
 pub struct PgStore {
     pool: Pool,
@@ -185,7 +187,14 @@ pub struct PgStore {
     /// The open write groups ([`Store::write_group`]), one per thread at most: the connection
     /// holding the group's transaction and the families whose locks it holds.
     groups: Mutex<HashMap<ThreadId, Group>>,
+    /// Each version's newest-200 window as this process's last committed use of it left it,
+    /// without its row: a use reads the row (inside the family's lock) and takes the window
+    /// only when the row's use count is the window's, so another process's use is never missed.
+    windows: Mutex<HashMap<i64, rules::KnownWindow>>,
 }
+
+/// Windows kept in memory; past this the cache starts over (it is only a cache).
+const WINDOW_CACHE_LIMIT: usize = 20_000;
 
 /// One thread's open write group.
 struct Group {
@@ -245,17 +254,7 @@ impl Group {
             return Ok(());
         }
         let rows = self.conn.query_as_is(
-            &format!(
-                "SELECT v.version_id, {VERSION_ROW_COLUMNS}, w.*
-                 FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-                 JOIN owners o ON o.owner_id = v.owner_id
-                 LEFT JOIN LATERAL (
-                     SELECT {SAMPLE_COLUMNS}, use_id FROM uses
-                     WHERE owner_id = $1 AND version_id = v.version_id
-                     ORDER BY at DESC, use_id DESC LIMIT $3) w ON TRUE
-                 WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.version_id = ANY($2)
-                 ORDER BY v.version_id, w.at DESC, w.use_id DESC"
-            ),
+            &records::VERSIONS_WITH_WINDOWS,
             &[&owner.0, &unknown, &(score::WINDOW as i64)],
         );
         let rows = match rows {
@@ -266,21 +265,7 @@ impl Group {
                 return Err(err.into());
             }
         };
-        // The version's columns, then its window's: none (NULLs) for a version never used.
-        const WINDOW_AT: usize = 13;
-        let mut read: Vec<(i64, rules::VersionRow, VecDeque<UseSample>)> = Vec::new();
-        for row in &rows {
-            let version: i64 = rows::col(row, 0)?;
-            if read.last().is_none_or(|(last, _, _)| *last != version) {
-                read.push((version, rows::version_row_at(row, 1)?, VecDeque::new()));
-            }
-            if rows::col::<Option<i64>>(row, WINDOW_AT)?.is_some()
-                && let Some((_, _, samples)) = read.last_mut()
-            {
-                samples.push_back(rows::sample_at(row, WINDOW_AT)?);
-            }
-        }
-        for (version, row, samples) in read {
+        for (version, row, samples) in records::versions_with_windows(&rows)? {
             let window = rules::KnownWindow::unmeasured(row, samples);
             self.windows.insert(version, (window, self.epoch));
         }
@@ -395,6 +380,7 @@ impl PgStore {
             location,
             schema: schema.map(str::to_string),
             groups: Mutex::new(HashMap::new()),
+            windows: Mutex::new(HashMap::new()),
         })
     }
 
@@ -464,6 +450,13 @@ impl PgStore {
         )
     }
 
+    /// Runs a read of one statement (`work` runs exactly one): on its own it needs no
+    /// transaction, its statement being one snapshot; inside the thread's write group it joins
+    /// the group, as every read does.
+    pub(crate) fn read_one<T>(&self, work: impl FnMut(&mut Tx<'_>) -> PgResult<T>) -> Result<T> {
+        self.transaction(Scope::Read, ONE_STATEMENT, work)
+    }
+
     fn transaction<T>(
         &self,
         scope: Scope,
@@ -484,8 +477,15 @@ impl PgStore {
         loop {
             let mut began = false;
             let outcome = (|| -> PgResult<T> {
-                let mut tx = conn.begin(begin)?;
-                began = true;
+                let mut tx = if begin == ONE_STATEMENT {
+                    // A read of one statement that met a closed connection did nothing on it:
+                    // a fresh one takes it, as a transaction that did not begin.
+                    conn.one_statement()
+                } else {
+                    let tx = conn.begin(begin)?;
+                    began = true;
+                    tx
+                };
                 let value = work(&mut tx)?;
                 tx.commit()?;
                 Ok(value)
@@ -522,6 +522,27 @@ impl PgStore {
 impl PgStore {
     fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<ThreadId, Group>> {
         self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn windows(&self) -> std::sync::MutexGuard<'_, HashMap<i64, rules::KnownWindow>> {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The window this process kept for `version`, taken out (a use puts back what it leaves).
+    fn cached_window(&self, version: i64) -> Option<rules::KnownWindow> {
+        self.windows().remove(&version)
+    }
+
+    /// Keeps committed windows, without their rows (a row stands only for its group).
+    fn keep_windows(&self, committed: impl IntoIterator<Item = (i64, rules::KnownWindow)>) {
+        let mut windows = self.windows();
+        for (version, mut window) in committed {
+            if windows.len() >= WINDOW_CACHE_LIMIT {
+                windows.clear();
+            }
+            window.row = None;
+            windows.insert(version, window);
+        }
     }
 
     /// The thread's open group, taken out for one piece of work, when that work joins it.
@@ -591,7 +612,15 @@ impl PgStore {
                 group
                     .conn
                     .batch_execute("COMMIT")
-                    .map_err(|err| pg_err(err, &self.location))
+                    .map_err(|err| pg_err(err, &self.location))?;
+                // Committed: the group's windows stand for the table for this process now.
+                self.keep_windows(
+                    group
+                        .windows
+                        .into_iter()
+                        .map(|(version, (window, _))| (version, window)),
+                );
+                Ok(())
             }
             Err(err) => {
                 let _ = group.conn.batch_execute("ROLLBACK");
@@ -777,21 +806,33 @@ impl Store for PgStore {
         let Some(mut group) = self.take_group(Scope::Family(owner)) else {
             // On its own, every use reads its version's row and window from what is committed:
             // another server may have recorded a use of it since.
-            return self.write(owner, |tx| {
-                rules::recording::record_use(tx, owner, new_use, None).map(|(recorded, _)| recorded)
-            });
+            // On its own, every use reads its version's row from what is committed (another
+            // server may have recorded a use of it since), and takes the window this process
+            // kept only when the row's use count says nothing was recorded since.
+            let version = new_use.version.0;
+            let mut known = self.cached_window(version);
+            let (recorded, window) = self.write(owner, |tx| {
+                rules::recording::record_use(tx, owner, new_use, known.take())
+            })?;
+            if let Some(window) = window {
+                self.keep_windows([(version, window)]);
+            }
+            return Ok(recorded);
         };
         // Inside a write group, the group's last use of the version left its window (and row)
         // as the table holds them (see `Group::windows`): grouped uses of one script read
         // neither again (two round trips of the six a grouped use took).
         let version = new_use.version.0;
         let epoch = group.epoch;
-        let known = group.windows.remove(&version).map(|(mut window, kept_at)| {
-            if kept_at != epoch {
-                window.row = None;
+        let known = match group.windows.remove(&version) {
+            Some((mut window, kept_at)) => {
+                if kept_at != epoch {
+                    window.row = None;
+                }
+                Some(window)
             }
-            window
-        });
+            None => self.cached_window(version),
+        };
         let outcome = group.recording(|tx| rules::recording::record_use(tx, owner, new_use, known));
         let answer = match outcome {
             Ok((recorded, window)) => {

@@ -11,23 +11,29 @@
 //! `ON CONFLICT DO NOTHING`: a conflicting insert would still use up an id of the identity, and
 //! SQLite's ids have no such gaps.
 //!
-//! Unlike the SQLite backend, recording a use keeps no score windows in memory between
-//! transactions: several server processes may record uses of one version, so each use reads its
-//! version's window from `uses` (one range of the `uses_window` index) inside the family's
-//! transaction. Only a write group, which holds its families' locks until it commits, keeps them
-//! for its own length (`Group::windows` in `mod.rs`).
+//! Recording a use keeps each version's score window in memory between transactions, as the
+//! SQLite backend does (`PgStore::windows`), but not its row: several server processes may
+//! record uses of one version, so each use reads its version's row inside the family's
+//! transaction and takes the kept window only when the row's use count is the window's; else it
+//! reads the window from `uses` (one range of the `uses_window` index). A write group, which
+//! holds its families' locks until it commits, also keeps rows for its own length
+//! (`Group::windows` in `mod.rs`).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::LazyLock;
+
+use postgres::Row;
 
 use super::conn::Tx;
 use mindrune_core::score::{self, UseSample};
 
 use super::rows::{
     SAMPLE_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMN_COUNT,
-    VERSION_COLUMNS, all, col, sample_at, skill_from, snippet_from, version_from, version_from_at,
+    VERSION_COLUMNS, VERSION_ROW_COLUMNS, all, col, sample_at, skill_from, snippet_from,
+    version_from, version_from_at, version_row_at,
 };
 use super::{PgResult, PgStore};
-use crate::rules::FamilyTx;
+use crate::rules::{FamilyTx, VersionRow};
 use crate::{
     AgentId, FailedRun, Millis, OwnerId, Result, Skill, SkillEntry, SkillId, Snippet, SnippetId,
     SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
@@ -59,6 +65,45 @@ pub(super) fn read_window(
         &[&owner.0, &version.0, &(score::WINDOW as i64)],
     )?;
     all(rows, |row| sample_at(row, 0))
+}
+
+/// Versions' rows ([`VERSION_ROW_COLUMNS`]) and score windows in one query: `$1` the owner,
+/// `$2` the versions' ids, `$3` the window's size. A row per use in a window (the version's
+/// columns repeated), or one with NULLs for a version never used; read by
+/// [`versions_with_windows`].
+pub(super) static VERSIONS_WITH_WINDOWS: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT v.version_id, {VERSION_ROW_COLUMNS}, w.*
+         FROM versions v JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+         JOIN owners o ON o.owner_id = v.owner_id
+         LEFT JOIN LATERAL (
+             SELECT {SAMPLE_COLUMNS}, use_id FROM uses
+             WHERE owner_id = $1 AND version_id = v.version_id
+             ORDER BY at DESC, use_id DESC LIMIT $3) w ON TRUE
+         WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.version_id = ANY($2)
+         ORDER BY v.version_id, w.at DESC, w.use_id DESC"
+    )
+});
+
+/// Each version [`VERSIONS_WITH_WINDOWS`] found, its row and its window (newest first).
+pub(super) fn versions_with_windows(
+    rows: &[Row],
+) -> PgResult<Vec<(i64, VersionRow, VecDeque<UseSample>)>> {
+    // The version's columns, then its window's.
+    const WINDOW_AT: usize = 13;
+    let mut read: Vec<(i64, VersionRow, VecDeque<UseSample>)> = Vec::new();
+    for row in rows {
+        let version: i64 = col(row, 0)?;
+        if read.last().is_none_or(|(last, _, _)| *last != version) {
+            read.push((version, version_row_at(row, 1)?, VecDeque::new()));
+        }
+        if col::<Option<i64>>(row, WINDOW_AT)?.is_some()
+            && let Some((_, _, samples)) = read.last_mut()
+        {
+            samples.push_back(sample_at(row, WINDOW_AT)?);
+        }
+    }
+    Ok(read)
 }
 
 pub(super) fn skill_at_path(
@@ -230,7 +275,7 @@ pub(super) fn recent_outputs(
     limit: usize,
 ) -> Result<Vec<String>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    store.read(|tx| {
+    store.read_one(|tx| {
         let rows = tx.query(
             // Each side cut to its newest few first, as on SQLite, so no run reads the
             // agent's whole history.
@@ -254,7 +299,7 @@ pub(super) fn newest_output_at(
     owner: OwnerId,
     agent: AgentId,
 ) -> Result<Option<Millis>> {
-    store.read(|tx| {
+    store.read_one(|tx| {
         let rows = tx.query(
             "SELECT max(at) FROM (
                  (SELECT at FROM uses

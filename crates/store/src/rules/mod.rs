@@ -116,6 +116,18 @@ pub(crate) trait FamilyTx {
         owner: OwnerId,
         version: VersionId,
     ) -> Result<Option<VersionRow>, Self::Error>;
+    /// A version's row and its window together, for a use that knows neither: the two steps
+    /// above, or one statement where a backend pays a round trip for each (PostgreSQL).
+    fn version_and_window(
+        &mut self,
+        owner: OwnerId,
+        version: VersionId,
+    ) -> Result<Option<(VersionRow, VecDeque<UseSample>)>, Self::Error> {
+        let Some(row) = self.version_for_use(owner, version)? else {
+            return Ok(None);
+        };
+        Ok(Some((row, self.window(owner, version)?)))
+    }
     /// Writes a version's counters and score after one more use.
     fn rescore_version(
         &mut self,

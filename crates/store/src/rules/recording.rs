@@ -118,21 +118,34 @@ pub(crate) fn record_use<T: FamilyTx>(
     tx: &mut T,
     owner: OwnerId,
     new_use: &NewUse,
-    mut known: Option<KnownWindow>,
+    known: Option<KnownWindow>,
 ) -> Result<(RecordedUse, Option<KnownWindow>), T::Error> {
-    let row = match known.as_mut().and_then(|known| known.row.take()) {
-        Some(row) => row,
-        None => tx
-            .version_for_use(owner, new_use.version)?
-            .ok_or_else(|| StoreError::NotFound(format!("version {}", new_use.version.0)))?,
-    };
-    // The window as it is before this use: the known one when no writer touched this version
-    // since it was read, else read now (before the insert, so that a backend that keeps the
-    // insert waiting in memory need not write it first; the new use joins it as it joins a
-    // known window).
-    let before = match known.filter(|w| w.uses == row.uses) {
-        Some(known) => Ok(known),
-        None => Err(tx.window(owner, new_use.version)?),
+    let not_found = || StoreError::NotFound(format!("version {}", new_use.version.0));
+    // The version's row, and its window as it is before this use: the known one when no writer
+    // touched this version since it was read, else read now (before the insert, so that a
+    // backend that keeps the insert waiting in memory need not write it first; the new use
+    // joins it as it joins a known window).
+    let (row, before) = match known {
+        Some(mut known) => {
+            let row = match known.row.take() {
+                Some(row) => row,
+                None => tx
+                    .version_for_use(owner, new_use.version)?
+                    .ok_or_else(not_found)?,
+            };
+            if known.uses == row.uses {
+                (row, Ok(known))
+            } else {
+                let window = tx.window(owner, new_use.version)?;
+                (row, Err(window))
+            }
+        }
+        None => {
+            let (row, window) = tx
+                .version_and_window(owner, new_use.version)?
+                .ok_or_else(not_found)?;
+            (row, Err(window))
+        }
     };
     let stats = |uses, ok, score| VersionStats {
         id: new_use.version,

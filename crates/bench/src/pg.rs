@@ -245,20 +245,7 @@ fn batched(
          FROM unnest($4::bigint[], $5::bigint[], $6::boolean[], $7::bigint[], $8::text[], $9::text[])
               AS u(version_id, at, ok, duration_ms, call, output)",
     )?;
-    let lines: Vec<&str> = work.lines.iter().map(String::as_str).collect();
-    let (mut mindrune, mut bare) = (Duration::ZERO, Duration::ZERO);
-    for (index, (chunk, events)) in lines
-        .chunks(BATCH)
-        .zip(work.events.chunks(BATCH))
-        .enumerate()
-    {
-        let began = std::time::Instant::now();
-        for result in recorder.record_lines_together(chunk) {
-            result?;
-        }
-        mindrune += began.elapsed();
-        let first = index * BATCH;
-        let began = std::time::Instant::now();
+    let rates = workload::alternate_groups(work, &recorder, BATCH, |first, events| {
         let version_ids: Vec<i64> = (first..first + events.len())
             .map(|i| versions[i % SCRIPTS])
             .collect();
@@ -289,14 +276,13 @@ fn batched(
             ],
         )?;
         tx.commit()?;
-        bare += began.elapsed();
-    }
+        Ok(())
+    })?;
     anyhow::ensure!(
-        store.use_count(mine.owner)? == lines.len() as i64,
+        store.use_count(mine.owner)? == work.lines.len() as i64,
         "not every use was stored in write groups on PostgreSQL"
     );
-    let per_second = |spent: Duration| lines.len() as f64 / spent.as_secs_f64();
-    Ok((per_second(mindrune), per_second(bare)))
+    Ok(rates)
 }
 
 impl Measured {

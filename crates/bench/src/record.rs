@@ -246,11 +246,9 @@ impl Batched {
     }
 }
 
-/// The workload again, into a fresh library `BATCH` lines per write group
-/// (`Recorder::record_lines_together`), beside bare inserts of the same rows `BATCH` per
-/// transaction into the baseline's table: a group of each in turn, so whatever else the machine
-/// does slows both alike (run one after the other, the two rates moved a fifth apart between
-/// runs on an idle machine).
+/// The workload again, into a fresh library `BATCH` lines per write group, beside bare inserts
+/// of the same rows `BATCH` per transaction into the baseline's table, a group of each in turn
+/// (`workload::alternate_groups`).
 fn batched(
     work: &crate::workload::Workload,
     conn: &rusqlite::Connection,
@@ -258,38 +256,23 @@ fn batched(
 ) -> anyhow::Result<Batched> {
     let store = setup_library(work.dir.path(), "batched.db")?;
     let recorder = Recorder::new(&store);
-    let lines: Vec<&str> = work.lines.iter().map(String::as_str).collect();
-    let (mut mindrune, mut bare) = (Duration::ZERO, Duration::ZERO);
-    for (index, (chunk, events)) in lines
-        .chunks(BATCH)
-        .zip(work.events.chunks(BATCH))
-        .enumerate()
-    {
-        let began = std::time::Instant::now();
-        for result in recorder.record_lines_together(chunk) {
-            result?;
-        }
-        mindrune += began.elapsed();
-        let began = std::time::Instant::now();
-        let tx = conn.unchecked_transaction()?;
-        for (offset, event) in events.iter().enumerate() {
-            insert_bare(&tx, baseline_owner, index * BATCH + offset, event)?;
-        }
-        tx.commit()?;
-        bare += began.elapsed();
-    }
+    let (mindrune, bare) =
+        crate::workload::alternate_groups(work, &recorder, BATCH, |first, events| {
+            let tx = conn.unchecked_transaction()?;
+            for (offset, event) in events.iter().enumerate() {
+                insert_bare(&tx, baseline_owner, first + offset, event)?;
+            }
+            tx.commit()?;
+            Ok(())
+        })?;
     anyhow::ensure!(
         store.use_count(
             store
                 .owner_by_name("bench-owner")?
                 .context("bench owner vanished")?
                 .id
-        )? == lines.len() as i64,
+        )? == work.lines.len() as i64,
         "not every use was stored in write groups"
     );
-    let per_second = |spent: Duration| lines.len() as f64 / spent.as_secs_f64();
-    Ok(Batched {
-        mindrune: per_second(mindrune),
-        bare: per_second(bare),
-    })
+    Ok(Batched { mindrune, bare })
 }

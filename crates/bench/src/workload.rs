@@ -165,6 +165,37 @@ pub(crate) fn bare_call(event: &mindrune_core::avatars::event::Event) -> &str {
 /// The `xp` column of a bare baseline's row.
 pub(crate) const BARE_XP: &str = "{\"Woodcutting\":250.0}";
 
+/// Records the workload's lines `batch` per write group (`Recorder::record_lines_together`)
+/// beside `bare(first, events)` inserting the same rows `batch` a transaction, a group of each
+/// in turn, so whatever else the machine does slows both alike (run one after the other, the
+/// two rates moved a fifth apart between runs on an idle machine). Returns uses per second and
+/// rows per second.
+pub(crate) fn alternate_groups(
+    work: &Workload,
+    recorder: &mindrune_engine::Recorder<'_>,
+    batch: usize,
+    mut bare: impl FnMut(usize, &[mindrune_core::avatars::event::Event]) -> anyhow::Result<()>,
+) -> anyhow::Result<(f64, f64)> {
+    let lines: Vec<&str> = work.lines.iter().map(String::as_str).collect();
+    let (mut mindrune, mut bare_time) = (Duration::ZERO, Duration::ZERO);
+    for (index, (chunk, events)) in lines
+        .chunks(batch)
+        .zip(work.events.chunks(batch))
+        .enumerate()
+    {
+        let began = Instant::now();
+        for result in recorder.record_lines_together(chunk) {
+            result?;
+        }
+        mindrune += began.elapsed();
+        let began = Instant::now();
+        bare(index * batch, events)?;
+        bare_time += began.elapsed();
+    }
+    let per_second = |spent: Duration| lines.len() as f64 / spent.as_secs_f64();
+    Ok((per_second(mindrune), per_second(bare_time)))
+}
+
 /// Times `mindrune(i)` and `bare(i)` for every use `i`, in alternating blocks, so whatever else
 /// the machine does slows both alike. Returns their figures, MindRune's first.
 pub(crate) fn alternate(

@@ -782,6 +782,11 @@ pub trait Store: Send + Sync {
         let _ = owners;
         work()
     }
+    /// Whether [`Store::expect_uses`] does anything, so a caller with nothing else to gain
+    /// skips working out what to tell it.
+    fn expects_uses(&self) -> bool {
+        false
+    }
     /// Inside a write group: what a batch is about to record for `owner`'s family, as far as
     /// the caller knows it: its uses' event ids, and the versions they run. A backend that pays
     /// a round trip for each look-up reads them together (PostgreSQL: one query for the event

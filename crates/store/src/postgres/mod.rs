@@ -855,6 +855,10 @@ impl Store for PgStore {
         self.run_group(owners, work)
     }
 
+    fn expects_uses(&self) -> bool {
+        true
+    }
+
     fn expect_uses(
         &self,
         owner: OwnerId,

@@ -75,6 +75,9 @@ impl Recorder<'_> {
         &self,
         events: impl Iterator<Item = (&'e Event, Option<&'e dyn AgentFiles>)>,
     ) -> Result<(), StoreError> {
+        if !self.store.expects_uses() {
+            return Ok(());
+        }
         let mut by_family: Vec<(OwnerId, Vec<&str>, Vec<VersionId>)> = Vec::new();
         for (event, files) in events {
             let Ok(agent) = self.agent(&event.agent) else {

@@ -8,6 +8,11 @@
 //! inline code beside scripts, two avatars, and groups cut anywhere. The server's path is held
 //! to it too: batches recorded together with their outputs prepared before the group
 //! (`Recorder::prepare`, on the request's thread there).
+//!
+//! Every case runs on both backends: SQLite, and PostgreSQL (the database at
+//! `MINDRUNE_TEST_DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/test`, each library
+//! in a schema of its own, dropped after), whose groups keep their uses and rescores waiting in
+//! memory and look a batch's event ids and versions up together.
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +20,7 @@ use mindrune_core::avatars::event::{Event, parse_line};
 use mindrune_engine::Recorder;
 use mindrune_engine::avatars::ingest::{GroupedEvent, PreparedOutput};
 use mindrune_engine::workspace::{AgentFiles, LocalFiles};
-use mindrune_store::{SqliteStore, Store};
+use mindrune_store::{PgStore, SqliteStore, Store};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 
@@ -104,8 +109,65 @@ fn event_line(line: &Line, outputs: &[String]) -> String {
     event.to_string()
 }
 
-fn library(dir: &Path, name: &str, workspace: &Path) -> SqliteStore {
-    let store = SqliteStore::open(&dir.join(name)).unwrap();
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// A library of the case's family; a PostgreSQL one drops its schema when dropped.
+enum Library {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+impl std::ops::Deref for Library {
+    type Target = dyn Store;
+
+    fn deref(&self) -> &(dyn Store + 'static) {
+        match self {
+            Library::Sqlite(store) => store,
+            Library::Postgres(store) => store,
+        }
+    }
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        if let Library::Postgres(store) = self
+            && let Err(err) = store.drop_schema()
+        {
+            eprintln!("could not drop a test schema: {err}");
+        }
+    }
+}
+
+fn open(backend: Backend, dir: &Path, name: &str) -> Library {
+    match backend {
+        Backend::Sqlite => Library::Sqlite(SqliteStore::open(&dir.join(name)).unwrap()),
+        Backend::Postgres => {
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let url = std::env::var("MINDRUNE_TEST_DATABASE_URL")
+                .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".into());
+            let schema = format!(
+                "record_together_{}_{}",
+                std::process::id(),
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            );
+            Library::Postgres(
+                PgStore::open_in_schema(&url, &schema).unwrap_or_else(|err| {
+                    panic!(
+                        "this test needs PostgreSQL at {url} (trust auth, or set \
+                     MINDRUNE_TEST_DATABASE_URL): {err}"
+                    )
+                }),
+            )
+        }
+    }
+}
+
+fn library(backend: Backend, dir: &Path, name: &str, workspace: &Path) -> Library {
+    let store = open(backend, dir, name);
     let owner = store
         .create_owner("family", "mr_test_key_0123456789", 0)
         .unwrap();
@@ -135,7 +197,7 @@ fn workspace(dir: &Path) -> PathBuf {
 
 /// What a library holds for the comparison: each avatar's outputs newest first, and every
 /// version's runs and score.
-fn held(store: &SqliteStore) -> Vec<String> {
+fn held(store: &dyn Store) -> Vec<String> {
     let owner = store.owner_by_name("family").unwrap().unwrap();
     let mut held = Vec::new();
     for agent in store.agents(owner.id).unwrap() {
@@ -189,12 +251,24 @@ fn without_clock(answer: String) -> String {
 }
 
 fn check(lines: &[Line], cuts: &[usize], outputs: &[String]) -> Result<(), TestCaseError> {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        check_on(backend, lines, cuts, outputs)?;
+    }
+    Ok(())
+}
+
+fn check_on(
+    backend: Backend,
+    lines: &[Line],
+    cuts: &[usize],
+    outputs: &[String],
+) -> Result<(), TestCaseError> {
     let dir = tempfile::tempdir().unwrap();
     let workspace = workspace(dir.path());
     let texts: Vec<String> = lines.iter().map(|l| event_line(l, outputs)).collect();
 
-    let alone = library(dir.path(), "alone.db", &workspace);
-    let recorder = Recorder::new(&alone);
+    let alone = library(backend, dir.path(), "alone.db", &workspace);
+    let recorder = Recorder::new(&*alone);
     let answers_alone: Vec<String> = texts
         .iter()
         .map(|text| without_clock(format!("{:?}", recorder.record_line(text))))
@@ -212,8 +286,8 @@ fn check(lines: &[Line], cuts: &[usize], outputs: &[String]) -> Result<(), TestC
         }
     }
 
-    let together = library(dir.path(), "together.db", &workspace);
-    let recorder = Recorder::new(&together);
+    let together = library(backend, dir.path(), "together.db", &workspace);
+    let recorder = Recorder::new(&*together);
     let mut answers_together = Vec::new();
     for group in &groups {
         let lines: Vec<&str> = texts[group.clone()].iter().map(String::as_str).collect();
@@ -224,12 +298,12 @@ fn check(lines: &[Line], cuts: &[usize], outputs: &[String]) -> Result<(), TestC
                 .map(|answer| without_clock(format!("{answer:?}"))),
         );
     }
-    prop_assert_eq!(&answers_together, &answers_alone);
-    prop_assert_eq!(held(&together), held(&alone));
+    prop_assert_eq!(&answers_together, &answers_alone, "on {:?}", backend);
+    prop_assert_eq!(held(&*together), held(&*alone), "on {:?}", backend);
 
     // As the server records: each event its own batch, its output prepared before the group.
-    let prepared_store = library(dir.path(), "prepared.db", &workspace);
-    let recorder = Recorder::new(&prepared_store);
+    let prepared_store = library(backend, dir.path(), "prepared.db", &workspace);
+    let recorder = Recorder::new(&*prepared_store);
     let owner = prepared_store.owner_by_name("family").unwrap().unwrap();
     let files = LocalFiles(&workspace);
     let mut answers_prepared = Vec::new();
@@ -256,8 +330,8 @@ fn check(lines: &[Line], cuts: &[usize], outputs: &[String]) -> Result<(), TestC
             answers_prepared.push(without_clock(format!("{:?}", answer.remove(0))));
         }
     }
-    prop_assert_eq!(answers_prepared, answers_alone);
-    prop_assert_eq!(held(&prepared_store), held(&alone));
+    prop_assert_eq!(answers_prepared, answers_alone, "on {:?}", backend);
+    prop_assert_eq!(held(&*prepared_store), held(&*alone), "on {:?}", backend);
     Ok(())
 }
 

@@ -176,9 +176,6 @@ fn checked_schema(schema: &str) -> Result<&str> {
     }
 }
 
-/// What [`PgStore::read_one`] gives [`PgStore::transaction`] to begin with: nothing.
-const ONE_STATEMENT: &str = "";
-
 /// The library in a PostgreSQL database (or one schema of it).
 pub struct PgStore {
     pool: Pool,
@@ -237,6 +234,19 @@ impl Group {
         Ok(value)
     }
 
+    /// A look-up that needs nothing written first, outside any savepoint: when it fails, the
+    /// transaction is unusable and the group is lost.
+    fn look_up(
+        &mut self,
+        sql: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> PgResult<Vec<postgres::Row>> {
+        self.conn.query_as_is(sql, params).map_err(|err| {
+            self.writes.lost = true;
+            err.into()
+        })
+    }
+
     /// Reads the rows and score windows of those of `versions` the group has not used yet, in
     /// one query, and keeps them as the group keeps a window its last use left: a use of one of
     /// them then reads neither (see [`Group::windows`]).
@@ -253,18 +263,10 @@ impl Group {
         if unknown.is_empty() {
             return Ok(());
         }
-        let rows = self.conn.query_as_is(
+        let rows = self.look_up(
             &records::VERSIONS_WITH_WINDOWS,
             &[&owner.0, &unknown, &(score::WINDOW as i64)],
-        );
-        let rows = match rows {
-            Ok(rows) => rows,
-            Err(err) => {
-                // Outside any savepoint: the transaction is unusable now.
-                self.writes.lost = true;
-                return Err(err.into());
-            }
-        };
+        )?;
         for (version, row, samples) in records::versions_with_windows(&rows)? {
             let window = rules::KnownWindow::unmeasured(row, samples);
             self.windows.insert(version, (window, self.epoch));
@@ -283,18 +285,10 @@ impl Group {
         if unknown.is_empty() {
             return Ok(());
         }
-        let rows = self.conn.query_as_is(
+        let rows = self.look_up(
             "SELECT event_id FROM uses WHERE owner_id = $1 AND event_id = ANY($2)",
             &[&owner.0, &unknown],
-        );
-        let rows = match rows {
-            Ok(rows) => rows,
-            Err(err) => {
-                // Outside any savepoint: the transaction is unusable now.
-                self.writes.lost = true;
-                return Err(err.into());
-            }
-        };
+        )?;
         let stored: HashSet<String> = rows
             .iter()
             .map(|row| rows::col::<String>(row, 0))
@@ -422,7 +416,7 @@ impl PgStore {
             "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({})",
             owner.0
         );
-        self.transaction(Scope::Family(owner), &begin, work)
+        self.transaction(Scope::Family(owner), Some(&begin), work)
     }
 
     /// Runs one write that is not a family's (owners, tokens, the vocabulary); `lock`, when
@@ -438,14 +432,14 @@ impl PgStore {
             ),
             None => "BEGIN ISOLATION LEVEL READ COMMITTED".to_string(),
         };
-        self.transaction(Scope::Global, &begin, work)
+        self.transaction(Scope::Global, Some(&begin), work)
     }
 
     /// Runs a read: one snapshot for all its statements.
     pub(crate) fn read<T>(&self, work: impl FnMut(&mut Tx<'_>) -> PgResult<T>) -> Result<T> {
         self.transaction(
             Scope::Read,
-            "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+            Some("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
             work,
         )
     }
@@ -454,13 +448,15 @@ impl PgStore {
     /// transaction, its statement being one snapshot; inside the thread's write group it joins
     /// the group, as every read does.
     pub(crate) fn read_one<T>(&self, work: impl FnMut(&mut Tx<'_>) -> PgResult<T>) -> Result<T> {
-        self.transaction(Scope::Read, ONE_STATEMENT, work)
+        self.transaction(Scope::Read, None, work)
     }
 
+    /// Runs `work` in the thread's write group when `scope` joins it, else in a transaction
+    /// begun with `begin` (`None`: no transaction, for a read of one statement).
     fn transaction<T>(
         &self,
         scope: Scope,
-        begin: &str,
+        begin: Option<&str>,
         mut work: impl FnMut(&mut Tx<'_>) -> PgResult<T>,
     ) -> Result<T> {
         if let Some(mut group) = self.take_group(scope) {
@@ -477,14 +473,15 @@ impl PgStore {
         loop {
             let mut began = false;
             let outcome = (|| -> PgResult<T> {
-                let mut tx = if begin == ONE_STATEMENT {
+                let mut tx = match begin {
+                    Some(begin) => {
+                        let tx = conn.begin(begin)?;
+                        began = true;
+                        tx
+                    }
                     // A read of one statement that met a closed connection did nothing on it:
                     // a fresh one takes it, as a transaction that did not begin.
-                    conn.one_statement()
-                } else {
-                    let tx = conn.begin(begin)?;
-                    began = true;
-                    tx
+                    None => conn.one_statement(),
                 };
                 let value = work(&mut tx)?;
                 tx.commit()?;
@@ -804,8 +801,6 @@ impl Store for PgStore {
 
     fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
         let Some(mut group) = self.take_group(Scope::Family(owner)) else {
-            // On its own, every use reads its version's row and window from what is committed:
-            // another server may have recorded a use of it since.
             // On its own, every use reads its version's row from what is committed (another
             // server may have recorded a use of it since), and takes the window this process
             // kept only when the row's use count says nothing was recorded since.
@@ -819,9 +814,9 @@ impl Store for PgStore {
             }
             return Ok(recorded);
         };
-        // Inside a write group, the group's last use of the version left its window (and row)
-        // as the table holds them (see `Group::windows`): grouped uses of one script read
-        // neither again (two round trips of the six a grouped use took).
+        // Inside a write group, the group's last use of the version (or the batch's look-up,
+        // `expect_uses`) left its window and row as the table holds them (see `Group::windows`):
+        // the use reads neither again; else it takes the window this process kept.
         let version = new_use.version.0;
         let epoch = group.epoch;
         let known = match group.windows.remove(&version) {

@@ -545,6 +545,54 @@ fn rate_from(sum_result: f64, sum_minutes: f64, count: usize) -> f64 {
 }
 
 /// The minutes of a use.
+/// How many steps a power of two is cut into by [`freshness_power`]'s table.
+const POWER_STEPS_PER_DOUBLING: usize = 256;
+
+/// 2^(j/256) for j in 0..256: the steps [`freshness_power`] scales.
+static POWER_STEPS: std::sync::LazyLock<[f64; POWER_STEPS_PER_DOUBLING]> =
+    std::sync::LazyLock::new(|| {
+        std::array::from_fn(|j| (j as f64 / POWER_STEPS_PER_DOUBLING as f64).exp2())
+    });
+
+/// 2^x for a freshness weight (x ≤ 0 there), within two units in the last place of `f64::exp2`
+/// (a property test holds it to that); 0 below 2^−1020, where a weight is nothing beside the
+/// prior's.
+///
+/// Written here rather than called: a score takes up to 200 powers, and the C library's `exp2`
+/// (a call each, with its checks for every kind of argument) was a thirteenth of recording a
+/// use in a write group (`bench record`). This is the usual reduction, inlined: x = k/256 + r
+/// with |r| ≤ 1/512, so 2^x = 2^⌊k/256⌋ · 2^((k mod 256)/256) · e^(r·ln 2), the middle factor
+/// from a table and the last from its Taylor series to the fourth power (its first left-out
+/// term is below 4·10⁻¹⁷), summed in two halves so that a window's powers overlap, and added
+/// to the step as a small product so that it rounds once. Every face
+/// scores through this one function, so a score is still the same to the last bit wherever it
+/// is computed.
+#[inline]
+fn freshness_power(steps: &[f64; POWER_STEPS_PER_DOUBLING], x: f64) -> f64 {
+    // Adding 1.5·2^52 rounds to a whole number of steps, which land in the low bits.
+    const ROUND: f64 = 6_755_399_441_055_744.0;
+    const STEPS: f64 = POWER_STEPS_PER_DOUBLING as f64;
+    if !(-1020.0..=1020.0).contains(&x) {
+        return if x.is_nan() {
+            x
+        } else if x > 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+    }
+    let shifted = x * STEPS + ROUND;
+    let k = shifted.to_bits() as i64 as i32;
+    let r = x - (shifted - ROUND) / STEPS;
+    let t = r * std::f64::consts::LN_2;
+    let t2 = t * t;
+    // The series less its 1, so the step is added to its small product, rounded once.
+    let above_one = t + t2 * ((1.0 / 2.0 + t * (1.0 / 6.0)) + t2 * (1.0 / 24.0));
+    let step = steps[(k & 255) as usize];
+    let whole = f64::from_bits((((k >> 8) + 1023) as u64) << 52);
+    whole * (step + step * above_one)
+}
+
 fn minutes(u: &UseSample) -> f64 {
     u.duration_ms as f64 / MS_PER_MINUTE
 }
@@ -634,6 +682,7 @@ fn score_by<'w>(
     }
     let now = uses[0].at as f64;
 
+    let steps = &*POWER_STEPS;
     // One pass gathers every sum, so the score allocates nothing.
     let mut successes = 0usize;
     let (mut sum_result, mut sum_minutes) = (0.0f64, 0.0f64);
@@ -665,9 +714,12 @@ fn score_by<'w>(
         // Timestamps go through f64 so that extreme values cannot overflow the subtraction.
         let age_days = ((now - u.at as f64) / SECONDS_PER_DAY).max(0.0);
         let newer = i as f64;
-        // 2^(−age/7) × 2^(−newer/20), written as one power because exp2 is the loop's
-        // costliest call.
-        let w = (-age_days / FRESHNESS_HALF_LIFE_DAYS - newer / FRESHNESS_HALF_LIFE_USES).exp2();
+        // 2^(−age/7) × 2^(−newer/20), written as one power because a power is the loop's
+        // costliest step.
+        let w = freshness_power(
+            steps,
+            -age_days / FRESHNESS_HALF_LIFE_DAYS - newer / FRESHNESS_HALF_LIFE_USES,
+        );
         fresh_weight += w;
         if u.ok {
             fresh_weighted_ok += w;
@@ -1247,6 +1299,44 @@ mod tests {
                 Just(Measure::Goal),
                 Just(Measure::Nothing),
             ]
+        }
+
+        /// Units in the last place between `a` and `b` (both positive and finite).
+        fn ulps(a: f64, b: f64) -> u64 {
+            a.to_bits().abs_diff(b.to_bits())
+        }
+
+        proptest! {
+            #[test]
+            fn a_freshness_power_is_within_two_ulps_of_exp2(x in -1020.0..=20.0f64) {
+                let (power, exact) = (freshness_power(&POWER_STEPS, x), x.exp2());
+                prop_assert!(ulps(power, exact) <= 2, "2^{x}: {power} against {exact}");
+            }
+
+            #[test]
+            fn the_weights_a_window_takes_are_within_two_ulps_of_exp2(
+                age_days in 0.0..3650.0f64,
+                newer in 0usize..WINDOW,
+            ) {
+                let x = -age_days / FRESHNESS_HALF_LIFE_DAYS
+                    - newer as f64 / FRESHNESS_HALF_LIFE_USES;
+                let (power, exact) = (freshness_power(&POWER_STEPS, x), x.exp2());
+                prop_assert!(ulps(power, exact) <= 2, "2^{x}: {power} against {exact}");
+            }
+        }
+
+        #[test]
+        fn a_freshness_power_past_its_range_is_zero_infinity_or_nan() {
+            for (x, expected) in [
+                (-1020.5, 0.0),
+                (f64::NEG_INFINITY, 0.0),
+                (2000.0, f64::INFINITY),
+            ] {
+                assert_eq!(freshness_power(&POWER_STEPS, x), expected);
+            }
+            assert!(freshness_power(&POWER_STEPS, f64::NAN).is_nan());
+            assert_eq!(freshness_power(&POWER_STEPS, 0.0), 1.0);
+            assert_eq!(freshness_power(&POWER_STEPS, -1.0), 0.5);
         }
 
         fn peer() -> impl Strategy<Value = Option<f64>> {

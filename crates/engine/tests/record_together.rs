@@ -117,7 +117,7 @@ enum Backend {
 
 /// A library of the case's family; a PostgreSQL one drops its schema when dropped.
 enum Library {
-    Sqlite(SqliteStore),
+    Sqlite(Box<SqliteStore>),
     Postgres(PgStore),
 }
 
@@ -126,7 +126,7 @@ impl std::ops::Deref for Library {
 
     fn deref(&self) -> &(dyn Store + 'static) {
         match self {
-            Library::Sqlite(store) => store,
+            Library::Sqlite(store) => &**store,
             Library::Postgres(store) => store,
         }
     }
@@ -144,7 +144,7 @@ impl Drop for Library {
 
 fn open(backend: Backend, dir: &Path, name: &str) -> Library {
     match backend {
-        Backend::Sqlite => Library::Sqlite(SqliteStore::open(&dir.join(name)).unwrap()),
+        Backend::Sqlite => Library::Sqlite(Box::new(SqliteStore::open(&dir.join(name)).unwrap())),
         Backend::Postgres => {
             static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
             let url = std::env::var("MINDRUNE_TEST_DATABASE_URL")

@@ -773,7 +773,8 @@ pub trait Store: Send + Sync {
     /// writes for the cost of one commit (a runner's batch, or several requests' batches at
     /// once). `owners` are the families written for (PostgreSQL takes their locks, in order, for
     /// the whole group; a write for another family runs on its own). Each write inside still
-    /// succeeds or fails by itself (a savepoint), so a refused write leaves the others; none is
+    /// succeeds or fails by itself (a savepoint, or nothing written before it is known to stand),
+    /// so a refused write leaves the others; none is
     /// durable before this returns `Ok`, so nothing may be acknowledged before. Inside a group
     /// the thread's reads see the group's writes. A group inside a group joins it.
     ///

@@ -73,6 +73,11 @@ impl VersionWrites {
         self.waiting.contains_key(&version)
     }
 
+    /// `version`'s rescores, taken out.
+    pub(crate) fn take(&mut self, version: i64) -> Option<Waiting> {
+        self.waiting.remove(&version)
+    }
+
     /// The version with the lowest id and its rescores, taken out.
     pub(crate) fn pop_first(&mut self) -> Option<(i64, Waiting)> {
         self.waiting.pop_first()

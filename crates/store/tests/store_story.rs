@@ -32,8 +32,10 @@ support::on_every_backend! {
     a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them,
     // The library itself.
     two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window,
+    two_handles_write_groups_in_turn_each_see_the_other_s_uses,
     uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time,
     a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing,
+    a_group_reads_its_own_uses_and_knows_their_event_ids_before_they_are_written,
     another_thread_never_sees_a_group_s_writes_before_its_commit,
     a_library_from_a_newer_mindrune_is_refused_with_a_clear_error,
     // Family sharing.
@@ -547,6 +549,63 @@ fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window(backend: Bac
     library.assert_integrity_ok();
 }
 
+/// A write group keeps the versions' rows its uses left for the next group of its handle; a
+/// group of another handle in between must make the next one read them again.
+fn two_handles_write_groups_in_turn_each_see_the_other_s_uses(backend: Backend) {
+    let library = backend.open();
+    let other_handle = library.open_again().unwrap();
+    let (a, b): (&dyn Store, &dyn Store) = (&*library, &*other_handle);
+    let owner = a.create_owner("ada", "k", 0).unwrap().id;
+    let buzz = a.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
+    let v1 = a
+        .match_script(owner, &snapshot(buzz, "buzz", "chop", "a();"), 1)
+        .unwrap()
+        .version;
+    let single = backend.open();
+    let owner2 = single.create_owner("ada", "k", 0).unwrap().id;
+    let buzz2 = single.create_agent(owner2, "buzz", "/ws", 0).unwrap().id;
+    let w1 = single
+        .match_script(owner2, &snapshot(buzz2, "buzz", "chop", "a();"), 1)
+        .unwrap()
+        .version;
+    // a, a, b, a, b, b, a: each handle's group follows its own group and the other's.
+    for (group, store) in [a, a, b, a, b, b, a].into_iter().enumerate() {
+        let mut answers = Vec::new();
+        store
+            .write_group(&[owner], &mut || {
+                for i in 0..3 {
+                    let mut run = clean_run(v1.id, buzz, 100 + (group * 3 + i) as i64);
+                    run.outcome.ok = (group + i) % 3 != 0;
+                    answers.push(store.record_use(owner, &run)?);
+                }
+                Ok(())
+            })
+            .unwrap();
+        for (i, answer) in answers.iter().enumerate() {
+            let mut run = clean_run(w1.id, buzz2, 100 + (group * 3 + i) as i64);
+            run.outcome.ok = (group + i) % 3 != 0;
+            let expected = single.record_use(owner2, &run).unwrap();
+            assert_eq!(
+                (answer.version.uses, answer.version.ok),
+                (expected.version.uses, expected.version.ok),
+                "group {group}, use {i}"
+            );
+            assert_eq!(
+                answer.version.score.to_bits(),
+                expected.version.score.to_bits(),
+                "group {group}, use {i}"
+            );
+        }
+    }
+    let (version, expected) = (
+        b.version(owner, v1.id).unwrap(),
+        single.version(owner2, w1.id).unwrap(),
+    );
+    assert_eq!((version.uses, version.ok), (expected.uses, expected.ok));
+    assert_eq!(version.score.to_bits(), expected.score.to_bits());
+    library.assert_integrity_ok();
+}
+
 /// Runs of two scripts (one headed, so it is shared mid-way) with mixed outcomes and a retried
 /// event among them, recorded in groups of seven (and across two families in one group) must
 /// answer and store exactly what recording them one at a time does.
@@ -722,6 +781,52 @@ fn a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing(backend: B
     failing.outcome.ok = false;
     let after = f.store.record_use(f.owner, &failing).unwrap();
     assert_eq!((after.version.uses, after.version.ok), (3, 2));
+    assert!(f.store.audit(f.owner).unwrap().is_empty());
+    f.store.assert_integrity_ok();
+}
+
+/// A group's uses may wait in memory until something needs them (see the backends'
+/// `group_writes`): whatever the group's own thread reads of uses meanwhile must hold them.
+fn a_group_reads_its_own_uses_and_knows_their_event_ids_before_they_are_written(backend: Backend) {
+    let f = family(backend);
+    let v1 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
+        .unwrap()
+        .version
+        .id;
+    let with_output = |at_s: i64, event: &str| {
+        let mut run = clean_run(v1, f.buzz, at_s);
+        run.output = Some(format!("output at {at_s}"));
+        run.event_id = Some(event.into());
+        run
+    };
+    f.store
+        .write_group(&[f.owner], &mut || {
+            let first = f.store.record_use(f.owner, &with_output(100, "e1"))?;
+            assert!(first.added);
+            assert_eq!(
+                f.store.newest_output_at(f.owner, f.buzz)?,
+                Some(100_000),
+                "the newest output is the group's own"
+            );
+            let second = f.store.record_use(f.owner, &with_output(110, "e2"))?;
+            // The same event again, and again after the uses were written for a read.
+            let retried = f.store.record_use(f.owner, &with_output(110, "e2"))?;
+            assert!(second.added && !retried.added);
+            assert_eq!(retried.version.uses, 2);
+            assert_eq!(
+                f.store.recent_outputs(f.owner, f.buzz, 200_000, 5)?,
+                ["output at 110", "output at 100"]
+            );
+            assert!(!f.store.record_use(f.owner, &with_output(100, "e1"))?.added);
+            assert_eq!(f.store.use_count(f.owner)?, 2);
+            Ok(())
+        })
+        .unwrap();
+    let version = f.store.version(f.owner, v1).unwrap();
+    assert_eq!((version.uses, version.ok), (2, 2));
+    assert_eq!(f.store.use_count(f.owner).unwrap(), 2);
     assert!(f.store.audit(f.owner).unwrap().is_empty());
     f.store.assert_integrity_ok();
 }

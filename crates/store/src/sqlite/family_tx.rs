@@ -1,11 +1,12 @@
 //! SQLite's steps for the store's rules (`crate::rules`): one statement each, in SQLite's SQL.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 
 use mindrune_core::score::{self, UseSample};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::db_err;
+use super::group_writes::{self, GroupWaiting};
 use super::rows::{agent_from, skill_from, snippet_from, version_from};
 use super::version_writes;
 use crate::common::{
@@ -16,7 +17,6 @@ use crate::rules::{
     FamilyTx, NewLessonRow, NewVersion, Rescore, ShareCandidate, SharingEvent, SkillForChange,
     UseInsert, VersionRow,
 };
-use crate::version_writes::VersionWrites;
 use crate::{
     Agent, AgentId, Millis, NewSnippetUse, NewUse, OwnerId, Result, Skill, SkillHeader, SkillId,
     Snippet, StoreError, Version, VersionId,
@@ -25,20 +25,23 @@ use crate::{
 /// A transaction (or, for the audit, the connection itself) on the library's connection.
 pub(crate) struct SqliteTx<'a> {
     raw: &'a Connection,
-    /// Inside a write group, the rescores of versions waiting to be written (see
-    /// [`super::version_writes`]).
+    /// Inside a write group, what waits to be written (see [`super::group_writes`]).
     deferred: Option<Deferred<'a>>,
 }
 
-/// What one write of a write group does with the group's waiting rescores.
+/// What one write of a write group does with the group's waiting writes.
 struct Deferred<'a> {
     /// The group's, from its earlier writes.
-    group: &'a mut VersionWrites,
+    group: &'a mut GroupWaiting,
+    /// The agents the group found to be their family's (an insert's check, once a group).
+    agents: &'a mut HashSet<(i64, i64)>,
     /// This write's own: the group's once the write is kept.
-    own: VersionWrites,
-    /// The group's that this write wrote to their rows: waiting again if the write's savepoint
-    /// rolls back (and its statements with it).
-    written: VersionWrites,
+    own: GroupWaiting,
+    /// Whether this write's savepoint was begun (before its first statement that needs what
+    /// waits).
+    savepoint: bool,
+    /// A write of the group's waiting writes failed: the group's transaction holds part of them.
+    lost: Option<StoreError>,
 }
 
 impl<'a> SqliteTx<'a> {
@@ -50,45 +53,175 @@ impl<'a> SqliteTx<'a> {
         }
     }
 
-    /// One write of a write group, in its own savepoint: its rescores wait with the group's
-    /// (`group`), and any other statement writes them first. End it with
-    /// [`SqliteTx::settle`].
-    pub(super) fn in_group(conn: &'a Connection, group: &'a mut VersionWrites) -> SqliteTx<'a> {
+    /// One write of a write group: its uses and rescores wait with the group's (`group`), and
+    /// it begins its own savepoint before any other statement, so that it succeeds or fails on
+    /// its own. End it with [`SqliteTx::finish`].
+    pub(super) fn in_group(
+        conn: &'a Connection,
+        group: &'a mut GroupWaiting,
+        agents: &'a mut HashSet<(i64, i64)>,
+    ) -> SqliteTx<'a> {
         SqliteTx {
             raw: conn,
             deferred: Some(Deferred {
                 group,
-                own: VersionWrites::default(),
-                written: VersionWrites::default(),
+                agents,
+                own: GroupWaiting::default(),
+                savepoint: false,
+                lost: None,
             }),
         }
     }
 
-    /// Ends a write of a write group: when it is `kept`, its rescores join the group's; when
-    /// its savepoint rolled back, the group's it wrote wait again.
-    pub(super) fn settle(self, kept: bool) {
-        if let Some(Deferred {
-            group,
-            own,
-            written,
-        }) = self.deferred
-        {
-            if kept {
-                group.append(own);
-            } else {
-                group.append(written);
+    /// Ends a write with its work's `outcome`: inside a write group, its savepoint (if it
+    /// began one) is released or rolled back, and its waiting writes join the group's when it
+    /// is kept. Also answers the error that lost the group, if one did.
+    pub(super) fn finish<T>(mut self, outcome: Result<T>) -> (Result<T>, Option<StoreError>) {
+        let Some(mut deferred) = self.deferred.take() else {
+            return (outcome, None);
+        };
+        let outcome = match outcome {
+            Ok(value) if deferred.savepoint => self.end_savepoint(true).map(|()| value),
+            outcome => outcome,
+        };
+        if outcome.is_ok() {
+            deferred.group.append(std::mem::take(&mut deferred.own));
+        } else if deferred.savepoint {
+            let _ = self.end_savepoint(false);
+        }
+        (outcome, deferred.lost)
+    }
+
+    /// Releases this write's savepoint (`keep`), or rolls it back and ends it. Prepared once
+    /// per connection (rusqlite's `Savepoint` formats and parses them on every write).
+    fn end_savepoint(&self, keep: bool) -> Result<()> {
+        if !keep && self.raw.is_autocommit() {
+            // SQLite rolled the whole transaction back by itself (a full disk): there is no
+            // savepoint left to roll back to.
+            return Ok(());
+        }
+        let statements: &[&str] = if keep {
+            &["RELEASE group_write"]
+        } else {
+            &["ROLLBACK TO group_write", "RELEASE group_write"]
+        };
+        for sql in statements {
+            self.raw
+                .prepare_cached(sql)
+                .and_then(|mut statement| statement.execute([]))
+                .map_err(db_err)?;
+        }
+        Ok(())
+    }
+
+    /// Runs one write of the group's waiting writes outside this write's savepoint (none is
+    /// begun yet); its failure loses the group.
+    fn write_for_group(
+        deferred: &mut Deferred<'_>,
+        write: impl FnOnce(&mut GroupWaiting) -> Result<()>,
+    ) -> Result<()> {
+        debug_assert!(!deferred.savepoint);
+        write(deferred.group).inspect_err(|err| {
+            deferred.lost.get_or_insert_with(|| err.clone());
+        })
+    }
+
+    /// The connection, for a statement that may read (or change) what waits: the group's
+    /// waiting writes are written first, outside this write's savepoint, then the savepoint
+    /// begins, then this write's own waiting writes are written in it.
+    pub(super) fn conn(&mut self) -> Result<&'a Connection> {
+        let raw = self.raw;
+        if let Some(deferred) = &mut self.deferred {
+            if !deferred.savepoint {
+                Self::write_for_group(deferred, |group| group.write(raw))?;
+                raw.prepare_cached("SAVEPOINT group_write")
+                    .and_then(|mut begin| begin.execute([]))
+                    .map_err(db_err)?;
+                deferred.savepoint = true;
             }
+            deferred.own.write(raw)?;
+        }
+        Ok(raw)
+    }
+
+    /// The connection, for a statement that reads `version`'s row and no other version's: only
+    /// that version's waiting rescores are written first. A write group's first use of each
+    /// script reads its row, and writing every waiting rescore there wrote most rows twice a
+    /// group (`bench record` in groups of 100: 39.5 row writes a group for 20 scripts).
+    fn conn_for_version(&mut self, version: VersionId) -> Result<&'a Connection> {
+        let raw = self.raw;
+        match &mut self.deferred {
+            Some(deferred) if deferred.own.versions.has(version.0) => self.conn(),
+            // Once the savepoint began the group's waiting writes are all written.
+            Some(deferred) if !deferred.savepoint => {
+                Self::write_for_group(deferred, |group| {
+                    version_writes::write_version(&mut group.versions, version.0, raw)
+                })?;
+                Ok(raw)
+            }
+            _ => Ok(raw),
         }
     }
 
-    /// The connection, for a statement that may read (or change) what a waiting rescore
-    /// changes: they are written first.
-    pub(super) fn conn(&mut self) -> Result<&'a Connection> {
-        if let Some(deferred) = &mut self.deferred {
-            version_writes::write(deferred.group, self.raw, Some(&mut deferred.written))?;
-            version_writes::write(&mut deferred.own, self.raw, None)?;
+    /// The connection, for a read of versions' rows (and skills, tags and owners), not uses:
+    /// every waiting rescore is written first, and no savepoint is begun for it. A use's peer
+    /// look-up comes after its insert waits, and beginning its write's savepoint there cost
+    /// the use a savepoint and its insert's page copies after all.
+    fn conn_for_versions(&mut self) -> Result<&'a Connection> {
+        let raw = self.raw;
+        match &mut self.deferred {
+            Some(deferred) if !deferred.own.versions.is_empty() => self.conn(),
+            Some(deferred) if !deferred.savepoint => {
+                Self::write_for_group(deferred, |group| {
+                    version_writes::write(&mut group.versions, raw)
+                })?;
+                Ok(raw)
+            }
+            _ => Ok(raw),
         }
-        Ok(self.raw)
+    }
+
+    /// The connection, for a statement that reads uses: the waiting ones are inserted first.
+    fn conn_for_uses(&mut self) -> Result<&'a Connection> {
+        let raw = self.raw;
+        match &mut self.deferred {
+            Some(deferred) if deferred.own.has_uses() => self.conn(),
+            Some(deferred) if !deferred.savepoint => {
+                Self::write_for_group(deferred, |group| group.write_uses(raw))?;
+                Ok(raw)
+            }
+            _ => Ok(raw),
+        }
+    }
+
+    /// Inside a write group, whether `agent` is `owner`'s, asked once a group.
+    fn known_agent(&mut self, owner: OwnerId, agent: AgentId) -> Result<bool> {
+        let Some(deferred) = &mut self.deferred else {
+            return Ok(true);
+        };
+        if deferred.agents.contains(&(owner.0, agent.0)) {
+            return Ok(true);
+        }
+        let found = self
+            .raw
+            .prepare_cached("SELECT 1 FROM agents WHERE owner_id = ?1 AND agent_id = ?2")
+            .map_err(db_err)?
+            .exists(params![owner.0, agent.0])
+            .map_err(db_err)?;
+        if found {
+            deferred.agents.insert((owner.0, agent.0));
+        }
+        Ok(found)
+    }
+}
+
+impl Drop for SqliteTx<'_> {
+    /// A write of a group that ended without [`SqliteTx::finish`] (a panic) leaves nothing in
+    /// the group: its savepoint is rolled back.
+    fn drop(&mut self) {
+        if self.deferred.as_ref().is_some_and(|d| d.savepoint) {
+            let _ = self.end_savepoint(false);
+        }
     }
 }
 
@@ -304,7 +437,7 @@ impl FamilyTx for SqliteTx<'_> {
         owner: OwnerId,
         version: VersionId,
     ) -> Result<Option<VersionRow>> {
-        self.conn()?
+        self.conn_for_version(version)?
             .prepare_cached(
                 "SELECT v.skill_id, v.number, v.uses, v.ok, v.score, v.inherited, v.measure_key, v.peer_rate,
                         v.peer_checked_uses, s.tags,
@@ -344,7 +477,7 @@ impl FamilyTx for SqliteTx<'_> {
     ) -> Result<()> {
         match &mut self.deferred {
             Some(deferred) => {
-                deferred.own.keep(owner, version.0, rescore);
+                deferred.own.versions.keep(owner, version.0, rescore);
                 Ok(())
             }
             None => version_writes::write_now(self.raw, owner, version.0, rescore),
@@ -353,19 +486,33 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn insert_use(&mut self, owner: OwnerId, new_use: &NewUse) -> Result<UseInsert> {
         if let Some(event_id) = &new_use.event_id {
-            let seen: Option<i64> = self
+            if self.deferred.as_ref().is_some_and(|deferred| {
+                deferred.group.holds_event(owner, event_id)
+                    || deferred.own.holds_event(owner, event_id)
+            }) {
+                return Ok(UseInsert::AlreadyRecorded);
+            }
+            let seen = self
                 .raw
-                .prepare_cached("SELECT use_id FROM uses WHERE owner_id = ?1 AND event_id = ?2")
+                .prepare_cached("SELECT 1 FROM uses WHERE owner_id = ?1 AND event_id = ?2")
                 .map_err(db_err)?
-                .query_row(params![owner.0, event_id], |r| r.get(0))
-                .optional()
+                .exists(params![owner.0, event_id])
                 .map_err(db_err)?;
-            if seen.is_some() {
+            if seen {
                 return Ok(UseInsert::AlreadyRecorded);
             }
         }
-        let outcome = &new_use.outcome;
-        let inserted = self
+        if self.deferred.is_some() {
+            // Inside a write group the use waits (see `super::group_writes`).
+            if !self.known_agent(owner, new_use.agent)? {
+                return Ok(UseInsert::NoSuchAgent);
+            }
+            if let Some(deferred) = &mut self.deferred {
+                deferred.own.keep_use(owner, new_use.clone());
+            }
+            return Ok(UseInsert::Inserted);
+        }
+        let mut insert = self
             .raw
             .prepare_cached(
                 "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
@@ -373,28 +520,8 @@ impl FamilyTx for SqliteTx<'_> {
                  SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
                  FROM agents WHERE owner_id = ?1 AND agent_id = ?3",
             )
-            .map_err(db_err)?
-            .execute(params![
-                owner.0,
-                new_use.version.0,
-                new_use.agent.0,
-                outcome.at,
-                outcome.ok,
-                outcome.duration_ms.min(i64::MAX as u64) as i64,
-                json_map(&outcome.xp),
-                json_map(&outcome.items),
-                outcome.goal_progress,
-                outcome.deaths,
-                outcome.stuck,
-                outcome.items_lost,
-                new_use.source,
-                new_use.call,
-                new_use.output,
-                new_use.event_id,
-                new_use.recorded_at,
-                outcome.failure,
-            ])
             .map_err(db_err)?;
+        let inserted = group_writes::insert_row(&mut insert, owner, new_use)?;
         Ok(if inserted == 1 {
             UseInsert::Inserted
         } else {
@@ -403,7 +530,8 @@ impl FamilyTx for SqliteTx<'_> {
     }
 
     fn window(&mut self, owner: OwnerId, version: VersionId) -> Result<VecDeque<UseSample>> {
-        read_window(self.conn()?, owner, version)
+        // A window is uses alone: no waiting rescore changes it.
+        read_window(self.conn_for_uses()?, owner, version)
     }
 
     fn peer_rates(
@@ -413,7 +541,7 @@ impl FamilyTx for SqliteTx<'_> {
         measure_key: &str,
     ) -> Result<Vec<f64>> {
         let mut statement = self
-            .conn()?
+            .conn_for_versions()?
             .prepare_cached(
                 // The peers are found from this skill's own tags (its few rows by the primary
                 // key, then each tag's skills by skill_tags_by_tag), once; each peer is then one

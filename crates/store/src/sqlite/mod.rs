@@ -5,7 +5,7 @@
 //! describe as the WAL trade-off. `MINDRUNE_SYNC=full` selects `synchronous=FULL` for hosts
 //! that need power-loss durability at some throughput cost.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::thread::ThreadId;
@@ -24,11 +24,13 @@ use crate::{
 
 use checkpointer::Checkpointer;
 use family_tx::SqliteTx;
+use group_writes::GroupWaiting;
 
 mod checkpointer;
 mod directory;
 mod family;
 mod family_tx;
+mod group_writes;
 mod records;
 mod rows;
 mod version_writes;
@@ -75,9 +77,17 @@ struct Inner {
     /// The error after which SQLite rolled the group's transaction back by itself (a full
     /// disk, an I/O error): the group's later writes and its commit answer it.
     group_lost: Option<StoreError>,
-    /// The group's rescores of versions not written to their rows yet (empty outside a write
-    /// group; see [`version_writes`]).
-    deferred: crate::version_writes::VersionWrites,
+    /// The group's uses not inserted yet and rescores not written to their rows yet (empty
+    /// outside a write group; see [`group_writes`]).
+    waiting: GroupWaiting,
+    /// The agents the group found to be their family's (empty outside a write group, and
+    /// forgotten whenever anything else uses the connection: it may remove an agent).
+    group_agents: HashSet<(i64, i64)>,
+    /// SQLite's `data_version` as the last write group that committed found it when it began:
+    /// while a group finds it unchanged, no other connection committed since that group began
+    /// (none can while a group holds the write lock), so the rows its uses kept still stand for
+    /// the table (see [`Store::write_group`]).
+    group_data_version: Option<i64>,
 }
 
 pub struct SqliteStore {
@@ -228,9 +238,11 @@ impl SqliteStore {
                 conn,
                 windows: HashMap::new(),
                 epoch: 0,
-                deferred: Default::default(),
+                waiting: Default::default(),
+                group_agents: HashSet::new(),
                 group: None,
                 group_lost: None,
+                group_data_version: None,
             }),
             group_ended: Condvar::new(),
             location,
@@ -272,9 +284,10 @@ impl SqliteStore {
     }
 
     /// Runs one write: `BEGIN IMMEDIATE`, the work, `COMMIT`, tried again while another process
-    /// holds the database. Inside this thread's write group it is a savepoint of the group's
-    /// transaction instead: it succeeds or fails on its own, and is durable with the group. The
-    /// work gets the transaction and this process's window cache.
+    /// holds the database. Inside this thread's write group it is a piece of the group's
+    /// transaction instead, in a savepoint begun before its first statement that needs what the
+    /// group keeps waiting (`group_writes`): it succeeds or fails on its own, and is durable
+    /// with the group. The work gets the transaction and this process's window cache.
     pub(super) fn write<T>(
         &self,
         work: impl FnMut(&mut SqliteTx<'_>, &mut UseCache<'_>) -> Result<T>,
@@ -293,7 +306,9 @@ impl SqliteStore {
             epoch,
             group,
             group_lost,
-            deferred,
+            waiting,
+            group_agents,
+            ..
         } = &mut *guard;
         let mut cache = UseCache {
             windows,
@@ -303,14 +318,13 @@ impl SqliteStore {
             if let Some(lost) = group_lost {
                 return Err(lost.clone());
             }
-            let outcome = GroupSavepoint::begin(conn).and_then(|savepoint| {
-                let mut tx = SqliteTx::in_group(conn, deferred);
-                let outcome =
-                    work(&mut tx, &mut cache).and_then(|value| savepoint.release().map(|()| value));
-                tx.settle(outcome.is_ok());
-                outcome
-            });
-            if let Err(err) = &outcome
+            let mut tx = SqliteTx::in_group(conn, waiting, group_agents);
+            let outcome = work(&mut tx, &mut cache);
+            let (outcome, lost) = tx.finish(outcome);
+            if let Some(lost) = lost {
+                // The group's transaction holds part of its waiting writes.
+                *group_lost = Some(lost);
+            } else if let Err(err) = &outcome
                 && conn.is_autocommit()
             {
                 // SQLite rolls a transaction back by itself on a few errors (a full disk, an
@@ -379,25 +393,47 @@ impl SqliteStore {
     /// Whatever is done with it may change a version's row, so the rows kept with the windows
     /// are good no more (recording a use keeps them: [`SqliteStore::lock_keeping_rows`]).
     ///
-    /// Inside a write group, the rescores waiting for their rows are written first, so whatever
-    /// is done sees them; when that fails, the group is lost and answers the error.
+    /// Inside a write group, the uses and rescores waiting are written first, so whatever is
+    /// done sees them; when that fails, the group is lost and answers the error.
     fn lock(&self) -> MutexGuard<'_, Inner> {
         let mut guard = self.lock_keeping_rows();
         guard.epoch = guard.epoch.wrapping_add(1);
-        if !guard.deferred.is_empty() {
-            let Inner {
-                conn,
-                deferred,
-                group_lost,
-                ..
-            } = &mut *guard;
-            if let Err(err) = version_writes::write(deferred, conn, None) {
-                group_lost.get_or_insert(err);
-            }
-        }
+        guard.group_agents.clear();
+        Self::write_waiting(&mut guard, |waiting, conn| waiting.write(conn));
         guard
     }
 
+    /// The connection, for a read of uses alone (no version's row, no family's scores), once
+    /// no other thread's write group holds it: a group's waiting uses are inserted first, and
+    /// the rows kept stay good.
+    fn lock_reading_uses(&self) -> MutexGuard<'_, Inner> {
+        let mut guard = self.lock_keeping_rows();
+        Self::write_waiting(&mut guard, |waiting, conn| waiting.write_uses(conn));
+        guard
+    }
+
+    /// Writes (some of) a write group's waiting writes with `write`; a failure loses the group.
+    fn write_waiting(
+        guard: &mut Inner,
+        write: impl FnOnce(&mut GroupWaiting, &Connection) -> Result<()>,
+    ) {
+        if guard.waiting.is_empty() {
+            return;
+        }
+        let Inner {
+            conn,
+            waiting,
+            group_lost,
+            ..
+        } = guard;
+        if let Err(err) = write(waiting, conn) {
+            group_lost.get_or_insert(err);
+        }
+    }
+
+    /// The connection, once no other thread's write group holds it, for recording a use (which
+    /// keeps its row itself and knows what waits): a group's waiting writes stay waiting, and
+    /// the rows kept stay good.
     fn lock_keeping_rows(&self) -> MutexGuard<'_, Inner> {
         let me = std::thread::current().id();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
@@ -877,26 +913,50 @@ impl Store for SqliteStore {
     fn write_group(&self, _owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         // One database, one writer: the group's transaction covers every family at once.
         {
-            let mut guard = self.lock();
+            // Not `lock`: the versions' rows kept by the last group stand for the table while
+            // nothing else used the connection (the epoch did not move) and no other connection
+            // committed (`data_version` did not move). A group's first use of each script then
+            // reads no row (`bench record` in groups of 100: a fifth of its statements).
+            let mut guard = self.lock_keeping_rows();
             if guard.group.is_some() {
                 drop(guard);
                 return work();
             }
             with_retry(|| guard.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err))?;
             guard.group = Some(std::thread::current().id());
+            let mut end = GroupEnd {
+                store: self,
+                committed: false,
+            };
+            let data_version = guard
+                .conn
+                .prepare_cached("PRAGMA data_version")
+                .and_then(|mut statement| statement.query_row([], |row| row.get::<_, i64>(0)))
+                .map_err(db_err);
+            let data_version = match data_version {
+                Ok(data_version) => data_version,
+                Err(err) => {
+                    drop(guard);
+                    return Err(err);
+                }
+            };
+            if guard.group_data_version != Some(data_version) {
+                guard.epoch = guard.epoch.wrapping_add(1);
+                guard.group_data_version = Some(data_version);
+            }
+            drop(guard);
+            work()?;
+            let mut guard = self.lock_keeping_rows();
+            if guard.group_lost.is_none() {
+                Self::write_waiting(&mut guard, |waiting, conn| waiting.write(conn));
+            }
+            if let Some(lost) = &guard.group_lost {
+                return Err(lost.clone());
+            }
+            guard.conn.execute_batch("COMMIT").map_err(db_err)?;
+            drop(guard);
+            end.committed = true;
         }
-        let mut end = GroupEnd {
-            store: self,
-            committed: false,
-        };
-        work()?;
-        let guard = self.lock();
-        if let Some(lost) = &guard.group_lost {
-            return Err(lost.clone());
-        }
-        guard.conn.execute_batch("COMMIT").map_err(db_err)?;
-        drop(guard);
-        end.committed = true;
         Ok(())
     }
 
@@ -920,53 +980,6 @@ pub(super) struct UseCache<'a> {
     group_epoch: Option<u64>,
 }
 
-/// One write inside a write group: a savepoint of the group's transaction, so the write
-/// succeeds or fails on its own. Written by hand rather than with rusqlite's `Savepoint`, which
-/// formats and parses its `SAVEPOINT` and `RELEASE` anew on every write (a tenth of a grouped
-/// use's cost, measured with `perf`); these statements are prepared once per connection.
-struct GroupSavepoint<'c> {
-    conn: &'c Connection,
-    released: bool,
-}
-
-impl<'c> GroupSavepoint<'c> {
-    fn begin(conn: &'c Connection) -> Result<GroupSavepoint<'c>> {
-        conn.prepare_cached("SAVEPOINT group_write")
-            .and_then(|mut begin| begin.execute([]))
-            .map_err(db_err)?;
-        Ok(GroupSavepoint {
-            conn,
-            released: false,
-        })
-    }
-
-    fn release(mut self) -> Result<()> {
-        self.conn
-            .prepare_cached("RELEASE group_write")
-            .and_then(|mut release| release.execute([]))
-            .map_err(db_err)?;
-        self.released = true;
-        Ok(())
-    }
-}
-
-impl Drop for GroupSavepoint<'_> {
-    /// A write that failed (or panicked) leaves nothing in the group: its savepoint is rolled
-    /// back and ended. When SQLite already rolled the whole transaction back by itself (a full
-    /// disk), there is no savepoint left to roll back to.
-    fn drop(&mut self) {
-        if self.released || self.conn.is_autocommit() {
-            return;
-        }
-        for sql in ["ROLLBACK TO group_write", "RELEASE group_write"] {
-            let _ = self
-                .conn
-                .prepare_cached(sql)
-                .and_then(|mut statement| statement.execute([]));
-        }
-    }
-}
-
 /// Ends a write group however its work ended (an error, a panic): what did not commit is rolled
 /// back, the windows kept of its writes are forgotten with them, and the waiting threads go on.
 struct GroupEnd<'a> {
@@ -984,12 +997,16 @@ impl Drop for GroupEnd<'_> {
             }
             guard.windows.clear();
             // Their uses were rolled back with the group.
-            guard.deferred = Default::default();
+            guard.waiting = Default::default();
         }
+        guard.group_agents.clear();
         guard.group = None;
         guard.group_lost = None;
-        // The rows kept in the group were good only inside it.
-        guard.epoch = guard.epoch.wrapping_add(1);
+        if !self.committed {
+            // The rows kept in the group were rolled back with it.
+            guard.epoch = guard.epoch.wrapping_add(1);
+            guard.group_data_version = None;
+        }
         drop(guard);
         self.store.group_ended.notify_all();
     }

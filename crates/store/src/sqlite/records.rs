@@ -219,7 +219,9 @@ pub(super) fn recent_outputs(
     before: Millis,
     limit: usize,
 ) -> Result<Vec<String>> {
-    let inner = store.lock();
+    // Uses alone: asked once a write group for each avatar, and a `lock` there made the group's
+    // every script read its row again.
+    let inner = store.lock_reading_uses();
     let limit_sql = i64::try_from(limit).unwrap_or(i64::MAX);
     // Each side's newest few, read in the order of its `…_by_agent_time` index (without the
     // limits SQLite collects and sorts the agent's whole history on every run: a quadratic
@@ -284,7 +286,8 @@ pub(super) fn newest_output_at(
     owner: OwnerId,
     agent: AgentId,
 ) -> Result<Option<Millis>> {
-    let inner = store.lock();
+    // Uses alone, as in `recent_outputs`.
+    let inner = store.lock_reading_uses();
     let mut statement = inner
         .conn
         .prepare_cached(

@@ -1,10 +1,9 @@
 //! SQLite's writes of a write group's waiting rescores ([`crate::version_writes`]).
 //!
-//! Architecture invariant: a rescore waits only while nothing but recording uses has touched
-//! the connection. Anything else that uses it writes the waiting rescores first: the store's
-//! `lock` (every other operation of the store, the group's commit included), and every
-//! statement of a [`super::family_tx::SqliteTx`] but inserting a use. So no statement ever
-//! reads a version's row, a family's scores or its sharing without the group's rescores.
+//! They wait with the group's uses, under the invariant of [`super::group_writes`]: reading a
+//! version's row for a use writes that version's own rescores first (and reads no other
+//! version's row), and a window is uses alone. So no statement ever reads a version's row, a
+//! family's scores or its sharing without the group's rescores.
 
 use rusqlite::{Connection, params};
 
@@ -14,24 +13,28 @@ use crate::rules::Rescore;
 use crate::version_writes::{VersionWrites, Waiting};
 use crate::{Millis, OwnerId};
 
-/// Writes every waiting rescore of `writes` to its version's row, and forgets them; what was
-/// written is also moved into `written` when given (to be kept again if the savepoint it was
-/// written in rolls back). On an error the rescores not written yet stay.
-pub(super) fn write(
-    writes: &mut VersionWrites,
-    conn: &Connection,
-    mut written: Option<&mut VersionWrites>,
-) -> Result<()> {
+/// Writes every waiting rescore of `writes` to its version's row, and forgets them. On an error
+/// the rescores not written yet stay.
+pub(super) fn write(writes: &mut VersionWrites, conn: &Connection) -> Result<()> {
     while let Some((version, waiting)) = writes.pop_first() {
         if let Err(err) = write_one(conn, version, &waiting) {
             writes.add(version, waiting);
             return Err(err);
         }
-        if let Some(written) = written.as_deref_mut() {
-            written.add(version, waiting);
-        }
     }
     Ok(())
+}
+
+/// Writes `version`'s waiting rescores of `writes` to its row, if any wait, like [`write`].
+pub(super) fn write_version(
+    writes: &mut VersionWrites,
+    version: i64,
+    conn: &Connection,
+) -> Result<()> {
+    let Some(waiting) = writes.take(version) else {
+        return Ok(());
+    };
+    write_one(conn, version, &waiting).inspect_err(|_| writes.add(version, waiting))
 }
 
 /// Writes one use's rescore of `version` to its row at once (outside a write group).

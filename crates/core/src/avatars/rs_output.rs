@@ -103,7 +103,10 @@ pub fn parse_run_output(output: &str) -> RunOutput {
     let clean = strip_ansi(output);
     // Splitting on both '\r' and '\n' handles CRLF and carriage-return progress lines alike; the
     // empty lines this creates are harmless because every rule below skips blank lines.
-    let lines: Vec<&str> = clean.split(['\n', '\r']).collect();
+    // Sized first: growing it line by line was most of the parse's allocations.
+    let mut lines: Vec<&str> =
+        Vec::with_capacity(1 + clean.bytes().filter(|b| matches!(b, b'\n' | b'\r')).count());
+    lines.extend(clean.split(['\n', '\r']));
     let sections = split_sections(&lines);
 
     let mut out = RunOutput::default();
@@ -192,7 +195,8 @@ struct Section<'a> {
 }
 
 fn split_sections<'a>(lines: &'a [&'a str]) -> Vec<Section<'a>> {
-    let mut sections = Vec::new();
+    // A runner's output has a preamble and four or five sections.
+    let mut sections = Vec::with_capacity(8);
     let mut kind = SectionKind::Preamble;
     let mut title = "";
     let mut inline = "";

@@ -147,9 +147,18 @@ impl Measure {
     /// `skill:Woodcutting` and `skill:woodcutting` mean the same. Only positive gains count as
     /// "produced", and only the newest [`WINDOW`] uses are looked at, as in [`score`].
     pub fn choose(tags: &[String], window: &[UseSample]) -> Measure {
+        Measure::choose_among(tags.iter().map(String::as_str), window)
+    }
+
+    /// [`Measure::choose`] from tags lent one by one (a stored version's tag lines, say, with
+    /// no copy of them made for each recorded use).
+    pub fn choose_among<'t>(
+        tags: impl Iterator<Item = &'t str> + Clone,
+        window: &[UseSample],
+    ) -> Measure {
         let named = |prefix: &str| -> Vec<String> {
             let mut slugs: Vec<String> = tags
-                .iter()
+                .clone()
                 .filter_map(|tag| strip_prefix_ignore_case(tag.trim(), prefix))
                 .map(slug)
                 .filter(|s| !s.is_empty())
@@ -167,7 +176,7 @@ impl Measure {
             return Measure::Items(items);
         }
         if tags
-            .iter()
+            .clone()
             .any(|tag| strip_prefix_ignore_case(tag.trim(), "quest:").is_some())
         {
             return Measure::Goal;

@@ -324,8 +324,9 @@ pub trait AgentFiles {
 /// of a batch's time in `bench record`); reads and listings still go to `files`.
 pub struct OneMoment<'a> {
     files: &'a dyn AgentFiles,
-    /// Each `stat` asked, by path and limit.
-    stats: std::cell::RefCell<std::collections::HashMap<(String, u64), StatAnswer>>,
+    /// Each `stat` asked, by path, with its limit (looked up by the path lent, without making
+    /// a key for every look).
+    stats: std::cell::RefCell<std::collections::HashMap<String, Vec<(u64, StatAnswer)>>>,
     stamps: std::cell::RefCell<std::collections::HashMap<String, Option<FileStamp>>>,
     /// The folders seen to be real folders (no symlinks) this moment.
     folders: std::cell::RefCell<std::collections::HashSet<PathBuf>>,
@@ -350,14 +351,22 @@ impl AgentFiles for OneMoment<'_> {
     }
 
     fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError> {
-        let key = (relative.to_string(), limit);
-        if let Some(known) = self.stats.borrow().get(&key) {
+        if let Some((_, known)) = self
+            .stats
+            .borrow()
+            .get(relative)
+            .and_then(|asked| asked.iter().find(|(asked_limit, _)| *asked_limit == limit))
+        {
             return known.clone();
         }
         let stat = self
             .files
             .stat_in_moment(relative, limit, &mut self.folders.borrow_mut());
-        self.stats.borrow_mut().insert(key, stat.clone());
+        self.stats
+            .borrow_mut()
+            .entry(relative.to_string())
+            .or_default()
+            .push((limit, stat.clone()));
         stat
     }
 

@@ -8,7 +8,7 @@ use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
 
 use super::sharing::{note_sharing_change, peer_median_rate, share_if_qualified};
 use super::{FamilyTx, KnownWindow, NewVersion, Rescore, UseInsert, VersionRow};
-use crate::common::{SharingState, insert_sample, lines_of, sample_from, sorted};
+use crate::common::{SharingState, insert_sample, sample_from, sorted};
 use crate::{
     Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse, RecordedUse,
     ScriptSnapshot, StoreError, VersionStats,
@@ -189,10 +189,11 @@ pub(crate) fn record_use<T: FamilyTx>(
             (read, None)
         }
     };
-    let tags = lines_of(row.tags.clone());
+    // The stored tag lines, lent (`lines_of` without its copies).
+    let tags = row.tags.lines().filter(|line| !line.is_empty());
     // Newest-first in one slice, rotated in place (no copy of the samples).
     let contiguous: &[UseSample] = window.make_contiguous();
-    let measure = Measure::choose(&tags, contiguous);
+    let measure = Measure::choose_among(tags.clone(), contiguous);
     let measure_key = measure.key();
     // The window's results under this measure: the known ones and the new use's, or all of
     // them when the measure changed or the window was read from the table.
@@ -213,7 +214,7 @@ pub(crate) fn record_use<T: FamilyTx>(
         || row
             .peer_checked_uses
             .is_none_or(|checked| row.uses - checked >= PEER_REFRESH_USES);
-    let (peers, peer_checked_uses) = if tags.is_empty() {
+    let (peers, peer_checked_uses) = if tags.clone().next().is_none() {
         (None, None)
     } else if refresh_peers {
         (

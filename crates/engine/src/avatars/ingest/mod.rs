@@ -110,7 +110,7 @@ pub(crate) struct KnownFile {
 
 #[derive(Default)]
 struct Caches {
-    agents: HashMap<String, Agent>,
+    agents: HashMap<String, Arc<Agent>>,
     scrubbers: HashMap<i64, (Option<FileStamp>, Arc<Scrubber>)>,
     files: HashMap<(i64, String), KnownFile>,
     owner_keys: HashMap<i64, String>,
@@ -993,19 +993,19 @@ impl<'s> Recorder<'s> {
     pub fn know_agent(&self, agent: &Agent) {
         self.caches()
             .agents
-            .insert(agent.name.clone(), agent.clone());
+            .insert(agent.name.clone(), Arc::new(agent.clone()));
     }
 
-    pub(crate) fn agent(&self, name: &str) -> Result<Agent, IngestError> {
+    pub(crate) fn agent(&self, name: &str) -> Result<Arc<Agent>, IngestError> {
         if let Some(agent) = self.caches().agents.get(name) {
             return Ok(agent.clone());
         }
-        let agent = self.store.agent_by_name(name)?.ok_or_else(|| {
+        let agent = Arc::new(self.store.agent_by_name(name)?.ok_or_else(|| {
             IngestError::field(
                 "agent",
                 format!("no agent named `{name}`; add it with `mindrune agent add {name} --owner OWNER --workspace DIR`"),
             )
-        })?;
+        })?);
         self.caches().agents.insert(name.to_string(), agent.clone());
         Ok(agent)
     }

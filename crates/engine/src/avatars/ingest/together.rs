@@ -142,7 +142,7 @@ impl Recorder<'_> {
             .iter()
             .map(|line| mindrune_core::avatars::event::parse_line(line))
             .collect();
-        let agents: Vec<Option<Agent>> = events
+        let agents: Vec<Option<std::sync::Arc<Agent>>> = events
             .iter()
             .map(|event| {
                 let event = event.as_ref().ok()?;

@@ -111,7 +111,8 @@ impl Playbooks {
         if event != "Stop" {
             return Ok(HostHook::Noted);
         }
-        self.observe(Path::new(path))
+        let last_message = value.get("last_assistant_message").and_then(Value::as_str);
+        self.observe_turn(Path::new(path), last_message)
     }
 
     /// The turn record of this process's host session ([`SESSION_VARIABLE`], which Claude
@@ -141,7 +142,35 @@ impl Playbooks {
     /// The observer on one transcript: one suggestion when the last turn redid the same steps
     /// as an earlier one and those steps were not suggested before.
     pub fn observe(&self, transcript_path: &Path) -> Result<HostHook, PlaybookError> {
-        let text = read_tail(transcript_path)?;
+        self.observe_turn(transcript_path, None)
+    }
+
+    /// [`Playbooks::observe`] at a `Stop` whose payload names the turn's last message: the real
+    /// Claude Code calls `Stop` before its transcript holds the turn's last entries (its
+    /// writes lag the hook by 40–100 ms on a busy 2-core machine, and the observer then read
+    /// the turn without its last steps and suggested nothing), so the transcript is read
+    /// again, for at most [`TRANSCRIPT_SETTLE`], until that message follows its last user
+    /// entry.
+    fn observe_turn(
+        &self,
+        transcript_path: &Path,
+        last_message: Option<&str>,
+    ) -> Result<HostHook, PlaybookError> {
+        let began = std::time::Instant::now();
+        let mut text = read_tail(transcript_path)?;
+        if let Some(message) = last_message.filter(|message| !message.is_empty()) {
+            // The message as it stands inside the transcript's JSON.
+            let quoted = serde_json::to_string(message).unwrap_or_default();
+            let escaped = quoted.trim_matches('"');
+            let settled = |text: &str| {
+                let after_user = text.rfind("\"type\":\"user\"").unwrap_or(0);
+                text[after_user..].contains(escaped)
+            };
+            while !settled(&text) && began.elapsed() < TRANSCRIPT_SETTLE {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                text = read_tail(transcript_path)?;
+            }
+        }
         let read = transcript::parse(&text);
         let Some(repeat) = observer::redone_in_last_turn(&read.turns) else {
             return Ok(HostHook::Observed {
@@ -164,6 +193,9 @@ impl Playbooks {
         })
     }
 }
+
+/// How long a `Stop` waits for Claude Code to write the turn's last message to its transcript.
+const TRANSCRIPT_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The end of a transcript, at most [`MAX_TRANSCRIPT_BYTES`], from a line's start.
 fn read_tail(path: &Path) -> Result<String, PlaybookError> {
@@ -211,6 +243,50 @@ mod tests {
         serde_json::json!({"hook_event_name": event, "session_id": session,
             "transcript_path": path, "cwd": "/"})
         .to_string()
+    }
+
+    #[test]
+    fn a_stop_reads_the_transcript_again_until_it_holds_the_turn_s_last_message() {
+        let (dir, playbooks) = workspace();
+        let record = dir.path().join("late.jsonl");
+        let user = r#"{"type":"user","message":{"role":"user","content":"Count the notes."}}"#;
+        std::fs::write(&record, format!("{user}\n")).unwrap();
+        let mut stop: serde_json::Value =
+            serde_json::from_str(&hook("Stop", "s1", &record)).unwrap();
+        stop["last_assistant_message"] = "mon is \"counted\".".into();
+        let began = std::time::Instant::now();
+        let writer = std::thread::spawn({
+            let record = record.clone();
+            move || {
+                // As the real CLI does: the turn's last entry lands after `Stop` was called.
+                std::thread::sleep(std::time::Duration::from_millis(150));
+                let last = r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"mon is \"counted\"."}]}}"#;
+                let mut file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .open(&record)
+                    .unwrap();
+                std::io::Write::write_all(&mut file, format!("{last}\n").as_bytes()).unwrap();
+            }
+        });
+        let observed = playbooks.host_hook(&stop.to_string()).unwrap();
+        let waited = began.elapsed();
+        writer.join().unwrap();
+        assert!(
+            matches!(observed, HostHook::Observed { .. }),
+            "{observed:?}"
+        );
+        assert!(
+            waited >= std::time::Duration::from_millis(150) && waited < TRANSCRIPT_SETTLE,
+            "waited {waited:?}"
+        );
+        // A message that never comes costs the wait, and the turn is observed as it stands.
+        stop["last_assistant_message"] = "never written".into();
+        let began = std::time::Instant::now();
+        assert!(matches!(
+            playbooks.host_hook(&stop.to_string()).unwrap(),
+            HostHook::Observed { .. }
+        ));
+        assert!(began.elapsed() >= TRANSCRIPT_SETTLE);
     }
 
     #[test]

@@ -159,9 +159,11 @@ impl Playbooks {
         let began = std::time::Instant::now();
         let mut text = read_tail(transcript_path)?;
         if let Some(message) = last_message.filter(|message| !message.is_empty()) {
-            // The message as it stands inside the transcript's JSON.
-            let quoted = serde_json::to_string(message).unwrap_or_default();
-            let escaped = quoted.trim_matches('"');
+            // The message's start as it stands inside the transcript's JSON (its start only:
+            // whether the hook's copy of a long message is cut is not known).
+            let start: String = message.chars().take(SETTLE_MESSAGE_CHARS).collect();
+            let quoted = serde_json::to_string(&start).unwrap_or_default();
+            let escaped = &quoted[1..quoted.len() - 1];
             let settled = |text: &str| {
                 let after_user = text.rfind("\"type\":\"user\"").unwrap_or(0);
                 text[after_user..].contains(escaped)
@@ -196,6 +198,8 @@ impl Playbooks {
 
 /// How long a `Stop` waits for Claude Code to write the turn's last message to its transcript.
 const TRANSCRIPT_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+/// How much of the turn's last message a `Stop` looks for in the transcript.
+const SETTLE_MESSAGE_CHARS: usize = 120;
 
 /// The end of a transcript, at most [`MAX_TRANSCRIPT_BYTES`], from a line's start.
 fn read_tail(path: &Path) -> Result<String, PlaybookError> {

@@ -144,23 +144,35 @@ impl<'a> SqliteTx<'a> {
         Ok(raw)
     }
 
+    /// The connection, for a read that needs only part of what waits: `write` writes that
+    /// part of the group's waiting writes, outside any savepoint and beginning none; when this
+    /// write's own waiting writes hold some of it (`own_waits`), it goes through
+    /// [`SqliteTx::conn`] instead. Once the savepoint began the group's are all written.
+    fn conn_for_read(
+        &mut self,
+        own_waits: impl FnOnce(&GroupWaiting) -> bool,
+        write: impl FnOnce(&mut GroupWaiting, &Connection) -> Result<()>,
+    ) -> Result<&'a Connection> {
+        let raw = self.raw;
+        match &mut self.deferred {
+            Some(deferred) if own_waits(&deferred.own) => self.conn(),
+            Some(deferred) if !deferred.savepoint => {
+                Self::write_for_group(deferred, |group| write(group, raw))?;
+                Ok(raw)
+            }
+            _ => Ok(raw),
+        }
+    }
+
     /// The connection, for a statement that reads `version`'s row and no other version's: only
     /// that version's waiting rescores are written first. A write group's first use of each
     /// script reads its row, and writing every waiting rescore there wrote most rows twice a
     /// group (`bench record` in groups of 100: 39.5 row writes a group for 20 scripts).
     fn conn_for_version(&mut self, version: VersionId) -> Result<&'a Connection> {
-        let raw = self.raw;
-        match &mut self.deferred {
-            Some(deferred) if deferred.own.versions.has(version.0) => self.conn(),
-            // Once the savepoint began the group's waiting writes are all written.
-            Some(deferred) if !deferred.savepoint => {
-                Self::write_for_group(deferred, |group| {
-                    version_writes::write_version(&mut group.versions, version.0, raw)
-                })?;
-                Ok(raw)
-            }
-            _ => Ok(raw),
-        }
+        self.conn_for_read(
+            |own| own.versions.has(version.0),
+            |group, raw| version_writes::write_version(&mut group.versions, version.0, raw),
+        )
     }
 
     /// The connection, for a read of versions' rows (and skills, tags and owners), not uses:
@@ -168,30 +180,15 @@ impl<'a> SqliteTx<'a> {
     /// look-up comes after its insert waits, and beginning its write's savepoint there cost
     /// the use a savepoint and its insert's page copies after all.
     fn conn_for_versions(&mut self) -> Result<&'a Connection> {
-        let raw = self.raw;
-        match &mut self.deferred {
-            Some(deferred) if !deferred.own.versions.is_empty() => self.conn(),
-            Some(deferred) if !deferred.savepoint => {
-                Self::write_for_group(deferred, |group| {
-                    version_writes::write(&mut group.versions, raw)
-                })?;
-                Ok(raw)
-            }
-            _ => Ok(raw),
-        }
+        self.conn_for_read(
+            |own| !own.versions.is_empty(),
+            |group, raw| version_writes::write(&mut group.versions, raw),
+        )
     }
 
     /// The connection, for a statement that reads uses: the waiting ones are inserted first.
     fn conn_for_uses(&mut self) -> Result<&'a Connection> {
-        let raw = self.raw;
-        match &mut self.deferred {
-            Some(deferred) if deferred.own.has_uses() => self.conn(),
-            Some(deferred) if !deferred.savepoint => {
-                Self::write_for_group(deferred, |group| group.write_uses(raw))?;
-                Ok(raw)
-            }
-            _ => Ok(raw),
-        }
+        self.conn_for_read(GroupWaiting::has_uses, GroupWaiting::write_uses)
     }
 
     /// Inside a write group, whether `agent` is `owner`'s, asked once a group.

@@ -270,6 +270,8 @@ pub fn serve(
     let exactly_once = acknowledged == stored;
     let p50 = percentile(&latencies, 0.50);
     let p99 = percentile(&latencies, 0.99);
+    let p999 = percentile(&latencies, 0.999);
+    let slowest = latencies.last().copied().unwrap_or_default();
 
     let mut out = std::io::stdout().lock();
     if print == Print::Json {
@@ -287,6 +289,8 @@ pub fn serve(
                 "events_per_second": events_per_second,
                 "p50_ms": p50.as_secs_f64() * 1e3,
                 "p99_ms": p99.as_secs_f64() * 1e3,
+                "p999_ms": p999.as_secs_f64() * 1e3,
+                "max_ms": slowest.as_secs_f64() * 1e3,
                 "baseline_in_process_events_per_second": baseline_per_second,
                 "ratio": ratio,
                 "server_peak_rss_mib": rss,
@@ -308,9 +312,11 @@ pub fn serve(
         writeln!(out, "  events/s            {events_per_second:.0}")?;
         writeln!(
             out,
-            "  request latency     p50 {:.1} ms, p99 {:.1} ms",
+            "  request latency     p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms, slowest {:.1} ms",
             p50.as_secs_f64() * 1e3,
-            p99.as_secs_f64() * 1e3
+            p99.as_secs_f64() * 1e3,
+            p999.as_secs_f64() * 1e3,
+            slowest.as_secs_f64() * 1e3
         )?;
         writeln!(
             out,

@@ -19,6 +19,12 @@ use crate::measure::percentile;
 use crate::report::{Print, Row};
 use crate::runner_load::{self, RunnerLoad};
 
+/// The targets of group commit (issue 25): events/s over HTTP against the same events recorded
+/// in-process one at a time, in the same run…
+const TARGET_RATIO: f64 = 3.0;
+/// …and the runners' request latency at the 99th percentile.
+const TARGET_P99: Duration = Duration::from_millis(50);
+
 /// Distinct scripts each runner's avatar runs.
 const SCRIPTS_PER_RUNNER: usize = 10;
 
@@ -330,6 +336,19 @@ pub fn serve(
             "  exactly once        {} ({acknowledged} acknowledged, {stored} stored)",
             if exactly_once { "yes" } else { "NO" }
         )?;
+        let verdict = |pass: bool| if pass { "pass" } else { "FAIL" };
+        writeln!(out)?;
+        writeln!(
+            out,
+            "  ratio   target ≥ {TARGET_RATIO}×      {}",
+            verdict(ratio >= TARGET_RATIO)
+        )?;
+        writeln!(
+            out,
+            "  p99     target < {} ms   {}",
+            TARGET_P99.as_millis(),
+            verdict(p99 < TARGET_P99)
+        )?;
     }
     let size = format!(
         "{runners} runners × {:.0} s, batches of {batch}",
@@ -342,8 +361,11 @@ pub fn serve(
                 "same events recorded in-process",
                 baseline_per_second,
                 "events/s",
-            ),
-        Row::new("serve", "request latency p99", &size).figure(p99.as_secs_f64() * 1e3, "ms"),
+            )
+            .target(format!("ratio ≥ {TARGET_RATIO}×"), ratio >= TARGET_RATIO),
+        Row::new("serve", "request latency p99", &size)
+            .figure(p99.as_secs_f64() * 1e3, "ms")
+            .target(format!("< {} ms", TARGET_P99.as_millis()), p99 < TARGET_P99),
         Row::new(
             "serve",
             "acknowledged events stored exactly once",

@@ -22,8 +22,9 @@
 //!
 //! That copy is the one time a commit waits for a checkpoint, and every request queued behind
 //! the commit waits with it: two `fsync` calls (the log's, then the library's), 20–50 ms on a
-//! virtual disk. Under `bench serve` the log reached 16,000 pages about every 0.4 s and the
-//! catch-ups were what made the requests' p99 (72 ms against a p50 of 20). So the log may grow
+//! virtual disk. Under `bench serve` the log reached 16,000 pages about every 0.4 s (at the rate
+//! it reaches 64,000 in 1.5 s) and the catch-ups were what made the requests' p99 (72 ms
+//! against a p50 of 20). So the log may grow
 //! to [`CATCH_UP_PAGES`] = 64,000 pages (256 MiB, reached every 1.5 s under that load; a
 //! library that is not under load never comes near it), the thread is not nudged again once
 //! the log is that long, and a commit that finds the thread still copying does not wait for it

@@ -120,8 +120,8 @@ pub(crate) fn database(home: &Path) -> Database {
         .unwrap_or_else(|| Database::Sqlite(database_path(home)))
 }
 
-/// Whether the library exists already. A PostgreSQL database is a library as soon as MindRune
-/// can open it (opening creates its tables).
+/// Whether the library exists already. A PostgreSQL database counts as one when MindRune can
+/// reach it: whether it holds a library is known only by opening it ([`open_if_made`]).
 pub(crate) fn exists(home: &Path) -> bool {
     match database(home) {
         Database::Sqlite(path) => path.exists(),
@@ -129,8 +129,29 @@ pub(crate) fn exists(home: &Path) -> bool {
     }
 }
 
-/// Opens an existing library; a missing one is an error that names the file looked for and
-/// says how to make it.
+/// The existing library, or `None` when there is none yet (nothing is made either way): what
+/// `setup` builds its plan on.
+pub(crate) fn open_if_made(home: &Path) -> anyhow::Result<Option<Box<dyn Store>>> {
+    if !exists(home) {
+        return Ok(None);
+    }
+    match open(home) {
+        Ok(store) => Ok(Some(store)),
+        Err(err)
+            if matches!(
+                err.downcast_ref::<mindrune_store::StoreError>(),
+                Some(mindrune_store::StoreError::NoLibrary(_))
+            ) =>
+        {
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Opens an existing library and makes nothing: a missing one (no SQLite file, or a PostgreSQL
+/// database or schema without MindRune's tables) is an error that names the place looked at and
+/// says how to make it. Only `init` and `setup` make a library.
 pub(crate) fn open(home: &Path) -> anyhow::Result<Box<dyn Store>> {
     let database = database(home);
     if let Database::Sqlite(path) = &database
@@ -147,7 +168,17 @@ pub(crate) fn open(home: &Path) -> anyhow::Result<Box<dyn Store>> {
             path.display()
         );
     }
-    database.open()
+    match &database {
+        Database::Sqlite(_) => database.open(),
+        Database::Postgres(url) => match PgStore::open_existing(url) {
+            Ok(store) => Ok(Box::new(store)),
+            Err(err @ mindrune_store::StoreError::NoLibrary(_)) => Err(anyhow::Error::new(err)
+                .context(format!(
+                    "no MindRune library in PostgreSQL at {database}\n\nhint: check the URL and its schema=; `mindrune --database URL init` makes a library there"
+                ))),
+            Err(err) => Err(err).context("cannot open the library in PostgreSQL"),
+        },
+    }
 }
 
 /// Finds the owner a command acts for: the one named, or the only one there is.

@@ -191,7 +191,7 @@ pub(crate) enum PlaybookCommand {
 }
 
 fn open(workspace: &Path) -> anyhow::Result<Playbooks> {
-    Playbooks::open(workspace)
+    Playbooks::open_existing(workspace)
         .with_context(|| format!("cannot open the workspace {}", workspace.display()))
 }
 

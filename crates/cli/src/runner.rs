@@ -37,7 +37,7 @@ pub(crate) struct RunnerArgs {
     spool: Option<PathBuf>,
     /// Deliver everything spooled, mark nothing new, exit once the outbox is empty. The token
     /// is checked first. Exit status: 0 when everything was delivered, 1 when it could not be
-    /// (a refused token, a server away, a stop with items still spooled), 2 when the server
+    /// (a refused token, a server away for 5 s, a stop with items still spooled), 2 when the server
     /// refused some items (they are in SPOOL/rejected/ with the reason beside them).
     #[arg(long)]
     once: bool,

@@ -17,7 +17,7 @@ use anyhow::{Context as _, bail};
 use mindrune_core::avatars::vocabulary::{Entry, Vocabulary};
 use mindrune_core::header::is_valid_name;
 use mindrune_engine::avatars::tags::{self, TagsError, WikiRead};
-use mindrune_engine::claude_settings::{self, HOOK_COMMAND_START, HOOK_EVENTS};
+use mindrune_engine::claude_settings::{self, HOOK_EVENTS, hook_command_start, shell_word};
 use mindrune_engine::now_millis;
 use mindrune_store::Store;
 
@@ -28,7 +28,7 @@ use crate::library;
 /// in its current folder, which moves with the agent's `cd`, so the library is named from the
 /// project's folder (`$CLAUDE_PROJECT_DIR`, which Claude Code sets) when it lies inside the
 /// checkout, and absolutely otherwise; never relative to wherever the hook happens to run.
-fn hook_command(checkout: &Path, library: &Path) -> String {
+fn hook_command(binary: &str, checkout: &Path, library: &Path) -> String {
     let home = match library.strip_prefix(checkout) {
         Ok(inside) if inside.as_os_str().is_empty() => "\"$CLAUDE_PROJECT_DIR\"".to_string(),
         Ok(inside) => format!(
@@ -40,8 +40,8 @@ fn hook_command(checkout: &Path, library: &Path) -> String {
     match library::chosen_flag(shell_word) {
         // The hook keeps its pairing of started calls in the home folder, and records into the
         // database chosen with it.
-        Some(database) => format!("{HOOK_COMMAND_START} --home {home} {database}"),
-        None => format!("{HOOK_COMMAND_START} --home {home}"),
+        Some(database) => format!("{} --home {home} {database}", hook_command_start(binary)),
+        None => format!("{} --home {home}", hook_command_start(binary)),
     }
 }
 
@@ -138,6 +138,8 @@ pub(crate) fn rs_sdk(
 /// Everything the setup will do, found out before anything is written.
 struct Plan {
     home: PathBuf,
+    /// This binary, absolute and canonical: what the hooks and the printed commands run.
+    binary: String,
     /// The library's folder, absolute.
     library: PathBuf,
     /// The checkout, absolute and canonical: every bot's workspace.
@@ -167,6 +169,8 @@ struct SettingsPlan {
     added: Vec<&'static str>,
     /// The events whose MindRune hook ran an older command, rewritten.
     updated: Vec<&'static str>,
+    /// The binaries the rewritten hooks ran before, where another than this one.
+    moved_from: Vec<String>,
 }
 
 enum VocabularyPlan {
@@ -216,11 +220,7 @@ impl Plan {
             .to_string();
         let (names, skipped) = scan_bots(&checkout)?;
 
-        let store = if library::exists(home) {
-            Some(library::open(home)?)
-        } else {
-            None
-        };
+        let store = library::open_if_made(home)?;
         let existing_owner = match &store {
             Some(store) => store.owner_by_name(owner)?,
             None => None,
@@ -268,11 +268,13 @@ impl Plan {
             .canonicalize()
             .or_else(|_| std::path::absolute(home))
             .unwrap_or_else(|_| home.to_path_buf());
-        let settings = plan_settings(&checkout, &library)?;
+        let binary = this_binary()?;
+        let settings = plan_settings(&binary, &checkout, &library)?;
         let exclude = ExcludePlan::make(&checkout, &library)?;
         let vocabulary = plan_vocabulary(&checkout, store.as_deref())?;
         Ok(Plan {
             home: home.to_path_buf(),
+            binary,
             library,
             checkout,
             workspace,
@@ -425,6 +427,7 @@ impl Plan {
                     "."
                 }
             )?;
+            moved_note(out, settings, &self.binary, dry)?;
         }
         if settings.added.is_empty() && settings.updated.is_empty() {
             writeln!(out, "MindRune's hooks are installed already in {shown}.")?;
@@ -524,7 +527,8 @@ impl Plan {
             Some(database) => format!("{} {database}", shell_word(&library.display().to_string())),
             None => shell_word(&library.display().to_string()),
         };
-        writeln!(out, "  mindrune --home {home} serve")?;
+        let bin = shell_word(&self.binary);
+        writeln!(out, "  {bin} --home {home} serve")?;
         let workspace = shell_word(&self.workspace);
         // The hooks hand each call to the bot's runner through its spool (relay mode), so they
         // need no library at all: only which bot they run for and where its runner reads.
@@ -533,7 +537,7 @@ impl Plan {
             let mirror = shell_word(&self.checkout.join(bot_mirror(name)).display().to_string());
             writeln!(
                 out,
-                "  mindrune runner --server {SERVER_URL} --agent {name} --workspace {workspace} --mirror {mirror} --spool {} --token \"$(mindrune --home {home} token issue {name})\"",
+                "  {bin} runner --server {SERVER_URL} --agent {name} --workspace {workspace} --mirror {mirror} --spool {} --token \"$({bin} --home {home} token issue {name})\"",
                 shell_word(&spool.display().to_string())
             )?;
         }
@@ -552,13 +556,37 @@ impl Plan {
         let first = self.bots.first().map_or("NAME", |(name, _)| name.as_str());
         writeln!(
             out,
-            "\nOr, with no server, let the hooks record into the library directly: `MINDRUNE_AGENT={first} claude` in {workspace}. Check it works with `mindrune --home {home} skills` after one run."
+            "\nOr, with no server, let the hooks record into the library directly: `MINDRUNE_AGENT={first} claude` in {workspace}. Check it works with `{bin} --home {home} skills` after one run, and that every hook resolves with `{bin} doctor {}`.",
+            shell_word(&self.checkout.display().to_string())
         )?;
         Ok(())
     }
 }
 
 /// A dry run's view of the settings change: a unified diff of `.claude/settings.json`.
+/// Where the rewritten hooks ran another binary than this one: which, and which they run now.
+fn moved_note(
+    out: &mut impl std::io::Write,
+    settings: &SettingsPlan,
+    binary: &str,
+    dry: bool,
+) -> std::io::Result<()> {
+    if settings.moved_from.is_empty() {
+        return Ok(());
+    }
+    let was: Vec<String> = settings
+        .moved_from
+        .iter()
+        .map(|program| format!("`{program}`"))
+        .collect();
+    writeln!(
+        out,
+        "  They ran {}; they {} this binary, `{binary}`.",
+        was.join(" and "),
+        if dry { "would run" } else { "now run" }
+    )
+}
+
 fn settings_diff(out: &mut impl std::io::Write, settings: &SettingsPlan) -> std::io::Result<()> {
     file_diff(
         out,
@@ -702,8 +730,12 @@ fn scan_bots(checkout: &Path) -> anyhow::Result<(Vec<String>, Vec<String>)> {
 // Claude Code's settings
 // ---------------------------------------------------------------------------------------------
 
-fn plan_settings(checkout: &Path, library: &Path) -> anyhow::Result<SettingsPlan> {
-    plan_hooks(checkout, &HOOK_EVENTS, &hook_command(checkout, library))
+fn plan_settings(binary: &str, checkout: &Path, library: &Path) -> anyhow::Result<SettingsPlan> {
+    plan_hooks(
+        checkout,
+        &HOOK_EVENTS,
+        &hook_command(binary, checkout, library),
+    )
 }
 
 /// The settings of `project` with MindRune's hook `command` on `events`.
@@ -735,6 +767,7 @@ fn plan_hooks(
         new: merged.text,
         added: merged.added,
         updated: merged.updated,
+        moved_from: merged.moved_from,
     })
 }
 
@@ -868,17 +901,22 @@ fn by_tag(entries: impl IntoIterator<Item = Entry>) -> BTreeMap<(String, String)
 // Small helpers
 // ---------------------------------------------------------------------------------------------
 
-/// A word a POSIX shell reads back as `text`: as it is when that is safe, else single-quoted.
-fn shell_word(text: &str) -> String {
-    let safe = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
-    if safe {
-        text.to_string()
-    } else {
-        format!("'{}'", text.replace('\'', r"'\''"))
-    }
+/// This binary, as everything setup writes or prints names it: by its absolute, canonical path
+/// (the running executable), so a hook, `.mcp.json` or a command pasted from the next steps
+/// runs this MindRune whatever `PATH` says, and a second setup after the binary moved finds the
+/// old entries by their program and rewrites them.
+pub(crate) fn this_binary() -> anyhow::Result<String> {
+    let exe = std::env::current_exe()
+        .and_then(|exe| exe.canonicalize())
+        .context(
+            "cannot tell where this mindrune binary is, so setup cannot name it in the hooks",
+        )?;
+    exe.to_str().map(str::to_string).with_context(|| {
+        format!(
+            "this mindrune binary's path {} is not UTF-8, and Claude Code's settings are JSON text\n\nhint: install it under a UTF-8 path (`cargo install --locked --path crates/cli --root DIR`)",
+            exe.display()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -889,16 +927,28 @@ mod tests {
     fn the_hook_command_names_the_library_from_the_project_folder_or_absolutely() {
         let checkout = Path::new("/home/ada/rs-sdk");
         assert_eq!(
-            hook_command(checkout, Path::new("/home/ada/rs-sdk/.mindrune")),
-            r#"mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR"/.mindrune"#
+            hook_command(
+                "/usr/local/bin/mindrune",
+                checkout,
+                Path::new("/home/ada/rs-sdk/.mindrune")
+            ),
+            r#"/usr/local/bin/mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR"/.mindrune"#
         );
         assert_eq!(
-            hook_command(checkout, Path::new("/home/ada/rs-sdk")),
-            r#"mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR""#
+            hook_command(
+                "/usr/local/bin/mindrune",
+                checkout,
+                Path::new("/home/ada/rs-sdk")
+            ),
+            r#"/usr/local/bin/mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR""#
         );
         assert_eq!(
-            hook_command(checkout, Path::new("/srv/my library")),
-            "mindrune hook claude-code --home '/srv/my library'"
+            hook_command(
+                "/usr/local/bin/mindrune",
+                checkout,
+                Path::new("/srv/my library")
+            ),
+            "/usr/local/bin/mindrune hook claude-code --home '/srv/my library'"
         );
     }
 

@@ -14,10 +14,74 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeMap as _, SerializeSeq as _, Serializer};
 
-/// The start of the command every hook runs. One settings file serves every bot of the
-/// checkout: whoever starts the bot's Claude Code sets `MINDRUNE_AGENT` to the bot's name (the
-/// hook reads it from its environment).
-pub const HOOK_COMMAND_START: &str = "mindrune hook claude-code";
+/// The words after the program in every hook command MindRune installs. One settings file
+/// serves every bot of the checkout: whoever starts the bot's Claude Code sets `MINDRUNE_AGENT`
+/// to the bot's name (the hook reads it from its environment).
+const HOOK_SUBCOMMAND: &str = "hook claude-code";
+
+/// The start of the command every hook runs: the binary by its absolute path, so the hook runs
+/// this MindRune whatever the `PATH` of the shell Claude Code starts it in (a hook whose
+/// program is not found exits 127, which Claude Code takes for a non-blocking error and shows
+/// nobody), as pre-commit's hook scripts name their interpreter.
+pub fn hook_command_start(program: &str) -> String {
+    format!("{} {HOOK_SUBCOMMAND}", shell_word(program))
+}
+
+/// The program a MindRune hook command runs (unquoted), when `command` is one: its first shell
+/// word names a file called `mindrune` (by name or path: older setups wrote `mindrune` alone)
+/// and `hook claude-code` follows.
+pub fn hook_program(command: &str) -> Option<String> {
+    let (program, rest) = first_shell_word(command.trim_start())?;
+    let named = std::path::Path::new(&program).file_name()? == "mindrune";
+    let rest = rest.trim_start().strip_prefix(HOOK_SUBCOMMAND)?;
+    (named && (rest.is_empty() || rest.starts_with(char::is_whitespace))).then_some(program)
+}
+
+/// A word a POSIX shell reads back as `text`: as it is when that is safe, else single-quoted.
+pub fn shell_word(text: &str) -> String {
+    let safe = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c));
+    if safe {
+        text.to_string()
+    } else {
+        format!("'{}'", text.replace('\'', r"'\''"))
+    }
+}
+
+/// The first word of a shell command as the shell reads it (its quotes removed) and the text
+/// after it; `None` for an empty command or an unclosed quote. Only what setup writes and what a
+/// person types in front of a program needs reading here: plain, single- and double-quoted
+/// parts, and backslash escapes; anything the shell would expand (`$`, `` ` ``) is not a fixed
+/// program and gives `None`.
+fn first_shell_word(command: &str) -> Option<(String, &str)> {
+    let mut word = String::new();
+    let mut chars = command.char_indices();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            c if c.is_whitespace() => return (!word.is_empty()).then(|| (word, &command[at..])),
+            '\'' => loop {
+                match chars.next()?.1 {
+                    '\'' => break,
+                    c => word.push(c),
+                }
+            },
+            '"' => loop {
+                match chars.next()?.1 {
+                    '"' => break,
+                    '\\' => word.push(chars.next()?.1),
+                    '$' | '`' => return None,
+                    c => word.push(c),
+                }
+            },
+            '\\' => word.push(chars.next()?.1),
+            '$' | '`' | ';' | '&' | '|' | '<' | '>' | '(' | ')' => return None,
+            c => word.push(c),
+        }
+    }
+    (!word.is_empty()).then(|| (word, &command[command.len()..]))
+}
 
 /// The tool calls the hooks watch: shell commands and rs-sdk's MCP `execute_code`.
 const TOOL_MATCHER: &str = "Bash|mcp__.*__execute_code";
@@ -63,6 +127,9 @@ pub struct Merged {
     pub text: Option<String>,
     pub added: Vec<&'static str>,
     pub updated: Vec<&'static str>,
+    /// The programs MindRune's rewritten hooks ran before, where they were not the one wanted
+    /// now (the binary moved, or an older setup named it `mindrune` alone), in the order found.
+    pub moved_from: Vec<String>,
 }
 
 /// The settings of a checkout that has none: MindRune's hooks alone.
@@ -74,12 +141,14 @@ pub fn fresh(events: &Events, command: &str) -> Merged {
         text: Some(text),
         added: events.iter().map(|(event, _)| *event).collect(),
         updated: Vec::new(),
+        moved_from: Vec::new(),
     }
 }
 
-/// Whether a hook command is MindRune's, whichever version of it setup wrote.
+/// Whether a hook command is MindRune's, whichever version of it setup wrote and wherever its
+/// binary was then.
 fn is_ours(command: &str) -> bool {
-    command.trim_start().starts_with(HOOK_COMMAND_START)
+    hook_program(command).is_some()
 }
 
 /// Where an event's matcher groups run one of MindRune's commands: the group, the command
@@ -112,6 +181,8 @@ pub fn merge(text: &str, events: &Events, command: &str) -> Result<Merged, serde
     let mut edits = Vec::new();
     let mut added = Vec::new();
     let mut updated = Vec::new();
+    let mut moved_from = Vec::new();
+    let wanted_program = hook_program(command);
     match top.last_member("hooks") {
         None => {
             edits.push(style.append(
@@ -145,6 +216,12 @@ pub fn merge(text: &str, events: &Events, command: &str) -> Result<Merged, serde
                         }
                         let mut changed = false;
                         for (group, node, present) in ours {
+                            if let Some(program) = hook_program(&present)
+                                && Some(&program) != wanted_program.as_ref()
+                                && !moved_from.contains(&program)
+                            {
+                                moved_from.push(program);
+                            }
                             if present != command {
                                 edits.push(Edit {
                                     from: node.start,
@@ -186,6 +263,7 @@ pub fn merge(text: &str, events: &Events, command: &str) -> Result<Merged, serde
             text: None,
             added,
             updated,
+            moved_from,
         });
     }
     // From the end backwards, so each edit's offsets still hold. Edits never overlap: an
@@ -199,6 +277,7 @@ pub fn merge(text: &str, events: &Events, command: &str) -> Result<Merged, serde
         text: Some(merged),
         added,
         updated,
+        moved_from,
     })
 }
 
@@ -821,6 +900,59 @@ mod tests {
 
     fn merged(text: &str) -> Merged {
         merge(text, &HOOK_EVENTS, HOOK_COMMAND).unwrap()
+    }
+
+    #[test]
+    fn a_hook_command_is_mindrunes_by_its_program_wherever_that_binary_lives() {
+        let start = hook_command_start("/opt/my tools/mindrune");
+        assert_eq!(start, "'/opt/my tools/mindrune' hook claude-code");
+        let command = format!("{start} --home /lib");
+        assert_eq!(
+            hook_program(&command).as_deref(),
+            Some("/opt/my tools/mindrune")
+        );
+        for (command, program) in [
+            ("mindrune hook claude-code --home /lib", Some("mindrune")),
+            (
+                "/usr/bin/mindrune hook claude-code",
+                Some("/usr/bin/mindrune"),
+            ),
+            (
+                r#""/a b/mindrune" hook claude-code --agent x"#,
+                Some("/a b/mindrune"),
+            ),
+            (r"/a\ b/mindrune hook claude-code", Some("/a b/mindrune")),
+            ("  /x/mindrune   hook claude-code", Some("/x/mindrune")),
+            ("/x/mindrune hook claude-codex", None),
+            ("/x/mindrune mcp", None),
+            ("/x/mindrune-old hook claude-code", None),
+            ("./scripts/lint-staged.sh", None),
+            ("$HOME/bin/mindrune hook claude-code", None),
+            ("'/unclosed/mindrune hook claude-code", None),
+            ("", None),
+        ] {
+            assert_eq!(hook_program(command).as_deref(), program, "{command}");
+        }
+    }
+
+    #[test]
+    fn a_hook_command_of_a_moved_binary_is_rewritten_in_place() {
+        let old = merged("{}").text.unwrap();
+        let moved = merge(
+            &old,
+            &HOOK_EVENTS,
+            "/new/place/mindrune hook claude-code --home /lib",
+        )
+        .unwrap();
+        assert!(moved.added.is_empty());
+        assert_eq!(moved.updated.len(), HOOK_EVENTS.len());
+        let text = moved.text.unwrap();
+        assert_eq!(
+            text.matches("/new/place/mindrune hook claude-code").count(),
+            HOOK_EVENTS.len()
+        );
+        assert!(!text.contains("\"mindrune hook"), "{text}");
+        assert_eq!(moved.moved_from, ["mindrune"]);
     }
 
     #[test]

@@ -277,13 +277,35 @@ pub fn list_contained(workspace: &Path, relative: &str) -> Result<Option<Vec<Str
     let mut names = Vec::new();
     for entry in std::fs::read_dir(&current).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
-        // A name that is not UTF-8 cannot be a skill's; it is passed over.
+        // A name that is not UTF-8 cannot be a skill's; it is passed over here and reported by
+        // `names_not_utf8`.
         if let Ok(name) = entry.file_name().into_string() {
             names.push(name);
         }
     }
     names.sort();
     Ok(Some(names))
+}
+
+/// The entries of a workspace-relative directory whose names are not UTF-8, each shown with
+/// its bytes that are not replaced by `\u{FFFD}`, sorted: [`list_contained`] passes them over
+/// (no skill, event or page can name them), and the turn report and `doctor` say so. Empty when
+/// the directory cannot be listed (the listing's own error says why).
+pub fn names_not_utf8(workspace: &Path, relative: &str) -> Vec<String> {
+    let Some(clean) = clean_relative(relative) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(workspace.join(clean)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .map(|entry| entry.file_name())
+        .filter(|name| name.to_str().is_none())
+        .map(|name| name.to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// An agent's files, wherever they are: on this machine ([`LocalFiles`]) or as a snapshot a
@@ -298,6 +320,11 @@ pub trait AgentFiles {
     fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError>;
     /// The names in a directory, `Ok(None)` when it does not exist (see [`list_contained`]).
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError>;
+    /// The names in a directory that are not UTF-8 (see [`names_not_utf8`]); a snapshot a
+    /// runner sent holds none.
+    fn names_not_utf8(&self, _relative: &str) -> Vec<String> {
+        Vec::new()
+    }
     /// A stamp that changes when the file may have changed: only a cache's check of whether to
     /// read again (the read itself goes through [`AgentFiles::read`]), so it may be cheaper
     /// than [`AgentFiles::stat`]. `None` when there is nothing to stamp.
@@ -378,6 +405,10 @@ impl AgentFiles for OneMoment<'_> {
         self.files.list(relative)
     }
 
+    fn names_not_utf8(&self, relative: &str) -> Vec<String> {
+        self.files.names_not_utf8(relative)
+    }
+
     fn change_stamp(&self, relative: &str) -> Option<FileStamp> {
         if let Some(known) = self.stamps.borrow().get(relative) {
             return *known;
@@ -416,6 +447,10 @@ impl AgentFiles for LocalFiles<'_> {
 
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
         list_contained(self.0, relative)
+    }
+
+    fn names_not_utf8(&self, relative: &str) -> Vec<String> {
+        names_not_utf8(self.0, relative)
     }
 
     /// One `stat` of the path instead of a contained walk: this runs on every recorded use (the

@@ -59,8 +59,10 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// The most bytes of events one batch carries: half the server's body limit, so the batch's
 /// own JSON around them never pushes it over.
 pub const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
-/// How long `--once` waits for a server that is away before it gives up.
-pub const ONCE_PATIENCE: Duration = Duration::from_secs(60);
+/// How long `--once` waits for a server that is away before it gives up: as long as one
+/// connection may take. A person or a script running `--once` wants an answer, not a wait for
+/// a server that may never come (the spool keeps everything for the next try).
+pub const ONCE_PATIENCE: Duration = client::CONNECT_TIMEOUT;
 /// How often `--turn-every` and `--state-file` look at the files.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 

@@ -706,6 +706,10 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    /// A library opened to be read or used finds none where it looked (and was not asked to
+    /// make one: only `init` and `setup` make a library).
+    #[error("no MindRune library at {0}")]
+    NoLibrary(String),
     #[error("database error: {0}")]
     Database(String),
     /// The disk holding the library (or the database server's) is full: nothing of the write

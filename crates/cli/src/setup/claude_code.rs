@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use mindrune_engine::claude_settings::{self, HOOK_COMMAND_START, WORKSPACE_HOOK_EVENTS};
+use mindrune_engine::claude_settings::{self, WORKSPACE_HOOK_EVENTS, hook_command_start};
 use mindrune_engine::playbook;
 
-use super::{SettingsPlan, file_diff, plan_hooks, read_text};
+use super::{SettingsPlan, file_diff, moved_note, plan_hooks, read_text, shell_word, this_binary};
 
 /// The name the MCP server is registered under: its tools reach the model as
 /// `mcp__mindrune__skill_create` and so on.
@@ -41,6 +41,8 @@ pub(crate) fn claude_code(
 }
 
 struct Plan {
+    /// This binary, absolute and canonical: what the hooks and `.mcp.json` run.
+    binary: String,
     project: PathBuf,
     workspace: PathBuf,
     /// Whether the workspace has no playbook settings yet (`playbook init` makes them).
@@ -94,13 +96,15 @@ impl Plan {
             .with_context(|| format!("the path {} is not UTF-8", workspace.display()))?
             .to_string();
         let init = !workspace.join(playbook::config::CONFIG_FILE).exists();
+        let binary = this_binary()?;
         let settings = plan_hooks(
             &project,
             &WORKSPACE_HOOK_EVENTS,
-            &hook_command(&project, &workspace),
+            &hook_command(&binary, &project, &workspace),
         )?;
-        let mcp = McpPlan::make(&project, &workspace_text)?;
+        let mcp = McpPlan::make(&binary, &project, &workspace_text)?;
         Ok(Plan {
+            binary,
             project,
             workspace,
             init,
@@ -161,6 +165,7 @@ impl Plan {
                 events.join(", "),
                 if dry { ":" } else { "." }
             )?;
+            moved_note(out, settings, &self.binary, dry)?;
             if dry {
                 file_diff(
                     out,
@@ -185,7 +190,8 @@ impl Plan {
                 };
                 writeln!(
                     out,
-                    "{verb} the MCP server `{SERVER_NAME}` (mindrune mcp --workspace {workspace}) in .mcp.json{}",
+                    "{verb} the MCP server `{SERVER_NAME}` ({} mcp --workspace {workspace}) in .mcp.json{}",
+                    shell_word(&self.binary),
                     if dry { ":" } else { "." }
                 )?;
                 if dry {
@@ -229,13 +235,12 @@ impl Plan {
 }
 
 impl McpPlan {
-    fn make(project: &Path, workspace: &str) -> anyhow::Result<McpPlan> {
+    fn make(binary: &str, project: &Path, workspace: &str) -> anyhow::Result<McpPlan> {
         let path = project.join(".mcp.json");
         let old = read_text(&path, "MindRune's MCP server")?;
         let args = ["mcp".to_string(), "--workspace".into(), workspace.into()];
-        let merged =
-            claude_settings::merge_mcp_server(old.as_deref(), SERVER_NAME, "mindrune", &args)
-                .map_err(|err| json_error(&path, &err, "MindRune's MCP server cannot be added"))?;
+        let merged = claude_settings::merge_mcp_server(old.as_deref(), SERVER_NAME, binary, &args)
+            .map_err(|err| json_error(&path, &err, "MindRune's MCP server cannot be added"))?;
         let approval_path = project.join(".claude").join("settings.local.json");
         let approval_old = read_text(&approval_path, "the approval of MindRune's MCP server")?;
         let approval_new =
@@ -277,16 +282,16 @@ fn json_error(path: &Path, err: &serde_json::Error, consequence: &str) -> anyhow
 /// The command the workspace's hooks run: the workspace named from the project folder
 /// (`$CLAUDE_PROJECT_DIR`, which Claude Code sets) when it lies inside it, else absolutely;
 /// never relative to the folder a hook happens to run in, which moves with the agent's `cd`.
-fn hook_command(project: &Path, workspace: &Path) -> String {
+fn hook_command(binary: &str, project: &Path, workspace: &Path) -> String {
     let workspace = match workspace.strip_prefix(project) {
         Ok(inside) if inside.as_os_str().is_empty() => "\"$CLAUDE_PROJECT_DIR\"".to_string(),
         Ok(inside) => format!(
             "\"$CLAUDE_PROJECT_DIR\"/{}",
-            super::shell_word(&inside.display().to_string())
+            shell_word(&inside.display().to_string())
         ),
-        Err(_) => super::shell_word(&workspace.display().to_string()),
+        Err(_) => shell_word(&workspace.display().to_string()),
     };
-    format!("{HOOK_COMMAND_START} --workspace {workspace}")
+    format!("{} --workspace {workspace}", hook_command_start(binary))
 }
 
 #[cfg(test)]
@@ -297,16 +302,16 @@ mod tests {
     fn the_workspace_is_named_from_the_project_folder_or_absolutely() {
         let project = Path::new("/p");
         assert_eq!(
-            hook_command(project, Path::new("/p")),
-            "mindrune hook claude-code --workspace \"$CLAUDE_PROJECT_DIR\""
+            hook_command("/opt/mr bin/mindrune", project, Path::new("/p")),
+            "'/opt/mr bin/mindrune' hook claude-code --workspace \"$CLAUDE_PROJECT_DIR\""
         );
         assert_eq!(
-            hook_command(project, Path::new("/p/assistant")),
-            "mindrune hook claude-code --workspace \"$CLAUDE_PROJECT_DIR\"/assistant"
+            hook_command("/opt/mr bin/mindrune", project, Path::new("/p/assistant")),
+            "'/opt/mr bin/mindrune' hook claude-code --workspace \"$CLAUDE_PROJECT_DIR\"/assistant"
         );
         assert_eq!(
-            hook_command(project, Path::new("/elsewhere/ws")),
-            "mindrune hook claude-code --workspace /elsewhere/ws"
+            hook_command("/opt/mr bin/mindrune", project, Path::new("/elsewhere/ws")),
+            "'/opt/mr bin/mindrune' hook claude-code --workspace /elsewhere/ws"
         );
     }
 

@@ -543,6 +543,27 @@ fn a_refused_token_stops_the_runner_and_keeps_the_spool() {
 }
 
 #[test]
+fn runner_once_against_a_server_that_is_away_exits_1_instead_of_waiting() {
+    let s = Setup::new(&["buzz"]);
+    // No server on the port: the spooled call stays, and the runner says so and stops.
+    s.post("buzz", "fish", "toolu_away", "fine");
+    let output = s
+        .lib
+        .cmd()
+        .args(s.runner_args("buzz", "mr_runner_any"))
+        .arg("--once")
+        // Generous: the runner gives up after its connect timeout (5 s); a hang fails here.
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stderr(&output);
+    assert!(text.contains(&s.url()), "names the server: {text}");
+    assert!(text.contains("1 item stays"), "{text}");
+    assert_eq!(s.count("buzz", "inbox") + s.count("buzz", "outbox"), 1);
+}
+
+#[test]
 fn runner_once_checks_its_token_first_even_with_nothing_spooled() {
     let s = Setup::new(&["buzz"]);
     let _server = Server::start(&s.lib, s.port);

@@ -6,12 +6,18 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use crate::util::{TestLibrary, script, stderr, stdout, visible_files};
+use crate::util::{
+    TestLibrary, mindrune_bin, path_without_mindrune, script, stderr, stdout, visible_files,
+};
 
 /// The command setup installs for the library of `lib`: named absolutely, since a hook runs in
 /// Claude Code's current folder (the agent's `cd` moves it).
 fn hook_command(lib: &TestLibrary) -> String {
-    format!("mindrune hook claude-code --home {}", lib.home().display())
+    format!(
+        "{} hook claude-code --home {}",
+        mindrune_bin(),
+        lib.home().display()
+    )
 }
 
 /// The events MindRune's hooks are installed for, in order.
@@ -117,10 +123,11 @@ fn setup_ok(lib: &TestLibrary, root: &Path, extra: &[&str]) -> String {
     stdout(&output)
 }
 
-/// Output with the temp dir and the owner's key replaced, for snapshots.
+/// Output with the binary's path, the temp dir and the owner's key replaced, for snapshots.
 fn stable(lib: &TestLibrary, text: &str) -> String {
     let canonical = lib.dir.path().canonicalize().unwrap();
     let mut text = text
+        .replace(&mindrune_bin(), "[MINDRUNE]")
         .replace(canonical.to_str().unwrap(), "[TMP]")
         .replace(lib.dir.path().to_str().unwrap(), "[TMP]");
     while let Some(at) = text.find("mrk_") {
@@ -407,13 +414,9 @@ fn the_installed_hook_command_records_a_bots_run_through_the_shell() {
         .unwrap()
         .to_string();
     // As Claude Code runs a command hook: through the shell, in the project, the call on
-    // standard input; `mindrune` found on PATH.
-    let bin = assert_cmd::cargo::cargo_bin("mindrune");
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    // standard input; no `mindrune` on PATH.
+    // Not on PATH: the command names the binary itself.
+    let path = path_without_mindrune();
     let base = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": root, "tool_name": "Bash",
                       "tool_input": {"command": "bun bots/a/chop.ts 2>&1 | tail -20"}, "tool_use_id": "toolu_01"});
     for event in ["PreToolUse", "PostToolUse"] {
@@ -478,6 +481,62 @@ fn an_older_mindrune_hook_command_is_rewritten_in_place_and_never_added_twice() 
 }
 
 #[test]
+fn setup_names_the_binary_absolutely_and_after_it_moved_rewrites_every_hook_in_place() {
+    let lib = no_library();
+    let root = checkout(&lib);
+    // A copy of the binary elsewhere, under a path with a space, sets the hooks up first.
+    let old_place = lib.dir.path().join("old place");
+    std::fs::create_dir_all(&old_place).unwrap();
+    let old_binary = old_place.join("mindrune");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("mindrune"), &old_binary).unwrap();
+    let old_binary = old_binary.canonicalize().unwrap();
+    let output = std::process::Command::new(&old_binary)
+        .args(["setup", "rs-sdk", root.to_str().unwrap(), "--owner", "ada"])
+        .env("MINDRUNE_HOME", lib.home())
+        .env("PATH", path_without_mindrune())
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .env_remove("MINDRUNE_LOG")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let first = stdout(&output);
+    let quoted = format!("'{}'", old_binary.display());
+    assert!(
+        first.contains(&format!("  {quoted} --home")),
+        "the next steps name the binary that ran setup, quoted: {first}"
+    );
+    let text = String::from_utf8(settings(&root)).unwrap();
+    assert_eq!(
+        text.matches(&format!("{quoted} hook claude-code --home"))
+            .count(),
+        EVENTS.len(),
+        "{text}"
+    );
+    // Then the binary moves: the real one sets up again.
+    let out = setup_ok(&lib, &root, &[]);
+    assert!(
+        out.contains(&format!(
+            "  They ran `{}`; they now run this binary, `{}`.",
+            old_binary.display(),
+            mindrune_bin()
+        )),
+        "{out}"
+    );
+    let value: serde_json::Value = serde_json::from_slice(&settings(&root)).unwrap();
+    for event in EVENTS {
+        let commands: Vec<&str> = value["hooks"][event]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|group| group["hooks"].as_array().unwrap())
+            .map(|hook| hook["command"].as_str().unwrap())
+            .filter(|command| command.contains("hook claude-code"))
+            .collect();
+        assert_eq!(commands, [hook_command(&lib)], "{event}");
+    }
+}
+
+#[test]
 fn a_library_inside_the_checkout_is_named_from_the_project_folder_so_hooks_find_it_after_a_cd() {
     let lib = no_library();
     let root = checkout(&lib);
@@ -500,17 +559,16 @@ fn a_library_inside_the_checkout_is_named_from_the_project_folder_so_hooks_find_
         .to_string();
     assert_eq!(
         command,
-        r#"mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR"/.mindrune"#
+        format!(
+            r#"{} hook claude-code --home "$CLAUDE_PROJECT_DIR"/.mindrune"#,
+            mindrune_bin()
+        )
     );
     std::fs::write(root.join("bots/a/chop.ts"), script(1)).unwrap();
     // As Claude Code runs it after the agent's `cd bots/a`: in that folder, with the project
     // folder in CLAUDE_PROJECT_DIR and no MINDRUNE_HOME at all.
-    let bin = assert_cmd::cargo::cargo_bin("mindrune");
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    // Not on PATH: the command names the binary itself.
+    let path = path_without_mindrune();
     let base = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "tool_name": "Bash",
                       "tool_input": {"command": "cd bots/a && bun chop.ts"}, "tool_use_id": "toolu_cd"});
     for (event, cwd) in [
@@ -722,7 +780,7 @@ fn setup_claude_code_makes_the_workspace_merges_the_user_s_files_and_a_second_ru
     assert_eq!(
         ours,
         json!({"matcher": "Bash|Write|Edit|MultiEdit|NotebookEdit", "hooks": [{"type": "command",
-               "command": "mindrune hook claude-code --workspace \"$CLAUDE_PROJECT_DIR\""}]})
+               "command": format!("{} hook claude-code --workspace \"$CLAUDE_PROJECT_DIR\"", mindrune_bin())}]})
     );
     for event in ["PostToolUse", "PostToolUseFailure", "UserPromptSubmit"] {
         assert!(settings["hooks"][event].is_array(), "{event}");
@@ -733,7 +791,7 @@ fn setup_claude_code_makes_the_workspace_merges_the_user_s_files_and_a_second_ru
     let workspace = root.canonicalize().unwrap();
     assert_eq!(
         mcp["mcpServers"]["mindrune"],
-        json!({"command": "mindrune", "args": ["mcp", "--workspace", workspace]})
+        json!({"command": mindrune_bin(), "args": ["mcp", "--workspace", workspace]})
     );
     let local: serde_json::Value =
         serde_json::from_slice(&std::fs::read(root.join(".claude/settings.local.json")).unwrap())
@@ -809,12 +867,8 @@ fn a_library_chosen_with_database_sqlite_is_named_in_the_hooks_and_every_printed
         "{command}"
     );
     std::fs::write(root.join("bots/a/chop.ts"), script(1)).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("mindrune");
-    let path = format!(
-        "{}:{}",
-        bin.parent().unwrap().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    // Not on PATH: the command names the binary itself.
+    let path = path_without_mindrune();
     let base = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": root, "tool_name": "Bash",
                       "tool_input": {"command": "bun bots/a/chop.ts"}, "tool_use_id": "toolu_01"});
     for event in ["PreToolUse", "PostToolUse"] {

@@ -281,3 +281,26 @@ pub(crate) fn on_a_terminal(
     assert!(output.status.success(), "{seen}");
     Some(seen)
 }
+
+/// The binary under test as `mindrune setup` names it in everything it writes: absolute and
+/// canonical.
+pub(crate) fn mindrune_bin() -> String {
+    assert_cmd::cargo::cargo_bin("mindrune")
+        .canonicalize()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `PATH` without the folder of the binary under test: a hook setup installed must run without
+/// it, as on a machine where `cargo build` left the binary in `target/`.
+pub(crate) fn path_without_mindrune() -> String {
+    let bin = assert_cmd::cargo::cargo_bin("mindrune");
+    let folder = bin.parent().unwrap().canonicalize().unwrap();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept: Vec<std::path::PathBuf> = std::env::split_paths(&path)
+        .filter(|dir| dir.canonicalize().ok().as_deref() != Some(folder.as_path()))
+        .collect();
+    std::env::join_paths(kept).unwrap().into_string().unwrap()
+}

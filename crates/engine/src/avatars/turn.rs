@@ -179,6 +179,11 @@ pub fn turn_boundary_with(
             source,
         })?
         .unwrap_or_default();
+    for name in files.names_not_utf8(&bot_dir) {
+        report.diagnostics.push(format!(
+            "{bot_dir}/{name}: its name is not UTF-8, so MindRune cannot record or share it; rename it (e.g. `mv` it to a name in UTF-8)"
+        ));
+    }
 
     let known: HashMap<String, SkillEntry> = store
         .skills(owner, Some(agent.id))?

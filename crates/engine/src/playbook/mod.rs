@@ -206,6 +206,25 @@ impl Playbooks {
         Ok(playbooks)
     }
 
+    /// Opens a workspace that exists already, and makes nothing in a folder that is none (no
+    /// `skills/`, no ledger, no `playbooks.toml` or `permissions.yaml`): a command that reads
+    /// or acts on a workspace never turns a mistyped folder into a new, empty one.
+    pub fn open_existing(workspace: &Path) -> Result<Playbooks, PlaybookError> {
+        let marks = [
+            layout::skills_dir(workspace),
+            layout::ledger_path(workspace),
+            workspace.join(config::CONFIG_FILE),
+            workspace.join(config::PERMISSIONS_FILE),
+        ];
+        if workspace.is_dir() && !marks.iter().any(|mark| mark.exists()) {
+            return Err(PlaybookError::Config {
+                path: workspace.to_path_buf(),
+                message: "is no playbook workspace (it has no skills/ and no .mindrune/ ledger); give the assistant's workspace, or make one with `mindrune playbook --workspace DIR init`".to_string(),
+            });
+        }
+        Self::open(workspace)
+    }
+
     pub fn workspace(&self) -> &Path {
         &self.workspace
     }

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use crate::wire::ErrorBody;
 
 /// How long connecting may take before the server counts as away.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one request may take in all. A turn carries every script of the avatar; the server
 /// answers 408 after its own (shorter) request timeout, so this only catches a server that went
 /// silent.

@@ -129,10 +129,18 @@ impl AgentFolder<'_> {
     /// The names a snapshot holds, as the folder lists them now.
     fn snapshot_names(&self) -> Vec<String> {
         match workspace::list_contained(self.workspace, &self.bot_dir()) {
-            Ok(Some(names)) => names
-                .into_iter()
-                .filter(|name| is_snapshot_name(name))
-                .collect(),
+            Ok(Some(names)) => {
+                for name in workspace::names_not_utf8(self.workspace, &self.bot_dir()) {
+                    tracing::warn!(
+                        "{}/{name}: its name is not UTF-8, so it is not sent and MindRune cannot record or share it; rename it",
+                        self.bot_dir()
+                    );
+                }
+                names
+                    .into_iter()
+                    .filter(|name| is_snapshot_name(name))
+                    .collect()
+            }
             Ok(None) => Vec::new(),
             Err(err) => {
                 tracing::warn!(

@@ -326,16 +326,24 @@ impl PgStore {
     /// that schema (created if needed) instead of the connection's default.
     pub fn open(url: &str) -> Result<PgStore> {
         let (url, schema) = split_schema(url);
-        Self::connect(&url, schema.as_deref(), DEFAULT_POOL_SIZE)
+        Self::connect(&url, schema.as_deref(), DEFAULT_POOL_SIZE, Make::Yes)
+    }
+
+    /// Opens a library that exists already (migrating it if it is older), and makes nothing:
+    /// a database or `schema=NAME` without MindRune's tables is [`StoreError::NoLibrary`], so a
+    /// mistyped schema never becomes a new, empty library.
+    pub fn open_existing(url: &str) -> Result<PgStore> {
+        let (url, schema) = split_schema(url);
+        Self::connect(&url, schema.as_deref(), DEFAULT_POOL_SIZE, Make::No)
     }
 
     /// Opens the library in one schema of the database (created if needed): each test gets
     /// its own, so tests run in parallel on one database.
     pub fn open_in_schema(url: &str, schema: &str) -> Result<PgStore> {
-        Self::connect(url, Some(schema), DEFAULT_POOL_SIZE)
+        Self::connect(url, Some(schema), DEFAULT_POOL_SIZE, Make::Yes)
     }
 
-    fn connect(url: &str, schema: Option<&str>, pool_size: u32) -> Result<PgStore> {
+    fn connect(url: &str, schema: Option<&str>, pool_size: u32, make: Make) -> Result<PgStore> {
         let mut config: Config = url.parse().map_err(|err| {
             StoreError::Database(format!(
                 "`{}` is not a PostgreSQL URL ({err}); write it as postgres://USER@HOST:PORT/DATABASE",
@@ -359,7 +367,7 @@ impl PgStore {
         let mut first = config
             .connect(NoTls)
             .map_err(|err| pg_err(err, &location))?;
-        migrate(&mut first, schema, &location)?;
+        migrate(&mut first, schema, &location, make)?;
         drop(first);
         let pool = r2d2::Pool::builder()
             .max_size(pool_size)
@@ -688,9 +696,22 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
+/// Whether opening may make the library (its schema and tables) where there is none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Make {
+    Yes,
+    No,
+}
+
 /// Creates the schema if asked for one, then runs the migrations the database has not seen, all
-/// in one transaction under the migration lock.
-fn migrate(conn: &mut postgres::Client, schema: Option<&str>, location: &str) -> Result<()> {
+/// in one transaction under the migration lock. With [`Make::No`] a database without the
+/// library's migrations table is refused before anything is created.
+fn migrate(
+    conn: &mut postgres::Client,
+    schema: Option<&str>,
+    location: &str,
+    make: Make,
+) -> Result<()> {
     let known = MIGRATIONS.len() as i64;
     let run = |conn: &mut postgres::Client| -> PgResult<()> {
         let mut tx = conn.transaction()?;
@@ -698,6 +719,19 @@ fn migrate(conn: &mut postgres::Client, schema: Option<&str>, location: &str) ->
             "SELECT pg_advisory_xact_lock($1, $2)",
             &[&LOCK_CLASS, &MIGRATION_LOCK],
         )?;
+        if make == Make::No {
+            // The search path names the schema asked for, so this looks there and nowhere else.
+            let present: bool = tx
+                .query_one("SELECT to_regclass('mindrune_migrations') IS NOT NULL", &[])?
+                .try_get(0)?;
+            if !present {
+                let place = match schema {
+                    Some(schema) => format!("{location} (schema {schema})"),
+                    None => location.to_string(),
+                };
+                return Err(Fail::Store(StoreError::NoLibrary(place)));
+            }
+        }
         if let Some(schema) = schema {
             tx.batch_execute(&format!("CREATE SCHEMA IF NOT EXISTS {schema}"))?;
         }

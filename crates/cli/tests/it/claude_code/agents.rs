@@ -130,7 +130,7 @@ impl Assistant {
         let model = ModelApi::start();
         let claude = ClaudeCode {
             tools: tools(),
-            path_first: Vec::new(),
+            hook_recorder: None,
             home,
             model_url: model.url.clone(),
             env: Vec::new(),

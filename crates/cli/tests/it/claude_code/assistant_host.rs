@@ -70,7 +70,7 @@ fn with_the_real_claude_code_a_cancel_drafts_nothing_and_an_elicitation_hook_s_y
     let model = ModelApi::start();
     let claude = ClaudeCode {
         tools,
-        path_first: Vec::new(),
+        hook_recorder: None,
         home,
         model_url: model.url.clone(),
         env: Vec::new(),

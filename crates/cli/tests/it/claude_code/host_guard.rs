@@ -94,7 +94,7 @@ impl Assistant {
         let model = ModelApi::start();
         let claude = ClaudeCode {
             tools,
-            path_first: vec![root.join("hook-bin")],
+            hook_recorder: Some(root.join("hook-bin")),
             home: home.clone(),
             model_url: model.url.clone(),
             env: Vec::new(),
@@ -371,7 +371,7 @@ fn an_avatar_s_host_tools_cannot_write_family_skills_or_a_sibling_s_folder() {
     let model = ModelApi::start();
     let claude = ClaudeCode {
         tools,
-        path_first: vec![root.join("hook-bin")],
+        hook_recorder: Some(root.join("hook-bin")),
         home,
         model_url: model.url.clone(),
         env: vec![("MINDRUNE_AGENT".into(), "buzz".into())],

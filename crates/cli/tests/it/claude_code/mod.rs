@@ -77,8 +77,9 @@ impl HookCall {
     }
 }
 
-/// A `mindrune` in front of the real one on the hooks' PATH: it keeps each hook call's input,
-/// output and exit status in `log`, then answers as the real one did. Anything else (the MCP
+/// A `mindrune` in front of the real one for the hooks (`ClaudeCode::hook_recorder` points the
+/// installed hooks at it): it keeps each hook call's input, output and exit status in `log`,
+/// then answers as the real one did. Anything else (the MCP
 /// server of `.mcp.json`, which talks over stdin for as long as it runs) is the real one.
 pub(crate) fn hook_recorder(bin: &Path, log: &Path) {
     std::fs::create_dir_all(bin).unwrap();
@@ -102,6 +103,19 @@ pub(crate) fn hook_recorder(bin: &Path, log: &Path) {
     std::fs::write(&path, script).unwrap();
     use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// Points the MindRune hooks of `project`'s `.claude/settings.json` at `recorder` instead of the
+/// real binary they name.
+fn record_hooks_through(project: &Path, recorder: &Path) {
+    let path = project.join(".claude/settings.json");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return;
+    };
+    let real = crate::util::mindrune_bin();
+    if text.contains(&real) {
+        std::fs::write(&path, text.replace(&real, recorder.to_str().unwrap())).unwrap();
+    }
 }
 
 /// The hook calls the recorder kept, in the order they ran.
@@ -134,8 +148,10 @@ pub(crate) fn hook_calls(log: &Path) -> Vec<HookCall> {
 /// The real Claude Code, headless, in `project`, against the stand-in model.
 pub(crate) struct ClaudeCode {
     pub tools: PathBuf,
-    /// Folders put before the tools on PATH (the hook recorder's `mindrune`).
-    pub path_first: Vec<PathBuf>,
+    /// The folder of the hook recorder's `mindrune` ([`hook_recorder`]): before each session
+    /// the hooks setup installed in the project (which name the real binary by its absolute
+    /// path) are pointed at it.
+    pub hook_recorder: Option<PathBuf>,
     pub home: PathBuf,
     pub model_url: String,
     pub env: Vec<(String, String)>,
@@ -193,17 +209,12 @@ impl ClaudeCode {
         mcp_config: Option<&Path>,
         args: &[&str],
     ) -> Output {
-        let mut path: Vec<PathBuf> = self.path_first.clone();
-        path.push(self.tools.clone());
-        path.push(
-            assert_cmd::cargo::cargo_bin("mindrune")
-                .parent()
-                .unwrap()
-                .to_path_buf(),
-        );
-        path.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
+        if let Some(recorder) = &self.hook_recorder {
+            record_hooks_through(project, &recorder.join("mindrune"));
+        }
+        // No `mindrune` on PATH: what setup installed must name the binary itself.
+        let mut path: Vec<PathBuf> = vec![self.tools.clone()];
+        path.extend(std::env::split_paths(&crate::util::path_without_mindrune()));
         // Bounded: a session that hangs fails the test instead of holding the suite.
         let mut command = Command::new("timeout");
         command

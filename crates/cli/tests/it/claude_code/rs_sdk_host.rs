@@ -121,7 +121,7 @@ impl Story {
         let model = ModelApi::start();
         let claude = ClaudeCode {
             tools,
-            path_first: vec![root.join("hook-bin")],
+            hook_recorder: Some(root.join("hook-bin")),
             home,
             model_url: model.url.clone(),
             env: Vec::new(),

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use mindrune_engine::avatars::turn::Boundary;
 
 mod commands;
+mod doctor;
 mod faces;
 mod lab;
 mod library;
@@ -46,6 +47,28 @@ struct Cli {
 enum Command {
     /// Make a new, empty library in MINDRUNE_HOME, or where --database says.
     Init,
+    /// Check every link a project's face depends on, end to end, and name the fix for each
+    /// one that fails: the hooks in .claude/settings*.json resolve to this binary, the library
+    /// opens, the installed guard denies a write into a kept place, a bot's run is understood,
+    /// each bot.env is read and scrubbed, spools deliver, family-skills/ is fresh, the
+    /// vocabulary is built, `claude` is on PATH. Exit status 0 only when every check passes.
+    Doctor {
+        /// The folder Claude Code starts in (its project) [default: the current folder].
+        #[arg(default_value = ".")]
+        project: PathBuf,
+        /// Check only this agent of the project.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The assistant's playbook workspace, when it is not the project's folder.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+        /// The server the project's runners deliver to: its /ready is asked.
+        #[arg(long, value_name = "URL", env = "MINDRUNE_SERVER")]
+        server: Option<String>,
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Owner accounts: a family is all agents of one owner.
     Owner {
         #[command(subcommand)]
@@ -681,6 +704,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     }
     match cli.command {
         Command::Init => commands::init(&home),
+        Command::Doctor {
+            project,
+            agent,
+            workspace,
+            server,
+            json,
+        } => doctor::doctor(&doctor::DoctorArgs {
+            home: &home,
+            project: &project,
+            agent: agent.as_deref(),
+            workspace: workspace.as_deref(),
+            server: server.as_deref(),
+            json,
+        }),
         Command::Migrate { from, to } => migrate::migrate(&from, &to),
         Command::Runner(args) => runner::run(&home, args),
         Command::Serve { addr, config } => serve::serve(&home, addr, config.as_deref()),

@@ -73,6 +73,17 @@ pub(crate) fn count(n: usize, one: &str, many: &str) -> String {
     plural(n, one, many)
 }
 
+/// A span of milliseconds as a person says it: `40 s`, `12 min`, `5 h`, `3 d`.
+pub(crate) fn age(millis: i64) -> String {
+    let secs = millis.max(0) / 1000;
+    match secs {
+        s if s < 120 => format!("{s} s"),
+        s if s < 2 * 3600 => format!("{} min", s / 60),
+        s if s < 2 * 86_400 => format!("{} h", s / 3600),
+        s => format!("{} d", s / 86_400),
+    }
+}
+
 fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -22,8 +22,8 @@ pub(crate) fn hook_claude_code(
     // A hook must never block the agent: bad input or a missing library is reported on
     // stderr with exit status 1 (Claude Code shows it and carries on), never 2 (which blocks).
     // Nothing goes to stdout but a `SessionStart`'s context: Claude Code reads a hook's stdout.
+    let mut input = String::new();
     let outcome = (|| -> anyhow::Result<()> {
-        let mut input = String::new();
         std::io::stdin()
             .read_to_string(&mut input)
             .context("cannot read the hook input")?;
@@ -64,7 +64,7 @@ pub(crate) fn hook_claude_code(
             return Ok(());
         }
         let home = from_project_dir(home);
-        let spool = home.join("hooks").join("claude-code");
+        let spool = hook_failures::notes_dir(&home);
         match hook::handle(&input, agent, &spool)? {
             HookAction::Record(event) => {
                 let store = library::open(&home)?;
@@ -107,13 +107,16 @@ pub(crate) fn hook_claude_code(
         }
         Ok(())
     })();
-    match outcome {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+    Ok(match outcome {
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("mindrune hook: {err:#}");
-            Ok(ExitCode::FAILURE)
+            let notes = match relay {
+                Some(relay) => from_project_dir(relay),
+                None => hook_failures::notes_dir(&from_project_dir(home)),
+            };
+            hook_failures::hook_failed(&input, &err, &notes)
         }
-    }
+    })
 }
 
 /// The guard's reason to deny an avatar's `PreToolUse`, if it has one.
@@ -182,8 +185,8 @@ fn print_hook_answer(answer: &serde_json::Value) -> anyhow::Result<()> {
 /// playbook workspace. As for an avatar's hooks, nothing but the guard's denial and the turn's
 /// context goes to stdout, and a problem is said on stderr with status 1, which never blocks.
 pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<ExitCode> {
+    let mut input = String::new();
     let outcome = (|| -> anyhow::Result<()> {
-        let mut input = String::new();
         std::io::stdin()
             .read_to_string(&mut input)
             .context("cannot read the hook input")?;
@@ -212,13 +215,13 @@ pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<Exi
         }
         Ok(())
     })();
-    match outcome {
-        Ok(()) => Ok(ExitCode::SUCCESS),
+    Ok(match outcome {
+        Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("mindrune hook: {err:#}");
-            Ok(ExitCode::FAILURE)
+            let notes = from_project_dir(workspace).join(".mindrune").join("hooks");
+            hook_failures::hook_failed(&input, &err, &notes)
         }
-    }
+    })
 }
 
 /// An event with the bot's secrets (`bots/<agent>/bot.env` of the checkout Claude Code names in

@@ -20,6 +20,7 @@ use crate::render;
 const EXIT_BAD_INPUT: u8 = 2;
 
 mod hook_commands;
+pub(crate) mod hook_failures;
 mod record;
 mod tags;
 

@@ -3,6 +3,7 @@
 mod bench;
 mod claude_code;
 mod cli;
+mod doctor;
 mod family;
 mod family_input;
 mod faults;

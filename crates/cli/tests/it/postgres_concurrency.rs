@@ -844,6 +844,8 @@ fn four_servers_and_25_runners_on_one_database_store_every_use_once() {
 
     // The family, through the real CLI: one owner, 25 avatars, a runner token each.
     let setup_began = Instant::now();
+    // Only `init` makes a library; every other command opens an existing one.
+    cli(&home, &library_url, &["init"]);
     cli(&home, &library_url, &["owner", "add", OWNER]);
     let mut tokens = Vec::with_capacity(RUNNERS);
     for runner in 0..RUNNERS {

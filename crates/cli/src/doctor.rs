@@ -810,11 +810,24 @@ impl Doctor<'_> {
             .filter_map(|n| n.split('-').next()?.parse::<i64>().ok())
             .min();
         let backlog = crate::render::count(waiting.len(), "item", "items");
+        let delivered =
+            std::fs::read_to_string(spool.join(mindrune_server::runner::spool::LAST_DELIVERY))
+                .ok()
+                .and_then(|text| text.trim().parse::<i64>().ok())
+                .map_or_else(
+                    || "; nothing delivered yet".to_string(),
+                    |at| {
+                        format!(
+                            "; last delivery {} ago",
+                            crate::render::age(now_millis() - at)
+                        )
+                    },
+                );
         match oldest {
             Some(oldest) if now_millis() - oldest > 5 * 60_000 => self.checks.push(Check::fail(
                 name,
                 format!(
-                    "{}: {backlog} waiting in {}, the oldest for {}: its runner is not delivering",
+                    "{}: {backlog} waiting in {}, the oldest for {}{delivered}: its runner is not delivering",
                     agent.name,
                     spool.display(),
                     crate::render::age(now_millis() - oldest)
@@ -824,7 +837,7 @@ impl Doctor<'_> {
             _ => self.checks.push(Check::ok(
                 name,
                 format!(
-                    "{}: {backlog} waiting in {}{}",
+                    "{}: {backlog} waiting in {}{}{delivered}",
                     agent.name,
                     spool.display(),
                     if rejected > 0 { format!(", {rejected} refused by the server (see rejected/)") } else { String::new() }

@@ -107,7 +107,10 @@ impl Runner<'_> {
                     );
                     self.reject(first, &reason)?;
                 }
-                Some(Kind::TurnEnd) => self.deliver_turn(first)?,
+                Some(Kind::TurnEnd) => {
+                    self.deliver_turn(first)?;
+                    self.spool.note_delivery(mindrune_engine::now_millis());
+                }
                 Some(Kind::Event) => {
                     let mut batch = Vec::new();
                     let mut bytes = 0;
@@ -122,6 +125,7 @@ impl Runner<'_> {
                         batch.push(item.clone());
                     }
                     self.deliver_events(batch)?;
+                    self.spool.note_delivery(mindrune_engine::now_millis());
                 }
             }
         }

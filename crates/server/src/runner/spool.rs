@@ -38,6 +38,9 @@ pub const PENDING: &str = "pending";
 /// The agent's instructions as the server last gave them, for the hook's `SessionStart` (it
 /// needs no network and no library): written at the runner's start.
 pub const INSTRUCTIONS: &str = "instructions.md";
+/// When the server last took something from this spool (milliseconds since the Unix epoch, as
+/// text): `mindrune doctor` says how long ago a runner last delivered.
+pub const LAST_DELIVERY: &str = "last-delivery";
 /// The file a runner holds a lock on while it uses the spool.
 const LOCK: &str = ".lock";
 
@@ -272,6 +275,15 @@ impl Spool {
         };
         spool.sweep_temp_files();
         Ok(spool)
+    }
+
+    /// Notes that the server just took something from the spool. Only a note for people (no
+    /// decision reads it), so it is written plainly, without the fsyncs a spooled item gets.
+    pub fn note_delivery(&self, now: i64) {
+        let path = self.root.join(LAST_DELIVERY);
+        if let Err(err) = fs::write(&path, now.to_string()) {
+            tracing::debug!("cannot note the delivery in {}: {err}", path.display());
+        }
     }
 
     pub fn root(&self) -> &Path {

@@ -247,6 +247,31 @@ fn in_an_assistant_s_workspace_the_host_s_own_tools_cannot_write_skills_and_its_
             );
         }
     }
+    // With no `mindrune` on PATH, every link of the assistant's wiring holds.
+    let doctor = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["doctor", ws.project.to_str().unwrap()])
+        .current_dir(&ws.project)
+        .env("HOME", &ws.home)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                ws.claude.tools.display(),
+                crate::util::path_without_mindrune()
+            ),
+        )
+        .env_remove("MINDRUNE_HOME")
+        .env_remove("MINDRUNE_AGENT")
+        .env_remove("MINDRUNE_RELAY")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        doctor.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&doctor.stderr)
+    );
+    assert!(said.contains("guard: a Write into skills/doctor-probe/SKILL.md through the installed PreToolUse hook is denied"), "{said}");
 }
 
 #[test]

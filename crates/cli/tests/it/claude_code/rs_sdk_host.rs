@@ -434,6 +434,46 @@ fn the_real_claude_code_records_every_run_shape_through_the_hooks_setup_installs
         "{lessons}"
     );
     assert!(mirror_of(&story.checkout, "buzz").join("INDEX.md").exists());
+
+    // With no `mindrune` on PATH, every link of the wiring holds: `doctor` passes (once the
+    // topic-tag vocabulary, which this checkout's missing wiki left unbuilt, is there).
+    let wiki = story.root.join("wiki/skills");
+    std::fs::create_dir_all(&wiki).unwrap();
+    std::fs::write(
+        wiki.join("woodcutting.md"),
+        "# Woodcutting\n\n| Detail | Value |\n|---|---|\n| Members | No |\n",
+    )
+    .unwrap();
+    story.mindrune_ok(&[
+        "tags",
+        "build",
+        "--wiki",
+        story.root.join("wiki").to_str().unwrap(),
+    ]);
+    let doctor = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["doctor", &checkout])
+        .current_dir(&story.checkout)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                story.claude.tools.display(),
+                crate::util::path_without_mindrune()
+            ),
+        )
+        .env_remove("MINDRUNE_HOME")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .env_remove("MINDRUNE_AGENT")
+        .env_remove("MINDRUNE_RELAY")
+        .env_remove("MINDRUNE_SERVER")
+        .output()
+        .unwrap();
+    assert!(
+        doctor.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&doctor.stdout),
+        String::from_utf8_lossy(&doctor.stderr)
+    );
 }
 
 /// Where a bot of a shared checkout finds its family's skills.

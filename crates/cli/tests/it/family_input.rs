@@ -520,13 +520,13 @@ fn assert_read_only(dir: &Path) {
     let found = modes(dir);
     assert!(found.len() >= 4, "{found:?}");
     for (path, mode, is_dir) in found {
-        let want = if is_dir { 0o555 } else { 0o444 };
+        let want = if is_dir { 0o555 } else { 0o644 };
         assert_eq!(mode, want, "{} is {mode:o}, not {want:o}", path.display());
     }
 }
 
 #[test]
-fn the_mirror_is_read_only_folders_0555_and_files_0444() {
+fn the_mirror_s_folders_are_0555_and_its_files_0644() {
     let f = Family::new();
     healthy(&f, "");
     f.turn_end("buzz");
@@ -556,6 +556,79 @@ fn the_mirror_is_read_only_folders_0555_and_files_0444() {
     assert!(!pickles.contains_key("buzz/chop-oaks.ts"));
     assert!(!dir.join("buzz").exists(), "an emptied sibling folder goes");
     assert_read_only(&dir);
+}
+
+#[test]
+fn a_copy_from_family_skills_is_the_agent_s_own_to_edit_as_a_normal_user_and_the_mirror_is_not() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = Family::new();
+    healthy(&f, "");
+    f.turn_end("buzz");
+    f.mirror("pickles");
+    let mirror = f.mirror_dir("pickles");
+    let source = mirror.join("buzz/chop-oaks.ts");
+    assert!(source.exists());
+    let bot = f.bot_file("pickles", "");
+    // As the agent does it, as a user who is not root (nobody, when the suite runs as root).
+    let as_agent = |line: &str| {
+        let root = running_as_root();
+        let mut command = if root {
+            let mut c = std::process::Command::new("setpriv");
+            c.args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "sh",
+                "-c",
+                line,
+            ]);
+            c
+        } else {
+            let mut c = std::process::Command::new("sh");
+            c.args(["-c", line]);
+            c
+        };
+        command.current_dir(&bot).output().unwrap()
+    };
+    if running_as_root() {
+        // nobody must reach the folders and write in its own bot folder.
+        let mut dir = bot.clone();
+        while dir.starts_with(f.lib.dir.path()) {
+            let mode = std::fs::metadata(&dir).unwrap().permissions().mode();
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode | 0o755)).unwrap();
+            if !dir.pop() {
+                break;
+            }
+        }
+        std::fs::set_permissions(&bot, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let copied = as_agent(&format!(
+        "cp '{}' . && echo '// adapted' >> chop-oaks.ts",
+        source.display()
+    ));
+    assert!(copied.status.success(), "{}", stderr(&copied));
+    let copy = std::fs::read_to_string(bot.join("chop-oaks.ts")).unwrap();
+    assert!(copy.ends_with("// adapted\n"), "{copy}");
+    // The mirror itself: no new file in it, and (as another user than its writer) no change.
+    let into_mirror = as_agent(&format!("touch '{}'", mirror.join("buzz/new.ts").display()));
+    assert!(!into_mirror.status.success());
+    if running_as_root() {
+        let changed = as_agent(&format!("echo x >> '{}'", source.display()));
+        assert!(!changed.status.success());
+    }
+    assert!(
+        !std::fs::read_to_string(&source)
+            .unwrap()
+            .contains("adapted")
+    );
+}
+
+/// Whether the suite runs as root (then the agent's part is played by `nobody`).
+fn running_as_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|out| out.stdout.trim_ascii() == b"0")
 }
 
 #[test]

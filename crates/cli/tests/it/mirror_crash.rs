@@ -245,7 +245,7 @@ fn a_mirror_refresh_killed_at_any_moment_leaves_every_file_old_or_new() {
     assert_eq!(hidden, [".manifest"], "temp files are cleaned up");
     assert_eq!(mode_of(&dir), 0o555);
     for (path, is_dir) in &all {
-        let want = if *is_dir { 0o555 } else { 0o444 };
+        let want = if *is_dir { 0o555 } else { 0o644 };
         assert_eq!(mode_of(&dir.join(path)), want, "{path}");
     }
     // The manifest vouches for every file: a further refresh writes nothing.

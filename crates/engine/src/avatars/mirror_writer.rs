@@ -4,7 +4,7 @@
 //! Architecture invariant: every write of a mirror file goes through [`refresh`] (or [`empty`]).
 //! A file is written to a hidden temp file in its own folder (`.<name>.tmp-<pid>`), fsynced, made
 //! read-only and renamed over its name; the folders are fsynced once, after all renames. The
-//! agent sees files 0444 and folders 0555; a folder is 0755 only while a refresh changes it.
+//! agent sees files 0644 (a copy is its own to edit) and folders 0555; a folder is 0755 only while a refresh changes it.
 //!
 //! `.manifest` (a JSON map path → key) says which key each file was written for, so a refresh
 //! rewrites only what changed. It never claims more than is on disk:
@@ -36,8 +36,13 @@ use crate::atomic_file::{Replace, write_atomic_with};
 /// The manifest in the mirror directory: a JSON map from wanted path to key.
 pub const MANIFEST: &str = ".manifest";
 
-/// The mode of every mirror file: read-only for everyone.
-pub const FILE_MODE: u32 = 0o444;
+/// The mode of every mirror file: readable by everyone, writable by its owner only. `cp` gives
+/// a copy the source's mode (less the umask), and the spec's loop is "copy a family skill into
+/// bots/<bot>/ and adapt it": a 0444 mirror file made every copy read-only, so the agent's
+/// editor refused it. The mirror itself stays unchanged by the folder's mode (0555: nothing
+/// is added, removed or renamed) and by the host guard, which denies the agent's own tools any
+/// write into `family-skills/`.
+pub const FILE_MODE: u32 = 0o644;
 
 /// The mode of the mirror directory and its sub-folders after a refresh.
 pub const DIR_MODE: u32 = 0o555;

@@ -11,6 +11,7 @@ mod hostile;
 mod lab;
 mod lab_faults;
 mod mcp;
+mod metrics;
 mod migrate;
 mod mirror_crash;
 mod playbook_faults;

@@ -273,12 +273,28 @@ enum TokenCommand {
         /// The agent the runner relays for; the token is good for that agent only.
         agent: String,
     },
-    /// Revoke every runner token of an agent.
+    /// Revoke every runner token of an agent, or one operator token.
     Revoke {
         /// The agent whose runner tokens stop working.
-        agent: String,
+        #[arg(required_unless_present = "operator", conflicts_with = "operator")]
+        agent: Option<String>,
+        /// The operator token to revoke: the token itself, or its id (`mindrune token list
+        /// --operator`). The console and /metrics refuse it from then on.
+        #[arg(long, value_name = "TOKEN_OR_ID")]
+        operator: Option<String>,
     },
-    /// Issue an operator token for the console (read-only, every family) and print it.
+    /// List operator tokens: id, when issued, when revoked (never the tokens, which are not
+    /// kept).
+    List {
+        /// The operator tokens (the only tokens listed so far).
+        #[arg(long)]
+        operator: bool,
+        /// Print them as a JSON array instead.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Issue an operator token for the console and /metrics (read-only, every family) and
+    /// print it; its id goes to stderr.
     Operator,
 }
 
@@ -725,8 +741,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             command: TokenCommand::Issue { agent },
         } => serve::token_issue(&home, &agent),
         Command::Token {
-            command: TokenCommand::Revoke { agent },
-        } => serve::token_revoke(&home, &agent),
+            command: TokenCommand::Revoke { agent, operator },
+        } => match (agent, operator) {
+            (_, Some(operator)) => serve::token_revoke_operator(&home, &operator),
+            (Some(agent), None) => serve::token_revoke(&home, &agent),
+            (None, None) => unreachable!("clap requires the agent unless --operator is given"),
+        },
+        Command::Token {
+            command: TokenCommand::List { operator, json },
+        } => serve::token_list(&home, operator, json),
         Command::Token {
             command: TokenCommand::Operator,
         } => serve::token_operator(&home),

@@ -155,7 +155,7 @@ fn version_label(number: i64, count: i64) -> String {
     )
 }
 
-fn when_json(millis: Option<i64>) -> Value {
+pub(crate) fn when_json(millis: Option<i64>) -> Value {
     millis
         .and_then(|m| {
             time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(m) * 1_000_000).ok()

@@ -253,6 +253,7 @@ async fn post_events(
     // recognised by its ids.
     let recorded = answer.map_err(ApiError::from)?;
     let mut results = Vec::with_capacity(recorded.len());
+    let mut refusals = Vec::new();
     for (result, id) in recorded.into_iter().zip(ids) {
         results.push(match result {
             Ok(recorded) => {
@@ -283,19 +284,35 @@ async fn post_events(
                     error: None,
                 }
             }
-            Err(err) => EventResult {
-                id,
-                status: EventStatus::Rejected,
-                runs: Vec::new(),
-                warnings: Vec::new(),
-                error: Some(err.to_string()),
-            },
+            Err(err) => {
+                refusals.push(match err {
+                    IngestError::Invalid { .. } => "invalid",
+                    IngestError::Store(_) => "store",
+                });
+                EventResult {
+                    id,
+                    status: EventStatus::Rejected,
+                    runs: Vec::new(),
+                    warnings: Vec::new(),
+                    error: Some(err.to_string()),
+                }
+            }
         });
     }
-    let refused = results
-        .iter()
-        .filter(|r| r.status == EventStatus::Rejected)
-        .count() as u64;
+    let mut counts = crate::metrics::EventCounts::default();
+    for result in &results {
+        match result.status {
+            EventStatus::Recorded => counts.recorded += 1,
+            EventStatus::Duplicate => counts.duplicate += 1,
+            EventStatus::Ignored => counts.ignored += 1,
+            EventStatus::Rejected => {}
+        }
+    }
+    state.metrics().note_events(counts);
+    for reason in &refusals {
+        state.metrics().note_event_refused(reason);
+    }
+    let refused = refusals.len() as u64;
     state.health().note_events(
         mindrune_engine::avatars::ingest::now_millis(),
         results.len() as u64 - refused,
@@ -406,6 +423,9 @@ async fn post_turn(
             Ok::<_, ApiError>(TurnAnswer { report, mirror })
         })
         .await??;
+    if answer.mirror.is_some() {
+        state.metrics().note_mirror_refresh();
+    }
     Ok(Json(answer))
 }
 
@@ -425,6 +445,7 @@ async fn send_mirror(
     let answer = state
         .blocking(move || mirror_answer(store, &agent, &have))
         .await??;
+    state.metrics().note_mirror_refresh();
     Ok(Json(answer))
 }
 

@@ -43,6 +43,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::inbox::routes())
         .merge(crate::script_page::routes())
         .merge(crate::console::routes())
+        .merge(crate::metrics::routes())
         .layer(SetResponseHeaderLayer::overriding(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CONTENT_SECURITY_POLICY),
@@ -109,6 +110,7 @@ async fn track_storage(
             status.as_u16(),
             status.canonical_reason().unwrap_or("")
         ));
+        state.metrics().note_request_refused(status.as_u16(), area);
     } else if status.is_server_error() {
         state
             .health()
@@ -127,6 +129,8 @@ fn area_of(path: &str) -> &'static str {
         "console"
     } else if path.starts_with("/mcp") {
         "MCP"
+    } else if path == "/metrics" {
+        "metrics"
     } else {
         "other"
     }

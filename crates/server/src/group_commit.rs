@@ -29,6 +29,8 @@ use mindrune_engine::workspace::{AgentFiles, SnapshotFiles};
 use mindrune_store::{Agent, OwnerId, StoreError};
 use tokio::sync::oneshot;
 
+use crate::metrics::GroupMetrics;
+
 /// How long an idle lane waits for a second batch before it records a lone one (PostgreSQL's
 /// `commit_delay` is the same idea). Short against a request's own cost over HTTP.
 pub const GROUP_WAIT: Duration = Duration::from_micros(500);
@@ -68,14 +70,20 @@ pub struct GroupCommit {
 }
 
 impl GroupCommit {
-    /// Starts `lanes` lanes (at least one) recording through `recorder`.
-    pub fn start(recorder: &'static Recorder<'static>, lanes: usize) -> GroupCommit {
+    /// Starts `lanes` lanes (at least one) recording through `recorder`; each group's size
+    /// and time go to `metrics`.
+    pub fn start(
+        recorder: &'static Recorder<'static>,
+        lanes: usize,
+        metrics: GroupMetrics,
+    ) -> GroupCommit {
         let lanes = (0..lanes.max(1))
             .map(|index| {
                 let (queue, jobs) = mpsc::channel();
+                let metrics = metrics.clone();
                 std::thread::Builder::new()
                     .name(format!("mindrune-writer-{index}"))
-                    .spawn(move || run_lane(recorder, &jobs))
+                    .spawn(move || run_lane(recorder, &jobs, &metrics))
                     .expect("the operating system refused a thread for the library's writer");
                 queue
             })
@@ -108,9 +116,13 @@ impl GroupCommit {
 #[derive(Debug)]
 pub struct LaneStopped;
 
-fn run_lane(recorder: &'static Recorder<'static>, jobs: &Receiver<Job>) {
+fn run_lane(recorder: &'static Recorder<'static>, jobs: &Receiver<Job>, metrics: &GroupMetrics) {
     while let Ok(first) = jobs.recv() {
         let group = gather(first, jobs);
+        // From the group's first statement to its commit: what waiting for company cost is in
+        // the requests' own time, not here.
+        let started = Instant::now();
+        let events = group.iter().map(|job| job.events.len()).sum();
         let owners: Vec<OwnerId> = group.iter().map(|job| job.agent.owner).collect();
         let answers = {
             let batches: Vec<Vec<GroupedEvent<'_>>> = group
@@ -140,6 +152,7 @@ fn run_lane(recorder: &'static Recorder<'static>, jobs: &Receiver<Job>) {
                 batches.iter().map(|_| Err(err.clone())).collect()
             })
         };
+        metrics.observe(group.len(), events, started.elapsed().as_secs_f64());
         for (job, answer) in group.into_iter().zip(answers) {
             let Job {
                 events,

@@ -20,6 +20,7 @@ pub mod html;
 mod icons;
 pub mod inbox;
 pub mod mcp;
+pub mod metrics;
 mod pages;
 pub mod runner;
 mod script_page;

@@ -12,6 +12,7 @@ use mindrune_store::Store;
 use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::health::Health;
+use crate::metrics::Metrics;
 
 /// What every handler shares: the library and the recorder that writes runs into it.
 #[derive(Clone)]
@@ -29,6 +30,8 @@ struct Shared {
     disk_full_since: std::sync::Mutex<Option<std::time::Instant>>,
     /// What this process has seen since it started, for the console.
     health: Health,
+    /// The process's counters for `/metrics`.
+    metrics: Metrics,
 }
 
 /// Below this much free space on the library's disk the server answers not ready: SQLite needs
@@ -46,14 +49,20 @@ impl AppState {
     pub fn new(store: Box<dyn Store>, config: ServerConfig) -> AppState {
         let store: &'static dyn Store = Box::leak(store);
         let recorder: &'static Recorder<'static> = Box::leak(Box::new(Recorder::new(store)));
+        let metrics = Metrics::default();
         AppState {
             shared: Arc::new(Shared {
                 store,
                 recorder,
-                group_commit: GroupCommit::start(recorder, store.write_lanes()),
+                group_commit: GroupCommit::start(
+                    recorder,
+                    store.write_lanes(),
+                    metrics.group().clone(),
+                ),
                 config,
                 disk_full_since: std::sync::Mutex::new(None),
                 health: Health::new(mindrune_engine::avatars::ingest::now_millis()),
+                metrics,
             }),
         }
     }
@@ -78,6 +87,11 @@ impl AppState {
     /// The counters of this process: events, errors, refusals, runners' contacts.
     pub fn health(&self) -> &Health {
         &self.shared.health
+    }
+
+    /// The counters `/metrics` exports besides what it reads at scrape time.
+    pub fn metrics(&self) -> &Metrics {
+        &self.shared.metrics
     }
 
     /// Why the library cannot take writes now, if it cannot: its disk has less than

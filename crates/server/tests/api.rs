@@ -158,10 +158,19 @@ impl Doc {
             );
             return;
         };
+        if let Some(text_schema) = content.get("text/plain") {
+            // `/metrics`: Prometheus' text format, which promtool checks (the cli's tests).
+            assert_eq!(text_schema["schema"]["type"], "string");
+            assert!(
+                content_type.is_some_and(|t| t.starts_with("text/plain")),
+                "{method} {path} {status} answered {content_type:?}, not text: {text}"
+            );
+            return;
+        }
         let schema = &content["application/json"]["schema"];
         assert!(
             schema.is_object(),
-            "{method} {path} {status}: only JSON answers are documented"
+            "{method} {path} {status}: only JSON and plain-text answers are documented"
         );
         assert!(
             content_type.is_some_and(|t| t.starts_with("application/json")),
@@ -650,6 +659,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/skills"),
     ("get", "/skills/{id}"),
     ("post", "/skills/{id}/outcome"),
+    ("get", "/metrics"),
 ];
 
 #[test]
@@ -687,10 +697,17 @@ fn the_document_describes_exactly_the_runner_routes() {
                 );
             }
             let secured = operation["security"] != json!([]);
+            let scheme = if path.starts_with("/v1/") {
+                Some("runnerToken")
+            } else if path == "/metrics" {
+                Some("operatorToken")
+            } else {
+                None
+            };
             assert_eq!(
-                secured,
-                path.starts_with("/v1/"),
-                "{method} {path}: exactly the /v1/ routes take the runner token"
+                operation["security"],
+                scheme.map_or(json!([]), |scheme| json!([{ (scheme): [] }])),
+                "{method} {path}: exactly the /v1/ routes take the runner token, and /metrics the operator's"
             );
             if secured {
                 assert!(
@@ -1281,6 +1298,52 @@ async fn an_oversized_body_is_a_413_and_stores_nothing() {
         );
     }
     assert_eq!(world.counts(0), before);
+}
+
+#[tokio::test]
+async fn metrics_answer_an_operator_token_in_prometheus_text_and_refuse_a_runner_or_revoked_one() {
+    let world = World::new().await;
+    let operator = new_secret("mr_operator_");
+    let id = world
+        .store
+        .issue_operator_token(&secret_digest(&operator), 1)
+        .unwrap();
+    let answer = world.get("/metrics", Some(&operator)).await;
+    answer.assert_status(StatusCode::OK);
+    for owner in ["zqowner", "yqowner"] {
+        assert!(
+            answer.text.contains(&format!(
+                "mindrune_runs_total{{owner=\"{owner}\",outcome=\"ok\"}} "
+            )),
+            "{}",
+            answer.text
+        );
+    }
+    assert!(
+        answer
+            .text
+            .lines()
+            .any(|l| l.starts_with("mindrune_events_recorded_total ") && !l.ends_with(" 0")),
+        "{}",
+        answer.text
+    );
+    let runner = world.avatar(0, 0).token.clone();
+    for token in [None, Some(runner.as_str())] {
+        world.get("/metrics", token).await.assert_error(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            None,
+        );
+    }
+    world
+        .store
+        .revoke_operator_token(mindrune_store::OperatorTokenKey::Id(id), 2)
+        .unwrap();
+    world.get("/metrics", Some(&operator)).await.assert_error(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        None,
+    );
 }
 
 #[tokio::test]

@@ -645,6 +645,41 @@ pub(crate) fn wealth_since(since: Millis) -> i64 {
     since.saturating_add(999).div_euclid(1000)
 }
 
+/// An operator token as `mindrune token list --operator` shows it: its id, never the token.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorToken {
+    pub id: i64,
+    pub created_at: Millis,
+    /// When it was revoked; a revoked token opens neither the console nor `/metrics`.
+    pub revoked_at: Option<Millis>,
+}
+
+/// Which operator token to revoke: the token's digest (the operator holds the token) or its id
+/// (as `mindrune token list --operator` shows it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OperatorTokenKey<'a> {
+    Digest(&'a str),
+    Id(i64),
+}
+
+/// What revoking an operator token did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OperatorRevoke {
+    /// It was live and is revoked now.
+    Revoked(OperatorToken),
+    /// It was revoked before; nothing changed.
+    AlreadyRevoked(OperatorToken),
+    /// No operator token has that digest or id.
+    Unknown,
+}
+
+/// A family's recorded script runs, all time: what `/metrics` exports per owner.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunTotals {
+    pub ok: i64,
+    pub failed: i64,
+}
+
 /// How much one family reused its family skills over a window (the operator's console).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FamilyReuse {
@@ -989,10 +1024,22 @@ pub trait Store: Send + Sync {
     fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>>;
     /// Revokes every runner token of an avatar; returns how many were live.
     fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize>;
-    /// Keeps an operator token (its digest): it reads the console, every family, read-only.
-    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<()>;
+    /// Keeps an operator token (its digest): it reads the console and `/metrics`, every
+    /// family, read-only. Returns its id, by which it can be listed and revoked.
+    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<i64>;
     /// Whether an operator token is known and not revoked.
     fn operator_token_valid(&self, token_hash: &str) -> Result<bool>;
+    /// Every operator token, oldest first, revoked ones too.
+    fn operator_tokens(&self) -> Result<Vec<OperatorToken>>;
+    /// Revokes one operator token, by its digest or its id.
+    fn revoke_operator_token(
+        &self,
+        key: OperatorTokenKey<'_>,
+        now: Millis,
+    ) -> Result<OperatorRevoke>;
+    /// A family's recorded script runs, ok and failed, all time (from its versions' counts:
+    /// one read, cheap enough for every scrape of `/metrics`).
+    fn run_totals(&self, owner: OwnerId) -> Result<RunTotals>;
     /// Starts a dashboard session for an owner.
     fn create_session(
         &self,

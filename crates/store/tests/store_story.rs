@@ -9,9 +9,9 @@
 mod support;
 
 use mindrune_store::{
-    AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
-    ScriptSnapshot, SharingKind, SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason,
-    VersionId,
+    AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, OperatorRevoke, OperatorToken,
+    OperatorTokenKey, Outcome, OwnerId, RunTotals, ScriptSnapshot, SharingKind, SkillHeader, Store,
+    StoreError, UnrecordedCall, UnrecordedReason, VersionId,
 };
 use support::{Backend, Library};
 
@@ -56,6 +56,8 @@ support::on_every_backend! {
     a_runner_token_names_its_agent_until_it_is_revoked,
     a_token_cannot_be_issued_for_another_owner_s_agent,
     operator_tokens_are_known_by_their_digest,
+    an_operator_token_is_revoked_by_its_digest_or_its_id_and_listed_with_its_times,
+    run_totals_count_a_family_s_ok_and_failed_runs_and_no_other_family_s,
     a_session_lasts_until_it_expires_or_ends,
     the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing,
     wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days,
@@ -1485,6 +1487,103 @@ fn operator_tokens_are_known_by_their_digest(backend: Backend) {
     assert!(!f.store.operator_token_valid("sha256:op").unwrap());
     f.store.issue_operator_token("sha256:op", 1).unwrap();
     assert!(f.store.operator_token_valid("sha256:op").unwrap());
+}
+
+fn an_operator_token_is_revoked_by_its_digest_or_its_id_and_listed_with_its_times(
+    backend: Backend,
+) {
+    let f = family(backend);
+    assert!(f.store.operator_tokens().unwrap().is_empty());
+    let first = f.store.issue_operator_token("sha256:op-1", 10).unwrap();
+    let second = f.store.issue_operator_token("sha256:op-2", 20).unwrap();
+    assert_ne!(first, second);
+    let live = |id, created_at| OperatorToken {
+        id,
+        created_at,
+        revoked_at: None,
+    };
+    assert_eq!(
+        f.store.operator_tokens().unwrap(),
+        [live(first, 10), live(second, 20)]
+    );
+
+    // By the token's digest.
+    let revoked = OperatorToken {
+        revoked_at: Some(30),
+        ..live(first, 10)
+    };
+    assert_eq!(
+        f.store
+            .revoke_operator_token(OperatorTokenKey::Digest("sha256:op-1"), 30)
+            .unwrap(),
+        OperatorRevoke::Revoked(revoked.clone())
+    );
+    assert!(!f.store.operator_token_valid("sha256:op-1").unwrap());
+    assert!(f.store.operator_token_valid("sha256:op-2").unwrap());
+    // Again: the first revocation's time stands.
+    assert_eq!(
+        f.store
+            .revoke_operator_token(OperatorTokenKey::Id(first), 40)
+            .unwrap(),
+        OperatorRevoke::AlreadyRevoked(revoked.clone())
+    );
+
+    // By its id.
+    assert!(matches!(
+        f.store
+            .revoke_operator_token(OperatorTokenKey::Id(second), 50)
+            .unwrap(),
+        OperatorRevoke::Revoked(OperatorToken {
+            revoked_at: Some(50),
+            ..
+        })
+    ));
+    assert!(!f.store.operator_token_valid("sha256:op-2").unwrap());
+    assert_eq!(
+        f.store.operator_tokens().unwrap(),
+        [
+            revoked,
+            OperatorToken {
+                revoked_at: Some(50),
+                ..live(second, 20)
+            }
+        ]
+    );
+
+    for unknown in [
+        OperatorTokenKey::Digest("sha256:never-issued"),
+        OperatorTokenKey::Id(second + 100),
+    ] {
+        assert_eq!(
+            f.store.revoke_operator_token(unknown, 60).unwrap(),
+            OperatorRevoke::Unknown
+        );
+    }
+}
+
+fn run_totals_count_a_family_s_ok_and_failed_runs_and_no_other_family_s(backend: Backend) {
+    let f = family(backend);
+    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    assert_eq!(f.store.run_totals(f.owner).unwrap(), RunTotals::default());
+    let version = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "chop();"), 1)
+        .unwrap()
+        .version
+        .id;
+    for (i, ok) in [true, true, false].into_iter().enumerate() {
+        let run = if ok {
+            clean_run(version, f.buzz, i as i64)
+        } else {
+            failed_run(version, f.buzz, i as i64)
+        };
+        f.store.record_use(f.owner, &run).unwrap();
+    }
+    assert_eq!(
+        f.store.run_totals(f.owner).unwrap(),
+        RunTotals { ok: 2, failed: 1 }
+    );
+    assert_eq!(f.store.run_totals(other.id).unwrap(), RunTotals::default());
 }
 
 fn a_session_lasts_until_it_expires_or_ends(backend: Backend) {

@@ -12,6 +12,7 @@ mod hostile;
 mod lab;
 mod lab_faults;
 mod mcp;
+mod metrics;
 mod migrate;
 mod mirror_crash;
 mod playbook_faults;

@@ -16,9 +16,9 @@ use super::rows::{AGENT_COLUMNS, OWNER_COLUMNS, agent_from, all, col, owner_from
 use super::{Fail, PgResult, PgStore, VOCABULARY_LOCK, is_unique_violation};
 use crate::common::lines_of;
 use crate::{
-    Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError,
-    VocabularyChange, VocabularyEntry, VocabularySource, WEALTH_HISTORY_MILLIS, WealthPoint,
-    wealth_hour, wealth_since,
+    Agent, AgentId, AvatarState, Millis, OperatorRevoke, OperatorToken, OperatorTokenKey, Owner,
+    OwnerId, Result, Session, StoreError, VocabularyChange, VocabularyEntry, VocabularySource,
+    WEALTH_HISTORY_MILLIS, WealthPoint, wealth_hour, wealth_since,
 };
 
 /// Turns a unique constraint's failure into the store's conflict, leaving other failures as
@@ -431,13 +431,13 @@ pub(super) fn revoke_runner_tokens(
     })
 }
 
-pub(super) fn issue_operator_token(store: &PgStore, token_hash: &str, now: Millis) -> Result<()> {
+pub(super) fn issue_operator_token(store: &PgStore, token_hash: &str, now: Millis) -> Result<i64> {
     store.write_global(None, |tx| {
-        tx.execute(
-            "INSERT INTO operator_tokens (token_hash, created_at) VALUES ($1, $2)",
+        let row = tx.query_one(
+            "INSERT INTO operator_tokens (token_hash, created_at) VALUES ($1, $2) RETURNING token_id",
             &[&token_hash, &now],
         )?;
-        Ok(())
+        col(&row, 0)
     })
 }
 
@@ -448,6 +448,60 @@ pub(super) fn operator_token_valid(store: &PgStore, token_hash: &str) -> Result<
             &[&token_hash],
         )?;
         Ok(found.is_some())
+    })
+}
+
+fn operator_token_from(row: &postgres::Row) -> PgResult<OperatorToken> {
+    Ok(OperatorToken {
+        id: col(row, 0)?,
+        created_at: col(row, 1)?,
+        revoked_at: col(row, 2)?,
+    })
+}
+
+pub(super) fn operator_tokens(store: &PgStore) -> Result<Vec<OperatorToken>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT token_id, created_at, revoked_at FROM operator_tokens ORDER BY token_id",
+            &[],
+        )?;
+        all(rows, operator_token_from)
+    })
+}
+
+pub(super) fn revoke_operator_token(
+    store: &PgStore,
+    key: OperatorTokenKey<'_>,
+    now: Millis,
+) -> Result<OperatorRevoke> {
+    store.write_global(None, |tx| {
+        // FOR UPDATE: a revocation by another server between the read and the write keeps its
+        // own time, and this one answers that it was revoked already.
+        let found = match key {
+            OperatorTokenKey::Digest(digest) => tx.query_opt(
+                "SELECT token_id, created_at, revoked_at FROM operator_tokens
+                 WHERE token_hash = $1 FOR UPDATE",
+                &[&digest],
+            )?,
+            OperatorTokenKey::Id(id) => tx.query_opt(
+                "SELECT token_id, created_at, revoked_at FROM operator_tokens
+                 WHERE token_id = $1 FOR UPDATE",
+                &[&id],
+            )?,
+        };
+        let Some(row) = found else {
+            return Ok(OperatorRevoke::Unknown);
+        };
+        let mut token = operator_token_from(&row)?;
+        if token.revoked_at.is_some() {
+            return Ok(OperatorRevoke::AlreadyRevoked(token));
+        }
+        tx.execute(
+            "UPDATE operator_tokens SET revoked_at = $2 WHERE token_id = $1",
+            &[&token.id, &now],
+        )?;
+        token.revoked_at = Some(now);
+        Ok(OperatorRevoke::Revoked(token))
     })
 }
 

@@ -1148,12 +1148,28 @@ impl Store for PgStore {
         directory::revoke_runner_tokens(self, owner, agent, now)
     }
 
-    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<()> {
+    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<i64> {
         directory::issue_operator_token(self, token_hash, now)
     }
 
     fn operator_token_valid(&self, token_hash: &str) -> Result<bool> {
         directory::operator_token_valid(self, token_hash)
+    }
+
+    fn operator_tokens(&self) -> Result<Vec<crate::OperatorToken>> {
+        directory::operator_tokens(self)
+    }
+
+    fn revoke_operator_token(
+        &self,
+        key: crate::OperatorTokenKey<'_>,
+        now: Millis,
+    ) -> Result<crate::OperatorRevoke> {
+        directory::revoke_operator_token(self, key, now)
+    }
+
+    fn run_totals(&self, owner: OwnerId) -> Result<crate::RunTotals> {
+        records::run_totals(self, owner)
     }
 
     fn create_session(

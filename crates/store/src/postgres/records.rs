@@ -35,8 +35,8 @@ use super::rows::{
 use super::{PgResult, PgStore};
 use crate::rules::{FamilyTx, VersionRow};
 use crate::{
-    AgentId, FailedRun, Millis, OwnerId, Result, Skill, SkillEntry, SkillId, Snippet, SnippetId,
-    SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    AgentId, FailedRun, Millis, OwnerId, Result, RunTotals, Skill, SkillEntry, SkillId, Snippet,
+    SnippetId, SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
 };
 
 /// Each snippet of an agent run since a time, with its runs since then, most recently run
@@ -264,6 +264,21 @@ pub(super) fn use_count(store: &PgStore, owner: OwnerId) -> Result<i64> {
             &tx.query_one("SELECT COUNT(*) FROM uses WHERE owner_id = $1", &[&owner.0])?,
             0,
         )
+    })
+}
+
+pub(super) fn run_totals(store: &PgStore, owner: OwnerId) -> Result<RunTotals> {
+    store.read_one(|tx| {
+        let row = tx.query_one(
+            "SELECT COALESCE(SUM(ok), 0)::BIGINT, COALESCE(SUM(uses), 0)::BIGINT FROM versions
+             WHERE owner_id = $1",
+            &[&owner.0],
+        )?;
+        let (ok, runs): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
+        Ok(RunTotals {
+            ok,
+            failed: runs - ok,
+        })
     })
 }
 

@@ -8,8 +8,9 @@ use super::rows::{agent_from, owner_from};
 use super::{SqliteStore, agent_missing, db_err, name_taken};
 use crate::common::{AGENT_COLUMNS, OWNER_COLUMNS, lines_of};
 use crate::{
-    Agent, AgentId, AvatarState, Millis, Owner, OwnerId, Result, Session, StoreError,
-    WEALTH_HISTORY_MILLIS, WealthPoint, wealth_hour, wealth_since,
+    Agent, AgentId, AvatarState, Millis, OperatorRevoke, OperatorToken, OperatorTokenKey, Owner,
+    OwnerId, Result, Session, StoreError, WEALTH_HISTORY_MILLIS, WealthPoint, wealth_hour,
+    wealth_since,
 };
 
 pub(super) fn create_owner(
@@ -417,7 +418,7 @@ pub(super) fn issue_operator_token(
     store: &SqliteStore,
     token_hash: &str,
     now: Millis,
-) -> Result<()> {
+) -> Result<i64> {
     let inner = store.lock();
     inner
         .conn
@@ -426,7 +427,7 @@ pub(super) fn issue_operator_token(
             params![token_hash, now],
         )
         .map_err(db_err)?;
-    Ok(())
+    Ok(inner.conn.last_insert_rowid())
 }
 
 pub(super) fn operator_token_valid(store: &SqliteStore, token_hash: &str) -> Result<bool> {
@@ -441,6 +442,66 @@ pub(super) fn operator_token_valid(store: &SqliteStore, token_hash: &str) -> Res
         .optional()
         .map(|found| found.is_some())
         .map_err(db_err)
+}
+
+fn operator_token_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<OperatorToken> {
+    Ok(OperatorToken {
+        id: row.get(0)?,
+        created_at: row.get(1)?,
+        revoked_at: row.get(2)?,
+    })
+}
+
+pub(super) fn operator_tokens(store: &SqliteStore) -> Result<Vec<OperatorToken>> {
+    let inner = store.lock();
+    let mut statement = inner
+        .conn
+        .prepare("SELECT token_id, created_at, revoked_at FROM operator_tokens ORDER BY token_id")
+        .map_err(db_err)?;
+    statement
+        .query_map([], operator_token_from)
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)
+}
+
+pub(super) fn revoke_operator_token(
+    store: &SqliteStore,
+    key: OperatorTokenKey<'_>,
+    now: Millis,
+) -> Result<OperatorRevoke> {
+    let inner = store.lock();
+    let found = match key {
+        OperatorTokenKey::Digest(digest) => inner.conn.query_row(
+            "SELECT token_id, created_at, revoked_at FROM operator_tokens WHERE token_hash = ?1",
+            [digest],
+            operator_token_from,
+        ),
+        OperatorTokenKey::Id(id) => inner.conn.query_row(
+            "SELECT token_id, created_at, revoked_at FROM operator_tokens WHERE token_id = ?1",
+            [id],
+            operator_token_from,
+        ),
+    }
+    .optional()
+    .map_err(db_err)?;
+    let Some(mut token) = found else {
+        return Ok(OperatorRevoke::Unknown);
+    };
+    if token.revoked_at.is_some() {
+        return Ok(OperatorRevoke::AlreadyRevoked(token));
+    }
+    // The store's lock is held since the read, so no other handle of this process revoked it
+    // meanwhile; `revoked_at IS NULL` keeps another process's earlier revocation time.
+    inner
+        .conn
+        .execute(
+            "UPDATE operator_tokens SET revoked_at = ?2 WHERE token_id = ?1 AND revoked_at IS NULL",
+            params![token.id, now],
+        )
+        .map_err(db_err)?;
+    token.revoked_at = Some(now);
+    Ok(OperatorRevoke::Revoked(token))
 }
 
 pub(super) fn create_session(

@@ -13,8 +13,8 @@ use crate::common::{
 };
 use crate::rules::FamilyTx as _;
 use crate::{
-    AgentId, FailedRun, Millis, OwnerId, Result, Skill, SkillEntry, SkillId, Snippet, SnippetId,
-    SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    AgentId, FailedRun, Millis, OwnerId, Result, RunTotals, Skill, SkillEntry, SkillId, Snippet,
+    SnippetId, SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
 };
 
 pub(super) fn skill_at_path(
@@ -210,6 +210,24 @@ pub(super) fn use_count(store: &SqliteStore, owner: OwnerId) -> Result<i64> {
             |r| r.get(0),
         )
         .map_err(db_err)
+}
+
+pub(super) fn run_totals(store: &SqliteStore, owner: OwnerId) -> Result<RunTotals> {
+    // The read-only connection: a scrape never waits for a write group.
+    store.read_committed(|conn| {
+        conn.prepare_cached(
+            "SELECT COALESCE(SUM(ok), 0), COALESCE(SUM(uses), 0) FROM versions WHERE owner_id = ?1",
+        )
+        .map_err(db_err)?
+        .query_row([owner.0], |r| {
+            let (ok, runs): (i64, i64) = (r.get(0)?, r.get(1)?);
+            Ok(RunTotals {
+                ok,
+                failed: runs - ok,
+            })
+        })
+        .map_err(db_err)
+    })
 }
 
 pub(super) fn recent_outputs(

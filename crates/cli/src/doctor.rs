@@ -605,7 +605,8 @@ impl Doctor<'_> {
         // The hook's notes of started calls go to a folder of the doctor's own, dropped after.
         let notes = tempfile::tempdir();
         let decoded = notes.map_err(|err| err.to_string()).and_then(|dir| {
-            hook::handle(&input.to_string(), &agent.name, dir.path()).map_err(|e| e.to_string())
+            hook::handle(&input.to_string(), &agent.name, dir.path(), Some(workspace))
+                .map_err(|e| e.to_string())
         });
         match decoded {
             Ok(HookAction::Record(event)) if event.agent == agent.name => {

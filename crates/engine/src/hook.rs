@@ -11,14 +11,17 @@
 //! The facts behind each rule were seen with the real Claude Code
 //! (`shared/data/claude-code/README.md`; its captured payloads are this module's fixtures).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::avatars::event::{Call, Event};
+use mindrune_core::avatars::event::{Call, Event, MAX_SCRIPTS_AT_START};
+use mindrune_core::shell_line::{self, ShellContext};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
 use crate::avatars::ingest::now_millis;
+use crate::workspace::{self, SANDBOX_ROOT};
 
 /// Pending-call notes older than this are swept away at a turn's end: their call never
 /// finished as far as the hooks could see.
@@ -84,16 +87,21 @@ struct PendingCall {
     started: i64,
     /// The folder the command was written in.
     cwd: Option<String>,
+    /// The code of each of the agent's scripts the call runs, as it was when the call started
+    /// (see [`capture_scripts`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    code: BTreeMap<String, String>,
 }
 
 impl PendingCall {
     /// Reads a note; an older MindRune wrote only the start time.
     fn parse(text: &str) -> Option<PendingCall> {
         serde_json::from_str(text).ok().or_else(|| {
-            text.trim()
-                .parse()
-                .ok()
-                .map(|started| PendingCall { started, cwd: None })
+            text.trim().parse().ok().map(|started| PendingCall {
+                started,
+                cwd: None,
+                code: BTreeMap::new(),
+            })
         })
     }
 }
@@ -134,8 +142,71 @@ pub fn agent_name(agent: Option<&str>) -> Result<&str, HookError> {
     }
 }
 
-/// Handles one hook call for `agent`. `spool` holds the pending-call notes.
-pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, HookError> {
+/// The code of each of `agent`'s scripts a starting call runs, read from `root` (the project
+/// folder Claude Code names, where `bots/` is) by workspace-relative path. A run must be filed
+/// under the code that ran: by its `PostToolUse` (and, in relay mode, by the time the runner
+/// delivers) the agent may have edited the file already, as a real Claude Code did 0.2 s after
+/// a run. Only the agent's own `bots/<agent>/*.ts` are read, contained and size-limited, at
+/// most [`MAX_SCRIPTS_AT_START`]; a script that cannot be read is left out and read when
+/// the event is recorded, as before.
+fn capture_scripts(
+    tool: &Tool,
+    tool_input: &Value,
+    cwd: Option<&str>,
+    agent: &str,
+    root: Option<&Path>,
+) -> BTreeMap<String, String> {
+    let mut code = BTreeMap::new();
+    let Some(root) = root.or(cwd.map(Path::new)) else {
+        return code;
+    };
+    let Some(root_text) = root.to_str() else {
+        return code;
+    };
+    let paths: Vec<String> = match tool {
+        Tool::Bash => {
+            let Some(command) = str_field(tool_input, "command") else {
+                return code;
+            };
+            let roots = [SANDBOX_ROOT, root_text];
+            shell_line::classify_shell_line(
+                command,
+                &ShellContext {
+                    cwd,
+                    workspace_roots: &roots,
+                },
+            )
+            .runs
+        }
+        Tool::ExecuteCode => str_field(tool_input, "script")
+            .and_then(|script| workspace::workspace_relative(script, root))
+            .into_iter()
+            .collect(),
+    };
+    for relative in paths {
+        if code.len() == MAX_SCRIPTS_AT_START {
+            break;
+        }
+        if !matches!(workspace::script_of_bot(&relative), Some((bot, _)) if bot == agent) {
+            continue;
+        }
+        if let Ok(Some(text)) =
+            workspace::read_contained_limited(root, &relative, workspace::MAX_SCRIPT_BYTES)
+        {
+            code.insert(relative, text);
+        }
+    }
+    code
+}
+
+/// Handles one hook call for `agent`. `spool` holds the pending-call notes; `root` is the
+/// project folder (Claude Code's `CLAUDE_PROJECT_DIR`) whose scripts a starting call runs.
+pub fn handle(
+    input: &str,
+    agent: &str,
+    spool: &Path,
+    root: Option<&Path>,
+) -> Result<HookAction, HookError> {
     let value: Value = serde_json::from_str(input).map_err(|err| HookError {
         field: None,
         message: format!("the hook input is not JSON: {err}"),
@@ -194,6 +265,7 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
             let note = PendingCall {
                 started: now_millis(),
                 cwd: cwd.map(str::to_string),
+                code: capture_scripts(&tool, tool_input, cwd, agent, root),
             };
             let text = serde_json::to_string(&note).map_err(|err| HookError {
                 field: None,
@@ -300,6 +372,7 @@ pub fn handle(input: &str, agent: &str, spool: &Path) -> Result<HookAction, Hook
         },
         measures: None,
         damage: None,
+        code_at_start: pending.map(|note| note.code).unwrap_or_default(),
     };
     Ok(HookAction::Record(Box::new(event)))
 }
@@ -477,7 +550,7 @@ pub(crate) mod tests {
     use serde_json::json;
 
     fn run(input: Value, spool: &Path) -> HookAction {
-        handle(&input.to_string(), "buzz", spool).unwrap()
+        handle(&input.to_string(), "buzz", spool, None).unwrap()
     }
 
     #[test]
@@ -623,7 +696,7 @@ pub(crate) mod tests {
     fn every_captured_payload_is_handled_without_an_error() {
         let spool = tempfile::tempdir().unwrap();
         for (why, payload) in captured() {
-            handle(&payload.to_string(), "buzz", spool.path())
+            handle(&payload.to_string(), "buzz", spool.path(), None)
                 .unwrap_or_else(|err| panic!("{why}: {err}"));
         }
     }
@@ -798,7 +871,7 @@ pub(crate) mod tests {
     #[test]
     fn bad_hook_input_is_an_error_not_a_panic() {
         let spool = tempfile::tempdir().unwrap();
-        assert!(handle("{", "buzz", spool.path()).is_err());
-        assert!(handle("{}", "buzz", spool.path()).is_err());
+        assert!(handle("{", "buzz", spool.path(), None).is_err());
+        assert!(handle("{}", "buzz", spool.path(), None).is_err());
     }
 }

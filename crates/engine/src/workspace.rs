@@ -486,16 +486,104 @@ struct SnapshotFile {
 
 impl SnapshotFile {
     fn new(text: String) -> SnapshotFile {
-        // A snapshot has no mtime or inode: the content's digest stands in for both, so an
-        // unchanged file is still recognised without being matched again.
-        let digest = mindrune_core::digest::sha256(text.as_bytes());
-        let hex = digest.trim_start_matches("sha256:");
-        let stamp = FileStamp {
-            len: text.len() as u64,
-            modified: None,
-            inode: u64::from_str_radix(hex.get(..16).unwrap_or("0"), 16).unwrap_or(0),
-        };
+        let stamp = content_stamp(&text);
         SnapshotFile { text, stamp }
+    }
+}
+
+/// The stamp of a file known only by its text (a snapshot's, a call's code at its start): it
+/// has no mtime or inode, so the content's digest stands in for both, and an unchanged file is
+/// still recognised without being matched again.
+fn content_stamp(text: &str) -> FileStamp {
+    let digest = mindrune_core::digest::sha256(text.as_bytes());
+    let hex = digest.trim_start_matches("sha256:");
+    FileStamp {
+        len: text.len() as u64,
+        modified: None,
+        inode: u64::from_str_radix(hex.get(..16).unwrap_or("0"), 16).unwrap_or(0),
+    }
+}
+
+/// An agent's files with the code its scripts had when a call started standing in for those
+/// scripts (an event's `code_at_start`): the run is matched to the version that ran, whatever
+/// the file holds by the time the event is recorded. Every other path is `files`'.
+pub struct CodeAtStart<'a> {
+    code: Vec<(&'a str, &'a str, FileStamp)>,
+    files: &'a dyn AgentFiles,
+}
+
+impl<'a> CodeAtStart<'a> {
+    pub fn new(
+        code: &'a std::collections::BTreeMap<String, String>,
+        files: &'a dyn AgentFiles,
+    ) -> CodeAtStart<'a> {
+        let code = code
+            .iter()
+            .map(|(path, text)| (path.as_str(), text.as_str(), content_stamp(text)))
+            .collect();
+        CodeAtStart { code, files }
+    }
+
+    fn captured(&self, relative: &str) -> Option<(&'a str, FileStamp)> {
+        self.code
+            .iter()
+            .find(|(path, _, _)| *path == relative)
+            .map(|(_, text, stamp)| (*text, *stamp))
+    }
+}
+
+impl AgentFiles for CodeAtStart<'_> {
+    fn exists(&self) -> bool {
+        self.files.exists()
+    }
+
+    fn stat(&self, relative: &str, limit: u64) -> Result<Option<FileStamp>, ReadError> {
+        match self.captured(relative) {
+            Some((_, stamp)) if stamp.len > limit => Err(ReadError::TooLarge {
+                path: relative.to_string(),
+                size: stamp.len,
+                limit,
+            }),
+            Some((_, stamp)) => Ok(Some(stamp)),
+            None => self.files.stat(relative, limit),
+        }
+    }
+
+    fn stat_in_moment(
+        &self,
+        relative: &str,
+        limit: u64,
+        real_folders: &mut std::collections::HashSet<PathBuf>,
+    ) -> Result<Option<FileStamp>, ReadError> {
+        match self.captured(relative) {
+            Some(_) => self.stat(relative, limit),
+            None => self.files.stat_in_moment(relative, limit, real_folders),
+        }
+    }
+
+    fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError> {
+        match self.captured(relative) {
+            Some(_) => {
+                self.stat(relative, limit)?;
+                Ok(self.captured(relative).map(|(text, _)| text.to_string()))
+            }
+            None => self.files.read(relative, limit),
+        }
+    }
+
+    fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
+        self.files.list(relative)
+    }
+
+    fn names_not_utf8(&self, relative: &str) -> Vec<String> {
+        self.files.names_not_utf8(relative)
+    }
+
+    fn change_stamp(&self, relative: &str) -> Option<FileStamp> {
+        match self.captured(relative) {
+            Some((_, stamp)) => Some(stamp),
+            None => self.files.change_stamp(relative),
+        }
     }
 }
 

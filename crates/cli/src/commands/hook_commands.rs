@@ -39,7 +39,7 @@ pub(crate) fn hook_claude_code(
             // of started calls live in the relay folder too.
             let relay = from_project_dir(relay);
             let spool = relay.join(mindrune_server::runner::spool::PENDING);
-            match hook::handle(&input, agent, &spool)? {
+            match hook::handle(&input, agent, &spool, claude_project_dir().as_deref())? {
                 HookAction::Record(event) => {
                     // The spool is on disk: the bot's own secrets (its bot.env) are scrubbed
                     // before the event touches it, as the runner scrubs what it sends.
@@ -65,7 +65,7 @@ pub(crate) fn hook_claude_code(
         }
         let home = from_project_dir(home);
         let spool = hook_failures::notes_dir(&home);
-        match hook::handle(&input, agent, &spool)? {
+        match hook::handle(&input, agent, &spool, claude_project_dir().as_deref())? {
             HookAction::Record(event) => {
                 let store = library::open(&home)?;
                 let recorded = Recorder::new(&*store).record(&event)?;
@@ -250,6 +250,9 @@ fn scrubbed_for_relay(
     }
     if let Some(output) = &mut event.output {
         scrub(output);
+    }
+    for code in event.code_at_start.values_mut() {
+        scrub(code);
     }
     event
 }

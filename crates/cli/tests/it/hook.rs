@@ -35,6 +35,57 @@ fn a_bash_call_seen_by_pre_and_post_hooks_is_one_timed_use() {
 }
 
 #[test]
+fn a_run_is_filed_under_the_code_that_ran_even_when_the_file_was_edited_before_its_post_hook() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &script(1));
+    let workspace = lib.workspace("buzz");
+    let hook_in = |input: serde_json::Value| {
+        lib.cmd()
+            .args(["hook", "claude-code", "--agent", "buzz"])
+            .env("CLAUDE_PROJECT_DIR", &workspace)
+            .write_stdin(input.to_string())
+            .output()
+            .unwrap()
+    };
+    // v1 is in the library already, from an earlier run.
+    let turn = lib.run(&["turn-end", "buzz"]);
+    assert!(turn.status.success(), "{}", stderr(&turn));
+    let base = json!({"session_id": "s1", "transcript_path": "/tmp/t.jsonl", "cwd": workspace, "tool_name": "Bash",
+                      "tool_input": {"command": "bun bots/buzz/chop.ts"}, "tool_use_id": "toolu_edit"});
+    let mut pre = base.clone();
+    pre["hook_event_name"] = json!("PreToolUse");
+    assert!(hook_in(pre).status.success());
+    // Claude Code's Edit lands while the run goes on (0.2 s after it, in the live session).
+    lib.write_script("buzz", "chop", &script(2));
+    let mut post = base;
+    post["hook_event_name"] = json!("PostToolUse");
+    post["tool_response"] = json!({"stdout": "done\n", "stderr": "", "interrupted": false});
+    let output = hook_in(post);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let turn = lib.run(&["turn-end", "buzz"]);
+    assert!(turn.status.success(), "{}", stderr(&turn));
+    let skill = lib.skill_json("buzz/chop");
+    let versions = skill["versions"].as_array().unwrap();
+    let runs_of = |number: u64| {
+        versions
+            .iter()
+            .find(|v| v["version"] == number)
+            .map(|v| v["runs"].clone())
+    };
+    assert_eq!(
+        runs_of(1),
+        Some(json!(1)),
+        "the run of v1 is v1's: {skill:#}"
+    );
+    assert_eq!(
+        runs_of(2),
+        Some(json!(0)),
+        "the edit is v2, not yet run: {skill:#}"
+    );
+}
+
+#[test]
 fn a_failed_call_is_recorded_as_a_failure() {
     let lib = TestLibrary::new();
     lib.agent("buzz", "ada");

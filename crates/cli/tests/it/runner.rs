@@ -115,6 +115,29 @@ impl Setup {
         self.post(agent, name, id, output);
     }
 
+    /// A run as Claude Code reports it in the checkout: `PreToolUse` and `PostToolUse` with
+    /// the project's folder in `CLAUDE_PROJECT_DIR`, so the hook keeps the code that ran.
+    fn run_script_in_project(&self, agent: &str, name: &str, id: &str) {
+        let project = self.lib.workspace(agent);
+        let mut call = json!({"session_id": "s1", "cwd": project, "tool_name": "Bash", "tool_use_id": id,
+                              "tool_input": {"command": format!("bun bots/{agent}/{name}.ts")},
+                              "tool_response": {"stdout": "done\n", "stderr": "", "interrupted": false}});
+        for event in ["PreToolUse", "PostToolUse"] {
+            call["hook_event_name"] = json!(event);
+            let output = self
+                .lib
+                .cmd()
+                .env("MINDRUNE_HOME", self.lib.dir.path().join("no-library-here"))
+                .env("CLAUDE_PROJECT_DIR", &project)
+                .args(["hook", "claude-code", "--agent", agent, "--relay"])
+                .arg(self.spool(agent))
+                .write_stdin(call.to_string())
+                .output()
+                .unwrap();
+            assert!(output.status.success(), "hook failed: {}", stderr(&output));
+        }
+    }
+
     /// Only the `PostToolUse` of a call.
     fn post(&self, agent: &str, name: &str, id: &str, output: &str) {
         let call = json!({"hook_event_name": "PostToolUse", "session_id": "s1", "cwd": "/work", "tool_name": "Bash",
@@ -540,6 +563,28 @@ fn a_refused_token_stops_the_runner_and_keeps_the_spool() {
         stderr(&output)
     );
     assert_eq!(s.count("buzz", "inbox") + s.count("buzz", "outbox"), 1);
+}
+
+#[test]
+fn a_relayed_run_is_filed_under_the_code_that_ran_though_the_file_changed_before_delivery() {
+    let s = Setup::new(&["buzz"]);
+    let lib = &s.lib;
+    lib.write_script("buzz", "fish", "await bot.fish(1);\n");
+    let _server = Server::start(lib, s.port);
+    let token = s.token("buzz");
+    // The first run of v1, delivered: v1 is in the library.
+    s.run_script_in_project("buzz", "fish", "toolu_v1a");
+    assert!(s.runner_once("buzz", &token, &[]).status.success());
+    // The second run of v1; the file is edited before the runner delivers it.
+    s.run_script_in_project("buzz", "fish", "toolu_v1b");
+    lib.write_script("buzz", "fish", "await bot.fish(2);\n");
+    let output = s.runner_once("buzz", &token, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let skill: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["skill", "show", "buzz/fish", "--json"])).unwrap();
+    let versions = skill["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "no run of the edit yet: {skill:#}");
+    assert_eq!(versions[0]["runs"], 2, "{skill:#}");
 }
 
 #[test]

@@ -1,8 +1,8 @@
 //! The event contract: how a host reports one tool call (one JSON object per line).
 //!
 //! Fields (all but `agent` optional): `id`, `agent`, `at`, `kind`, `command`, `cwd`, `script`,
-//! `code`, `background`, `ok`, `duration_ms`, `output`, `measures`, `damage`. Unknown fields are
-//! an error, not ignored: a typo must not silently drop a measurement.
+//! `code`, `background`, `ok`, `duration_ms`, `output`, `measures`, `damage`, `code_at_start`.
+//! Unknown fields are an error, not ignored: a typo must not silently drop a measurement.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +13,9 @@ use time::OffsetDateTime;
 pub const MAX_CODE_CHARS: usize = 262_144;
 /// The longest `command` accepted, in characters.
 pub const MAX_COMMAND_CHARS: usize = 262_144;
+/// The most scripts one event's `code_at_start` holds (one call that runs more is rare; the
+/// rest are read when recorded, as without the field).
+pub const MAX_SCRIPTS_AT_START: usize = 16;
 
 /// What kind of tool call an event reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,6 +81,12 @@ pub struct RawEvent {
     pub measures: Option<Measures>,
     #[serde(default)]
     pub damage: Option<Damage>,
+    /// The code each script the call ran had when the call started, by workspace-relative path
+    /// (`bots/<bot>/<name>.ts`), as the host read it then: a run is filed under the version
+    /// that ran, even when the file was edited before the event was recorded (a hook's
+    /// `PostToolUse` comes after the run; a runner delivers later still).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_at_start: Option<BTreeMap<String, String>>,
 }
 
 /// What the call did, once the kind is settled.
@@ -108,6 +117,8 @@ pub struct Event {
     pub output: Option<String>,
     pub measures: Option<Measures>,
     pub damage: Option<Damage>,
+    /// See [`RawEvent::code_at_start`]; empty when the host did not capture the code.
+    pub code_at_start: BTreeMap<String, String>,
 }
 
 /// Why an event line was rejected: the field (when one is to blame) and what to do.
@@ -252,6 +263,41 @@ pub fn check(raw: RawEvent) -> Result<Event, EventError> {
             ));
         }
     }
+    let code_at_start = raw.code_at_start.unwrap_or_default();
+    if code_at_start.len() > MAX_SCRIPTS_AT_START {
+        return Err(EventError::field(
+            "code_at_start",
+            format!(
+                "holds {} scripts; at most {MAX_SCRIPTS_AT_START} (leave the rest out: they are read when the event is recorded)",
+                code_at_start.len()
+            ),
+        ));
+    }
+    for (path, code) in &code_at_start {
+        let is_script = path
+            .strip_prefix("bots/")
+            .and_then(|rest| rest.split_once('/'))
+            .is_some_and(|(bot, name)| {
+                !bot.is_empty()
+                    && bot != ".."
+                    && bot != "."
+                    && name.ends_with(".ts")
+                    && !name.contains('/')
+                    && !name.starts_with('.')
+            });
+        if !is_script {
+            return Err(EventError::field(
+                &format!("code_at_start.{path}"),
+                "is not a bot's script path; keys are workspace-relative, bots/<bot>/<name>.ts",
+            ));
+        }
+        if code.chars().count() > MAX_CODE_CHARS {
+            return Err(EventError::field(
+                &format!("code_at_start.{path}"),
+                format!("is longer than {MAX_CODE_CHARS} characters; leave it out"),
+            ));
+        }
+    }
     Ok(Event {
         id: raw.id,
         agent: raw.agent,
@@ -263,12 +309,44 @@ pub fn check(raw: RawEvent) -> Result<Event, EventError> {
         output: raw.output,
         measures: raw.measures,
         damage: raw.damage,
+        code_at_start,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn code_at_start_holds_only_bot_scripts_and_names_the_bad_key() {
+        let event = parse_line(
+            r#"{"agent":"buzz","command":"bun bots/buzz/chop.ts","code_at_start":{"bots/buzz/chop.ts":"await bot.chop();\n"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            event
+                .code_at_start
+                .get("bots/buzz/chop.ts")
+                .map(String::as_str),
+            Some("await bot.chop();\n")
+        );
+        for key in [
+            "../etc/passwd",
+            "bots/buzz/notes.md",
+            "bots/../x.ts",
+            "bots/buzz/a/b.ts",
+            "/work/bots/buzz/chop.ts",
+        ] {
+            let line =
+                format!(r#"{{"agent":"buzz","command":"bun x","code_at_start":{{"{key}":"x"}}}}"#);
+            let err = parse_line(&line).unwrap_err();
+            assert_eq!(
+                err.field.as_deref(),
+                Some(format!("code_at_start.{key}").as_str()),
+                "{key}"
+            );
+        }
+    }
 
     #[test]
     fn a_shell_event_parses_and_its_kind_is_inferred() {

@@ -221,6 +221,11 @@ impl AgentFolder<'_> {
 
         let mut files = BTreeMap::new();
         for relative in self.scripts_of(&event.call) {
+            // A script whose code the hook kept from the call's start is not read again: the
+            // file may have been edited since, and the run is the code that ran.
+            if event.code_at_start.contains_key(&relative) {
+                continue;
+            }
             if let Some(file) = self.read(&relative, MAX_SCRIPT_BYTES, scrubber) {
                 files.insert(relative, file);
             }
@@ -246,6 +251,13 @@ impl AgentFolder<'_> {
 
         for value in [&mut raw.command, &mut raw.code].into_iter().flatten() {
             *value = scrubber.scrub(value).text.into_owned();
+        }
+        for code in raw
+            .code_at_start
+            .iter_mut()
+            .flat_map(|code| code.values_mut())
+        {
+            *code = scrubber.scrub(code).text.into_owned();
         }
         if let Some(output) = &mut raw.output {
             *output = tail(&scrubber.scrub(output).text, MAX_OUTPUT_BYTES);

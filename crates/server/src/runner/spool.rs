@@ -187,6 +187,7 @@ pub fn raw_event(event: &Event) -> RawEvent {
         output: event.output.clone(),
         measures: event.measures.clone(),
         damage: event.damage.clone(),
+        code_at_start: (!event.code_at_start.is_empty()).then(|| event.code_at_start.clone()),
     }
 }
 

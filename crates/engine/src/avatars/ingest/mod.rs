@@ -245,6 +245,15 @@ impl<'s> Recorder<'s> {
         files: &dyn AgentFiles,
         prepared: Option<&PreparedOutput>,
     ) -> Result<Recorded, IngestError> {
+        // The code each script had when the call started, where the host captured it, stands
+        // in for the file: the run is filed under the version that ran.
+        let at_start;
+        let files: &dyn AgentFiles = if event.code_at_start.is_empty() {
+            files
+        } else {
+            at_start = workspace::CodeAtStart::new(&event.code_at_start, files);
+            &at_start
+        };
         let agent = self.agent(&event.agent)?;
         let owner = agent.owner;
         let workspace = Path::new(&agent.workspace);

@@ -52,6 +52,10 @@ use crate::wire::{
 
 /// How often the inbox is looked at.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(200);
+/// How often a running runner asks for the family's view when nothing else brought one: a
+/// sibling's share or un-share reaches a bot mid-session within this (the spec: at most once a
+/// minute).
+pub const MIRROR_EVERY: Duration = Duration::from_secs(60);
 /// The first wait after the server was found away; it doubles up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// The longest wait between two tries while the server is away.
@@ -311,6 +315,8 @@ struct Runner<'a> {
     mirror_emptied: bool,
     /// A mirror answer could not be written in full: ask `/v1/mirror` again.
     mirror_wanted: bool,
+    /// When `family-skills/` was last written from an answer (or the runner started).
+    last_mirror: Instant,
     backoff: Backoff,
     /// Since when the server is away, and why.
     away: Option<(Instant, String)>,
@@ -339,6 +345,7 @@ impl<'a> Runner<'a> {
             started: config.once,
             mirror_emptied: false,
             mirror_wanted: false,
+            last_mirror: Instant::now(),
             backoff: Backoff::default(),
             away: None,
             boundary: (Instant::now(), folder.fingerprint()),
@@ -516,8 +523,16 @@ impl<'a> Runner<'a> {
         if !self.started && !self.stopping() {
             self.start()?;
         }
-        if self.mirror_wanted && !self.stopping() {
+        // A starting session asked for a fresh view (its hook waits for it), or none came for a
+        // minute (a sibling may have shared or un-shared meanwhile).
+        let session = spool::fresh_mirror_asked(self.spool.root());
+        let due = self.started && !self.config.once && self.last_mirror.elapsed() >= MIRROR_EVERY;
+        if (self.mirror_wanted || session.is_some() || due) && !self.stopping() {
             self.fetch_mirror()?;
+            if let Some(stamp) = session {
+                self.keep_instructions();
+                spool::answer_fresh_mirror(self.spool.root(), &stamp);
+            }
         }
         if !self.stopping() {
             self.send_state()?;

@@ -50,13 +50,32 @@ pub(crate) fn hook_claude_code(
                     mindrune_server::runner::spool::relay_turn_end(&relay)?;
                 }
                 HookAction::SessionStarted => {
+                    // The agent reads family-skills/ first: the runner brings it up to date from
+                    // the server before the session goes on (a sibling may have shared or
+                    // un-shared since the runner last wrote it).
+                    let fresh = wait_for_fresh_mirror(&relay)?;
                     let kept = relay.join(mindrune_server::runner::spool::INSTRUCTIONS);
-                    let text = std::fs::read_to_string(&kept).unwrap_or_else(|_| {
+                    let mut text = std::fs::read_to_string(&kept).unwrap_or_else(|_| {
                         format!(
                             "MindRune's runner for `{agent}` has not started yet (no {}), so its instructions are not here; start it (`mindrune runner --agent {agent} …`), then start this session again.",
                             kept.display()
                         )
                     });
+                    if !fresh {
+                        let stale = format!(
+                            "MindRune's runner for `{agent}` did not bring family-skills/ up to date within {} s, so it may show what siblings shared earlier; is `mindrune runner --agent {agent}` running?",
+                            FRESH_MIRROR_WAIT.as_secs()
+                        );
+                        eprintln!("mindrune hook: {stale}");
+                        text = format!("{text}\n\n{stale}");
+                        return print_hook_answer(&serde_json::json!({
+                            "systemMessage": stale,
+                            "hookSpecificOutput": {
+                                "hookEventName": "SessionStart",
+                                "additionalContext": text,
+                            }
+                        }));
+                    }
                     print_session_context(&text)?;
                 }
                 HookAction::Started | HookAction::Ignored(_) => {}
@@ -117,6 +136,31 @@ pub(crate) fn hook_claude_code(
             hook_failures::hook_failed(&input, &err, &notes)
         }
     })
+}
+
+/// How long a relaying `SessionStart` waits for the runner to bring `family-skills/` up to
+/// date: its poll is 200 ms and one mirror request a few more, so a runner that is there
+/// answers well within it; a runner that is not costs the session this once, and is said.
+const FRESH_MIRROR_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Asks the runner of the relay folder for a fresh `family-skills/` and waits for it; whether it
+/// came in time.
+fn wait_for_fresh_mirror(relay: &Path) -> anyhow::Result<bool> {
+    use mindrune_server::runner::spool;
+    let stamp = spool::ask_fresh_mirror(relay, now_millis()).with_context(|| {
+        format!(
+            "cannot ask the runner for a fresh family-skills/ in {}",
+            relay.display()
+        )
+    })?;
+    let deadline = std::time::Instant::now() + FRESH_MIRROR_WAIT;
+    while std::time::Instant::now() < deadline {
+        if spool::fresh_mirror_done(relay, &stamp) {
+            return Ok(true);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    Ok(spool::fresh_mirror_done(relay, &stamp))
 }
 
 /// The guard's reason to deny an avatar's `PreToolUse`, if it has one.

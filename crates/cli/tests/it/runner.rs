@@ -439,6 +439,79 @@ fn every_event_is_stored_exactly_once_through_a_server_killed_mid_delivery() {
 }
 
 #[test]
+fn a_new_session_starts_from_a_fresh_family_view_after_a_sibling_shared_mid_session() {
+    let s = Setup::new(&["pickles", "buzz"]);
+    let lib = &s.lib;
+    let _server = Server::start(lib, s.port);
+    let pickles = s.token("pickles");
+    let buzz = s.token("buzz");
+    let mirror = lib.workspace("buzz").join("family-skills");
+    // buzz's runner runs all along; its view is written at its start: nothing shared yet.
+    let runner = s.runner("buzz", &buzz, &[]);
+    wait_for(Duration::from_secs(30), "buzz's first view", || {
+        visible_files(&mirror).contains_key("INDEX.md")
+    });
+    assert!(!visible_files(&mirror).contains_key("pickles/chop.ts"));
+
+    // Meanwhile pickles' headed script proves itself and becomes a family skill.
+    lib.write_script("pickles", "chop", &headed("chop", "await bot.chop(7);\n"));
+    for n in 1..=5 {
+        s.run_script(
+            "pickles",
+            "chop",
+            &format!("toolu_p{n}"),
+            "── State ──\nXP: Woodcutting +250\n",
+        );
+    }
+    s.stop("pickles");
+    let output = s.runner_once("pickles", &pickles, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+
+    // buzz's new session: its SessionStart hook has the runner bring the view up to date
+    // before the agent's first call, and hands over the instructions.
+    let started = s.hook(
+        "buzz",
+        &json!({"hook_event_name": "SessionStart", "session_id": "s2", "source": "startup"}),
+    );
+    terminate(runner);
+    let answer: serde_json::Value = serde_json::from_slice(&started.stdout).unwrap();
+    assert!(answer.get("systemMessage").is_none(), "{answer}");
+    assert!(
+        answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("@skill"),
+        "{answer}"
+    );
+    assert!(
+        visible_files(&mirror).contains_key("pickles/chop.ts"),
+        "the sibling's new family skill is in the view the session starts from"
+    );
+}
+
+#[test]
+fn a_relayed_session_start_with_no_runner_says_the_view_may_be_stale() {
+    let s = Setup::new(&["buzz"]);
+    let started = s.hook(
+        "buzz",
+        &json!({"hook_event_name": "SessionStart", "session_id": "s1", "source": "startup"}),
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&started.stdout).unwrap();
+    let message = answer["systemMessage"].as_str().unwrap();
+    assert!(
+        message.contains("did not bring family-skills/ up to date within 10 s"),
+        "{message}"
+    );
+    assert!(
+        answer["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .contains("has not started yet"),
+        "{answer}"
+    );
+}
+
+#[test]
 fn a_runner_started_while_the_server_is_down_empties_family_skills_then_fills_it() {
     let s = Setup::new(&["buzz"]);
     let lib = &s.lib;

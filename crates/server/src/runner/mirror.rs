@@ -89,6 +89,8 @@ impl Runner<'_> {
 
     /// Asks for the mirror again (the last answer could not be written in full).
     pub(super) fn fetch_mirror(&mut self) -> Result<(), Halt> {
+        // Tried now, whatever the answer: a refusal is not asked again at every poll.
+        self.last_mirror = Instant::now();
         let body = serde_json::to_vec(&MirrorRequest {
             have: mirror_writer::held_keys(&self.mirror_dir),
         })
@@ -138,6 +140,7 @@ impl Runner<'_> {
             Ok(report) => {
                 self.mirror_wanted = false;
                 self.mirror_emptied = false;
+                self.last_mirror = Instant::now();
                 self.summary.mirrors_written += 1;
                 tracing::info!(
                     written = report.written.len(),

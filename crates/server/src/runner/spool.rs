@@ -38,6 +38,10 @@ pub const PENDING: &str = "pending";
 /// The agent's instructions as the server last gave them, for the hook's `SessionStart` (it
 /// needs no network and no library): written at the runner's start.
 pub const INSTRUCTIONS: &str = "instructions.md";
+/// A session of the agent is starting and wants `family-skills/` brought up to date first: the
+/// hook's `SessionStart` writes it (the time, as text) and waits; the runner fetches the mirror,
+/// writes it and the instructions, then removes it ([`ask_fresh_mirror`], [`fresh_mirror_asked`]).
+pub const FRESH_MIRROR: &str = "fresh-mirror-wanted";
 /// When the server last took something from this spool (milliseconds since the Unix epoch, as
 /// text): `mindrune doctor` says how long ago a runner last delivered.
 pub const LAST_DELIVERY: &str = "last-delivery";
@@ -207,6 +211,33 @@ fn random_id() -> String {
     getrandom::fill(&mut bytes).expect("the operating system's random source works");
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     format!("relay:{hex}")
+}
+
+/// Asks the runner of the spool at `root` to bring `family-skills/` up to date now (a session
+/// is starting); what was written, to recognise the answer by ([`fresh_mirror_done`]).
+pub fn ask_fresh_mirror(root: &Path, now: i64) -> Result<String, SpoolError> {
+    let stamp = now.to_string();
+    create_dir(root)?;
+    write_atomic(root, FRESH_MIRROR, stamp.as_bytes())?;
+    Ok(stamp)
+}
+
+/// The request of [`ask_fresh_mirror`] waiting in the spool at `root`, if any.
+pub fn fresh_mirror_asked(root: &Path) -> Option<String> {
+    fs::read_to_string(root.join(FRESH_MIRROR)).ok()
+}
+
+/// Whether the request `stamp` was answered: the runner removed it (or a later session's
+/// request replaced it, which the runner answers no earlier).
+pub fn fresh_mirror_done(root: &Path, stamp: &str) -> bool {
+    fresh_mirror_asked(root).is_none_or(|now| now != stamp)
+}
+
+/// The runner answered the request `stamp`: it goes, unless a newer one replaced it meanwhile.
+pub fn answer_fresh_mirror(root: &Path, stamp: &str) {
+    if fresh_mirror_asked(root).as_deref() == Some(stamp) {
+        let _ = fs::remove_file(root.join(FRESH_MIRROR));
+    }
 }
 
 /// Writes one finished call into `root/inbox/` for the runner (what the hook does in relay

@@ -296,7 +296,13 @@ fn versions_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
             score = points(v.score),
             made = shown_text.text(&when(Some(v.created_at))),
             last = shown_text.text(&when(v.last_used_at)),
-            shared = if v.shared_at.is_some() { "yes" } else { "–" },
+            // `shared_at` is history, never cleared: a version siblings no longer get since
+            // the agent un-shared the skill says so rather than "yes".
+            shared = match (v.shared_at, page.family) {
+                (Some(_), true) => "yes",
+                (Some(_), false) => "before (un-shared)",
+                (None, _) => "–",
+            },
         );
     }
     out.push_str("</tbody></table></div>");

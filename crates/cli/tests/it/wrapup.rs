@@ -192,3 +192,30 @@ fn a_written_out_tag_the_vocabulary_lacks_is_flagged_at_the_turn_boundary() {
         "{again}"
     );
 }
+
+#[test]
+fn a_skill_the_agent_un_shared_is_not_offered_back_until_it_changes() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &headed("chop", 1));
+    runs(&lib, "buzz", "chop", true, 5);
+    lib.ok(&["turn-end", "buzz"]);
+    let skill: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["skill", "show", "buzz/chop", "--json"])).unwrap();
+    assert!(
+        skill["sharing"].as_str().unwrap().contains("family skill"),
+        "{skill:#}"
+    );
+    // The agent removes the header: un-shared, and not offered back.
+    lib.write_script("buzz", "chop", &script(1));
+    lib.ok(&["turn-end", "buzz"]);
+    let wrap: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["wrapup", "buzz", "--json"])).unwrap();
+    assert_eq!(wrap["offers"], json!([]), "{wrap:#}");
+    // An edit is a new version: once it proves itself, it may be offered again.
+    lib.write_script("buzz", "chop", &script(2));
+    runs(&lib, "buzz", "chop", true, 10);
+    let wrap: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["wrapup", "buzz", "--json"])).unwrap();
+    assert_eq!(wrap["offers"].as_array().unwrap().len(), 1, "{wrap:#}");
+}

@@ -315,7 +315,12 @@ pub fn turn_boundary_with(
                     .progress
                     .push(bar.progress(&file, entry.version.uses, entry.version.score))
             }
-            HeaderState::None if bar.cleared_by(entry.version.uses, entry.version.score) => {
+            // A version that was shared and whose header the agent removed since is not offered
+            // back: un-sharing was its choice. Its next version (an edit) may be offered again.
+            HeaderState::None
+                if entry.version.shared_at.is_none()
+                    && bar.cleared_by(entry.version.uses, entry.version.score) =>
+            {
                 report.offers.push(Offer {
                     header: offer_header(&entry),
                     file,

@@ -445,6 +445,10 @@ pub struct Outcome {
     /// the run showed one. `None` for a run that did not fail (or whose cause is unknown).
     #[serde(default)]
     pub failure: Option<String>,
+    /// Why the run's gains (`xp`, `items`, `items_lost`) could not be measured, when they could
+    /// not (`output cut by tail`, `no state printed before it`): they are then unknown, not zero.
+    #[serde(default)]
+    pub unmeasured: Option<String>,
 }
 
 /// A failed run of a skill, with its cause.
@@ -528,6 +532,10 @@ pub enum UnrecordedReason {
     Background,
     /// A `bun …ts` line whose file is no script of a registered bot (a wrong path, a typo).
     NoScript,
+    /// A run whose output was cut (`| tail`) before how it ended, while the runner exits 0 even
+    /// on a throw: neither ok nor failed is known, so it is kept out of the score. It also
+    /// breaks the avatar's chain of states: the next run is not measured across it.
+    OutcomeUnknown,
 }
 
 impl UnrecordedReason {
@@ -535,6 +543,7 @@ impl UnrecordedReason {
         match self {
             UnrecordedReason::Background => "background",
             UnrecordedReason::NoScript => "no-script",
+            UnrecordedReason::OutcomeUnknown => "outcome-unknown",
         }
     }
 
@@ -542,6 +551,7 @@ impl UnrecordedReason {
         match text {
             "background" => Some(UnrecordedReason::Background),
             "no-script" => Some(UnrecordedReason::NoScript),
+            "outcome-unknown" => Some(UnrecordedReason::OutcomeUnknown),
             _ => None,
         }
     }
@@ -876,6 +886,16 @@ pub trait Store: Send + Sync {
         &self,
         owner: OwnerId,
         agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>>;
+    /// [`Store::recent_outputs`] of the outputs after `after` alone (a turn end, a call of
+    /// unknown outcome: the states before it are not the one a run started from).
+    fn recent_outputs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        after: Option<Millis>,
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>>;

@@ -85,6 +85,10 @@ pub struct RunOutput {
     /// repeat count (`(x2)`) removed. They are the game's last messages, not this run's: they
     /// carry over from earlier runs.
     pub messages: Vec<String>,
+    /// The output holds a section that tells how the run ended: `── Result ──`, `── Error ──` or
+    /// `── Execution (…) ──`. Without one (the output was cut by `| tail`, or it is the middle
+    /// of a state dump), the output cannot say whether the run worked.
+    pub verdict_seen: bool,
 }
 
 /// An inventory as a runner printed it.
@@ -109,7 +113,15 @@ pub fn parse_run_output(output: &str) -> RunOutput {
     lines.extend(clean.split(['\n', '\r']));
     let sections = split_sections(&lines);
 
-    let mut out = RunOutput::default();
+    let mut out = RunOutput {
+        verdict_seen: sections.iter().any(|s| {
+            matches!(
+                s.kind,
+                SectionKind::Result | SectionKind::Error | SectionKind::Execution
+            )
+        }),
+        ..RunOutput::default()
+    };
 
     if let Some(exec) = sections
         .iter()
@@ -129,6 +141,13 @@ pub fn parse_run_output(output: &str) -> RunOutput {
         };
         let msg = first.unwrap_or(MISSING_ERROR_MESSAGE);
         out.error = Some(truncate_chars(msg, ERROR_MAX_CHARS).to_owned());
+    } else if let [only] = sections.as_slice() {
+        // An MCP `execute_code` that threw answers with its error alone, no section at all
+        // (`Error: bot.chopOak is not a function…` then `Stack trace:`). The host's `isError`
+        // says it failed; this line is why. It does not make the output failed by itself: a
+        // script's own log may start with `Error:` too.
+        out.error =
+            bare_error_line(only.body).map(|l| truncate_chars(l, ERROR_MAX_CHARS).to_owned());
     }
 
     let last_of = |kind: SectionKind| sections.iter().rposition(|s| s.kind == kind);
@@ -168,6 +187,28 @@ fn error_line<'a>(body: &[&'a str]) -> Option<&'a str> {
         return Some(second);
     }
     Some(first)
+}
+
+/// The first line of an output made of an error alone, when it names one (`Error: …`,
+/// `TypeError: …`).
+fn bare_error_line<'a>(body: &[&'a str]) -> Option<&'a str> {
+    let first = body.iter().map(|l| l.trim()).find(|l| !l.is_empty())?;
+    let (name, rest) = first.split_once(": ")?;
+    let named = name.ends_with("Error")
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !rest.trim().is_empty();
+    named.then_some(first)
+}
+
+/// Whether a shell line shows only part of what the command printed: it pipes through `tail`
+/// or `head`. The kept part may miss the run's own `── Result ──` / `── Error ──` and its
+/// state, and the shell's exit status is then `tail`'s.
+pub fn command_cuts_output(command: &str) -> bool {
+    command.split('|').skip(1).any(|stage| {
+        let word = stage.split_whitespace().next().unwrap_or("");
+        let word = word.rsplit('/').next().unwrap_or(word);
+        matches!(word, "tail" | "head")
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -636,6 +677,28 @@ pub struct RunFacts {
     /// Why the run failed, for the person reading its record: the error line, and the game
     /// message that explains it when this run showed one (`You do not have an axe…`).
     pub failure: Option<String>,
+    /// Why this run's gains (XP and items) could not be measured, when they could not: they are
+    /// unknown, not zero. [`UNMEASURED_CUT`] or [`UNMEASURED_NO_STATE_BEFORE`].
+    pub unmeasured: Option<&'static str>,
+}
+
+/// The run's output holds no readable state (no Skills, Inventory or XP line): cut by `| tail`,
+/// or it ended before printing one. Its gains are unknown, and they must not be moved to the
+/// next run: that one measures only against a state printed after this.
+pub const UNMEASURED_CUT: &str = "output cut by tail";
+
+/// Nothing printed the avatar's state earlier in this turn (since its last state-less call), and
+/// the runner prints no XP line of its own: there is nothing to measure the run's totals against.
+pub const UNMEASURED_NO_STATE_BEFORE: &str = "no state printed before it";
+
+impl RunOutput {
+    /// The output shows enough of the avatar's state to measure against: its skill totals, its
+    /// inventory or the runner's own XP line. A state dump cut by `| tail` to its last
+    /// subsections (objects, ground items, messages) has none of them.
+    pub fn state_readable(&self) -> bool {
+        self.state_seen
+            && (self.xp_line_seen || !self.skill_totals.is_empty() || self.inventory.is_some())
+    }
 }
 
 /// The game's death message, as it prints it (older clients put a comma after "dear").
@@ -683,7 +746,14 @@ fn new_messages<'a>(current: &'a [String], previous: &[String]) -> &'a [String] 
 /// first or when the previous output showed no state).
 pub fn measure_against(current: &RunOutput, previous: Option<&RunOutput>) -> RunFacts {
     let mut facts = RunFacts::default();
-    let previous = previous.filter(|p| p.state_seen);
+    let previous = previous.filter(|p| p.state_readable());
+    facts.unmeasured = if !current.state_readable() {
+        Some(UNMEASURED_CUT)
+    } else if !current.xp_line_seen && previous.is_none() {
+        Some(UNMEASURED_NO_STATE_BEFORE)
+    } else {
+        None
+    };
 
     facts.xp = if current.xp_line_seen {
         // `XP: Attack +0` gains nothing: only what grew is a gain.
@@ -749,24 +819,33 @@ pub fn measure_against(current: &RunOutput, previous: Option<&RunOutput>) -> Run
                 }
             }
         }
-        let listed_losses: u64 = facts
-            .items
-            .values()
-            .filter(|v| **v < 0.0)
-            .map(|v| (-v) as u64)
-            .sum();
         if facts.died {
+            // The spec counts a death's loss in backpack slots (a full backpack is 28), not in
+            // items: 25 arrows lost are one slot. The drop in slots in use says it exactly; an
+            // item gone from a complete list freed at least one slot, which is all a list tells
+            // when a side printed no slot count.
+            let names_lost = if now.complete {
+                before
+                    .items
+                    .keys()
+                    .filter(|name| !now.items.contains_key(*name))
+                    .count() as u64
+            } else {
+                0
+            };
             let slot_drop = match (before.slots, now.slots) {
                 (Some(b), Some(n)) => u64::from(b.saturating_sub(n)),
                 _ => 0,
             };
-            facts.items_lost = u32::try_from(listed_losses.max(slot_drop)).unwrap_or(u32::MAX);
+            facts.items_lost = u32::try_from(names_lost.max(slot_drop))
+                .unwrap_or(u32::MAX)
+                .min(BACKPACK_SLOTS);
         }
     }
 
     facts.stuck = current.blocking_ui.is_some() || fresh.iter().any(|m| says_cant_reach(m));
 
-    if current.failed {
+    if current.failed || current.error.is_some() {
         let error = current
             .error
             .clone()
@@ -1445,6 +1524,72 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
     }
 
     #[test]
+    fn a_death_loses_backpack_slots_not_stacked_items() {
+        // live-fight-death: 26 slots in use before (the README's truth, a state not in the
+        // folder: bank-stuck's inventory with three more slots filled), 3 after. Stacks of 25
+        // arrows and 25 runes are one slot each: 23 slots, not the 94 items of the stacks.
+        let mut before = real("live/live-bank-stuck");
+        before.inventory.as_mut().expect("inventory").slots = Some(26);
+        let facts = measure_against(&real("live/live-fight-death"), Some(&before));
+        assert!(facts.died);
+        assert_eq!(facts.items_lost, 23);
+        assert!(facts.items.values().map(|n| -n).sum::<f64>() > 23.0);
+    }
+
+    #[test]
+    fn an_output_cut_by_tail_has_no_verdict_and_no_readable_state() {
+        let cut = real("live/live-chop-tail20");
+        assert!(!cut.verdict_seen);
+        assert!(!cut.state_readable());
+        let facts = measure_against(&cut, Some(&real("live/live-chop-timed-out")));
+        assert_eq!(facts.unmeasured, Some(UNMEASURED_CUT));
+        assert!(facts.xp.is_empty() && facts.items.is_empty());
+        // The same failure as live-chop-full-error, its Error section cut away: no verdict.
+        let echo = real("live/live-chop-tail12-echo");
+        assert!(!echo.verdict_seen && !echo.failed);
+        assert!(real("live/live-chop-full-error").verdict_seen);
+    }
+
+    #[test]
+    fn a_run_with_nothing_before_it_is_not_measured_rather_than_zero() {
+        let facts = measure_against(&real("live/live-copy-first-run"), None);
+        assert_eq!(facts.unmeasured, Some(UNMEASURED_NO_STATE_BEFORE));
+        let facts = measure_against(
+            &real("live/live-walk-timeout"),
+            Some(&real("live/live-chop-full-error")),
+        );
+        assert_eq!(facts.unmeasured, None);
+    }
+
+    #[test]
+    fn a_failed_execute_code_keeps_its_bare_error_line_as_the_cause() {
+        let out = real("live/mcp-error");
+        assert!(
+            !out.failed,
+            "the host's isError says it failed, not the text"
+        );
+        let facts = measure_against(&out, None);
+        assert_eq!(
+            facts.failure.as_deref(),
+            Some(
+                "Error: bot.chopOak is not a function. (In 'bot.chopOak()', 'bot.chopOak' is undefined)"
+            )
+        );
+        // A log line that merely mentions an error is no cause.
+        assert_eq!(parse_run_output("chopping...\nno Error: here").error, None);
+    }
+
+    #[test]
+    fn commands_piped_through_tail_or_head_cut_their_output() {
+        assert!(command_cuts_output(
+            "timeout 90 bun bots/woody/chop-trees.ts 2>&1 | tail -20"
+        ));
+        assert!(command_cuts_output("bun x.ts | /usr/bin/head -n 5"));
+        assert!(!command_cuts_output("bun bots/woody/chop-trees.ts 2>&1"));
+        assert!(!command_cuts_output("bun bots/woody/tail.ts"));
+    }
+
+    #[test]
     fn without_a_previous_run_a_death_message_counts_only_as_the_newest() {
         assert!(measure_against(&real("later-fight-man"), None).died);
         assert!(!measure_against(&real("e2e-chop-1"), None).died);
@@ -1564,7 +1709,9 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
             for v in facts.xp.values() {
                 prop_assert!(*v > 0.0);
             }
-            prop_assert_eq!(facts.failure.is_some(), current.failed);
+            // A cause is kept for every error the output names (a passing run's earlier loop
+            // error too: it is read only when the run failed).
+            prop_assert_eq!(facts.failure.is_some(), current.failed || current.error.is_some());
             prop_assert!(facts.new_messages.len() <= current.messages.len());
         }
 

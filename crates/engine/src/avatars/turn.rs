@@ -356,10 +356,17 @@ pub fn turn_boundary_with(
                 "`{}`: ran in the background, so not recorded (MindRune cannot see how a detached run ends)",
                 call.detail
             ),
-            UnrecordedReason::NoScript => call.detail,
+            UnrecordedReason::NoScript | UnrecordedReason::OutcomeUnknown => call.detail,
         })
         .collect();
-    store.note_turn_end(owner, agent.id, now_millis())?;
+    let ended = now_millis();
+    store.note_turn_end(owner, agent.id, ended)?;
+    // The recorder measures the next run only against states printed after this: it must
+    // know the turn ended, not the time it read the agent at.
+    recorder.know_agent(&mindrune_store::Agent {
+        last_turn_at: Some(ended),
+        ..(*agent).clone()
+    });
     Ok(report)
 }
 

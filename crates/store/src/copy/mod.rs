@@ -749,6 +749,7 @@ mod tests {
                 failure: n
                     .is_multiple_of(4)
                     .then(|| format!("Error: run {n} failed")),
+                unmeasured: None,
             }
         }
 

@@ -312,10 +312,10 @@ impl FamilyTx for Tx<'_> {
         let outcome = &new_use.outcome;
         let inserted = self.execute(
             "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                               deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
+                               deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure, unmeasured)
              SELECT owner_id, $2::bigint, agent_id, $4::bigint, $5::boolean, $6::bigint, $7::text, $8::text,
                     $9::double precision, $10::bigint, $11::boolean, $12::bigint, $13::text, $14::text,
-                    $15::text, $16::text, $17::bigint, $18::text
+                    $15::text, $16::text, $17::bigint, $18::text, $19::text
              FROM agents WHERE owner_id = $1 AND agent_id = $3
                AND ($16::text IS NULL
                     OR NOT EXISTS (SELECT 1 FROM uses WHERE owner_id = $1 AND event_id = $16::text))",
@@ -338,6 +338,7 @@ impl FamilyTx for Tx<'_> {
                 &new_use.event_id,
                 &new_use.recorded_at,
                 &outcome.failure,
+                &outcome.unmeasured,
             ],
         )?;
         if inserted == 1 {
@@ -556,8 +557,8 @@ impl FamilyTx for Tx<'_> {
         self.execute(
             "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
                                        goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
-                                       failure)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $4, $15)",
+                                       failure, unmeasured)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $4, $15, $16)",
             &[
                 &owner.0,
                 &snippet,
@@ -574,6 +575,7 @@ impl FamilyTx for Tx<'_> {
                 &new_use.output,
                 &new_use.event_id,
                 &outcome.failure,
+                &outcome.unmeasured,
             ],
         )?;
         self.execute(

@@ -32,15 +32,15 @@ use crate::{NewUse, OwnerId};
 /// identity values follow it, as one at a time).
 const WRITE_WAITING: &str = "WITH inserted AS (
     INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                      deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
+                      deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure, unmeasured)
     SELECT owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-           deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure
+           deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure, unmeasured
     FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::boolean[], $6::bigint[],
                 $7::text[], $8::text[], $9::double precision[], $10::bigint[], $11::boolean[],
                 $12::bigint[], $13::text[], $14::text[], $15::text[], $16::text[], $17::bigint[],
-                $18::text[]) WITH ORDINALITY
+                $18::text[], $30::text[]) WITH ORDINALITY
          AS u(owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress, deaths,
-              stuck, items_lost, source, call, output, event_id, recorded_at, failure, n)
+              stuck, items_lost, source, call, output, event_id, recorded_at, failure, unmeasured, n)
     ORDER BY n
     RETURNING 1
 )
@@ -134,6 +134,10 @@ impl Waiting {
             .iter()
             .map(|(_, u)| u.outcome.failure.as_deref())
             .collect();
+        let unmeasured: Vec<Option<&str>> = uses
+            .iter()
+            .map(|(_, u)| u.outcome.unmeasured.as_deref())
+            .collect();
 
         let rescores: Vec<(i64, &crate::version_writes::Waiting)> = self.versions.iter().collect();
         let v_owners: Vec<i64> = rescores.iter().map(|(_, w)| w.owner.0).collect();
@@ -196,6 +200,7 @@ impl Waiting {
                 &v_ats,
                 &v_peer_rates,
                 &v_peer_checked,
+                &unmeasured,
             ],
         )?;
         *self = Waiting::default();

@@ -53,6 +53,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0004_failures.sql"),
     include_str!("../../migrations/postgres/0005_wealth_history.sql"),
     include_str!("../../migrations/postgres/0006_uses_fewer_indexes.sql"),
+    include_str!("../../migrations/postgres/0007_unmeasured.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -953,7 +954,18 @@ impl Store for PgStore {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>> {
-        records::recent_outputs(self, owner, agent, before, limit)
+        records::recent_outputs(self, owner, agent, None, before, limit)
+    }
+
+    fn recent_outputs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        after: Option<Millis>,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        records::recent_outputs(self, owner, agent, after, before, limit)
     }
 
     fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {

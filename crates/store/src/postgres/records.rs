@@ -286,6 +286,7 @@ pub(super) fn recent_outputs(
     store: &PgStore,
     owner: OwnerId,
     agent: AgentId,
+    after: Option<Millis>,
     before: Millis,
     limit: usize,
 ) -> Result<Vec<String>> {
@@ -296,14 +297,14 @@ pub(super) fn recent_outputs(
             // agent's whole history.
             "SELECT output FROM (
                  (SELECT output, at, use_id, 0 AS kind FROM uses
-                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5 AND output IS NOT NULL
                   ORDER BY at DESC, use_id DESC LIMIT $4)
                  UNION ALL
                  (SELECT output, at, use_id, 1 AS kind FROM snippet_uses
-                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND output IS NOT NULL
+                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5 AND output IS NOT NULL
                   ORDER BY at DESC, use_id DESC LIMIT $4)
              ) runs ORDER BY at DESC, kind, use_id DESC LIMIT $4",
-            &[&owner.0, &agent.0, &before, &limit],
+            &[&owner.0, &agent.0, &before, &limit, &after.unwrap_or(Millis::MIN)],
         )?;
         all(rows, |row| col::<String>(row, 0))
     })

@@ -16,7 +16,7 @@ pub(super) fn script_runs(
     store.read(|tx| {
         let rows = tx.query(
             "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
-                    u.deaths, u.stuck, u.items_lost, u.failure, u.output
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured
              FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
              WHERE u.owner_id = $1 AND v.skill_id = $2
              ORDER BY u.at DESC, u.use_id DESC LIMIT $3",
@@ -37,6 +37,7 @@ pub(super) fn script_runs(
                     stuck: col(row, 9)?,
                     items_lost: u32::try_from(col::<i64>(row, 10)?.max(0)).unwrap_or(u32::MAX),
                     failure: col(row, 11)?,
+                    unmeasured: col(row, 13)?,
                 },
                 output: col(row, 12)?,
             })

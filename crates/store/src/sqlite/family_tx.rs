@@ -513,8 +513,8 @@ impl FamilyTx for SqliteTx<'_> {
             .raw
             .prepare_cached(
                 "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
-                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18
+                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure, unmeasured)
+                 SELECT ?1, ?2, agent_id, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19
                  FROM agents WHERE owner_id = ?1 AND agent_id = ?3",
             )
             .map_err(db_err)?;
@@ -762,8 +762,8 @@ impl FamilyTx for SqliteTx<'_> {
             .execute(
                 "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
                                            goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
-                                           failure)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4, ?15)",
+                                           failure, unmeasured)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4, ?15, ?16)",
                 params![
                     owner.0,
                     snippet,
@@ -780,6 +780,7 @@ impl FamilyTx for SqliteTx<'_> {
                     new_use.output,
                     new_use.event_id,
                     outcome.failure,
+                    outcome.unmeasured,
                 ],
             )
             .map_err(db_err)?;

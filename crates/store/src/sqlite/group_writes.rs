@@ -88,8 +88,8 @@ impl GroupWaiting {
         let mut insert = conn
             .prepare_cached(
                 "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,
-                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                                   deaths, stuck, items_lost, source, call, output, event_id, recorded_at, failure, unmeasured)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
             )
             .map_err(db_err)?;
         for (owner, new_use) in self.uses.drain(..) {
@@ -99,7 +99,7 @@ impl GroupWaiting {
     }
 }
 
-/// Runs `insert` for one use's row, its 18 parameters the columns in the order of
+/// Runs `insert` for one use's row, its 19 parameters the columns in the order of
 /// [`GroupWaiting::write_uses`]; answers the rows inserted.
 pub(super) fn insert_row(
     insert: &mut rusqlite::Statement<'_>,
@@ -127,6 +127,7 @@ pub(super) fn insert_row(
             new_use.event_id,
             new_use.recorded_at,
             outcome.failure,
+            outcome.unmeasured,
         ])
         .map_err(db_err)
 }

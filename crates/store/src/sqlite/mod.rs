@@ -48,6 +48,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0008_failures.sql"),
     include_str!("../../migrations/sqlite/0009_wealth_history.sql"),
     include_str!("../../migrations/sqlite/0010_uses_fewer_indexes.sql"),
+    include_str!("../../migrations/sqlite/0011_unmeasured.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -670,7 +671,18 @@ impl Store for SqliteStore {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>> {
-        records::recent_outputs(self, owner, agent, before, limit)
+        records::recent_outputs(self, owner, agent, None, before, limit)
+    }
+
+    fn recent_outputs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        after: Option<Millis>,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        records::recent_outputs(self, owner, agent, after, before, limit)
     }
 
     fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {

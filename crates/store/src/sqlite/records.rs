@@ -234,6 +234,7 @@ pub(super) fn recent_outputs(
     store: &SqliteStore,
     owner: OwnerId,
     agent: AgentId,
+    after: Option<Millis>,
     before: Millis,
     limit: usize,
 ) -> Result<Vec<String>> {
@@ -252,21 +253,28 @@ pub(super) fn recent_outputs(
             .conn
             .prepare_cached(sql)
             .map_err(db_err)?
-            .query_map(params![owner.0, agent.0, before, limit_sql], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-            })
+            .query_map(
+                params![
+                    owner.0,
+                    agent.0,
+                    before,
+                    limit_sql,
+                    after.unwrap_or(Millis::MIN)
+                ],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
             .map_err(db_err)?
             .collect::<rusqlite::Result<_>>()
             .map_err(db_err)
     };
     let uses = side(
         "SELECT at, use_id, output FROM uses
-         WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+         WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND at > ?5 AND output IS NOT NULL
          ORDER BY at DESC, use_id DESC LIMIT ?4",
     )?;
     let snippets = side(
         "SELECT at, use_id, output FROM snippet_uses
-         WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND output IS NOT NULL
+         WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND at > ?5 AND output IS NOT NULL
          ORDER BY at DESC, use_id DESC LIMIT ?4",
     )?;
     Ok(newest_of_both(uses, snippets, limit))

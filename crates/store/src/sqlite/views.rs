@@ -25,7 +25,7 @@ pub(crate) fn script_runs(
     let mut statement = conn
         .prepare_cached(
             "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
-                    u.deaths, u.stuck, u.items_lost, u.failure, u.output
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured
              FROM uses u JOIN versions v ON v.version_id = u.version_id
              WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2
              ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
@@ -53,6 +53,7 @@ fn run_from(r: &Row<'_>) -> rusqlite::Result<ScriptRun> {
             stuck: r.get(9)?,
             items_lost: u32::try_from(r.get::<_, i64>(10)?.max(0)).unwrap_or(u32::MAX),
             failure: r.get(11)?,
+            unmeasured: r.get(13)?,
         },
         output: r.get(12)?,
     })

@@ -29,9 +29,6 @@ use crate::workspace::{
 /// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
 pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
 
-/// How many of an avatar's latest outputs are read to find the state its previous run ended in.
-const PREVIOUS_OUTPUTS_LOOKED_AT: usize = 5;
-
 /// Why an event was rejected. Nothing of it was recorded.
 mod together;
 
@@ -309,10 +306,24 @@ impl<'s> Recorder<'s> {
             }
         };
         let previous = match parsed_output {
-            Some(out) if out.state_seen && needs_previous(event) => {
+            Some(out) if out.state_readable() && needs_previous(event) => {
                 self.previous_state(&agent, at)?
             }
             _ => None,
+        };
+        // No verdict, no "ok": a run cut before how it ended, by a runner that exits 0 on a
+        // throw, is neither ok nor failed. It is kept as a call of unknown outcome (out of the
+        // score, counted in the wrap-up), and it ends the chain of states the next run is
+        // measured along.
+        let outcome_unknown = match (&event.call, parsed_output) {
+            (Call::ExecuteCode { .. }, _) | (_, None) => false,
+            (call, Some(out)) => {
+                let cut = match call {
+                    Call::Shell { command, .. } => rs_output::command_cuts_output(command),
+                    _ => false,
+                };
+                event.ok != Some(false) && !out.verdict_seen && (cut || !out.state_seen)
+            }
         };
         let mut outcome = measure(event, parsed_output.as_deref(), previous.as_deref(), at)?;
         // The cause quotes the game and the script's error: scrubbed like the output it is from.
@@ -372,6 +383,17 @@ impl<'s> Recorder<'s> {
                     Err(err) => return Err(IngestError::field("script", err.to_string())),
                 };
                 let call = scrubber.scrub(script).text.into_owned();
+                if outcome_unknown {
+                    self.note_outcome_unknown(
+                        &agent,
+                        event.id.as_deref(),
+                        &relative,
+                        at,
+                        &call,
+                        &mut recorded,
+                    )?;
+                    return Ok(recorded);
+                }
                 let run = RunInput {
                     relative,
                     file,
@@ -450,6 +472,17 @@ impl<'s> Recorder<'s> {
                 }
                 let several = scripts.len() > 1;
                 for relative in scripts {
+                    if outcome_unknown {
+                        self.note_outcome_unknown(
+                            &agent,
+                            event.id.as_deref(),
+                            relative,
+                            at,
+                            &call,
+                            &mut recorded,
+                        )?;
+                        continue;
+                    }
                     let file = match files.stat(relative, MAX_SCRIPT_BYTES) {
                         Ok(file) => file,
                         Err(err) => {
@@ -787,41 +820,72 @@ impl<'s> Recorder<'s> {
         })
     }
 
-    /// What the avatar's previous run showed of its state: the newest earlier output that holds
-    /// a state section. A few are looked at, since a call that printed no state (a `grep`, a
-    /// build) records no output worth comparing with.
+    /// What the avatar's state was before this call, to measure the call against: the output of
+    /// the avatar's newest earlier call (run or inline code) in this turn, when it shows a
+    /// readable state. Nothing spans a call without one (an output cut by `| tail`: its gains
+    /// are not measured, and must not move to the next call), a run of unknown outcome, or the
+    /// avatar's last turn end (the operator may have changed the avatar in between: `::give`,
+    /// `::setstat`; late XP lands there too).
     fn previous_state(
         &self,
         agent: &Agent,
         at: Millis,
     ) -> Result<Option<Arc<RunOutput>>, IngestError> {
+        let mut since = agent.last_turn_at.filter(|turn| *turn < at);
+        // A run of unknown outcome stored no output; the time it was noted is a break.
+        let turn_or_created = since.unwrap_or(agent.created_at);
+        if let Some(newest_break) = self
+            .store
+            .unrecorded_since(agent.owner, agent.id, turn_or_created)?
+            .iter()
+            .filter(|call| call.reason == UnrecordedReason::OutcomeUnknown && call.at < at)
+            .map(|call| call.at)
+            .max()
+        {
+            since = Some(since.map_or(newest_break, |s| s.max(newest_break)));
+        }
         // Inside a write group the output this group stored last is often the one wanted: the
         // newest of all, and older than this run (and parsed once, often already).
-        if let Some(stored) = self.group_output_before(agent, at) {
-            let newest = stored.parsed();
-            if newest.state_seen {
-                return Ok(Some(newest));
+        if let Some((stored_at, stored)) = self.group_output_before(agent, at) {
+            if since.is_some_and(|since| stored_at <= since) {
+                return Ok(None);
             }
+            let newest = stored.parsed();
+            return Ok(newest.state_readable().then_some(newest));
         }
-        // The newest output nearly always shows the state: read it alone first, and the few
-        // before it (outputs are up to 16 KiB each) only when it does not.
-        let newest = self.store.recent_outputs(agent.owner, agent.id, at, 1)?;
+        let newest = self
+            .store
+            .recent_outputs_since(agent.owner, agent.id, since, at, 1)?;
         let Some(first) = newest.first() else {
             return Ok(None);
         };
         let first = rs_output::parse_run_output(first);
-        if first.state_seen {
-            return Ok(Some(Arc::new(first)));
-        }
-        let outputs =
-            self.store
-                .recent_outputs(agent.owner, agent.id, at, PREVIOUS_OUTPUTS_LOOKED_AT)?;
-        Ok(outputs
-            .iter()
-            .skip(1)
-            .map(|text| rs_output::parse_run_output(text))
-            .find(|out| out.state_seen)
-            .map(Arc::new))
+        Ok(first.state_readable().then(|| Arc::new(first)))
+    }
+
+    /// Keeps a run whose outcome the output cannot tell as a call of unknown outcome.
+    fn note_outcome_unknown(
+        &self,
+        agent: &Agent,
+        event_id: Option<&str>,
+        relative: &str,
+        at: Millis,
+        call: &str,
+        recorded: &mut Recorded,
+    ) -> Result<(), IngestError> {
+        let warning = format!(
+            "{relative}: outcome unknown, the output was cut before the run's Result or Error and this runner exits 0 even on a throw; not counted in the score (run the file without `| tail` to see how it ends)"
+        );
+        self.note_unrecorded(
+            agent,
+            event_id,
+            relative,
+            at,
+            UnrecordedReason::OutcomeUnknown,
+            format!("{relative}: {call}"),
+        )?;
+        recorded.warnings.push(warning);
+        Ok(())
     }
 
     /// Starts (or, when the group's work runs again after a rollback, starts over) this
@@ -894,14 +958,14 @@ impl<'s> Recorder<'s> {
 
     /// The avatar's newest stored output, when this thread's write group stored it and it
     /// happened before `at`.
-    fn group_output_before(&self, agent: &Agent, at: Millis) -> Option<Arc<GroupOutput>> {
+    fn group_output_before(&self, agent: &Agent, at: Millis) -> Option<(Millis, Arc<GroupOutput>)> {
         let caches = self.caches();
         let newest = caches
             .group_outputs
             .get(&std::thread::current().id())?
             .get(&agent.id.0)?;
         match (newest.at, &newest.output) {
-            (Some(known), Some(output)) if known < at => Some(output.clone()),
+            (Some(known), Some(output)) if known < at => Some((known, output.clone())),
             _ => None,
         }
     }
@@ -1203,6 +1267,7 @@ fn measure(
             if let Some(facts) = &facts {
                 outcome.xp = facts.xp.clone();
                 outcome.items = facts.items.clone();
+                outcome.unmeasured = facts.unmeasured.map(str::to_owned);
             }
         }
     }

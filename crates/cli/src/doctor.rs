@@ -14,7 +14,7 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use mindrune_core::secrets::{self, Scrubber};
-use mindrune_engine::claude_settings::{hook_program, shell_word};
+use mindrune_engine::claude_settings::{hook_option, hook_program, shell_word};
 use mindrune_engine::hook::{self, HookAction};
 use mindrune_engine::{child, now_millis, workspace};
 use mindrune_store::{Agent, Store};
@@ -29,6 +29,9 @@ const HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 /// What `doctor` was asked to check.
 pub(crate) struct DoctorArgs<'a> {
     pub home: &'a Path,
+    /// Whether the library was chosen (`--home`, `MINDRUNE_HOME`, `--database`); otherwise
+    /// the one the project's hooks name is checked.
+    pub home_given: bool,
     pub project: &'a Path,
     pub agent: Option<&'a str>,
     pub workspace: Option<&'a Path>,
@@ -100,6 +103,8 @@ enum Face {
 
 struct Doctor<'a> {
     args: &'a DoctorArgs<'a>,
+    /// The library checked: the one chosen, else the one the hooks name.
+    home: PathBuf,
     project: PathBuf,
     binary: String,
     checks: Vec<Check>,
@@ -115,6 +120,7 @@ pub(crate) fn doctor(args: &DoctorArgs<'_>) -> anyhow::Result<ExitCode> {
     let binary = crate::setup::this_binary()?;
     let mut doctor = Doctor {
         args,
+        home: args.home.to_path_buf(),
         project,
         binary,
         checks: Vec::new(),
@@ -175,6 +181,18 @@ impl Doctor<'_> {
 
     fn run(&mut self) {
         let hooks = self.hooks();
+        if !self.args.home_given
+            && let Some(hook) = hooks.first()
+        {
+            // The library the hooks really use, as the shell reads their command in the project.
+            if let Some(home) = hook_option(&hook.command, "--home", &self.project) {
+                self.home = PathBuf::from(home);
+            }
+            if let Some(database) = hook_option(&hook.command, "--database", &self.project) {
+                // Checked as the hooks open it; an unreadable one fails the library check.
+                let _ = library::choose_database(&database);
+            }
+        }
         let face = if hooks.iter().any(|h| h.command.contains("--workspace")) {
             Face::Assistant
         } else {
@@ -282,8 +300,7 @@ impl Doctor<'_> {
 
     /// This binary with the library the doctor checked: how a printed fix names it.
     fn bin_home(&self) -> String {
-        let home =
-            std::path::absolute(self.args.home).unwrap_or_else(|_| self.args.home.to_path_buf());
+        let home = std::path::absolute(&self.home).unwrap_or_else(|_| self.home.clone());
         let home = shell_word(&home.display().to_string());
         match library::chosen_flag(shell_word) {
             Some(database) => format!("{} --home {home} {database}", shell_word(&self.binary)),
@@ -356,13 +373,13 @@ impl Doctor<'_> {
     }
 
     fn avatars(&mut self, hooks: &[InstalledHook]) {
-        let store = match library::open(self.args.home) {
+        let store = match library::open(&self.home) {
             Ok(store) => {
                 self.checks.push(Check::ok(
                     "library",
                     format!(
                         "{} opens, its schema current",
-                        library::database(self.args.home)
+                        library::database(&self.home)
                     ),
                 ));
                 Some(store)
@@ -421,7 +438,7 @@ impl Doctor<'_> {
         if let Some(store) = &store {
             self.vocabulary(&**store);
         }
-        self.failures(&hook_failures::notes_dir(self.args.home));
+        self.failures(&hook_failures::notes_dir(&self.home));
         self.server();
     }
 
@@ -776,7 +793,7 @@ impl Doctor<'_> {
     /// The runner's spool of the bot: its backlog and oldest item.
     fn spool(&mut self, agent: &Agent) {
         let name = "runner spool";
-        let spool = mindrune_server::runner::default_spool(self.args.home, &agent.name);
+        let spool = mindrune_server::runner::default_spool(&self.home, &agent.name);
         if !spool.is_dir() {
             self.checks.push(Check::skip(
                 name,

@@ -31,7 +31,7 @@ const FACES: &[(&str, &[&str])] = &[
     (
         "Shared (setup, the library, the server)",
         &[
-            "init", "setup", "hook", "serve", "token", "migrate", "bench", "help",
+            "init", "setup", "doctor", "hook", "serve", "token", "migrate", "bench", "help",
         ],
     ),
 ];

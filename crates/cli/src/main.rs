@@ -26,14 +26,11 @@ mod setup;
 #[command(name = "mindrune", version, about, long_about = None)]
 struct Cli {
     /// The library's folder: its SQLite file is HOME/library.db (unless --database names
-    /// another), and runners keep their spools in HOME/runner/.
-    #[arg(
-        long,
-        global = true,
-        env = "MINDRUNE_HOME",
-        default_value = ".mindrune"
-    )]
-    home: PathBuf,
+    /// another), and runners keep their spools in HOME/runner/ [default: .mindrune; `setup
+    /// rs-sdk` makes a new library outside the checkout: $XDG_DATA_HOME/mindrune, else
+    /// ~/.local/share/mindrune]
+    #[arg(long, global = true, env = "MINDRUNE_HOME")]
+    home: Option<PathBuf>,
     /// Keep the library in this database instead of MINDRUNE_HOME's SQLite file:
     /// postgres://USER@HOST:PORT/DATABASE (a `schema=NAME` parameter picks a schema), or
     /// sqlite:PATH for a SQLite file elsewhere.
@@ -714,7 +711,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let home = cli.home;
+    // Whether the library's place was chosen: `setup rs-sdk` keeps a library it chose itself
+    // out of the checkout, where the agents' own tools could read it.
+    let home_given = cli.home.is_some();
+    let home = cli.home.unwrap_or_else(|| PathBuf::from(".mindrune"));
     if let Some(database) = cli.database.as_deref().filter(|url| !url.is_empty()) {
         library::choose_database(database)?;
     }
@@ -728,6 +728,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             json,
         } => doctor::doctor(&doctor::DoctorArgs {
             home: &home,
+            home_given: home_given || cli.database.is_some(),
             project: &project,
             agent: agent.as_deref(),
             workspace: workspace.as_deref(),
@@ -848,7 +849,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     owner,
                     dry_run,
                 },
-        } => setup::rs_sdk(&home, &path, &owner, dry_run),
+        } => setup::rs_sdk(&home, home_given, &path, &owner, dry_run),
         Command::Setup {
             target:
                 SetupTarget::ClaudeCode {

@@ -119,11 +119,12 @@ const SERVER_URL: &str = "http://127.0.0.1:7878";
 /// `mindrune setup rs-sdk PATH --owner NAME [--dry-run]`.
 pub(crate) fn rs_sdk(
     home: &Path,
+    home_given: bool,
     path: &Path,
     owner: &str,
     dry_run: bool,
 ) -> anyhow::Result<ExitCode> {
-    let plan = Plan::make(home, path, owner)?;
+    let plan = Plan::make(home, home_given, path, owner)?;
     let mut out = std::io::stdout().lock();
     if dry_run {
         writeln!(out, "Dry run: nothing is changed.\n")?;
@@ -138,6 +139,9 @@ pub(crate) fn rs_sdk(
 /// Everything the setup will do, found out before anything is written.
 struct Plan {
     home: PathBuf,
+    /// A library found inside the checkout (an earlier setup's default), kept where it is: the
+    /// report says how to move it out.
+    inside: bool,
     /// This binary, absolute and canonical: what the hooks and the printed commands run.
     binary: String,
     /// The library's folder, absolute.
@@ -196,7 +200,7 @@ struct Done {
 }
 
 impl Plan {
-    fn make(home: &Path, path: &Path, owner: &str) -> anyhow::Result<Plan> {
+    fn make(home: &Path, home_given: bool, path: &Path, owner: &str) -> anyhow::Result<Plan> {
         if !is_valid_name(owner) {
             bail!(
                 "`{owner}` is not a valid owner name: use letters, digits, `-`, `_` and `.`, at most 64"
@@ -219,6 +223,8 @@ impl Plan {
             .with_context(|| format!("the path {} is not UTF-8", checkout.display()))?
             .to_string();
         let (names, skipped) = scan_bots(&checkout)?;
+        let (home, inside) = choose_home(home, home_given, &checkout);
+        let home = home.as_path();
 
         let store = library::open_if_made(home)?;
         let existing_owner = match &store {
@@ -274,6 +280,7 @@ impl Plan {
         let vocabulary = plan_vocabulary(&checkout, store.as_deref())?;
         Ok(Plan {
             home: home.to_path_buf(),
+            inside,
             binary,
             library,
             checkout,
@@ -355,6 +362,17 @@ impl Plan {
         let home = library::database(&self.home);
         if self.store.is_some() {
             writeln!(out, "Using the MindRune library at {home}.")?;
+            if self.inside {
+                writeln!(
+                    out,
+                    "It is inside the checkout, where the agents' own tools can read it. Move it out: stop `mindrune serve` and the runners, `mv {} {}`, then run this setup again (it rewrites the hooks).",
+                    shell_word(&self.library.display().to_string()),
+                    default_library_home().map_or_else(
+                        || "~/.local/share/mindrune".to_string(),
+                        |dir| shell_word(&dir.display().to_string())
+                    )
+                )?;
+            }
         } else {
             changed = true;
             let verb = if dry { "Would make" } else { "Made" };
@@ -551,6 +569,13 @@ impl Plan {
                 out,
                 "  MINDRUNE_AGENT={name} MINDRUNE_RELAY={} claude",
                 shell_word(&spool.display().to_string())
+            )?;
+        }
+        if library::chosen_flag(shell_word).is_none() {
+            let shown = shell_word(&library.display().to_string());
+            writeln!(
+                out,
+                "\nOther mindrune commands find this library with `--home {shown}`, or after `export MINDRUNE_HOME={shown}` in your shell."
             )?;
         }
         let first = self.bots.first().map_or("NAME", |(name, _)| name.as_str());
@@ -900,6 +925,49 @@ fn by_tag(entries: impl IntoIterator<Item = Entry>) -> BTreeMap<(String, String)
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 // ---------------------------------------------------------------------------------------------
+
+/// Where `setup rs-sdk` keeps the library when none was chosen (`--home`, `MINDRUNE_HOME`,
+/// `--database`): outside the checkout, since the agents' own tools read everything in it
+/// (a live agent read the owner key's prefix with `grep -a`): `$XDG_DATA_HOME/mindrune`, else
+/// `~/.local/share/mindrune`, as the XDG base directories say.
+fn default_library_home() -> Option<PathBuf> {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|dir| !dir.is_empty() && Path::new(dir).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|dir| !dir.is_empty())
+                .map(|home| Path::new(&home).join(".local").join("share"))
+        })?;
+    Some(data.join("mindrune"))
+}
+
+/// The library's home for the setup of `checkout`, and whether it is an existing library left
+/// inside the checkout. A home that was chosen stays; the default (`.mindrune` in the current
+/// folder) is taken when it is outside the checkout or holds a library already (that one is
+/// never switched for another silently: the report says how to move it), and otherwise the
+/// library goes to [`default_library_home`].
+fn choose_home(home: &Path, home_given: bool, checkout: &Path) -> (PathBuf, bool) {
+    if home_given || library::chosen_flag(shell_word).is_some() {
+        return (home.to_path_buf(), false);
+    }
+    let absolute = std::path::absolute(home).unwrap_or_else(|_| home.to_path_buf());
+    let resolved = absolute
+        .parent()
+        .and_then(|parent| parent.canonicalize().ok())
+        .zip(absolute.file_name())
+        .map_or(absolute.clone(), |(parent, name)| parent.join(name));
+    if !resolved.starts_with(checkout) {
+        return (home.to_path_buf(), false);
+    }
+    if library::exists(home) {
+        return (home.to_path_buf(), true);
+    }
+    match default_library_home() {
+        Some(outside) => (outside, false),
+        None => (home.to_path_buf(), false),
+    }
+}
 
 /// This binary, as everything setup writes or prints names it: by its absolute, canonical path
 /// (the running executable), so a hook, `.mcp.json` or a command pasted from the next steps

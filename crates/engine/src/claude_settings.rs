@@ -37,6 +37,20 @@ pub fn hook_program(command: &str) -> Option<String> {
     (named && (rest.is_empty() || rest.starts_with(char::is_whitespace))).then_some(program)
 }
 
+/// The value of `flag` (`--home`, `--database`) in a MindRune hook command, as the shell reads
+/// it when Claude Code runs the hook in `project` (which it names in `$CLAUDE_PROJECT_DIR`):
+/// what setup wrote, read back by `doctor` to check the library the hooks really use.
+pub fn hook_option(command: &str, flag: &str, project: &std::path::Path) -> Option<String> {
+    let project = project.to_str()?;
+    let (_, rest) = command.split_once(&format!(" {flag} "))?;
+    let rest = rest.trim_start();
+    let rest = match rest.strip_prefix("\"$CLAUDE_PROJECT_DIR\"") {
+        Some(after) => format!("{}{after}", shell_word(project)),
+        None => rest.to_string(),
+    };
+    first_shell_word(&rest).map(|(word, _)| word)
+}
+
 /// A word a POSIX shell reads back as `text`: as it is when that is safe, else single-quoted.
 pub fn shell_word(text: &str) -> String {
     let safe = !text.is_empty()
@@ -86,9 +100,11 @@ fn first_shell_word(command: &str) -> Option<(String, &str)> {
 /// The tool calls the hooks watch: shell commands and rs-sdk's MCP `execute_code`.
 const TOOL_MATCHER: &str = "Bash|mcp__.*__execute_code";
 
-/// The tool calls `PreToolUse` sees: the runs, and the host's file tools, which the guard
-/// keeps out of family-skills/, the siblings' folders and the library.
-const GUARDED_TOOL_MATCHER: &str = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*__execute_code";
+/// The tool calls `PreToolUse` sees: the runs, the host's file tools, which the guard keeps
+/// out of family-skills/, the siblings' folders and the library, and its reading tools, which
+/// it keeps out of the library.
+const GUARDED_TOOL_MATCHER: &str =
+    "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Grep|Glob|mcp__.*__execute_code";
 
 /// The Claude Code hook events MindRune listens to, and each one's matcher: `PreToolUse` is
 /// the guard and notes a run's start; the two other tool events record runs; `Stop` and
@@ -936,6 +952,28 @@ mod tests {
     }
 
     #[test]
+    fn a_hook_command_s_options_read_back_as_the_shell_reads_them_in_the_project() {
+        let project = std::path::Path::new("/home/ada/my sdk");
+        let command =
+            r#"/usr/bin/mindrune hook claude-code --home "$CLAUDE_PROJECT_DIR"/.mindrune"#;
+        assert_eq!(
+            hook_option(command, "--home", project).as_deref(),
+            Some("/home/ada/my sdk/.mindrune")
+        );
+        let command =
+            "/usr/bin/mindrune hook claude-code --home '/srv/my lib' --database sqlite:/srv/x.db";
+        assert_eq!(
+            hook_option(command, "--home", project).as_deref(),
+            Some("/srv/my lib")
+        );
+        assert_eq!(
+            hook_option(command, "--database", project).as_deref(),
+            Some("sqlite:/srv/x.db")
+        );
+        assert_eq!(hook_option(command, "--agent", project), None);
+    }
+
+    #[test]
     fn a_hook_command_of_a_moved_binary_is_rewritten_in_place() {
         let old = merged("{}").text.unwrap();
         let moved = merge(
@@ -972,7 +1010,7 @@ mod tests {
         );
         let new = once.text.unwrap();
         // What was there is still there, byte for byte, around the insertions.
-        assert!(new.starts_with("{\n    \"zeta\": 1.50,\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}, {\"hooks\": [{\"type\": \"command\", \"command\": \"mindrune hook claude-code --home /lib\"}]}],\n        \"Notification\": {\"odd\": true},\n        \"PreToolUse\": [\n            {\n                \"matcher\": \"Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*__execute_code\",\n"), "{new}");
+        assert!(new.starts_with("{\n    \"zeta\": 1.50,\n    \"hooks\": {\n        \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}, {\"hooks\": [{\"type\": \"command\", \"command\": \"mindrune hook claude-code --home /lib\"}]}],\n        \"Notification\": {\"odd\": true},\n        \"PreToolUse\": [\n            {\n                \"matcher\": \"Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Grep|Glob|mcp__.*__execute_code\",\n"), "{new}");
         assert!(
             new.ends_with("\n    },\n    \"alpha\": [null, \"x\"]\n}\n"),
             "{new}"

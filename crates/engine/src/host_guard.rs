@@ -74,6 +74,13 @@ pub struct HostGuard {
     needles: Vec<String>,
     /// The agent's name, for an avatar (its own folder is where its work goes).
     agent: Option<String>,
+    /// Places no host tool may read either: an avatar's library, which holds every avatar's
+    /// private scripts and runs (a live agent read the owner key's prefix out of it with
+    /// `grep -a`). Absolute, symlinks resolved.
+    unreadable: Vec<PathBuf>,
+    /// Texts that name an unreadable place in a shell line: its path as written absolutely,
+    /// from the root, from `~` and from `$HOME`.
+    unreadable_names: Vec<String>,
 }
 
 impl HostGuard {
@@ -86,6 +93,8 @@ impl HostGuard {
             needles: Vec::new(),
             root: root.clone(),
             agent: None,
+            unreadable: Vec::new(),
+            unreadable_names: Vec::new(),
         };
         guard.keep(root.join(crate::playbook::layout::SKILLS), Kept::Skills);
         guard.keep(
@@ -113,6 +122,8 @@ impl HostGuard {
             needles: Vec::new(),
             root: root.clone(),
             agent: Some(agent.to_string()),
+            unreadable: Vec::new(),
+            unreadable_names: Vec::new(),
         };
         guard.keep(root.join(crate::avatars::family::MIRROR_DIR), Kept::Mirror);
         guard.keep(
@@ -141,9 +152,53 @@ impl HostGuard {
                 library.to_path_buf(),
                 Kept::Own("its library: every run, score and skill it recorded"),
             );
+            guard.keep_unread(library);
         }
         guard.keep_host_settings(project);
         guard
+    }
+
+    /// Keeps `path` from every read of the host's tools too.
+    fn keep_unread(&mut self, path: &Path) {
+        let resolved = resolve(path);
+        let mut names = vec![path.display().to_string(), resolved.display().to_string()];
+        if let Ok(relative) = resolved.strip_prefix(&self.root)
+            && !relative.as_os_str().is_empty()
+        {
+            names.push(relative.display().to_string());
+        }
+        if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            let home = resolve(Path::new(&home));
+            if let Ok(relative) = resolved.strip_prefix(&home)
+                && !relative.as_os_str().is_empty()
+            {
+                names.push(format!("~/{}", relative.display()));
+                names.push(format!("$HOME/{}", relative.display()));
+                names.push(format!("${{HOME}}/{}", relative.display()));
+            }
+        }
+        for name in names {
+            if !self.unreadable_names.contains(&name) {
+                self.unreadable_names.push(name);
+            }
+        }
+        self.unreadable.push(resolved);
+    }
+
+    /// Why a read of `path` (absolute) is denied, or `None`. A search of a folder that holds
+    /// the library is allowed: Claude Code's `Grep` (ripgrep) skips hidden folders such as
+    /// `.mindrune`, and `Glob` reads no content.
+    fn judge_read(&self, path: &Path) -> Option<String> {
+        let resolved = resolve(path);
+        let place = self
+            .unreadable
+            .iter()
+            .find(|place| resolved.starts_with(place))?;
+        Some(format!(
+            "{} is MindRune's library (every avatar's private scripts and runs), which an agent's tools never read; your own scripts are in bots/{}/ and what your family shares is in family-skills/",
+            self.shown(place),
+            self.agent.as_deref().unwrap_or("<bot>")
+        ))
     }
 
     fn keep_host_settings(&mut self, project: &Path) {
@@ -209,7 +264,39 @@ impl HostGuard {
                 let Some(line) = input.get("command").and_then(Value::as_str) else {
                     return Verdict::Allow;
                 };
+                // Whatever the program (`sqlite3`, `grep -a`, `strings`, `cp`): a line that
+                // names the library is denied.
+                if let Some(name) = self
+                    .unreadable_names
+                    .iter()
+                    .find(|name| line.contains(name.as_str()))
+                    && let Some(why) = self
+                        .unreadable
+                        .iter()
+                        .find_map(|place| self.judge_read(place))
+                {
+                    return Verdict::Deny(format!(
+                        "MindRune denied this Bash line: it names {name}: {why}"
+                    ));
+                }
                 self.check_line(line, &cwd)
+            }
+            "Read" | "NotebookRead" | "Grep" | "Glob" => {
+                let field = match tool {
+                    "Read" => "file_path",
+                    "NotebookRead" => "notebook_path",
+                    _ => "path",
+                };
+                // Grep and Glob search the current folder when no path is given.
+                let path = match input.get(field).and_then(Value::as_str) {
+                    Some(path) => cwd.join(path),
+                    None if matches!(tool, "Grep" | "Glob") => cwd.clone(),
+                    None => return Verdict::Allow,
+                };
+                match self.judge_read(&path) {
+                    Some(why) => Verdict::Deny(format!("MindRune denied this {tool}: {why}")),
+                    None => Verdict::Allow,
+                }
             }
             _ => Verdict::Allow,
         }
@@ -758,6 +845,66 @@ mod tests {
         ] {
             assert!(denied(&bash(&guard, &r, line)), "{line}");
         }
+    }
+
+    #[test]
+    fn no_host_tool_of_an_avatar_reads_the_library_whatever_the_program() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = dir.path().canonicalize().unwrap();
+        for folder in ["bots/buzz", "lib"] {
+            fs::create_dir_all(r.join(folder)).unwrap();
+        }
+        fs::write(r.join("lib/library.db"), "x").unwrap();
+        let checkout = r.join("rs-sdk");
+        fs::create_dir_all(checkout.join("bots/buzz")).unwrap();
+        let library = r.join("lib");
+        let guard = HostGuard::for_avatar(&checkout, "buzz", &[&library]);
+        let lib = library.display().to_string();
+        for line in [
+            format!("grep -a mrk_ {lib}/library.db"),
+            format!("strings {lib}/library.db | head"),
+            format!("sqlite3 {lib}/library.db 'select * from owners'"),
+            format!("cp {lib}/library.db /tmp/x && cat /tmp/x"),
+            format!("cd {lib} && cat library.db"),
+        ] {
+            let Verdict::Deny(why) = bash(&guard, &checkout, &line) else {
+                panic!("allowed: {line}");
+            };
+            assert!(why.contains("MindRune's library"), "{why}");
+        }
+        let call = |tool: &str, input: Value| {
+            guard.check(
+                &serde_json::json!({"tool_name": tool, "tool_input": input, "cwd": checkout}),
+            )
+        };
+        assert!(denied(&call(
+            "Read",
+            serde_json::json!({"file_path": format!("{lib}/library.db")})
+        )));
+        assert!(denied(&call(
+            "Grep",
+            serde_json::json!({"pattern": "mrk_", "path": lib})
+        )));
+        assert!(denied(&call(
+            "Glob",
+            serde_json::json!({"pattern": "*", "path": format!("{lib}/")})
+        )));
+        // The agent's own reads stay allowed, a search of the checkout too.
+        assert_eq!(
+            call(
+                "Read",
+                serde_json::json!({"file_path": "bots/buzz/chop.ts"})
+            ),
+            Verdict::Allow
+        );
+        assert_eq!(
+            call("Grep", serde_json::json!({"pattern": "oak"})),
+            Verdict::Allow
+        );
+        assert_eq!(
+            bash(&guard, &checkout, "grep -ri oak bots/buzz"),
+            Verdict::Allow
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ fn a_bash_call_seen_by_pre_and_post_hooks_is_one_timed_use() {
     assert!(hook(&lib, pre).status.success());
     let mut post = base;
     post["hook_event_name"] = json!("PostToolUse");
-    post["tool_response"] = json!({"stdout": "── State ──\nPos (1, 2) lvl 0 | HP 10/10\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
+    post["tool_response"] = json!({"stdout": "── Result ──\n{}\n── State ──\nPos (1, 2) lvl 0 | HP 10/10\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
     let output = hook(&lib, post.clone());
     assert!(output.status.success(), "{}", stderr(&output));
     // The same hook call delivered twice records once.

@@ -23,7 +23,8 @@ fn hook_command(lib: &TestLibrary) -> String {
 /// The events MindRune's hooks are installed for, in order.
 /// What MindRune's `PreToolUse` watches (the runs and the guarded file tools), and what the two
 /// other tool events watch (the runs).
-const GUARDED_MATCHER: &str = "Bash|Write|Edit|MultiEdit|NotebookEdit|mcp__.*__execute_code";
+const GUARDED_MATCHER: &str =
+    "Bash|Write|Edit|MultiEdit|NotebookEdit|Read|Grep|Glob|mcp__.*__execute_code";
 const RUN_MATCHER: &str = "Bash|mcp__.*__execute_code";
 
 const EVENTS: [&str; 6] = [
@@ -422,7 +423,7 @@ fn the_installed_hook_command_records_a_bots_run_through_the_shell() {
     for event in ["PreToolUse", "PostToolUse"] {
         let mut input = base.clone();
         input["hook_event_name"] = json!(event);
-        input["tool_response"] = json!({"stdout": "── State ──\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
+        input["tool_response"] = json!({"stdout": "── Result ──\n{}\n── State ──\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
         let output = assert_cmd::Command::new("sh")
             .args(["-c", &command])
             .current_dir(&root)
@@ -578,7 +579,7 @@ fn a_library_inside_the_checkout_is_named_from_the_project_folder_so_hooks_find_
         let mut input = base.clone();
         input["hook_event_name"] = json!(event);
         input["cwd"] = json!(cwd);
-        input["tool_response"] = json!({"stdout": "── State ──\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
+        input["tool_response"] = json!({"stdout": "── Result ──\n{}\n── State ──\nXP: Woodcutting +1,250\n", "stderr": "", "interrupted": false});
         input["duration_ms"] = json!(1234);
         let output = assert_cmd::Command::new("sh")
             .args(["-c", &command])

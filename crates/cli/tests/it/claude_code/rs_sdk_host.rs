@@ -136,12 +136,20 @@ impl Story {
         }
     }
 
-    /// `mindrune …` run in the checkout, with the library where setup put it.
+    /// `mindrune …` run in the checkout, with the library where setup put it: by default
+    /// outside the checkout, in `$XDG_DATA_HOME/mindrune` (a folder of the test's own).
     fn mindrune(&self, args: &[&str]) -> std::process::Output {
-        Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        let data = self.root.join("data");
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("mindrune"));
+        if args.first() != Some(&"setup") && !args.contains(&"--home") {
+            command.env("MINDRUNE_HOME", data.join("mindrune"));
+        } else {
+            command.env_remove("MINDRUNE_HOME");
+        }
+        command
             .args(args)
             .current_dir(&self.checkout)
-            .env_remove("MINDRUNE_HOME")
+            .env("XDG_DATA_HOME", &data)
             .env_remove("MINDRUNE_DATABASE_URL")
             .env_remove("MINDRUNE_AGENT")
             .env_remove("MINDRUNE_RELAY")
@@ -182,7 +190,7 @@ impl Story {
     }
 
     fn library_db(&self) -> rusqlite::Connection {
-        rusqlite::Connection::open(self.checkout.join(".mindrune/library.db")).unwrap()
+        rusqlite::Connection::open(self.root.join("data/mindrune/library.db")).unwrap()
     }
 }
 
@@ -290,9 +298,11 @@ fn the_real_claude_code_records_every_run_shape_through_the_hooks_setup_installs
     }
     let mut story = Story::new();
     let checkout = story.checkout.display().to_string();
-    // The library is the default one, relative (`.mindrune` in the checkout): the hooks must
-    // find it after the agent's `cd`.
+    // The library is the default one, which setup keeps outside the checkout (where the agents'
+    // own tools could read it): the hooks name it absolutely, so they find it after a `cd`.
     story.mindrune_ok(&["setup", "rs-sdk", &checkout, "--owner", "ada"]);
+    assert!(!story.checkout.join(".mindrune").exists());
+    assert!(story.root.join("data/mindrune/library.db").exists());
     story.model.script("buzz-1", buzz_turn(&story.checkout));
     story.model.script(
         "buzz-sub",

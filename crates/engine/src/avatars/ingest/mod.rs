@@ -315,14 +315,23 @@ impl<'s> Recorder<'s> {
         // throw, is neither ok nor failed. It is kept as a call of unknown outcome (out of the
         // score, counted in the wrap-up), and it ends the chain of states the next run is
         // measured along.
+        // Cut means: the command pipes through `tail`/`head`, or the output starts in the middle
+        // of a state dump (its `## …` parts without the state's header). An output that simply
+        // prints no rs-sdk sections (a script's own `console.log`) is not cut: its exit status
+        // stands.
         let outcome_unknown = match (&event.call, parsed_output) {
             (Call::ExecuteCode { .. }, _) | (_, None) => false,
             (call, Some(out)) => {
-                let cut = match call {
+                let piped = match call {
                     Call::Shell { command, .. } => rs_output::command_cuts_output(command),
                     _ => false,
                 };
-                event.ok != Some(false) && !out.verdict_seen && (cut || !out.state_seen)
+                let mid_state = !out.state_seen
+                    && event
+                        .output
+                        .as_deref()
+                        .is_some_and(|text| text.lines().any(|line| line.starts_with("## ")));
+                event.ok != Some(false) && !out.verdict_seen && (piped || mid_state)
             }
         };
         let mut outcome = measure(event, parsed_output.as_deref(), previous.as_deref(), at)?;

@@ -13,7 +13,19 @@ impl Runner<'_> {
             return Ok(());
         }
         let folder = self.folder();
-        let scrubber = folder.scrubber();
+        // Nothing leaves the inbox while the bot's password cannot be scrubbed: the items wait
+        // there, and go on once bot.env can be read (or is removed).
+        let scrubber = match folder.scrubber() {
+            Ok(scrubber) => scrubber,
+            Err(err) => {
+                tracing::error!(
+                    "{err}; the {} waiting call(s) stay in {}",
+                    items.len(),
+                    self.spool.inbox().display()
+                );
+                return Ok(());
+            }
+        };
         for item in &items {
             // Written to the outbox before the runner stopped last time: the outbox copy is
             // complete (writes are atomic), so only the inbox file is left to delete.

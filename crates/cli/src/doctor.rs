@@ -675,7 +675,7 @@ impl Doctor<'_> {
                 return;
             }
         };
-        let values = secrets::secrets_in_bot_env(&String::from_utf8_lossy(&bytes));
+        let values = secrets::secrets_in_bot_env_bytes(&bytes);
         let refs: Vec<&str> = values.iter().map(String::as_str).collect();
         let scrubber = Scrubber::new(&refs);
         let leaked = values

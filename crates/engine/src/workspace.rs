@@ -204,6 +204,22 @@ pub fn read_contained_limited(
     relative: &str,
     limit: u64,
 ) -> Result<Option<String>, ReadError> {
+    match read_contained_bytes_limited(workspace, relative, limit)? {
+        None => Ok(None),
+        Some(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|_| ReadError::NotText(relative.to_string())),
+    }
+}
+
+/// [`read_contained_limited`] without the UTF-8 check: the bytes as they are, for a file whose
+/// every byte must be seen whatever its encoding (a bot's `bot.env`, read for the secrets to
+/// scrub). The same containment and size limit; `Ok(None)` when it does not exist.
+pub fn read_contained_bytes_limited(
+    workspace: &Path,
+    relative: &str,
+    limit: u64,
+) -> Result<Option<Vec<u8>>, ReadError> {
     if stat_contained_limited(workspace, relative, limit)?.is_none() {
         return Ok(None);
     }
@@ -239,9 +255,7 @@ pub fn read_contained_limited(
             limit,
         });
     }
-    String::from_utf8(bytes)
-        .map(Some)
-        .map_err(|_| ReadError::NotText(relative.to_string()))
+    Ok(Some(bytes))
 }
 
 /// The names of the entries of a workspace-relative directory, when it is a real directory
@@ -325,6 +339,11 @@ pub trait AgentFiles {
     fn names_not_utf8(&self, _relative: &str) -> Vec<String> {
         Vec::new()
     }
+    /// A file's bytes whatever their encoding, `Ok(None)` when it does not exist (see
+    /// [`read_contained_bytes_limited`]). A snapshot holds text only, so its bytes are its text's.
+    fn read_bytes(&self, relative: &str, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        Ok(self.read(relative, limit)?.map(String::into_bytes))
+    }
     /// A stamp that changes when the file may have changed: only a cache's check of whether to
     /// read again (the read itself goes through [`AgentFiles::read`]), so it may be cheaper
     /// than [`AgentFiles::stat`]. `None` when there is nothing to stamp.
@@ -401,6 +420,10 @@ impl AgentFiles for OneMoment<'_> {
         self.files.read(relative, limit)
     }
 
+    fn read_bytes(&self, relative: &str, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        self.files.read_bytes(relative, limit)
+    }
+
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
         self.files.list(relative)
     }
@@ -443,6 +466,10 @@ impl AgentFiles for LocalFiles<'_> {
 
     fn read(&self, relative: &str, limit: u64) -> Result<Option<String>, ReadError> {
         read_contained_limited(self.0, relative, limit)
+    }
+
+    fn read_bytes(&self, relative: &str, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        read_contained_bytes_limited(self.0, relative, limit)
     }
 
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
@@ -573,6 +600,13 @@ impl AgentFiles for CodeAtStart<'_> {
 
     fn list(&self, relative: &str) -> Result<Option<Vec<String>>, ReadError> {
         self.files.list(relative)
+    }
+
+    fn read_bytes(&self, relative: &str, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+        match self.captured(relative) {
+            Some(_) => Ok(self.read(relative, limit)?.map(String::into_bytes)),
+            None => self.files.read_bytes(relative, limit),
+        }
     }
 
     fn names_not_utf8(&self, relative: &str) -> Vec<String> {
@@ -870,6 +904,41 @@ mod tests {
         assert!(matches!(
             read_contained(dir.path(), "bots/a/x.ts"),
             Err(ReadError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn bytes_are_read_whatever_their_encoding_with_the_same_containment_and_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = LocalFiles(dir.path());
+        assert_eq!(files.read_bytes("bots/a/bot.env", 64), Ok(None));
+        std::fs::create_dir_all(dir.path().join("bots/a")).unwrap();
+        std::fs::write(dir.path().join("bots/a/bot.env"), b"PASSWORD=h\xe9llo\n").unwrap();
+        assert_eq!(
+            files.read_bytes("bots/a/bot.env", 64),
+            Ok(Some(b"PASSWORD=h\xe9llo\n".to_vec()))
+        );
+        assert!(matches!(
+            files.read_bytes("bots/a/bot.env", 4),
+            Err(ReadError::TooLarge { .. })
+        ));
+        std::fs::create_dir_all(dir.path().join("bots/b/bot.env")).unwrap();
+        assert!(matches!(
+            files.read_bytes("bots/b/bot.env", 64),
+            Err(ReadError::NotAFile(_))
+        ));
+        std::os::unix::fs::symlink(
+            dir.path().join("bots/a/bot.env"),
+            dir.path().join("bots/c-env"),
+        )
+        .unwrap();
+        assert!(matches!(
+            files.read_bytes("bots/c-env", 64),
+            Err(ReadError::Symlink(_))
+        ));
+        assert!(matches!(
+            files.read_bytes("../bot.env", 64),
+            Err(ReadError::Outside(_))
         ));
     }
 }

@@ -43,7 +43,7 @@ pub(crate) fn hook_claude_code(
                 HookAction::Record(event) => {
                     // The spool is on disk: the bot's own secrets (its bot.env) are scrubbed
                     // before the event touches it, as the runner scrubs what it sends.
-                    let event = scrubbed_for_relay(*event, agent);
+                    let event = scrubbed_for_relay(*event, agent)?;
                     mindrune_server::runner::spool::relay_event(&relay, &event)?;
                 }
                 HookAction::TurnEnded { .. } => {
@@ -270,11 +270,12 @@ pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<Exi
 
 /// An event with the bot's secrets (`bots/<agent>/bot.env` of the checkout Claude Code names in
 /// `CLAUDE_PROJECT_DIR`, else of the folder the call started in) and credential shapes scrubbed
-/// from its command, code and output.
+/// from its command, code and output. A bot.env that is there but cannot be read is an error:
+/// the call is not written to the spool, since its password could not be scrubbed.
 fn scrubbed_for_relay(
     mut event: mindrune_core::avatars::event::Event,
     agent: &str,
-) -> mindrune_core::avatars::event::Event {
+) -> anyhow::Result<mindrune_core::avatars::event::Event> {
     use mindrune_core::avatars::event::Call;
     let workspace = claude_project_dir().or_else(|| match &event.call {
         Call::Shell { cwd: Some(cwd), .. } => Some(PathBuf::from(cwd)),
@@ -282,7 +283,7 @@ fn scrubbed_for_relay(
     });
     let scrubber = match &workspace {
         Some(workspace) => {
-            mindrune_server::runner::files::AgentFolder { workspace, agent }.scrubber()
+            mindrune_server::runner::files::AgentFolder { workspace, agent }.scrubber()?
         }
         None => mindrune_core::secrets::Scrubber::new(&[]),
     };
@@ -298,7 +299,7 @@ fn scrubbed_for_relay(
     for code in event.code_at_start.values_mut() {
         scrub(code);
     }
-    event
+    Ok(event)
 }
 
 /// What an agent is told at its start: `mindrune instructions`' text.

@@ -1,6 +1,7 @@
 //! The one integration-test binary: runs the real `mindrune` on real files in temp dirs.
 
 mod bench;
+mod bot_env;
 mod claude_code;
 mod cli;
 mod doctor;

@@ -1001,3 +1001,44 @@ fn eight_runners_under_load_deliver_every_event_exactly_once_through_server_kill
         drained.as_secs_f64()
     );
 }
+
+#[test]
+fn a_bot_env_that_cannot_be_read_holds_the_runner_s_inbox_until_it_can() {
+    let s = Setup::new(&["buzz"]);
+    let lib = &s.lib;
+    lib.write_script("buzz", "chop", &headed("chop", "await bot.chop(1);\n"));
+    let _server = Server::start(lib, s.port);
+    let token = s.token("buzz");
+    s.run_script(
+        "buzz",
+        "chop",
+        "toolu_1",
+        "logged in with pw-buzz-s3cret77\n",
+    );
+    assert_eq!(s.count("buzz", "inbox"), 1);
+
+    // bot.env turns into something that cannot be read: the waiting call is not sent.
+    let env = lib.workspace("buzz").join("bots/buzz/bot.env");
+    let kept = std::fs::read(&env).unwrap();
+    std::fs::remove_file(&env).unwrap();
+    std::fs::create_dir(&env).unwrap();
+    let output = s.runner_once("buzz", &token, &[]);
+    let said = stderr(&output);
+    assert!(
+        said.contains("cannot read bots/buzz/bot.env") && said.contains("stay in"),
+        "{said}"
+    );
+    assert_eq!(s.count("buzz", "inbox"), 1, "the call waits in the inbox");
+    assert_eq!(s.count("buzz", "outbox"), 0);
+    assert_eq!(s.count("buzz", "rejected"), 0);
+    assert!(!contains(&lib.stored_bytes(), "pw-buzz-s3cret77"));
+
+    // Readable again: the call goes on, scrubbed.
+    std::fs::remove_dir(&env).unwrap();
+    std::fs::write(&env, kept).unwrap();
+    let output = s.runner_once("buzz", &token, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(s.count("buzz", "inbox"), 0);
+    assert_eq!(runs(lib, "buzz/chop"), 1);
+    assert!(!contains(&lib.stored_bytes(), "pw-buzz-s3cret77"));
+}

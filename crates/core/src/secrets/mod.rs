@@ -120,10 +120,12 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind, packed};
 use regex::Regex;
 
 mod assignments;
+mod bot_env;
 mod entropy;
 mod pem;
 mod shapes;
 use assignments::*;
+pub use bot_env::secrets_in_bot_env_bytes;
 use entropy::*;
 use pem::*;
 pub use shapes::trigger_literals;
@@ -567,49 +569,10 @@ fn known_matcher(needles: Vec<String>) -> KnownMatcher {
     }
 }
 
-/// The values `rs-sdk` keeps in a bot's `bot.env` that must never be written anywhere:
-/// `PASSWORD=…` and any other variable whose name contains PASSWORD, PASSWD, TOKEN or SECRET or
-/// ends in KEY or PWD. Values are trimmed and unquoted; empty values and unfilled template
-/// placeholders (`{{PASSWORD}}`) are skipped; duplicates are dropped. Short values are returned
-/// too; [`Scrubber::new`] decides what it can use.
+/// [`secrets_in_bot_env_bytes`] of a text already read (tests, benchmarks): the one parser
+/// reads bytes, since a `bot.env` that is not UTF-8 must not turn the scrub off.
 pub fn secrets_in_bot_env(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((name, value)) = line.split_once('=') else {
-            continue;
-        };
-        let name = name.trim().to_ascii_uppercase();
-        let secret_name = ["PASSWORD", "PASSWD", "TOKEN", "SECRET"]
-            .iter()
-            .any(|w| name.contains(w))
-            || name.ends_with("KEY")
-            || name.ends_with("PWD");
-        if !secret_name {
-            continue;
-        }
-        let value = unquote(value.trim());
-        if value.is_empty() || (value.starts_with("{{") && value.ends_with("}}")) {
-            continue;
-        }
-        if !out.iter().any(|v| v == value) {
-            out.push(value.to_owned());
-        }
-    }
-    out
-}
-
-fn unquote(v: &str) -> &str {
-    for q in ['"', '\''] {
-        if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
-            return &v[1..v.len() - 1];
-        }
-    }
-    v
+    secrets_in_bot_env_bytes(text.as_bytes())
 }
 
 fn json_escape(s: &str) -> String {

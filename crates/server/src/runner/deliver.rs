@@ -13,7 +13,27 @@ impl Runner<'_> {
             return Ok(());
         }
         let folder = self.folder();
-        let scrubber = folder.scrubber();
+        // Nothing leaves the inbox while the bot's password cannot be scrubbed: the items wait
+        // there, and go on once bot.env can be read (or is removed).
+        let scrubber = match folder.scrubber() {
+            Ok(scrubber) => scrubber,
+            // `--once` wants an answer: waiting for bot.env to be mended would never end.
+            Err(err) if self.config.once => {
+                return Err(RunnerError::Config(format!(
+                    "{err}; the {} waiting call(s) stay in {}",
+                    items.len(),
+                    self.spool.inbox().display()
+                )));
+            }
+            Err(err) => {
+                tracing::error!(
+                    "{err}; the {} waiting call(s) stay in {}",
+                    items.len(),
+                    self.spool.inbox().display()
+                );
+                return Ok(());
+            }
+        };
         for item in &items {
             // Written to the outbox before the runner stopped last time: the outbox copy is
             // complete (writes are atomic), so only the inbox file is left to delete.

@@ -12,8 +12,9 @@ use std::path::Path;
 use std::time::SystemTime;
 
 use mindrune_core::avatars::event::{Call, Event, RawEvent};
-use mindrune_core::secrets::{self, Scrubber};
+use mindrune_core::secrets::Scrubber;
 use mindrune_core::shell_line::{self, ShellContext};
+use mindrune_engine::avatars::ingest::{UnreadableBotEnv, bot_env_secrets};
 use mindrune_engine::avatars::turn::MAX_LAB_LOG_BYTES;
 use mindrune_engine::workspace::{
     self, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT, read_contained_limited,
@@ -52,22 +53,13 @@ impl AgentFolder<'_> {
     }
 
     /// The scrubber for everything sent: the secrets in `bots/<agent>/bot.env` plus the
-    /// credential shapes every scrubber knows. A `bot.env` that cannot be read gives no known
-    /// secrets (and a warning): the shapes are still scrubbed.
-    pub fn scrubber(&self) -> Scrubber {
-        let relative = format!("{}/bot.env", self.bot_dir());
-        let known = match read_contained_limited(self.workspace, &relative, MAX_SCRIPT_BYTES) {
-            Ok(Some(text)) => secrets::secrets_in_bot_env(&text),
-            Ok(None) => Vec::new(),
-            Err(err) => {
-                tracing::warn!(
-                    "cannot read {relative} for the bot's secrets ({err}); only credential-looking text is scrubbed"
-                );
-                Vec::new()
-            }
-        };
+    /// credential shapes every scrubber knows. A missing `bot.env` gives no known secrets; one
+    /// that exists but cannot be read is an error, and nothing is to be spooled or sent until
+    /// it can (the bot's password could not be scrubbed from it).
+    pub fn scrubber(&self) -> Result<Scrubber, UnreadableBotEnv> {
+        let known = bot_env_secrets(&workspace::LocalFiles(self.workspace), self.agent)?;
         let refs: Vec<&str> = known.iter().map(String::as_str).collect();
-        Scrubber::new(&refs)
+        Ok(Scrubber::new(&refs))
     }
 
     /// The scripts of this agent a call ran (workspace-relative `bots/<agent>/<name>.ts`), as
@@ -344,7 +336,7 @@ mod tests {
         folder: &AgentFolder<'_>,
         event: serde_json::Value,
     ) -> Result<WireEvent, String> {
-        let scrubber = folder.scrubber();
+        let scrubber = folder.scrubber().unwrap();
         let bytes = folder.enrich(
             Kind::Event,
             "1-2-3-event.json",
@@ -352,6 +344,39 @@ mod tests {
             &scrubber,
         )?;
         Ok(serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[test]
+    fn a_latin1_bot_env_is_scrubbed_in_every_reading_and_a_missing_one_scrubs_shapes_only() {
+        let dir = workspace();
+        std::fs::write(
+            dir.path().join("bots/buzz/bot.env"),
+            b"# \xe9t\xe9\nPASSWORD=h\xe9llo-Secr3t-xyz # ops\n",
+        )
+        .unwrap();
+        let scrubber = folder(&dir).scrubber().unwrap();
+        let text = "h\u{e9}llo-Secr3t-xyz and h\u{fffd}llo-Secr3t-xyz";
+        assert_eq!(
+            scrubber.scrub(text).text,
+            "[redacted] and [redacted]",
+            "both readings scrubbed"
+        );
+        std::fs::remove_file(dir.path().join("bots/buzz/bot.env")).unwrap();
+        assert!(folder(&dir).scrubber().is_ok());
+    }
+
+    #[test]
+    fn a_bot_env_that_cannot_be_read_gives_no_scrubber_and_names_the_file() {
+        let dir = workspace();
+        std::fs::remove_file(dir.path().join("bots/buzz/bot.env")).unwrap();
+        std::fs::create_dir(dir.path().join("bots/buzz/bot.env")).unwrap();
+        let err = folder(&dir).scrubber().unwrap_err().to_string();
+        assert!(
+            err.starts_with("cannot read bots/buzz/bot.env (")
+                && err.contains("will not record buzz's runs")
+                && err.ends_with("or remove it"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -416,7 +441,7 @@ mod tests {
     fn corrupt_or_foreign_inbox_items_are_refused_with_a_reason() {
         let dir = workspace();
         let folder = folder(&dir);
-        let scrubber = folder.scrubber();
+        let scrubber = folder.scrubber().unwrap();
         let err = folder
             .enrich(Kind::Event, "x-event.json", b"{oops", &scrubber)
             .unwrap_err();
@@ -443,7 +468,7 @@ mod tests {
     fn a_snapshot_holds_scripts_and_the_lab_log_never_bot_env() {
         let dir = workspace();
         let folder = folder(&dir);
-        let scrubber = folder.scrubber();
+        let scrubber = folder.scrubber().unwrap();
         std::fs::write(dir.path().join("bots/buzz/binary.ts"), [0xff, 0xfe]).unwrap();
         std::os::unix::fs::symlink("/etc/passwd", dir.path().join("bots/buzz/link.ts")).unwrap();
         let snapshot = folder.snapshot(&scrubber);

@@ -8,7 +8,15 @@ impl Runner<'_> {
     /// answer.
     pub(super) fn start(&mut self) -> Result<(), Halt> {
         let folder = self.folder();
-        let scrubber = folder.scrubber();
+        // The start sends the bot's scripts: not until its password can be scrubbed from them.
+        // It is tried again next round (the runner is not started until then).
+        let scrubber = match folder.scrubber() {
+            Ok(scrubber) => scrubber,
+            Err(err) => {
+                tracing::error!("{err}; the agent's start is not sent until then");
+                return Ok(());
+            }
+        };
         let fingerprint = folder.fingerprint();
         let request = TurnRequest {
             boundary: WireBoundary::Start,

@@ -11,6 +11,7 @@ mod hook;
 mod hostile;
 mod lab;
 mod lab_faults;
+mod live_runs;
 mod mcp;
 mod metrics;
 mod migrate;

@@ -620,9 +620,9 @@ fn unrecorded_background_advice(count: usize) -> String {
 /// What to do so the next runs are measured: the rest of a wrap-up's "not measured" line.
 fn unmeasured_advice(reason: &str, agent: &str) -> String {
     match reason {
-        "output cut by tail" => ". `| tail` kept no Skills or Inventory, so what they gained is unknown (not zero): run the file without `| tail`.".to_owned(),
+        "output cut by tail" => ". `| tail` kept no Skills or Inventory, so what was gained is unknown (not zero): run the file without `| tail`.".to_owned(),
         "no state printed before it" => format!(
-            ". Nothing before them printed the bot's state in the same turn, so what they gained is unknown (not zero): look first with `bun sdk/cli.ts {agent}`."
+            ". No call before printed the bot's state in the same turn, so what was gained is unknown (not zero): look first with `bun sdk/cli.ts {agent}`."
         ),
         _ => ".".to_owned(),
     }

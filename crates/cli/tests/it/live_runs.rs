@@ -253,7 +253,10 @@ fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
             woody("mcp-inline-chop"),
         ],
     );
-    lib.ok(&["turn-end", "woody"]);
+    let turn = lib.ok(&["turn-end", "woody"]);
+    // A look went uncounted as nothing: the turn report names the cut run alone.
+    assert!(!turn.contains("sdk/cli.ts"), "{turn}");
+    assert!(turn.contains("bots/woody/chop-trees.ts: cd "), "{turn}");
     // woody's next turn. Stand-ins: run 6 went through `| tail -25`; run 8's output is not in the
     // folder, so it stands in as one cut the same way (it printed no state MindRune could use):
     // the only stand-in that invents no numbers. Without it, mine-dialog would be measured

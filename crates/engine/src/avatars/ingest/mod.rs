@@ -881,7 +881,9 @@ impl<'s> Recorder<'s> {
             .store
             .unrecorded_since(agent.owner, agent.id, turn_or_created)?
             .iter()
-            .filter(|call| call.reason == UnrecordedReason::OutcomeUnknown && call.at < at)
+            // A break at this very millisecond (calls stamped on arrival) may have come
+            // before this call: unknown is safer than measuring across it.
+            .filter(|call| call.reason == UnrecordedReason::OutcomeUnknown && call.at <= at)
             .map(|call| call.at)
             .max()
         {

@@ -10,7 +10,7 @@ use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
 use mindrune_engine::Recorded;
 use mindrune_engine::avatars::family::MirrorOutcome;
 use mindrune_engine::avatars::turn::{Offer, TurnReport};
-use mindrune_engine::avatars::wrapup::WrapUp;
+use mindrune_engine::avatars::wrapup::{WrapUp, outcome_unknown_summary};
 use mindrune_engine::display::{points, when};
 use mindrune_store::{
     FailedRun, HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
@@ -617,6 +617,17 @@ fn unrecorded_background_advice(count: usize) -> String {
     )
 }
 
+/// What to do so the next runs are measured: the rest of a wrap-up's "not measured" line.
+fn unmeasured_advice(reason: &str, agent: &str) -> String {
+    match reason {
+        "output cut by tail" => ". `| tail` kept no Skills or Inventory, so what was gained is unknown (not zero): run the file without `| tail`.".to_owned(),
+        "no state printed before it" => format!(
+            ". No call before printed the bot's state in the same turn, so what was gained is unknown (not zero): look first with `bun sdk/cli.ts {agent}`."
+        ),
+        _ => ".".to_owned(),
+    }
+}
+
 pub(crate) fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()> {
     writeln!(out, "{}: wrap-up", wrap.agent)?;
     writeln!(out, "\n{}", wrap.lesson_prompt)?;
@@ -654,6 +665,21 @@ pub(crate) fn wrap_up(out: &mut impl Write, wrap: &WrapUp) -> std::io::Result<()
             out,
             "\n{}",
             unrecorded_background_advice(wrap.unrecorded_background)
+        )?;
+    }
+    for unmeasured in &wrap.unmeasured {
+        writeln!(
+            out,
+            "\n{} since the last wrap-up{}",
+            unmeasured.summary(),
+            unmeasured_advice(&unmeasured.reason, &wrap.agent)
+        )?;
+    }
+    if wrap.outcome_unknown > 0 {
+        writeln!(
+            out,
+            "\n{}.",
+            outcome_unknown_summary(wrap.outcome_unknown as i64)
         )?;
     }
     for diagnostic in &wrap.diagnostics {

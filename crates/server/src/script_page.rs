@@ -15,7 +15,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_store::{SkillId, StoreError};
+use mindrune_engine::avatars::wrapup::{UnmeasuredRuns, outcome_unknown_summary};
+use mindrune_store::{Millis, SkillId, StoreError, UnmeasuredScope, UnrecordedReason};
 use serde::Deserialize;
 
 use crate::auth::OwnerSession;
@@ -65,6 +66,10 @@ fn gains(outcome: &mindrune_store::Outcome) -> String {
     if outcome.goal_progress > 0.0 {
         parts.push(format!("goal {}%", (outcome.goal_progress * 100.0).round()));
     }
+    // Unknown is not nothing: a run whose gains could not be measured says so, and why.
+    if let Some(reason) = &outcome.unmeasured {
+        parts.push(format!("not measured: {reason}"));
+    }
     if parts.is_empty() {
         "–".into()
     } else {
@@ -102,6 +107,11 @@ struct ScriptPage {
     /// Newest first, at most [`RUNS_SHOWN`].
     runs: Vec<mindrune_store::ScriptRun>,
     total_runs: i64,
+    /// Of all its runs, how many were not measured, by reason, most first.
+    unmeasured: Vec<UnmeasuredRuns>,
+    /// Its avatar's runs of this file whose outcome the output could not tell (not in
+    /// `total_runs`: kept out of the score).
+    outcome_unknown: i64,
 }
 
 fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
@@ -191,7 +201,9 @@ fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
         "<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs</h2>",
     );
     if page.runs.is_empty() {
-        out.push_str("<p class=\"muted\">No recorded runs yet.</p></section>");
+        out.push_str("<p class=\"muted\">No recorded runs yet.</p>");
+        unmeasured_html(out, page, shown_text);
+        out.push_str("</section>");
         return;
     }
     if page.total_runs > page.runs.len() as i64 {
@@ -204,6 +216,7 @@ fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
     } else {
         out.push_str("<p class=\"small muted\">Newest first.</p>");
     }
+    unmeasured_html(out, page, shown_text);
     out.push_str(
         "<div class=\"table-scroll\"><table class=\"runs stack\" id=\"runs\"><thead><tr>\
          <th scope=\"col\">When (UTC)</th><th scope=\"col\">Version</th><th scope=\"col\">Result</th>\
@@ -246,6 +259,30 @@ fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
         );
     }
     out.push_str("</tbody></table></div></section>");
+}
+
+/// What the owner should know of the runs' numbers: how many runs were not measured and why,
+/// and how many had an outcome the output could not tell.
+fn unmeasured_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
+    if page.unmeasured.is_empty() && page.outcome_unknown == 0 {
+        return;
+    }
+    out.push_str("<ul class=\"small unmeasured\" id=\"unmeasured\">");
+    for unmeasured in &page.unmeasured {
+        let _ = write!(
+            out,
+            "<li>{}: what they gained is unknown, not zero.</li>",
+            shown_text.text(&unmeasured.summary())
+        );
+    }
+    if page.outcome_unknown > 0 {
+        let _ = write!(
+            out,
+            "<li>{}.</li>",
+            shown_text.text(&outcome_unknown_summary(page.outcome_unknown))
+        );
+    }
+    out.push_str("</ul>");
 }
 
 fn versions_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
@@ -368,6 +405,27 @@ fn read_page(
         version.score = version.score_at(now);
     }
     let runs = store.script_runs(owner_id, skill.id, RUNS_SHOWN)?;
+    let unmeasured = store
+        .unmeasured_runs(owner_id, UnmeasuredScope::Skill(skill.id))?
+        .into_iter()
+        .map(|(reason, runs)| UnmeasuredRuns { reason, runs })
+        .collect();
+    // A run of unknown outcome is no use of the skill; it is kept as its avatar's call, named
+    // by the file it ran (`bots/<bot>/<name>.ts: <the command>`).
+    let outcome_unknown = match skill.agent {
+        Some(agent) => {
+            let prefix = format!("{}: ", skill.path);
+            store
+                .unrecorded_since(owner_id, agent, Millis::MIN)?
+                .iter()
+                .filter(|call| {
+                    call.reason == UnrecordedReason::OutcomeUnknown
+                        && call.detail.starts_with(&prefix)
+                })
+                .count() as i64
+        }
+        None => 0,
+    };
     Ok(Some(ScriptPage {
         owner,
         skill,
@@ -376,6 +434,8 @@ fn read_page(
         family,
         runs,
         total_runs,
+        unmeasured,
+        outcome_unknown,
     }))
 }
 

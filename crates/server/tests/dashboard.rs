@@ -2600,6 +2600,73 @@ async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_l
 }
 
 #[tokio::test]
+async fn a_script_s_page_says_how_many_runs_were_not_measured_and_why_and_which_had_no_outcome() {
+    let world = world();
+    let store = world.state.store();
+    let fish = store.skill(world.ada, world.fish).unwrap();
+    let version = fish.current_version.unwrap();
+    let now = now_millis();
+    for (i, reason) in [
+        "output cut by tail",
+        "output cut by tail",
+        "no state printed before it",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut cut = run(version, world.buzz, true, now - 1_000 + i as i64);
+        cut.outcome.unmeasured = Some(reason.into());
+        store.record_use(world.ada, &cut).unwrap();
+    }
+    store
+        .note_unrecorded(
+            world.ada,
+            &mindrune_store::UnrecordedCall {
+                agent: world.buzz,
+                event_id: "cut-1#bots/buzz/fish.ts".into(),
+                at: now - 500,
+                reason: mindrune_store::UnrecordedReason::OutcomeUnknown,
+                detail: "bots/buzz/fish.ts: bun bots/buzz/fish.ts | tail -5".into(),
+                output: None,
+            },
+        )
+        .unwrap();
+    let (session, _) = login(&world).await;
+    let page = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.fish.0),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let body = &page.body;
+    let start = body
+        .find("id=\"unmeasured\"")
+        .expect("the not-measured lines");
+    let lines = &body[start..start + body[start..].find("</ul>").unwrap()];
+    assert!(
+        lines.contains("2 runs not measured: output cut by tail")
+            && lines.contains("1 run not measured: no state printed before it")
+            && lines.contains("1 run of unknown outcome")
+            && lines.contains("run the file without `| tail` to see how it ends"),
+        "{lines}"
+    );
+    // Each such run says so in its row: unknown, not "–".
+    assert!(
+        body.contains("not measured: output cut by tail</td>"),
+        "{body}"
+    );
+    // A script whose runs were all measured says nothing of it.
+    let mine = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    assert!(!mine.body.contains("id=\"unmeasured\""), "{}", mine.body);
+}
+
+#[tokio::test]
 async fn a_script_s_page_lists_its_runs_charts_its_score_and_diffs_two_versions() {
     let world = world();
     let (session, _) = login(&world).await;

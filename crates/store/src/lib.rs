@@ -536,6 +536,11 @@ pub enum UnrecordedReason {
     /// on a throw: neither ok nor failed is known, so it is kept out of the score. It also
     /// breaks the avatar's chain of states: the next run is not measured across it.
     OutcomeUnknown,
+    /// A look (`bun sdk/cli.ts NAME`, rs-sdk's "look first"): no script ran, so it is a use of
+    /// no skill, but it printed the avatar's whole state, kept with it as the state the
+    /// avatar's next run is measured against. Never a thing left uncounted: the turn report and
+    /// the wrap-up do not list it.
+    Look,
 }
 
 impl UnrecordedReason {
@@ -544,6 +549,7 @@ impl UnrecordedReason {
             UnrecordedReason::Background => "background",
             UnrecordedReason::NoScript => "no-script",
             UnrecordedReason::OutcomeUnknown => "outcome-unknown",
+            UnrecordedReason::Look => "look",
         }
     }
 
@@ -552,9 +558,19 @@ impl UnrecordedReason {
             "background" => Some(UnrecordedReason::Background),
             "no-script" => Some(UnrecordedReason::NoScript),
             "outcome-unknown" => Some(UnrecordedReason::OutcomeUnknown),
+            "look" => Some(UnrecordedReason::Look),
             _ => None,
         }
     }
+}
+
+/// Whose runs [`Store::unmeasured_runs`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnmeasuredScope {
+    /// An avatar's runs at or after a time.
+    AgentSince(AgentId, Millis),
+    /// Every run of a skill, by any avatar.
+    Skill(SkillId),
 }
 
 /// A call that could not be recorded as a run ([`Store::note_unrecorded`]).
@@ -567,6 +583,10 @@ pub struct UnrecordedCall {
     pub reason: UnrecordedReason,
     /// What was not counted, scrubbed: the command, or the file it named.
     pub detail: String,
+    /// A look's output, scrubbed and cut like a run's: the state it printed. `None` for every
+    /// other reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
 }
 
 /// A snippet's runs in a window of time ([`Store::snippet_runs_since`]).
@@ -879,9 +899,10 @@ pub trait Store: Send + Sync {
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>>;
     /// How many uses the owner's family has recorded (all versions).
     fn use_count(&self, owner: OwnerId) -> Result<i64>;
-    /// The outputs of an agent's latest runs (scripts and inline code alike) that happened
-    /// before `before`, newest first, at most `limit`: the next run is measured against the
-    /// state they show (items, skill totals, the game messages already seen).
+    /// The outputs of an agent's latest runs (scripts and inline code alike) and looks
+    /// (unrecorded calls of reason `look`) that happened before `before`, newest first, at most
+    /// `limit`: the next run is measured against the state they show (items, skill totals, the
+    /// game messages already seen).
     fn recent_outputs(
         &self,
         owner: OwnerId,
@@ -935,6 +956,11 @@ pub trait Store: Send + Sync {
         agent: AgentId,
         since: Millis,
     ) -> Result<Vec<UnrecordedCall>>;
+    /// How many script runs were recorded without their gains measured, by reason
+    /// (`uses.unmeasured`: "output cut by tail", "no state printed before it"), most first:
+    /// the runs of one avatar since a time (the wrap-up), or all runs of one skill (its page).
+    fn unmeasured_runs(&self, owner: OwnerId, scope: UnmeasuredScope)
+    -> Result<Vec<(String, i64)>>;
     /// At which successful-run count each snippet group was last suggested to the agent as a
     /// file (group key → runs), for suggestions made at or after `since` (an older suggestion
     /// has left the window its count was taken over, so the cadence starts over).

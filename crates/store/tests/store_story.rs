@@ -64,6 +64,7 @@ support::on_every_backend! {
     family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused,
     // What a host saw but could not count.
     an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family,
+    a_look_s_state_is_among_the_latest_outputs_and_other_unrecorded_calls_are_not,
     an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found,
     // Names.
     owner_and_agent_names_that_differ_only_in_case_are_refused,
@@ -1747,6 +1748,77 @@ fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused(backend: 
     );
 }
 
+fn a_look_s_state_is_among_the_latest_outputs_and_other_unrecorded_calls_are_not(backend: Backend) {
+    let f = family(backend);
+    let matched = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "chop()"), 0)
+        .unwrap();
+    let run = |at: i64, output: &str| NewUse {
+        version: matched.version.id,
+        agent: f.buzz,
+        outcome: Outcome {
+            at,
+            ok: true,
+            ..Outcome::default()
+        },
+        source: "shell".into(),
+        call: None,
+        output: Some(output.into()),
+        event_id: Some(format!("run-{at}")),
+        recorded_at: at,
+    };
+    let look = |event: &str, at: i64, reason, output: Option<&str>| UnrecordedCall {
+        agent: f.buzz,
+        event_id: event.into(),
+        at,
+        reason,
+        detail: "bun sdk/cli.ts buzz".into(),
+        output: output.map(str::to_owned),
+    };
+    f.store.record_use(f.owner, &run(1_000, "run 1")).unwrap();
+    for call in [
+        look("l1", 2_000, UnrecordedReason::Look, Some("look 2")),
+        look("bg", 2_500, UnrecordedReason::Background, None),
+        look("l2", 3_500, UnrecordedReason::Look, Some("look 3.5")),
+    ] {
+        assert!(f.store.note_unrecorded(f.owner, &call).unwrap());
+    }
+    f.store.record_use(f.owner, &run(3_000, "run 3")).unwrap();
+    // The newest state before a time is a look's when a look came last.
+    assert_eq!(
+        f.store.recent_outputs(f.owner, f.buzz, 9_000, 10).unwrap(),
+        ["look 3.5", "run 3", "look 2", "run 1"]
+    );
+    assert_eq!(
+        f.store
+            .recent_outputs_since(f.owner, f.buzz, Some(1_000), 3_000, 1)
+            .unwrap(),
+        ["look 2"]
+    );
+    assert_eq!(
+        f.store.newest_output_at(f.owner, f.buzz).unwrap(),
+        Some(3_500)
+    );
+    assert!(
+        f.store
+            .recent_outputs(f.owner, f.pickles, 9_000, 10)
+            .unwrap()
+            .is_empty()
+    );
+    // The look comes back with its state; a look is kept once per event like any call.
+    let kept = f.store.unrecorded_since(f.owner, f.buzz, 3_000).unwrap();
+    assert_eq!(kept[0].output.as_deref(), Some("look 3.5"));
+    assert!(
+        !f.store
+            .note_unrecorded(
+                f.owner,
+                &look("l2", 3_500, UnrecordedReason::Look, Some("x"))
+            )
+            .unwrap()
+    );
+}
+
 fn an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family(backend: Backend) {
     let f = family(backend);
     let call = |event: &str, at, reason| UnrecordedCall {
@@ -1755,6 +1827,7 @@ fn an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family(backend
         at,
         reason,
         detail: format!("bun bots/buzz/chop.ts ({event})"),
+        output: None,
     };
     assert!(
         f.store

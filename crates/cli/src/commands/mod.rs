@@ -262,15 +262,30 @@ pub(crate) fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result
     }
     let bar = SharingBar::for_family(store.owner(agent.owner)?.eager_sharing);
     let failures = store.recent_failures(agent.owner, found.id, render::FAILURES_SHOWN)?;
+    // Runs whose gains are unknown (not zero), as the script page says them.
+    let unmeasured: Vec<mindrune_engine::avatars::wrapup::UnmeasuredRuns> = store
+        .unmeasured_runs(
+            agent.owner,
+            mindrune_store::UnmeasuredScope::Skill(found.id),
+        )?
+        .into_iter()
+        .map(|(reason, runs)| mindrune_engine::avatars::wrapup::UnmeasuredRuns { reason, runs })
+        .collect();
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer_pretty(
-            &mut out,
-            &render::skill_json(&found, &versions, &parents, &failures, bar),
-        )?;
+        let mut shown = render::skill_json(&found, &versions, &parents, &failures, bar);
+        shown["unmeasured"] = serde_json::to_value(&unmeasured)?;
+        serde_json::to_writer_pretty(&mut out, &shown)?;
         writeln!(out)?;
     } else {
         render::skill_detail(&mut out, &found, &versions, &parents, &failures, bar)?;
+        for line in &unmeasured {
+            writeln!(
+                out,
+                "  {}: what they gained is unknown, not zero",
+                line.summary()
+            )?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

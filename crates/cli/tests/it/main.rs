@@ -12,6 +12,7 @@ mod hook;
 mod hostile;
 mod lab;
 mod lab_faults;
+mod live_runs;
 mod mcp;
 mod metrics;
 mod migrate;

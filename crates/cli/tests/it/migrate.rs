@@ -172,6 +172,29 @@ fn library_with_everything() -> TestLibrary {
     assert!(lib.record(&events).status.success());
     lib.write_script("buzz", "chop", &script(2));
     assert!(lib.record(&runs("buzz", "chop", true, 3)).status.success());
+    // A look, a run measured against it, one not measured, and one cut before its outcome.
+    let state = |xp: u32| format!("# World State\n## Skills\nWoodcutting: 1 ({xp} xp)\n");
+    let call = |command: &str, output: String| {
+        json!({"agent": "buzz", "kind": "shell", "command": command, "cwd": "/work", "ok": true,
+               "duration_ms": 30000, "output": output})
+    };
+    let run = "bun bots/buzz/chop.ts";
+    let events = [
+        call("bun sdk/cli.ts buzz", state(0)),
+        call(
+            run,
+            format!("── Result ──\n{{}}\n\n── World State ──\n{}", state(625)),
+        ),
+        call(
+            &format!("{run} | tail -2"),
+            "## Recent Messages\n- hi\n".into(),
+        ),
+        call(
+            run,
+            format!("── Result ──\n{{}}\n\n── World State ──\n{}", state(900)),
+        ),
+    ];
+    assert!(lib.record(&events).status.success());
 
     lib.write_script("pickles", "mine-iron", &headed("mine-iron", "mine iron", 3));
     assert!(
@@ -218,6 +241,18 @@ fn library_with_everything() -> TestLibrary {
 fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() {
     let lib = library_with_everything();
     let source = sqlite_counts(&lib);
+    // The columns later migrations added hold something to copy.
+    let conn = rusqlite::Connection::open(lib.home().join("library.db")).unwrap();
+    let kept: (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM uses WHERE unmeasured IS NOT NULL),
+                    (SELECT count(*) FROM unrecorded_calls WHERE output IS NOT NULL)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(kept, (1, 1));
+    drop(conn);
     for table in [
         "owners", "agents", "skills", "versions", "uses", "snippets", "lessons",
     ] {

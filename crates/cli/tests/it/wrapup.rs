@@ -219,3 +219,80 @@ fn a_skill_the_agent_un_shared_is_not_offered_back_until_it_changes() {
         serde_json::from_str(&lib.ok(&["wrapup", "buzz", "--json"])).unwrap();
     assert_eq!(wrap["offers"].as_array().unwrap().len(), 1, "{wrap:#}");
 }
+
+/// A fork runner's output: its Result and a World State with the given Woodcutting total.
+fn fork_output(woodcutting: u32) -> String {
+    format!(
+        "── Result ──\n{{\"chopped\": 1}}\n\n── World State ──\n# World State\n## Skills\nWoodcutting: 1 ({woodcutting} xp)\n\n## Inventory (27 empty slots)\n- Bronze axe x1\n"
+    )
+}
+
+#[test]
+fn the_wrap_up_says_how_many_runs_were_not_measured_and_why_and_which_had_no_outcome() {
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &script(1));
+    // Dated 100 ms apart, after the agent was added: a run is measured only along the calls
+    // before it.
+    let n = std::cell::Cell::new(0);
+    let event = |id: &str, command: &str, output: &str| {
+        n.set(n.get() + 1);
+        let at = (time::OffsetDateTime::now_utc() + time::Duration::milliseconds(100 * n.get()))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+        json!({"id": id, "agent": "buzz", "kind": "shell", "command": command, "cwd": "/work",
+               "ok": true, "duration_ms": 60000, "output": output, "at": at})
+    };
+    let output = lib.record(&[
+        // Nothing before the first run printed the bot's state.
+        event("first", "bun bots/buzz/chop.ts", &fork_output(0)),
+        // Measured against the first.
+        event("second", "bun bots/buzz/chop.ts", &fork_output(625)),
+        // Cut by `| tail` before its Result: outcome unknown.
+        event(
+            "cut",
+            "bun bots/buzz/chop.ts 2>&1 | tail -3",
+            "## Recent Messages\n- You get some logs.\n",
+        ),
+        // After the cut, nothing before it again.
+        event("third", "bun bots/buzz/chop.ts", &fork_output(1250)),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    // The wrap-up comes after every call, as it does in a session.
+    std::thread::sleep(std::time::Duration::from_millis(100 * n.get() as u64 + 50));
+
+    let wrap: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["wrapup", "buzz", "--json"])).unwrap();
+    assert_eq!(
+        wrap["unmeasured"],
+        json!([{"reason": "no state printed before it", "runs": 2}]),
+        "{wrap:#}"
+    );
+    assert_eq!(wrap["outcome_unknown"], 1, "{wrap:#}");
+    // Said once: the next wrap-up starts from here.
+    let again = lib.ok(&["wrapup", "buzz"]);
+    assert!(!again.contains("not measured"), "{again}");
+
+    let lib = TestLibrary::new();
+    lib.agent("buzz", "ada");
+    lib.write_script("buzz", "chop", &script(1));
+    n.set(0);
+    let output = lib.record(&[
+        event("first", "bun bots/buzz/chop.ts", &fork_output(0)),
+        event(
+            "cut",
+            "bun bots/buzz/chop.ts 2>&1 | tail -3",
+            "## Recent Messages\n- You get some logs.\n",
+        ),
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    std::thread::sleep(std::time::Duration::from_millis(100 * n.get() as u64 + 50));
+    let text = lib.ok(&["wrapup", "buzz"]);
+    assert!(
+        text.contains("1 run not measured: no state printed before it since the last wrap-up")
+            && text.contains("look first with `bun sdk/cli.ts buzz`")
+            && text.contains("1 run of unknown outcome, kept out of the score")
+            && text.contains("run the file without `| tail` to see how it ends"),
+        "{text}"
+    );
+}

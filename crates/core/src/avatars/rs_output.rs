@@ -89,6 +89,11 @@ pub struct RunOutput {
     /// `── Execution (…) ──`. Without one (the output was cut by `| tail`, or it is the middle
     /// of a state dump), the output cannot say whether the run worked.
     pub verdict_seen: bool,
+    /// The last SDK action timeout the script's own log or console printed, from `Timed out`
+    /// on (`chop at (3217, 3231): Timed out waiting for tree chop` gives `Timed out waiting
+    /// for tree chop`): what the game did not do. Only a cause's detail: a run that printed one
+    /// and returned its Result still worked.
+    pub sdk_timeout: Option<String>,
 }
 
 /// An inventory as a runner printed it.
@@ -166,6 +171,16 @@ pub fn parse_run_output(output: &str) -> RunOutput {
         out.state_seen = true;
         read_state(state.body, &mut out);
     }
+
+    out.sdk_timeout = sections
+        .iter()
+        .filter(|s| matches!(s.kind, SectionKind::Preamble | SectionKind::Console))
+        .flat_map(|s| s.body.iter())
+        .rev()
+        .find_map(|line| {
+            let at = line.find(SDK_TIMEOUT)?;
+            Some(truncate_chars(line[at..].trim_end(), ERROR_MAX_CHARS).to_owned())
+        });
 
     out.stuck_hint = out.blocking_ui.is_some() || out.cant_reach;
     out
@@ -254,6 +269,19 @@ fn split_sections<'a>(lines: &'a [&'a str]) -> Vec<Section<'a>> {
             title = t;
             inline = rest;
             body_start = i + 1;
+        } else if kind == SectionKind::Preamble && line.trim() == LOOK_STATE_TITLE {
+            // A look (`bun sdk/cli.ts NAME`) prints `formatWorldState` bare, without the
+            // runner's `── World State ──` before it: the same state, so the same section.
+            sections.push(Section {
+                kind,
+                title,
+                inline,
+                body: &lines[body_start..i],
+            });
+            kind = SectionKind::State;
+            title = "World State";
+            inline = "";
+            body_start = i + 1;
         }
     }
     sections.push(Section {
@@ -264,6 +292,13 @@ fn split_sections<'a>(lines: &'a [&'a str]) -> Vec<Section<'a>> {
     });
     sections
 }
+
+/// How the SDK's actions say the game did not answer in time (`Timed out waiting for tree
+/// chop`, `… for the bank to open`).
+const SDK_TIMEOUT: &str = "Timed out waiting for";
+
+/// The first line of `formatWorldState`, which a look prints with no section header before it.
+const LOOK_STATE_TITLE: &str = "# World State";
 
 /// Recognises `── Title ──` and `── Title ── inline text`. The rule (a trimmed line starting
 /// with at least two box-drawing dashes and carrying a non-empty title) is loose on purpose: a
@@ -857,11 +892,16 @@ pub fn measure_against(current: &RunOutput, previous: Option<&RunOutput>) -> Run
             })
             .unwrap_or_else(|| MISSING_ERROR_MESSAGE.to_owned());
         let cause = fresh.iter().find(|m| explains(m));
-        facts.failure = Some(match cause {
-            Some(message) => {
+        // A game message says why best; without one, the SDK's own timeout says what the game
+        // did not do (the error is often the script's generic "chopped nothing").
+        facts.failure = Some(match (cause, &current.sdk_timeout) {
+            (Some(message), _) => {
                 truncate_chars(&format!("{error} — game: {message}"), FAILURE_MAX_CHARS).to_owned()
             }
-            None => error,
+            (None, Some(timeout)) if !error.contains(timeout.as_str()) => {
+                truncate_chars(&format!("{error} — sdk: {timeout}"), FAILURE_MAX_CHARS).to_owned()
+            }
+            (None, _) => error,
         });
     }
     facts
@@ -1307,18 +1347,22 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
 
     /// A real run of `../shared/data/rs-sdk/runs/` (see its README for what truly happened).
     fn real(name: &str) -> RunOutput {
+        parse_run_output(&real_text(name))
+    }
+
+    /// The text of [`real`].
+    fn real_text(name: &str) -> String {
         let dir = std::env::var_os("MINDRUNE_SHARED").map_or_else(
             || std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared")),
             std::path::PathBuf::from,
         );
         let path = dir.join("data/rs-sdk/runs").join(format!("{name}.txt"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+        std::fs::read_to_string(&path).unwrap_or_else(|err| {
             panic!(
                 "cannot read {}: {err} (set MINDRUNE_SHARED)",
                 path.display()
             )
-        });
-        parse_run_output(&text)
+        })
     }
 
     /// The real runs in the order the README gives (one bot's life; the runs not kept are
@@ -1577,6 +1621,57 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
         );
         // A log line that merely mentions an error is no cause.
         assert_eq!(parse_run_output("chopping...\nno Error: here").error, None);
+    }
+
+    #[test]
+    fn a_look_s_bare_world_state_is_a_readable_state() {
+        // `bun sdk/cli.ts woody` prints the World State the runner prints, without its header.
+        let text = real_text("live/live-chop-timed-out");
+        let look = &text[text.find("# World State").unwrap()..];
+        let out = parse_run_output(look);
+        assert!(out.state_readable() && !out.verdict_seen);
+        assert_eq!(
+            out.skill_totals,
+            real("live/live-chop-timed-out").skill_totals
+        );
+        // Inside a runner's output the line is the State section's own first line.
+        assert_eq!(
+            parse_run_output(&text).skill_totals,
+            real("live/live-chop-timed-out").skill_totals
+        );
+        assert!(!parse_run_output("chopping\n# World Statement").state_seen);
+    }
+
+    #[test]
+    fn an_sdk_timeout_is_a_failed_run_s_detail_and_never_fails_a_run_that_returned() {
+        // live-chop-timed-out: one chop timed out, the run returned its Result. Truly ok.
+        let timed_out = real("live/live-chop-timed-out");
+        assert_eq!(
+            timed_out.sdk_timeout.as_deref(),
+            Some("Timed out waiting for tree chop")
+        );
+        assert!(!timed_out.failed && timed_out.error.is_none());
+        assert_eq!(measure_against(&timed_out, Some(&timed_out)).failure, None);
+        // The same run had it thrown with nothing the game said: the SDK's timeout is why.
+        let text = real_text("live/live-chop-timed-out");
+        let thrown = text.replace(
+            "── Result ──",
+            "── Error ──\nchopped nothing\nError: chopped nothing\n\n── Returned ──",
+        );
+        let facts = measure_against(&parse_run_output(&thrown), Some(&timed_out));
+        assert_eq!(
+            facts.failure.as_deref(),
+            Some("Error: chopped nothing — sdk: Timed out waiting for tree chop")
+        );
+        // A game message explains better: live-chop-full-error keeps it.
+        let full = measure_against(&real("live/live-chop-full-error"), None);
+        assert!(
+            full.failure
+                .as_deref()
+                .unwrap()
+                .ends_with("— game: Your inventory is too full to hold any more logs."),
+            "{full:?}"
+        );
     }
 
     #[test]

@@ -149,6 +149,31 @@ pub fn classify_shell_line(line: &str, ctx: &ShellContext<'_>) -> ShellRuns {
     walker.finish(parsed)
 }
 
+/// rs-sdk's look (`bun sdk/cli.ts NAME`), workspace-relative as [`ShellRuns::runs`] has it.
+pub const LOOK_SCRIPT: &str = "sdk/cli.ts";
+
+/// The bot a look looks at: the line (already classified into `runs`) runs rs-sdk's
+/// `sdk/cli.ts` and nothing else, and the word after it is the bot's name. A look prints the
+/// bot's whole state and changes nothing in the game, so it is no run of a script; the state
+/// it prints is what the bot's next run starts from. `None` for any other line, and for a line
+/// that also runs a script (its output is that run's).
+pub fn look_target<'l>(line: &'l str, runs: &ShellRuns) -> Option<&'l str> {
+    if runs.runs.len() != 1 || runs.runs[0] != LOOK_SCRIPT {
+        return None;
+    }
+    let mut words = line
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '|' | '(' | ')'))
+        .map(|word| word.trim_matches(|c| c == '"' || c == '\''))
+        .skip_while(|word| !word.ends_with(LOOK_SCRIPT));
+    words.next()?;
+    let name = words.find(|word| !word.is_empty())?;
+    let plain = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    plain.then_some(name)
+}
+
 /// At most this many writes are kept for one line; a line with more is unreadable.
 const MAX_WRITES: usize = 1_000;
 
@@ -334,6 +359,27 @@ mod tests {
                 workspace_roots: roots,
             },
         )
+    }
+
+    #[test]
+    fn a_look_names_its_bot_and_a_line_that_also_runs_a_script_is_no_look() {
+        let look = |line: &str| {
+            let runs = classify(line, Some("/w"), &["/w"]);
+            look_target(line, &runs).map(str::to_owned)
+        };
+        assert_eq!(look("bun sdk/cli.ts woody").as_deref(), Some("woody"));
+        assert_eq!(
+            look("cd /w && bun ./sdk/cli.ts 'ash' 2>&1").as_deref(),
+            Some("ash")
+        );
+        assert_eq!(
+            look("bun /w/sdk/cli.ts woody | tail -40").as_deref(),
+            Some("woody")
+        );
+        assert_eq!(look("bun sdk/cli.ts"), None, "no bot named");
+        assert_eq!(look("bun sdk/cli.ts woody && bun bots/woody/chop.ts"), None);
+        assert_eq!(look("bun bots/woody/chop.ts woody"), None);
+        assert_eq!(look("cat sdk/cli.ts woody"), None, "not run");
     }
 
     const X: &str = "bots/a/x.ts";

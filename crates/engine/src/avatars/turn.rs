@@ -351,12 +351,14 @@ pub fn turn_boundary_with(
     report.unrecorded = store
         .unrecorded_since(owner, agent.id, since)?
         .into_iter()
-        .map(|call| match call.reason {
-            UnrecordedReason::Background => format!(
+        .filter_map(|call| match call.reason {
+            UnrecordedReason::Background => Some(format!(
                 "`{}`: ran in the background, so not recorded (MindRune cannot see how a detached run ends)",
                 call.detail
-            ),
-            UnrecordedReason::NoScript | UnrecordedReason::OutcomeUnknown => call.detail,
+            )),
+            UnrecordedReason::NoScript | UnrecordedReason::OutcomeUnknown => Some(call.detail),
+            // A look was never a run: nothing went uncounted.
+            UnrecordedReason::Look => None,
         })
         .collect();
     let ended = now_millis();

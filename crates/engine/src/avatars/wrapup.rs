@@ -8,7 +8,9 @@
 //! save as a file.
 
 use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_store::{SharingChange, SharingKind, SkillEntry, Store, UnrecordedReason};
+use mindrune_store::{
+    SharingChange, SharingKind, SkillEntry, Store, UnmeasuredScope, UnrecordedReason,
+};
 
 use mindrune_store::Agent;
 
@@ -44,6 +46,43 @@ pub struct WrapUp {
     /// background (`… &`, Claude Code's `run_in_background`, or moved there past the Bash
     /// timeout).
     pub unrecorded_background: usize,
+    /// The agent's runs since the last wrap-up whose gains were not measured, by reason
+    /// ("output cut by tail", "no state printed before it"), most first.
+    pub unmeasured: Vec<UnmeasuredRuns>,
+    /// The agent's runs since the last wrap-up whose outcome the output could not tell (cut by
+    /// `| tail` before the runner's Result or Error): kept out of the score.
+    pub outcome_unknown: usize,
+}
+
+/// How many runs were not measured for one reason.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UnmeasuredRuns {
+    pub reason: String,
+    pub runs: i64,
+}
+
+impl UnmeasuredRuns {
+    /// `3 runs not measured: output cut by tail`, as the wrap-up and the script page say it.
+    pub fn summary(&self) -> String {
+        format!("{} not measured: {}", runs_text(self.runs), self.reason)
+    }
+}
+
+/// `1 run`, `3 runs`.
+pub fn runs_text(runs: i64) -> String {
+    if runs == 1 {
+        "1 run".to_owned()
+    } else {
+        format!("{runs} runs")
+    }
+}
+
+/// What an agent or owner is told of runs whose outcome the output could not tell.
+pub fn outcome_unknown_summary(runs: i64) -> String {
+    format!(
+        "{} of unknown outcome, kept out of the score: the output was cut before the runner's Result or Error (it exits 0 even on a throw); run the file without `| tail` to see how it ends",
+        runs_text(runs)
+    )
 }
 
 /// The wrap-up of an agent, now. Marks a turn boundary (the mirror is refreshed when due) and
@@ -93,11 +132,20 @@ pub fn wrap_up_with(
     );
     let now = now_millis();
     let suggestions = crate::avatars::snippets::advice(store, &agent, now)?;
-    let unrecorded_background = store
-        .unrecorded_since(agent.owner, agent.id, since)?
+    let unrecorded = store.unrecorded_since(agent.owner, agent.id, since)?;
+    let unrecorded_background = unrecorded
         .iter()
         .filter(|call| call.reason == UnrecordedReason::Background)
         .count();
+    let outcome_unknown = unrecorded
+        .iter()
+        .filter(|call| call.reason == UnrecordedReason::OutcomeUnknown)
+        .count();
+    let unmeasured = store
+        .unmeasured_runs(agent.owner, UnmeasuredScope::AgentSince(agent.id, since))?
+        .into_iter()
+        .map(|(reason, runs)| UnmeasuredRuns { reason, runs })
+        .collect();
     store.note_wrapup(agent.owner, agent.id, now)?;
     Ok(WrapUp {
         lesson_prompt: format!(
@@ -117,6 +165,8 @@ pub fn wrap_up_with(
         suggestions,
         diagnostics: report.diagnostics,
         unrecorded_background,
+        unmeasured,
+        outcome_unknown,
     })
 }
 

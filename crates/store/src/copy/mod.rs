@@ -608,6 +608,9 @@ mod tests {
             include_str!("../../migrations/postgres/0003_host_runs.sql"),
             include_str!("../../migrations/postgres/0004_failures.sql"),
             include_str!("../../migrations/postgres/0005_wealth_history.sql"),
+            include_str!("../../migrations/postgres/0006_uses_fewer_indexes.sql"),
+            include_str!("../../migrations/postgres/0007_unmeasured.sql"),
+            include_str!("../../migrations/postgres/0008_looks.sql"),
         ]
         .join("\n");
         for table in TABLES {
@@ -749,7 +752,9 @@ mod tests {
                 failure: n
                     .is_multiple_of(4)
                     .then(|| format!("Error: run {n} failed")),
-                unmeasured: None,
+                unmeasured: n
+                    .is_multiple_of(5)
+                    .then(|| "output cut by tail".to_string()),
             }
         }
 
@@ -878,6 +883,21 @@ mod tests {
                             at,
                             reason: crate::UnrecordedReason::Background,
                             detail: format!("bun bots/{bot}/chop.ts &"),
+                            output: None,
+                        },
+                    )
+                    .unwrap();
+                // A look keeps the state it printed: the copy carries it over.
+                store
+                    .note_unrecorded(
+                        owner,
+                        &crate::UnrecordedCall {
+                            agent,
+                            event_id: format!("look-{bot}"),
+                            at: at + 1,
+                            reason: crate::UnrecordedReason::Look,
+                            detail: format!("bun sdk/cli.ts {bot}"),
+                            output: Some("## Skills\nWoodcutting: 1 (0 xp)\n".to_string()),
                         },
                     )
                     .unwrap();
@@ -959,6 +979,11 @@ mod tests {
                 );
             }
             assert!(report.rows() > 200);
+            // The columns later migrations added came through: why a run was not measured,
+            // and a look's state.
+            dest.sql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM uses WHERE unmeasured = 'output cut by tail') THEN RAISE 'no unmeasured use'; END IF; END $$");
+            dest.sql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM snippet_uses WHERE unmeasured IS NOT NULL) THEN RAISE 'no unmeasured snippet use'; END IF; END $$");
+            dest.sql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM unrecorded_calls WHERE reason = 'look' AND output LIKE '## Skills%') THEN RAISE 'no look'; END IF; END $$");
             // A NULL agent (the deleted agent's shared skills stay) came through as NULL.
             dest.sql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM skills WHERE agent_id IS NULL) THEN RAISE 'no NULL agent'; END IF; END $$");
 

@@ -54,6 +54,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0005_wealth_history.sql"),
     include_str!("../../migrations/postgres/0006_uses_fewer_indexes.sql"),
     include_str!("../../migrations/postgres/0007_unmeasured.sql"),
+    include_str!("../../migrations/postgres/0008_looks.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -1024,6 +1025,14 @@ impl Store for PgStore {
 
     fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
         records::note_unrecorded(self, owner, call)
+    }
+
+    fn unmeasured_runs(
+        &self,
+        owner: OwnerId,
+        scope: crate::UnmeasuredScope,
+    ) -> Result<Vec<(String, i64)>> {
+        records::unmeasured_runs(self, owner, scope)
     }
 
     fn unrecorded_since(

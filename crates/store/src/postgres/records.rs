@@ -36,7 +36,7 @@ use super::{PgResult, PgStore};
 use crate::rules::{FamilyTx, VersionRow};
 use crate::{
     AgentId, FailedRun, Millis, OwnerId, Result, RunTotals, Skill, SkillEntry, SkillId, Snippet,
-    SnippetId, SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    SnippetId, SnippetRuns, UnmeasuredScope, UnrecordedCall, UnrecordedReason, Version, VersionId,
 };
 
 /// Each snippet of an agent run since a time, with its runs since then, most recently run
@@ -303,6 +303,13 @@ pub(super) fn recent_outputs(
                  (SELECT output, at, use_id, 1 AS kind FROM snippet_uses
                   WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5 AND output IS NOT NULL
                   ORDER BY at DESC, use_id DESC LIMIT $4)
+                 UNION ALL
+                 -- Looks (`bun sdk/cli.ts NAME`) print a state too; they have no row id, and
+                 -- two of one avatar at the same millisecond are ordered by their event id.
+                 (SELECT output, at, 0 AS use_id, 2 AS kind FROM unrecorded_calls
+                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5
+                    AND reason = 'look' AND output IS NOT NULL
+                  ORDER BY at DESC, event_id DESC LIMIT $4)
              ) runs ORDER BY at DESC, kind, use_id DESC LIMIT $4",
             &[&owner.0, &agent.0, &before, &limit, &after.unwrap_or(Millis::MIN)],
         )?;
@@ -325,6 +332,10 @@ pub(super) fn newest_output_at(
                  (SELECT at FROM snippet_uses
                   WHERE owner_id = $1 AND agent_id = $2 AND output IS NOT NULL
                   ORDER BY at DESC, use_id DESC LIMIT 1)
+                 UNION ALL
+                 (SELECT at FROM unrecorded_calls
+                  WHERE owner_id = $1 AND agent_id = $2 AND reason = 'look' AND output IS NOT NULL
+                  ORDER BY at DESC LIMIT 1)
              ) runs",
             &[&owner.0, &agent.0],
         )?;
@@ -382,8 +393,8 @@ pub(super) fn note_unrecorded(
     store.write(owner, |tx| {
         // An unknown agent stores nothing, as on SQLite.
         let added = tx.execute(
-            "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail)
-             SELECT owner_id, agent_id, $3::text, $4::bigint, $5::text, $6::text FROM agents WHERE owner_id = $1 AND agent_id = $2
+            "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail, output)
+             SELECT owner_id, agent_id, $3::text, $4::bigint, $5::text, $6::text, $7::text FROM agents WHERE owner_id = $1 AND agent_id = $2
              ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
             &[
                 &owner.0,
@@ -392,9 +403,38 @@ pub(super) fn note_unrecorded(
                 &call.at,
                 &call.reason.as_str(),
                 &call.detail,
+                &call.output,
             ],
         )?;
         Ok(added > 0)
+    })
+}
+
+pub(super) fn unmeasured_runs(
+    store: &PgStore,
+    owner: OwnerId,
+    scope: UnmeasuredScope,
+) -> Result<Vec<(String, i64)>> {
+    let (sql, id, since) = match scope {
+        UnmeasuredScope::AgentSince(agent, since) => (
+            "SELECT unmeasured, count(*) FROM uses
+             WHERE owner_id = $1 AND agent_id = $2 AND at >= $3 AND unmeasured IS NOT NULL
+             GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
+            agent.0,
+            since,
+        ),
+        UnmeasuredScope::Skill(skill) => (
+            "SELECT u.unmeasured, count(*) FROM uses u
+             JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+             WHERE u.owner_id = $1 AND v.skill_id = $2 AND u.at >= $3 AND u.unmeasured IS NOT NULL
+             GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
+            skill.0,
+            Millis::MIN,
+        ),
+    };
+    store.read(|tx| {
+        let rows = tx.query(sql, &[&owner.0, &id, &since])?;
+        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
     })
 }
 
@@ -406,7 +446,7 @@ pub(super) fn unrecorded_since(
 ) -> Result<Vec<UnrecordedCall>> {
     store.read(|tx| {
         let rows = tx.query(
-            "SELECT event_id, at, reason, detail FROM unrecorded_calls
+            "SELECT event_id, at, reason, detail, output FROM unrecorded_calls
              WHERE owner_id = $1 AND agent_id = $2 AND at >= $3 ORDER BY at, event_id",
             &[&owner.0, &agent.0, &since],
         )?;
@@ -420,6 +460,7 @@ pub(super) fn unrecorded_since(
                     at: col(row, 1)?,
                     reason,
                     detail: col(row, 3)?,
+                    output: col(row, 4)?,
                 });
             }
         }

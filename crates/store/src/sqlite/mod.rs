@@ -49,6 +49,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0009_wealth_history.sql"),
     include_str!("../../migrations/sqlite/0010_uses_fewer_indexes.sql"),
     include_str!("../../migrations/sqlite/0011_unmeasured.sql"),
+    include_str!("../../migrations/sqlite/0012_looks.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -728,6 +729,14 @@ impl Store for SqliteStore {
 
     fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
         records::note_unrecorded(self, owner, call)
+    }
+
+    fn unmeasured_runs(
+        &self,
+        owner: OwnerId,
+        scope: crate::UnmeasuredScope,
+    ) -> Result<Vec<(String, i64)>> {
+        records::unmeasured_runs(self, owner, scope)
     }
 
     fn unrecorded_since(

@@ -14,7 +14,7 @@ use crate::common::{
 use crate::rules::FamilyTx as _;
 use crate::{
     AgentId, FailedRun, Millis, OwnerId, Result, RunTotals, Skill, SkillEntry, SkillId, Snippet,
-    SnippetId, SnippetRuns, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    SnippetId, SnippetRuns, UnmeasuredScope, UnrecordedCall, UnrecordedReason, Version, VersionId,
 };
 
 pub(super) fn skill_at_path(
@@ -277,32 +277,34 @@ pub(super) fn recent_outputs(
          WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND at > ?5 AND output IS NOT NULL
          ORDER BY at DESC, use_id DESC LIMIT ?4",
     )?;
-    Ok(newest_of_both(uses, snippets, limit))
+    // Looks (`bun sdk/cli.ts NAME`) print a state too: the next run is measured against the
+    // newest of all three. Read by `unrecorded_calls_by_time`; an agent has few such rows.
+    let looks = side(
+        "SELECT at, rowid, output FROM unrecorded_calls
+         WHERE owner_id = ?1 AND agent_id = ?2 AND at < ?3 AND at > ?5
+           AND reason = 'look' AND output IS NOT NULL
+         ORDER BY at DESC, rowid DESC LIMIT ?4",
+    )?;
+    Ok(newest_of([uses, snippets, looks], limit))
 }
 
-/// The `limit` newest of two lists each newest first, by time, a script's use before a
-/// snippet's at the same time, then the newer row: the order PostgreSQL's one statement reads.
-fn newest_of_both(
-    uses: Vec<(Millis, i64, String)>,
-    snippets: Vec<(Millis, i64, String)>,
-    limit: usize,
-) -> Vec<String> {
-    let mut uses = uses.into_iter().peekable();
-    let mut snippets = snippets.into_iter().peekable();
+/// The `limit` newest of lists each newest first, by time; at the same time the earlier list
+/// first (a script's use, then a snippet's, then a look), then the newer row: the order
+/// PostgreSQL's one statement reads.
+fn newest_of<const N: usize>(sides: [Vec<(Millis, i64, String)>; N], limit: usize) -> Vec<String> {
+    let mut sides = sides.map(|side| side.into_iter().peekable());
     let mut newest = Vec::with_capacity(limit.min(16));
     while newest.len() < limit {
-        let take_use = match (uses.peek(), snippets.peek()) {
-            (Some(u), Some(s)) => u.0 >= s.0,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (None, None) => break,
-        };
-        let next = if take_use {
-            uses.next()
-        } else {
-            snippets.next()
-        };
-        newest.extend(next.map(|(_, _, output)| output));
+        let mut pick: Option<(usize, Millis)> = None;
+        for (index, side) in sides.iter_mut().enumerate() {
+            if let Some(&(at, _, _)) = side.peek()
+                && pick.is_none_or(|(_, best)| at > best)
+            {
+                pick = Some((index, at));
+            }
+        }
+        let Some((index, _)) = pick else { break };
+        newest.extend(sides[index].next().map(|(_, _, output)| output));
     }
     newest
 }
@@ -327,6 +329,11 @@ pub(super) fn newest_output_at(
                  SELECT * FROM (SELECT at FROM snippet_uses
                                 WHERE owner_id = ?1 AND agent_id = ?2 AND output IS NOT NULL
                                 ORDER BY at DESC, use_id DESC LIMIT 1)
+                 UNION ALL
+                 SELECT * FROM (SELECT at FROM unrecorded_calls
+                                WHERE owner_id = ?1 AND agent_id = ?2 AND reason = 'look'
+                                  AND output IS NOT NULL
+                                ORDER BY at DESC LIMIT 1)
              )",
         )
         .map_err(db_err)?;
@@ -421,8 +428,8 @@ pub(super) fn note_unrecorded(
     let added = inner
         .conn
         .execute(
-            "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail)
-             SELECT owner_id, agent_id, ?3, ?4, ?5, ?6 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+            "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail, output)
+             SELECT owner_id, agent_id, ?3, ?4, ?5, ?6, ?7 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
              ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
             params![
                 owner.0,
@@ -430,11 +437,45 @@ pub(super) fn note_unrecorded(
                 call.event_id,
                 call.at,
                 call.reason.as_str(),
-                call.detail
+                call.detail,
+                call.output
             ],
         )
         .map_err(db_err)?;
     Ok(added > 0)
+}
+
+pub(super) fn unmeasured_runs(
+    store: &SqliteStore,
+    owner: OwnerId,
+    scope: UnmeasuredScope,
+) -> Result<Vec<(String, i64)>> {
+    let inner = store.lock_reading_uses();
+    let (sql, id, since) = match scope {
+        UnmeasuredScope::AgentSince(agent, since) => (
+            "SELECT unmeasured, count(*) FROM uses
+             WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 AND unmeasured IS NOT NULL
+             GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
+            agent.0,
+            since,
+        ),
+        UnmeasuredScope::Skill(skill) => (
+            "SELECT u.unmeasured, count(*) FROM uses u
+             JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+             WHERE u.owner_id = ?1 AND v.skill_id = ?2 AND u.at >= ?3 AND u.unmeasured IS NOT NULL
+             GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
+            skill.0,
+            Millis::MIN,
+        ),
+    };
+    inner
+        .conn
+        .prepare_cached(sql)
+        .map_err(db_err)?
+        .query_map(params![owner.0, id, since], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(db_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(db_err)
 }
 
 pub(super) fn unrecorded_since(
@@ -447,7 +488,7 @@ pub(super) fn unrecorded_since(
     let mut statement = inner
         .conn
         .prepare_cached(
-            "SELECT event_id, at, reason, detail FROM unrecorded_calls
+            "SELECT event_id, at, reason, detail, output FROM unrecorded_calls
              WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 ORDER BY at, event_id",
         )
         .map_err(db_err)?;
@@ -458,6 +499,7 @@ pub(super) fn unrecorded_since(
                 r.get::<_, Millis>(1)?,
                 r.get::<_, String>(2)?,
                 r.get::<_, String>(3)?,
+                r.get::<_, Option<String>>(4)?,
             ))
         })
         .map_err(db_err)?
@@ -465,13 +507,14 @@ pub(super) fn unrecorded_since(
         .map_err(db_err)?;
     Ok(rows
         .into_iter()
-        .filter_map(|(event_id, at, reason, detail)| {
+        .filter_map(|(event_id, at, reason, detail, output)| {
             Some(UnrecordedCall {
                 agent,
                 event_id,
                 at,
                 reason: UnrecordedReason::parse(&reason)?,
                 detail,
+                output,
             })
         })
         .collect())
@@ -479,7 +522,7 @@ pub(super) fn unrecorded_since(
 
 #[cfg(test)]
 mod tests {
-    use super::newest_of_both;
+    use super::newest_of;
 
     fn runs(rows: &[(i64, i64, &str)]) -> Vec<(i64, i64, String)> {
         rows.iter()
@@ -492,7 +535,7 @@ mod tests {
         let uses = runs(&[(30, 7, "use 30"), (20, 9, "use 20 b"), (20, 4, "use 20 a")]);
         let snippets = runs(&[(25, 3, "snippet 25"), (20, 8, "snippet 20"), (5, 1, "old")]);
         assert_eq!(
-            newest_of_both(uses.clone(), snippets.clone(), 10),
+            newest_of([uses.clone(), snippets.clone()], 10),
             [
                 "use 30",
                 "snippet 25",
@@ -503,16 +546,27 @@ mod tests {
             ]
         );
         assert_eq!(
-            newest_of_both(uses, snippets, 3),
+            newest_of([uses, snippets], 3),
             ["use 30", "snippet 25", "use 20 b"]
         );
     }
 
     #[test]
     fn either_side_may_be_empty() {
-        assert_eq!(newest_of_both(runs(&[(1, 1, "a")]), Vec::new(), 5), ["a"]);
-        assert_eq!(newest_of_both(Vec::new(), runs(&[(1, 1, "s")]), 5), ["s"]);
-        assert!(newest_of_both(Vec::new(), Vec::new(), 5).is_empty());
-        assert!(newest_of_both(runs(&[(1, 1, "a")]), Vec::new(), 0).is_empty());
+        assert_eq!(newest_of([runs(&[(1, 1, "a")]), Vec::new()], 5), ["a"]);
+        assert_eq!(newest_of([Vec::new(), runs(&[(1, 1, "s")])], 5), ["s"]);
+        assert!(newest_of([Vec::new(), Vec::new()], 5).is_empty());
+        assert!(newest_of([runs(&[(1, 1, "a")]), Vec::new()], 0).is_empty());
+    }
+
+    #[test]
+    fn a_look_newer_than_every_run_comes_first_and_loses_a_tie_to_them() {
+        let uses = runs(&[(20, 1, "use 20")]);
+        let snippets = runs(&[(10, 1, "snippet 10")]);
+        let looks = runs(&[(30, 5, "look 30"), (20, 4, "look 20")]);
+        assert_eq!(
+            newest_of([uses, snippets, looks], 10),
+            ["look 30", "use 20", "look 20", "snippet 10"]
+        );
     }
 }

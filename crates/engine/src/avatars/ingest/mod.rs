@@ -349,6 +349,32 @@ impl<'s> Recorder<'s> {
                 &made
             }
         };
+        // A look (`bun sdk/cli.ts NAME`) ran no script: it is a use of no skill. What it
+        // printed of this avatar is kept as the state the avatar's next run is measured
+        // against (a bot's first run, looked at before, is measured too).
+        if let Call::Shell { command, cwd } = &event.call {
+            let runs = self.classify(&agent, command, cwd.as_deref());
+            if let Some(bot) = shell_line::look_target(command, &runs) {
+                if bot.eq_ignore_ascii_case(&agent.name)
+                    && parsed_output
+                        .as_ref()
+                        .is_some_and(|out| out.state_readable())
+                    && let Some(text) = output
+                {
+                    let added = self.note_look(
+                        &agent,
+                        event.id.as_deref(),
+                        at,
+                        scrubber.scrub(command).text.into_owned(),
+                        text.clone(),
+                    )?;
+                    if added {
+                        self.note_output(&agent, at, text, stored_parse.clone());
+                    }
+                }
+                return Ok(recorded);
+            }
+        }
         let previous = match parsed_output {
             Some(out) if out.state_readable() && needs_previous(event) => {
                 self.previous_state(&agent, at)?
@@ -537,6 +563,23 @@ impl<'s> Recorder<'s> {
                         continue;
                     }
                     let file = match files.stat(relative, MAX_SCRIPT_BYTES) {
+                        // bun found no such file (a `cp` that failed before it): nothing ran,
+                        // so it is no run of the version the library saw at that path last.
+                        Ok(None) if bun_found_no_file(event, relative) => {
+                            let warning = format!(
+                                "{relative}: bun could not find the file (Module not found), so nothing ran; the run is not recorded"
+                            );
+                            self.note_unrecorded(
+                                &agent,
+                                event.id.as_deref(),
+                                relative,
+                                at,
+                                UnrecordedReason::NoScript,
+                                warning.clone(),
+                            )?;
+                            recorded.warnings.push(warning);
+                            continue;
+                        }
                         Ok(file) => file,
                         Err(err) => {
                             let warning = format!("{err}; the run is not recorded");
@@ -891,7 +934,9 @@ impl<'s> Recorder<'s> {
             .store
             .unrecorded_since(agent.owner, agent.id, turn_or_created)?
             .iter()
-            .filter(|call| call.reason == UnrecordedReason::OutcomeUnknown && call.at < at)
+            // A break at this very millisecond (calls stamped on arrival) may have come
+            // before this call: unknown is safer than measuring across it.
+            .filter(|call| call.reason == UnrecordedReason::OutcomeUnknown && call.at <= at)
             .map(|call| call.at)
             .max()
         {
@@ -1060,6 +1105,32 @@ impl<'s> Recorder<'s> {
             .remove(&(agent.id.0, relative.to_string()));
     }
 
+    /// Keeps a look with the state it printed. It is kept among the unrecorded calls (reason
+    /// `look`), not in a table of its own: like them it is a call seen that is a use of no
+    /// skill, known once by its event id, gone with its avatar and copied by `mindrune
+    /// migrate`; the turn report and the wrap-up leave looks out of what went uncounted.
+    fn note_look(
+        &self,
+        agent: &Agent,
+        event_id: Option<&str>,
+        at: Millis,
+        command: String,
+        output: String,
+    ) -> Result<bool, IngestError> {
+        let event_id = event_id.map_or_else(|| format!("at:{at}"), str::to_string);
+        Ok(self.store.note_unrecorded(
+            agent.owner,
+            &UnrecordedCall {
+                agent: agent.id,
+                event_id,
+                at,
+                reason: UnrecordedReason::Look,
+                detail: command,
+                output: Some(output),
+            },
+        )?)
+    }
+
     /// Keeps a call that was seen but not recorded as a run, so the turn report and the
     /// wrap-up can say so once. `part` tells apart the scripts of one call; an event without an
     /// id (a hand-written events file) is keyed by its time.
@@ -1086,6 +1157,7 @@ impl<'s> Recorder<'s> {
                 at,
                 reason,
                 detail,
+                output: None,
             },
         )?;
         Ok(())
@@ -1261,6 +1333,18 @@ struct RunInput {
     call: String,
     source_kind: &'static str,
     event_id: Option<String>,
+}
+
+/// Whether bun said it found no file at `relative` for this failed call (`error: Module not
+/// found "bots/ash/chop-trees.ts"`): the script never started.
+fn bun_found_no_file(event: &Event, relative: &str) -> bool {
+    event.ok == Some(false)
+        && event.output.as_deref().is_some_and(|output| {
+            output.lines().any(|line| {
+                line.trim_start().starts_with("error: Module not found")
+                    && line.trim_end().trim_end_matches('"').ends_with(relative)
+            })
+        })
 }
 
 /// Whether measuring this call needs the avatar's previous state: only for what the host did

@@ -58,11 +58,15 @@ impl FromRequestParts<AppState> for Runner {
             .await??;
         match agent {
             Some(agent) => {
-                let backlog = parts
-                    .headers
-                    .get(crate::wire::SPOOL_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(|v| v.parse::<u64>().ok());
+                let number = |header: &str| {
+                    parts
+                        .headers
+                        .get(header)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(|v| v.parse::<u64>().ok())
+                };
+                let backlog = number(crate::wire::SPOOL_HEADER);
+                let hook_failures = number(crate::wire::HOOK_FAILURES_HEADER);
                 state.health().note_runner(
                     agent.id,
                     crate::health::RunnerContact {
@@ -70,6 +74,7 @@ impl FromRequestParts<AppState> for Runner {
                         agent: agent.name.clone(),
                         at: mindrune_engine::avatars::ingest::now_millis(),
                         backlog,
+                        hook_failures,
                     },
                 );
                 Ok(Runner { agent })

@@ -269,13 +269,15 @@ fn health_html(
         out.push_str(
             "<div class=\"table-scroll\"><table class=\"stack\" id=\"runners\"><thead><tr>\
              <th scope=\"col\">Avatar</th><th scope=\"col\">Last contact (UTC)</th>\
-             <th scope=\"col\" class=\"num\">Ago</th><th scope=\"col\" class=\"num\">Spool backlog</th></tr></thead><tbody>",
+             <th scope=\"col\" class=\"num\">Ago</th><th scope=\"col\" class=\"num\">Spool backlog</th>\
+             <th scope=\"col\" class=\"num\">Hook failures (24 h)</th></tr></thead><tbody>",
         );
         for (_, contact) in &health.runners {
             let _ = write!(
                 out,
                 "<tr><td data-label=\"Avatar\">{agent}</td><td data-label=\"Last contact\">{at}</td>\
-                 <td data-label=\"Ago\" class=\"num\">{ago}</td><td data-label=\"Spool backlog\" class=\"num\">{backlog}</td></tr>",
+                 <td data-label=\"Ago\" class=\"num\">{ago}</td><td data-label=\"Spool backlog\" class=\"num\">{backlog}</td>\
+                 <td data-label=\"Hook failures (24 h)\" class=\"num\">{failures}</td></tr>",
                 agent = shown_text.text(&contact.agent),
                 at = shown_text.text(&when(Some(contact.at))),
                 ago = crate::script_page::duration(u64::try_from(now - contact.at).unwrap_or(0)),
@@ -284,6 +286,9 @@ fn health_html(
                     "item",
                     "items"
                 )),
+                failures = contact
+                    .hook_failures
+                    .map_or("not reported".into(), |n| n.to_string()),
             );
         }
         out.push_str("</tbody></table></div>");

@@ -35,6 +35,8 @@ pub struct RunnerContact {
     pub at: Millis,
     /// Items its spool still held when it sent the request (`None`: a runner too old to say).
     pub backlog: Option<u64>,
+    /// Failures its avatar's Claude Code hooks noted in the last day (`None`: not reported).
+    pub hook_failures: Option<u64>,
 }
 
 /// The server's health as the console shows it.
@@ -223,6 +225,7 @@ mod tests {
             agent: agent.into(),
             at,
             backlog,
+            hook_failures: None,
         };
         health.note_runner(AgentId(1), contact("buzz", 5, Some(3)));
         health.note_runner(AgentId(2), contact("pickles", 9, None));

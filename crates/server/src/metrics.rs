@@ -229,6 +229,7 @@ fn encode(state: &AppState, library: &LibraryView) -> Result<String, std::fmt::E
     let health = state.health().view(now);
     let contact: Family<Labels, Gauge<f64, AtomicU64>> = Family::default();
     let backlog: Family<Labels, Gauge> = Family::default();
+    let hook_failures: Family<Labels, Gauge> = Family::default();
     for (_, runner) in &health.runners {
         let labels = vec![("agent".to_string(), runner.agent.clone())];
         contact
@@ -238,6 +239,11 @@ fn encode(state: &AppState, library: &LibraryView) -> Result<String, std::fmt::E
             backlog
                 .get_or_create(&labels)
                 .set(i64::try_from(items).unwrap_or(i64::MAX));
+        }
+        if let Some(failures) = runner.hook_failures {
+            hook_failures
+                .get_or_create(&labels)
+                .set(i64::try_from(failures).unwrap_or(i64::MAX));
         }
     }
     registry.register(
@@ -249,6 +255,11 @@ fn encode(state: &AppState, library: &LibraryView) -> Result<String, std::fmt::E
         "runner_spool_items",
         "Items each runner's spool still held at its last request",
         backlog,
+    );
+    registry.register(
+        "hook_failures",
+        "Failures each avatar's Claude Code hooks noted in the last 24 hours, as its runner last reported them",
+        hook_failures,
     );
     let started: Gauge<f64, AtomicU64> = Gauge::default();
     started.set(health.started_at as f64 / 1000.0);

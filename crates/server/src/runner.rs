@@ -390,6 +390,7 @@ impl<'a> Runner<'a> {
         if let Some(watch) = &mut self.state {
             watch.poll();
         }
+        self.note_hook_failures();
         while !self.stopping() {
             if self.config.once && !self.verified {
                 // `--once` checks its token before anything else: a bad token is a clear
@@ -422,6 +423,7 @@ impl<'a> Runner<'a> {
             }
             if !self.backoff.waiting() {
                 self.client.note_backlog(self.pending()?);
+                self.note_hook_failures();
                 match self.talk() {
                     Ok(()) => self.back(),
                     Err(Halt::Away(message)) => self.away(message),
@@ -446,6 +448,14 @@ impl<'a> Runner<'a> {
             "runner stopped"
         );
         Ok(self.summary)
+    }
+
+    /// What the next requests report of the hook's failures in the last day.
+    fn note_hook_failures(&self) {
+        self.client.note_hook_failures(spool::hook_failures_since(
+            self.spool.root(),
+            mindrune_engine::now_millis() - 24 * 3_600_000,
+        ));
     }
 
     /// `--once`: an error once the server has been away for [`ONCE_PATIENCE`].

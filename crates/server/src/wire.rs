@@ -237,3 +237,7 @@ pub const SKILLS_ARE_FILES: &str = "skills are files now: add the @skill header"
 /// The header a runner sends with every request: how many items its spool still holds, for
 /// the operator's console.
 pub const SPOOL_HEADER: &str = "x-mindrune-spool";
+/// How many times the avatar's Claude Code hooks could not do their job in the last 24 hours
+/// (the hook notes each in its relay folder, the runner's spool): sent by the runner with every
+/// request, so the console and `/metrics` show what the hooks said on a machine nobody watches.
+pub const HOOK_FAILURES_HEADER: &str = "x-mindrune-hook-failures";

@@ -14,8 +14,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-/// The file of failures, in the folder of a hook's notes.
-pub(crate) const FAILURES_FILE: &str = "hook-failures.jsonl";
+/// The file of failures, in the folder of a hook's notes (in relay mode the runner's spool,
+/// whose runner reports the count to the server).
+pub(crate) const FAILURES_FILE: &str = mindrune_server::runner::spool::HOOK_FAILURES;
 /// The folder of sessions told already, beside it.
 const TOLD_DIR: &str = "hook-failures-told";
 /// Past this size the failures file starts over (what `doctor` needs is the recent ones).

@@ -490,6 +490,43 @@ fn a_new_session_starts_from_a_fresh_family_view_after_a_sibling_shared_mid_sess
 }
 
 #[test]
+fn a_hook_failure_on_the_avatar_s_machine_reaches_the_operator_through_its_runner() {
+    let s = Setup::new(&["buzz"]);
+    let _server = Server::start(&s.lib, s.port);
+    let token = s.token("buzz");
+    // A payload the hook cannot read, in relay mode: noted in the relay folder.
+    let output = s
+        .lib
+        .cmd()
+        .env("MINDRUNE_HOME", s.lib.dir.path().join("no-library-here"))
+        .args(["hook", "claude-code", "--agent", "buzz", "--relay"])
+        .arg(s.spool("buzz"))
+        .write_stdin("{not json")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "never blocking: {}",
+        stderr(&output)
+    );
+    assert!(s.spool("buzz").join("hook-failures.jsonl").exists());
+    let output = s.runner_once("buzz", &token, &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let operator = s.lib.ok(&["token", "operator"]).trim().to_string();
+    let metrics = ureq::get(format!("{}/metrics", s.url()))
+        .header("Authorization", &format!("Bearer {operator}"))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    assert!(
+        metrics.contains("mindrune_hook_failures{agent=\"buzz\"} 1"),
+        "{metrics}"
+    );
+}
+
+#[test]
 fn a_relayed_session_start_with_no_runner_says_the_view_may_be_stale() {
     let s = Setup::new(&["buzz"]);
     let started = s.hook(

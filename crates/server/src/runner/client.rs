@@ -58,6 +58,8 @@ pub struct Client {
     bearer: String,
     /// What the spool holds, sent with every request (the console shows each runner's).
     backlog: std::sync::atomic::AtomicU64,
+    /// The hook's failures in the last day, sent with every request.
+    hook_failures: std::sync::atomic::AtomicU64,
 }
 
 impl Client {
@@ -77,6 +79,7 @@ impl Client {
             base: base.trim_end_matches('/').to_string(),
             bearer: format!("Bearer {token}"),
             backlog: std::sync::atomic::AtomicU64::new(0),
+            hook_failures: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -90,6 +93,20 @@ impl Client {
             u64::try_from(items).unwrap_or(u64::MAX),
             std::sync::atomic::Ordering::Relaxed,
         );
+    }
+
+    /// Sets the hook failures the next requests report.
+    pub fn note_hook_failures(&self, failures: usize) {
+        self.hook_failures.store(
+            u64::try_from(failures).unwrap_or(u64::MAX),
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    fn hook_failures(&self) -> String {
+        self.hook_failures
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .to_string()
     }
 
     fn backlog(&self) -> String {
@@ -106,6 +123,7 @@ impl Client {
             .get(&url)
             .header("Authorization", &self.bearer)
             .header(crate::wire::SPOOL_HEADER, &self.backlog())
+            .header(crate::wire::HOOK_FAILURES_HEADER, &self.hook_failures())
             .call();
         decode(path, self.answer(path, answer)?)
     }
@@ -127,6 +145,7 @@ impl Client {
             .post(&url)
             .header("Authorization", &self.bearer)
             .header(crate::wire::SPOOL_HEADER, &self.backlog())
+            .header(crate::wire::HOOK_FAILURES_HEADER, &self.hook_failures())
             .content_type("application/json")
             .send(body);
         self.answer(path, answer)

@@ -42,6 +42,24 @@ pub const INSTRUCTIONS: &str = "instructions.md";
 /// hook's `SessionStart` writes it (the time, as text) and waits; the runner fetches the mirror,
 /// writes it and the instructions, then removes it ([`ask_fresh_mirror`], [`fresh_mirror_asked`]).
 pub const FRESH_MIRROR: &str = "fresh-mirror-wanted";
+/// The Claude Code hook's failures, one JSON line each (`{"at": millis, …}`), which the hook
+/// writes where it keeps its notes: in relay mode, the spool's root.
+pub const HOOK_FAILURES: &str = "hook-failures.jsonl";
+
+/// How many hook failures the file in `root` holds at or after `since` (millis).
+pub fn hook_failures_since(root: &Path, since: i64) -> usize {
+    #[derive(serde::Deserialize)]
+    struct At {
+        at: i64,
+    }
+    fs::read_to_string(root.join(HOOK_FAILURES))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str::<At>(line).ok())
+        .filter(|failure| failure.at >= since)
+        .count()
+}
+
 /// When the server last took something from this spool (milliseconds since the Unix epoch, as
 /// text): `mindrune doctor` says how long ago a runner last delivered.
 pub const LAST_DELIVERY: &str = "last-delivery";

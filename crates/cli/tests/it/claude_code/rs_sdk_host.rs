@@ -632,3 +632,160 @@ fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn the_live_loop_files_a_run_under_the_code_that_ran_and_a_new_session_starts_from_a_fresh_view() {
+    if skipped("the_live_loop_files_a_run_under_the_code_that_ran") {
+        return;
+    }
+    let mut story = Story::new();
+    let checkout = story.checkout.display().to_string();
+    let library = story.root.join("server-library");
+    let library_arg = library.display().to_string();
+    let output = story.mindrune(&[
+        "--home",
+        &library_arg,
+        "setup",
+        "rs-sdk",
+        &checkout,
+        "--owner",
+        "ada",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let port = crate::util::free_port();
+    let server = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args([
+            "--home",
+            &library_arg,
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+        ])
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .spawn()
+        .unwrap();
+    let _server = Server(server);
+    let token = story
+        .mindrune_ok(&["--home", &library_arg, "token", "issue", "buzz"])
+        .trim()
+        .to_string();
+    let spool = story.root.join("spool-buzz");
+    let runner = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["runner", "--server", &format!("http://127.0.0.1:{port}")])
+        .args([
+            "--agent",
+            "buzz",
+            "--workspace",
+            &checkout,
+            "--token",
+            &token,
+        ])
+        .arg("--spool")
+        .arg(&spool)
+        .arg("--mirror")
+        .arg(mirror_of(&story.checkout, "buzz"))
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .spawn()
+        .unwrap();
+    let _runner = Server(runner);
+    wait_for(
+        || spool.join("instructions.md").exists(),
+        "the runner's start",
+    );
+    let relay = [("MINDRUNE_RELAY", spool.display().to_string())];
+
+    // Session 1: a run, and an edit of the same file right after it (as a live Claude Code did,
+    // 0.2 s after the run): the run is v1's, the edit is v2.
+    let file = format!("{checkout}/bots/buzz/chop-oaks.ts");
+    story.model.script(
+        "edit-after-run",
+        vec![
+            bash("bun bots/buzz/chop-oaks.ts"),
+            tool("Read", json!({"file_path": file})),
+            tool(
+                "Edit",
+                json!({"file_path": file, "old_string": "chopping oaks west of Draynor...",
+                       "new_string": "chopping oaks west of Draynor, faster..."}),
+            ),
+            Step::Text("Edited.".into()),
+        ],
+    );
+    story.session("buzz", "edit-after-run", &relay);
+    assert_hooks_were_quiet(&story.hooks());
+    let skill = || -> Option<Value> {
+        let output = story.mindrune(&[
+            "--home",
+            &library_arg,
+            "skill",
+            "show",
+            "buzz/chop-oaks",
+            "--json",
+        ]);
+        output
+            .status
+            .success()
+            .then(|| serde_json::from_slice(&output.stdout).unwrap())
+    };
+    // The turn end brings the edit as v2; the run stays v1's.
+    wait_for(
+        || skill().is_some_and(|s| s["versions"].as_array().is_some_and(|v| v.len() == 2)),
+        "the edit as a second version",
+    );
+    let skill = skill().unwrap();
+    let runs_of = |number: u64| {
+        skill["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["version"] == number)
+            .map(|v| v["runs"].clone())
+    };
+    assert_eq!(runs_of(1), Some(json!(1)), "{skill:#}");
+    assert_eq!(runs_of(2), Some(json!(0)), "{skill:#}");
+
+    // Meanwhile woody's headed script proves itself and becomes a family skill.
+    std::fs::write(
+        story.checkout.join("bots/woody/chop-trees.ts"),
+        format!("/** @skill chop-trees\n * Goal: chop trees near Lumbridge\n */\n{CHOP_TREES}"),
+    )
+    .unwrap();
+    let events: String = (0..5)
+        .map(|n| {
+            json!({"agent": "woody", "id": format!("woody-{n}"), "command": "bun bots/woody/chop-trees.ts",
+                   "cwd": checkout, "ok": true, "duration_ms": 60000,
+                   "output": "── Result ──\n{\"logs\":5}\n── State ──\nPos (3200, 3230) lvl 2 | HP 10/10\nXP: Woodcutting +125\n"})
+            .to_string() + "\n"
+        })
+        .collect();
+    let events_file = story.root.join("woody.jsonl");
+    std::fs::write(&events_file, events).unwrap();
+    story.mindrune_ok(&[
+        "--home",
+        &library_arg,
+        "record",
+        events_file.to_str().unwrap(),
+    ]);
+    story.mindrune_ok(&["--home", &library_arg, "turn-end", "woody"]);
+    assert!(
+        !mirror_of(&story.checkout, "buzz")
+            .join("woody/chop-trees.ts")
+            .exists()
+    );
+
+    // Session 2 of buzz: its view is brought up to date before its first call.
+    story
+        .model
+        .script("fresh", vec![Step::Text("Looking first.".into())]);
+    story.session("buzz", "fresh", &relay);
+    assert_hooks_were_quiet(&story.hooks());
+    assert!(
+        mirror_of(&story.checkout, "buzz")
+            .join("woody/chop-trees.ts")
+            .exists(),
+        "the sibling's new family skill is in the view the new session starts from"
+    );
+}

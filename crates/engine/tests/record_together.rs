@@ -213,6 +213,13 @@ fn held(store: &dyn Store) -> Vec<String> {
             agent.name,
             store.snippets(owner.id, agent.id).unwrap()
         ));
+        // The World State a run printed becomes the avatar's state, whatever group it is in.
+        held.push(format!(
+            "{} state: {:?}, wealth {:?}",
+            agent.name,
+            store.avatar_state(owner.id, agent.id).unwrap(),
+            store.wealth_history(owner.id, agent.id, 0).unwrap()
+        ));
     }
     for entry in store.skills(owner.id, None).unwrap() {
         for version in store.versions(owner.id, entry.skill.id).unwrap() {
@@ -367,4 +374,120 @@ fn five_runs_at_one_millisecond_in_one_group_share_the_script_as_one_at_a_time_d
         run(Some(2), None),
     ];
     check(&lines, &[], &outputs).unwrap();
+}
+
+/// `shared/data/rs-sdk/runs/NAME.txt`.
+fn real_output(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/rs-sdk/runs")
+        .join(format!("{name}.txt"));
+    std::fs::read_to_string(&path).unwrap_or_else(|err| panic!("{}: {err}", path.display()))
+}
+
+/// woody's shell run of `chop.ts` at `at`, printing `output`.
+fn woody_run(at: &str, output: &str) -> String {
+    serde_json::json!({
+        "agent": "woody",
+        "kind": "shell",
+        "command": "bun bots/woody/chop.ts",
+        "at": at,
+        "output": output,
+    })
+    .to_string()
+}
+
+fn state_json(store: &dyn Store) -> (serde_json::Value, i64) {
+    let owner = store.owner_by_name("family").unwrap().unwrap();
+    let woody = store.agent_by_name("woody").unwrap().unwrap();
+    let state = store.avatar_state(owner.id, woody.id).unwrap().unwrap();
+    (
+        serde_json::from_str(&state.state).unwrap(),
+        state.reported_at,
+    )
+}
+
+#[test]
+fn a_run_s_printed_world_state_is_the_avatar_s_state_but_never_over_a_newer_state_file_s() {
+    for backend in [Backend::Sqlite, Backend::Postgres] {
+        let dir = tempfile::tempdir().unwrap();
+        let workspace = workspace(dir.path());
+        let store = library(backend, dir.path(), "state.db", &workspace);
+        let owner = store.owner_by_name("family").unwrap().unwrap();
+        let woody = store.agent_by_name("woody").unwrap().unwrap();
+        let recorder = Recorder::new(&*store);
+
+        // A fork run prints the full World State: its levels, XP and inventory are the state.
+        recorder
+            .record_line(&woody_run(
+                "2026-12-01T10:00:00Z",
+                &real_output("fork-chop-trees"),
+            ))
+            .unwrap();
+        let (state, at) = state_json(&*store);
+        assert_eq!(state["levels"]["Woodcutting"], 20, "{backend:?}");
+        assert_eq!(state["xp"]["Woodcutting"], 3125);
+        assert_eq!(state["levels"].as_object().unwrap().len(), 21);
+        assert_eq!(state["gear"], serde_json::json!([]));
+        assert_eq!(state["wealth"], 0);
+        assert_eq!(state["printed"], true);
+        let ten = 1_796_119_200_000;
+        assert_eq!(at, ten);
+        let hours = |store: &dyn Store| {
+            store
+                .wealth_history(owner.id, woody.id, 0)
+                .unwrap()
+                .iter()
+                .map(|p| (p.hour, p.coins))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(hours(&*store), [(ten, 0)], "the state file's wealth point");
+
+        // The runner's state file reports later, with the bank and the quests.
+        let file = r#"{"levels":{"Woodcutting":21},"quests":["Cook's Assistant"],"wealth":700,"gear":["Bronze axe"],"bank":{"Coins":500,"Logs":9}}"#;
+        store
+            .save_avatar_state(owner.id, woody.id, file, Some(700), ten + 60_000)
+            .unwrap();
+        // A run printed before it (its event arriving late) changes nothing.
+        recorder
+            .record_line(&woody_run(
+                "2026-12-01T10:00:30Z",
+                &real_output("live/live-bank-stuck"),
+            ))
+            .unwrap();
+        let (state, at) = state_json(&*store);
+        assert_eq!(at, ten + 60_000, "{backend:?}");
+        assert_eq!(state["levels"]["Woodcutting"], 21);
+        assert_eq!(state.get("printed"), None);
+        assert_eq!(hours(&*store), [(ten, 700)]);
+
+        // A run after it is the state; the bank and quests it does not print stay as reported,
+        // and the banked coins still count.
+        recorder
+            .record_line(&woody_run(
+                "2026-12-01T11:00:00Z",
+                &real_output("live/live-bank-stuck"),
+            ))
+            .unwrap();
+        let (state, at) = state_json(&*store);
+        assert_eq!(at, ten + 3_600_000, "{backend:?}");
+        assert_eq!(state["levels"]["Woodcutting"], 40);
+        assert_eq!(state["quests"], serde_json::json!(["Cook's Assistant"]));
+        assert_eq!(state["bank"], serde_json::json!({"Coins": 500, "Logs": 9}));
+        assert_eq!(state["gear"], serde_json::json!([]));
+        assert_eq!(state["wealth"], 500);
+        assert_eq!(state["printed"], true);
+        assert_eq!(hours(&*store), [(ten, 700), (ten + 3_600_000, 500)]);
+
+        // A run piped through tail prints no whole state: nothing changes.
+        let cut = serde_json::json!({
+            "agent": "woody",
+            "kind": "shell",
+            "command": "bun bots/woody/chop.ts 2>&1 | tail -20",
+            "at": "2026-12-01T12:00:00Z",
+            "output": real_output("live/live-chop-tail20"),
+            "ok": true,
+        });
+        recorder.record_line(&cut.to_string()).unwrap();
+        assert_eq!(state_json(&*store).1, ten + 3_600_000);
+    }
 }

@@ -506,7 +506,9 @@ async fn post_state(
     headers: HeaderMap,
     body: Body,
 ) -> Result<axum::http::StatusCode, ApiError> {
-    let stats: AvatarStats = read_json(&headers, body, wire::MAX_EVENTS_BODY).await?;
+    let mut stats: AvatarStats = read_json(&headers, body, wire::MAX_EVENTS_BODY).await?;
+    // Only the recorder reads a state from a run's printed output; a report is the runner's.
+    stats.printed = false;
     let at = match &stats.at {
         Some(text) => {
             let at =

@@ -211,6 +211,11 @@ pub struct AvatarStats {
     /// Item name → count, as last seen in the bank.
     #[serde(default)]
     pub bank: BTreeMap<String, i64>,
+    /// The recorder read this state from the World State a run printed (no state file): its
+    /// bank and quests are not printed, so they are as the last report had them. A runner's
+    /// report is never printed; the server sets it to `false`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub printed: bool,
 }
 
 /// Every error answer: a status code and this body.

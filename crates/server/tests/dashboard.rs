@@ -896,6 +896,73 @@ async fn the_avatar_page_shows_xp_and_wealth_over_time_from_the_runner_s_reports
 }
 
 #[tokio::test]
+async fn an_avatar_with_only_recorded_runs_shows_the_levels_and_wealth_its_last_run_printed() {
+    let world = world();
+    let (cookie, _) = login(&world).await;
+    let path = format!("/dashboard/avatars/{}", world.buzz.0);
+    let before = get(&world, &path, Some(&cookie)).await;
+    assert!(
+        before.body.contains("No state reported yet"),
+        "{}",
+        before.body
+    );
+
+    // A fork runner's real output (`shared/data/rs-sdk/runs`), the avatar carrying coins too.
+    let output = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data/rs-sdk/runs/fork-chop-trees.txt"),
+    )
+    .expect("the real runs beside the checkout")
+    .replace("- Logs x5\n", "- Logs x5\n- Coins x2500\n");
+    let token = new_secret("mr_runner_");
+    world
+        .state
+        .store()
+        .issue_runner_token(world.ada, world.buzz, &secret_digest(&token), now_millis())
+        .unwrap();
+    let script = "bots/buzz/chop-trees.ts";
+    let events = serde_json::json!({ "events": [{
+        "event": {
+            "id": "chop-1",
+            "kind": "shell",
+            "command": format!("bun {script}"),
+            "cwd": "/ws/ada",
+            "output": output,
+        },
+        "files": { script: { "text": "await bot.chopTree();\n" } },
+    }]});
+    let answer = send(
+        &world,
+        Request::post("/v1/events")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(events.to_string()))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert!(answer.body.contains("\"recorded\""), "{}", answer.body);
+
+    let page = get(&world, &path, Some(&cookie)).await;
+    let body = &page.body;
+    let start = body.find("id=\"stats-title\"").expect("the stats column");
+    let stats = &body[start..start + body[start..].find("</aside>").unwrap()];
+    for text in [
+        "From the last run's printed state",
+        "bank and quests not printed",
+        // 21 skills: Woodcutting 20, Hitpoints 10, the others 1.
+        "Total level 49",
+        "Woodcutting</span><span class=\"level\">20</span>",
+        "3,125 XP",
+        "2,500 coins",
+        "Nothing equipped.",
+    ] {
+        assert!(stats.contains(text), "{text}: {stats}");
+    }
+    assert!(!stats.contains("No state reported yet"), "{stats}");
+}
+
+#[tokio::test]
 async fn quests_are_counted_of_all_only_once_the_vocabulary_is_built() {
     let world = world();
     let (cookie, _) = login(&world).await;

@@ -78,6 +78,21 @@ pub struct RunOutput {
     /// `Woodcutting: 20 (3,125 xp)`). The fork runner prints these and no `XP:` line, so its gain
     /// is measured against the avatar's previous run (see [`measure_against`]).
     pub skill_totals: BTreeMap<String, f64>,
+    /// Base levels of the last state section's `## Skills` (full form only). In
+    /// `Hitpoints: 5/10 (1,154 xp)` the base level is 10: the boosted or drained 5 is not what
+    /// the avatar has, as a state file's `baseLevel` is not.
+    pub skill_levels: BTreeMap<String, u32>,
+    /// The items worn, from the full form's `## Equipment` (`- Bronze sword`), in its order.
+    /// rs-sdk's formatter prints the section only when something is worn, so in a
+    /// [full state](RunOutput::full_state) an empty list means nothing is.
+    pub equipment: Vec<String>,
+    /// `Position: (3222, 3218) Level 0` of the full form's `## Player`: x, z and the plane.
+    pub position: Option<(i64, i64, i64)>,
+    /// Hitpoints now and at most, from the `Hitpoints` line of `## Skills` (the current level
+    /// is the boosted one: `Hitpoints: 5/10` is 5 of 10; `Hitpoints: 10` is 10 of 10).
+    pub hitpoints: Option<(u32, u32)>,
+    /// The player's name from `Name: Woody (Combat 3)` of the full form's `## Player`.
+    pub player_name: Option<String>,
     /// The inventory of the last state section: the summary's `Inv N/28: …` line or the full
     /// form's `## Inventory` list.
     pub inventory: Option<Inventory>,
@@ -380,8 +395,10 @@ const BLOCKING_HEADINGS: &[&str] = &[
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Subsection {
     Other,
+    Player,
     Skills,
     Inventory,
+    Equipment,
     RecentMessages,
 }
 
@@ -405,6 +422,12 @@ fn read_state(body: &[&str], out: &mut RunOutput) {
                 Subsection::RecentMessages
             } else if heading.eq_ignore_ascii_case("Skills") {
                 Subsection::Skills
+            } else if heading.eq_ignore_ascii_case("Player") {
+                Subsection::Player
+            } else if heading.eq_ignore_ascii_case("Equipment") {
+                // A section printed twice (two dumps in one section) lists what is worn now.
+                out.equipment.clear();
+                Subsection::Equipment
             } else if let Some(rest) = heading.strip_prefix("Inventory") {
                 full_inventory = Some(Inventory {
                     slots: empty_slots(rest).map(|empty| BACKPACK_SLOTS.saturating_sub(empty)),
@@ -421,10 +444,38 @@ fn read_state(body: &[&str], out: &mut RunOutput) {
             continue;
         }
         if sub == Subsection::Skills
-            && let Some((name, xp)) = parse_skill_total(line)
+            && let Some(skill) = parse_skill_line(line)
         {
-            out.skill_totals.insert(name.to_owned(), xp);
+            out.skill_totals.insert(skill.name.to_owned(), skill.xp);
+            if let Some(base) = skill.base {
+                out.skill_levels.insert(skill.name.to_owned(), base);
+                if skill.name.eq_ignore_ascii_case("Hitpoints") {
+                    out.hitpoints = Some((skill.current.unwrap_or(base), base));
+                }
+            }
             continue;
+        }
+        if sub == Subsection::Equipment
+            && let Some(item) = line.strip_prefix("- ")
+        {
+            let item = strip_options(item).trim();
+            if !item.is_empty() && out.equipment.len() < MAX_EQUIPMENT {
+                out.equipment.push(item.to_owned());
+            }
+            continue;
+        }
+        if sub == Subsection::Player {
+            if let Some(rest) = line.strip_prefix("Name:") {
+                // `Woody (Combat 3)`: the name is what comes before the combat level.
+                let name = rest.rsplit_once(" (Combat").map_or(rest, |(name, _)| name);
+                let name = name.trim();
+                out.player_name = (!name.is_empty()).then(|| name.to_owned());
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("Position:") {
+                out.position = parse_position(rest);
+                continue;
+            }
         }
         if sub == Subsection::Inventory
             && let Some(inv) = full_inventory.as_mut()
@@ -497,8 +548,21 @@ fn empty_slots(rest: &str) -> Option<u32> {
     n.trim().parse().ok()
 }
 
-/// `Woodcutting: 20 (3,125 xp)` → `("Woodcutting", 3125.0)`.
-fn parse_skill_total(line: &str) -> Option<(&str, f64)> {
+/// The most worn items kept from one state section (a player wears at most 14).
+const MAX_EQUIPMENT: usize = 32;
+
+/// One line of the full form's `## Skills`.
+struct SkillLine<'a> {
+    name: &'a str,
+    /// The level now, when it differs from the base level (`5/10`: 5).
+    current: Option<u32>,
+    base: Option<u32>,
+    xp: f64,
+}
+
+/// `Woodcutting: 20 (3,125 xp)` → Woodcutting, base level 20, 3,125 XP; `Hitpoints: 5/10
+/// (1,154 xp)` → base level 10, now 5. A level that does not read is left out, the XP kept.
+fn parse_skill_line(line: &str) -> Option<SkillLine<'_>> {
     let (name, rest) = line.split_once(':')?;
     let name = name.trim();
     let open = rest.find('(')?;
@@ -509,7 +573,32 @@ fn parse_skill_total(line: &str) -> Option<(&str, f64)> {
         .filter(|c| c.is_ascii_digit() || *c == '.')
         .collect();
     let xp: f64 = digits.parse().ok()?;
-    (!name.is_empty() && xp.is_finite() && xp >= 0.0).then_some((name, xp))
+    if name.is_empty() || !xp.is_finite() || xp < 0.0 {
+        return None;
+    }
+    let levels = rest[..open].trim();
+    let (current, base) = match levels.split_once('/') {
+        Some((current, base)) => (current.trim().parse().ok(), base.trim().parse().ok()),
+        None => (None, levels.parse().ok()),
+    };
+    Some(SkillLine {
+        name,
+        current: current.filter(|_| base.is_some()),
+        base,
+        xp,
+    })
+}
+
+/// ` (3222, 3218) Level 0` (after `Position:`) → `(3222, 3218, 0)`.
+fn parse_position(rest: &str) -> Option<(i64, i64, i64)> {
+    let rest = rest.trim().strip_prefix('(')?;
+    let (inner, after) = rest.split_once(')')?;
+    let (x, z) = inner.split_once(',')?;
+    let plane = after
+        .trim()
+        .strip_prefix("Level")
+        .map_or(Some(0), |l| l.trim().parse().ok())?;
+    Some((x.trim().parse().ok()?, z.trim().parse().ok()?, plane))
 }
 
 /// Drops the full form's options after an item: `Bronze axe x1 [Wield]` → `Bronze axe x1`.
@@ -727,6 +816,15 @@ pub const UNMEASURED_CUT: &str = "output cut by tail";
 pub const UNMEASURED_NO_STATE_BEFORE: &str = "no state printed before it";
 
 impl RunOutput {
+    /// The output printed the avatar's whole state in the full form (`formatWorldState`): its
+    /// skills with their levels and its whole inventory. The summary form and a dump cut by
+    /// `| tail` do not: then the avatar's levels, gear and wealth cannot be read from it.
+    pub fn full_state(&self) -> bool {
+        self.state_seen
+            && !self.skill_levels.is_empty()
+            && self.inventory.as_ref().is_some_and(|inv| inv.complete)
+    }
+
     /// The output shows enough of the avatar's state to measure against: its skill totals, its
     /// inventory or the runner's own XP line. A state dump cut by `| tail` to its last
     /// subsections (objects, ground items, messages) has none of them.
@@ -1643,6 +1741,71 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
     }
 
     #[test]
+    fn a_fork_run_s_world_state_gives_the_avatar_s_levels_position_and_hitpoints() {
+        let out = real("fork-chop-trees");
+        assert!(out.full_state());
+        assert_eq!(out.skill_levels.len(), 21);
+        assert_eq!(out.skill_levels["Woodcutting"], 20);
+        assert_eq!(out.skill_levels["Hitpoints"], 10);
+        assert_eq!(out.skill_levels["Attack"], 1);
+        assert_eq!(out.skill_totals["Woodcutting"], 3125.0);
+        assert_eq!(out.position, Some((3223, 3242, 0)));
+        assert_eq!(out.hitpoints, Some((10, 10)));
+        assert_eq!(out.player_name.as_deref(), Some("Woody"));
+        // It wields nothing (`Weapon: Unarmed`): the formatter printed no `## Equipment`.
+        assert!(out.equipment.is_empty());
+        assert_eq!(out.inventory.as_ref().unwrap().items["Bronze axe"], 1);
+    }
+
+    #[test]
+    fn a_live_run_s_world_state_gives_levels_after_a_death_and_its_kept_items() {
+        let out = real("live/live-fight-death");
+        assert!(out.full_state());
+        assert_eq!(out.skill_levels["Attack"], 3);
+        assert_eq!(out.skill_levels["Woodcutting"], 44);
+        // The operator's `::setstat hitpoints 1` set the base level itself.
+        assert_eq!(out.hitpoints, Some((1, 1)));
+        assert_eq!(out.position, Some((3220, 3218, 0)));
+        assert!(out.equipment.is_empty());
+        let items = &out.inventory.as_ref().unwrap().items;
+        assert_eq!(
+            items.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["Bronze sword", "Shortbow", "Wooden shield"]
+        );
+        let bank = real("live/live-bank-stuck");
+        assert!(bank.full_state());
+        assert_eq!(bank.skill_levels["Woodcutting"], 40);
+        assert_eq!(bank.player_name.as_deref(), Some("Woody"));
+    }
+
+    #[test]
+    fn worn_items_and_a_drained_level_read_as_gear_and_the_base_level() {
+        // What rs-sdk's formatter prints when something is worn and a level is drained.
+        let text = real_text("fork-chop-trees")
+            .replace("Hitpoints: 10 (980 xp)", "Hitpoints: 4/10 (980 xp)")
+            .replace(
+                "## Combat Style",
+                "## Equipment\n- Bronze sword\n- Wooden shield\n\n## Combat Style",
+            );
+        let out = parse_run_output(&text);
+        assert_eq!(out.skill_levels["Hitpoints"], 10);
+        assert_eq!(out.hitpoints, Some((4, 10)));
+        assert_eq!(out.equipment, ["Bronze sword", "Wooden shield"]);
+        assert!(out.full_state());
+    }
+
+    #[test]
+    fn a_summary_or_a_cut_dump_is_no_full_state() {
+        // The later runner's compact `── State ──` has no levels.
+        assert!(!real("later-chop-trees").full_state());
+        assert!(real("later-chop-trees").skill_levels.is_empty());
+        // `| tail -20` kept only the dump's last subsections.
+        assert!(!real("live/live-chop-tail20").full_state());
+        // A failed execute_code answers with its error alone.
+        assert!(!real("live/mcp-error").full_state());
+    }
+
+    #[test]
     fn an_sdk_timeout_is_a_failed_run_s_detail_and_never_fails_a_run_that_returned() {
         // live-chop-timed-out: one chop timed out, the run returned its Result. Truly ok.
         let timed_out = real("live/live-chop-timed-out");
@@ -1733,6 +1896,11 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
             Just("## Skills".to_owned()),
             Just("## Inventory (5 empty slots)".to_owned()),
             Just("## Recent Messages".to_owned()),
+            Just("## Player".to_owned()),
+            Just("## Equipment".to_owned()),
+            "Name: [A-Za-z ]{0,10}( \\(Combat [0-9]{0,3}\\))?",
+            "Position: \\(-?[0-9]{0,12}, ?-?[0-9]{0,12}\\)( Level -?[0-9]{0,3})?",
+            "[A-Za-z]{1,8}: [0-9]{0,12}/?[0-9]{0,12} \\([0-9,]{0,12} xp\\)",
             "[A-Za-z]{1,8}: [0-9]{1,2} \\([0-9,]{0,12} xp\\)",
             "Inv [0-9]{0,3}/28: ([A-Za-z ]{0,8}( x[0-9]{1,3})?, ){0,4}(\\+[0-9] more)?",
             "- [A-Za-z ]{0,10}( x[0-9,]{0,12})?( \\[Wield\\])?",
@@ -1821,6 +1989,10 @@ Options (select with sendClickDialog(N) using the N below, or clickDialogByText(
                 prop_assert!(v.is_finite() && *v >= 0.0);
             }
             prop_assert_eq!(r.stuck_hint, r.blocking_ui.is_some() || r.cant_reach);
+            // A level is only read beside its XP, and a full state always has levels.
+            prop_assert!(r.skill_levels.keys().all(|k| r.skill_totals.contains_key(k)));
+            prop_assert!(!r.full_state() || !r.skill_levels.is_empty());
+            prop_assert!(r.equipment.len() <= MAX_EQUIPMENT);
             if let Some(status) = &r.execution_status {
                 prop_assert!(["success", "error", "timeout", "cancelled"].contains(&status.as_str()));
             }

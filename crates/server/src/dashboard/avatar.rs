@@ -48,11 +48,21 @@ pub(super) fn stats_html(out: &mut String, view: &StatsView<'_>, shown_text: &Sh
             return;
         }
     };
-    let _ = write!(
-        out,
-        "<p class=\"small muted\">As its runner last reported it, {} UTC.</p>",
-        shown_text.text(&when(Some(state.reported_at)))
-    );
+    if stats.printed {
+        // No state file: what the run printed is all there is, and it shows no bank or quests.
+        let _ = write!(
+            out,
+            "<p class=\"small muted state-source\">From the last run's printed state, {} UTC; \
+             bank and quests not printed: as last reported.</p>",
+            shown_text.text(&when(Some(state.reported_at)))
+        );
+    } else {
+        let _ = write!(
+            out,
+            "<p class=\"small muted\">As its runner last reported it, {} UTC.</p>",
+            shown_text.text(&when(Some(state.reported_at)))
+        );
+    }
     // Levels, as the game's skills panel shows them.
     if stats.levels.is_empty() {
         out.push_str("<h3>Skills</h3><p class=\"muted\">None reported.</p>");

@@ -30,6 +30,7 @@ use crate::workspace::{
 pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
 
 /// Why an event was rejected. Nothing of it was recorded.
+mod printed;
 mod together;
 
 #[derive(Debug, thiserror::Error)]
@@ -371,6 +372,10 @@ impl<'s> Recorder<'s> {
                     if added {
                         self.note_output(&agent, at, text, stored_parse.clone());
                     }
+                    // A look prints the whole state: the truest reading of the avatar there is.
+                    if let Some(out) = parsed_output {
+                        self.save_printed_state(&agent, at, out, &scrubber, false)?;
+                    }
                 }
                 return Ok(recorded);
             }
@@ -617,6 +622,19 @@ impl<'s> Recorder<'s> {
                     self.record_run(&agent, files, &scrubber, run, &mut recorded)?;
                 }
             }
+        }
+        // The World State the call printed becomes the avatar's state on the dashboard, when it
+        // is this avatar's whole state: a shell line's only once one of this bot's scripts ran
+        // (else it may be another bot's) and nothing cut it.
+        let avatar_s = match &event.call {
+            Call::ExecuteCode { .. } | Call::ExecuteScript { .. } => true,
+            Call::Shell { command, .. } => {
+                !recorded.runs.is_empty() && !rs_output::command_cuts_output(command)
+            }
+        };
+        if avatar_s && let Some(out) = parsed_output {
+            let check_name = matches!(event.call, Call::ExecuteCode { .. });
+            self.save_printed_state(&agent, at, out, &scrubber, check_name)?;
         }
         Ok(recorded)
     }

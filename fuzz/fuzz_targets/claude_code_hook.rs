@@ -6,6 +6,7 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
         let spool = tempfile::tempdir().expect("temp dir");
-        let _ = mindrune_engine::hook::handle(text, "fuzz", spool.path());
+        // The spool folder stands for the project too, so a PreToolUse reads scripts (none).
+        let _ = mindrune_engine::hook::handle(text, "fuzz", spool.path(), Some(spool.path()));
     }
 });

@@ -290,7 +290,7 @@ impl World {
         let families = [0, 1].map(|f| {
             let marker = MARKERS[f];
             let owner = store
-                .create_owner(&format!("{marker}owner"), OWNER_KEYS[f], 1)
+                .create_owner(&format!("{marker}owner"), &secret_digest(OWNER_KEYS[f]), 1)
                 .expect("the owner is created");
             let avatars = ["buzz", "pickles"].map(|name| {
                 let name = format!("{marker}{name}");

@@ -413,7 +413,9 @@ fn library() -> Library {
     let workspace = tempfile::tempdir().unwrap();
     let store = SqliteStore::open_in_memory().unwrap();
     let now = now_millis();
-    let owner = store.create_owner("ada", OWNER_KEY, now).unwrap();
+    let owner = store
+        .create_owner("ada", &secret_digest(OWNER_KEY), now)
+        .unwrap();
     let ws = workspace.path().display().to_string();
     let buzz = store.create_agent(owner.id, "buzz", &ws, now).unwrap();
     store.create_agent(owner.id, "pickles", &ws, now).unwrap();

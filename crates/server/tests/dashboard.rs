@@ -93,8 +93,12 @@ fn run(version: VersionId, agent: AgentId, ok: bool, at: i64) -> NewUse {
 fn world() -> World {
     let store = SqliteStore::open_in_memory().unwrap();
     let now = now_millis();
-    let ada = store.create_owner("ada", ADA_KEY, now).unwrap();
-    let bob = store.create_owner("bob", BOB_KEY, now).unwrap();
+    let ada = store
+        .create_owner("ada", &secret_digest(ADA_KEY), now)
+        .unwrap();
+    let bob = store
+        .create_owner("bob", &secret_digest(BOB_KEY), now)
+        .unwrap();
     let buzz = store.create_agent(ada.id, "buzz", "/ws/ada", now).unwrap();
     let rex = store.create_agent(bob.id, "rex", "/ws/bob", now).unwrap();
     let mut at = now - 3_600_000;
@@ -1289,7 +1293,9 @@ fn families() -> Families {
     let mut families = Vec::new();
     for (f, key) in [ADA_KEY, BOB_KEY].into_iter().enumerate() {
         let marker = MARKERS[f];
-        let owner = store.create_owner(marker, key, now).unwrap();
+        let owner = store
+            .create_owner(marker, &secret_digest(key), now)
+            .unwrap();
         let mut family = Family {
             owner: owner.id,
             name: owner.name.clone(),
@@ -1930,7 +1936,7 @@ mod inbox {
         let store = SqliteStore::open_in_memory().unwrap();
         let now = now_millis();
         for (name, key) in [("ada", ADA_KEY), ("bob", BOB_KEY), ("carol", CAROL_KEY)] {
-            store.create_owner(name, key, now).unwrap();
+            store.create_owner(name, &secret_digest(key), now).unwrap();
         }
         let ada = assistant();
         let bob = assistant();

@@ -684,6 +684,7 @@ mod tests {
             AgentId, HeaderState, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
             ScriptSnapshot, SkillHeader, Store, VocabularyEntry, VocabularySource,
         };
+        use mindrune_core::digest::secret_digest;
 
         /// A test's own schema, dropped when the test ends (also when it failed).
         struct Dest {
@@ -783,11 +784,11 @@ mod tests {
         fn library() -> SqliteStore {
             let store = SqliteStore::open_in_memory().unwrap();
             let ada = store
-                .create_owner("ada", "key-ada-s3cret", 1_000)
+                .create_owner("ada", &secret_digest("key-ada-s3cret"), 1_000)
                 .unwrap()
                 .id;
             let eve = store
-                .create_owner("eve", "key-eve-s3cret", 1_500)
+                .create_owner("eve", &secret_digest("key-eve-s3cret"), 1_500)
                 .unwrap()
                 .id;
             store.set_eager_sharing(ada, true).unwrap();
@@ -1011,7 +1012,7 @@ mod tests {
                 .connection()
                 .unwrap()
                 .query_one(
-                    "INSERT INTO owners (name, api_key, created_at) VALUES ('zed', 'k', 0) RETURNING owner_id",
+                    "INSERT INTO owners (name, key_digest, created_at) VALUES ('zed', 'k', 0) RETURNING owner_id",
                     &[],
                 )
                 .unwrap()
@@ -1118,7 +1119,7 @@ mod tests {
             let source = library();
             let dest = Dest::new();
             dest.sql(
-                "INSERT INTO owners (owner_id, name, api_key, created_at) VALUES (1, 'bob', 'k', 0), (7, 'ada', 'k', 0)",
+                "INSERT INTO owners (owner_id, name, key_digest, created_at) VALUES (1, 'bob', 'k', 0), (7, 'ada', 'k', 0)",
             );
             let err = copy(&source, &dest).unwrap_err().to_string();
             assert!(
@@ -1130,7 +1131,7 @@ mod tests {
                 "{err}"
             );
             assert!(
-                err.contains("owner_id=1 (in name, api_key, eager_sharing, created_at)"),
+                err.contains("owner_id=1 (in name, key_digest, eager_sharing, created_at)"),
                 "{err}"
             );
             assert!(

@@ -26,7 +26,7 @@ use mindrune_server::state::AppState;
 use mindrune_store::{SqliteStore, Store};
 use serde_json::{Value, json};
 
-const OWNER_KEY: &str = "mrk_ada_browser_0123456789abcdef0123456789";
+const OWNER_KEY: &str = "mrk_ada0b20e5e20123456789abcdef0123456789abcdef01234";
 const CHROMIUM: &str = "/usr/bin/chromium";
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 

@@ -205,6 +205,19 @@ pub(crate) fn name_taken(kind: &str, name: &str, taken: &str) -> crate::StoreErr
     }
 }
 
+/// Refuses to store an owner's key that is not a digest: the key itself must never reach the
+/// library, and a caller that passed it by mistake is told so at once.
+pub(crate) fn check_key_digest(key_digest: &str) -> Result<(), crate::StoreError> {
+    if mindrune_core::digest::is_secret_digest(key_digest) {
+        Ok(())
+    } else {
+        Err(crate::StoreError::Conflict(
+            "an owner's key is stored only as its digest: pass `secret_digest(key)`, not the key"
+                .into(),
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,18 +267,5 @@ mod tests {
                 assert_eq!(window[position].at, at, "step {step}");
             }
         }
-    }
-}
-
-/// Refuses to store an owner's key that is not a digest: the key itself must never reach the
-/// library, and a caller that passed it by mistake is told so at once.
-pub(crate) fn check_key_digest(key_digest: &str) -> Result<(), crate::StoreError> {
-    if mindrune_core::digest::is_secret_digest(key_digest) {
-        Ok(())
-    } else {
-        Err(crate::StoreError::Conflict(
-            "an owner's key is stored only as its digest: pass `secret_digest(key)`, not the key"
-                .into(),
-        ))
     }
 }

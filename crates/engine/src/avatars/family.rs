@@ -89,7 +89,7 @@ pub struct FamilyAnswer {
     pub index: String,
     pub lessons: String,
     pub skills: Vec<MirroredSkill>,
-    /// Fingerprint of the scrubber's known secrets: a new owner key rewrites every file.
+    /// The owner's key digest: a new key (`mindrune owner key`) rewrites every file once.
     scrub_key: String,
 }
 

@@ -2,8 +2,8 @@
 
 use super::*;
 
-/// What an unknown name's login is compared against, so it costs what a wrong key costs: a
-/// digest no key has (not a hex digit in it could come out of SHA-256's hex).
+/// What an unknown name's login is compared against, so it costs what a wrong key costs: shaped
+/// like a stored digest, but no key has it (SHA-256's hex never spells these letters).
 const NO_SUCH_OWNER_DIGEST: &str =
     "sha256:no-such-owner-no-such-owner-no-such-owner-no-such-owner-0000";
 

@@ -2173,6 +2173,14 @@ fn an_old_library_s_plain_owner_key_is_turned_into_its_digest_when_opened(backen
         secret_digest(ADA_NEW_KEY)
     );
     drop(opened);
+    // Nor is the key left behind in the file's free space or its log.
+    if let Some(bytes) = library.file_bytes() {
+        let hex = &ADA_KEY.as_bytes()[4..];
+        assert!(
+            !bytes.windows(hex.len()).any(|w| w == hex),
+            "the old key is still in the library's files"
+        );
+    }
     // Opening again changes nothing: the rewrite ran once, with its migration.
     let again = library.open_again().unwrap();
     assert_eq!(

@@ -213,6 +213,10 @@ pub(super) fn digest_plain_owner_keys(tx: &rusqlite::Transaction<'_>) -> Result<
             .collect::<rusqlite::Result<Vec<_>>>()
             .map_err(db_err)?
     };
+    // Without `secure_delete` the old cell's bytes stay in the page's free space, and
+    // `grep -a mrk_` would still find the key in the file.
+    tx.pragma_update(None, "secure_delete", true)
+        .map_err(db_err)?;
     for (id, stored) in plain {
         if !mindrune_core::digest::is_secret_digest(&stored) {
             tx.execute(
@@ -222,6 +226,8 @@ pub(super) fn digest_plain_owner_keys(tx: &rusqlite::Transaction<'_>) -> Result<
             .map_err(db_err)?;
         }
     }
+    tx.pragma_update(None, "secure_delete", false)
+        .map_err(db_err)?;
     Ok(())
 }
 

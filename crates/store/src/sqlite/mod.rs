@@ -265,6 +265,7 @@ impl SqliteStore {
         let inner = self.inner.get_mut().unwrap_or_else(|e| e.into_inner());
         let conn = &mut inner.conn;
         let known = MIGRATIONS.len() as i64;
+        let mut digested = false;
         // Two processes opening a new library at once must not both run the migrations, so
         // the check and the work share one immediate transaction.
         with_retry(|| {
@@ -289,10 +290,18 @@ impl SqliteStore {
                 // in the migration's own transaction.
                 if index as i64 + 1 == OWNER_KEY_DIGEST_MIGRATION {
                     directory::digest_plain_owner_keys(&tx)?;
+                    digested = true;
                 }
             }
             tx.commit().map_err(db_err)
-        })
+        })?;
+        if digested {
+            // The keys' old pages are still in the file until a checkpoint copies the new ones
+            // over them: copy them now, so the key is gone from the file as the library opens.
+            // Best effort: a reader in the way only delays it to the next checkpoint.
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+        Ok(())
     }
 
     /// Runs one write: `BEGIN IMMEDIATE`, the work, `COMMIT`, tried again while another process

@@ -134,6 +134,21 @@ impl Library {
         }
     }
 
+    /// The bytes of a SQLite library's files (the database and its `-wal`); `None` on
+    /// PostgreSQL, whose files are the server's.
+    pub(crate) fn file_bytes(&self) -> Option<Vec<u8>> {
+        let Library::Sqlite { path, .. } = self else {
+            return None;
+        };
+        let mut bytes = std::fs::read(path).unwrap();
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        if let Ok(log) = std::fs::read(wal) {
+            bytes.extend(log);
+        }
+        Some(bytes)
+    }
+
     /// Makes the library look written before a migration: SQLite's schema at `sqlite`,
     /// PostgreSQL's at `postgres` (the later migrations forgotten, to be run at the next open).
     pub(crate) fn rewind_schema(&self, sqlite: i64, postgres: i64) {

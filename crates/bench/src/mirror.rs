@@ -1,5 +1,6 @@
 //! `mindrune bench mirror`: a turn boundary and a refresh of `family-skills/`.
 
+use mindrune_core::digest::secret_digest;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -100,7 +101,11 @@ pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
 
     // Part 2: a family of 20 agents × 100 shared skills, 10,000 uses, 200 lessons.
     let store = SqliteStore::open(&dir.path().join("family.db"))?;
-    let owner = store.create_owner("bench-family", "mrk_family_0123456789abcdef0123456789", 0)?;
+    let owner = store.create_owner(
+        "bench-family",
+        &secret_digest("mrk_family_0123456789abcdef0123456789"),
+        0,
+    )?;
     let mut agents = Vec::new();
     for a in 0..FAMILY_AGENTS {
         let workspace = dir.path().join(format!("family/agent{a}"));

@@ -95,7 +95,9 @@ fn make_families(
         .map(|family| {
             let owner = store.create_owner(
                 &format!("{prefix}{family:03}"),
-                &format!("mrk_{prefix}{family:03}_0123456789abcdef0123456789abcdef"),
+                &secret_digest(&format!(
+                    "mrk_{prefix}{family:03}_0123456789abcdef0123456789abcdef"
+                )),
                 0,
             )?;
             let agents = (0..runners)

@@ -140,8 +140,11 @@ pub fn serve(
     let mut tokens = Vec::with_capacity(runners);
     {
         let store = SqliteStore::open(&served_library(&home))?;
-        let owner =
-            store.create_owner("bench", "mrk_benchkey_0123456789abcdef0123456789abcdef", 0)?;
+        let owner = store.create_owner(
+            "bench",
+            &secret_digest("mrk_benchkey_0123456789abcdef0123456789abcdef"),
+            0,
+        )?;
         for runner in 0..runners {
             let agent = store.create_agent(
                 owner.id,
@@ -230,8 +233,11 @@ pub fn serve(
     // The baseline: the same kind of events recorded in-process, without HTTP, in this run.
     let baseline_events = (acknowledged as usize).clamp(1_000, 20_000);
     let baseline_store = SqliteStore::open(&dir.path().join("baseline.db"))?;
-    let owner =
-        baseline_store.create_owner("bench", "mrk_benchkey_0123456789abcdef0123456789abcdef", 0)?;
+    let owner = baseline_store.create_owner(
+        "bench",
+        &secret_digest("mrk_benchkey_0123456789abcdef0123456789abcdef"),
+        0,
+    )?;
     for runner in 0..runners {
         baseline_store.create_agent(
             owner.id,
@@ -401,8 +407,11 @@ fn memory_library(home: &Path, workspace: &Path, uses: usize) -> anyhow::Result<
     let mut versions = Vec::new();
     {
         let store = SqliteStore::open(&path)?;
-        let owner =
-            store.create_owner("bench", "mrk_benchkey_0123456789abcdef0123456789abcdef", 0)?;
+        let owner = store.create_owner(
+            "bench",
+            &secret_digest("mrk_benchkey_0123456789abcdef0123456789abcdef"),
+            0,
+        )?;
         for a in 0..MEMORY_AGENTS {
             let name = format!("runner{a:02}");
             let agent = store.create_agent(

@@ -2,6 +2,7 @@
 //! how its two measurements alternate; the PostgreSQL and scan benchmarks reuse the library
 //! and scripts.
 
+use mindrune_core::digest::secret_digest;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -111,7 +112,11 @@ pub(crate) fn add_bench_agent(
     owner: &str,
     agent: &str,
 ) -> anyhow::Result<mindrune_store::Agent> {
-    let owner = store.create_owner(owner, "mrk_benchkey_0123456789abcdef0123456789abcdef", 0)?;
+    let owner = store.create_owner(
+        owner,
+        &secret_digest("mrk_benchkey_0123456789abcdef0123456789abcdef"),
+        0,
+    )?;
     Ok(store.create_agent(
         owner.id,
         agent,

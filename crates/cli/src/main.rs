@@ -365,6 +365,12 @@ enum OwnerCommand {
         /// The owner's name: letters, digits, `-`, `_` and `.`, at most 64.
         name: String,
     },
+    /// Issue a new key for an owner whose key is lost (printed once; the old key stops
+    /// working). Only a key's digest is kept, so a key cannot be shown again.
+    Key {
+        /// The owner whose key is replaced.
+        name: String,
+    },
     /// List owner accounts, each with how many agents it has.
     List {
         /// Print a JSON array instead: one object per owner with `name`, `agents` (how many),
@@ -757,6 +763,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Owner {
             command: OwnerCommand::Add { name },
         } => commands::owner_add(&home, &name),
+        Command::Owner {
+            command: OwnerCommand::Key { name },
+        } => commands::owner_key(&home, &name),
         Command::Owner {
             command: OwnerCommand::List { json },
         } => commands::owner_list(&home, json),

@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use mindrune_core::avatars::vocabulary::{Entry, Vocabulary};
+use mindrune_core::digest::secret_digest;
 use mindrune_core::header::is_valid_name;
 use mindrune_engine::avatars::tags::{self, TagsError, WikiRead};
 use mindrune_engine::claude_settings::{self, HOOK_EVENTS, hook_command_start, shell_word};
@@ -315,12 +316,10 @@ impl Plan {
         let owner = match store.owner_by_name(&self.owner)? {
             Some(owner) => owner,
             None => {
-                let owner = store.create_owner(
-                    &self.owner,
-                    &crate::commands::new_owner_key()?,
-                    now_millis(),
-                )?;
-                done.owner_key = Some(owner.api_key.clone());
+                // The key is shown once, in the setup's report; the library keeps its digest.
+                let key = crate::commands::new_owner_key()?;
+                let owner = store.create_owner(&self.owner, &secret_digest(&key), now_millis())?;
+                done.owner_key = Some(key);
                 owner
             }
         };
@@ -392,7 +391,7 @@ impl Plan {
                 changed = true;
                 writeln!(
                     out,
-                    "Added owner `{owner}`. Its key (keep it secret; MindRune scrubs it from everything it saves): {key}"
+                    "Added owner `{owner}`. Its key (keep it secret; MindRune keeps only its digest, so it cannot be shown again — if it is lost, `mindrune owner key {owner}` issues a new one): {key}"
                 )?;
             }
             _ => writeln!(out, "Owner `{owner}` exists already.")?,

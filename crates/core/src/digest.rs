@@ -25,6 +25,24 @@ pub fn sha256_text(hash: &[u8]) -> String {
     out
 }
 
+/// The stored form of a secret MindRune issues or is given (an owner's key, a runner's,
+/// operator's or session token): its `sha256:` digest. The one rule for every secret the
+/// library keeps, so a stored value is never the secret and any backend can look one up.
+pub fn secret_digest(secret: &str) -> String {
+    sha256(secret.as_bytes())
+}
+
+/// Whether a stored value is already a [`secret_digest`] (`sha256:` and 64 lowercase hex), so
+/// a library written before keys were digested can be told apart and digested once.
+pub fn is_secret_digest(value: &str) -> bool {
+    value.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
 const HEX: [char; 16] = [
     '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', 'a', 'b', 'c', 'd', 'e', 'f',
 ];
@@ -82,6 +100,15 @@ pub fn snippet_digest(code: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_secret_s_digest_is_recognised_and_the_secret_is_not() {
+        let key = "mrk_0123456789abcdef0123456789abcdef0123456789abcdef";
+        assert!(is_secret_digest(&secret_digest(key)));
+        assert!(!is_secret_digest(key));
+        assert!(!is_secret_digest("sha256:"));
+        assert!(!is_secret_digest(&secret_digest(key).to_uppercase()));
+    }
 
     #[test]
     fn sha256_matches_sha256sum() {

@@ -17,6 +17,7 @@
 //! * the mirror holds only `INDEX.md`, `LESSONS.md`, those skill files and the writer's own
 //!   `.manifest`, and a second refresh rewrites nothing.
 
+use mindrune_core::digest::secret_digest;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
@@ -652,7 +653,9 @@ fn build_owner(
     base: i64,
 ) -> Result<OwnerWorld, TestCaseError> {
     let owner_name = ["zqowner", "yqowner"][owner_index];
-    let owner = store.create_owner(owner_name, key, base).unwrap();
+    let owner = store
+        .create_owner(owner_name, &secret_digest(key), base)
+        .unwrap();
     let scrubber = Scrubber::new(&[key]);
     let names = Names {
         owner: owner_index,
@@ -1142,7 +1145,9 @@ fn sibling_mirror_of_a_skill_with(tags: &[&str], goal: &str) -> BTreeMap<String,
     let home = Home(tempfile::tempdir().unwrap());
     let store = SqliteStore::open_in_memory().unwrap();
     let key = owner_key(7);
-    let owner = store.create_owner("zqowner", &key, 0).unwrap();
+    let owner = store
+        .create_owner("zqowner", &secret_digest(&key), 0)
+        .unwrap();
     let agents: Vec<Agent> = ["zq1", "zq2"]
         .iter()
         .map(|name| {

@@ -14,6 +14,7 @@
 //! in a schema of its own, dropped after), whose groups keep their uses and rescores waiting in
 //! memory and look a batch's event ids and versions up together.
 
+use mindrune_core::digest::secret_digest;
 use std::path::{Path, PathBuf};
 
 use mindrune_core::avatars::event::{Event, parse_line};
@@ -169,7 +170,7 @@ fn open(backend: Backend, dir: &Path, name: &str) -> Library {
 fn library(backend: Backend, dir: &Path, name: &str, workspace: &Path) -> Library {
     let store = open(backend, dir, name);
     let owner = store
-        .create_owner("family", "mr_test_key_0123456789", 0)
+        .create_owner("family", &secret_digest("mr_test_key_0123456789"), 0)
         .unwrap();
     for agent in AGENTS {
         store

@@ -283,6 +283,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mindrune_core::digest::secret_digest;
 
     #[test]
     fn an_empty_file_is_the_default() {
@@ -376,7 +377,9 @@ mod tests {
     #[test]
     fn the_check_names_an_unknown_owner_and_a_missing_folder() {
         let store = mindrune_store::SqliteStore::open_in_memory().unwrap();
-        store.create_owner("ada", "mrk_ada_key", 1).unwrap();
+        store
+            .create_owner("ada", &secret_digest("mrk_ada_key"), 1)
+            .unwrap();
         let folder = std::env::temp_dir();
         let text = format!(
             "[[playbooks]]\nowner = \"ada\"\nworkspace = {:?}\n\n[[playbooks]]\nowner = \"adda\"\nworkspace = {:?}\n",

@@ -42,7 +42,8 @@ pub struct Shown {
 }
 
 impl Shown {
-    /// Scrubs the given exact secrets (owners' keys) besides every credential shape.
+    /// Scrubs the given exact secrets (a login form's typed key) besides every credential shape
+    /// (owners' keys among them: `mrk_` and 48 hex digits).
     pub fn new(known: &[&str]) -> Shown {
         Shown {
             scrubber: Scrubber::new(known),

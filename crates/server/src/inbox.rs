@@ -99,7 +99,7 @@ fn mine(state: &AppState, owner_id: OwnerId) -> Result<Mine, ApiError> {
             });
         }
     }
-    let shown = Shown::new(&[owner.api_key.as_str()]);
+    let shown = Shown::new(&[]);
     Ok(Mine {
         owner,
         workspaces,

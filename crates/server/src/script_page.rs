@@ -460,7 +460,7 @@ async fn script_page(
             let Some(page) = read_page(store, owner_id, id)? else {
                 return Ok(None);
             };
-            let shown_text = Shown::new(&[page.owner.api_key.as_str()]);
+            let shown_text = Shown::new(&[]);
             let body = script_html(&page, &shown_text);
             Ok(Some(html::page(
                 &shown_text.text(&file_name(&page.skill)),
@@ -534,7 +534,7 @@ async fn diff_page(
             ) else {
                 return Ok(None);
             };
-            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let shown_text = Shown::new(&[]);
             let file = file_name(&skill);
             let diff = similar::TextDiff::from_lines(old.code.as_str(), new.code.as_str())
                 .unified_diff()
@@ -669,7 +669,7 @@ async fn code(
                 return Ok(None);
             };
             let version = &versions[index];
-            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let shown_text = Shown::new(&[]);
             let stem = skill.name.clone();
             Ok(Some((
                 shown_text.plain(&version.code),

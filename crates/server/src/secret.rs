@@ -16,9 +16,13 @@ pub fn new_secret(prefix: &str) -> String {
     out
 }
 
-/// The stored form of a secret.
-pub fn secret_digest(secret: &str) -> String {
-    mindrune_core::digest::sha256(secret.as_bytes())
+/// The stored form of a secret: the library's one rule, shared with the owner's key.
+pub use mindrune_core::digest::secret_digest;
+
+/// Whether `secret` is the one whose stored digest is `digest`, in time that does not depend on
+/// where they differ (the dashboard's login against the owner's stored key digest).
+pub fn matches_digest(secret: &str, digest: &str) -> bool {
+    bool::from(secret_digest(secret).as_bytes().ct_eq(digest.as_bytes()))
 }
 
 /// Whether two secrets are equal, in time that does not depend on where they differ.
@@ -45,5 +49,16 @@ mod tests {
         assert!(same_secret("abc", "abc"));
         assert!(!same_secret("abc", "abd"));
         assert!(!same_secret("abc", "abcd"));
+    }
+
+    #[test]
+    fn a_secret_matches_its_stored_digest_and_nothing_else_does() {
+        let digest = secret_digest("mrk_abc");
+        assert!(matches_digest("mrk_abc", &digest));
+        assert!(!matches_digest("mrk_abd", &digest));
+        assert!(
+            !matches_digest(&digest, &digest),
+            "the digest itself is not the key"
+        );
     }
 }

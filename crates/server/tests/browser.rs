@@ -26,7 +26,7 @@ use mindrune_server::state::AppState;
 use mindrune_store::{SqliteStore, Store};
 use serde_json::{Value, json};
 
-const OWNER_KEY: &str = "mrk_ada_browser_0123456789abcdef0123456789";
+const OWNER_KEY: &str = "mrk_ada0b20e5e20123456789abcdef0123456789abcdef01234";
 const CHROMIUM: &str = "/usr/bin/chromium";
 const ELEMENT: &str = "element-6066-11e4-a52e-4f735466cecf";
 
@@ -413,7 +413,9 @@ fn library() -> Library {
     let workspace = tempfile::tempdir().unwrap();
     let store = SqliteStore::open_in_memory().unwrap();
     let now = now_millis();
-    let owner = store.create_owner("ada", OWNER_KEY, now).unwrap();
+    let owner = store
+        .create_owner("ada", &secret_digest(OWNER_KEY), now)
+        .unwrap();
     let ws = workspace.path().display().to_string();
     let buzz = store.create_agent(owner.id, "buzz", &ws, now).unwrap();
     store.create_agent(owner.id, "pickles", &ws, now).unwrap();

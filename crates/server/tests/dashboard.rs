@@ -29,8 +29,8 @@ fn private_tag(words: &str) -> String {
     format!("</svg>{words}</span>")
 }
 
-const ADA_KEY: &str = "mrk_ada_0123456789abcdef0123456789abcdef";
-const BOB_KEY: &str = "mrk_bob_0123456789abcdef0123456789abcdef";
+const ADA_KEY: &str = "mrk_ada0123456789abcdef0123456789abcdef0123456789abc";
+const BOB_KEY: &str = "mrk_b0b0123456789abcdef0123456789abcdef0123456789abc";
 
 struct World {
     state: AppState,
@@ -93,8 +93,12 @@ fn run(version: VersionId, agent: AgentId, ok: bool, at: i64) -> NewUse {
 fn world() -> World {
     let store = SqliteStore::open_in_memory().unwrap();
     let now = now_millis();
-    let ada = store.create_owner("ada", ADA_KEY, now).unwrap();
-    let bob = store.create_owner("bob", BOB_KEY, now).unwrap();
+    let ada = store
+        .create_owner("ada", &secret_digest(ADA_KEY), now)
+        .unwrap();
+    let bob = store
+        .create_owner("bob", &secret_digest(BOB_KEY), now)
+        .unwrap();
     let buzz = store.create_agent(ada.id, "buzz", "/ws/ada", now).unwrap();
     let rex = store.create_agent(bob.id, "rex", "/ws/bob", now).unwrap();
     let mut at = now - 3_600_000;
@@ -446,6 +450,30 @@ async fn a_wrong_name_and_a_wrong_key_get_the_same_answer() {
             .to_string()
     };
     assert_eq!(message(&wrong_key.body), message(&wrong_name.body));
+}
+
+#[tokio::test]
+async fn the_stored_digest_does_not_log_in_and_a_replaced_key_stops_working() {
+    let world = world();
+    let store = world.state.store();
+    let ada = store.owner_by_name("ada").unwrap().unwrap();
+    // The library holds the key's digest only: whoever reads it there cannot log in with it.
+    assert_eq!(ada.key_digest, secret_digest(ADA_KEY));
+    let with_digest = try_login(&world, "ada", &ada.key_digest).await;
+    assert_eq!(with_digest.status, StatusCode::UNAUTHORIZED);
+    assert!(with_digest.cookie("mindrune_session").is_none());
+    // `mindrune owner key ada` replaces the key: the old one is refused, the new one logs in.
+    let new_key = "mrk_0badc0ffee0123456789abcdef0123456789abcdef012345";
+    store
+        .replace_owner_key(ada.id, &secret_digest(new_key))
+        .unwrap();
+    assert_eq!(
+        try_login(&world, "ada", ADA_KEY).await.status,
+        StatusCode::UNAUTHORIZED
+    );
+    let answer = try_login(&world, "ada", new_key).await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert!(answer.cookie("mindrune_session").is_some());
 }
 
 #[tokio::test]
@@ -1356,7 +1384,9 @@ fn families() -> Families {
     let mut families = Vec::new();
     for (f, key) in [ADA_KEY, BOB_KEY].into_iter().enumerate() {
         let marker = MARKERS[f];
-        let owner = store.create_owner(marker, key, now).unwrap();
+        let owner = store
+            .create_owner(marker, &secret_digest(key), now)
+            .unwrap();
         let mut family = Family {
             owner: owner.id,
             name: owner.name.clone(),
@@ -1876,7 +1906,7 @@ mod inbox {
         html[at..].split('"').next().unwrap().to_string()
     }
 
-    const CAROL_KEY: &str = "mrk_carol_0123456789abcdef0123456789abcdef";
+    const CAROL_KEY: &str = "mrk_ca2010123456789abcdef0123456789abcdef0123456789a";
 
     /// An assistant's workspace. Its fixer only hands the report's token back beside the
     /// workspace, so a test can file a revision as the fixer would.
@@ -1997,7 +2027,7 @@ mod inbox {
         let store = SqliteStore::open_in_memory().unwrap();
         let now = now_millis();
         for (name, key) in [("ada", ADA_KEY), ("bob", BOB_KEY), ("carol", CAROL_KEY)] {
-            store.create_owner(name, key, now).unwrap();
+            store.create_owner(name, &secret_digest(key), now).unwrap();
         }
         let ada = assistant();
         let bob = assistant();

@@ -288,7 +288,9 @@ fn on_a_full_disk_writes_answer_507_with_the_reason_and_ready_says_not_ready_unt
         return;
     };
     let store = SqliteStore::open(&mnt.join("library.db")).unwrap();
-    let owner = store.create_owner("ada", "mrk_ada_key", 0).unwrap();
+    let owner = store
+        .create_owner("ada", &secret_digest("mrk_ada_key"), 0)
+        .unwrap();
     let agent = store.create_agent(owner.id, "buzz", "/work", 0).unwrap();
     store
         .issue_runner_token(owner.id, agent.id, &secret_digest("mr_runner_t"), 0)

@@ -16,7 +16,9 @@ fn a_batch_in_flight_at_shutdown_is_answered_and_stored() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("library.db");
     let store = SqliteStore::open(&path).unwrap();
-    let owner = store.create_owner("ada", "mrk_ada_key", 0).unwrap();
+    let owner = store
+        .create_owner("ada", &secret_digest("mrk_ada_key"), 0)
+        .unwrap();
     let agent = store.create_agent(owner.id, "buzz", "/work", 0).unwrap();
     store
         .issue_runner_token(owner.id, agent.id, &secret_digest("mr_runner_t"), 0)

@@ -8,7 +8,7 @@ use mindrune_core::score::{self, UseSample};
 use crate::{AgentId, HeaderState, Outcome, SharingKind};
 
 /// The columns the row readers of both backends take, in their order (the same SQL on both).
-pub(crate) const OWNER_COLUMNS: &str = "owner_id, name, api_key, eager_sharing, created_at";
+pub(crate) const OWNER_COLUMNS: &str = "owner_id, name, key_digest, eager_sharing, created_at";
 pub(crate) const AGENT_COLUMNS: &str = "agent_id, owner_id, name, workspace, created_at, mirror_refreshed_at, last_turn_at, last_wrapup_at, mirror";
 /// A skill's columns, with the skills table as `s`.
 pub(crate) const SKILL_COLUMNS: &str = "s.skill_id, s.owner_id, s.agent_id, s.agent_name, s.name, s.path, s.kind, s.current_version_id, s.created_at, s.deleted_at,
@@ -201,6 +201,19 @@ pub(crate) fn name_taken(kind: &str, name: &str, taken: &str) -> crate::StoreErr
     } else {
         crate::StoreError::Conflict(format!(
             "an {kind} named `{taken}` already exists, and names that differ only in case are one name; choose another name for `{name}`"
+        ))
+    }
+}
+
+/// Refuses to store an owner's key that is not a digest: the key itself must never reach the
+/// library, and a caller that passed it by mistake is told so at once.
+pub(crate) fn check_key_digest(key_digest: &str) -> Result<(), crate::StoreError> {
+    if mindrune_core::digest::is_secret_digest(key_digest) {
+        Ok(())
+    } else {
+        Err(crate::StoreError::Conflict(
+            "an owner's key is stored only as its digest: pass `secret_digest(key)`, not the key"
+                .into(),
         ))
     }
 }

@@ -66,8 +66,10 @@ pub type Millis = i64;
 pub struct Owner {
     pub id: OwnerId,
     pub name: String,
-    /// The owner's key: a secret, scrubbed from everything the library saves.
-    pub api_key: String,
+    /// The digest of the owner's key (`mindrune_core::digest::secret_digest`), never the key:
+    /// the key is shown once when it is made, and the library keeps nothing an agent reading
+    /// the file could log in with.
+    pub key_digest: String,
     pub eager_sharing: bool,
     pub created_at: Millis,
 }
@@ -796,8 +798,13 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 /// The library's storage. Synchronous: the CLI needs no runtime, and the server calls it from
 /// blocking tasks.
 pub trait Store: Send + Sync {
-    /// Creates an owner account.
-    fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner>;
+    /// Creates an owner account whose key has the digest `key_digest`
+    /// (`mindrune_core::digest::secret_digest` of the key); anything else is refused, so the
+    /// key itself is never stored.
+    fn create_owner(&self, name: &str, key_digest: &str, now: Millis) -> Result<Owner>;
+    /// Replaces an owner's key (a lost key): from now on only the key with the digest
+    /// `key_digest` opens the dashboard, and the old one stops working.
+    fn replace_owner_key(&self, owner: OwnerId, key_digest: &str) -> Result<()>;
     /// Identity look-up by name (the CLI's way to name an owner).
     fn owner_by_name(&self, name: &str) -> Result<Option<Owner>>;
     fn owner(&self, owner: OwnerId) -> Result<Owner>;

@@ -8,6 +8,7 @@
 
 mod support;
 
+use mindrune_core::digest::secret_digest;
 use mindrune_store::{
     AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, OperatorRevoke, OperatorToken,
     OperatorTokenKey, Outcome, OwnerId, RunTotals, ScriptSnapshot, SharingKind, SkillHeader, Store,
@@ -68,6 +69,9 @@ support::on_every_backend! {
     an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found,
     // Names.
     owner_and_agent_names_that_differ_only_in_case_are_refused,
+    // The owner's key.
+    an_owner_s_key_is_kept_only_as_its_digest_and_a_new_key_replaces_it,
+    an_old_library_s_plain_owner_key_is_turned_into_its_digest_when_opened,
 }
 
 /// Ada's family: her avatars buzz and pickles, in a library of their own.
@@ -80,7 +84,9 @@ struct Family {
 
 fn family(backend: Backend) -> Family {
     let store = backend.open();
-    let owner = store.create_owner("ada", "mrk_ada_key", 0).unwrap();
+    let owner = store
+        .create_owner("ada", &secret_digest("mrk_ada_key"), 0)
+        .unwrap();
     let buzz = store.create_agent(owner.id, "buzz", "/ws/buzz", 0).unwrap();
     let pickles = store
         .create_agent(owner.id, "pickles", "/ws/pickles", 0)
@@ -277,7 +283,10 @@ fn another_owner_never_sees_a_family_s_skills_or_versions(backend: Backend) {
         .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
         .unwrap()
         .version;
-    let other = f.store.create_owner("eve", "mrk_eve", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("eve", &secret_digest("mrk_eve"), 0)
+        .unwrap();
     let mallory = f
         .store
         .create_agent(other.id, "mallory", "/ws/m", 0)
@@ -499,7 +508,10 @@ fn a_failed_run_keeps_its_cause_and_the_latest_outputs_come_newest_first(backend
             .unwrap()
             .is_empty()
     );
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(
         f.store
             .recent_outputs(other.id, f.buzz, 9_000, 10)
@@ -519,7 +531,7 @@ fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window(backend: Bac
     let library = backend.open();
     let other_handle = library.open_again().unwrap();
     let (a, b): (&dyn Store, &dyn Store) = (&*library, &*other_handle);
-    let owner = a.create_owner("ada", "k", 0).unwrap().id;
+    let owner = a.create_owner("ada", &secret_digest("k"), 0).unwrap().id;
     let buzz = a.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
     let v1 = a
         .match_script(owner, &snapshot(buzz, "buzz", "chop", "a();"), 1)
@@ -537,7 +549,10 @@ fn two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window(backend: Bac
     assert_eq!((version.uses, version.ok), (10, 5));
     // The same uses recorded through one handle must give exactly the same score.
     let single = backend.open();
-    let owner2 = single.create_owner("ada", "k", 0).unwrap().id;
+    let owner2 = single
+        .create_owner("ada", &secret_digest("k"), 0)
+        .unwrap()
+        .id;
     let buzz2 = single.create_agent(owner2, "buzz", "/ws", 0).unwrap().id;
     let w1 = single
         .match_script(owner2, &snapshot(buzz2, "buzz", "chop", "a();"), 1)
@@ -558,14 +573,17 @@ fn two_handles_write_groups_in_turn_each_see_the_other_s_uses(backend: Backend) 
     let library = backend.open();
     let other_handle = library.open_again().unwrap();
     let (a, b): (&dyn Store, &dyn Store) = (&*library, &*other_handle);
-    let owner = a.create_owner("ada", "k", 0).unwrap().id;
+    let owner = a.create_owner("ada", &secret_digest("k"), 0).unwrap().id;
     let buzz = a.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
     let v1 = a
         .match_script(owner, &snapshot(buzz, "buzz", "chop", "a();"), 1)
         .unwrap()
         .version;
     let single = backend.open();
-    let owner2 = single.create_owner("ada", "k", 0).unwrap().id;
+    let owner2 = single
+        .create_owner("ada", &secret_digest("k"), 0)
+        .unwrap()
+        .id;
     let buzz2 = single.create_agent(owner2, "buzz", "/ws", 0).unwrap().id;
     let w1 = single
         .match_script(owner2, &snapshot(buzz2, "buzz", "chop", "a();"), 1)
@@ -657,7 +675,11 @@ fn uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time(backen
     let grouped = family(backend);
     let versions = scripts(&grouped);
     // A second family in the same library, written in the same groups.
-    let other_owner = grouped.store.create_owner("bea", "k2", 0).unwrap().id;
+    let other_owner = grouped
+        .store
+        .create_owner("bea", &secret_digest("k2"), 0)
+        .unwrap()
+        .id;
     let other_agent = grouped
         .store
         .create_agent(other_owner, "rex", "/ws/rex", 0)
@@ -1194,7 +1216,10 @@ fn lessons_follow_the_lab_log_and_keep_their_first_seen_time(backend: Backend) {
         .map(|l| (l.text.as_str(), l.first_seen_at))
         .collect();
     assert_eq!(seen, [("new one", 20), ("bank first", 10)]);
-    let other = f.store.create_owner("eve", "mrk_eve", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("eve", &secret_digest("mrk_eve"), 0)
+        .unwrap();
     assert!(f.store.lessons(other.id).unwrap().is_empty());
     assert!(f.store.replace_lessons(other.id, f.buzz, &[], 30).is_err());
 }
@@ -1280,7 +1305,11 @@ fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets(bac
     run(&*f.store, f.owner, f.buzz, old, since - day, true);
     // A sibling's snippet and another family's are not this agent's history.
     run(&*f.store, f.owner, f.pickles, west, now, true);
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap().id;
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap()
+        .id;
     let bobs = f.store.create_agent(other, "rex", "/ws/rex", 0).unwrap().id;
     run(&*f.store, other, bobs, west, now, true);
 
@@ -1421,7 +1450,9 @@ fn the_vocabulary_is_replaced_as_a_whole_and_a_rebuild_adds_new_pages_as_new_tag
     // The vocabulary is the same for every family: it lives beside them, not in one.
     let f = family(backend);
     f.store.replace_vocabulary(&second, 50).unwrap();
-    f.store.create_owner("eve", "mrk_eve_key", 60).unwrap();
+    f.store
+        .create_owner("eve", &secret_digest("mrk_eve_key"), 60)
+        .unwrap();
     assert_eq!(f.store.vocabulary().unwrap().len(), 3);
     f.store.assert_integrity_ok();
 }
@@ -1455,7 +1486,10 @@ fn a_runner_token_names_its_agent_until_it_is_revoked(backend: Backend) {
 
 fn a_token_cannot_be_issued_for_another_owner_s_agent(backend: Backend) {
     let f = family(backend);
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(
         f.store
             .issue_runner_token(other.id, f.buzz, "sha256:stolen", 1)
@@ -1564,7 +1598,10 @@ fn an_operator_token_is_revoked_by_its_digest_or_its_id_and_listed_with_its_time
 
 fn run_totals_count_a_family_s_ok_and_failed_runs_and_no_other_family_s(backend: Backend) {
     let f = family(backend);
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert_eq!(f.store.run_totals(f.owner).unwrap(), RunTotals::default());
     let version = f
         .store
@@ -1612,7 +1649,10 @@ fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing(backend: Bac
     let state = f.store.avatar_state(f.owner, f.buzz).unwrap().unwrap();
     assert_eq!(state.state, r#"{"wealth":10}"#);
     assert_eq!(state.reported_at, 2_000);
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(f.store.avatar_state(other.id, f.buzz).unwrap().is_none());
     assert!(
         f.store
@@ -1681,7 +1721,10 @@ fn wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days(backend: Ba
     assert_eq!(wealth_of(&f, f.owner, f.buzz).len(), 2);
     assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 7)], "not pruned");
     // Another owner neither sees nor writes the family's history.
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(
         f.store
             .wealth_history(other.id, f.buzz, 0)
@@ -1741,7 +1784,10 @@ fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused(backend: 
         (late.runs, late.runs_from_family, late.skills_reused),
         (1, 1, 1)
     );
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert_eq!(
         f.store.family_reuse(other.id, 0).unwrap(),
         Default::default()
@@ -1866,7 +1912,10 @@ fn an_unrecorded_call_is_kept_once_per_event_and_only_for_its_own_family(backend
             .is_empty()
     );
     // Another owner's id for the same agent keeps nothing and sees nothing.
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(
         !f.store
             .note_unrecorded(other.id, &call("e3", 30, UnrecordedReason::Background))
@@ -1906,7 +1955,10 @@ fn an_agent_s_mirror_folder_is_kept_and_an_unknown_agent_is_not_found(backend: B
     let buzz = f.store.agent_by_name("buzz").unwrap().unwrap();
     assert_eq!(buzz.mirror.as_deref(), Some("bots/buzz/family-skills"));
     assert_eq!(mirror(f.pickles), None);
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(matches!(
         f.store.set_agent_mirror(other.id, f.buzz, None),
         Err(StoreError::NotFound(_))
@@ -1921,7 +1973,11 @@ fn owner_and_agent_names_that_differ_only_in_case_are_refused(backend: Backend) 
         StoreError::Conflict(message) => message,
         other => panic!("not a conflict: {other:?}"),
     };
-    let message = taken(f.store.create_owner("Ada", "mrk_other", 1).unwrap_err());
+    let message = taken(
+        f.store
+            .create_owner("Ada", &secret_digest("mrk_other"), 1)
+            .unwrap_err(),
+    );
     assert!(
         message.contains("an owner named `ada` already exists")
             && message.contains("differ only in case"),
@@ -1938,7 +1994,10 @@ fn owner_and_agent_names_that_differ_only_in_case_are_refused(backend: Backend) 
     );
     // Another owner cannot take the name in another case either: agent names are one
     // namespace, as avatar names are in the game.
-    let bob = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let bob = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(f.store.create_agent(bob.id, "Pickles", "/ws/p", 1).is_err());
     // Nothing was added, and the names as written still find their accounts.
     assert_eq!(f.store.owners().unwrap().len(), 2);
@@ -2022,7 +2081,10 @@ fn a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them
     );
     // Only runs at or after `since` count.
     assert_eq!(f.store.runs_per_day(f.owner, day * 1000).unwrap().len(), 2);
-    let other = f.store.create_owner("bob", "mrk_bob_key", 0).unwrap();
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
     assert!(
         f.store
             .script_runs(other.id, skill.id, 10)
@@ -2044,5 +2106,89 @@ fn a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them
             .database_size()
             .unwrap()
             .is_some_and(|bytes| bytes > 0)
+    );
+}
+
+const ADA_KEY: &str = "mrk_0123456789abcdef0123456789abcdef0123456789abcdef";
+const ADA_NEW_KEY: &str = "mrk_fedcba9876543210fedcba9876543210fedcba9876543210";
+
+fn an_owner_s_key_is_kept_only_as_its_digest_and_a_new_key_replaces_it(backend: Backend) {
+    let library = backend.open();
+    let ada = library
+        .create_owner("ada", &secret_digest(ADA_KEY), 0)
+        .unwrap();
+    // The owner found by name carries the key's digest, which is what a login checks against.
+    let found = library.owner_by_name("ada").unwrap().unwrap();
+    assert_eq!(found.key_digest, secret_digest(ADA_KEY));
+    assert_ne!(found.key_digest, ADA_KEY);
+    assert!(!found.key_digest.contains(&ADA_KEY[4..]));
+    // The key itself is refused, so no caller stores it by mistake.
+    match library.create_owner("bob", ADA_KEY, 0) {
+        Err(StoreError::Conflict(message)) => {
+            assert!(message.contains("only as its digest"), "{message}")
+        }
+        other => panic!("a plain key must be refused: {other:?}"),
+    }
+    assert!(library.owner_by_name("bob").unwrap().is_none());
+    assert!(matches!(
+        library.replace_owner_key(ada.id, ADA_NEW_KEY),
+        Err(StoreError::Conflict(_))
+    ));
+    // A new key replaces the old one: only the new key's digest is kept.
+    library
+        .replace_owner_key(ada.id, &secret_digest(ADA_NEW_KEY))
+        .unwrap();
+    let ada_now = library.owner(ada.id).unwrap();
+    assert_eq!(ada_now.key_digest, secret_digest(ADA_NEW_KEY));
+    assert_ne!(ada_now.key_digest, secret_digest(ADA_KEY));
+    assert!(matches!(
+        library.replace_owner_key(OwnerId(ada.id.0 + 1000), &secret_digest(ADA_NEW_KEY)),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+fn an_old_library_s_plain_owner_key_is_turned_into_its_digest_when_opened(backend: Backend) {
+    let library = backend.open();
+    let ada = library
+        .create_owner("ada", &secret_digest(ADA_KEY), 0)
+        .unwrap();
+    let bob = library
+        .create_owner("bob", &secret_digest(ADA_NEW_KEY), 0)
+        .unwrap();
+    // As a library written before keys were digested: the column is `api_key` and Ada's key is
+    // in it in clear (Bob's value already a digest, which must not be digested again).
+    library.tamper(&format!(
+        "ALTER TABLE owners RENAME COLUMN key_digest TO api_key; \
+         UPDATE owners SET api_key = '{ADA_KEY}' WHERE owner_id = {}",
+        ada.id.0
+    ));
+    library.rewind_schema(12, 8);
+    let opened = library.open_again().unwrap();
+    assert_eq!(
+        opened.owner(ada.id).unwrap().key_digest,
+        secret_digest(ADA_KEY)
+    );
+    assert_eq!(
+        opened.owner(bob.id).unwrap().key_digest,
+        secret_digest(ADA_NEW_KEY)
+    );
+    drop(opened);
+    // Nor is the key left behind in the file's free space or its log.
+    if let Some(bytes) = library.file_bytes() {
+        let hex = &ADA_KEY.as_bytes()[4..];
+        assert!(
+            !bytes.windows(hex.len()).any(|w| w == hex),
+            "the old key is still in the library's files"
+        );
+    }
+    // Opening again changes nothing: the rewrite ran once, with its migration.
+    let again = library.open_again().unwrap();
+    assert_eq!(
+        again.owner(ada.id).unwrap().key_digest,
+        secret_digest(ADA_KEY)
+    );
+    assert_eq!(
+        again.owner(bob.id).unwrap().key_digest,
+        secret_digest(ADA_NEW_KEY)
     );
 }

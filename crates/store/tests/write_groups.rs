@@ -7,6 +7,7 @@
 #[allow(dead_code, unused_macros, unused_imports)]
 mod support;
 
+use mindrune_core::digest::secret_digest;
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, RecordedUse, ScriptSnapshot, SkillHeader,
     VersionId,
@@ -59,7 +60,10 @@ struct Library {
 /// (each the other's peer), on a file of its own.
 fn library(backend: Backend) -> Library {
     let store = backend.open();
-    let owner = store.create_owner("ada", "k", 0).unwrap().id;
+    let owner = store
+        .create_owner("ada", &secret_digest("k"), 0)
+        .unwrap()
+        .id;
     let agent = store.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
     let versions = ["chop", "mine", "fish"]
         .iter()

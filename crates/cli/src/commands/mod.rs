@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_core::digest::secret_digest;
 use mindrune_core::header::is_valid_name;
 use mindrune_engine::avatars::family;
 use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
@@ -66,7 +67,8 @@ pub(crate) fn init(home: &Path) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A fresh owner key: 32 random bytes from the operating system, hex-encoded.
+/// A fresh owner key: `mrk_` and 24 random bytes from the operating system, hex-encoded (48
+/// digits: the shape the scrubber knows, so the key is scrubbed wherever it appears).
 pub(crate) fn new_owner_key() -> anyhow::Result<String> {
     let mut bytes = [0u8; 24];
     std::fs::File::open("/dev/urandom")
@@ -85,15 +87,38 @@ pub(crate) fn owner_add(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
         );
     }
     let store = library::open(home)?;
-    let owner = store.create_owner(name, &new_owner_key()?, now_millis())?;
+    let key = new_owner_key()?;
+    let owner = store.create_owner(name, &secret_digest(&key), now_millis())?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "Added owner `{}`.", owner.name)?;
+    print_new_key(&mut out, &owner.name, &key)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Issues a new key for an owner whose key is lost: only its digest is stored, so the old key
+/// cannot be shown, only replaced; it stops opening the dashboard at once.
+pub(crate) fn owner_key(home: &Path, name: &str) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let owner = resolve_owner(&*store, Some(name))?;
+    let key = new_owner_key()?;
+    store.replace_owner_key(owner.id, &secret_digest(&key))?;
+    let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "Its key (keep it secret; MindRune scrubs it from everything it saves): {}",
-        owner.api_key
+        "Issued a new key for owner `{}`; the old key no longer works.",
+        owner.name
     )?;
+    print_new_key(&mut out, &owner.name, &key)?;
     Ok(ExitCode::SUCCESS)
+}
+
+fn print_new_key(out: &mut impl std::io::Write, owner: &str, key: &str) -> anyhow::Result<()> {
+    writeln!(
+        out,
+        "Its key (keep it secret; MindRune keeps only its digest, so it cannot be shown again — \
+         if it is lost, `mindrune owner key {owner}` issues a new one): {key}"
+    )?;
+    Ok(())
 }
 
 pub(crate) fn owner_list(home: &Path, json: bool) -> anyhow::Result<ExitCode> {

@@ -412,7 +412,7 @@ fn a_destination_that_differs_is_named_and_left_as_it_was() {
         "{err}"
     );
     assert!(
-        err.contains("  owners:\n    rows with the same key differ (the destination's were kept, not overwritten): owner_id=1 (in api_key")
+        err.contains("  owners:\n    rows with the same key differ (the destination's were kept, not overwritten): owner_id=1 (in key_digest")
             && err.contains("  agents:\n    rows with the same key differ (the destination's were kept, not overwritten): agent_id=1 (in name, workspace"),
         "{err}"
     );

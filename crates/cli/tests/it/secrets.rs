@@ -145,8 +145,8 @@ fn owner_key_of(added: &str) -> String {
         .to_owned()
 }
 
-/// Every text value in the library's tables, the owners' keys left out (the owner's key is
-/// kept in clear on purpose: it is needed to scrub it).
+/// Every text value in the library's tables (the owners' rows too: only the key's digest is
+/// kept there).
 fn stored_texts(lib: &TestLibrary) -> Vec<String> {
     let db = rusqlite::Connection::open(lib.home().join("library.db")).unwrap();
     let tables: Vec<String> = db
@@ -159,13 +159,10 @@ fn stored_texts(lib: &TestLibrary) -> Vec<String> {
     let mut texts = Vec::new();
     for table in tables {
         let mut statement = db.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
-        let names: Vec<String> = statement.column_names().map(str::to_owned).collect();
+        let columns = statement.column_count();
         let mut rows = statement.query([]).unwrap();
         while let Some(row) = rows.next().unwrap() {
-            for (i, name) in names.iter().enumerate() {
-                if table == "owners" && name.contains("key") {
-                    continue;
-                }
+            for i in 0..columns {
                 match row.get_ref(i).unwrap() {
                     rusqlite::types::ValueRef::Text(t) | rusqlite::types::ValueRef::Blob(t) => {
                         texts.push(String::from_utf8_lossy(t).into_owned());
@@ -336,10 +333,6 @@ fn planted_secrets_leave_through_no_output_path() {
     let mut leaks = Vec::new();
     let mut report = |place: &str, haystack: &[u8]| {
         for index in found(haystack, &pieces) {
-            // The owner's key is stored in clear in its own row, and only there.
-            if place == "library files" && pieces[index] == owner_key {
-                continue;
-            }
             leaks.push(format!("{place}: {}", pieces[index]));
         }
     };
@@ -552,4 +545,66 @@ fn a_playbook_skill_carrying_any_planted_secret_is_refused_at_the_door() {
             .any(|path| path.ends_with(".mindrune/playbooks.sqlite3")),
         "{files:?}"
     );
+}
+
+/// The owner's key as the library keeps it: the `owners` row's stored value.
+fn stored_key_digest(lib: &TestLibrary, owner: &str) -> String {
+    let db = rusqlite::Connection::open(lib.home().join("library.db")).unwrap();
+    db.query_row(
+        "SELECT key_digest FROM owners WHERE name = ?1",
+        [owner],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+/// Whether any file of the library (the database, its `-wal` and `-shm`) holds the key, or
+/// the start of it a `grep -a` for `mrk_` would show.
+fn library_holds(lib: &TestLibrary, key: &str) -> bool {
+    let stored = lib.stored_bytes();
+    !found(&stored, &[key, &key[..16], &key[4..]]).is_empty()
+}
+
+#[test]
+fn owner_add_prints_the_key_once_and_the_library_keeps_only_its_digest() {
+    let lib = TestLibrary::new();
+    let added = lib.ok(&["owner", "add", "zed"]);
+    let key = owner_key_of(&added);
+    assert!(
+        key.len() == 52 && key[4..].bytes().all(|b| b.is_ascii_hexdigit()),
+        "the key has the shape the scrubber knows: {key}"
+    );
+    assert!(added.contains("cannot be shown again"), "{added}");
+    assert!(added.contains("`mindrune owner key zed`"), "{added}");
+    assert!(!library_holds(&lib, &key), "the library holds the key");
+    assert_eq!(
+        stored_key_digest(&lib, "zed"),
+        mindrune_core::digest::secret_digest(&key)
+    );
+    // Nothing shows it again: not a listing, not a second look at the library.
+    let listed = lib.ok(&["owner", "list", "--json"]);
+    assert!(!listed.contains(&key[4..]), "{listed}");
+}
+
+#[test]
+fn owner_key_issues_a_new_key_and_the_old_one_stops_working() {
+    let lib = TestLibrary::new();
+    let old = owner_key_of(&lib.ok(&["owner", "add", "zed"]));
+    let issued = lib.ok(&["owner", "key", "zed"]);
+    assert!(issued.contains("the old key no longer works"), "{issued}");
+    assert!(issued.contains("cannot be shown again"), "{issued}");
+    let new = owner_key_of(&issued);
+    assert_ne!(new, old);
+    assert_eq!(new.len(), 52, "{new}");
+    // Only the new key's digest is kept: the old key no longer matches, neither key is stored.
+    let stored = stored_key_digest(&lib, "zed");
+    assert_eq!(stored, mindrune_core::digest::secret_digest(&new));
+    assert_ne!(stored, mindrune_core::digest::secret_digest(&old));
+    assert!(!library_holds(&lib, &new) && !library_holds(&lib, &old));
+
+    let unknown = lib.run(&["owner", "key", "nobody"]);
+    assert!(!unknown.status.success());
+    let err = stderr(&unknown);
+    assert!(err.contains("nobody"), "{err}");
+    assert_eq!(stored_key_digest(&lib, "zed"), stored);
 }

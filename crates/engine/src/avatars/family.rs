@@ -89,7 +89,7 @@ pub struct FamilyAnswer {
     pub index: String,
     pub lessons: String,
     pub skills: Vec<MirroredSkill>,
-    /// Fingerprint of the scrubber's known secrets: a new owner key rewrites every file.
+    /// The owner's key digest: a new key (`mindrune owner key`) rewrites every file once.
     scrub_key: String,
 }
 
@@ -107,7 +107,8 @@ pub fn default_dir(agent: &Agent) -> PathBuf {
 /// Builds the answer for `reader` from the library.
 pub fn answer(store: &dyn Store, reader: &Agent) -> Result<FamilyAnswer, FamilyError> {
     let owner = store.owner(reader.owner)?;
-    let scrubber = Scrubber::new(&[owner.api_key.as_str()]);
+    // The owner's key is scrubbed by its shape: the library keeps only its digest.
+    let scrubber = Scrubber::new(&[]);
     answer_with(store, reader, &owner, &scrubber)
 }
 
@@ -195,7 +196,9 @@ fn answer_with(
         index,
         lessons,
         skills,
-        scrub_key: digest::sha256(owner.api_key.as_bytes()),
+        // The key's digest is what `sha256(key)` was before only the digest was kept, so the
+        // mirrors written then are not rewritten for it.
+        scrub_key: owner.key_digest.clone(),
     })
 }
 
@@ -311,7 +314,7 @@ pub fn mirror_plan<'s>(
     reader: &Agent,
 ) -> Result<MirrorPlan<'s>, FamilyError> {
     let owner = store.owner(reader.owner)?;
-    let scrubber = Scrubber::new(&[owner.api_key.as_str()]);
+    let scrubber = Scrubber::new(&[]);
     let answer = answer_with(store, reader, &owner, &scrubber)?;
     let mut wanted = vec![
         Wanted {

@@ -327,7 +327,7 @@ pub(super) async fn avatar_page(
                 quests_in_all: quests_in_all(store)?,
                 wealth: &wealth,
             };
-            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let shown_text = Shown::new(&[]);
             let body = avatar_html(&owner, &agent, &scripts, &stats, &csrf, &shown_text);
             Ok(Some(html::page(
                 &shown_text.text(&agent.name),

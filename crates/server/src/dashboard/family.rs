@@ -346,7 +346,7 @@ pub(super) async fn family_page(
             let agents = store.agents(owner_id)?;
             let entries = store.skills(owner_id, None)?;
             let view = family_view(store, &owner, &agents, &entries, since, now)?;
-            let shown_text = Shown::new(&[owner.api_key.as_str()]);
+            let shown_text = Shown::new(&[]);
             let body = family_html(&view, &csrf, &shown_text);
             Ok(html::page(
                 "Your family",

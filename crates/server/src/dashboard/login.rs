@@ -2,6 +2,11 @@
 
 use super::*;
 
+/// What an unknown name's login is compared against, so it costs what a wrong key costs: shaped
+/// like a stored digest, but no key has it (SHA-256's hex never spells these letters).
+const NO_SUCH_OWNER_DIGEST: &str =
+    "sha256:no-such-owner-no-such-owner-no-such-owner-no-such-owner-0000";
+
 #[derive(Debug, Default, Deserialize)]
 pub(super) struct LoginForm {
     #[serde(default)]
@@ -114,9 +119,9 @@ pub(super) async fn login(
     // The key is compared in constant time, and an unknown name costs the same comparison,
     // so neither the answer nor its timing tells an unknown name from a wrong key.
     let matched = match &owner {
-        Some(owner) => same_secret(&form.key, &owner.api_key),
+        Some(owner) => matches_digest(&form.key, &owner.key_digest),
         None => {
-            let _ = same_secret(&form.key, "mr_no_such_owner_key");
+            let _ = matches_digest(&form.key, NO_SUCH_OWNER_DIGEST);
             false
         }
     };

@@ -40,7 +40,7 @@ use crate::pages::{
 use crate::scripts::{
     day_label, file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,
 };
-use crate::secret::{new_secret, same_secret, secret_digest};
+use crate::secret::{matches_digest, new_secret, secret_digest};
 use crate::state::AppState;
 use crate::wire::AvatarStats;
 

@@ -611,6 +611,7 @@ mod tests {
             include_str!("../../migrations/postgres/0006_uses_fewer_indexes.sql"),
             include_str!("../../migrations/postgres/0007_unmeasured.sql"),
             include_str!("../../migrations/postgres/0008_looks.sql"),
+            include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
         ]
         .join("\n");
         for table in TABLES {
@@ -649,6 +650,18 @@ mod tests {
                     let ty = words.next()?.trim_end_matches(';').to_string();
                     Some((name, ty))
                 }))
+                .map(|(name, ty)| {
+                    // A later `ALTER TABLE … RENAME COLUMN old TO new` (the owner's key, kept as
+                    // its digest since 0009) names the column as the copy must.
+                    let renamed = sql.lines().find_map(|line| {
+                        let rest = line.strip_prefix(&format!(
+                            "ALTER TABLE {} RENAME COLUMN {name} TO ",
+                            table.name
+                        ))?;
+                        Some(rest.trim_end_matches(';').to_string())
+                    });
+                    (renamed.unwrap_or(name), ty)
+                })
                 .collect();
             let expected: Vec<(String, String)> = table
                 .columns
@@ -684,6 +697,7 @@ mod tests {
             AgentId, HeaderState, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
             ScriptSnapshot, SkillHeader, Store, VocabularyEntry, VocabularySource,
         };
+        use mindrune_core::digest::secret_digest;
 
         /// A test's own schema, dropped when the test ends (also when it failed).
         struct Dest {
@@ -783,11 +797,11 @@ mod tests {
         fn library() -> SqliteStore {
             let store = SqliteStore::open_in_memory().unwrap();
             let ada = store
-                .create_owner("ada", "key-ada-s3cret", 1_000)
+                .create_owner("ada", &secret_digest("key-ada-s3cret"), 1_000)
                 .unwrap()
                 .id;
             let eve = store
-                .create_owner("eve", "key-eve-s3cret", 1_500)
+                .create_owner("eve", &secret_digest("key-eve-s3cret"), 1_500)
                 .unwrap()
                 .id;
             store.set_eager_sharing(ada, true).unwrap();
@@ -1011,7 +1025,7 @@ mod tests {
                 .connection()
                 .unwrap()
                 .query_one(
-                    "INSERT INTO owners (name, api_key, created_at) VALUES ('zed', 'k', 0) RETURNING owner_id",
+                    "INSERT INTO owners (name, key_digest, created_at) VALUES ('zed', 'k', 0) RETURNING owner_id",
                     &[],
                 )
                 .unwrap()
@@ -1118,7 +1132,7 @@ mod tests {
             let source = library();
             let dest = Dest::new();
             dest.sql(
-                "INSERT INTO owners (owner_id, name, api_key, created_at) VALUES (1, 'bob', 'k', 0), (7, 'ada', 'k', 0)",
+                "INSERT INTO owners (owner_id, name, key_digest, created_at) VALUES (1, 'bob', 'k', 0), (7, 'ada', 'k', 0)",
             );
             let err = copy(&source, &dest).unwrap_err().to_string();
             assert!(
@@ -1130,7 +1144,7 @@ mod tests {
                 "{err}"
             );
             assert!(
-                err.contains("owner_id=1 (in name, api_key, eager_sharing, created_at)"),
+                err.contains("owner_id=1 (in name, key_digest, eager_sharing, created_at)"),
                 "{err}"
             );
             assert!(

@@ -35,7 +35,7 @@ pub(super) const TABLES: &[Table] = &[
         columns: &[
             ("owner_id", Int),
             ("name", Text),
-            ("api_key", Text),
+            ("key_digest", Text),
             ("eager_sharing", Flag),
             ("created_at", Int),
         ],

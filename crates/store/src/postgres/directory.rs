@@ -43,9 +43,10 @@ fn agent_taken(name: &str, taken: &str) -> StoreError {
 pub(super) fn create_owner(
     store: &PgStore,
     name: &str,
-    api_key: &str,
+    key_digest: &str,
     now: Millis,
 ) -> Result<Owner> {
+    crate::common::check_key_digest(key_digest)?;
     store.write_global(None, |tx| {
         // A taken name is told before the insert, which would use up an id; the unique
         // constraint still catches two processes racing for one name.
@@ -57,15 +58,15 @@ pub(super) fn create_owner(
         }
         let row = tx
             .query_one(
-                "INSERT INTO owners (name, api_key, created_at) VALUES ($1, $2, $3)
+                "INSERT INTO owners (name, key_digest, created_at) VALUES ($1, $2, $3)
                  RETURNING owner_id",
-                &[&name, &api_key, &now],
+                &[&name, &key_digest, &now],
             )
             .map_err(|err| conflict_on_unique(err, || owner_taken(name, name)))?;
         Ok(Owner {
             id: OwnerId(col(&row, 0)?),
             name: name.into(),
-            api_key: api_key.into(),
+            key_digest: key_digest.into(),
             eager_sharing: false,
             created_at: now,
         })
@@ -214,6 +215,20 @@ pub(super) fn note_wrapup(
     at: Millis,
 ) -> Result<()> {
     set_agent_time(store, owner, agent, AgentTime::Wrapup, at)
+}
+
+pub(super) fn replace_owner_key(store: &PgStore, owner: OwnerId, key_digest: &str) -> Result<()> {
+    crate::common::check_key_digest(key_digest)?;
+    store.write(owner, |tx| {
+        let changed = tx.execute(
+            "UPDATE owners SET key_digest = $2 WHERE owner_id = $1",
+            &[&owner.0, &key_digest],
+        )?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)).into());
+        }
+        Ok(())
+    })
 }
 
 pub(super) fn set_eager_sharing(store: &PgStore, owner: OwnerId, eager: bool) -> Result<()> {

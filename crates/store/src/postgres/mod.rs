@@ -45,6 +45,10 @@ mod records;
 mod rows;
 mod views;
 
+/// The migration that renames `owners.api_key` to `key_digest`; right after it runs, the keys
+/// still stored in clear are turned into their digests.
+const OWNER_KEY_DIGEST_MIGRATION: i64 = 9;
+
 /// The migrations, in order. Never edit one that has landed: add the next.
 const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0001_init.sql"),
@@ -55,6 +59,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0006_uses_fewer_indexes.sql"),
     include_str!("../../migrations/postgres/0007_unmeasured.sql"),
     include_str!("../../migrations/postgres/0008_looks.sql"),
+    include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -762,6 +767,11 @@ fn migrate(
                 "INSERT INTO mindrune_migrations (version) VALUES ($1)",
                 &[&(index as i64 + 1)],
             )?;
+            // Digested in Rust, not with PostgreSQL's `sha256()`, so both backends keep one rule
+            // for what a secret's digest is (`secret_digest`), shared with the tokens.
+            if index as i64 + 1 == OWNER_KEY_DIGEST_MIGRATION {
+                digest_plain_owner_keys(&mut tx)?;
+            }
         }
         tx.commit()?;
         Ok(())
@@ -769,9 +779,30 @@ fn migrate(
     run(conn).map_err(|fail| fail.into_store(location))
 }
 
+/// Turns every owner's key still stored as itself into its digest, in the migration's
+/// transaction; idempotent, since a digest is left as it is.
+fn digest_plain_owner_keys(tx: &mut postgres::Transaction<'_>) -> PgResult<()> {
+    let rows = tx.query("SELECT owner_id, key_digest FROM owners", &[])?;
+    for row in rows {
+        let id: i64 = row.try_get(0)?;
+        let stored: String = row.try_get(1)?;
+        if !mindrune_core::digest::is_secret_digest(&stored) {
+            tx.execute(
+                "UPDATE owners SET key_digest = $2 WHERE owner_id = $1",
+                &[&id, &mindrune_core::digest::secret_digest(&stored)],
+            )?;
+        }
+    }
+    Ok(())
+}
+
 impl Store for PgStore {
-    fn create_owner(&self, name: &str, api_key: &str, now: Millis) -> Result<Owner> {
-        directory::create_owner(self, name, api_key, now)
+    fn create_owner(&self, name: &str, key_digest: &str, now: Millis) -> Result<Owner> {
+        directory::create_owner(self, name, key_digest, now)
+    }
+
+    fn replace_owner_key(&self, owner: OwnerId, key_digest: &str) -> Result<()> {
+        directory::replace_owner_key(self, owner, key_digest)
     }
 
     fn owner_by_name(&self, name: &str) -> Result<Option<Owner>> {
@@ -1248,6 +1279,7 @@ impl Store for PgStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mindrune_core::digest::secret_digest;
 
     #[test]
     fn a_password_never_appears_in_a_message() {
@@ -1298,7 +1330,7 @@ mod tests {
             .execute("SELECT pg_terminate_backend($1)", &[&pid])
             .unwrap();
         std::thread::sleep(Duration::from_millis(100));
-        let owner = store.create_owner("ada", "mrk_ada", 0);
+        let owner = store.create_owner("ada", &secret_digest("mrk_ada"), 0);
         let dropped = store.drop_schema();
         let owner = owner.expect("the next transaction runs on a fresh connection");
         assert_eq!(owner.name, "ada");

@@ -74,7 +74,7 @@ pub(crate) fn owner_from(row: &Row) -> PgResult<Owner> {
     Ok(Owner {
         id: OwnerId(col(row, 0)?),
         name: col(row, 1)?,
-        api_key: col(row, 2)?,
+        key_digest: col(row, 2)?,
         eager_sharing: col(row, 3)?,
         created_at: col(row, 4)?,
     })

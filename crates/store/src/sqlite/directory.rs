@@ -16,13 +16,14 @@ use crate::{
 pub(super) fn create_owner(
     store: &SqliteStore,
     name: &str,
-    api_key: &str,
+    key_digest: &str,
     now: Millis,
 ) -> Result<Owner> {
+    crate::common::check_key_digest(key_digest)?;
     let inner = store.lock();
     let result = inner.conn.execute(
-        "INSERT INTO owners (name, api_key, created_at) VALUES (?1, ?2, ?3)",
-        params![name, api_key, now],
+        "INSERT INTO owners (name, key_digest, created_at) VALUES (?1, ?2, ?3)",
+        params![name, key_digest, now],
     );
     match result {
         Ok(_) => {}
@@ -38,7 +39,7 @@ pub(super) fn create_owner(
     Ok(Owner {
         id: OwnerId(id),
         name: name.into(),
-        api_key: api_key.into(),
+        key_digest: key_digest.into(),
         eager_sharing: false,
         created_at: now,
     })
@@ -176,6 +177,57 @@ pub(super) fn set_agent_mirror(
     if changed == 0 {
         return Err(StoreError::NotFound(format!("agent {}", agent.0)));
     }
+    Ok(())
+}
+
+pub(super) fn replace_owner_key(
+    store: &SqliteStore,
+    owner: OwnerId,
+    key_digest: &str,
+) -> Result<()> {
+    crate::common::check_key_digest(key_digest)?;
+    let inner = store.lock();
+    let changed = inner
+        .conn
+        .execute(
+            "UPDATE owners SET key_digest = ?2 WHERE owner_id = ?1",
+            params![owner.0, key_digest],
+        )
+        .map_err(db_err)?;
+    if changed == 0 {
+        return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+    }
+    Ok(())
+}
+
+/// Turns every owner's key still stored as itself (a library made before keys were digested)
+/// into its digest. Runs inside the migration's transaction, so the rename and the rewrite land
+/// together; idempotent, since a digest is left as it is.
+pub(super) fn digest_plain_owner_keys(tx: &rusqlite::Transaction<'_>) -> Result<()> {
+    let plain: Vec<(i64, String)> = {
+        let mut stmt = tx
+            .prepare("SELECT owner_id, key_digest FROM owners")
+            .map_err(db_err)?;
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?
+    };
+    // Without `secure_delete` the old cell's bytes stay in the page's free space, and
+    // `grep -a mrk_` would still find the key in the file.
+    tx.pragma_update(None, "secure_delete", true)
+        .map_err(db_err)?;
+    for (id, stored) in plain {
+        if !mindrune_core::digest::is_secret_digest(&stored) {
+            tx.execute(
+                "UPDATE owners SET key_digest = ?2 WHERE owner_id = ?1",
+                params![id, mindrune_core::digest::secret_digest(&stored)],
+            )
+            .map_err(db_err)?;
+        }
+    }
+    tx.pragma_update(None, "secure_delete", false)
+        .map_err(db_err)?;
     Ok(())
 }
 

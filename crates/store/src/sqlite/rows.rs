@@ -12,7 +12,7 @@ pub(crate) fn owner_from(row: &Row<'_>) -> rusqlite::Result<Owner> {
     Ok(Owner {
         id: OwnerId(row.get(0)?),
         name: row.get(1)?,
-        api_key: row.get(2)?,
+        key_digest: row.get(2)?,
         eager_sharing: row.get(3)?,
         created_at: row.get(4)?,
     })

@@ -134,6 +134,41 @@ impl Library {
         }
     }
 
+    /// The bytes of a SQLite library's files (the database and its `-wal`); `None` on
+    /// PostgreSQL, whose files are the server's.
+    pub(crate) fn file_bytes(&self) -> Option<Vec<u8>> {
+        let Library::Sqlite { path, .. } = self else {
+            return None;
+        };
+        let mut bytes = std::fs::read(path).unwrap();
+        let mut wal = path.clone().into_os_string();
+        wal.push("-wal");
+        if let Ok(log) = std::fs::read(wal) {
+            bytes.extend(log);
+        }
+        Some(bytes)
+    }
+
+    /// Makes the library look written before a migration: SQLite's schema at `sqlite`,
+    /// PostgreSQL's at `postgres` (the later migrations forgotten, to be run at the next open).
+    pub(crate) fn rewind_schema(&self, sqlite: i64, postgres: i64) {
+        match self {
+            Library::Sqlite { path, .. } => {
+                let conn = rusqlite::Connection::open(path).unwrap();
+                conn.pragma_update(None, "user_version", sqlite).unwrap();
+            }
+            Library::Postgres(schema) => {
+                let mut client =
+                    ::postgres::Client::connect(&schema.url, ::postgres::NoTls).unwrap();
+                let sql = format!(
+                    "DELETE FROM {}.mindrune_migrations WHERE version > $1",
+                    schema.name
+                );
+                client.execute(&sql, &[&postgres]).unwrap();
+            }
+        }
+    }
+
     /// Runs one statement straight on the library's database, behind the store's back (the
     /// same SQL reads alike on both backends for the simple updates tests make).
     pub(crate) fn tamper(&self, sql: &str) {

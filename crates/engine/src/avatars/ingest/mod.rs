@@ -17,7 +17,7 @@ use mindrune_core::header;
 use mindrune_core::secrets::{self, Scrubber};
 use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
 use mindrune_store::{
-    Agent, HeaderState, Lineage, Millis, NewSnippetUse, NewUse, Outcome, OwnerId, ScriptSnapshot,
+    Agent, HeaderState, Lineage, Millis, NewSnippetUse, NewUse, Outcome, ScriptSnapshot,
     SharingChange, SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
 };
 
@@ -155,7 +155,6 @@ struct Caches {
     agents: HashMap<String, Arc<Agent>>,
     scrubbers: HashMap<i64, (Option<FileStamp>, Arc<Scrubber>)>,
     files: HashMap<(i64, String), KnownFile>,
-    owner_keys: HashMap<i64, String>,
     /// Agents re-run the very same command lines all day; parsing one once is enough.
     shell_lines: HashMap<(i64, String, Option<String>), Arc<ShellRuns>>,
     /// For each thread inside a write group, each avatar's newest stored output as far as the
@@ -1226,8 +1225,9 @@ impl<'s> Recorder<'s> {
         Ok(agent)
     }
 
-    /// The scrubber for an agent: its bot's password and keys from `bot.env`, and its owner's
-    /// key. Rebuilt when `bot.env` changes.
+    /// The scrubber for an agent: its bot's password and keys from `bot.env`. The owner's key
+    /// is not known here (the library keeps only its digest): it is scrubbed by its shape,
+    /// `mrk_` and 48 hex digits, as every token is. Rebuilt when `bot.env` changes.
     pub(crate) fn scrubber(
         &self,
         agent: &Agent,
@@ -1240,30 +1240,18 @@ impl<'s> Recorder<'s> {
         {
             return Ok(scrubber.clone());
         }
-        let owner_key = self.owner_key(agent.owner)?;
         // Fails closed: a bot.env that is there but cannot be read refuses the event, since
         // recording it would store the bot's password unscrubbed.
-        let mut known =
-            bot_env_secrets(files, &agent.name).map_err(|err| IngestError::Invalid {
-                field: None,
-                message: err.to_string(),
-            })?;
-        known.push(owner_key);
+        let known = bot_env_secrets(files, &agent.name).map_err(|err| IngestError::Invalid {
+            field: None,
+            message: err.to_string(),
+        })?;
         let refs: Vec<&str> = known.iter().map(String::as_str).collect();
         let scrubber = Arc::new(Scrubber::new(&refs));
         self.caches()
             .scrubbers
             .insert(agent.id.0, (stamp, scrubber.clone()));
         Ok(scrubber)
-    }
-
-    fn owner_key(&self, owner: OwnerId) -> Result<String, IngestError> {
-        if let Some(key) = self.caches().owner_keys.get(&owner.0) {
-            return Ok(key.clone());
-        }
-        let key = self.store.owner(owner)?.api_key;
-        self.caches().owner_keys.insert(owner.0, key.clone());
-        Ok(key)
     }
 }
 

@@ -1,15 +1,19 @@
 //! The live session's real outputs (`../shared/data/rs-sdk/runs/live/`, see its README) recorded
-//! through `mindrune record` in the README's order for each bot, with turn ends where the README
-//! puts them: what the library keeps of each call must be the README's truth, and where the
-//! output cannot tell the truth, "not measured" or "unknown", never a wrong number.
+//! in the README's order for each bot, with turn ends where the README puts them, through
+//! `mindrune record` and again as the live session lived them: Claude Code's hook calls in relay
+//! mode, a runner, `mindrune serve`. What the library keeps of each call must be the README's
+//! truth, and where the output cannot tell the truth, "not measured" or "unknown", never a wrong
+//! number; both paths keep the same.
 
 use std::collections::BTreeMap;
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use crate::util::{TestLibrary, stderr};
+use crate::util::{TestLibrary, free_port, stderr};
 
 fn live_dir() -> PathBuf {
     std::env::var_os("MINDRUNE_SHARED")
@@ -96,6 +100,154 @@ impl Call {
     }
 }
 
+/// How the calls reach the library.
+enum Path {
+    /// `mindrune record`, each event dated.
+    Record,
+    /// As the live session: each call through Claude Code's hooks in relay mode into the bot's
+    /// spool, delivered by `mindrune runner --once` to `mindrune serve`.
+    Relay(Relay),
+}
+
+struct Relay {
+    server: Child,
+    url: String,
+    tokens: BTreeMap<&'static str, String>,
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+impl Path {
+    fn relay(lib: &TestLibrary) -> Path {
+        let port = free_port();
+        let server = lib
+            .std_cmd()
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "the server never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let tokens = ["woody", "ash"]
+            .into_iter()
+            .map(|agent| (agent, lib.ok(&["token", "issue", agent]).trim().to_string()))
+            .collect();
+        Path::Relay(Relay {
+            server,
+            url: format!("http://127.0.0.1:{port}"),
+            tokens,
+        })
+    }
+
+    fn turn(&self, lib: &TestLibrary, agent: &str, calls: &[Call]) {
+        match self {
+            Path::Record => record_turn(lib, agent, calls),
+            Path::Relay(relay) => {
+                for call in calls {
+                    relay_call(lib, agent, call);
+                }
+                relay.deliver(lib, agent);
+            }
+        }
+    }
+
+    /// The turn boundary: `mindrune turn-end`, or the `Stop` hook delivered by the runner.
+    fn turn_end(&self, lib: &TestLibrary, agent: &str) -> String {
+        match self {
+            Path::Record => lib.ok(&["turn-end", agent]),
+            Path::Relay(relay) => {
+                hook(
+                    lib,
+                    agent,
+                    &json!({"hook_event_name": "Stop", "session_id": "live"}),
+                );
+                relay.deliver(lib, agent);
+                String::new()
+            }
+        }
+    }
+}
+
+impl Relay {
+    fn deliver(&self, lib: &TestLibrary, agent: &str) {
+        let workspace = lib.workspace(agent);
+        let output = lib
+            .cmd()
+            .args(["runner", "--once", "--server", &self.url, "--agent", agent])
+            .args(["--token", &self.tokens[agent]])
+            .arg("--workspace")
+            .arg(&workspace)
+            .arg("--spool")
+            .arg(spool(lib, agent))
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "runner: {}", stderr(&output));
+    }
+}
+
+fn spool(lib: &TestLibrary, agent: &str) -> PathBuf {
+    lib.dir.path().join(format!("spool-{agent}"))
+}
+
+/// One hook call of `agent`'s Claude Code in relay mode, in its checkout.
+fn hook(lib: &TestLibrary, agent: &str, input: &Value) {
+    let output = lib
+        .cmd()
+        .env("CLAUDE_PROJECT_DIR", lib.workspace(agent))
+        .args(["hook", "claude-code", "--agent", agent, "--relay"])
+        .arg(spool(lib, agent))
+        .write_stdin(input.to_string())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "hook: {}", stderr(&output));
+}
+
+/// A call as Claude Code reports it: `PreToolUse`, then `PostToolUse` (or
+/// `PostToolUseFailure` for a shell call that exited non-zero; an MCP error is `isError`).
+fn relay_call(lib: &TestLibrary, agent: &str, call: &Call) {
+    let workspace = lib.workspace(agent);
+    let (tool, input) = if call.kind == "shell" {
+        ("Bash", json!({"command": call.command}))
+    } else {
+        (
+            "mcp__rs-agent-bot__execute_code",
+            json!({"bot_name": agent, "code": call.command}),
+        )
+    };
+    let base = json!({"session_id": "live", "transcript_path": "", "cwd": workspace,
+                      "tool_name": tool, "tool_input": input, "tool_use_id": call.id});
+    let mut pre = base.clone();
+    pre["hook_event_name"] = json!("PreToolUse");
+    hook(lib, agent, &pre);
+    let mut post = base;
+    match (call.kind, call.ok) {
+        ("shell", true) => {
+            post["hook_event_name"] = json!("PostToolUse");
+            post["tool_response"] =
+                json!({"stdout": call.output, "stderr": "", "interrupted": false});
+        }
+        ("shell", false) => {
+            post["hook_event_name"] = json!("PostToolUseFailure");
+            post["error"] = json!(call.output);
+        }
+        (_, ok) => {
+            post["hook_event_name"] = json!("PostToolUse");
+            post["tool_response"] =
+                json!({"content": [{"type": "text", "text": call.output}], "isError": !ok});
+        }
+    }
+    hook(lib, agent, &post);
+}
+
 /// Records one turn's calls dated 100 ms apart, after the last turn end and before the next:
 /// a turn end is stamped with the wall clock, so the calls are dated around it.
 fn record_turn(lib: &TestLibrary, agent: &str, calls: &[Call]) {
@@ -179,6 +331,7 @@ fn kept(lib: &TestLibrary) -> BTreeMap<String, Kept> {
             .unwrap();
         for row in rows {
             let (id, kept) = row.unwrap();
+            let id = id.trim_start_matches("claude-code:").to_string();
             assert!(all.insert(id, kept).is_none());
         }
     }
@@ -191,7 +344,12 @@ fn kept(lib: &TestLibrary) -> BTreeMap<String, Kept> {
     for row in rows {
         let (id, reason) = row.unwrap();
         // `<event id>#<file>` for a call that names a file.
-        let id = id.split('#').next().unwrap().to_string();
+        let id = id
+            .split('#')
+            .next()
+            .unwrap()
+            .trim_start_matches("claude-code:")
+            .to_string();
         assert!(
             all.insert(
                 id,
@@ -229,11 +387,16 @@ fn scripts(lib: &TestLibrary) {
     }
 }
 
-fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
+fn replay(relayed: bool) -> (TestLibrary, BTreeMap<String, Kept>) {
     let lib = TestLibrary::new();
     lib.agent("woody", "ada");
     lib.agent("ash", "ada");
     scripts(&lib);
+    let path = if relayed {
+        Path::relay(&lib)
+    } else {
+        Path::Record
+    };
     let woody_ws = lib.workspace("woody").to_str().unwrap().to_string();
     let ash_ws = lib.workspace("ash").to_str().unwrap().to_string();
     let woody = |name| Call::sample(name, &woody_ws);
@@ -242,7 +405,7 @@ fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
     // woody's first turn. Stand-in: the look rs-sdk's workflow asks for first. live-chop-timed-out
     // changed nothing (WC stayed 0, no logs), so the look printed the state that run printed.
     let first_look = world_state(&read("live-chop-timed-out.txt"));
-    record_turn(
+    path.turn(
         &lib,
         "woody",
         &[
@@ -253,17 +416,19 @@ fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
             woody("mcp-inline-chop"),
         ],
     );
-    let turn = lib.ok(&["turn-end", "woody"]);
-    // A look went uncounted as nothing: the turn report names the cut run alone.
-    assert!(!turn.contains("sdk/cli.ts"), "{turn}");
-    assert!(turn.contains("bots/woody/chop-trees.ts: cd "), "{turn}");
+    let turn = path.turn_end(&lib, "woody");
+    if !relayed {
+        // A look went uncounted as nothing: the turn report names the cut run alone.
+        assert!(!turn.contains("sdk/cli.ts"), "{turn}");
+        assert!(turn.contains("bots/woody/chop-trees.ts: cd "), "{turn}");
+    }
     // woody's next turn. Stand-ins: run 6 went through `| tail -25`; run 8's output is not in the
     // folder, so it stands in as one cut the same way (it printed no state MindRune could use):
     // the only stand-in that invents no numbers. Without it, mine-dialog would be measured
     // against late-xp's state and get run 8's +3,750 Woodcutting.
     let cut = read("live-chop-tail20.txt");
     let tail25 = "bun bots/woody/chop-trees.ts 2>&1 | tail -25";
-    record_turn(
+    path.turn(
         &lib,
         "woody",
         &[
@@ -275,7 +440,7 @@ fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
             woody("mcp-error"),
         ],
     );
-    lib.ok(&["turn-end", "woody"]);
+    path.turn_end(&lib, "woody");
     // Between turns the operator set woody's Hitpoints to 1. Stand-in: the look the README's
     // truth was read from (26 backpack slots in use, Attack 0 XP, Woodcutting 21,875).
     let before_death = world_state(&read("live-bank-stuck.txt"))
@@ -286,7 +451,7 @@ fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
             "## Inventory (2 empty slots)",
         )
         .replace("- Logs x5", "- Logs x8");
-    record_turn(
+    path.turn(
         &lib,
         "woody",
         &[
@@ -296,9 +461,9 @@ fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
     );
 
     // ash: its first run ever, then (after runs not in the folder) a new session.
-    record_turn(&lib, "ash", &[ash("live-copy-first-run")]);
-    lib.ok(&["turn-end", "ash"]);
-    record_turn(
+    path.turn(&lib, "ash", &[ash("live-copy-first-run")]);
+    path.turn_end(&lib, "ash");
+    path.turn(
         &lib,
         "ash",
         &[
@@ -309,14 +474,27 @@ fn replay() -> (TestLibrary, BTreeMap<String, Kept>) {
     );
     // The `cp` from a stale family-skills/ failed: the file is not there when bun looks.
     std::fs::remove_file(lib.workspace("ash").join("bots/ash/chop-trees.ts")).unwrap();
-    record_turn(&lib, "ash", &[ash("live-missing-file")]);
+    path.turn(&lib, "ash", &[ash("live-missing-file")]);
     let kept = kept(&lib);
     (lib, kept)
 }
 
 #[test]
+fn through_the_hooks_a_runner_and_serve_every_live_call_is_kept_as_through_record() {
+    let (_, relayed) = replay(true);
+    let (_, recorded) = replay(false);
+    assert_eq!(
+        relayed.keys().collect::<Vec<_>>(),
+        recorded.keys().collect::<Vec<_>>()
+    );
+    for (id, kept) in &recorded {
+        assert_eq!(&relayed[id], kept, "{id}");
+    }
+}
+
+#[test]
 fn every_live_call_is_kept_as_the_readme_s_truth_or_as_not_known() {
-    let (lib, kept) = replay();
+    let (lib, kept) = replay(false);
     let at = |id: &str| -> &Kept {
         kept.get(id)
             .unwrap_or_else(|| panic!("{id} was not kept: {kept:#?}"))

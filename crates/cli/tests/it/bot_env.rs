@@ -94,6 +94,61 @@ fn in_relay_mode_a_latin1_bot_env_password_reaches_no_spool_file() {
             "{name} holds the password"
         );
     }
+
+    // Delivered by the runner to the server: neither the server's library nor its answers nor
+    // its log hold it (the dashboard's pages are read from that library).
+    lib.write_script("buzz", "chop", &header_script());
+    let port = crate::util::free_port();
+    let log = lib.dir.path().join("serve.log");
+    let mut server = lib
+        .std_cmd()
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .env("MINDRUNE_LOG", "debug")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let token = lib.ok(&["token", "issue", "buzz"]).trim().to_string();
+    let delivered = lib
+        .cmd()
+        .args([
+            "runner",
+            "--once",
+            "--server",
+            &format!("http://127.0.0.1:{port}"),
+        ])
+        .args(["--agent", "buzz", "--token", &token])
+        .arg("--workspace")
+        .arg(&workspace)
+        .arg("--spool")
+        .arg(&relay)
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(delivered.status.success(), "{}", stderr(&delivered));
+    let shown = lib.ok(&["skill", "show", "buzz/chop", "--json"]);
+    assert!(
+        shown.contains("\"runs\": 1"),
+        "the run reached the server: {shown}"
+    );
+    assert!(!shown.contains(PASSWORD_TAIL), "{shown}");
+    assert!(
+        !contains(&lib.stored_bytes(), PASSWORD_TAIL),
+        "the server's library"
+    );
+    assert!(
+        !contains(&std::fs::read(&log).unwrap(), PASSWORD_TAIL),
+        "the server's log"
+    );
 }
 
 /// Replaces the agent's `bot.env` with a folder of that name: there, but not readable as a file

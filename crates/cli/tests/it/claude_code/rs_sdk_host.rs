@@ -513,6 +513,76 @@ impl Drop for Server {
     }
 }
 
+/// `setup rs-sdk` with a library of the server's, `mindrune serve`, and a long-running runner
+/// for `bot` relaying its hooks' spool: the live session's wiring. Stopped when dropped.
+struct Relayed {
+    library_arg: String,
+    spool: PathBuf,
+    _server: Server,
+    _runner: Server,
+}
+
+impl Story {
+    fn relayed(&mut self, bot: &str) -> Relayed {
+        let checkout = self.checkout.display().to_string();
+        let library_arg = self.root.join("server-library").display().to_string();
+        let output = self.mindrune(&[
+            "--home",
+            &library_arg,
+            "setup",
+            "rs-sdk",
+            &checkout,
+            "--owner",
+            "ada",
+        ]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let port = crate::util::free_port();
+        let server = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+            .args([
+                "--home",
+                &library_arg,
+                "serve",
+                "--addr",
+                &format!("127.0.0.1:{port}"),
+            ])
+            .env_remove("MINDRUNE_DATABASE_URL")
+            .spawn()
+            .unwrap();
+        let server = Server(server);
+        let token = self
+            .mindrune_ok(&["--home", &library_arg, "token", "issue", bot])
+            .trim()
+            .to_string();
+        let spool = self.root.join(format!("spool-{bot}"));
+        let runner = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+            .args(["runner", "--server", &format!("http://127.0.0.1:{port}")])
+            .args(["--agent", bot, "--workspace", &checkout, "--token", &token])
+            .arg("--spool")
+            .arg(&spool)
+            .arg("--mirror")
+            .arg(mirror_of(&self.checkout, bot))
+            .env_remove("MINDRUNE_DATABASE_URL")
+            .spawn()
+            .unwrap();
+        let runner = Server(runner);
+        // The runner keeps the instructions for the hook's SessionStart once it has started.
+        wait_for(
+            || spool.join("instructions.md").exists(),
+            "the runner's start",
+        );
+        Relayed {
+            library_arg,
+            spool,
+            _server: server,
+            _runner: runner,
+        }
+    }
+}
+
 #[test]
 fn the_real_claude_code_relays_runs_through_the_runner_to_serve() {
     if skipped("the_real_claude_code_relays_runs_through_the_runner_to_serve") {
@@ -520,58 +590,12 @@ fn the_real_claude_code_relays_runs_through_the_runner_to_serve() {
     }
     let mut story = Story::new();
     let checkout = story.checkout.display().to_string();
-    let library = story.root.join("server-library");
-    let library_arg = library.display().to_string();
-    let output = story.mindrune(&[
-        "--home",
-        &library_arg,
-        "setup",
-        "rs-sdk",
-        &checkout,
-        "--owner",
-        "ada",
-    ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let port = crate::util::free_port();
-    let server = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
-        .args([
-            "--home",
-            &library_arg,
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .spawn()
-        .unwrap();
-    let _server = Server(server);
-    let token = story
-        .mindrune_ok(&["--home", &library_arg, "token", "issue", "buzz"])
-        .trim()
-        .to_string();
-    let spool = story.root.join("spool-buzz");
-    let server_url = format!("http://127.0.0.1:{port}");
-    let runner = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
-        .args(["runner", "--server", &server_url, "--agent", "buzz"])
-        .args(["--workspace", &checkout, "--token", &token])
-        .arg("--spool")
-        .arg(&spool)
-        .arg("--mirror")
-        .arg(mirror_of(&story.checkout, "buzz"))
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .spawn()
-        .unwrap();
-    let _runner = Server(runner);
-    // The runner keeps the instructions for the hook's SessionStart once it has started.
-    wait_for(
-        || spool.join("instructions.md").exists(),
-        "the runner's start",
-    );
-
+    let Relayed {
+        library_arg,
+        spool,
+        _server,
+        _runner,
+    } = story.relayed("buzz");
     story.model.script(
         "relay-1",
         vec![
@@ -640,62 +664,12 @@ fn the_live_loop_files_a_run_under_the_code_that_ran_and_a_new_session_starts_fr
     }
     let mut story = Story::new();
     let checkout = story.checkout.display().to_string();
-    let library = story.root.join("server-library");
-    let library_arg = library.display().to_string();
-    let output = story.mindrune(&[
-        "--home",
-        &library_arg,
-        "setup",
-        "rs-sdk",
-        &checkout,
-        "--owner",
-        "ada",
-    ]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let port = crate::util::free_port();
-    let server = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
-        .args([
-            "--home",
-            &library_arg,
-            "serve",
-            "--addr",
-            &format!("127.0.0.1:{port}"),
-        ])
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .spawn()
-        .unwrap();
-    let _server = Server(server);
-    let token = story
-        .mindrune_ok(&["--home", &library_arg, "token", "issue", "buzz"])
-        .trim()
-        .to_string();
-    let spool = story.root.join("spool-buzz");
-    let runner = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
-        .args(["runner", "--server", &format!("http://127.0.0.1:{port}")])
-        .args([
-            "--agent",
-            "buzz",
-            "--workspace",
-            &checkout,
-            "--token",
-            &token,
-        ])
-        .arg("--spool")
-        .arg(&spool)
-        .arg("--mirror")
-        .arg(mirror_of(&story.checkout, "buzz"))
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .spawn()
-        .unwrap();
-    let _runner = Server(runner);
-    wait_for(
-        || spool.join("instructions.md").exists(),
-        "the runner's start",
-    );
+    let Relayed {
+        library_arg,
+        spool,
+        _server,
+        _runner,
+    } = story.relayed("buzz");
     let relay = [("MINDRUNE_RELAY", spool.display().to_string())];
 
     // Session 1: a run, and an edit of the same file right after it (as a live Claude Code did,

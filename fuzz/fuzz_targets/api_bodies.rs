@@ -26,7 +26,10 @@ fn fixture() -> &'static Fixture {
     static FIXTURE: OnceLock<Fixture> = OnceLock::new();
     FIXTURE.get_or_init(|| {
         let store = SqliteStore::open_in_memory().expect("an in-memory library");
-        let owner = store.create_owner("fuzz", "mrk_fuzz_key", 0).unwrap();
+        // The library keeps an owner's key only as its digest.
+        let owner = store
+            .create_owner("fuzz", &secret_digest("mrk_fuzz_key"), 0)
+            .unwrap();
         let agent = store.create_agent(owner.id, "buzz", "/work", 0).unwrap();
         store
             .issue_runner_token(owner.id, agent.id, &secret_digest(TOKEN), 0)

@@ -566,27 +566,18 @@ impl<'s> Recorder<'s> {
                         )?;
                         continue;
                     }
-                    let file = match files.stat(relative, MAX_SCRIPT_BYTES) {
+                    let not_run = match files.stat(relative, MAX_SCRIPT_BYTES) {
                         // bun found no such file (a `cp` that failed before it): nothing ran,
                         // so it is no run of the version the library saw at that path last.
-                        Ok(None) if bun_found_no_file(event, relative) => {
-                            let warning = format!(
-                                "{relative}: bun could not find the file (Module not found), so nothing ran; the run is not recorded"
-                            );
-                            self.note_unrecorded(
-                                &agent,
-                                event.id.as_deref(),
-                                relative,
-                                at,
-                                UnrecordedReason::NoScript,
-                                warning.clone(),
-                            )?;
-                            recorded.warnings.push(warning);
-                            continue;
-                        }
+                        Ok(None) if bun_found_no_file(event, relative) => Err(format!(
+                            "{relative}: bun could not find the file (Module not found), so nothing ran; the run is not recorded"
+                        )),
+                        Ok(file) => Ok(file),
+                        Err(err) => Err(format!("{err}; the run is not recorded")),
+                    };
+                    let file = match not_run {
                         Ok(file) => file,
-                        Err(err) => {
-                            let warning = format!("{err}; the run is not recorded");
+                        Err(warning) => {
                             self.note_unrecorded(
                                 &agent,
                                 event.id.as_deref(),

@@ -523,6 +523,15 @@ struct Relayed {
 }
 
 impl Story {
+    /// `skill show SKILL --json` of the library at `library_arg`, once the skill is there.
+    fn skill_in(&self, library_arg: &str, skill: &str) -> Option<Value> {
+        let output = self.mindrune(&["--home", library_arg, "skill", "show", skill, "--json"]);
+        output
+            .status
+            .success()
+            .then(|| serde_json::from_slice(&output.stdout).unwrap())
+    }
+
     fn relayed(&mut self, bot: &str) -> Relayed {
         let checkout = self.checkout.display().to_string();
         let library_arg = self.root.join("server-library").display().to_string();
@@ -621,20 +630,7 @@ fn the_real_claude_code_relays_runs_through_the_runner_to_serve() {
     assert_hooks_were_quiet(&story.hooks());
 
     // Everything the hooks spooled reaches the server: four runs, one failed.
-    let skill = || -> Option<Value> {
-        let output = story.mindrune(&[
-            "--home",
-            &library_arg,
-            "skill",
-            "show",
-            "buzz/chop-oaks",
-            "--json",
-        ]);
-        output
-            .status
-            .success()
-            .then(|| serde_json::from_slice(&output.stdout).unwrap())
-    };
+    let skill = || story.skill_in(&library_arg, "buzz/chop-oaks");
     wait_for(
         || skill().is_some_and(|s| s["versions"][0]["runs"] == 4),
         "four runs at the server",
@@ -690,20 +686,7 @@ fn the_live_loop_files_a_run_under_the_code_that_ran_and_a_new_session_starts_fr
     );
     story.session("buzz", "edit-after-run", &relay);
     assert_hooks_were_quiet(&story.hooks());
-    let skill = || -> Option<Value> {
-        let output = story.mindrune(&[
-            "--home",
-            &library_arg,
-            "skill",
-            "show",
-            "buzz/chop-oaks",
-            "--json",
-        ]);
-        output
-            .status
-            .success()
-            .then(|| serde_json::from_slice(&output.stdout).unwrap())
-    };
+    let skill = || story.skill_in(&library_arg, "buzz/chop-oaks");
     // The turn end brings the edit as v2; the run stays v1's.
     wait_for(
         || skill().is_some_and(|s| s["versions"].as_array().is_some_and(|v| v.len() == 2)),

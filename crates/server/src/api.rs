@@ -69,6 +69,9 @@ async fn read_json<T: DeserializeOwned>(
     let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(err) => {
+            if let Some(deadline) = crate::fairness::BodyDeadline::in_error(&err) {
+                return Err(deadline.to_api_error());
+            }
             let over = std::error::Error::source(&err)
                 .is_some_and(|e| e.is::<http_body_util::LengthLimitError>())
                 || err.to_string().contains("length limit exceeded");

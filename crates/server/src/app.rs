@@ -85,6 +85,10 @@ pub fn router(state: AppState) -> Router {
         )
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
+            crate::fairness::fair_share,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
             track_storage,
         ))
         .with_state(state)
@@ -167,8 +171,9 @@ async fn ready(State(state): State<AppState>) -> Result<impl IntoResponse, ApiEr
 /// The accept loop is written out rather than `axum::serve`, which gives hyper no timer and so
 /// no header-read timeout, and takes every connection it is offered. Here a connection whose
 /// headers have not all arrived within `header_read_timeout_secs` is closed by hyper, and past
-/// `max_connections` a new connection is answered 503 and closed at once: a client that opens
-/// connections and sends nothing holds at most the cap, and only for the header timeout.
+/// `max_connections` — or past `max_connections_per_peer` from one address — a new connection
+/// is answered 503 and closed at once: a client that opens connections and sends nothing holds
+/// at most its peer's share, and only for the header timeout (`fairness`).
 pub async fn serve(
     state: AppState,
     listener: TcpListener,
@@ -177,6 +182,7 @@ pub async fn serve(
     let grace = Duration::from_secs(state.config().shutdown_grace_secs);
     let header_timeout = Duration::from_secs(state.config().header_read_timeout_secs);
     let permits = Arc::new(tokio::sync::Semaphore::new(state.config().max_connections));
+    let peers = crate::fairness::PeerConnections::new(state.config().max_connections_per_peer);
     let app = router(state.clone());
     // `stopping` tells every connection to finish its request and close; `open` is held by
     // every connection, so its sender sees it closed once the last one is gone.
@@ -184,9 +190,9 @@ pub async fn serve(
     let (open_tx, open_rx) = tokio::sync::watch::channel(());
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(err) => {
                     accept_failed(err).await;
                     continue;
@@ -198,7 +204,14 @@ pub async fn serve(
             state
                 .health()
                 .note_refused("503 Service Unavailable (over max_connections)".into());
-            tokio::spawn(refuse_busy(stream));
+            tokio::spawn(refuse_busy(stream, BUSY));
+            continue;
+        };
+        let Some(peer_slot) = peers.open(peer.ip()) else {
+            state
+                .health()
+                .note_refused("503 Service Unavailable (over max_connections_per_peer)".into());
+            tokio::spawn(refuse_busy(stream, BUSY_PEER));
             continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
@@ -230,6 +243,7 @@ pub async fn serve(
                 }
             }
             drop(permit);
+            drop(peer_slot);
             drop(open);
         });
     }
@@ -260,14 +274,16 @@ async fn accept_failed(err: std::io::Error) {
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
 
+const BUSY: &str = r#"{"error":{"code":"unavailable","message":"the server is serving as many connections as it takes (max_connections); try again in a second"}}"#;
+const BUSY_PEER: &str = r#"{"error":{"code":"unavailable","message":"your address holds as many connections as one address may (max_connections_per_peer); close one or try again in a second"}}"#;
+
 /// The answer to a connection over the cap, written without reading the request: the client
 /// hears why and when to come back instead of waiting in a queue.
-async fn refuse_busy(mut stream: tokio::net::TcpStream) {
+async fn refuse_busy(mut stream: tokio::net::TcpStream, body: &'static str) {
     use tokio::io::AsyncWriteExt as _;
-    const BODY: &str = r#"{"error":{"code":"unavailable","message":"the server is serving as many connections as it takes (max_connections); try again in a second"}}"#;
     let answer = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{BODY}",
-        BODY.len()
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n{body}",
+        body.len()
     );
     let write = async {
         stream.write_all(answer.as_bytes()).await?;

@@ -25,6 +25,14 @@ pub struct ServerConfig {
     pub header_read_timeout_secs: u64,
     /// The most connections served at once; one more is answered 503 and closed at once.
     pub max_connections: usize,
+    /// The most connections one address may hold at once; one more from it is answered 503
+    /// and closed at once, so a single host cannot take every slot. Behind a reverse proxy on
+    /// the same host every client is the proxy's address: raise it to `max_connections` there
+    /// and let the proxy limit each client.
+    pub max_connections_per_peer: usize,
+    /// A request whose body has not all arrived this many seconds after its headers is
+    /// answered 408 and its connection closed, so a slow upload cannot hold a connection.
+    pub body_read_timeout_secs: u64,
     /// How long a dashboard login lasts, in hours.
     pub session_hours: u64,
     /// Requests taking longer than this are answered 408, in seconds.
@@ -97,6 +105,8 @@ impl Default for ServerConfig {
             secure_cookies: None,
             header_read_timeout_secs: 10,
             max_connections: 512,
+            max_connections_per_peer: 64,
+            body_read_timeout_secs: 30,
             session_hours: 12,
             request_timeout_secs: 60,
             shutdown_grace_secs: 30,
@@ -187,7 +197,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error(
-        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, header_read_timeout_secs, max_connections, session_hours, request_timeout_secs, shutdown_grace_secs and [[playbooks]] tables (owner, workspace)"
+        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, header_read_timeout_secs, body_read_timeout_secs, max_connections, max_connections_per_peer, session_hours, request_timeout_secs, shutdown_grace_secs and [[playbooks]] tables (owner, workspace)"
     )]
     Invalid {
         path: String,
@@ -242,9 +252,23 @@ pub fn parse(text: &str, origin: &str) -> Result<ServerConfig, ConfigError> {
     for (key, value) in [
         ("header_read_timeout_secs", config.header_read_timeout_secs),
         ("max_connections", config.max_connections as u64),
+        (
+            "max_connections_per_peer",
+            config.max_connections_per_peer as u64,
+        ),
+        ("body_read_timeout_secs", config.body_read_timeout_secs),
     ] {
         if value == 0 {
-            let offset = text.find(key).unwrap_or(0);
+            // The key's own line: `max_connections` must not be found in
+            // `max_connections_per_peer`.
+            let offset = text
+                .match_indices(key)
+                .find(|(at, _)| {
+                    text[at + key.len()..]
+                        .trim_start_matches([' ', '\t'])
+                        .starts_with('=')
+                })
+                .map_or(0, |(at, _)| at);
             let (line, column) = line_column(text, offset);
             return Err(ConfigError::Invalid {
                 path: origin.to_string(),
@@ -323,6 +347,25 @@ mod tests {
             "{err}"
         );
         assert!(parse("header_read_timeout_secs = 0\n", "m.toml").is_err());
+        let err = parse("max_connections_per_peer = 0\n", "m.toml").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("m.toml:1:1: max_connections_per_peer is 0")
+        );
+        let err = parse(
+            "max_connections_per_peer = 9\nmax_connections = 0\n",
+            "m.toml",
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("m.toml:2:1: max_connections is 0")
+        );
+        let err = parse("\nbody_read_timeout_secs = 0\n", "m.toml").unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("m.toml:2:1: body_read_timeout_secs is 0")
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod config;
 pub mod console;
 pub mod dashboard;
 pub mod error;
+pub mod fairness;
 pub mod group_commit;
 pub mod health;
 pub mod html;

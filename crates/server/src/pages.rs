@@ -45,6 +45,15 @@ pub(crate) fn not_found(what: &str) -> Response {
 }
 
 pub(crate) fn form_error(rejection: &FormRejection) -> Response {
+    if let Some(deadline) = crate::fairness::BodyDeadline::in_error(rejection) {
+        return html::error_page(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "The form did not arrive in time ({deadline}). Nothing was changed; reload the page and try again."
+            ),
+            ("/dashboard", "Back to your family"),
+        );
+    }
     html::error_page(
         rejection.status(),
         &format!(

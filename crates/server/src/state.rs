@@ -11,6 +11,7 @@ use mindrune_store::Store;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
+use crate::fairness::ClassLimits;
 use crate::health::Health;
 use crate::metrics::Metrics;
 
@@ -32,6 +33,8 @@ struct Shared {
     health: Health,
     /// The process's counters for `/metrics`.
     metrics: Metrics,
+    /// The requests in flight each route class may have (`fairness`).
+    class_limits: ClassLimits,
 }
 
 /// Below this much free space on the library's disk the server answers not ready: SQLite needs
@@ -50,6 +53,7 @@ impl AppState {
         let store: &'static dyn Store = Box::leak(store);
         let recorder: &'static Recorder<'static> = Box::leak(Box::new(Recorder::new(store)));
         let metrics = Metrics::default();
+        let config_max_connections = config.max_connections;
         AppState {
             shared: Arc::new(Shared {
                 store,
@@ -63,8 +67,14 @@ impl AppState {
                 disk_full_since: std::sync::Mutex::new(None),
                 health: Health::new(mindrune_engine::avatars::ingest::now_millis()),
                 metrics,
+                class_limits: ClassLimits::new(config_max_connections),
             }),
         }
+    }
+
+    /// The requests in flight each route class may have.
+    pub fn class_limits(&self) -> &ClassLimits {
+        &self.shared.class_limits
     }
 
     pub fn store(&self) -> &'static dyn Store {

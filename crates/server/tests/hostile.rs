@@ -150,6 +150,97 @@ fn past_the_connection_cap_a_new_connection_hears_503_at_once_and_a_freed_slot_s
     }
 }
 
+#[test]
+fn past_its_peer_share_one_address_hears_503_naming_the_setting_and_another_is_served() {
+    let server = start(ServerConfig {
+        max_connections_per_peer: 2,
+        header_read_timeout_secs: 30,
+        ..ServerConfig::default()
+    });
+    let held: Vec<TcpStream> = (0..2)
+        .map(|_| {
+            let stream = TcpStream::connect(server.addr).unwrap();
+            (&stream).write_all(b"GET /health HTTP/1.1\r\n").unwrap();
+            stream
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut third = TcpStream::connect(server.addr).unwrap();
+    third
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut answer = String::new();
+    third.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{answer}"
+    );
+    assert!(answer.contains("max_connections_per_peer"), "{answer}");
+    // The server listens on 127.0.0.1; a client bound to 127.0.0.2 is another peer.
+    let other = std::net::SocketAddr::from(([127, 0, 0, 2], 0));
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let status = runtime.block_on(async {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(other).unwrap();
+        let mut stream = socket.connect(server.addr).await.unwrap();
+        stream
+            .write_all(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap();
+        String::from_utf8_lossy(&answer)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string()
+    });
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    drop(held);
+}
+
+#[test]
+fn a_body_that_trickles_past_its_deadline_is_answered_408_naming_the_setting() {
+    let server = start(ServerConfig {
+        body_read_timeout_secs: 1,
+        ..ServerConfig::default()
+    });
+    for (path, kind) in [
+        ("/v1/events", "application/json"),
+        ("/dashboard/login", "application/x-www-form-urlencoded"),
+    ] {
+        let mut slow = TcpStream::connect(server.addr).unwrap();
+        slow.set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        write!(
+            slow,
+            "POST {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer mr_runner_x\r\nContent-Type: {kind}\r\nContent-Length: 1000\r\n\r\nname="
+        )
+        .unwrap();
+        let started = Instant::now();
+        let mut answer = Vec::new();
+        let _ = slow.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{path}: held {:?}",
+            started.elapsed()
+        );
+        // The runner API checks the token before it reads the body: a wrong token is refused
+        // at once; the login form reads its body and meets the deadline.
+        if path == "/dashboard/login" {
+            assert!(answer.starts_with("HTTP/1.1 408"), "{path}: {answer}");
+            assert!(
+                answer.contains("body_read_timeout_secs"),
+                "{path}: {answer}"
+            );
+        } else {
+            assert!(answer.starts_with("HTTP/1.1 4"), "{path}: {answer}");
+        }
+    }
+}
+
 /// The login page's answer under `config`: its `Set-Cookie` and HSTS headers.
 fn login_headers(config: ServerConfig) -> (Vec<String>, Option<String>) {
     let state = AppState::new(Box::new(SqliteStore::open_in_memory().unwrap()), config);

@@ -13,6 +13,7 @@ mod hostile;
 mod lab;
 mod lab_faults;
 mod live_runs;
+mod load;
 mod mcp;
 mod metrics;
 mod migrate;

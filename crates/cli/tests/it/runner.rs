@@ -5,7 +5,6 @@
 //! runners of two owners fed without pause while the server is killed at random moments.
 
 use std::collections::BTreeMap;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,56 +12,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::util::{Rng, TestLibrary, contains, free_port, stderr, visible_files};
-
-/// Waits until `done` holds, failing the test with `what` after `limit`.
-fn wait_for(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// A `mindrune serve` child process, killed when dropped.
-struct Server {
-    child: Child,
-}
-
-impl Server {
-    fn start(lib: &TestLibrary, port: u16) -> Server {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(lib.dir.path().join("serve.log"))
-            .unwrap();
-        let child = lib
-            .std_cmd()
-            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let server = Server { child };
-        wait_for(Duration::from_secs(30), "the server to listen", || {
-            TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        server
-    }
-
-    /// SIGKILL: no graceful shutdown, requests in flight cut off.
-    fn kill_hard(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use crate::util::{Rng, Server, TestLibrary, contains, free_port, stderr, visible_files, wait_for};
 
 /// One test's family: a library, its agents, one spool per agent, and the server's URL.
 struct Setup {

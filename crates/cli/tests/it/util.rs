@@ -1,7 +1,9 @@
 //! Small helpers: a temporary library with a family, and a way to run the binary in it.
 
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::Output;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
@@ -303,4 +305,59 @@ pub(crate) fn path_without_mindrune() -> String {
         .filter(|dir| dir.canonicalize().ok().as_deref() != Some(folder.as_path()))
         .collect();
     std::env::join_paths(kept).unwrap().into_string().unwrap()
+}
+
+/// Waits until `done` holds, failing the test with `what` after `limit`.
+pub(crate) fn wait_for(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A `mindrune serve` child process, killed when dropped.
+pub(crate) struct Server {
+    pub(crate) child: Child,
+}
+
+impl Server {
+    pub(crate) fn start(lib: &TestLibrary, port: u16) -> Server {
+        Server::start_with(lib, port, &[])
+    }
+
+    /// `mindrune serve` with more arguments (`--config FILE`).
+    pub(crate) fn start_with(lib: &TestLibrary, port: u16, more: &[&str]) -> Server {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(lib.dir.path().join("serve.log"))
+            .unwrap();
+        let child = lib
+            .std_cmd()
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(more)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let server = Server { child };
+        wait_for(Duration::from_secs(30), "the server to listen", || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        server
+    }
+
+    /// SIGKILL: no graceful shutdown, requests in flight cut off.
+    pub(crate) fn kill_hard(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

@@ -23,6 +23,7 @@ use serde::de::DeserializeOwned;
 
 use crate::auth::Runner;
 use crate::error::ApiError;
+use crate::fairness::{BudgetShare, SMALL_BODY_BYTES};
 use crate::state::AppState;
 use crate::wire::{
     self, AvatarStats, EventBatch, EventResult, EventStatus, EventsAnswer, FileProblem,
@@ -51,14 +52,19 @@ async fn skills_are_files() -> ApiError {
     ApiError::gone(wire::SKILLS_ARE_FILES)
 }
 
-/// Reads a JSON body of at most `limit` bytes. A body over the limit is a 413; a body that is
-/// not the expected JSON is a 400 naming the field (`events[3].event`); a body cut short (the
-/// client went away) is a 400 too. Nothing is stored in any of these cases.
-async fn read_json<T: DeserializeOwned>(
+/// Reads a JSON body of at most `limit` bytes, once the body's share of the server's
+/// [`BodyBudget`](crate::fairness::BodyBudget) is free; the share is handed back with the value
+/// and lasts as long as the caller keeps it. A body over the limit is a 413; a body that is not
+/// the expected JSON is a 400 naming the field (`events[3].event`); a body cut short (the
+/// client went away) is a 400 too, and one that trickled past `body_read_timeout_secs` a 408.
+/// Nothing is stored in any of these cases. A large body is decoded on a blocking thread, so
+/// it never holds up the requests the runtime's threads are serving.
+async fn read_json<T: DeserializeOwned + Send + 'static>(
+    state: &AppState,
     headers: &HeaderMap,
     body: Body,
     limit: usize,
-) -> Result<T, ApiError> {
+) -> Result<(T, BudgetShare), ApiError> {
     let declared = headers
         .get(CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -66,6 +72,10 @@ async fn read_json<T: DeserializeOwned>(
     if declared.is_some_and(|len| len > limit as u64) {
         return Err(ApiError::too_large(limit));
     }
+    let share = state
+        .body_budget()
+        .share(declared.map_or(limit, |len| len as usize))
+        .await;
     let bytes: Bytes = match axum::body::to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(err) => {
@@ -84,7 +94,19 @@ async fn read_json<T: DeserializeOwned>(
             });
         }
     };
-    let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+    let value = if bytes.len() < SMALL_BODY_BYTES {
+        decode_json(&bytes)?
+    } else {
+        tokio::task::spawn_blocking(move || decode_json(&bytes))
+            .await
+            .map_err(|err| ApiError::internal("the request body could not be decoded", err))??
+    };
+    Ok((value, share))
+}
+
+/// The value of a JSON body, or a 400 naming the field at fault.
+fn decode_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
         let path = err.path().to_string();
         let inner = err.into_inner();
@@ -167,7 +189,7 @@ fn snapshot(
         let name = path.strip_prefix(&folder).unwrap_or("");
         if name.is_empty() || name.contains('/') || name == "bot.env" {
             return Err(ApiError::bad_field(
-                format!("{field}.{path}"),
+                format!("{field}.{}", wire::shown_path(&path)),
                 format!(
                     "a runner sends only the files directly in {folder} (its scripts and lab_log.md, never bot.env)"
                 ),
@@ -186,9 +208,12 @@ fn snapshot(
                 },
             }),
         };
-        snapshot
-            .insert(&path, content)
-            .map_err(|err| ApiError::bad_field(format!("{field}.{path}"), err.to_string()))?;
+        snapshot.insert(&path, content).map_err(|err| {
+            ApiError::bad_field(
+                format!("{field}.{}", wire::shown_path(&path)),
+                err.to_string(),
+            )
+        })?;
     }
     Ok(snapshot)
 }
@@ -199,7 +224,8 @@ async fn post_events(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<EventsAnswer>, ApiError> {
-    let batch: EventBatch = read_json(&headers, body, wire::MAX_EVENTS_BODY).await?;
+    let (batch, _budget): (EventBatch, _) =
+        read_json(&state, &headers, body, wire::MAX_EVENTS_BODY).await?;
     if batch.events.len() > wire::MAX_BATCH_EVENTS {
         return Err(ApiError::bad_field(
             "events",
@@ -373,7 +399,8 @@ async fn post_turn(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<TurnAnswer>, ApiError> {
-    let request: TurnRequest = read_json(&headers, body, wire::MAX_TURN_BODY).await?;
+    let (request, _budget): (TurnRequest, _) =
+        read_json(&state, &headers, body, wire::MAX_TURN_BODY).await?;
     let files = snapshot(request.files, &runner.agent, "files")?;
     let recorder = state.recorder();
     let agent = runner.agent;
@@ -458,7 +485,8 @@ async fn post_mirror(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<MirrorAnswer>, ApiError> {
-    let request: MirrorRequest = read_json(&headers, body, wire::MAX_SMALL_BODY).await?;
+    let (request, _budget): (MirrorRequest, _) =
+        read_json(&state, &headers, body, wire::MAX_SMALL_BODY).await?;
     send_mirror(&state, runner.agent, request.have).await
 }
 
@@ -468,7 +496,8 @@ async fn post_wrapup(
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let request: WrapUpRequest = read_json(&headers, body, wire::MAX_TURN_BODY).await?;
+    let (request, _budget): (WrapUpRequest, _) =
+        read_json(&state, &headers, body, wire::MAX_TURN_BODY).await?;
     let files = snapshot(request.files, &runner.agent, "files")?;
     let recorder = state.recorder();
     let agent = runner.agent;
@@ -509,7 +538,8 @@ async fn post_state(
     headers: HeaderMap,
     body: Body,
 ) -> Result<axum::http::StatusCode, ApiError> {
-    let mut stats: AvatarStats = read_json(&headers, body, wire::MAX_EVENTS_BODY).await?;
+    let (mut stats, _budget): (AvatarStats, _) =
+        read_json(&state, &headers, body, wire::MAX_EVENTS_BODY).await?;
     // Only the recorder reads a state from a run's printed output; a report is the runner's.
     stats.printed = false;
     let at = match &stats.at {

@@ -6,6 +6,20 @@ use axum::response::{IntoResponse, Response};
 
 use crate::wire::{ErrorBody, ErrorDetail};
 
+/// The longest message an error answer carries: a message that quotes what a client sent (a
+/// value of the wrong type, a path) must not send a hostile megabyte back.
+pub const MAX_MESSAGE_CHARS: usize = 2_000;
+/// The longest field path an error answer names.
+pub const MAX_FIELD_CHARS: usize = 300;
+
+/// `text` cut after `max` characters, saying how long it was.
+fn cut(text: String, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text,
+        Some((at, _)) => format!("{}… (cut; {} bytes in all)", &text[..at], text.len()),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
@@ -18,7 +32,7 @@ impl ApiError {
             status,
             detail: ErrorDetail {
                 code: code.into(),
-                message: message.into(),
+                message: cut(message.into(), MAX_MESSAGE_CHARS),
                 field: None,
             },
         }
@@ -30,7 +44,7 @@ impl ApiError {
 
     pub fn bad_field(field: impl Into<String>, message: impl Into<String>) -> Self {
         let mut error = Self::bad_request(message);
-        error.detail.field = Some(field.into());
+        error.detail.field = Some(cut(field.into(), MAX_FIELD_CHARS));
         error
     }
 
@@ -55,7 +69,7 @@ impl ApiError {
             StatusCode::PAYLOAD_TOO_LARGE,
             "too_large",
             format!(
-                "the request body is over the {limit}-byte limit of this endpoint; send fewer events per batch"
+                "the request body is over the {limit}-byte limit of this endpoint (docs/openapi.json lists every bound); nothing was stored — send less at once (fewer events per batch)"
             ),
         )
     }
@@ -109,5 +123,30 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = ErrorBody { error: self.detail };
         (self.status, axum::Json(body)).into_response()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_never_echoes_a_hostile_megabyte_back() {
+        let huge = "a".repeat(10 * 1024 * 1024);
+        let error = ApiError::bad_field(huge.clone(), format!("invalid type: string {huge:?}"));
+        assert!(error.detail.message.chars().count() < MAX_MESSAGE_CHARS + 40);
+        assert!(error.detail.message.ends_with("bytes in all)"));
+        let field = error.detail.field.unwrap();
+        assert!(
+            field.chars().count() < MAX_FIELD_CHARS + 40,
+            "{}",
+            field.len()
+        );
+    }
+
+    #[test]
+    fn a_short_message_is_kept_whole() {
+        let error = ApiError::bad_request("the body is not JSON");
+        assert_eq!(error.detail.message, "the body is not JSON");
     }
 }

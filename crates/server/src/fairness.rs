@@ -223,9 +223,12 @@ impl BodyDeadline {
 /// A request body that fails with [`BodyDeadline`] once its deadline passes. Written by hand:
 /// tower-http's `RequestBodyTimeout` restarts its clock at every frame, so a client sending a
 /// byte a second would never meet it.
+///
+/// The clock starts when the handler first reads the body, not when the request arrives: a
+/// request waiting its turn for the [`BodyBudget`] has not been slow.
 struct DeadlineBody {
     inner: Body,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    deadline: Option<Pin<Box<tokio::time::Sleep>>>,
     secs: u64,
 }
 
@@ -233,7 +236,7 @@ impl DeadlineBody {
     fn new(inner: Body, secs: u64) -> DeadlineBody {
         DeadlineBody {
             inner,
-            deadline: Box::pin(tokio::time::sleep(Duration::from_secs(secs))),
+            deadline: None,
             secs,
         }
     }
@@ -248,10 +251,14 @@ impl HttpBody for DeadlineBody {
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
         let this = &mut *self;
+        let secs = this.secs;
+        let deadline = this
+            .deadline
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(Duration::from_secs(secs))));
         if let Poll::Ready(frame) = Pin::new(&mut this.inner).poll_frame(cx) {
             return Poll::Ready(frame);
         }
-        match this.deadline.as_mut().poll(cx) {
+        match deadline.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(axum::Error::new(BodyDeadline {
                 secs: this.secs,
             })))),
@@ -267,6 +274,54 @@ impl HttpBody for DeadlineBody {
         self.inner.size_hint()
     }
 }
+
+/// The bytes of request bodies the server holds at once, across every client: a body waits for
+/// its share before it is read, so what many large requests at once cost is bounded by the
+/// budget, not by how many arrive. Counted in KiB.
+#[derive(Debug)]
+pub struct BodyBudget {
+    kib: Arc<Semaphore>,
+    total_kib: usize,
+}
+
+/// A body's share of the [`BodyBudget`], given back when dropped (after the request's value,
+/// which costs about as much as its body, is no longer needed).
+#[derive(Debug)]
+pub struct BudgetShare {
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+impl BodyBudget {
+    pub fn new(bytes: usize) -> BodyBudget {
+        let total_kib = bytes.div_ceil(1024).max(1);
+        BodyBudget {
+            kib: Arc::new(Semaphore::new(total_kib)),
+            total_kib,
+        }
+    }
+
+    /// Waits until `bytes` more may be held. Bodies under 64 KiB are not counted: they cost
+    /// little, and a runner's small requests must never wait behind a large one.
+    pub async fn share(&self, bytes: usize) -> BudgetShare {
+        if bytes < SMALL_BODY_BYTES {
+            return BudgetShare { _permit: None };
+        }
+        let kib = bytes.div_ceil(1024).min(self.total_kib);
+        let kib = u32::try_from(kib).unwrap_or(u32::MAX);
+        let permit = Arc::clone(&self.kib).acquire_many_owned(kib).await.ok();
+        BudgetShare { _permit: permit }
+    }
+}
+
+/// The server's body budget: room for one largest turn (32 MiB) and an event batch (8 MiB)
+/// beside it. With what the bodies become while they are recorded (about three times their
+/// size at the peak, measured by `load::one_token_s_costliest_requests_…`), this bounds what
+/// requests cost the server's memory: under 300 MB whatever one token, or all of them, send.
+pub const BODY_BUDGET_BYTES: usize = 40 * 1024 * 1024;
+
+/// Below this a body is read without waiting for the budget (and parsed on the request's own
+/// task: it is too small to hold a runtime thread).
+pub const SMALL_BODY_BYTES: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -317,6 +372,25 @@ mod tests {
         assert_eq!((limits.runner_share, limits.pages_share), (256, 128));
         let tiny = ClassLimits::new(1);
         assert_eq!((tiny.runner_share, tiny.pages_share), (1, 1));
+    }
+
+    #[tokio::test]
+    async fn large_bodies_wait_for_their_share_of_the_budget_and_small_ones_never_wait() {
+        let budget = BodyBudget::new(1024 * 1024);
+        let first = budget.share(800 * 1024).await;
+        let second = budget.share(800 * 1024);
+        tokio::pin!(second);
+        assert!(
+            futures_util::poll!(second.as_mut()).is_pending(),
+            "a second large body waits"
+        );
+        let small = budget.share(10 * 1024).await;
+        drop(small);
+        drop(first);
+        let _second = second.await;
+        // A body larger than the whole budget still gets in, alone.
+        drop(_second);
+        let _alone = budget.share(8 * 1024 * 1024).await;
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use mindrune_store::Store;
 
 use crate::config::ServerConfig;
 use crate::error::ApiError;
-use crate::fairness::ClassLimits;
+use crate::fairness::{BODY_BUDGET_BYTES, BodyBudget, ClassLimits};
 use crate::health::Health;
 use crate::metrics::Metrics;
 
@@ -35,6 +35,8 @@ struct Shared {
     metrics: Metrics,
     /// The requests in flight each route class may have (`fairness`).
     class_limits: ClassLimits,
+    /// The bytes of request bodies held at once (`fairness`).
+    body_budget: BodyBudget,
 }
 
 /// Below this much free space on the library's disk the server answers not ready: SQLite needs
@@ -68,8 +70,14 @@ impl AppState {
                 health: Health::new(mindrune_engine::avatars::ingest::now_millis()),
                 metrics,
                 class_limits: ClassLimits::new(config_max_connections),
+                body_budget: BodyBudget::new(BODY_BUDGET_BYTES),
             }),
         }
+    }
+
+    /// The bytes of request bodies the server holds at once.
+    pub fn body_budget(&self) -> &BodyBudget {
+        &self.shared.body_budget
     }
 
     /// The requests in flight each route class may have.

@@ -18,10 +18,130 @@ pub const API_VERSION: &str = "v1";
 pub const MAX_BATCH_EVENTS: usize = 500;
 /// The largest request body of the event and state endpoints.
 pub const MAX_EVENTS_BODY: usize = 8 * 1024 * 1024;
-/// The largest turn body: every script of the avatar plus its lab log.
-pub const MAX_TURN_BODY: usize = 64 * 1024 * 1024;
+/// The largest turn body: every script of the avatar plus its lab log (a lab log is read up to
+/// 16 MiB, a script up to 1 MiB; real turns are a few hundred KB). Recording a turn costs the
+/// server about three times its body at the peak, so this bounds what one turn may cost.
+pub const MAX_TURN_BODY: usize = 32 * 1024 * 1024;
 /// The largest body of any other request (dashboard forms, mirror requests).
 pub const MAX_SMALL_BODY: usize = 1024 * 1024;
+/// The most files a turn or a wrap-up may list: an avatar's folder of scripts, with room to
+/// spare. A body is bounded by what it costs the server, not only by its bytes: a 60 MB list
+/// of one-character names would otherwise become a million map entries.
+pub const MAX_TURN_FILES: usize = 1_000;
+/// The most files one event may name (the scripts one call ran).
+pub const MAX_EVENT_FILES: usize = 64;
+/// The most mirror keys a runner may say it holds.
+pub const MAX_MIRROR_KEYS: usize = 10_000;
+/// The longest file path or mirror key, in bytes (Linux's `PATH_MAX`).
+pub const MAX_PATH_BYTES: usize = 4_096;
+/// The most bytes of file paths (or mirror keys) one list may carry in all.
+pub const MAX_PATH_LIST_BYTES: usize = 256 * 1024;
+/// How much of a path an error shows: enough to recognise it, never the whole of a hostile one.
+pub const SHOWN_PATH_CHARS: usize = 200;
+
+/// `path` as an error shows it: cut after [`SHOWN_PATH_CHARS`] characters, with `…` and its
+/// length when cut.
+pub fn shown_path(path: &str) -> String {
+    match path.char_indices().nth(SHOWN_PATH_CHARS) {
+        None => path.to_string(),
+        Some((at, _)) => format!("{}… ({} bytes)", &path[..at], path.len()),
+    }
+}
+
+/// The bounds of one map of paths (or keys) in a request, checked while it is read.
+struct PathList {
+    what: &'static str,
+    max_entries: usize,
+}
+
+impl PathList {
+    /// Reads a map of paths, refusing it at the first entry past a bound, before the rest is
+    /// read: what a hostile list costs is what the bounds allow.
+    fn read<'de, D, V>(self, deserializer: D) -> Result<BTreeMap<String, V>, D::Error>
+    where
+        D: serde::Deserializer<'de>,
+        V: Deserialize<'de>,
+    {
+        struct Visit<V> {
+            list: PathList,
+            value: std::marker::PhantomData<V>,
+        }
+        impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Visit<V> {
+            type Value = BTreeMap<String, V>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(f, "a map of {}", self.list.what)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                use serde::de::Error as _;
+                let PathList { what, max_entries } = self.list;
+                let mut out = BTreeMap::new();
+                let mut bytes = 0usize;
+                while let Some(key) = map.next_key::<String>()? {
+                    if out.len() == max_entries {
+                        return Err(A::Error::custom(format!(
+                            "more than {max_entries} {what}: the limit of one request; send fewer"
+                        )));
+                    }
+                    if key.len() > MAX_PATH_BYTES {
+                        return Err(A::Error::custom(format!(
+                            "the entry {} is {} bytes, over the {MAX_PATH_BYTES}-byte limit of a path",
+                            shown_path(&key),
+                            key.len()
+                        )));
+                    }
+                    bytes += key.len();
+                    if bytes > MAX_PATH_LIST_BYTES {
+                        return Err(A::Error::custom(format!(
+                            "the {what} add up to more than {MAX_PATH_LIST_BYTES} bytes of paths, the limit of one request; send fewer"
+                        )));
+                    }
+                    let value = map.next_value::<V>()?;
+                    out.insert(key, value);
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_map(Visit {
+            list: self,
+            value: std::marker::PhantomData,
+        })
+    }
+}
+
+fn turn_files<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, WireFile>, D::Error> {
+    PathList {
+        what: "files",
+        max_entries: MAX_TURN_FILES,
+    }
+    .read(deserializer)
+}
+
+fn event_files<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, WireFile>, D::Error> {
+    PathList {
+        what: "files of one event",
+        max_entries: MAX_EVENT_FILES,
+    }
+    .read(deserializer)
+}
+
+fn mirror_keys<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, String>, D::Error> {
+    PathList {
+        what: "mirror keys",
+        max_entries: MAX_MIRROR_KEYS,
+    }
+    .read(deserializer)
+}
 
 /// A file the runner read beside the avatar's sandbox, or why it could not read it. A script
 /// path that a snapshot does not list does not exist.
@@ -58,8 +178,13 @@ pub struct EventBatch {
 #[serde(deny_unknown_fields)]
 pub struct WireEvent {
     pub event: serde_json::Value,
-    /// Workspace-relative path (`bots/<bot>/<name>.ts`) → the file.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    /// Workspace-relative path (`bots/<bot>/<name>.ts`) → the file; at most
+    /// [`MAX_EVENT_FILES`].
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "event_files"
+    )]
     pub files: BTreeMap<String, WireFile>,
 }
 
@@ -123,7 +248,8 @@ pub enum WireBoundary {
 pub struct TurnRequest {
     pub boundary: WireBoundary,
     /// Every file directly in `bots/<bot>/` the runner reads: its scripts and `lab_log.md`
-    /// (never `bot.env`), by workspace-relative path.
+    /// (never `bot.env`), by workspace-relative path; at most [`MAX_TURN_FILES`].
+    #[serde(deserialize_with = "turn_files")]
     pub files: BTreeMap<String, WireFile>,
     /// The keys of the mirror files the runner holds; with it, the answer carries the mirror
     /// when it is due (at most once a minute at turn ends, always at a start).
@@ -145,7 +271,8 @@ pub struct TurnAnswer {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MirrorRequest {
-    #[serde(default)]
+    /// At most [`MAX_MIRROR_KEYS`].
+    #[serde(default, deserialize_with = "mirror_keys")]
     pub have: BTreeMap<String, String>,
 }
 
@@ -170,6 +297,7 @@ pub struct MirrorAnswer {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WrapUpRequest {
+    #[serde(deserialize_with = "turn_files")]
     pub files: BTreeMap<String, WireFile>,
 }
 
@@ -227,7 +355,8 @@ pub struct ErrorBody {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorDetail {
     /// A stable, machine-readable code: `bad_request`, `unauthorized`, `forbidden`,
-    /// `not_found`, `gone`, `too_large`, `unavailable`, `internal`.
+    /// `not_found`, `gone`, `too_large`, `unavailable`, `request_timeout`,
+    /// `insufficient_storage`, `internal`.
     pub code: String,
     /// What happened and what to do, for a person.
     pub message: String,
@@ -246,3 +375,104 @@ pub const SPOOL_HEADER: &str = "x-mindrune-spool";
 /// (the hook notes each in its relay folder, the runner's spool): sent by the runner with every
 /// request, so the console and `/metrics` show what the hooks said on a machine nobody watches.
 pub const HOOK_FAILURES_HEADER: &str = "x-mindrune-hook-failures";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The error of decoding `json` as `T`, with the path of the field at fault.
+    fn refusal<T: serde::de::DeserializeOwned + std::fmt::Debug>(json: &str) -> (String, String) {
+        let mut deserializer = serde_json::Deserializer::from_str(json);
+        let err = serde_path_to_error::deserialize::<_, T>(&mut deserializer).unwrap_err();
+        (err.path().to_string(), err.into_inner().to_string())
+    }
+
+    fn files_json(n: usize, name: impl Fn(usize) -> String) -> String {
+        let entries: Vec<String> = (0..n)
+            .map(|i| format!("{:?}:{{\"text\":\"\"}}", name(i)))
+            .collect();
+        format!("{{{}}}", entries.join(","))
+    }
+
+    #[test]
+    fn a_turn_of_more_than_a_thousand_files_is_refused_naming_the_field_and_the_bound() {
+        let json = format!(
+            "{{\"boundary\":\"turn_end\",\"files\":{}}}",
+            files_json(MAX_TURN_FILES + 1, |i| format!("bots/a/{i}.ts"))
+        );
+        let (path, message) = refusal::<TurnRequest>(&json);
+        assert_eq!(path, "files");
+        assert!(message.starts_with("more than 1000 files"), "{message}");
+        let json = format!(
+            "{{\"boundary\":\"turn_end\",\"files\":{}}}",
+            files_json(MAX_TURN_FILES, |i| format!("bots/a/{i}.ts"))
+        );
+        let request: TurnRequest = serde_json::from_str(&json).unwrap();
+        assert_eq!(request.files.len(), MAX_TURN_FILES);
+    }
+
+    #[test]
+    fn an_event_naming_more_than_64_files_is_refused() {
+        let json = format!(
+            "{{\"event\":{{}},\"files\":{}}}",
+            files_json(MAX_EVENT_FILES + 1, |i| format!("bots/a/{i}.ts"))
+        );
+        let (path, message) = refusal::<WireEvent>(&json);
+        assert_eq!(path, "files");
+        assert!(
+            message.contains("more than 64 files of one event"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_path_over_path_max_is_refused_and_shown_cut() {
+        let long = format!("bots/a/{}.ts", "x".repeat(MAX_PATH_BYTES));
+        let json = format!("{{\"files\":{}}}", files_json(1, |_| long.clone()));
+        let (_, message) = refusal::<WrapUpRequest>(&json);
+        assert!(
+            message.contains("over the 4096-byte limit of a path"),
+            "{message}"
+        );
+        assert!(message.len() < 600, "{} bytes", message.len());
+    }
+
+    #[test]
+    fn many_long_names_are_refused_past_256_kib_of_paths() {
+        let json = format!(
+            "{{\"boundary\":\"start\",\"files\":{}}}",
+            files_json(MAX_TURN_FILES, |i| format!(
+                "bots/a/{i}-{}.ts",
+                "y".repeat(400)
+            ))
+        );
+        let (path, message) = refusal::<TurnRequest>(&json);
+        assert_eq!(path, "files");
+        assert!(message.contains("262144 bytes of paths"), "{message}");
+    }
+
+    #[test]
+    fn a_mirror_request_of_more_than_ten_thousand_keys_is_refused() {
+        let entries: Vec<String> = (0..=MAX_MIRROR_KEYS)
+            .map(|i| format!("\"k{i}\":\"v\""))
+            .collect();
+        let json = format!("{{\"have\":{{{}}}}}", entries.join(","));
+        let (path, message) = refusal::<MirrorRequest>(&json);
+        assert_eq!(path, "have");
+        assert!(
+            message.starts_with("more than 10000 mirror keys"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_shown_path_is_cut_after_200_characters_with_its_length() {
+        assert_eq!(shown_path("bots/a/x.ts"), "bots/a/x.ts");
+        let shown = shown_path(&"é".repeat(10_000));
+        assert!(shown.ends_with("… (20000 bytes)"), "{shown}");
+        assert_eq!(
+            shown.chars().filter(|c| *c == 'é').count(),
+            SHOWN_PATH_CHARS
+        );
+    }
+}

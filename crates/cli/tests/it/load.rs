@@ -95,3 +95,124 @@ fn a_thousand_slow_connections_from_one_peer_leave_health_and_runners_of_another
         drop(held);
     });
 }
+
+/// The server's peak resident memory so far (`VmHWM`), in MiB.
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kib / 1024
+}
+
+fn http() -> ureq::Agent {
+    ureq::Agent::new_with_config(
+        ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(Duration::from_secs(300)))
+            .build(),
+    )
+}
+
+/// POSTs `body` with `token`: the status and the answer's first 2,000 bytes.
+fn post(url: &str, token: &str, body: &[u8]) -> (u16, String) {
+    let mut response = http()
+        .post(url)
+        .header("Authorization", &format!("Bearer {token}"))
+        .header("Content-Type", "application/json")
+        .send(body)
+        .unwrap_or_else(|err| panic!("POST {url}: {err}"));
+    let status = response.status().as_u16();
+    let text = response
+        .body_mut()
+        .with_config()
+        .limit(64 * 1024 * 1024)
+        .read_to_string()
+        .unwrap_or_default();
+    (status, text.chars().take(2000).collect())
+}
+
+/// A turn body of `files` entries, each named by `name(i)` and holding `content`.
+fn turn_body(files: usize, name: impl Fn(usize) -> String, content: &str) -> Vec<u8> {
+    let mut body = String::from(r#"{"boundary":"turn_end","files":{"#);
+    for i in 0..files {
+        if i > 0 {
+            body.push(',');
+        }
+        body.push_str(&serde_json::to_string(&name(i)).unwrap());
+        body.push_str(r#":{"text":"#);
+        body.push_str(&serde_json::to_string(content).unwrap());
+        body.push('}');
+    }
+    body.push_str("}}");
+    body.into_bytes()
+}
+
+#[test]
+fn one_token_s_costliest_requests_at_once_keep_the_server_under_300_mb_and_answering() {
+    let lib = TestLibrary::new();
+    lib.agent("rnchk", "ada");
+    let token = lib.ok(&["token", "issue", "rnchk"]).trim().to_string();
+    let port = free_port();
+    let server = Server::start(&lib, port);
+    let pid = server.child.id();
+    let base = format!("http://127.0.0.1:{port}");
+    let before = peak_rss_mib(pid);
+    // A turn listing 1.2 million short names (about 25 MB), four at once: refused at the
+    // first name past the bound, naming it.
+    let names = turn_body(1_200_000, |i| format!("{i:x}"), "");
+    // A turn of 28 scripts of nearly 1 MB each (30 MB as JSON, under the 32 MiB limit), four at once.
+    let script = "// chop\n".repeat(120_000);
+    let scripts = turn_body(28, |i| format!("bots/rnchk/s{i}.ts"), &script);
+    // An event batch of 500 calls with 16 KB commands (8 MB), twice at once.
+    let command = format!("echo {}", "x".repeat(16_000));
+    let events: Vec<serde_json::Value> = (0..500)
+        .map(|i| {
+            serde_json::json!({"event": {"id": format!("e{i}"), "kind": "shell", "command": command,
+                                         "cwd": "/work", "ok": true}})
+        })
+        .collect();
+    let batch = serde_json::to_vec(&serde_json::json!({ "events": events })).unwrap();
+    let started = Instant::now();
+    let answers: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let sends: Vec<_> = (0..10)
+            .map(|i| {
+                let (path, body) = match i % 5 {
+                    0 | 2 => ("turns", &names),
+                    1 | 3 => ("turns", &scripts),
+                    _ => ("events", &batch),
+                };
+                let (url, token) = (format!("{base}/v1/{path}"), &token);
+                scope.spawn(move || post(&url, token, body))
+            })
+            .collect();
+        // Meanwhile a cheap request is answered promptly.
+        std::thread::sleep(Duration::from_millis(500));
+        let asked = Instant::now();
+        let mut whoami = http()
+            .get(&format!("{base}/v1/whoami"))
+            .header("Authorization", &format!("Bearer {token}"))
+            .call()
+            .unwrap();
+        assert_eq!(whoami.status().as_u16(), 200);
+        let _ = whoami.body_mut().read_to_string();
+        println!("whoami answered in {:?} under the load", asked.elapsed());
+        sends.into_iter().map(|send| send.join().unwrap()).collect()
+    });
+    let peak = peak_rss_mib(pid);
+    println!(
+        "one token's costliest requests, 10 at once: peak server RSS {peak} MiB (idle {before} MiB), {:?}",
+        started.elapsed()
+    );
+    for (i, (status, answer)) in answers.iter().enumerate() {
+        if matches!(i % 5, 0 | 2) {
+            assert_eq!(*status, 400, "{answer}");
+            assert!(answer.contains("more than 1000 files"), "{answer}");
+        } else {
+            assert_eq!(*status, 200, "{answer}");
+        }
+    }
+    assert!(peak < 300, "peak server RSS {peak} MiB");
+}

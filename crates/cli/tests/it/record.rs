@@ -523,9 +523,9 @@ fn control_characters_in_ids_commands_and_cwd_are_refused_naming_the_field() {
     let path = lib.events_file(&[
         json!({"id": "a\u{0}b", "agent": "buzz", "command": "bun bots/buzz/chop.ts"}),
         json!({"agent": "buzz", "command": "bun bots/buzz/chop.ts\u{0}"}),
-        json!({"agent": "buzz", "command": "bun bots/buzz/chop.ts", "cwd": format!("{ws}\u{1b}")}),
+        json!({"agent": "buzz", "command": "bun bots/buzz/chop.ts", "cwd": format!("{}\u{1b}", ws.display())}),
         // Tabs and newlines are a command's own.
-        json!({"agent": "buzz", "command": "bun bots/buzz/chop.ts\t\n"}),
+        json!({"agent": "buzz", "command": "bun bots/buzz/chop.ts\t\n", "ok": true}),
     ]);
     let output = lib.run(&["record", path.to_str().unwrap()]);
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));

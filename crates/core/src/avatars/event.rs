@@ -355,9 +355,9 @@ pub fn check_control_characters(
                 "a control character".to_owned()
             };
             let allowed = if lines {
-                "a command holds no control character but tab, newline and carriage return"
+                "a command may hold no control character but tab, newline and carriage return"
             } else {
-                "it holds no control character"
+                "this field may hold no control character"
             };
             return Err(EventError::field(
                 &field,

@@ -776,6 +776,59 @@ fn naive_search(skills_dir: &Path, query: &str, limit: usize) -> anyhow::Result<
 
 /// `mindrune bench search`: `playbook_search` over a workspace of `skills` skills, median and
 /// p99 latency over [`QUERIES`], beside a naive scan of every `SKILL.md` in the same run.
+/// The search's time by the query's length, up to its cap ([`MAX_QUERY_BYTES`], 64 distinct
+/// words repeated), each beside a 64-byte query of the same words (the ratio grows with the
+/// length, no faster), and a 1 MB query, refused before any work.
+///
+/// [`MAX_QUERY_BYTES`]: mindrune_engine::playbook::search::MAX_QUERY_BYTES
+fn query_lengths(playbooks: &mindrune_engine::playbook::Playbooks) -> anyhow::Result<Vec<Row>> {
+    use mindrune_engine::playbook::search::{MAX_QUERY_BYTES, MAX_QUERY_WORDS};
+    let words: Vec<String> = (0..MAX_QUERY_WORDS)
+        .map(|i| {
+            let topic = TOPICS[i % TOPICS.len()].0;
+            format!("{}{i}", topic.split(' ').next().unwrap_or("w"))
+        })
+        .collect();
+    let text = words.join(" ");
+    let query = |bytes: usize| {
+        let mut query = text.repeat(bytes / text.len() + 1);
+        query.truncate(bytes);
+        query.truncate(query.rfind(' ').unwrap_or(0));
+        query
+    };
+    let median_ms = |query: &str| -> anyhow::Result<f64> {
+        let mut took = Vec::new();
+        for _ in 0..SEARCH_ROUNDS {
+            let (elapsed, _) = time_it(|| Ok(playbooks.search(query, SEARCH_LIMIT)?))?;
+            took.push(elapsed);
+        }
+        took.sort();
+        Ok(percentile(&took, 0.5).as_secs_f64() * 1e3)
+    };
+    let short = median_ms(&query(64))?;
+    let mut rows = Vec::new();
+    for bytes in [256, 1024, MAX_QUERY_BYTES] {
+        rows.push(
+            Row::new(
+                "search",
+                "a query of this length, median",
+                format!("{bytes} bytes"),
+            )
+            .figure(median_ms(&query(bytes))?, "ms")
+            .baseline("a 64-byte query", short, "ms"),
+        );
+    }
+    let huge = "report ".repeat(150_000);
+    let (refused, result) = time_it(|| Ok(playbooks.search(&huge, SEARCH_LIMIT).is_err()))?;
+    anyhow::ensure!(result, "a 1 MB query was not refused");
+    rows.push(
+        Row::new("search", "a 1 MB query, refused", "1050000 bytes")
+            .figure(refused.as_secs_f64() * 1e3, "ms")
+            .baseline("a 64-byte query", short, "ms"),
+    );
+    Ok(rows)
+}
+
 pub fn search(skills: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     anyhow::ensure!(
         (TOPICS.len()..=20_000).contains(&skills),
@@ -825,6 +878,7 @@ pub fn search(skills: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     );
     let size = format!("{skills} skills, {} queries", QUERIES.len());
     let baseline = "read every SKILL.md, substring match";
+    let by_length = query_lengths(&playbooks)?;
     let rows = vec![
         Row::new("search", "find a playbook, median", &size)
             .figure(ms(p50), "ms")
@@ -833,6 +887,7 @@ pub fn search(skills: usize, print: Print) -> anyhow::Result<Vec<Row>> {
             .figure(ms(p99), "ms")
             .baseline(baseline, ms(naive_p99), "ms"),
     ];
+    let rows = rows.into_iter().chain(by_length).collect::<Vec<_>>();
     let mut out = std::io::stdout().lock();
     match print {
         Print::Json => {

@@ -686,13 +686,21 @@ fn main() -> ExitCode {
         // MCP hosts and service managers capture stderr to a file: colour only on a terminal.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(filter);
-    match (
-        std::env::var("MINDRUNE_LOG_FORMAT").as_deref(),
-        long_running,
-    ) {
-        (Ok("json"), _) => subscriber.json().init(),
-        (_, true) => subscriber.init(),
-        (_, false) => subscriber.without_time().init(),
+    // rmcp's own log lines quote whole requests and results (a tool's arguments, secrets
+    // among them) at debug and trace: every level keeps only argument names and sizes, which
+    // `mindrune mcp` logs itself for each call.
+    let no_values = tracing_subscriber::filter::filter_fn(no_values_logged);
+    {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        match (
+            std::env::var("MINDRUNE_LOG_FORMAT").as_deref(),
+            long_running,
+        ) {
+            (Ok("json"), _) => subscriber.json().finish().with(no_values).init(),
+            (_, true) => subscriber.finish().with(no_values).init(),
+            (_, false) => subscriber.without_time().finish().with(no_values).init(),
+        }
     }
     match run(cli) {
         Ok(code) => code,
@@ -714,6 +722,17 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether a log line or span may be written: one of rmcp's only when it carries no value but
+/// its message and the request's id (its others quote requests, results, notifications and
+/// errors whole, a tool's arguments within).
+fn no_values_logged(metadata: &tracing::Metadata<'_>) -> bool {
+    !metadata.target().starts_with("rmcp")
+        || metadata
+            .fields()
+            .iter()
+            .all(|field| matches!(field.name(), "message" | "id" | "request_id"))
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {

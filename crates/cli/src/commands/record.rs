@@ -94,7 +94,13 @@ pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Re
         }
         if read == LineRead::TooLong {
             report.out.flush()?;
-            skip_line(&mut reader).with_context(|| format!("cannot read {label}"))?;
+            let ended = skip_line(&mut reader, MAX_SKIPPED_LINE_BYTES)
+                .with_context(|| format!("cannot read {label}"))?;
+            if !ended {
+                // An input that never ends its line (`record /dev/zero`): stop reading it.
+                report.endless(line_no)?;
+                break;
+            }
         }
     }
     drop(progress);
@@ -111,6 +117,11 @@ pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Re
     })
 }
 
+/// The most of one line too long that is read past, looking for its end, before `record`
+/// takes the input for endless and stops: a 100 MB line is skipped and the lines after it are
+/// recorded; `/dev/zero` stops after this much.
+pub(crate) const MAX_SKIPPED_LINE_BYTES: u64 = 128 * 1024 * 1024;
+
 /// Where `mindrune record` says what each line did, and the running summary.
 struct RecordReport<'a> {
     label: &'a str,
@@ -121,6 +132,24 @@ struct RecordReport<'a> {
 }
 
 impl RecordReport<'_> {
+    /// Says that the line `line_no`, already refused as too long, did not end within
+    /// [`MAX_SKIPPED_LINE_BYTES`], and that nothing after it is read.
+    fn endless(&mut self, line_no: usize) -> anyhow::Result<()> {
+        let message = format!(
+            "the line does not end within {} MiB; the input is taken for endless and nothing after it is read (event lines end with a newline)",
+            MAX_SKIPPED_LINE_BYTES / (1024 * 1024)
+        );
+        writeln!(self.err, "{}:{line_no}: error: {message}", self.label)?;
+        if self.json {
+            serde_json::to_writer(
+                &mut self.out,
+                &serde_json::json!({"line": line_no, "error": message, "stopped": true}),
+            )?;
+            writeln!(self.out)?;
+        }
+        Ok(())
+    }
+
     /// Prints one line's answer; the library failing stops the whole run (not the line's fault:
     /// stop, so nothing is silently lost).
     fn answer(
@@ -216,25 +245,32 @@ fn read_capped_line(
     }
 }
 
-/// Consumes the input up to and including the next `\n` (or to its end), keeping nothing.
-fn skip_line(reader: &mut dyn std::io::BufRead) -> std::io::Result<()> {
+/// Consumes the input up to and including the next `\n` (or to its end), keeping nothing, and
+/// reading at most `limit` bytes. Whether the line ended (a newline or the input's end) within
+/// them.
+fn skip_line(reader: &mut dyn std::io::BufRead, limit: u64) -> std::io::Result<bool> {
+    let mut skipped = 0u64;
     loop {
+        if skipped >= limit {
+            return Ok(false);
+        }
         let available = match reader.fill_buf() {
             Ok(available) => available,
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(err) => return Err(err),
         };
         if available.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         match available.iter().position(|&b| b == b'\n') {
             Some(end) => {
                 reader.consume(end + 1);
-                return Ok(());
+                return Ok(true);
             }
             None => {
                 let all = available.len();
                 reader.consume(all);
+                skipped += all as u64;
             }
         }
     }
@@ -254,7 +290,7 @@ mod tests {
                 LineRead::Line => found.push(Ok(line.clone())),
                 LineRead::TooLong => {
                     found.push(Err(()));
-                    skip_line(&mut reader).unwrap();
+                    assert!(skip_line(&mut reader, u64::MAX).unwrap());
                 }
             }
         }
@@ -290,6 +326,26 @@ mod tests {
             LineRead::TooLong
         );
         assert!(line.capacity() <= 1 << 17, "{}", line.capacity());
+        // Skipping it stops after the limit, saying the line did not end.
+        assert!(!skip_line(&mut zeros, 1 << 20).unwrap());
+    }
+
+    #[test]
+    fn a_line_that_ends_within_the_skip_limit_is_skipped_and_the_next_read() {
+        let mut input = vec![b'x'; 5000];
+        input.extend_from_slice(b"\nnext\n");
+        let mut reader = std::io::BufReader::with_capacity(64, &input[..]);
+        let mut line = Vec::new();
+        assert_eq!(
+            read_capped_line(&mut reader, &mut line, 100).unwrap(),
+            LineRead::TooLong
+        );
+        assert!(skip_line(&mut reader, 6000).unwrap());
+        assert_eq!(
+            read_capped_line(&mut reader, &mut line, 100).unwrap(),
+            LineRead::Line
+        );
+        assert_eq!(line, b"next");
     }
 
     proptest::proptest! {

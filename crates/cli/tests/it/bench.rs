@@ -104,13 +104,20 @@ fn bench_lab_and_search_print_informational_rows() {
         ),
         (
             &["search", "--skills", "40"][..],
-            "search: ",
+            "search: find",
             "read every SKILL.md",
+        ),
+        // The search by the query's length, up to its cap, and a 1 MB query refused.
+        (
+            &["search", "--skills", "40"][..],
+            "search: a ",
+            "a 64-byte query",
         ),
     ] {
         let out = bench(args);
         let rows: Vec<&str> = out.lines().filter(|l| l.starts_with(group)).collect();
-        assert_eq!(rows.len(), 2, "{out}");
+        let expected = if group == "search: a " { 4 } else { 2 };
+        assert_eq!(rows.len(), expected, "{out}");
         for row in rows {
             assert!(row.contains(" info "), "a row with a verdict: {row}");
             assert!(row.contains(baseline), "a row without its baseline: {row}");

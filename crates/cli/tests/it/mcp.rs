@@ -128,6 +128,11 @@ impl Workspace {
 
     /// `mindrune mcp --workspace W` as a subprocess, connected to rmcp's client.
     async fn connect(&self) -> Session {
+        self.connect_logging(None).await
+    }
+
+    /// [`Workspace::connect`], with `MINDRUNE_LOG` set to `log` when given.
+    async fn connect_logging(&self, log: Option<&str>) -> Session {
         let server_log = self.home.join("mcp-stderr.log");
         let mut command = tokio::process::Command::new(bin());
         command
@@ -140,6 +145,9 @@ impl Workspace {
             .env("MINDRUNE_BIN", bin());
         for name in SCRUBBED_ENV {
             command.env_remove(name);
+        }
+        if let Some(log) = log {
+            command.env("MINDRUNE_LOG", log);
         }
         let (transport, _) = TokioChildProcess::builder(command)
             .stderr(std::fs::File::create(&server_log).unwrap())
@@ -586,4 +594,109 @@ async fn a_command_fixer_finishes_after_the_session_that_reported_ended() {
     assert!(note.contains("step 2 was not followed"), "{note}");
     let log = ws.fixer_log(report);
     assert!(log.contains("working 3 [MINDRUNE_FIXER_TOKEN]"), "{log}");
+}
+
+/// Every argument is bounded before work, the error naming the argument and its bound; a search
+/// query is capped (a 1 MB one refused at once, one at the cap answered); a long path is echoed
+/// cut.
+#[tokio::test(flavor = "multi_thread")]
+async fn arguments_over_their_bounds_are_refused_naming_the_bound_and_paths_echo_cut() {
+    let ws = Workspace::new();
+    let session = ws.connect().await;
+
+    let huge = "secret ".repeat(150_000);
+    let result = session
+        .call("playbook_search", json!({"query": huge}))
+        .await;
+    let answer = text(&result);
+    assert_eq!(result.is_error, Some(true), "{answer}");
+    assert!(
+        answer.starts_with("argument query is 1050000 bytes; it may be at most 4096 bytes"),
+        "{answer}"
+    );
+
+    // At the cap: 64 distinct words, repeated to 4096 bytes, are searched.
+    let words: Vec<String> = (0..64).map(|i| format!("w{i:02}")).collect();
+    let mut at_cap = words.join(" ");
+    while at_cap.len() < 4096 {
+        at_cap.push_str(" w00");
+    }
+    at_cap.truncate(4096);
+    let result = session
+        .call("playbook_search", json!({"query": at_cap}))
+        .await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    // One distinct word more is refused, saying the bound.
+    let over = format!("{} extra", words.join(" "));
+    let result = session
+        .call("playbook_search", json!({"query": over}))
+        .await;
+    let answer = text(&result);
+    assert_eq!(result.is_error, Some(true), "{answer}");
+    assert!(answer.contains("more than 64 distinct words"), "{answer}");
+
+    // A 10 MB path is refused by its bound, and not echoed.
+    let path = "a".repeat(10 * 1024 * 1024);
+    let result = session.call("workspace_read", json!({"path": path})).await;
+    let answer = text(&result);
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        answer.starts_with("argument path is 10485760 bytes; it may be at most 4096 bytes"),
+        "{}",
+        &answer[..answer.len().min(500)]
+    );
+    assert!(answer.len() < 2000, "{} bytes echoed", answer.len());
+    // A path within the bound that is not there is echoed cut to its first 200 characters.
+    let path = format!("notes/{}/x.md", "b".repeat(3000));
+    let result = session.call("workspace_read", json!({"path": path})).await;
+    let answer = text(&result);
+    assert_eq!(result.is_error, Some(true));
+    assert!(!answer.contains(&path), "{answer}");
+    assert!(answer.len() < 1500, "{answer}");
+
+    // A list over its bound.
+    let result = session
+        .call(
+            "skill_create",
+            json!({"name": "x", "procedure": "p", "evidence": vec!["e"; 65]}),
+        )
+        .await;
+    let answer = text(&result);
+    assert_eq!(result.is_error, Some(true));
+    assert!(
+        answer.starts_with("argument evidence holds 65 items; it may hold at most 64"),
+        "{answer}"
+    );
+    session.close().await;
+}
+
+/// At `MINDRUNE_LOG=trace` the log names each call's tool and its arguments' names and sizes,
+/// never a value.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_log_at_trace_names_tools_and_argument_sizes_but_never_a_value() {
+    const PLANTED: &str = "ghp_PlantedSecretValue0123456789abcdefABCD";
+    let ws = Workspace::new();
+    let session = ws.connect_logging(Some("trace")).await;
+    session
+        .ok(
+            "file_write",
+            json!({"path": "notes/token.txt", "content": PLANTED}),
+        )
+        .await;
+    session
+        .call("playbook_search", json!({"query": PLANTED}))
+        .await;
+    session
+        .call("workspace_read", json!({"path": PLANTED}))
+        .await;
+    let log_path = session.server_log.clone();
+    session.close().await;
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    assert!(!log.contains("PlantedSecretValue"), "{log}");
+    assert!(log.contains("tool=file_write"), "{log}");
+    assert!(log.contains("tool=playbook_search"), "{log}");
+    assert!(
+        log.contains(&format!("content: {} bytes", PLANTED.len())),
+        "{log}"
+    );
 }

@@ -298,6 +298,7 @@ pub fn check(raw: RawEvent) -> Result<Event, EventError> {
             ));
         }
     }
+    check_control_characters(raw.id.as_deref(), &raw.agent, &call, &code_at_start)?;
     Ok(Event {
         id: raw.id,
         agent: raw.agent,
@@ -311,6 +312,64 @@ pub fn check(raw: RawEvent) -> Result<Event, EventError> {
         damage: raw.damage,
         code_at_start,
     })
+}
+
+/// Refuses control characters where no line of text holds them: none at all in `id`, `agent`,
+/// `cwd`, `script` and `code_at_start`'s paths; in `command` none but tab, newline and carriage
+/// return (a command line may span lines: a heredoc, a `\`-continued line). `code`, `output`
+/// and a script's code are the host's text as it was (a program, a terminal's output) and are
+/// not checked. The error names the field, the character and where it is.
+pub fn check_control_characters(
+    id: Option<&str>,
+    agent: &str,
+    call: &Call,
+    code_at_start: &BTreeMap<String, String>,
+) -> Result<(), EventError> {
+    let mut fields: Vec<(String, &str, bool)> = Vec::new();
+    if let Some(id) = id {
+        fields.push(("id".into(), id, false));
+    }
+    fields.push(("agent".into(), agent, false));
+    match call {
+        Call::Shell { command, cwd } => {
+            fields.push(("command".into(), command, true));
+            if let Some(cwd) = cwd {
+                fields.push(("cwd".into(), cwd, false));
+            }
+        }
+        Call::ExecuteScript { script } => fields.push(("script".into(), script, false)),
+        Call::ExecuteCode { .. } => {}
+    }
+    for path in code_at_start.keys() {
+        fields.push(("code_at_start".into(), path, false));
+    }
+    for (field, text, lines) in fields {
+        let found = text
+            .chars()
+            .enumerate()
+            .find(|&(_, c)| c.is_control() && !(lines && matches!(c, '\t' | '\n' | '\r')));
+        if let Some((at, c)) = found {
+            let what = if c == '\0' {
+                "a NUL character".to_owned()
+            } else {
+                "a control character".to_owned()
+            };
+            let allowed = if lines {
+                "a command may hold no control character but tab, newline and carriage return"
+            } else {
+                "this field may hold no control character"
+            };
+            return Err(EventError::field(
+                &field,
+                format!(
+                    "holds {what} (U+{:04X}) at character {}; {allowed}: send the text without it",
+                    u32::from(c),
+                    at + 1
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -395,6 +454,40 @@ mod tests {
             parse_line(&line).unwrap_err().field.as_deref(),
             Some("code")
         );
+    }
+
+    #[test]
+    fn control_characters_are_refused_by_field_and_a_command_keeps_its_tabs_and_newlines() {
+        let err = parse_line(r#"{"id":"a\u0000b","agent":"buzz","command":"ls"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("id"));
+        assert!(
+            err.to_string()
+                .starts_with("field `id`: holds a NUL character (U+0000) at character 2;"),
+            "{err}"
+        );
+        let err = parse_line(r#"{"agent":"buzz","command":"ls\u0000 -l"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("command"), "{err}");
+        let err = parse_line(r#"{"agent":"buzz","command":"ls","cwd":"/w\u001b[2J"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("cwd"), "{err}");
+        assert!(
+            err.message.contains("a control character (U+001B)"),
+            "{err}"
+        );
+        let err = parse_line(r#"{"agent":"bu\tzz","command":"ls"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("agent"), "{err}");
+        let err = parse_line(r#"{"agent":"buzz","script":"bots/buzz/a\n.ts"}"#).unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("script"), "{err}");
+        let err = parse_line(
+            r#"{"agent":"buzz","script":"bots/buzz/a.ts","code_at_start":{"bots/buzz/\u0007.ts":"x"}}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.field.as_deref(), Some("code_at_start"), "{err}");
+        // A command may span lines and hold tabs; code and output are the host's text as is.
+        parse_line(
+            r#"{"agent":"buzz","command":"cat <<EOF\r\n\ta\nEOF","output":"\u001b[31mred\u0000"}"#,
+        )
+        .unwrap();
+        parse_line(r#"{"agent":"buzz","code":"let a = '\u0000';"}"#).unwrap();
     }
 
     #[test]

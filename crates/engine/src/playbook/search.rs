@@ -23,14 +23,57 @@ pub struct SearchHit {
     pub owed: Vec<&'static str>,
 }
 
+/// The longest query [`Playbooks::search`] takes, in bytes (MCP `playbook_search`, `mindrune
+/// playbook search`): a description of the work fits many times over.
+pub const MAX_QUERY_BYTES: usize = 4096;
+/// The most distinct words of a query that are searched for. BM25 over FTS5 costs about the
+/// square of the OR-ed terms (a 100 KB query of short words took seconds), so the query is
+/// refused past this many rather than left to grow the work.
+pub const MAX_QUERY_WORDS: usize = 64;
+
+/// The words of a query as FTS5 terms: lowercased, each once, in the order first seen. Linear in
+/// the query's length (one pass, a hash set). Refuses a query over [`MAX_QUERY_BYTES`] or with
+/// more than [`MAX_QUERY_WORDS`] distinct words, saying the bound and what to do.
+pub fn query_terms(query: &str) -> Result<Vec<String>, PlaybookError> {
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(PlaybookError::refused(
+            super::Rule::Invalid,
+            format!(
+                "the search query is {} bytes; at most {MAX_QUERY_BYTES} bytes are searched: search with a few words that describe the work",
+                query.len()
+            ),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut terms = Vec::new();
+    for word in query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+    {
+        let word = word.to_lowercase();
+        if seen.contains(&word) {
+            continue;
+        }
+        if terms.len() == MAX_QUERY_WORDS {
+            return Err(PlaybookError::refused(
+                super::Rule::Invalid,
+                format!(
+                    "the search query holds more than {MAX_QUERY_WORDS} distinct words; at most {MAX_QUERY_WORDS} are searched: search with a few words that describe the work"
+                ),
+            ));
+        }
+        terms.push(format!("\"{word}\""));
+        seen.insert(word);
+    }
+    Ok(terms)
+}
+
 impl Playbooks {
+    /// Finds live skills by the words of `query` (see [`query_terms`] for its bounds).
     pub fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, PlaybookError> {
+        // The query is checked before any work, the index's sync included.
+        let words = query_terms(query)?;
         self.sync_index()?;
-        let words: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|word| !word.is_empty())
-            .map(|word| format!("\"{}\"", word.to_lowercase()))
-            .collect();
         let carried = layout::carried(&self.workspace)?;
         let rows = self.ledger.read(|connection| {
             if words.is_empty() {

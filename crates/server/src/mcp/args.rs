@@ -265,11 +265,14 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
         ));
         Ok(Args(
             serde_path_to_error::deserialize(value).map_err(|err| {
-                let path = err.path().to_string();
+                // serde's message may quote a value: only its start is echoed.
+                let path = cut(&err.path().to_string(), ECHO_CHARS).into_owned();
+                let inner = err.inner().to_string();
+                let inner = cut(&inner, 2 * ECHO_CHARS);
                 if path == "." {
-                    format!("the arguments do not fit this tool: {}", err.inner())
+                    format!("the arguments do not fit this tool: {inner}")
                 } else {
-                    format!("argument {path}: {}", err.inner())
+                    format!("argument {path}: {inner}")
                 }
             }),
             print,
@@ -316,4 +319,125 @@ impl<T: JsonSchema> JsonSchema for Args<T> {
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         T::json_schema(generator)
     }
+}
+
+/// The longest path a tool takes (`path`, `from`, `to`, `turn`), in bytes: Linux's `PATH_MAX`.
+pub const MAX_PATH_ARG_BYTES: usize = 4096;
+/// The longest short text a tool takes (a skill's `trigger`, `use_when`, a list's item, `why`,
+/// any argument not named below), in bytes.
+pub const MAX_TEXT_ARG_BYTES: usize = 4096;
+/// The longest skill or fixer name, fingerprint or token, in bytes.
+pub const MAX_NAME_ARG_BYTES: usize = 256;
+/// The most items of a list argument (`steps`, `preconditions`, `evidence`, ...).
+pub const MAX_LIST_ARG_ITEMS: usize = 64;
+/// The most arguments one call holds, and the longest argument name, in bytes.
+pub const MAX_ARGS: usize = 32;
+pub const MAX_ARG_NAME_BYTES: usize = 64;
+/// How much of an argument, path or tool name is echoed back in an answer or a log line.
+pub const ECHO_CHARS: usize = 200;
+
+/// `text` cut to its first `chars` characters, with `…` when something was cut.
+pub(super) fn cut(text: &str, chars: usize) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(chars) {
+        Some((end, _)) => format!("{}…", &text[..end]).into(),
+        None => text.into(),
+    }
+}
+
+/// The bound of one argument: the longest string (at any depth under it) in bytes, and the
+/// most items of a list.
+fn bound_of(tool: &str, argument: &str) -> usize {
+    use mindrune_core::playbook::skill_file::MAX_SKILL_BYTES;
+    use mindrune_engine::playbook::file_tools::MAX_WRITE_BYTES;
+    use mindrune_engine::playbook::search::MAX_QUERY_BYTES;
+    match (tool, argument) {
+        ("file_write", "content") => MAX_WRITE_BYTES,
+        (_, "content" | "procedure") => MAX_SKILL_BYTES,
+        (_, "query") => MAX_QUERY_BYTES,
+        (_, "path" | "from" | "to" | "turn") => MAX_PATH_ARG_BYTES,
+        (_, "name" | "skill" | "fingerprint" | "token") => MAX_NAME_ARG_BYTES,
+        _ => MAX_TEXT_ARG_BYTES,
+    }
+}
+
+/// Checks a call's arguments against their bounds before any work (and before they are
+/// parsed into the tool's arguments): the error names the argument and its bound, and echoes
+/// no value.
+pub(super) fn check_bounds(
+    tool: &str,
+    arguments: Option<&serde_json::Map<String, Value>>,
+) -> Result<(), String> {
+    let Some(arguments) = arguments else {
+        return Ok(());
+    };
+    if arguments.len() > MAX_ARGS {
+        return Err(format!(
+            "the call holds {} arguments; a tool takes at most {MAX_ARGS}",
+            arguments.len()
+        ));
+    }
+    for (name, value) in arguments {
+        if name.len() > MAX_ARG_NAME_BYTES {
+            return Err(format!(
+                "an argument's name is {} bytes (`{}`); names are at most {MAX_ARG_NAME_BYTES} bytes",
+                name.len(),
+                cut(name, 40)
+            ));
+        }
+        check_value(name, value, bound_of(tool, name))?;
+    }
+    Ok(())
+}
+
+fn check_value(name: &str, value: &Value, bytes: usize) -> Result<(), String> {
+    match value {
+        Value::String(text) if text.len() > bytes => Err(format!(
+            "argument {name} is {} bytes; it may be at most {bytes} bytes",
+            text.len()
+        )),
+        Value::Array(items) if items.len() > MAX_LIST_ARG_ITEMS => Err(format!(
+            "argument {name} holds {} items; it may hold at most {MAX_LIST_ARG_ITEMS}",
+            items.len()
+        )),
+        Value::Array(items) => items
+            .iter()
+            .try_for_each(|item| check_value(name, item, bytes.min(MAX_TEXT_ARG_BYTES))),
+        Value::Object(fields) if fields.len() > MAX_ARGS => Err(format!(
+            "argument {name} holds {} fields; it may hold at most {MAX_ARGS}",
+            fields.len()
+        )),
+        Value::Object(fields) => fields.iter().try_for_each(|(key, item)| {
+            if key.len() > MAX_ARG_NAME_BYTES {
+                return Err(format!(
+                    "argument {name} holds a field name of {} bytes; names are at most {MAX_ARG_NAME_BYTES} bytes",
+                    key.len()
+                ));
+            }
+            check_value(name, item, bytes)
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A call's arguments as a log shows them: each name with its size (a string's bytes, a list's
+/// items), never a value.
+pub(super) fn sizes(arguments: Option<&serde_json::Map<String, Value>>) -> String {
+    fn size(value: &Value) -> String {
+        match value {
+            Value::String(text) => format!("{} bytes", text.len()),
+            Value::Array(items) => format!("{} items", items.len()),
+            Value::Object(fields) => format!("{} fields", fields.len()),
+            Value::Null => "null".into(),
+            Value::Bool(_) => "a boolean".into(),
+            Value::Number(_) => "a number".into(),
+        }
+    }
+    let Some(arguments) = arguments else {
+        return "none".into();
+    };
+    arguments
+        .iter()
+        .map(|(name, value)| format!("{}: {}", cut(name, 40), size(value)))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -22,6 +22,19 @@ impl Answer {
             is_error: true,
         }
     }
+
+    /// An error that echoes an argument (a path) longer than [`ECHO_CHARS`] echoes only its
+    /// start, with `…`.
+    pub(super) fn cut_echoes(mut self, arguments: &[&str]) -> Self {
+        if self.is_error {
+            for argument in arguments {
+                if argument.chars().count() > ECHO_CHARS && self.text.contains(argument) {
+                    self.text = self.text.replace(argument, &cut(argument, ECHO_CHARS));
+                }
+            }
+        }
+        self
+    }
 }
 
 impl From<PlaybookError> for Answer {

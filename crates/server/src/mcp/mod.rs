@@ -80,8 +80,9 @@ mod tools;
 
 use args::*;
 pub use args::{
-    Approval, CopyArgs, CreateArgs, ReadArgs, RecordArgs, RefineAction, RefineArgs, SearchArgs,
-    SuggestedBy, WriteArgs,
+    Approval, CopyArgs, CreateArgs, ECHO_CHARS, MAX_ARG_NAME_BYTES, MAX_ARGS, MAX_LIST_ARG_ITEMS,
+    MAX_NAME_ARG_BYTES, MAX_PATH_ARG_BYTES, MAX_TEXT_ARG_BYTES, ReadArgs, RecordArgs, RefineAction,
+    RefineArgs, SearchArgs, SuggestedBy, WriteArgs,
 };
 use asking::*;
 use proposal::*;

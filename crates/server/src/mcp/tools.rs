@@ -19,10 +19,13 @@ impl PlaybookServer {
     ) -> CallToolResult {
         let answer = match args {
             Ok(ReadArgs { path, turn }) => self
-                .engine(move |playbooks| playbooks.workspace_read_noting(&path, turn.as_deref()))
+                .engine({
+                    let path = path.clone();
+                    move |playbooks| playbooks.workspace_read_noting(&path, turn.as_deref())
+                })
                 .await
                 .map_or_else(
-                    |answer| answer,
+                    |answer| answer.cut_echoes(&[&path]),
                     |read| {
                         let mut text = read.text;
                         if !read.owed.is_empty() {
@@ -60,9 +63,12 @@ impl PlaybookServer {
     ) -> CallToolResult {
         let answer = match args {
             Ok(WriteArgs { path, content }) => self
-                .engine(move |playbooks| playbooks.file_write(&path, &content))
+                .engine({
+                    let path = path.clone();
+                    move |playbooks| playbooks.file_write(&path, &content)
+                })
                 .await
-                .map_or_else(|answer| answer, Answer::ok),
+                .map_or_else(|answer| answer.cut_echoes(&[&path]), Answer::ok),
             Err(message) => Answer::error(message),
         };
         self.finish(answer).await
@@ -85,9 +91,12 @@ impl PlaybookServer {
     ) -> CallToolResult {
         let answer = match args {
             Ok(CopyArgs { from, to }) => self
-                .engine(move |playbooks| playbooks.file_copy(&from, &to))
+                .engine({
+                    let (from, to) = (from.clone(), to.clone());
+                    move |playbooks| playbooks.file_copy(&from, &to)
+                })
                 .await
-                .map_or_else(|answer| answer, Answer::ok),
+                .map_or_else(|answer| answer.cut_echoes(&[&from, &to]), Answer::ok),
             Err(message) => Answer::error(message),
         };
         self.finish(answer).await
@@ -110,9 +119,12 @@ impl PlaybookServer {
     ) -> CallToolResult {
         let answer = match args {
             Ok(CopyArgs { from, to }) => self
-                .engine(move |playbooks| playbooks.file_move(&from, &to))
+                .engine({
+                    let (from, to) = (from.clone(), to.clone());
+                    move |playbooks| playbooks.file_move(&from, &to)
+                })
                 .await
-                .map_or_else(|answer| answer, Answer::ok),
+                .map_or_else(|answer| answer.cut_echoes(&[&from, &to]), Answer::ok),
             Err(message) => Answer::error(message),
         };
         self.finish(answer).await
@@ -207,7 +219,10 @@ impl PlaybookServer {
                         if query.trim().is_empty() {
                             Answer::ok("No live skills yet.")
                         } else {
-                            Answer::ok(format!("No skill matches \"{}\".", query.trim()))
+                            Answer::ok(format!(
+                                "No skill matches \"{}\".",
+                                cut(query.trim(), ECHO_CHARS)
+                            ))
                         }
                     }
                     Ok(hits) => Answer::ok(
@@ -270,6 +285,36 @@ impl PlaybookServer {
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for PlaybookServer {
+    /// Every call: logged with its tool and its arguments' names and sizes (never a value, at
+    /// any level), its arguments checked against their bounds before any work, then routed.
+    async fn call_tool(
+        &self,
+        request: rmcp::model::CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let tool = cut(&request.name, MAX_ARG_NAME_BYTES).into_owned();
+        tracing::debug!(
+            tool = %tool,
+            arguments = %sizes(request.arguments.as_ref()),
+            "tool call"
+        );
+        if request.name.len() > MAX_ARG_NAME_BYTES {
+            return Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                ContentBlock::text(format!(
+                    "there is no tool named {tool} (a tool's name is at most {MAX_ARG_NAME_BYTES} bytes)"
+                )),
+            ])));
+        }
+        if let Err(message) = check_bounds(&request.name, request.arguments.as_ref()) {
+            tracing::debug!(tool = %tool, "tool call refused: an argument is over its bound");
+            return Ok(CallToolResponse::Complete(
+                self.finish(Answer::error(message)).await,
+            ));
+        }
+        let tcc = rmcp::handler::server::tool::ToolCallContext::new(self, request, context);
+        self.tool_router.call(tcc).await
+    }
+
     fn get_info(&self) -> ServerConfig {
         let mut implementation = Implementation::new("mindrune", env!("CARGO_PKG_VERSION"));
         implementation.title = Some("MindRune playbook skills".to_string());

@@ -286,6 +286,17 @@ impl<'s> Recorder<'s> {
         files: &dyn AgentFiles,
         prepared: Option<&PreparedOutput>,
     ) -> Result<Recorded, IngestError> {
+        // Events built here rather than parsed (a hook's) meet the same rule as a parsed line.
+        mindrune_core::avatars::event::check_control_characters(
+            event.id.as_deref(),
+            &event.agent,
+            &event.call,
+            &event.code_at_start,
+        )
+        .map_err(|err| IngestError::Invalid {
+            field: err.field,
+            message: err.message,
+        })?;
         // The code each script had when the call started, where the host captured it, stands
         // in for the file: the run is filed under the version that ran.
         let at_start;

@@ -96,7 +96,7 @@ impl FromRequestParts<AppState> for Operator {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let token = bearer(parts)
             .map(str::to_string)
-            .or_else(|| cookie(parts, OPERATOR_COOKIE));
+            .or_else(|| cookie(parts, OPERATOR_COOKIE, state));
         let Some(token) = token else {
             return Err(ApiError::unauthorized(
                 "no operator token: send `Authorization: Bearer <token>` or log in at /console/login (issue one with `mindrune token operator`)",
@@ -121,8 +121,8 @@ impl FromRequestParts<AppState> for Operator {
 pub const OPERATOR_COOKIE: &str = "mindrune_operator";
 
 /// The value of a cookie of the request.
-pub fn cookie(parts: &Parts, name: &str) -> Option<String> {
-    crate::html::cookie_value(&parts.headers, name)
+pub fn cookie(parts: &Parts, name: &str, state: &AppState) -> Option<String> {
+    crate::html::cookie_value(&parts.headers, name, state.config().cookies_secure())
 }
 
 /// An owner logged in to the dashboard.
@@ -152,7 +152,7 @@ impl FromRequestParts<AppState> for OwnerSession {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let Some(secret) = cookie(parts, SESSION_COOKIE) else {
+        let Some(secret) = cookie(parts, SESSION_COOKIE, state) else {
             return Err(ApiError::unauthorized(
                 "not logged in: log in at /dashboard/login with your owner key",
             ));

@@ -24,7 +24,8 @@ use crate::auth::{OPERATOR_COOKIE, Operator};
 use crate::charts::Bar;
 use crate::error::ApiError;
 use crate::health::HealthView;
-use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
+use crate::html::{self, Nav, Shown, count, escape, points, when};
+use crate::login_guard::LoginGuard;
 use crate::scripts::day_label;
 use crate::secret::secret_digest;
 use crate::state::AppState;
@@ -74,7 +75,11 @@ fn login_response(
     state: &AppState,
     problem: Option<&str>,
 ) -> Response {
-    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().cookies_secure());
+    let (token, set_cookie) = LOGIN_GUARD.token(
+        state.pre_sessions(),
+        headers,
+        state.config().cookies_secure(),
+    );
     let problem = problem
         .map(|p| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(p)))
         .unwrap_or_default();
@@ -133,7 +138,12 @@ async fn login(
             );
         }
     };
-    if !LOGIN_GUARD.check(&headers, &form.csrf) {
+    if !LOGIN_GUARD.check(
+        state.pre_sessions(),
+        &headers,
+        &form.csrf,
+        state.config().cookies_secure(),
+    ) {
         return html::error_page(
             StatusCode::FORBIDDEN,
             "The login form's security token is missing or out of date. Open the login page again and log in from there.",
@@ -168,7 +178,7 @@ async fn login(
             state.config().session_length().as_secs(),
             secure,
         ),
-        LOGIN_GUARD.clear(secure),
+        LOGIN_GUARD.clear(state.pre_sessions(), &headers, secure),
     ];
     html::set_cookies(&mut response, cookies);
     response
@@ -468,7 +478,8 @@ async fn console(
         // A browser without a token goes to the login page; a script that sent a wrong token
         // (or a browser whose cookie was revoked) hears why.
         let sent_token = headers.contains_key(header::AUTHORIZATION)
-            || html::cookie_value(&headers, OPERATOR_COOKIE).is_some();
+            || html::cookie_value(&headers, OPERATOR_COOKIE, state.config().cookies_secure())
+                .is_some();
         return if err.status == StatusCode::UNAUTHORIZED && !sent_token {
             Redirect::to("/console/login").into_response()
         } else if err.status == StatusCode::UNAUTHORIZED {

@@ -199,11 +199,18 @@ pub fn error_page(status: StatusCode, message: &str, back: (&str, &str)) -> Resp
 
 /// A `Set-Cookie` value: HttpOnly and SameSite=Strict always, `Secure` when the server sits
 /// behind TLS. `max_age` 0 deletes the cookie.
+///
+/// When `secure`, the cookie is named `__Host-<name>` with `Path=/`: a browser takes such a
+/// cookie only from this very origin over TLS, so neither a sibling subdomain nor a page over
+/// plain HTTP can plant one (the prefix demands `Secure`, no `Domain` and `Path=/`).
 pub fn cookie(name: &str, value: &str, path: &str, max_age_secs: u64, secure: bool) -> String {
-    format!(
-        "{name}={value}; Path={path}; Max-Age={max_age_secs}; HttpOnly; SameSite=Strict{}",
-        if secure { "; Secure" } else { "" }
-    )
+    if secure {
+        format!(
+            "__Host-{name}={value}; Path=/; Max-Age={max_age_secs}; HttpOnly; SameSite=Strict; Secure"
+        )
+    } else {
+        format!("{name}={value}; Path={path}; Max-Age={max_age_secs}; HttpOnly; SameSite=Strict")
+    }
 }
 
 /// Adds `Set-Cookie` headers to an answer (a cookie that is not a valid header value, which
@@ -219,8 +226,15 @@ pub fn set_cookies(
     }
 }
 
-/// The value of a cookie of the request.
-pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+/// The value of a cookie of the request, by the name [`cookie`] gave it: `__Host-<name>` when
+/// `secure` (a plain `<name>` is then not read: anyone could have set it).
+pub fn cookie_value(headers: &HeaderMap, name: &str, secure: bool) -> Option<String> {
+    let name = if secure {
+        format!("__Host-{name}")
+    } else {
+        name.to_string()
+    };
+    let name = name.as_str();
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -229,53 +243,6 @@ pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(key, _)| *key == name)
         .map(|(_, value)| value.to_string())
-}
-
-/// A login form's CSRF guard (a double-submit cookie). Before a login there is no session to
-/// hold a CSRF token, so the login page sets a random token in a cookie only its own path gets
-/// and puts the same token in the form; a login POST must carry both, equal. Another site can
-/// make a browser send the cookie (not with SameSite=Strict, but older browsers) yet cannot
-/// read it to fill in the form, so it cannot log a browser in to an account of its choosing.
-pub struct LoginGuard {
-    pub cookie_name: &'static str,
-    pub path: &'static str,
-}
-
-/// How long a login page's token stays valid, in seconds.
-const LOGIN_GUARD_SECS: u64 = 3600;
-
-impl LoginGuard {
-    /// The token for a login page: the one the browser holds if it looks like ours (so two
-    /// open login tabs both work), else a new one with the `Set-Cookie` that stores it.
-    pub fn token(&self, headers: &HeaderMap, secure: bool) -> (String, Option<String>) {
-        match cookie_value(headers, self.cookie_name) {
-            Some(token) if token.starts_with("mr_login_") && token.len() == 9 + 64 => (token, None),
-            _ => {
-                let token = crate::secret::new_secret("mr_login_");
-                let set = cookie(
-                    self.cookie_name,
-                    &token,
-                    self.path,
-                    LOGIN_GUARD_SECS,
-                    secure,
-                );
-                (token, Some(set))
-            }
-        }
-    }
-
-    /// Whether a login POST carries the token its browser holds, compared in constant time.
-    pub fn check(&self, headers: &HeaderMap, sent: &str) -> bool {
-        match cookie_value(headers, self.cookie_name) {
-            Some(held) => !sent.is_empty() && crate::secret::same_secret(&held, sent),
-            None => false,
-        }
-    }
-
-    /// The `Set-Cookie` that removes the token once it served its login.
-    pub fn clear(&self, secure: bool) -> String {
-        cookie(self.cookie_name, "", self.path, 0, secure)
-    }
 }
 
 /// A static file served with a content-derived version in its URL, so browsers may keep it
@@ -366,12 +333,25 @@ mod tests {
     }
 
     #[test]
-    fn cookies_are_http_only_and_strict() {
-        let c = cookie("a", "b", "/", 60, true);
+    fn cookies_are_http_only_and_strict_and_host_prefixed_when_secure() {
+        let c = cookie("a", "b", "/console", 60, true);
         assert_eq!(
             c,
-            "a=b; Path=/; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
+            "__Host-a=b; Path=/; Max-Age=60; HttpOnly; SameSite=Strict; Secure"
         );
-        assert!(!cookie("a", "b", "/", 60, false).contains("Secure"));
+        assert_eq!(
+            cookie("a", "b", "/console", 60, false),
+            "a=b; Path=/console; Max-Age=60; HttpOnly; SameSite=Strict"
+        );
+    }
+
+    #[test]
+    fn a_secure_server_reads_only_the_host_prefixed_cookie() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::COOKIE, "a=planted; __Host-a=mine".parse().unwrap());
+        assert_eq!(cookie_value(&headers, "a", true).as_deref(), Some("mine"));
+        assert_eq!(cookie_value(&headers, "a", false).as_deref(), Some("planted"));
+        headers.insert(header::COOKIE, "a=planted".parse().unwrap());
+        assert_eq!(cookie_value(&headers, "a", true), None);
     }
 }

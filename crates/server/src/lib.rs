@@ -20,6 +20,7 @@ pub mod health;
 pub mod html;
 mod icons;
 pub mod inbox;
+pub mod login_guard;
 pub mod mcp;
 pub mod metrics;
 mod pages;

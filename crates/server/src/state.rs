@@ -13,6 +13,7 @@ use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::fairness::{BODY_BUDGET_BYTES, BodyBudget, ClassLimits};
 use crate::health::Health;
+use crate::login_guard::PreSessions;
 use crate::metrics::Metrics;
 
 /// What every handler shares: the library and the recorder that writes runs into it.
@@ -37,6 +38,8 @@ struct Shared {
     class_limits: ClassLimits,
     /// The bytes of request bodies held at once (`fairness`).
     body_budget: BodyBudget,
+    /// The sign-in forms' pre-sessions (`login_guard`).
+    pre_sessions: PreSessions,
 }
 
 /// Below this much free space on the library's disk the server answers not ready: SQLite needs
@@ -71,8 +74,14 @@ impl AppState {
                 metrics,
                 class_limits: ClassLimits::new(config_max_connections),
                 body_budget: BodyBudget::new(BODY_BUDGET_BYTES),
+                pre_sessions: PreSessions::default(),
             }),
         }
+    }
+
+    /// The sign-in forms' pre-sessions.
+    pub fn pre_sessions(&self) -> &PreSessions {
+        &self.shared.pre_sessions
     }
 
     /// The bytes of request bodies the server holds at once.

@@ -501,6 +501,43 @@ async fn a_login_without_its_form_token_is_refused() {
 }
 
 #[tokio::test]
+async fn a_planted_login_cookie_with_its_own_value_as_the_token_is_refused() {
+    // An attacker who can plant a cookie (a sibling subdomain, plain HTTP) used to pass with
+    // any well-formed value repeated in the form: the token now belongs to a pre-session the
+    // server itself opened.
+    let world = world();
+    let planted = format!("mr_login_{}", "7".repeat(64));
+    let answer = post(
+        &world,
+        "/dashboard/login",
+        Some(&format!("mindrune_login={planted}")),
+        &format!("name=ada&key={ADA_KEY}&csrf={planted}"),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN);
+    assert!(answer.cookie("mindrune_session").is_none());
+    // The login page's own cookie and token still log in.
+    let page = get(&world, "/dashboard/login", None).await;
+    let guard = page.cookie("mindrune_login").unwrap();
+    let token = csrf_of(&page.body);
+    assert!(token.starts_with("mr_csrf_"), "{token}");
+    assert_ne!(
+        guard.split_once('=').unwrap().1,
+        token,
+        "the cookie is not the token"
+    );
+    let answer = post(
+        &world,
+        "/dashboard/login",
+        Some(&guard),
+        &format!("name=ada&key={ADA_KEY}&csrf={token}"),
+    )
+    .await;
+    assert_eq!(answer.status, StatusCode::SEE_OTHER);
+    assert!(answer.cookie("mindrune_session").is_some());
+}
+
+#[tokio::test]
 async fn a_form_body_over_the_limit_is_refused() {
     let world = world();
     let (cookie, csrf) = login(&world).await;

@@ -276,8 +276,10 @@ fn beyond_loopback_cookies_are_secure_and_hsts_is_sent_by_default() {
     });
     assert!(!cookies.is_empty());
     assert!(
-        cookies.iter().all(|c| c.contains("; Secure")),
-        "{cookies:?}"
+        cookies
+            .iter()
+            .all(|c| c.contains("; Secure") && c.starts_with("__Host-") && c.contains("; Path=/;")),
+        "a Secure cookie is __Host- prefixed, which no sibling subdomain can plant: {cookies:?}"
     );
     assert_eq!(hsts.as_deref(), Some("max-age=31536000; includeSubDomains"));
 

@@ -334,7 +334,8 @@ pub(super) async fn family_page(
         Ok(session) => session,
         Err(response) => return *response,
     };
-    let since = html::cookie_value(&headers, SEEN_COOKIE).and_then(|v| v.parse::<i64>().ok());
+    let since = html::cookie_value(&headers, SEEN_COOKIE, state.config().cookies_secure())
+        .and_then(|v| v.parse::<i64>().ok());
     let store = state.store();
     let owner_id = session.owner;
     let csrf = session.csrf_token.clone();

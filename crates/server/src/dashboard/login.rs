@@ -51,7 +51,11 @@ pub(super) fn login_response(
     name: &str,
     problem: Option<&str>,
 ) -> Response {
-    let (token, set_cookie) = LOGIN_GUARD.token(headers, state.config().cookies_secure());
+    let (token, set_cookie) = LOGIN_GUARD.token(
+        state.pre_sessions(),
+        headers,
+        state.config().cookies_secure(),
+    );
     let mut response = html::respond(
         status,
         html::page("Log in", Nav::None, &login_body(&token, name, problem)),
@@ -80,7 +84,12 @@ pub(super) async fn login(
         Ok(Form(form)) => form,
         Err(rejection) => return form_error(&rejection),
     };
-    if !LOGIN_GUARD.check(&headers, &form.csrf) {
+    if !LOGIN_GUARD.check(
+        state.pre_sessions(),
+        &headers,
+        &form.csrf,
+        state.config().cookies_secure(),
+    ) {
         return html::error_page(
             StatusCode::FORBIDDEN,
             "The login form's security token is missing or out of date. Nothing was changed; open the login page again and log in from there.",
@@ -151,7 +160,7 @@ pub(super) async fn login(
     let mut response = Redirect::to("/dashboard").into_response();
     let cookies = [
         html::cookie(SESSION_COOKIE, &secret, "/", length.as_secs(), secure),
-        LOGIN_GUARD.clear(secure),
+        LOGIN_GUARD.clear(state.pre_sessions(), &headers, secure),
     ];
     html::set_cookies(&mut response, cookies);
     response

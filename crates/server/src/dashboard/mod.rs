@@ -31,8 +31,9 @@ use serde::Deserialize;
 
 use crate::auth::{OwnerSession, SESSION_COOKIE};
 use crate::error::ApiError;
-use crate::html::{self, LoginGuard, Nav, Shown, count, escape, points, when};
+use crate::html::{self, Nav, Shown, count, escape, points, when};
 use crate::icons;
+use crate::login_guard::LoginGuard;
 use crate::pages::{
     CarriesCsrf, CsrfForm, FORM_LIMIT, checked_form, error_page, form_error, not_found, owner_nav,
     page_or_not_found, page_session, parse_id,

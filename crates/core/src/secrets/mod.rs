@@ -388,7 +388,7 @@ impl Scrubber {
             .map(|m| Hit {
                 start: m.start(),
                 end: m.end(),
-                bits: TRIGGERS[m.pattern().as_usize()].1,
+                bits: ALL_TRIGGERS[m.pattern().as_usize()].1,
             })
             .collect();
         if let Some(known) = &self.known {
@@ -531,7 +531,7 @@ impl Scrubber {
                 }
             }
         }
-        if bits & R_ASSIGN != 0 {
+        if bits & (R_ASSIGN | R_VENDOR_NAME) != 0 {
             assignment_spans(line, hits, spans);
         }
         if bits & R_ENTROPY != 0 && !public_body {
@@ -645,7 +645,7 @@ fn line_hits(line: &str) -> Vec<Hit> {
         .map(|m| Hit {
             start: m.start(),
             end: m.end(),
-            bits: TRIGGERS[m.pattern().as_usize()].1,
+            bits: ALL_TRIGGERS[m.pattern().as_usize()].1,
         })
         .collect();
     hits.sort_unstable_by_key(|h| h.start);

@@ -121,6 +121,9 @@ class Gen:
                 top = hi if hi != MAXREPEAT else lo + 12
                 top = min(top, lo + 40) if lo < 200 else lo
                 n = rng.randint(lo, max(lo, top))
+            if len(sub) == 1 and str(sub[0][0]) == "ANY":
+                # `.{10,}` is "any character": letters and digits.
+                return "".join(rng.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(n))
             return "".join(self.seq(sub) for _ in range(n))
         if op in ("AT", "ASSERT", "ASSERT_NOT"):
             return ""
@@ -210,7 +213,7 @@ def b64(rng, n):
 
 
 def pw(rng):
-    return rand(rng, 6) + rng.choice("!%*-_.") + rand(rng, 7)
+    return rand(rng, 6) + rng.choice("!%*-_.") + rand(rng, 5) + str(rng.randint(10, 99))
 
 
 def pem(rng, label):
@@ -276,8 +279,25 @@ OVERRIDES = {
     "trufflehog:azureappconfigconnectionstring": lambda r: [
         f"APP_CONFIG=Endpoint=https://acme.azconfig.io;Id={rand(r, 4)}-l0-s0:{rand(r, 20)};Secret=⟦{b64(r, 43)}=⟧"
     ],
+    "trufflehog:gcp": lambda r: [
+        f'  "private_key_id": "⟦{hexs(r, 40)}⟧",',
+        f'  "private_key": "{pem(r, "").replace(chr(10), chr(92) + "n")}",',
+    ],
+    "trufflehog:gcpapplicationdefaultcredentials": lambda r: [
+        f'  "client_secret": "⟦GOCSPX-{rand(r, 28)}⟧",',
+        f'  "refresh_token": "⟦1//{rand(r, 60)}⟧",',
+    ],
+    "trufflehog:mapbox": lambda r: [
+        f"MAPBOX_TOKEN=⟦sk.eyJ1IjoiYWNtZSIsImEiOiJ{rand(r, 20)}J9.{rand(r, 22)}⟧",
+        f'"mapbox_secret": "⟦sk.eyJ1IjoiYWNtZSIsImEiOiJ{rand(r, 20)}J9.{rand(r, 22)}⟧"',
+    ],
     "trufflehog:snowflake": lambda r: [f'snowflake_password = "⟦{pw(r)}⟧"'],
 }
+
+
+# Rules whose value is public by design (shipped to browsers): the scrubber keeps publishable
+# keys whatever their name, so they are not planted as secrets.
+PUBLIC_RULES = {"mapbox-api-token"}
 
 
 def override_rows(src, kind, rng):
@@ -390,6 +410,8 @@ def gitleaks(path, rng):
             continue
         if src in OVERRIDES:
             rows += override_rows(src, rid, rng)
+            continue
+        if rid in PUBLIC_RULES:
             continue
         group = r.get("secretGroup") or (1 if capture_count(rx) >= 1 else None)
         kws = r.get("keywords") or [rid.split("-")[0]]

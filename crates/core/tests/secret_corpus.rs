@@ -260,7 +260,11 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
             }
             match case.expect {
                 Expect::Secret => {
-                    let key = if set.is_empty() { case.place.as_str() } else { case.source.as_str() };
+                    let key = if set.is_empty() {
+                        case.place.as_str()
+                    } else {
+                        case.source.as_str()
+                    };
                     let ok = case
                         .values
                         .iter()

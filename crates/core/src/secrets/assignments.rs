@@ -159,15 +159,43 @@ pub(super) fn is_vendor_name(name: &str) -> bool {
 
 /// Words beside a vendor's keyword that name something public.
 pub(super) const VENDOR_NOT_A_SECRET: &[&str] = &[
-    "account", "app", "base", "build", "channel", "client", "commit", "dsn", "email", "environment",
-    "event", "model", "org", "organization", "project", "region", "release", "sdk", "site", "team",
-    "tenant", "ttl", "url", "user", "username", "version",
+    "account",
+    "app",
+    "base",
+    "build",
+    "channel",
+    "client",
+    "commit",
+    "dsn",
+    "email",
+    "environment",
+    "event",
+    "model",
+    "org",
+    "organization",
+    "project",
+    "region",
+    "release",
+    "sdk",
+    "site",
+    "team",
+    "tenant",
+    "ttl",
+    "url",
+    "user",
+    "username",
+    "version",
 ];
 
 /// A value a vendor-keyword name holds that is that vendor's token: long, random, mixed
 /// letters and digits, not a version, path or word.
 pub(super) fn is_vendor_value(v: &str) -> bool {
-    v.len() >= 16
+    let version = v
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit());
+    !version
+        && v.len() >= 16
         && v.bytes().any(|b| b.is_ascii_digit())
         && v.bytes().any(|b| b.is_ascii_alphabetic())
         && v.bytes()
@@ -457,7 +485,10 @@ pub(super) fn is_credential_name(name: &str) -> bool {
     // description, unless a credential word follows it (`HOST_IO_API_KEY`, `id_token`): then
     // only the words after it count.
     let mut first = 0;
-    if let Some(nv) = (0..n).rev().find(|&i| in_sorted(NOT_A_VALUE_WORDS, word(i))) {
+    if let Some(nv) = (0..n)
+        .rev()
+        .find(|&i| in_sorted(NOT_A_VALUE_WORDS, word(i)))
+    {
         let strong_after = (nv + 1..n).any(|i| {
             let w = word(i);
             in_sorted(CREDENTIAL_WORDS, w)
@@ -752,16 +783,55 @@ pub(super) fn looks_like_member_access(value: &str) -> bool {
             .any(|p| random_piece(p) || random_letters(p))
 }
 
-/// A piece of at least eight characters mixing upper case, lower case and two or more digits,
-/// or with three or more digits among letters, and at most 60 % words: a token's, not an
+/// A piece of six or more characters mixing upper case, lower case and two or more digits, or
+/// of eight or more with three or more digits among letters, and at most 60 % words: a token's, not an
 /// identifier's (`Uint8Array`, `Base64Encoder` stay identifiers).
 pub(super) fn random_piece(p: &str) -> bool {
     let digits = p.bytes().filter(u8::is_ascii_digit).count();
     let upper = p.bytes().any(|b| b.is_ascii_uppercase());
     let lower = p.bytes().any(|b| b.is_ascii_lowercase());
-    p.len() >= 8
-        && ((upper && lower && digits >= 2) || digits >= 3)
-        && word_coverage(p) * 5 < p.len() * 3
+    // Digits inside letters (`da90a7`), not a number ending a name (`sha256`, `utf16le`).
+    let inner_digit = p
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0].is_ascii_digit() && w[1].is_ascii_alphabetic())
+        && p.bytes().filter(u8::is_ascii_alphabetic).count() >= 2;
+    let long_random = ((p.len() >= 6 && upper && lower && digits >= 2)
+        || (p.len() >= 8 && digits >= 3))
+        && word_coverage(p) * 5 < p.len() * 3;
+    // The kind of character (upper, lower, digit) changing at every other one: `CO3btIkWs`.
+    let class = |b: u8| {
+        (
+            b.is_ascii_uppercase(),
+            b.is_ascii_lowercase(),
+            b.is_ascii_digit(),
+        )
+    };
+    let changes = p
+        .as_bytes()
+        .windows(2)
+        .filter(|w| class(w[0]) != class(w[1]))
+        .count();
+    let jumpy = p.len() >= 8 && digits > 0 && upper && lower && changes * 2 >= p.len();
+    long_random || jumpy || (p.len() >= 6 && digits >= 3 && inner_digit)
+}
+
+/// A package or client name with its version (`okta-python/2.9.1`, `curl/8.5.0`): a
+/// user-agent, not a secret.
+pub(super) fn is_version_spec(v: &str) -> bool {
+    let Some((name, version)) = v.rsplit_once('/') else {
+        return false;
+    };
+    let version = version.trim_start_matches('v');
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./@".contains(&b))
+        && version.contains('.')
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b.is_ascii_lowercase())
+        && version.bytes().next().is_some_and(|b| b.is_ascii_digit())
 }
 
 /// A base64 blob that starts with `/` (`/bio6jv…+69…=`, `/cJr5w+cx…`): not a path.
@@ -771,13 +841,13 @@ pub(super) fn slash_blob(v: &str) -> bool {
         && !v.contains("//")
 }
 
-/// Letters only, yet a token: letters that are not words, by case changing at least every
-/// third letter over 12 or more (`KlTkBCARPQnX`; camelCase changes once a word) or, in one
-/// case over 16 or more, few vowels and a run of four consonants (`OVHSXMBXSCFDXPUIVCQA`) that
+/// Letters only, yet a token: eight or more letters that are not words, by case changing at
+/// least every third letter (`nyoZlaQmJal`; camelCase changes once a word) or, in one case,
+/// fewer than 30 % vowels and a run of four consonants (`gxkydfwb`, `OVHSXMBXSCFDXPUIVCQA`) that
 /// identifiers and words rarely have.
 pub(super) fn random_letters(v: &str) -> bool {
     let b = v.as_bytes();
-    if b.len() < 12 || !b.iter().all(u8::is_ascii_alphabetic) {
+    if b.len() < 8 || !b.iter().all(u8::is_ascii_alphabetic) {
         return false;
     }
     let upper = b.iter().any(u8::is_ascii_uppercase);
@@ -787,17 +857,18 @@ pub(super) fn random_letters(v: &str) -> bool {
             .windows(2)
             .filter(|w| w[0].is_ascii_uppercase() != w[1].is_ascii_uppercase())
             .count();
-        return changes * 3 >= b.len();
-    }
-    if b.len() < 16 {
-        return false;
+        return changes * 3 >= b.len() || (b.len() >= 12 && changes * 4 >= b.len());
     }
     let vowel = |c: &u8| b"aeiouAEIOU".contains(c);
     let vowels = b.iter().filter(|c| vowel(c)).count();
     let mut run = 0;
     let mut longest = 0;
     for c in b {
-        run = if vowel(c) || matches!(c, b'y' | b'Y') { 0 } else { run + 1 };
+        run = if vowel(c) || matches!(c, b'y' | b'Y') {
+            0
+        } else {
+            run + 1
+        };
         longest = longest.max(run);
     }
     vowels * 10 < b.len() * 3 && longest >= 4
@@ -875,6 +946,9 @@ pub(super) fn is_secret_value(v: &str, env_form: bool) -> bool {
         return false;
     }
     // Paths, including resource names made of words (`projects/my-project/secrets/db/…`).
+    if is_version_spec(v) {
+        return false;
+    }
     if slash_blob(v) {
         return true;
     }
@@ -893,6 +967,7 @@ pub(super) fn is_secret_value(v: &str, env_form: bool) -> bool {
     // words are a token too.
     if (v.len() >= 16 && v.bytes().all(|b| b.is_ascii_digit()))
         || v.split(['_', '-']).any(random_letters)
+        || (v.len() <= 64 && random_letters(&v.replace(['_', '-'], "")))
     {
         return true;
     }
@@ -1084,8 +1159,65 @@ mod tests {
             CREDENTIAL_LAST_WORDS,
             KEY_QUALIFIERS,
             PUBLIC_KEY_QUALIFIERS,
+            VENDOR_NOT_A_SECRET,
         ] {
             assert!(list.windows(2).all(|w| w[0] < w[1]), "unsorted: {list:?}");
+        }
+    }
+
+    #[test]
+    fn a_vendor_keyword_name_holds_a_token_only_when_the_value_is_random() {
+        let scrubber = Scrubber::new(&[]);
+        let caught = scrubber.scrub("  Meraki=6e2F08C2ddEedF9E1b09AC2d7764B5a8006Ece78");
+        assert_eq!(caught.text, "  Meraki=[redacted]");
+        for kept in [
+            r#"okta: "okta-python/2.9.1""#,
+            "sentry_org_id = 4504812345678901",
+            r#"cloudflare_zone_id = "023e105f4ecef8ad9ca31a8372d0c353""#,
+            "twitter: acme_support",
+            r#"heroku_region = "eu-west-1""#,
+        ] {
+            assert_eq!(scrubber.scrub(kept).text, kept);
+        }
+    }
+
+    #[test]
+    fn random_letters_digits_and_slash_blobs_under_credential_names_are_tokens() {
+        let scrubber = Scrubber::new(&[]);
+        for (text, value) in [
+            (
+                r#""plivo_token": "OVHSXMBXSCFDXPUIVCQA","#,
+                "OVHSXMBXSCFDXPUIVCQA",
+            ),
+            (r#""zipbooks_token": "KlTkBCARPQnX","#, "KlTkBCARPQnX"),
+            (
+                r#""salesforce_token": "9443139892735096772","#,
+                "9443139892735096772",
+            ),
+            (
+                "KRAKEN_API_KEY=/bio6jvwsvlciyyp+6938r5=+dy2a/bogq",
+                "/bio6jvwsvlciyyp",
+            ),
+            ("access_secret: f2hR8O.KTP-HLDnriCy8aK0SAd", "f2hR8O"),
+            (
+                r#""Server=tcp:db,1433;Password=JjSDYB_wdZZE86;""#,
+                "JjSDYB_wdZZE86",
+            ),
+        ] {
+            let out = scrubber.scrub(text);
+            assert!(!out.text.contains(value), "{text:?} -> {:?}", out.text);
+        }
+        for kept in [
+            "secret: Uint8Array;",
+            "const encoder = Base64Encoder;",
+            r#"token: "accessToken""#,
+            r#"password_strength: "strong""#,
+            "token: config.sha256",
+            r#"token_type = "BearerAccessToken""#,
+            "max_tokens: 4096",
+            r#"user_agent_token = "okta-python/2.9.1""#,
+        ] {
+            assert_eq!(scrubber.scrub(kept).text, kept);
         }
     }
 }

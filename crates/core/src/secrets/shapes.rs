@@ -30,6 +30,7 @@ pub(super) const R_COMMAND: u32 = 1 << 22;
 pub(super) const R_SEED: u32 = 1 << 23;
 pub(super) const R_TWILIO: u32 = 1 << 24;
 pub(super) const R_VENDOR_NAME: u32 = 1 << 25;
+pub(super) const R_VAULT: u32 = 1 << 26;
 pub(super) const R_ALL: u32 = u32::MAX;
 
 /// Trigger substrings (matched ASCII-case-insensitively) and the rules they wake up. Every rule
@@ -62,6 +63,7 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("sk-", R_SK),
     ("k_live_", R_STRIPE),
     ("k_test_", R_STRIPE),
+    ("k_prod_", R_STRIPE),
     ("aiza", R_GOOGLE),
     ("npm_", R_NPM),
     ("hf_", R_HF),
@@ -157,6 +159,8 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("hooks.zapier.com", R_WEBHOOK),
     ("maker.ifttt.com", R_WEBHOOK),
     (".tines.com/webhook/", R_WEBHOOK),
+    // Vault's `s.` tokens; the shape's check keeps member accesses out.
+    ("s.", R_VAULT),
     ("cleartextpassword", R_VENDOR | R_ASSIGN),
     // The second part of a JWT-like `ey….ey….…` whose header is not `eyJ`.
     (".ey", R_JWT),
@@ -204,21 +208,40 @@ pub(super) const VENDOR_TOKENS: &[(&str, &str)] = &[
     ("nrii-", r"NRII-[A-Za-z0-9_-]{25,32}"),
     ("nriq-", r"NRIQ-[A-Za-z0-9_-]{25,32}"),
     ("nraa-", r"NRAA-[A-Za-z0-9]{27}"),
-    ("pub-c-", r"pub-c-[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}"),
-    ("sub-c-", r"sub-c-[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}"),
-    ("rh-api-", r"rh-api-[A-Za-z0-9]{8}-[A-Za-z0-9]{4}-[A-Za-z0-9]{4}-[A-Za-z0-9]{4}-[A-Za-z0-9]{12}"),
+    (
+        "pub-c-",
+        r"pub-c-[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}",
+    ),
+    (
+        "sub-c-",
+        r"sub-c-[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}",
+    ),
+    (
+        "rh-api-",
+        r"rh-api-[A-Za-z0-9]{8}-[A-Za-z0-9]{4}-[A-Za-z0-9]{4}-[A-Za-z0-9]{4}-[A-Za-z0-9]{12}",
+    ),
     ("rootly_", r"rootly_[a-f0-9]{64}"),
     ("rubygems_", r"rubygems_[A-Za-z0-9]{48}"),
     ("slk_", r"slk_[a-f0-9]{64}"),
     ("sbp_", r"sbp_(?:v0_)?[a-z0-9]{40}"),
     ("thog-", r"thog-(?:key|secret)-[a-f0-9]{16,32}"),
-    ("vf.", r"VF\.(?:DM\.)?[A-Za-z0-9]{24}\.[A-Za-z0-9]{16}"),
-    ("tskey-", r"tskey-[a-z]+-[0-9A-Za-z_]+-[0-9A-Za-z_]{6,}"),
+    (
+        "vf.",
+        r"VF\.(?:(?:DM|WS)\.)?[A-Za-z0-9]{24}\.[A-Za-z0-9]{16}",
+    ),
+    ("tskey-", r"tskey-[a-z]+-[0-9A-Za-z_]+-[0-9A-Za-z_]+"),
     ("pul-", r"pul-[a-z0-9]{40}"),
     ("1000.", r"1000\.[a-f0-9]{32}\.[a-f0-9]{32}"),
-    ("sat.", r"sat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}"),
+    (
+        "sat.",
+        r"sat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}",
+    ),
     ("spu-", r"spu-[A-Za-z0-9]{32}"),
-    ("pk_", r"pk_[A-Za-z0-9]{34}(?-u:\b)"),
+    (
+        "salad_cloud_",
+        r"salad_cloud_[0-9A-Za-z]{1,7}_[0-9A-Za-z]{7,}",
+    ),
+    ("pk_", r"pk_(?:[A-Za-z0-9]{6}_)?[A-Za-z0-9]{34}(?-u:\b)"),
     ("sk.eyj", r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}"),
     ("t3blbkfj", r"sk-[A-Za-z0-9_-]*T3BlbkFJ[A-Za-z0-9_-]+"),
 ];
@@ -369,7 +392,7 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
                 r"|[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}",
                 r"|ops_eyJ[A-Za-z0-9+/]{40,}={0,3}",
                 r"|do[opr]_v1_[a-f0-9]{64}",
-                                                r"|sntry[su]_[A-Za-z0-9+/=_]{40,}",
+                r"|sntry[su]_[A-Za-z0-9+/=_]{40,}",
                 r"|shippo_(?:live|test)_[a-fA-F0-9]{40}",
                 r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}",
                 r"|PMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}",
@@ -426,8 +449,22 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
                     .join("|")
             ),
             0,
-            |m| shaped(m, SecretKind::HighEntropy),
+            // Klaviyo's private keys are `pk_`; Stripe's publishable `pk_live_`/`pk_test_` stay.
+            |m| {
+                if m.starts_with("pk_live_") || m.starts_with("pk_test_") {
+                    None
+                } else {
+                    shaped(m, SecretKind::HighEntropy)
+                }
+            },
         ),
+        // HashiCorp Vault's older service tokens: `s.` and 24 letters and digits, taken only
+        // when the 24 are random (a `this.someLongPropertyName` is not).
+        shape(R_VAULT, r"(?-u:\b)s\.([A-Za-z0-9]{24})(?-u:\b)", 1, |m| {
+            random_piece(m)
+                .then(|| shaped(m, SecretKind::HighEntropy))
+                .flatten()
+        }),
         // NuGet's `<add key="ClearTextPassword" value="…" />`.
         shape(
             R_VENDOR,
@@ -444,7 +481,7 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
         // Webhooks whose URL is the secret: Microsoft Teams, Zapier, IFTTT.
         shape(
             R_WEBHOOK,
-            r"webhookb2/[^\s]*?/IncomingWebhook/([A-Za-z0-9]{32})",
+            r"webhookb2/[^\s]*?/IncomingWebhook/([A-Za-z0-9_-]{32})",
             1,
             |m| shaped(m, SecretKind::WebhookUrl),
         ),

@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
     import sre_parse
     from sre_constants import MAXREPEAT
 
-SEED = 41
+SEED = int(os.environ.get("SEED", "41"))
 PRINTABLE = [chr(c) for c in range(33, 127)]
 
 
@@ -349,6 +349,16 @@ def lookalikes(rng, kw, s, keyworded, prefix):
         out.append(f'{k}_api_key = os.environ["{k.upper()}_API_KEY"]')
         out.append(f"{k.upper()}_TOKEN=${{{k.upper()}_TOKEN}}")
         out.append(f"{k}_token_ttl_seconds: {rng.choice([300, 900, 3600, 86400])}")
+        # Names and values beside the keyword that describe a credential without holding one.
+        v = f"{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 9)}"
+        out.append(rng.choice([
+            f'{k}: "{k.replace("_", "-")}-python/{v}"',
+            f"{k}_zone_id = \"{hexs(rng, 32)}\"",
+            f"{k.upper()}_BUILD_NUMBER={rng.randint(10**16, 10**17)}",
+            f"{k}_secret_name: prod-{k.replace('_', '-')}-credentials",
+            f'{k}_token_type = "BearerAccessToken"',
+            f'{k}_key_path = "/etc/{k}/{k}-client.pem"',
+        ]))
         # The same shape without the keyword, where it is short or hex enough that nothing
         # but the keyword could tell it from an id.
         if s and (len(s) < 24 or re.fullmatch(r"[0-9a-f-]+", s)) and not s.isdigit():

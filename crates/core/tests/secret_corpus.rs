@@ -1,7 +1,10 @@
-//! The secret corpus (`tests/data/secret_corpus.txt`): credential shapes the scrubber must catch
-//! and look-alikes it must leave alone. Prints the detection and false-positive rates
-//! (`cargo test -p mindrune-core --test secret_corpus -- --nocapture`) and fails on any missed
-//! secret or any false positive not marked `benign-fp-accepted`.
+//! The secret corpus (`tests/data/secret_corpus.txt`, `secret_corpus_world.txt` and
+//! `secret_corpus_rules.txt`, the last one value for every gitleaks rule and trufflehog
+//! detector): credential shapes the scrubber must catch and look-alikes it must leave alone.
+//! Prints the detection and false-positive rates, over all and per source
+//! (`cargo test -p mindrune-core --test secret_corpus -- --nocapture`), and fails on any missed
+//! secret of the first file or of a gitleaks rule or trufflehog detector, or any false positive
+//! of the first file not marked `benign-fp-accepted`.
 
 use mindrune_core::secrets::Scrubber;
 

@@ -918,6 +918,18 @@ mod tests {
             let text = format!("value = {sample}");
             assert!(!sc.scrub(&text).text.contains(sample), "{sample}");
         }
+        // A trigger starting with `.` after an `s` (Authress' `….acc_…`) is not lost to `s.`.
+        let authress = "sc_nh0Mp.XIW1s.acc_eoMeE2NVovr.jh7Le89KRV8ps4k38KuI37zCP5Vjf4";
+        assert!(!sc.scrub(authress).text.contains("jh7Le89KRV8ps4k38"));
+        // Every trigger that starts with `.` has its `s` form listed before `s.`.
+        let position = |t: &str| ALL_TRIGGERS.iter().position(|(l, _)| *l == t);
+        for (literal, _) in ALL_TRIGGERS.iter().filter(|(l, _)| l.starts_with('.')) {
+            let with_s = format!("s{literal}");
+            assert!(
+                position(&with_s).is_some_and(|i| i < position("s.").unwrap()),
+                "{with_s} missing"
+            );
+        }
         // Stripe's publishable keys stay, though `pk_` wakes the table.
         let publishable = "pk_test_51HqLyjWDarjtT1zdp7dcabcdefghABCD";
         assert_eq!(sc.scrub(publishable).text, publishable);

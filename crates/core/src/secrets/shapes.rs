@@ -159,7 +159,12 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("hooks.zapier.com", R_WEBHOOK),
     ("maker.ifttt.com", R_WEBHOOK),
     (".tines.com/webhook/", R_WEBHOOK),
-    // Vault's `s.` tokens; the shape's check keeps member accesses out.
+    // Vault's `s.` tokens; the shape's check keeps member accesses out. A trigger that starts
+    // with `.` would be hidden behind `s.` when an `s` comes before it (the search is
+    // leftmost-first), so each such one also has an `s` form that wakes both.
+    ("s.acc", R_VENDOR | R_VAULT),
+    ("s.ey", R_JWT | R_VAULT),
+    ("s.tines.com/webhook/", R_WEBHOOK | R_VAULT),
     ("s.", R_VAULT),
     ("cleartextpassword", R_VENDOR | R_ASSIGN),
     // The second part of a JWT-like `ey….ey….…` whose header is not `eyJ`.

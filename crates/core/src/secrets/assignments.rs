@@ -843,7 +843,7 @@ pub(super) fn slash_blob(v: &str) -> bool {
 
 /// Letters only, yet a token: eight or more letters that are not words, by case changing at
 /// least every third letter (`nyoZlaQmJal`; camelCase changes once a word) or, in one case,
-/// fewer than 30 % vowels and a run of four consonants (`gxkydfwb`, `OVHSXMBXSCFDXPUIVCQA`) that
+/// at most 30 % vowels and a run of four consonants (`gxkydfwb`, `OVHSXMBXSCFDXPUIVCQA`) that
 /// identifiers and words rarely have.
 pub(super) fn random_letters(v: &str) -> bool {
     let b = v.as_bytes();
@@ -871,7 +871,7 @@ pub(super) fn random_letters(v: &str) -> bool {
         };
         longest = longest.max(run);
     }
-    vowels * 10 < b.len() * 3 && longest >= 4
+    vowels * 10 <= b.len() * 3 && longest >= 4
 }
 
 pub(super) fn is_auth_scheme(word: &str) -> bool {

@@ -242,6 +242,8 @@ pub(super) const VENDOR_TOKENS: &[(&str, &str)] = &[
         r"sat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}",
     ),
     ("spu-", r"spu-[A-Za-z0-9]{32}"),
+    ("ak_live_", r"ak_live_[A-Za-z0-9]{30}"),
+    ("ak_test_", r"ak_test_[A-Za-z0-9]{30}"),
     (
         "salad_cloud_",
         r"salad_cloud_[0-9A-Za-z]{1,7}_[0-9A-Za-z]{7,}",
@@ -497,7 +499,8 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
             |m| {
                 // `<account digits>/<hook id>`, or one opaque run of letters and digits.
                 let tail = m.trim_end_matches('/').rsplit('/').next().unwrap_or(m);
-                (tail.len() >= 5).then_some(SecretKind::WebhookUrl)
+                let alnum = m.bytes().filter(u8::is_ascii_alphanumeric).count();
+                (tail.len() >= 5 || alnum >= 12).then_some(SecretKind::WebhookUrl)
             },
         ),
         shape(

@@ -279,6 +279,9 @@ pub(super) static TRIGGER_AC: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostFirst)
+        // A full DFA: a few hundred short literals make a small one, and it is the fastest
+        // search once the literals are too many for the packed (SIMD) searcher.
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
         .build(ALL_TRIGGERS.iter().map(|(p, _)| p))
         .expect("trigger automaton builds")
 });

@@ -1,7 +1,10 @@
-//! The secret corpus (`tests/data/secret_corpus.txt`): credential shapes the scrubber must catch
-//! and look-alikes it must leave alone. Prints the detection and false-positive rates
-//! (`cargo test -p mindrune-core --test secret_corpus -- --nocapture`) and fails on any missed
-//! secret or any false positive not marked `benign-fp-accepted`.
+//! The secret corpus (`tests/data/secret_corpus.txt`, `secret_corpus_world.txt` and
+//! `secret_corpus_rules.txt`, the last one value for every gitleaks rule and trufflehog
+//! detector): credential shapes the scrubber must catch and look-alikes it must leave alone.
+//! Prints the detection and false-positive rates, over all and per source
+//! (`cargo test -p mindrune-core --test secret_corpus -- --nocapture`), and fails on any missed
+//! secret of the first file or of a gitleaks rule or trufflehog detector, or any false positive
+//! of the first file not marked `benign-fp-accepted`.
 
 use mindrune_core::secrets::Scrubber;
 
@@ -12,6 +15,10 @@ pub const BOT_PASSWORD: &str = "trout-Fisher-lumbridge";
 const CORPUS: &str = include_str!("data/secret_corpus.txt");
 /// The world's shapes, each with the public rule set it was built from (a fourth column).
 const WORLD: &str = include_str!("data/secret_corpus_world.txt");
+/// Every rule of gitleaks' default config and every readable trufflehog detector, one generated
+/// fake credential each in several contexts, with look-alikes beside each rule
+/// (`data/gen_secret_corpus_rules.py` made it).
+const RULES: &str = include_str!("data/secret_corpus_rules.txt");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
@@ -79,6 +86,7 @@ fn unmark(line: &str) -> (String, Vec<String>) {
 fn cases() -> Vec<Case> {
     let mut out = parse(CORPUS, "secret_corpus.txt", false);
     out.extend(parse(WORLD, "secret_corpus_world.txt", true));
+    out.extend(parse(RULES, "secret_corpus_rules.txt", true));
     out
 }
 
@@ -181,8 +189,10 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
     let mut missed = Vec::new();
     let mut changed = Vec::new();
     let (mut secrets, mut caught, mut benign, mut fps) = (0, 0, 0, 0);
+    let mut outputs = Vec::with_capacity(cases.len());
     for case in &cases {
         let out = sc.scrub(&case.text);
+        outputs.push(out.text.to_string());
         assert_eq!(
             out.text.matches('\n').count(),
             case.text.matches('\n').count(),
@@ -234,6 +244,54 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
         pct(caught, secrets),
         pct(fps, benign)
     );
+    // Per rule set: a rule counts as caught when every case planted from it is caught.
+    let mut sets_ok = true;
+    for (set, label) in [
+        ("gitleaks", "gitleaks rules"),
+        ("trufflehog", "trufflehog detectors"),
+        ("", "own corpus"),
+    ] {
+        let in_set = |c: &Case| match c.source.split_once(':') {
+            Some((s, _)) if s == "gitleaks" || s == "trufflehog" => s == set,
+            _ => set.is_empty(),
+        };
+        let mut rules: std::collections::BTreeMap<&str, bool> = Default::default();
+        let (mut b, mut touched) = (0, 0);
+        for (case, out) in cases.iter().zip(&outputs) {
+            if !in_set(case) {
+                continue;
+            }
+            match case.expect {
+                Expect::Secret => {
+                    let key = if set.is_empty() {
+                        case.place.as_str()
+                    } else {
+                        case.source.as_str()
+                    };
+                    let ok = case
+                        .values
+                        .iter()
+                        .flat_map(|v| v.lines())
+                        .all(|piece| piece.is_empty() || !out.contains(piece));
+                    *rules.entry(key).or_insert(true) &= ok;
+                }
+                _ => {
+                    b += 1;
+                    touched += usize::from(*out != case.text);
+                }
+            }
+        }
+        let n = rules.len();
+        let ok = rules.values().filter(|&&ok| ok).count();
+        let unit = if set.is_empty() { "shapes" } else { "rules" };
+        println!(
+            "secret corpus ({label}): {ok}/{n} {unit} caught, look-alikes touched {touched}/{b} ({:.1} %)",
+            pct(touched, b)
+        );
+        if !set.is_empty() {
+            sets_ok &= ok == n && touched * 100 <= b * 2;
+        }
+    }
     for miss in &missed {
         println!("secret corpus: missed {miss}");
     }
@@ -249,8 +307,10 @@ fn every_planted_secret_is_caught_and_look_alikes_stay_unchanged() {
         changed.len(),
         changed.join("\n")
     );
+    // Every rule of gitleaks and trufflehog is caught, ≤ 2 % of the look-alikes beside them
+    // touched.
     assert!(
-        caught * 100 >= secrets * 99 && fps * 100 <= benign * 2,
+        sets_ok && caught * 100 >= secrets * 99 && fps * 100 <= benign * 2,
         "{} secrets missed:\n{}\n{} look-alikes changed:\n{}",
         missed.len(),
         missed.join("\n"),

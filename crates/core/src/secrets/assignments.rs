@@ -15,7 +15,11 @@ pub(super) fn assignment_spans(line: &str, hits: LineHits<'_>, spans: &mut Vec<S
     // Nothing before this byte is looked at again: a later hit inside an identifier or value
     // already handled would only repeat work (and could make a long line quadratic).
     let mut skip_until = 0;
-    for hit in hits.hits.iter().filter(|h| h.bits & R_ASSIGN != 0) {
+    for hit in hits
+        .hits
+        .iter()
+        .filter(|h| h.bits & (R_ASSIGN | R_VENDOR_NAME) != 0)
+    {
         let (hit_start, hit_end) = (hit.start - hits.base, hit.end - hits.base);
         if hit_start < skip_until {
             continue;
@@ -36,7 +40,10 @@ pub(super) fn assignment_spans(line: &str, hits: LineHits<'_>, spans: &mut Vec<S
         skip_until = e;
         let ident = line[s..e].trim_end_matches(['.', '-']);
         let name = ident.rsplit('.').next().unwrap_or(ident);
-        if !is_credential_name(name) {
+        // A name holding only a vendor's keyword (`Meraki=…`, `cohere: …`), as gitleaks' keyword
+        // rules read it: only a long random value counts.
+        let vendor_only = !is_credential_name(name);
+        if vendor_only && !(hit.bits & R_VENDOR_NAME != 0 && is_vendor_name(name)) {
             continue;
         }
         let parsed = parse_assignment(line, s, s + ident.len(), decl_line);
@@ -45,6 +52,9 @@ pub(super) fn assignment_spans(line: &str, hits: LineHits<'_>, spans: &mut Vec<S
             for (vs, ve) in parsed.secret {
                 // A publishable key is meant to be shipped to browsers, whatever its name.
                 let value = &line[vs..ve];
+                if vendor_only && !is_vendor_value(value) {
+                    continue;
+                }
                 if value.starts_with("pk_live_")
                     || value.starts_with("pk_test_")
                     || value.starts_with("pk.eyJ")
@@ -55,6 +65,143 @@ pub(super) fn assignment_spans(line: &str, hits: LineHits<'_>, spans: &mut Vec<S
             }
         }
     }
+}
+
+/// The vendor keywords of gitleaks' keyword rules (a name holding one, followed by an
+/// assignment, is where those rules look for the vendor's token), less the generic words the
+/// credential names already cover.
+pub(super) const VENDOR_KEYWORDS: &[&str] = &[
+    "adafruit",
+    "adobe",
+    "airtable",
+    "algolia",
+    "alibaba",
+    "artifactory",
+    "asana",
+    "atlassian",
+    "beamer",
+    "bintray",
+    "bitbucket",
+    "bittrex",
+    "cloudflare",
+    "codecov",
+    "cohere",
+    "coinbase",
+    "confluence",
+    "confluent",
+    "contentful",
+    "datadog",
+    "discord",
+    "dnkey",
+    "droneci",
+    "dropbox",
+    "etsy",
+    "facebook",
+    "fastly",
+    "finicity",
+    "finnhub",
+    "flickr",
+    "freshbooks",
+    "gitter",
+    "gocardless",
+    "heroku",
+    "hubspot",
+    "intercom",
+    "jfrog",
+    "jira",
+    "kraken",
+    "kucoin",
+    "launchdarkly",
+    "linkedin",
+    "looker",
+    "mailchimp",
+    "mailgun",
+    "mattermost",
+    "meraki",
+    "messagebird",
+    "netlify",
+    "newrelic",
+    "new_relic",
+    "nytimes",
+    "okta",
+    "plaid",
+    "privateai",
+    "private_ai",
+    "rapidapi",
+    "sendbird",
+    "sentry",
+    "snyk",
+    "sonar",
+    "squarespace",
+    "sumo",
+    "travis",
+    "twitch",
+    "twitter",
+    "xray",
+    "yandex",
+    "zendesk",
+];
+
+/// A name that holds a vendor keyword and no word saying it is something else (`meraki_url`,
+/// `sentry_org_id`, `datadog_host`).
+pub(super) fn is_vendor_name(name: &str) -> bool {
+    let raw = name.as_bytes();
+    if raw.len() > 64 {
+        return false;
+    }
+    let mut describes = false;
+    split_name_words(raw, |s, e| {
+        let w = name[s..e].to_ascii_lowercase();
+        describes |= in_sorted(NOT_A_VALUE_WORDS, &w) || in_sorted(VENDOR_NOT_A_SECRET, &w);
+    });
+    !describes
+}
+
+/// Words beside a vendor's keyword that name something public.
+pub(super) const VENDOR_NOT_A_SECRET: &[&str] = &[
+    "account",
+    "app",
+    "base",
+    "build",
+    "channel",
+    "client",
+    "commit",
+    "dsn",
+    "email",
+    "environment",
+    "event",
+    "model",
+    "org",
+    "organization",
+    "project",
+    "region",
+    "release",
+    "sdk",
+    "site",
+    "team",
+    "tenant",
+    "ttl",
+    "url",
+    "user",
+    "username",
+    "version",
+];
+
+/// A value a vendor-keyword name holds that is that vendor's token: long, random, mixed
+/// letters and digits, not a version, path or word.
+pub(super) fn is_vendor_value(v: &str) -> bool {
+    let version = v
+        .as_bytes()
+        .windows(3)
+        .any(|w| w[0].is_ascii_digit() && w[1] == b'.' && w[2].is_ascii_digit());
+    !version
+        && v.len() >= 16
+        && v.bytes().any(|b| b.is_ascii_digit())
+        && v.bytes().any(|b| b.is_ascii_alphabetic())
+        && v.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-+/=.".contains(&b))
+        && shannon_entropy(v.as_bytes()) >= 3.5
+        && word_coverage(v) * 100 < v.len() * 60
 }
 
 /// What may stand before a `NAME=value` line that was commented out or listed (`// KEY=…`,
@@ -334,12 +481,28 @@ pub(super) fn is_credential_name(name: &str) -> bool {
     if n == 3 && word(0) == "private" && word(1) == "key" && word(2) == "id" {
         return true;
     }
-    if (0..n).any(|i| in_sorted(NOT_A_VALUE_WORDS, word(i))) {
-        return false;
+    // A describing word (`tokenCount`, `secretName`, `passwordField`) makes the name a
+    // description, unless a credential word follows it (`HOST_IO_API_KEY`, `id_token`): then
+    // only the words after it count.
+    let mut first = 0;
+    if let Some(nv) = (0..n)
+        .rev()
+        .find(|&i| in_sorted(NOT_A_VALUE_WORDS, word(i)))
+    {
+        let strong_after = (nv + 1..n).any(|i| {
+            let w = word(i);
+            in_sorted(CREDENTIAL_WORDS, w)
+                || (w != "key" && CREDENTIAL_SUFFIXES.iter().any(|s| w.ends_with(s)))
+                || (w == "key" && i > nv + 1 && in_sorted(KEY_QUALIFIERS, word(i - 1)))
+        });
+        if !strong_after {
+            return false;
+        }
+        first = nv + 1;
     }
     let env_style =
         raw.iter().any(u8::is_ascii_uppercase) && !raw.iter().any(u8::is_ascii_lowercase);
-    (0..n).any(|i| {
+    (first..n).any(|i| {
         let w = word(i);
         if in_sorted(CREDENTIAL_WORDS, w) || CREDENTIAL_SUFFIXES.iter().any(|s| w.ends_with(s)) {
             return true;
@@ -352,10 +515,10 @@ pub(super) fn is_credential_name(name: &str) -> bool {
         }
         // A personal access token in an env-style name (`AZURE_DEVOPS_PAT`, `GH_PAT`); in code
         // `pat` is as often a pattern.
-        if w == "pat" && env_style && i > 0 {
+        if w == "pat" && env_style && i > first {
             return true;
         }
-        if w == "key" && i > 0 {
+        if w == "key" && i > first {
             let q = word(i - 1);
             return in_sorted(KEY_QUALIFIERS, q)
                 || (env_style && !in_sorted(PUBLIC_KEY_QUALIFIERS, q));
@@ -591,7 +754,8 @@ pub(super) fn looks_like_code_value(value: &str, next: Option<u8>) -> bool {
         || (matches!(next, Some(b',' | b';'))
             && value
                 .bytes()
-                .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$'))
+                .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
+            && !random_piece(value))
 }
 
 /// `config.token`, `process.env.X`, `this.auth` …: a reference, not a literal.
@@ -606,11 +770,108 @@ pub(super) fn looks_like_member_access(value: &str) -> bool {
             && s.bytes()
                 .all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$')
     };
+    // Every piece an identifier, none of them random (`f2hR8O.KTP-HLDn…` and
+    // `X8FA_Re73RFeXfqscs….r87` are tokens with a dot in them).
     ident(head)
         && tail
             .bytes()
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+        && tail.split('.').all(|p| p.is_empty() || ident(p))
+        && !value
+            .split(['.', '_'])
+            .any(|p| random_piece(p) || random_letters(p))
+}
+
+/// A piece of six or more characters mixing upper case, lower case and two or more digits, or
+/// of eight or more with three or more digits among letters, and at most 60 % words: a token's, not an
+/// identifier's (`Uint8Array`, `Base64Encoder` stay identifiers).
+pub(super) fn random_piece(p: &str) -> bool {
+    let digits = p.bytes().filter(u8::is_ascii_digit).count();
+    let upper = p.bytes().any(|b| b.is_ascii_uppercase());
+    let lower = p.bytes().any(|b| b.is_ascii_lowercase());
+    // Digits inside letters (`da90a7`), not a number ending a name (`sha256`, `utf16le`).
+    let inner_digit = p
+        .as_bytes()
+        .windows(2)
+        .any(|w| w[0].is_ascii_digit() && w[1].is_ascii_alphabetic())
+        && p.bytes().filter(u8::is_ascii_alphabetic).count() >= 2;
+    let long_random = ((p.len() >= 6 && upper && lower && digits >= 2)
+        || (p.len() >= 8 && digits >= 3))
+        && word_coverage(p) * 5 < p.len() * 3;
+    // The kind of character (upper, lower, digit) changing at every other one: `CO3btIkWs`.
+    let class = |b: u8| {
+        (
+            b.is_ascii_uppercase(),
+            b.is_ascii_lowercase(),
+            b.is_ascii_digit(),
+        )
+    };
+    let changes = p
+        .as_bytes()
+        .windows(2)
+        .filter(|w| class(w[0]) != class(w[1]))
+        .count();
+    let jumpy = p.len() >= 8 && digits > 0 && upper && lower && changes * 2 >= p.len();
+    long_random || jumpy || (p.len() >= 6 && digits >= 3 && inner_digit)
+}
+
+/// A package or client name with its version (`okta-python/2.9.1`, `curl/8.5.0`): a
+/// user-agent, not a secret.
+pub(super) fn is_version_spec(v: &str) -> bool {
+    let Some((name, version)) = v.rsplit_once('/') else {
+        return false;
+    };
+    let version = version.trim_start_matches('v');
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./@".contains(&b))
+        && version.contains('.')
+        && version
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-' || b.is_ascii_lowercase())
+        && version.bytes().next().is_some_and(|b| b.is_ascii_digit())
+}
+
+/// A base64 blob that starts with `/` (`/bio6jv…+69…=`, `/cJr5w+cx…`): not a path.
+pub(super) fn slash_blob(v: &str) -> bool {
+    v.len() >= 20
+        && (v.contains('+') || v.contains('=') || v.split('/').any(random_piece))
+        && !v.contains("//")
+}
+
+/// Letters only, yet a token: eight or more letters that are not words, by case changing at
+/// least every third letter (`nyoZlaQmJal`; camelCase changes once a word) or, in one case,
+/// at most 30 % vowels and a run of four consonants (`gxkydfwb`, `OVHSXMBXSCFDXPUIVCQA`) that
+/// identifiers and words rarely have.
+pub(super) fn random_letters(v: &str) -> bool {
+    let b = v.as_bytes();
+    if b.len() < 8 || !b.iter().all(u8::is_ascii_alphabetic) {
+        return false;
+    }
+    let upper = b.iter().any(u8::is_ascii_uppercase);
+    let lower = b.iter().any(u8::is_ascii_lowercase);
+    if upper && lower {
+        let changes = b
+            .windows(2)
+            .filter(|w| w[0].is_ascii_uppercase() != w[1].is_ascii_uppercase())
+            .count();
+        return changes * 3 >= b.len() || (b.len() >= 12 && changes * 4 >= b.len());
+    }
+    let vowel = |c: &u8| b"aeiouAEIOU".contains(c);
+    let vowels = b.iter().filter(|c| vowel(c)).count();
+    let mut run = 0;
+    let mut longest = 0;
+    for c in b {
+        run = if vowel(c) || matches!(c, b'y' | b'Y') {
+            0
+        } else {
+            run + 1
+        };
+        longest = longest.max(run);
+    }
+    vowels * 10 <= b.len() * 3 && longest >= 4
 }
 
 pub(super) fn is_auth_scheme(word: &str) -> bool {
@@ -685,6 +946,12 @@ pub(super) fn is_secret_value(v: &str, env_form: bool) -> bool {
         return false;
     }
     // Paths, including resource names made of words (`projects/my-project/secrets/db/…`).
+    if is_version_spec(v) {
+        return false;
+    }
+    if slash_blob(v) {
+        return true;
+    }
     if v.starts_with('/')
         || v.starts_with("./")
         || v.starts_with("../")
@@ -694,6 +961,14 @@ pub(super) fn is_secret_value(v: &str, env_form: bool) -> bool {
         return false;
     }
     if env_form {
+        return true;
+    }
+    // A long run of digits is a numeric token, not a count or a port; letters that are not
+    // words are a token too.
+    if (v.len() >= 16 && v.bytes().all(|b| b.is_ascii_digit()))
+        || v.split(['_', '-']).any(random_letters)
+        || (v.len() <= 64 && random_letters(&v.replace(['_', '-'], "")))
+    {
         return true;
     }
     // A trailing colon makes a label (`"Password:"`), not a password.
@@ -884,8 +1159,65 @@ mod tests {
             CREDENTIAL_LAST_WORDS,
             KEY_QUALIFIERS,
             PUBLIC_KEY_QUALIFIERS,
+            VENDOR_NOT_A_SECRET,
         ] {
             assert!(list.windows(2).all(|w| w[0] < w[1]), "unsorted: {list:?}");
+        }
+    }
+
+    #[test]
+    fn a_vendor_keyword_name_holds_a_token_only_when_the_value_is_random() {
+        let scrubber = Scrubber::new(&[]);
+        let caught = scrubber.scrub("  Meraki=6e2F08C2ddEedF9E1b09AC2d7764B5a8006Ece78");
+        assert_eq!(caught.text, "  Meraki=[redacted]");
+        for kept in [
+            r#"okta: "okta-python/2.9.1""#,
+            "sentry_org_id = 4504812345678901",
+            r#"cloudflare_zone_id = "023e105f4ecef8ad9ca31a8372d0c353""#,
+            "twitter: acme_support",
+            r#"heroku_region = "eu-west-1""#,
+        ] {
+            assert_eq!(scrubber.scrub(kept).text, kept);
+        }
+    }
+
+    #[test]
+    fn random_letters_digits_and_slash_blobs_under_credential_names_are_tokens() {
+        let scrubber = Scrubber::new(&[]);
+        for (text, value) in [
+            (
+                r#""plivo_token": "OVHSXMBXSCFDXPUIVCQA","#,
+                "OVHSXMBXSCFDXPUIVCQA",
+            ),
+            (r#""zipbooks_token": "KlTkBCARPQnX","#, "KlTkBCARPQnX"),
+            (
+                r#""salesforce_token": "9443139892735096772","#,
+                "9443139892735096772",
+            ),
+            (
+                "KRAKEN_API_KEY=/bio6jvwsvlciyyp+6938r5=+dy2a/bogq",
+                "/bio6jvwsvlciyyp",
+            ),
+            ("access_secret: f2hR8O.KTP-HLDnriCy8aK0SAd", "f2hR8O"),
+            (
+                r#""Server=tcp:db,1433;Password=JjSDYB_wdZZE86;""#,
+                "JjSDYB_wdZZE86",
+            ),
+        ] {
+            let out = scrubber.scrub(text);
+            assert!(!out.text.contains(value), "{text:?} -> {:?}", out.text);
+        }
+        for kept in [
+            "secret: Uint8Array;",
+            "const encoder = Base64Encoder;",
+            r#"token: "accessToken""#,
+            r#"password_strength: "strong""#,
+            "token: config.sha256",
+            r#"token_type = "BearerAccessToken""#,
+            "max_tokens: 4096",
+            r#"user_agent_token = "okta-python/2.9.1""#,
+        ] {
+            assert_eq!(scrubber.scrub(kept).text, kept);
         }
     }
 }

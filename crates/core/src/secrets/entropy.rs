@@ -317,7 +317,7 @@ pub(super) fn is_base64_of_prose(run: &str) -> bool {
 
 /// How many characters belong to words: a lower-case run of three or more letters with an
 /// optional capital before it (`inventory`, `Renderer`, `List`), or four or more capitals
-/// (`VERIFICATION`). Identifiers and paths are mostly words (65–98% in samples), while in
+/// (`VERIFICATION`) with a vowel among them. Identifiers and paths are mostly words (65–98% in samples), while in
 /// random base62 text more than 60% is rare (about 2% of 32-character tokens), which is where
 /// the threshold sits.
 pub(super) fn word_coverage(run: &str) -> usize {
@@ -340,7 +340,8 @@ pub(super) fn word_coverage(run: &str) -> usize {
             if lower >= 3 {
                 // `HTTPServer`: the acronym (if long enough) and the capitalised word.
                 total += lower + 1 + if caps > 4 { caps - 1 } else { 0 };
-            } else if caps >= 4 {
+            } else if caps >= 4 && b[i..j].iter().any(|c| b"AEIOUY".contains(c)) {
+                // Capitals without a vowel (`LJZPKTQ`) are random base64, not a word.
                 total += caps;
             }
             i = k.max(i + 1);

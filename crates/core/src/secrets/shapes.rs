@@ -29,6 +29,8 @@ pub(super) const R_VENDOR: u32 = 1 << 21;
 pub(super) const R_COMMAND: u32 = 1 << 22;
 pub(super) const R_SEED: u32 = 1 << 23;
 pub(super) const R_TWILIO: u32 = 1 << 24;
+pub(super) const R_VENDOR_NAME: u32 = 1 << 25;
+pub(super) const R_VAULT: u32 = 1 << 26;
 pub(super) const R_ALL: u32 = u32::MAX;
 
 /// Trigger substrings (matched ASCII-case-insensitively) and the rules they wake up. Every rule
@@ -61,6 +63,7 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("sk-", R_SK),
     ("k_live_", R_STRIPE),
     ("k_test_", R_STRIPE),
+    ("k_prod_", R_STRIPE),
     ("aiza", R_GOOGLE),
     ("npm_", R_NPM),
     ("hf_", R_HF),
@@ -93,8 +96,6 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("doo_v1_", R_VENDOR),
     ("dop_v1_", R_VENDOR),
     ("dor_v1_", R_VENDOR),
-    ("pul-", R_VENDOR),
-    ("rubygems_", R_VENDOR),
     ("sntry", R_VENDOR),
     ("shippo_", R_VENDOR),
     ("lsv2_", R_VENDOR),
@@ -157,6 +158,17 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("webhookb2/", R_WEBHOOK),
     ("hooks.zapier.com", R_WEBHOOK),
     ("maker.ifttt.com", R_WEBHOOK),
+    (".tines.com/webhook/", R_WEBHOOK),
+    // Vault's `s.` tokens; the shape's check keeps member accesses out. A trigger that starts
+    // with `.` would be hidden behind `s.` when an `s` comes before it (the search is
+    // leftmost-first), so each such one also has an `s` form that wakes both.
+    ("s.acc", R_VENDOR | R_VAULT),
+    ("s.ey", R_JWT | R_VAULT),
+    ("s.tines.com/webhook/", R_WEBHOOK | R_VAULT),
+    ("s.", R_VAULT),
+    ("cleartextpassword", R_VENDOR | R_ASSIGN),
+    // The second part of a JWT-like `ey….ey….…` whose header is not `eyJ`.
+    (".ey", R_JWT),
     // Passwords given to a command on its line.
     ("-u", R_COMMAND),
     ("--user", R_COMMAND),
@@ -177,10 +189,86 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("recovery", R_SEED),
 ];
 
+/// Vendor-prefixed tokens of gitleaks' rules and trufflehog's detectors, one row per vendor:
+/// the trigger substring (ASCII case ignored) that must occur for the pattern to match, and the
+/// pattern. The prefix is what makes each certain, so the tail may be hex or one case. All rows
+/// form one regex, run only on lines holding one of the triggers; a row starts at a word
+/// boundary and ends where its pattern does (a token may end in `-`).
+pub(super) const VENDOR_TOKENS: &[(&str, &str)] = &[
+    ("ltai", r"LTAI[A-Za-z0-9]{20}"),
+    ("clojars_", r"(?i:CLOJARS_)[A-Za-z0-9]{60}"),
+    ("ezak", r"EZAK[A-Za-z0-9]{54}"),
+    ("eztk", r"EZTK[A-Za-z0-9]{54}"),
+    ("rdme_", r"rdme_[a-z0-9]{70}"),
+    ("pat", r"pat[A-Za-z0-9]{14}\.[a-f0-9]{64}"),
+    (
+        ".acc",
+        r"(?i:sc|ext|scauth|authress)_[A-Za-z0-9]{5,30}\.[A-Za-z0-9]{4,6}\.acc[_-][A-Za-z0-9-]{10,32}\.[A-Za-z0-9+/_=-]{30,120}",
+    ),
+    ("endr+", r"endr\+[A-Za-z0-9-]{16}"),
+    ("flb_live_", r"flb_live_[A-Za-z0-9]{20}"),
+    ("nrak-", r"NRAK-[A-Za-z0-9]{27}"),
+    ("nrbr-", r"NRBR-[A-Fa-f0-9]{19}"),
+    ("nrjs-", r"NRJS-[A-Fa-f0-9]{19}"),
+    ("nrii-", r"NRII-[A-Za-z0-9_-]{25,32}"),
+    ("nriq-", r"NRIQ-[A-Za-z0-9_-]{25,32}"),
+    ("nraa-", r"NRAA-[A-Za-z0-9]{27}"),
+    (
+        "pub-c-",
+        r"pub-c-[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}",
+    ),
+    (
+        "sub-c-",
+        r"sub-c-[0-9a-z]{8}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{4}-[0-9a-z]{12}",
+    ),
+    (
+        "rh-api-",
+        r"rh-api-[A-Za-z0-9]{8}-[A-Za-z0-9]{4}-[A-Za-z0-9]{4}-[A-Za-z0-9]{4}-[A-Za-z0-9]{12}",
+    ),
+    ("rootly_", r"rootly_[a-f0-9]{64}"),
+    ("rubygems_", r"rubygems_[A-Za-z0-9]{48}"),
+    ("slk_", r"slk_[a-f0-9]{64}"),
+    ("sbp_", r"sbp_(?:v0_)?[a-z0-9]{40}"),
+    ("thog-", r"thog-(?:key|secret)-[a-f0-9]{16,32}"),
+    (
+        "vf.",
+        r"VF\.(?:(?:DM|WS)\.)?[A-Za-z0-9]{24}\.[A-Za-z0-9]{16}",
+    ),
+    ("tskey-", r"tskey-[a-z]+-[0-9A-Za-z_]+-[0-9A-Za-z_]+"),
+    ("pul-", r"pul-[a-z0-9]{40}"),
+    ("1000.", r"1000\.[a-f0-9]{32}\.[a-f0-9]{32}"),
+    (
+        "sat.",
+        r"sat\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9]{24}\.[A-Za-z0-9]{20}",
+    ),
+    ("spu-", r"spu-[A-Za-z0-9]{32}"),
+    ("ak_live_", r"ak_live_[A-Za-z0-9]{30}"),
+    ("ak_test_", r"ak_test_[A-Za-z0-9]{30}"),
+    (
+        "salad_cloud_",
+        r"salad_cloud_[0-9A-Za-z]{1,7}_[0-9A-Za-z]{7,}",
+    ),
+    ("pk_", r"pk_(?:[A-Za-z0-9]{6}_)?[A-Za-z0-9]{34}(?-u:\b)"),
+    ("sk.eyj", r"sk\.eyJ[A-Za-z0-9_-]{20,}\.[A-Za-z0-9_-]{20,}"),
+    ("t3blbkfj", r"sk-[A-Za-z0-9_-]*T3BlbkFJ[A-Za-z0-9_-]+"),
+];
+
+/// Every trigger: the fixed ones, then each vendor row's (waking [`R_VENDOR`]), then the
+/// vendor keywords of gitleaks' keyword rules (waking the assignment parser for names that hold
+/// only a vendor's keyword).
+pub(super) static ALL_TRIGGERS: LazyLock<Vec<(&'static str, u32)>> = LazyLock::new(|| {
+    TRIGGERS
+        .iter()
+        .copied()
+        .chain(VENDOR_TOKENS.iter().map(|(t, _)| (*t, R_VENDOR)))
+        .chain(VENDOR_KEYWORDS.iter().map(|k| (*k, R_VENDOR_NAME)))
+        .collect()
+});
+
 /// The literals the prescan looks for (ASCII case ignored): what a plain scan, the benchmark's
 /// baseline, would look for too.
 pub fn trigger_literals() -> impl Iterator<Item = &'static str> {
-    TRIGGERS.iter().map(|(literal, _)| *literal)
+    ALL_TRIGGERS.iter().map(|(literal, _)| *literal)
 }
 
 /// Non-overlapping leftmost-first search is markedly faster than overlapping search, and losing
@@ -191,7 +279,10 @@ pub(super) static TRIGGER_AC: LazyLock<AhoCorasick> = LazyLock::new(|| {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::LeftmostFirst)
-        .build(TRIGGERS.iter().map(|(p, _)| p))
+        // A full DFA: a few hundred short literals make a small one, and it is the fastest
+        // search once the literals are too many for the packed (SIMD) searcher.
+        .kind(Some(aho_corasick::AhoCorasickKind::DFA))
+        .build(ALL_TRIGGERS.iter().map(|(p, _)| p))
         .expect("trigger automaton builds")
 });
 
@@ -242,7 +333,7 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
         ),
         shape(
             R_WEBHOOK,
-            r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9_/\-]{16,})",
+            r"hooks\.slack\.com/(?:services|workflows)/([A-Za-z0-9_/+\-]{16,})",
             1,
             |m| shaped(m, SecretKind::WebhookUrl),
         ),
@@ -269,7 +360,9 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
             let tail = &m[3..];
             let mixed = tail.bytes().any(|b| b.is_ascii_uppercase())
                 && tail.bytes().any(|b| b.is_ascii_lowercase());
-            if mixed {
+            // gitleaks' shape: `hf_` and 34 letters of one case.
+            let letters34 = tail.len() == 34 && tail.bytes().all(|b| b.is_ascii_alphabetic());
+            if mixed || letters34 {
                 shaped(m, SecretKind::HuggingFaceToken)
             } else {
                 None
@@ -277,7 +370,7 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
         }),
         shape(
             R_SENDGRID,
-            r"(?-u:\b)SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
+            r"(?-u:\b)SG\.(?:[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}|[A-Za-z0-9_\-=.]{60,})",
             0,
             |m| shaped(m, SecretKind::SendGridKey),
         ),
@@ -309,8 +402,6 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
                 r"|[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34}",
                 r"|ops_eyJ[A-Za-z0-9+/]{40,}={0,3}",
                 r"|do[opr]_v1_[a-f0-9]{64}",
-                r"|pul-[a-f0-9]{40}",
-                r"|rubygems_[a-f0-9]{48}",
                 r"|sntry[su]_[A-Za-z0-9+/=_]{40,}",
                 r"|shippo_(?:live|test)_[a-fA-F0-9]{40}",
                 r"|lsv2_(?:pt|sk)_[a-f0-9]{32}_[a-f0-9]{10}",
@@ -338,7 +429,7 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
                 r"|r8_[A-Za-z0-9]{37}",
                 r"|xai-[A-Za-z0-9]{80}",
                 r"|GOCSPX-[A-Za-z0-9_\-]{28}",
-                r"|ya29\.[A-Za-z0-9_\-]{30,}",
+                r"|ya29\.[A-Za-z0-9_\-]{10,}",
                 r"|pcsk_[A-Za-z0-9]{5}_[A-Za-z0-9]{30,}",
                 r"|sb_secret_[A-Za-z0-9_\-]{31}",
                 r"|dckr_pat_[A-Za-z0-9_\-]{27}",
@@ -357,6 +448,40 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
             0,
             |m| shaped(m, SecretKind::HighEntropy),
         ),
+        shape(
+            R_VENDOR,
+            &format!(
+                r"(?-u:\b)(?:{})",
+                VENDOR_TOKENS
+                    .iter()
+                    .map(|(_, p)| *p)
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ),
+            0,
+            // Klaviyo's private keys are `pk_`; Stripe's publishable `pk_live_`/`pk_test_` stay.
+            |m| {
+                if m.starts_with("pk_live_") || m.starts_with("pk_test_") {
+                    None
+                } else {
+                    shaped(m, SecretKind::HighEntropy)
+                }
+            },
+        ),
+        // HashiCorp Vault's older service tokens: `s.` and 24 letters and digits, taken only
+        // when the 24 are random (a `this.someLongPropertyName` is not).
+        shape(R_VAULT, r"(?-u:\b)s\.([A-Za-z0-9]{24})(?-u:\b)", 1, |m| {
+            random_piece(m)
+                .then(|| shaped(m, SecretKind::HighEntropy))
+                .flatten()
+        }),
+        // NuGet's `<add key="ClearTextPassword" value="…" />`.
+        shape(
+            R_VENDOR,
+            r#"(?i:ClearTextPassword)["']?\s+value=["']([^"'\s]+)["']"#,
+            1,
+            command_password,
+        ),
         shape(R_TWILIO, r"(?-u:\b)SK[0-9a-fA-F]{32}(?-u:\b)", 0, |m| {
             shaped(m, SecretKind::HighEntropy)
         }),
@@ -366,15 +491,26 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
         // Webhooks whose URL is the secret: Microsoft Teams, Zapier, IFTTT.
         shape(
             R_WEBHOOK,
-            r"webhookb2/[^\s]*?/IncomingWebhook/([a-f0-9]{32})",
+            r"webhookb2/[^\s]*?/IncomingWebhook/([A-Za-z0-9_-]{32})",
             1,
             |m| shaped(m, SecretKind::WebhookUrl),
         ),
         shape(
             R_WEBHOOK,
-            r"hooks\.zapier\.com/hooks/catch/[0-9]+/([a-z0-9]{5,})",
+            r"hooks\.zapier\.com/hooks/catch/([A-Za-z0-9/]{8,})",
             1,
-            |m| (m.len() >= 5).then_some(SecretKind::WebhookUrl),
+            |m| {
+                // `<account digits>/<hook id>`, or one opaque run of letters and digits.
+                let tail = m.trim_end_matches('/').rsplit('/').next().unwrap_or(m);
+                let alnum = m.bytes().filter(u8::is_ascii_alphanumeric).count();
+                (tail.len() >= 5 || alnum >= 12).then_some(SecretKind::WebhookUrl)
+            },
+        ),
+        shape(
+            R_WEBHOOK,
+            r"\.tines\.com/webhook/([a-z0-9]{32}/[a-z0-9]{32})",
+            1,
+            |m| shaped(m, SecretKind::WebhookUrl),
         ),
         shape(
             R_WEBHOOK,
@@ -449,7 +585,7 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
         ),
         shape(
             R_JWT,
-            r"(?-u:\b)eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*",
+            r"(?-u:\b)(?:eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*|ey[A-Za-z0-9_\-]{15,}\.ey[A-Za-z0-9/_\-]{15,}\.[A-Za-z0-9/_\-]*={0,2})",
             0,
             |_| Some(SecretKind::Jwt),
         ),
@@ -506,6 +642,10 @@ pub(super) fn shaped(m: &str, kind: SecretKind) -> Option<SecretKind> {
 pub(super) fn classify_sk(m: &str) -> Option<SecretKind> {
     if m.starts_with("sk-ant-") {
         return shaped(m, SecretKind::AnthropicKey);
+    }
+    // OpenRouter's keys: `sk-or-v1-` and 64 hex digits.
+    if m.starts_with("sk-or-v1-") && m.len() >= 9 + 64 {
+        return shaped(m, SecretKind::OpenAiKey);
     }
     let tail = &m[3..];
     // DeepSeek's keys are `sk-` and 32 hex digits, all lower case.

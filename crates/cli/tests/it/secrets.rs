@@ -95,10 +95,29 @@ fn corpus_secrets(owner_key: &str) -> Vec<Planted> {
         .map(|raw| raw.split('\t').collect::<Vec<_>>())
         .filter(|cols| cols.len() == 3)
         .map(|cols| (false, cols))
-        .chain(world.lines().filter_map(|raw| {
-            let cols: Vec<&str> = raw.split('\t').collect();
-            (cols.len() == 4).then(|| (true, vec![cols[0], cols[1], cols[3]]))
-        }));
+        .chain(world_rows(&world));
+    planted_from(rows, owner_key)
+}
+
+/// The secret cases of the rules corpus (every gitleaks rule and trufflehog detector).
+fn rules_secrets() -> Vec<Planted> {
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/data");
+    let rules = std::fs::read_to_string(data.join("secret_corpus_rules.txt")).unwrap();
+    planted_from(world_rows(&rules), CORPUS_OWNER_KEY)
+}
+
+/// The rows of a four-column corpus (kind, source, line), as (from the world, columns).
+fn world_rows(text: &str) -> impl Iterator<Item = (bool, Vec<&str>)> {
+    text.lines().filter_map(|raw| {
+        let cols: Vec<&str> = raw.split('\t').collect();
+        (cols.len() == 4).then(|| (true, vec![cols[0], cols[1], cols[3]]))
+    })
+}
+
+fn planted_from<'a>(
+    rows: impl Iterator<Item = (bool, Vec<&'a str>)>,
+    owner_key: &str,
+) -> Vec<Planted> {
     let mut out: Vec<Planted> = Vec::new();
     for (world, cols) in rows {
         if cols[0] != "secret" {
@@ -374,6 +393,81 @@ fn planted_secrets_leave_through_no_output_path() {
     assert!(
         leaked.iter().all(|piece| known.contains(piece)),
         "{leaks:?}"
+    );
+}
+
+#[test]
+fn every_rule_of_the_world_s_scanners_stays_out_of_every_output_path() {
+    // Every gitleaks rule's and trufflehog detector's shape (secret_corpus_rules.txt), planted
+    // in a shared script's code and in what its runs printed, then looked for in the library's
+    // files and rows, the JSON answers and the sibling's family-skills/.
+    let lib = TestLibrary::new();
+    lib.agent("woody", "ada");
+    lib.agent("pip", "ada");
+    let planted = rules_secrets();
+    assert!(planted.len() >= 3000, "only {} rule cases", planted.len());
+    let lines: String = planted.iter().map(|p| format!("{}\n", p.line)).collect();
+    let source = format!(
+        "/** @skill rules\n * Goal: chop oaks\n */\nimport {{ runScript }} from '../../sdk/runner';\n\nawait runScript(async ({{ bot }}) => {{\n{lines}  await bot.chop(1);\n}});\n"
+    );
+    lib.write_script("woody", "rules", &source);
+    let runs: Vec<serde_json::Value> = (0..5)
+        .map(|i| {
+            json!({"agent": "woody", "kind": "shell", "command": "bun bots/woody/rules.ts",
+                   "cwd": "/work", "ok": true, "duration_ms": 60000,
+                   "output": format!("run {i}\n{lines}XP: Woodcutting +25\n")})
+        })
+        .collect();
+    let output = lib.record(&runs);
+    assert!(output.status.success(), "{}", stderr(&output));
+    lib.ok(&["turn-end", "woody"]);
+    lib.ok(&["turn-end", "pip"]);
+    let skills = lib.ok(&["skills", "--json", "--owner", "ada"]);
+    let show = lib.ok(&["skill", "show", "woody/rules", "--json"]);
+    let mirror = visible_files(&lib.workspace("pip").join("family-skills"));
+    assert!(mirror.contains_key("woody/rules.ts"), "{:?}", mirror.keys());
+
+    let pieces: Vec<&str> = planted
+        .iter()
+        .flat_map(|p| p.pieces())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let stored = lib.stored_bytes();
+    let texts = stored_texts(&lib).join("\n");
+    let mut leaked: BTreeSet<&str> = BTreeSet::new();
+    let mut places: Vec<(String, Vec<u8>)> = vec![
+        ("library files".into(), stored),
+        ("library rows".into(), texts.into_bytes()),
+        ("skills --json".into(), skills.into_bytes()),
+        ("skill show --json".into(), show.into_bytes()),
+    ];
+    places.extend(
+        mirror
+            .into_iter()
+            .map(|(file, bytes)| (format!("family-skills/{file}"), bytes)),
+    );
+    let mut leaks = Vec::new();
+    for (place, haystack) in &places {
+        for index in found(haystack, &pieces) {
+            leaked.insert(pieces[index]);
+            leaks.push(format!("{place}: {}", pieces[index]));
+        }
+    }
+    let leaking = planted
+        .iter()
+        .filter(|p| p.pieces().any(|piece| leaked.contains(piece)))
+        .count();
+    eprintln!(
+        "output paths (gitleaks and trufflehog rules): {}/{} planted cases kept out of every output path",
+        planted.len() - leaking,
+        planted.len()
+    );
+    assert!(
+        leaks.is_empty(),
+        "{} leaks:\n{}",
+        leaks.len(),
+        leaks.join("\n")
     );
 }
 

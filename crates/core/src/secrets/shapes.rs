@@ -43,7 +43,8 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
     ("psk", R_ASSIGN),
     ("secret", R_ASSIGN),
     ("token", R_ASSIGN),
-    ("key", R_ASSIGN),
+    // `key` also starts Mailgun's `key-` + 32 keys, whose own trigger it hides.
+    ("key", R_ASSIGN | R_VENDOR),
     ("auth", R_ASSIGN | R_BASIC),
     ("cred", R_ASSIGN),
     ("akia", R_AWS),
@@ -196,6 +197,7 @@ pub(super) const TRIGGERS: &[(&str, u32)] = &[
 /// boundary and ends where its pattern does (a token may end in `-`).
 pub(super) const VENDOR_TOKENS: &[(&str, &str)] = &[
     ("ltai", r"LTAI[A-Za-z0-9]{20}"),
+    ("key-", r"key-[a-z0-9]{32}(?-u:\b)"),
     ("clojars_", r"(?i:CLOJARS_)[A-Za-z0-9]{60}"),
     ("ezak", r"EZAK[A-Za-z0-9]{54}"),
     ("eztk", r"EZTK[A-Za-z0-9]{54}"),
@@ -346,7 +348,8 @@ pub(super) static SHAPES: LazyLock<Vec<Shape>> = LazyLock::new(|| {
         shape(R_SK, r"(?-u:\b)sk-[A-Za-z0-9_\-]{20,}", 0, classify_sk),
         shape(
             R_STRIPE,
-            r"(?-u:\b)[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}",
+            // Stripe's keys, and Recharge's (`sk_1x1_` + 64 hex), which share the `sk` trigger.
+            r"(?-u:\b)(?:[sr]k_(?:live|test|prod)_[A-Za-z0-9]{10,}|sk_(?:test_)?(?:1|2|3|5|10)x[123]_[0-9a-fA-F]{64}(?-u:\b))",
             0,
             |m| shaped(m, SecretKind::StripeKey),
         ),

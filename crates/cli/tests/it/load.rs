@@ -216,3 +216,77 @@ fn one_token_s_costliest_requests_at_once_keep_the_server_under_300_mb_and_answe
     }
     assert!(peak < 300, "peak server RSS {peak} MiB");
 }
+
+#[test]
+fn each_runner_bound_is_refused_by_the_real_server_naming_the_field_and_never_echoing_a_hostile_path()
+ {
+    let lib = TestLibrary::new();
+    lib.agent("rnchk", "ada");
+    let token = lib.ok(&["token", "issue", "rnchk"]).trim().to_string();
+    let port = free_port();
+    let _server = Server::start(&lib, port);
+    let base = format!("http://127.0.0.1:{port}");
+    let refused = |path: &str, body: serde_json::Value| {
+        let (status, answer) = post(
+            &format!("{base}/v1/{path}"),
+            &token,
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(status, 400, "{path}: {answer}");
+        let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+        (
+            answer["error"]["field"].as_str().unwrap_or("").to_string(),
+            answer["error"]["message"].as_str().unwrap().to_string(),
+        )
+    };
+    // A mirror request of 10,001 keys.
+    let have: serde_json::Map<String, serde_json::Value> = (0..=10_000)
+        .map(|i| (format!("k{i}"), serde_json::json!("v")))
+        .collect();
+    let (field, message) = refused("mirror", serde_json::json!({ "have": have }));
+    assert_eq!(field, "have");
+    assert!(
+        message.starts_with("more than 10000 mirror keys"),
+        "{message}"
+    );
+    // An event naming 65 files.
+    let files: serde_json::Map<String, serde_json::Value> = (0..65)
+        .map(|i| {
+            (
+                format!("bots/rnchk/s{i}.ts"),
+                serde_json::json!({"text": ""}),
+            )
+        })
+        .collect();
+    let event = serde_json::json!({"id": "e1", "kind": "shell", "command": "bun bots/rnchk/s0.ts",
+                                   "cwd": "/work", "ok": true});
+    let (field, message) = refused(
+        "events",
+        serde_json::json!({"events": [{"event": event, "files": files}]}),
+    );
+    assert_eq!(field, "events[0].files");
+    assert!(
+        message.contains("more than 64 files of one event"),
+        "{message}"
+    );
+    // A 10 MB path: refused, and the answer does not carry it back.
+    let long = format!("bots/rnchk/{}.ts", "a".repeat(10 * 1024 * 1024));
+    let (status, answer) = post(
+        &format!("{base}/v1/wrapup"),
+        &token,
+        serde_json::json!({"files": {long: {"text": ""}}})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(status, 400, "{answer}");
+    assert!(
+        answer.contains("over the 4096-byte limit of a path"),
+        "{answer}"
+    );
+    assert!(answer.len() < 1_000, "the answer is {} bytes", answer.len());
+    // A path over the folder's rules but under the bounds: named, cut to 200 characters.
+    let odd = format!("elsewhere/{}.ts", "b".repeat(3_000));
+    let (field, _) = refused("wrapup", serde_json::json!({"files": {odd: {"text": ""}}}));
+    assert!(field.ends_with("… (3013 bytes)"), "{field}");
+    assert!(field.chars().count() < 300, "{field}");
+}

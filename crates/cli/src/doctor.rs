@@ -14,8 +14,8 @@ use std::process::{Command, ExitCode};
 use std::time::Duration;
 
 use mindrune_core::secrets::{self, Scrubber};
-use mindrune_engine::claude_settings::{hook_option, hook_program, shell_word};
-use mindrune_engine::hook::{self, HookAction};
+use mindrune_engine::claude_code::hook::{self, AvatarHook, HookAction, Payload};
+use mindrune_engine::claude_code::settings::{hook_option, hook_program, shell_word};
 use mindrune_engine::{child, now_millis, workspace};
 use mindrune_store::{Agent, Store};
 use serde::Serialize;
@@ -622,8 +622,14 @@ impl Doctor<'_> {
         // The hook's notes of started calls go to a folder of the doctor's own, dropped after.
         let notes = tempfile::tempdir();
         let decoded = notes.map_err(|err| err.to_string()).and_then(|dir| {
-            hook::handle(&input.to_string(), &agent.name, dir.path(), Some(workspace))
-                .map_err(|e| e.to_string())
+            let payload = Payload::parse(&input.to_string()).map_err(|e| e.to_string())?;
+            let hook = AvatarHook {
+                agent: &agent.name,
+                spool: dir.path(),
+                project: Some(workspace),
+                kept: &[],
+            };
+            hook::handle(&payload, &hook).map_err(|e| e.to_string())
         });
         match decoded {
             Ok(HookAction::Record(event)) if event.agent == agent.name => {

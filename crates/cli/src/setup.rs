@@ -18,7 +18,9 @@ use mindrune_core::avatars::vocabulary::{Entry, Vocabulary};
 use mindrune_core::digest::secret_digest;
 use mindrune_core::header::is_valid_name;
 use mindrune_engine::avatars::tags::{self, TagsError, WikiRead};
-use mindrune_engine::claude_settings::{self, HOOK_EVENTS, hook_command_start, shell_word};
+use mindrune_engine::claude_code::settings::{
+    self as claude_settings, HOOK_EVENTS, hook_command_start, shell_word,
+};
 use mindrune_engine::now_millis;
 use mindrune_store::Store;
 

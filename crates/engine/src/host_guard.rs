@@ -921,7 +921,7 @@ mod tests {
         let library = checkout.join(".mindrune");
         let guard = HostGuard::for_avatar(&checkout, "buzz", &[&library]);
         let mut judged = 0;
-        for (why, payload) in crate::hook::tests::captured() {
+        for (why, payload) in crate::claude_code::hook::tests::captured() {
             if payload["hook_event_name"] != "PreToolUse" {
                 continue;
             }

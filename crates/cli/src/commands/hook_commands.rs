@@ -28,18 +28,29 @@ pub(crate) fn hook_claude_code(
             .read_to_string(&mut input)
             .context("cannot read the hook input")?;
         let agent = hook::agent_name(agent)?;
-        // Before anything else, the guard: a host call that would write where MindRune keeps
-        // its rules (family-skills/, a sibling's folder, the library) is denied, and runs not.
-        if let Some(reason) = avatar_guard(&input, agent, home, relay)? {
-            return print_hook_answer(&pre_tool_use_denial(&reason));
+        let payload = Payload::parse(&input)?;
+        let project = claude_project_dir();
+        // The guard keeps the library and the relay folder out of every host call's reach, as
+        // well as family-skills/ and the siblings' folders.
+        let mut kept: Vec<PathBuf> = vec![from_project_dir(home)];
+        if let Some(relay) = relay {
+            kept.push(from_project_dir(relay));
         }
+        let kept: Vec<&Path> = kept.iter().map(PathBuf::as_path).collect();
         if let Some(relay) = relay {
             // Relay mode: the runner beside the sandbox delivers to the server, so the hook
             // only writes a file and never waits for the network or needs a library. Its notes
             // of started calls live in the relay folder too.
             let relay = from_project_dir(relay);
             let spool = relay.join(mindrune_server::runner::spool::PENDING);
-            match hook::handle(&input, agent, &spool, claude_project_dir().as_deref())? {
+            let hook = AvatarHook {
+                agent,
+                spool: &spool,
+                project: project.as_deref(),
+                kept: &kept,
+            };
+            match hook::handle(&payload, &hook)? {
+                HookAction::Deny(reason) => return print_hook_answer(&answer::deny(&reason)),
                 HookAction::Record(event) => {
                     // The spool is on disk: the bot's own secrets (its bot.env) are scrubbed
                     // before the event touches it, as the runner scrubs what it sends.
@@ -68,15 +79,9 @@ pub(crate) fn hook_claude_code(
                         );
                         eprintln!("mindrune hook: {stale}");
                         text = format!("{text}\n\n{stale}");
-                        return print_hook_answer(&serde_json::json!({
-                            "systemMessage": stale,
-                            "hookSpecificOutput": {
-                                "hookEventName": "SessionStart",
-                                "additionalContext": text,
-                            }
-                        }));
+                        return print_hook_answer(&answer::session_context_warned(&text, &stale));
                     }
-                    print_session_context(&text)?;
+                    print_hook_answer(&answer::session_context(&text))?;
                 }
                 HookAction::Started | HookAction::Ignored(_) => {}
             }
@@ -84,7 +89,14 @@ pub(crate) fn hook_claude_code(
         }
         let home = from_project_dir(home);
         let spool = hook_failures::notes_dir(&home);
-        match hook::handle(&input, agent, &spool, claude_project_dir().as_deref())? {
+        let hook = AvatarHook {
+            agent,
+            spool: &spool,
+            project: project.as_deref(),
+            kept: &kept,
+        };
+        match hook::handle(&payload, &hook)? {
+            HookAction::Deny(reason) => print_hook_answer(&answer::deny(&reason))?,
             HookAction::Record(event) => {
                 let store = library::open(&home)?;
                 let recorded = Recorder::new(&*store).record(&event)?;
@@ -120,7 +132,9 @@ pub(crate) fn hook_claude_code(
                 let mut text = Vec::new();
                 render::turn_report(&mut text, &report, true)?;
                 eprint!("{}", String::from_utf8_lossy(&text));
-                print_session_context(&session_instructions(&*store, agent)?)?;
+                print_hook_answer(&answer::session_context(&session_instructions(
+                    &*store, agent,
+                )?))?;
             }
             HookAction::Started | HookAction::Ignored(_) => {}
         }
@@ -163,58 +177,11 @@ fn wait_for_fresh_mirror(relay: &Path) -> anyhow::Result<bool> {
     Ok(spool::fresh_mirror_done(relay, &stamp))
 }
 
-/// The guard's reason to deny an avatar's `PreToolUse`, if it has one.
-fn avatar_guard(
-    input: &str,
-    agent: &str,
-    home: &Path,
-    relay: Option<&Path>,
-) -> anyhow::Result<Option<String>> {
-    let payload: serde_json::Value = match serde_json::from_str(input) {
-        Ok(payload) => payload,
-        // `hook::handle` says what is wrong with it.
-        Err(_) => return Ok(None),
-    };
-    if payload.get("hook_event_name").and_then(|v| v.as_str()) != Some("PreToolUse") {
-        return Ok(None);
-    }
-    let project = claude_project_dir()
-        .or_else(|| {
-            payload
-                .get("cwd")
-                .and_then(|v| v.as_str())
-                .map(PathBuf::from)
-        })
-        .context("neither CLAUDE_PROJECT_DIR nor the hook's `cwd` says which checkout this is, so the guard cannot tell its bots/ and family-skills/ apart")?;
-    let mut kept: Vec<PathBuf> = vec![from_project_dir(home)];
-    if let Some(relay) = relay {
-        kept.push(from_project_dir(relay));
-    }
-    let kept: Vec<&Path> = kept.iter().map(PathBuf::as_path).collect();
-    let guard = mindrune_engine::host_guard::HostGuard::for_avatar(&project, agent, &kept);
-    Ok(match guard.check(&payload) {
-        mindrune_engine::host_guard::Verdict::Deny(reason) => Some(reason),
-        mindrune_engine::host_guard::Verdict::Allow => None,
-    })
-}
-
 /// Claude Code's project folder, which it gives every hook.
 fn claude_project_dir() -> Option<PathBuf> {
     std::env::var_os("CLAUDE_PROJECT_DIR")
         .filter(|dir| !dir.is_empty())
         .map(PathBuf::from)
-}
-
-/// A `PreToolUse` hook's answer that denies the call: Claude Code does not run it and tells
-/// the model the reason.
-fn pre_tool_use_denial(reason: &str) -> serde_json::Value {
-    serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-    })
 }
 
 /// Prints a hook's JSON answer on stdout, where Claude Code reads it.
@@ -236,17 +203,13 @@ pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<Exi
             .context("cannot read the hook input")?;
         let workspace = from_project_dir(workspace);
         let project = claude_project_dir();
-        match hook::handle_workspace(&input, &workspace, project.as_deref())? {
+        let payload = Payload::parse(&input)?;
+        match hook::handle_workspace(&payload, &workspace, project.as_deref())? {
             hook::WorkspaceAction::Deny(reason) => {
-                print_hook_answer(&pre_tool_use_denial(&reason))?;
+                print_hook_answer(&answer::deny(&reason))?;
             }
             hook::WorkspaceAction::Context(text) => {
-                print_hook_answer(&serde_json::json!({
-                    "hookSpecificOutput": {
-                        "hookEventName": "UserPromptSubmit",
-                        "additionalContext": text,
-                    }
-                }))?;
+                print_hook_answer(&answer::prompt_context(&text))?;
             }
             hook::WorkspaceAction::Observed(Some(id)) => {
                 // stderr: Claude Code shows it in its verbose mode; stdout would be context.
@@ -312,16 +275,4 @@ pub(super) fn session_instructions(store: &dyn Store, agent: &str) -> anyhow::Re
         owner.eager_sharing,
         family::mirror_relative(&agent),
     ))
-}
-
-/// A `SessionStart` hook's answer: Claude Code adds `additionalContext` to the agent's
-/// context (the JSON form, so nothing else on stdout can be mistaken for it).
-fn print_session_context(text: &str) -> anyhow::Result<()> {
-    let answer = serde_json::json!({
-        "hookSpecificOutput": {
-            "hookEventName": "SessionStart",
-            "additionalContext": text,
-        }
-    });
-    print_hook_answer(&answer)
 }

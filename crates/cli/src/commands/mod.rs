@@ -10,7 +10,8 @@ use mindrune_core::digest::secret_digest;
 use mindrune_core::header::is_valid_name;
 use mindrune_engine::avatars::family;
 use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
-use mindrune_engine::hook::{self, HookAction};
+use mindrune_engine::claude_code::answer;
+use mindrune_engine::claude_code::hook::{self, AvatarHook, HookAction, Payload};
 use mindrune_engine::{IngestError, Recorder, now_millis};
 use mindrune_store::Store;
 

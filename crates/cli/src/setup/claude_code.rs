@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use mindrune_engine::claude_settings::{self, WORKSPACE_HOOK_EVENTS, hook_command_start};
+use mindrune_engine::claude_code::settings::{
+    self as claude_settings, WORKSPACE_HOOK_EVENTS, hook_command_start,
+};
 use mindrune_engine::playbook;
 
 use super::{SettingsPlan, file_diff, moved_note, plan_hooks, read_text, shell_word, this_binary};

@@ -65,10 +65,7 @@ fn host_turn_path(workspace: &Path) -> PathBuf {
 
 impl Playbooks {
     /// Handles one Claude Code hook call of the assistant's session (its JSON on stdin).
-    pub fn host_hook(&self, input: &str) -> Result<HostHook, PlaybookError> {
-        let value: Value = serde_json::from_str(input).map_err(|err| {
-            PlaybookError::refused(Rule::Invalid, format!("the hook input is not JSON: {err}"))
-        })?;
+    pub fn host_hook(&self, value: &Value) -> Result<HostHook, PlaybookError> {
         let event = value
             .get("hook_event_name")
             .and_then(Value::as_str)
@@ -243,10 +240,9 @@ mod tests {
         (dir, playbooks)
     }
 
-    fn hook(event: &str, session: &str, path: &Path) -> String {
+    fn hook(event: &str, session: &str, path: &Path) -> serde_json::Value {
         serde_json::json!({"hook_event_name": event, "session_id": session,
             "transcript_path": path, "cwd": "/"})
-        .to_string()
     }
 
     #[test]
@@ -255,8 +251,7 @@ mod tests {
         let record = dir.path().join("late.jsonl");
         let user = r#"{"type":"user","message":{"role":"user","content":"Count the notes."}}"#;
         std::fs::write(&record, format!("{user}\n")).unwrap();
-        let mut stop: serde_json::Value =
-            serde_json::from_str(&hook("Stop", "s1", &record)).unwrap();
+        let mut stop: serde_json::Value = hook("Stop", "s1", &record);
         stop["last_assistant_message"] = "mon is \"counted\".".into();
         let began = std::time::Instant::now();
         let writer = std::thread::spawn({
@@ -272,7 +267,7 @@ mod tests {
                 std::io::Write::write_all(&mut file, format!("{last}\n").as_bytes()).unwrap();
             }
         });
-        let observed = playbooks.host_hook(&stop.to_string()).unwrap();
+        let observed = playbooks.host_hook(&stop).unwrap();
         let waited = began.elapsed();
         writer.join().unwrap();
         assert!(
@@ -287,7 +282,7 @@ mod tests {
         stop["last_assistant_message"] = "never written".into();
         let began = std::time::Instant::now();
         assert!(matches!(
-            playbooks.host_hook(&stop.to_string()).unwrap(),
+            playbooks.host_hook(&stop).unwrap(),
             HostHook::Observed { .. }
         ));
         assert!(began.elapsed() >= TRANSCRIPT_SETTLE);
@@ -315,9 +310,9 @@ mod tests {
             other.display().to_string()
         );
         // A relative path is no host's record.
-        let relative = r#"{"hook_event_name": "Stop", "transcript_path": "x.jsonl"}"#;
+        let relative = serde_json::json!({"hook_event_name": "Stop", "transcript_path": "x.jsonl"});
         assert!(matches!(
-            playbooks.host_hook(relative).unwrap(),
+            playbooks.host_hook(&relative).unwrap(),
             HostHook::Ignored(_)
         ));
     }

@@ -1,4 +1,4 @@
-//! Claude Code hooks: one JSON object on stdin per hook call, turned into an event.
+//! Claude Code hooks: one hook call's payload, turned into what MindRune does with it.
 //!
 //! `PreToolUse` notes when a call started and in which folder (a small file per `tool_use_id`
 //! in a spool folder); `PostToolUse` / `PostToolUseFailure` find that note and become one event
@@ -31,23 +31,15 @@ pub const STALE_PENDING_MILLIS: i64 = 24 * 60 * 60 * 1000;
 /// every bot of a checkout, so whoever starts the bot's Claude Code sets it.
 pub const AGENT_VARIABLE: &str = "MINDRUNE_AGENT";
 
-#[derive(Debug, thiserror::Error)]
-#[error("{}{message}", field.as_ref().map(|f| format!("hook field `{f}`: ")).unwrap_or_default())]
-pub struct HookError {
-    pub field: Option<String>,
-    pub message: String,
-}
-
-fn hook_error(field: &str, message: impl Into<String>) -> HookError {
-    HookError {
-        field: Some(field.to_string()),
-        message: message.into(),
-    }
-}
+use super::payload::hook_error;
+pub use super::payload::{HookError, Payload};
 
 /// What a hook call asks of MindRune.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HookAction {
+    /// The guard denies the call (a host call that would write where MindRune keeps its rules:
+    /// family-skills/, a sibling's folder, the library): answer [`super::answer::deny`].
+    Deny(String),
     /// A finished call to record.
     Record(Box<Event>),
     /// A call started; its start time and folder were noted.
@@ -199,27 +191,44 @@ fn capture_scripts(
     code
 }
 
-/// Handles one hook call for `agent`. `spool` holds the pending-call notes; `root` is the
-/// project folder (Claude Code's `CLAUDE_PROJECT_DIR`) whose scripts a starting call runs.
-pub fn handle(
-    input: &str,
-    agent: &str,
-    spool: &Path,
-    root: Option<&Path>,
-) -> Result<HookAction, HookError> {
-    let value: Value = serde_json::from_str(input).map_err(|err| HookError {
-        field: None,
-        message: format!("the hook input is not JSON: {err}"),
-    })?;
-    let event_name = str_field(&value, "hook_event_name")
-        .ok_or_else(|| hook_error("hook_event_name", "is missing; is this a Claude Code hook?"))?;
+/// Where one avatar's hook call is handled.
+#[derive(Debug, Clone, Copy)]
+pub struct AvatarHook<'a> {
+    pub agent: &'a str,
+    /// The folder of the pending-call notes.
+    pub spool: &'a Path,
+    /// The project folder (Claude Code's `CLAUDE_PROJECT_DIR`) whose scripts a starting call
+    /// runs and whose `bots/` and `family-skills/` the guard tells apart; the payload's `cwd`
+    /// when Claude Code names none.
+    pub project: Option<&'a Path>,
+    /// Folders no host call may touch besides family-skills/ and the siblings' (the library,
+    /// the relay folder).
+    pub kept: &'a [&'a Path],
+}
+
+/// Handles one hook call of an avatar: first the guard (a `PreToolUse` it denies goes no
+/// further), then the call's note, record, turn end or session start.
+pub fn handle(payload: &Payload, hook: &AvatarHook<'_>) -> Result<HookAction, HookError> {
+    if payload.event() == "PreToolUse"
+        && let Some(reason) = avatar_guard(payload, hook)?
+    {
+        return Ok(HookAction::Deny(reason));
+    }
+    let AvatarHook {
+        agent,
+        spool,
+        project: root,
+        ..
+    } = *hook;
+    let value = payload.value();
+    let event_name = payload.event();
     match event_name {
         "Stop" | "StopFailure" => {
             return Ok(HookAction::TurnEnded {
                 swept: sweep_stale(spool),
                 failure: (event_name == "StopFailure").then(|| {
-                    str_field(&value, "last_assistant_message")
-                        .or_else(|| str_field(&value, "error"))
+                    str_field(value, "last_assistant_message")
+                        .or_else(|| str_field(value, "error"))
                         .unwrap_or("an API error")
                         .to_string()
                 }),
@@ -239,7 +248,7 @@ pub fn handle(
         }
     }
     let tool_name =
-        str_field(&value, "tool_name").ok_or_else(|| hook_error("tool_name", "is missing"))?;
+        str_field(value, "tool_name").ok_or_else(|| hook_error("tool_name", "is missing"))?;
     let Some(tool) = tool_of(tool_name) else {
         return Ok(HookAction::Ignored(format!(
             "{tool_name} calls are not runs"
@@ -248,12 +257,12 @@ pub fn handle(
     let tool_input = value
         .get("tool_input")
         .ok_or_else(|| hook_error("tool_input", "is missing"))?;
-    let tool_use_id = str_field(&value, "tool_use_id");
+    let tool_use_id = str_field(value, "tool_use_id");
     let background = tool_input
         .get("run_in_background")
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    let cwd = str_field(&value, "cwd");
+    let cwd = str_field(value, "cwd");
 
     if event_name == "PreToolUse" {
         if background {
@@ -304,7 +313,7 @@ pub fn handle(
             .and_then(Value::as_bool)
             .unwrap_or(false);
     let mut output = response.map(response_text).unwrap_or_default();
-    if let Some(error) = str_field(&value, "error") {
+    if let Some(error) = str_field(value, "error") {
         if !output.is_empty() {
             output.push('\n');
         }
@@ -378,6 +387,23 @@ pub fn handle(
 }
 
 /// The text of a tool response: Bash's stdout and stderr, or an MCP result's text blocks.
+/// The guard's reason to deny an avatar's `PreToolUse`, if it has one.
+fn avatar_guard(payload: &Payload, hook: &AvatarHook<'_>) -> Result<Option<String>, HookError> {
+    let project = hook
+        .project
+        .map(Path::to_path_buf)
+        .or_else(|| payload.text("cwd").map(PathBuf::from))
+        .ok_or_else(|| HookError {
+            field: None,
+            message: "neither CLAUDE_PROJECT_DIR nor the hook's `cwd` says which checkout this is, so the guard cannot tell its bots/ and family-skills/ apart".into(),
+        })?;
+    let guard = crate::host_guard::HostGuard::for_avatar(&project, hook.agent, hook.kept);
+    Ok(match guard.check(payload.value()) {
+        crate::host_guard::Verdict::Deny(reason) => Some(reason),
+        crate::host_guard::Verdict::Allow => None,
+    })
+}
+
 fn response_text(response: &Value) -> String {
     match response {
         Value::String(text) => text.clone(),
@@ -427,16 +453,12 @@ pub enum WorkspaceAction {
 /// Handles one hook call in the assistant's `workspace`; `project` is Claude Code's project
 /// folder (`CLAUDE_PROJECT_DIR`), where its settings are.
 pub fn handle_workspace(
-    input: &str,
+    payload: &Payload,
     workspace: &Path,
     project: Option<&Path>,
 ) -> Result<WorkspaceAction, HookError> {
-    let value: Value = serde_json::from_str(input).map_err(|err| HookError {
-        field: None,
-        message: format!("the hook input is not JSON: {err}"),
-    })?;
-    let event_name = str_field(&value, "hook_event_name")
-        .ok_or_else(|| hook_error("hook_event_name", "is missing; is this a Claude Code hook?"))?;
+    let value = payload.value();
+    let event_name = payload.event();
     let playbooks = || {
         crate::playbook::Playbooks::open(workspace).map_err(|err| HookError {
             field: None,
@@ -450,7 +472,7 @@ pub fn handle_workspace(
     if event_name == "PreToolUse" {
         // Before every guarded tool call: no ledger opened, nothing written.
         return Ok(
-            match crate::host_guard::HostGuard::for_workspace(workspace, project).check(&value) {
+            match crate::host_guard::HostGuard::for_workspace(workspace, project).check(value) {
                 crate::host_guard::Verdict::Allow => WorkspaceAction::Allow,
                 crate::host_guard::Verdict::Deny(reason) => WorkspaceAction::Deny(reason),
             },
@@ -459,7 +481,7 @@ pub fn handle_workspace(
     // Every other call names the session's turn record (`transcript_path`), which a
     // `skill_refine report` that names none gets; at `Stop` the observer reads it.
     let opened = playbooks()?;
-    let hosted = opened.host_hook(input).map_err(playbook_error)?;
+    let hosted = opened.host_hook(value).map_err(playbook_error)?;
     match event_name {
         "Stop" => Ok(match hosted {
             crate::playbook::host::HostHook::Observed { suggestion, .. } => {
@@ -467,7 +489,7 @@ pub fn handle_workspace(
             }
             _ => WorkspaceAction::Observed(None),
         }),
-        "PostToolUse" | "PostToolUseFailure" if str_field(&value, "tool_name") == Some("Read") => {
+        "PostToolUse" | "PostToolUseFailure" if str_field(value, "tool_name") == Some("Read") => {
             let Some(path) = value
                 .get("tool_input")
                 .and_then(|input| str_field(input, "file_path"))
@@ -477,13 +499,13 @@ pub fn handle_workspace(
                     "is missing for a Read call",
                 ));
             };
-            let cwd = str_field(&value, "cwd").map(PathBuf::from);
+            let cwd = str_field(value, "cwd").map(PathBuf::from);
             let path = match &cwd {
                 Some(cwd) => cwd.join(path),
                 None => PathBuf::from(path),
             };
             let ok = event_name == "PostToolUse";
-            let turn = str_field(&value, "transcript_path");
+            let turn = str_field(value, "transcript_path");
             Ok(
                 match opened
                     .note_host_read(&path, ok, turn)
@@ -550,7 +572,14 @@ pub(crate) mod tests {
     use serde_json::json;
 
     fn run(input: Value, spool: &Path) -> HookAction {
-        handle(&input.to_string(), "buzz", spool, None).unwrap()
+        let payload = Payload::parse(&input.to_string()).unwrap();
+        let hook = AvatarHook {
+            agent: "buzz",
+            spool,
+            project: None,
+            kept: &[],
+        };
+        handle(&payload, &hook).unwrap()
     }
 
     #[test]
@@ -696,8 +725,14 @@ pub(crate) mod tests {
     fn every_captured_payload_is_handled_without_an_error() {
         let spool = tempfile::tempdir().unwrap();
         for (why, payload) in captured() {
-            handle(&payload.to_string(), "buzz", spool.path(), None)
-                .unwrap_or_else(|err| panic!("{why}: {err}"));
+            let payload = Payload::parse(&payload.to_string()).unwrap();
+            let hook = AvatarHook {
+                agent: "buzz",
+                spool: spool.path(),
+                project: None,
+                kept: &[],
+            };
+            handle(&payload, &hook).unwrap_or_else(|err| panic!("{why}: {err}"));
         }
     }
 
@@ -870,8 +905,16 @@ pub(crate) mod tests {
 
     #[test]
     fn bad_hook_input_is_an_error_not_a_panic() {
+        assert!(Payload::parse("{").is_err());
+        assert!(Payload::parse("{}").is_err());
         let spool = tempfile::tempdir().unwrap();
-        assert!(handle("{", "buzz", spool.path(), None).is_err());
-        assert!(handle("{}", "buzz", spool.path(), None).is_err());
+        let hook = AvatarHook {
+            agent: "buzz",
+            spool: spool.path(),
+            project: None,
+            kept: &[],
+        };
+        let no_tool = Payload::parse(r#"{"hook_event_name": "PostToolUse"}"#).unwrap();
+        assert!(handle(&no_tool, &hook).is_err());
     }
 }

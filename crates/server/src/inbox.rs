@@ -35,7 +35,7 @@ use serde::Deserialize;
 use crate::auth::OwnerSession;
 use crate::error::ApiError;
 use crate::html::{self, Nav, Shown, diff_html, escape};
-use crate::pages::{CarriesCsrf, CsrfForm, checked_form, error_page, page_session, parse_id};
+use crate::pages::{CarriesCsrf, CsrfForm, OwnerPage, checked_form, error_page, parse_id};
 use crate::state::AppState;
 
 /// A reason longer than this is refused (the form says so before it is sent).
@@ -390,13 +390,9 @@ fn workspace_section(
 
 async fn inbox_page(
     State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
+    OwnerPage(session): OwnerPage,
     query: Result<Query<InboxQuery>, QueryRejection>,
 ) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
     // A notice that cannot be read is simply not shown.
     let query = query.map(|Query(query)| query).unwrap_or_default();
     let app = state.clone();
@@ -704,13 +700,9 @@ fn card_response(
 
 async fn card_page(
     State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
+    OwnerPage(session): OwnerPage,
     Path((key, raw)): Path<(String, String)>,
 ) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
     let Some(id) = parse_id(&raw) else {
         return no_card();
     };

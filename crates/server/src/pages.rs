@@ -64,17 +64,26 @@ pub(crate) fn form_error(rejection: &FormRejection) -> Response {
     )
 }
 
-/// The session of a page request: a visitor without one is sent to the login page; a failure
-/// of the library is an error page.
-pub(crate) fn page_session(
-    session: Result<OwnerSession, ApiError>,
-) -> Result<OwnerSession, Box<Response>> {
-    match session {
-        Ok(session) => Ok(session),
-        Err(err) if err.status == StatusCode::UNAUTHORIZED => {
-            Err(Box::new(Redirect::to("/dashboard/login").into_response()))
+/// An owner's page request, as an extractor: its handler runs only with a live session. A
+/// visitor without one is sent to the login page; a failure of the library is an error page.
+/// Every page an owner reads (the family and avatar pages, a script's page, its diff and code,
+/// the Inbox and a card) takes it, so none repeats the check.
+pub(crate) struct OwnerPage(pub(crate) OwnerSession);
+
+impl axum::extract::FromRequestParts<AppState> for OwnerPage {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &AppState,
+    ) -> Result<Self, Response> {
+        match OwnerSession::from_request_parts(parts, state).await {
+            Ok(session) => Ok(OwnerPage(session)),
+            Err(err) if err.status == StatusCode::UNAUTHORIZED => {
+                Err(Redirect::to("/dashboard/login").into_response())
+            }
+            Err(err) => Err(error_page(&err)),
         }
-        Err(err) => Err(Box::new(error_page(&err))),
     }
 }
 

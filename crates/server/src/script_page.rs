@@ -19,10 +19,9 @@ use mindrune_engine::avatars::wrapup::{UnmeasuredRuns, outcome_unknown_summary};
 use mindrune_store::{Millis, SkillId, StoreError, UnmeasuredScope, UnrecordedReason};
 use serde::Deserialize;
 
-use crate::auth::OwnerSession;
 use crate::error::ApiError;
 use crate::html::{self, Shown, count, points, when};
-use crate::pages::{error_page, not_found, owner_nav, page_or_not_found, page_session, parse_id};
+use crate::pages::{OwnerPage, error_page, not_found, owner_nav, page_or_not_found, parse_id};
 use crate::scripts::{file_name, is_family, score_history, sharing_way, shown_index, tag};
 use crate::state::AppState;
 
@@ -441,13 +440,9 @@ fn read_page(
 
 async fn script_page(
     State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
+    OwnerPage(session): OwnerPage,
     Path(raw): Path<String>,
 ) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
     let Some(id) = parse_id(&raw) else {
         return not_found("script");
     };
@@ -483,14 +478,10 @@ struct DiffQuery {
 
 async fn diff_page(
     State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
+    OwnerPage(session): OwnerPage,
     Path(raw): Path<String>,
     query: Result<Query<DiffQuery>, QueryRejection>,
 ) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
     let Some(id) = parse_id(&raw) else {
         return not_found("script");
     };
@@ -605,14 +596,10 @@ fn safe_file_name(name: &str) -> String {
 
 async fn code(
     State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
+    OwnerPage(session): OwnerPage,
     Path(raw): Path<String>,
     query: Result<Query<CodeQuery>, QueryRejection>,
 ) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
     let Some(id) = parse_id(&raw) else {
         return not_found("script");
     };

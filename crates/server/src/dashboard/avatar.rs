@@ -233,13 +233,9 @@ pub(super) fn avatar_html(
 
 pub(super) async fn avatar_page(
     State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
+    OwnerPage(session): OwnerPage,
     Path(raw): Path<String>,
 ) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
     let Some(id) = parse_id(&raw) else {
         return not_found("avatar");
     };

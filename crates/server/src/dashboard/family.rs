@@ -327,13 +327,9 @@ pub(super) fn family_view<'a>(
 
 pub(super) async fn family_page(
     State(state): State<AppState>,
-    session: Result<OwnerSession, ApiError>,
+    OwnerPage(session): OwnerPage,
     headers: HeaderMap,
 ) -> Response {
-    let session = match page_session(session) {
-        Ok(session) => session,
-        Err(response) => return *response,
-    };
     let since = html::cookie_value(&headers, SEEN_COOKIE, state.config().cookies_secure())
         .and_then(|v| v.parse::<i64>().ok());
     let store = state.store();

@@ -35,8 +35,8 @@ use crate::html::{self, Nav, Shown, count, escape, points, when};
 use crate::icons;
 use crate::login_guard::LoginGuard;
 use crate::pages::{
-    CarriesCsrf, CsrfForm, FORM_LIMIT, checked_form, error_page, form_error, not_found, owner_nav,
-    page_or_not_found, page_session, parse_id,
+    CarriesCsrf, CsrfForm, FORM_LIMIT, OwnerPage, checked_form, error_page, form_error, not_found,
+    owner_nav, page_or_not_found, parse_id,
 };
 use crate::scripts::{
     day_label, file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,

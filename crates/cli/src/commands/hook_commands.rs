@@ -37,19 +37,27 @@ pub(crate) fn hook_claude_code(
             kept.push(from_project_dir(relay));
         }
         let kept: Vec<&Path> = kept.iter().map(PathBuf::as_path).collect();
-        if let Some(relay) = relay {
-            // Relay mode: the runner beside the sandbox delivers to the server, so the hook
-            // only writes a file and never waits for the network or needs a library. Its notes
-            // of started calls live in the relay folder too.
-            let relay = from_project_dir(relay);
-            let spool = relay.join(mindrune_server::runner::spool::PENDING);
-            let hook = AvatarHook {
+        // The notes of started calls: in the relay folder in relay mode, beside the library
+        // otherwise.
+        let home = from_project_dir(home);
+        let spool = match relay {
+            Some(relay) => from_project_dir(relay).join(mindrune_server::runner::spool::PENDING),
+            None => hook_failures::notes_dir(&home),
+        };
+        let action = hook::handle(
+            &payload,
+            &AvatarHook {
                 agent,
                 spool: &spool,
                 project: project.as_deref(),
                 kept: &kept,
-            };
-            match hook::handle(&payload, &hook)? {
+            },
+        )?;
+        if let Some(relay) = relay {
+            // Relay mode: the runner beside the sandbox delivers to the server, so the hook
+            // only writes a file and never waits for the network or needs a library.
+            let relay = from_project_dir(relay);
+            match action {
                 HookAction::Deny(reason) => return print_hook_answer(&answer::deny(&reason)),
                 HookAction::Record(event) => {
                     // The spool is on disk: the bot's own secrets (its bot.env) are scrubbed
@@ -87,15 +95,7 @@ pub(crate) fn hook_claude_code(
             }
             return Ok(());
         }
-        let home = from_project_dir(home);
-        let spool = hook_failures::notes_dir(&home);
-        let hook = AvatarHook {
-            agent,
-            spool: &spool,
-            project: project.as_deref(),
-            kept: &kept,
-        };
-        match hook::handle(&payload, &hook)? {
+        match action {
             HookAction::Deny(reason) => print_hook_answer(&answer::deny(&reason))?,
             HookAction::Record(event) => {
                 let store = library::open(&home)?;

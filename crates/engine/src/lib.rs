@@ -11,6 +11,10 @@ pub mod avatars;
 pub mod child;
 pub mod claude_settings;
 pub mod display;
+#[expect(
+    clippy::too_many_lines,
+    reason = "hook::handle (158 lines) is split in issue 43 item 4's one Claude Code module; drop this then"
+)]
 pub mod hook;
 pub mod host_guard;
 pub mod journal;

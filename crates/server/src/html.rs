@@ -350,7 +350,10 @@ mod tests {
         let mut headers = HeaderMap::new();
         headers.insert(header::COOKIE, "a=planted; __Host-a=mine".parse().unwrap());
         assert_eq!(cookie_value(&headers, "a", true).as_deref(), Some("mine"));
-        assert_eq!(cookie_value(&headers, "a", false).as_deref(), Some("planted"));
+        assert_eq!(
+            cookie_value(&headers, "a", false).as_deref(),
+            Some("planted")
+        );
         headers.insert(header::COOKIE, "a=planted".parse().unwrap());
         assert_eq!(cookie_value(&headers, "a", true), None);
     }

@@ -9,7 +9,7 @@ use mindrune_core::digest;
 use mindrune_core::header;
 use mindrune_core::secrets::Scrubber;
 use mindrune_store::{
-    Agent, HeaderState, Lineage, NewUse, Outcome, ScriptSnapshot, SkillHeader, Store, StoreError,
+    Agent, HeaderState, NewUse, Outcome, ScriptSnapshot, SkillHeader, Store, StoreError,
     UnrecordedReason, VersionId,
 };
 
@@ -222,24 +222,23 @@ impl Recorder<'_> {
                 });
             }
             // A copy or rename of one of the agent's own files starts its own history, built
-            // on the original.
-            if let Some((_, version)) = same_code
-                .iter()
-                .filter(|(skill, _)| skill.agent == Some(agent.id))
-                .max_by(|a, b| a.1.score.total_cmp(&b.1.score))
-            {
-                origin = Some((version.id, Lineage::Copy));
-            } else if let Some(from) = &from
-                && let Some((sibling_agent, sibling_name)) = from.split_once('/')
-                && sibling_agent != agent.name
-                && let Some(sibling) =
-                    self.store
-                        .skill_by_name(owner, sibling_agent, sibling_name)?
-                && let Some(version) = sibling.current_version
-            {
-                // A changed copy of a sibling's skill: the avatar's own version, built on it.
-                origin = Some((version, Lineage::Sibling));
-            }
+            // on the original; a changed copy of a sibling's skill, the avatar's own version,
+            // built on it.
+            origin = mindrune_store::origin_of_new_file(
+                agent.id,
+                &agent.name,
+                from.as_deref(),
+                same_code
+                    .iter()
+                    .map(|(skill, version)| (skill.agent, version.id, version.score)),
+                |sibling_agent, sibling_name| {
+                    Ok::<_, StoreError>(
+                        self.store
+                            .skill_by_name(owner, sibling_agent, sibling_name)?
+                            .and_then(|sibling| sibling.current_version),
+                    )
+                },
+            )?;
         }
         let matched = self.store.match_script(
             owner,

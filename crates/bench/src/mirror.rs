@@ -42,6 +42,10 @@ fn read_tree(dir: &Path) -> std::io::Result<usize> {
 
 /// `mindrune bench mirror`: a turn boundary for an agent with 200 scripts, and a refresh of
 /// `family-skills/` for a family of 20 agents × 100 shared skills × 10,000 uses.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a benchmark script: set up, time, check and report each step in order, read top to bottom"
+)]
 pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
     use mindrune_engine::avatars::family;
     use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};

@@ -18,6 +18,10 @@ use crate::workload::{
 /// `mindrune bench record`: recording uses into SQLite beside bare SQLite inserts of the same
 /// rows; with `postgres` (the `--database` URL), also into a scratch schema of that PostgreSQL
 /// database beside bare PostgreSQL inserts, in the same run (see [`crate::pg`]).
+#[expect(
+    clippy::too_many_lines,
+    reason = "a benchmark script: each backend and baseline set up, timed and reported in order"
+)]
 pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Result<Vec<Row>> {
     let work = workload(uses)?;
     let dir = &work.dir;

@@ -122,6 +122,10 @@ fn peak_rss_mib(pid: u32) -> Option<f64> {
 }
 
 /// Returns the rows, and whether every acknowledged event was stored exactly once.
+#[expect(
+    clippy::too_many_lines,
+    reason = "a benchmark script: server, runners, load, the exactly-once check and the report, in order"
+)]
 pub fn serve(
     seconds: u64,
     runners: usize,

@@ -353,6 +353,10 @@ impl Plan {
     }
 
     /// What was done (or, in a dry run, would be), then the commands that start it all.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the setup report, printed line by line in the order the user reads it"
+    )]
     fn report(
         &self,
         out: &mut impl std::io::Write,

@@ -13,8 +13,19 @@ pub mod digest;
 pub mod header;
 pub mod near_repeat;
 pub mod playbook;
+#[expect(
+    clippy::too_many_lines,
+    reason = "runx::package::inputs::check_source (171 lines), in a module being reworked in its own branch: split it there and drop this"
+)]
 pub mod runx;
 pub mod score;
+#[cfg_attr(
+    test,
+    expect(
+        clippy::too_many_lines,
+        reason = "secrets::tests::positive_cases, a table of secrets and their kinds (in a module being reworked in its own branch)"
+    )
+)]
 pub mod secrets;
 pub mod shell_line;
 pub mod shell_writes;

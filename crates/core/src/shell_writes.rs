@@ -261,6 +261,10 @@ const WRAPPERS: &[(&str, &[&str], bool)] = &[
 ];
 
 /// The operands `args` (a whole simple command, its name first) writes.
+#[expect(
+    clippy::too_many_lines,
+    reason = "wrappers peeled, then one match arm per command that writes files"
+)]
 pub(crate) fn command_writes(args: &[Arg<'_>]) -> Vec<Operand> {
     let mut start = 0;
     // Wrappers first: what they run is what writes.

@@ -410,6 +410,10 @@ impl World {
     /// The first avatar records two headed scripts five times each (both become family
     /// skills), both avatars write lessons and end a turn, the second one reads the mirror,
     /// runs an inline snippet again and again, and both report their state.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a fixture: one family set up through the API, step by step"
+    )]
     async fn set_up_family(&self, f: usize) {
         let m = self.families[f].marker;
         let key = OWNER_KEYS[f];
@@ -1846,6 +1850,10 @@ impl World {
     }
 
     /// Runs one operation and checks what it answered against the model.
+    #[expect(
+        clippy::too_many_lines,
+        reason = "the model-based test: one arm per operation against the model"
+    )]
     async fn run(&self, op: &Op, model: &mut Model) {
         let by = match op {
             Op::Events { by, .. }

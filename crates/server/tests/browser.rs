@@ -515,6 +515,10 @@ fn library() -> Library {
 
 // -------------------------------------------------------------------------------------------
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end story in a real browser, told in order"
+)]
 #[test]
 fn the_dashboard_and_the_console_work_in_a_real_browser() {
     if std::env::var("MINDRUNE_SKIP_BROWSER").as_deref() == Ok("1") {

@@ -27,6 +27,7 @@ mod version_writes;
 
 pub use copy::{CopyReport, TableCopy, copy_library};
 pub use postgres::{PgStore, redact_url, split_schema};
+pub use rules::origin_of_new_file;
 pub use sqlite::SqliteStore;
 
 macro_rules! id_type {

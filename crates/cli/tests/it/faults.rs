@@ -192,6 +192,10 @@ fn stored_with_ids(db: &Path, ids: &[String]) -> usize {
         .count()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a fault-injection story: kill points, restarts and the invariants checked after each"
+)]
 #[test]
 fn recording_killed_at_any_moment_loses_no_acknowledged_use_and_counts_none_twice() {
     let started = Instant::now();
@@ -587,6 +591,10 @@ fn library_state(lib: &TestLibrary, out: &Path) -> (Value, BTreeMap<String, Vec<
     (lib.skills_json(), visible_files(out))
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "a fault-injection story: kill points, restarts and the invariants checked after each"
+)]
 #[test]
 fn a_turn_boundary_killed_at_any_moment_leaves_every_file_old_or_new_and_converges() {
     let started = Instant::now();

@@ -790,6 +790,10 @@ impl Drop for RaiseOnDrop<'_> {
 /// the same port and library two or three times. Once the spools drain, every call written to
 /// a spool is stored exactly once, under its own avatar, and nothing is left behind. The two
 /// owners' avatars use the same tool-call ids: an id is a retry only within its own family.
+#[expect(
+    clippy::too_many_lines,
+    reason = "one load story: runners, server kills and the exactly-once audit, in order"
+)]
 #[test]
 fn eight_runners_under_load_deliver_every_event_exactly_once_through_server_kills() {
     const RUNNERS: usize = 8;

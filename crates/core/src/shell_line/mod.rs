@@ -385,6 +385,10 @@ mod tests {
     const X: &str = "bots/a/x.ts";
     const Y: &str = "bots/a/y.ts";
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "a table of shell lines and their expected runs"
+    )]
     fn table() -> Vec<Case> {
         vec![
             // How a run can be written.

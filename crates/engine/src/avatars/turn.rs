@@ -147,6 +147,10 @@ pub fn turn_boundary(
 }
 
 /// [`turn_boundary`] over any view of the agent's files (a runner's snapshot on the server).
+///
+/// In order: the bot's scripts are scanned ([`scan_scripts`]), files gone are un-shared, what
+/// now clears the family's bar is shared, the lab log's lessons synced, the unshared skills'
+/// progress and offers listed, the mirror refreshed when due, and the turn's end noted.
 pub fn turn_boundary_with(
     recorder: &Recorder<'_>,
     agent_name: &str,
@@ -171,117 +175,20 @@ pub fn turn_boundary_with(
         ..TurnReport::default()
     };
     let scrubber = recorder.scrubber(&agent, files)?;
-    let bot_dir = format!("bots/{}", agent.name);
-    let names = files
-        .list(&bot_dir)
-        .map_err(|source| TurnError::BotDir {
-            bot: agent.name.clone(),
-            source,
-        })?
-        .unwrap_or_default();
-    for name in files.names_not_utf8(&bot_dir) {
-        report.diagnostics.push(format!(
-            "{bot_dir}/{name}: its name is not UTF-8, so MindRune cannot record or share it; rename it (e.g. `mv` it to a name in UTF-8)"
-        ));
-    }
-
     let known: HashMap<String, SkillEntry> = store
         .skills(owner, Some(agent.id))?
         .into_iter()
         .map(|entry| (entry.skill.path.clone(), entry))
         .collect();
-    let mut present: HashSet<String> = HashSet::new();
-    let mut vocabulary = None;
-    for name in names.iter().filter(|n| n.ends_with(".ts")) {
-        let relative = format!("{bot_dir}/{name}");
-        if workspace::script_of_bot(&relative).is_none_or(|(_, stem)| !header::is_valid_name(stem))
-        {
-            continue;
-        }
-        report.checked += 1;
-        let source = match files.read(&relative, MAX_SCRIPT_BYTES) {
-            Ok(Some(source)) => source,
-            Ok(None) => continue,
-            Err(err) => {
-                report.diagnostics.push(describe_skip(&err));
-                continue;
-            }
-        };
-        let (parsed, diagnostics) = header::parse(&source);
-        let file_digest = digest::sha256(source.as_bytes());
-        let skill = known.get(&relative);
-        let unchanged = skill.is_some_and(|s| s.skill.file_digest.as_deref() == Some(&file_digest));
-        // Reported at every boundary while the problem lasts, even when a run read the file
-        // first (recording a run does not report a header's problems).
-        for diagnostic in &diagnostics {
-            report.diagnostics.push(format!(
-                "{relative}:{}: {}",
-                diagnostic.line, diagnostic.message
-            ));
-        }
-        if let Some(parsed) = parsed.as_ref().filter(|h| !h.tags.is_empty()) {
-            let vocabulary = match &vocabulary {
-                Some(v) => v,
-                None => vocabulary.insert(tags::vocabulary(store)?),
-            };
-            for (tag, meant) in tags::unknown_tags(store, vocabulary, &parsed.tags)? {
-                report.diagnostics.push(tags::describe_unknown_tag(
-                    &relative,
-                    &tag,
-                    meant.as_deref(),
-                ));
-            }
-        }
-        if unchanged {
-            present.insert(relative.clone());
-            if boundary == Boundary::Start {
-                report
-                    .checked_headers
-                    .push(describe_check(name, skill, "unchanged"));
-            }
-            continue;
-        }
-        // A script without a header that the library never ran is not a skill yet: its
-        // first run makes it one.
-        if parsed.is_none() && skill.is_none() {
-            continue;
-        }
-        recorder.forget_file(&agent, &relative);
-        let matched = recorder.match_file(&agent, &scrubber, &relative, &source, file_digest)?;
-        if matched.sibling_copy {
-            report.sibling_copies.push(format!(
-                "{name}: an unchanged copy of {}, already a family skill; its header shares nothing new",
-                matched.skill_label
-            ));
-            continue;
-        }
-        present.insert(relative.clone());
-        if matched.new_skill {
-            report.new_skills.push(name.clone());
-        } else if matched.new_version {
-            let version = store.version(owner, matched.version)?;
-            report
-                .new_versions
-                .push(format!("{name} v{}", version.number));
-        }
-        if boundary == Boundary::Start {
-            // What the file says now, not what the library knew before it was read again: a
-            // header removed while the agent was stopped has just un-shared the skill.
-            let now_state = match &parsed {
-                None => HeaderState::None,
-                Some(h) if h.private => HeaderState::Private,
-                Some(_) => HeaderState::Skill,
-            };
-            let family_now = now_state == HeaderState::Skill
-                && match &matched.sharing {
-                    Some(change) => change.kind == SharingKind::Shared,
-                    None => skill.is_some_and(|s| s.family),
-                };
-            report
-                .checked_headers
-                .push(describe_changed(name, skill, now_state, family_now));
-        }
-    }
+    let scan = Scan {
+        recorder,
+        agent: &agent,
+        files,
+        scrubber: &scrubber,
+        boundary,
+        known: &known,
+    };
+    let present = scan_scripts(&scan, &mut report)?;
     // Files gone (deleted, renamed, unreadable) are un-shared; their history stays.
     for (path, entry) in &known {
         if !present.contains(path) {
@@ -292,7 +199,179 @@ pub fn turn_boundary_with(
     store.share_qualified(owner, agent.id, started)?;
 
     report.lessons = sync_lessons(store, &agent, files, &scrubber, started, &mut report)?;
+    progress_and_offers(store, &agent, &mut report)?;
+    report.sharing = store.sharing_changes(owner, agent.id, since)?;
+    report.mirror = mirror_when_due(store, &agent, mirror, mirror_dir, started)?;
+    report.unrecorded = unrecorded_calls(store, &agent, since)?;
+    let ended = now_millis();
+    store.note_turn_end(owner, agent.id, ended)?;
+    // The recorder measures the next run only against states printed after this: it must
+    // know the turn ended, not the time it read the agent at.
+    recorder.know_agent(&mindrune_store::Agent {
+        last_turn_at: Some(ended),
+        ..(*agent).clone()
+    });
+    Ok(report)
+}
 
+/// What a scan of the bot's scripts reads.
+struct Scan<'a, 'r> {
+    recorder: &'a Recorder<'r>,
+    agent: &'a Agent,
+    files: &'a dyn AgentFiles,
+    scrubber: &'a mindrune_core::secrets::Scrubber,
+    boundary: Boundary,
+    /// The agent's skills by path, as the library knew them before the scan.
+    known: &'a HashMap<String, SkillEntry>,
+}
+
+/// Scans `bots/<bot>/`: each script with a valid name is checked ([`check_script`]). Returns
+/// the paths of the files still there as skills; the others are gone.
+fn scan_scripts(
+    scan: &Scan<'_, '_>,
+    report: &mut TurnReport,
+) -> Result<HashSet<String>, TurnError> {
+    let agent = scan.agent;
+    let bot_dir = format!("bots/{}", agent.name);
+    let names = scan
+        .files
+        .list(&bot_dir)
+        .map_err(|source| TurnError::BotDir {
+            bot: agent.name.clone(),
+            source,
+        })?
+        .unwrap_or_default();
+    for name in scan.files.names_not_utf8(&bot_dir) {
+        report.diagnostics.push(format!(
+            "{bot_dir}/{name}: its name is not UTF-8, so MindRune cannot record or share it; rename it (e.g. `mv` it to a name in UTF-8)"
+        ));
+    }
+    let mut present: HashSet<String> = HashSet::new();
+    let mut vocabulary = None;
+    for name in names.iter().filter(|n| n.ends_with(".ts")) {
+        let relative = format!("{bot_dir}/{name}");
+        if workspace::script_of_bot(&relative).is_none_or(|(_, stem)| !header::is_valid_name(stem))
+        {
+            continue;
+        }
+        report.checked += 1;
+        if check_script(scan, name, &relative, &mut vocabulary, report)? {
+            present.insert(relative);
+        }
+    }
+    Ok(present)
+}
+
+/// Checks one script: its header's problems are reported, and a changed file is matched again
+/// (a new skill, a new version, a changed header). Returns whether the file is still there as a
+/// skill: not when it cannot be read, is a headless script never run, or is an unchanged copy
+/// of a sibling's skill.
+fn check_script(
+    scan: &Scan<'_, '_>,
+    name: &str,
+    relative: &str,
+    vocabulary: &mut Option<std::sync::Arc<mindrune_core::avatars::vocabulary::Vocabulary>>,
+    report: &mut TurnReport,
+) -> Result<bool, TurnError> {
+    let Scan {
+        recorder,
+        agent,
+        files,
+        scrubber,
+        boundary,
+        known,
+    } = *scan;
+    let store = recorder.store();
+    let owner = agent.owner;
+    let source = match files.read(relative, MAX_SCRIPT_BYTES) {
+        Ok(Some(source)) => source,
+        Ok(None) => return Ok(false),
+        Err(err) => {
+            report.diagnostics.push(describe_skip(&err));
+            return Ok(false);
+        }
+    };
+    let (parsed, diagnostics) = header::parse(&source);
+    let file_digest = digest::sha256(source.as_bytes());
+    let skill = known.get(relative);
+    let unchanged = skill.is_some_and(|s| s.skill.file_digest.as_deref() == Some(&file_digest));
+    // Reported at every boundary while the problem lasts, even when a run read the file
+    // first (recording a run does not report a header's problems).
+    for diagnostic in &diagnostics {
+        report.diagnostics.push(format!(
+            "{relative}:{}: {}",
+            diagnostic.line, diagnostic.message
+        ));
+    }
+    if let Some(parsed) = parsed.as_ref().filter(|h| !h.tags.is_empty()) {
+        let vocabulary = match &vocabulary {
+            Some(v) => v,
+            None => vocabulary.insert(tags::vocabulary(store)?),
+        };
+        for (tag, meant) in tags::unknown_tags(store, vocabulary, &parsed.tags)? {
+            report
+                .diagnostics
+                .push(tags::describe_unknown_tag(relative, &tag, meant.as_deref()));
+        }
+    }
+    if unchanged {
+        if boundary == Boundary::Start {
+            report
+                .checked_headers
+                .push(describe_check(name, skill, "unchanged"));
+        }
+        return Ok(true);
+    }
+    // A script without a header that the library never ran is not a skill yet: its
+    // first run makes it one.
+    if parsed.is_none() && skill.is_none() {
+        return Ok(false);
+    }
+    recorder.forget_file(agent, relative);
+    let matched = recorder.match_file(agent, scrubber, relative, &source, file_digest)?;
+    if matched.sibling_copy {
+        report.sibling_copies.push(format!(
+            "{name}: an unchanged copy of {}, already a family skill; its header shares nothing new",
+            matched.skill_label
+        ));
+        return Ok(false);
+    }
+    if matched.new_skill {
+        report.new_skills.push(name.to_string());
+    } else if matched.new_version {
+        let version = store.version(owner, matched.version)?;
+        report
+            .new_versions
+            .push(format!("{name} v{}", version.number));
+    }
+    if boundary == Boundary::Start {
+        // What the file says now, not what the library knew before it was read again: a
+        // header removed while the agent was stopped has just un-shared the skill.
+        let now_state = match &parsed {
+            None => HeaderState::None,
+            Some(h) if h.private => HeaderState::Private,
+            Some(_) => HeaderState::Skill,
+        };
+        let family_now = now_state == HeaderState::Skill
+            && match &matched.sharing {
+                Some(change) => change.kind == SharingKind::Shared,
+                None => skill.is_some_and(|s| s.family),
+            };
+        report
+            .checked_headers
+            .push(describe_changed(name, skill, now_state, family_now));
+    }
+    Ok(true)
+}
+
+/// The agent's headed scripts not shared yet, with their way to the family's bar, and the
+/// headless ones that cleared it, offered with a header to paste.
+fn progress_and_offers(
+    store: &dyn Store,
+    agent: &Agent,
+    report: &mut TurnReport,
+) -> Result<(), TurnError> {
+    let owner = agent.owner;
     let eager = store.owner(owner)?.eager_sharing;
     let bar = SharingBar::for_family(eager);
     // The headed scripts closest to being shared come first: most runs, then best score.
@@ -331,12 +410,21 @@ pub fn turn_boundary_with(
             _ => {}
         }
     }
-    report.sharing = store.sharing_changes(owner, agent.id, since)?;
+    Ok(())
+}
 
+/// The family mirror, refreshed as `mirror` asks: when due, at most once a minute.
+fn mirror_when_due(
+    store: &dyn Store,
+    agent: &Agent,
+    mirror: MirrorPolicy,
+    mirror_dir: Option<&Path>,
+    started: Millis,
+) -> Result<MirrorOutcome, TurnError> {
     let due = agent
         .mirror_refreshed_at
         .is_none_or(|at| started - at >= MIRROR_REFRESH_INTERVAL_MS);
-    report.mirror = match mirror {
+    Ok(match mirror {
         MirrorPolicy::Skip => MirrorOutcome::Skipped {
             reason: "not asked to".into(),
         },
@@ -346,10 +434,19 @@ pub fn turn_boundary_with(
                 (started - agent.mirror_refreshed_at.unwrap_or(started)) / 1000
             ),
         },
-        _ => family::refresh_mirror(store, &agent, mirror_dir)?,
-    };
-    report.unrecorded = store
-        .unrecorded_since(owner, agent.id, since)?
+        _ => family::refresh_mirror(store, agent, mirror_dir)?,
+    })
+}
+
+/// The calls since the previous boundary that were seen but not counted as runs, each saying
+/// why. A look was never a run: nothing went uncounted.
+fn unrecorded_calls(
+    store: &dyn Store,
+    agent: &Agent,
+    since: Millis,
+) -> Result<Vec<String>, TurnError> {
+    Ok(store
+        .unrecorded_since(agent.owner, agent.id, since)?
         .into_iter()
         .filter_map(|call| match call.reason {
             UnrecordedReason::Background => Some(format!(
@@ -360,16 +457,7 @@ pub fn turn_boundary_with(
             // A look was never a run: nothing went uncounted.
             UnrecordedReason::Look => None,
         })
-        .collect();
-    let ended = now_millis();
-    store.note_turn_end(owner, agent.id, ended)?;
-    // The recorder measures the next run only against states printed after this: it must
-    // know the turn ended, not the time it read the agent at.
-    recorder.know_agent(&mindrune_store::Agent {
-        last_turn_at: Some(ended),
-        ..(*agent).clone()
-    });
-    Ok(report)
+        .collect())
 }
 
 /// Reads the lab log's `Share:` lines into the agent's lessons. A log that cannot be read

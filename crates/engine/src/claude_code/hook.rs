@@ -222,30 +222,8 @@ pub fn handle(payload: &Payload, hook: &AvatarHook<'_>) -> Result<HookAction, Ho
     } = *hook;
     let value = payload.value();
     let event_name = payload.event();
-    match event_name {
-        "Stop" | "StopFailure" => {
-            return Ok(HookAction::TurnEnded {
-                swept: sweep_stale(spool),
-                failure: (event_name == "StopFailure").then(|| {
-                    str_field(value, "last_assistant_message")
-                        .or_else(|| str_field(value, "error"))
-                        .unwrap_or("an API error")
-                        .to_string()
-                }),
-            });
-        }
-        "SessionStart" => return Ok(HookAction::SessionStarted),
-        "SubagentStop" => {
-            return Ok(HookAction::Ignored(
-                "a subagent stopped; the agent's own turn goes on".into(),
-            ));
-        }
-        "PreToolUse" | "PostToolUse" | "PostToolUseFailure" => {}
-        other => {
-            return Ok(HookAction::Ignored(format!(
-                "{other} hooks carry no tool call"
-            )));
-        }
+    if let Some(action) = lifecycle_action(payload, spool) {
+        return Ok(action);
     }
     let tool_name =
         str_field(value, "tool_name").ok_or_else(|| hook_error("tool_name", "is missing"))?;
@@ -276,16 +254,7 @@ pub fn handle(payload: &Payload, hook: &AvatarHook<'_>) -> Result<HookAction, Ho
                 cwd: cwd.map(str::to_string),
                 code: capture_scripts(&tool, tool_input, cwd, agent, root),
             };
-            let text = serde_json::to_string(&note).map_err(|err| HookError {
-                field: None,
-                message: format!("cannot note the call's start: {err}"),
-            })?;
-            std::fs::create_dir_all(spool)
-                .and_then(|()| std::fs::write(pending_path(spool, id), text))
-                .map_err(|err| HookError {
-                    field: None,
-                    message: format!("cannot note the call's start in {}: {err}", spool.display()),
-                })?;
+            note_start(spool, id, &note)?;
         }
         return Ok(HookAction::Started);
     }
@@ -387,6 +356,43 @@ pub fn handle(payload: &Payload, hook: &AvatarHook<'_>) -> Result<HookAction, Ho
 }
 
 /// The text of a tool response: Bash's stdout and stderr, or an MCP result's text blocks.
+/// What a hook call that carries no tool call asks for: a turn's end, a session's start, or
+/// nothing (`None`: it is a tool call).
+fn lifecycle_action(payload: &Payload, spool: &Path) -> Option<HookAction> {
+    let value = payload.value();
+    Some(match payload.event() {
+        event @ ("Stop" | "StopFailure") => HookAction::TurnEnded {
+            swept: sweep_stale(spool),
+            failure: (event == "StopFailure").then(|| {
+                str_field(value, "last_assistant_message")
+                    .or_else(|| str_field(value, "error"))
+                    .unwrap_or("an API error")
+                    .to_string()
+            }),
+        },
+        "SessionStart" => HookAction::SessionStarted,
+        "SubagentStop" => {
+            HookAction::Ignored("a subagent stopped; the agent's own turn goes on".into())
+        }
+        "PreToolUse" | "PostToolUse" | "PostToolUseFailure" => return None,
+        other => HookAction::Ignored(format!("{other} hooks carry no tool call")),
+    })
+}
+
+/// Writes the note of a started call, which its `PostToolUse` finds by `tool_use_id`.
+fn note_start(spool: &Path, tool_use_id: &str, note: &PendingCall) -> Result<(), HookError> {
+    let text = serde_json::to_string(note).map_err(|err| HookError {
+        field: None,
+        message: format!("cannot note the call's start: {err}"),
+    })?;
+    std::fs::create_dir_all(spool)
+        .and_then(|()| std::fs::write(pending_path(spool, tool_use_id), text))
+        .map_err(|err| HookError {
+            field: None,
+            message: format!("cannot note the call's start in {}: {err}", spool.display()),
+        })
+}
+
 /// The guard's reason to deny an avatar's `PreToolUse`, if it has one.
 fn avatar_guard(payload: &Payload, hook: &AvatarHook<'_>) -> Result<Option<String>, HookError> {
     let project = hook

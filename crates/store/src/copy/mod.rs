@@ -794,6 +794,10 @@ mod tests {
 
         /// A library with rows in every table: two families, edits, runs, snippets, lessons,
         /// sharing, a deleted agent, the vocabulary, tokens, a session, avatar states and wealth.
+        #[expect(
+            clippy::too_many_lines,
+            reason = "a fixture: a library with rows in every table, built row by row"
+        )]
         fn library() -> SqliteStore {
             let store = SqliteStore::open_in_memory().unwrap();
             let ada = store

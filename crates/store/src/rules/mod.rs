@@ -26,6 +26,8 @@ use crate::{
 
 pub(crate) mod family;
 pub(crate) mod recording;
+
+pub use recording::origin_of_new_file;
 pub(crate) mod sharing;
 
 /// The steps a backend offers inside one family's write transaction (and, for the audit, inside

@@ -10,13 +10,59 @@ use super::sharing::{note_sharing_change, peer_median_rate, share_if_qualified};
 use super::{FamilyTx, KnownWindow, NewVersion, Rescore, UseInsert, VersionRow};
 use crate::common::{SharingState, insert_sample, sample_from, sorted};
 use crate::{
-    Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse, RecordedUse,
-    ScriptSnapshot, StoreError, VersionStats,
+    AgentId, Lineage, Matched, Millis, NewSnippetUse, NewUse, OwnerId, RecordedSnippetUse,
+    RecordedUse, ScriptSnapshot, StoreError, VersionId, VersionStats,
 };
 
 /// How many uses of a version pass before the family's peer median is looked up again. The
 /// refresh points change the scores, so every backend and process keeps this one.
 pub(crate) const PEER_REFRESH_USES: i64 = 20;
+
+/// Which version a new file (a path the agent never had a skill at) builds on, when it is not
+/// an unchanged copy of a sibling's skill (that one counts for the sibling's skill itself):
+/// a copy or rename of one of the agent's own files builds on the best-scored of the agent's
+/// versions with the same code ([`Lineage::Copy`]); else a changed copy of a sibling's skill,
+/// named by the file's `From: <agent>/<name>` line, builds on that skill's current version
+/// ([`Lineage::Sibling`]); else on none.
+///
+/// `same_code` are the family's versions with the file's code, as (the agent of their skill,
+/// the version, its score); `sibling_current` looks up the current version of
+/// `<agent>/<name>`, and is asked only when the rule needs it.
+pub fn origin_of_new_file<E>(
+    agent: AgentId,
+    agent_name: &str,
+    from: Option<&str>,
+    same_code: impl IntoIterator<Item = (Option<AgentId>, VersionId, f64)>,
+    sibling_current: impl FnOnce(&str, &str) -> Result<Option<VersionId>, E>,
+) -> Result<Option<(VersionId, Lineage)>, E> {
+    if let Some((_, version, _)) = same_code
+        .into_iter()
+        .filter(|(owner, _, _)| *owner == Some(agent))
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+    {
+        return Ok(Some((version, Lineage::Copy)));
+    }
+    if let Some(from) = from
+        && let Some((sibling_agent, sibling_name)) = from.split_once('/')
+        && sibling_agent != agent_name
+        && let Some(version) = sibling_current(sibling_agent, sibling_name)?
+    {
+        return Ok(Some((version, Lineage::Sibling)));
+    }
+    Ok(None)
+}
+
+/// Which version a new version of a skill builds on: an edit on the version the file had; a
+/// new file on its origin ([`origin_of_new_file`]), if it has one.
+pub(crate) fn base_of_new_version(
+    current: Option<VersionId>,
+    origin: Option<(VersionId, Lineage)>,
+) -> Option<(VersionId, Lineage)> {
+    match current {
+        Some(current) => Some((current, Lineage::Edit)),
+        None => origin,
+    }
+}
 
 /// Finds (or makes) the skill at the snapshot's path and the version of its code, makes it the
 /// skill's current version, writes the header and tags, and shares or un-shares as the header
@@ -54,15 +100,14 @@ pub(crate) fn match_script<T: FamilyTx>(
     let version_id = match found {
         Some(version) => version.id,
         None => {
-            // An edit builds on the version the file had; a new file builds on its origin (a
-            // copy, a rename, a sibling's skill), if it has one.
-            let parent = match existing.as_ref().and_then(|s| s.current_version) {
-                Some(current) => Some((tx.version(owner, current)?, Lineage::Edit)),
-                None => match (first_parent.take(), snapshot.origin) {
-                    (Some(loaded), _) => Some(loaded),
-                    (None, Some((origin, lineage))) => Some((tx.version(owner, origin)?, lineage)),
-                    (None, None) => None,
-                },
+            let base = base_of_new_version(
+                existing.as_ref().and_then(|s| s.current_version),
+                snapshot.origin,
+            );
+            let parent = match (base, first_parent.take()) {
+                (Some((base, _)), Some(loaded)) if loaded.0.id == base => Some(loaded),
+                (Some((base, lineage)), _) => Some((tx.version(owner, base)?, lineage)),
+                (None, _) => None,
             };
             let number = tx.next_version_number(owner, skill_id)?;
             let inherited = parent
@@ -316,4 +361,85 @@ pub(crate) fn record_snippet_use<T: FamilyTx>(
         added: recorded_before.is_none(),
         snippet: tx.snippet(owner, snippet)?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ASH: AgentId = AgentId(1);
+    const ROWAN: AgentId = AgentId(2);
+
+    fn no_sibling(_: &str, _: &str) -> Result<Option<VersionId>, ()> {
+        panic!("the sibling's skill must not be looked up")
+    }
+
+    #[test]
+    fn a_copy_of_an_own_file_builds_on_its_best_scored_version() {
+        let same_code = [
+            (Some(ROWAN), VersionId(7), 9.0),
+            (Some(ASH), VersionId(3), 1.0),
+            (Some(ASH), VersionId(4), 2.5),
+            (None, VersionId(8), 9.5),
+        ];
+        let origin = origin_of_new_file(ASH, "ash", Some("rowan/chop"), same_code, no_sibling);
+        assert_eq!(origin, Ok(Some((VersionId(4), Lineage::Copy))));
+    }
+
+    #[test]
+    fn a_changed_copy_of_a_sibling_builds_on_its_current_version() {
+        let mut asked = None;
+        let origin = origin_of_new_file(ASH, "ash", Some("rowan/chop"), [], |agent, name| {
+            asked = Some(format!("{agent}/{name}"));
+            Ok::<_, ()>(Some(VersionId(9)))
+        });
+        assert_eq!(origin, Ok(Some((VersionId(9), Lineage::Sibling))));
+        assert_eq!(asked.as_deref(), Some("rowan/chop"));
+        // Only another agent's code counts as a sibling's.
+        let others_code = [(Some(ROWAN), VersionId(7), 9.0)];
+        let origin = origin_of_new_file(ASH, "ash", Some("rowan/chop"), others_code, |_, _| {
+            Ok::<_, ()>(Some(VersionId(9)))
+        });
+        assert_eq!(origin, Ok(Some((VersionId(9), Lineage::Sibling))));
+    }
+
+    #[test]
+    fn no_origin_without_a_copy_or_a_sibling_s_skill() {
+        assert_eq!(
+            origin_of_new_file(ASH, "ash", None, [], no_sibling),
+            Ok(None)
+        );
+        // Its own name, or no `<agent>/<name>`: no lookup.
+        assert_eq!(
+            origin_of_new_file(ASH, "ash", Some("ash/chop"), [], no_sibling),
+            Ok(None)
+        );
+        assert_eq!(
+            origin_of_new_file(ASH, "ash", Some("chop"), [], no_sibling),
+            Ok(None)
+        );
+        // A sibling's skill without a current version (its file gone before it had one).
+        let none = |_: &str, _: &str| Ok::<_, ()>(None);
+        assert_eq!(
+            origin_of_new_file(ASH, "ash", Some("rowan/x"), [], none),
+            Ok(None)
+        );
+        // The lookup's error is the caller's.
+        let fails = |_: &str, _: &str| Err::<Option<VersionId>, _>("down");
+        assert_eq!(
+            origin_of_new_file(ASH, "ash", Some("rowan/x"), [], fails),
+            Err("down")
+        );
+    }
+
+    #[test]
+    fn an_edit_builds_on_the_current_version_and_a_new_file_on_its_origin() {
+        let origin = Some((VersionId(2), Lineage::Copy));
+        assert_eq!(
+            base_of_new_version(Some(VersionId(5)), origin),
+            Some((VersionId(5), Lineage::Edit))
+        );
+        assert_eq!(base_of_new_version(None, origin), origin);
+        assert_eq!(base_of_new_version(None, None), None);
+    }
 }

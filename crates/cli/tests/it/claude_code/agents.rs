@@ -338,6 +338,10 @@ fn fixer_token_digests(workspace: &Path) -> Vec<String> {
         .collect()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end story with the real Claude Code, told in order"
+)]
 #[test]
 fn the_claude_fixer_revises_a_wrong_procedure_stops_on_one_not_followed_and_files_nothing_for_a_malformed_answer()
  {

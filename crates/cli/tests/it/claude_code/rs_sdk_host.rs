@@ -291,6 +291,10 @@ fn payload_durations(hooks: &[HookCall]) -> std::collections::HashMap<String, u6
         .collect()
 }
 
+#[expect(
+    clippy::too_many_lines,
+    reason = "one end-to-end story with the real Claude Code, told in order"
+)]
 #[test]
 fn the_real_claude_code_records_every_run_shape_through_the_hooks_setup_installs() {
     if skipped("the_real_claude_code_records_every_run_shape") {

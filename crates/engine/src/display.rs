@@ -1,7 +1,12 @@
-//! How every face (the command line, the dashboard) writes a time, a score and a skill's best
-//! version, so the two never disagree on what they show.
+//! How every face (the command line, the dashboard, the console, INDEX.md) writes a time, a
+//! score and a skill's best version, so they never disagree on what they show.
+//!
+//! Architecture invariant: a score is shown as of a clock. Every view reads its skills through
+//! [`skills_as_of`] (or a version through `Version::as_of`) with the clock it shows, so the
+//! same version at the same clock is the same number everywhere: freshness aged to that clock,
+//! as the spec's freshness says old records drift back to the middle.
 
-use mindrune_store::Version;
+use mindrune_store::{Millis, OwnerId, SkillEntry, Store, StoreError, Version};
 
 /// A time as every face shows it: `2025-06-01 14:02` (UTC); `never` when there is none, `?`
 /// when it is outside the calendar.
@@ -28,6 +33,32 @@ pub fn best_other<'a>(versions: &'a [Version], shown: &Version) -> Option<&'a Ve
         .iter()
         .filter(|v| v.id != shown.id && v.score > shown.score)
         .max_by(|a, b| a.score.total_cmp(&b.score))
+}
+
+/// The owner's skills (of one agent, or all) as every view shows them at `now`: each shown
+/// version's score aged to `now`, and "best" the best other version at `now` (a version's age
+/// changes its score, so the best is chosen again at the clock).
+pub fn skills_as_of(
+    store: &dyn Store,
+    owner: OwnerId,
+    agent: Option<mindrune_store::AgentId>,
+    now: Millis,
+) -> Result<Vec<SkillEntry>, StoreError> {
+    let mut entries = store.skills(owner, agent)?;
+    for entry in &mut entries {
+        entry.version = entry.version.clone().as_of(now);
+        if entry.version_count > 1 {
+            let versions: Vec<Version> = store
+                .versions(owner, entry.skill.id)?
+                .into_iter()
+                .map(|v| v.as_of(now))
+                .collect();
+            entry.best = best_other(&versions, &entry.version).map(|b| (b.number, b.score));
+        }
+    }
+    // Best score first, as the store gives them, at the clock.
+    entries.sort_by(|a, b| b.version.score.total_cmp(&a.version.score));
+    Ok(entries)
 }
 
 #[cfg(test)]

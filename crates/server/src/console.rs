@@ -527,7 +527,16 @@ async fn console(
                 families.push(FamilyRows {
                     avatars: store.agents(owner.id)?.len(),
                     reuse: store.family_reuse(owner.id, since)?,
-                    shared: store.shared_skills(owner.id)?,
+                    // Scores as every view shows them: at the page's clock.
+                    shared: store
+                        .shared_skills(owner.id)?
+                        .into_iter()
+                        .map(|mut shared| {
+                            shared.versions =
+                                shared.versions.into_iter().map(|v| v.as_of(now)).collect();
+                            shared
+                        })
+                        .collect(),
                     owner,
                 });
             }

@@ -314,6 +314,14 @@ pub struct VersionSummary {
 }
 
 impl VersionSummary {
+    /// The version as every view shows it at `now`: its `score` aged to `now`
+    /// ([`VersionSummary::score_at`]). Every face reads a version through this (or
+    /// [`Version::as_of`]) before it shows it, so two views at one clock show one number.
+    pub fn as_of(mut self, now: Millis) -> VersionSummary {
+        self.score = self.score_at(now);
+        self
+    }
+
     /// Its score as of `now`: freshness aged with the clock since its newest use.
     pub fn score_at(&self, now: Millis) -> f64 {
         score_as_of(
@@ -328,6 +336,12 @@ impl VersionSummary {
 }
 
 impl Version {
+    /// The version as every view shows it at `now`: its `score` aged to `now`.
+    pub fn as_of(mut self, now: Millis) -> Version {
+        self.score = self.score_at(now);
+        self
+    }
+
     /// Its score as of `now`: freshness aged with the clock since its newest use, so a skill
     /// left unused drifts back to the middle. The stored `score` is the one as of that use.
     pub fn score_at(&self, now: Millis) -> f64 {

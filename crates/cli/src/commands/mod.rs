@@ -250,7 +250,12 @@ pub(crate) fn skills(
         }
         None => (resolve_owner(&*store, owner)?, None),
     };
-    let entries = store.skills(owner.id, agent.as_ref().map(|a| a.id))?;
+    let entries = mindrune_engine::display::skills_as_of(
+        &*store,
+        owner.id,
+        agent.as_ref().map(|a| a.id),
+        now_millis(),
+    )?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &render::skills_json(&entries))?;
@@ -273,7 +278,12 @@ pub(crate) fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result
     let found = store.skill_by_name(agent.owner, agent_name, name)?.with_context(|| {
         format!("`{agent_name}` has no skill `{name}`\n\nhint: `mindrune skills --agent {agent_name}` lists its skills")
     })?;
-    let versions = store.versions(agent.owner, found.id)?;
+    let now = now_millis();
+    let versions: Vec<_> = store
+        .versions(agent.owner, found.id)?
+        .into_iter()
+        .map(|v| v.as_of(now))
+        .collect();
     // Each parent named the way people say it: `v2` within the skill, `buzz/chop v3` across.
     let mut parents = std::collections::HashMap::new();
     for parent in versions.iter().filter_map(|v| v.parent) {

@@ -364,7 +364,7 @@ fn a_verbatim_copy_of_a_skill_whose_code_held_a_secret_counts_for_the_sibling() 
 }
 
 #[test]
-fn index_md_reads_a_skill_s_score_as_of_now_so_an_unused_one_drifts_to_the_middle() {
+fn index_md_and_the_cli_read_a_skill_s_score_as_of_now_so_an_unused_one_drifts_to_the_middle() {
     let f = Family::new();
     let lib = &f.lib;
     lib.write_script("buzz", "oaks", &headed("oaks", "chop oaks", "", &code(7)));
@@ -380,11 +380,17 @@ fn index_md_reads_a_skill_s_score_as_of_now_so_an_unused_one_drifts_to_the_middl
         })
         .collect();
     assert!(lib.record(&events).status.success());
-    let stored = lib.skill_json("buzz/oaks")["score"]
+    // The score as of its last use, as the library keeps it (what sharing decided on).
+    let conn = rusqlite::Connection::open(lib.home().join("library.db")).unwrap();
+    let stored: f64 = conn
+        .query_row("SELECT max(score) FROM versions", [], |row| row.get(0))
+        .unwrap();
+    let stored = stored.round() as i64;
+    assert!(stored >= 600, "shared at {stored}");
+    let cli = lib.skill_json("buzz/oaks")["score"]
         .as_f64()
         .unwrap()
         .round() as i64;
-    assert!(stored >= 600, "shared at {stored}");
     let index = &f.mirror("pickles")["INDEX.md"];
     let line = index
         .lines()
@@ -401,4 +407,6 @@ fn index_md_reads_a_skill_s_score_as_of_now_so_an_unused_one_drifts_to_the_middl
         shown < stored - 20 && shown > stored - 60,
         "{stored} → {line}"
     );
+    // One number: the command line shows what INDEX.md shows.
+    assert_eq!(cli, shown, "{line}");
 }

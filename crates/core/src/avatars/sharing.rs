@@ -54,13 +54,20 @@ impl SharingBar {
     /// The progress line of a headed script that is not shared yet, as the wrap-up and the
     /// turn report print it: `skill-fight.ts: 3/5 runs, score 540/600 — not shared yet`.
     pub fn progress(&self, file: &str, runs: i64, score: f64) -> String {
-        format!(
-            "{file}: {}/{} runs, score {}/{} — not shared yet",
-            runs.min(self.runs),
-            self.runs,
-            score.round() as i64,
-            self.score.round() as i64
-        )
+        let (score, bar) = (score.round() as i64, self.score.round() as i64);
+        if runs < self.runs {
+            format!(
+                "{file}: {runs}/{} runs, score {score}/{bar} — not shared yet",
+                self.runs
+            )
+        } else {
+            // Past the runs bar, the runs are said as they are: "5/5" of a script with 14 runs
+            // would hide how long it has been held back by its score.
+            format!(
+                "{file}: {runs} runs (bar {}), score {score} (bar {bar}) — not shared yet",
+                self.runs
+            )
+        }
     }
 }
 
@@ -130,6 +137,18 @@ mod tests {
         assert_eq!(
             SharingBar::STANDARD.progress("skill-fight.ts", 3, 540.2),
             "skill-fight.ts: 3/5 runs, score 540/600 — not shared yet"
+        );
+    }
+
+    #[test]
+    fn past_the_runs_bar_the_progress_line_says_the_runs_as_they_are() {
+        assert_eq!(
+            SharingBar::STANDARD.progress("mine-iron.ts", 14, 492.4),
+            "mine-iron.ts: 14 runs (bar 5), score 492 (bar 600) — not shared yet"
+        );
+        assert_eq!(
+            SharingBar::EAGER.progress("fish.ts", 3, 480.0),
+            "fish.ts: 3 runs (bar 3), score 480 (bar 500) — not shared yet"
         );
     }
 

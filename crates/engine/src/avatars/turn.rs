@@ -375,7 +375,7 @@ fn progress_and_offers(
     let eager = store.owner(owner)?.eager_sharing;
     let bar = SharingBar::for_family(eager);
     // The headed scripts closest to being shared come first: most runs, then best score.
-    let mut entries = store.skills(owner, Some(agent.id))?;
+    let mut entries = crate::display::skills_as_of(store, owner, Some(agent.id), now_millis())?;
     entries.sort_by(|a, b| {
         b.version
             .uses

@@ -197,13 +197,20 @@ pub(super) fn avatar_html(
 ) -> String {
     let bar = SharingBar::for_family(owner.eager_sharing);
     let family = scripts.iter().filter(|s| s.entry.family).count();
+    // Counted as the family tile counts them: the scripts whose file is there.
+    let gone = scripts.iter().filter(|s| s.gone).count();
     let mut body = String::new();
     let _ = write!(
         body,
         "<p class=\"small\"><a href=\"/dashboard\">← Your family</a></p>\
-         <h1>{name}</h1><p class=\"lead\">{scripts} · {family} family</p>",
+         <h1>{name}</h1><p class=\"lead\">{scripts} · {family} family{gone}</p>",
         name = shown_text.text(&agent.name),
-        scripts = count(scripts.len() as i64, "script", "scripts"),
+        scripts = count((scripts.len() - gone) as i64, "script", "scripts"),
+        gone = if gone > 0 {
+            format!(" · {gone} whose file is gone")
+        } else {
+            String::new()
+        },
     );
     body.push_str("<div class=\"avatar-layout\"><section aria-labelledby=\"scripts-title\"><h2 id=\"scripts-title\">Scripts</h2>");
     if scripts.is_empty() {
@@ -285,6 +292,7 @@ pub(super) async fn avatar_page(
                     shown,
                     last_failure,
                     recent,
+                    gone: false,
                 });
             }
             // Scripts whose file is gone: private now, listed last with their history.
@@ -313,6 +321,7 @@ pub(super) async fn avatar_page(
                     shown,
                     last_failure,
                     recent,
+                    gone: true,
                 });
             }
             let avatar_state = store.avatar_state(owner_id, agent.id)?;

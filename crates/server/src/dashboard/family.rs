@@ -341,7 +341,7 @@ pub(super) async fn family_page(
         .blocking(move || -> Result<String, ApiError> {
             let owner = store.owner(owner_id)?;
             let agents = store.agents(owner_id)?;
-            let entries = store.skills(owner_id, None)?;
+            let entries = mindrune_engine::display::skills_as_of(store, owner_id, None, now)?;
             let view = family_view(store, &owner, &agents, &entries, since, now)?;
             let shown_text = Shown::new(&[]);
             let body = family_html(&view, &csrf, &shown_text);

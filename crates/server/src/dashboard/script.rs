@@ -13,6 +13,9 @@ pub(super) struct ScriptView {
     /// Its latest runs, newest first (at most [`SPARK_RUNS`]), for its sparkline and success
     /// rate.
     pub(super) recent: Vec<mindrune_store::ScriptRun>,
+    /// Its file is gone (deleted or renamed): listed with its history, not counted as one of
+    /// the avatar's scripts.
+    pub(super) gone: bool,
 }
 
 /// How many of a script's latest runs its sparkline and success rate on the avatar page cover.

@@ -24,13 +24,6 @@ use serde_json::Value;
 /// Cases where MindRune still answers differently from Runx, each with the reason. A case
 /// leaves this list when it agrees; the test fails if a listed case agrees (remove it).
 const STILL_TO_FIX: &[(&str, &str)] = &[
-    // D4: Runx resolves a fixture's `target` against the fixture and fails the harness when it
-    // leaves the package (`target: ../../..` loads the workspace root, which is no package);
-    // the Lab's replay runs every fixture against its own package and ignores `target`.
-    (
-        "fixture-target-escape-hw",
-        "D4: a fixture's target is not resolved by the Lab's harness",
-    ),
     // D6: Runx's harness looks for each declared packet schema (`packet:` outputs) under the
     // package and `dist/packets/` and fails a case whose schema it cannot find; the Lab's
     // replay does not read packet schemas.

@@ -578,15 +578,19 @@ fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
         "{error}"
     );
     assert!(is_sha256_digest(context["base_digest"].as_str().unwrap()));
-    // The catalog lists the invalid package too, with the same reason.
+    // The catalog lists the invalid package too, as Runx lists it: at its SKILL.md, without
+    // the reason.
     let entry = context["catalog_skills"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|skill| skill["path"] == "skills/web-fetch/X.yaml")
+        .find(|skill| skill["name"] == "web-fetch")
         .unwrap();
-    assert_eq!(entry["status"], "invalid");
-    assert_eq!(entry["error"], error);
+    assert_eq!(
+        entry,
+        &json!({"name": "web-fetch", "kind": "skill", "path": "skills/web-fetch/SKILL.md",
+                "status": "invalid", "scopes": []})
+    );
 
     let out = workspace.expect(0, &["inspect", "--target-dir", "skills/web-fetch"]);
     assert!(out.contains(&format!("  invalid      {error}\n")), "{out}");
@@ -1053,6 +1057,14 @@ const WRONG_HOLD_FIXTURE: &str = "name: claimed-without-evidence-holds
 kind: skill
 target: ..
 runner: gate
+operator_journeys:
+  - mode: composed
+    request: The deploy step says the checklist is done; gate it before promotion.
+    expected_outcome: A hold naming the required items that lack evidence.
+    prior_evidence:
+      - The completions recorded by the earlier deploy step.
+    must_not_repeat:
+      - Do not re-run or re-verify the recorded checks.
 inputs:
   checklist:
     - id: backup-verified
@@ -1582,7 +1594,7 @@ fn add_spinning_package(workspace: &Workspace) -> PathBuf {
     .unwrap();
     fs::write(
         dir.join("X.yaml"),
-        "skill: builtin-spin\nversion: \"0.1.0\"\n\ncatalog:\n  kind: skill\n  audience: public\n  visibility: public\n  role: canonical\n  execution: read\n  completion: runtime_receipt\n  requires_adapter: false\n  approval: none\n\nrunners:\n  spin:\n    default: true\n    type: javascript\n    module: builtin-spin.mjs\n    export: run\n    timeout_seconds: 1\n    inputs:\n      value:\n        type: number\n        required: true\n        description: The number to double.\n      spin:\n        type: boolean\n        required: false\n        description: Loop inside a builtin instead.\n    outputs:\n      doubled: number\n",
+        "skill: builtin-spin\nversion: \"0.1.0\"\n\ncatalog:\n  kind: skill\n  audience: public\n  visibility: internal\n  role: canonical\n  execution: read\n  completion: runtime_receipt\n  requires_adapter: false\n  approval: none\n\nrunners:\n  spin:\n    default: true\n    type: javascript\n    module: builtin-spin.mjs\n    export: run\n    timeout_seconds: 1\n    inputs:\n      value:\n        type: number\n        required: true\n        description: The number to double.\n      spin:\n        type: boolean\n        required: false\n        description: Loop inside a builtin instead.\n    outputs:\n      doubled: number\n",
     )
     .unwrap();
     fs::write(

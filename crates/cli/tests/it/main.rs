@@ -12,6 +12,7 @@ mod hook;
 mod hostile;
 mod lab;
 mod lab_faults;
+mod lab_oracle_cases;
 mod live_runs;
 mod load;
 mod mcp;

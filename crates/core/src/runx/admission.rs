@@ -504,14 +504,16 @@ pub fn assert_allowed_delete_path(relative: &str, mode: Mode) -> Result<(), Refu
 /// Refuses file contents that carry a private key or a Nitrosend key, as Runx does, or any
 /// credential MindRune's scrubber recognises.
 pub fn reject_secret_material(relative: &str, contents: &str) -> Result<(), Refusal> {
-    let private_key = [
-        "-----BEGIN PRIVATE KEY-----",
-        "-----BEGIN RSA PRIVATE KEY-----",
-        "-----BEGIN EC PRIVATE KEY-----",
-        "-----BEGIN OPENSSH PRIVATE KEY-----",
-    ]
-    .iter()
-    .any(|marker| contents.contains(marker));
+    // Runx's rule: a line that is, trimmed, one of four private-key headers (a header after a
+    // YAML `#` is not one to Runx; MindRune's detector below still refuses it).
+    let private_key = contents.lines().any(|line| {
+        matches!(
+            line.trim()
+                .strip_prefix("-----BEGIN ")
+                .and_then(|label| label.strip_suffix("-----")),
+            Some("PRIVATE KEY" | "RSA PRIVATE KEY" | "EC PRIVATE KEY" | "OPENSSH PRIVATE KEY")
+        )
+    });
     let nitrosend_key = contents
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
         .any(|token| token.starts_with("nskey_live_") || token.starts_with("nskey_test_"));
@@ -521,12 +523,19 @@ pub fn reject_secret_material(relative: &str, contents: &str) -> Result<(), Refu
     if private_key || nitrosend_key {
         return refuse(format!("refusing secret-like material in {relative}"));
     }
-    if crate::secrets::Scrubber::new(&[]).contains_secret(contents) {
+    // A private-key header anywhere else (after a YAML `#`, a DSA or encrypted key) is one
+    // too, to MindRune.
+    let any_private_key = contents.lines().any(|line| {
+        line.split_once("-----BEGIN ")
+            .is_some_and(|(_, rest)| rest.contains("PRIVATE KEY-----"))
+    });
+    if any_private_key || crate::secrets::Scrubber::new(&[]).contains_secret(contents) {
         // Runx would write this file: say that the refusal is MindRune's own.
         return refuse(format!(
             "refusing secret-like material in {relative}\n  a credential MindRune recognises \
-             (such as a ghp_ GitHub token); Runx accepts it, MindRune is stricter: move the \
-             secret to a credential and keep it out of the package"
+             (such as a ghp_ GitHub token, or a private key Runx's four header lines miss); Runx \
+             accepts it, MindRune is stricter: move the secret to a credential and keep it out \
+             of the package"
         ));
     }
     Ok(())

@@ -150,9 +150,12 @@ fn inspect_runner(runner: &Runner) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), json!(runner.name));
     out.insert("type".into(), json!(runner.source.source_type));
+    // Runx lists a runner's inputs sorted by name (its inputs are a map).
+    let mut inputs: Vec<&InputDef> = runner.inputs.iter().collect();
+    inputs.sort_by(|a, b| a.name.cmp(&b.name));
     out.insert(
         "inputs".into(),
-        Value::Array(runner.inputs.iter().map(inspect_input).collect()),
+        Value::Array(inputs.into_iter().map(inspect_input).collect()),
     );
     let outputs: Vec<Value> = runner
         .source
@@ -293,7 +296,7 @@ mod tests {
             ),
             file(
                 "X.yaml",
-                "skill: demo\nversion: \"1.0.0\"\ncatalog:\n  kind: skill\n  audience: public\n  role: canonical\n  execution: read\n  completion: runtime_receipt\n  requires_adapter: false\n  approval: none\nharness:\n  cases:\n    - name: smoke\n      runner: note\n      operator_journeys:\n        - mode: standalone\n          request: Note it.\n          expected_outcome: A note.\n          confusors: [other]\n      inputs: {topic: x}\n      expect: {status: sealed}\nrunners:\n  zeta:\n    type: agent-task\n    agent: builder\n    task: demo-zeta\n  note:\n    default: true\n    type: agent-task\n    agent: builder\n    task: demo-note\n    scopes: [fs.read]\n    inputs:\n      topic:\n        type: string\n        required: true\n        description: What to note.\n    outputs:\n      note: string\n",
+                "skill: demo\nversion: \"1.0.0\"\ncatalog:\n  kind: skill\n  audience: public\n  visibility: internal\n  role: canonical\n  execution: read\n  completion: runtime_receipt\n  requires_adapter: false\n  approval: none\nharness:\n  cases:\n    - name: smoke\n      runner: note\n      operator_journeys:\n        - mode: standalone\n          request: Note it.\n          expected_outcome: A note.\n          confusors: [other]\n      inputs: {topic: x}\n      expect: {status: sealed}\nrunners:\n  zeta:\n    type: agent-task\n    agent: builder\n    task: demo-zeta\n  note:\n    default: true\n    type: agent-task\n    agent: builder\n    task: demo-note\n    scopes: [fs.read]\n    inputs:\n      topic:\n        type: string\n        required: true\n        description: What to note.\n    outputs:\n      note: string\n",
             ),
         ]
     }

@@ -286,7 +286,19 @@ fn catalog_skills(
             }
         }
     }
-    found.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    // Runx's `runx list` order: by kind (skill before graph), then by name.
+    let kind_order = |entry: &Value| match entry["kind"].as_str() {
+        Some("tool") => 0,
+        Some("skill") => 1,
+        Some("graph") => 2,
+        _ => 3,
+    };
+    found.sort_by(|a, b| {
+        kind_order(a)
+            .cmp(&kind_order(b))
+            .then_with(|| a["name"].as_str().cmp(&b["name"].as_str()))
+            .then_with(|| a["path"].as_str().cmp(&b["path"].as_str()))
+    });
     Value::Array(found)
 }
 
@@ -298,11 +310,14 @@ fn catalog_entry(root: &Path, folder: &Path, parsed: &Parsed) -> Value {
         .unwrap_or(folder)
         .to_string_lossy()
         .into_owned();
-    let path = if relative_dir.is_empty() {
-        "X.yaml".to_owned()
-    } else {
-        format!("{relative_dir}/X.yaml")
+    let path_of = |file: &str| {
+        if relative_dir.is_empty() {
+            file.to_owned()
+        } else {
+            format!("{relative_dir}/{file}")
+        }
     };
+    let path = path_of("X.yaml");
     let fallback_name = folder
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
@@ -319,10 +334,12 @@ fn catalog_entry(root: &Path, folder: &Path, parsed: &Parsed) -> Value {
             "fixtures": loaded.fixtures,
             "harness_cases": loaded.harness_cases,
         }),
-        Err(error) => json!({
-            "name": fallback_name, "kind": "skill", "path": path,
-            "status": "invalid", "error": error, "scopes": [],
-            "fixtures": null, "harness_cases": null,
+        // Runx lists a package that fails to load as a skill at its SKILL.md, without the
+        // reason (`lab inspect` of that package gives it).
+        Err(_) => json!({
+            "name": fallback_name, "kind": "skill",
+            "path": path_of("SKILL.md"),
+            "status": "invalid", "scopes": [],
         }),
     }
 }
@@ -387,7 +404,7 @@ mod tests {
     }
 
     #[test]
-    fn an_invalid_target_is_read_once_and_listed_invalid_with_its_reason() {
+    fn an_invalid_target_is_read_once_and_listed_invalid_as_runx_lists_it() {
         let repo = tempfile::tempdir().unwrap();
         write(repo.path(), "skills/demo/SKILL.md", MANUAL);
         write(
@@ -398,8 +415,14 @@ mod tests {
         let (context, reads) = counted(repo.path(), "skills/demo");
         assert_eq!(reads, BTreeMap::from([("skills/demo".to_owned(), 1)]));
         let entry = &context["catalog_skills"][0];
-        assert_eq!(entry["status"], "invalid", "{entry}");
-        assert_eq!(entry["error"], context["target_inspection"]["error"]);
+        // As Runx lists it: a skill at its SKILL.md, without the reason (the target's
+        // inspection gives it).
+        assert_eq!(
+            entry,
+            &json!({"name": "demo", "kind": "skill", "path": "skills/demo/SKILL.md",
+                    "status": "invalid", "scopes": []})
+        );
+        assert_eq!(context["target_inspection"]["status"], "invalid");
         let root = fs::canonicalize(repo.path()).unwrap();
         assert_eq!(
             context["catalog_skills"],

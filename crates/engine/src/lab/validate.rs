@@ -41,14 +41,52 @@ pub fn replay_package(
     sealer: &mut dyn CaseSealer,
     options: &HarnessOptions,
 ) -> HarnessRun {
-    let fixtures: Vec<(String, Value)> = package
-        .fixtures()
-        .iter()
+    // Runx runs a `kind: skill` fixture against the package its `target` names, relative to
+    // the fixture; the Lab replays only this package, so a fixture naming any other folder
+    // (one outside the package, as `../../..`, fails in Runx too) fails here, unreplayed.
+    let (fixtures, strays): (Vec<_>, Vec<_>) = package.fixtures().iter().partition(|fixture| {
+        fixture.kind != "skill" || targets_own_package(&fixture.path, &fixture.target)
+    });
+    let fixtures: Vec<(String, Value)> = fixtures
+        .into_iter()
         .map(|fixture| (fixture.path.clone(), fixture.json.clone()))
         .collect();
     let profile = package.profile_json();
     let cases = declared_cases(profile, &fixtures);
-    run_harness(files, profile, &cases, tools, sealer, options)
+    let mut run = run_harness(files, profile, &cases, tools, sealer, options);
+    for fixture in strays {
+        run.report.case_count += 1;
+        run.report.case_names.push(fixture.name.clone());
+        run.report.assertion_errors.push(format!(
+            "{}: target: {:?} is not this package (a skill fixture's target, relative to the \
+             fixture, must be the package folder: `..` from fixtures/); Runx would load that \
+             folder as the package under test",
+            fixture.path, fixture.target
+        ));
+        run.report.assertion_error_count = run.report.assertion_errors.len();
+        run.report.status = HarnessStatus::Failed;
+    }
+    run
+}
+
+/// Whether a fixture's `target`, read from the fixture's folder, is the package folder.
+fn targets_own_package(fixture_path: &str, target: &str) -> bool {
+    let mut depth: Vec<&str> = fixture_path
+        .rsplit_once('/')
+        .map(|(dir, _)| dir.split('/').collect())
+        .unwrap_or_default();
+    for segment in target.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if depth.pop().is_none() {
+                    return false;
+                }
+            }
+            name => depth.push(name),
+        }
+    }
+    depth.is_empty()
 }
 
 /// The candidate check `apply` uses: the package must load, and its harness must not fail.
@@ -381,4 +419,19 @@ pub fn validate_package(
         value["packet_schemas"] = packet_schemas_report(&packets);
     }
     Ok(value)
+}
+
+#[cfg(test)]
+mod fixture_target_tests {
+    use super::targets_own_package;
+
+    #[test]
+    fn a_skill_fixture_targets_its_own_package_only_through_its_folder() {
+        assert!(targets_own_package("fixtures/smoke.yaml", ".."));
+        assert!(targets_own_package("fixtures/smoke.yaml", "../"));
+        assert!(targets_own_package("fixtures/deep/smoke.yaml", "../.."));
+        assert!(!targets_own_package("fixtures/smoke.yaml", "../../.."));
+        assert!(!targets_own_package("fixtures/smoke.yaml", "."));
+        assert!(!targets_own_package("fixtures/smoke.yaml", "../other"));
+    }
 }

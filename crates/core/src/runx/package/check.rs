@@ -13,6 +13,24 @@ impl Check<'_> {
         invalid(self.file, line, field, message)
     }
 
+    /// A refusal Runx words as `runx` (its whole text, path included), with MindRune's
+    /// `at file:line: field: message` as the second line.
+    pub(super) fn err_runx(
+        &self,
+        line: usize,
+        field: &str,
+        message: impl Into<String>,
+        runx: String,
+    ) -> PackageError {
+        PackageError::Invalid {
+            file: self.file.to_owned(),
+            line,
+            field: field.to_owned(),
+            message: message.into(),
+            runx: Some(runx),
+        }
+    }
+
     /// The entries of a mapping, or a refusal saying what it is instead.
     pub(super) fn mapping<'n>(
         &self,

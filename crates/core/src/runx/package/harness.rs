@@ -27,10 +27,14 @@ pub(super) fn check_harness(
                 .split('/')
                 .all(|s| !s.is_empty() && !matches!(s, "." | ".."));
         if !normalized {
-            return Err(check.err(
+            return Err(check.err_runx(
                 files_line,
                 &at,
                 format!("is {declared:?}; harness files must be normalized relative paths under fixtures/"),
+                format!(
+                    "{}.{at}: harness files must be normalized profile-relative paths under fixtures/",
+                    check.file
+                ),
             ));
         }
         if !paths.contains(declared.as_str()) {

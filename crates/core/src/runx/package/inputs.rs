@@ -389,14 +389,28 @@ pub(super) fn check_javascript(
             .last()
             .is_some_and(|name| name.ends_with(".mjs") || name.ends_with(".js"))
     {
-        return Err(check.err(
-            line_of(entries, "module"),
-            &module_field,
-            format!(
-                "is {module:?}; write a relative .mjs or .js path inside the package, without \
-                 '.', '..' or backslashes"
+        let message = format!(
+            "is {module:?}; write a relative .mjs or .js path inside the package, without '.', \
+             '..' or backslashes"
+        );
+        // Runx names an inline graph step by its index: `steps.<i>.run`.
+        let step = parent
+            .split_once(".graph.steps[")
+            .and_then(|(_, rest)| rest.strip_suffix("].run"))
+            .filter(|index| index.bytes().all(|b| b.is_ascii_digit()));
+        return Err(match step {
+            Some(index) => check.err_runx(
+                line_of(entries, "module"),
+                &module_field,
+                message,
+                format!(
+                    "{}: steps.{index}.run is not a valid inline source: source.module must be a \
+                     portable relative .mjs or .js path without '.', '..', or backslash segments.",
+                    check.file
+                ),
             ),
-        ));
+            None => check.err(line_of(entries, "module"), &module_field, message),
+        });
     }
     let export = check.opt_string(entries, "export", parent)?;
     if let Some(name) = export {

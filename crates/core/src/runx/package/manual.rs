@@ -208,20 +208,25 @@ pub(super) fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
 /// the manual's `runx:` block may only carry the catalog `category` and `tags`.
 pub(super) fn check_manual_ownership(frontmatter: &YamlNode) -> Result<(), PackageError> {
     let entries = frontmatter.as_mapping().unwrap_or_default();
-    if let Some(entry) = entries
+    // Runx names the first of its list that the frontmatter has.
+    if let Some(entry) = MANUAL_EXECUTION_FIELDS
         .iter()
-        .find(|entry| MANUAL_EXECUTION_FIELDS.contains(&entry.key.as_str()))
+        .find_map(|field| entries.iter().find(|entry| entry.key == *field))
     {
-        return Err(invalid(
-            SKILL_FILE,
-            entry.line,
-            &entry.key,
-            format!(
+        return Err(PackageError::Invalid {
+            file: SKILL_FILE.to_owned(),
+            line: entry.line,
+            field: entry.key.clone(),
+            message: format!(
                 "execution metadata belongs in X.yaml, not SKILL.md (the operator manual); move \
                  {} to the runner in X.yaml",
                 entry.key
             ),
-        ));
+            runx: Some(format!(
+                "SKILL.md.{}: execution metadata belongs in X.yaml; SKILL.md is the operator manual",
+                entry.key
+            )),
+        });
     }
     let runx = get(entries, "runx").and_then(|entry| entry.value.as_mapping());
     if let Some(entry) = runx
@@ -229,13 +234,19 @@ pub(super) fn check_manual_ownership(frontmatter: &YamlNode) -> Result<(), Packa
         .iter()
         .find(|entry| !matches!(entry.key.as_str(), "category" | "tags"))
     {
-        return Err(invalid(
-            SKILL_FILE,
-            entry.line,
-            &join("runx", &entry.key),
-            "execution metadata belongs in X.yaml; SKILL.md's runx block may only hold category \
-             and tags",
-        ));
+        return Err(PackageError::Invalid {
+            file: SKILL_FILE.to_owned(),
+            line: entry.line,
+            field: join("runx", &entry.key),
+            message: "execution metadata belongs in X.yaml; SKILL.md's runx block may only hold \
+                      category and tags"
+                .to_owned(),
+            runx: Some(format!(
+                "SKILL.md.runx.{}: execution metadata belongs in X.yaml; SKILL.md.runx may contain \
+                 only catalog category and tags",
+                entry.key
+            )),
+        });
     }
     Ok(())
 }

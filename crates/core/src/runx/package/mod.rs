@@ -30,12 +30,14 @@ use serde_json::{Map, Value, json};
 use super::snapshot::SnapshotFile;
 use super::yaml::{self, YamlEntry, YamlError, YamlNode, YamlValue};
 
+mod catalog;
 mod check;
 mod fixtures;
 mod graph;
 mod harness;
 mod inputs;
 mod inspection;
+mod javascript;
 mod manual;
 mod model;
 mod profile;
@@ -272,10 +274,11 @@ const RETIRED_RECEIPT_FIELDS: [&str; 7] = [
 
 /// The keys of an operator journey claim (`confusors` arrived after Runx's typed claim, and
 /// the shipped packages use it).
-pub const JOURNEY_FIELDS: [&str; 6] = [
+pub const JOURNEY_FIELDS: [&str; 7] = [
     "mode",
     "request",
     "expected_outcome",
+    "exercises_runner",
     "prior_evidence",
     "must_not_repeat",
     "confusors",
@@ -414,6 +417,7 @@ fn push_module(modules: &mut Vec<JsModule>, runner: &str, step: Option<&str>, so
 /// `fixtures/**/*.yaml|yml` is a fixture. Other files (modules, schemas, references) are not
 /// read here. The first refusal is returned.
 pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
+    check_package_paths(files)?;
     let find = |name: &str| files.iter().find(|file| file.path == name);
     let skill_file = find(SKILL_FILE).ok_or_else(|| PackageError::MissingFile {
         file: SKILL_FILE.to_owned(),
@@ -430,15 +434,19 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     if let Some(skill) = &profile.skill
         && *skill != manual.frontmatter.name
     {
-        return Err(invalid(
-            PROFILE_FILE,
-            profile.skill_line,
-            "skill",
-            format!(
+        return Err(PackageError::Invalid {
+            file: PROFILE_FILE.to_owned(),
+            line: profile.skill_line,
+            field: "skill".to_owned(),
+            message: format!(
                 "is {skill:?} but SKILL.md names the skill {:?}; make them the same",
                 manual.frontmatter.name
             ),
-        ));
+            runx: Some(format!(
+                "X.yaml.skill: manifest skill {skill:?} does not match SKILL.md name {:?}",
+                manual.frontmatter.name
+            )),
+        });
     }
 
     let runner_names: BTreeSet<&str> = profile.runners.iter().map(|r| r.name.as_str()).collect();
@@ -451,7 +459,12 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     for file in fixture_files {
         fixtures.push(parse_fixture(&file.path, text(file)?, Some(&runner_names))?);
     }
-    check_declared_files(&profile, &paths)?;
+    let catalog_line = text(profile_file)?
+        .lines()
+        .position(|line| line.starts_with("catalog:"))
+        .map_or(1, |index| index + 1);
+    catalog::check_catalog_semantics(&manual.frontmatter.name, &profile, &fixtures, catalog_line)?;
+    check_declared_files(&profile, files)?;
     Ok(Package {
         manual,
         profile,
@@ -517,12 +530,13 @@ fn process_script_path(value: &str) -> Option<&str> {
 }
 
 /// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool` runs (its
-/// execution sidecars) and then every JavaScript module must be in the package, or the package
-/// is invalid, in Runx's words.
+/// execution sidecars) must be in the package, then every JavaScript module passes Runx's
+/// static module checks ([`javascript`]), or the package is invalid, in Runx's words.
 fn check_declared_files(
     profile: &ExecutionProfile,
-    paths: &BTreeSet<&str>,
+    files: &[SnapshotFile],
 ) -> Result<(), PackageError> {
+    let paths: BTreeSet<&str> = files.iter().map(|file| file.path.as_str()).collect();
     let sources = || {
         profile.runners.iter().flat_map(|runner| {
             let field = format!("runners.{}", runner.name);
@@ -561,18 +575,68 @@ fn check_declared_files(
             }
         }
     }
+    // Runx's module checks: each declared module (breadth first, in path order) and its
+    // imports, then every module nothing reaches.
+    let mut roots = BTreeSet::new();
+    let mut declared_at: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    let mut execution_files = BTreeSet::new();
     for (line, field, source) in sources() {
-        if let Some(module) = &source.module
-            && !paths.contains(module.as_str())
-        {
-            return Err(PackageError::Invalid {
+        if let Some(module) = &source.module {
+            roots.insert(module.clone());
+            declared_at
+                .entry(module.clone())
+                .or_insert_with(|| (line, format!("{field}.module")));
+        }
+        if source.source_type == "cli-tool" {
+            for script in source.command.iter().chain(&source.args) {
+                if let Some(path) = process_script_path(script) {
+                    execution_files.insert(path.to_owned());
+                }
+            }
+        }
+    }
+    let contents: BTreeMap<&str, &[u8]> = files
+        .iter()
+        .map(|file| (file.path.as_str(), file.contents.as_slice()))
+        .collect();
+    javascript::validate_modules(&contents, &roots, &execution_files).map_err(|refusal| {
+        if refusal.message == "declared JavaScript module is missing" {
+            let (line, field) = declared_at
+                .get(&refusal.path)
+                .cloned()
+                .unwrap_or((1, "module".to_owned()));
+            return PackageError::Invalid {
                 file: PROFILE_FILE.to_owned(),
                 line,
-                field: format!("{field}.module"),
+                field,
                 message: format!(
-                    "names {module}, which is not in the package; add the module or fix the path"
+                    "names {}, which is not in the package; add the module or fix the path",
+                    refusal.path
                 ),
-                runx: Some(format!("{module}: declared JavaScript module is missing")),
+                runx: Some(format!("{}: {}", refusal.path, refusal.message)),
+            };
+        }
+        let at = declared_at.get(&refusal.path).cloned();
+        refusal.into_error(at)
+    })?;
+    Ok(())
+}
+
+/// Runx's first load-time check: every file's path is a relative POSIX path without empty,
+/// `.` or `..` segments (checked in path order).
+fn check_package_paths(files: &[SnapshotFile]) -> Result<(), PackageError> {
+    let mut paths: Vec<&str> = files.iter().map(|file| file.path.as_str()).collect();
+    paths.sort_unstable();
+    for path in paths {
+        if let Some(problem) = javascript::package_path_problem(path) {
+            return Err(PackageError::Invalid {
+                file: path.to_owned(),
+                line: 1,
+                field: "(file name)".to_owned(),
+                message: "rename the file: package paths separate folders with '/' and have no \
+                          backslash, empty, '.' or '..' segment"
+                    .to_owned(),
+                runx: Some(format!("{path}: {problem}")),
             });
         }
     }
@@ -669,11 +733,37 @@ mod tests {
     /// The files plus a module for every `.mjs`/`.js` name X.yaml mentions that is not among
     /// them, so a test breaks only the line it means to (the loader refuses a package whose
     /// declared modules are absent).
+    /// The harness proofs Runx wants of a public package (a standalone journey with two
+    /// confusors and a composed one, both sealed), for the small test profiles.
+    const OPERATOR_PROOF: &str = "\
+name: operator-proof
+kind: skill
+target: ..
+operator_journeys:
+  - mode: standalone
+    request: Do it.
+    expected_outcome: Done.
+    confusors: [other-a, other-b]
+  - mode: composed
+    request: Do it again.
+    expected_outcome: Done once.
+    prior_evidence: [the first run]
+    must_not_repeat: [the first run]
+expect:
+  status: sealed
+";
+
     fn files(pairs: &[(&str, &str)]) -> Vec<SnapshotFile> {
         let mut out = bare_files(pairs);
         for (path, text) in pairs {
             if *path != "X.yaml" {
                 continue;
+            }
+            if text.contains("catalog:") && !text.contains("visibility: internal") {
+                out.extend(bare_files(&[(
+                    "fixtures/zz-operator-proof.yaml",
+                    OPERATOR_PROOF,
+                )]));
             }
             for module in mentioned_modules(text) {
                 if !out.iter().any(|file| file.path == module) {
@@ -957,14 +1047,19 @@ runners:
         assert_eq!(alone.frontmatter.post_run_reflect, "always");
         let err = load_package(&files(&[("SKILL.md", manual), ("X.yaml", PROFILE)])).unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with("SKILL.md:3: inputs: execution metadata belongs in X.yaml"),
+            err.to_string().starts_with(
+                "SKILL.md.inputs: execution metadata belongs in X.yaml; SKILL.md is the operator \
+                 manual\n  at SKILL.md:3: inputs: execution metadata belongs in X.yaml"
+            ),
             "{err}"
         );
         let manual = "---\nname: demo\nrunx:\n  category: x\n  post_run:\n    reflect: auto\n---\n";
         let err = load_package(&files(&[("SKILL.md", manual), ("X.yaml", PROFILE)])).unwrap_err();
         assert!(
-            err.to_string().starts_with("SKILL.md:5: runx.post_run: "),
+            err.to_string().starts_with(
+                "SKILL.md.runx.post_run: execution metadata belongs in X.yaml; SKILL.md.runx may \
+                 contain only catalog category and tags\n  at SKILL.md:5: runx.post_run: "
+            ),
             "{err}"
         );
     }
@@ -1027,8 +1122,12 @@ runners:
     /// among its files, naming the missing file (`runx-parser` package validation).
     #[test]
     fn a_declared_module_or_sidecar_that_is_absent_makes_the_package_invalid() {
-        let err =
-            load_package(&bare_files(&[("SKILL.md", MANUAL), ("X.yaml", PROFILE)])).unwrap_err();
+        let mut bare = bare_files(&[("SKILL.md", MANUAL), ("X.yaml", PROFILE)]);
+        bare.extend(bare_files(&[(
+            "fixtures/zz-operator-proof.yaml",
+            OPERATOR_PROOF,
+        )]));
+        let err = load_package(&bare).unwrap_err();
         let text = err.to_string();
         assert_eq!(
             text.lines().next(),
@@ -1578,7 +1677,10 @@ metadata:
         let err = refused(&edit("skill: demo", "skill: other"));
         assert_eq!(
             err.to_string().split(": is").next(),
-            Some("X.yaml:1: skill")
+            Some(
+                "X.yaml.skill: manifest skill \"other\" does not match SKILL.md name \"demo\"\n  \
+                 at X.yaml:1: skill"
+            )
         );
     }
 
@@ -1647,7 +1749,7 @@ metadata:
         assert_eq!(runners.runner_names(), ["echo", "finalize"]);
         assert!(runners.default_runner().is_none());
         let err = seed("refused_anchor_and_manual_inputs").unwrap_err();
-        assert!(err.to_string().starts_with("SKILL.md:3: inputs: "), "{err}");
+        assert!(err.to_string().contains("at SKILL.md:3: inputs: "), "{err}");
     }
 
     fn real_texts() -> Vec<(String, String)> {

@@ -118,12 +118,28 @@ fn run_case(case_dir: &Path, case: &Value) -> Answer {
     {
         lay_out(&case_dir.join("package"), &scratch.join(target_dir));
     }
-    let scratch_arg = scratch.to_str().unwrap().to_owned();
     let command_text = case["mindrune_command"].as_str().unwrap();
     let verb = command_text
         .strip_prefix("mindrune lab ")
         .and_then(|rest| rest.split_whitespace().next())
         .unwrap_or_else(|| panic!("unknown mindrune_command {command_text}"));
+    let mut command = lab_command(case_dir, case, verb, &scratch, &aside, target_dir);
+    let output = command.output().unwrap();
+    read_answer(verb, &output, &scratch, target_dir)
+}
+
+/// MindRune's counterpart of the case's Runx command, laid out in `scratch` (its other files in
+/// `aside`).
+fn lab_command(
+    case_dir: &Path,
+    case: &Value,
+    verb: &str,
+    scratch: &Path,
+    aside: &Path,
+    target_dir: Option<&str>,
+) -> Command {
+    let scratch_arg = scratch.to_str().unwrap().to_owned();
+    let command_text = case["mindrune_command"].as_str().unwrap();
     let mut command = Command::new(assert_cmd::cargo::cargo_bin("mindrune"));
     command
         .arg("lab")
@@ -133,7 +149,7 @@ fn run_case(case_dir: &Path, case: &Value) -> Answer {
         .env_remove("MINDRUNE_DATABASE_URL")
         .env_remove("MINDRUNE_LAB_CRASH_AT")
         .env_remove("MINDRUNE_LAB_SIGNING_KEY")
-        .current_dir(&scratch);
+        .current_dir(scratch);
     match verb {
         "inspect" => {
             command.args([
@@ -205,11 +221,20 @@ fn run_case(case_dir: &Path, case: &Value) -> Answer {
         other => panic!("unknown lab command {other}"),
     }
     command.arg("--json");
-    let output = command.output().unwrap();
+    command
+}
+
+/// MindRune's decision and first line, read from what the command printed.
+fn read_answer(
+    verb: &str,
+    output: &std::process::Output,
+    scratch: &Path,
+    target_dir: Option<&str>,
+) -> Answer {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     let json: Option<Value> = serde_json::from_str(&stdout).ok();
-    let line = |text: &str| first_line(text, &scratch, target_dir);
+    let line = |text: &str| first_line(text, scratch, target_dir);
     let mut answer = Answer::default();
     match (verb, json) {
         ("inspect", Some(json)) if output.status.success() => {

@@ -833,6 +833,138 @@ async fn the_avatar_page_shows_each_script_as_one_entry() {
     assert!(body.contains("4 scripts · 2 family"));
 }
 
+/// The first number after `marker` in `text` (`score 612` → 612).
+fn number_after(text: &str, marker: &str) -> i64 {
+    let at = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in {text}"));
+    text[at + marker.len()..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect::<String>()
+        .parse()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn every_view_shows_one_score_for_an_idle_skill_at_one_clock() {
+    // A shared skill last run thirty days ago: its score as of now has drifted well below the
+    // one its last run left, and every view shows the drifted one.
+    let store = SqliteStore::open_in_memory().unwrap();
+    let now = now_millis();
+    let ada = store
+        .create_owner("ada", &secret_digest(ADA_KEY), now)
+        .unwrap();
+    let buzz = store.create_agent(ada.id, "buzz", "/ws/ada", now).unwrap();
+    let pickles = store
+        .create_agent(ada.id, "pickles", "/ws/ada2", now)
+        .unwrap();
+    let chop = store
+        .match_script(
+            ada.id,
+            &snapshot(
+                buzz.id,
+                "buzz",
+                "chop-oaks",
+                "await chop();\n",
+                headed("chop oaks"),
+            ),
+            now,
+        )
+        .unwrap();
+    let long_ago = now - 30 * 86_400_000;
+    for i in 0..6 {
+        store
+            .record_use(
+                ada.id,
+                &run(chop.version.id, buzz.id, true, long_ago + i * 60_000),
+            )
+            .unwrap();
+    }
+    let operator_token = new_secret("mr_operator_");
+    store
+        .issue_operator_token(&secret_digest(&operator_token), now)
+        .unwrap();
+    let stored = store.versions(ada.id, chop.skill.id).unwrap()[0]
+        .score
+        .round() as i64;
+    let entries = mindrune_engine::display::skills_as_of(&store, ada.id, None, now).unwrap();
+    let shown = mindrune_engine::display::points(entries[0].version.score);
+    assert!(stored - shown >= 10, "drifted from {stored} to {shown}");
+    let sibling = mindrune_engine::avatars::family::answer(&store, &pickles).unwrap();
+    let index_line = sibling
+        .index
+        .lines()
+        .find(|line| line.starts_with("- buzz/chop-oaks.ts — score "))
+        .unwrap_or_else(|| panic!("{}", sibling.index))
+        .to_string();
+    let world = World {
+        state: AppState::new(Box::new(store), ServerConfig::default()),
+        ada: ada.id,
+        buzz: buzz.id,
+        rex: buzz.id,
+        chop: chop.skill.id,
+        fish: chop.skill.id,
+        mine: chop.skill.id,
+        bob_skill: chop.skill.id,
+        operator_token,
+    };
+    let (cookie, _) = login(&world).await;
+    let family = get(&world, "/dashboard", Some(&cookie)).await.body;
+    let avatar = get(
+        &world,
+        &format!("/dashboard/avatars/{}", world.buzz.0),
+        Some(&cookie),
+    )
+    .await
+    .body;
+    let script = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.chop.0),
+        Some(&cookie),
+    )
+    .await
+    .body;
+    let console = send(
+        &world,
+        Request::get("/console")
+            .header(
+                header::AUTHORIZATION,
+                format!("Bearer {}", world.operator_token),
+            )
+            .body(Body::empty())
+            .unwrap(),
+    )
+    .await
+    .body;
+    let views = [
+        ("INDEX.md", number_after(&index_line, "score ")),
+        (
+            "family tile",
+            number_after(&family, "chop-oaks.ts</span> ("),
+        ),
+        (
+            "avatar page",
+            number_after(&section(&avatar, world.chop), "class=\"score\">score "),
+        ),
+        (
+            "script page",
+            number_after(&script, "class=\"score\">score "),
+        ),
+        ("console", {
+            let row = &console[console.find("<td>chop-oaks</td>").expect("the console row")..];
+            number_after(row, "class=\"num\">6</td><td class=\"num\">")
+        }),
+    ];
+    for (view, score) in views {
+        assert_eq!(
+            score, shown,
+            "{view} shows {score}, the library's view {shown}"
+        );
+    }
+}
+
 /// The part of an avatar page about one script.
 fn section(body: &str, skill: SkillId) -> String {
     let start = body

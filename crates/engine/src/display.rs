@@ -22,6 +22,18 @@ pub fn when(millis: Option<i64>) -> String {
     at.format(&format).unwrap_or_else(|_| "?".into())
 }
 
+/// How long ago `at` was, as a person says it at `now`: `just now`, `5 min ago`, `3 h ago`,
+/// `8 d ago` (a time ahead of `now`, from a clock that is ahead, is `just now`).
+pub fn ago(at: i64, now: i64) -> String {
+    let seconds = (now - at).max(0) / 1000;
+    match seconds {
+        0..60 => "just now".into(),
+        60..3_600 => format!("{} min ago", seconds / 60),
+        3_600..86_400 => format!("{} h ago", seconds / 3_600),
+        _ => format!("{} d ago", seconds / 86_400),
+    }
+}
+
 /// Scores are kept exact and shown as whole points (0–1000).
 pub fn points(score: f64) -> i64 {
     score.round() as i64
@@ -64,6 +76,16 @@ pub fn skills_as_of(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_ago_is_said_in_the_largest_whole_unit() {
+        let now = 100 * 86_400_000;
+        assert_eq!(ago(now - 5_000, now), "just now");
+        assert_eq!(ago(now - 5 * 60_000, now), "5 min ago");
+        assert_eq!(ago(now - 3 * 3_600_000 - 59_000, now), "3 h ago");
+        assert_eq!(ago(now - 8 * 86_400_000 - 1, now), "8 d ago");
+        assert_eq!(ago(now + 60_000, now), "just now");
+    }
     use mindrune_store::{OwnerId, SkillId, VersionId};
 
     fn version(id: i64, score: f64) -> Version {

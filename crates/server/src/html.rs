@@ -68,7 +68,27 @@ pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
 }
 
 /// Times and scores as the command line shows them (one implementation for both faces).
-pub use mindrune_engine::display::{points, when};
+pub use mindrune_engine::display::{ago, points, when};
+
+/// A time shown as how long ago it was, with the exact time (UTC) on hover and for machines:
+/// `<time datetime="2026-12-07T06:47:00Z" title="2026-12-07 06:47 UTC">8 d ago</time>`.
+pub fn time_ago(at: Option<i64>, now: i64) -> String {
+    let Some(at) = at else {
+        return "never".into();
+    };
+    let exact = when(Some(at));
+    let iso = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_default();
+    format!(
+        "<time datetime=\"{iso}\" title=\"{exact} UTC\">{}</time>",
+        escape(&ago(at, now))
+    )
+}
 
 /// A unified diff as HTML: scrubbed as a whole, then each line escaped and marked as added,
 /// removed, a hunk or a file header (the colours live in `app.css`).

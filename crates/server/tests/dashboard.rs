@@ -2761,13 +2761,28 @@ async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_l
     let before_the_runs = now_millis() - 2 * 3_600_000;
     let (session, _) = login(&world).await;
 
-    // A first visit has nothing to compare with, and remembers itself.
+    // A first visit covers the last 24 hours (not "nothing new" over a day of runs), against
+    // the 24 hours before, and remembers itself.
     let first = get(&world, "/dashboard", Some(&session)).await;
     assert_eq!(first.status, StatusCode::OK);
     assert!(
-        first.body.contains("From your next visit on"),
+        first.body.contains("Your first visit: the last 24 hours"),
         "{}",
         first.body
+    );
+    assert!(
+        first.body.contains("20 runs (+20 on the period before)")
+            && first.body.contains("2 failed (+2)"),
+        "{}",
+        first.body
+    );
+    let first_changes = &first.body[first
+        .body
+        .find("class=\"change-list\"")
+        .expect("the day's changes")..];
+    assert!(
+        first_changes.contains("buzz/chop-oaks</a> v1 is a family skill now"),
+        "{first_changes}"
     );
     let seen = first
         .set_cookies()
@@ -2816,8 +2831,12 @@ async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_l
         .filter_map(|e| e.version.last_used_at)
         .max()
         .unwrap();
+    // When it last ran: how long ago, with the exact time on hover.
     assert!(
-        tile.contains(&mindrune_engine::display::when(Some(last_ran))),
+        tile.contains(&format!(
+            "title=\"{} UTC\">",
+            mindrune_engine::display::when(Some(last_ran))
+        )) && tile.contains(" ago</time>"),
         "{tile}"
     );
     let today = now_millis() / mindrune_store::DAY_MILLIS;
@@ -2863,10 +2882,16 @@ async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_l
         "fish ran cleanly and is not shared: {changes}"
     );
 
-    // Since now: nothing new.
+    // Since now: no change, no run.
     let cookie = format!("{session}; mindrune_seen={}", now_millis());
     let now = get(&world, "/dashboard", Some(&cookie)).await;
-    assert!(now.body.contains("Nothing new"), "{}", now.body);
+    assert!(
+        now.body
+            .contains("No script was shared, un-shared or started failing")
+            && now.body.contains("0 runs (±0 on the period before)"),
+        "{}",
+        now.body
+    );
 }
 
 #[tokio::test]

@@ -762,6 +762,15 @@ pub struct DayRuns {
     pub failed: i64,
 }
 
+/// One avatar's runs in a period ([`Store::runs_between`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeriodRuns {
+    /// `None` for runs of avatars that were deleted since.
+    pub agent: Option<AgentId>,
+    pub ok: i64,
+    pub failed: i64,
+}
+
 /// Milliseconds in a day: [`DayRuns::day`] is a run's time divided by it.
 pub const DAY_MILLIS: Millis = 86_400_000;
 
@@ -963,6 +972,9 @@ pub trait Store: Send + Sync {
     /// The family's script runs at or after `since`, counted per UTC day and avatar, oldest
     /// day first.
     fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>>;
+    /// The family's runs with `from <= at < to`, one row per avatar (`None`: avatars deleted
+    /// since), for a period and the one before it ("since your last visit").
+    fn runs_between(&self, owner: OwnerId, from: Millis, to: Millis) -> Result<Vec<PeriodRuns>>;
 
     /// Notes that an agent had a wrap-up.
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;

@@ -2081,6 +2081,25 @@ fn a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them
     );
     // Only runs at or after `since` count.
     assert_eq!(f.store.runs_per_day(f.owner, day * 1000).unwrap().len(), 2);
+    // A period's runs per avatar: `from` counts, `to` does not.
+    let period = |from: i64, to: i64| -> Vec<(Option<AgentId>, i64, i64)> {
+        f.store
+            .runs_between(f.owner, from, to)
+            .unwrap()
+            .iter()
+            .map(|p| (p.agent, p.ok, p.failed))
+            .collect()
+    };
+    assert_eq!(
+        period(0, i64::MAX),
+        [(Some(f.buzz), 2, 0), (Some(f.pickles), 0, 1)]
+    );
+    assert_eq!(period(10_000, (day + 5) * 1000), [(Some(f.buzz), 1, 0)]);
+    assert_eq!(
+        period((day + 5) * 1000, (day + 20) * 1000),
+        [(Some(f.pickles), 0, 1)]
+    );
+    assert!(period(0, 10_000).is_empty());
     let other = f
         .store
         .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
@@ -2092,6 +2111,12 @@ fn a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them
             .is_empty()
     );
     assert!(f.store.runs_per_day(other.id, 0).unwrap().is_empty());
+    assert!(
+        f.store
+            .runs_between(other.id, 0, i64::MAX)
+            .unwrap()
+            .is_empty()
+    );
 
     // A file that is gone keeps its runs, and is listed among the agent's gone skills.
     assert!(f.store.gone_skills(f.owner, f.buzz).unwrap().is_empty());

@@ -32,14 +32,34 @@ pub(super) struct Changes {
     pub(super) failing: Vec<(SkillId, String, Option<String>)>,
 }
 
+/// The runs of the period "since your last visit" and of the period of the same length before
+/// it, and the family's wealth at its start and now.
+#[derive(Default)]
+pub(super) struct Period {
+    pub(super) runs: i64,
+    pub(super) failed: i64,
+    pub(super) runs_before: i64,
+    pub(super) failed_before: i64,
+    /// The family's coins at the period's start and now, summed over the avatars that
+    /// reported both.
+    pub(super) wealth: Option<(i64, i64)>,
+}
+
+/// How far back a first visit looks: a new owner sees the last day, not "nothing new".
+pub(super) const FIRST_VISIT_MILLIS: i64 = DAY_MILLIS;
+
 /// Everything the family page shows.
 pub(super) struct FamilyView<'a> {
     pub(super) owner: &'a Owner,
     pub(super) tiles: Vec<Tile<'a>>,
     pub(super) entries: &'a [SkillEntry],
     pub(super) days: Vec<crate::charts::Bar>,
-    /// `None` on a first visit (no cookie yet).
-    pub(super) since: Option<i64>,
+    /// The start of what "since your last visit" covers: the last visit, or on a first visit
+    /// (no cookie yet) a day ago.
+    pub(super) since: i64,
+    pub(super) first_visit: bool,
+    pub(super) now: i64,
+    pub(super) period: Period,
     pub(super) changes: Changes,
 }
 
@@ -64,7 +84,7 @@ pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown)
         changes_html(&mut body, view, shown_text);
         body.push_str("<h2>Avatars</h2><ul class=\"avatars\">");
         for tile in &view.tiles {
-            tile_html(&mut body, tile, shown_text);
+            tile_html(&mut body, tile, view.now, shown_text);
         }
         body.push_str("</ul>");
         body.push_str("<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per day</h2>");
@@ -91,7 +111,7 @@ pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown)
     body
 }
 
-pub(super) fn tile_html(out: &mut String, tile: &Tile<'_>, shown_text: &Shown) {
+pub(super) fn tile_html(out: &mut String, tile: &Tile<'_>, now: i64, shown_text: &Shown) {
     let _ = write!(
         out,
         "<li><a class=\"card tile\" href=\"/dashboard/avatars/{id}\" data-avatar=\"{name}\">\
@@ -155,11 +175,7 @@ pub(super) fn tile_html(out: &mut String, tile: &Tile<'_>, shown_text: &Shown) {
         }),
         "newest",
     );
-    fact(
-        "Last ran",
-        shown_text.text(&when(tile.last_ran)),
-        "last-ran",
-    );
+    fact("Last ran", html::time_ago(tile.last_ran, now), "last-ran");
     let _ = write!(
         out,
         "</dl><p class=\"counts small muted\">{} · {} family</p></a></li>",
@@ -172,21 +188,22 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
     out.push_str(
         "<section class=\"card changes\" aria-labelledby=\"changes-title\"><h2 id=\"changes-title\">Since your last visit</h2>",
     );
-    let Some(since) = view.since else {
-        out.push_str(
-            "<p class=\"muted\">Welcome. From your next visit on, this says what your avatars \
-             newly shared, what newly fails and what stopped being shared.</p></section>",
+    let since = html::time_ago(Some(view.since), view.now);
+    if view.first_visit {
+        let _ = write!(
+            out,
+            "<p class=\"small muted\">Your first visit: the last 24 hours (since {since}). From \
+             your next visit on, this covers what happened since then.</p>"
         );
-        return;
-    };
-    let _ = write!(
-        out,
-        "<p class=\"small muted\">Since {} UTC.</p>",
-        shown_text.text(&when(Some(since)))
-    );
+    } else {
+        let _ = write!(out, "<p class=\"small muted\">Since {since}.</p>");
+    }
+    period_html(out, &view.period);
     let c = &view.changes;
     if c.shared.is_empty() && c.unshared.is_empty() && c.failing.is_empty() {
-        out.push_str("<p class=\"muted\">Nothing new: no script was shared, un-shared or started failing.</p></section>");
+        out.push_str(
+            "<p class=\"muted\">No script was shared, un-shared or started failing.</p></section>",
+        );
         return;
     }
     out.push_str("<ul class=\"change-list\">");
@@ -227,15 +244,55 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
     out.push_str("</ul></section>");
 }
 
+/// The period's numbers against the period before it: `111 runs (+12)`, `12 failed (−3)`,
+/// `wealth 1,250,000 coins (+40,000)`.
+fn period_html(out: &mut String, period: &Period) {
+    let delta = |now: i64, before: i64| match now - before {
+        0 => "±0".to_string(),
+        d if d > 0 => format!("+{}", grouped(d)),
+        d => format!("−{}", grouped(-d)),
+    };
+    let _ = write!(
+        out,
+        "<ul class=\"period\"><li class=\"period-runs\">{} ({} on the period before)</li>\
+         <li class=\"period-failed\">{} failed ({})</li>",
+        count(period.runs, "run", "runs"),
+        delta(period.runs, period.runs_before),
+        grouped(period.failed),
+        delta(period.failed, period.failed_before),
+    );
+    if let Some((then, now)) = period.wealth {
+        let _ = write!(
+            out,
+            "<li class=\"period-wealth\">wealth {} coins ({})</li>",
+            grouped(now),
+            delta(now, then)
+        );
+    }
+    out.push_str("</ul>");
+}
+
 /// Reads everything the family page shows; `since` is the owner's last visit.
 pub(super) fn family_view<'a>(
     store: &dyn mindrune_store::Store,
     owner: &'a Owner,
     agents: &'a [Agent],
     entries: &'a [SkillEntry],
-    since: Option<i64>,
+    last_visit: Option<i64>,
     now: i64,
 ) -> Result<FamilyView<'a>, ApiError> {
+    let first_visit = last_visit.is_none();
+    let since = last_visit.unwrap_or(now - FIRST_VISIT_MILLIS).min(now);
+    let mut period = Period::default();
+    for runs in store.runs_between(owner.id, since, now.saturating_add(1))? {
+        period.runs += runs.ok + runs.failed;
+        period.failed += runs.failed;
+    }
+    let length = now - since;
+    for runs in store.runs_between(owner.id, since - length, since)? {
+        period.runs_before += runs.ok + runs.failed;
+        period.failed_before += runs.failed;
+    }
     let today = now.div_euclid(DAY_MILLIS);
     let first_day = today - (CHART_DAYS - 1);
     let per_day = store.runs_per_day(owner.id, first_day * DAY_MILLIS)?;
@@ -275,10 +332,7 @@ pub(super) fn family_view<'a>(
                 continue;
             };
             last_ran = last_ran.max(Some(latest.outcome.at));
-            if let Some(since) = since
-                && !latest.outcome.ok
-                && latest.outcome.at >= since
-            {
+            if !latest.outcome.ok && latest.outcome.at >= since {
                 changes.failing.push((
                     entry.skill.id,
                     format!("{}/{}", agent.name, file_name(&entry.skill)),
@@ -286,17 +340,25 @@ pub(super) fn family_view<'a>(
                 ));
             }
         }
-        if let Some(since) = since {
-            for change in store.sharing_changes(owner.id, agent.id, since)? {
-                match change.kind {
-                    mindrune_store::SharingKind::Shared => changes.shared.push(change),
-                    mindrune_store::SharingKind::Unshared => changes.unshared.push(change),
-                }
-            }
-        }
         let stats = store
             .avatar_state(owner.id, agent.id)?
             .and_then(|state| serde_json::from_str::<AvatarStats>(&state.state).ok());
+        for change in store.sharing_changes(owner.id, agent.id, since)? {
+            match change.kind {
+                mindrune_store::SharingKind::Shared => changes.shared.push(change),
+                mindrune_store::SharingKind::Unshared => changes.unshared.push(change),
+            }
+        }
+        // The avatar's coins at the period's start (its first hourly point since) and now.
+        if let Some(then) = store
+            .wealth_history(owner.id, agent.id, since)?
+            .first()
+            .map(|point| point.coins)
+            && let Some(now_wealth) = stats.as_ref().and_then(|s| s.wealth)
+        {
+            let (sum_then, sum_now) = period.wealth.unwrap_or((0, 0));
+            period.wealth = Some((sum_then + then, sum_now + now_wealth));
+        }
         tiles.push(Tile {
             agent,
             stats,
@@ -321,6 +383,9 @@ pub(super) fn family_view<'a>(
         entries,
         days,
         since,
+        first_visit,
+        now,
+        period,
         changes,
     })
 }

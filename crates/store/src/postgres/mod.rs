@@ -1034,6 +1034,15 @@ impl Store for PgStore {
         views::runs_per_day(self, owner, since)
     }
 
+    fn runs_between(
+        &self,
+        owner: OwnerId,
+        from: Millis,
+        to: Millis,
+    ) -> Result<Vec<crate::PeriodRuns>> {
+        views::runs_between(self, owner, from, to)
+    }
+
     fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
         directory::note_wrapup(self, owner, agent, at)
     }

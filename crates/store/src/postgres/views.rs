@@ -65,6 +65,29 @@ pub(super) fn runs_per_day(store: &PgStore, owner: OwnerId, since: Millis) -> Re
     })
 }
 
+pub(super) fn runs_between(
+    store: &PgStore,
+    owner: OwnerId,
+    from: Millis,
+    to: Millis,
+) -> Result<Vec<crate::PeriodRuns>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT u.agent_id, COUNT(*) FILTER (WHERE u.ok), COUNT(*) FILTER (WHERE NOT u.ok)
+             FROM uses u WHERE u.owner_id = $1 AND u.at >= $2 AND u.at < $3
+             GROUP BY u.agent_id ORDER BY u.agent_id NULLS FIRST",
+            &[&owner.0, &from, &to],
+        )?;
+        all(rows, |row| {
+            Ok(crate::PeriodRuns {
+                agent: col::<Option<i64>>(row, 0)?.map(AgentId),
+                ok: col(row, 1)?,
+                failed: col(row, 2)?,
+            })
+        })
+    })
+}
+
 pub(super) fn gone_skills(store: &PgStore, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
     store.read(|tx| {
         let rows = tx.query(

@@ -970,6 +970,15 @@ impl Store for SqliteStore {
         views::runs_per_day(&self.lock().conn, owner, since)
     }
 
+    fn runs_between(
+        &self,
+        owner: OwnerId,
+        from: Millis,
+        to: Millis,
+    ) -> Result<Vec<crate::PeriodRuns>> {
+        views::runs_between(&self.lock().conn, owner, from, to)
+    }
+
     fn write_group(&self, _owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
         // One database, one writer: the group's transaction covers every family at once.
         {

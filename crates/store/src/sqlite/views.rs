@@ -87,6 +87,32 @@ pub(crate) fn runs_per_day(
         .map_err(read_err)
 }
 
+pub(crate) fn runs_between(
+    conn: &Connection,
+    owner: OwnerId,
+    from: Millis,
+    to: Millis,
+) -> Result<Vec<crate::PeriodRuns>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT u.agent_id, SUM(u.ok), SUM(1 - u.ok) FROM uses u
+             WHERE u.owner_id = ?1 AND u.at >= ?2 AND u.at < ?3
+             GROUP BY u.agent_id ORDER BY u.agent_id NULLS FIRST",
+        )
+        .map_err(read_err)?;
+    statement
+        .query_map(params![owner.0, from, to], |r| {
+            Ok(crate::PeriodRuns {
+                agent: r.get::<_, Option<i64>>(0)?.map(AgentId),
+                ok: r.get(1)?,
+                failed: r.get(2)?,
+            })
+        })
+        .map_err(read_err)?
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .map_err(read_err)
+}
+
 pub(crate) fn gone_skills(
     conn: &Connection,
     owner: OwnerId,

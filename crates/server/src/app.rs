@@ -103,6 +103,8 @@ async fn track_storage(
 ) -> axum::response::Response {
     let wrote = !request.method().is_safe();
     let area = area_of(request.uri().path());
+    // The path a refusal names on the console, cut: a hostile path is not kept whole.
+    let path = crate::wire::shown_path(request.uri().path());
     let response = next.run(request).await;
     let status = response.status();
     state.note_storage(status, wrote);
@@ -110,7 +112,7 @@ async fn track_storage(
     // else that failed on the server's side.
     if status.is_client_error() || status == StatusCode::SERVICE_UNAVAILABLE {
         state.health().note_refused(format!(
-            "{} {} ({area})",
+            "{} {} ({area}: {path})",
             status.as_u16(),
             status.canonical_reason().unwrap_or("")
         ));

@@ -373,7 +373,7 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
         body.push_str("<p class=\"muted\">No families yet.</p>");
     } else {
         body.push_str(
-            "<div class=\"table-scroll\"><table id=\"reuse\"><thead><tr>\
+            "<div class=\"table-scroll\"><table class=\"stack\" id=\"reuse\"><thead><tr>\
              <th scope=\"col\">Family (owner)</th><th scope=\"col\" class=\"num\">Avatars</th>\
              <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">From a family skill</th>\
              <th scope=\"col\" class=\"num\">Share</th><th scope=\"col\" class=\"num\">Skills reused by a sibling</th>\
@@ -382,8 +382,9 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
         for family in families {
             let _ = write!(
                 body,
-                "<tr><td>{owner}</td><td class=\"num\">{avatars}</td><td class=\"num\">{runs}</td>\
-                 <td class=\"num\">{from}</td><td class=\"num\">{share}</td><td class=\"num\">{reused}</td></tr>",
+                "<tr><td data-label=\"Family\">{owner}</td><td data-label=\"Avatars\" class=\"num\">{avatars}</td>\
+                 <td data-label=\"Runs\" class=\"num\">{runs}</td><td data-label=\"From a family skill\" class=\"num\">{from}</td>\
+                 <td data-label=\"Share\" class=\"num\">{share}</td><td data-label=\"Reused by a sibling\" class=\"num\">{reused}</td></tr>",
                 owner = shown_text.text(&family.owner.name),
                 avatars = family.avatars,
                 runs = family.reuse.runs,
@@ -413,7 +414,7 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
         body.push_str("<p class=\"muted\">No skill is shared yet.</p>");
     } else {
         body.push_str(
-            "<div class=\"table-scroll\"><table id=\"family-skills\"><thead><tr>\
+            "<div class=\"table-scroll\"><table class=\"stack\" id=\"family-skills\"><thead><tr>\
              <th scope=\"col\">Owner</th><th scope=\"col\">Avatar</th><th scope=\"col\">Skill</th>\
              <th scope=\"col\">Version</th><th scope=\"col\" class=\"num\">Runs</th>\
              <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Versions</th></tr></thead><tbody>",
@@ -436,9 +437,10 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
                 };
                 let _ = write!(
                     body,
-                    "<tr><td>{owner}</td><td>{avatar}</td><td>{skill}</td><td>v{number}</td>\
-                     <td class=\"num\">{runs}</td><td class=\"num\">{score}</td><td>\
-                     <details><summary>Versions ({n})</summary><table><thead><tr><th scope=\"col\">Version</th>\
+                    "<tr><td data-label=\"Owner\">{owner}</td><td data-label=\"Avatar\">{avatar}</td>\
+                     <td data-label=\"Skill\">{skill}</td><td data-label=\"Version\">v{number}</td>\
+                     <td data-label=\"Runs\" class=\"num\">{runs}</td><td data-label=\"Score\" class=\"num\">{score}</td><td>\
+                     <details><summary>Versions ({n})</summary><table class=\"stack\"><thead><tr><th scope=\"col\">Version</th>\
                      <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">OK</th>\
                      <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Shared</th></tr></thead><tbody>",
                     owner = shown_text.text(&family.owner.name),
@@ -451,8 +453,9 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
                 for v in &shared.versions {
                     let _ = write!(
                         body,
-                        "<tr><td>v{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                         <td class=\"num\">{}</td><td>{}</td></tr>",
+                        "<tr><td data-label=\"Version\">v{}</td><td data-label=\"Runs\" class=\"num\">{}</td>\
+                         <td data-label=\"OK\" class=\"num\">{}</td><td data-label=\"Score\" class=\"num\">{}</td>\
+                         <td data-label=\"Shared\">{}</td></tr>",
                         v.number,
                         v.uses,
                         v.ok,

@@ -871,6 +871,14 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert_eq!(columns, json!(1), "one column on a phone");
         phone.click(&format!("#skill-{walk} details.versions > summary"));
         shots.push(phone.screenshot("avatar-phone"));
+        // The open Versions table is stacked cards, not a table clipped at the screen's edge.
+        assert_eq!(
+            phone.script(&format!(
+                "return getComputedStyle(document.querySelector('#skill-{walk} details.versions tbody tr')).display"
+            )),
+            json!("block"),
+            "a version is a card on a phone"
+        );
 
         let fits = "return document.documentElement.scrollWidth <= window.innerWidth";
         phone.go(&format!("{base}/dashboard"));

@@ -824,7 +824,8 @@ async fn the_avatar_page_shows_each_script_as_one_entry() {
         "no header, nothing about sharing: {mine}"
     );
     assert!(
-        mine.find("<td>v2").unwrap() < mine.find("<td>v1").unwrap(),
+        mine.find("data-label=\"Version\">v2").unwrap()
+            < mine.find("data-label=\"Version\">v1").unwrap(),
         "newest first: {mine}"
     );
     // The stats: none reported yet.
@@ -953,8 +954,8 @@ async fn every_view_shows_one_score_for_an_idle_skill_at_one_clock() {
             number_after(&script, "class=\"score\">score "),
         ),
         ("console", {
-            let row = &console[console.find("<td>chop-oaks</td>").expect("the console row")..];
-            number_after(row, "class=\"num\">6</td><td class=\"num\">")
+            let row = &console[console.find(">chop-oaks</td>").expect("the console row")..];
+            number_after(row, "data-label=\"Score\" class=\"num\">")
         }),
     ];
     for (view, score) in views {
@@ -1393,12 +1394,12 @@ async fn the_console_needs_an_operator_token() {
     assert!(page.body.contains("Family skill reuse"));
     assert!(
         page.body
-            .contains("<td>chop-oaks</td><td>v1</td><td class=\"num\">5</td>"),
+            .contains("\">chop-oaks</td><td data-label=\"Version\">v1</td><td data-label=\"Runs\" class=\"num\">5</td>"),
         "{}",
         page.body
     );
-    assert!(!page.body.contains("<td>fish</td>"), "fish is not shared");
-    assert!(!page.body.contains("<td>mine</td>"));
+    assert!(!page.body.contains(">fish</td>"), "fish is not shared");
+    assert!(!page.body.contains(">mine</td>"));
     assert!(!page.body.contains(ADA_KEY) && !page.body.contains(BOB_KEY));
     // Read-only: its one form is the log-out, which only forgets the token in this browser.
     assert_eq!(page.body.matches("<form").count(), 1, "read-only");
@@ -1407,7 +1408,7 @@ async fn the_console_needs_an_operator_token() {
             .contains("<form method=\"post\" action=\"/console/logout\"")
     );
     // ada's row: 20 runs in the window, none from a family skill.
-    assert!(page.body.contains("<tr><td>ada</td><td class=\"num\">1</td><td class=\"num\">20</td><td class=\"num\">0</td><td class=\"num\">0 %</td>"), "{}", page.body);
+    assert!(page.body.contains("<tr><td data-label=\"Family\">ada</td><td data-label=\"Avatars\" class=\"num\">1</td><td data-label=\"Runs\" class=\"num\">20</td><td data-label=\"From a family skill\" class=\"num\">0</td><td data-label=\"Share\" class=\"num\">0 %</td>"), "{}", page.body);
 
     // The login form sets the token as an HttpOnly, strict cookie for /console.
     let login_page = get(&world, "/console/login", None).await;
@@ -3215,7 +3216,7 @@ async fn the_console_shows_the_server_s_health_and_logs_out() {
     let refused = &body[start..start + body[start..].find("</table>").unwrap()];
     assert!(
         refused.contains(
-            "401 Unauthorized (runner API)</td><td data-label=\"Requests\" class=\"num\">1</td>"
+            "401 Unauthorized (runner API: /v1/whoami)</td><td data-label=\"Requests\" class=\"num\">1</td>"
         ),
         "{refused}"
     );

@@ -180,7 +180,7 @@ pub(super) fn versions_html(out: &mut String, view: &ScriptView, shown_text: &Sh
         );
     }
     out.push_str(
-        "<div class=\"table-scroll\"><table><thead><tr><th scope=\"col\">Version</th>\
+        "<div class=\"table-scroll\"><table class=\"stack\"><thead><tr><th scope=\"col\">Version</th>\
          <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">OK</th>\
          <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Last used (UTC)</th>\
          <th scope=\"col\">Shared</th><th scope=\"col\">Code</th></tr></thead><tbody>",
@@ -200,9 +200,10 @@ pub(super) fn versions_html(out: &mut String, view: &ScriptView, shown_text: &Sh
         };
         let _ = write!(
             out,
-            "<tr><td>v{number}{notes}</td><td class=\"num\">{runs}</td><td class=\"num\">{ok}</td>\
-             <td class=\"num\">{score}</td><td>{last}</td><td>{shared}</td>\
-             <td><a href=\"/dashboard/skills/{id}/code?version={number}\">view</a></td></tr>",
+            "<tr><td data-label=\"Version\">v{number}{notes}</td><td data-label=\"Runs\" class=\"num\">{runs}</td>\
+             <td data-label=\"OK\" class=\"num\">{ok}</td><td data-label=\"Score\" class=\"num\">{score}</td>\
+             <td data-label=\"Last used\">{last}</td><td data-label=\"Shared\">{shared}</td>\
+             <td data-label=\"Code\"><a href=\"/dashboard/skills/{id}/code?version={number}\">view</a></td></tr>",
             number = v.number,
             runs = v.uses,
             ok = v.ok,

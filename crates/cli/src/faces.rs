@@ -14,6 +14,7 @@ const FACES: &[(&str, &[&str])] = &[
             "record",
             "skills",
             "skill",
+            "attention",
             "turn-end",
             "start",
             "wrapup",

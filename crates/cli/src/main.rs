@@ -101,6 +101,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// What needs attention in a family, most harmful first: scripts failing now (with the
+    /// version that likely broke them) and avatars quiet for longer than usual.
+    Attention {
+        /// Only what concerns this agent.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The owner whose family to look at (needed when the library has several).
+        #[arg(long)]
+        owner: Option<String>,
+        /// Print the items as a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// One skill and its versions.
     Skill {
         #[command(subcommand)]
@@ -838,6 +851,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Skill {
             command: SkillCommand::Show { skill, json },
         } => commands::skill_show(&home, &skill, json),
+        Command::Attention { agent, owner, json } => {
+            commands::attention(&home, agent.as_deref(), owner.as_deref(), json)
+        }
         Command::Bench {
             which: None,
             json,

@@ -206,6 +206,53 @@ fn table(
     Ok(())
 }
 
+/// `mindrune attention`: one paragraph per item, most harmful first, each with what to do next.
+pub(crate) fn attention(
+    out: &mut impl Write,
+    items: &[mindrune_engine::avatars::attention::Item],
+    now: i64,
+) -> std::io::Result<()> {
+    use mindrune_engine::avatars::attention::Item;
+    use mindrune_engine::display::ago;
+    if items.is_empty() {
+        return writeln!(
+            out,
+            "Nothing needs attention: no script is failing now and no avatar is quieter than usual."
+        );
+    }
+    for item in items {
+        match item {
+            Item::Failing(f) => {
+                writeln!(
+                    out,
+                    "✗ {} failing: {} in a row since {} (last {}){}",
+                    f.label,
+                    f.streak,
+                    ago(f.first_seen, now),
+                    ago(f.last_seen, now),
+                    if f.family { ", a family skill" } else { "" }
+                )?;
+                writeln!(
+                    out,
+                    "  cause: {} ({} of {})",
+                    f.cause, f.cause_count, f.streak
+                )?;
+                if !f.failing_for.is_empty() {
+                    writeln!(out, "  failing for {} sibling(s) too", f.failing_for.len())?;
+                }
+            }
+            Item::Quiet(q) => writeln!(
+                out,
+                "… {} quiet: its last run was {}",
+                q.agent_name,
+                ago(q.last_run, now)
+            )?,
+        }
+        writeln!(out, "  next: {}", item.next_step())?;
+    }
+    Ok(())
+}
+
 pub(crate) fn skills_table(out: &mut impl Write, entries: &[SkillEntry]) -> std::io::Result<()> {
     if entries.is_empty() {
         writeln!(

@@ -834,6 +834,45 @@ async fn the_avatar_page_shows_each_script_as_one_entry() {
     assert!(body.contains("4 scripts · 2 family"));
 }
 
+#[tokio::test]
+async fn needs_attention_comes_first_naming_a_failing_script_and_the_version_that_broke_it() {
+    // mine: v1 ran well five times, v2 failed twice since.
+    let world = world();
+    let (cookie, _) = login(&world).await;
+    let page = get(&world, "/dashboard", Some(&cookie)).await;
+    let body = &page.body;
+    let attention = body
+        .find("id=\"attention-title\"")
+        .expect("a Needs attention section");
+    assert!(
+        attention < body.find("id=\"changes-title\"").unwrap(),
+        "it comes before the changes"
+    );
+    let section = &body[attention..attention + body[attention..].find("</section>").unwrap()];
+    assert!(
+        section.contains("buzz/mine.ts</a> failed its last 2 runs"),
+        "{section}"
+    );
+    assert!(section.contains("Suspect: v2"), "{section}");
+    assert!(
+        section.contains(&format!(
+            "href=\"/dashboard/skills/{}/diff?from=1&amp;to=2\"",
+            world.mine.0
+        )),
+        "{section}"
+    );
+    assert!(
+        section.contains(&format!(
+            "href=\"/dashboard/skills/{}/code?version=1&amp;download=1\" download",
+            world.mine.0
+        )),
+        "the last good version's code to download: {section}"
+    );
+    assert!(section.contains("Next: v2 likely broke it"), "{section}");
+    // Scripts whose latest run went well are not listed.
+    assert!(!section.contains("chop-oaks"), "{section}");
+}
+
 /// The first number after `marker` in `text` (`score 612` → 612).
 fn number_after(text: &str, marker: &str) -> i64 {
     let at = text

@@ -266,6 +266,48 @@ pub(crate) fn skills(
     Ok(ExitCode::SUCCESS)
 }
 
+/// `mindrune attention`: what needs the owner's attention, most harmful first.
+pub(crate) fn attention(
+    home: &Path,
+    agent: Option<&str>,
+    owner: Option<&str>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let (owner, agent) = match agent {
+        Some(name) => {
+            let agent = store.agent_by_name(name)?.with_context(|| {
+                format!("no agent named `{name}`\n\nhint: `mindrune agent list` shows the agents")
+            })?;
+            (store.owner(agent.owner)?, Some(agent))
+        }
+        None => (resolve_owner(&*store, owner)?, None),
+    };
+    let now = now_millis();
+    let items = mindrune_engine::avatars::attention::needs_attention(
+        &*store,
+        owner.id,
+        agent.as_ref().map(|a| a.id),
+        now,
+    )?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        let items: Vec<serde_json::Value> = items
+            .iter()
+            .map(|item| {
+                let mut value = serde_json::to_value(item).unwrap_or_default();
+                value["next_step"] = item.next_step().into();
+                value
+            })
+            .collect();
+        serde_json::to_writer_pretty(&mut out, &items)?;
+        writeln!(out)?;
+    } else {
+        render::attention(&mut out, &items, now)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub(crate) fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCode> {
     let Some((agent_name, name)) = skill.split_once('/') else {
         bail!("`{skill}` is not AGENT/NAME (for example buzz/chop-oaks)");

@@ -410,3 +410,39 @@ fn index_md_and_the_cli_read_a_skill_s_score_as_of_now_so_an_unused_one_drifts_t
     // One number: the command line shows what INDEX.md shows.
     assert_eq!(cli, shown, "{line}");
 }
+
+#[test]
+fn attention_names_a_script_failing_since_its_last_edit_and_what_to_do() {
+    let f = Family::new();
+    let lib = &f.lib;
+    lib.write_script("buzz", "oaks", &headed("oaks", "chop oaks", "", &code(1)));
+    f.run("buzz", "oaks", true, 3);
+    // The edit, then three failures with one cause.
+    lib.write_script("buzz", "oaks", &headed("oaks", "chop oaks", "", &code(2)));
+    let failures: Vec<_> = (0..3)
+        .map(|_| {
+            json!({"agent": "buzz", "kind": "shell", "command": "bun bots/buzz/oaks.ts",
+                   "cwd": "/work", "ok": false, "duration_ms": 1000,
+                   "output": "Error: no axe in the inventory\n    at main (oaks.ts:4)\n"})
+        })
+        .collect();
+    assert!(lib.record(&failures).status.success());
+    let items: serde_json::Value =
+        serde_json::from_str(&lib.ok(&["attention", "--owner", "ada", "--json"])).unwrap();
+    let item = &items[0];
+    assert_eq!(item["kind"], "failing", "{items}");
+    assert_eq!(item["label"], "buzz/oaks.ts");
+    assert_eq!(item["streak"], 3);
+    assert_eq!(item["cause_count"], 3);
+    assert_eq!(item["suspect"], json!({"version": 2, "last_good": 1}));
+    assert!(item["cause"].as_str().unwrap().contains("no axe"), "{item}");
+    let text = lib.ok(&["attention", "--agent", "buzz"]);
+    assert!(
+        text.contains("✗ buzz/oaks.ts failing: 3 in a row"),
+        "{text}"
+    );
+    assert!(text.contains("next: v2 likely broke it"), "{text}");
+    // pickles has nothing of its own failing.
+    let quiet = lib.ok(&["attention", "--agent", "pickles"]);
+    assert!(quiet.starts_with("Nothing needs attention"), "{quiet}");
+}

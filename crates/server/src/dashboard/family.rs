@@ -61,6 +61,8 @@ pub(super) struct FamilyView<'a> {
     pub(super) now: i64,
     pub(super) period: Period,
     pub(super) changes: Changes,
+    /// What needs attention, most harmful first.
+    pub(super) attention: Vec<mindrune_engine::avatars::attention::Item>,
 }
 
 pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown) -> String {
@@ -81,6 +83,7 @@ pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown)
              first recorded run.</p></section>",
         );
     } else {
+        attention_html(&mut body, &view.attention, view.now, shown_text);
         changes_html(&mut body, view, shown_text);
         body.push_str("<h2>Avatars</h2><ul class=\"avatars\">");
         for tile in &view.tiles {
@@ -182,6 +185,74 @@ pub(super) fn tile_html(out: &mut String, tile: &Tile<'_>, now: i64, shown_text:
         count(tile.scripts as i64, "script", "scripts"),
         tile.family,
     );
+}
+
+/// "Needs attention", first on the page: each item with its facts, its links and what to do.
+pub(super) fn attention_html(
+    out: &mut String,
+    items: &[mindrune_engine::avatars::attention::Item],
+    now: i64,
+    shown_text: &Shown,
+) {
+    use mindrune_engine::avatars::attention::Item;
+    out.push_str(
+        "<section class=\"card attention\" aria-labelledby=\"attention-title\"><h2 id=\"attention-title\">Needs attention</h2>",
+    );
+    if items.is_empty() {
+        out.push_str("<p class=\"muted\">Nothing: no script is failing now and no avatar is quieter than usual.</p></section>");
+        return;
+    }
+    out.push_str("<ul class=\"attention-list\">");
+    for item in items {
+        match item {
+            Item::Failing(f) => {
+                let id = f.skill.0;
+                let _ = write!(
+                    out,
+                    "<li class=\"failing-now\">{icon} <a href=\"/dashboard/skills/{id}\">{label}</a> \
+                     failed its last {streak} runs{family} (since {first}, last {last}): \
+                     <span class=\"cause\">{cause}</span> ({count} of {streak})",
+                    icon = icons::WARNING,
+                    label = shown_text.text(&f.label),
+                    streak = f.streak,
+                    family = if f.family { ", a family skill" } else { "" },
+                    first = html::time_ago(Some(f.first_seen), now),
+                    last = html::time_ago(Some(f.last_seen), now),
+                    cause = shown_text.text(&f.cause),
+                    count = f.cause_count,
+                );
+                if !f.failing_for.is_empty() {
+                    let _ = write!(out, "; failing for {} sibling(s) too", f.failing_for.len());
+                }
+                if let Some(s) = f.suspect {
+                    let _ = write!(
+                        out,
+                        "<br><span class=\"suspect\">Suspect: v{v}, the change before the streak. \
+                         <a href=\"/dashboard/skills/{id}/diff?from={good}&amp;to={v}\">What changed (v{good} → v{v})</a> · \
+                         <a href=\"/dashboard/skills/{id}/code?version={good}\">v{good}'s code</a> · \
+                         <a href=\"/dashboard/skills/{id}/code?version={good}&amp;download=1\" download>download v{good}</a></span>",
+                        v = s.version,
+                        good = s.last_good,
+                    );
+                }
+            }
+            Item::Quiet(q) => {
+                let _ = write!(
+                    out,
+                    "<li class=\"quiet\"><a href=\"/dashboard/avatars/{id}\">{name}</a> has been quiet since {last}",
+                    id = q.agent.0,
+                    name = shown_text.text(&q.agent_name),
+                    last = html::time_ago(Some(q.last_run), now),
+                );
+            }
+        }
+        let _ = write!(
+            out,
+            "<br><span class=\"next small\">Next: {}</span></li>",
+            shown_text.text(&item.next_step())
+        );
+    }
+    out.push_str("</ul></section>");
 }
 
 pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
@@ -387,6 +458,9 @@ pub(super) fn family_view<'a>(
         now,
         period,
         changes,
+        attention: mindrune_engine::avatars::attention::needs_attention(
+            store, owner.id, None, now,
+        )?,
     })
 }
 

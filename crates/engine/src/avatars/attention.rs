@@ -1,0 +1,335 @@
+//! What needs the owner's attention in a family, most harmful first: scripts failing now (with
+//! the version change that likely broke them) and avatars quiet for longer than usual. Every
+//! face shows this one list: the family page at its top, `mindrune attention`, an avatar's page
+//! for its own.
+
+use std::collections::BTreeMap;
+
+use mindrune_store::{AgentId, Millis, OwnerId, ScriptRun, SkillId, Store, StoreError};
+use serde::Serialize;
+
+/// How many of a script's latest runs are read to find its failing streak and the last run
+/// that went well.
+const RUNS_READ: usize = 100;
+/// An avatar is quiet when its last run is this many times its usual gap ago …
+const QUIET_FACTOR: i64 = 3;
+/// … and at least this long ago (a family running every minute is not quiet after three).
+const QUIET_AT_LEAST: Millis = 6 * 3_600_000;
+/// The window an avatar's usual gap is measured over.
+const USUAL_GAP_WINDOW: Millis = 30 * 86_400_000;
+
+/// One thing that needs attention.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Item {
+    /// A script whose latest runs failed.
+    Failing(Failing),
+    /// An avatar that has not run anything for longer than it usually pauses.
+    Quiet(Quiet),
+}
+
+impl Item {
+    /// How much harm it does, for the order: a failing family skill hurts every sibling that
+    /// runs it, a long streak more than one failure, a quiet avatar less than a broken script.
+    pub fn harm(&self) -> i64 {
+        match self {
+            Item::Failing(f) => {
+                let siblings = if f.family {
+                    1 + f.failing_for.len() as i64
+                } else {
+                    1
+                };
+                1_000 + f.streak as i64 * 10 * siblings
+            }
+            Item::Quiet(q) => (q.quiet_for / 3_600_000).min(999),
+        }
+    }
+
+    /// What to do next, in a sentence.
+    pub fn next_step(&self) -> String {
+        match self {
+            Item::Failing(f) => match &f.suspect {
+                Some(s) => format!(
+                    "v{} likely broke it (v{} ran well before): compare the two, or go back to v{}'s code",
+                    s.version, s.last_good, s.last_good
+                ),
+                None => format!(
+                    "the same code ran well before: look at the cause ({}) and at what changed in the game",
+                    f.cause
+                ),
+            },
+            Item::Quiet(q) => format!(
+                "check that {}'s Claude Code and its runner are running; it usually runs again within {}",
+                q.agent_name,
+                hours(q.usual_gap)
+            ),
+        }
+    }
+}
+
+/// A script failing now: its newest runs failed, `streak` of them in a row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Failing {
+    pub skill: SkillId,
+    /// `<avatar>/<name>.ts`.
+    pub label: String,
+    /// The avatar whose script it is.
+    pub agent: Option<AgentId>,
+    /// A family skill (its siblings run it too).
+    pub family: bool,
+    pub streak: usize,
+    /// The newest failure's cause (its parsed error line).
+    pub cause: String,
+    /// How many runs of the streak failed with that cause.
+    pub cause_count: usize,
+    /// When the streak began and its newest failure.
+    pub first_seen: Millis,
+    pub last_seen: Millis,
+    /// The siblings whose runs of it are in the streak.
+    pub failing_for: Vec<AgentId>,
+    /// The version change before the streak, when there is one.
+    pub suspect: Option<Suspect>,
+}
+
+/// The version a failing streak began on, and the last version that ran well before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Suspect {
+    pub version: i64,
+    pub last_good: i64,
+}
+
+/// An avatar quiet for longer than its usual gap between runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Quiet {
+    pub agent: AgentId,
+    pub agent_name: String,
+    pub last_run: Millis,
+    pub quiet_for: Millis,
+    /// The 90th percentile of the gaps between its runs over the last 30 days: session
+    /// breaks count, the minutes between runs of one session do not make it small.
+    pub usual_gap: Millis,
+}
+
+/// A failing streak in a script's runs (newest first), if its newest run failed.
+pub fn failing_streak(runs: &[ScriptRun]) -> Option<(usize, Option<Suspect>)> {
+    let streak = runs.iter().take_while(|r| !r.outcome.ok).count();
+    if streak == 0 {
+        return None;
+    }
+    let began_on = runs[streak - 1].version;
+    let last_good = runs[streak..]
+        .iter()
+        .find(|r| r.outcome.ok)
+        .map(|r| r.version);
+    let suspect = last_good
+        .filter(|good| *good != began_on)
+        .map(|last_good| Suspect {
+            version: began_on,
+            last_good,
+        });
+    Some((streak, suspect))
+}
+
+/// The 90th percentile of the gaps between `times` (any order); `None` with fewer than three
+/// runs, where nothing is usual yet.
+pub fn usual_gap(times: &mut [Millis]) -> Option<Millis> {
+    if times.len() < 3 {
+        return None;
+    }
+    times.sort_unstable();
+    let mut gaps: Vec<Millis> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
+    let at = (gaps.len() * 9).div_ceil(10).saturating_sub(1);
+    Some(gaps[at.min(gaps.len() - 1)])
+}
+
+/// Everything that needs attention in `owner`'s family (or one avatar's part of it) at `now`,
+/// most harmful first.
+pub fn needs_attention(
+    store: &dyn Store,
+    owner: OwnerId,
+    agent: Option<AgentId>,
+    now: Millis,
+) -> Result<Vec<Item>, StoreError> {
+    let agents = store.agents(owner)?;
+    let mut items = Vec::new();
+    let mut times: BTreeMap<AgentId, Vec<Millis>> = BTreeMap::new();
+    for entry in store.skills(owner, None)? {
+        let runs = store.script_runs(owner, entry.skill.id, RUNS_READ)?;
+        for run in &runs {
+            if let Some(by) = run.agent
+                && run.outcome.at >= now - USUAL_GAP_WINDOW
+            {
+                times.entry(by).or_default().push(run.outcome.at);
+            }
+        }
+        let Some((streak, suspect)) = failing_streak(&runs) else {
+            continue;
+        };
+        let own = entry.skill.agent;
+        let failing_for: Vec<AgentId> = {
+            let mut others: Vec<AgentId> = runs[..streak]
+                .iter()
+                .filter_map(|r| r.agent)
+                .filter(|a| Some(*a) != own)
+                .collect();
+            others.sort_unstable_by_key(|a| a.0);
+            others.dedup();
+            others
+        };
+        if agent.is_some_and(|a| own != Some(a) && !failing_for.contains(&a)) {
+            continue;
+        }
+        let cause = runs[0]
+            .outcome
+            .failure
+            .as_deref()
+            .and_then(|f| f.lines().next())
+            .unwrap_or("no cause recorded")
+            .to_string();
+        let cause_count = runs[..streak]
+            .iter()
+            .filter(|r| {
+                r.outcome.failure.as_deref().and_then(|f| f.lines().next()) == Some(cause.as_str())
+            })
+            .count();
+        items.push(Item::Failing(Failing {
+            skill: entry.skill.id,
+            label: format!("{}/{}.ts", entry.skill.agent_name, entry.skill.name),
+            agent: own,
+            family: entry.family,
+            streak,
+            cause,
+            cause_count,
+            first_seen: runs[streak - 1].outcome.at,
+            last_seen: runs[0].outcome.at,
+            failing_for,
+            suspect,
+        }));
+    }
+    for a in agents
+        .iter()
+        .filter(|a| agent.is_none_or(|only| only == a.id))
+    {
+        let Some(mut seen) = times.remove(&a.id) else {
+            continue;
+        };
+        let last_run = seen.iter().copied().max().unwrap_or(0);
+        let Some(usual) = usual_gap(&mut seen) else {
+            continue;
+        };
+        let quiet_for = now - last_run;
+        if quiet_for > (usual * QUIET_FACTOR).max(QUIET_AT_LEAST) {
+            items.push(Item::Quiet(Quiet {
+                agent: a.id,
+                agent_name: a.name.clone(),
+                last_run,
+                quiet_for,
+                usual_gap: usual,
+            }));
+        }
+    }
+    items.sort_by_key(|item| std::cmp::Reverse(item.harm()));
+    Ok(items)
+}
+
+/// `90 min` as a person says it: `2 h`, `3 d`.
+fn hours(millis: Millis) -> String {
+    let minutes = millis / 60_000;
+    match minutes {
+        0..120 => format!("{} min", minutes.max(1)),
+        120..2_880 => format!("{} h", minutes / 60),
+        _ => format!("{} d", minutes / 1_440),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mindrune_store::Outcome;
+
+    fn run(version: i64, ok: bool, at: Millis, failure: Option<&str>) -> ScriptRun {
+        ScriptRun {
+            version,
+            agent: Some(AgentId(1)),
+            outcome: Outcome {
+                at,
+                ok,
+                failure: failure.map(str::to_string),
+                ..Outcome::default()
+            },
+            output: None,
+        }
+    }
+
+    #[test]
+    fn a_streak_after_a_version_change_names_the_change_as_the_suspect() {
+        // Newest first: v3 failed three times; v2 ran well before it.
+        let runs = [
+            run(3, false, 50, Some("Error: no axe")),
+            run(3, false, 40, Some("Error: no axe")),
+            run(3, false, 30, Some("Error: no axe")),
+            run(2, true, 20, None),
+            run(2, true, 10, None),
+        ];
+        assert_eq!(
+            failing_streak(&runs),
+            Some((
+                3,
+                Some(Suspect {
+                    version: 3,
+                    last_good: 2
+                })
+            ))
+        );
+    }
+
+    #[test]
+    fn a_streak_on_code_that_ran_well_before_has_no_suspect() {
+        let runs = [run(2, false, 30, Some("x")), run(2, true, 20, None)];
+        assert_eq!(failing_streak(&runs), Some((1, None)));
+        assert_eq!(failing_streak(&[run(2, true, 20, None)]), None);
+        assert_eq!(failing_streak(&[]), None);
+    }
+
+    #[test]
+    fn the_usual_gap_is_the_90th_percentile_so_session_breaks_count() {
+        // Nine runs a minute apart, then a 6-hour break, then one more: the usual gap is
+        // the break's order, not a minute.
+        let minute = 60_000;
+        let mut times: Vec<Millis> = (0..9).map(|i| i * minute).collect();
+        times.push(8 * minute + 6 * 3_600_000);
+        assert_eq!(usual_gap(&mut times), Some(6 * 3_600_000));
+        assert_eq!(usual_gap(&mut [1, 2]), None);
+    }
+
+    #[test]
+    fn a_failing_family_skill_comes_before_a_quiet_avatar() {
+        let failing = Item::Failing(Failing {
+            skill: SkillId(1),
+            label: "buzz/chop.ts".into(),
+            agent: Some(AgentId(1)),
+            family: true,
+            streak: 3,
+            cause: "Error: no axe".into(),
+            cause_count: 3,
+            first_seen: 0,
+            last_seen: 0,
+            failing_for: vec![AgentId(2)],
+            suspect: None,
+        });
+        let quiet = Item::Quiet(Quiet {
+            agent: AgentId(3),
+            agent_name: "pickles".into(),
+            last_run: 0,
+            quiet_for: 8 * 86_400_000,
+            usual_gap: 3_600_000,
+        });
+        assert!(failing.harm() > quiet.harm());
+        assert!(
+            quiet.next_step().contains("within 60 min"),
+            "{}",
+            quiet.next_step()
+        );
+    }
+}

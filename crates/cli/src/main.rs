@@ -748,6 +748,20 @@ fn no_values_logged(metadata: &tracing::Metadata<'_>) -> bool {
             .all(|field| matches!(field.name(), "message" | "id" | "request_id"))
 }
 
+/// `mindrune token …`: runner and operator tokens.
+fn token_command(home: &std::path::Path, command: TokenCommand) -> anyhow::Result<ExitCode> {
+    match command {
+        TokenCommand::Issue { agent } => serve::token_issue(home, &agent),
+        TokenCommand::Revoke { agent, operator } => match (agent, operator) {
+            (_, Some(operator)) => serve::token_revoke_operator(home, &operator),
+            (Some(agent), None) => serve::token_revoke(home, &agent),
+            (None, None) => unreachable!("clap requires the agent unless --operator is given"),
+        },
+        TokenCommand::List { operator, json } => serve::token_list(home, operator, json),
+        TokenCommand::Operator => serve::token_operator(home),
+    }
+}
+
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     // Whether the library's place was chosen: `setup rs-sdk` keeps a library it chose itself
     // out of the checkout, where the agents' own tools could read it.
@@ -776,22 +790,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Migrate { from, to } => migrate::migrate(&from, &to),
         Command::Runner(args) => runner::run(&home, args),
         Command::Serve { addr, config } => serve::serve(&home, addr, config.as_deref()),
-        Command::Token {
-            command: TokenCommand::Issue { agent },
-        } => serve::token_issue(&home, &agent),
-        Command::Token {
-            command: TokenCommand::Revoke { agent, operator },
-        } => match (agent, operator) {
-            (_, Some(operator)) => serve::token_revoke_operator(&home, &operator),
-            (Some(agent), None) => serve::token_revoke(&home, &agent),
-            (None, None) => unreachable!("clap requires the agent unless --operator is given"),
-        },
-        Command::Token {
-            command: TokenCommand::List { operator, json },
-        } => serve::token_list(&home, operator, json),
-        Command::Token {
-            command: TokenCommand::Operator,
-        } => serve::token_operator(&home),
+        Command::Token { command } => token_command(&home, command),
         Command::Owner {
             command: OwnerCommand::Add { name },
         } => commands::owner_add(&home, &name),

@@ -871,6 +871,19 @@ async fn needs_attention_comes_first_naming_a_failing_script_and_the_version_tha
     assert!(section.contains("Next: v2 likely broke it"), "{section}");
     // Scripts whose latest run went well are not listed.
     assert!(!section.contains("chop-oaks"), "{section}");
+    // The avatar's own page leads with its part of it.
+    let avatar = get(
+        &world,
+        &format!("/dashboard/avatars/{}", world.buzz.0),
+        Some(&cookie),
+    )
+    .await
+    .body;
+    let own = avatar
+        .find("id=\"attention-title\"")
+        .expect("its own attention");
+    assert!(own < avatar.find("id=\"scripts-title\"").unwrap());
+    assert!(avatar[own..].contains("buzz/mine.ts</a> failed its last 2 runs"));
 }
 
 /// The first number after `marker` in `text` (`score 612` → 612).

@@ -187,11 +187,19 @@ pub(super) fn stats_html(out: &mut String, view: &StatsView<'_>, shown_text: &Sh
     out.push_str("</aside>");
 }
 
+/// What an avatar's page shows beside its scripts and stats: what needs attention for it, at
+/// the page's clock.
+pub(super) struct AvatarExtras<'a> {
+    pub(super) attention: &'a [mindrune_engine::avatars::attention::Item],
+    pub(super) now: i64,
+}
+
 pub(super) fn avatar_html(
     owner: &Owner,
     agent: &Agent,
     scripts: &[ScriptView],
     stats: &StatsView<'_>,
+    extras: &AvatarExtras<'_>,
     csrf: &str,
     shown_text: &Shown,
 ) -> String {
@@ -212,6 +220,10 @@ pub(super) fn avatar_html(
             String::new()
         },
     );
+    // Its own part of the family's "Needs attention", when there is any.
+    if !extras.attention.is_empty() {
+        attention_html(&mut body, extras.attention, extras.now, shown_text);
+    }
     body.push_str("<div class=\"avatar-layout\"><section aria-labelledby=\"scripts-title\"><h2 id=\"scripts-title\">Scripts</h2>");
     if scripts.is_empty() {
         let _ = write!(
@@ -333,7 +345,25 @@ pub(super) async fn avatar_page(
                 wealth: &wealth,
             };
             let shown_text = Shown::new(&[]);
-            let body = avatar_html(&owner, &agent, &scripts, &stats, &csrf, &shown_text);
+            let attention = mindrune_engine::avatars::attention::needs_attention(
+                store,
+                owner_id,
+                Some(agent.id),
+                now,
+            )?;
+            let extras = AvatarExtras {
+                attention: &attention,
+                now,
+            };
+            let body = avatar_html(
+                &owner,
+                &agent,
+                &scripts,
+                &stats,
+                &extras,
+                &csrf,
+                &shown_text,
+            );
             Ok(Some(html::page(
                 &shown_text.text(&agent.name),
                 owner_nav(&app, &owner, &csrf),

@@ -244,7 +244,7 @@ fn filter_form(
     }
     let _ = write!(
         out,
-        "<form method=\"get\" action=\"/dashboard/skills/{id}#runs-title\" class=\"diff-form run-filter\">\
+        "<form method=\"get\" action=\"/dashboard/skills/{id}#runs-title\" class=\"run-filter\">\
          <label for=\"runs-result\">Show</label> <select id=\"runs-result\" name=\"result\">{results}</select> \
          <label for=\"runs-version\">of</label> <select id=\"runs-version\" name=\"version\">{version_options}</select> \
          <label for=\"runs-avatar\">by</label> <select id=\"runs-avatar\" name=\"avatar\">{avatar_options}</select> \

@@ -14,9 +14,9 @@ use axum::routing::get;
 use mindrune_store::{Agent, Millis, ScriptRun, StoreError};
 
 use crate::error::ApiError;
-use crate::html::{self, Shown, when};
+use crate::html::{self, Shown, ago, when};
 use crate::pages::{OwnerPage, not_found, owner_nav, page_or_not_found, parse_id};
-use crate::runs::{ago, avatar_name, damage, duration, exact, gains, result_html};
+use crate::runs::{avatar_name, damage, duration, exact, gains, result_html};
 use crate::scripts::{file_name, version_diff_html};
 use crate::state::AppState;
 

@@ -365,17 +365,6 @@ pub(crate) fn exact(at: Millis) -> String {
     time.format(&format).unwrap_or_else(|_| "?".into())
 }
 
-/// How long ago `at` was, as people say it: `just now`, `5 min ago`, `3 h ago`, `8 d ago`.
-pub(crate) fn ago(at: Millis, now: Millis) -> String {
-    let secs = (now - at) / 1000;
-    match secs {
-        ..60 => "just now".into(),
-        60..3600 => format!("{} min ago", secs / 60),
-        3600..86_400 => format!("{} h ago", secs / 3600),
-        _ => format!("{} d ago", secs / 86_400),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -453,13 +442,5 @@ mod tests {
             list_href(SkillId(7), &RunFilter::default(), 1),
             "/dashboard/skills/7#runs-title"
         );
-    }
-
-    #[test]
-    fn times_ago_read_as_people_say_them() {
-        assert_eq!(ago(0, 30_000), "just now");
-        assert_eq!(ago(0, 300_000), "5 min ago");
-        assert_eq!(ago(0, 3 * 3_600_000), "3 h ago");
-        assert_eq!(ago(0, 8 * 86_400_000), "8 d ago");
     }
 }

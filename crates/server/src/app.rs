@@ -42,6 +42,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::dashboard::routes())
         .merge(crate::inbox::routes())
         .merge(crate::script_page::routes())
+        .merge(crate::run_page::routes())
         .merge(crate::console::routes())
         .merge(crate::metrics::routes())
         .layer(SetResponseHeaderLayer::overriding(

@@ -22,7 +22,12 @@ use serde::Deserialize;
 use crate::error::ApiError;
 use crate::html::{self, Shown, count, points, when};
 use crate::pages::{OwnerPage, error_page, not_found, owner_nav, page_or_not_found, parse_id};
-use crate::scripts::{file_name, is_family, score_history, sharing_way, shown_index, tag};
+/// A run's duration in words; the console's "last contact" reads it too.
+pub(crate) use crate::runs::duration;
+use crate::runs::{RUNS_PER_PAGE, RunList, RunsQuery, RunsWanted, read_run_list, runs_table};
+use crate::scripts::{
+    file_name, is_family, score_history, sharing_way, shown_index, tag, version_diff_html,
+};
 use crate::state::AppState;
 
 pub(crate) fn routes() -> Router<AppState> {
@@ -35,66 +40,6 @@ pub(crate) fn routes() -> Router<AppState> {
 /// How many of a script's latest runs its page lists and charts.
 const RUNS_SHOWN: usize = 200;
 
-/// `42 s`, `3 min 5 s`, `1 h 2 min`.
-pub(crate) fn duration(ms: u64) -> String {
-    let secs = ms / 1000;
-    match secs {
-        0 if ms > 0 => format!("{ms} ms"),
-        0..60 => format!("{secs} s"),
-        60..3600 if secs.is_multiple_of(60) => format!("{} min", secs / 60),
-        60..3600 => format!("{} min {} s", secs / 60, secs % 60),
-        _ => format!("{} h {} min", secs / 3600, secs % 3600 / 60),
-    }
-}
-
-/// What a run gained: `Woodcutting +250 XP, Logs +12`; `–` when nothing.
-fn gains(outcome: &mindrune_store::Outcome) -> String {
-    let mut parts: Vec<String> = outcome
-        .xp
-        .iter()
-        .filter(|(_, xp)| **xp != 0.0)
-        .map(|(skill, xp)| format!("{skill} {xp:+} XP"))
-        .collect();
-    parts.extend(
-        outcome
-            .items
-            .iter()
-            .filter(|(_, n)| **n != 0.0)
-            .map(|(item, n)| format!("{item} {n:+}")),
-    );
-    if outcome.goal_progress > 0.0 {
-        parts.push(format!("goal {}%", (outcome.goal_progress * 100.0).round()));
-    }
-    // Unknown is not nothing: a run whose gains could not be measured says so, and why.
-    if let Some(reason) = &outcome.unmeasured {
-        parts.push(format!("not measured: {reason}"));
-    }
-    if parts.is_empty() {
-        "–".into()
-    } else {
-        parts.join(", ")
-    }
-}
-
-/// What a run cost: `1 death, 3 items lost, stuck`; `–` when nothing.
-fn damage(outcome: &mindrune_store::Outcome) -> String {
-    let mut parts = Vec::new();
-    if outcome.deaths > 0 {
-        parts.push(count(outcome.deaths, "death", "deaths"));
-    }
-    if outcome.items_lost > 0 {
-        parts.push(count(outcome.items_lost, "item lost", "items lost"));
-    }
-    if outcome.stuck {
-        parts.push("stuck".into());
-    }
-    if parts.is_empty() {
-        "–".into()
-    } else {
-        parts.join(", ")
-    }
-}
-
 /// Everything a script's page shows.
 struct ScriptPage {
     owner: mindrune_store::Owner,
@@ -103,8 +48,12 @@ struct ScriptPage {
     versions: Vec<mindrune_store::Version>,
     shown: usize,
     family: bool,
-    /// Newest first, at most [`RUNS_SHOWN`].
+    /// Newest first, at most [`RUNS_SHOWN`]: the chart's and the success rate's.
     runs: Vec<mindrune_store::ScriptRun>,
+    /// The page of the runs list asked for, through its filters.
+    list: RunList,
+    /// The family's avatars, to name who ran each run.
+    agents: Vec<mindrune_store::Agent>,
     total_runs: i64,
     /// Of all its runs, how many were not measured, by reason, most first.
     unmeasured: Vec<UnmeasuredRuns>,
@@ -205,59 +154,22 @@ fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
         out.push_str("</section>");
         return;
     }
-    if page.total_runs > page.runs.len() as i64 {
-        let _ = write!(
-            out,
-            "<p class=\"small muted\">The latest {} of {}, newest first.</p>",
-            page.runs.len(),
-            page.total_runs
-        );
-    } else {
-        out.push_str("<p class=\"small muted\">Newest first.</p>");
-    }
-    unmeasured_html(out, page, shown_text);
-    out.push_str(
-        "<div class=\"table-scroll\"><table class=\"runs stack\" id=\"runs\"><thead><tr>\
-         <th scope=\"col\">When (UTC)</th><th scope=\"col\">Version</th><th scope=\"col\">Result</th>\
-         <th scope=\"col\" class=\"num\">Duration</th><th scope=\"col\">XP / items</th>\
-         <th scope=\"col\">Damage</th><th scope=\"col\">Cause and output</th></tr></thead><tbody>",
+    let _ = write!(
+        out,
+        "<p class=\"small muted\">{}, newest first, {RUNS_PER_PAGE} a page; each opens its own page.</p>",
+        count(page.total_runs, "run", "runs"),
     );
-    for run in &page.runs {
-        let o = &run.outcome;
-        let result = if o.ok {
-            "<span class=\"run-ok\">ok</span>"
-        } else {
-            "<span class=\"run-failed\">failed</span>"
-        };
-        let mut cause = String::new();
-        if !o.ok {
-            cause.push_str(&shown_text.text(o.failure.as_deref().unwrap_or("no cause recorded")));
-        }
-        if let Some(output) = run.output.as_deref().filter(|t| !t.trim().is_empty()) {
-            let _ = write!(
-                cause,
-                "<details class=\"run-output\"><summary>Output</summary><pre><code>{}</code></pre></details>",
-                shown_text.text(output)
-            );
-        }
-        if cause.is_empty() {
-            cause.push('–');
-        }
-        let _ = write!(
-            out,
-            "<tr class=\"run {class}\"><td data-label=\"When\">{at}</td><td data-label=\"Version\">v{version}</td>\
-             <td data-label=\"Result\">{result}</td><td data-label=\"Duration\" class=\"num\">{duration}</td>\
-             <td data-label=\"XP / items\">{gains}</td><td data-label=\"Damage\">{damage}</td>\
-             <td data-label=\"Cause\" class=\"cause\">{cause}</td></tr>",
-            class = if o.ok { "ok" } else { "failed" },
-            at = shown_text.text(&when(Some(o.at))),
-            version = run.version,
-            duration = duration(o.duration_ms),
-            gains = shown_text.text(&gains(o)),
-            damage = shown_text.text(&damage(o)),
-        );
-    }
-    out.push_str("</tbody></table></div></section>");
+    unmeasured_html(out, page, shown_text);
+    let numbers: Vec<i64> = page.versions.iter().map(|v| v.number).collect();
+    runs_table(
+        out,
+        page.skill.id,
+        &page.list,
+        &numbers,
+        &page.agents,
+        shown_text,
+    );
+    out.push_str("</section>");
 }
 
 /// What the owner should know of the runs' numbers: how many runs were not measured and why,
@@ -384,6 +296,7 @@ fn read_page(
     store: &dyn mindrune_store::Store,
     owner_id: mindrune_store::OwnerId,
     id: i64,
+    wanted: RunsWanted,
 ) -> Result<Option<ScriptPage>, ApiError> {
     let owner = store.owner(owner_id)?;
     let skill = match store.skill(owner_id, SkillId(id)) {
@@ -404,6 +317,8 @@ fn read_page(
         version.score = version.score_at(now);
     }
     let runs = store.script_runs(owner_id, skill.id, RUNS_SHOWN)?;
+    let list = read_run_list(store, owner_id, skill.id, wanted)?;
+    let agents = store.agents(owner_id)?;
     let unmeasured = store
         .unmeasured_runs(owner_id, UnmeasuredScope::Skill(skill.id))?
         .into_iter()
@@ -432,6 +347,8 @@ fn read_page(
         shown,
         family,
         runs,
+        list,
+        agents,
         total_runs,
         unmeasured,
         outcome_unknown,
@@ -442,9 +359,28 @@ async fn script_page(
     State(state): State<AppState>,
     OwnerPage(session): OwnerPage,
     Path(raw): Path<String>,
+    query: Result<Query<RunsQuery>, QueryRejection>,
 ) -> Response {
     let Some(id) = parse_id(&raw) else {
         return not_found("script");
+    };
+    let back = format!("/dashboard/skills/{id}");
+    let wanted = match query.as_ref().map(|Query(q)| q.wanted()) {
+        Ok(Ok(wanted)) => wanted,
+        Ok(Err(problem)) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                problem,
+                (&back, "All the script's runs"),
+            );
+        }
+        Err(_) => {
+            return html::error_page(
+                StatusCode::BAD_REQUEST,
+                "The address's query could not be read; pick the runs with the form on the script's page.",
+                (&back, "All the script's runs"),
+            );
+        }
     };
     let store = state.store();
     let owner_id = session.owner;
@@ -452,7 +388,7 @@ async fn script_page(
     let app = state.clone();
     let page = state
         .blocking(move || -> Result<Option<String>, ApiError> {
-            let Some(page) = read_page(store, owner_id, id)? else {
+            let Some(page) = read_page(store, owner_id, id, wanted)? else {
                 return Ok(None);
             };
             let shown_text = Shown::new(&[]);
@@ -527,11 +463,6 @@ async fn diff_page(
             };
             let shown_text = Shown::new(&[]);
             let file = file_name(&skill);
-            let diff = similar::TextDiff::from_lines(old.code.as_str(), new.code.as_str())
-                .unified_diff()
-                .context_radius(3)
-                .header(&format!("{file} v{from}"), &format!("{file} v{to}"))
-                .to_string();
             let now = mindrune_engine::avatars::ingest::now_millis();
             let mut body = String::new();
             let _ = write!(
@@ -545,11 +476,7 @@ async fn diff_page(
                 old_runs = count(old.uses, "run", "runs"),
                 new_runs = count(new.uses, "run", "runs"),
             );
-            if diff.is_empty() {
-                body.push_str("<p class=\"muted\">The two versions' code is the same.</p>");
-            } else {
-                body.push_str(&html::diff_html(&diff, &shown_text));
-            }
+            body.push_str(&version_diff_html(&skill, old, new, &shown_text));
             Ok(Some(html::page(
                 &format!("{} v{from} → v{to}", shown_text.text(&file)),
                 owner_nav(&app, &owner, &csrf),
@@ -705,30 +632,6 @@ async fn code(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_as_people_say_them() {
-        assert_eq!(duration(0), "0 s");
-        assert_eq!(duration(450), "450 ms");
-        assert_eq!(duration(42_000), "42 s");
-        assert_eq!(duration(180_000), "3 min");
-        assert_eq!(duration(185_000), "3 min 5 s");
-        assert_eq!(duration(3_720_000), "1 h 2 min");
-    }
-
-    #[test]
-    fn a_run_s_gains_and_damage_in_words() {
-        let mut outcome = mindrune_store::Outcome::default();
-        assert_eq!(gains(&outcome), "–");
-        assert_eq!(damage(&outcome), "–");
-        outcome.xp.insert("Woodcutting".into(), 250.0);
-        outcome.items.insert("Logs".into(), 12.0);
-        outcome.deaths = 1;
-        outcome.items_lost = 3;
-        outcome.stuck = true;
-        assert_eq!(gains(&outcome), "Woodcutting +250 XP, Logs +12");
-        assert_eq!(damage(&outcome), "1 death, 3 items lost, stuck");
-    }
 
     #[test]
     fn download_names_are_header_safe() {

@@ -1,12 +1,13 @@
 //! What every page says about a script: whether it is a family skill, which version it shows,
-//! its file's name, how far it is from the sharing bar, and its score over its runs.
+//! its file's name, how far it is from the sharing bar, its score over its runs, and the diff
+//! of two of its versions.
 
 use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
 use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
 use mindrune_store::{DAY_MILLIS, HeaderState, ScriptRun, Skill, Version};
 
 use crate::charts::Point;
-use crate::html::{count, points, when};
+use crate::html::{self, Shown, count, points, when};
 use crate::icons;
 
 /// `2025-06-01`: a day of [`DayRuns`](mindrune_store::DayRuns) as the charts label it.
@@ -174,12 +175,37 @@ fn sample(run: &ScriptRun) -> UseSample {
     }
 }
 
+/// Two versions' code as a unified diff in HTML (the diff page's, and a run page's change),
+/// or a line saying they are the same.
+pub(crate) fn version_diff_html(
+    skill: &mindrune_store::Skill,
+    old: &mindrune_store::Version,
+    new: &mindrune_store::Version,
+    shown_text: &Shown,
+) -> String {
+    let file = file_name(skill);
+    let diff = similar::TextDiff::from_lines(old.code.as_str(), new.code.as_str())
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &format!("{file} v{}", old.number),
+            &format!("{file} v{}", new.number),
+        )
+        .to_string();
+    if diff.is_empty() {
+        "<p class=\"muted\">The two versions' code is the same.</p>".into()
+    } else {
+        html::diff_html(&diff, shown_text)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn run(version: i64, at_s: i64, ok: bool) -> ScriptRun {
         ScriptRun {
+            id: 0,
             version,
             agent: Some(mindrune_store::AgentId(1)),
             outcome: mindrune_store::Outcome {

@@ -910,6 +910,14 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
             "the column heads move into each card's labels"
         );
         shots.push(phone.screenshot("script-phone"));
+        // A run's own page, from its row: its facts, output and change fit a phone too.
+        let run = phone
+            .attribute("#runs tbody tr a[href^='/dashboard/runs/']", "href")
+            .expect("each run links to its page");
+        phone.go(&format!("{base}{run}"));
+        phone.wait_for_text("h1", "Run of");
+        assert_eq!(phone.script(fits), json!(true), "a run's page fits a phone");
+        shots.push(phone.screenshot("run-phone"));
         phone.go(&format!("{base}/dashboard/skills/{walk}/diff?from=1&to=2"));
         phone.wait_for_text("h1", "v1 → v2");
         assert_eq!(phone.script(fits), json!(true), "the diff fits a phone");

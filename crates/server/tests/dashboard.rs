@@ -3295,3 +3295,299 @@ async fn the_console_shows_the_server_s_health_and_logs_out() {
         .unwrap();
     assert!(cleared.contains("Max-Age=0"), "{cleared}");
 }
+
+// -------------------------------------------------------------------------------------------
+// Runs you can point at
+// -------------------------------------------------------------------------------------------
+
+/// The rows of a script page's runs table (`<tr class="run ok|failed">`).
+fn run_rows(body: &str) -> usize {
+    body.matches("<tr class=\"run ").count()
+}
+
+/// The first run link of a page (`/dashboard/runs/{id}`).
+fn first_run_link(body: &str) -> String {
+    let at = body.find("href=\"/dashboard/runs/").expect("a run link") + "href=\"".len();
+    body[at..].split('"').next().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_run_s_page_shows_its_cause_output_version_and_the_diff_before_it() {
+    let world = world();
+    let (session, _) = login(&world).await;
+    let store = world.state.store();
+    let v2 = store
+        .versions(world.ada, world.mine)
+        .unwrap()
+        .into_iter()
+        .find(|v| v.number == 2)
+        .unwrap();
+    let mut failed = run(v2.id, world.buzz, false, now_millis() - 1_000);
+    failed.outcome.failure = Some("Error: no <b>rocks</b> left & the pick broke".into());
+    failed.output = Some("mining…\n<script>alert('out')</script>\nError: no rocks left".into());
+    store.record_use(world.ada, &failed).unwrap();
+    let newest = store
+        .script_runs(world.ada, world.mine, 1)
+        .unwrap()
+        .remove(0);
+
+    // The script page's newest row links to the run's page.
+    let script = get(
+        &world,
+        &format!("/dashboard/skills/{}", world.mine.0),
+        Some(&session),
+    )
+    .await;
+    let link = first_run_link(&script.body);
+    assert_eq!(link, format!("/dashboard/runs/{}", newest.id));
+
+    let page = get(&world, &link, Some(&session)).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let body = &page.body;
+    // Its script and avatar, linked; its result, when, and a permalink.
+    assert!(
+        body.contains(&format!(
+            "href=\"/dashboard/skills/{}\">mine.ts</a>",
+            world.mine.0
+        )),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!(
+            "href=\"/dashboard/avatars/{}\">buzz</a>",
+            world.buzz.0
+        )),
+        "{body}"
+    );
+    assert!(
+        body.contains("<span class=\"run-failed\">failed</span>"),
+        "{body}"
+    );
+    assert!(body.contains("just now"), "{body}");
+    assert!(body.contains("took 1 min"), "{body}");
+    assert!(
+        body.contains(&format!(
+            "href=\"/dashboard/runs/{}\" rel=\"bookmark\"",
+            newest.id
+        )),
+        "{body}"
+    );
+    // The cause and the output, escaped.
+    assert!(
+        body.contains("Error: no &lt;b&gt;rocks&lt;/b&gt; left &amp; the pick broke"),
+        "{body}"
+    );
+    assert!(
+        body.contains("&lt;script&gt;alert(&#39;out&#39;)&lt;/script&gt;"),
+        "{body}"
+    );
+    assert!(!body.contains("<script>alert"), "{body}");
+    assert!(!body.contains("<b>rocks"), "{body}");
+    // The version it ran, its code, and the diff against the one before it.
+    assert!(body.contains("ran v2"), "{body}");
+    assert!(
+        body.contains(&format!(
+            "/dashboard/skills/{}/code?version=2",
+            world.mine.0
+        )),
+        "{body}"
+    );
+    assert!(body.contains("What changed in v2"), "{body}");
+    assert!(
+        body.contains("<span class=\"del\">-await mine(1);"),
+        "{body}"
+    );
+    assert!(
+        body.contains("<span class=\"add\">+await mine(2);"),
+        "{body}"
+    );
+    assert!(
+        body.contains(&format!(
+            "/dashboard/skills/{}/diff?from=1&amp;to=2",
+            world.mine.0
+        )),
+        "{body}"
+    );
+
+    // A v1 run has nothing before it: its code, no diff.
+    let v1_run = store
+        .script_runs_where(
+            world.ada,
+            world.mine,
+            &mindrune_store::RunFilter {
+                version: Some(1),
+                ..Default::default()
+            },
+            1,
+            0,
+        )
+        .unwrap()
+        .remove(0);
+    let first = get(
+        &world,
+        &format!("/dashboard/runs/{}", v1_run.id),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(first.status, StatusCode::OK);
+    assert!(first.body.contains("the first version"), "{}", first.body);
+    assert!(first.body.contains("<span class=\"run-ok\">ok</span>"));
+    assert!(!first.body.contains("id=\"cause\""));
+    assert!(!first.body.contains("class=\"diff\""));
+}
+
+#[tokio::test]
+async fn another_family_s_run_is_not_found_and_so_is_nonsense() {
+    let world = world();
+    let (session, _) = login(&world).await;
+    let store = world.state.store();
+    let bob = store.owner_by_name("bob").unwrap().unwrap();
+    let bobs = store
+        .script_runs(bob.id, world.bob_skill, 1)
+        .unwrap()
+        .remove(0);
+    // Bob's run under its own id, for Ada: not found, and nothing of it shown.
+    let page = get(
+        &world,
+        &format!("/dashboard/runs/{}", bobs.id),
+        Some(&session),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND);
+    assert!(!page.body.contains("bobs-secret-route"), "{}", page.body);
+    for path in [
+        "/dashboard/runs/0",
+        "/dashboard/runs/-3",
+        "/dashboard/runs/x",
+        "/dashboard/runs/99999",
+    ] {
+        assert_eq!(
+            get(&world, path, Some(&session)).await.status,
+            StatusCode::NOT_FOUND,
+            "{path}"
+        );
+    }
+    // Without a session, the login.
+    let anonymous = get(&world, &format!("/dashboard/runs/{}", bobs.id), None).await;
+    assert_eq!(anonymous.status, StatusCode::SEE_OTHER);
+    assert_eq!(anonymous.location(), "/dashboard/login");
+}
+
+#[tokio::test]
+async fn the_runs_list_filters_by_result_version_and_avatar() {
+    let world = world();
+    let (session, _) = login(&world).await;
+    let list = |query: &str| {
+        let path = format!("/dashboard/skills/{}{query}", world.mine.0);
+        let world = &world;
+        let session = session.clone();
+        async move { get(world, &path, Some(&session)).await }
+    };
+    // mine: v1 ran cleanly 5 times, v2 failed twice, all by buzz.
+    let all = list("").await;
+    assert_eq!(run_rows(&all.body), 7);
+    assert!(all.body.contains("<form method=\"get\""), "{}", all.body);
+    assert!(all.body.contains("name=\"result\""));
+    assert!(all.body.contains("<option value=\"2\">v2</option>"));
+    let failed = list("?result=failed").await;
+    assert_eq!(failed.status, StatusCode::OK);
+    assert_eq!(run_rows(&failed.body), 2);
+    assert_eq!(failed.body.matches("<tr class=\"run failed\"").count(), 2);
+    assert!(failed.body.contains("<option value=\"failed\" selected>"));
+    assert_eq!(run_rows(&list("?result=ok").await.body), 5);
+    assert_eq!(run_rows(&list("?version=1").await.body), 5);
+    assert_eq!(run_rows(&list("?result=ok&version=2").await.body), 0);
+    assert!(
+        list("?result=ok&version=2")
+            .await
+            .body
+            .contains("No runs match")
+    );
+    // The form's "any" is an empty value.
+    assert_eq!(run_rows(&list("?result=&version=&avatar=").await.body), 7);
+    assert_eq!(
+        run_rows(&list(&format!("?avatar={}", world.buzz.0)).await.body),
+        7
+    );
+    // Another family's avatar ran none of Ada's runs.
+    assert_eq!(
+        run_rows(&list(&format!("?avatar={}", world.rex.0)).await.body),
+        0
+    );
+    for nonsense in ["?result=maybe", "?version=0", "?avatar=x", "?page=0"] {
+        assert_eq!(
+            list(nonsense).await.status,
+            StatusCode::BAD_REQUEST,
+            "{nonsense}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_runs_list_pages_past_a_hundred_newest_first() {
+    let world = world();
+    let (session, _) = login(&world).await;
+    let store = world.state.store();
+    let fish = store.versions(world.ada, world.fish).unwrap().remove(0);
+    // 120 older runs of fish, a day ago, one a second: with its 3 it has 123; every tenth failed.
+    let start = now_millis() - 86_400_000;
+    for i in 0..120 {
+        store
+            .record_use(
+                world.ada,
+                &run(fish.id, world.buzz, i % 10 != 0, start + i * 1000),
+            )
+            .unwrap();
+    }
+    let page = |query: &str| {
+        let path = format!("/dashboard/skills/{}{query}", world.fish.0);
+        let world = &world;
+        let session = session.clone();
+        async move { get(world, &path, Some(&session)).await }
+    };
+    let first = page("").await;
+    assert_eq!(run_rows(&first.body), 100);
+    let older = format!("/dashboard/skills/{}?page=2#runs-title", world.fish.0);
+    assert!(
+        first
+            .body
+            .contains(&format!("href=\"{older}\" rel=\"next\">older runs")),
+        "{}",
+        first.body
+    );
+    assert!(!first.body.contains("rel=\"prev\""));
+    let second = page("?page=2").await;
+    assert_eq!(run_rows(&second.body), 23);
+    assert!(!second.body.contains("rel=\"next\""));
+    assert!(second.body.contains("newer runs"));
+    // The oldest run is the last row of the last page.
+    let oldest = store
+        .script_runs_where(world.ada, world.fish, &Default::default(), 1, 122)
+        .unwrap()
+        .remove(0);
+    assert_eq!(oldest.outcome.at, start);
+    let last_link = second
+        .body
+        .rfind(&format!("href=\"/dashboard/runs/{}\"", oldest.id));
+    assert!(last_link.is_some(), "{}", second.body);
+    assert!(
+        !first
+            .body
+            .contains(&format!("href=\"/dashboard/runs/{}\"", oldest.id))
+    );
+    assert_eq!(run_rows(&page("?page=3").await.body), 0);
+    // Filters and pages together: 12 failed runs fit one page; 111 ok ones take two, and the
+    // links keep the filter.
+    assert_eq!(run_rows(&page("?result=failed").await.body), 12);
+    let ok = page("?result=ok").await;
+    assert_eq!(run_rows(&ok.body), 100);
+    assert!(
+        ok.body
+            .contains("?result=ok&amp;page=2#runs-title\" rel=\"next\""),
+        "{}",
+        ok.body
+    );
+    let ok2 = page("?result=ok&page=2").await;
+    assert_eq!(run_rows(&ok2.body), 11);
+    assert_eq!(ok2.body.matches("<tr class=\"run failed\"").count(), 0);
+}

@@ -742,6 +742,9 @@ pub struct FamilyReuse {
 /// One recorded run of a script, as the owner's page of the script shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ScriptRun {
+    /// The use's id: the run's page is `/dashboard/runs/{id}`.
+    #[serde(default)]
+    pub id: i64,
     /// The number of the version that ran (`v3`).
     pub version: i64,
     /// The avatar that ran it; `None` once that avatar was deleted.
@@ -749,6 +752,17 @@ pub struct ScriptRun {
     pub outcome: Outcome,
     /// The output's tail, scrubbed when it was recorded.
     pub output: Option<String>,
+}
+
+/// Which of a script's runs a list shows: every field left `None` lets all runs through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunFilter {
+    /// Only the runs that went well (`Some(true)`) or failed (`Some(false)`).
+    pub ok: Option<bool>,
+    /// Only the runs of this version number (`3` for v3).
+    pub version: Option<i64>,
+    /// Only the runs of this avatar.
+    pub agent: Option<AgentId>,
 }
 
 /// How many script runs one avatar of a family had on one UTC day.
@@ -965,7 +979,22 @@ pub trait Store: Send + Sync {
 
     /// A skill's latest runs (any version), newest first, at most `limit`, with their
     /// outcomes and outputs.
-    fn script_runs(&self, owner: OwnerId, skill: SkillId, limit: usize) -> Result<Vec<ScriptRun>>;
+    fn script_runs(&self, owner: OwnerId, skill: SkillId, limit: usize) -> Result<Vec<ScriptRun>> {
+        self.script_runs_where(owner, skill, &RunFilter::default(), limit, 0)
+    }
+    /// A skill's runs that pass `filter`, newest first: `limit` of them after skipping the
+    /// newest `offset` (a page of the runs list).
+    fn script_runs_where(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        filter: &RunFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<ScriptRun>>;
+    /// One run of one of the family's scripts by its use's id, with the skill it ran; `None`
+    /// when the family has no such run (another family's id included).
+    fn script_run(&self, owner: OwnerId, use_id: i64) -> Result<Option<(SkillId, ScriptRun)>>;
     /// An agent's skills whose file is gone (deleted or renamed), the latest gone first: they
     /// are private now and keep their history.
     fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>>;

@@ -11,8 +11,8 @@ mod support;
 use mindrune_core::digest::secret_digest;
 use mindrune_store::{
     AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, OperatorRevoke, OperatorToken,
-    OperatorTokenKey, Outcome, OwnerId, RunTotals, ScriptSnapshot, SharingKind, SkillHeader, Store,
-    StoreError, UnrecordedCall, UnrecordedReason, VersionId,
+    OperatorTokenKey, Outcome, OwnerId, RunFilter, RunTotals, ScriptSnapshot, SharingKind,
+    SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
 };
 use support::{Backend, Library};
 
@@ -31,6 +31,7 @@ support::on_every_backend! {
     snippets_keep_their_own_history_per_agent,
     a_failed_run_keeps_its_cause_and_the_latest_outputs_come_newest_first,
     a_script_s_runs_come_newest_first_with_their_outcomes_and_the_days_count_them,
+    a_script_s_runs_filter_by_result_version_and_avatar_and_page_and_one_is_read_by_its_id,
     // The library itself.
     two_handles_on_one_file_never_lose_a_use_or_serve_a_stale_window,
     two_handles_write_groups_in_turn_each_see_the_other_s_uses,
@@ -2216,4 +2217,124 @@ fn an_old_library_s_plain_owner_key_is_turned_into_its_digest_when_opened(backen
         again.owner(bob.id).unwrap().key_digest,
         secret_digest(ADA_NEW_KEY)
     );
+}
+
+fn a_script_s_runs_filter_by_result_version_and_avatar_and_page_and_one_is_read_by_its_id(
+    backend: Backend,
+) {
+    let f = family(backend);
+    let v1 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "chop()"), 0)
+        .unwrap()
+        .version
+        .id;
+    // v1: buzz ok at 1..=3 s, pickles failed at 4 s; v2: buzz failed at 5 s, ok at 6 s.
+    for at in 1..=3 {
+        f.store
+            .record_use(f.owner, &clean_run(v1, f.buzz, at))
+            .unwrap();
+    }
+    let mut died = failed_run(v1, f.pickles, 4);
+    died.outcome.failure = Some("Error: died to a goblin".into());
+    died.output = Some("<b>goblin</b> hits 12".into());
+    f.store.record_use(f.owner, &died).unwrap();
+    let v2 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "chop(2)"), 0)
+        .unwrap()
+        .version
+        .id;
+    f.store
+        .record_use(f.owner, &failed_run(v2, f.buzz, 5))
+        .unwrap();
+    f.store
+        .record_use(f.owner, &clean_run(v2, f.buzz, 6))
+        .unwrap();
+    let skill = f
+        .store
+        .skill_at_path(f.owner, f.buzz, "bots/buzz/chop.ts")
+        .unwrap()
+        .unwrap();
+    let seconds = |filter: RunFilter, limit: usize, offset: usize| -> Vec<i64> {
+        f.store
+            .script_runs_where(f.owner, skill.id, &filter, limit, offset)
+            .unwrap()
+            .iter()
+            .map(|r| r.outcome.at / 1000)
+            .collect()
+    };
+    let all = RunFilter::default();
+    assert_eq!(seconds(all, 10, 0), [6, 5, 4, 3, 2, 1]);
+    // Pages: newest first, the next page starting where the last ended.
+    assert_eq!(seconds(all, 4, 0), [6, 5, 4, 3]);
+    assert_eq!(seconds(all, 4, 4), [2, 1]);
+    assert!(seconds(all, 4, 8).is_empty());
+    let failed = RunFilter {
+        ok: Some(false),
+        ..all
+    };
+    assert_eq!(seconds(failed, 10, 0), [5, 4]);
+    let ok = RunFilter {
+        ok: Some(true),
+        ..all
+    };
+    assert_eq!(seconds(ok, 10, 0), [6, 3, 2, 1]);
+    let v1_only = RunFilter {
+        version: Some(1),
+        ..all
+    };
+    assert_eq!(seconds(v1_only, 10, 0), [4, 3, 2, 1]);
+    let pickles = RunFilter {
+        agent: Some(f.pickles),
+        ..all
+    };
+    assert_eq!(seconds(pickles, 10, 0), [4]);
+    let v2_failed_by_buzz = RunFilter {
+        ok: Some(false),
+        version: Some(2),
+        agent: Some(f.buzz),
+    };
+    assert_eq!(seconds(v2_failed_by_buzz, 10, 0), [5]);
+    assert!(
+        seconds(
+            RunFilter {
+                version: Some(9),
+                ..all
+            },
+            10,
+            0
+        )
+        .is_empty()
+    );
+
+    // One run by its id: the same run the list shows, with the skill it ran.
+    let listed = f
+        .store
+        .script_runs_where(f.owner, skill.id, &pickles, 1, 0)
+        .unwrap()
+        .remove(0);
+    let (of, run) = f.store.script_run(f.owner, listed.id).unwrap().unwrap();
+    assert_eq!(of, skill.id);
+    assert_eq!(run, listed);
+    assert_eq!(run.version, 1);
+    assert_eq!(run.agent, Some(f.pickles));
+    assert_eq!(
+        run.outcome.failure.as_deref(),
+        Some("Error: died to a goblin")
+    );
+    assert_eq!(run.output.as_deref(), Some("<b>goblin</b> hits 12"));
+    // Another family never reads it, nor any of the script's runs.
+    let other = f
+        .store
+        .create_owner("bob", &secret_digest("mrk_bob_key"), 0)
+        .unwrap();
+    assert_eq!(f.store.script_run(other.id, listed.id).unwrap(), None);
+    assert!(
+        f.store
+            .script_runs_where(other.id, skill.id, &all, 10, 0)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(f.store.script_run(f.owner, listed.id + 1000).unwrap(), None);
 }

@@ -1013,13 +1013,23 @@ impl Store for PgStore {
         records::recent_failures(self, owner, skill, limit)
     }
 
-    fn script_runs(
+    fn script_runs_where(
         &self,
         owner: OwnerId,
         skill: SkillId,
+        filter: &crate::RunFilter,
         limit: usize,
+        offset: usize,
     ) -> Result<Vec<crate::ScriptRun>> {
-        views::script_runs(self, owner, skill, limit)
+        views::script_runs(self, owner, skill, filter, limit, offset)
+    }
+
+    fn script_run(
+        &self,
+        owner: OwnerId,
+        use_id: i64,
+    ) -> Result<Option<(SkillId, crate::ScriptRun)>> {
+        views::script_run(self, owner, use_id)
     }
 
     fn database_size(&self) -> Result<Option<u64>> {

@@ -1,47 +1,88 @@
 //! Read-only views of a family's runs on PostgreSQL, for the owner's dashboard; each does what
 //! the function of the same name in `sqlite::views` does, with the same results and order.
 
-use super::PgStore;
 use super::rows::{all, col};
+use super::{PgResult, PgStore};
 use crate::common::parse_map;
-use crate::{AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, ScriptRun, SkillId};
+use crate::{
+    AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, RunFilter, ScriptRun, SkillId,
+};
 
 pub(super) fn script_runs(
     store: &PgStore,
     owner: OwnerId,
     skill: SkillId,
+    filter: &RunFilter,
     limit: usize,
+    offset: usize,
 ) -> Result<Vec<ScriptRun>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+    let agent = filter.agent.map(|a| a.0);
     store.read(|tx| {
         let rows = tx.query(
             "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
-                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id
              FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
              WHERE u.owner_id = $1 AND v.skill_id = $2
-             ORDER BY u.at DESC, u.use_id DESC LIMIT $3",
-            &[&owner.0, &skill.0, &limit],
+               AND ($3::BOOLEAN IS NULL OR u.ok = $3::BOOLEAN)
+               AND ($4::BIGINT IS NULL OR v.number = $4::BIGINT)
+               AND ($5::BIGINT IS NULL OR u.agent_id = $5::BIGINT)
+             ORDER BY u.at DESC, u.use_id DESC LIMIT $6 OFFSET $7",
+            &[
+                &owner.0,
+                &skill.0,
+                &filter.ok,
+                &filter.version,
+                &agent,
+                &limit,
+                &offset,
+            ],
         )?;
-        all(rows, |row| {
-            Ok(ScriptRun {
-                version: col(row, 0)?,
-                agent: col::<Option<i64>>(row, 1)?.map(AgentId),
-                outcome: Outcome {
-                    at: col(row, 2)?,
-                    ok: col(row, 3)?,
-                    duration_ms: col::<i64>(row, 4)?.max(0).unsigned_abs(),
-                    xp: parse_map(col(row, 5)?),
-                    items: parse_map(col(row, 6)?),
-                    goal_progress: col(row, 7)?,
-                    deaths: u32::try_from(col::<i64>(row, 8)?.max(0)).unwrap_or(u32::MAX),
-                    stuck: col(row, 9)?,
-                    items_lost: u32::try_from(col::<i64>(row, 10)?.max(0)).unwrap_or(u32::MAX),
-                    failure: col(row, 11)?,
-                    unmeasured: col(row, 13)?,
-                },
-                output: col(row, 12)?,
-            })
-        })
+        all(rows, run_from)
+    })
+}
+
+/// One run of a script by its use's id, with the skill it ran; `None` when the family has no
+/// such run.
+pub(super) fn script_run(
+    store: &PgStore,
+    owner: OwnerId,
+    use_id: i64,
+) -> Result<Option<(SkillId, ScriptRun)>> {
+    store.read(|tx| {
+        let rows = tx.query(
+            "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id,
+                    v.skill_id
+             FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+             WHERE u.owner_id = $1 AND u.use_id = $2",
+            &[&owner.0, &use_id],
+        )?;
+        let found = all(rows, |row| Ok((SkillId(col(row, 15)?), run_from(row)?)))?;
+        Ok(found.into_iter().next())
+    })
+}
+
+fn run_from(row: &postgres::Row) -> PgResult<ScriptRun> {
+    Ok(ScriptRun {
+        id: col(row, 14)?,
+        version: col(row, 0)?,
+        agent: col::<Option<i64>>(row, 1)?.map(AgentId),
+        outcome: Outcome {
+            at: col(row, 2)?,
+            ok: col(row, 3)?,
+            duration_ms: col::<i64>(row, 4)?.max(0).unsigned_abs(),
+            xp: parse_map(col(row, 5)?),
+            items: parse_map(col(row, 6)?),
+            goal_progress: col(row, 7)?,
+            deaths: u32::try_from(col::<i64>(row, 8)?.max(0)).unwrap_or(u32::MAX),
+            stuck: col(row, 9)?,
+            items_lost: u32::try_from(col::<i64>(row, 10)?.max(0)).unwrap_or(u32::MAX),
+            failure: col(row, 11)?,
+            unmeasured: col(row, 13)?,
+        },
+        output: col(row, 12)?,
     })
 }
 

@@ -949,13 +949,23 @@ impl Store for SqliteStore {
     fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse> {
         family::family_reuse(self, owner, since)
     }
-    fn script_runs(
+    fn script_runs_where(
         &self,
         owner: OwnerId,
         skill: SkillId,
+        filter: &crate::RunFilter,
         limit: usize,
+        offset: usize,
     ) -> Result<Vec<crate::ScriptRun>> {
-        views::script_runs(&self.lock().conn, owner, skill, limit)
+        views::script_runs(&self.lock().conn, owner, skill, filter, limit, offset)
+    }
+
+    fn script_run(
+        &self,
+        owner: OwnerId,
+        use_id: i64,
+    ) -> Result<Option<(SkillId, crate::ScriptRun)>> {
+        views::script_run(&self.lock().conn, owner, use_id)
     }
 
     fn database_size(&self) -> Result<Option<u64>> {

@@ -2,11 +2,12 @@
 //! with their outcomes and outputs, and the family's runs per day. Free functions over the
 //! connection, so the backend's `impl Store` only delegates to them.
 
-use rusqlite::{Connection, Row, params};
+use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::common::parse_map;
 use crate::{
-    AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, ScriptRun, SkillId, StoreError,
+    AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, RunFilter, ScriptRun, SkillId,
+    StoreError,
 };
 
 /// These are reads: a full disk or a read-only folder cannot make them fail, so every error is
@@ -19,27 +20,68 @@ pub(crate) fn script_runs(
     conn: &Connection,
     owner: OwnerId,
     skill: SkillId,
+    filter: &RunFilter,
     limit: usize,
+    offset: usize,
 ) -> Result<Vec<ScriptRun>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
     let mut statement = conn
         .prepare_cached(
             "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
-                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id
              FROM uses u JOIN versions v ON v.version_id = u.version_id
              WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2
-             ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
+               AND (?3 IS NULL OR u.ok = ?3) AND (?4 IS NULL OR v.number = ?4)
+               AND (?5 IS NULL OR u.agent_id = ?5)
+             ORDER BY u.at DESC, u.use_id DESC LIMIT ?6 OFFSET ?7",
         )
         .map_err(read_err)?;
     statement
-        .query_map(params![owner.0, skill.0, limit], run_from)
+        .query_map(
+            params![
+                owner.0,
+                skill.0,
+                filter.ok,
+                filter.version,
+                filter.agent.map(|a| a.0),
+                limit,
+                offset
+            ],
+            run_from,
+        )
         .map_err(read_err)?
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(read_err)
 }
 
+/// One run of a script by its use's id, with the skill it ran; `None` when the family has no
+/// such run.
+pub(crate) fn script_run(
+    conn: &Connection,
+    owner: OwnerId,
+    use_id: i64,
+) -> Result<Option<(SkillId, ScriptRun)>> {
+    let mut statement = conn
+        .prepare_cached(
+            "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
+                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id,
+                    v.skill_id
+             FROM uses u JOIN versions v ON v.version_id = u.version_id
+             WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND u.use_id = ?2",
+        )
+        .map_err(read_err)?;
+    statement
+        .query_row(params![owner.0, use_id], |r| {
+            Ok((SkillId(r.get(15)?), run_from(r)?))
+        })
+        .optional()
+        .map_err(read_err)
+}
+
 fn run_from(r: &Row<'_>) -> rusqlite::Result<ScriptRun> {
     Ok(ScriptRun {
+        id: r.get(14)?,
         version: r.get(0)?,
         agent: r.get::<_, Option<i64>>(1)?.map(AgentId),
         outcome: Outcome {

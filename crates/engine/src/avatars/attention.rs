@@ -85,6 +85,8 @@ pub struct Failing {
     /// When the streak began and its newest failure.
     pub first_seen: Millis,
     pub last_seen: Millis,
+    /// The newest failure's use id (its run page).
+    pub last_failure: i64,
     /// The siblings whose runs of it are in the streak.
     pub failing_for: Vec<AgentId>,
     /// The version change before the streak, when there is one.
@@ -203,6 +205,7 @@ pub fn needs_attention(
             cause_count,
             first_seen: runs[streak - 1].outcome.at,
             last_seen: runs[0].outcome.at,
+            last_failure: runs[0].id,
             failing_for,
             suspect,
         }));
@@ -250,6 +253,7 @@ mod tests {
 
     fn run(version: i64, ok: bool, at: Millis, failure: Option<&str>) -> ScriptRun {
         ScriptRun {
+            id: at,
             version,
             agent: Some(AgentId(1)),
             outcome: Outcome {
@@ -315,6 +319,7 @@ mod tests {
             cause_count: 3,
             first_seen: 0,
             last_seen: 0,
+            last_failure: 0,
             failing_for: vec![AgentId(2)],
             suspect: None,
         });

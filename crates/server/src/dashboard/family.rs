@@ -210,7 +210,8 @@ pub(super) fn attention_html(
                 let _ = write!(
                     out,
                     "<li class=\"failing-now\">{icon} <a href=\"/dashboard/skills/{id}\">{label}</a> \
-                     failed its last {streak} runs{family} (since {first}, last {last}): \
+                     failed its last {streak} runs{family} (since {first}, \
+                     <a href=\"/dashboard/runs/{run}\">the latest</a> {last}): \
                      <span class=\"cause\">{cause}</span> ({count} of {streak})",
                     icon = icons::WARNING,
                     label = shown_text.text(&f.label),
@@ -220,6 +221,7 @@ pub(super) fn attention_html(
                     last = html::time_ago(Some(f.last_seen), now),
                     cause = shown_text.text(&f.cause),
                     count = f.cause_count,
+                    run = f.last_failure,
                 );
                 if !f.failing_for.is_empty() {
                     let _ = write!(out, "; failing for {} sibling(s) too", f.failing_for.len());

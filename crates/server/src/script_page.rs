@@ -496,6 +496,9 @@ async fn diff_page(
 struct CodeQuery {
     #[serde(default)]
     download: Option<String>,
+    /// `1`: the code as plain text (what a script reads); else a page to read it on.
+    #[serde(default)]
+    raw: Option<String>,
     #[serde(default)]
     version: Option<String>,
 }
@@ -537,16 +540,15 @@ async fn code(
             ("/dashboard", "Back to your family"),
         );
     };
-    let download = match query.download.as_deref() {
-        None | Some("0") | Some("false") => false,
-        Some("1") | Some("true") | Some("") => true,
-        Some(_) => {
-            return html::error_page(
-                StatusCode::BAD_REQUEST,
-                "`download` is 1 (a file to save) or 0 (text to read).",
-                ("/dashboard", "Back to your family"),
-            );
-        }
+    let (Some(download), Some(raw)) = (
+        flag(query.download.as_deref()),
+        flag(query.raw.as_deref()),
+    ) else {
+        return html::error_page(
+            StatusCode::BAD_REQUEST,
+            "`download` is 1 (a file to save) or 0, and `raw` is 1 (plain text) or 0 (a page to read).",
+            ("/dashboard", "Back to your family"),
+        );
     };
     let wanted = match query.version.as_deref().map(str::parse::<i64>) {
         None => None,
@@ -598,6 +600,9 @@ async fn code(
         Ok(None) => return not_found("script or version"),
         Err(err) => return error_page(&err),
     };
+    if !download && !raw {
+        return html::respond(StatusCode::OK, code_page(id, number, &stem, &code));
+    }
     let mut response = (
         StatusCode::OK,
         [
@@ -627,6 +632,33 @@ async fn code(
         }
     }
     response
+}
+
+/// A yes/no query value: absent, `0` or `false` is no; `1`, `true` or empty is yes; anything
+/// else is not one (`None`).
+fn flag(value: Option<&str>) -> Option<bool> {
+    match value {
+        None | Some("0") | Some("false") => Some(false),
+        Some("1") | Some("true") | Some("") => Some(true),
+        Some(_) => None,
+    }
+}
+
+/// A version's code as a page: its name and version as the title, a way back to the script,
+/// the code as escaped text that wraps (a phone reads it without scrolling sideways), and the
+/// file to download.
+fn code_page(id: i64, number: i64, stem: &str, code: &str) -> String {
+    let title = format!("{stem}.ts v{number}");
+    let body = format!(
+        "<p class=\"small\"><a href=\"/dashboard/skills/{id}\">← Back to {file}</a></p>\
+         <h1 class=\"script-title\"><span class=\"file\">{file}</span> v{number}</h1>\
+         <p><a href=\"/dashboard/skills/{id}/code?version={number}&amp;download=1\" download>Download</a> · \
+         <a href=\"/dashboard/skills/{id}/code?version={number}&amp;raw=1\">Plain text</a></p>\
+         <pre class=\"code-view\"><code>{code}</code></pre>",
+        file = html::escape(&format!("{stem}.ts")),
+        code = html::escape(code),
+    );
+    html::page(&title, html::Nav::None, &body)
 }
 
 #[cfg(test)]

@@ -715,12 +715,41 @@ async fn another_familys_avatar_and_skill_are_not_found() {
 }
 
 #[tokio::test]
-async fn code_is_plain_text_and_downloads_as_a_ts_file() {
+async fn code_is_a_page_with_a_title_and_a_way_back_plain_text_on_asking_and_downloads_as_a_ts_file()
+ {
     let world = world();
     let (cookie, _) = login(&world).await;
+    // To read: a page with the file and version as its title, a way back, the code escaped.
+    let page = get(
+        &world,
+        &format!("/dashboard/skills/{}/code?version=1", world.chop.0),
+        Some(&cookie),
+    )
+    .await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(
+        page.headers[header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"),
+        "{:?}",
+        page.headers
+    );
+    assert!(page.body.contains("<title>chop-oaks.ts v1"), "{}", page.body);
+    assert!(
+        page.body.contains(&format!(
+            "<a href=\"/dashboard/skills/{}\">← Back to chop-oaks.ts</a>",
+            world.chop.0
+        )),
+        "{}",
+        page.body
+    );
+    assert!(page.body.contains("1 &lt; 2 &amp;&amp; 3 &gt; 2"), "{}", page.body);
+    assert!(!page.body.contains(ADA_KEY));
+    // Plain text on asking (what a script reads).
     let view = get(
         &world,
-        &format!("/dashboard/skills/{}/code", world.chop.0),
+        &format!("/dashboard/skills/{}/code?raw=1", world.chop.0),
         Some(&cookie),
     )
     .await;
@@ -772,7 +801,7 @@ async fn code_is_plain_text_and_downloads_as_a_ts_file() {
     );
     let latest = get(
         &world,
-        &format!("/dashboard/skills/{}/code", world.mine.0),
+        &format!("/dashboard/skills/{}/code?raw=1", world.mine.0),
         Some(&cookie),
     )
     .await;
@@ -1553,7 +1582,7 @@ async fn a_shared_skill_shows_the_version_siblings_get_until_a_newer_one_is_shar
     );
     let code = get(
         &world,
-        &format!("/dashboard/skills/{}/code", world.chop.0),
+        &format!("/dashboard/skills/{}/code?raw=1", world.chop.0),
         Some(&cookie),
     )
     .await;

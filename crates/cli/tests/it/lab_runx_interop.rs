@@ -185,3 +185,26 @@ fn a_symlink_refusal_is_printed_once() {
         assert_eq!(all.matches(refusal).count(), 1, "{args:?}: {all}");
     }
 }
+
+/// A cause the error's message already quotes (`cannot read X: Not a directory`) is printed
+/// once, not again as the error's cause.
+#[test]
+fn a_read_error_names_its_cause_once() {
+    let root = tempfile::tempdir().unwrap();
+    fs::create_dir_all(root.path().join("skills")).unwrap();
+    fs::write(root.path().join("skills/file"), "not a folder\n").unwrap();
+    let output = lab(
+        root.path(),
+        &[
+            "inspect",
+            "--repo-root",
+            root.path().to_str().unwrap(),
+            "--target-dir",
+            "skills/file/sub",
+        ],
+    );
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.starts_with("error: cannot read "), "{text}");
+    assert_eq!(text.matches("Not a directory").count(), 1, "{text}");
+}

@@ -70,7 +70,9 @@ pub(crate) enum LabCommand {
         /// folder).
         #[arg(long, default_value = ".", value_name = "DIR")]
         repo_root: PathBuf,
-        /// Also accept Runx's unsigned `sig:<digest>` development receipts.
+        /// Also accept Runx's unsigned `sig:<digest>` development receipts (they read
+        /// `unverified`). Without a key under --repo-root, check what Runx's local-development
+        /// mode checks: digest, content id and such a pseudo-signature.
         #[arg(long)]
         allow_local_development_signatures: bool,
         /// Print the result as JSON instead of text.
@@ -386,66 +388,179 @@ fn verify_command(
 ) -> anyhow::Result<ExitCode> {
     let store = receipt_store::ReceiptStore::for_repo(repo_root)?;
     let stored = store.load(reference)?;
-    // Verifying never makes a key: a fresh one could not have sealed anything.
-    let key_path = match std::env::var_os(receipt_store::SIGNING_KEY_ENV) {
-        Some(path) if !path.is_empty() => repo_root.join(path),
-        _ => receipt_store::LocalSigningKey::default_path(repo_root),
+    let key = verifier_key(repo_root, allow_dev)?;
+    let mut options = VerifyOptions::trusting(key.iter().map(|key| key.trusted_key()));
+    options.allow_local_development_signatures = allow_dev;
+    let outcome = VerifyOutcome::of(&stored.receipt, &options);
+    let public_key = key
+        .as_ref()
+        .map(|key| receipt::public_key_base64(&key.verifying_key()));
+    if json {
+        let mut value = match &outcome.result {
+            Ok(verified) => json!({
+                "verdict": outcome.verdict, "id": verified.id, "digest": verified.digest,
+                "kid": verified.kid, "disposition": verified.disposition,
+                "reason_code": verified.reason_code, "path": stored.path,
+            }),
+            Err(err) => json!({"verdict": "invalid", "error": err, "path": stored.path}),
+        };
+        value["signature_mode"] = json!(outcome.signature_mode);
+        value["runx_without_verifier"] = json!(outcome.runx_without_verifier);
+        if let Some(reason) = &outcome.reason {
+            value["reason"] = json!(reason);
+        }
+        if let (Some(public_key), "verified") = (&public_key, outcome.verdict) {
+            value["public_key_base64"] = json!(public_key);
+        }
+        print_json(&value)?;
+    } else {
+        print_verify_text(&outcome, &stored.path, public_key.as_deref())?;
+    }
+    Ok(if outcome.result.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The key `lab verify` checks a signature with: `MINDRUNE_LAB_SIGNING_KEY`, else the
+/// repository's own. Verifying never makes a key: a fresh one could not have sealed anything.
+/// Without one, `--allow-local-development-signatures` still checks what Runx's local-development
+/// mode checks (digest, content id, a `sig:<digest>` pseudo-signature); otherwise it is refused.
+fn verifier_key(
+    repo_root: &Path,
+    allow_dev: bool,
+) -> anyhow::Result<Option<receipt_store::LocalSigningKey>> {
+    let (key_path, named) = match std::env::var_os(receipt_store::SIGNING_KEY_ENV) {
+        Some(path) if !path.is_empty() => (repo_root.join(path), true),
+        _ => (
+            receipt_store::LocalSigningKey::default_path(repo_root),
+            false,
+        ),
     };
+    if allow_dev && !named && !key_path.exists() {
+        return Ok(None);
+    }
     let key = receipt_store::LocalSigningKey::load(&key_path).with_context(|| {
         format!(
-            "receipts are verified with the key that sealed them, {} (set {} to name another)",
+            "receipts are verified with the key that sealed them, {} (set {} to name another; \
+             pass --allow-local-development-signatures to check a Runx local-development \
+             receipt's digest, content id and sig: pseudo-signature without a key)",
             key_path.display(),
             receipt_store::SIGNING_KEY_ENV
         )
     })?;
-    let mut options = VerifyOptions::trusting([key.trusted_key()]);
-    options.allow_local_development_signatures = allow_dev;
-    let verdict = receipt::verify(&stored.receipt, &options);
-    if json {
-        let value = match &verdict {
-            Ok(verified) => json!({
-                "verdict": "verified", "id": verified.id, "digest": verified.digest,
-                "kid": verified.kid, "disposition": verified.disposition,
-                "reason_code": verified.reason_code, "path": stored.path,
-                "public_key_base64": receipt::public_key_base64(&key.verifying_key()),
-            }),
-            Err(err) => {
-                json!({"verdict": "invalid", "error": err.to_string(), "path": stored.path})
-            }
+    Ok(Some(key))
+}
+
+/// What `lab verify` says of a receipt, in Runx's words.
+struct VerifyOutcome {
+    /// `verified` (an Ed25519 signature by the trusted key), `unverified` (digest and content
+    /// id hold, the signature is Runx's `sig:` pseudo-signature, which names no signer: what
+    /// `runx history` says of its own receipts without a verifier) or `invalid`.
+    verdict: &'static str,
+    result: Result<receipt::VerifiedReceipt, String>,
+    /// Runx's `signature.mode`: `production` with a key, `local-development` without.
+    signature_mode: &'static str,
+    reason: Option<String>,
+    /// How Runx marks this receipt without a verifier key (`runx history`, or `runx verify
+    /// --allow-local-development-signatures`): its local-development check accepts only a
+    /// `sig:` pseudo-signature, so a receipt the Lab sealed (an Ed25519 signature) reads
+    /// `invalid` there (`signature_malformed`), and one Runx wrote locally `unverified`.
+    runx_without_verifier: &'static str,
+}
+
+impl VerifyOutcome {
+    fn of(stored: &Value, options: &VerifyOptions) -> Self {
+        let keyless = options.trusted_keys.is_empty();
+        let pseudo = stored["signature"]["value"]
+            .as_str()
+            .is_some_and(|value| value.starts_with(receipt::LOCAL_DEVELOPMENT_SIGNATURE_PREFIX));
+        let mut dev_options = VerifyOptions::trusting([]);
+        dev_options.allow_local_development_signatures = true;
+        let runx_without_verifier = if pseudo && receipt::verify(stored, &dev_options).is_ok() {
+            "unverified"
+        } else {
+            "invalid"
         };
-        print_json(&value)?;
-    } else {
-        let mut out = std::io::stdout().lock();
-        match &verdict {
-            Ok(verified) => {
-                writeln!(out, "verified {}", verified.id)?;
-                writeln!(out, "  digest       {}", verified.digest)?;
-                writeln!(out, "  signed by    {}", verified.kid)?;
-                writeln!(
-                    out,
-                    "  seal         {} ({})",
-                    verified.disposition, verified.reason_code
-                )?;
-                // The same check with Runx's own verifier, which takes the trusted key from
-                // these two variables.
+        let signature_mode = if keyless {
+            "local-development"
+        } else {
+            "production"
+        };
+        let mut result = receipt::verify(stored, options).map_err(|err| err.to_string());
+        if keyless && !pseudo && result.is_err() && receipt::check_integrity(stored).is_ok() {
+            result = Err(format!(
+                "signature_malformed: without a verifier key only a local-development \
+                 pseudo-signature (sig:<digest>) can be checked, as in Runx, and this receipt \
+                 carries an Ed25519 signature; verify it with the key that sealed it ({})",
+                receipt_store::SIGNING_KEY_ENV
+            ));
+        }
+        let (verdict, reason) = match &result {
+            Ok(verified) if verified.signature == receipt::SignatureCheck::LocalDevelopment => (
+                "unverified",
+                Some(format!(
+                    "digest and content id hold; the signature is a local-development \
+                     pseudo-signature (sig:{}), which names no signer (Runx: valid in \
+                     local-development mode, `unverified` in its history)",
+                    verified.digest
+                )),
+            ),
+            Ok(_) => ("verified", None),
+            Err(_) => ("invalid", None),
+        };
+        Self {
+            verdict,
+            result,
+            signature_mode,
+            reason,
+            runx_without_verifier,
+        }
+    }
+}
+
+fn print_verify_text(
+    outcome: &VerifyOutcome,
+    path: &Path,
+    public_key: Option<&str>,
+) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    match &outcome.result {
+        Ok(verified) => {
+            writeln!(out, "{} {}", outcome.verdict, verified.id)?;
+            writeln!(out, "  digest       {}", verified.digest)?;
+            writeln!(out, "  signed by    {}", verified.kid)?;
+            writeln!(
+                out,
+                "  seal         {} ({})",
+                verified.disposition, verified.reason_code
+            )?;
+            if let Some(reason) = &outcome.reason {
+                writeln!(out, "  signature    {reason}")?;
+            }
+            // The same check with Runx's own verifier, which takes the trusted key from
+            // these two variables.
+            if let (Some(public_key), "verified") = (public_key, outcome.verdict) {
                 writeln!(
                     out,
                     "  runx verify  {}={} {}={} runx verify --receipt {} --json",
                     receipt::RUNX_VERIFY_KID_ENV,
                     verified.kid,
                     receipt::RUNX_VERIFY_PUBLIC_KEY_ENV,
-                    receipt::public_key_base64(&key.verifying_key()),
-                    stored.path.display()
+                    public_key,
+                    path.display()
                 )?;
             }
-            Err(err) => writeln!(out, "invalid receipt {}: {err}", stored.path.display())?,
         }
+        Err(err) => writeln!(out, "invalid receipt {}: {err}", path.display())?,
     }
-    Ok(if verdict.is_ok() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    })
+    writeln!(
+        out,
+        "  without a verifier key Runx marks it {}",
+        outcome.runx_without_verifier
+    )?;
+    Ok(())
 }
 
 fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {

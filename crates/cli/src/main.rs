@@ -727,9 +727,16 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             let mut stderr = std::io::stderr().lock();
-            let _ = write!(stderr, "error: {err}");
+            let mut said = err.to_string();
+            let _ = write!(stderr, "error: {said}");
+            // A cause the message already quotes (`cannot read X: {source}`, a transparent
+            // wrapper) is said once.
             for cause in err.chain().skip(1) {
-                let _ = write!(stderr, ": {cause}");
+                let cause = cause.to_string();
+                if !said.contains(&cause) {
+                    let _ = write!(stderr, ": {cause}");
+                    said.push_str(&cause);
+                }
             }
             let _ = writeln!(stderr);
             ExitCode::FAILURE

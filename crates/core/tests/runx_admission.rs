@@ -576,6 +576,30 @@ fn a_credential_the_scrubber_knows_is_refused_in_any_package_file() {
     );
 }
 
+/// A private-key block inside YAML comments (oracle case `apply-c3b-secret-in-fixture-comment`):
+/// Runx writes it, MindRune refuses it with Runx's first line and says on the second that the
+/// refusal is its own.
+#[test]
+fn a_private_key_in_yaml_comments_is_refused_as_mindrune_stricter_than_runx() {
+    let fixture =
+        "name: smoke\n# -----BEGIN PRIVATE KEY-----\n# MIIBfixture\n# -----END PRIVATE KEY-----\n";
+    let refused = refusal(admission::reject_secret_material(
+        "fixtures/smoke.yaml",
+        fixture,
+    ));
+    let mut lines = refused.lines();
+    assert_eq!(
+        lines.next(),
+        Some("refusing secret-like material in fixtures/smoke.yaml")
+    );
+    assert!(
+        lines
+            .next()
+            .is_some_and(|line| line.contains("MindRune is stricter")),
+        "{refused}"
+    );
+}
+
 /// Runx writes a `ghp_` token in a package file (`apply-refusals.txt`, `gh-token`); MindRune
 /// refuses it and says the refusal is its own.
 #[test]

@@ -278,6 +278,7 @@ fn read_answer(
                 json["inspect"]["error"].as_str()
             };
             answer.first_line = line(reason.unwrap_or(""));
+            answer.reason = reason.unwrap_or("").to_owned();
         }
         ("build" | "improve" | "harness", Some(json)) => {
             if let Some(verdict) = json["apply_result"]["verdict"].as_str() {
@@ -374,11 +375,16 @@ fn every_runx_oracle_case_gets_runx_decision_and_first_line() {
                 "  {name}: runx {runx_decision}, mindrune {} (documented: {documented})",
                 answer.decision
             ));
-            // Where MindRune refuses what Runx applies (D7), the refusal says so.
+            // Where MindRune refuses what Runx applies (D7) or fails what Runx tests (D5),
+            // the refusal says so on its second line.
             let says_stricter = !case["classes"]
                 .as_array()
-                .is_some_and(|classes| classes.iter().any(|class| class == "D7"))
-                || answer.reason.contains("MindRune is stricter");
+                .is_some_and(|classes| classes.iter().any(|class| class == "D7" || class == "D5"))
+                || answer
+                    .reason
+                    .lines()
+                    .nth(1)
+                    .is_some_and(|line| line.contains("MindRune is stricter"));
             if answer.decision != documented || !says_stricter {
                 divergent.push((
                     name.clone(),

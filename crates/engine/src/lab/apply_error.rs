@@ -12,9 +12,11 @@ use super::snapshot_walk::SnapshotError;
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// A refusal in Runx's words (contract, admission, stale base, changed target, budget).
-    #[error("{0}")]
+    /// Transparent: the refusal is the message, said once (an error chain printed in full
+    /// would otherwise repeat it as its own cause).
+    #[error(transparent)]
     Refused(#[from] Refusal),
-    #[error("{0}")]
+    #[error(transparent)]
     Snapshot(#[from] SnapshotError),
     /// The staged candidate failed validation: it does not parse, or its harness failed.
     #[error("skill package validation failed: {0}")]

@@ -158,7 +158,21 @@ pub fn harness_failure(run: &HarnessRun) -> String {
     if more > 0 {
         text.push_str(&format!("; and {more} more"));
     }
+    text.push_str(&stricter_note(errors));
     text
+}
+
+/// The second line of a harness failure Runx would not have: a cli-tool running a file outside
+/// the package (`args: [../run.mjs]`), which Runx runs and MindRune refuses (D5).
+fn stricter_note(errors: &[String]) -> String {
+    if errors
+        .iter()
+        .any(|error| error.contains(super::harness::cli_tool::ARG_OUTSIDE_PACKAGE))
+    {
+        format!("\n{}", super::harness::cli_tool::ARG_OUTSIDE_STRICTER)
+    } else {
+        String::new()
+    }
 }
 
 /// The native Skill Lab tools, for a harness replay: `runx.skill.inspect`, `plan`, `bind`,
@@ -396,8 +410,9 @@ pub fn validate_package(
         harness["attempted"] = json!(true);
         if run.report.status == HarnessStatus::Failed {
             harness["reason"] = json!(format!(
-                "native harness failed: {}",
-                run.report.assertion_errors.join("; ")
+                "native harness failed: {}{}",
+                run.report.assertion_errors.join("; "),
+                stricter_note(&run.report.assertion_errors)
             ));
             ("validation_failed", harness)
         } else {

@@ -149,6 +149,38 @@ fn working_dir(scratch: &Path, cwd: Option<&str>) -> Result<PathBuf, String> {
     Ok(scratch.join(relative))
 }
 
+/// What a replay's refusal of a cli-tool argument outside the package says (Runx runs the file
+/// beside the package; the Lab's replay holds a copy of the package alone).
+pub const ARG_OUTSIDE_PACKAGE: &str = "names a file outside the package";
+
+/// The second line of that refusal: where MindRune is stricter than Runx.
+pub const ARG_OUTSIDE_STRICTER: &str = "  Runx runs a cli-tool's file beside the package and accepts \
+     it, MindRune is stricter: a replay holds the package alone, so a package must carry the \
+     files it runs (move it inside the package)";
+
+/// Whether a relative path argument, read from the package folder `cwd` (itself relative to
+/// the package), climbs out of the package.
+fn leaves_package(cwd: Option<&str>, arg: &str) -> bool {
+    if !arg.starts_with("../") && arg != ".." {
+        return false;
+    }
+    let mut depth = cwd.map_or(0, |cwd| {
+        Path::new(cwd)
+            .components()
+            .filter(|c| matches!(c, std::path::Component::Normal(_)))
+            .count()
+    });
+    for component in Path::new(arg).components() {
+        match component {
+            std::path::Component::ParentDir if depth == 0 => return true,
+            std::path::Component::ParentDir => depth -= 1,
+            std::path::Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+    }
+    false
+}
+
 /// Spawn, capture and wait, killing the child at the timeout.
 pub fn run(request: &CliRequest<'_>) -> Result<ProcessResult, String> {
     let env = child_env(request, |name| std::env::var(name).ok())?;
@@ -158,6 +190,12 @@ pub fn run(request: &CliRequest<'_>) -> Result<ProcessResult, String> {
         .iter()
         .map(|arg| resolve_template(arg, request.inputs))
         .collect();
+    if let Some(arg) = args.iter().find(|arg| leaves_package(request.cwd, arg)) {
+        return Err(format!(
+            "cli-tool {} argument {arg:?} {ARG_OUTSIDE_PACKAGE}",
+            request.command
+        ));
+    }
     let mut command = Command::new(request.command);
     command.args(&args).current_dir(&cwd).env_clear().envs(&env);
     let limits = Limits {
@@ -189,6 +227,19 @@ pub fn run(request: &CliRequest<'_>) -> Result<ProcessResult, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_argument_climbing_out_of_the_package_is_found_from_the_cwd() {
+        assert!(leaves_package(None, "../run.mjs"));
+        assert!(leaves_package(None, ".."));
+        assert!(leaves_package(Some("bin"), "../../run.mjs"));
+        assert!(leaves_package(None, "../pkg/../../x"));
+        assert!(!leaves_package(Some("bin"), "../run.mjs"));
+        assert!(!leaves_package(None, "run.mjs"));
+        assert!(!leaves_package(None, "./run.mjs"));
+        assert!(!leaves_package(None, "/usr/bin/env"));
+        assert!(!leaves_package(None, "..foo"));
+    }
 
     #[test]
     fn names_follow_runx() {

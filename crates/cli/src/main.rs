@@ -100,6 +100,10 @@ enum Command {
         /// Print the skills as a JSON array instead of a table.
         #[arg(long)]
         json: bool,
+        /// Scores as of this time (RFC 3339, `2026-12-01T12:00:00Z`) instead of now: a score
+        /// drifts back to the middle while a script is not run.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<String>,
     },
     /// What needs attention in a family, most harmful first: scripts failing now (with the
     /// version that likely broke them) and avatars quiet for longer than usual.
@@ -113,6 +117,9 @@ enum Command {
         /// Print the items as a JSON array instead of lines.
         #[arg(long)]
         json: bool,
+        /// What needs attention as of this time (RFC 3339, `2026-12-01T12:00:00Z`) instead of now.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<String>,
     },
     /// One skill and its versions.
     Skill {
@@ -463,6 +470,10 @@ enum SkillCommand {
         /// Print the skill and its versions as JSON instead.
         #[arg(long)]
         json: bool,
+        /// Scores as of this time (RFC 3339, `2026-12-01T12:00:00Z`) instead of now: a score
+        /// drifts back to the middle while a script is not run.
+        #[arg(long, value_name = "TIME")]
+        as_of: Option<String>,
     },
 }
 
@@ -851,15 +862,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     workspace: None,
                 },
         } => commands::hook_claude_code(&home, agent.as_deref(), relay.as_deref()),
-        Command::Skills { agent, owner, json } => {
-            commands::skills(&home, agent.as_deref(), owner.as_deref(), json)
-        }
+        Command::Skills {
+            agent,
+            owner,
+            json,
+            as_of,
+        } => commands::skills(
+            &home,
+            agent.as_deref(),
+            owner.as_deref(),
+            json,
+            commands::clock(as_of.as_deref())?,
+        ),
         Command::Skill {
-            command: SkillCommand::Show { skill, json },
-        } => commands::skill_show(&home, &skill, json),
-        Command::Attention { agent, owner, json } => {
-            commands::attention(&home, agent.as_deref(), owner.as_deref(), json)
-        }
+            command: SkillCommand::Show { skill, json, as_of },
+        } => commands::skill_show(&home, &skill, json, commands::clock(as_of.as_deref())?),
+        Command::Attention {
+            agent,
+            owner,
+            json,
+            as_of,
+        } => commands::attention(
+            &home,
+            agent.as_deref(),
+            owner.as_deref(),
+            json,
+            commands::clock(as_of.as_deref())?,
+        ),
         Command::Bench {
             which: None,
             json,

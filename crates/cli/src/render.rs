@@ -486,6 +486,8 @@ pub(crate) fn skill_json(
         "path": skill.path,
         "version": current.map(|v| v.number),
         "score": current.map(|v| v.score),
+        // The score its last run left (what sharing decided on); `score` is as of the clock.
+        "score_at_last_use": current.and_then(|v| v.breakdown.as_ref().map(|b| b.total)),
         "best": best_other(skill, versions).map(|b| json!({"version": b.number, "score": b.score})),
         "header": skill.header.state,
         "sharing": sharing_sentence(skill, versions, bar),
@@ -495,6 +497,7 @@ pub(crate) fn skill_json(
             "runs": v.uses,
             "ok": v.ok,
             "score": v.score,
+            "score_at_last_use": v.breakdown.as_ref().map(|b| b.total),
             "last_used": when_json(v.last_used_at),
             "created": when_json(Some(v.created_at)),
             "built_on": v.parent.map(|p| json!({

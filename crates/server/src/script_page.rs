@@ -540,10 +540,8 @@ async fn code(
             ("/dashboard", "Back to your family"),
         );
     };
-    let (Some(download), Some(raw)) = (
-        flag(query.download.as_deref()),
-        flag(query.raw.as_deref()),
-    ) else {
+    let (Some(download), Some(raw)) = (flag(query.download.as_deref()), flag(query.raw.as_deref()))
+    else {
         return html::error_page(
             StatusCode::BAD_REQUEST,
             "`download` is 1 (a file to save) or 0, and `raw` is 1 (plain text) or 0 (a page to read).",

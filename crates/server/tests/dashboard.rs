@@ -735,7 +735,11 @@ async fn code_is_a_page_with_a_title_and_a_way_back_plain_text_on_asking_and_dow
         "{:?}",
         page.headers
     );
-    assert!(page.body.contains("<title>chop-oaks.ts v1"), "{}", page.body);
+    assert!(
+        page.body.contains("<title>chop-oaks.ts v1"),
+        "{}",
+        page.body
+    );
     assert!(
         page.body.contains(&format!(
             "<a href=\"/dashboard/skills/{}\">← Back to chop-oaks.ts</a>",
@@ -744,7 +748,11 @@ async fn code_is_a_page_with_a_title_and_a_way_back_plain_text_on_asking_and_dow
         "{}",
         page.body
     );
-    assert!(page.body.contains("1 &lt; 2 &amp;&amp; 3 &gt; 2"), "{}", page.body);
+    assert!(
+        page.body.contains("1 &lt; 2 &amp;&amp; 3 &gt; 2"),
+        "{}",
+        page.body
+    );
     assert!(!page.body.contains(ADA_KEY));
     // Plain text on asking (what a script reads).
     let view = get(

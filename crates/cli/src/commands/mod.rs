@@ -229,11 +229,27 @@ pub(crate) fn agent_list(home: &Path, owner: Option<&str>, json: bool) -> anyhow
     Ok(ExitCode::SUCCESS)
 }
 
+/// The clock a view reads scores at: `--as-of TIME` (RFC 3339), else now.
+pub(crate) fn clock(as_of: Option<&str>) -> anyhow::Result<i64> {
+    let Some(text) = as_of else {
+        return Ok(now_millis());
+    };
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .with_context(|| {
+            format!(
+                "`--as-of {text}` is not a time: write it as RFC 3339, like 2026-12-01T12:00:00Z"
+            )
+        })?;
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000)
+        .with_context(|| format!("`--as-of {text}` is out of range"))
+}
+
 pub(crate) fn skills(
     home: &Path,
     agent: Option<&str>,
     owner: Option<&str>,
     json: bool,
+    now: i64,
 ) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let (owner, agent) = match agent {
@@ -254,7 +270,7 @@ pub(crate) fn skills(
         &*store,
         owner.id,
         agent.as_ref().map(|a| a.id),
-        now_millis(),
+        now,
     )?;
     let mut out = std::io::stdout().lock();
     if json {
@@ -272,6 +288,7 @@ pub(crate) fn attention(
     agent: Option<&str>,
     owner: Option<&str>,
     json: bool,
+    now: i64,
 ) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let (owner, agent) = match agent {
@@ -283,7 +300,6 @@ pub(crate) fn attention(
         }
         None => (resolve_owner(&*store, owner)?, None),
     };
-    let now = now_millis();
     let items = mindrune_engine::avatars::attention::needs_attention(
         &*store,
         owner.id,
@@ -308,7 +324,12 @@ pub(crate) fn attention(
     Ok(ExitCode::SUCCESS)
 }
 
-pub(crate) fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result<ExitCode> {
+pub(crate) fn skill_show(
+    home: &Path,
+    skill: &str,
+    json: bool,
+    now: i64,
+) -> anyhow::Result<ExitCode> {
     let Some((agent_name, name)) = skill.split_once('/') else {
         bail!("`{skill}` is not AGENT/NAME (for example buzz/chop-oaks)");
     };
@@ -320,7 +341,6 @@ pub(crate) fn skill_show(home: &Path, skill: &str, json: bool) -> anyhow::Result
     let found = store.skill_by_name(agent.owner, agent_name, name)?.with_context(|| {
         format!("`{agent_name}` has no skill `{name}`\n\nhint: `mindrune skills --agent {agent_name}` lists its skills")
     })?;
-    let now = now_millis();
     let versions: Vec<_> = store
         .versions(agent.owner, found.id)?
         .into_iter()

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::json;
 
 use crate::tags::generate_wiki;
-use crate::util::{TestLibrary, script, shell, stderr, stdout};
+use crate::util::{FIXED_CLOCK, TestLibrary, script, shell, stderr, stdout};
 
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
@@ -311,10 +311,25 @@ fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() 
     for args in [
         &["owner", "list"][..],
         &["agent", "list", "--owner", "ada"],
-        &["skills", "--owner", "ada", "--json"],
-        &["skills", "--owner", "eve", "--json"],
-        &["skill", "show", "buzz/chop", "--json"],
-        &["skill", "show", "pickles/mine-iron", "--json"],
+        // Scores at one clock: they age with it.
+        &["skills", "--owner", "ada", "--json", "--as-of", FIXED_CLOCK],
+        &["skills", "--owner", "eve", "--json", "--as-of", FIXED_CLOCK],
+        &[
+            "skill",
+            "show",
+            "buzz/chop",
+            "--json",
+            "--as-of",
+            FIXED_CLOCK,
+        ],
+        &[
+            "skill",
+            "show",
+            "pickles/mine-iron",
+            "--json",
+            "--as-of",
+            FIXED_CLOCK,
+        ],
     ] {
         let on_sqlite = lib.ok(args);
         let mut with_database = vec!["--database", url.as_str()];

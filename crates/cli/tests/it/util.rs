@@ -7,6 +7,10 @@ use std::time::{Duration, Instant};
 
 use assert_cmd::Command;
 
+/// The clock of views compared across a test's steps: scores age with the clock, so two reads
+/// of the same library are equal only at the same one.
+pub(crate) const FIXED_CLOCK: &str = "2026-12-31T00:00:00Z";
+
 /// A library in a temp dir with owner `ada` and, on demand, agents with workspaces.
 pub(crate) struct TestLibrary {
     pub dir: tempfile::TempDir,
@@ -123,8 +127,10 @@ impl TestLibrary {
         path
     }
 
+    /// `skills --json` at one fixed clock ([`FIXED_CLOCK`]), so two reads compare equal
+    /// whenever they are made.
     pub(crate) fn skills_json(&self) -> serde_json::Value {
-        serde_json::from_str(&self.ok(&["skills", "--json"])).unwrap()
+        serde_json::from_str(&self.ok(&["skills", "--json", "--as-of", FIXED_CLOCK])).unwrap()
     }
 
     pub(crate) fn skill_json(&self, skill: &str) -> serde_json::Value {

@@ -766,6 +766,26 @@ fn no_values_logged(metadata: &tracing::Metadata<'_>) -> bool {
             .all(|field| matches!(field.name(), "message" | "id" | "request_id"))
 }
 
+/// `mindrune setup …`: an rs-sdk checkout, or an assistant's Claude Code workspace.
+fn setup_command(
+    home: &std::path::Path,
+    home_given: bool,
+    target: SetupTarget,
+) -> anyhow::Result<ExitCode> {
+    match target {
+        SetupTarget::RsSdk {
+            path,
+            owner,
+            dry_run,
+        } => setup::rs_sdk(home, home_given, &path, &owner, dry_run),
+        SetupTarget::ClaudeCode {
+            project,
+            workspace,
+            dry_run,
+        } => setup::claude_code(&project, workspace.as_deref(), dry_run),
+    }
+}
+
 /// `mindrune token …`: runner and operator tokens.
 fn token_command(home: &std::path::Path, command: TokenCommand) -> anyhow::Result<ExitCode> {
     match command {
@@ -921,22 +941,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Playbook { workspace, command } => {
             playbooks::playbook(&workspace.workspace, command)
         }
-        Command::Setup {
-            target:
-                SetupTarget::RsSdk {
-                    path,
-                    owner,
-                    dry_run,
-                },
-        } => setup::rs_sdk(&home, home_given, &path, &owner, dry_run),
-        Command::Setup {
-            target:
-                SetupTarget::ClaudeCode {
-                    project,
-                    workspace,
-                    dry_run,
-                },
-        } => setup::claude_code(&project, workspace.as_deref(), dry_run),
+        Command::Setup { target } => setup_command(&home, home_given, target),
     }
 }
 

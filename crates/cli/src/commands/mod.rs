@@ -244,15 +244,15 @@ pub(crate) fn clock(as_of: Option<&str>) -> anyhow::Result<i64> {
         .with_context(|| format!("`--as-of {text}` is out of range"))
 }
 
-pub(crate) fn skills(
-    home: &Path,
+/// The family a view covers, and the one agent it is narrowed to: `--agent` names both (and
+/// must be in `--owner`'s family when both are given), else `--owner` or the library's only
+/// owner.
+fn family_scope(
+    store: &dyn Store,
     agent: Option<&str>,
     owner: Option<&str>,
-    json: bool,
-    now: i64,
-) -> anyhow::Result<ExitCode> {
-    let store = library::open(home)?;
-    let (owner, agent) = match agent {
+) -> anyhow::Result<(mindrune_store::Owner, Option<mindrune_store::Agent>)> {
+    match agent {
         Some(name) => {
             let agent = store.agent_by_name(name)?.with_context(|| {
                 format!("no agent named `{name}`\n\nhint: `mindrune agent list` shows the agents")
@@ -262,10 +262,21 @@ pub(crate) fn skills(
             {
                 bail!("agent `{name}` is not in `{owner_name}`'s family");
             }
-            (store.owner(agent.owner)?, Some(agent))
+            Ok((store.owner(agent.owner)?, Some(agent)))
         }
-        None => (resolve_owner(&*store, owner)?, None),
-    };
+        None => Ok((resolve_owner(store, owner)?, None)),
+    }
+}
+
+pub(crate) fn skills(
+    home: &Path,
+    agent: Option<&str>,
+    owner: Option<&str>,
+    json: bool,
+    now: i64,
+) -> anyhow::Result<ExitCode> {
+    let store = library::open(home)?;
+    let (owner, agent) = family_scope(&*store, agent, owner)?;
     let entries = mindrune_engine::display::skills_as_of(
         &*store,
         owner.id,
@@ -291,15 +302,7 @@ pub(crate) fn attention(
     now: i64,
 ) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let (owner, agent) = match agent {
-        Some(name) => {
-            let agent = store.agent_by_name(name)?.with_context(|| {
-                format!("no agent named `{name}`\n\nhint: `mindrune agent list` shows the agents")
-            })?;
-            (store.owner(agent.owner)?, Some(agent))
-        }
-        None => (resolve_owner(&*store, owner)?, None),
-    };
+    let (owner, agent) = family_scope(&*store, agent, owner)?;
     let items = mindrune_engine::avatars::attention::needs_attention(
         &*store,
         owner.id,

@@ -32,11 +32,47 @@ pub struct Bar {
 /// One point of a line chart (a score after a run).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
+    /// When, in milliseconds since the epoch: the point's place across the chart.
+    pub at: i64,
     /// When, as shown (`2025-06-01 14:02`).
     pub label: String,
     pub value: f64,
     /// The version the point belongs to; where it changes, the chart marks `v<n>`.
     pub version: i64,
+    /// The run behind the point failed: the chart marks it with a cross.
+    pub failed: bool,
+}
+
+/// The time a chart's horizontal axis covers, from its left end to its right, each with the
+/// label written under it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TimeAxis {
+    pub from: i64,
+    pub to: i64,
+    pub from_label: String,
+    pub to_label: String,
+}
+
+impl TimeAxis {
+    /// From `from` (labelled with its time) to `now` (labelled "now").
+    pub fn until_now(from: i64, now: i64) -> TimeAxis {
+        TimeAxis {
+            from,
+            to: now,
+            from_label: crate::html::when(Some(from)),
+            to_label: "now".into(),
+        }
+    }
+
+    /// Where `at` falls across a plot from `left` to `right`; the middle when the axis has no
+    /// length.
+    fn x(&self, at: i64, left: f64, right: f64) -> f64 {
+        if self.to <= self.from {
+            return left + (right - left) / 2.0;
+        }
+        let fraction = (at - self.from) as f64 / (self.to - self.from) as f64;
+        left + (right - left) * fraction.clamp(0.0, 1.0)
+    }
 }
 
 /// One point of a line over time (an avatar's coins at an hour).
@@ -246,11 +282,12 @@ pub fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> St
     out
 }
 
-/// A line of values over `0..=max`, oldest first, with a marked line wherever the version
-/// changes, and the values again in a table.
-pub fn score_line(id: &str, title: &str, points: &[Point], max: f64) -> String {
+/// A line of values over `0..=max`, oldest first, each placed by its time on `axis` (a
+/// quiet stretch shows as one), failed runs marked with a cross, a labelled line wherever the
+/// version changes, and the values again in a table.
+pub fn score_line(id: &str, title: &str, points: &[Point], max: f64, axis: &TimeAxis) -> String {
     if points.is_empty() {
-        return empty(id, "line", title, "no runs yet.");
+        return empty(id, "line", title, "no runs in this time.");
     }
     let max = if max.is_finite() && max > 0.0 {
         max
@@ -262,37 +299,34 @@ pub fn score_line(id: &str, title: &str, points: &[Point], max: f64) -> String {
         .windows(2)
         .filter(|w| w[0].version != w[1].version)
         .count();
-    let desc = format!(
-        "{} from {} to {}: from {} to {}{}.",
+    let failures = points.iter().filter(|p| p.failed).count();
+    let mut desc = format!(
+        "{} from {} to {}: from {} to {}",
         crate::html::count(points.len() as i64, "point", "points"),
         points[0].label,
         last.label,
         coord(points[0].value),
         coord(last.value),
-        match changes {
-            0 => String::new(),
-            n => format!(
-                ", {}",
-                crate::html::count(n as i64, "version change", "version changes")
-            ),
-        }
     );
-    let mut out = String::with_capacity(points.len() * 40 + 1024);
+    for (n, one, many) in [
+        (failures, "failed run", "failed runs"),
+        (changes, "version change", "version changes"),
+    ] {
+        if n > 0 {
+            let _ = write!(desc, ", {}", crate::html::count(n as i64, one, many));
+        }
+    }
+    desc.push('.');
+    let mut out = String::with_capacity(points.len() * 60 + 1024);
     open(&mut out, id, "line", title, &desc, WIDTH, HEIGHT);
     scale(&mut out, max);
     let plot = HEIGHT - TOP - BOTTOM;
-    // One point sits in the middle; more spread across the whole width.
-    let x_of = |i: usize| {
-        if points.len() == 1 {
-            LEFT + (WIDTH - LEFT) / 2.0
-        } else {
-            LEFT + (WIDTH - LEFT) * i as f64 / (points.len() - 1) as f64
-        }
-    };
+    let x_of = |at: i64| axis.x(at, LEFT + 4.0, WIDTH - 4.0);
     let y_of = |v: f64| TOP + plot * (1.0 - (v / max).clamp(0.0, 1.0));
-    for (i, pair) in points.windows(2).enumerate() {
+    for pair in points.windows(2) {
         if pair[0].version != pair[1].version {
-            let x = (x_of(i) + x_of(i + 1)) / 2.0;
+            // The new version's first run: the change happened by then.
+            let x = x_of(pair[1].at);
             let _ = write!(
                 out,
                 "<g class=\"version-change\" data-version=\"{v}\"><line x1=\"{x}\" x2=\"{x}\" y1=\"{top}\" y2=\"{bottom}\"/>\
@@ -308,39 +342,60 @@ pub fn score_line(id: &str, title: &str, points: &[Point], max: f64) -> String {
     }
     let path: Vec<String> = points
         .iter()
-        .enumerate()
-        .map(|(i, p)| format!("{},{}", coord(x_of(i)), coord(y_of(p.value))))
+        .map(|p| format!("{},{}", coord(x_of(p.at)), coord(y_of(p.value))))
         .collect();
     let _ = write!(
         out,
         "<polyline class=\"series\" points=\"{}\"/>",
         path.join(" ")
     );
-    for (i, p) in points.iter().enumerate() {
-        let _ = write!(
-            out,
-            "<circle class=\"dot\" cx=\"{x}\" cy=\"{y}\" r=\"2.5\" data-value=\"{value}\"><title>{label}: v{version}, {value}</title></circle>",
-            x = coord(x_of(i)),
-            y = coord(y_of(p.value)),
-            value = coord(p.value),
-            label = escape(&p.label),
-            version = p.version,
+    for p in points {
+        let (x, y) = (x_of(p.at), y_of(p.value));
+        let tip = format!(
+            "{}: v{}, {}{}",
+            p.label,
+            p.version,
+            coord(p.value),
+            if p.failed { ", failed" } else { "" }
         );
+        if p.failed {
+            let _ = write!(
+                out,
+                "<path class=\"dot failed\" d=\"M{l},{t}L{r},{b}M{l},{b}L{r},{t}\" data-value=\"{value}\"><title>{tip}</title></path>",
+                l = coord(x - 3.5),
+                r = coord(x + 3.5),
+                t = coord(y - 3.5),
+                b = coord(y + 3.5),
+                value = coord(p.value),
+                tip = escape(&tip),
+            );
+        } else {
+            let _ = write!(
+                out,
+                "<circle class=\"dot\" cx=\"{x}\" cy=\"{y}\" r=\"2.5\" data-value=\"{value}\"><title>{tip}</title></circle>",
+                x = coord(x),
+                y = coord(y),
+                value = coord(p.value),
+                tip = escape(&tip),
+            );
+        }
     }
-    ends(&mut out, &points[0].label, &last.label);
+    ends(&mut out, &axis.from_label, &axis.to_label);
     let _ = write!(
         out,
-        "</svg><figcaption>{desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
+        "</svg><figcaption><span class=\"key dot-key\">ok run</span> <span class=\"key cross-key\">failed run</span> \
+         {desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
          <table><thead><tr><th scope=\"col\">When (UTC)</th><th scope=\"col\">Version</th>\
-         <th scope=\"col\" class=\"num\">Value</th></tr></thead><tbody>",
+         <th scope=\"col\">Run</th><th scope=\"col\" class=\"num\">Value</th></tr></thead><tbody>",
         desc = escape(&desc),
     );
     for p in points.iter().rev() {
         let _ = write!(
             out,
-            "<tr><td>{}</td><td>v{}</td><td class=\"num\">{}</td></tr>",
+            "<tr><td>{}</td><td>v{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
             escape(&p.label),
             p.version,
+            if p.failed { "failed" } else { "ok" },
             coord(p.value)
         );
     }
@@ -355,7 +410,13 @@ const NARROW: f64 = 320.0;
 /// A line of amounts over time (`unit`: `coins`), oldest first, placed by their time so a gap
 /// in the reports shows as one; the text alternative says the first, last, lowest and highest
 /// amounts in words, and the table lists them all.
-pub fn amount_line(id: &str, title: &str, points: &[TimedPoint], unit: &str) -> String {
+pub fn amount_line(
+    id: &str,
+    title: &str,
+    points: &[TimedPoint],
+    unit: &str,
+    axis: &TimeAxis,
+) -> String {
     if points.is_empty() {
         return empty(id, "line", title, "nothing reported yet.");
     }
@@ -379,14 +440,7 @@ pub fn amount_line(id: &str, title: &str, points: &[TimedPoint], unit: &str) -> 
     let top = nice_ceiling(highest.max(0) as f64);
     scale_across(&mut out, top, NARROW, compact);
     let plot = HEIGHT - TOP - BOTTOM;
-    let span = (last.at - first.at) as f64;
-    let x_of = |at: i64| {
-        if span <= 0.0 {
-            LEFT + (NARROW - LEFT) / 2.0
-        } else {
-            LEFT + (NARROW - LEFT) * (at - first.at) as f64 / span
-        }
-    };
+    let x_of = |at: i64| axis.x(at, LEFT, NARROW);
     let y_of = |v: i64| TOP + plot * (1.0 - (v as f64 / top).clamp(0.0, 1.0));
     let path: Vec<String> = points
         .iter()
@@ -408,7 +462,7 @@ pub fn amount_line(id: &str, title: &str, points: &[TimedPoint], unit: &str) -> 
             shown = escape(&amount(p.value)),
         );
     }
-    ends_across(&mut out, &first.label, &last.label, NARROW);
+    ends_across(&mut out, &axis.from_label, &axis.to_label, NARROW);
     let _ = write!(
         out,
         "</svg><figcaption>{desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
@@ -502,9 +556,32 @@ mod tests {
 
     fn point(label: &str, value: f64, version: i64) -> Point {
         Point {
+            at: 0,
             label: label.into(),
             value,
             version,
+            failed: false,
+        }
+    }
+
+    /// A point `at_hours` in, its label the hour.
+    fn run(at_hours: i64, value: f64, version: i64, failed: bool) -> Point {
+        Point {
+            at: at_hours * 3_600_000,
+            label: format!("h{at_hours}"),
+            value,
+            version,
+            failed,
+        }
+    }
+
+    /// An axis from hour `from` to hour `to`.
+    fn hours(from: i64, to: i64) -> TimeAxis {
+        TimeAxis {
+            from: from * 3_600_000,
+            to: to * 3_600_000,
+            from_label: format!("h{from}"),
+            to_label: format!("h{to}"),
         }
     }
 
@@ -527,7 +604,7 @@ mod tests {
         assert!(svg.contains("&lt;b&gt;runs&lt;/b&gt;"), "{svg}");
         assert!(svg.contains("a&amp;&quot;b&#39;&lt;"), "{svg}");
         assert!(svg.contains("id=\"c&lt;1&gt;\""), "{svg}");
-        let line = score_line("l", "t", &[point("<x>", 1.0, 1)], 10.0);
+        let line = score_line("l", "t", &[point("<x>", 1.0, 1)], 10.0, &hours(0, 0));
         assert!(
             line.contains("&lt;x&gt;") && !line.contains("<x>"),
             "{line}"
@@ -541,7 +618,7 @@ mod tests {
         for html in [
             runs_bars("a", "Runs", &[]),
             runs_bars("a", "Runs", &[bar("d", 0, 0)]),
-            score_line("b", "Score", &[], 1000.0),
+            score_line("b", "Score", &[], 1000.0, &hours(0, 1)),
         ] {
             assert!(!html.contains("<svg"), "{html}");
             assert!(html.contains("class=\"chart"), "{html}");
@@ -552,10 +629,10 @@ mod tests {
 
     #[test]
     fn one_point_sits_in_the_middle_at_its_height() {
-        let line = score_line("s", "Score", &[point("t", 500.0, 3)], 1000.0);
+        let line = score_line("s", "Score", &[point("t", 500.0, 3)], 1000.0, &hours(0, 0));
         assert_eq!(
             attributes(&line, "circle", "cx"),
-            [coord_value(LEFT + (WIDTH - LEFT) / 2.0)]
+            [coord_value(LEFT + 4.0 + (WIDTH - LEFT - 8.0) / 2.0)]
         );
         let plot = HEIGHT - TOP - BOTTOM;
         assert_eq!(
@@ -600,16 +677,17 @@ mod tests {
     }
 
     #[test]
-    fn a_version_change_is_marked_between_its_points() {
+    fn a_version_change_is_labelled_at_the_new_version_s_first_run() {
         let line = score_line(
             "s",
             "Score",
             &[
-                point("a", 400.0, 1),
-                point("b", 500.0, 1),
-                point("c", 800.0, 2),
+                run(0, 400.0, 1, false),
+                run(1, 500.0, 1, false),
+                run(3, 800.0, 2, false),
             ],
             1000.0,
+            &hours(0, 4),
         );
         assert_eq!(
             line.matches("class=\"version-change\"").count(),
@@ -617,7 +695,58 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("data-version=\"2\""), "{line}");
+        assert!(line.contains(">v2</text>"), "{line}");
+        let at_run = coord(LEFT + 4.0 + (WIDTH - LEFT - 8.0) * 3.0 / 4.0);
+        assert!(line.contains(&format!("x1=\"{at_run}\"")), "{line}");
         assert!(line.contains("1 version change"), "{line}");
+    }
+
+    #[test]
+    fn points_sit_where_their_time_is_so_a_quiet_stretch_shows() {
+        // Two runs an hour apart, then one nine hours later: the gap is nine times as wide.
+        let line = score_line(
+            "s",
+            "Score",
+            &[
+                run(0, 100.0, 1, false),
+                run(1, 200.0, 1, false),
+                run(10, 300.0, 1, false),
+            ],
+            1000.0,
+            &hours(0, 10),
+        );
+        let xs = attributes(&line, "circle", "cx");
+        assert_eq!(xs.len(), 3);
+        let (first_gap, second_gap) = (xs[1] - xs[0], xs[2] - xs[1]);
+        assert!((second_gap / first_gap - 9.0).abs() < 0.1, "{xs:?}");
+        assert!(
+            line.contains(">h0</text>") && line.contains(">h10</text>"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn failed_runs_are_crosses_on_the_line_and_counted_in_words() {
+        let line = score_line(
+            "s",
+            "Score",
+            &[
+                run(0, 600.0, 1, false),
+                run(1, 550.0, 1, true),
+                run(2, 500.0, 1, true),
+            ],
+            1000.0,
+            &hours(0, 2),
+        );
+        assert_eq!(
+            line.matches("<path class=\"dot failed\"").count(),
+            2,
+            "{line}"
+        );
+        assert_eq!(line.matches("<circle class=\"dot\"").count(), 1, "{line}");
+        assert!(line.contains("h1: v1, 550, failed"), "{line}");
+        assert!(line.contains("2 failed runs"), "{line}");
+        assert!(line.contains("<td>failed</td>"), "{line}");
     }
 
     fn timed(at_hours: i64, value: i64) -> TimedPoint {
@@ -635,6 +764,7 @@ mod tests {
             "Coins",
             &[timed(0, 1_200), timed(1, 300), timed(4, 2_500_000)],
             "coins",
+            &hours(0, 4),
         );
         assert!(
             line.contains(
@@ -660,7 +790,9 @@ mod tests {
             "{line}"
         );
         assert_eq!(line.matches("<tr><td>").count(), 3, "{line}");
-        assert!(amount_line("w", "Coins", &[], "coins").contains("nothing reported yet"));
+        assert!(
+            amount_line("w", "Coins", &[], "coins", &hours(0, 1)).contains("nothing reported yet")
+        );
     }
 
     #[test]
@@ -685,8 +817,13 @@ mod tests {
                 // Each coordinate is rounded to a tenth, so a sum may be off by two tenths.
                 prop_assert!(*y >= TOP - 0.1 && y + h <= HEIGHT - BOTTOM + 0.2, "{y} {h}");
             }
-            let points: Vec<Point> = values.iter().map(|v| point("t", *v, 1)).collect();
-            let line = score_line("s", "Score", &points, 1000.0);
+            // Runs an hour apart, some before the axis starts or after it ends.
+            let points: Vec<Point> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| run(i as i64 - 5, *v, 1 + i as i64 / 10, i % 3 == 0))
+                .collect();
+            let line = score_line("s", "Score", &points, 1000.0, &hours(0, 40));
             for cy in attributes(&line, "circle", "cy") {
                 prop_assert!((TOP - 0.1..=HEIGHT - BOTTOM + 0.1).contains(&cy), "{cy}");
             }

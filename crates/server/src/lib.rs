@@ -9,6 +9,7 @@
 pub mod api;
 pub mod app;
 pub mod auth;
+mod chart_range;
 pub mod charts;
 pub mod config;
 pub mod console;

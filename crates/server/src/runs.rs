@@ -87,6 +87,9 @@ pub(crate) struct RunsQuery {
     avatar: Option<String>,
     #[serde(default)]
     page: Option<String>,
+    /// The score chart's time (`chart_range`), kept apart from which runs the list shows.
+    #[serde(default)]
+    pub(crate) range: Option<String>,
 }
 
 /// Which runs a script's page lists, and which page of them (1 the newest).
@@ -400,6 +403,7 @@ mod tests {
             version: some(version),
             avatar: some(avatar),
             page: some(page),
+            range: None,
         }
     }
 

@@ -19,6 +19,8 @@ use mindrune_engine::avatars::wrapup::{UnmeasuredRuns, outcome_unknown_summary};
 use mindrune_store::{Millis, SkillId, StoreError, UnmeasuredScope, UnrecordedReason};
 use serde::Deserialize;
 
+use crate::chart_range::{self, ChartRange};
+use crate::charts::TimeAxis;
 use crate::error::ApiError;
 use crate::html::{self, Shown, count, points, when};
 use crate::pages::{OwnerPage, error_page, not_found, owner_nav, page_or_not_found, parse_id};
@@ -60,6 +62,9 @@ struct ScriptPage {
     /// Its avatar's runs of this file whose outcome the output could not tell (not in
     /// `total_runs`: kept out of the score).
     outcome_unknown: i64,
+    /// The time the score chart covers, and the clock the page was read at.
+    range: ChartRange,
+    now: Millis,
 }
 
 fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
@@ -124,24 +129,49 @@ fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
             shown_text.text(goal)
         );
     }
-    let history = score_history(skill, &page.versions, &page.runs);
-    body.push_str(
-        "<section class=\"card\" aria-labelledby=\"score-title\"><h2 id=\"score-title\">Score over time</h2>",
-    );
-    body.push_str(&crate::charts::score_line(
-        "score-chart",
-        &format!("{file}: score after each run (0–1000)"),
-        &history,
-        1000.0,
-    ));
-    body.push_str(
-        "<p class=\"small muted\">Each point is the version's score replayed from its runs up to then, \
-         without the family's peers; a version's last point is its score as the library keeps it. \
-         Dashed lines mark a new version.</p></section>",
-    );
+    score_chart(&mut body, page, &file);
     runs_html(&mut body, page, shown_text);
     versions_html(&mut body, page, shown_text);
     body
+}
+
+/// The score over the chosen time, with the range picker; "all" starts at the oldest run read.
+fn score_chart(out: &mut String, page: &ScriptPage, file: &str) {
+    let mut history = score_history(&page.skill, &page.versions, &page.runs);
+    let oldest = history.first().map(|p| p.at);
+    let from = page.range.start(page.now, oldest);
+    history.retain(|p| p.at >= from);
+    let axis = TimeAxis::until_now(from, page.now);
+    let _ = write!(
+        out,
+        "<section class=\"card\" aria-labelledby=\"score-title\"><h2 id=\"score-title\">Score over time</h2>{}",
+        chart_range::picker(
+            page.range,
+            &format!("/dashboard/skills/{}", page.skill.id.0),
+            "score-title"
+        )
+    );
+    out.push_str(&crate::charts::score_line(
+        "score-chart",
+        &format!(
+            "{file}: score after each run (0–1000), {}",
+            page.range.words()
+        ),
+        &history,
+        1000.0,
+        &axis,
+    ));
+    let _ = write!(
+        out,
+        "<p class=\"small muted\">Each point is the version's score replayed from its runs up to then, \
+         without the family's peers; a version's last point is its score as the library keeps it. \
+         A cross is a failed run; dashed lines mark a new version's first run.{}</p></section>",
+        if page.total_runs > page.runs.len() as i64 {
+            format!(" The chart reads the newest {} runs.", page.runs.len())
+        } else {
+            String::new()
+        }
+    );
 }
 
 fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
@@ -297,6 +327,7 @@ fn read_page(
     owner_id: mindrune_store::OwnerId,
     id: i64,
     wanted: RunsWanted,
+    range: ChartRange,
 ) -> Result<Option<ScriptPage>, ApiError> {
     let owner = store.owner(owner_id)?;
     let skill = match store.skill(owner_id, SkillId(id)) {
@@ -352,6 +383,8 @@ fn read_page(
         total_runs,
         unmeasured,
         outcome_unknown,
+        range,
+        now,
     }))
 }
 
@@ -365,7 +398,11 @@ async fn script_page(
         return not_found("script");
     };
     let back = format!("/dashboard/skills/{id}");
-    let wanted = match query.as_ref().map(|Query(q)| q.wanted()) {
+    let wanted = match query.as_ref().map(|Query(q)| {
+        q.wanted().and_then(|wanted| {
+            ChartRange::parse(q.range.as_deref(), ChartRange::All).map(|range| (wanted, range))
+        })
+    }) {
         Ok(Ok(wanted)) => wanted,
         Ok(Err(problem)) => {
             return html::error_page(
@@ -382,13 +419,14 @@ async fn script_page(
             );
         }
     };
+    let (wanted, range) = wanted;
     let store = state.store();
     let owner_id = session.owner;
     let csrf = session.csrf_token.clone();
     let app = state.clone();
     let page = state
         .blocking(move || -> Result<Option<String>, ApiError> {
-            let Some(page) = read_page(store, owner_id, id, wanted)? else {
+            let Some(page) = read_page(store, owner_id, id, wanted, range)? else {
                 return Ok(None);
             };
             let shown_text = Shown::new(&[]);

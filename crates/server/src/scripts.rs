@@ -142,9 +142,11 @@ pub(crate) fn score_history(skill: &Skill, versions: &[Version], runs: &[ScriptR
             inherited: version.inherited,
         });
         history.push(Point {
+            at: run.outcome.at,
             label: when(Some(run.outcome.at)),
             value: replayed.total,
             version: run.version,
+            failed: !run.outcome.ok,
         });
     }
     // Each version's last point: the score the library keeps for it.

@@ -780,7 +780,12 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
             "{newest}"
         );
         assert!(browser.text("#runs tbody tr:last-child").contains("v1"));
-        assert_eq!(browser.count("#score-chart circle.dot"), 3);
+        // A dot per run, a failed run a cross.
+        assert_eq!(browser.count("#score-chart .dot"), 3);
+        assert_eq!(
+            browser.count("#score-chart path.dot.failed"),
+            browser.count("#runs tbody tr.failed")
+        );
         assert_eq!(browser.count("#score-chart .version-change"), 1);
         assert!(browser.text(".best").starts_with("best: v1, "));
         shots.push(browser.screenshot("script-desktop"));

@@ -1162,7 +1162,8 @@ async fn the_avatar_page_shows_xp_and_wealth_over_time_from_the_runner_s_reports
     report_states(&world, &[(3, 1_000, 2_500)]).await;
     let one = get(&world, &path, Some(&cookie)).await;
     assert!(
-        one.body.contains("Not enough reports yet for a chart"),
+        one.body
+            .contains("Not enough reports in the last 30 days for a chart"),
         "{}",
         one.body
     );
@@ -1188,7 +1189,121 @@ async fn the_avatar_page_shows_xp_and_wealth_over_time_from_the_runner_s_reports
         "{chart}"
     );
     assert_eq!(chart.matches("<circle class=\"dot\"").count(), 2, "{chart}");
-    assert!(!body.contains("Not enough reports yet"), "{body}");
+    assert!(!body.contains("Not enough reports"), "{body}");
+}
+
+/// The part of `body` from the element with `id` to the end of its figure.
+fn figure<'a>(body: &'a str, id: &str) -> &'a str {
+    let start = body
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in {body}"));
+    &body[start..start + body[start..].find("</figure>").unwrap()]
+}
+
+#[tokio::test]
+async fn the_charts_cover_the_time_the_owner_picks_and_refuse_any_other() {
+    let world = world();
+    let (cookie, _) = login(&world).await;
+    // Two older runs of chop-oaks' first version: three and twelve days ago.
+    let store = world.state.store();
+    let now = now_millis();
+    let v1 = store.versions(world.ada, world.mine).unwrap();
+    let v1 = v1.iter().find(|v| v.number == 1).unwrap().id;
+    for days in [3, 12] {
+        store
+            .record_use(
+                world.ada,
+                &run(v1, world.buzz, true, now - days * 86_400_000),
+            )
+            .unwrap();
+    }
+
+    // The family's runs: hour bars over 24 h, day bars over 7 and 30 days, and over all of it
+    // days from the first run's; the picked range is marked.
+    for (range, bars, unit) in [
+        ("24h", 24, "hour"),
+        ("7d", 7, "day"),
+        ("30d", 30, "day"),
+        ("all", 13, "day"),
+    ] {
+        let page = get(&world, &format!("/dashboard?range={range}"), Some(&cookie)).await;
+        assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+        let chart = figure(&page.body, "family-runs");
+        assert_eq!(
+            chart.matches("<g class=\"bar\"").count(),
+            bars,
+            "{range}: {chart}"
+        );
+        assert!(
+            page.body.contains(&format!(">Runs per {unit}</h2>")),
+            "{range}"
+        );
+        assert!(
+            page.body.contains(&format!(
+                "<a href=\"/dashboard?range={range}#runs-title\" aria-current=\"true\">"
+            )),
+            "{range}: {}",
+            page.body
+        );
+    }
+    // The 24 hours hold the world's runs of the last hour, not the older ones.
+    let day = get(&world, "/dashboard?range=24h", Some(&cookie)).await;
+    let all = get(&world, "/dashboard?range=all", Some(&cookie)).await;
+    let runs_in = |body: &str| -> u64 {
+        figure(body, "family-runs")
+            .split("data-ok=\"")
+            .skip(1)
+            .map(|rest| {
+                let ok: u64 = rest.split('"').next().unwrap().parse().unwrap();
+                let failed = rest.split("data-failed=\"").nth(1).unwrap();
+                ok + failed.split('"').next().unwrap().parse::<u64>().unwrap()
+            })
+            .sum()
+    };
+    assert_eq!(runs_in(&all.body), runs_in(&day.body) + 2);
+
+    // A script's score: its points over the picked time only, placed by time.
+    let script = |range: &'static str| {
+        let path = format!("/dashboard/skills/{}?range={range}", world.mine.0);
+        let world = &world;
+        let cookie = cookie.clone();
+        async move {
+            let page = get(world, &path, Some(&cookie)).await;
+            assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+            figure(&page.body, "score-chart")
+                .matches("class=\"dot")
+                .count()
+        }
+    };
+    assert_eq!(script("all").await, 9);
+    assert_eq!(script("30d").await, 9);
+    assert_eq!(script("7d").await, 8);
+    assert_eq!(script("24h").await, 7);
+
+    // The avatar's wealth chart takes a range too.
+    report_states(&world, &[(3, 1_000, 2_500), (1, 1_500, 13_363)]).await;
+    let avatar = format!("/dashboard/avatars/{}", world.buzz.0);
+    let page = get(&world, &format!("{avatar}?range=7d"), Some(&cookie)).await;
+    assert!(
+        figure(&page.body, "wealth-chart").contains("Coins over the last 7 days"),
+        "{}",
+        page.body
+    );
+
+    // Any other range is refused, saying which there are.
+    for path in [
+        "/dashboard?range=1y".to_owned(),
+        format!("{avatar}?range=week"),
+        format!("/dashboard/skills/{}?range=365d", world.mine.0),
+    ] {
+        let page = get(&world, &path, Some(&cookie)).await;
+        assert_eq!(page.status, StatusCode::BAD_REQUEST, "{path}");
+        assert!(
+            page.body.contains("is 24h, 7d, 30d or all."),
+            "{}",
+            page.body
+        );
+    }
 }
 
 #[tokio::test]
@@ -3098,7 +3213,13 @@ async fn a_script_s_page_lists_its_runs_charts_its_score_and_diffs_two_versions(
     // The score chart: a point per run, the change to v2 marked, the last point the stored score.
     let store = world.state.store();
     let stored = store.versions(world.ada, world.mine).unwrap();
-    assert_eq!(body.matches("<circle class=\"dot\"").count(), 7, "{body}");
+    // Five clean runs are dots, v2's two failures crosses.
+    assert_eq!(body.matches("<circle class=\"dot\"").count(), 5, "{body}");
+    assert_eq!(
+        body.matches("<path class=\"dot failed\"").count(),
+        2,
+        "{body}"
+    );
     assert_eq!(
         body.matches("class=\"version-change\" data-version=\"2\"")
             .count(),
@@ -3108,7 +3229,7 @@ async fn a_script_s_page_lists_its_runs_charts_its_score_and_diffs_two_versions(
     let v1 = stored.iter().find(|v| v.number == 1).unwrap();
     assert!(
         body.contains(&format!(
-            "to {}, 1 version change.",
+            "to {}, 2 failed runs, 1 version change.",
             (v2.score * 10.0).round() / 10.0
         )),
         "{body}"

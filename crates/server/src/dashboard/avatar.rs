@@ -3,10 +3,14 @@
 use mindrune_store::{AvatarState, Store, WealthPoint};
 
 use super::*;
-use crate::charts::{self, TimedPoint};
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
 
-/// How far back the wealth chart reaches.
-pub(super) const WEALTH_CHART_DAYS: i64 = 30;
+use crate::chart_range::{self, ChartRange, RangeQuery};
+use crate::charts::{self, TimeAxis, TimedPoint};
+
+/// How far back the wealth chart reaches unless the owner picks another range.
+pub(super) const WEALTH_CHART_RANGE: ChartRange = ChartRange::Month;
 
 /// What the stats column shows, beside the state itself.
 pub(super) struct StatsView<'a> {
@@ -14,8 +18,12 @@ pub(super) struct StatsView<'a> {
     /// How many quests there are in all, when the library's vocabulary knows (it was built
     /// from rs-sdk's list): the compiled-in one holds only a few, so no total is better.
     pub(super) quests_in_all: Option<usize>,
-    /// The avatar's coins, one point per hour, over the last [`WEALTH_CHART_DAYS`].
+    /// The avatar's coins, one point per hour, over `range` up to `now`.
     pub(super) wealth: &'a [WealthPoint],
+    pub(super) range: ChartRange,
+    pub(super) now: mindrune_store::Millis,
+    /// The avatar's page, for the range picker's links.
+    pub(super) href: String,
 }
 
 /// The quests the library's vocabulary holds, or `None` when the vocabulary was never built
@@ -26,6 +34,39 @@ pub(super) fn quests_in_all(store: &dyn Store) -> Result<Option<usize>, ApiError
     }
     let vocabulary = mindrune_engine::avatars::tags::vocabulary(store)?;
     Ok(vocabulary.counts_by_kind().get("quest").copied())
+}
+
+/// The avatar's coins over the picked time, with the range picker.
+fn wealth_chart(out: &mut String, view: &StatsView<'_>) {
+    out.push_str(&chart_range::picker(view.range, &view.href, "wealth-chart"));
+    if view.wealth.len() < 2 {
+        let _ = write!(
+            out,
+            "<p class=\"small muted\" id=\"wealth-chart\">Not enough reports in {} for a chart.</p>",
+            view.range.words()
+        );
+    } else {
+        let from = view
+            .range
+            .start(view.now, view.wealth.first().map(|p| p.hour));
+        let axis = TimeAxis::until_now(from, view.now);
+        let points: Vec<TimedPoint> = view
+            .wealth
+            .iter()
+            .map(|p| TimedPoint {
+                at: p.hour,
+                label: when(Some(p.hour)),
+                value: p.coins,
+            })
+            .collect();
+        out.push_str(&charts::amount_line(
+            "wealth-chart",
+            &format!("Coins over {}", view.range.words()),
+            &points,
+            "coins",
+            &axis,
+        ));
+    }
 }
 
 pub(super) fn stats_html(out: &mut String, view: &StatsView<'_>, shown_text: &Shown) {
@@ -135,25 +176,7 @@ pub(super) fn stats_html(out: &mut String, view: &StatsView<'_>, shown_text: &Sh
         }
         None => out.push_str("<p class=\"muted\">Not reported.</p>"),
     }
-    if view.wealth.len() < 2 {
-        out.push_str("<p class=\"small muted\">Not enough reports yet for a chart.</p>");
-    } else {
-        let points: Vec<TimedPoint> = view
-            .wealth
-            .iter()
-            .map(|p| TimedPoint {
-                at: p.hour,
-                label: when(Some(p.hour)),
-                value: p.coins,
-            })
-            .collect();
-        out.push_str(&charts::amount_line(
-            "wealth-chart",
-            &format!("Coins over the last {WEALTH_CHART_DAYS} days"),
-            &points,
-            "coins",
-        ));
-    }
+    wealth_chart(out, view);
     // Gear.
     out.push_str("<h3>Gear</h3>");
     if stats.gear.is_empty() {
@@ -254,9 +277,15 @@ pub(super) async fn avatar_page(
     State(state): State<AppState>,
     OwnerPage(session): OwnerPage,
     Path(raw): Path<String>,
+    query: Result<Query<RangeQuery>, QueryRejection>,
 ) -> Response {
     let Some(id) = parse_id(&raw) else {
         return not_found("avatar");
+    };
+    let back = format!("/dashboard/avatars/{id}");
+    let range = match RangeQuery::read(query, WEALTH_CHART_RANGE, (&back, "The avatar")) {
+        Ok(range) => range,
+        Err(page) => return *page,
     };
     let store = state.store();
     let owner_id = session.owner;
@@ -337,12 +366,14 @@ pub(super) async fn avatar_page(
                 });
             }
             let avatar_state = store.avatar_state(owner_id, agent.id)?;
-            let wealth =
-                store.wealth_history(owner_id, agent.id, now - WEALTH_CHART_DAYS * DAY_MILLIS)?;
+            let wealth = store.wealth_history(owner_id, agent.id, range.start(now, Some(0)))?;
             let stats = StatsView {
                 state: avatar_state.as_ref(),
                 quests_in_all: quests_in_all(store)?,
                 wealth: &wealth,
+                range,
+                now,
+                href: format!("/dashboard/avatars/{}", agent.id.0),
             };
             let shown_text = Shown::new(&[]);
             let attention = mindrune_engine::avatars::attention::needs_attention(

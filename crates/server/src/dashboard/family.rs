@@ -1,13 +1,16 @@
 //! The family page: a tile per avatar, the runs chart, and what changed since the last visit.
 
 use super::*;
+use crate::chart_range::{self, ChartRange, RangeQuery};
+use axum::extract::Query;
+use axum::extract::rejection::QueryRejection;
 
 /// The cookie that remembers when the owner last looked at the family page, so the next visit
 /// can say what changed since (a time in milliseconds; nothing secret).
 pub(super) const SEEN_COOKIE: &str = "mindrune_seen";
 
-/// How far back the family's runs chart reaches.
-pub(super) const CHART_DAYS: i64 = 30;
+/// How far back the family's runs chart reaches unless the owner picks another range.
+pub(super) const CHART_RANGE: ChartRange = ChartRange::Month;
 
 /// What one avatar's tile shows.
 pub(super) struct Tile<'a> {
@@ -53,7 +56,10 @@ pub(super) struct FamilyView<'a> {
     pub(super) owner: &'a Owner,
     pub(super) tiles: Vec<Tile<'a>>,
     pub(super) entries: &'a [SkillEntry],
-    pub(super) days: Vec<crate::charts::Bar>,
+    /// The runs chart: its range, its bars, and what one bar is (`hour`, `day`, `week`).
+    pub(super) range: ChartRange,
+    pub(super) bars: Vec<crate::charts::Bar>,
+    pub(super) bar_unit: &'static str,
     /// The start of what "since your last visit" covers: the last visit, or on a first visit
     /// (no cookie yet) a day ago.
     pub(super) since: i64,
@@ -90,11 +96,20 @@ pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown)
             tile_html(&mut body, tile, view.now, shown_text);
         }
         body.push_str("</ul>");
-        body.push_str("<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per day</h2>");
+        let _ = write!(
+            body,
+            "<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per {unit}</h2>{picker}",
+            unit = view.bar_unit,
+            picker = chart_range::picker(view.range, "/dashboard", "runs-title"),
+        );
         body.push_str(&crate::charts::runs_bars(
             "family-runs",
-            &format!("The family's runs per day, last {CHART_DAYS} days (UTC)"),
-            &view.days,
+            &format!(
+                "The family's runs per {}, {} (UTC)",
+                view.bar_unit,
+                view.range.words()
+            ),
+            &view.bars,
         ));
         body.push_str("</section>");
     }
@@ -352,6 +367,7 @@ pub(super) fn family_view<'a>(
     agents: &'a [Agent],
     entries: &'a [SkillEntry],
     last_visit: Option<i64>,
+    range: ChartRange,
     now: i64,
 ) -> Result<FamilyView<'a>, ApiError> {
     let first_visit = last_visit.is_none();
@@ -367,21 +383,8 @@ pub(super) fn family_view<'a>(
         period.failed_before += runs.failed;
     }
     let today = now.div_euclid(DAY_MILLIS);
-    let first_day = today - (CHART_DAYS - 1);
-    let per_day = store.runs_per_day(owner.id, first_day * DAY_MILLIS)?;
-    let days = (first_day..=today)
-        .map(|day| {
-            let (ok, failed) = per_day
-                .iter()
-                .filter(|d| d.day == day)
-                .fold((0, 0), |(ok, failed), d| (ok + d.ok, failed + d.failed));
-            crate::charts::Bar {
-                label: day_label(day),
-                ok: u64::try_from(ok).unwrap_or(0),
-                failed: u64::try_from(failed).unwrap_or(0),
-            }
-        })
-        .collect();
+    let per_day = store.runs_per_day(owner.id, today * DAY_MILLIS)?;
+    let (bars, bar_unit) = chart_range::family_runs(store, owner.id, range, now)?;
     let mut changes = Changes::default();
     let mut tiles = Vec::with_capacity(agents.len());
     for agent in agents {
@@ -454,7 +457,9 @@ pub(super) fn family_view<'a>(
         owner,
         tiles,
         entries,
-        days,
+        range,
+        bars,
+        bar_unit,
         since,
         first_visit,
         now,
@@ -470,7 +475,12 @@ pub(super) async fn family_page(
     State(state): State<AppState>,
     OwnerPage(session): OwnerPage,
     headers: HeaderMap,
+    query: Result<Query<RangeQuery>, QueryRejection>,
 ) -> Response {
+    let range = match RangeQuery::read(query, CHART_RANGE, ("/dashboard", "Your family")) {
+        Ok(range) => range,
+        Err(page) => return *page,
+    };
     let since = html::cookie_value(&headers, SEEN_COOKIE, state.config().cookies_secure())
         .and_then(|v| v.parse::<i64>().ok());
     let store = state.store();
@@ -483,7 +493,7 @@ pub(super) async fn family_page(
             let owner = store.owner(owner_id)?;
             let agents = store.agents(owner_id)?;
             let entries = mindrune_engine::display::skills_as_of(store, owner_id, None, now)?;
-            let view = family_view(store, &owner, &agents, &entries, since, now)?;
+            let view = family_view(store, &owner, &agents, &entries, since, range, now)?;
             let shown_text = Shown::new(&[]);
             let body = family_html(&view, &csrf, &shown_text);
             Ok(html::page(

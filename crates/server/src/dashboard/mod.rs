@@ -39,7 +39,7 @@ use crate::pages::{
     owner_nav, page_or_not_found, parse_id,
 };
 use crate::scripts::{
-    day_label, file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,
+    file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,
 };
 use crate::secret::{matches_digest, new_secret, secret_digest};
 use crate::state::AppState;

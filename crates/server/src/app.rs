@@ -191,6 +191,7 @@ pub async fn serve(
     // every connection, so its sender sees it closed once the last one is gone.
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let (open_tx, open_rx) = tokio::sync::watch::channel(());
+    let health_saver = tokio::spawn(save_health_every(state.clone(), HEALTH_SAVE_INTERVAL));
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -260,7 +261,40 @@ pub async fn serve(
             tracing::warn!("requests still running after {} s; stopping anyway", grace.as_secs());
         }
     }
+    health_saver.abort();
+    save_health(&state).await;
     Ok(())
+}
+
+/// How often the health counters are saved to the library when they changed.
+const HEALTH_SAVE_INTERVAL: Duration = Duration::from_secs(5);
+
+async fn save_health_every(state: AppState, every: Duration) {
+    let mut ticks = tokio::time::interval(every);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        save_health(&state).await;
+    }
+}
+
+/// Saves the console's health counters when they changed, off the async threads; a save that
+/// fails is logged and tried again at the next one.
+async fn save_health(state: &AppState) {
+    let Some(body) = state.health().changes() else {
+        return;
+    };
+    let store = state.store();
+    let now = mindrune_engine::avatars::ingest::now_millis();
+    let saved = tokio::task::spawn_blocking(move || store.save_server_health(now, &body)).await;
+    if !matches!(saved, Ok(Ok(()))) {
+        state.health().touch();
+        match saved {
+            Ok(Err(err)) => tracing::warn!("cannot save the health counters: {err}"),
+            Err(err) => tracing::warn!("cannot save the health counters: {err}"),
+            Ok(Ok(())) => {}
+        }
+    }
 }
 
 /// An accept that failed: a connection reset before it was accepted is nothing; anything else

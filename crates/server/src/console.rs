@@ -238,13 +238,14 @@ fn health_html(
     let _ = write!(
         out,
         "<section class=\"card\" aria-labelledby=\"health-title\" id=\"health\"><h2 id=\"health-title\">Server health</h2>\
-         <p class=\"small muted\">Since this server started, {started} UTC: kept in its memory, so a restart starts them over.</p>\
+         <p class=\"small muted\">Counted since {since} UTC and kept in the library, so a restart goes on from them; this server started {started} UTC.</p>\
          <dl class=\"tile-facts health-facts\">\
          <div class=\"events-rate\"><dt>Events per second, last hour</dt><dd>{rate:.3}</dd></div>\
          <div class=\"errors\"><dt>Errors, last hour</dt><dd>{errors}</dd></div>\
          <div class=\"database-size\"><dt>Database size</dt><dd>{size}</dd></div>\
          <div class=\"disk-free\"><dt>Free on its disk</dt><dd>{disk}</dd></div></dl>",
         started = shown_text.text(&when(Some(health.started_at))),
+        since = shown_text.text(&when(Some(health.counting_since))),
         rate = health.events_per_second(),
         errors = health.errors(),
         size = library.size.map_or("unknown".into(), bytes),

@@ -59,6 +59,20 @@ impl AppState {
         let recorder: &'static Recorder<'static> = Box::leak(Box::new(Recorder::new(store)));
         let metrics = Metrics::default();
         let config_max_connections = config.max_connections;
+        let health = Health::new(mindrune_engine::avatars::ingest::now_millis());
+        // The counters a server on this library saved before (it restarted): the console
+        // goes on from them. Unreadable ones are left and counting starts over.
+        match store.server_health() {
+            Ok(Some((_, body))) => {
+                if let Err(err) = health.restore(&body) {
+                    tracing::warn!(
+                        "the saved health counters cannot be read ({err}); counting starts over"
+                    );
+                }
+            }
+            Ok(None) => {}
+            Err(err) => tracing::warn!("cannot read the saved health counters: {err}"),
+        }
         AppState {
             shared: Arc::new(Shared {
                 store,
@@ -70,7 +84,7 @@ impl AppState {
                 ),
                 config,
                 disk_full_since: std::sync::Mutex::new(None),
-                health: Health::new(mindrune_engine::avatars::ingest::now_millis()),
+                health,
                 metrics,
                 class_limits: ClassLimits::new(config_max_connections),
                 body_budget: BodyBudget::new(BODY_BUDGET_BYTES),

@@ -835,7 +835,10 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         browser.click("#family-skills details > summary");
         assert!(browser.text("#family-skills details table").contains("v1"));
         let health = browser.text("#health");
-        assert!(health.contains("Since this server started"), "{health}");
+        assert!(
+            health.contains("kept in the library, so a restart goes on from them"),
+            "{health}"
+        );
         assert!(health.contains("Requests refused"), "{health}");
         let reuse_chart = browser.text("#reuse-chart figcaption");
         assert!(

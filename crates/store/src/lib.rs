@@ -1108,6 +1108,11 @@ pub trait Store: Send + Sync {
     /// The digest of the vocabulary as last written, or `None` before the first build: one
     /// read tells a process whether the vocabulary it compiled is still current.
     fn vocabulary_digest(&self) -> Result<Option<String>>;
+    /// Keeps the server's health counters (`body`: the server's JSON, opaque here), replacing
+    /// what was kept, so a restarted server shows what it counted before.
+    fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()>;
+    /// The server's health counters as last kept, with when: `None` before the first save.
+    fn server_health(&self) -> Result<Option<(Millis, String)>>;
     /// The free space of the disk holding the library, when this process can see that disk
     /// (SQLite's folder; not a PostgreSQL server's, which says so on a write instead).
     fn disk_space(&self) -> Option<DiskSpace> {

@@ -40,6 +40,7 @@ support::on_every_backend! {
     a_group_reads_its_own_uses_and_knows_their_event_ids_before_they_are_written,
     another_thread_never_sees_a_group_s_writes_before_its_commit,
     a_library_from_a_newer_mindrune_is_refused_with_a_clear_error,
+    the_server_s_health_is_kept_across_handles_the_last_save_winning,
     // Family sharing.
     a_headed_script_is_shared_right_after_the_run_that_makes_it_qualify,
     a_script_without_a_header_is_never_shared_and_the_header_shares_it_at_once,
@@ -907,6 +908,24 @@ fn a_library_from_a_newer_mindrune_is_refused_with_a_clear_error(backend: Backen
         "{err:?}"
     );
     assert!(err.to_string().contains("newer MindRune"), "{err}");
+}
+
+fn the_server_s_health_is_kept_across_handles_the_last_save_winning(backend: Backend) {
+    let library = backend.open();
+    let store: &dyn Store = &*library;
+    assert_eq!(store.server_health().unwrap(), None);
+    store
+        .save_server_health(1_000, r#"{"minutes":[]}"#)
+        .unwrap();
+    store
+        .save_server_health(2_000, r#"{"minutes":[{"minute":1}]}"#)
+        .unwrap();
+    // Another handle, as a restarted server opens it, reads the last save.
+    let again = library.open_again().unwrap();
+    assert_eq!(
+        again.server_health().unwrap(),
+        Some((2_000, r#"{"minutes":[{"minute":1}]}"#.to_owned()))
+    );
 }
 
 fn failed_run(version: VersionId, agent: AgentId, at_s: i64) -> NewUse {

@@ -612,6 +612,7 @@ mod tests {
             include_str!("../../migrations/postgres/0007_unmeasured.sql"),
             include_str!("../../migrations/postgres/0008_looks.sql"),
             include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
+            include_str!("../../migrations/postgres/0010_server_health.sql"),
         ]
         .join("\n");
         for table in TABLES {
@@ -809,6 +810,9 @@ mod tests {
                 .unwrap()
                 .id;
             store.set_eager_sharing(ada, true).unwrap();
+            store
+                .save_server_health(1_600, r#"{"refused":{"401 Unauthorized":2}}"#)
+                .unwrap();
             let mut at = 10_000;
             let agents: Vec<(OwnerId, AgentId, &str)> = [
                 (ada, "buzz"),

@@ -265,6 +265,12 @@ pub(super) const TABLES: &[Table] = &[
         identity: None,
     },
     Table {
+        name: "server_health",
+        columns: &[("id", Int), ("saved_at", Int), ("body", Text)],
+        key: &["id"],
+        identity: None,
+    },
+    Table {
         name: "runner_tokens",
         columns: &[
             ("token_id", Int),

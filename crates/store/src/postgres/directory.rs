@@ -394,6 +394,25 @@ pub(super) fn vocabulary_digest(store: &PgStore) -> Result<Option<String>> {
     })
 }
 
+pub(super) fn save_server_health(store: &PgStore, saved_at: Millis, body: &str) -> Result<()> {
+    store.write_global(None, |tx| {
+        tx.execute(
+            "INSERT INTO server_health (id, saved_at, body) VALUES (1, $1, $2)
+             ON CONFLICT (id) DO UPDATE SET saved_at = EXCLUDED.saved_at, body = EXCLUDED.body",
+            &[&saved_at, &body],
+        )?;
+        Ok(())
+    })
+}
+
+pub(super) fn server_health(store: &PgStore) -> Result<Option<(Millis, String)>> {
+    store.read(|tx| {
+        tx.query_opt("SELECT saved_at, body FROM server_health WHERE id = 1", &[])?
+            .map(|row| Ok((col(&row, 0)?, col(&row, 1)?)))
+            .transpose()
+    })
+}
+
 pub(super) fn issue_runner_token(
     store: &PgStore,
     owner: OwnerId,

@@ -60,6 +60,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0007_unmeasured.sql"),
     include_str!("../../migrations/postgres/0008_looks.sql"),
     include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
+    include_str!("../../migrations/postgres/0010_server_health.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -1199,6 +1200,14 @@ impl Store for PgStore {
 
     fn vocabulary_digest(&self) -> Result<Option<String>> {
         directory::vocabulary_digest(self)
+    }
+
+    fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()> {
+        directory::save_server_health(self, saved_at, body)
+    }
+
+    fn server_health(&self) -> Result<Option<(Millis, String)>> {
+        directory::server_health(self)
     }
 
     fn issue_runner_token(

@@ -411,6 +411,32 @@ pub(super) fn vocabulary_digest(store: &SqliteStore) -> Result<Option<String>> {
         .map_err(db_err)
 }
 
+pub(super) fn save_server_health(store: &SqliteStore, saved_at: Millis, body: &str) -> Result<()> {
+    store.write(|tx, _| {
+        tx.conn()?
+            .execute(
+                "INSERT INTO server_health (id, saved_at, body) VALUES (1, ?1, ?2)
+             ON CONFLICT (id) DO UPDATE SET saved_at = excluded.saved_at, body = excluded.body",
+                params![saved_at, body],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    })
+}
+
+pub(super) fn server_health(store: &SqliteStore) -> Result<Option<(Millis, String)>> {
+    let inner = store.lock();
+    inner
+        .conn
+        .query_row(
+            "SELECT saved_at, body FROM server_health WHERE id = 1",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .optional()
+        .map_err(db_err)
+}
+
 pub(super) fn issue_runner_token(
     store: &SqliteStore,
     owner: OwnerId,

@@ -55,6 +55,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0011_unmeasured.sql"),
     include_str!("../../migrations/sqlite/0012_looks.sql"),
     include_str!("../../migrations/sqlite/0013_owner_key_digest.sql"),
+    include_str!("../../migrations/sqlite/0014_server_health.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -859,6 +860,14 @@ impl Store for SqliteStore {
 
     fn vocabulary_digest(&self) -> Result<Option<String>> {
         directory::vocabulary_digest(self)
+    }
+
+    fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()> {
+        directory::save_server_health(self, saved_at, body)
+    }
+
+    fn server_health(&self) -> Result<Option<(Millis, String)>> {
+        directory::server_health(self)
     }
 
     fn issue_runner_token(

@@ -504,6 +504,28 @@ fn library() -> Library {
         "await bot.walkTo(3222, 3219);\n",
     );
     run("walk", false);
+    // pickles ran fetch.ts once a day, and has been quiet for a week since.
+    write(
+        workspace.path(),
+        "bots/pickles/fetch.ts",
+        "await bot.walkTo(3200, 3200);\n",
+    );
+    for days_ago in [10, 9, 8, 7] {
+        n += 1;
+        let at = time::OffsetDateTime::from_unix_timestamp_nanos(
+            i128::from(now - days_ago * 86_400_000) * 1_000_000,
+        )
+        .unwrap()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap();
+        let event = json!({
+            "id": format!("ev-{n}"), "agent": "pickles", "kind": "shell", "at": at,
+            "command": "bun bots/pickles/fetch.ts", "cwd": "/work",
+            "ok": true, "duration_ms": 30_000,
+        });
+        let recorded = recorder.record_line(&event.to_string()).unwrap();
+        assert_eq!(recorded.runs.len(), 1, "{recorded:?}");
+    }
     Library {
         state,
         operator_token,
@@ -594,7 +616,48 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         );
         let card = browser.text(&format!("a[href='/dashboard/avatars/{}']", buzz.id.0));
         assert!(card.contains("3 scripts · 1 family"), "{card}");
-        // The tile's numbers, and the family's runs per day: 11 runs, one failed.
+        // What needs attention comes first: walk.ts failing since its v2, the change before it
+        // the suspect, with the way to what changed and to v1's code; pickles quiet for a week.
+        let attention = browser.text(".attention");
+        assert!(
+            browser
+                .text(".attention .failing-now")
+                .contains("buzz/walk.ts"),
+            "{attention}"
+        );
+        assert!(
+            browser
+                .text(".attention .failing-now .suspect")
+                .contains("Suspect: v2"),
+            "{attention}"
+        );
+        assert_eq!(
+            browser.count(&format!(
+                ".attention a[href='/dashboard/skills/{walk}/diff?from=1&to=2']"
+            )),
+            1,
+            "{attention}"
+        );
+        assert_eq!(
+            browser.count(&format!(
+                ".attention a[href='/dashboard/skills/{walk}/code?version=1']"
+            )),
+            1,
+            "{attention}"
+        );
+        assert!(
+            browser
+                .text(".attention .quiet")
+                .contains("pickles has been quiet since"),
+            "{attention}"
+        );
+        // The failing script is listed before the quiet avatar (more harm).
+        assert!(
+            attention.find("walk.ts").unwrap() < attention.find("pickles").unwrap(),
+            "{attention}"
+        );
+        shots.push(browser.screenshot("attention-desktop"));
+        // The tile's numbers, and the family's runs per day: 15 runs, one failed.
         let tile = browser.text(".tile[data-avatar='buzz']");
         for text in ["Total level", "63", "12,345 coins", "Last ran"] {
             assert!(tile.contains(text), "{text} in {tile}");
@@ -608,7 +671,7 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert_eq!(browser.count("#family-runs svg g.bar"), 30, "30 days");
         let caption = browser.text("#family-runs figcaption");
         assert!(
-            caption.contains("11 runs from ") && caption.contains(": 10 ok, 1 failed."),
+            caption.contains("15 runs from ") && caption.contains(": 14 ok, 1 failed."),
             "{caption}"
         );
         assert_eq!(
@@ -828,7 +891,7 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         browser.click("button[type=submit]");
         browser.wait_for_text("#reuse", "ada");
         let reuse = browser.text("#reuse tbody tr");
-        assert!(reuse.starts_with("ada 2 11 0 0 %"), "{reuse}");
+        assert!(reuse.starts_with("ada 2 15 0 0 %"), "{reuse}");
         let skills = browser.text("#family-skills tbody");
         assert!(skills.contains("ada buzz chop-oaks v1 5"), "{skills}");
         assert!(!skills.contains("fish"), "fish is not shared: {skills}");
@@ -842,8 +905,8 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert!(health.contains("Requests refused"), "{health}");
         let reuse_chart = browser.text("#reuse-chart figcaption");
         assert!(
-            reuse_chart.contains("11 runs from ")
-                && reuse_chart.contains(": 0 from a family skill, 11 other runs."),
+            reuse_chart.contains("15 runs from ")
+                && reuse_chart.contains(": 0 from a family skill, 15 other runs."),
             "{reuse_chart}"
         );
         shots.push(browser.screenshot("console-desktop"));
@@ -864,6 +927,20 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         assert!(
             width.as_i64().is_some_and(|w| w <= 420),
             "a phone-wide window: {width}"
+        );
+        // The attention list, first on the phone too, within the screen.
+        assert!(
+            phone
+                .text(".attention .failing-now")
+                .contains("buzz/walk.ts")
+        );
+        assert_eq!(
+            phone.script(
+                "const r = document.querySelector('.attention').getBoundingClientRect(); \
+                 return r.right <= window.innerWidth + 1"
+            ),
+            json!(true),
+            "the attention list fits the phone"
         );
         shots.push(phone.screenshot("family-phone"));
         phone.go(&format!("{base}/dashboard/avatars/{}", buzz.id.0));

@@ -8,6 +8,9 @@ use std::collections::BTreeMap;
 use mindrune_store::{AgentId, Millis, OwnerId, ScriptRun, SkillId, Store, StoreError};
 use serde::Serialize;
 
+/// The cause of a failure that recorded none.
+const NO_CAUSE: &str = "no cause recorded";
+
 /// How many of a script's latest runs are read to find its failing streak and the last run
 /// that went well.
 const RUNS_READ: usize = 100;
@@ -132,6 +135,26 @@ pub fn failing_streak(runs: &[ScriptRun]) -> Option<(usize, Option<Suspect>)> {
     Some((streak, suspect))
 }
 
+/// A streak's cause, the newest failure's first line, and how many of the streak (`runs`,
+/// newest first) failed with it; a failure that recorded no cause counts under "no cause
+/// recorded".
+pub fn streak_cause(runs: &[ScriptRun]) -> (String, usize) {
+    let cause_of = |run: &ScriptRun| {
+        run.outcome
+            .failure
+            .as_deref()
+            .and_then(|f| f.lines().next())
+            .unwrap_or(NO_CAUSE)
+            .to_owned()
+    };
+    let Some(newest) = runs.first() else {
+        return (NO_CAUSE.to_owned(), 0);
+    };
+    let cause = cause_of(newest);
+    let count = runs.iter().filter(|r| cause_of(r) == cause).count();
+    (cause, count)
+}
+
 /// The 90th percentile of the gaps between `times` (any order); `None` with fewer than three
 /// runs, where nothing is usual yet.
 pub fn usual_gap(times: &mut [Millis]) -> Option<Millis> {
@@ -182,19 +205,7 @@ pub fn needs_attention(
         if agent.is_some_and(|a| own != Some(a) && !failing_for.contains(&a)) {
             continue;
         }
-        let cause = runs[0]
-            .outcome
-            .failure
-            .as_deref()
-            .and_then(|f| f.lines().next())
-            .unwrap_or("no cause recorded")
-            .to_string();
-        let cause_count = runs[..streak]
-            .iter()
-            .filter(|r| {
-                r.outcome.failure.as_deref().and_then(|f| f.lines().next()) == Some(cause.as_str())
-            })
-            .count();
+        let (cause, cause_count) = streak_cause(&runs[..streak]);
         items.push(Item::Failing(Failing {
             skill: entry.skill.id,
             label: format!("{}/{}.ts", entry.skill.agent_name, entry.skill.name),
@@ -294,6 +305,19 @@ mod tests {
         assert_eq!(failing_streak(&runs), Some((1, None)));
         assert_eq!(failing_streak(&[run(2, true, 20, None)]), None);
         assert_eq!(failing_streak(&[]), None);
+    }
+
+    #[test]
+    fn a_streak_s_cause_is_its_newest_failure_s_first_line_counted_over_the_streak() {
+        let runs = [
+            run(2, false, 30, Some("Error: no axe\n  at chop")),
+            run(2, false, 20, Some("Error: no axe")),
+            run(2, false, 10, Some("Error: stuck")),
+        ];
+        assert_eq!(streak_cause(&runs), ("Error: no axe".to_owned(), 2));
+        // Failures that recorded nothing share "no cause recorded".
+        let silent = [run(2, false, 30, None), run(2, false, 20, None)];
+        assert_eq!(streak_cause(&silent), ("no cause recorded".to_owned(), 2));
     }
 
     #[test]

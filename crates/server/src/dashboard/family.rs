@@ -225,17 +225,25 @@ pub(super) fn attention_html(
                 let _ = write!(
                     out,
                     "<li class=\"failing-now\">{icon} <a href=\"/dashboard/skills/{id}\">{label}</a> \
-                     failed its last {streak} runs{family} (since {first}, \
+                     failed {runs}{family} (since {first}, \
                      <a href=\"/dashboard/runs/{run}\">the latest</a> {last}): \
-                     <span class=\"cause\">{cause}</span> ({count} of {streak})",
+                     <span class=\"cause\">{cause}</span>{share}",
                     icon = icons::WARNING,
                     label = shown_text.text(&f.label),
-                    streak = f.streak,
+                    runs = if f.streak == 1 {
+                        "its last run".to_owned()
+                    } else {
+                        format!("its last {} runs", f.streak)
+                    },
+                    share = if f.streak == 1 {
+                        String::new()
+                    } else {
+                        format!(" ({} of {})", f.cause_count, f.streak)
+                    },
                     family = if f.family { ", a family skill" } else { "" },
                     first = html::time_ago(Some(f.first_seen), now),
                     last = html::time_ago(Some(f.last_seen), now),
                     cause = shown_text.text(&f.cause),
-                    count = f.cause_count,
                     run = f.last_failure,
                 );
                 if !f.failing_for.is_empty() {

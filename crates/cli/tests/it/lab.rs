@@ -681,9 +681,8 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
     // Without `dist/packets`, as Runx: weather-forecast's packet schema is not found, and the
     // three cases whose `validate` step succeeds fail there.
     fs::remove_dir_all(workspace.path("dist")).unwrap();
-    let validation = workspace.json(0, &["validate", "--target-dir", "skills/weather-forecast"]);
+    let validation = workspace.json(1, &["validate", "--target-dir", "skills/weather-forecast"]);
     assert_eq!(validation["verdict"], "validation_failed", "{validation}");
-    assert_eq!(validation["harness"]["assertion_error_count"], 3);
     let reason = validation["harness"]["reason"].as_str().unwrap();
     assert!(reason.starts_with("native harness failed: "), "{reason}");
     assert_eq!(
@@ -697,7 +696,8 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
         3,
         "{reason}"
     );
-    let root = workspace.root().display().to_string();
+    let root = fs::canonicalize(workspace.root()).unwrap();
+    let root = root.display();
     assert!(
         reason.contains(&format!(
             "searched {root}/skills/weather-forecast/packets, {root}/packets, {root}/dist/packets"

@@ -60,9 +60,15 @@ impl PacketCatalog {
         }
     }
 
-    /// The catalog Runx would use for the package in `package_dir`.
+    /// The catalog Runx would use for the package in `package_dir`, which is made absolute
+    /// first (as Runx canonicalizes a package's folder): the search walks up from it, and the
+    /// folders searched are named in full.
     pub fn for_package(package_dir: &Path) -> Self {
-        Self::discover(schema_directories(package_dir))
+        let absolute =
+            std::fs::canonicalize(package_dir).or_else(|_| std::path::absolute(package_dir));
+        Self::discover(schema_directories(
+            absolute.as_deref().unwrap_or(package_dir),
+        ))
     }
 
     /// Reads every `*.json` directly in each folder (in name order; a missing folder is
@@ -306,7 +312,8 @@ mod tests {
         let err = catalog
             .verify(Some(&wrapped()), &json!({"decision": "ready"}))
             .unwrap_err();
-        let root = dir.path().display();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        let root = root.display();
         assert_eq!(
             err,
             format!(

@@ -338,14 +338,6 @@ fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<
         if let Some(error) = validation["inspect"]["error"].as_str() {
             writeln!(out, "  error           {error}")?;
         }
-        if let Some(packets) = validation["packet_schemas"]["declared"].as_array() {
-            let ids: Vec<&str> = packets.iter().filter_map(Value::as_str).collect();
-            writeln!(
-                out,
-                "  packet schemas  not checked: {} (MindRune does not enforce Runx packet schemas)",
-                ids.join(", ")
-            )?;
-        }
         let harness = &validation["harness"];
         if harness["attempted"] == json!(true) && harness.get("case_count").is_some() {
             writeln!(

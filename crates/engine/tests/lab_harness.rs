@@ -13,7 +13,7 @@ use mindrune_core::runx::snapshot::{SnapshotFile, sort_in_walk_order};
 use mindrune_engine::lab::harness::javascript::{JsError, JsInvocation, JsLimits, run_module};
 use mindrune_engine::lab::harness::{
     CaseOutcome, CaseSealer, CaseStatus, HarnessOptions, HarnessRun, HarnessStatus, NoNativeTools,
-    declared_cases, run_harness,
+    PacketCatalog, declared_cases, run_harness,
 };
 use serde_json::{Value, json};
 
@@ -37,6 +37,32 @@ struct Package {
     files: Vec<SnapshotFile>,
     profile: Value,
     cases: Vec<Value>,
+    /// The packet schemas its replay finds (Runx's `dist/packets` of the workspace).
+    packets: PacketCatalog,
+}
+
+/// Writes Runx's packet schemas for the shared packages into `<workspace>/dist/packets`, with
+/// the `pnpm-workspace.yaml` that makes `workspace` the packages' source workspace. Runx's
+/// repository generates `dist/packets/runx.skill.*.schema.json` from the schemas in
+/// `shared/data/runx/schemas/` by adding `x-runx-packet-id` (the schema's `x-runx-schema`);
+/// weather-forecast's is the one the oracle's run had (its `workspace/dist/packets`).
+fn write_runx_packets(workspace: &Path) {
+    let packets = workspace.join("dist/packets");
+    std::fs::create_dir_all(&packets).expect("create dist/packets");
+    std::fs::write(workspace.join("pnpm-workspace.yaml"), "packages: []\n").expect("write");
+    let schemas = shared_dir().join("data/runx/schemas");
+    for entry in std::fs::read_dir(&schemas).expect("read shared schemas") {
+        let path = entry.expect("dir entry").path();
+        let mut schema: Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read schema")).expect("JSON");
+        let id = schema["x-runx-schema"].clone();
+        assert!(id.is_string(), "{} has no x-runx-schema", path.display());
+        schema["x-runx-packet-id"] = id;
+        let name = path.file_name().expect("file name");
+        std::fs::write(packets.join(name), schema.to_string()).expect("write schema");
+    }
+    let weather = shared_dir().join("data/runx/oracle/cases/js-import-ok/workspace/dist/packets");
+    copy_tree(&weather, &packets);
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -111,11 +137,14 @@ fn package(name: &str) -> Package {
         })
         .collect();
     let cases = declared_cases(&profile, &fixtures);
+    write_runx_packets(dir.path());
+    let packets = PacketCatalog::for_package(&root);
     Package {
         _dir: dir,
         files,
         profile,
         cases,
+        packets,
     }
 }
 
@@ -142,6 +171,7 @@ fn replay(package: &Package, cases: &[Value]) -> HarnessRun {
         cases,
         &mut NoNativeTools,
         &mut sealer,
+        &package.packets,
         &HarnessOptions::default(),
     )
 }
@@ -241,6 +271,81 @@ fn weather_forecast_fixtures_replay_through_the_javascript_finalizer() {
             .error
             .as_deref()
             .is_some_and(|err| err.contains("forecast_evidence"))
+    );
+}
+
+/// Without its packet schema, as Runx's harness without `dist/packets`: the three cases whose
+/// `validate` step succeeds fail there; the one that stops at preflight never reaches it.
+#[test]
+fn weather_forecast_fails_where_its_packet_schema_is_not_found() {
+    let mut package = package("weather-forecast");
+    let bare = tempfile::tempdir().expect("tempdir");
+    package.packets = PacketCatalog::for_package(bare.path());
+    let run = replay(&package, &package.cases);
+    assert_eq!(run.report.status, HarnessStatus::Failed);
+    let failed: Vec<&str> = run
+        .cases
+        .iter()
+        .filter(|case| {
+            case.error.as_deref().is_some_and(|err| {
+                err.starts_with(
+                    "step validate: skill 'agent' failed: packet output \
+                     'weather_forecast_packet' for 'runx.context.weather_forecast.v1': \
+                     declared packet schema was not found; searched ",
+                )
+            })
+        })
+        .map(|case| case.name.as_str())
+        .collect();
+    assert_eq!(
+        failed,
+        [
+            "invented-period-stops",
+            "life-safety-refused",
+            "weather-forecast-packet"
+        ]
+    );
+    let packet = outcome(&run, "weather-forecast-packet");
+    assert_eq!(
+        packet.steps.last().map(|step| step.status.as_str()),
+        Some("failed")
+    );
+}
+
+/// The schema is enforced, not only found: an output it refuses fails the step.
+#[test]
+fn weather_forecast_output_the_packet_schema_refuses_fails_the_step() {
+    let package = package("weather-forecast");
+    let mut case = package
+        .cases
+        .iter()
+        .find(|case| case["name"] == "weather-forecast-packet")
+        .cloned()
+        .expect("case");
+    // A schema that wants `decision: refused`, where this case's module answers `ready`.
+    let tight = json!({"x-runx-packet-id": "runx.context.weather_forecast.v1",
+        "type": "object", "required": ["decision"],
+        "properties": {"decision": {"const": "refused"}}});
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("packets")).expect("mkdir");
+    std::fs::write(dir.path().join("packets/tight.json"), tight.to_string()).expect("write");
+    let tight_package = Package {
+        _dir: tempfile::tempdir().expect("tempdir"),
+        files: package.files.clone(),
+        profile: package.profile.clone(),
+        cases: Vec::new(),
+        packets: PacketCatalog::for_package(dir.path()),
+    };
+    case["name"] = json!("tight");
+    let run = replay(&tight_package, &[case]);
+    let tight = outcome(&run, "tight");
+    let error = tight.error.as_deref().unwrap_or("");
+    assert!(
+        error.starts_with(
+            "step validate: skill 'agent' failed: packet output 'weather_forecast_packet' for \
+             'runx.context.weather_forecast.v1': output violates schema: "
+        ),
+        "{error}"
     );
 }
 
@@ -471,6 +576,7 @@ fn cli_package(command: &str, args: &[&str]) -> Package {
         ],
         profile,
         cases: Vec::new(),
+        packets: PacketCatalog::empty(),
     }
 }
 
@@ -567,6 +673,7 @@ fn synthetic(profile: Value, extra: &[(&str, &str)]) -> Package {
         files,
         profile,
         cases: Vec::new(),
+        packets: PacketCatalog::empty(),
     }
 }
 
@@ -679,6 +786,7 @@ fn graph_runs_native_tools_approvals_and_when_branches() {
         &[approved, skipped, declined, waiting, agent_approved],
         &mut tools,
         &mut sealer,
+        &package.packets,
         &HarnessOptions::default(),
     );
     assert_eq!(run.report.assertion_errors, Vec::<String>::new());

@@ -192,12 +192,39 @@ impl Workspace {
     }
 
     /// A workspace holding the given real packages under `skills/`.
+    /// A workspace laid out as Runx's repository: the packages under `skills/`, and the packet
+    /// schemas weather-forecast and skill-lab declare under `dist/packets/` beside a
+    /// `pnpm-workspace.yaml` (without them Runx's harness, and the Lab's, fails their cases).
     fn with_packages(packages: &[&str]) -> Workspace {
         let workspace = Workspace::new();
         for package in packages {
             workspace.add_package(package);
         }
+        workspace.add_runx_packets();
         workspace
+    }
+
+    /// Runx's `dist/packets` for the shared packages. Runx's repository generates
+    /// `runx.skill.*.schema.json` from the schemas in `shared/data/runx/schemas/` by adding
+    /// `x-runx-packet-id` (the schema's `x-runx-schema`); weather-forecast's is the one the
+    /// oracle's run had (a case's `workspace/dist/packets`).
+    fn add_runx_packets(&self) {
+        let packets = self.path("dist/packets");
+        fs::create_dir_all(&packets).unwrap();
+        fs::write(self.path("pnpm-workspace.yaml"), "packages: []\n").unwrap();
+        let schemas = shared().join("data/runx/schemas");
+        for entry in fs::read_dir(&schemas).unwrap() {
+            let path = entry.unwrap().path();
+            let mut schema: Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+            let id = schema["x-runx-schema"].clone();
+            assert!(id.is_string(), "{} has no x-runx-schema", path.display());
+            schema["x-runx-packet-id"] = id;
+            fs::write(packets.join(path.file_name().unwrap()), schema.to_string()).unwrap();
+        }
+        copy_dir(
+            &shared().join("data/runx/oracle/cases/js-import-ok/workspace/dist/packets"),
+            &packets,
+        );
     }
 
     fn root(&self) -> &Path {
@@ -651,20 +678,35 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
             "{out}"
         );
     }
-    // weather-forecast declares a packet schema MindRune cannot look up: the report says so.
-    let validation = workspace.json(0, &["validate", "--target-dir", "skills/weather-forecast"]);
+    // Without `dist/packets`, as Runx: weather-forecast's packet schema is not found, and the
+    // three cases whose `validate` step succeeds fail there.
+    fs::remove_dir_all(workspace.path("dist")).unwrap();
+    let validation = workspace.json(1, &["validate", "--target-dir", "skills/weather-forecast"]);
+    assert_eq!(validation["verdict"], "validation_failed", "{validation}");
+    let reason = validation["harness"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("native harness failed: "), "{reason}");
     assert_eq!(
-        validation["packet_schemas"]["declared"],
-        json!(["runx.context.weather_forecast.v1"])
+        reason
+            .matches(
+                "skill 'agent' failed: packet output 'weather_forecast_packet' for \
+                 'runx.context.weather_forecast.v1': declared packet schema was not found; \
+                 searched "
+            )
+            .count(),
+        3,
+        "{reason}"
     );
-    assert_eq!(validation["packet_schemas"]["checked"], false);
-    let out = workspace.expect(0, &["validate", "--target-dir", "skills/weather-forecast"]);
+    let root = fs::canonicalize(workspace.root()).unwrap();
+    let root = root.display();
     assert!(
-        out.contains("  packet schemas  not checked: runx.context.weather_forecast.v1"),
-        "{out}"
+        reason.contains(&format!(
+            "searched {root}/skills/weather-forecast/packets, {root}/packets, {root}/dist/packets"
+        )),
+        "{reason}"
     );
+    // web-fetch declares none: nothing to find.
     let web = workspace.json(0, &["validate", "--target-dir", "skills/web-fetch"]);
-    assert!(web.get("packet_schemas").is_none(), "{web}");
+    assert_eq!(web["verdict"], "tested", "{web}");
 }
 
 #[test]

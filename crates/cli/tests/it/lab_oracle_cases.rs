@@ -23,15 +23,7 @@ use serde_json::Value;
 
 /// Cases where MindRune still answers differently from Runx, each with the reason. A case
 /// leaves this list when it agrees; the test fails if a listed case agrees (remove it).
-const STILL_TO_FIX: &[(&str, &str)] = &[
-    // D6: Runx's harness looks for each declared packet schema (`packet:` outputs) under the
-    // package and `dist/packets/` and fails a case whose schema it cannot find; the Lab's
-    // replay does not read packet schemas.
-    (
-        "layout-full-weather-forecast-validate",
-        "D6: declared packet schemas are not looked for in the harness",
-    ),
-];
+const STILL_TO_FIX: &[(&str, &str)] = &[];
 
 fn shared() -> PathBuf {
     std::env::var_os("MINDRUNE_SHARED").map_or_else(

@@ -40,10 +40,6 @@ const NEW_FILE_MODE: u32 = 0o644;
 pub struct CandidateReport {
     /// `passed`, `not_declared` or `skipped`; a failed harness is an error, not a report.
     pub harness_status: String,
-    /// The packet schema ids the candidate declares, which MindRune does not check (Runx
-    /// enforces them from its packet catalog); the validation result names them as a
-    /// residual risk.
-    pub unchecked_packets: Vec<String>,
 }
 
 /// Validates a package folder as a candidate: the package contract, inspection and the
@@ -304,17 +300,7 @@ fn validation_result(
         before,
         after,
         delta: package_delta(&before, &after),
-        residual_risks: if report.unchecked_packets.is_empty() {
-            Vec::new()
-        } else {
-            vec![NonEmpty::from(
-                format!(
-                    "declared packet schemas were not checked: {} (MindRune does not enforce Runx packet schemas)",
-                    report.unchecked_packets.join(", ")
-                )
-                .as_str(),
-            )]
-        },
+        residual_risks: Vec::new(),
     }
 }
 

@@ -20,7 +20,8 @@ use serde_json::{Value, json};
 
 use super::apply::{CandidateCheck, CandidateReport, apply_change};
 use super::harness::{
-    CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, declared_cases, run_harness,
+    CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, PacketCatalog,
+    declared_cases, run_harness,
 };
 use super::inspect::inspect_workspace;
 use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
@@ -33,8 +34,10 @@ const MAX_NESTING: usize = 2;
 /// Makes a fresh sealer for one harness replay: every replay gets its own throwaway store.
 pub type SealerFactory = dyn Fn() -> Box<dyn CaseSealer>;
 
-/// Replays a loaded package's declared harness.
+/// Replays a loaded package's declared harness. `dir` is where the package lies: its declared
+/// packet schemas are looked up from there, as Runx looks them up ([`PacketCatalog`]).
 pub fn replay_package(
+    dir: &Path,
     files: &[SnapshotFile],
     package: &Package,
     tools: &mut dyn NativeTools,
@@ -53,7 +56,12 @@ pub fn replay_package(
         .collect();
     let profile = package.profile_json();
     let cases = declared_cases(profile, &fixtures);
-    let mut run = run_harness(files, profile, &cases, tools, sealer, options);
+    let packets = if package.declared_packet_ids().is_empty() {
+        PacketCatalog::empty()
+    } else {
+        PacketCatalog::for_package(dir)
+    };
+    let mut run = run_harness(files, profile, &cases, tools, sealer, &packets, options);
     for fixture in strays {
         run.report.case_count += 1;
         run.report.case_names.push(fixture.name.clone());
@@ -110,13 +118,12 @@ impl<'a> PackageValidator<'a> {
 impl CandidateCheck for PackageValidator<'_> {
     fn check(
         &mut self,
-        _package_dir: &Path,
+        package_dir: &Path,
         snapshot: &PackageSnapshot,
         architecture: &ArchitectureDecision,
     ) -> Result<CandidateReport, String> {
         let package = load_package(&snapshot.files).map_err(|err| err.to_string())?;
         validate_resources(architecture, &resource_usage(&package)).map_err(|err| err.0)?;
-        let unchecked_packets = package.declared_packet_ids();
         let mut tools = LabTools {
             sealers: self.sealers,
             harness: self.harness,
@@ -124,6 +131,7 @@ impl CandidateCheck for PackageValidator<'_> {
         };
         let mut sealer = (self.sealers)();
         let run = replay_package(
+            package_dir,
             &snapshot.files,
             &package,
             &mut tools,
@@ -134,11 +142,9 @@ impl CandidateCheck for PackageValidator<'_> {
             HarnessStatus::Failed => Err(harness_failure(&run)),
             HarnessStatus::Passed => Ok(CandidateReport {
                 harness_status: "passed".into(),
-                unchecked_packets,
             }),
             HarnessStatus::NotDeclared => Ok(CandidateReport {
                 harness_status: "not_declared".into(),
-                unchecked_packets,
             }),
         }
     }
@@ -330,22 +336,9 @@ impl NativeTools for LabTools<'_> {
     }
 }
 
-/// What the validation report says of declared packet schemas: MindRune does not hold Runx's
-/// packet catalog, so it says plainly that they were not checked.
-pub fn packet_schemas_report(declared: &[String]) -> Value {
-    json!({
-        "declared": declared,
-        "checked": false,
-        "reason": "MindRune does not look up or enforce Runx packet schemas; Runx finds them \
-                   under packets/ or dist/packets/ of the package's repository and refuses \
-                   the package when one is missing",
-    })
-}
-
 /// `runx.skill.validate` on a package folder: the `runx.skill.validation.v1` report
 /// (`schema, requested_ref, resolved_ref, verdict, inspect, harness`, as Runx writes it, plus
-/// MindRune's `base_digest` of the folder and, when the package declares packet schemas, a
-/// `packet_schemas` note that they were not checked). The package must load; the harness
+/// MindRune's `base_digest` of the folder). The package must load; the harness
 /// replays when the operator allows executing it or the inspection's declared `execution` is
 /// absent, `read` or `plan` — only a package that declares `execution: execute` waits for
 /// approval, as Runx decides.
@@ -405,7 +398,14 @@ pub fn validate_package(
         .is_none_or(|execution| matches!(execution, "read" | "plan"));
     let (verdict, harness_report) = if safe || allow_execute_harness {
         let mut sealer = sealers();
-        let run = replay_package(&snapshot.files, &package, tools, sealer.as_mut(), harness);
+        let run = replay_package(
+            dir,
+            &snapshot.files,
+            &package,
+            tools,
+            sealer.as_mut(),
+            harness,
+        );
         let mut harness = serde_json::to_value(&run.report).unwrap_or(Value::Null);
         harness["attempted"] = json!(true);
         if run.report.status == HarnessStatus::Failed {
@@ -428,12 +428,12 @@ pub fn validate_package(
             }),
         )
     };
-    let mut value = report(verdict, inspection, harness_report, Some(&snapshot.digest));
-    let packets = package.declared_packet_ids();
-    if !packets.is_empty() {
-        value["packet_schemas"] = packet_schemas_report(&packets);
-    }
-    Ok(value)
+    Ok(report(
+        verdict,
+        inspection,
+        harness_report,
+        Some(&snapshot.digest),
+    ))
 }
 
 #[cfg(test)]

@@ -377,9 +377,9 @@ impl Package {
     }
 
     /// Every packet schema id X.yaml declares (`artifacts.packet`, `artifacts.packets`, an
-    /// input's `packet`, on runners and graph steps), sorted and unique. Runx looks each up in
-    /// its packet catalog (`packets/`, `dist/packets/`) and refuses the package when one is
-    /// missing; MindRune does not hold that catalog, so callers report these as not checked.
+    /// input's `packet`, on runners and graph steps), sorted and unique. The harness replay
+    /// reads the packet schema catalog (`packets/`, `dist/packets/`) only for a package that
+    /// declares one; each output packet is checked against its schema when its step succeeds.
     pub fn declared_packet_ids(&self) -> Vec<String> {
         fn artifacts(value: &Value, out: &mut Vec<String>) {
             if let Some(packet) = value.pointer("/artifacts/packet").and_then(Value::as_str) {

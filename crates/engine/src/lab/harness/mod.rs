@@ -19,6 +19,7 @@
 pub mod assertions;
 pub mod cli_tool;
 pub mod javascript;
+pub mod packets;
 mod run;
 pub mod scratch;
 pub mod web;
@@ -32,6 +33,7 @@ use mindrune_core::runx::snapshot::SnapshotFile;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use packets::PacketCatalog;
 pub use run::run_case;
 
 /// Native tools the caller implements (`runx.skill.inspect`, `plan`, `bind`, `apply`, ...).
@@ -275,6 +277,7 @@ pub fn run_harness(
     cases: &[Value],
     tools: &mut dyn NativeTools,
     sealer: &mut dyn CaseSealer,
+    packets: &PacketCatalog,
     options: &HarnessOptions,
 ) -> HarnessRun {
     let mut outcomes = Vec::with_capacity(cases.len());
@@ -302,7 +305,7 @@ pub fn run_harness(
                 .and_then(Value::as_str)
                 .unwrap_or("unnamed"),
         );
-        let mut outcome = run_case(files, profile, case, tools, options);
+        let mut outcome = run_case(files, profile, case, tools, packets, options);
         match sealer.seal(&outcome) {
             Ok(id) => {
                 report.receipt_ids.push(id.clone());
@@ -561,6 +564,7 @@ mod tests {
             &cases,
             &mut NoNativeTools,
             &mut NoSeal,
+            &PacketCatalog::empty(),
             &options,
         );
         assert_eq!(run.report.case_count, 2);
@@ -573,6 +577,7 @@ mod tests {
             &[],
             &mut NoNativeTools,
             &mut NoSeal,
+            &PacketCatalog::empty(),
             &options,
         );
         assert!(heard.lock().unwrap().is_empty());

@@ -24,7 +24,8 @@ use serde_json::{Map, Value, json};
 use super::assertions::{data_envelope, json_equal};
 use super::javascript::{JsInvocation, JsLimits, run_in_worker, run_module};
 use super::{
-    CaseOutcome, CaseStatus, HarnessOptions, NativeTools, StepTrace, cli_tool, scratch, web,
+    CaseOutcome, CaseStatus, HarnessOptions, NativeTools, PacketCatalog, StepTrace, cli_tool,
+    scratch, web,
 };
 
 /// How one source or step ended.
@@ -48,6 +49,7 @@ struct Env<'a> {
     caller: Map<String, Value>,
     case_env: BTreeMap<String, String>,
     tools: &'a mut dyn NativeTools,
+    packets: &'a PacketCatalog,
     options: &'a HarnessOptions,
 }
 
@@ -69,6 +71,7 @@ pub fn run_case(
     profile: &Value,
     case: &Value,
     tools: &mut dyn NativeTools,
+    packets: &PacketCatalog,
     options: &HarnessOptions,
 ) -> CaseOutcome {
     let name = text(case, "name").unwrap_or("unnamed").to_owned();
@@ -88,7 +91,7 @@ pub fn run_case(
         receipt_id: None,
         assertion_errors: Vec::new(),
     };
-    let result = execute(files, profile, case, tools, options, &mut outcome);
+    let result = execute(files, profile, case, tools, packets, options, &mut outcome);
     if let Err(message) = result {
         outcome.status = CaseStatus::Failure;
         outcome.error = Some(message);
@@ -135,6 +138,7 @@ fn execute(
     profile: &Value,
     case: &Value,
     tools: &mut dyn NativeTools,
+    packets: &PacketCatalog,
     options: &HarnessOptions,
     outcome: &mut CaseOutcome,
 ) -> Result<(), String> {
@@ -170,6 +174,7 @@ fn execute(
             })
             .unwrap_or_default(),
         tools,
+        packets,
         options,
     };
 
@@ -190,7 +195,11 @@ fn execute(
     } else {
         let end = run_source(&kind, runner, &inputs, &mut env);
         let (status, output, error) = match end {
-            End::Done(claim) => (CaseStatus::Sealed, claim, None),
+            // A runner's own packets are checked like a step's, once it succeeded.
+            End::Done(claim) => match env.packets.verify(runner.get("artifacts"), &claim) {
+                Ok(()) => (CaseStatus::Sealed, claim, None),
+                Err(message) => (CaseStatus::Failure, Value::Null, Some(message)),
+            },
             End::NeedsAgent(message) => (CaseStatus::NeedsAgent, Value::Null, Some(message)),
             End::PolicyDenied(claim, message) => (CaseStatus::PolicyDenied, claim, Some(message)),
             End::Declined(message) | End::Failed(message) => {
@@ -811,7 +820,13 @@ fn run_graph(
         let mut trace = trace;
         let mut stop = stop;
         if let Some(claim) = claim {
-            match project(step, &claim) {
+            // Runx checks the packets of a succeeded step only, after its declared outputs.
+            let packets = if trace == "succeeded" {
+                env.packets.verify(step.get("artifacts"), &claim)
+            } else {
+                Ok(())
+            };
+            match project(step, &claim).and_then(|projected| packets.map(|()| projected)) {
                 Ok(projected) => {
                     outputs.insert(step_id.clone(), Value::Object(projected));
                 }

@@ -247,6 +247,13 @@ pub(crate) fn attention(
                 q.agent_name,
                 ago(q.last_run, now)
             )?,
+            Item::RunnerStopped(r) => writeln!(
+                out,
+                "✗ {}'s runner stopped {} with {} event(s) still in its spool",
+                r.agent_name,
+                ago(r.last_contact, now),
+                r.backlog
+            )?,
         }
         writeln!(out, "  next: {}", item.next_step())?;
     }

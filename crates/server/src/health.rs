@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use mindrune_engine::avatars::attention::RunnerSeen;
 use mindrune_store::{AgentId, Millis, OwnerId};
 use serde::{Deserialize, Serialize};
 
@@ -247,6 +248,20 @@ impl Health {
     pub fn note_runner(&self, agent: AgentId, contact: RunnerContact) {
         self.touch();
         self.counts().runners.insert(agent, contact);
+    }
+
+    /// The last request of each of `owner`'s runners, as the attention list reads them.
+    pub fn runners_seen(&self, owner: OwnerId) -> Vec<RunnerSeen> {
+        self.counts()
+            .runners
+            .iter()
+            .filter(|(_, contact)| contact.owner == owner)
+            .map(|(agent, contact)| RunnerSeen {
+                agent: *agent,
+                at: contact.at,
+                backlog: contact.backlog,
+            })
+            .collect()
     }
 
     /// The counts as of `now`.

@@ -3771,3 +3771,44 @@ async fn the_runs_list_pages_past_a_hundred_newest_first() {
     assert_eq!(run_rows(&ok2.body), 11);
     assert_eq!(ok2.body.matches("<tr class=\"run failed\"").count(), 0);
 }
+
+#[tokio::test]
+async fn a_runner_that_stopped_with_events_in_its_spool_needs_attention() {
+    let world = world();
+    let (cookie, _) = login(&world).await;
+    let contact = |minutes_ago: i64, backlog: u64| mindrune_server::health::RunnerContact {
+        owner: world.ada,
+        agent: "buzz".into(),
+        at: now_millis() - minutes_ago * 60_000,
+        backlog: Some(backlog),
+        hook_failures: None,
+    };
+    // Asked two minutes ago with events waiting: still running, nothing to say.
+    world.state.health().note_runner(world.buzz, contact(2, 4));
+    let page = get(&world, "/dashboard", Some(&cookie)).await;
+    assert!(!page.body.contains("runner-stopped"), "{}", page.body);
+    // Silent for ten minutes with four events in its spool: stopped.
+    world.state.health().note_runner(world.buzz, contact(10, 4));
+    for path in [
+        "/dashboard".to_owned(),
+        format!("/dashboard/avatars/{}", world.buzz.0),
+    ] {
+        let page = get(&world, &path, Some(&cookie)).await;
+        let start = page
+            .body
+            .find("class=\"runner-stopped\"")
+            .unwrap_or_else(|| panic!("{path}: {}", page.body));
+        let item = &page.body[start..start + page.body[start..].find("</li>").unwrap()];
+        assert!(item.contains("buzz</a>'s runner stopped"), "{item}");
+        assert!(item.contains("with 4 events still in its spool"), "{item}");
+        assert!(
+            item.contains("Next: start buzz&#39;s runner again"),
+            "{item}"
+        );
+    }
+    // Another family's page never shows it.
+    let answer = try_login(&world, "bob", BOB_KEY).await;
+    let bob = answer.cookie("mindrune_session").expect("a session cookie");
+    let page = get(&world, "/dashboard", Some(&bob)).await;
+    assert!(!page.body.contains("runner-stopped"), "{}", page.body);
+}

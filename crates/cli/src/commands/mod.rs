@@ -303,11 +303,23 @@ pub(crate) fn attention(
 ) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let (owner, agent) = family_scope(&*store, agent, owner)?;
+    // The runners' last requests as a server on this library saved them, if one ran.
+    let runners = match store.server_health()? {
+        Some((_, body)) => {
+            let seen = mindrune_server::health::Health::new(now);
+            match seen.restore(&body) {
+                Ok(()) => seen.runners_seen(owner.id),
+                Err(_) => Vec::new(),
+            }
+        }
+        None => Vec::new(),
+    };
     let items = mindrune_engine::avatars::attention::needs_attention(
         &*store,
         owner.id,
         agent.as_ref().map(|a| a.id),
         now,
+        &runners,
     )?;
     let mut out = std::io::stdout().lock();
     if json {

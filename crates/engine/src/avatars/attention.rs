@@ -18,6 +18,9 @@ const RUNS_READ: usize = 100;
 const QUIET_FACTOR: i64 = 3;
 /// … and at least this long ago (a family running every minute is not quiet after three).
 const QUIET_AT_LEAST: Millis = 6 * 3_600_000;
+/// A running runner asks the server for the family's view at least once a minute; one whose
+/// last request is this much older has stopped.
+const RUNNER_SILENT_AFTER: Millis = 5 * 60_000;
 /// The window an avatar's usual gap is measured over.
 const USUAL_GAP_WINDOW: Millis = 30 * 86_400_000;
 
@@ -29,6 +32,8 @@ pub enum Item {
     Failing(Failing),
     /// An avatar that has not run anything for longer than it usually pauses.
     Quiet(Quiet),
+    /// A runner that stopped with its avatar's events still waiting in its spool.
+    RunnerStopped(RunnerStopped),
 }
 
 impl Item {
@@ -45,6 +50,9 @@ impl Item {
                 1_000 + f.streak as i64 * 10 * siblings
             }
             Item::Quiet(q) => (q.quiet_for / 3_600_000).min(999),
+            // Nothing of that avatar is recorded until it runs again: above any quiet avatar,
+            // below a failing script (which costs every run).
+            Item::RunnerStopped(_) => 1_000,
         }
     }
 
@@ -65,6 +73,15 @@ impl Item {
                 "check that {}'s Claude Code and its runner are running; it usually runs again within {}",
                 q.agent_name,
                 hours(q.usual_gap)
+            ),
+            Item::RunnerStopped(r) => format!(
+                "start {}'s runner again (`mindrune runner`, as `mindrune setup` printed it): its spool keeps the {} waiting, and nothing is lost",
+                r.agent_name,
+                if r.backlog == 1 {
+                    "event".to_owned()
+                } else {
+                    format!("{} events", r.backlog)
+                }
             ),
         }
     }
@@ -113,6 +130,32 @@ pub struct Quiet {
     /// The 90th percentile of the gaps between its runs over the last 30 days: session
     /// breaks count, the minutes between runs of one session do not make it small.
     pub usual_gap: Millis,
+}
+
+/// A runner's last request to the server, as the server saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunnerSeen {
+    pub agent: AgentId,
+    pub at: Millis,
+    /// Items its spool still held then (`None`: a runner too old to say).
+    pub backlog: Option<u64>,
+}
+
+/// A runner that stopped asking the server while events waited in its spool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunnerStopped {
+    pub agent: AgentId,
+    pub agent_name: String,
+    pub last_contact: Millis,
+    pub backlog: u64,
+}
+
+/// Whether a runner last seen as `seen` has stopped with events undelivered at `now`: its last
+/// request is more than five heartbeats old and its spool held something then. A runner that
+/// ends with its spool delivered (a session's end) is no alarm: the quiet avatar rule covers
+/// an avatar that stops for longer than usual.
+pub fn runner_stopped(seen: &RunnerSeen, now: Millis) -> bool {
+    now - seen.at > RUNNER_SILENT_AFTER && seen.backlog.is_some_and(|n| n > 0)
 }
 
 /// A failing streak in a script's runs (newest first), if its newest run failed.
@@ -169,12 +212,14 @@ pub fn usual_gap(times: &mut [Millis]) -> Option<Millis> {
 }
 
 /// Everything that needs attention in `owner`'s family (or one avatar's part of it) at `now`,
-/// most harmful first.
+/// most harmful first; `runners` are the runners' last requests as the server saw them (empty
+/// where no server's counts are at hand).
 pub fn needs_attention(
     store: &dyn Store,
     owner: OwnerId,
     agent: Option<AgentId>,
     now: Millis,
+    runners: &[RunnerSeen],
 ) -> Result<Vec<Item>, StoreError> {
     let agents = store.agents(owner)?;
     let mut items = Vec::new();
@@ -240,6 +285,26 @@ pub fn needs_attention(
                 last_run,
                 quiet_for,
                 usual_gap: usual,
+            }));
+        }
+    }
+    for a in agents
+        .iter()
+        .filter(|a| agent.is_none_or(|only| only == a.id))
+    {
+        let Some(seen) = runners
+            .iter()
+            .filter(|r| r.agent == a.id)
+            .max_by_key(|r| r.at)
+        else {
+            continue;
+        };
+        if runner_stopped(seen, now) {
+            items.push(Item::RunnerStopped(RunnerStopped {
+                agent: a.id,
+                agent_name: a.name.clone(),
+                last_contact: seen.at,
+                backlog: seen.backlog.unwrap_or(0),
             }));
         }
     }
@@ -318,6 +383,22 @@ mod tests {
         // Failures that recorded nothing share "no cause recorded".
         let silent = [run(2, false, 30, None), run(2, false, 20, None)];
         assert_eq!(streak_cause(&silent), ("no cause recorded".to_owned(), 2));
+    }
+
+    #[test]
+    fn a_runner_has_stopped_when_it_left_events_and_went_silent_past_five_heartbeats() {
+        let seen = |at, backlog| RunnerSeen {
+            agent: AgentId(1),
+            at,
+            backlog,
+        };
+        let now = 10 * 60_000;
+        assert!(runner_stopped(&seen(0, Some(3)), now));
+        // Asked four minutes ago: still running.
+        assert!(!runner_stopped(&seen(6 * 60_000, Some(3)), now));
+        // Ended with its spool delivered, or too old to say: no alarm.
+        assert!(!runner_stopped(&seen(0, Some(0)), now));
+        assert!(!runner_stopped(&seen(0, None), now));
     }
 
     #[test]

@@ -291,6 +291,7 @@ pub(super) async fn avatar_page(
     let owner_id = session.owner;
     let csrf = session.csrf_token.clone();
     let app = state.clone();
+    let runners = state.health().runners_seen(owner_id);
     let page = state
         .blocking(move || -> Result<Option<String>, ApiError> {
             let owner = store.owner(owner_id)?;
@@ -381,6 +382,7 @@ pub(super) async fn avatar_page(
                 owner_id,
                 Some(agent.id),
                 now,
+                &runners,
             )?;
             let extras = AvatarExtras {
                 attention: &attention,

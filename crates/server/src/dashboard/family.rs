@@ -270,6 +270,18 @@ pub(super) fn attention_html(
                     last = html::time_ago(Some(q.last_run), now),
                 );
             }
+            Item::RunnerStopped(r) => {
+                let _ = write!(
+                    out,
+                    "<li class=\"runner-stopped\">{icon} <a href=\"/dashboard/avatars/{id}\">{name}</a>'s runner \
+                     stopped {last} with {backlog} still in its spool: nothing of {name} is recorded until it runs again",
+                    icon = icons::WARNING,
+                    id = r.agent.0,
+                    name = shown_text.text(&r.agent_name),
+                    last = html::time_ago(Some(r.last_contact), now),
+                    backlog = count(r.backlog as i64, "event", "events"),
+                );
+            }
         }
         let _ = write!(
             out,
@@ -368,16 +380,29 @@ fn period_html(out: &mut String, period: &Period) {
     out.push_str("</ul>");
 }
 
-/// Reads everything the family page shows; `since` is the owner's last visit.
+/// What one look at the family page asks: when the owner last looked (from the cookie), the
+/// chart's range, the clock, and the runners' last requests as this server saw them.
+pub(super) struct Visit<'a> {
+    pub(super) last_visit: Option<i64>,
+    pub(super) range: ChartRange,
+    pub(super) now: i64,
+    pub(super) runners: &'a [mindrune_engine::avatars::attention::RunnerSeen],
+}
+
+/// Reads everything the family page shows.
 pub(super) fn family_view<'a>(
     store: &dyn mindrune_store::Store,
     owner: &'a Owner,
     agents: &'a [Agent],
     entries: &'a [SkillEntry],
-    last_visit: Option<i64>,
-    range: ChartRange,
-    now: i64,
+    visit: &Visit<'_>,
 ) -> Result<FamilyView<'a>, ApiError> {
+    let Visit {
+        last_visit,
+        range,
+        now,
+        runners,
+    } = *visit;
     let first_visit = last_visit.is_none();
     let since = last_visit.unwrap_or(now - FIRST_VISIT_MILLIS).min(now);
     let mut period = Period::default();
@@ -474,7 +499,7 @@ pub(super) fn family_view<'a>(
         period,
         changes,
         attention: mindrune_engine::avatars::attention::needs_attention(
-            store, owner.id, None, now,
+            store, owner.id, None, now, runners,
         )?,
     })
 }
@@ -496,12 +521,19 @@ pub(super) async fn family_page(
     let csrf = session.csrf_token.clone();
     let app = state.clone();
     let now = now_millis();
+    let runners = state.health().runners_seen(owner_id);
     let page = state
         .blocking(move || -> Result<String, ApiError> {
             let owner = store.owner(owner_id)?;
             let agents = store.agents(owner_id)?;
             let entries = mindrune_engine::display::skills_as_of(store, owner_id, None, now)?;
-            let view = family_view(store, &owner, &agents, &entries, since, range, now)?;
+            let visit = Visit {
+                last_visit: since,
+                range,
+                now,
+                runners: &runners,
+            };
+            let view = family_view(store, &owner, &agents, &entries, &visit)?;
             let shown_text = Shown::new(&[]);
             let body = family_html(&view, &csrf, &shown_text);
             Ok(html::page(

@@ -17,7 +17,7 @@ const RUNS_READ: usize = 100;
 /// An avatar is quiet when its last run is this many times its usual gap ago …
 const QUIET_FACTOR: i64 = 3;
 /// … and at least this long ago (a family running every minute is not quiet after three).
-const QUIET_AT_LEAST: Millis = 6 * 3_600_000;
+pub(crate) const QUIET_AT_LEAST: Millis = 6 * 3_600_000;
 /// The window an avatar's usual gap is measured over.
 const USUAL_GAP_WINDOW: Millis = 30 * 86_400_000;
 
@@ -90,6 +90,9 @@ pub struct Failing {
     pub last_seen: Millis,
     /// The newest failure's use id (its run page).
     pub last_failure: i64,
+    /// The streak's first failure's use id: with the skill, what names the streak (an alert's
+    /// stable id).
+    pub first_failure: i64,
     /// The siblings whose runs of it are in the streak.
     pub failing_for: Vec<AgentId>,
     /// The version change before the streak, when there is one.
@@ -217,6 +220,7 @@ pub fn needs_attention(
             first_seen: runs[streak - 1].outcome.at,
             last_seen: runs[0].outcome.at,
             last_failure: runs[0].id,
+            first_failure: runs[streak - 1].id,
             failing_for,
             suspect,
         }));
@@ -248,7 +252,7 @@ pub fn needs_attention(
 }
 
 /// `90 min` as a person says it: `2 h`, `3 d`.
-fn hours(millis: Millis) -> String {
+pub(crate) fn hours(millis: Millis) -> String {
     let minutes = millis / 60_000;
     match minutes {
         0..120 => format!("{} min", minutes.max(1)),
@@ -344,6 +348,7 @@ mod tests {
             first_seen: 0,
             last_seen: 0,
             last_failure: 0,
+            first_failure: 0,
             failing_for: vec![AgentId(2)],
             suspect: None,
         });

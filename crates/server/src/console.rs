@@ -351,6 +351,8 @@ struct ConsoleView {
     library: Library,
     /// The families' runs per day, all together: from a family skill, and the others.
     reuse_days: Vec<Bar>,
+    /// Webhooks whose last attempt failed, per owner (`alerts`).
+    failing_webhooks: Vec<crate::alerts::FailingWebhook>,
     now: i64,
 }
 
@@ -363,6 +365,7 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
         count(families.len() as i64, "family", "families")
     );
     health_html(&mut body, &view.health, &view.library, view.now, shown_text);
+    crate::alerts::console_html(&mut body, &view.failing_webhooks, view.now);
     // Family skill reuse.
     let _ = write!(
         body,
@@ -508,6 +511,7 @@ async fn console(
             let mut from_family = vec![0i64; REUSE_DAYS as usize];
             let mut runs = vec![0i64; REUSE_DAYS as usize];
             let mut families = Vec::with_capacity(owners.len());
+            let failing_webhooks = crate::alerts::failing_webhooks(store, &owners)?;
             for owner in owners {
                 for day in store.runs_per_day(owner.id, first_day * DAY_MILLIS)? {
                     if let Some(slot) = usize::try_from(day.day - first_day)
@@ -564,6 +568,7 @@ async fn console(
                 health,
                 library,
                 reuse_days,
+                failing_webhooks,
                 now,
             };
             Ok(html::page(

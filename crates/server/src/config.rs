@@ -554,6 +554,51 @@ mod tests {
     }
 
     #[test]
+    fn alert_tables_take_defaults_and_name_their_line_when_wrong() {
+        let text = "[[alerts]]\nowner = \"ada\"\nwebhook = \"https://hooks.example.com/x\"\n\n[[alerts]]\nowner = \"ada\"\nwebhook = \"http://127.0.0.1:9/h\"\nformat = \"slack\"\nfailing_streak = 5\nquiet_hours = \"22:00-07:00\"\n";
+        let config = parse(text, "mindrune.toml").unwrap();
+        let (plain, tuned) = (&config.alerts[0], &config.alerts[1]);
+        assert_eq!(plain.thresholds(), Thresholds::default());
+        assert_eq!(plain.format, AlertFormat::Json);
+        assert_eq!(tuned.format, AlertFormat::Slack);
+        assert_eq!(tuned.failing_streak, 5);
+        assert_eq!(tuned.quiet_hours.unwrap().to_string(), "22:00-07:00");
+        assert_eq!(tuned.origin, "mindrune.toml:5");
+        let bad_url = parse(
+            "[[alerts]]\nowner = \"ada\"\nwebhook = \"ftp://x/y\"\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(bad_url.starts_with("mindrune.toml:3:"), "{bad_url}");
+        assert!(bad_url.contains("http:// or https://"), "{bad_url}");
+        let bad_hours = parse(
+            "[[alerts]]\nowner = \"ada\"\nwebhook = \"http://h/\"\nquiet_hours = \"late\"\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(bad_hours.starts_with("mindrune.toml:4:"), "{bad_hours}");
+        let zero = parse(
+            "\n[[alerts]]\nowner = \"ada\"\nwebhook = \"http://h/\"\nfailing_streak = 0\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            zero.starts_with("mindrune.toml:2: [[alerts]] failing_streak"),
+            "{zero}"
+        );
+        let unknown = parse(
+            "[[alerts]]\nowner = \"ada\"\nwebhook = \"http://h/\"\nsecret = 1\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(unknown.contains("unknown field `secret`"), "{unknown}");
+    }
+
+    #[test]
     fn an_unknown_key_names_its_line_and_column() {
         let err = parse("addr = \"127.0.0.1:1\"\n  colour = 3\n", "mindrune.toml").unwrap_err();
         let text = err.to_string();

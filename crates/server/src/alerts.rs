@@ -155,7 +155,7 @@ fn deliver(
                 "alert {} ({}) to {}: {}",
                 delivery.alert_id,
                 delivery.event.as_str(),
-                shown_webhook(&delivery.webhook),
+                crate::html::shown_webhook(&delivery.webhook),
                 attempt.error.as_deref().unwrap_or("failed")
             );
         }
@@ -203,170 +203,11 @@ fn post(
             delivered_at: None,
             status: None,
             // The error may quote the address: only its shown form is kept.
-            error: Some(cut(err
-                .to_string()
-                .replace(&delivery.webhook, &shown_webhook(&delivery.webhook)))),
+            error: Some(cut(err.to_string().replace(
+                &delivery.webhook,
+                &crate::html::shown_webhook(&delivery.webhook),
+            ))),
             next_attempt_at: retry,
         },
-    }
-}
-
-/// A webhook whose last attempt failed, as the console lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FailingWebhook {
-    pub owner: String,
-    /// Its shown address (no user, password, query or token path).
-    pub webhook: String,
-    pub last_status: Option<i64>,
-    pub last_error: Option<String>,
-    /// The most attempts of its deliveries waiting.
-    pub attempts: i64,
-    /// Its next try (the soonest of its deliveries waiting).
-    pub next_attempt_at: Millis,
-    /// How many deliveries wait for it.
-    pub waiting: usize,
-}
-
-/// The webhooks of `owners` whose deliveries wait after a failed attempt, read from the store
-/// (so they survive a restart).
-pub fn failing_webhooks(
-    store: &dyn Store,
-    owners: &[mindrune_store::Owner],
-) -> Result<Vec<FailingWebhook>, StoreError> {
-    let mut out: Vec<FailingWebhook> = Vec::new();
-    for owner in owners {
-        for d in store.alert_deliveries(owner.id, true)? {
-            if d.attempts == 0 {
-                continue;
-            }
-            let shown = shown_webhook(&d.webhook);
-            match out
-                .iter_mut()
-                .find(|f| f.owner == owner.name && f.webhook == shown)
-            {
-                Some(known) => {
-                    known.waiting += 1;
-                    if d.attempts > known.attempts {
-                        known.attempts = d.attempts;
-                        known.last_status = d.last_status;
-                        known.last_error = d.last_error.clone();
-                    }
-                    known.next_attempt_at = known.next_attempt_at.min(d.next_attempt_at);
-                }
-                None => out.push(FailingWebhook {
-                    owner: owner.name.clone(),
-                    webhook: shown,
-                    last_status: d.last_status,
-                    last_error: d.last_error,
-                    attempts: d.attempts,
-                    next_attempt_at: d.next_attempt_at,
-                    waiting: 1,
-                }),
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// The console's "Alerts" section: every webhook that answers badly, with why and when it is
-/// tried again; a line saying all is well otherwise.
-pub fn console_html(out: &mut String, failing: &[FailingWebhook], now: Millis) {
-    use std::fmt::Write as _;
-    out.push_str(
-        "<section class=\"card\" aria-labelledby=\"alerts-title\" id=\"alerts\"><h2 id=\"alerts-title\">Alerts</h2>",
-    );
-    if failing.is_empty() {
-        out.push_str("<p class=\"small muted\">Every webhook took its alerts.</p></section>");
-        return;
-    }
-    out.push_str(
-        "<table><thead><tr><th>Owner</th><th>Webhook</th><th>Last answer</th><th>Attempts</th><th>Waiting</th><th>Next try</th></tr></thead><tbody>",
-    );
-    for f in failing {
-        let answer = match (&f.last_status, &f.last_error) {
-            (_, Some(error)) => error.clone(),
-            (Some(status), None) => status.to_string(),
-            (None, None) => "no answer".into(),
-        };
-        let next = if f.next_attempt_at <= now {
-            "now".to_string()
-        } else {
-            let seconds = (f.next_attempt_at - now) / 1000;
-            match seconds {
-                0..60 => format!("in {} s", seconds.max(1)),
-                60..3_600 => format!("in {} min", seconds / 60),
-                _ => format!("in {} h", seconds / 3_600),
-            }
-        };
-        let _ = write!(
-            out,
-            "<tr class=\"failing-webhook\"><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            crate::html::escape(&f.owner),
-            crate::html::escape(&f.webhook),
-            crate::html::escape(&answer),
-            f.attempts,
-            f.waiting,
-            crate::html::escape(&next),
-        );
-    }
-    out.push_str("</tbody></table></section>");
-}
-
-/// A webhook's address as the console and the log show it: without its user, password and
-/// query (where tokens live); Slack's and Discord's paths hold theirs, so only the path's
-/// first part is kept.
-pub fn shown_webhook(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let rest = rest.split(['?', '#']).next().unwrap_or("");
-    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
-    let host = authority.rsplit('@').next().unwrap_or(authority);
-    let first = path.split('/').next().unwrap_or("");
-    let more = if path.len() > first.len() { "/…" } else { "" };
-    let scheme = if scheme.is_empty() {
-        String::new()
-    } else {
-        format!("{scheme}://")
-    };
-    format!("{scheme}{host}/{first}{more}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_shown_webhook_keeps_no_secret() {
-        assert_eq!(
-            shown_webhook("https://user:pw@hooks.example.com/services/T0/B0/secret?token=abc"),
-            "https://hooks.example.com/services/…"
-        );
-        assert_eq!(
-            shown_webhook("http://127.0.0.1:9000/hook"),
-            "http://127.0.0.1:9000/hook"
-        );
-        assert_eq!(shown_webhook("http://h"), "http://h/");
-    }
-
-    #[test]
-    fn the_console_lists_a_failing_webhook_escaped() {
-        let mut out = String::new();
-        console_html(&mut out, &[], 0);
-        assert!(out.contains("Every webhook took its alerts."));
-        let failing = FailingWebhook {
-            owner: "ada<b>".into(),
-            webhook: shown_webhook("https://u:p@hooks.example.com/x/<y>?token=abc"),
-            last_status: Some(500),
-            last_error: Some("the webhook answered 500 <Internal>".into()),
-            attempts: 2,
-            next_attempt_at: 90_000,
-            waiting: 1,
-        };
-        let mut out = String::new();
-        console_html(&mut out, &[failing], 30_000);
-        assert!(out.contains("ada&lt;b&gt;"), "{out}");
-        assert!(out.contains("https://hooks.example.com/x/…"), "{out}");
-        assert!(!out.contains("token") && !out.contains("u:p"), "{out}");
-        assert!(out.contains("answered 500 &lt;Internal&gt;"), "{out}");
-        assert!(out.contains("in 1 min"), "{out}");
     }
 }

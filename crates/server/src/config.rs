@@ -111,7 +111,7 @@ fn webhook_url<'de, D: serde::Deserializer<'de>>(de: D) -> Result<String, D::Err
     if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none_or(str::is_empty) {
         return Err(serde::de::Error::custom(format!(
             "webhook {:?} must be an http:// or https:// address with a host",
-            crate::alerts::shown_webhook(&text)
+            crate::html::shown_webhook(&text)
         )));
     }
     Ok(text)

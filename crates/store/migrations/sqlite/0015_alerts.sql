@@ -6,29 +6,29 @@
 -- Never edit this file once it has landed: add a new numbered migration instead.
 
 CREATE TABLE alerts (
-    owner_id    BIGINT NOT NULL REFERENCES owners (owner_id),
+    owner_id    INTEGER NOT NULL REFERENCES owners (owner_id),
     alert_id    TEXT NOT NULL,
     kind        TEXT NOT NULL,
     subject     TEXT NOT NULL,
     body        TEXT NOT NULL,
-    opened_at   BIGINT NOT NULL,
-    resolved_at BIGINT,
+    opened_at   INTEGER NOT NULL,
+    resolved_at INTEGER,
     PRIMARY KEY (owner_id, alert_id)
 );
 
 CREATE INDEX alerts_open ON alerts (owner_id) WHERE resolved_at IS NULL;
 
 CREATE TABLE alert_deliveries (
-    owner_id        BIGINT NOT NULL,
+    owner_id        INTEGER NOT NULL,
     alert_id        TEXT NOT NULL,
     event           TEXT NOT NULL CHECK (event IN ('open', 'resolve')),
     webhook         TEXT NOT NULL,
     format          TEXT NOT NULL,
-    attempts        BIGINT NOT NULL DEFAULT 0,
-    next_attempt_at BIGINT NOT NULL,
-    last_status     BIGINT,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at INTEGER NOT NULL,
+    last_status     INTEGER,
     last_error      TEXT,
-    delivered_at    BIGINT,
+    delivered_at    INTEGER,
     PRIMARY KEY (owner_id, alert_id, event, webhook),
     FOREIGN KEY (owner_id, alert_id) REFERENCES alerts (owner_id, alert_id)
 );

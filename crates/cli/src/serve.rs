@@ -32,6 +32,8 @@ pub(crate) fn serve(
     // Every `[[playbooks]]` entry names an owner of this library and a folder, before anyone
     // can log in and open an Inbox.
     settings.check_playbooks(store.as_ref())?;
+    // Every `[[alerts]]` entry names an owner of this library.
+    settings.check_alerts(store.as_ref())?;
     mindrune_server::app::run(store, settings, |addr| {
         // The one line a person starting the server needs; the rest goes to the log.
         eprintln!("mindrune: serving on http://{addr} (dashboard: http://{addr}/dashboard)");

@@ -192,6 +192,8 @@ pub async fn serve(
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let (open_tx, open_rx) = tokio::sync::watch::channel(());
     let health_saver = tokio::spawn(save_health_every(state.clone(), HEALTH_SAVE_INTERVAL));
+    // The alert loop, beside the requests (never on their path); it stops with them.
+    let alert_loop = crate::alerts::spawn(state.clone(), stopping_rx.clone());
     tokio::pin!(shutdown);
     loop {
         let (stream, peer) = tokio::select! {
@@ -260,6 +262,10 @@ pub async fn serve(
         () = tokio::time::sleep(grace) => {
             tracing::warn!("requests still running after {} s; stopping anyway", grace.as_secs());
         }
+    }
+    if let Some(alert_loop) = alert_loop {
+        // A pass under way finishes (a delivery takes at most its timeout); no new one starts.
+        let _ = tokio::time::timeout(grace, alert_loop).await;
     }
     health_saver.abort();
     save_health(&state).await;

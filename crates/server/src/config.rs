@@ -4,6 +4,9 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use mindrune_engine::avatars::alerts::{
+    AlertFormat, DEFAULT_FAILING_STREAK, DEFAULT_QUIET_FACTOR, QuietHours, Thresholds,
+};
 use mindrune_store::{Store, StoreError};
 use serde::Deserialize;
 
@@ -42,6 +45,109 @@ pub struct ServerConfig {
     /// The personal assistants' playbook workspaces, each shown in one owner's Inbox
     /// (`[[playbooks]]` tables).
     pub playbooks: Vec<PlaybookWorkspace>,
+    /// The webhooks an owner's alerts go to (`[[alerts]]` tables).
+    pub alerts: Vec<AlertRule>,
+    /// How often the alert loop looks at the families and the outbox, in seconds.
+    pub alerts_interval_secs: u64,
+    /// A failed delivery is tried again after this many seconds, doubled per failure (at most
+    /// an hour).
+    pub alerts_retry_base_secs: u64,
+}
+
+/// Where an owner's alerts go and which alert: `[[alerts]]` with `owner = "ada"` and
+/// `webhook = "https://…"`; everything else has a default (a script failing 3 runs in a row, an
+/// avatar quiet for 3 of its usual gaps, no quiet hours, generic JSON).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AlertRule {
+    /// The owner's name, as `mindrune owner list` shows it.
+    pub owner: String,
+    /// The address alerts are posted to (http or https).
+    #[serde(deserialize_with = "webhook_url")]
+    pub webhook: String,
+    /// `json` (default), `slack` (`{"text"}`) or `discord` (`{"content"}`).
+    #[serde(default)]
+    pub format: AlertFormat,
+    /// A script alerts once it failed this many runs in a row.
+    #[serde(default = "default_failing_streak")]
+    pub failing_streak: usize,
+    /// Whether a quiet avatar alerts.
+    #[serde(default = "default_true")]
+    pub quiet: bool,
+    /// An avatar is quiet when its last run is this many of its usual gaps ago (at least 3,
+    /// as on the pages).
+    #[serde(default = "default_quiet_factor")]
+    pub quiet_factor: i64,
+    /// `"22:00-07:00"` (UTC): alerts and resolves due then wait until the hours end.
+    #[serde(default)]
+    pub quiet_hours: Option<QuietHours>,
+    /// The dashboard's public address (`https://mindrune.example`), so an alert links to its
+    /// page; without it the link is the page's path.
+    #[serde(default)]
+    pub dashboard_url: Option<String>,
+    /// Where the entry is written (`mindrune.toml:12`), for errors.
+    #[serde(skip)]
+    pub origin: String,
+}
+
+fn default_failing_streak() -> usize {
+    DEFAULT_FAILING_STREAK
+}
+
+fn default_true() -> bool {
+    true
+}
+
+fn default_quiet_factor() -> i64 {
+    DEFAULT_QUIET_FACTOR
+}
+
+/// An http or https address with a host, refused at load otherwise (the error names the line).
+fn webhook_url<'de, D: serde::Deserializer<'de>>(de: D) -> Result<String, D::Error> {
+    let text = String::deserialize(de)?;
+    let uri: axum::http::Uri = text
+        .parse()
+        .map_err(|err| serde::de::Error::custom(format!("webhook {text:?} is not a URL: {err}")))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none_or(str::is_empty) {
+        return Err(serde::de::Error::custom(format!(
+            "webhook {:?} must be an http:// or https:// address with a host",
+            crate::html::shown_webhook(&text)
+        )));
+    }
+    Ok(text)
+}
+
+impl AlertRule {
+    pub fn new(owner: impl Into<String>, webhook: impl Into<String>) -> AlertRule {
+        AlertRule {
+            owner: owner.into(),
+            webhook: webhook.into(),
+            format: AlertFormat::Json,
+            failing_streak: DEFAULT_FAILING_STREAK,
+            quiet: true,
+            quiet_factor: DEFAULT_QUIET_FACTOR,
+            quiet_hours: None,
+            dashboard_url: None,
+            origin: String::new(),
+        }
+    }
+
+    /// Which attention items this webhook hears of.
+    pub fn thresholds(&self) -> Thresholds {
+        Thresholds {
+            failing_streak: self.failing_streak,
+            quiet: self.quiet,
+            quiet_factor: self.quiet_factor,
+        }
+    }
+
+    fn place(&self, index: usize) -> String {
+        if self.origin.is_empty() {
+            format!("the configuration's [[alerts]] entry {}", index + 1)
+        } else {
+            self.origin.clone()
+        }
+    }
 }
 
 /// A personal assistant's playbook workspace and the owner whose dashboard Inbox shows its
@@ -111,6 +217,9 @@ impl Default for ServerConfig {
             request_timeout_secs: 60,
             shutdown_grace_secs: 30,
             playbooks: Vec::new(),
+            alerts: Vec::new(),
+            alerts_interval_secs: 30,
+            alerts_retry_base_secs: 30,
         }
     }
 }
@@ -187,6 +296,25 @@ impl ServerConfig {
         }
         Ok(())
     }
+
+    /// Checks every `[[alerts]]` entry's owner against the library; `mindrune serve` runs it
+    /// before it listens.
+    pub fn check_alerts(&self, store: &dyn Store) -> Result<(), ConfigError> {
+        for (index, rule) in self.alerts.iter().enumerate() {
+            if store.owner_by_name(&rule.owner)?.is_none() {
+                return Err(ConfigError::Alert {
+                    place: rule.place(index),
+                    field: "owner",
+                    value: rule.owner.clone(),
+                    message: format!(
+                        "there is no owner named {:?}; `mindrune owner list` shows the owners",
+                        rule.owner
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -197,7 +325,7 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     #[error(
-        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, header_read_timeout_secs, body_read_timeout_secs, max_connections, max_connections_per_peer, session_hours, request_timeout_secs, shutdown_grace_secs and [[playbooks]] tables (owner, workspace)"
+        "{path}:{line}:{column}: {message}\n\nhint: the keys are addr, secure_cookies, header_read_timeout_secs, body_read_timeout_secs, max_connections, max_connections_per_peer, session_hours, request_timeout_secs, shutdown_grace_secs, alerts_interval_secs, alerts_retry_base_secs, [[playbooks]] tables (owner, workspace) and [[alerts]] tables (owner, webhook, format, failing_streak, quiet, quiet_factor, quiet_hours, dashboard_url)"
     )]
     Invalid {
         path: String,
@@ -207,6 +335,13 @@ pub enum ConfigError {
     },
     #[error("{place}: [[playbooks]] {field} = {value:?}: {message}")]
     Playbook {
+        place: String,
+        field: &'static str,
+        value: String,
+        message: String,
+    },
+    #[error("{place}: [[alerts]] {field} = {value:?}: {message}")]
+    Alert {
         place: String,
         field: &'static str,
         value: String,
@@ -257,6 +392,8 @@ pub fn parse(text: &str, origin: &str) -> Result<ServerConfig, ConfigError> {
             config.max_connections_per_peer as u64,
         ),
         ("body_read_timeout_secs", config.body_read_timeout_secs),
+        ("alerts_interval_secs", config.alerts_interval_secs),
+        ("alerts_retry_base_secs", config.alerts_retry_base_secs),
     ] {
         if value == 0 {
             // The key's own line: `max_connections` must not be found in
@@ -283,14 +420,48 @@ pub fn parse(text: &str, origin: &str) -> Result<ServerConfig, ConfigError> {
     for (entry, span) in config.playbooks.iter_mut().zip(&spans.playbooks) {
         entry.origin = format!("{origin}:{}", line_column(text, span.span().start).0);
     }
+    for (index, (rule, span)) in config.alerts.iter_mut().zip(&spans.alerts).enumerate() {
+        rule.origin = format!("{origin}:{}", line_column(text, span.span().start).0);
+        let refuse = |field: &'static str, value: String, message: &str| ConfigError::Alert {
+            place: rule.place(index),
+            field,
+            value,
+            message: message.to_string(),
+        };
+        if rule.failing_streak == 0 {
+            return Err(refuse(
+                "failing_streak",
+                "0".into(),
+                "must be at least 1 (3 when left out)",
+            ));
+        }
+        if rule.quiet_factor < DEFAULT_QUIET_FACTOR {
+            return Err(refuse(
+                "quiet_factor",
+                rule.quiet_factor.to_string(),
+                "must be at least 3 (an avatar is not quiet before; set quiet = false to hear nothing of quiet avatars)",
+            ));
+        }
+        if let Some(url) = &rule.dashboard_url
+            && !(url.starts_with("http://") || url.starts_with("https://"))
+        {
+            return Err(refuse(
+                "dashboard_url",
+                url.clone(),
+                "must be an http:// or https:// address",
+            ));
+        }
+    }
     Ok(config)
 }
 
-/// Only the places of the `[[playbooks]]` entries (everything else is read by `ServerConfig`).
+/// Only the places of the `[[playbooks]]` and `[[alerts]]` entries (everything else is read by `ServerConfig`).
 #[derive(Deserialize)]
 struct PlaybookSpans {
     #[serde(default)]
     playbooks: Vec<toml::Spanned<toml::Table>>,
+    #[serde(default)]
+    alerts: Vec<toml::Spanned<toml::Table>>,
 }
 
 fn line_column(text: &str, offset: usize) -> (usize, usize) {
@@ -380,6 +551,51 @@ mod tests {
             PlaybookWorkspace::new("ada", "/home/ada/assistant").shown_name(),
             "assistant"
         );
+    }
+
+    #[test]
+    fn alert_tables_take_defaults_and_name_their_line_when_wrong() {
+        let text = "[[alerts]]\nowner = \"ada\"\nwebhook = \"https://hooks.example.com/x\"\n\n[[alerts]]\nowner = \"ada\"\nwebhook = \"http://127.0.0.1:9/h\"\nformat = \"slack\"\nfailing_streak = 5\nquiet_hours = \"22:00-07:00\"\n";
+        let config = parse(text, "mindrune.toml").unwrap();
+        let (plain, tuned) = (&config.alerts[0], &config.alerts[1]);
+        assert_eq!(plain.thresholds(), Thresholds::default());
+        assert_eq!(plain.format, AlertFormat::Json);
+        assert_eq!(tuned.format, AlertFormat::Slack);
+        assert_eq!(tuned.failing_streak, 5);
+        assert_eq!(tuned.quiet_hours.unwrap().to_string(), "22:00-07:00");
+        assert_eq!(tuned.origin, "mindrune.toml:5");
+        let bad_url = parse(
+            "[[alerts]]\nowner = \"ada\"\nwebhook = \"ftp://x/y\"\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(bad_url.starts_with("mindrune.toml:3:"), "{bad_url}");
+        assert!(bad_url.contains("http:// or https://"), "{bad_url}");
+        let bad_hours = parse(
+            "[[alerts]]\nowner = \"ada\"\nwebhook = \"http://h/\"\nquiet_hours = \"late\"\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(bad_hours.starts_with("mindrune.toml:4:"), "{bad_hours}");
+        let zero = parse(
+            "\n[[alerts]]\nowner = \"ada\"\nwebhook = \"http://h/\"\nfailing_streak = 0\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            zero.starts_with("mindrune.toml:2: [[alerts]] failing_streak"),
+            "{zero}"
+        );
+        let unknown = parse(
+            "[[alerts]]\nowner = \"ada\"\nwebhook = \"http://h/\"\nsecret = 1\n",
+            "mindrune.toml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(unknown.contains("unknown field `secret`"), "{unknown}");
     }
 
     #[test]

@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_store::{DAY_MILLIS, FamilyReuse, Owner, SharedSkill};
+use mindrune_store::{DAY_MILLIS, FamilyReuse, Millis, Owner, SharedSkill, Store, StoreError};
 use serde::Deserialize;
 
 use crate::auth::{OPERATOR_COOKIE, Operator};
@@ -351,6 +351,8 @@ struct ConsoleView {
     library: Library,
     /// The families' runs per day, all together: from a family skill, and the others.
     reuse_days: Vec<Bar>,
+    /// Webhooks whose last attempt failed, per owner (`alerts`).
+    failing_webhooks: Vec<FailingWebhook>,
     now: i64,
 }
 
@@ -363,6 +365,7 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
         count(families.len() as i64, "family", "families")
     );
     health_html(&mut body, &view.health, &view.library, view.now, shown_text);
+    alerts_html(&mut body, &view.failing_webhooks, view.now);
     // Family skill reuse.
     let _ = write!(
         body,
@@ -508,6 +511,7 @@ async fn console(
             let mut from_family = vec![0i64; REUSE_DAYS as usize];
             let mut runs = vec![0i64; REUSE_DAYS as usize];
             let mut families = Vec::with_capacity(owners.len());
+            let failing_webhooks = failing_webhooks(store, &owners)?;
             for owner in owners {
                 for day in store.runs_per_day(owner.id, first_day * DAY_MILLIS)? {
                     if let Some(slot) = usize::try_from(day.day - first_day)
@@ -564,6 +568,7 @@ async fn console(
                 health,
                 library,
                 reuse_days,
+                failing_webhooks,
                 now,
             };
             Ok(html::page(
@@ -578,6 +583,107 @@ async fn console(
         Ok(page) => html::respond(StatusCode::OK, page),
         Err(err) => error_page(&err),
     }
+}
+
+/// A webhook whose last attempt failed, as the console lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FailingWebhook {
+    owner: String,
+    /// Its shown address (no user, password, query or token path).
+    webhook: String,
+    last_status: Option<i64>,
+    last_error: Option<String>,
+    /// The most attempts of its deliveries waiting.
+    attempts: i64,
+    /// Its next try (the soonest of its deliveries waiting).
+    next_attempt_at: Millis,
+    /// How many deliveries wait for it.
+    waiting: usize,
+}
+
+/// The webhooks of `owners` whose deliveries wait after a failed attempt, read from the store
+/// (so they survive a restart).
+fn failing_webhooks(
+    store: &dyn Store,
+    owners: &[mindrune_store::Owner],
+) -> Result<Vec<FailingWebhook>, StoreError> {
+    let mut out: Vec<FailingWebhook> = Vec::new();
+    for owner in owners {
+        for d in store.alert_deliveries(owner.id, true)? {
+            if d.attempts == 0 {
+                continue;
+            }
+            let shown = html::shown_webhook(&d.webhook);
+            match out
+                .iter_mut()
+                .find(|f| f.owner == owner.name && f.webhook == shown)
+            {
+                Some(known) => {
+                    known.waiting += 1;
+                    if d.attempts > known.attempts {
+                        known.attempts = d.attempts;
+                        known.last_status = d.last_status;
+                        known.last_error = d.last_error.clone();
+                    }
+                    known.next_attempt_at = known.next_attempt_at.min(d.next_attempt_at);
+                }
+                None => out.push(FailingWebhook {
+                    owner: owner.name.clone(),
+                    webhook: shown,
+                    last_status: d.last_status,
+                    last_error: d.last_error,
+                    attempts: d.attempts,
+                    next_attempt_at: d.next_attempt_at,
+                    waiting: 1,
+                }),
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The console's "Alerts" section: every webhook that answers badly, with why and when it is
+/// tried again; a line saying all is well otherwise.
+fn alerts_html(out: &mut String, failing: &[FailingWebhook], now: Millis) {
+    use std::fmt::Write as _;
+    out.push_str(
+        "<section class=\"card\" aria-labelledby=\"alerts-title\" id=\"alerts\"><h2 id=\"alerts-title\">Alerts</h2>",
+    );
+    if failing.is_empty() {
+        out.push_str("<p class=\"small muted\">Every webhook took its alerts.</p></section>");
+        return;
+    }
+    out.push_str(
+        "<table><thead><tr><th>Owner</th><th>Webhook</th><th>Last answer</th><th>Attempts</th><th>Waiting</th><th>Next try</th></tr></thead><tbody>",
+    );
+    for f in failing {
+        let answer = match (&f.last_status, &f.last_error) {
+            (_, Some(error)) => error.clone(),
+            (Some(status), None) => status.to_string(),
+            (None, None) => "no answer".into(),
+        };
+        let next = if f.next_attempt_at <= now {
+            "now".to_string()
+        } else {
+            let seconds = (f.next_attempt_at - now) / 1000;
+            match seconds {
+                0..60 => format!("in {} s", seconds.max(1)),
+                60..3_600 => format!("in {} min", seconds / 60),
+                _ => format!("in {} h", seconds / 3_600),
+            }
+        };
+        let _ = write!(
+            out,
+            "<tr class=\"failing-webhook\"><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html::escape(&f.owner),
+            html::escape(&f.webhook),
+            html::escape(&answer),
+            f.attempts,
+            f.waiting,
+            html::escape(&next),
+        );
+    }
+    out.push_str("</tbody></table></section>");
 }
 
 #[cfg(test)]
@@ -596,5 +702,28 @@ mod tests {
         assert!(token_shaped("mr_operator_0123abcd"));
         assert!(!token_shaped("mr_operator_x; Path=/"));
         assert!(!token_shaped("mr_session_0123"));
+    }
+
+    #[test]
+    fn the_console_lists_a_failing_webhook_escaped() {
+        let mut out = String::new();
+        alerts_html(&mut out, &[], 0);
+        assert!(out.contains("Every webhook took its alerts."));
+        let failing = FailingWebhook {
+            owner: "ada<b>".into(),
+            webhook: html::shown_webhook("https://u:p@hooks.example.com/x/<y>?token=abc"),
+            last_status: Some(500),
+            last_error: Some("the webhook answered 500 <Internal>".into()),
+            attempts: 2,
+            next_attempt_at: 90_000,
+            waiting: 1,
+        };
+        let mut out = String::new();
+        alerts_html(&mut out, &[failing], 30_000);
+        assert!(out.contains("ada&lt;b&gt;"), "{out}");
+        assert!(out.contains("https://hooks.example.com/x/…"), "{out}");
+        assert!(!out.contains("token") && !out.contains("u:p"), "{out}");
+        assert!(out.contains("answered 500 &lt;Internal&gt;"), "{out}");
+        assert!(out.contains("in 1 min"), "{out}");
     }
 }

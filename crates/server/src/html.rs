@@ -325,9 +325,40 @@ pub fn static_routes() -> Router<AppState> {
         .route("/static/app.js", get(|| async { JS.response() }))
 }
 
+/// A webhook's address as the console and the log show it: without its user, password and
+/// query (where tokens live); Slack's and Discord's paths hold theirs, so only the path's
+/// first part is kept.
+pub fn shown_webhook(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = rest.split(['?', '#']).next().unwrap_or("");
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    let first = path.split('/').next().unwrap_or("");
+    let more = if path.len() > first.len() { "/…" } else { "" };
+    let scheme = if scheme.is_empty() {
+        String::new()
+    } else {
+        format!("{scheme}://")
+    };
+    format!("{scheme}{host}/{first}{more}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_shown_webhook_keeps_no_secret() {
+        assert_eq!(
+            shown_webhook("https://user:pw@hooks.example.com/services/T0/B0/secret?token=abc"),
+            "https://hooks.example.com/services/…"
+        );
+        assert_eq!(
+            shown_webhook("http://127.0.0.1:9000/hook"),
+            "http://127.0.0.1:9000/hook"
+        );
+        assert_eq!(shown_webhook("http://h"), "http://h/");
+    }
 
     #[test]
     fn markup_characters_are_escaped() {

@@ -6,6 +6,7 @@
 // unit tests may say what they measured).
 #![cfg_attr(not(test), deny(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod alerts;
 pub mod api;
 pub mod app;
 pub mod auth;

@@ -43,6 +43,7 @@ pub struct Metrics {
     events_refused: Family<Labels, Counter>,
     requests_refused: Family<Labels, Counter>,
     mirror_refreshes: Counter,
+    alert_deliveries_failed: Counter,
     group: GroupMetrics,
 }
 
@@ -115,6 +116,11 @@ impl Metrics {
         self.mirror_refreshes.inc();
     }
 
+    /// A webhook did not take an alert (an error or an answer other than 2xx).
+    pub fn note_alert_delivery_failed(&self) {
+        self.alert_deliveries_failed.inc();
+    }
+
     pub fn group(&self) -> &GroupMetrics {
         &self.group
     }
@@ -183,6 +189,11 @@ fn encode(state: &AppState, library: &LibraryView) -> Result<String, std::fmt::E
         "mirror_refreshes",
         "family-skills/ mirrors sent to runners",
         m.mirror_refreshes.clone(),
+    );
+    registry.register(
+        "alert_deliveries_failed",
+        "Alert deliveries a webhook did not take (an error, or an answer other than 2xx)",
+        m.alert_deliveries_failed.clone(),
     );
     registry.register(
         "write_group_events",

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use mindrune_core::score::ScoreBreakdown;
 use serde::{Deserialize, Serialize};
 
+mod alerts;
 mod common;
 mod copy;
 mod postgres;
@@ -25,6 +26,9 @@ mod rules;
 mod sqlite;
 mod version_writes;
 
+pub use alerts::{
+    AlertDelivery, AlertEvent, AlertLedger, AlertSync, AlertTarget, DeliveryAttempt, RaisedAlert,
+};
 pub use copy::{CopyReport, TableCopy, copy_library};
 pub use postgres::{PgStore, redact_url, split_schema};
 pub use rules::origin_of_new_file;
@@ -835,7 +839,7 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// The library's storage. Synchronous: the CLI needs no runtime, and the server calls it from
 /// blocking tasks.
-pub trait Store: Send + Sync {
+pub trait Store: AlertLedger + Send + Sync {
     /// Creates an owner account whose key has the digest `key_digest`
     /// (`mindrune_core::digest::secret_digest` of the key); anything else is refused, so the
     /// key itself is never stored.

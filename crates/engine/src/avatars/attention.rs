@@ -17,7 +17,7 @@ const RUNS_READ: usize = 100;
 /// An avatar is quiet when its last run is this many times its usual gap ago …
 const QUIET_FACTOR: i64 = 3;
 /// … and at least this long ago (a family running every minute is not quiet after three).
-const QUIET_AT_LEAST: Millis = 6 * 3_600_000;
+pub(crate) const QUIET_AT_LEAST: Millis = 6 * 3_600_000;
 /// A running runner asks the server for the family's view at least once a minute; one whose
 /// last request is this much older has stopped.
 const RUNNER_SILENT_AFTER: Millis = 5 * 60_000;
@@ -107,6 +107,12 @@ pub struct Failing {
     pub last_seen: Millis,
     /// The newest failure's use id (its run page).
     pub last_failure: i64,
+    /// The streak's first failure's use id, as far as the runs read reach.
+    pub first_failure: i64,
+    /// The use id of the newest run that went well, before the streak (0 when none ever did):
+    /// with the skill, what names the streak, however long it grows past the runs read (an
+    /// alert's stable id).
+    pub streak_after: i64,
     /// The siblings whose runs of it are in the streak.
     pub failing_for: Vec<AgentId>,
     /// The version change before the streak, when there is one.
@@ -251,6 +257,23 @@ pub fn needs_attention(
             continue;
         }
         let (cause, cause_count) = streak_cause(&runs[..streak]);
+        // The run before the streak: in the window, or past it when the whole window failed.
+        let streak_after = match runs.get(streak) {
+            Some(good) => good.id,
+            None => store
+                .script_runs_where(
+                    owner,
+                    entry.skill.id,
+                    &mindrune_store::RunFilter {
+                        ok: Some(true),
+                        ..Default::default()
+                    },
+                    1,
+                    0,
+                )?
+                .first()
+                .map_or(0, |good| good.id),
+        };
         items.push(Item::Failing(Failing {
             skill: entry.skill.id,
             label: format!("{}/{}.ts", entry.skill.agent_name, entry.skill.name),
@@ -262,6 +285,8 @@ pub fn needs_attention(
             first_seen: runs[streak - 1].outcome.at,
             last_seen: runs[0].outcome.at,
             last_failure: runs[0].id,
+            first_failure: runs[streak - 1].id,
+            streak_after,
             failing_for,
             suspect,
         }));
@@ -313,7 +338,7 @@ pub fn needs_attention(
 }
 
 /// `90 min` as a person says it: `2 h`, `3 d`.
-fn hours(millis: Millis) -> String {
+pub(crate) fn hours(millis: Millis) -> String {
     let minutes = millis / 60_000;
     match minutes {
         0..120 => format!("{} min", minutes.max(1)),
@@ -386,6 +411,80 @@ mod tests {
     }
 
     #[test]
+    fn a_streak_longer_than_the_runs_read_keeps_its_name_the_run_before_it() {
+        use mindrune_core::digest::sha256;
+        use mindrune_store::{NewUse, ScriptSnapshot, SkillHeader, SqliteStore};
+        let store = SqliteStore::open_in_memory().unwrap();
+        let owner = store.create_owner("ada", &sha256(b"k"), 0).unwrap().id;
+        let buzz = store.create_agent(owner, "buzz", "/ws", 0).unwrap().id;
+        let code = "await bot.chop();";
+        let version = store
+            .match_script(
+                owner,
+                &ScriptSnapshot {
+                    agent: buzz,
+                    path: "bots/buzz/chop.ts".into(),
+                    name: "chop".into(),
+                    digest: sha256(code.as_bytes()),
+                    code: code.into(),
+                    tags: vec![],
+                    header: SkillHeader::default(),
+                    file_digest: None,
+                    origin: None,
+                },
+                1,
+            )
+            .unwrap()
+            .version
+            .id;
+        let record = |at: Millis, ok: bool| {
+            store
+                .record_use(
+                    owner,
+                    &NewUse {
+                        version,
+                        agent: buzz,
+                        outcome: Outcome {
+                            at,
+                            ok,
+                            ..Outcome::default()
+                        },
+                        source: "shell".into(),
+                        call: None,
+                        output: None,
+                        event_id: None,
+                        recorded_at: at,
+                    },
+                )
+                .unwrap();
+        };
+        record(1_000, true);
+        let good = store
+            .script_runs(owner, version_skill(&store, owner), 1)
+            .unwrap()[0]
+            .id;
+        let streak_after = |now| match &needs_attention(&store, owner, None, now, &[]).unwrap()[..]
+        {
+            [Item::Failing(f)] => (f.streak, f.streak_after),
+            other => panic!("{other:?}"),
+        };
+        for i in 0..RUNS_READ as i64 + 5 {
+            record(2_000 + i, false);
+        }
+        assert_eq!(streak_after(10_000), (RUNS_READ, good));
+        record(9_000, false);
+        assert_eq!(
+            streak_after(10_000),
+            (RUNS_READ, good),
+            "the same streak, the same name"
+        );
+    }
+
+    fn version_skill(store: &dyn Store, owner: OwnerId) -> SkillId {
+        store.skills(owner, None).unwrap()[0].skill.id
+    }
+
+    #[test]
     fn a_runner_has_stopped_when_it_left_events_and_went_silent_past_five_heartbeats() {
         let seen = |at, backlog| RunnerSeen {
             agent: AgentId(1),
@@ -425,6 +524,8 @@ mod tests {
             first_seen: 0,
             last_seen: 0,
             last_failure: 0,
+            first_failure: 0,
+            streak_after: 0,
             failing_for: vec![AgentId(2)],
             suspect: None,
         });

@@ -5,6 +5,7 @@
 //! The mechanisms more than one face uses (the hook decoder and the host guard, contained reads
 //! of a workspace, atomic files, the agent runner, child processes) stay at the crate's top.
 
+pub mod alerts;
 pub mod attention;
 pub mod family;
 pub mod ingest;

@@ -613,6 +613,7 @@ mod tests {
             include_str!("../../migrations/postgres/0008_looks.sql"),
             include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
             include_str!("../../migrations/postgres/0010_server_health.sql"),
+            include_str!("../../migrations/postgres/0011_alerts.sql"),
         ]
         .join("\n");
         for table in TABLES {
@@ -694,6 +695,7 @@ mod tests {
         use std::sync::atomic::{AtomicU32, Ordering};
 
         use super::*;
+        use crate::AlertLedger as _;
         use crate::{
             AgentId, HeaderState, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
             ScriptSnapshot, SkillHeader, Store, VocabularyEntry, VocabularySource,
@@ -813,6 +815,37 @@ mod tests {
             store
                 .save_server_health(1_600, r#"{"refused":{"401 Unauthorized":2}}"#)
                 .unwrap();
+            // An alert, delivered once and resolved, with its resolve still to go.
+            let hook = crate::AlertTarget {
+                webhook: "http://127.0.0.1:9/hook".into(),
+                format: "json".into(),
+                not_before: 1_700,
+            };
+            let raised = crate::RaisedAlert {
+                id: "ada/failing/1/2".into(),
+                kind: "failing".into(),
+                subject: "buzz/chop.ts".into(),
+                body: r#"{"title":"buzz/chop.ts failed its last 3 runs"}"#.into(),
+                targets: vec![hook.clone()],
+            };
+            store
+                .sync_alerts(ada, &[raised], std::slice::from_ref(&hook), 1_700)
+                .unwrap();
+            store
+                .note_alert_attempt(
+                    ada,
+                    "ada/failing/1/2",
+                    crate::AlertEvent::Open,
+                    &hook.webhook,
+                    &crate::DeliveryAttempt {
+                        delivered_at: Some(1_750),
+                        status: Some(200),
+                        error: None,
+                        next_attempt_at: 1_750,
+                    },
+                )
+                .unwrap();
+            store.sync_alerts(ada, &[], &[hook], 1_800).unwrap();
             let mut at = 10_000;
             let agents: Vec<(OwnerId, AgentId, &str)> = [
                 (ada, "buzz"),

@@ -330,6 +330,37 @@ pub(super) const TABLES: &[Table] = &[
         key: &["owner_id", "agent_id", "hour"],
         identity: None,
     },
+    Table {
+        name: "alerts",
+        columns: &[
+            ("owner_id", Int),
+            ("alert_id", Text),
+            ("kind", Text),
+            ("subject", Text),
+            ("body", Text),
+            ("opened_at", Int),
+            ("resolved_at", Int),
+        ],
+        key: &["owner_id", "alert_id"],
+        identity: None,
+    },
+    Table {
+        name: "alert_deliveries",
+        columns: &[
+            ("owner_id", Int),
+            ("alert_id", Text),
+            ("event", Text),
+            ("webhook", Text),
+            ("format", Text),
+            ("attempts", Int),
+            ("next_attempt_at", Int),
+            ("last_status", Int),
+            ("last_error", Text),
+            ("delivered_at", Int),
+        ],
+        key: &["owner_id", "alert_id", "event", "webhook"],
+        identity: None,
+    },
 ];
 
 /// The tables compared with the source before anything is written: the directory a family is

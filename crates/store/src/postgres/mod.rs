@@ -36,6 +36,7 @@ use crate::{
     VersionId, VocabularyChange, VocabularyEntry,
 };
 
+mod alerts;
 mod conn;
 mod directory;
 mod family;
@@ -61,6 +62,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0008_looks.sql"),
     include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
     include_str!("../../migrations/postgres/0010_server_health.sql"),
+    include_str!("../../migrations/postgres/0011_alerts.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the

@@ -26,6 +26,7 @@ use checkpointer::Checkpointer;
 use family_tx::SqliteTx;
 use group_writes::GroupWaiting;
 
+mod alerts;
 mod checkpointer;
 mod directory;
 mod family;
@@ -56,6 +57,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0012_looks.sql"),
     include_str!("../../migrations/sqlite/0013_owner_key_digest.sql"),
     include_str!("../../migrations/sqlite/0014_server_health.sql"),
+    include_str!("../../migrations/sqlite/0015_alerts.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.

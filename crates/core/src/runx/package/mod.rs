@@ -32,6 +32,7 @@ use super::yaml::{self, YamlEntry, YamlError, YamlNode, YamlValue};
 
 mod catalog;
 mod check;
+mod closure;
 mod fixtures;
 mod graph;
 mod harness;

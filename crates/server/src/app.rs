@@ -191,6 +191,7 @@ pub async fn serve(
     // every connection, so its sender sees it closed once the last one is gone.
     let (stopping_tx, stopping_rx) = tokio::sync::watch::channel(false);
     let (open_tx, open_rx) = tokio::sync::watch::channel(());
+    restore_health(&state).await;
     let health_saver = tokio::spawn(save_health_every(state.clone(), HEALTH_SAVE_INTERVAL));
     // The alert loop, beside the requests (never on their path); it stops with them.
     let alert_loop = crate::alerts::spawn(state.clone(), stopping_rx.clone());
@@ -270,6 +271,25 @@ pub async fn serve(
     health_saver.abort();
     save_health(&state).await;
     Ok(())
+}
+
+/// Takes back the counters a server on this library saved before (it restarted), so the
+/// console goes on from them; unreadable ones are left and counting starts over. Read on a
+/// blocking thread: a PostgreSQL library's client blocks.
+async fn restore_health(state: &AppState) {
+    let store = state.store();
+    match tokio::task::spawn_blocking(move || store.server_health()).await {
+        Ok(Ok(Some((_, body)))) => {
+            if let Err(err) = state.health().restore(&body) {
+                tracing::warn!(
+                    "the saved health counters cannot be read ({err}); counting starts over"
+                );
+            }
+        }
+        Ok(Ok(None)) => {}
+        Ok(Err(err)) => tracing::warn!("cannot read the saved health counters: {err}"),
+        Err(err) => tracing::warn!("cannot read the saved health counters: {err}"),
+    }
 }
 
 /// How often the health counters are saved to the library when they changed.

@@ -60,19 +60,6 @@ impl AppState {
         let metrics = Metrics::default();
         let config_max_connections = config.max_connections;
         let health = Health::new(mindrune_engine::avatars::ingest::now_millis());
-        // The counters a server on this library saved before (it restarted): the console
-        // goes on from them. Unreadable ones are left and counting starts over.
-        match store.server_health() {
-            Ok(Some((_, body))) => {
-                if let Err(err) = health.restore(&body) {
-                    tracing::warn!(
-                        "the saved health counters cannot be read ({err}); counting starts over"
-                    );
-                }
-            }
-            Ok(None) => {}
-            Err(err) => tracing::warn!("cannot read the saved health counters: {err}"),
-        }
         AppState {
             shared: Arc::new(Shared {
                 store,

@@ -16,7 +16,7 @@ use crate::util::{FIXED_CLOCK, TestLibrary, script, shell, stderr, stdout};
 const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 
 /// Every table the library keeps, as `migrate` lists them.
-const TABLES: [&str; 19] = [
+const TABLES: [&str; 22] = [
     "owners",
     "agents",
     "skills",
@@ -31,11 +31,14 @@ const TABLES: [&str; 19] = [
     "unrecorded_calls",
     "vocabulary",
     "vocabulary_state",
+    "server_health",
     "runner_tokens",
     "operator_tokens",
     "dashboard_sessions",
     "avatar_states",
     "avatar_wealth",
+    "alerts",
+    "alert_deliveries",
 ];
 
 /// A schema of this test's own; dropping the guard drops the schema (`DROP SCHEMA … CASCADE`),
@@ -284,7 +287,10 @@ fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() 
         "{out}"
     );
     assert!(
-        out.contains("Verified 19 tables: row counts and SHA-256 digests match the source.\n"),
+        out.contains(&format!(
+            "Verified {} tables: row counts and SHA-256 digests match the source.\n",
+            TABLES.len()
+        )),
         "{out}"
     );
     assert!(out.contains(&format!("pass --database '{url}'")), "{out}");
@@ -304,7 +310,10 @@ fn a_sqlite_library_is_copied_into_postgres_verified_and_a_second_run_goes_on() 
         )),
         "{out}"
     );
-    assert!(out.contains("Verified 19 tables"), "{out}");
+    assert!(
+        out.contains(&format!("Verified {} tables", TABLES.len())),
+        "{out}"
+    );
     assert_eq!(schema.counts(), source);
 
     // The copy reads back as the SQLite library does.

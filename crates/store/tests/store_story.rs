@@ -2207,6 +2207,8 @@ fn an_old_library_s_plain_owner_key_is_turned_into_its_digest_when_opened(backen
          UPDATE owners SET api_key = '{ADA_KEY}' WHERE owner_id = {}",
         ada.id.0
     ));
+    // Nor has it the tables of the migrations after that one.
+    library.tamper("DROP TABLE alert_deliveries; DROP TABLE alerts; DROP TABLE server_health");
     library.rewind_schema(12, 8);
     let opened = library.open_again().unwrap();
     assert_eq!(

@@ -446,7 +446,13 @@ fn a_run_s_printed_world_state_is_the_avatar_s_state_but_never_over_a_newer_stat
         // The runner's state file reports later, with the bank and the quests.
         let file = r#"{"levels":{"Woodcutting":21},"quests":["Cook's Assistant"],"wealth":700,"gear":["Bronze axe"],"bank":{"Coins":500,"Logs":9}}"#;
         store
-            .save_avatar_state(owner.id, woody.id, file, Some(700), ten + 60_000)
+            .save_avatar_state(
+                owner.id,
+                woody.id,
+                file,
+                Some(mindrune_store::Standing::coins(700)),
+                ten + 60_000,
+            )
             .unwrap();
         // A run printed before it (its event arriving late) changes nothing.
         recorder

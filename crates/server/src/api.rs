@@ -18,7 +18,7 @@ use mindrune_engine::avatars::ingest::{IngestError, now_millis};
 use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy, TurnError};
 use mindrune_engine::avatars::wrapup;
 use mindrune_engine::workspace::{ReadError, SnapshotFiles};
-use mindrune_store::{Agent, Store};
+use mindrune_store::{Agent, Standing, Store};
 use serde::de::DeserializeOwned;
 
 use crate::auth::Runner;
@@ -561,7 +561,10 @@ async fn post_state(
             // Item and quest names are free text: scrubbed like everything the library keeps
             // (the owner's key by its shape).
             let scrubbed = Scrubber::new(&[]).scrub(&json).text.into_owned();
-            store.save_avatar_state(agent.owner, agent.id, &scrubbed, stats.wealth, at)
+            let standing = stats
+                .wealth
+                .map(|coins| Standing::of_report(coins, &stats.levels, &stats.xp));
+            store.save_avatar_state(agent.owner, agent.id, &scrubbed, standing, at)
         })
         .await??;
     Ok(axum::http::StatusCode::NO_CONTENT)

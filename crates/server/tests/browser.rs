@@ -23,7 +23,7 @@ use mindrune_server::app;
 use mindrune_server::config::ServerConfig;
 use mindrune_server::secret::{new_secret, secret_digest};
 use mindrune_server::state::AppState;
-use mindrune_store::{SqliteStore, Store};
+use mindrune_store::{SqliteStore, Standing, Store};
 use serde_json::{Value, json};
 
 const OWNER_KEY: &str = "mrk_ada0b20e5e20123456789abcdef0123456789abcdef01234";
@@ -437,13 +437,19 @@ fn library() -> Library {
             owner.id,
             buzz.id,
             &stats.to_string(),
-            Some(9_000),
+            Some(Standing::coins(9_000)),
             now - 2 * 3_600_000,
         )
         .unwrap();
     stats["wealth"] = json!(12345);
     store
-        .save_avatar_state(owner.id, buzz.id, &stats.to_string(), Some(12345), now)
+        .save_avatar_state(
+            owner.id,
+            buzz.id,
+            &stats.to_string(),
+            Some(Standing::coins(12345)),
+            now,
+        )
         .unwrap();
 
     let chop_code = "import { runScript } from '../../sdk/runner';\n\

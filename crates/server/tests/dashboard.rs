@@ -15,7 +15,7 @@ use mindrune_server::secret::{new_secret, secret_digest};
 use mindrune_server::state::AppState;
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
-    SqliteStore, Store, VersionId,
+    SqliteStore, Standing, Store, VersionId,
 };
 use proptest::prelude::*;
 use tower::ServiceExt as _;
@@ -1092,7 +1092,7 @@ async fn the_avatar_page_shows_the_latest_reported_stats() {
             world.ada,
             world.buzz,
             &stats.to_string(),
-            Some(12345),
+            Some(Standing::coins(12345)),
             now_millis(),
         )
         .unwrap();
@@ -1827,7 +1827,7 @@ fn families() -> Families {
                     owner.id,
                     agent.id,
                     &stats.to_string(),
-                    Some(WEALTH[f].0),
+                    Some(Standing::coins(WEALTH[f].0)),
                     now,
                 )
                 .unwrap();
@@ -3811,4 +3811,23 @@ async fn a_runner_that_stopped_with_events_in_its_spool_needs_attention() {
     let bob = answer.cookie("mindrune_session").expect("a session cookie");
     let page = get(&world, "/dashboard", Some(&bob)).await;
     assert!(!page.body.contains("runner-stopped"), "{}", page.body);
+}
+
+#[tokio::test]
+async fn since_the_last_visit_says_the_xp_levels_and_wealth_the_family_gained() {
+    let world = world();
+    // buzz reported three hours ago and an hour ago: 2,500 XP then 13,363, 1,000 coins then
+    // 1,500, the same levels.
+    report_states(&world, &[(3, 1_000, 2_500), (1, 1_500, 13_363)]).await;
+    let (cookie, _) = login(&world).await;
+    let page = get(&world, "/dashboard", Some(&cookie)).await;
+    let start = page.body.find("<ul class=\"period\">").expect("the period");
+    let period = &page.body[start..start + page.body[start..].find("</ul>").unwrap()];
+    for line in [
+        "<li class=\"period-xp\">13,363 XP (+10,863)</li>",
+        "<li class=\"period-levels\">total level 31 (±0)</li>",
+        "<li class=\"period-wealth\">wealth 1,500 coins (+500)</li>",
+    ] {
+        assert!(period.contains(line), "{line} in {period}");
+    }
 }

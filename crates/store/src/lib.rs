@@ -684,6 +684,50 @@ pub struct WealthPoint {
     pub coins: i64,
     /// When the report that set it was read.
     pub reported_at: Millis,
+    /// The avatar's XP over all its skills and its total level, from the same report (`None`
+    /// when the report had none, or was kept before the library kept them).
+    pub total_xp: Option<i64>,
+    pub total_level: Option<i64>,
+}
+
+/// Where an avatar stands by one report, kept as its hour's point of the history: its coins,
+/// and its total XP and total level when the report had them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Standing {
+    pub coins: i64,
+    pub total_xp: Option<i64>,
+    pub total_level: Option<i64>,
+}
+
+impl Standing {
+    /// A standing of coins only.
+    pub fn coins(coins: i64) -> Standing {
+        Standing {
+            coins,
+            ..Standing::default()
+        }
+    }
+
+    /// A report's standing: its coins, the sum of its skills' XP and the sum of its levels
+    /// (the "Total level" every page shows); a total the report has nothing for is `None`.
+    pub fn of_report(
+        coins: i64,
+        levels: &std::collections::BTreeMap<String, u32>,
+        xp: &std::collections::BTreeMap<String, u64>,
+    ) -> Standing {
+        let total_level =
+            (!levels.is_empty()).then(|| levels.values().map(|l| i64::from(*l)).sum());
+        let total_xp = (!xp.is_empty()).then(|| {
+            xp.values()
+                .map(|x| i64::try_from(*x).unwrap_or(i64::MAX))
+                .fold(0_i64, i64::saturating_add)
+        });
+        Standing {
+            coins,
+            total_xp,
+            total_level,
+        }
+    }
 }
 
 /// The start of the hour `at` falls in, as the wealth history keys its points (unix seconds).
@@ -1181,7 +1225,7 @@ pub trait Store: AlertLedger + Send + Sync {
         owner: OwnerId,
         agent: AgentId,
         state: &str,
-        wealth: Option<i64>,
+        standing: Option<Standing>,
         reported_at: Millis,
     ) -> Result<()>;
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>>;

@@ -12,7 +12,7 @@ use mindrune_core::digest::secret_digest;
 use mindrune_store::{
     AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, OperatorRevoke, OperatorToken,
     OperatorTokenKey, Outcome, OwnerId, RunFilter, RunTotals, ScriptSnapshot, SharingKind,
-    SkillHeader, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
+    SkillHeader, Standing, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
 };
 use support::{Backend, Library};
 
@@ -1661,10 +1661,22 @@ fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing(backend: Bac
     let f = family(backend);
     assert!(f.store.avatar_state(f.owner, f.buzz).unwrap().is_none());
     f.store
-        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":10}"#, Some(10), 2_000)
+        .save_avatar_state(
+            f.owner,
+            f.buzz,
+            r#"{"wealth":10}"#,
+            Some(Standing::coins(10)),
+            2_000,
+        )
         .unwrap();
     f.store
-        .save_avatar_state(f.owner, f.buzz, r#"{"wealth":5}"#, Some(5), 1_000)
+        .save_avatar_state(
+            f.owner,
+            f.buzz,
+            r#"{"wealth":5}"#,
+            Some(Standing::coins(5)),
+            1_000,
+        )
         .unwrap();
     let state = f.store.avatar_state(f.owner, f.buzz).unwrap().unwrap();
     assert_eq!(state.state, r#"{"wealth":10}"#);
@@ -1676,7 +1688,7 @@ fn the_newest_avatar_state_is_kept_and_an_older_one_changes_nothing(backend: Bac
     assert!(f.store.avatar_state(other.id, f.buzz).unwrap().is_none());
     assert!(
         f.store
-            .save_avatar_state(other.id, f.buzz, "{}", Some(1), 3_000)
+            .save_avatar_state(other.id, f.buzz, "{}", Some(Standing::coins(1)), 3_000)
             .is_err()
     );
 }
@@ -1697,7 +1709,7 @@ fn wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days(backend: Ba
     let f = family(backend);
     let save = |agent: AgentId, coins: Option<i64>, at: i64| {
         f.store
-            .save_avatar_state(f.owner, agent, "{}", coins, at)
+            .save_avatar_state(f.owner, agent, "{}", coins.map(Standing::coins), at)
             .unwrap();
     };
     let day0 = 1_000 * HOUR;
@@ -1729,6 +1741,25 @@ fn wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days(backend: Ba
     // Pickles' points are its own.
     save(f.pickles, Some(7), day0);
     assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 7)]);
+    // A report's total XP and level are kept with its hour's coins.
+    f.store
+        .save_avatar_state(
+            f.owner,
+            f.pickles,
+            "{}",
+            Some(Standing {
+                coins: 9,
+                total_xp: Some(12_345),
+                total_level: Some(63),
+            }),
+            day0 + 1,
+        )
+        .unwrap();
+    let point = f.store.wealth_history(f.owner, f.pickles, 0).unwrap();
+    assert_eq!(
+        (point[0].coins, point[0].total_xp, point[0].total_level),
+        (9, Some(12_345), Some(63))
+    );
     // Ninety days on, the points more than ninety days older than the newest are dropped; a
     // report from before that is dropped as it comes.
     let later = day0 + 90 * 24 * HOUR + HOUR;
@@ -1739,7 +1770,7 @@ fn wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days(backend: Ba
     );
     save(f.buzz, Some(1), day0 - 5 * HOUR);
     assert_eq!(wealth_of(&f, f.owner, f.buzz).len(), 2);
-    assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 7)], "not pruned");
+    assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 9)], "not pruned");
     // Another owner neither sees nor writes the family's history.
     let other = f
         .store
@@ -1753,14 +1784,20 @@ fn wealth_is_kept_per_hour_the_newest_report_winning_for_ninety_days(backend: Ba
     );
     assert!(
         f.store
-            .save_avatar_state(other.id, f.buzz, "{}", Some(1), later + HOUR)
+            .save_avatar_state(
+                other.id,
+                f.buzz,
+                "{}",
+                Some(Standing::coins(1)),
+                later + HOUR
+            )
             .is_err()
     );
     assert_eq!(wealth_of(&f, f.owner, f.buzz).len(), 2);
     // Deleting the avatar deletes its history.
     f.store.delete_agent(f.owner, f.buzz).unwrap();
     assert!(wealth_of(&f, f.owner, f.buzz).is_empty());
-    assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 7)]);
+    assert_eq!(wealth_of(&f, f.owner, f.pickles), [(1000, 9)]);
 }
 
 fn family_reuse_counts_runs_of_a_sibling_s_skill_and_the_skills_reused(backend: Backend) {
@@ -2208,7 +2245,11 @@ fn an_old_library_s_plain_owner_key_is_turned_into_its_digest_when_opened(backen
         ada.id.0
     ));
     // Nor has it the tables of the migrations after that one.
-    library.tamper("DROP TABLE alert_deliveries; DROP TABLE alerts; DROP TABLE server_health");
+    library.tamper(
+        "DROP TABLE alert_deliveries; DROP TABLE alerts; DROP TABLE server_health; \
+         ALTER TABLE avatar_wealth DROP COLUMN total_xp; \
+         ALTER TABLE avatar_wealth DROP COLUMN total_level",
+    );
     library.rewind_schema(12, 8);
     let opened = library.open_again().unwrap();
     assert_eq!(

@@ -46,6 +46,17 @@ pub(super) struct Period {
     /// The family's coins at the period's start and now, summed over the avatars that
     /// reported both.
     pub(super) wealth: Option<(i64, i64)>,
+    /// The family's XP (all skills) and total level then and now, likewise.
+    pub(super) xp: Option<(i64, i64)>,
+    pub(super) level: Option<(i64, i64)>,
+}
+
+/// Adds one avatar's `then` and `now` to a family sum that is `None` until one adds to it.
+fn add_to(sum: &mut Option<(i64, i64)>, then: Option<i64>, now: Option<i64>) {
+    if let (Some(then), Some(now)) = (then, now) {
+        let (sum_then, sum_now) = sum.unwrap_or((0, 0));
+        *sum = Some((sum_then + then, sum_now + now));
+    }
 }
 
 /// How far back a first visit looks: a new owner sees the last day, not "nothing new".
@@ -352,8 +363,9 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
     out.push_str("</ul></section>");
 }
 
-/// The period's numbers against the period before it: `111 runs (+12)`, `12 failed (−3)`,
-/// `wealth 1,250,000 coins (+40,000)`.
+/// The period's numbers against the period before it: `111 runs (+12)`, `12 failed (−3)`, and
+/// the family's standing against the period's start: `1,234,567 XP (+12,345)`, `total level 231
+/// (+3)`, `wealth 1,250,000 coins (+40,000)`.
 fn period_html(out: &mut String, period: &Period) {
     let delta = |now: i64, before: i64| match now - before {
         0 => "±0".to_string(),
@@ -369,6 +381,22 @@ fn period_html(out: &mut String, period: &Period) {
         grouped(period.failed),
         delta(period.failed, period.failed_before),
     );
+    if let Some((then, now)) = period.xp {
+        let _ = write!(
+            out,
+            "<li class=\"period-xp\">{} XP ({})</li>",
+            grouped(now),
+            delta(now, then)
+        );
+    }
+    if let Some((then, now)) = period.level {
+        let _ = write!(
+            out,
+            "<li class=\"period-levels\">total level {} ({})</li>",
+            grouped(now),
+            delta(now, then)
+        );
+    }
     if let Some((then, now)) = period.wealth {
         let _ = write!(
             out,
@@ -458,15 +486,18 @@ pub(super) fn family_view<'a>(
                 mindrune_store::SharingKind::Unshared => changes.unshared.push(change),
             }
         }
-        // The avatar's coins at the period's start (its first hourly point since) and now.
+        // The avatar's coins, XP and total level at the period's start (its first hourly
+        // point since) and now (its state).
         if let Some(then) = store
             .wealth_history(owner.id, agent.id, since)?
-            .first()
-            .map(|point| point.coins)
-            && let Some(now_wealth) = stats.as_ref().and_then(|s| s.wealth)
+            .into_iter()
+            .next()
+            && let Some(stats) = stats.as_ref()
         {
-            let (sum_then, sum_now) = period.wealth.unwrap_or((0, 0));
-            period.wealth = Some((sum_then + then, sum_now + now_wealth));
+            let now = mindrune_store::Standing::of_report(0, &stats.levels, &stats.xp);
+            add_to(&mut period.wealth, Some(then.coins), stats.wealth);
+            add_to(&mut period.xp, then.total_xp, now.total_xp);
+            add_to(&mut period.level, then.total_level, now.total_level);
         }
         tiles.push(Tile {
             agent,

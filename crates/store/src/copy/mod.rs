@@ -614,6 +614,7 @@ mod tests {
             include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
             include_str!("../../migrations/postgres/0010_server_health.sql"),
             include_str!("../../migrations/postgres/0011_alerts.sql"),
+            include_str!("../../migrations/postgres/0012_progress_history.sql"),
         ]
         .join("\n");
         for table in TABLES {
@@ -969,7 +970,11 @@ mod tests {
                         owner,
                         agent,
                         &format!("{{\"levels\":{{\"{bot}\":1}},\"wealth\":{at}}}"),
-                        Some(at),
+                        Some(crate::Standing {
+                            coins: at,
+                            total_xp: Some(at * 10),
+                            total_level: Some(1),
+                        }),
                         at,
                     )
                     .unwrap();

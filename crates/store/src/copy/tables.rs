@@ -326,6 +326,8 @@ pub(super) const TABLES: &[Table] = &[
             ("hour", Int),
             ("coins", Int),
             ("reported_at", Int),
+            ("total_xp", Int),
+            ("total_level", Int),
         ],
         key: &["owner_id", "agent_id", "hour"],
         identity: None,

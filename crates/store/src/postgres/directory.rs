@@ -608,7 +608,7 @@ pub(super) fn save_avatar_state(
     owner: OwnerId,
     agent: AgentId,
     state: &str,
-    wealth: Option<i64>,
+    standing: Option<crate::Standing>,
     reported_at: Millis,
 ) -> Result<()> {
     store.write(owner, |tx| {
@@ -625,23 +625,26 @@ pub(super) fn save_avatar_state(
         if changed == 0 && agent_missing(tx, owner, agent)? {
             return Err(StoreError::NotFound(format!("agent {}", agent.0)).into());
         }
-        let Some(coins) = wealth else {
+        let Some(standing) = standing else {
             return Ok(());
         };
         // A late report still fills its own hour, but never replaces a newer one of that hour.
         tx.execute(
-            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at)
-             SELECT owner_id, agent_id, $3::bigint, $4::bigint, $5::bigint FROM agents
+            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at, total_xp, total_level)
+             SELECT owner_id, agent_id, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint FROM agents
              WHERE owner_id = $1 AND agent_id = $2
              ON CONFLICT (owner_id, agent_id, hour) DO UPDATE
-             SET coins = EXCLUDED.coins, reported_at = EXCLUDED.reported_at
+             SET coins = EXCLUDED.coins, reported_at = EXCLUDED.reported_at,
+                 total_xp = EXCLUDED.total_xp, total_level = EXCLUDED.total_level
              WHERE EXCLUDED.reported_at >= avatar_wealth.reported_at",
             &[
                 &owner.0,
                 &agent.0,
                 &wealth_hour(reported_at),
-                &coins,
+                &standing.coins,
                 &reported_at,
+                &standing.total_xp,
+                &standing.total_level,
             ],
         )?;
         // Measured from the avatar's newest point, not the clock, so a late report from long
@@ -664,7 +667,7 @@ pub(super) fn wealth_history(
 ) -> Result<Vec<WealthPoint>> {
     store.read(|tx| {
         tx.query(
-            "SELECT hour, coins, reported_at FROM avatar_wealth
+            "SELECT hour, coins, reported_at, total_xp, total_level FROM avatar_wealth
              WHERE owner_id = $1 AND agent_id = $2 AND hour >= $3::bigint
              ORDER BY hour",
             &[&owner.0, &agent.0, &wealth_since(since)],
@@ -675,6 +678,8 @@ pub(super) fn wealth_history(
                 hour: col::<i64>(row, 0)?.saturating_mul(1000),
                 coins: col(row, 1)?,
                 reported_at: col(row, 2)?,
+                total_xp: col(row, 3)?,
+                total_level: col(row, 4)?,
             })
         })
         .collect()

@@ -63,6 +63,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/postgres/0009_owner_key_digest.sql"),
     include_str!("../../migrations/postgres/0010_server_health.sql"),
     include_str!("../../migrations/postgres/0011_alerts.sql"),
+    include_str!("../../migrations/postgres/0012_progress_history.sql"),
 ];
 
 /// The first key of MindRune's two-key advisory locks (the single-key space holds the
@@ -1278,10 +1279,10 @@ impl Store for PgStore {
         owner: OwnerId,
         agent: AgentId,
         state: &str,
-        wealth: Option<i64>,
+        standing: Option<crate::Standing>,
         reported_at: Millis,
     ) -> Result<()> {
-        directory::save_avatar_state(self, owner, agent, state, wealth, reported_at)
+        directory::save_avatar_state(self, owner, agent, state, standing, reported_at)
     }
 
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {

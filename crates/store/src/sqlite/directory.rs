@@ -654,7 +654,7 @@ pub(super) fn save_avatar_state(
     owner: OwnerId,
     agent: AgentId,
     state: &str,
-    wealth: Option<i64>,
+    standing: Option<crate::Standing>,
     reported_at: Millis,
 ) -> Result<()> {
     store.write(|tx, _| {
@@ -673,15 +673,16 @@ pub(super) fn save_avatar_state(
         if changed == 0 && agent_missing(conn, owner, agent)? {
             return Err(StoreError::NotFound(format!("agent {}", agent.0)));
         }
-        let Some(coins) = wealth else {
+        let Some(standing) = standing else {
             return Ok(());
         };
         // A late report still fills its own hour, but never replaces a newer one of that hour.
         conn.prepare_cached(
-            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at)
-             SELECT owner_id, agent_id, ?3, ?4, ?5 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at, total_xp, total_level)
+             SELECT owner_id, agent_id, ?3, ?4, ?5, ?6, ?7 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
              ON CONFLICT (owner_id, agent_id, hour) DO UPDATE
-             SET coins = excluded.coins, reported_at = excluded.reported_at
+             SET coins = excluded.coins, reported_at = excluded.reported_at,
+                 total_xp = excluded.total_xp, total_level = excluded.total_level
              WHERE excluded.reported_at >= avatar_wealth.reported_at",
         )
         .map_err(db_err)?
@@ -689,8 +690,10 @@ pub(super) fn save_avatar_state(
             owner.0,
             agent.0,
             wealth_hour(reported_at),
-            coins,
-            reported_at
+            standing.coins,
+            reported_at,
+            standing.total_xp,
+            standing.total_level
         ])
         .map_err(db_err)?;
         // Measured from the avatar's newest point, not the clock, so a late report from long
@@ -717,7 +720,7 @@ pub(super) fn wealth_history(
     inner
         .conn
         .prepare_cached(
-            "SELECT hour, coins, reported_at FROM avatar_wealth
+            "SELECT hour, coins, reported_at, total_xp, total_level FROM avatar_wealth
              WHERE owner_id = ?1 AND agent_id = ?2 AND hour >= ?3
              ORDER BY hour",
         )
@@ -727,6 +730,8 @@ pub(super) fn wealth_history(
                 hour: r.get::<_, i64>(0)?.saturating_mul(1000),
                 coins: r.get(1)?,
                 reported_at: r.get(2)?,
+                total_xp: r.get(3)?,
+                total_level: r.get(4)?,
             })
         })
         .map_err(db_err)?

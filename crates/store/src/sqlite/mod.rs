@@ -58,6 +58,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../../migrations/sqlite/0013_owner_key_digest.sql"),
     include_str!("../../migrations/sqlite/0014_server_health.sql"),
     include_str!("../../migrations/sqlite/0015_alerts.sql"),
+    include_str!("../../migrations/sqlite/0016_progress_history.sql"),
 ];
 
 /// How long a writer waits for another process's transaction before giving up.
@@ -938,10 +939,10 @@ impl Store for SqliteStore {
         owner: OwnerId,
         agent: AgentId,
         state: &str,
-        wealth: Option<i64>,
+        standing: Option<crate::Standing>,
         reported_at: Millis,
     ) -> Result<()> {
-        directory::save_avatar_state(self, owner, agent, state, wealth, reported_at)
+        directory::save_avatar_state(self, owner, agent, state, standing, reported_at)
     }
 
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use mindrune_core::avatars::rs_output::RunOutput;
 use mindrune_core::secrets::Scrubber;
-use mindrune_store::{Agent, Millis};
+use mindrune_store::{Agent, Millis, Standing};
 use serde::{Deserialize, Serialize};
 
 use super::{IngestError, Recorder};
@@ -49,13 +49,13 @@ fn is_coins(name: &str) -> bool {
     name.eq_ignore_ascii_case("coins")
 }
 
-/// The state JSON and its wealth for a run's printed full state, the bank and quests taken
+/// The state JSON and its standing (wealth, total XP and level) for a run's printed full state, the bank and quests taken
 /// from `last` (the JSON of the state kept, if any). `None` when the output holds no full state.
 pub(crate) fn printed_state(
     out: &RunOutput,
     last: Option<&str>,
     at: Millis,
-) -> Option<(String, i64)> {
+) -> Option<(String, Standing)> {
     if !out.full_state() {
         return None;
     }
@@ -101,7 +101,7 @@ pub(crate) fn printed_state(
         printed: true,
     };
     let json = serde_json::to_string(&stats).ok()?;
-    Some((json, wealth))
+    Some((json, Standing::of_report(wealth, &stats.levels, &stats.xp)))
 }
 
 /// Whether the `Name:` an `execute_code` printed is this avatar's: rs-sdk shows `woody` as
@@ -139,14 +139,15 @@ impl Recorder<'_> {
             return Ok(());
         }
         let last = self.store.avatar_state(agent.owner, agent.id)?;
-        let Some((json, wealth)) = printed_state(out, last.as_ref().map(|s| s.state.as_str()), at)
+        let Some((json, standing)) =
+            printed_state(out, last.as_ref().map(|s| s.state.as_str()), at)
         else {
             return Ok(());
         };
         // Item names are free text: scrubbed like everything the library keeps.
         let json = scrubber.scrub(&json).text.into_owned();
         self.store
-            .save_avatar_state(agent.owner, agent.id, &json, Some(wealth), at)?;
+            .save_avatar_state(agent.owner, agent.id, &json, Some(standing), at)?;
         Ok(())
     }
 }
@@ -163,8 +164,15 @@ mod tests {
     #[test]
     fn a_printed_state_keeps_the_last_bank_and_quests_and_counts_banked_coins() {
         let last = r#"{"levels":{"Attack":1},"quests":["Cook's Assistant"],"wealth":1000,"gear":[],"bank":{"Coins":1000,"Logs":7}}"#;
-        let (json, wealth) = printed_state(&parse_run_output(DUMP), Some(last), 0).unwrap();
-        assert_eq!(wealth, 1150);
+        let (json, standing) = printed_state(&parse_run_output(DUMP), Some(last), 0).unwrap();
+        assert_eq!(
+            standing,
+            Standing {
+                coins: 1150,
+                total_xp: Some(388 + 3125),
+                total_level: Some(5 + 20),
+            }
+        );
         let stats: PrintedStats = serde_json::from_str(&json).unwrap();
         assert_eq!(stats.levels["Attack"], 5);
         assert_eq!(stats.xp["Woodcutting"], 3125);

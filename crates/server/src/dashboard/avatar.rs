@@ -1,13 +1,23 @@
 //! An avatar's page: its stats beside its scripts.
 
-use mindrune_store::{AvatarState, Store, WealthPoint};
+use std::fmt::Write as _;
 
-use super::*;
-use axum::extract::Query;
 use axum::extract::rejection::QueryRejection;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_store::{Agent, AgentId, AvatarState, Owner, SkillEntry, Store, WealthPoint};
 
+use super::family::attention_html;
+use super::script::{SPARK_RUNS, ScriptView, script_html, sharing_html};
 use crate::chart_range::{self, ChartRange, RangeQuery};
 use crate::charts::{self, TimeAxis, TimedPoint};
+use crate::error::ApiError;
+use crate::html::{self, Shown, count, when};
+use crate::pages::{OwnerPage, not_found, owner_nav, page_or_not_found, parse_id};
+use crate::scripts::{grouped, shown_index};
+use crate::state::AppState;
+use crate::wire::AvatarStats;
 
 /// How far back the wealth chart reaches unless the owner picks another range.
 pub(super) const WEALTH_CHART_RANGE: ChartRange = ChartRange::Month;

@@ -1,9 +1,23 @@
 //! The family page: a tile per avatar, the runs chart, and what changed since the last visit.
 
-use super::*;
-use crate::chart_range::{self, ChartRange, RangeQuery};
-use axum::extract::Query;
+use std::fmt::Write as _;
+
 use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_store::{Agent, DAY_MILLIS, Owner, SkillEntry, SkillId};
+
+use super::script::sharing_html;
+use crate::chart_range::{self, ChartRange, RangeQuery};
+use crate::error::ApiError;
+use crate::html::{self, Shown, count, points};
+use crate::icons;
+use crate::pages::{OwnerPage, error_page, owner_nav};
+use crate::scripts::{file_name, grouped};
+use crate::state::AppState;
+use crate::wire::AvatarStats;
 
 /// The cookie that remembers when the owner last looked at the family page, so the next visit
 /// can say what changed since (a time in milliseconds; nothing secret).

@@ -1,6 +1,20 @@
 //! Logging in with the owner's key, and out.
 
-use super::*;
+use axum::Form;
+use axum::extract::State;
+use axum::extract::rejection::FormRejection;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
+use mindrune_engine::avatars::ingest::now_millis;
+use serde::Deserialize;
+
+use super::{LOGIN_GUARD, MAX_KEY_CHARS, MAX_NAME_CHARS};
+use crate::auth::{OwnerSession, SESSION_COOKIE};
+use crate::error::ApiError;
+use crate::html::{self, Nav, Shown, escape};
+use crate::pages::{CsrfForm, checked_form, error_page, form_error};
+use crate::secret::{matches_digest, new_secret, secret_digest};
+use crate::state::AppState;
 
 /// What an unknown name's login is compared against, so it costs what a wrong key costs: shaped
 /// like a stored digest, but no key has it (SHA-256's hex never spells these letters).

@@ -13,47 +13,31 @@
 //! Scripts are text here: shown in `<pre><code>` after escaping, served as `text/plain` with
 //! `nosniff`, never run.
 
-use std::fmt::Write as _;
-
 use axum::Form;
 use axum::Router;
 use axum::extract::rejection::FormRejection;
-use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_store::{
-    Agent, AgentId, DAY_MILLIS, HeaderState, Owner, SkillEntry, SkillId, Version,
-};
 use serde::Deserialize;
 
-use crate::auth::{OwnerSession, SESSION_COOKIE};
+use crate::auth::OwnerSession;
 use crate::error::ApiError;
-use crate::html::{self, Nav, Shown, count, escape, points, when};
-use crate::icons;
+use crate::html;
 use crate::login_guard::LoginGuard;
-use crate::pages::{
-    CarriesCsrf, CsrfForm, FORM_LIMIT, OwnerPage, checked_form, error_page, form_error, not_found,
-    owner_nav, page_or_not_found, parse_id,
-};
-use crate::scripts::{
-    file_name, grouped, progress_line, score_history, sharing_way, shown_index, tag,
-};
-use crate::secret::{matches_digest, new_secret, secret_digest};
+use crate::pages::{CarriesCsrf, FORM_LIMIT, checked_form, error_page};
 use crate::state::AppState;
-use crate::wire::AvatarStats;
 
 mod avatar;
 mod family;
 mod login;
 mod script;
 
-use avatar::*;
-use family::*;
-use login::*;
-use script::*;
+use avatar::avatar_page;
+use family::family_page;
+use login::{login, login_page, logout};
+
 
 /// The login form's CSRF cookie, sent only to the login page.
 const LOGIN_GUARD: LoginGuard = LoginGuard {

@@ -1,6 +1,12 @@
 //! What a script entry shows: its code, versions, runs and sharing.
 
-use super::*;
+use std::fmt::Write as _;
+
+use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_store::{HeaderState, Owner, SkillEntry, Version};
+
+use crate::html::{Shown, count, escape, points, when};
+use crate::scripts::{file_name, progress_line, score_history, sharing_way, tag};
 
 /// One entry of an avatar's page, with everything it shows.
 pub(super) struct ScriptView {

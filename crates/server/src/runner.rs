@@ -31,24 +31,18 @@ pub mod state;
 mod deliver;
 mod mirror;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use mindrune_engine::avatars::family::MIRROR_DIR;
-use mindrune_engine::avatars::mirror_writer::{self, MirrorError, Wanted};
-use serde::Serialize;
 
 use self::client::{Client, Failure};
-use self::files::{AgentFolder, Fingerprint, OutboxTurn};
-use self::spool::{Item, Kind, Spool, SpoolError};
+use self::files::{AgentFolder, Fingerprint};
+use self::spool::{Spool, SpoolError};
 use self::state::StateWatch;
-use crate::wire::{
-    self, EventStatus, EventsAnswer, MirrorAnswer, MirrorRequest, TurnAnswer, TurnRequest, WhoAmI,
-    WireBoundary, WireEvent,
-};
+use crate::wire::{self, WhoAmI};
 
 /// How often the inbox is looked at.
 pub const DEFAULT_POLL: Duration = Duration::from_millis(200);
@@ -592,7 +586,10 @@ pub fn default_spool(home: &Path, agent: &str) -> PathBuf {
 
 #[cfg(test)]
 mod tests {
+    use super::files::OutboxTurn;
     use super::*;
+    use crate::wire::WireEvent;
+    use mindrune_engine::avatars::mirror_writer;
 
     #[test]
     fn the_backoff_doubles_from_200_ms_to_5_s() {

@@ -38,7 +38,6 @@ use avatar::avatar_page;
 use family::family_page;
 use login::{login, login_page, logout};
 
-
 /// The login form's CSRF cookie, sent only to the login page.
 const LOGIN_GUARD: LoginGuard = LoginGuard {
     cookie_name: "mindrune_login",

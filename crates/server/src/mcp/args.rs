@@ -1,6 +1,11 @@
 //! The tools' arguments. Their doc comments are the schema descriptions the assistant reads.
 
-use super::*;
+use mindrune_core::playbook::permissions::Act;
+use mindrune_engine::playbook::door::Suggester;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
 /// Arguments of `workspace_read`.
 #[derive(Debug, Deserialize, JsonSchema)]

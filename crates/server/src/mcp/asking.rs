@@ -1,6 +1,11 @@
 //! A tool's answer, and asking the human (elicitation or an input-required round) under `ask`.
 
-use super::*;
+use mindrune_core::playbook::permissions::Act;
+use mindrune_engine::playbook::PlaybookError;
+use rmcp::model::{ElicitResult, ElicitationAction, InputRequiredResult};
+use serde_json::Value;
+
+use super::args::{Approval, CallPrint, ECHO_CHARS, cut};
 
 /// What a tool says back: its text, and whether the call did what was asked.
 pub(super) struct Answer {

@@ -50,27 +50,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use mindrune_core::playbook::permissions::{Act, Policy};
-use mindrune_core::playbook::skill_file::{SkillFile, Step};
-use mindrune_engine::playbook::cards::Answered;
-use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
+use mindrune_engine::playbook::door::{Attendance, Created};
 use mindrune_engine::playbook::fixer::FixerStart;
-use mindrune_engine::playbook::refine::Filed;
-use mindrune_engine::playbook::report::Report;
-use mindrune_engine::playbook::{CardState, PlaybookError, Playbooks, record};
+use mindrune_engine::playbook::{PlaybookError, Playbooks};
+use rmcp::ServiceExt as _;
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::handler::server::tool::{InputResponses as ToolInputResponses, RequestState};
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, ElicitRequest, ElicitRequestParams,
-    ElicitResult, ElicitationAction, ElicitationSchema, Implementation, InputRequest,
-    InputRequiredResult, ProtocolVersion, ServerCapabilities, ServerConfig,
+    ElicitationSchema, InputRequest, InputRequiredResult, ProtocolVersion,
 };
 use rmcp::service::{ElicitationError, RequestContext, RoleServer};
-use rmcp::{ServerHandler, ServiceExt as _, tool, tool_handler, tool_router};
-use schemars::JsonSchema;
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
 mod args;
 mod asking;
@@ -78,15 +67,18 @@ mod proposal;
 mod refine;
 mod tools;
 
-use args::*;
+use asking::{
+    APPROVE_KEY, Answer, AskBy, Asked, Asking, NotYes, Outcome, Reply, Round, input_answer,
+    round_state,
+};
+use proposal::proposal;
+use refine::{Refine, answered_answer, filed_answer};
+
 pub use args::{
     Approval, CopyArgs, CreateArgs, ECHO_CHARS, MAX_ARG_NAME_BYTES, MAX_ARGS, MAX_LIST_ARG_ITEMS,
     MAX_NAME_ARG_BYTES, MAX_PATH_ARG_BYTES, MAX_TEXT_ARG_BYTES, ReadArgs, RecordArgs, RefineAction,
     RefineArgs, SearchArgs, SuggestedBy, WriteArgs,
 };
-use asking::*;
-use proposal::*;
-use refine::*;
 
 /// The most hits `playbook_search` returns, and how many when the caller does not say.
 pub const MAX_SEARCH_LIMIT: u32 = 50;

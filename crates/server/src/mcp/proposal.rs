@@ -1,6 +1,10 @@
 //! The proposal a `skill_create` call makes, read from the assistant's free JSON.
 
-use super::*;
+use mindrune_core::playbook::skill_file::{SkillFile, Step};
+use mindrune_engine::playbook::door::Proposal;
+use serde_json::Value;
+
+use super::args::CreateArgs;
 
 /// The proposal a `skill_create` call makes. Steps are taken from free JSON objects so that a
 /// key other than `do` and `tool` reaches the door's blocking check instead of being dropped.

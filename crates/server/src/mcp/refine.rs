@@ -1,6 +1,12 @@
 //! A `skill_refine` call: its action's arguments, and the answers to what it filed.
 
-use super::*;
+use mindrune_engine::playbook::CardState;
+use mindrune_engine::playbook::cards::Answered;
+use mindrune_engine::playbook::refine::Filed;
+use mindrune_engine::playbook::report::Report;
+
+use super::args::{RefineAction, RefineArgs};
+use super::asking::Answer;
 
 /// A `skill_refine` call with the arguments its action needs.
 pub(super) enum Refine {

@@ -1,6 +1,23 @@
 //! The eight tools as the assistant calls them, and the handler that routes to them.
 
-use super::*;
+use std::fmt::Write as _;
+
+use mindrune_engine::playbook::record;
+use rmcp::handler::server::tool::{InputResponses as ToolInputResponses, RequestState};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, Implementation, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+
+use super::args::{
+    Args, CopyArgs, CreateArgs, ECHO_CHARS, MAX_ARG_NAME_BYTES, ReadArgs, RecordArgs, RefineArgs,
+    SearchArgs, WriteArgs, check_bounds, cut, sizes,
+};
+use super::asking::{Answer, Reply, Round};
+use super::{DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, PlaybookServer};
 
 #[tool_router(vis = "pub(super)")]
 impl PlaybookServer {

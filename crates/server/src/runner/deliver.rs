@@ -1,6 +1,17 @@
 //! Delivering the spool: the inbox taken into the outbox, then events and turns sent in batches.
 
-use super::*;
+use std::time::Instant;
+
+use mindrune_engine::avatars::mirror_writer;
+use serde::Serialize;
+
+use super::client::Failure;
+use super::files::OutboxTurn;
+use super::spool::{self, Item, Kind, SpoolError};
+use super::{Halt, MAX_BATCH_BYTES, Runner, RunnerError};
+use crate::wire::{
+    EventStatus, EventsAnswer, MirrorRequest, TurnAnswer, TurnRequest, WireBoundary, WireEvent,
+};
 
 /// One event of a batch: its outbox item and what is sent.
 type Loaded = (Item, WireEvent);

@@ -1,7 +1,15 @@
 //! The start boundary, `family-skills/` written from the server's answer, and the game state
 //! sent when it changes.
 
-use super::*;
+use std::collections::HashMap;
+use std::time::Instant;
+
+use mindrune_engine::avatars::mirror_writer::{self, MirrorError, Wanted};
+
+use super::client::Failure;
+use super::spool;
+use super::{Halt, Runner};
+use crate::wire::{MirrorAnswer, MirrorRequest, TurnAnswer, TurnRequest, WireBoundary};
 
 impl Runner<'_> {
     /// The start boundary: every header re-checked, and `family-skills/` written from the

@@ -18,14 +18,11 @@
 //! content, a row the source does not hold) fails the verification, which names the table and
 //! the first rows that differ.
 
-use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use postgres::error::SqlState;
 use postgres::fallible_iterator::FallibleIterator as _;
 use postgres::types::ToSql;
-use rusqlite::types::ValueRef;
-use sha2::{Digest as _, Sha256};
 
 use crate::postgres::pg_err;
 use crate::{PgStore, Result, SqliteStore, StoreError};
@@ -41,9 +38,9 @@ mod tables;
 mod value;
 mod verify;
 
-use tables::*;
-use value::*;
-use verify::*;
+use tables::{CHECKED_FIRST, Flag, Int, Real, TABLES, Table, Text};
+use value::{TableDigest, Value, from_postgres, from_sqlite};
+use verify::{Differences, Mismatch, differences, mismatch_error, verify};
 
 /// What the copy did to one table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -429,6 +426,9 @@ fn dest_digest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rusqlite::types::ValueRef;
+    use sha2::{Digest as _, Sha256};
+    use std::cmp::Ordering;
 
     fn digest(rows: &[Vec<Value>]) -> String {
         let mut digest = TableDigest::default();

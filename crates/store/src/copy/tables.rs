@@ -1,6 +1,7 @@
 //! Every table of the library as both schemas have it, and the SQL that reads and writes it.
 
-use super::*;
+use super::MAX_PARAMS;
+use super::value::Value;
 
 /// How a column's values are normalised: the same value reads alike from either side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,6 +1,12 @@
 //! Values as both databases read them, and the digest over a table's rows.
 
-use super::*;
+use std::cmp::Ordering;
+
+use postgres::types::ToSql;
+use rusqlite::types::ValueRef;
+use sha2::{Digest as _, Sha256};
+
+use super::tables::{Flag, Int, Kind, Real, Text};
 
 /// One value, normalised: flags are `Int` 0/1, and a value reads the same from either side.
 #[derive(Debug, Clone)]

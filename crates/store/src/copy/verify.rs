@@ -1,6 +1,14 @@
 //! The verification after a copy: which tables differ, and the message naming their first rows.
 
-use super::*;
+use std::cmp::Ordering;
+
+use postgres::fallible_iterator::FallibleIterator as _;
+use postgres::types::ToSql;
+
+use super::tables::Table;
+use super::value::{Value, from_postgres, from_sqlite};
+use super::{Fail, SHOWN_ROWS, dest_digest};
+use crate::{CopyReport, StoreError};
 
 /// A table whose copy does not match its source.
 pub(super) struct Mismatch {

@@ -1,6 +1,21 @@
 //! `mindrune hook claude-code` and its workspace form: what Claude Code's hooks run.
 
-use super::*;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_engine::avatars::family;
+use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
+use mindrune_engine::claude_code::answer;
+use mindrune_engine::claude_code::hook::{self, AvatarHook, HookAction, Payload};
+use mindrune_engine::{Recorder, now_millis};
+use mindrune_store::Store;
+
+use super::{find_agent, hook_failures};
+use crate::library;
+use crate::render;
 
 /// Claude Code runs hook processes in its current folder, which moves with the agent's `cd`: a
 /// relative library or relay location is taken from the project's folder, which Claude Code

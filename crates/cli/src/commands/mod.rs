@@ -1,7 +1,7 @@
 //! The subcommands. Each reads its input, calls the engine or the store, and renders.
 
 use std::io::{Read as _, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
@@ -10,9 +10,7 @@ use mindrune_core::digest::secret_digest;
 use mindrune_core::header::is_valid_name;
 use mindrune_engine::avatars::family;
 use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
-use mindrune_engine::claude_code::answer;
-use mindrune_engine::claude_code::hook::{self, AvatarHook, HookAction, Payload};
-use mindrune_engine::{IngestError, Recorder, now_millis};
+use mindrune_engine::now_millis;
 use mindrune_store::Store;
 
 use crate::library::{self, resolve_owner};

@@ -1,7 +1,16 @@
 //! `mindrune record`: event lines read with a cap, each recorded and then answered.
 
-use super::*;
+use std::io::Write as _;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use mindrune_engine::{IngestError, Recorder};
+
+use super::EXIT_BAD_INPUT;
+use crate::library;
 use crate::progress::{Progress, Unit};
+use crate::render::{self};
 
 pub(crate) fn record(home: &Path, file: Option<&Path>, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;

@@ -1,6 +1,14 @@
 //! `mindrune tags`: the topic tags built from a wiki, and a text mapped to them.
 
-use super::*;
+use std::io::{Read as _, Write as _};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use mindrune_engine::now_millis;
+
+use super::{EXIT_BAD_INPUT, thousands};
+use crate::library;
 use crate::progress::Progress;
 
 /// How many changed tags `tags build` lists by name before it only counts the rest.

@@ -15,25 +15,9 @@ use mindrune_store::{SqliteStore, Store};
 fn a_batch_in_flight_at_shutdown_is_answered_and_stored() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("library.db");
-    let store = SqliteStore::open(&path).unwrap();
-    let owner = store
-        .create_owner("ada", &secret_digest("mrk_ada_key"), 0)
-        .unwrap();
-    let agent = store.create_agent(owner.id, "buzz", "/work", 0).unwrap();
-    store
-        .issue_runner_token(owner.id, agent.id, &secret_digest("mr_runner_t"), 0)
-        .unwrap();
-
+    let (owner, agent) = family(&path);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let state = AppState::new(Box::new(store), ServerConfig::default());
-    let server = runtime.spawn(serve(state, listener, async move {
-        let _ = stop_rx.await;
-    }));
+    let (addr, stop_tx, server) = start(&runtime, &path);
 
     let events: Vec<_> = (0..20)
         .map(|i| {
@@ -74,6 +58,23 @@ fn a_batch_in_flight_at_shutdown_is_answered_and_stored() {
     let store = SqliteStore::open(&path).unwrap();
     let snippets = store.snippets(owner.id, agent.id).unwrap();
     assert_eq!(snippets.len(), 20);
+}
+
+/// A library at `path` with Ada, her avatar buzz, its runner token `mr_runner_t` and the
+/// operator token `mr_operator_o`.
+fn family(path: &std::path::Path) -> (mindrune_store::Owner, mindrune_store::Agent) {
+    let store = SqliteStore::open(path).unwrap();
+    let owner = store
+        .create_owner("ada", &secret_digest("mrk_ada_key"), 0)
+        .unwrap();
+    let agent = store.create_agent(owner.id, "buzz", "/work", 0).unwrap();
+    store
+        .issue_runner_token(owner.id, agent.id, &secret_digest("mr_runner_t"), 0)
+        .unwrap();
+    store
+        .issue_operator_token(&secret_digest("mr_operator_o"), 0)
+        .unwrap();
+    (owner, agent)
 }
 
 /// Sends one request to `addr` and reads the whole answer (the server closes it).
@@ -117,18 +118,7 @@ fn start(
 fn the_console_s_health_counts_go_on_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("library.db");
-    let store = SqliteStore::open(&path).unwrap();
-    let owner = store
-        .create_owner("ada", &secret_digest("mrk_ada_key"), 0)
-        .unwrap();
-    let agent = store.create_agent(owner.id, "buzz", "/work", 0).unwrap();
-    store
-        .issue_runner_token(owner.id, agent.id, &secret_digest("mr_runner_t"), 0)
-        .unwrap();
-    store
-        .issue_operator_token(&secret_digest("mr_operator_o"), 0)
-        .unwrap();
-    drop(store);
+    family(&path);
     let runtime = tokio::runtime::Runtime::new().unwrap();
 
     // The first server: a refused runner call, and a runner's batch of three events.

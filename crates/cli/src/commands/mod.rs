@@ -307,7 +307,14 @@ pub(crate) fn attention(
             let seen = mindrune_server::health::Health::new(now);
             match seen.restore(&body) {
                 Ok(()) => seen.runners_seen(owner.id),
-                Err(_) => Vec::new(),
+                Err(err) => {
+                    eprintln!(
+                        "note: the runners' last requests the server saved cannot be read \
+                         ({err}); stopped runners are left out. `mindrune serve` saves them \
+                         again within 5 s of running."
+                    );
+                    Vec::new()
+                }
             }
         }
         None => Vec::new(),

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use mindrune_engine::Recorder;
-use mindrune_store::{SqliteStore, Store};
+use mindrune_store::{Recording as _, SqliteStore, Store};
 use serde_json::json;
 
 use crate::measure::{median, micros, time_it};

@@ -10,7 +10,7 @@ use aho_corasick::AhoCorasick;
 use anyhow::Context as _;
 use mindrune_core::near_repeat;
 use mindrune_core::secrets::Scrubber;
-use mindrune_store::{NewSnippetUse, Outcome, Store as _};
+use mindrune_store::{NewSnippetUse, Outcome, Recording as _};
 use serde_json::json;
 
 use crate::measure::{Dice, median, time_it};

@@ -12,7 +12,7 @@ use anyhow::{Context as _, bail};
 use mindrune_engine::Recorder;
 use mindrune_engine::workspace::SnapshotFiles;
 use mindrune_server::secret::{new_secret, secret_digest};
-use mindrune_store::{SqliteStore, Store as _};
+use mindrune_store::{Recording as _, SqliteStore, Store as _};
 use serde_json::json;
 
 use crate::measure::percentile;

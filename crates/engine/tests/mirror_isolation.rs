@@ -31,6 +31,7 @@ use mindrune_core::header;
 use mindrune_core::secrets::Scrubber;
 use mindrune_engine::avatars::family::{self, MirrorOutcome};
 use mindrune_engine::now_millis;
+use mindrune_store::Recording as _;
 use mindrune_store::{
     Agent, HeaderState, NewLesson, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
     SqliteStore, Store, VersionId,

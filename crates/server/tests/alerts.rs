@@ -15,6 +15,7 @@ use mindrune_server::app::serve;
 use mindrune_server::config::{AlertRule, ServerConfig};
 use mindrune_server::secret::secret_digest;
 use mindrune_server::state::AppState;
+use mindrune_store::Recording as _;
 use mindrune_store::{
     AgentId, AlertLedger as _, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader,
     SqliteStore, Store, VersionId,

@@ -23,6 +23,7 @@ use mindrune_server::app;
 use mindrune_server::config::ServerConfig;
 use mindrune_server::secret::{new_secret, secret_digest};
 use mindrune_server::state::AppState;
+use mindrune_store::Recording as _;
 use mindrune_store::{SqliteStore, Standing, Store};
 use serde_json::{Value, json};
 

@@ -13,6 +13,7 @@ use mindrune_server::app::{self, CONTENT_SECURITY_POLICY};
 use mindrune_server::config::ServerConfig;
 use mindrune_server::secret::{new_secret, secret_digest};
 use mindrune_server::state::AppState;
+use mindrune_store::Recording as _;
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
     SqliteStore, Standing, Store, VersionId,

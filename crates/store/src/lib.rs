@@ -22,6 +22,7 @@ mod alerts;
 mod common;
 mod copy;
 mod postgres;
+mod recording;
 mod rules;
 mod sqlite;
 mod version_writes;
@@ -31,6 +32,7 @@ pub use alerts::{
 };
 pub use copy::{CopyReport, TableCopy, copy_library};
 pub use postgres::{PgStore, redact_url, split_schema};
+pub use recording::Recording;
 pub use rules::origin_of_new_file;
 pub use sqlite::SqliteStore;
 
@@ -883,7 +885,7 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// The library's storage. Synchronous: the CLI needs no runtime, and the server calls it from
 /// blocking tasks.
-pub trait Store: AlertLedger + Send + Sync {
+pub trait Store: Recording + AlertLedger + Send + Sync {
     /// Creates an owner account whose key has the digest `key_digest`
     /// (`mindrune_core::digest::secret_digest` of the key); anything else is refused, so the
     /// key itself is never stored.
@@ -906,76 +908,31 @@ pub trait Store: AlertLedger + Send + Sync {
         workspace: &str,
         now: Millis,
     ) -> Result<Agent>;
-    /// Identity look-up: which agent (and so which owner) an event is from.
-    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>>;
     fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>>;
-
-    /// The skill of one agent's file, if the library has seen it.
-    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>>;
     fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill>;
-    /// A skill by its agent's name and its own (`buzz/chop-oaks`).
-    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>>;
-    /// Versions in this family with this digest, with their skills.
-    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>>;
     fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version>;
-    /// Finds or creates the skill and version a snapshot of a file belongs to, in one
-    /// transaction: an unknown file is a new skill (built on its origin, if any); a new digest
-    /// of a known file is its next version, built on the current one.
-    fn match_script(
-        &self,
-        owner: OwnerId,
-        snapshot: &ScriptSnapshot,
-        now: Millis,
-    ) -> Result<Matched>;
-
-    /// Records a use and rescores its version, atomically.
-    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse>;
-    /// Runs `work` with every write this thread makes through the store in it joining one
+    /// Runs `work` with a group's handle: every read and write made through it joins one
     /// transaction, which commits once `work` returns `Ok` and rolls back whole otherwise: many
     /// writes for the cost of one commit (a runner's batch, or several requests' batches at
     /// once). `owners` are the families written for (PostgreSQL takes their locks, in order, for
-    /// the whole group; a write for another family runs on its own). Each write inside still
-    /// succeeds or fails by itself (a savepoint, or nothing written before it is known to stand),
-    /// so a refused write leaves the others; none is
-    /// durable before this returns `Ok`, so nothing may be acknowledged before. Inside a group
-    /// the thread's reads see the group's writes. A group inside a group joins it.
+    /// the whole group; a write through the handle for another family runs on its own). Each
+    /// write inside still succeeds or fails by itself (a savepoint, or nothing written before it
+    /// is known to stand), so a refused write leaves the others; none is durable before this
+    /// returns `Ok`, so nothing may be acknowledged before. The handle's reads see the group's
+    /// writes.
     ///
-    /// The default runs `work` as it is, each write its own transaction.
-    fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        let _ = owners;
-        work()
-    }
-    /// Whether [`Store::expect_uses`] does anything, so a caller with nothing else to gain
-    /// skips working out what to tell it.
-    fn expects_uses(&self) -> bool {
-        false
-    }
-    /// Inside a write group: what a batch is about to record for `owner`'s family, as far as
-    /// the caller knows it: its uses' event ids, and the versions they run. A backend that pays
-    /// a round trip for each look-up reads them together (PostgreSQL: one query for the event
-    /// ids and one for the versions' rows and score windows, instead of one per use and two per
-    /// version). Changes nothing and answers nothing: a wrong guess only costs the look-up.
-    /// Outside a group, and on SQLite, it does nothing.
-    fn expect_uses(
+    /// The handle is the group: work done through the store itself meanwhile is not part of it
+    /// (on SQLite it waits for the group to end, so `work` must not use the store directly).
+    fn write_group(
         &self,
-        owner: OwnerId,
-        event_ids: &[&str],
-        versions: &[VersionId],
-    ) -> Result<()> {
-        let _ = (owner, event_ids, versions);
-        Ok(())
-    }
+        owners: &[OwnerId],
+        work: &mut dyn FnMut(&dyn Recording) -> Result<()>,
+    ) -> Result<()>;
     /// How many write groups of different families can usefully run at once: SQLite has one
     /// writer for the whole library; PostgreSQL serialises only each family's writes.
     fn write_lanes(&self) -> usize {
         1
     }
-    /// Records a use of an inline snippet in its agent's snippet history.
-    fn record_snippet_use(
-        &self,
-        owner: OwnerId,
-        new_use: &NewSnippetUse,
-    ) -> Result<RecordedSnippetUse>;
     fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>>;
     /// Every snippet the agent ran at or after `since`, with its runs in that window, most
     /// recently run first: the input of the near-repeat suggestions.
@@ -988,8 +945,6 @@ pub trait Store: AlertLedger + Send + Sync {
 
     /// One entry per skill, optionally for one agent, best score first.
     fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>>;
-    /// A skill's versions, newest first.
-    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>>;
     /// How many uses the owner's family has recorded (all versions).
     fn use_count(&self, owner: OwnerId) -> Result<i64>;
     /// The outputs of an agent's latest runs (scripts and inline code alike) and looks
@@ -1003,20 +958,6 @@ pub trait Store: AlertLedger + Send + Sync {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>>;
-    /// [`Store::recent_outputs`] of the outputs after `after` alone (a turn end, a call of
-    /// unknown outcome: the states before it are not the one a run started from).
-    fn recent_outputs_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        after: Option<Millis>,
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<String>>;
-    /// When the newest of an agent's stored outputs (scripts and inline code alike) happened;
-    /// None when it has none. Inside a write group this is what the group will find before
-    /// the outputs it records itself, since no other writer can add one meanwhile.
-    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>>;
     /// A skill's latest failed runs (any version), newest first, at most `limit`.
     fn recent_failures(
         &self,
@@ -1058,15 +999,6 @@ pub trait Store: AlertLedger + Send + Sync {
     /// Sets where an agent's `family-skills/` is written, relative to its workspace (`None`:
     /// the workspace's root).
     fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()>;
-    /// Keeps a call that could not be recorded as a run, once per event id; whether it was new.
-    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool>;
-    /// The agent's unrecorded calls at or after `since`, oldest first.
-    fn unrecorded_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<Vec<UnrecordedCall>>;
     /// How many script runs were recorded without their gains measured, by reason
     /// (`uses.unmeasured`: "output cut by tail", "no state printed before it"), most first:
     /// the runs of one avatar since a time (the wrap-up), or all runs of one skill (its page).
@@ -1151,11 +1083,6 @@ pub trait Store: AlertLedger + Send + Sync {
         entries: &[VocabularyEntry],
         now: Millis,
     ) -> Result<VocabularyChange>;
-    /// Every entry of the vocabulary, by kind and slug.
-    fn vocabulary(&self) -> Result<Vec<VocabularyEntry>>;
-    /// The digest of the vocabulary as last written, or `None` before the first build: one
-    /// read tells a process whether the vocabulary it compiled is still current.
-    fn vocabulary_digest(&self) -> Result<Option<String>>;
     /// Keeps the server's health counters (`body`: the server's JSON, opaque here), replacing
     /// what was kept, so a restarted server shows what it counted before.
     fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()>;
@@ -1215,20 +1142,6 @@ pub trait Store: AlertLedger + Send + Sync {
     fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>>;
     /// Ends a session (logout).
     fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()>;
-    /// Keeps the latest game state a runner reported for its avatar, and (in the same
-    /// transaction) its wealth as the point of the report's hour in the wealth history: the
-    /// hour's newest report wins, and points more than [`WEALTH_HISTORY_MILLIS`] older than
-    /// the avatar's newest are dropped. A state older than the one kept leaves the state as it
-    /// is but still gives its hour a point, if that hour has no newer one.
-    fn save_avatar_state(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        state: &str,
-        standing: Option<Standing>,
-        reported_at: Millis,
-    ) -> Result<()>;
-    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>>;
     /// The avatar's wealth, one point per hour, of the hours starting at or after `since`;
     /// oldest first.
     fn wealth_history(

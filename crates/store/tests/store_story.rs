@@ -595,11 +595,11 @@ fn two_handles_write_groups_in_turn_each_see_the_other_s_uses(backend: Backend) 
     for (group, store) in [a, a, b, a, b, b, a].into_iter().enumerate() {
         let mut answers = Vec::new();
         store
-            .write_group(&[owner], &mut || {
+            .write_group(&[owner], &mut |handle| {
                 for i in 0..3 {
                     let mut run = clean_run(v1.id, buzz, 100 + (group * 3 + i) as i64);
                     run.outcome.ok = (group + i) % 3 != 0;
-                    answers.push(store.record_use(owner, &run)?);
+                    answers.push(handle.record_use(owner, &run)?);
                 }
                 Ok(())
             })
@@ -701,14 +701,11 @@ fn uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time(backen
     for chunk in runs.chunks(7) {
         grouped
             .store
-            .write_group(&[grouped.owner, other_owner], &mut || {
+            .write_group(&[grouped.owner, other_owner], &mut |group| {
                 for run in chunk {
-                    in_groups.push(
-                        grouped
-                            .store
-                            .record_use(grouped.owner, &new_use(&grouped, &versions, run))?,
-                    );
-                    grouped.store.record_use(
+                    in_groups
+                        .push(group.record_use(grouped.owner, &new_use(&grouped, &versions, run))?);
+                    group.record_use(
                         other_owner,
                         &clean_run(other_version, other_agent, run.at_s),
                     )?;
@@ -777,18 +774,19 @@ fn a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing(backend: B
         .version
         .id;
     f.store
-        .write_group(&[f.owner], &mut || {
-            f.store.record_use(f.owner, &clean_run(v1, f.buzz, 100))?;
-            let refused = f
-                .store
-                .record_use(f.owner, &clean_run(VersionId(v1.0 + 999), f.buzz, 101));
+        .write_group(&[f.owner], &mut |group| {
+            group.record_use(f.owner, &clean_run(v1, f.buzz, 100))?;
+            let refused = group.record_use(f.owner, &clean_run(VersionId(v1.0 + 999), f.buzz, 101));
             assert!(
                 matches!(refused, Err(StoreError::NotFound(_))),
                 "{refused:?}"
             );
-            // The group goes on after the refusal, and its thread reads its own writes.
-            f.store.record_use(f.owner, &clean_run(v1, f.buzz, 102))?;
-            assert_eq!(f.store.version(f.owner, v1).unwrap().uses, 2);
+            // The group goes on after the refusal, and its handle reads its own writes.
+            let second = group.record_use(f.owner, &clean_run(v1, f.buzz, 102))?;
+            assert_eq!(second.version.uses, 2);
+            let skill = group.skill_at_path(f.owner, f.buzz, "bots/buzz/chop.ts")?;
+            let versions = group.versions(f.owner, skill.expect("chop is a skill").id)?;
+            assert_eq!(versions[0].uses, 2);
             Ok(())
         })
         .unwrap();
@@ -796,9 +794,9 @@ fn a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing(backend: B
 
     // A group whose work fails stores none of its writes, and what it kept in memory of them
     // (the score window) is forgotten with them.
-    let failed = f.store.write_group(&[f.owner], &mut || {
-        f.store.record_use(f.owner, &clean_run(v1, f.buzz, 103))?;
-        f.store.record_use(f.owner, &clean_run(v1, f.buzz, 104))?;
+    let failed = f.store.write_group(&[f.owner], &mut |group| {
+        group.record_use(f.owner, &clean_run(v1, f.buzz, 103))?;
+        group.record_use(f.owner, &clean_run(v1, f.buzz, 104))?;
         Err(StoreError::Database("the batch was cut off".into()))
     });
     assert!(matches!(failed, Err(StoreError::Database(_))), "{failed:?}");
@@ -829,25 +827,24 @@ fn a_group_reads_its_own_uses_and_knows_their_event_ids_before_they_are_written(
         run
     };
     f.store
-        .write_group(&[f.owner], &mut || {
-            let first = f.store.record_use(f.owner, &with_output(100, "e1"))?;
+        .write_group(&[f.owner], &mut |group| {
+            let first = group.record_use(f.owner, &with_output(100, "e1"))?;
             assert!(first.added);
             assert_eq!(
-                f.store.newest_output_at(f.owner, f.buzz)?,
+                group.newest_output_at(f.owner, f.buzz)?,
                 Some(100_000),
                 "the newest output is the group's own"
             );
-            let second = f.store.record_use(f.owner, &with_output(110, "e2"))?;
+            let second = group.record_use(f.owner, &with_output(110, "e2"))?;
             // The same event again, and again after the uses were written for a read.
-            let retried = f.store.record_use(f.owner, &with_output(110, "e2"))?;
+            let retried = group.record_use(f.owner, &with_output(110, "e2"))?;
             assert!(second.added && !retried.added);
             assert_eq!(retried.version.uses, 2);
             assert_eq!(
-                f.store.recent_outputs(f.owner, f.buzz, 200_000, 5)?,
+                group.recent_outputs_since(f.owner, f.buzz, None, 200_000, 5)?,
                 ["output at 110", "output at 100"]
             );
-            assert!(!f.store.record_use(f.owner, &with_output(100, "e1"))?.added);
-            assert_eq!(f.store.use_count(f.owner)?, 2);
+            assert!(!group.record_use(f.owner, &with_output(100, "e1"))?.added);
             Ok(())
         })
         .unwrap();
@@ -872,8 +869,8 @@ fn another_thread_never_sees_a_group_s_writes_before_its_commit(backend: Backend
     let (uses_seen, seen_before_commit) = std::thread::scope(|scope| {
         let mut reader = None;
         store
-            .write_group(&[f.owner], &mut || {
-                store.record_use(f.owner, &clean_run(v1, f.buzz, 100))?;
+            .write_group(&[f.owner], &mut |group| {
+                group.record_use(f.owner, &clean_run(v1, f.buzz, 100))?;
                 reader = Some(scope.spawn(|| {
                     let uses = store.version(f.owner, v1).unwrap().uses;
                     (uses, before_commit.load(Ordering::SeqCst))

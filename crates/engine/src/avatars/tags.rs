@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use mindrune_core::avatars::topics;
 use mindrune_core::avatars::vocabulary::{Entry, Source, Vocabulary};
-use mindrune_store::{Millis, Store, StoreError, VocabularyChange};
+use mindrune_store::{Millis, Recording, Store, StoreError, VocabularyChange};
 
 /// The wiki's page folders and the kind of tag each page becomes (rs-sdk's `wiki/search.ts`
 /// and its generators: slug = file name, title = first heading).
@@ -338,7 +338,7 @@ fn remember(digest: String, vocabulary: Arc<Vocabulary>) {
 /// tells whether the compiled one is still current (another process may have rebuilt it).
 /// A library whose vocabulary was never built maps with the compiled-in one: exact tags,
 /// places and the LostHQ pages.
-pub fn vocabulary(store: &dyn Store) -> Result<Arc<Vocabulary>, StoreError> {
+pub fn vocabulary(store: &dyn Recording) -> Result<Arc<Vocabulary>, StoreError> {
     let Some(digest) = store.vocabulary_digest()? else {
         return Ok(Vocabulary::builtin());
     };

@@ -426,6 +426,7 @@ fn dest_digest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Recording as _;
     use rusqlite::types::ValueRef;
     use sha2::{Digest as _, Sha256};
     use std::cmp::Ordering;

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::conn::Tx;
+use super::recording::Access;
 
 use super::rows::{AGENT_COLUMNS, OWNER_COLUMNS, agent_from, all, col, owner_from};
 use super::{Fail, PgResult, PgStore, VOCABULARY_LOCK, is_unique_violation};
@@ -145,7 +146,7 @@ pub(super) fn create_agent(
     })
 }
 
-pub(super) fn agent_by_name(store: &PgStore, name: &str) -> Result<Option<Agent>> {
+pub(super) fn agent_by_name(store: &Access<'_>, name: &str) -> Result<Option<Agent>> {
     store.read(|tx| {
         tx.query_opt(
             &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"),
@@ -365,7 +366,7 @@ pub(super) fn replace_vocabulary(
     })
 }
 
-pub(super) fn vocabulary(store: &PgStore) -> Result<Vec<VocabularyEntry>> {
+pub(super) fn vocabulary(store: &Access<'_>) -> Result<Vec<VocabularyEntry>> {
     store.read(|tx| {
         let rows = tx.query(
             "SELECT kind, slug, title, source, aliases FROM vocabulary
@@ -386,7 +387,7 @@ pub(super) fn vocabulary(store: &PgStore) -> Result<Vec<VocabularyEntry>> {
     })
 }
 
-pub(super) fn vocabulary_digest(store: &PgStore) -> Result<Option<String>> {
+pub(super) fn vocabulary_digest(store: &Access<'_>) -> Result<Option<String>> {
     store.read(|tx| {
         tx.query_opt("SELECT digest FROM vocabulary_state WHERE id = 1", &[])?
             .map(|row| col(&row, 0))
@@ -604,7 +605,7 @@ fn agent_missing(tx: &mut Tx<'_>, owner: OwnerId, agent: AgentId) -> PgResult<bo
 }
 
 pub(super) fn save_avatar_state(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     state: &str,
@@ -687,7 +688,7 @@ pub(super) fn wealth_history(
 }
 
 pub(super) fn avatar_state(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
 ) -> Result<Option<AvatarState>> {

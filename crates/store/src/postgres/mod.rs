@@ -14,9 +14,9 @@
 //! The SQL lives in the submodules (`records`, `family`, `directory`), one per part of the
 //! trait; this file holds the connection pool, the migrations and the transaction helpers.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
-use std::thread::ThreadId;
 use std::time::Duration;
 
 use postgres::error::SqlState;
@@ -25,15 +25,15 @@ use postgres::{Config, NoTls};
 use conn::{Manager, Tx};
 use group_writes::GroupWrites;
 use mindrune_core::score;
+use recording::{Access, GroupSlot};
 
 use crate::rules;
 
 use crate::{
-    Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange,
-    Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
-    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill,
-    SkillEntry, SkillId, Snippet, SnippetRuns, Store, StoreError, UnrecordedCall, Version,
-    VersionId, VocabularyChange, VocabularyEntry,
+    Agent, AgentId, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange, Millis, NewLesson,
+    Owner, OwnerId, Recording, Result, Session, SharedSkill, SharingChange, SiblingUse, Skill,
+    SkillEntry, SkillId, Snippet, SnippetRuns, Store, StoreError, Version, VersionId,
+    VocabularyChange, VocabularyEntry,
 };
 
 mod alerts;
@@ -42,6 +42,7 @@ mod directory;
 mod family;
 mod family_tx;
 mod group_writes;
+mod recording;
 mod records;
 mod rows;
 mod views;
@@ -192,9 +193,6 @@ pub struct PgStore {
     pool: Pool,
     location: String,
     schema: Option<String>,
-    /// The open write groups ([`Store::write_group`]), one per thread at most: the connection
-    /// holding the group's transaction and the families whose locks it holds.
-    groups: Mutex<HashMap<ThreadId, Group>>,
     /// Each version's newest-200 window as this process's last committed use of it left it,
     /// without its row: a use reads the row (inside the family's lock) and takes the window
     /// only when the row's use count is the window's, so another process's use is never missed.
@@ -204,7 +202,8 @@ pub struct PgStore {
 /// Windows kept in memory; past this the cache starts over (it is only a cache).
 const WINDOW_CACHE_LIMIT: usize = 20_000;
 
-/// One thread's open write group.
+/// An open write group ([`Store::write_group`]): the connection holding its transaction and
+/// the families whose locks it holds.
 struct Group {
     conn: r2d2::PooledConnection<Manager>,
     owners: Vec<i64>,
@@ -311,15 +310,14 @@ impl Group {
     }
 }
 
-/// Which transaction a piece of work needs, so a write group can tell whether it joins.
+/// Which transaction a piece of work done through a write group's handle needs, so the group
+/// can tell whether it joins.
 #[derive(Clone, Copy)]
 enum Scope {
-    /// A family's write: joins the thread's group when the group holds that family's lock.
+    /// A family's write: joins the group when the group holds that family's lock.
     Family(OwnerId),
-    /// A read: joins the thread's group, so the thread sees what its group wrote.
+    /// A read: joins the group, so it sees what the group wrote.
     Read,
-    /// A write that is no family's (owners, tokens, the vocabulary): always its own.
-    Global,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -392,7 +390,6 @@ impl PgStore {
             pool,
             location,
             schema: schema.map(str::to_string),
-            groups: Mutex::new(HashMap::new()),
             windows: Mutex::new(HashMap::new()),
         })
     }
@@ -435,7 +432,7 @@ impl PgStore {
             "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({})",
             owner.0
         );
-        self.transaction(Scope::Family(owner), Some(&begin), work)
+        self.transaction(Some(&begin), work)
     }
 
     /// Runs one write that is not a family's (owners, tokens, the vocabulary); `lock`, when
@@ -451,41 +448,30 @@ impl PgStore {
             ),
             None => "BEGIN ISOLATION LEVEL READ COMMITTED".to_string(),
         };
-        self.transaction(Scope::Global, Some(&begin), work)
+        self.transaction(Some(&begin), work)
     }
 
     /// Runs a read: one snapshot for all its statements.
     pub(crate) fn read<T>(&self, work: impl FnMut(&mut Tx<'_>) -> PgResult<T>) -> Result<T> {
         self.transaction(
-            Scope::Read,
             Some("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"),
             work,
         )
     }
 
-    /// Runs a read of one statement (`work` runs exactly one): on its own it needs no
-    /// transaction, its statement being one snapshot; inside the thread's write group it joins
-    /// the group, as every read does.
+    /// Runs a read of one statement (`work` runs exactly one): it needs no transaction, its
+    /// statement being one snapshot.
     pub(crate) fn read_one<T>(&self, work: impl FnMut(&mut Tx<'_>) -> PgResult<T>) -> Result<T> {
-        self.transaction(Scope::Read, None, work)
+        self.transaction(None, work)
     }
 
-    /// Runs `work` in the thread's write group when `scope` joins it, else in a transaction
-    /// begun with `begin` (`None`: no transaction, for a read of one statement).
+    /// Runs `work` in a transaction begun with `begin` (`None`: no transaction, for a read of
+    /// one statement) on a pooled connection.
     fn transaction<T>(
         &self,
-        scope: Scope,
         begin: Option<&str>,
         mut work: impl FnMut(&mut Tx<'_>) -> PgResult<T>,
     ) -> Result<T> {
-        if let Some(mut group) = self.take_group(scope) {
-            // Inside the thread's group: a savepoint of its transaction, no retry (the group
-            // holds its families' locks, so no family write of it can deadlock).
-            group.epoch = group.epoch.wrapping_add(1);
-            let outcome = group.in_savepoint(&mut work);
-            self.put_group(group);
-            return outcome.map_err(|fail| fail.into_store(&self.location));
-        }
         let mut conn = self.connection()?;
         let mut attempt = 0;
         let mut reconnected = false;
@@ -536,10 +522,6 @@ impl PgStore {
 }
 
 impl PgStore {
-    fn groups(&self) -> std::sync::MutexGuard<'_, HashMap<ThreadId, Group>> {
-        self.groups.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     fn windows(&self) -> std::sync::MutexGuard<'_, HashMap<i64, rules::KnownWindow>> {
         self.windows.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -561,27 +543,11 @@ impl PgStore {
         }
     }
 
-    /// The thread's open group, taken out for one piece of work, when that work joins it.
-    fn take_group(&self, scope: Scope) -> Option<Group> {
-        let me = std::thread::current().id();
-        let mut groups = self.groups();
-        let joins = match (scope, groups.get(&me)) {
-            (_, None) | (Scope::Global, _) => false,
-            (Scope::Read, Some(_)) => true,
-            (Scope::Family(owner), Some(group)) => group.owners.contains(&owner.0),
-        };
-        if joins { groups.remove(&me) } else { None }
-    }
-
-    fn put_group(&self, group: Group) {
-        self.groups().insert(std::thread::current().id(), group);
-    }
-
-    fn run_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        let me = std::thread::current().id();
-        if self.groups().contains_key(&me) {
-            return work();
-        }
+    fn run_group(
+        &self,
+        owners: &[OwnerId],
+        work: &mut dyn FnMut(&dyn Recording) -> Result<()>,
+    ) -> Result<()> {
         let mut owners: Vec<i64> = owners.iter().map(|owner| owner.0).collect();
         owners.sort_unstable();
         owners.dedup();
@@ -596,15 +562,15 @@ impl PgStore {
             let _ = conn.batch_execute("ROLLBACK");
             return Err(pg_err(err, &self.location));
         }
-        self.put_group(Group {
+        let slot: GroupSlot = RefCell::new(Some(Group {
             conn,
             owners,
             windows: HashMap::new(),
             epoch: 0,
             writes: GroupWrites::default(),
-        });
-        let ended = PgGroupEnd { store: self };
-        let outcome = work();
+        }));
+        let ended = PgGroupEnd { slot: &slot };
+        let outcome = work(&Access::group(self, &slot));
         let Some(mut group) = ended.take() else {
             return Err(StoreError::Database(
                 "the write group's connection was lost; nothing of the batch was stored".into(),
@@ -646,15 +612,15 @@ impl PgStore {
     }
 }
 
-/// Takes the thread's group out of the store however its work ended: dropped without
+/// Takes the group out of its slot however its work ended: dropped without
 /// [`PgGroupEnd::take`] (a panic), the group's connection rolls back and goes back to the pool.
 struct PgGroupEnd<'a> {
-    store: &'a PgStore,
+    slot: &'a GroupSlot,
 }
 
 impl PgGroupEnd<'_> {
     fn take(self) -> Option<Group> {
-        let group = self.store.groups().remove(&std::thread::current().id());
+        let group = self.slot.borrow_mut().take();
         std::mem::forget(self);
         group
     }
@@ -662,7 +628,7 @@ impl PgGroupEnd<'_> {
 
 impl Drop for PgGroupEnd<'_> {
     fn drop(&mut self) {
-        if let Some(mut group) = self.store.groups().remove(&std::thread::current().id()) {
+        if let Some(mut group) = self.slot.borrow_mut().take() {
             let _ = group.conn.batch_execute("ROLLBACK");
         }
     }
@@ -831,131 +797,30 @@ impl Store for PgStore {
         directory::create_agent(self, owner, name, workspace, now)
     }
 
-    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        directory::agent_by_name(self, name)
-    }
-
     fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>> {
         directory::agents(self, owner)
-    }
-
-    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
-        records::skill_at_path(self, owner, agent, path)
     }
 
     fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
         records::skill(self, owner, skill)
     }
 
-    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
-        records::skill_by_name(self, owner, agent_name, name)
-    }
-
-    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
-        records::versions_with_digest(self, owner, digest)
-    }
-
     fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version> {
         records::version(self, owner, version)
     }
 
-    fn match_script(
+    fn write_group(
         &self,
-        owner: OwnerId,
-        snapshot: &ScriptSnapshot,
-        now: Millis,
-    ) -> Result<Matched> {
-        self.write(owner, |tx| {
-            rules::recording::match_script(tx, owner, snapshot, now)
-        })
-    }
-
-    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
-        let Some(mut group) = self.take_group(Scope::Family(owner)) else {
-            // On its own, every use reads its version's row from what is committed (another
-            // server may have recorded a use of it since), and takes the window this process
-            // kept only when the row's use count says nothing was recorded since.
-            let version = new_use.version.0;
-            let mut known = self.cached_window(version);
-            let (recorded, window) = self.write(owner, |tx| {
-                rules::recording::record_use(tx, owner, new_use, known.take())
-            })?;
-            if let Some(window) = window {
-                self.keep_windows([(version, window)]);
-            }
-            return Ok(recorded);
-        };
-        // Inside a write group, the group's last use of the version (or the batch's look-up,
-        // `expect_uses`) left its window and row as the table holds them (see `Group::windows`):
-        // the use reads neither again; else it takes the window this process kept.
-        let version = new_use.version.0;
-        let epoch = group.epoch;
-        let known = match group.windows.remove(&version) {
-            Some((mut window, kept_at)) => {
-                if kept_at != epoch {
-                    window.row = None;
-                }
-                Some(window)
-            }
-            None => self.cached_window(version),
-        };
-        let outcome = group.recording(|tx| rules::recording::record_use(tx, owner, new_use, known));
-        let answer = match outcome {
-            Ok((recorded, window)) => {
-                if let Some(window) = window {
-                    if window.row.is_none() {
-                        // The use checked its skill's sharing, which writes the skill's versions.
-                        group.epoch = group.epoch.wrapping_add(1);
-                    }
-                    group.windows.insert(version, (window, group.epoch));
-                }
-                Ok(recorded)
-            }
-            Err(fail) => Err(fail.into_store(&self.location)),
-        };
-        self.put_group(group);
-        answer
-    }
-
-    fn write_group(&self, owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
-        self.run_group(owners, work)
-    }
-
-    fn expects_uses(&self) -> bool {
-        true
-    }
-
-    fn expect_uses(
-        &self,
-        owner: OwnerId,
-        event_ids: &[&str],
-        versions: &[VersionId],
+        owners: &[OwnerId],
+        work: &mut dyn FnMut(&dyn Recording) -> Result<()>,
     ) -> Result<()> {
-        let Some(mut group) = self.take_group(Scope::Family(owner)) else {
-            // On its own, each use reads what it needs in its own transaction.
-            return Ok(());
-        };
-        let outcome = group
-            .look_up_events(owner, event_ids)
-            .and_then(|()| group.look_up_versions(owner, versions));
-        self.put_group(group);
-        outcome.map_err(|fail| fail.into_store(&self.location))
+        self.run_group(owners, work)
     }
 
     fn write_lanes(&self) -> usize {
         // Each lane's group holds a connection for its whole length; half the pool is left to
         // the reads and the writes that are no family's.
         (self.pool.max_size() as usize / 2).max(1)
-    }
-
-    fn record_snippet_use(
-        &self,
-        owner: OwnerId,
-        new_use: &NewSnippetUse,
-    ) -> Result<RecordedSnippetUse> {
-        self.write(owner, |tx| {
-            rules::recording::record_snippet_use(tx, owner, new_use)
-        })
     }
 
     fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
@@ -975,10 +840,6 @@ impl Store for PgStore {
         records::skills(self, owner, agent)
     }
 
-    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
-        records::versions(self, owner, skill)
-    }
-
     fn use_count(&self, owner: OwnerId) -> Result<i64> {
         records::use_count(self, owner)
     }
@@ -990,22 +851,7 @@ impl Store for PgStore {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>> {
-        records::recent_outputs(self, owner, agent, None, before, limit)
-    }
-
-    fn recent_outputs_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        after: Option<Millis>,
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        records::recent_outputs(self, owner, agent, after, before, limit)
-    }
-
-    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {
-        records::newest_output_at(self, owner, agent)
+        self.recent_outputs_since(owner, agent, None, before, limit)
     }
 
     fn recent_failures(
@@ -1077,25 +923,12 @@ impl Store for PgStore {
         })
     }
 
-    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
-        records::note_unrecorded(self, owner, call)
-    }
-
     fn unmeasured_runs(
         &self,
         owner: OwnerId,
         scope: crate::UnmeasuredScope,
     ) -> Result<Vec<(String, i64)>> {
         records::unmeasured_runs(self, owner, scope)
-    }
-
-    fn unrecorded_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<Vec<UnrecordedCall>> {
-        records::unrecorded_since(self, owner, agent, since)
     }
 
     fn snippet_suggestions(
@@ -1197,14 +1030,6 @@ impl Store for PgStore {
         directory::replace_vocabulary(self, entries, now)
     }
 
-    fn vocabulary(&self) -> Result<Vec<VocabularyEntry>> {
-        directory::vocabulary(self)
-    }
-
-    fn vocabulary_digest(&self) -> Result<Option<String>> {
-        directory::vocabulary_digest(self)
-    }
-
     fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()> {
         directory::save_server_health(self, saved_at, body)
     }
@@ -1272,21 +1097,6 @@ impl Store for PgStore {
 
     fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()> {
         directory::end_session(self, owner, session_hash)
-    }
-
-    fn save_avatar_state(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        state: &str,
-        standing: Option<crate::Standing>,
-        reported_at: Millis,
-    ) -> Result<()> {
-        directory::save_avatar_state(self, owner, agent, state, standing, reported_at)
-    }
-
-    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
-        directory::avatar_state(self, owner, agent)
     }
 
     fn wealth_history(

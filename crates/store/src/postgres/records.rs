@@ -25,6 +25,7 @@ use std::sync::LazyLock;
 use postgres::Row;
 
 use super::conn::Tx;
+use super::recording::Access;
 use mindrune_core::score::{self, UseSample};
 
 use super::rows::{
@@ -107,7 +108,7 @@ pub(super) fn versions_with_windows(
 }
 
 pub(super) fn skill_at_path(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     path: &str,
@@ -129,7 +130,7 @@ pub(super) fn skill(store: &PgStore, owner: OwnerId, skill: SkillId) -> Result<S
 }
 
 pub(super) fn skill_by_name(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent_name: &str,
     name: &str,
@@ -148,7 +149,7 @@ pub(super) fn skill_by_name(
 }
 
 pub(super) fn versions_with_digest(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     digest: &str,
 ) -> Result<Vec<(Skill, Version)>> {
@@ -246,7 +247,7 @@ pub(super) fn skills(
     })
 }
 
-pub(super) fn versions(store: &PgStore, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
+pub(super) fn versions(store: &Access<'_>, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
     store.read(|tx| {
         let rows = tx.query(
             &format!(
@@ -283,7 +284,7 @@ pub(super) fn run_totals(store: &PgStore, owner: OwnerId) -> Result<RunTotals> {
 }
 
 pub(super) fn recent_outputs(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     after: Option<Millis>,
@@ -318,7 +319,7 @@ pub(super) fn recent_outputs(
 }
 
 pub(super) fn newest_output_at(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
 ) -> Result<Option<Millis>> {
@@ -386,7 +387,7 @@ pub(super) fn snippet_suggestions(
 }
 
 pub(super) fn note_unrecorded(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     call: &UnrecordedCall,
 ) -> Result<bool> {
@@ -439,7 +440,7 @@ pub(super) fn unmeasured_runs(
 }
 
 pub(super) fn unrecorded_since(
-    store: &PgStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     since: Millis,

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use rusqlite::{OptionalExtension, params};
 
+use super::recording::Access;
 use super::rows::{agent_from, owner_from};
 use super::{SqliteStore, agent_missing, db_err, name_taken};
 use crate::common::{AGENT_COLUMNS, OWNER_COLUMNS, lines_of};
@@ -122,7 +123,7 @@ pub(super) fn create_agent(
     }
 }
 
-pub(super) fn agent_by_name(store: &SqliteStore, name: &str) -> Result<Option<Agent>> {
+pub(super) fn agent_by_name(store: &Access<'_>, name: &str) -> Result<Option<Agent>> {
     let inner = store.lock();
     inner
         .conn
@@ -361,7 +362,7 @@ pub(super) fn replace_vocabulary(
     })
 }
 
-pub(super) fn vocabulary(store: &SqliteStore) -> Result<Vec<crate::VocabularyEntry>> {
+pub(super) fn vocabulary(store: &Access<'_>) -> Result<Vec<crate::VocabularyEntry>> {
     let inner = store.lock();
     let mut statement = inner
         .conn
@@ -398,7 +399,7 @@ pub(super) fn disk_space(store: &SqliteStore) -> Option<crate::DiskSpace> {
     })
 }
 
-pub(super) fn vocabulary_digest(store: &SqliteStore) -> Result<Option<String>> {
+pub(super) fn vocabulary_digest(store: &Access<'_>) -> Result<Option<String>> {
     let inner = store.lock();
     inner
         .conn
@@ -650,7 +651,7 @@ pub(super) fn end_session(store: &SqliteStore, owner: OwnerId, session_hash: &st
 }
 
 pub(super) fn save_avatar_state(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     state: &str,
@@ -740,7 +741,7 @@ pub(super) fn wealth_history(
 }
 
 pub(super) fn avatar_state(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
 ) -> Result<Option<AvatarState>> {

@@ -8,23 +8,21 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Condvar, Mutex, MutexGuard};
-use std::thread::ThreadId;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use crate::rules::{self, KnownWindow};
 use crate::{
-    Agent, AgentId, AvatarState, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange,
-    Matched, Millis, NewLesson, NewSnippetUse, NewUse, Owner, OwnerId, RecordedSnippetUse,
-    RecordedUse, Result, ScriptSnapshot, Session, SharedSkill, SharingChange, SiblingUse, Skill,
-    SkillEntry, SkillId, Snippet, SnippetRuns, Store, StoreError, UnrecordedCall, Version,
-    VersionId,
+    Agent, AgentId, DeletedAgent, FailedRun, FamilyReuse, Lesson, LessonsChange, Millis, NewLesson,
+    Owner, OwnerId, Recording, Result, Session, SharedSkill, SharingChange, SiblingUse, Skill,
+    SkillEntry, SkillId, Snippet, SnippetRuns, Store, StoreError, Version, VersionId,
 };
 
 use checkpointer::Checkpointer;
 use family_tx::SqliteTx;
 use group_writes::GroupWaiting;
+use recording::Access;
 
 mod alerts;
 mod checkpointer;
@@ -32,6 +30,7 @@ mod directory;
 mod family;
 mod family_tx;
 mod group_writes;
+mod recording;
 mod records;
 mod rows;
 mod version_writes;
@@ -72,9 +71,9 @@ const CACHE_KIB: u32 = 16 * 1024;
 /// Prepared statements each connection keeps: every statement of the store's hot paths.
 const STATEMENT_CACHE: usize = 256;
 /// Score windows kept in memory; past this the cache is cleared (it is only a cache).
-const WINDOW_CACHE_LIMIT: usize = 20_000;
+pub(super) const WINDOW_CACHE_LIMIT: usize = 20_000;
 
-struct Inner {
+pub(super) struct Inner {
     conn: Connection,
     /// Each version's window as this process last wrote it (see `rules::KnownWindow`).
     windows: HashMap<i64, CachedWindow>,
@@ -82,9 +81,10 @@ struct Inner {
     /// window's version row is good for the next use only while this has not moved since, and
     /// only inside the write group it was written in (see [`SqliteStore::record_use`]).
     epoch: u64,
-    /// The thread whose write group holds the connection's open transaction
-    /// ([`Store::write_group`]); every other thread waits for it to end.
-    group: Option<ThreadId>,
+    /// Whether a write group holds the connection's open transaction ([`Store::write_group`]):
+    /// only its handle ([`recording::Access::group`]) uses the connection then; all other work
+    /// waits for it to end.
+    group: bool,
     /// The error after which SQLite rolled the group's transaction back by itself (a full
     /// disk, an I/O error): the group's later writes and its commit answer it.
     group_lost: Option<StoreError>,
@@ -251,7 +251,7 @@ impl SqliteStore {
                 epoch: 0,
                 waiting: Default::default(),
                 group_agents: HashSet::new(),
-                group: None,
+                group: false,
                 group_lost: None,
                 group_data_version: None,
             }),
@@ -309,7 +309,7 @@ impl SqliteStore {
     }
 
     /// Runs one write: `BEGIN IMMEDIATE`, the work, `COMMIT`, tried again while another process
-    /// holds the database. Inside this thread's write group it is a piece of the group's
+    /// holds the database. Through a write group's handle ([`Access::write`]) it is a piece of the group's
     /// transaction instead, in a savepoint begun before its first statement that needs what the
     /// group keeps waiting (`group_writes`): it succeeds or fails on its own, and is durable
     /// with the group. The work gets the transaction and this process's window cache.
@@ -320,7 +320,7 @@ impl SqliteStore {
         self.write_with(self.lock(), work)
     }
 
-    fn write_with<T>(
+    pub(super) fn write_with<T>(
         &self,
         mut guard: MutexGuard<'_, Inner>,
         mut work: impl FnMut(&mut SqliteTx<'_>, &mut UseCache<'_>) -> Result<T>,
@@ -337,9 +337,9 @@ impl SqliteStore {
         } = &mut *guard;
         let mut cache = UseCache {
             windows,
-            group_epoch: group.is_some().then_some(*epoch),
+            group_epoch: group.then_some(*epoch),
         };
-        if group.is_some() {
+        if *group {
             if let Some(lost) = group_lost {
                 return Err(lost.clone());
             }
@@ -384,34 +384,26 @@ impl SqliteStore {
         Ok(conn)
     }
 
-    /// Runs a read of what is committed, without waiting for another thread's write group.
+    /// Runs a read of what is committed, without waiting for an open write group.
     ///
     /// A runner's every request first looks up its token; on the library's one connection
     /// that lookup waited for the group being written, and the requests reached the writer's
     /// queue only between its groups (`bench serve`: the machine a fifth idle under load). A
     /// second connection reads the last committed state beside the writer (WAL lets readers
     /// and one writer go on at once). The thread holding a write group reads through the
-    /// group's own connection, so it sees its own writes; so does an in-memory library.
+    /// group's handle instead, so it sees its own writes; an in-memory library reads through
+    /// its one connection.
     pub(super) fn read_committed<T>(
         &self,
         read: impl FnOnce(&Connection) -> Result<T>,
     ) -> Result<T> {
         if let Some(reader) = &self.reader {
-            let me = std::thread::current().id();
-            let in_own_group = self
-                .inner
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .group
-                .is_some_and(|holder| holder == me);
-            if !in_own_group {
-                return read(&reader.lock().unwrap_or_else(|e| e.into_inner()));
-            }
+            return read(&reader.lock().unwrap_or_else(|e| e.into_inner()));
         }
         read(&self.lock().conn)
     }
 
-    /// The connection, once no other thread's write group holds it. A panic while holding the
+    /// The connection, once no write group holds it. A panic while holding the
     /// lock leaves no half-done transaction behind (rusqlite rolls back on drop, a group's end
     /// rolls back its own), so the connection is still good to use.
     ///
@@ -421,7 +413,12 @@ impl SqliteStore {
     /// Inside a write group, the uses and rescores waiting are written first, so whatever is
     /// done sees them; when that fails, the group is lost and answers the error.
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        let mut guard = self.lock_keeping_rows();
+        Self::for_any_use(self.lock_keeping_rows())
+    }
+
+    /// Readies the connection for any use: the rows kept stand no more, and a group's waiting
+    /// writes are written.
+    fn for_any_use(mut guard: MutexGuard<'_, Inner>) -> MutexGuard<'_, Inner> {
         guard.epoch = guard.epoch.wrapping_add(1);
         guard.group_agents.clear();
         Self::write_waiting(&mut guard, |waiting, conn| waiting.write(conn));
@@ -429,10 +426,14 @@ impl SqliteStore {
     }
 
     /// The connection, for a read of uses alone (no version's row, no family's scores), once
-    /// no other thread's write group holds it: a group's waiting uses are inserted first, and
+    /// no write group holds it: a group's waiting uses are inserted first, and
     /// the rows kept stay good.
     fn lock_reading_uses(&self) -> MutexGuard<'_, Inner> {
-        let mut guard = self.lock_keeping_rows();
+        Self::for_reading_uses(self.lock_keeping_rows())
+    }
+
+    /// Readies the connection for a read of uses: a group's waiting uses are inserted.
+    fn for_reading_uses(mut guard: MutexGuard<'_, Inner>) -> MutexGuard<'_, Inner> {
         Self::write_waiting(&mut guard, |waiting, conn| waiting.write_uses(conn));
         guard
     }
@@ -456,18 +457,25 @@ impl SqliteStore {
         }
     }
 
-    /// The connection, once no other thread's write group holds it, for recording a use (which
+    /// The connection, once no write group holds it, for recording a use (which
     /// keeps its row itself and knows what waits): a group's waiting writes stay waiting, and
     /// the rows kept stay good.
     fn lock_keeping_rows(&self) -> MutexGuard<'_, Inner> {
-        let me = std::thread::current().id();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        while guard.group.is_some_and(|holder| holder != me) {
+        while guard.group {
             guard = self
                 .group_ended
                 .wait(guard)
                 .unwrap_or_else(|e| e.into_inner());
         }
+        guard
+    }
+
+    /// The connection as the open write group's handle uses it: the group holds it, so there
+    /// is nothing to wait for.
+    fn group_guard(&self) -> MutexGuard<'_, Inner> {
+        let guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        debug_assert!(guard.group, "a write group's handle outlived its group");
         guard
     }
 
@@ -579,92 +587,16 @@ impl Store for SqliteStore {
         directory::create_agent(self, owner, name, workspace, now)
     }
 
-    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        directory::agent_by_name(self, name)
-    }
-
     fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>> {
         directory::agents(self, owner)
-    }
-
-    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
-        records::skill_at_path(self, owner, agent, path)
     }
 
     fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
         records::skill(self, owner, skill)
     }
 
-    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
-        records::skill_by_name(self, owner, agent_name, name)
-    }
-
-    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
-        records::versions_with_digest(self, owner, digest)
-    }
-
     fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version> {
         records::version(self, owner, version)
-    }
-
-    fn match_script(
-        &self,
-        owner: OwnerId,
-        snapshot: &ScriptSnapshot,
-        now: Millis,
-    ) -> Result<Matched> {
-        self.write(|tx, _| rules::recording::match_script(tx, owner, snapshot, now))
-    }
-
-    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
-        let version = new_use.version.0;
-        // Inside a write group, a version's row as this thread's last use of it left it stands
-        // for the table while nothing else used the connection since (the epoch did not move):
-        // no other writer can write while the group holds the library. Grouped uses of the
-        // same script then read its row once (`tests/write_groups.rs` holds every answer and
-        // row to one at a time).
-        self.write_with(self.lock_keeping_rows(), |tx, cache| {
-            let known = cache.windows.remove(&version).map(|cached| {
-                let mut window = cached.window;
-                if cache.group_epoch.is_none() || cache.group_epoch != cached.row_epoch {
-                    window.row = None;
-                }
-                window
-            });
-            let (recorded, window) = rules::recording::record_use(tx, owner, new_use, known)?;
-            Ok((recorded, window, cache.group_epoch))
-        })
-        .map(|(recorded, window, group_epoch)| {
-            // Kept only once the transaction committed: a window of a rolled-back use must not
-            // stand for the table (a group that does not commit forgets them all).
-            if let Some(window) = window {
-                let mut inner = self.lock_keeping_rows();
-                if window.row.is_none() {
-                    // The use checked its skill's sharing, which writes the skill's versions:
-                    // no row kept from before stands for the table any more.
-                    inner.epoch = inner.epoch.wrapping_add(1);
-                }
-                if inner.windows.len() >= WINDOW_CACHE_LIMIT {
-                    inner.windows.clear();
-                }
-                inner.windows.insert(
-                    version,
-                    CachedWindow {
-                        window,
-                        row_epoch: group_epoch,
-                    },
-                );
-            }
-            recorded
-        })
-    }
-
-    fn record_snippet_use(
-        &self,
-        owner: OwnerId,
-        new_use: &NewSnippetUse,
-    ) -> Result<RecordedSnippetUse> {
-        self.write(|tx, _| rules::recording::record_snippet_use(tx, owner, new_use))
     }
 
     fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
@@ -684,10 +616,6 @@ impl Store for SqliteStore {
         records::skills(self, owner, agent)
     }
 
-    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
-        records::versions(self, owner, skill)
-    }
-
     fn use_count(&self, owner: OwnerId) -> Result<i64> {
         records::use_count(self, owner)
     }
@@ -699,22 +627,7 @@ impl Store for SqliteStore {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>> {
-        records::recent_outputs(self, owner, agent, None, before, limit)
-    }
-
-    fn recent_outputs_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        after: Option<Millis>,
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        records::recent_outputs(self, owner, agent, after, before, limit)
-    }
-
-    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {
-        records::newest_output_at(self, owner, agent)
+        self.recent_outputs_since(owner, agent, None, before, limit)
     }
 
     fn recent_failures(
@@ -754,25 +667,12 @@ impl Store for SqliteStore {
         directory::set_agent_mirror(self, owner, agent, mirror)
     }
 
-    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
-        records::note_unrecorded(self, owner, call)
-    }
-
     fn unmeasured_runs(
         &self,
         owner: OwnerId,
         scope: crate::UnmeasuredScope,
     ) -> Result<Vec<(String, i64)>> {
         records::unmeasured_runs(self, owner, scope)
-    }
-
-    fn unrecorded_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<Vec<UnrecordedCall>> {
-        records::unrecorded_since(self, owner, agent, since)
     }
 
     fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
@@ -853,16 +753,8 @@ impl Store for SqliteStore {
         directory::replace_vocabulary(self, entries, now)
     }
 
-    fn vocabulary(&self) -> Result<Vec<crate::VocabularyEntry>> {
-        directory::vocabulary(self)
-    }
-
     fn disk_space(&self) -> Option<crate::DiskSpace> {
         directory::disk_space(self)
-    }
-
-    fn vocabulary_digest(&self) -> Result<Option<String>> {
-        directory::vocabulary_digest(self)
     }
 
     fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()> {
@@ -934,21 +826,6 @@ impl Store for SqliteStore {
         directory::end_session(self, owner, session_hash)
     }
 
-    fn save_avatar_state(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        state: &str,
-        standing: Option<crate::Standing>,
-        reported_at: Millis,
-    ) -> Result<()> {
-        directory::save_avatar_state(self, owner, agent, state, standing, reported_at)
-    }
-
-    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
-        directory::avatar_state(self, owner, agent)
-    }
-
     fn wealth_history(
         &self,
         owner: OwnerId,
@@ -1001,7 +878,11 @@ impl Store for SqliteStore {
         views::runs_between(&self.lock().conn, owner, from, to)
     }
 
-    fn write_group(&self, _owners: &[OwnerId], work: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    fn write_group(
+        &self,
+        _owners: &[OwnerId],
+        work: &mut dyn FnMut(&dyn Recording) -> Result<()>,
+    ) -> Result<()> {
         // One database, one writer: the group's transaction covers every family at once.
         {
             // Not `lock`: the versions' rows kept by the last group stand for the table while
@@ -1009,12 +890,8 @@ impl Store for SqliteStore {
             // committed (`data_version` did not move). A group's first use of each script then
             // reads no row (`bench record` in groups of 100: a fifth of its statements).
             let mut guard = self.lock_keeping_rows();
-            if guard.group.is_some() {
-                drop(guard);
-                return work();
-            }
             with_retry(|| guard.conn.execute_batch("BEGIN IMMEDIATE").map_err(db_err))?;
-            guard.group = Some(std::thread::current().id());
+            guard.group = true;
             let mut end = GroupEnd {
                 store: self,
                 committed: false,
@@ -1036,8 +913,8 @@ impl Store for SqliteStore {
                 guard.group_data_version = Some(data_version);
             }
             drop(guard);
-            work()?;
-            let mut guard = self.lock_keeping_rows();
+            work(&Access::group(self))?;
+            let mut guard = self.group_guard();
             if guard.group_lost.is_none() {
                 Self::write_waiting(&mut guard, |waiting, conn| waiting.write(conn));
             }
@@ -1059,16 +936,16 @@ impl Store for SqliteStore {
 
 /// A version's window as this process last wrote it, and the epoch its row is good for
 /// (`None`: written outside a write group, so its row is not kept).
-struct CachedWindow {
-    window: KnownWindow,
-    row_epoch: Option<u64>,
+pub(super) struct CachedWindow {
+    pub(super) window: KnownWindow,
+    pub(super) row_epoch: Option<u64>,
 }
 
 /// What a write may use of the process's caches: the windows, and, inside a write group, the
 /// connection's epoch (see [`Inner::epoch`]).
 pub(super) struct UseCache<'a> {
-    windows: &'a mut HashMap<i64, CachedWindow>,
-    group_epoch: Option<u64>,
+    pub(super) windows: &'a mut HashMap<i64, CachedWindow>,
+    pub(super) group_epoch: Option<u64>,
 }
 
 /// Ends a write group however its work ended (an error, a panic): what did not commit is rolled
@@ -1091,7 +968,7 @@ impl Drop for GroupEnd<'_> {
             guard.waiting = Default::default();
         }
         guard.group_agents.clear();
-        guard.group = None;
+        guard.group = false;
         guard.group_lost = None;
         if !self.committed {
             // The rows kept in the group were rolled back with it.

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use rusqlite::{OptionalExtension, params};
 
 use super::family_tx::SqliteTx;
+use super::recording::Access;
 use super::rows::{skill_from, snippet_from, version_from, version_from_at};
 use super::{SNIPPET_RUNS_SINCE, SqliteStore, db_err};
 use crate::common::{
@@ -18,7 +19,7 @@ use crate::{
 };
 
 pub(super) fn skill_at_path(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     path: &str,
@@ -41,7 +42,7 @@ pub(super) fn skill(store: &SqliteStore, owner: OwnerId, skill: SkillId) -> Resu
 }
 
 pub(super) fn skill_by_name(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent_name: &str,
     name: &str,
@@ -60,7 +61,7 @@ pub(super) fn skill_by_name(
 }
 
 pub(super) fn versions_with_digest(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     digest: &str,
 ) -> Result<Vec<(Skill, Version)>> {
@@ -180,11 +181,7 @@ pub(super) fn skills(
     Ok(entries)
 }
 
-pub(super) fn versions(
-    store: &SqliteStore,
-    owner: OwnerId,
-    skill: SkillId,
-) -> Result<Vec<Version>> {
+pub(super) fn versions(store: &Access<'_>, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
     let inner = store.lock();
     let mut statement = inner
         .conn
@@ -231,7 +228,7 @@ pub(super) fn run_totals(store: &SqliteStore, owner: OwnerId) -> Result<RunTotal
 }
 
 pub(super) fn recent_outputs(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     after: Option<Millis>,
@@ -310,7 +307,7 @@ fn newest_of<const N: usize>(sides: [Vec<(Millis, i64, String)>; N], limit: usiz
 }
 
 pub(super) fn newest_output_at(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
 ) -> Result<Option<Millis>> {
@@ -420,7 +417,7 @@ pub(super) fn note_snippet_suggestion(
 }
 
 pub(super) fn note_unrecorded(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     call: &UnrecordedCall,
 ) -> Result<bool> {
@@ -479,7 +476,7 @@ pub(super) fn unmeasured_runs(
 }
 
 pub(super) fn unrecorded_since(
-    store: &SqliteStore,
+    store: &Access<'_>,
     owner: OwnerId,
     agent: AgentId,
     since: Millis,

@@ -10,7 +10,7 @@ use mindrune_store::{Agent, Millis, NewSnippetUse, Outcome, UnrecordedReason};
 
 use super::matching::RunInput;
 use super::output::{PreparedOutput, bun_found_no_file};
-use super::{IngestError, Recorded, Recorder, SnippetRecorded};
+use super::{Ingest, IngestError, Recorded, SnippetRecorded};
 use crate::workspace::{self, AgentFiles, MAX_SCRIPT_BYTES};
 
 /// One call being recorded, past the checks: what each step of it reads.
@@ -23,7 +23,7 @@ pub(super) struct CallInput<'a> {
     pub(super) output: &'a PreparedOutput,
 }
 
-impl Recorder<'_> {
+impl Ingest<'_> {
     /// A detached run (`background: true`): MindRune cannot see how it ends, so nothing is
     /// recorded. Only a run of a script file is kept as an unrecorded run: the wrap-up tells the
     /// agent how many of its runs went uncounted this way. Other background work (a server, a

@@ -9,15 +9,15 @@ use mindrune_core::digest;
 use mindrune_core::header;
 use mindrune_core::secrets::Scrubber;
 use mindrune_store::{
-    Agent, HeaderState, NewUse, Outcome, ScriptSnapshot, SkillHeader, Store, StoreError,
+    Agent, HeaderState, NewUse, Outcome, Recording, ScriptSnapshot, SkillHeader, StoreError,
     UnrecordedReason, VersionId,
 };
 
-use super::{IngestError, KnownFile, Recorded, Recorder, RunRecorded, now_millis};
+use super::{Ingest, IngestError, KnownFile, Recorded, RunRecorded, now_millis};
 use crate::avatars::tags;
 use crate::workspace::{self, AgentFiles, FileStamp, MAX_SCRIPT_BYTES};
 
-impl Recorder<'_> {
+impl Ingest<'_> {
     pub(super) fn record_run(
         &self,
         agent: &Agent,
@@ -303,7 +303,7 @@ impl Recorder<'_> {
 pub(crate) fn skill_header(
     parsed: Option<&header::Header>,
     scrubber: &Scrubber,
-    store: &dyn Store,
+    store: &dyn Recording,
 ) -> Result<SkillHeader, StoreError> {
     let Some(parsed) = parsed else {
         return Ok(SkillHeader::default());
@@ -349,7 +349,10 @@ fn scrubbed_tags(tags: &[String], scrubber: &Scrubber) -> Vec<String> {
 /// Topic tags of a header, by the library's vocabulary: each `Tags:` entry as an exact tag or
 /// a name (`lumby`, `cooks-assistant`, everyday names too: the author chose it as a tag), then
 /// the tags of the goal's and preconditions' free text (exact tags and names).
-fn header_topics(parsed: &header::Header, store: &dyn Store) -> Result<Vec<String>, StoreError> {
+fn header_topics(
+    parsed: &header::Header,
+    store: &dyn Recording,
+) -> Result<Vec<String>, StoreError> {
     let vocabulary = tags::vocabulary(store)?;
     let mut topics: Vec<String> = Vec::new();
     let words = [parsed.goal.as_deref(), parsed.preconditions.as_deref()];

@@ -5,6 +5,7 @@
 //! file inside the workspace, match it to a skill and version, measure the run, scrub, record
 //! and rescore. Inline code goes to the snippet history instead and never becomes a skill.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,8 @@ use mindrune_core::avatars::event::{Call, Event};
 use mindrune_core::secrets::Scrubber;
 use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
 use mindrune_store::{
-    Agent, Millis, SharingChange, Store, StoreError, UnrecordedCall, UnrecordedReason, VersionId,
+    Agent, Millis, Recording, SharingChange, Store, StoreError, UnrecordedCall, UnrecordedReason,
+    VersionId,
 };
 
 use crate::workspace::{self, AgentFiles, FileStamp, LocalFiles, MAX_SCRIPT_BYTES, SANDBOX_ROOT};
@@ -116,18 +118,26 @@ struct Caches {
     files: HashMap<(i64, String), KnownFile>,
     /// Agents re-run the very same command lines all day; parsing one once is enough.
     shell_lines: HashMap<(i64, String, Option<String>), Arc<ShellRuns>>,
-    /// For each thread inside a write group, each avatar's newest stored output as far as the
-    /// group knows it (see [`Recorder::previous_state`]).
-    group_outputs: HashMap<std::thread::ThreadId, HashMap<i64, NewestOutput>>,
 }
 
 /// Distinct shell lines whose classification is kept; past this the cache starts over.
 const SHELL_LINE_CACHE_LIMIT: usize = 4_096;
 
-/// Records tool calls into a store.
+/// Records tool calls into a store. One recorder serves many threads at once (the server's
+/// lanes); what it learns of agents, files and shell lines is kept between calls.
 pub struct Recorder<'s> {
     store: &'s dyn Store,
     caches: Mutex<Caches>,
+}
+
+/// One piece of recording: where its reads and writes go (the store itself, each on its own, or
+/// a write group's handle, [`Store::write_group`]), the recorder's caches, and, in a group, what
+/// the group knows of the avatars' newest outputs (see [`Ingest::previous_state`]). Made for
+/// one call or one group and dropped with it, so nothing a group learnt outlives it.
+pub(crate) struct Ingest<'r> {
+    store: &'r dyn Recording,
+    caches: &'r Mutex<Caches>,
+    group: Option<RefCell<HashMap<i64, NewestOutput>>>,
 }
 
 /// Milliseconds since the Unix epoch, now.
@@ -153,6 +163,24 @@ impl<'s> Recorder<'s> {
         self.caches.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Recording on its own: each read and write its own transaction of the store.
+    pub(crate) fn alone(&self) -> Ingest<'_> {
+        Ingest {
+            store: self.store,
+            caches: &self.caches,
+            group: None,
+        }
+    }
+
+    /// Recording as pieces of the write group whose handle is `group`.
+    pub(crate) fn in_group<'g>(&'g self, group: &'g dyn Recording) -> Ingest<'g> {
+        Ingest {
+            store: group,
+            caches: &self.caches,
+            group: Some(RefCell::default()),
+        }
+    }
+
     /// Parses and records one event line.
     pub fn record_line(&self, line: &str) -> Result<Recorded, IngestError> {
         let event = mindrune_core::avatars::event::parse_line(line).map_err(|err| {
@@ -166,9 +194,7 @@ impl<'s> Recorder<'s> {
 
     /// Records one event, reading the agent's files on this machine.
     pub fn record(&self, event: &Event) -> Result<Recorded, IngestError> {
-        let agent = self.agent(&event.agent)?;
-        let workspace = PathBuf::from(&agent.workspace);
-        self.record_with(event, &LocalFiles(&workspace))
+        self.alone().record(event)
     }
 
     /// Records one event, reading the agent's files from `files` (a runner's snapshot on the
@@ -178,7 +204,7 @@ impl<'s> Recorder<'s> {
         event: &Event,
         files: &dyn AgentFiles,
     ) -> Result<Recorded, IngestError> {
-        self.record_prepared(event, files, None)
+        self.alone().record_prepared(event, files, None)
     }
 
     /// Does the part of recording an event that needs nothing of the library: its output
@@ -196,6 +222,60 @@ impl<'s> Recorder<'s> {
         }
         let scrubber = self.scrubber(agent, files)?;
         Ok(prepare_output(event, &scrubber))
+    }
+
+    /// Makes the recorder use this record of an agent from now on (a long-lived recorder is
+    /// told the agent a request's token names, so an agent re-created under the same name is
+    /// never recorded under its old id).
+    pub fn know_agent(&self, agent: &Agent) {
+        self.caches()
+            .agents
+            .insert(agent.name.clone(), Arc::new(agent.clone()));
+    }
+
+    /// The agent named `name`, from the cache when known.
+    pub(crate) fn agent(&self, name: &str) -> Result<Arc<Agent>, IngestError> {
+        self.alone().agent(name)
+    }
+
+    /// The scrubber for an agent (see [`Ingest::scrubber`]).
+    pub(crate) fn scrubber(
+        &self,
+        agent: &Agent,
+        files: &dyn AgentFiles,
+    ) -> Result<Arc<Scrubber>, IngestError> {
+        self.alone().scrubber(agent, files)
+    }
+
+    /// Forgets what was cached about an agent's file (the turn boundary read it afresh).
+    pub(crate) fn forget_file(&self, agent: &Agent, relative: &str) {
+        self.alone().forget_file(agent, relative);
+    }
+
+    /// Matches a file's content to its skill and version (see [`Ingest::match_file`]).
+    pub(crate) fn match_file(
+        &self,
+        agent: &Agent,
+        scrubber: &Scrubber,
+        relative: &str,
+        source: &str,
+        file_digest: String,
+    ) -> Result<KnownFile, IngestError> {
+        self.alone()
+            .match_file(agent, scrubber, relative, source, file_digest)
+    }
+}
+
+impl Ingest<'_> {
+    fn caches(&self) -> std::sync::MutexGuard<'_, Caches> {
+        self.caches.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Records one event, reading the agent's files on this machine.
+    pub(crate) fn record(&self, event: &Event) -> Result<Recorded, IngestError> {
+        let agent = self.agent(&event.agent)?;
+        let workspace = PathBuf::from(&agent.workspace);
+        self.record_prepared(event, &LocalFiles(&workspace), None)
     }
 
     /// Records one event as [`Recorder::record_with`] does, with its output prepared before
@@ -333,7 +413,7 @@ impl<'s> Recorder<'s> {
         }
     }
 
-    /// Forgets what was cached about an agent's file (the turn boundary read it afresh).
+    /// Forgets what was cached about an agent's file.
     pub(crate) fn forget_file(&self, agent: &Agent, relative: &str) {
         self.caches()
             .files
@@ -418,15 +498,6 @@ impl<'s> Recorder<'s> {
         }
         caches.shell_lines.insert(key, runs.clone());
         runs
-    }
-
-    /// Makes the recorder use this record of an agent from now on (a long-lived recorder is
-    /// told the agent a request's token names, so an agent re-created under the same name is
-    /// never recorded under its old id).
-    pub fn know_agent(&self, agent: &Agent) {
-        self.caches()
-            .agents
-            .insert(agent.name.clone(), Arc::new(agent.clone()));
     }
 
     pub(crate) fn agent(&self, name: &str) -> Result<Arc<Agent>, IngestError> {

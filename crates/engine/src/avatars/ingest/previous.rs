@@ -1,27 +1,12 @@
 //! The avatar's previous state, which a run is measured against: the newest earlier output of
 //! its turn, and, inside a write group, what the group itself stored (known without a read).
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use mindrune_core::avatars::rs_output::{self, RunOutput};
 use mindrune_store::{Agent, Millis, UnrecordedReason};
 
-use super::{IngestError, Recorder};
-
-/// See [`Recorder::group_outputs`].
-pub(crate) struct GroupOutputs<'r, 's> {
-    recorder: &'r Recorder<'s>,
-}
-
-impl Drop for GroupOutputs<'_, '_> {
-    fn drop(&mut self) {
-        self.recorder
-            .caches()
-            .group_outputs
-            .remove(&std::thread::current().id());
-    }
-}
+use super::{Ingest, IngestError};
 
 /// An avatar's newest stored output, inside a write group: when it happened, and the output
 /// when this group stored it and no other stored output has the same time. No other writer can
@@ -48,7 +33,7 @@ impl GroupOutput {
     }
 }
 
-impl<'s> Recorder<'s> {
+impl Ingest<'_> {
     /// What the avatar's state was before this call, to measure the call against: the output of
     /// the avatar's newest earlier call (run or inline code) in this turn, when it shows a
     /// readable state. Nothing spans a call without one (an output cut by `| tail`: its gains
@@ -94,42 +79,24 @@ impl<'s> Recorder<'s> {
         Ok(first.state_readable().then(|| Arc::new(first)))
     }
 
-    /// Starts (or, when the group's work runs again after a rollback, starts over) this
-    /// thread's write group's knowledge of the avatars' newest outputs.
-    pub(crate) fn begin_group(&self) {
-        self.caches()
-            .group_outputs
-            .insert(std::thread::current().id(), HashMap::new());
-    }
-
-    /// Forgets this thread's group knowledge when dropped, however the group ends (a panic
-    /// included): once other writers may write again it is no longer true.
-    pub(crate) fn group_outputs(&self) -> GroupOutputs<'_, 's> {
-        GroupOutputs { recorder: self }
-    }
-
     /// Inside a write group, learns when the avatar's newest stored output happened, once per
     /// group, before the group stores one of its own.
     pub(super) fn know_newest_output(&self, agent: &Agent) -> Result<(), IngestError> {
-        let me = std::thread::current().id();
-        let known = match self.caches().group_outputs.get(&me) {
-            None => return Ok(()),
-            Some(outputs) => outputs.contains_key(&agent.id.0),
+        let Some(group) = &self.group else {
+            return Ok(());
         };
-        if known {
+        if group.borrow().contains_key(&agent.id.0) {
             return Ok(());
         }
-        // Asked without holding the caches: the store may wait for another thread's group.
         let at = self.store.newest_output_at(agent.owner, agent.id)?;
-        if let Some(outputs) = self.caches().group_outputs.get_mut(&me) {
-            outputs
-                .entry(agent.id.0)
-                .or_insert(NewestOutput { at, output: None });
-        }
+        group
+            .borrow_mut()
+            .entry(agent.id.0)
+            .or_insert(NewestOutput { at, output: None });
         Ok(())
     }
 
-    /// Notes an output this thread's write group just stored for the avatar at `at`, with its
+    /// Notes an output this write group just stored for the avatar at `at`, with its
     /// parse when one was made.
     pub(super) fn note_output(
         &self,
@@ -138,12 +105,11 @@ impl<'s> Recorder<'s> {
         text: &str,
         parsed: Option<Arc<RunOutput>>,
     ) {
-        let mut caches = self.caches();
-        let Some(newest) = caches
-            .group_outputs
-            .get_mut(&std::thread::current().id())
-            .and_then(|outputs| outputs.get_mut(&agent.id.0))
-        else {
+        let Some(group) = &self.group else {
+            return;
+        };
+        let mut group = group.borrow_mut();
+        let Some(newest) = group.get_mut(&agent.id.0) else {
             return;
         };
         match newest.at {
@@ -168,14 +134,11 @@ impl<'s> Recorder<'s> {
         }
     }
 
-    /// The avatar's newest stored output, when this thread's write group stored it and it
+    /// The avatar's newest stored output, when this write group stored it and it
     /// happened before `at`.
     fn group_output_before(&self, agent: &Agent, at: Millis) -> Option<(Millis, Arc<GroupOutput>)> {
-        let caches = self.caches();
-        let newest = caches
-            .group_outputs
-            .get(&std::thread::current().id())?
-            .get(&agent.id.0)?;
+        let group = self.group.as_ref()?.borrow();
+        let newest = group.get(&agent.id.0)?;
         match (newest.at, &newest.output) {
             (Some(known), Some(output)) if known < at => Some((known, output.clone())),
             _ => None,

@@ -17,7 +17,7 @@ use mindrune_core::secrets::Scrubber;
 use mindrune_store::{Agent, Millis, Standing};
 use serde::{Deserialize, Serialize};
 
-use super::{IngestError, Recorder};
+use super::{Ingest, IngestError};
 
 /// The state as the dashboard reads it: the fields of the server's `AvatarStats` (the body of
 /// `POST /v1/state`), which this crate cannot name.
@@ -117,7 +117,7 @@ fn same_player(printed: &str, agent: &str) -> bool {
     norm(printed) == norm(agent)
 }
 
-impl Recorder<'_> {
+impl Ingest<'_> {
     /// Saves the full World State `out` printed at `at` as the avatar's state, when it printed
     /// one. `check_name`: the output may be another bot's (an `execute_code` names its bot
     /// in its code, not to MindRune), so a `Name:` that is not the avatar's is not saved.

@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use mindrune_core::avatars::event::{Event, EventError};
 use mindrune_store::{Agent, OwnerId, StoreError, VersionId};
 
-use super::{GroupedEvent, IngestError, Recorded, Recorder};
+use super::{GroupedEvent, Ingest, IngestError, Recorded, Recorder};
 use crate::workspace::{AgentFiles, LocalFiles, OneMoment};
 
 impl Recorder<'_> {
     /// Records several batches of events at once, in one write transaction of the store
-    /// ([`Store::write_group`]): each event exactly as [`Recorder::record_with`] records it, in
+    /// ([`Store::write_group`](mindrune_store::Store::write_group)): each event exactly as [`Recorder::record_with`] records it, in
     /// order, for the cost of one commit. `owners` are the families the batches are for. An
     /// event's output may come prepared ([`Recorder::prepare`], with the same files).
     ///
@@ -30,18 +30,17 @@ impl Recorder<'_> {
     ) -> Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> {
         let mut answers: Vec<Result<Vec<Result<Recorded, IngestError>>, StoreError>> =
             Vec::with_capacity(batches.len());
-        let group = self.group_outputs();
-        let committed = self.store.write_group(owners, &mut || {
+        let committed = self.store.write_group(owners, &mut |group| {
             answers.clear();
-            self.begin_group();
+            let ingest = self.in_group(group);
             for batch in batches {
                 let mut results = Vec::with_capacity(batch.len());
-                let mut failed = self
+                let mut failed = ingest
                     .expect_uses(batch.iter().map(|(event, files, _)| (*event, Some(*files))))
                     .err();
                 if failed.is_none() {
                     for (event, files, prepared) in batch {
-                        match self.record_prepared(event, *files, *prepared) {
+                        match ingest.record_prepared(event, *files, *prepared) {
                             Err(IngestError::Store(err)) => {
                                 failed = Some(err);
                                 break;
@@ -57,7 +56,6 @@ impl Recorder<'_> {
             }
             Ok(())
         });
-        drop(group);
         if let Err(err) = committed {
             // What this recorder learnt of the group's files names versions that were rolled
             // back with it.
@@ -65,46 +63,6 @@ impl Recorder<'_> {
             return batches.iter().map(|_| Err(err.clone())).collect();
         }
         answers
-    }
-
-    /// Tells the store what a batch is about to record, family by family: its events' ids, and
-    /// the versions their scripts are known to be at (with `files`, the files the events come
-    /// with), so it can read them together ([`Store::expect_uses`]). An event whose avatar is
-    /// unknown is left to its own recording, which says so.
-    fn expect_uses<'e>(
-        &self,
-        events: impl Iterator<Item = (&'e Event, Option<&'e dyn AgentFiles>)>,
-    ) -> Result<(), StoreError> {
-        if !self.store.expects_uses() {
-            return Ok(());
-        }
-        let mut by_family: Vec<(OwnerId, Vec<&str>, Vec<VersionId>)> = Vec::new();
-        for (event, files) in events {
-            let Ok(agent) = self.agent(&event.agent) else {
-                continue;
-            };
-            let at = match by_family
-                .iter()
-                .position(|(owner, _, _)| *owner == agent.owner)
-            {
-                Some(at) => at,
-                None => {
-                    by_family.push((agent.owner, Vec::new(), Vec::new()));
-                    by_family.len() - 1
-                }
-            };
-            let (_, ids, versions) = &mut by_family[at];
-            if let Some(id) = event.id.as_deref() {
-                ids.push(id);
-            }
-            if let Some(files) = files {
-                self.known_versions(&agent, event, files, versions);
-            }
-        }
-        for (owner, ids, versions) in by_family {
-            self.store.expect_uses(owner, &ids, &versions)?;
-        }
-        Ok(())
     }
 
     /// Parses and records several event lines in one write transaction of the store: each as
@@ -167,11 +125,10 @@ impl Recorder<'_> {
             .map(|(workspace, files)| (workspace.as_path(), OneMoment::new(files)))
             .collect();
         let mut results = Vec::with_capacity(lines.len());
-        let group = self.group_outputs();
-        let committed = self.store.write_group(&owners, &mut || {
+        let committed = self.store.write_group(&owners, &mut |group| {
             results.clear();
-            self.begin_group();
-            self.expect_uses(events.iter().zip(&agents).filter_map(|(event, agent)| {
+            let ingest = self.in_group(group);
+            ingest.expect_uses(events.iter().zip(&agents).filter_map(|(event, agent)| {
                 let event = event.as_ref().ok()?;
                 let files = agent
                     .as_ref()
@@ -186,11 +143,11 @@ impl Recorder<'_> {
                         message: err.message.clone(),
                     }),
                     (Ok(event), Some(agent)) => match moments.get(Path::new(&agent.workspace)) {
-                        Some(files) => self.record_with(event, files),
-                        None => self.record(event),
+                        Some(files) => ingest.record_prepared(event, files, None),
+                        None => ingest.record(event),
                     },
                     // The avatar is unknown (or could not be read): `record` says which.
-                    (Ok(event), None) => self.record(event),
+                    (Ok(event), None) => ingest.record(event),
                 };
                 let stop = matches!(result, Err(IngestError::Store(_)));
                 results.push(result);
@@ -200,11 +157,52 @@ impl Recorder<'_> {
             }
             Ok(())
         });
-        drop(group);
         if let Err(err) = committed {
             self.caches().files.clear();
             return Err(err);
         }
         Ok(results)
+    }
+}
+
+impl Ingest<'_> {
+    /// Tells the store what a batch is about to record, family by family: its events' ids, and
+    /// the versions their scripts are known to be at (with `files`, the files the events come
+    /// with), so it can read them together ([`Recording::expect_uses`](mindrune_store::Recording::expect_uses)). An event whose avatar is
+    /// unknown is left to its own recording, which says so.
+    fn expect_uses<'e>(
+        &self,
+        events: impl Iterator<Item = (&'e Event, Option<&'e dyn AgentFiles>)>,
+    ) -> Result<(), StoreError> {
+        if !self.store.expects_uses() {
+            return Ok(());
+        }
+        let mut by_family: Vec<(OwnerId, Vec<&str>, Vec<VersionId>)> = Vec::new();
+        for (event, files) in events {
+            let Ok(agent) = self.agent(&event.agent) else {
+                continue;
+            };
+            let at = match by_family
+                .iter()
+                .position(|(owner, _, _)| *owner == agent.owner)
+            {
+                Some(at) => at,
+                None => {
+                    by_family.push((agent.owner, Vec::new(), Vec::new()));
+                    by_family.len() - 1
+                }
+            };
+            let (_, ids, versions) = &mut by_family[at];
+            if let Some(id) = event.id.as_deref() {
+                ids.push(id);
+            }
+            if let Some(files) = files {
+                self.known_versions(&agent, event, files, versions);
+            }
+        }
+        for (owner, ids, versions) in by_family {
+            self.store.expect_uses(owner, &ids, &versions)?;
+        }
+        Ok(())
     }
 }

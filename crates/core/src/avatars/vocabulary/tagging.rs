@@ -1,7 +1,16 @@
 //! Finding the tags in a text: a scan that folds it a word at a time, follows names through
 //! the trie, and chooses between overlapping names.
 
-use super::*;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::ops::Range;
+
+use super::aliases::NO_TAG;
+use super::folding::{ASCII_FOLD, BREAK, BeyondAscii, DROP, beyond_ascii};
+use super::name_matcher::{self, NameMatcher};
+use super::{MAX_NAME_CHARS, Vocabulary, ascii_word};
+use crate::avatars::topics;
 
 /// Per-thread buffers for [`Vocabulary::map`], so mapping a line allocates only its answer.
 #[derive(Default)]

@@ -1,7 +1,11 @@
 //! The draft: what a caller knows when a path ends — references, disposition, criteria, act,
 //! authority, intent, closure, seal and lineage — as the typed fields a receipt is sealed from.
 
-use super::*;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::ReceiptError;
+use crate::runx::stable_json::{self, stable_digest};
 
 /// A pointer to something outside the receipt (`runx.reference.v1`): a harness, a principal, a
 /// signal, another receipt. `kind` is Runx's reference `type` (`harness`, `principal`,

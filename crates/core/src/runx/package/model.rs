@@ -1,7 +1,11 @@
 //! What a loaded package is: its manual, its execution profile with graphs, runners,
 //! sources and the harness, its fixtures, and the JavaScript modules its runners name.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::push_module;
 
 /// SKILL.md's frontmatter, checked.
 #[derive(Debug, Clone, PartialEq)]

@@ -28,20 +28,14 @@
 //!
 //! Anything it cannot be sure about becomes a diagnostic, never a guess.
 
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
-
-use brush_parser::ast;
-
-use crate::shell_writes::{Arg, Operand, Reach, ShellWrites, Target, Write};
+use crate::shell_writes::ShellWrites;
 
 mod commands;
 mod lexer;
 mod precheck;
 mod walker;
-use lexer::*;
-use precheck::*;
-use walker::*;
+use lexer::WordInfo;
+use walker::{Origin, Scope, Walker};
 
 /// Where the line ran.
 #[derive(Debug, Clone, Copy)]
@@ -294,8 +288,13 @@ impl Cwd {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::collections::HashSet;
+
     use proptest::prelude::*;
+
+    use super::lexer::lex_word;
+    use super::precheck::{PrecheckError, precheck};
+    use super::*;
 
     const ROOT: &[&str] = &["/work"];
     const TWO_ROOTS: &[&str] = &["/work", "/home/me/avatars/buzz"];

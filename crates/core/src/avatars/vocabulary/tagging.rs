@@ -167,7 +167,7 @@ pub(super) fn exact_spans(text: &str) -> Vec<(Range<usize>, Option<String>)> {
 /// [`MAX_NAME_CHARS`] characters), so only its length is counted.
 pub(super) const WORD_BYTES: usize = 4 * MAX_NAME_CHARS;
 
-/// Splits text into words under the spelling rules (see [`fold_into`]) and looks each one up,
+/// Splits text into words under the spelling rules (see [`fold_into`](super::folding::fold_into)) and looks each one up,
 /// without a folded copy of the text: one pass, a byte at a time. A short word is packed
 /// into two registers as it is folded (see [`name_matcher::pack`]); a long one is also
 /// copied into a buffer, which is read only when the word ends long.

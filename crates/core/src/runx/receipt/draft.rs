@@ -585,7 +585,7 @@ pub struct Lineage {
     pub resume_ref: Option<Reference>,
 }
 
-/// Everything a caller knows when a path ends; [`seal`] adds the issuer, id, digest and
+/// Everything a caller knows when a path ends; [`seal`](super::seal) adds the issuer, id, digest and
 /// signature. Timestamps are RFC 3339 UTC strings (`2026-05-22T00:00:00Z`) passed in, so
 /// sealing stays pure and reproducible.
 #[derive(Debug, Clone, PartialEq)]

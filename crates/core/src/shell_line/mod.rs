@@ -171,8 +171,10 @@ pub fn look_target<'l>(line: &'l str, runs: &ShellRuns) -> Option<&'l str> {
 /// At most this many writes are kept for one line; a line with more is unreadable.
 const MAX_WRITES: usize = 1_000;
 
-/// Walks one line for where it writes ([`crate::shell_writes::shell_line_writes`]).
-pub(crate) fn walk_for_writes(line: &str, ctx: &ShellContext<'_>) -> ShellWrites {
+/// Where `line` writes ([`crate::shell_writes`] knows the programs; this walks the line's
+/// structure to them). Never fails: what it cannot read is said in
+/// [`ShellWrites::unreadable`].
+pub fn shell_line_writes(line: &str, ctx: &ShellContext<'_>) -> ShellWrites {
     let mut walker = Walker::new(ctx.workspace_roots);
     walker.writes = Some(Vec::new());
     let cwd = walker.initial_cwd(ctx.cwd);

@@ -381,9 +381,9 @@ pub(super) struct Walker {
     pub(super) suppressed_diagnostics: usize,
     pub(super) fuel: usize,
     pub(super) gave_up: bool,
-    /// Where the line writes, when it is walked for that ([`walk_for_writes`]).
+    /// Where the line writes, when it is walked for that ([`super::shell_line_writes`]).
     pub(super) writes: Option<Vec<Write>>,
-    /// Why a part of the line could not be read (for [`walk_for_writes`]).
+    /// Why a part of the line could not be read (for [`super::shell_line_writes`]).
     pub(super) unreadable: Option<String>,
 }
 

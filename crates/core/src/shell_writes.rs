@@ -3,7 +3,8 @@
 //! The host guard (`mindrune_engine::host_guard`) asks this before Claude Code runs a `Bash`
 //! call: does the line write into a place MindRune keeps behind its one door? The line's
 //! structure, its `cd`s, `sh -c` strings, `eval`s and substitutions are followed by the same
-//! walker that finds the scripts a line runs ([`crate::shell_line`]); this module knows the
+//! walker that finds the scripts a line runs ([`crate::shell_line::shell_line_writes`] is the
+//! way in, and the walker depends on this module, not the other way); this module knows the
 //! programs: which of their words a program writes (`tee`'s files, `cp`'s destination, `sed
 //! -i`'s files, `tar x`'s folder), which only read (`cat`, `grep`), and that of a program it
 //! does not know, every path it is given might be written.
@@ -14,8 +15,6 @@
 //! an interpreter (`python3 -c …`, `awk '…'`) as [`Target::Code`], so the guard can refuse the
 //! line when it names a kept place at all: a line it cannot read is refused on those places
 //! only, never everywhere.
-
-use crate::shell_line::ShellContext;
 
 /// What a shell line writes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -62,12 +61,6 @@ pub enum Reach {
     /// A path handed to a program the guard does not know, or the folder such a program runs
     /// in: it may or may not write there.
     Maybe,
-}
-
-/// Where `line` writes (see the module docs). Never fails: what it cannot read is said in
-/// [`ShellWrites::unreadable`].
-pub fn shell_line_writes(line: &str, ctx: &ShellContext<'_>) -> ShellWrites {
-    crate::shell_line::walk_for_writes(line, ctx)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -940,6 +933,7 @@ fn maybe(arg: &Arg<'_>) -> Operand {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::shell_line::{ShellContext, shell_line_writes};
 
     /// The writes of `line` run in /ws, each as `reach target` (`F`ile, `T`ree, `M`aybe;
     /// `path`, `glob:…`, `computed:…`, `code:…`).

@@ -26,8 +26,8 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use mindrune_core::shell_line::ShellContext;
-use mindrune_core::shell_writes::{self, Reach, Target};
+use mindrune_core::shell_line::{ShellContext, shell_line_writes};
+use mindrune_core::shell_writes::{Reach, Target};
 use serde_json::Value;
 
 /// What a kept place is, which says why it is kept and what to do instead.
@@ -306,7 +306,7 @@ impl HostGuard {
     pub fn check_line(&self, line: &str, cwd: &Path) -> Verdict {
         let cwd_text = cwd.to_string_lossy();
         let root_text = self.root.to_string_lossy();
-        let writes = shell_writes::shell_line_writes(
+        let writes = shell_line_writes(
             line,
             &ShellContext {
                 cwd: Some(&cwd_text),

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use crate::html::escape;
+use crate::html::{escape, grouped};
 
 /// The drawing area of the larger charts, in SVG units; the SVG scales to its box's width.
 const WIDTH: f64 = 640.0;
@@ -424,7 +424,7 @@ pub fn amount_line(
     let last = &points[points.len() - 1];
     let lowest = points.iter().map(|p| p.value).min().unwrap_or(0);
     let highest = points.iter().map(|p| p.value).max().unwrap_or(0);
-    let amount = |v: i64| format!("{} {unit}", crate::scripts::grouped(v));
+    let amount = |v: i64| format!("{} {unit}", grouped(v));
     let desc = format!(
         "{} from {} to {}: {} at first and {} at last; lowest {}, highest {}.",
         crate::html::count(points.len() as i64, "point", "points"),
@@ -476,7 +476,7 @@ pub fn amount_line(
             out,
             "<tr><td>{}</td><td class=\"num\">{}</td></tr>",
             escape(&p.label),
-            crate::scripts::grouped(p.value)
+            grouped(p.value)
         );
     }
     out.push_str("</tbody></table></details></figure>");

@@ -67,6 +67,19 @@ pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
+/// `12,345`.
+pub(crate) fn grouped(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 { format!("-{out}") } else { out }
+}
+
 /// Times and scores as the command line shows them (one implementation for both faces).
 pub use mindrune_engine::display::{ago, points, when};
 
@@ -346,6 +359,14 @@ pub fn shown_webhook(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_are_grouped_by_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(-1234567), "-1,234,567");
+    }
 
     #[test]
     fn a_shown_webhook_keeps_no_secret() {

@@ -71,19 +71,6 @@ pub(crate) fn progress_line(file: &str, runs: i64, score: f64, bar: SharingBar) 
     }
 }
 
-/// `12,345`.
-pub(crate) fn grouped(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 { format!("-{out}") } else { out }
-}
-
 /// The script's tag: a file that is gone is private, whatever its header said.
 pub(crate) fn tag(skill: &Skill, family: bool) -> String {
     let (class, icon, words) = if skill.deleted_at.is_some() {
@@ -268,14 +255,6 @@ mod tests {
         assert_eq!(history[3].value, 111.0);
         assert_eq!(history[0].label, "1970-01-01 00:00");
         assert!(score_history(&skill, &versions, &[]).is_empty());
-    }
-
-    #[test]
-    fn numbers_are_grouped_by_thousands() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(-1234567), "-1,234,567");
     }
 
     #[test]

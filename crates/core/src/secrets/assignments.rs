@@ -1,7 +1,9 @@
 //! Credential-looking assignments: `password = …`, `API_KEY: …`, a credential name beside a
 //! secret-looking value, with the placeholders and code values that are not secrets.
 
-use super::*;
+use super::entropy::{is_path_like, shannon_entropy, word_coverage};
+use super::shapes::{R_ASSIGN, R_VENDOR_NAME};
+use super::{LineHits, SecretKind, Span};
 
 pub(super) fn is_ident_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'$' | b'-' | b'.')
@@ -1128,7 +1130,7 @@ pub(super) fn is_url_placeholder(pw: &str) -> bool {
 
 #[cfg(test)]
 mod declaration_line_values {
-    use super::*;
+    use crate::secrets::Scrubber;
 
     #[test]
     fn a_credential_shaped_value_on_a_declaration_line_is_redacted_and_a_name_is_not() {
@@ -1150,6 +1152,7 @@ mod declaration_line_values {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::secrets::Scrubber;
 
     #[test]
     fn word_lists_are_sorted_for_binary_search() {

@@ -1,7 +1,7 @@
 //! High-entropy runs: a long random-looking token is a secret even when no rule names its
 //! shape, unless it reads as a path, a URL word, a public value or base64 of prose.
 
-use super::*;
+use super::{MIN_ENTROPY_BITS, MIN_ENTROPY_RUN, SecretKind, Span};
 
 pub(super) const F_TOKEN: u8 = 1;
 pub(super) const F_DIGIT: u8 = 2;

@@ -131,22 +131,25 @@
 //! ever see.
 
 use std::borrow::Cow;
-use std::sync::LazyLock;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind, packed};
-use regex::Regex;
 
 mod assignments;
 mod bot_env;
 mod entropy;
 mod pem;
 mod shapes;
-use assignments::*;
+use assignments::assignment_spans;
 pub use bot_env::secrets_in_bot_env_bytes;
-use entropy::*;
-use pem::*;
+use entropy::{entropy_spans, for_each_candidate_run};
+use pem::{
+    BodyLine, PemState, find_pem_marker, is_pem_body, is_public_body_line, opens_public_block,
+    pem_begin_spans, pem_body_line, pem_core,
+};
 pub use shapes::trigger_literals;
-use shapes::*;
+use shapes::{
+    ALL_TRIGGERS, R_ALL, R_ASSIGN, R_ENTROPY, R_KNOWN, R_PEM, R_VENDOR_NAME, SHAPES, TRIGGER_AC,
+};
 
 /// What replaces a secret value.
 pub const REDACTED: &str = "[redacted]";
@@ -733,8 +736,13 @@ fn apply_spans(line: &str, spans: &[Span]) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::sync::LazyLock;
+
     use proptest::prelude::*;
+
+    use super::assignments::is_credential_name;
+    use super::shapes::VENDOR_TOKENS;
+    use super::*;
 
     /// Deterministic pseudo-random tokens, so fixtures look like real keys without being any.
     fn token(seed: u64, len: usize, alphabet: &str) -> String {

@@ -1,7 +1,7 @@
 //! PEM private keys: a key block is scrubbed whole, from its BEGIN line to its END line,
 //! and a public key's block is left alone.
 
-use super::*;
+use super::{REDACTED, SecretKind, Span};
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(super) struct PemState {

@@ -1,7 +1,13 @@
 //! The shapes of known credentials: which trigger substrings wake which rule, the rules'
 //! regular expressions, and the checks a match of one must pass.
 
-use super::*;
+use std::sync::LazyLock;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::Regex;
+
+use super::SecretKind;
+use super::assignments::{VENDOR_KEYWORDS, is_url_placeholder, random_piece, token_like};
 
 // Rule bits: a line is only examined by the rules whose trigger substrings occur in it.
 pub(super) const R_ASSIGN: u32 = 1 << 0;

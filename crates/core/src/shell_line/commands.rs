@@ -1,7 +1,16 @@
 //! What a simple command does: the runners that start a script (bun, node, tsx, xargs,
 //! shells with a string), the builtins that change the scope, and the writes a command makes.
 
-use super::*;
+use brush_parser::ast;
+
+use super::lexer::{WordInfo, lex_word};
+use super::precheck::heredoc_index;
+use super::walker::{
+    Action, BUN, Builtin, Mods, NODE, Occurrence, Origin, Runner, Scope, TSX, Walker,
+    XARGS_VALUE_FLAGS,
+};
+use super::{Cwd, MAX_WRITES, has_script_ext, join_path, normalize_abs};
+use crate::shell_writes::{Arg, Operand, Reach, Target, Write};
 
 impl Walker {
     /// Decides what a simple command with these argument words does.

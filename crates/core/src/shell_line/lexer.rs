@@ -1,7 +1,8 @@
 //! The word lexer: one shell word unquoted into its literal, its path and the substitutions
 //! it holds.
 
-use super::*;
+use super::MAX_NESTING;
+use super::precheck::{Frame, scan};
 
 /// One shell word, unquoted.
 #[derive(Debug, Clone, Default)]

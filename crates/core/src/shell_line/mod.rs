@@ -28,20 +28,14 @@
 //!
 //! Anything it cannot be sure about becomes a diagnostic, never a guess.
 
-use std::collections::{HashMap, HashSet};
-use std::rc::Rc;
-
-use brush_parser::ast;
-
-use crate::shell_writes::{Arg, Operand, Reach, ShellWrites, Target, Write};
+use crate::shell_writes::ShellWrites;
 
 mod commands;
 mod lexer;
 mod precheck;
 mod walker;
-use lexer::*;
-use precheck::*;
-use walker::*;
+use lexer::WordInfo;
+use walker::{Origin, Scope, Walker};
 
 /// Where the line ran.
 #[derive(Debug, Clone, Copy)]
@@ -177,8 +171,10 @@ pub fn look_target<'l>(line: &'l str, runs: &ShellRuns) -> Option<&'l str> {
 /// At most this many writes are kept for one line; a line with more is unreadable.
 const MAX_WRITES: usize = 1_000;
 
-/// Walks one line for where it writes ([`crate::shell_writes::shell_line_writes`]).
-pub(crate) fn walk_for_writes(line: &str, ctx: &ShellContext<'_>) -> ShellWrites {
+/// Where `line` writes ([`crate::shell_writes`] knows the programs; this walks the line's
+/// structure to them). Never fails: what it cannot read is said in
+/// [`ShellWrites::unreadable`].
+pub fn shell_line_writes(line: &str, ctx: &ShellContext<'_>) -> ShellWrites {
     let mut walker = Walker::new(ctx.workspace_roots);
     walker.writes = Some(Vec::new());
     let cwd = walker.initial_cwd(ctx.cwd);
@@ -294,8 +290,13 @@ impl Cwd {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::collections::HashSet;
+
     use proptest::prelude::*;
+
+    use super::lexer::lex_word;
+    use super::precheck::{PrecheckError, precheck};
+    use super::*;
 
     const ROOT: &[&str] = &["/work"];
     const TWO_ROOTS: &[&str] = &["/work", "/home/me/avatars/buzz"];

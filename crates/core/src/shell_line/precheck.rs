@@ -1,7 +1,10 @@
 //! The pre-parse scanner: what a line holds before brush-parser sees it (open quotes,
 //! substitutions, heredocs, nesting), and the checks that refuse a line it would misread.
 
-use super::*;
+use super::{
+    MAX_ARITHMETIC_PLACES, MAX_PAREN_NESTING, MAX_RAW_PAREN_NESTING, arithmetic_places,
+    raw_paren_depth,
+};
 
 /// An open construct while scanning shell code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

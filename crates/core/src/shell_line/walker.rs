@@ -1,7 +1,15 @@
 //! The walker over brush-parser's tree: scopes, jobs and the cwd it follows, and how each
 //! compound command, word and redirection is walked.
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
+
+use brush_parser::ast;
+
+use super::lexer::{WordInfo, lex_heredoc, lex_word};
+use super::precheck::{Heredoc, PrecheckError, heredoc_index, precheck};
+use super::{Cwd, FUEL, MAX_DIAGNOSTICS, MAX_NESTING, ShellRuns, join_path, normalize_abs};
+use crate::shell_writes::{Reach, Target, Write};
 
 /// Where a piece of shell code came from, for diagnostics.
 #[derive(Debug, Clone, Copy)]
@@ -373,9 +381,9 @@ pub(super) struct Walker {
     pub(super) suppressed_diagnostics: usize,
     pub(super) fuel: usize,
     pub(super) gave_up: bool,
-    /// Where the line writes, when it is walked for that ([`walk_for_writes`]).
+    /// Where the line writes, when it is walked for that ([`super::shell_line_writes`]).
     pub(super) writes: Option<Vec<Write>>,
-    /// Why a part of the line could not be read (for [`walk_for_writes`]).
+    /// Why a part of the line could not be read (for [`super::shell_line_writes`]).
     pub(super) unreadable: Option<String>,
 }
 

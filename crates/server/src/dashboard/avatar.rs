@@ -13,9 +13,9 @@ use super::script::{SPARK_RUNS, ScriptView, script_html, sharing_html};
 use crate::chart_range::{self, ChartRange, RangeQuery};
 use crate::charts::{self, TimeAxis, TimedPoint};
 use crate::error::ApiError;
-use crate::html::{self, Shown, count, when};
+use crate::html::{self, Shown, count, grouped, when};
 use crate::pages::{OwnerPage, not_found, owner_nav, page_or_not_found, parse_id};
-use crate::scripts::{grouped, shown_index};
+use crate::scripts::shown_index;
 use crate::state::AppState;
 use crate::wire::AvatarStats;
 

@@ -12,10 +12,10 @@ use mindrune_store::{Agent, DAY_MILLIS, Owner, SkillEntry, SkillId};
 use super::script::sharing_html;
 use crate::chart_range::{self, ChartRange, RangeQuery};
 use crate::error::ApiError;
-use crate::html::{self, Shown, count, points};
+use crate::html::{self, Shown, count, grouped, points};
 use crate::icons;
 use crate::pages::{OwnerPage, error_page, owner_nav};
-use crate::scripts::{file_name, grouped};
+use crate::scripts::file_name;
 use crate::state::AppState;
 use crate::wire::AvatarStats;
 

@@ -1,7 +1,16 @@
 //! Building a vocabulary: the alias table of every name, spelling and plural of each entry,
 //! and how a name that could mean more than one tag is resolved.
 
-use super::*;
+use std::collections::HashMap;
+
+use super::entries::{
+    BUILTIN_ENTRIES, Entry, NICKNAME_LIST, Nickname, Skipped, builtin_entries, is_everyday,
+    shorten, title_from_slug,
+};
+use super::folding::name_key;
+use super::name_matcher::{self, NameMatcher};
+use super::{MAX_ALIASES, MAX_NAME_CHARS, Vocabulary};
+use crate::avatars::topics::{self, TOPIC_KINDS};
 
 /// Collects entries for a [`Vocabulary`].
 #[derive(Debug, Clone, Default)]

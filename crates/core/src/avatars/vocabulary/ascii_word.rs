@@ -9,7 +9,7 @@
 //! byte-at-a-time reader. There is no crate for this: it is a few lines of the well-known
 //! "SIMD within a register" range test, and `unsafe` SIMD is not allowed here.
 
-use super::{ASCII_FOLD, BREAK};
+use super::folding::{ASCII_FOLD, BREAK};
 
 /// The most bytes a word read here may have.
 const WIDTH: usize = 16;

@@ -1,7 +1,15 @@
 //! Vocabulary entries: a tag with the names that mean it, read from a listing (rs-sdk's wiki
 //! folders, the built-in places, LostHQ pages, nicknames and everyday words).
 
-use super::*;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::LazyLock;
+
+use serde::{Deserialize, Serialize};
+
+use super::folding::name_key;
+use super::{EVERYDAY, LOSTHQ, NICKNAMES, PLACES, SHORT_WORD_BYTES};
+use crate::avatars::topics::{self, TOPIC_KINDS};
 
 /// Where an entry comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

@@ -1,7 +1,7 @@
 //! Folding text into name keys: case, accents, apostrophes and punctuation folded the same
 //! way for a name and for the text it is found in.
 
-use super::*;
+use std::ops::Range;
 
 /// How each ASCII byte is read: a letter or digit (lower-cased), dropped (an apostrophe) or a
 /// word break.

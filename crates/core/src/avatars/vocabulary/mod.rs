@@ -31,16 +31,12 @@
 //! engine keeps one per process).
 
 use std::borrow::Cow;
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
-use serde::{Deserialize, Serialize};
-
 use crate::avatars::lessons;
-use crate::avatars::topics::{self, TOPIC_KINDS};
+use crate::avatars::topics;
 
 mod ascii_word;
 mod name_matcher;
@@ -51,10 +47,11 @@ mod aliases;
 mod entries;
 mod folding;
 mod tagging;
-pub use aliases::*;
-pub use entries::*;
-pub use folding::*;
-use tagging::*;
+use aliases::Resolution;
+pub use aliases::VocabularyBuilder;
+pub use entries::{Entry, Skipped, Source, builtin_entries, parse_listing, title_from_slug};
+pub use folding::name_key;
+use tagging::{Chooser, SCRATCH, Scratch, WORD_BYTES, exact_spans, tokenize};
 
 /// The places of the game's world: `slug|Name[|alias…]`.
 const PLACES: &str = include_str!("../../../data/places.txt");
@@ -243,6 +240,11 @@ impl Vocabulary {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashSet;
+    use std::ops::Range;
+
+    use super::entries::{BUILTIN_ENTRIES, NICKNAME_LIST};
+    use super::tagging::{CHOOSE_AFTER_WORDS, FoundTags};
     use super::*;
 
     /// rs-sdk's wiki pages, one `kind:slug` a line (1,350 of them), from the project's shared data:

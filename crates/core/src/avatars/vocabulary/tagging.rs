@@ -1,7 +1,16 @@
 //! Finding the tags in a text: a scan that folds it a word at a time, follows names through
 //! the trie, and chooses between overlapping names.
 
-use super::*;
+use std::borrow::Cow;
+use std::cell::RefCell;
+use std::collections::HashSet;
+use std::ops::Range;
+
+use super::aliases::NO_TAG;
+use super::folding::{ASCII_FOLD, BREAK, BeyondAscii, DROP, beyond_ascii};
+use super::name_matcher::{self, NameMatcher};
+use super::{MAX_NAME_CHARS, Vocabulary, ascii_word};
+use crate::avatars::topics;
 
 /// Per-thread buffers for [`Vocabulary::map`], so mapping a line allocates only its answer.
 #[derive(Default)]
@@ -158,7 +167,7 @@ pub(super) fn exact_spans(text: &str) -> Vec<(Range<usize>, Option<String>)> {
 /// [`MAX_NAME_CHARS`] characters), so only its length is counted.
 pub(super) const WORD_BYTES: usize = 4 * MAX_NAME_CHARS;
 
-/// Splits text into words under the spelling rules (see [`fold_into`]) and looks each one up,
+/// Splits text into words under the spelling rules (see [`fold_into`](super::folding::fold_into)) and looks each one up,
 /// without a folded copy of the text: one pass, a byte at a time. A short word is packed
 /// into two registers as it is folded (see [`name_matcher::pack`]); a long one is also
 /// copied into a buffer, which is read only when the word ends long.

@@ -29,17 +29,15 @@
 //! Pure: no I/O, and nothing here panics on any input.
 
 use std::fmt::Write as _;
-use std::sync::LazyLock;
 
-use regex::Regex;
-use yaml_serde::{Mapping, Value};
+use yaml_serde::Value;
 
 use crate::secrets::{Scrubber, SecretKind};
 
 mod read;
 mod write;
-use read::*;
-use write::*;
+use read::{has_merge_key, read_fields, yaml_error};
+use write::{push_key, push_list, push_scalar};
 
 mod phrasings;
 

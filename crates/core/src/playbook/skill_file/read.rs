@@ -1,7 +1,14 @@
 //! Reading the frontmatter's values: YAML errors placed on their line, each field checked
 //! for its type, unknown keys named with the field they were likely meant as, and the steps.
 
-use super::*;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use yaml_serde::{Mapping, Value};
+
+use super::{
+    Diagnostic, FIELDS, FRONTMATTER_LINE_OFFSET, ParseError, SkillFile, Status, Step, echo, tree,
+};
 
 pub(super) static YAML_POSITION: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r" at position (\d+)").expect("position regex is valid"));

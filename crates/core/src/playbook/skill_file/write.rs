@@ -1,7 +1,9 @@
 //! Writing values back as YAML: each scalar plain, quoted or as a literal block, whichever
 //! reads back as the same text under YAML 1.1 and 1.2 alike.
 
-use super::*;
+use std::fmt::Write as _;
+
+use yaml_serde::Value;
 
 /// True for the characters YAML lets a file hold as they are (its `c-printable`, without the
 /// line breaks, the tab and the byte-order mark, which are written as escapes).
@@ -194,6 +196,7 @@ pub(super) fn push_list(out: &mut String, key: &str, items: Option<&[String]>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::playbook::skill_file::{SkillFile, parse, render};
 
     #[test]
     fn rendered_fields_quote_what_yaml_1_1_readers_would_misread() {

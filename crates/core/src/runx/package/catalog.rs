@@ -35,7 +35,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::closure::{ClosureFacts, contains_word, default_runner_facts};
-use super::{Catalog, ExecutionProfile, Fixture, PROFILE_FILE, PackageError};
+use super::model::{Catalog, ExecutionProfile, Fixture};
+use super::{PROFILE_FILE, PackageError};
 
 #[derive(Default)]
 struct Readiness {

@@ -1,7 +1,8 @@
 //! The field checks of one YAML file: each helper reports against the file and the line of
 //! the entry it reads, with Runx's closed field sets and its error texts.
 
-use super::*;
+use super::{PackageError, invalid, invalid_as_runx, join};
+use crate::runx::yaml::{YamlEntry, YamlNode};
 
 /// The field checks of one file: every helper reports against `file`.
 pub(super) struct Check<'a> {

@@ -29,7 +29,7 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::{ExecutionProfile, Runner, Source, StepTarget};
+use super::model::{ExecutionProfile, GraphStep, Runner, Source, StepTarget};
 
 /// What the default runner's execution closure reaches.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -227,7 +227,7 @@ fn readback_reaches_result(
 /// Whether the step reads an output of one of `producers`: through its `context`, its
 /// `when` field, or a string anywhere in its `inputs` whose part before the first `.` is
 /// the producer's id.
-fn step_reads_any(step: &super::GraphStep, producers: &BTreeSet<String>) -> bool {
+fn step_reads_any(step: &GraphStep, producers: &BTreeSet<String>) -> bool {
     fn names_step(reference: &str, producers: &BTreeSet<String>) -> bool {
         reference
             .split_once('.')

@@ -1,6 +1,12 @@
 //! Fixture files: one harness case written beside the package.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use super::check::{Check, get, line_of};
+use super::harness::{check_caller, check_expect, check_journeys};
+use super::model::Fixture;
+use super::{FIXTURE_FIELDS, MAX_SETUP_RECEIPTS, PackageError, invalid_as_runx};
+use crate::runx::yaml;
 
 /// Reads one standalone fixture. When `runners` is given, a fixture that targets this package
 /// (`target: ..`) must name one of them.

@@ -1,6 +1,13 @@
 //! Graphs: steps, their targets, runs, contexts, bindings, `when` conditions and mints.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::check::{Check, get, has, line_of};
+use super::inputs::{SourceContext, check_source};
+use super::manual::{check_artifacts, check_retry};
+use super::model::{Graph, GraphStep, StepTarget, When};
+use super::{PackageError, join};
+use crate::runx::yaml::{YamlEntry, YamlNode, YamlValue};
 
 /// A graph: `{name, result_from, steps}` plus `owner`, `charter_from`, `fanout`, `policy`.
 pub(super) fn check_graph(

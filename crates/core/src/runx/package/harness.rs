@@ -1,6 +1,14 @@
 //! The harness in X.yaml: its files and cases, each case's caller and what it expects.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use super::check::{Check, get, has, line_of};
+use super::model::{Harness, HarnessCase};
+use super::{
+    CALLER_FIELDS, CASE_FIELDS, EXPECT_FIELDS, EXPECT_STATUSES, JOURNEY_FIELDS, PackageError,
+    RECEIPT_FIELDS, RETIRED_RECEIPT_FIELDS, join,
+};
+use crate::runx::yaml::YamlEntry;
 
 /// `harness: {files, cases}`.
 pub(super) fn check_harness(

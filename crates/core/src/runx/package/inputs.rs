@@ -1,7 +1,16 @@
 //! Inputs and sources: input definitions and their types, and each source a step or runner
 //! reads (JavaScript modules, cli-tool commands, their environment).
 
-use super::*;
+use serde_json::Value;
+
+use super::check::{Check, get, has, line_of};
+use super::graph::check_graph;
+use super::model::{InputDef, Source};
+use super::{
+    INPUT_FIELDS, INPUT_TYPES, JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS, JAVASCRIPT_MAX_TIMEOUT_SECONDS,
+    PackageError, SOURCE_FIELDS, SOURCE_TYPES, join,
+};
+use crate::runx::yaml::YamlEntry;
 
 /// Input definitions; `definitions` resolves `{definition: <name>}` references.
 pub(super) fn check_inputs(

@@ -1,7 +1,9 @@
 //! What `lab inspect` shows of a package: its inputs, graph steps, catalog, harness cases,
 //! fixtures and counts, as JSON.
 
-use super::*;
+use serde_json::{Value, json};
+
+use super::model::{GraphStep, InputDef, Package, StepTarget};
 
 /// The `inspect` summary of a package: identity, runners with their type, default flag,
 /// inputs and graph steps, the catalog, harness case and fixture names, and counts.

@@ -1,11 +1,19 @@
 //! SKILL.md: the frontmatter of the package's manual, the fields it owns and the execution
 //! fields it refuses, and the retry, idempotency and artifact policies it shares with X.yaml.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::check::{Check, get, has, line_of};
+use super::inputs::{SourceContext, check_inputs, check_source};
+use super::model::{SkillFrontmatter, SkillManual};
+use super::{MANUAL_EXECUTION_FIELDS, PackageError, SKILL_FILE, invalid, invalid_as_runx, join};
+use crate::runx::yaml::{self, YamlEntry, YamlNode, YamlValue};
 
 /// Reads SKILL.md on its own, as Runx's `validate_skill` does: the frontmatter block must be
 /// there with a non-empty `name`; the legacy portable fields (`source`, `inputs`, `retry`, ...)
-/// are accepted and checked; unknown keys are kept. [`load_package`] additionally refuses the
+/// are accepted and checked; unknown keys are kept. [`load_package`](super::load_package) additionally refuses the
 /// execution fields, which belong in X.yaml.
 pub fn parse_skill_md(text: &str) -> Result<SkillManual, PackageError> {
     parse_manual(text).map(|(manual, _)| manual)

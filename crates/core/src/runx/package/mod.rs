@@ -25,10 +25,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use serde_json::{Map, Value, json};
-
 use super::snapshot::SnapshotFile;
-use super::yaml::{self, YamlEntry, YamlError, YamlNode, YamlValue};
+use super::yaml::YamlError;
 
 mod catalog;
 mod check;
@@ -42,15 +40,15 @@ mod javascript;
 mod manual;
 mod model;
 mod profile;
-use check::*;
-pub use fixtures::*;
-use graph::*;
-use harness::*;
-use inputs::*;
-pub use inspection::*;
-pub use manual::*;
-pub use model::*;
-use profile::*;
+pub use fixtures::parse_fixture;
+pub use inspection::inspect_package;
+pub use manual::parse_skill_md;
+use manual::{check_manual_ownership, parse_manual};
+pub use model::{
+    Catalog, ExecutionProfile, Fixture, Graph, GraphStep, Harness, HarnessCase, InputDef, JsModule,
+    Package, Runner, SkillFrontmatter, SkillManual, Source, StepTarget, When,
+};
+use profile::parse_profile;
 
 /// The operator manual every package has.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -655,8 +653,10 @@ fn join(parent: &str, key: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
 
     /// `$MINDRUNE_SHARED` when set, else `../shared` beside the checkout (where CI has it).
     fn packages_dir() -> std::path::PathBuf {

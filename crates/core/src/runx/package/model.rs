@@ -1,7 +1,11 @@
 //! What a loaded package is: its manual, its execution profile with graphs, runners,
 //! sources and the harness, its fixtures, and the JavaScript modules its runners name.
 
-use super::*;
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use super::push_module;
 
 /// SKILL.md's frontmatter, checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,7 +66,7 @@ pub struct InputDef {
     pub name: String,
     /// The line of the input's key.
     pub line: usize,
-    /// One of [`INPUT_TYPES`].
+    /// One of [`INPUT_TYPES`](super::INPUT_TYPES).
     pub input_type: String,
     /// Whether a run must supply it.
     pub required: bool,
@@ -112,7 +116,7 @@ pub struct Catalog {
 /// An executable source: a runner's, or an inline graph step's `run:`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Source {
-    /// One of [`SOURCE_TYPES`].
+    /// One of [`SOURCE_TYPES`](super::SOURCE_TYPES).
     pub source_type: String,
     /// The command of a `cli-tool`.
     pub command: Option<String>,
@@ -298,7 +302,7 @@ pub struct JsModule {
     pub module: String,
     /// The named export; `None` means the module's default export.
     pub export: Option<String>,
-    /// The wall in seconds: the declared one, else [`JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS`].
+    /// The wall in seconds: the declared one, else [`JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS`](super::JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS).
     pub timeout_seconds: u64,
 }
 

@@ -1,6 +1,18 @@
 //! X.yaml, the execution profile: the catalog, runners and their examples.
 
-use super::*;
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::check::{Check, get, has, line_of};
+use super::harness::check_harness;
+use super::inputs::{SourceContext, check_input, check_inputs, check_source};
+use super::manual::{check_artifacts, check_idempotency, check_retry, first, post_run_reflect};
+use super::model::{Catalog, ExecutionProfile, InputDef, Runner};
+use super::{
+    CATALOG_FIELDS, PROFILE_FIELDS, PROFILE_FILE, PackageError, RUNNER_FIELDS, SOURCE_FIELDS, join,
+};
+use crate::runx::yaml::{self, YamlEntry, YamlValue};
 
 /// Parses X.yaml against the package's file list (for `harness.files`).
 pub(super) fn parse_profile(

@@ -1,7 +1,11 @@
 //! The draft: what a caller knows when a path ends — references, disposition, criteria, act,
 //! authority, intent, closure, seal and lineage — as the typed fields a receipt is sealed from.
 
-use super::*;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::ReceiptError;
+use crate::runx::stable_json::{self, stable_digest};
 
 /// A pointer to something outside the receipt (`runx.reference.v1`): a harness, a principal, a
 /// signal, another receipt. `kind` is Runx's reference `type` (`harness`, `principal`,
@@ -581,7 +585,7 @@ pub struct Lineage {
     pub resume_ref: Option<Reference>,
 }
 
-/// Everything a caller knows when a path ends; [`seal`] adds the issuer, id, digest and
+/// Everything a caller knows when a path ends; [`seal`](super::seal) adds the issuer, id, digest and
 /// signature. Timestamps are RFC 3339 UTC strings (`2026-05-22T00:00:00Z`) passed in, so
 /// sealing stays pure and reproducible.
 #[derive(Debug, Clone, PartialEq)]

@@ -38,18 +38,21 @@ use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use ed25519_dalek::{Signature, Signer as _};
 use serde::Serialize;
 use serde_json::{Map, Value};
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 pub use ed25519_dalek::{SigningKey, VerifyingKey};
 
-use super::stable_json::{self, stable_digest};
 use crate::digest;
 
 mod draft;
 mod shape;
-pub use draft::*;
-use shape::*;
+use draft::Issuer;
+pub use draft::{
+    Act, ActForm, Attenuation, Authority, Closure, Commitment, CommitmentScope, CriterionBinding,
+    CriterionStatus, Disposition, Enforcement, HashAlgorithm, Idempotency, InputContext, Intent,
+    IssuerType, Lineage, REFERENCE_TYPES, ReceiptDraft, Reference, ReferenceType, RunnerProvenance,
+    Seal, Subject, SuccessCriterion,
+};
+use shape::check_shape;
 
 /// The schema tag of a receipt.
 pub const RECEIPT_SCHEMA: &str = "runx.receipt.v1";
@@ -584,8 +587,10 @@ fn top_string<'a>(receipt: &'a Value, field: &str) -> &'a str {
 // ---------------------------------------------------------------------------------------------
 #[cfg(test)]
 mod tests {
-    use super::*;
     use serde_json::json;
+
+    use super::*;
+    use crate::runx::stable_json;
 
     fn key(byte: u8) -> SigningKey {
         SigningKey::from_bytes(&[byte; 32])

@@ -1,7 +1,16 @@
 //! Shape: the parts of `schemas/receipt.schema.json` a verifier leans on, checked field by
 //! field with the path of the field that is wrong.
 
-use super::*;
+use serde_json::{Map, Value};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::draft::REFERENCE_TYPES;
+use super::{
+    ACT_FORMS, COMMITMENT_SCOPES, CRITERION_STATUSES, DISPOSITIONS, ISSUER_TYPES,
+    RECEIPT_CANONICALIZATION, RECEIPT_SCHEMA, ReceiptError, SIGNATURE_ALGORITHM, TOP_LEVEL_FIELDS,
+    malformed,
+};
 
 pub(super) fn join(parent: &str, name: &str) -> String {
     if parent.is_empty() {

@@ -25,7 +25,7 @@ use serde_json::Value;
 /// leaves this list when it agrees; the test fails if a listed case agrees (remove it).
 const STILL_TO_FIX: &[(&str, &str)] = &[];
 
-fn shared() -> PathBuf {
+pub(crate) fn shared() -> PathBuf {
     std::env::var_os("MINDRUNE_SHARED").map_or_else(
         || Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
         PathBuf::from,
@@ -33,7 +33,7 @@ fn shared() -> PathBuf {
 }
 
 /// Copies a folder with plain modes: files 0644, folders 0755.
-fn lay_out(from: &Path, to: &Path) {
+pub(crate) fn lay_out(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();
     fs::set_permissions(to, fs::Permissions::from_mode(0o755)).unwrap();
     let mut entries: Vec<_> = fs::read_dir(from)

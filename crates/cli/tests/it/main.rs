@@ -13,6 +13,8 @@ mod hostile;
 mod lab;
 mod lab_faults;
 mod lab_oracle_cases;
+mod lab_oracle_packet_inputs;
+mod lab_oracle_semantic_report;
 mod lab_runx_interop;
 mod live_runs;
 mod load;

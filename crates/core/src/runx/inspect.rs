@@ -5,9 +5,10 @@
 //! identity and digests, the catalog and its capabilities, the runner names (sorted, as Runx
 //! keeps them in a map), the operator journeys of every case and fixture (sorted by case), one
 //! runner inspection per runner, and for the default runner its inspection, readiness, examples
-//! and resume hint. Two of Runx's fields are Runx-internal analyses MindRune does not reproduce
-//! and leaves out rather than imitate: `execution_closure` (the bound closure of every sub-skill
-//! and tool a runner reaches) and `semantic_report` (its catalog-semantics lint).
+//! and resume hint, and the catalog `semantic_report` (Runx's `CatalogSemanticReport`, made by
+//! the same analysis that refuses a public package at load). One of Runx's fields is a
+//! Runx-internal analysis MindRune does not reproduce and leaves out rather than imitate:
+//! `execution_closure` (the bound closure of every sub-skill and tool a runner reaches).
 
 use serde_json::{Map, Value, json};
 
@@ -107,6 +108,7 @@ pub fn inspect(package: &Package, files: &[SnapshotFile], skill_path: &str) -> V
         }
         out.insert("catalog".into(), Value::Object(shown));
     }
+    out.insert("semantic_report".into(), package.semantic_report());
     let mut runners: Vec<&Runner> = profile.runners.iter().collect();
     runners.sort_by(|a, b| a.name.cmp(&b.name));
     out.insert(

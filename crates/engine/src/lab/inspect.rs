@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::apply::finish_interrupted_apply;
 use super::apply_error::ApplyError;
+use super::harness::packet_inputs::check_packet_inputs;
 use super::harness::scratch;
 use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 
@@ -180,6 +181,8 @@ pub fn inspection(files: &[SnapshotFile], skill_path: &Path) -> Value {
 
 fn parse(files: &[SnapshotFile], skill_path: &Path) -> Parsed {
     let package = load_package(files).map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
+    check_packet_inputs(&package, skill_path)
+        .map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
     Ok(loaded(&package, files, skill_path))
 }
 

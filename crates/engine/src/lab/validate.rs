@@ -19,6 +19,7 @@ use mindrune_core::runx::snapshot::SnapshotFile;
 use serde_json::{Value, json};
 
 use super::apply::{CandidateCheck, CandidateReport, apply_change};
+use super::harness::packet_inputs::check_packet_inputs;
 use super::harness::{
     CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, PacketCatalog,
     declared_cases, run_harness,
@@ -123,6 +124,7 @@ impl CandidateCheck for PackageValidator<'_> {
         architecture: &ArchitectureDecision,
     ) -> Result<CandidateReport, String> {
         let package = load_package(&snapshot.files).map_err(|err| err.to_string())?;
+        check_packet_inputs(&package, package_dir)?;
         validate_resources(architecture, &resource_usage(&package)).map_err(|err| err.0)?;
         let mut tools = LabTools {
             sealers: self.sealers,
@@ -382,7 +384,11 @@ pub fn validate_package(
         }
         Err(err) => return Ok(failed(err.to_string(), None)),
     };
-    let package = match load_package(&snapshot.files) {
+    let loaded = load_package(&snapshot.files).map_err(|err| err.to_string());
+    let package = match loaded.and_then(|package| {
+        check_packet_inputs(&package, dir)?;
+        Ok(package)
+    }) {
         Ok(package) => package,
         Err(err) => {
             return Ok(failed(

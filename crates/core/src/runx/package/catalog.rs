@@ -29,40 +29,129 @@
 //!
 //! Every diagnostic refuses the package, all of them on one line in that order, structural
 //! ones first.
+//!
+//! The same analysis is the inspection's `semantic_report` ([`semantic_report`]), shaped as
+//! Runx's `CatalogSemanticReport`: `mode` (always `enforced`), `skill`, `defaultRunner`,
+//! `diagnostics` (each `code, skill, runner, claimedExecution, claimedCompletion, observed,
+//! requiredCorrection`) and `readiness`. An `internal` catalog is not enforced at load, and
+//! its report still carries the diagnostics Runx makes of any catalog (the execution,
+//! completion, adapter and approval promises; the name's promise, mock and fixture defaults
+//! and the journey proofs are judged only for a public one), with `readiness` unevaluated.
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
+use serde_json::{Map, Value, json};
 
 use super::closure::{ClosureFacts, contains_word, default_runner_facts};
-use super::model::{Catalog, ExecutionProfile, Fixture};
+use super::model::{Catalog, ExecutionProfile, Fixture, Runner};
 use super::{PROFILE_FILE, PackageError};
 
+/// Runx's `CatalogOperatorReadiness`: which journey proofs the harness holds for the default
+/// runner, and the first cases holding them.
 #[derive(Default)]
 struct Readiness {
+    evaluated: bool,
     cold_selection: bool,
     standalone_default: bool,
     composed_reuse: bool,
+    /// Runx's `providerProof: harness` (else `none`): a sealed standalone journey ran the
+    /// default runner, whose result holds a provider readback, without supplied agent answers.
+    provider_proof: bool,
+    supplied_agent_answers: bool,
+    cold_selection_confusors: Vec<String>,
+    standalone_case: Option<String>,
+    composed_case: Option<String>,
+}
+
+impl Readiness {
+    fn to_json(&self) -> Value {
+        let mut out = Map::new();
+        out.insert("evaluated".into(), json!(self.evaluated));
+        out.insert("coldSelection".into(), json!(self.cold_selection));
+        out.insert("standaloneDefault".into(), json!(self.standalone_default));
+        out.insert("composedReuse".into(), json!(self.composed_reuse));
+        out.insert("providerProof".into(), json!(self.provider_proof_name()));
+        out.insert(
+            "suppliedAgentAnswers".into(),
+            json!(self.supplied_agent_answers),
+        );
+        if !self.cold_selection_confusors.is_empty() {
+            out.insert(
+                "coldSelectionConfusors".into(),
+                json!(self.cold_selection_confusors),
+            );
+        }
+        if let Some(case) = &self.standalone_case {
+            out.insert("standaloneCase".into(), json!(case));
+        }
+        if let Some(case) = &self.composed_case {
+            out.insert("composedCase".into(), json!(case));
+        }
+        Value::Object(out)
+    }
+
+    fn provider_proof_name(&self) -> &'static str {
+        if self.provider_proof {
+            "harness"
+        } else {
+            "none"
+        }
+    }
+
+    /// Runx's `readiness_observations`: the `observed` of every journey diagnostic.
+    fn observations(&self) -> Vec<String> {
+        let mut observed: Vec<String> = [
+            (self.cold_selection, "cold_selection_harness"),
+            (self.standalone_default, "standalone_default_harness"),
+            (self.composed_reuse, "composed_reuse_harness"),
+            (self.supplied_agent_answers, "supplied_agent_answers"),
+        ]
+        .into_iter()
+        .filter(|(holds, _)| *holds)
+        .map(|(_, name)| name.to_owned())
+        .collect();
+        observed.push(format!("provider_proof:{}", self.provider_proof_name()));
+        observed
+    }
+}
+
+/// One case or fixture, as the readiness reads it.
+struct Case<'a> {
+    name: &'a str,
+    /// An inline case, or a `kind: skill` fixture whose `target` is `..`.
+    package_runner_case: bool,
+    runner: Option<&'a str>,
+    json: &'a Value,
 }
 
 fn update(
     readiness: &mut Readiness,
     skill: &str,
-    default_runner: &str,
-    package_runner_case: bool,
-    selected_runner: Option<&str>,
-    case: &Value,
+    default: &str,
+    facts: &ClosureFacts,
+    case: &Case<'_>,
 ) {
-    let completed = case["expect"]["status"] == "sealed";
-    for journey in case["operator_journeys"].as_array().into_iter().flatten() {
-        let exercises_default = if package_runner_case {
-            selected_runner.is_none_or(|runner| runner == default_runner)
+    let completed = case.json["expect"]["status"] == "sealed";
+    let answers = case.json["caller"]["answers"]
+        .as_object()
+        .is_some_and(|answers| !answers.is_empty());
+    for journey in case.json["operator_journeys"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let exercises_default = if case.package_runner_case {
+            case.runner.is_none_or(|runner| runner == default)
         } else {
-            journey["exercises_runner"].as_str() == Some(default_runner)
+            journey["exercises_runner"].as_str() == Some(default)
         };
         match journey["mode"].as_str() {
             Some("standalone") if exercises_default && completed => {
                 readiness.standalone_default = true;
+                readiness
+                    .standalone_case
+                    .get_or_insert_with(|| case.name.to_owned());
+                readiness.supplied_agent_answers |= answers;
                 let confusors: BTreeSet<&str> = journey["confusors"]
                     .as_array()
                     .into_iter()
@@ -73,18 +162,30 @@ fn update(
                     .collect();
                 if confusors.len() >= 2 {
                     readiness.cold_selection = true;
+                    readiness.cold_selection_confusors =
+                        confusors.into_iter().map(str::to_owned).collect();
+                }
+                if facts.provider_readback && !answers {
+                    readiness.provider_proof = true;
                 }
             }
-            Some("composed") if completed => readiness.composed_reuse = true,
+            Some("composed") if completed => {
+                readiness.composed_reuse = true;
+                readiness
+                    .composed_case
+                    .get_or_insert_with(|| case.name.to_owned());
+            }
             _ => {}
         }
     }
 }
 
-/// One diagnostic: Runx's code and required correction, and MindRune's account of it.
+/// One diagnostic: Runx's code, required correction and observed facts, and MindRune's
+/// account of it.
 struct Diagnostic {
     code: &'static str,
     correction: &'static str,
+    observed: Vec<String>,
     hint: String,
 }
 
@@ -100,23 +201,26 @@ fn inferred_operation_promise(skill: &str) -> bool {
     ) || matches!(skill, "issue-to-pr" | "dispute-respond")
 }
 
-/// The structural diagnostics of a public catalog against its default runner's closure, in
-/// Runx's order.
+/// The structural diagnostics of a catalog against its default runner's closure, in Runx's
+/// order (the name's promise, mock and fixture defaults only of a public catalog).
 fn structural_diagnostics(
     skill: &str,
     runner: &str,
     catalog: &Catalog,
     facts: &ClosureFacts,
 ) -> Vec<Diagnostic> {
+    let public = catalog.visibility == "public";
+    let observed: Vec<String> = facts.observations.iter().cloned().collect();
     let mut found = Vec::new();
     let mut push = |code, correction, hint: String| {
         found.push(Diagnostic {
             code,
             correction,
+            observed: observed.clone(),
             hint,
         });
     };
-    let operation = inferred_operation_promise(skill);
+    let operation = public && inferred_operation_promise(skill);
     let execute = catalog.execution.as_deref() == Some("execute");
     if operation && !execute {
         push(
@@ -178,14 +282,14 @@ fn structural_diagnostics(
             format!("approval is required but runner {runner:?} reaches no mutation"),
         );
     }
-    if facts.mock {
+    if public && facts.mock {
         push(
             "mock_default",
             "move mock execution to an explicit test runner and select a real or truthfully blocked production default",
             format!("runner {runner:?} runs a mock or demo path"),
         );
     }
-    if facts.fixture {
+    if public && facts.fixture {
         push(
             "fixture_default",
             "move fixture execution to harness-only coverage and select an operator-facing default",
@@ -195,61 +299,150 @@ fn structural_diagnostics(
     found
 }
 
-/// The journey diagnostics of a public package whose harness lacks the proofs.
-fn journey_diagnostics(
+/// The readiness of a public package's harness for its default runner: inline cases first,
+/// then the fixtures by path.
+fn readiness(
     skill: &str,
     default: &str,
     profile: &ExecutionProfile,
     fixtures: &[Fixture],
-) -> Vec<Diagnostic> {
-    let mut readiness = Readiness::default();
+    facts: &ClosureFacts,
+) -> Readiness {
+    let mut readiness = Readiness {
+        evaluated: true,
+        ..Readiness::default()
+    };
     for case in profile.harness.iter().flat_map(|harness| &harness.cases) {
-        update(
-            &mut readiness,
-            skill,
-            default,
-            true,
-            case.runner.as_deref(),
-            &case.json,
-        );
+        let case = Case {
+            name: &case.name,
+            package_runner_case: true,
+            runner: case.runner.as_deref(),
+            json: &case.json,
+        };
+        update(&mut readiness, skill, default, facts, &case);
     }
     let mut fixtures: Vec<&Fixture> = fixtures.iter().collect();
     fixtures.sort_by(|a, b| a.path.cmp(&b.path));
     for fixture in fixtures {
-        update(
-            &mut readiness,
-            skill,
-            default,
-            fixture.kind == "skill" && fixture.target == "..",
-            fixture.runner.as_deref(),
-            &fixture.json,
-        );
+        let case = Case {
+            name: &fixture.name,
+            package_runner_case: fixture.kind == "skill" && fixture.target == "..",
+            runner: fixture.runner.as_deref(),
+            json: &fixture.json,
+        };
+        update(&mut readiness, skill, default, facts, &case);
     }
+    readiness
+}
+
+/// The journey diagnostics of a public package whose harness lacks the proofs.
+fn journey_diagnostics(default: &str, readiness: &Readiness) -> Vec<Diagnostic> {
+    let observed = readiness.observations();
     let mut found = Vec::new();
-    if !readiness.cold_selection {
+    let mut push = |code, correction, hint: String| {
         found.push(Diagnostic {
-            code: "missing_cold_selection_proof",
-            correction: "add a standalone journey for the actual default runner with at least two nearby public skill confusors",
-            hint: format!(
+            code,
+            correction,
+            observed: observed.clone(),
+            hint,
+        });
+    };
+    if !readiness.cold_selection {
+        push(
+            "missing_cold_selection_proof",
+            "add a standalone journey for the actual default runner with at least two nearby public skill confusors",
+            format!(
                 "no fixture proves a sealed standalone journey on runner {default:?} naming two confusors"
             ),
-        });
+        );
     }
     if !readiness.standalone_default {
-        found.push(Diagnostic {
-            code: "missing_standalone_default_proof",
-            correction: "run a standalone operator journey against the actual default runner rather than a convenient phase runner",
-            hint: format!("no fixture proves a sealed standalone journey on runner {default:?}"),
-        });
+        push(
+            "missing_standalone_default_proof",
+            "run a standalone operator journey against the actual default runner rather than a convenient phase runner",
+            format!("no fixture proves a sealed standalone journey on runner {default:?}"),
+        );
     }
     if !readiness.composed_reuse {
-        found.push(Diagnostic {
-            code: "missing_composed_reuse_proof",
-            correction: "add a composed journey that names reused prior evidence and work that must not be repeated",
-            hint: "no fixture proves a sealed composed journey".to_owned(),
-        });
+        push(
+            "missing_composed_reuse_proof",
+            "add a composed journey that names reused prior evidence and work that must not be repeated",
+            "no fixture proves a sealed composed journey".to_owned(),
+        );
     }
     found
+}
+
+/// The package's catalog semantics: its default runner, the diagnostics in Runx's order
+/// (structural, then the journey proofs of a public catalog) and the readiness.
+struct Analysis<'a> {
+    default: Option<&'a Runner>,
+    diagnostics: Vec<Diagnostic>,
+    readiness: Readiness,
+}
+
+fn analyze<'a>(skill: &str, profile: &'a ExecutionProfile, fixtures: &[Fixture]) -> Analysis<'a> {
+    let default = profile
+        .runners
+        .iter()
+        .find(|runner| runner.default)
+        .or_else(|| (profile.runners.len() == 1).then(|| &profile.runners[0]));
+    let mut analysis = Analysis {
+        default,
+        diagnostics: Vec::new(),
+        readiness: Readiness::default(),
+    };
+    let (Some(runner), Some(catalog)) = (default, &profile.catalog) else {
+        return analysis;
+    };
+    let facts = default_runner_facts(skill, profile, runner);
+    analysis.diagnostics = structural_diagnostics(skill, &runner.name, catalog, &facts);
+    if catalog.visibility == "public" {
+        analysis.readiness = readiness(skill, &runner.name, profile, fixtures, &facts);
+        let journeys = journey_diagnostics(&runner.name, &analysis.readiness);
+        analysis.diagnostics.extend(journeys);
+    }
+    analysis
+}
+
+/// Runx's `semantic_report` of a package whose skill is `skill` (SKILL.md's name): the catalog
+/// semantics of its default runner, as `runx skill inspect` prints them.
+pub(crate) fn semantic_report(
+    skill: &str,
+    profile: &ExecutionProfile,
+    fixtures: &[Fixture],
+) -> Value {
+    let analysis = analyze(skill, profile, fixtures);
+    let catalog = profile.catalog.as_ref();
+    let diagnostics: Vec<Value> = analysis
+        .diagnostics
+        .iter()
+        .map(|diagnostic| {
+            let mut out = Map::new();
+            out.insert("code".into(), json!(diagnostic.code));
+            out.insert("skill".into(), json!(skill));
+            let runner = analysis.default.map(|runner| runner.name.as_str());
+            out.insert("runner".into(), json!(runner));
+            if let Some(execution) = catalog.and_then(|c| c.execution.as_deref()) {
+                out.insert("claimedExecution".into(), json!(execution));
+            }
+            if let Some(completion) = catalog.and_then(|c| c.completion.as_deref()) {
+                out.insert("claimedCompletion".into(), json!(completion));
+            }
+            out.insert("observed".into(), json!(diagnostic.observed));
+            out.insert("requiredCorrection".into(), json!(diagnostic.correction));
+            Value::Object(out)
+        })
+        .collect();
+    let mut report = Map::new();
+    report.insert("mode".into(), json!("enforced"));
+    report.insert("skill".into(), json!(skill));
+    if let Some(runner) = analysis.default {
+        report.insert("defaultRunner".into(), json!(runner.name));
+    }
+    report.insert("diagnostics".into(), Value::Array(diagnostics));
+    report.insert("readiness".into(), analysis.readiness.to_json());
+    Value::Object(report)
 }
 
 /// The refusal Runx gives a public package whose default runner drifts from its catalog's
@@ -261,26 +454,18 @@ pub(super) fn check_catalog_semantics(
     fixtures: &[Fixture],
     catalog_line: usize,
 ) -> Result<(), PackageError> {
-    let Some(catalog) = &profile.catalog else {
-        return Ok(());
-    };
-    if catalog.visibility != "public" {
-        return Ok(());
-    }
-    let default = profile
-        .runners
-        .iter()
-        .find(|runner| runner.default)
-        .or_else(|| (profile.runners.len() == 1).then(|| &profile.runners[0]));
-    let Some(default) = default else {
-        return Ok(());
-    };
-    let facts = default_runner_facts(profile, default);
-    let mut diagnostics = structural_diagnostics(skill, &default.name, catalog, &facts);
-    diagnostics.extend(journey_diagnostics(skill, &default.name, profile, fixtures));
-    if diagnostics.is_empty() {
+    if profile
+        .catalog
+        .as_ref()
+        .is_none_or(|catalog| catalog.visibility != "public")
+    {
         return Ok(());
     }
+    let analysis = analyze(skill, profile, fixtures);
+    let (Some(default), false) = (analysis.default, analysis.diagnostics.is_empty()) else {
+        return Ok(());
+    };
+    let diagnostics = &analysis.diagnostics;
     let corrections = diagnostics
         .iter()
         .map(|d| format!("{} on runner {:?}: {}", d.code, default.name, d.correction))
@@ -638,5 +823,119 @@ runners:
             let files = package("page-reader", CAPABILITY_READ, runner, "", "fetch", &fetch);
             assert_eq!(first_line(&files), None, "{runner}");
         }
+    }
+
+    fn internal(files: Vec<SnapshotFile>) -> Vec<SnapshotFile> {
+        files
+            .into_iter()
+            .map(|mut file| {
+                let text = String::from_utf8(file.contents).unwrap();
+                file.contents = text
+                    .replace("visibility: public", "visibility: internal")
+                    .into_bytes();
+                file
+            })
+            .collect()
+    }
+
+    fn report(files: &[SnapshotFile]) -> serde_json::Value {
+        load_package(files).unwrap().semantic_report()
+    }
+
+    const UNEVALUATED: &str = r#"{"evaluated": false, "coldSelection": false,
+        "standaloneDefault": false, "composedReuse": false, "providerProof": "none",
+        "suppliedAgentAnswers": false}"#;
+
+    #[test]
+    fn an_internal_catalog_loads_and_reports_its_unkept_promises_with_the_observed_closure() {
+        let files = internal(package(
+            "notes-lab",
+            &capability("execute", "provider_readback", true, "required"),
+            "plan",
+            "",
+            "sketch",
+            &step("sketch", "runx.skill.inspect"),
+        ));
+        let diagnostic = |code: &str, correction: &str| {
+            serde_json::json!({
+                "code": code, "skill": "notes-lab", "runner": "plan",
+                "claimedExecution": "execute", "claimedCompletion": "provider_readback",
+                "observed": ["planning_runner_name", "tool:runx.skill.inspect"],
+                "requiredCorrection": correction,
+            })
+        };
+        assert_eq!(
+            report(&files),
+            serde_json::json!({
+                "mode": "enforced",
+                "skill": "notes-lab",
+                "defaultRunner": "plan",
+                "diagnostics": [
+                    diagnostic("default_runner_is_planning_only", PLANNING),
+                    diagnostic("provider_readback_unreachable", READBACK),
+                    diagnostic("adapter_unreachable", ADAPTER),
+                    diagnostic("approval_unreachable", APPROVAL),
+                ],
+                "readiness": serde_json::from_str::<serde_json::Value>(UNEVALUATED).unwrap(),
+            })
+        );
+    }
+
+    #[test]
+    fn an_internal_catalog_is_not_judged_on_its_name_mock_or_fixture_defaults() {
+        let fetch = step("fetch", "web.fetch");
+        let files = internal(package(
+            "notes-publish",
+            CAPABILITY_READ,
+            "demo-test",
+            "",
+            "fetch",
+            &fetch,
+        ));
+        let report = report(&files);
+        assert_eq!(report["diagnostics"], serde_json::json!([]));
+        assert_eq!(report["defaultRunner"], "demo-test");
+        // The facts are still gathered, so a test can see why the runner would be refused
+        // once the catalog is public.
+        let files = package(
+            "notes-publish",
+            CAPABILITY_READ,
+            "demo-test",
+            "",
+            "fetch",
+            &fetch,
+        );
+        let err = load_package(&files).unwrap_err().to_string();
+        for code in ["public_promise_mismatch", "mock_default", "fixture_default"] {
+            assert!(err.contains(code), "{code} in {err}");
+        }
+    }
+
+    #[test]
+    fn a_public_package_that_loads_reports_its_journey_readiness_and_provider_proof() {
+        let files = package(
+            "page-reader",
+            CAPABILITY_READ,
+            "read",
+            "",
+            "fetch",
+            &step("fetch", "web.fetch"),
+        );
+        assert_eq!(
+            report(&files),
+            serde_json::json!({
+                "mode": "enforced",
+                "skill": "page-reader",
+                "defaultRunner": "read",
+                "diagnostics": [],
+                "readiness": {
+                    "evaluated": true, "coldSelection": true, "standaloneDefault": true,
+                    "composedReuse": true, "providerProof": "harness",
+                    "suppliedAgentAnswers": false,
+                    "coldSelectionConfusors": ["extract", "web-fetch"],
+                    "standaloneCase": "smoke", "composedCase": "smoke",
+                },
+            })
+        );
     }
 }

@@ -24,6 +24,15 @@
 //! - **planning name**, **mock**, **fixture**: words of the runner's name (`plan`, `draft`,
 //!   `prepare`; `mock`, `demo`; `fixture`, `harness`, `test`), and for mock and fixture also
 //!   of a called skill's reference (`mock`, `demo`, or its runner; `fixture`, `harness`).
+//!
+//! Along the way it records Runx's `observed` facts, the strings its `semantic_report` shows
+//! on every structural diagnostic: `tool:<tool>` and `skill:<reference>` for each step,
+//! `source:<type>` for a source that is neither a graph nor an agent act, `agent_act`,
+//! `native_data_adapter_boundary`, `native_network_boundary`, `native_receipt_boundary`,
+//! `provider_operation_boundary`, `external_mutation_boundary`, and of the whole runner
+//! `planning_runner_name`, `declared_artifact`, `provider_boundary_reachable`,
+//! `provider_readback_result_path`, `mock_path` (also when the skill's name has the word
+//! `mock`) and `fixture_path`.
 
 use std::collections::BTreeSet;
 
@@ -48,6 +57,10 @@ pub(super) struct ClosureFacts {
     pub(super) fixture: bool,
     /// The runner's name says it plans, drafts or prepares.
     pub(super) planning_name: bool,
+    /// The closure reaches a provider or network boundary.
+    pub(super) provider_boundary: bool,
+    /// Runx's `observed` strings, sorted.
+    pub(super) observations: BTreeSet<String>,
 }
 
 /// Whether one of `words` is a segment of `value` split at every non-ASCII-alphanumeric
@@ -58,8 +71,12 @@ pub(super) fn contains_word(value: &str, words: &[&str]) -> bool {
         .any(|segment| words.contains(&segment))
 }
 
-/// The facts of `runner`'s execution closure in `profile`.
-pub(super) fn default_runner_facts(profile: &ExecutionProfile, runner: &Runner) -> ClosureFacts {
+/// The facts of `runner`'s execution closure in `profile`, the package's skill being `skill`.
+pub(super) fn default_runner_facts(
+    skill: &str,
+    profile: &ExecutionProfile,
+    runner: &Runner,
+) -> ClosureFacts {
     let mut facts = ClosureFacts {
         planning_name: contains_word(&runner.name, &["plan", "draft", "prepare"]),
         mock: contains_word(&runner.name, &["mock", "demo"]),
@@ -74,6 +91,21 @@ pub(super) fn default_runner_facts(profile: &ExecutionProfile, runner: &Runner) 
         &runner.source,
         &mut BTreeSet::from([runner.name.clone()]),
     );
+    let artifact = runner.json.get("artifacts").is_some_and(|a| !a.is_null());
+    let mock_path = facts.mock || contains_word(skill, &["mock"]);
+    for (holds, observation) in [
+        (facts.planning_name, "planning_runner_name"),
+        (artifact, "declared_artifact"),
+        (facts.agent, "agent_act"),
+        (facts.provider_boundary, "provider_boundary_reachable"),
+        (facts.provider_readback, "provider_readback_result_path"),
+        (mock_path, "mock_path"),
+        (facts.fixture, "fixture_path"),
+    ] {
+        if holds {
+            facts.observations.insert(observation.to_owned());
+        }
+    }
     facts
 }
 
@@ -99,6 +131,19 @@ fn sibling<'a>(profile: &'a ExecutionProfile, name: &str) -> Option<&'a Runner> 
 }
 
 fn observe_tool(tool: &str, facts: &mut ClosureFacts) {
+    facts.observations.insert(format!("tool:{tool}"));
+    let boundary = match tool {
+        "data.append_event"
+        | "data.read_events"
+        | "data.read_projection"
+        | "data.list_stream_heads" => Some("native_data_adapter_boundary"),
+        "http.read" | "http.execute" | "web.fetch" => Some("native_network_boundary"),
+        "receipt.attest" => Some("native_receipt_boundary"),
+        _ => None,
+    };
+    if let Some(boundary) = boundary {
+        facts.observations.insert(boundary.to_owned());
+    }
     if matches!(
         tool,
         "provider.mutate"
@@ -121,6 +166,17 @@ fn observe_tool(tool: &str, facts: &mut ClosureFacts) {
     ) {
         facts.adapter = true;
     }
+    if matches!(
+        tool,
+        "provider.read"
+            | "provider.mutate"
+            | "http.read"
+            | "http.execute"
+            | "web.fetch"
+            | "command.execute"
+    ) {
+        facts.provider_boundary = true;
+    }
 }
 
 fn observe_source(
@@ -138,9 +194,20 @@ fn observe_source(
                 facts.mutation |= step.mutation;
                 match &step.target {
                     StepTarget::Skill(reference) => {
+                        facts.observations.insert(format!("skill:{reference}"));
                         let last = reference.trim_end_matches('/').split('/').next_back();
-                        if last == Some("data-store") || reference.contains("provider-operation") {
+                        if last == Some("data-store") {
                             facts.adapter = true;
+                            facts
+                                .observations
+                                .insert("native_data_adapter_boundary".to_owned());
+                        }
+                        if reference.contains("provider-operation") {
+                            facts.adapter = true;
+                            facts.provider_boundary = true;
+                            facts
+                                .observations
+                                .insert("provider_operation_boundary".to_owned());
                         }
                         facts.mock |= contains_word(reference, &["mock", "demo"])
                             || step
@@ -150,6 +217,10 @@ fn observe_source(
                         facts.fixture |= contains_word(reference, &["fixture", "harness"]);
                         if !is_sibling(reference) && step.mutation {
                             facts.adapter = true;
+                            facts.provider_boundary = true;
+                            facts
+                                .observations
+                                .insert("external_mutation_boundary".to_owned());
                         }
                         if is_sibling(reference)
                             && let Some(name) = step.runner.as_deref()
@@ -167,9 +238,18 @@ fn observe_source(
         "external-adapter" | "thread-outbox-provider" => {
             facts.adapter = true;
             facts.mutation = true;
+            facts.provider_boundary = true;
+            facts
+                .observations
+                .insert(format!("source:{}", source.source_type));
         }
-        "agent" | "agent-task" => facts.agent = true,
-        _ => {}
+        "agent" | "agent-task" => {
+            facts.agent = true;
+            facts.observations.insert("agent_act".to_owned());
+        }
+        other => {
+            facts.observations.insert(format!("source:{other}"));
+        }
     }
 }
 

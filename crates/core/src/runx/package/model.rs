@@ -372,6 +372,13 @@ impl Package {
             .or_else(|| (runners.len() == 1).then(|| runners.first()).flatten())
     }
 
+    /// Runx's `semantic_report` of the package: what its catalog promises against what its
+    /// default runner's execution closure reaches, and which journey proofs its harness holds
+    /// (`runx skill inspect`'s `CatalogSemanticReport`; see `catalog.rs`).
+    pub fn semantic_report(&self) -> Value {
+        super::catalog::semantic_report(self.name(), &self.profile, &self.fixtures)
+    }
+
     /// The inline harness cases.
     pub fn harness_cases(&self) -> &[HarnessCase] {
         self.profile

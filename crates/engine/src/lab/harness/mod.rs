@@ -19,6 +19,7 @@
 pub mod assertions;
 pub mod cli_tool;
 pub mod javascript;
+pub mod packet_inputs;
 pub mod packets;
 mod run;
 pub mod scratch;

@@ -88,6 +88,13 @@ impl PacketCatalog {
         }
     }
 
+    /// The schema whose packet id is `id`, if found; `Err` when the folders could not be read
+    /// as a catalog.
+    pub fn schema(&self, id: &str) -> Result<Option<&Value>, String> {
+        let entries = self.entries.as_ref().map_err(String::clone)?;
+        Ok(entries.get(id).map(|entry| &entry.schema))
+    }
+
     /// The folders searched, comma-separated, as Runx lists them.
     fn searched(&self) -> String {
         self.searched

@@ -179,7 +179,7 @@ fn execute(
     };
 
     // Preflight: defaults, then required inputs, before any step or process runs.
-    let inputs = match preflight(profile, runner, &object(case.get("inputs"))) {
+    let inputs = match preflight(profile, runner, &object(case.get("inputs")), packets) {
         Ok(inputs) => inputs,
         Err(message) => {
             outcome.status = CaseStatus::Failure;
@@ -283,6 +283,7 @@ fn preflight(
     profile: &Value,
     runner: &Value,
     supplied: &Map<String, Value>,
+    packets: &PacketCatalog,
 ) -> Result<Map<String, Value>, String> {
     let mut inputs = supplied.clone();
     let mut missing = Vec::new();
@@ -305,7 +306,7 @@ fn preflight(
     if let Some(declared) = runner.get("inputs").and_then(Value::as_object) {
         for (name, spec) in declared {
             if let Some(value) = inputs.get(name).filter(|value| !value.is_null()) {
-                check_input(name, input_spec(profile, spec), value)?;
+                check_input(name, input_spec(profile, spec), value, packets)?;
             }
         }
     }
@@ -314,7 +315,12 @@ fn preflight(
 
 /// Checks one supplied input against its declared `type` (default `string`) and, when it has
 /// one, its JSON Schema fragment, as Runx's preflight does before any step runs.
-fn check_input(name: &str, spec: &Value, value: &Value) -> Result<(), String> {
+fn check_input(
+    name: &str,
+    spec: &Value,
+    value: &Value,
+    packets: &PacketCatalog,
+) -> Result<(), String> {
     let declared = spec.get("type").and_then(Value::as_str).unwrap_or("string");
     let fits = match declared {
         "string" => value.is_string(),
@@ -338,7 +344,19 @@ fn check_input(name: &str, spec: &Value, value: &Value) -> Result<(), String> {
             json_kind(value)
         ));
     }
-    let Some(schema) = spec.get("schema").filter(|schema| schema.is_object()) else {
+    // A packet-valued input's schema is its packet's, admitted when the package loaded.
+    let packet_schema = match spec.get("packet").and_then(Value::as_str) {
+        Some(packet) => Some(packets.schema(packet)?.ok_or_else(|| {
+            format!(
+                "input {name} declares packet schema '{packet}', which the harness's packet \
+                 folders do not hold; put it in the package's packets/ or the workspace's \
+                 dist/packets/"
+            )
+        })?),
+        None => None,
+    };
+    let Some(schema) = packet_schema.or_else(|| spec.get("schema").filter(|s| s.is_object()))
+    else {
         return Ok(());
     };
     let validator = jsonschema::validator_for(schema).map_err(|err| {
@@ -956,6 +974,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_packet_valued_input_is_checked_against_its_packet_schema_before_anything_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("plan.json"),
+            r#"{"x-runx-packet-id": "runx.test.plan.v1", "type": "object",
+                "required": ["decision"], "properties": {"decision": {"type": "string"}}}"#,
+        )
+        .unwrap();
+        let packets = PacketCatalog::discover(vec![dir.path().to_path_buf()]);
+        let runner = json!({"inputs": {
+            "plan": {"type": "json", "required": true, "packet": "runx.test.plan.v1"},
+        }});
+        let run =
+            |inputs: Value| preflight(&json!({}), &runner, inputs.as_object().unwrap(), &packets);
+        run(json!({"plan": {"decision": "go"}})).unwrap();
+        assert_eq!(
+            run(json!({"plan": {"decision": 7}})).unwrap_err(),
+            "input plan/decision: 7 is not of type \"string\""
+        );
+        let unknown = json!({"inputs": {"plan": {"type": "json", "packet": "runx.test.other.v1"}}});
+        let err = preflight(
+            &json!({}),
+            &unknown,
+            json!({"plan": {}}).as_object().unwrap(),
+            &packets,
+        )
+        .unwrap_err();
+        assert!(
+            err.contains("declares packet schema 'runx.test.other.v1'"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn preflight_checks_declared_types_and_schemas_before_anything_runs() {
         let runner = json!({"inputs": {
             "url": {"type": "string", "required": true, "schema": {"pattern": "^https?://"}},
@@ -967,6 +1019,7 @@ mod tests {
                 &json!({}),
                 &runner,
                 inputs.as_object().unwrap_or(&Map::new()),
+                &PacketCatalog::empty(),
             )
         };
         let ok = run(json!({"url": "https://a.example/"})).unwrap();

@@ -7,11 +7,11 @@
 use std::ops::Range;
 
 /// The most topic tags a header may carry; more are dropped with a diagnostic.
-pub const MAX_TAGS: usize = 64;
+pub(crate) const MAX_TAGS: usize = 64;
 /// The longest value a header field may have, in characters; longer ones are cut.
-pub const MAX_FIELD_CHARS: usize = 1_000;
+pub(crate) const MAX_FIELD_CHARS: usize = 1_000;
 /// The largest header read, in bytes; a longer comment is not treated as a header.
-pub const MAX_HEADER_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_HEADER_BYTES: usize = 256 * 1024;
 
 /// A parsed `@skill` header.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,7 +40,7 @@ pub struct Diagnostic {
 
 /// Where the header block lies in the source: from `/**` through `*/`, and the rest of that
 /// line's end. `None` when the file does not start with an `@skill` block comment.
-pub fn locate(source: &str) -> Option<Range<usize>> {
+pub(crate) fn locate(source: &str) -> Option<Range<usize>> {
     let start = leading_skip(source);
     let rest = &source[start..];
     if !rest.starts_with("/**") {

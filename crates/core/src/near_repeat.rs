@@ -24,10 +24,10 @@ use crate::digest;
 pub const WINDOW_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 /// Successful runs at which a group is first suggested.
-pub const FIRST_SUGGESTION_AT: i64 = 3;
+pub(crate) const FIRST_SUGGESTION_AT: i64 = 3;
 
 /// How many lines of the code a suggestion quotes.
-pub const QUOTE_LINES: usize = 20;
+pub(crate) const QUOTE_LINES: usize = 20;
 
 /// How many characters of one quoted line are kept, so one minified line cannot fill a
 /// wrap-up.
@@ -35,7 +35,7 @@ const QUOTE_LINE_CHARS: usize = 160;
 
 /// How many varying literals the quoted file reads from its command line at most; the rest
 /// stay as written, so the quote stays short.
-pub const MAX_QUOTED_ARGS: usize = 8;
+pub(crate) const MAX_QUOTED_ARGS: usize = 8;
 
 /// The longest literal made an arg, in characters (a default longer than that would not fit
 /// its declaration's line).
@@ -290,19 +290,22 @@ pub fn shape(code: &str) -> Option<Shape> {
 /// Whether the snippet does something in the game. Code that only looks at the game state
 /// (`sdk.getState`, `sdk.getInventory`, `sdk.findNearbyLoc`), only waits (`sdk.waitForTicks`,
 /// `setTimeout`, `sleep`) or does not tokenize (nothing is known about it) does not.
-pub fn acts_in_game(code: &str) -> bool {
+#[cfg(test)]
+pub(crate) fn acts_in_game(code: &str) -> bool {
     analyze(code).is_some_and(|a| a.acts_in_game())
 }
 
 /// The literal values in order, as written (empty when the code does not tokenize).
-pub fn literal_values(code: &str) -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn literal_values(code: &str) -> Vec<String> {
     analyze(code)
         .map(|a| a.literal_values())
         .unwrap_or_default()
 }
 
 /// A suggested file name for the snippet, from the game actions it calls (`chop-tree`).
-pub fn suggested_slug(code: &str) -> String {
+#[cfg(test)]
+pub(crate) fn suggested_slug(code: &str) -> String {
     analyze(code).map_or_else(|| FALLBACK_SLUG.to_string(), |a| a.slug())
 }
 
@@ -364,7 +367,7 @@ pub struct Suggestion {
 
 /// The run count at which a group is suggested next: [`FIRST_SUGGESTION_AT`] when it never
 /// was, else twice the count it was last suggested at (3, 6, 12, 24, …).
-pub fn next_suggestion_at(last_suggested_at: Option<i64>) -> i64 {
+pub(crate) fn next_suggestion_at(last_suggested_at: Option<i64>) -> i64 {
     match last_suggested_at {
         None => FIRST_SUGGESTION_AT,
         Some(runs) => runs.saturating_mul(2).max(FIRST_SUGGESTION_AT),

@@ -16,28 +16,28 @@ use std::collections::BTreeMap;
 /// that got better is not held back by its distant past.
 pub const WINDOW: usize = 200;
 /// The highest score; own score and total are clamped to `0..=SCORE_MAX`.
-pub const SCORE_MAX: f64 = 1000.0;
+pub(crate) const SCORE_MAX: f64 = 1000.0;
 
 /// Points for reliability: the Wilson lower bound of the success rate.
-pub const RELIABILITY_POINTS: f64 = 450.0;
+pub(crate) const RELIABILITY_POINTS: f64 = 450.0;
 /// Points for effectiveness: result per minute against a reference rate.
-pub const EFFECTIVENESS_POINTS: f64 = 250.0;
+pub(crate) const EFFECTIVENESS_POINTS: f64 = 250.0;
 /// Points for confidence: how many uses, and how many avatars succeeded with the skill.
-pub const CONFIDENCE_POINTS: f64 = 150.0;
+pub(crate) const CONFIDENCE_POINTS: f64 = 150.0;
 /// Points for freshness: a success rate that favours recent uses.
-pub const FRESHNESS_POINTS: f64 = 100.0;
+pub(crate) const FRESHNESS_POINTS: f64 = 100.0;
 /// Points for doing no damage: no deaths, no getting stuck, no lost items.
-pub const DAMAGE_POINTS: f64 = 50.0;
+pub(crate) const DAMAGE_POINTS: f64 = 50.0;
 
 /// The normal quantile of the Wilson interval: 1.96 is the two-sided 95 % bound.
-pub const WILSON_Z: f64 = 1.96;
+pub(crate) const WILSON_Z: f64 = 1.96;
 
 /// The rate ratio (own / reference) that earns all effectiveness points; a ratio of 1 (as good
 /// as the reference) earns two thirds of them.
-pub const EFFECTIVENESS_FULL_RATIO: f64 = 1.5;
+pub(crate) const EFFECTIVENESS_FULL_RATIO: f64 = 1.5;
 /// How many of the newest uses are compared with the whole window when there is no peer
 /// median, so a slowdown shows.
-pub const RECENT_USES: usize = 10;
+pub(crate) const RECENT_USES: usize = 10;
 /// How many uses a family skill needs before its rate counts towards a peer median (applied by
 /// the caller that computes `peer_median_rate`; see [`peer_median_rate`]).
 pub const PEER_MIN_USES: usize = 3;
@@ -45,54 +45,54 @@ pub const PEER_MIN_USES: usize = 3;
 /// the window (an implementation detail: it changes speed, never the result).
 const NAME_CACHE_SIZE: usize = 8;
 /// Milliseconds in a minute: rates are per minute of run time.
-pub const MS_PER_MINUTE: f64 = 60_000.0;
+pub(crate) const MS_PER_MINUTE: f64 = 60_000.0;
 
 /// The number of uses at which the use-count part of confidence is full (log-scaled, so the
 /// first uses count most).
-pub const CONFIDENCE_FULL_USES: f64 = 50.0;
+pub(crate) const CONFIDENCE_FULL_USES: f64 = 50.0;
 /// The share of confidence that comes from the number of uses.
-pub const CONFIDENCE_USES_SHARE: f64 = 0.6;
+pub(crate) const CONFIDENCE_USES_SHARE: f64 = 0.6;
 /// The number of distinct agents with a successful use at which family consensus is full.
-pub const CONFIDENCE_FULL_AGENTS: usize = 3;
+pub(crate) const CONFIDENCE_FULL_AGENTS: usize = 3;
 /// The share of confidence that comes from family consensus (distinct agents with a success).
-pub const CONFIDENCE_AGENTS_SHARE: f64 = 0.4;
+pub(crate) const CONFIDENCE_AGENTS_SHARE: f64 = 0.4;
 
 /// A use's freshness weight halves every this many days of age.
-pub const FRESHNESS_HALF_LIFE_DAYS: f64 = 7.0;
+pub(crate) const FRESHNESS_HALF_LIFE_DAYS: f64 = 7.0;
 /// A use's freshness weight halves for every this many newer uses.
-pub const FRESHNESS_HALF_LIFE_USES: f64 = 20.0;
+pub(crate) const FRESHNESS_HALF_LIFE_USES: f64 = 20.0;
 /// The neutral prior success rate freshness drifts back to when the records are old.
-pub const FRESHNESS_PRIOR: f64 = 0.5;
+pub(crate) const FRESHNESS_PRIOR: f64 = 0.5;
 /// The weight of the neutral prior, in uses of full weight.
-pub const FRESHNESS_PRIOR_WEIGHT: f64 = 1.0;
+pub(crate) const FRESHNESS_PRIOR_WEIGHT: f64 = 1.0;
 /// Seconds in a day, to turn timestamps into ages in days.
-pub const SECONDS_PER_DAY: f64 = 86_400.0;
+pub(crate) const SECONDS_PER_DAY: f64 = 86_400.0;
 
 /// Damage for each death in a use.
-pub const DAMAGE_PER_DEATH: f64 = 1.0;
+pub(crate) const DAMAGE_PER_DEATH: f64 = 1.0;
 /// Damage for a use that got stuck.
-pub const DAMAGE_STUCK: f64 = 0.5;
+pub(crate) const DAMAGE_STUCK: f64 = 0.5;
 /// Damage for losing a full backpack; fewer lost items count pro rata.
-pub const DAMAGE_FULL_BACKPACK: f64 = 0.5;
+pub(crate) const DAMAGE_FULL_BACKPACK: f64 = 0.5;
 /// Slots in a backpack: losing this many items is a full backpack.
-pub const BACKPACK_SLOTS: f64 = 28.0;
+pub(crate) const BACKPACK_SLOTS: f64 = 28.0;
 /// The most damage one use can count, so a single disaster does not outweigh everything else.
-pub const DAMAGE_MAX_PER_USE: f64 = 1.0;
+pub(crate) const DAMAGE_MAX_PER_USE: f64 = 1.0;
 
 /// A new version starts at this share of its parent's score (see [`inherited_from_parent`]).
-pub const INHERIT_FACTOR: f64 = 0.9;
+pub(crate) const INHERIT_FACTOR: f64 = 0.9;
 /// The inherited score weighs as much as this many own uses: with n own uses the total is
 /// `n/(n+5)` own score plus `5/(n+5)` inherited.
-pub const INHERIT_WEIGHT_USES: f64 = 5.0;
+pub(crate) const INHERIT_WEIGHT_USES: f64 = 5.0;
 
 /// Standard sharing bar: a headed script is shared after this many runs of its current version…
-pub const SHARE_BAR_RUNS: usize = 5;
+pub(crate) const SHARE_BAR_RUNS: usize = 5;
 /// …with at least this score.
-pub const SHARE_BAR_SCORE: f64 = 600.0;
+pub(crate) const SHARE_BAR_SCORE: f64 = 600.0;
 /// Eager family sharing's bar: this many runs of the current version…
-pub const EAGER_SHARE_BAR_RUNS: usize = 3;
+pub(crate) const EAGER_SHARE_BAR_RUNS: usize = 3;
 /// …with at least this score.
-pub const EAGER_SHARE_BAR_SCORE: f64 = 500.0;
+pub(crate) const EAGER_SHARE_BAR_SCORE: f64 = 500.0;
 
 // ---------------------------------------------------------------------------------------------
 // Inputs.
@@ -307,7 +307,7 @@ fn strip_prefix_ignore_case<'t>(tag: &'t str, prefix: &str) -> Option<&'t str> {
 /// Like the JavaScript rule it mirrors (`toLowerCase`, then `[^a-z0-9]+` → `-`), only ASCII
 /// letters and digits survive; other letters separate words. Both the straight and the curly
 /// apostrophe are removed, because wiki names use either.
-pub fn slug(name: &str) -> String {
+pub(crate) fn slug(name: &str) -> String {
     SlugChars::new(name).collect()
 }
 
@@ -525,7 +525,7 @@ pub fn inherited_from_parent(parent_score: f64) -> f64 {
 }
 
 /// The Wilson score lower bound (z = [`WILSON_Z`]) of `successes` out of `n`; 0 when `n` is 0.
-pub fn wilson_lower_bound(successes: usize, n: usize) -> f64 {
+pub(crate) fn wilson_lower_bound(successes: usize, n: usize) -> f64 {
     // With no successes the bound is exactly 0 (z²/2n − z·√(z²/4n²) cancels), but floating
     // point leaves a rounding error, so it is returned exactly.
     if n == 0 || successes == 0 {
@@ -608,7 +608,8 @@ fn minutes(u: &UseSample) -> f64 {
 
 /// The result per minute of `uses` (newest first; only the newest [`WINDOW`] count) in
 /// `measure`: the same rate [`score`] reports as `rate_per_minute`, for computing peer medians.
-pub fn rate(measure: &Measure, uses: &[UseSample]) -> f64 {
+#[cfg(test)]
+pub(crate) fn rate(measure: &Measure, uses: &[UseSample]) -> f64 {
     let uses = &uses[..uses.len().min(WINDOW)];
     let sum_result: f64 = uses.iter().map(|u| measure.result_of(u)).sum();
     let sum_minutes: f64 = uses.iter().map(minutes).sum();

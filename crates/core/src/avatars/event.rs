@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
 /// The longest inline `code` accepted, in characters (rs-sdk's `execute_code` limit).
-pub const MAX_CODE_CHARS: usize = 262_144;
+pub(crate) const MAX_CODE_CHARS: usize = 262_144;
 /// The longest `command` accepted, in characters.
-pub const MAX_COMMAND_CHARS: usize = 262_144;
+pub(crate) const MAX_COMMAND_CHARS: usize = 262_144;
 /// The most scripts one event's `code_at_start` holds (one call that runs more is rare; the
 /// rest are read when recorded, as without the field).
 pub const MAX_SCRIPTS_AT_START: usize = 16;

@@ -19,9 +19,9 @@ pub const INDEX_CAP: usize = 4096;
 /// The largest `LESSONS.md`, in bytes.
 pub const LESSONS_CAP: usize = 8192;
 /// The most lines of the reader's own shared skills in `INDEX.md`.
-pub const OWN_SKILL_LINES: usize = 10;
+pub(crate) const OWN_SKILL_LINES: usize = 10;
 /// The most skills listed under one topic in `INDEX.md`: the best few are what an agent needs.
-pub const SKILLS_PER_TOPIC: usize = 3;
+pub(crate) const SKILLS_PER_TOPIC: usize = 3;
 /// How long a goal or a precondition may be in an `INDEX.md` line, in characters.
 const INDEX_FIELD_CHARS: usize = 120;
 /// How long an avatar or skill name may be when shown; valid names are never longer, so only a

@@ -31,12 +31,12 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// The longest error summary kept, in characters; longer ones are cut so a run record stays small.
-pub const ERROR_MAX_CHARS: usize = 200;
+pub(crate) const ERROR_MAX_CHARS: usize = 200;
 
 /// What [`parse_run_output`] reports when an `── Error ──` section exists but its message was
 /// lost (the capture was cut right after the header). The section alone proves the run failed,
 /// so `error` is still `Some`.
-pub const MISSING_ERROR_MESSAGE: &str = "(no error message)";
+pub(crate) const MISSING_ERROR_MESSAGE: &str = "(no error message)";
 
 /// The facts MindRune needs from one run's printed output.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -533,7 +533,7 @@ fn read_state(body: &[&str], out: &mut RunOutput) {
 }
 
 /// Slots in a backpack.
-pub const BACKPACK_SLOTS: u32 = 28;
+pub(crate) const BACKPACK_SLOTS: u32 = 28;
 
 /// The most game messages kept from one state section (the full form lists a few dozen at most).
 const MAX_MESSAGES: usize = 50;
@@ -809,11 +809,11 @@ pub struct RunFacts {
 /// The run's output holds no readable state (no Skills, Inventory or XP line): cut by `| tail`,
 /// or it ended before printing one. Its gains are unknown, and they must not be moved to the
 /// next run: that one measures only against a state printed after this.
-pub const UNMEASURED_CUT: &str = "output cut by tail";
+pub(crate) const UNMEASURED_CUT: &str = "output cut by tail";
 
 /// Nothing printed the avatar's state earlier in this turn (since its last state-less call), and
 /// the runner prints no XP line of its own: there is nothing to measure the run's totals against.
-pub const UNMEASURED_NO_STATE_BEFORE: &str = "no state printed before it";
+pub(crate) const UNMEASURED_NO_STATE_BEFORE: &str = "no state printed before it";
 
 impl RunOutput {
     /// The output printed the avatar's whole state in the full form (`formatWorldState`): its
@@ -1006,7 +1006,7 @@ pub fn measure_against(current: &RunOutput, previous: Option<&RunOutput>) -> Run
 }
 
 /// The longest failure cause kept: the error line and one game message.
-pub const FAILURE_MAX_CHARS: usize = ERROR_MAX_CHARS + 120;
+pub(crate) const FAILURE_MAX_CHARS: usize = ERROR_MAX_CHARS + 120;
 
 fn truncate_chars(s: &str, max: usize) -> &str {
     match s.char_indices().nth(max) {
@@ -1018,7 +1018,7 @@ fn truncate_chars(s: &str, max: usize) -> &str {
 /// Removes ANSI escape sequences (CSI such as colours, OSC such as hyperlinks and titles, and
 /// two- or three-character escapes). A malformed sequence stops at the first character that
 /// cannot belong to it, so a stray ESC never swallows the rest of a line or the next line.
-pub fn strip_ansi(s: &str) -> Cow<'_, str> {
+pub(crate) fn strip_ansi(s: &str) -> Cow<'_, str> {
     if !s.contains(['\u{1b}', '\u{9b}']) {
         return Cow::Borrowed(s);
     }

@@ -137,7 +137,8 @@ pub fn exact_tags(text: &str) -> Vec<String> {
 /// in order of first appearance. Both halves must be names as [`header::is_valid_name`] allows;
 /// a trailing `.ts` (the mirror's file name) and a sentence's full stop are not part of the
 /// name, so `skill:pickles/mine-iron.ts.` reads as `pickles/mine-iron`.
-pub fn skill_refs(text: &str) -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn skill_refs(text: &str) -> Vec<String> {
     let mut refs: Vec<String> = Vec::new();
     for (_, reference) in skill_ref_spans(text) {
         if !refs.contains(&reference) {

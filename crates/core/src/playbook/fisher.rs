@@ -15,7 +15,7 @@
 
 /// A 2×2 table of reads: the live revision's row, then the previous revision's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Table {
+pub(crate) struct Table {
     /// Reads of the live revision that ended in a reported correction.
     pub a: u64,
     /// Clean reads of the live revision.
@@ -28,7 +28,7 @@ pub struct Table {
 
 /// The three p-values of Fisher's exact test on a [`Table`].
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FisherResult {
+pub(crate) struct FisherResult {
     /// The probability, with the margins fixed, of a table at most as likely as the observed
     /// one.
     pub p_two_sided: f64,
@@ -76,13 +76,13 @@ pub struct Comparison {
 }
 
 /// The test a [`Comparison`] names.
-pub const TEST: &str = "Fisher's exact test, one-sided, on corrections per read";
+pub(crate) const TEST: &str = "Fisher's exact test, one-sided, on corrections per read";
 
 /// How many reads each revision needs before anything is said about it.
 pub const MIN_READS: u64 = 5;
 
 /// The p-value below which a difference is reported as better or worse.
-pub const SIGNIFICANCE: f64 = 0.05;
+pub(crate) const SIGNIFICANCE: f64 = 0.05;
 
 /// How much more likely than the observed table another table may be and still count as "at
 /// most as likely" for the two-sided test, so rounding cannot split tables that tie exactly.
@@ -110,7 +110,7 @@ const STIRLING_FROM: u128 = 32;
 /// Each table's probability comes from log-factorials taken relative to the most likely table,
 /// so nothing overflows, and the sums are compensated, so they stay accurate for counts up to
 /// 10^6 and beyond. Every p-value is clamped to [0, 1].
-pub fn fisher_exact(t: Table) -> FisherResult {
+pub(crate) fn fisher_exact(t: Table) -> FisherResult {
     let (a, b, c, d) = (
         u128::from(t.a),
         u128::from(t.b),

@@ -23,7 +23,7 @@ pub const MIN_TURNS: usize = 2;
 /// The longest run of steps compared (a longer repeat is found as its first part).
 pub const MAX_STEPS: usize = 12;
 /// The most tool calls of one turn looked at (the first ones): bounds the work on a huge turn.
-pub const MAX_CALLS_PER_TURN: usize = 400;
+pub(crate) const MAX_CALLS_PER_TURN: usize = 400;
 
 /// A run of steps redone across turns.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +37,7 @@ pub struct Repeat {
 }
 
 /// The step of one tool call.
-pub fn step(name: &str, input: &Value) -> String {
+pub(crate) fn step(name: &str, input: &Value) -> String {
     let object = input.as_object();
     if let Some(command) = object
         .and_then(|o| o.get("command"))

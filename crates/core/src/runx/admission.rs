@@ -69,7 +69,7 @@ pub fn validate_digest(field: &str, value: &str) -> Result<(), Refusal> {
 }
 
 /// `plan_digest` = sha256 of the stable JSON of `{"base_digest", "architecture"}`.
-pub fn architecture_digest(
+pub(crate) fn architecture_digest(
     base_digest: &str,
     architecture: &ArchitectureDecision,
 ) -> Result<String, Refusal> {
@@ -202,7 +202,9 @@ fn validate_architecture(change: &ChangeBundle) -> Result<(), Refusal> {
 }
 
 /// The admission rules for an architecture decision, run at plan, bind and apply time.
-pub fn validate_architecture_decision(architecture: &ArchitectureDecision) -> Result<(), Refusal> {
+pub(crate) fn validate_architecture_decision(
+    architecture: &ArchitectureDecision,
+) -> Result<(), Refusal> {
     validate_completeness(architecture)?;
     validate_operator_contract(architecture)?;
     let selected: BTreeSet<&str> = architecture
@@ -431,7 +433,7 @@ pub fn normalize_package_file(value: &str) -> Result<String, Refusal> {
 
 /// The longest file or folder name a package may use: the filesystem's 255 less room for the
 /// temporary name an atomic write uses beside it.
-pub const MAX_NAME_BYTES: usize = 200;
+pub(crate) const MAX_NAME_BYTES: usize = 200;
 
 /// `None` when a component leaves the folder (`.`, `..`, a root); `Some(None)` when nothing is
 /// left; otherwise the components joined with `/` (doubled slashes collapse, as `Path` does).
@@ -591,7 +593,7 @@ pub fn admit_change(
 }
 
 /// Runx's limit on the operations of one bundle.
-pub const MAX_BUNDLE_OPERATIONS: usize = 500;
+pub(crate) const MAX_BUNDLE_OPERATIONS: usize = 500;
 
 /// The result of a non-write decision: nothing touched, the current digest reported.
 pub fn unchanged_result(
@@ -619,7 +621,7 @@ pub fn unchanged_result(
 }
 
 /// Whether a file counts toward the executable budget (Runx's `is_executable_path`).
-pub fn is_executable_path(relative: &str) -> bool {
+pub(crate) fn is_executable_path(relative: &str) -> bool {
     ["cjs", "js", "mjs", "ts", "tsx", "py", "rb", "rs", "sh"]
         .iter()
         .any(|extension| {

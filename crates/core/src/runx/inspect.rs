@@ -17,12 +17,12 @@ use super::snapshot::SnapshotFile;
 use crate::digest;
 
 /// The schema tag of an inspection.
-pub const INSPECT_SCHEMA: &str = "runx.skill.inspect.v1";
+pub(crate) const INSPECT_SCHEMA: &str = "runx.skill.inspect.v1";
 
 /// Runx's `package_digest` of an inspection (`runx.skill-package.v1`, distinct from the
 /// snapshot's `base_digest`): SHA-256 over a tag and, for every file in path order, its
 /// length-prefixed path and contents. Modes are not part of it.
-pub fn package_digest(files: &[SnapshotFile]) -> String {
+pub(crate) fn package_digest(files: &[SnapshotFile]) -> String {
     let mut sorted: Vec<&SnapshotFile> = files.iter().collect();
     sorted.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
     let mut bytes = b"runx.skill-package.v1\0".to_vec();

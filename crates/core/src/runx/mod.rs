@@ -13,4 +13,4 @@ pub mod receipt;
 pub mod resources;
 pub mod snapshot;
 pub mod stable_json;
-pub mod yaml;
+mod yaml;

@@ -69,7 +69,7 @@ fn field(hasher: &mut Sha256, bytes: &[u8]) {
 /// because the walk meets the entry `a` before `a.txt`, while a byte sort of whole paths puts
 /// `a.txt` first (`.` is below `/`). Comparing path components one by one gives the walk's
 /// order.
-pub fn walk_order(a: &str, b: &str) -> Ordering {
+pub(crate) fn walk_order(a: &str, b: &str) -> Ordering {
     let mut left = a.split('/');
     let mut right = b.split('/');
     loop {
@@ -93,7 +93,7 @@ pub fn sort_in_walk_order(files: &mut [SnapshotFile]) {
 }
 
 /// Whether Runx skips an entry with this name during the walk.
-pub fn is_ignored(name: &str) -> bool {
+pub(crate) fn is_ignored(name: &str) -> bool {
     IGNORED.contains(&name)
 }
 

@@ -29,7 +29,7 @@ use serde_json::Value;
 use crate::digest;
 
 /// The canonicalization tag Runx records next to digests made with this writer.
-pub const CANONICALIZATION: &str = "runx.stable-json.v1";
+pub(crate) const CANONICALIZATION: &str = "runx.stable-json.v1";
 
 /// Why a value has no `runx.stable-json.v1` form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,7 +49,7 @@ pub enum StableJsonError {
 }
 
 /// The `runx.stable-json.v1` text of a value.
-pub fn to_stable_json(value: &Value) -> Result<String, StableJsonError> {
+pub(crate) fn to_stable_json(value: &Value) -> Result<String, StableJsonError> {
     let mut out = String::new();
     let mut path = Vec::new();
     write_value(value, &mut path, &mut out)?;

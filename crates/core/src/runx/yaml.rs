@@ -25,7 +25,7 @@ use serde_json::{Map, Number, Value};
 /// The deepest nesting of mappings and sequences accepted. The real packages stay under 15
 /// levels; the bound keeps a hostile file from costing unbounded memory and recursion in the
 /// JSON conversion and the package checks, which walk the tree recursively.
-pub const MAX_DEPTH: usize = 64;
+pub(crate) const MAX_DEPTH: usize = 64;
 
 /// A refusal, with where it happened: `X.yaml:12:5: anchors are not allowed in Runx YAML (...)`.
 /// For an execution profile (`X.yaml`) refused for a construct Runx's profile subset names
@@ -92,7 +92,7 @@ fn is_profile(file: &str) -> bool {
 
 /// One node of the document, with the position of its first character.
 #[derive(Debug, Clone, PartialEq)]
-pub struct YamlNode {
+pub(crate) struct YamlNode {
     /// The 1-based line the node starts on.
     pub line: usize,
     /// The 1-based column the node starts at, in characters.
@@ -103,7 +103,7 @@ pub struct YamlNode {
 
 /// A node's value. Scalars are already typed by the YAML 1.2 core schema.
 #[derive(Debug, Clone, PartialEq)]
-pub enum YamlValue {
+pub(crate) enum YamlValue {
     /// `~`, `null`, or nothing at all (`key:` with no value).
     Null,
     /// `true` or `false` (any of the core schema's three spellings).
@@ -121,7 +121,7 @@ pub enum YamlValue {
 /// One key of a mapping with its value; the key keeps its own position, which is where a
 /// refused field is reported.
 #[derive(Debug, Clone, PartialEq)]
-pub struct YamlEntry {
+pub(crate) struct YamlEntry {
     /// The key's text.
     pub key: String,
     /// The 1-based line of the key.
@@ -134,7 +134,7 @@ pub struct YamlEntry {
 
 impl YamlNode {
     /// The plain JSON value of the node (mapping keys sorted, as `serde_json::Map` keeps them).
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match &self.value {
             YamlValue::Null => Value::Null,
             YamlValue::Bool(value) => Value::Bool(*value),
@@ -151,7 +151,7 @@ impl YamlNode {
     }
 
     /// The entries when the node is a mapping.
-    pub fn as_mapping(&self) -> Option<&[YamlEntry]> {
+    pub(crate) fn as_mapping(&self) -> Option<&[YamlEntry]> {
         match &self.value {
             YamlValue::Mapping(entries) => Some(entries),
             _ => None,
@@ -159,7 +159,7 @@ impl YamlNode {
     }
 
     /// The items when the node is a sequence.
-    pub fn as_sequence(&self) -> Option<&[YamlNode]> {
+    pub(crate) fn as_sequence(&self) -> Option<&[YamlNode]> {
         match &self.value {
             YamlValue::Sequence(items) => Some(items),
             _ => None,
@@ -167,7 +167,7 @@ impl YamlNode {
     }
 
     /// The text when the node is a string scalar.
-    pub fn as_str(&self) -> Option<&str> {
+    pub(crate) fn as_str(&self) -> Option<&str> {
         match &self.value {
             YamlValue::String(value) => Some(value),
             _ => None,
@@ -175,7 +175,7 @@ impl YamlNode {
     }
 
     /// The value when the node is a boolean.
-    pub fn as_bool(&self) -> Option<bool> {
+    pub(crate) fn as_bool(&self) -> Option<bool> {
         match self.value {
             YamlValue::Bool(value) => Some(value),
             _ => None,
@@ -183,7 +183,7 @@ impl YamlNode {
     }
 
     /// The value when the node is a non-negative integer.
-    pub fn as_u64(&self) -> Option<u64> {
+    pub(crate) fn as_u64(&self) -> Option<u64> {
         match &self.value {
             YamlValue::Number(value) => value.as_u64(),
             _ => None,
@@ -191,22 +191,17 @@ impl YamlNode {
     }
 
     /// Whether the node is `null` (or empty).
-    pub fn is_null(&self) -> bool {
+    pub(crate) fn is_null(&self) -> bool {
         matches!(self.value, YamlValue::Null)
     }
 
     /// The entry under `key` when the node is a mapping.
-    pub fn entry(&self, key: &str) -> Option<&YamlEntry> {
+    pub(crate) fn entry(&self, key: &str) -> Option<&YamlEntry> {
         self.as_mapping()?.iter().find(|entry| entry.key == key)
     }
 
-    /// The value under `key` when the node is a mapping.
-    pub fn get(&self, key: &str) -> Option<&YamlNode> {
-        self.entry(key).map(|entry| &entry.value)
-    }
-
     /// What kind of value the node holds, for messages such as "must be a mapping, not a string".
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match &self.value {
             YamlValue::Null => "null",
             YamlValue::Bool(_) => "a boolean",
@@ -220,18 +215,19 @@ impl YamlNode {
 
 /// Parses one Runx YAML document. `file` names it in errors. An empty document (or one with
 /// only comments) is `null`.
-pub fn parse(file: &str, text: &str) -> Result<YamlNode, YamlError> {
+pub(crate) fn parse(file: &str, text: &str) -> Result<YamlNode, YamlError> {
     parse_at(file, text, 1)
 }
 
 /// Parses one Runx YAML document that starts on line `first_line` of `file` (SKILL.md
 /// frontmatter starts on line 2), so positions are reported in the file's own lines.
-pub fn parse_at(file: &str, text: &str, first_line: usize) -> Result<YamlNode, YamlError> {
+pub(crate) fn parse_at(file: &str, text: &str, first_line: usize) -> Result<YamlNode, YamlError> {
     Builder::new(file, text, first_line).run()
 }
 
 /// Parses one Runx YAML document straight to JSON.
-pub fn parse_json(file: &str, text: &str) -> Result<Value, YamlError> {
+#[cfg(test)]
+pub(crate) fn parse_json(file: &str, text: &str) -> Result<Value, YamlError> {
     parse(file, text).map(|node| node.to_json())
 }
 

@@ -591,7 +591,8 @@ fn known_matcher(needles: Vec<String>) -> KnownMatcher {
 
 /// [`secrets_in_bot_env_bytes`] of a text already read (tests, benchmarks): the one parser
 /// reads bytes, since a `bot.env` that is not UTF-8 must not turn the scrub off.
-pub fn secrets_in_bot_env(text: &str) -> Vec<String> {
+#[cfg(test)]
+pub(crate) fn secrets_in_bot_env(text: &str) -> Vec<String> {
     secrets_in_bot_env_bytes(text.as_bytes())
 }
 

@@ -58,14 +58,14 @@ pub struct ShellRuns {
 }
 
 /// The file extensions of scripts whose runs count.
-pub const SCRIPT_EXTENSIONS: [&str; 4] = [".ts", ".js", ".mjs", ".tsx"];
+pub(crate) const SCRIPT_EXTENSIONS: [&str; 4] = [".ts", ".js", ".mjs", ".tsx"];
 
 /// How deeply constructs may nest, counting subshells, groups, compound commands, command
 /// substitutions, `sh -c` strings and function calls together. brush-parser spends roughly
 /// 16 KiB of stack per nesting level in a debug build; at this limit the worst case measured
 /// about 1.3 MiB of stack in a debug build and under 512 KiB in a release build, inside the
 /// 2 MiB stack of a spawned thread.
-pub const MAX_NESTING: usize = 64;
+pub(crate) const MAX_NESTING: usize = 64;
 
 /// How deeply parentheses may nest in one piece of shell code. brush-parser tries an
 /// arithmetic `((…))` reading before a subshell reading at every level and has no
@@ -144,7 +144,7 @@ pub fn classify_shell_line(line: &str, ctx: &ShellContext<'_>) -> ShellRuns {
 }
 
 /// rs-sdk's look (`bun sdk/cli.ts NAME`), workspace-relative as [`ShellRuns::runs`] has it.
-pub const LOOK_SCRIPT: &str = "sdk/cli.ts";
+pub(crate) const LOOK_SCRIPT: &str = "sdk/cli.ts";
 
 /// The bot a look looks at: the line (already classified into `runs`) runs rs-sdk's
 /// `sdk/cli.ts` and nothing else, and the word after it is the bot's name. A look prints the

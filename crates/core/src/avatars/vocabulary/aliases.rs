@@ -14,7 +14,7 @@ use crate::avatars::topics::{self, TOPIC_KINDS};
 
 /// Collects entries for a [`Vocabulary`].
 #[derive(Debug, Clone, Default)]
-pub struct VocabularyBuilder {
+pub(crate) struct VocabularyBuilder {
     pub(super) entries: Vec<Entry>,
     pub(super) by_tag: HashMap<String, usize>,
     pub(super) skipped: Vec<Skipped>,
@@ -23,7 +23,7 @@ pub struct VocabularyBuilder {
 
 impl VocabularyBuilder {
     /// A builder that adds the compiled-in places, LostHQ pages and nicknames when it builds.
-    pub fn new() -> VocabularyBuilder {
+    pub(crate) fn new() -> VocabularyBuilder {
         VocabularyBuilder {
             builtins: true,
             ..VocabularyBuilder::default()
@@ -31,7 +31,8 @@ impl VocabularyBuilder {
     }
 
     /// A builder with only the entries given to it (for tests and tools).
-    pub fn without_builtins() -> VocabularyBuilder {
+    #[cfg(test)]
+    pub(crate) fn without_builtins() -> VocabularyBuilder {
         VocabularyBuilder::default()
     }
 
@@ -40,7 +41,7 @@ impl VocabularyBuilder {
     /// and aliases become other names of the first one, so a wiki page that now covers a
     /// LostHQ page keeps both spellings. Titles and aliases are made one line and cut to
     /// [`MAX_NAME_CHARS`]; an empty title becomes the slug's words.
-    pub fn add(&mut self, entry: Entry) -> bool {
+    pub(crate) fn add(&mut self, entry: Entry) -> bool {
         let written = format!("{}:{}", entry.kind, entry.slug);
         let Some(tag) = topics::normalize_tag(&written) else {
             self.skipped.push(Skipped {
@@ -76,7 +77,7 @@ impl VocabularyBuilder {
 
     /// Compiles the vocabulary: the alias table and its automaton. Returns what was skipped
     /// while adding and building; never panics.
-    pub fn build(mut self) -> (Vocabulary, Vec<Skipped>) {
+    pub(crate) fn build(mut self) -> (Vocabulary, Vec<Skipped>) {
         let mut nicknames: &[Nickname] = &[];
         if self.builtins {
             for entry in builtin_entries() {

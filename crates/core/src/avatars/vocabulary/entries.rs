@@ -152,7 +152,7 @@ pub(super) fn parse_entries(
 }
 
 /// A title made from a slug: `cooks-assistant` → `Cooks Assistant`.
-pub fn title_from_slug(slug: &str) -> String {
+pub(crate) fn title_from_slug(slug: &str) -> String {
     slug.split('-')
         .filter(|w| !w.is_empty())
         .map(|word| {
@@ -221,7 +221,7 @@ pub(super) static EVERYDAY_WORDS: LazyLock<HashSet<String>> = LazyLock::new(|| {
 });
 
 /// The entries compiled into MindRune: the places and the LostHQ list.
-pub fn builtin_entries() -> Vec<Entry> {
+pub(crate) fn builtin_entries() -> Vec<Entry> {
     BUILTIN_ENTRIES.0.clone()
 }
 

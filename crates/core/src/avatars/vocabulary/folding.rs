@@ -88,7 +88,7 @@ pub(super) fn push_break(out: &mut Vec<u8>) {
 }
 
 /// A name as the spelling rules read it: `Cook's  Assistant!` → `cooks assistant`.
-pub fn name_key(name: &str) -> String {
+pub(crate) fn name_key(name: &str) -> String {
     let mut out = Vec::with_capacity(name.len());
     fold_into(name, 0..name.len(), &mut out);
     let start = usize::from(out.first() == Some(&b' '));

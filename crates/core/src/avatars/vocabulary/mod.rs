@@ -48,9 +48,10 @@ mod entries;
 mod folding;
 mod tagging;
 use aliases::Resolution;
-pub use aliases::VocabularyBuilder;
-pub use entries::{Entry, Skipped, Source, builtin_entries, parse_listing, title_from_slug};
-pub use folding::name_key;
+pub(crate) use aliases::VocabularyBuilder;
+pub(crate) use entries::Skipped;
+pub use entries::{Entry, Source, parse_listing};
+pub(crate) use folding::name_key;
 use tagging::{Chooser, SCRATCH, Scratch, WORD_BYTES, exact_spans, tokenize};
 
 /// The places of the game's world: `slug|Name[|alias…]`.
@@ -64,9 +65,9 @@ const EVERYDAY: &str = include_str!("../../../data/everyday.txt");
 
 /// The longest name kept, in characters: a page whose heading runs on is cut, so one odd page
 /// cannot make the matcher large.
-pub const MAX_NAME_CHARS: usize = 120;
+pub(crate) const MAX_NAME_CHARS: usize = 120;
 /// The most other names an entry keeps.
-pub const MAX_ALIASES: usize = 16;
+pub(crate) const MAX_ALIASES: usize = 16;
 /// Single words this long or shorter (`man`, `cow`, `imp`) are everyday words.
 const SHORT_WORD_BYTES: usize = 3;
 
@@ -243,7 +244,7 @@ mod tests {
     use std::collections::HashSet;
     use std::ops::Range;
 
-    use super::entries::{BUILTIN_ENTRIES, NICKNAME_LIST};
+    use super::entries::{BUILTIN_ENTRIES, NICKNAME_LIST, builtin_entries};
     use super::tagging::{CHOOSE_AFTER_WORDS, FoundTags};
     use super::*;
 

@@ -45,7 +45,7 @@ mod phrasings;
 pub const MAX_SKILL_BYTES: usize = 256 * 1024;
 
 /// The fields a skill declares, in the order [`render`] writes them (after the optional `name`).
-pub const FIELDS: [&str; 11] = [
+pub(crate) const FIELDS: [&str; 11] = [
     "trigger",
     "use_when",
     "not_when",

@@ -10,7 +10,7 @@ use crate::runx::yaml;
 
 /// Reads one standalone fixture. When `runners` is given, a fixture that targets this package
 /// (`target: ..`) must name one of them.
-pub fn parse_fixture(
+pub(crate) fn parse_fixture(
     path: &str,
     text: &str,
     runners: Option<&BTreeSet<&str>>,

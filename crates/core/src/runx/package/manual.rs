@@ -15,7 +15,8 @@ use crate::runx::yaml::{self, YamlEntry, YamlNode, YamlValue};
 /// there with a non-empty `name`; the legacy portable fields (`source`, `inputs`, `retry`, ...)
 /// are accepted and checked; unknown keys are kept. [`load_package`](super::load_package) additionally refuses the
 /// execution fields, which belong in X.yaml.
-pub fn parse_skill_md(text: &str) -> Result<SkillManual, PackageError> {
+#[cfg(test)]
+pub(crate) fn parse_skill_md(text: &str) -> Result<SkillManual, PackageError> {
     parse_manual(text).map(|(manual, _)| manual)
 }
 

@@ -40,24 +40,21 @@ mod javascript;
 mod manual;
 mod model;
 mod profile;
-pub use fixtures::parse_fixture;
+pub(crate) use fixtures::parse_fixture;
 pub use inspection::inspect_package;
-pub use manual::parse_skill_md;
 use manual::{check_manual_ownership, parse_manual};
-pub use model::{
-    Catalog, ExecutionProfile, Fixture, Graph, GraphStep, Harness, HarnessCase, InputDef, JsModule,
-    Package, Runner, SkillFrontmatter, SkillManual, Source, StepTarget, When,
-};
+pub(crate) use model::{ExecutionProfile, JsModule, Runner, Source, StepTarget};
+pub use model::{InputDef, Package};
 use profile::parse_profile;
 
 /// The operator manual every package has.
-pub const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
 
 /// The execution profile every package has.
 pub const PROFILE_FILE: &str = "X.yaml";
 
 /// The top-level keys of X.yaml (`MANIFEST_FIELDS`, plus `input_definitions`).
-pub const PROFILE_FIELDS: [&str; 10] = [
+pub(crate) const PROFILE_FIELDS: [&str; 10] = [
     "skill",
     "version",
     "runx",
@@ -73,7 +70,7 @@ pub const PROFILE_FIELDS: [&str; 10] = [
 /// The keys a runner may have: Runx's `RUNNER_FIELDS`, in its order (which its refusal
 /// lists). It has no `sandbox`: Runx refuses that field (`runners.<name>.sandbox is not
 /// supported`), so MindRune does too.
-pub const RUNNER_FIELDS: [&str; 47] = [
+pub(crate) const RUNNER_FIELDS: [&str; 47] = [
     "act",
     "agent",
     "agent_card_url",
@@ -126,7 +123,7 @@ pub const RUNNER_FIELDS: [&str; 47] = [
 /// The keys of an executable source (`SOURCE_FIELDS`): a runner's `source:` block, an inline
 /// graph step's `run:` block, or the runner fields that make up its source when it has no
 /// `source:` block.
-pub const SOURCE_FIELDS: [&str; 22] = [
+pub(crate) const SOURCE_FIELDS: [&str; 22] = [
     "act",
     "agent",
     "agent_card_url",
@@ -152,7 +149,7 @@ pub const SOURCE_FIELDS: [&str; 22] = [
 ];
 
 /// The source (and runner) types Runx runs (`SourceKind`).
-pub const SOURCE_TYPES: [&str; 9] = [
+pub(crate) const SOURCE_TYPES: [&str; 9] = [
     "cli-tool",
     "javascript",
     "mcp",
@@ -165,7 +162,7 @@ pub const SOURCE_TYPES: [&str; 9] = [
 ];
 
 /// The keys of an input definition.
-pub const INPUT_FIELDS: [&str; 7] = [
+pub(crate) const INPUT_FIELDS: [&str; 7] = [
     "type",
     "required",
     "description",
@@ -176,12 +173,12 @@ pub const INPUT_FIELDS: [&str; 7] = [
 ];
 
 /// The input types; `string` when `type` is left out.
-pub const INPUT_TYPES: [&str; 7] = [
+pub(crate) const INPUT_TYPES: [&str; 7] = [
     "array", "boolean", "integer", "json", "number", "object", "string",
 ];
 
 /// The keys of `catalog`.
-pub const CATALOG_FIELDS: [&str; 12] = [
+pub(crate) const CATALOG_FIELDS: [&str; 12] = [
     "approval",
     "audience",
     "canonical_skill",
@@ -197,7 +194,7 @@ pub const CATALOG_FIELDS: [&str; 12] = [
 ];
 
 /// The keys of a standalone fixture file.
-pub const FIXTURE_FIELDS: [&str; 11] = [
+pub(crate) const FIXTURE_FIELDS: [&str; 11] = [
     "name",
     "kind",
     "target",
@@ -212,7 +209,7 @@ pub const FIXTURE_FIELDS: [&str; 11] = [
 ];
 
 /// The keys of an inline `harness.cases` entry.
-pub const CASE_FIELDS: [&str; 7] = [
+pub(crate) const CASE_FIELDS: [&str; 7] = [
     "name",
     "runner",
     "inputs",
@@ -224,7 +221,7 @@ pub const CASE_FIELDS: [&str; 7] = [
 
 /// The keys of a fixture's or case's `caller`: agent answers, human approvals, and the
 /// transport and provider replies the harness substitutes.
-pub const CALLER_FIELDS: [&str; 4] = [
+pub(crate) const CALLER_FIELDS: [&str; 4] = [
     "answers",
     "approvals",
     "http_responses",
@@ -232,10 +229,11 @@ pub const CALLER_FIELDS: [&str; 4] = [
 ];
 
 /// The keys of `expect`.
-pub const EXPECT_FIELDS: [&str; 5] = ["status", "receipt", "steps", "output", "step_outputs"];
+pub(crate) const EXPECT_FIELDS: [&str; 5] =
+    ["status", "receipt", "steps", "output", "step_outputs"];
 
 /// The statuses a case may expect.
-pub const EXPECT_STATUSES: [&str; 5] = [
+pub(crate) const EXPECT_STATUSES: [&str; 5] = [
     "sealed",
     "failure",
     "needs_agent",
@@ -244,7 +242,7 @@ pub const EXPECT_STATUSES: [&str; 5] = [
 ];
 
 /// The keys of `expect.receipt`.
-pub const RECEIPT_FIELDS: [&str; 13] = [
+pub(crate) const RECEIPT_FIELDS: [&str; 13] = [
     "schema",
     "body_digest",
     "receipt_id",
@@ -273,7 +271,7 @@ const RETIRED_RECEIPT_FIELDS: [&str; 7] = [
 
 /// The keys of an operator journey claim (`confusors` arrived after Runx's typed claim, and
 /// the shipped packages use it).
-pub const JOURNEY_FIELDS: [&str; 7] = [
+pub(crate) const JOURNEY_FIELDS: [&str; 7] = [
     "mode",
     "request",
     "expected_outcome",
@@ -284,7 +282,7 @@ pub const JOURNEY_FIELDS: [&str; 7] = [
 ];
 
 /// Frontmatter keys Runx refuses in a package's SKILL.md: execution metadata lives in X.yaml.
-pub const MANUAL_EXECUTION_FIELDS: [&str; 15] = [
+pub(crate) const MANUAL_EXECUTION_FIELDS: [&str; 15] = [
     "allowed_tools",
     "artifacts",
     "auth",
@@ -303,10 +301,10 @@ pub const MANUAL_EXECUTION_FIELDS: [&str; 15] = [
 ];
 
 /// The wall a JavaScript worker gets when the runner does not set `timeout_seconds`.
-pub const JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS: u64 = 2;
+pub(crate) const JAVASCRIPT_DEFAULT_TIMEOUT_SECONDS: u64 = 2;
 
 /// The most a JavaScript runner may ask for (`MAX_WALL_MILLISECONDS / 1000`).
-pub const JAVASCRIPT_MAX_TIMEOUT_SECONDS: u64 = 30;
+pub(crate) const JAVASCRIPT_MAX_TIMEOUT_SECONDS: u64 = 30;
 
 /// The most receipts one fixture may seed.
 const MAX_SETUP_RECEIPTS: usize = 32;
@@ -656,6 +654,7 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    use super::manual::parse_skill_md;
     use super::*;
 
     /// `$MINDRUNE_SHARED` when set, else `../shared` beside the checkout (where CI has it).

@@ -170,7 +170,7 @@ impl ReferenceType {
 
 /// The wire names of [`ReferenceType`], in Runx's order: what a receipt's every `type` of a
 /// reference must be one of.
-pub const REFERENCE_TYPES: [&str; 41] = [
+pub(crate) const REFERENCE_TYPES: [&str; 41] = [
     "github_issue",
     "github_pull_request",
     "github_repo",

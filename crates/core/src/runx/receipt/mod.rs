@@ -47,26 +47,24 @@ mod draft;
 mod shape;
 use draft::Issuer;
 pub use draft::{
-    Act, ActForm, Attenuation, Authority, Closure, Commitment, CommitmentScope, CriterionBinding,
-    CriterionStatus, Disposition, Enforcement, HashAlgorithm, Idempotency, InputContext, Intent,
-    IssuerType, Lineage, REFERENCE_TYPES, ReceiptDraft, Reference, ReferenceType, RunnerProvenance,
-    Seal, Subject, SuccessCriterion,
+    Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus, Disposition,
+    Enforcement, Idempotency, IssuerType, ReceiptDraft, Reference, ReferenceType, Seal, Subject,
 };
 use shape::check_shape;
 
 /// The schema tag of a receipt.
-pub const RECEIPT_SCHEMA: &str = "runx.receipt.v1";
+pub(crate) const RECEIPT_SCHEMA: &str = "runx.receipt.v1";
 /// The canonicalization a receipt's digest and id are computed under.
-pub const RECEIPT_CANONICALIZATION: &str = "runx.receipt.c14n.v1";
+pub(crate) const RECEIPT_CANONICALIZATION: &str = "runx.receipt.c14n.v1";
 /// The only signature algorithm `runx.receipt.v1` allows.
-pub const SIGNATURE_ALGORITHM: &str = "Ed25519";
+pub(crate) const SIGNATURE_ALGORITHM: &str = "Ed25519";
 /// The prefix of a real signature value.
-pub const SIGNATURE_PREFIX: &str = "base64:";
+pub(crate) const SIGNATURE_PREFIX: &str = "base64:";
 /// The prefix of Runx's local-development pseudo-signature (`sig:` + body digest).
 pub const LOCAL_DEVELOPMENT_SIGNATURE_PREFIX: &str = "sig:";
 /// How MindRune names a local receipt key: this prefix plus the first 16 hex digits of the
 /// public key's SHA-256, so the name changes whenever the key does.
-pub const KEY_ID_PREFIX: &str = "mindrune-lab-ed25519-";
+pub(crate) const KEY_ID_PREFIX: &str = "mindrune-lab-ed25519-";
 
 const ID_PREFIX: &str = "sha256:";
 const FILE_PREFIX: &str = "sha256-";
@@ -168,7 +166,7 @@ fn malformed(field: impl Into<String>, problem: impl Into<String>) -> ReceiptErr
 // ---------------------------------------------------------------------------------------------
 
 /// `sha256:<hex>` of the raw 32-byte public key: what `issuer.public_key_sha256` records.
-pub fn public_key_sha256(key: &VerifyingKey) -> String {
+pub(crate) fn public_key_sha256(key: &VerifyingKey) -> String {
     digest::sha256(key.as_bytes())
 }
 
@@ -239,7 +237,7 @@ impl VerifyOptions {
 /// The `runx.receipt.c14n.v1` text of a value. Numbers are written as serde_json writes them,
 /// which is what Runx's canonical writer calls (`write_json_fragment`): integers as integers,
 /// every other number by the shortest round-trip form (`0.5`, `100.0`, `1e-7`, `1e+21`).
-pub fn canonical_json(value: &Value) -> Result<String, ReceiptError> {
+pub(crate) fn canonical_json(value: &Value) -> Result<String, ReceiptError> {
     let mut out = String::new();
     write_canonical(value, &mut out);
     Ok(out)
@@ -304,13 +302,13 @@ fn without(receipt: &Value, fields: &[&str]) -> Result<Value, ReceiptError> {
 }
 
 /// The signed body's digest: everything but `signature`, `digest` and `metadata`.
-pub fn body_digest(receipt: &Value) -> Result<String, ReceiptError> {
+pub(crate) fn body_digest(receipt: &Value) -> Result<String, ReceiptError> {
     let body = without(receipt, &["signature", "digest", "metadata"])?;
     Ok(digest::sha256(canonical_json(&body)?.as_bytes()))
 }
 
 /// The content address: the body also without `id` and `lineage`.
-pub fn content_address(receipt: &Value) -> Result<String, ReceiptError> {
+pub(crate) fn content_address(receipt: &Value) -> Result<String, ReceiptError> {
     let identity = without(
         receipt,
         &["signature", "digest", "metadata", "id", "lineage"],
@@ -589,6 +587,9 @@ fn top_string<'a>(receipt: &'a Value, field: &str) -> &'a str {
 mod tests {
     use serde_json::json;
 
+    use super::draft::{
+        Act, ActForm, Closure, InputContext, Intent, Lineage, REFERENCE_TYPES, SuccessCriterion,
+    };
     use super::*;
     use crate::runx::stable_json;
 

@@ -36,11 +36,11 @@ use crate::child::{Limits, run_bounded};
 const MAX_AGENT_OUTPUT: usize = 20 * 1024 * 1024;
 
 /// The read-only tools of Claude Code: read a file, search file contents, list files.
-pub const READ_ONLY_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
+pub(crate) const READ_ONLY_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
 
 /// One act for an agent.
 #[derive(Debug, Clone)]
-pub struct Act {
+pub(crate) struct Act {
     /// The act's name (`skill-fixer`, `skill-lab-architecture`), for messages and
     /// `MINDRUNE_AGENT_ACT`.
     pub name: String,
@@ -63,7 +63,7 @@ pub struct Act {
 
 /// An act's limits, over both of its attempts together.
 #[derive(Debug, Clone, Copy)]
-pub struct AgentLimits {
+pub(crate) struct AgentLimits {
     pub timeout: Duration,
     /// US dollars the model calls may cost (Claude Code's own count); a command backend reports
     /// no cost and is held to the time only.
@@ -95,7 +95,7 @@ impl Backend {
 }
 
 /// An executable file named `name` in one of `PATH`'s folders.
-pub fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt as _;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -126,17 +126,11 @@ pub struct Attempt {
 
 /// An act answered and admitted.
 #[derive(Debug)]
-pub struct Answered<T> {
+pub(crate) struct Answered<T> {
     pub value: T,
     /// The raw answer that was admitted.
     pub answer: Value,
     pub attempts: Vec<Attempt>,
-}
-
-impl<T> Answered<T> {
-    pub fn cost_usd(&self) -> f64 {
-        total_cost(&self.attempts)
-    }
 }
 
 fn total_cost(attempts: &[Attempt]) -> f64 {
@@ -178,7 +172,7 @@ impl AgentFailure {
 
 /// The refusal of a first answer, handed to the second attempt.
 #[derive(Debug, Clone)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     pub answer: Option<Value>,
     pub error: String,
 }
@@ -187,7 +181,7 @@ pub struct Refusal {
 /// then to `check`. Returns the first admitted answer. A command that prints nothing at all
 /// is [`AgentFailure::NoAnswer`] at once (it has no answer to give; asking again would not
 /// change that).
-pub fn run<T>(
+pub(crate) fn run<T>(
     backend: &Backend,
     act: &Act,
     check: impl FnMut(&Value) -> Result<T, String>,
@@ -197,7 +191,7 @@ pub fn run<T>(
 
 /// [`run`], with each answer passed through `normalize` before it is checked (a command's
 /// bare contract wrapped in its output's key, say).
-pub fn run_normalized<T>(
+pub(crate) fn run_normalized<T>(
     backend: &Backend,
     act: &Act,
     normalize: impl Fn(&Value) -> Value,
@@ -400,7 +394,7 @@ fn claude_attempt(
 }
 
 /// Reads Claude Code's `--output-format json` result object.
-pub fn parse_claude_result(
+pub(crate) fn parse_claude_result(
     result: &Value,
     duration: Duration,
     act: &str,

@@ -91,7 +91,9 @@ fn temp_prefix(path: &Path) -> String {
 /// (`.NAME.tmp-PID`, named by the processes that were killed). The caller must hold whatever
 /// lock keeps a live write of the same file away (the lab target's lock, the playbook
 /// workspace's). A temp that cannot be removed is named in the error.
-pub fn remove_interrupted_temps(path: &Path) -> Result<(), (std::path::PathBuf, std::io::Error)> {
+pub(crate) fn remove_interrupted_temps(
+    path: &Path,
+) -> Result<(), (std::path::PathBuf, std::io::Error)> {
     let Some(folder) = path.parent() else {
         return Ok(());
     };

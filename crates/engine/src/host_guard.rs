@@ -637,7 +637,7 @@ fn find_inode(dir: &Path, wanted: (u64, u64), budget: &mut usize, depth: usize) 
 /// An absolute path as the kernel will resolve it when a file is written there: `.` and `..`
 /// in order, every existing symlink followed (a dangling one too: writing through it creates
 /// its target), the part that does not exist yet kept as written.
-pub fn resolve(path: &Path) -> PathBuf {
+pub(crate) fn resolve(path: &Path) -> PathBuf {
     resolve_within(path, 0)
 }
 

@@ -19,13 +19,13 @@ use crate::atomic_file::{Replace, sync_dir, write_atomic_with};
 
 /// The manifest of one journaled set of file changes, at a fixed path.
 #[derive(Debug, Clone)]
-pub struct Journal {
+pub(crate) struct Journal {
     manifest: PathBuf,
 }
 
 /// Why a manifest could not be written or read back.
 #[derive(Debug)]
-pub enum JournalError {
+pub(crate) enum JournalError {
     /// The file system refused.
     Io(io::Error),
     /// The record cannot be written as JSON, or the manifest's bytes are not the record it
@@ -35,19 +35,23 @@ pub enum JournalError {
 
 impl Journal {
     /// The journal whose manifest is `manifest`.
-    pub fn at(manifest: impl Into<PathBuf>) -> Journal {
+    pub(crate) fn at(manifest: impl Into<PathBuf>) -> Journal {
         Journal {
             manifest: manifest.into(),
         }
     }
 
-    pub fn manifest(&self) -> &Path {
+    pub(crate) fn manifest(&self) -> &Path {
         &self.manifest
     }
 
     /// Writes the manifest, whole, with `mode` (`None`: the umask's), creating its folder if
     /// missing. From the moment this returns, a crash is settled from `record`.
-    pub fn arm(&self, record: &impl Serialize, mode: Option<u32>) -> Result<(), JournalError> {
+    pub(crate) fn arm(
+        &self,
+        record: &impl Serialize,
+        mode: Option<u32>,
+    ) -> Result<(), JournalError> {
         let text = serde_json::to_vec_pretty(record).map_err(JournalError::Json)?;
         let folder = self.manifest.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(folder).map_err(JournalError::Io)?;
@@ -59,12 +63,12 @@ impl Journal {
     }
 
     /// Whether a set of changes was interrupted and waits to be settled.
-    pub fn pending(&self) -> bool {
+    pub(crate) fn pending(&self) -> bool {
         self.manifest.exists()
     }
 
     /// The manifest an interrupted set left, or `None` when there is none.
-    pub fn read<T: DeserializeOwned>(&self) -> Result<Option<T>, JournalError> {
+    pub(crate) fn read<T: DeserializeOwned>(&self) -> Result<Option<T>, JournalError> {
         let text = match std::fs::read(&self.manifest) {
             Ok(text) => text,
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(None),
@@ -77,7 +81,7 @@ impl Journal {
 
     /// Retires the manifest once the whole set stands (or is undone), durably: after this a
     /// crash settles nothing. A manifest already gone is fine.
-    pub fn retire(&self) -> io::Result<()> {
+    pub(crate) fn retire(&self) -> io::Result<()> {
         match std::fs::remove_file(&self.manifest) {
             Ok(()) => {}
             Err(err) if err.kind() == ErrorKind::NotFound => return Ok(()),

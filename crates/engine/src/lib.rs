@@ -12,7 +12,7 @@ pub mod child;
 pub mod claude_code;
 pub mod display;
 pub mod host_guard;
-pub mod journal;
+mod journal;
 pub mod lab;
 pub mod playbook;
 pub mod workspace;

@@ -63,7 +63,7 @@ pub fn system_folder(workspace: &Path) -> Option<String> {
 }
 
 /// A workspace-relative path made of plain names only (no `..`, no root), or `None`.
-pub fn clean_relative(path: &str) -> Option<PathBuf> {
+pub(crate) fn clean_relative(path: &str) -> Option<PathBuf> {
     let mut clean = PathBuf::new();
     for component in Path::new(path).components() {
         match component {
@@ -112,7 +112,11 @@ pub struct FileStamp {
 
 /// Checks that a workspace-relative path is a plain file inside the workspace (no symlink on
 /// the way, not too large) and returns its stamp. `Ok(None)` when it does not exist.
-pub fn stat_contained(workspace: &Path, relative: &str) -> Result<Option<FileStamp>, ReadError> {
+#[cfg(test)]
+pub(crate) fn stat_contained(
+    workspace: &Path,
+    relative: &str,
+) -> Result<Option<FileStamp>, ReadError> {
     stat_contained_limited(workspace, relative, MAX_SCRIPT_BYTES)
 }
 
@@ -194,7 +198,11 @@ fn stat_contained_knowing(
 
 /// Reads a workspace-relative file. `Ok(None)` when it does not exist (a script that vanished
 /// between the call and the record).
-pub fn read_contained(workspace: &Path, relative: &str) -> Result<Option<String>, ReadError> {
+#[cfg(test)]
+pub(crate) fn read_contained(
+    workspace: &Path,
+    relative: &str,
+) -> Result<Option<String>, ReadError> {
     read_contained_limited(workspace, relative, MAX_SCRIPT_BYTES)
 }
 
@@ -215,7 +223,7 @@ pub fn read_contained_limited(
 /// [`read_contained_limited`] without the UTF-8 check: the bytes as they are, for a file whose
 /// every byte must be seen whatever its encoding (a bot's `bot.env`, read for the secrets to
 /// scrub). The same containment and size limit; `Ok(None)` when it does not exist.
-pub fn read_contained_bytes_limited(
+pub(crate) fn read_contained_bytes_limited(
     workspace: &Path,
     relative: &str,
     limit: u64,
@@ -368,7 +376,7 @@ pub trait AgentFiles {
 /// of the moment's events run it. A write group records its events in one transaction, as of
 /// one moment, so asking the disk again for each of them only costs `statx` calls (an eighth
 /// of a batch's time in `bench record`); reads and listings still go to `files`.
-pub struct OneMoment<'a> {
+pub(crate) struct OneMoment<'a> {
     files: &'a dyn AgentFiles,
     /// Each `stat` asked, by path, with its limit (looked up by the path lent, without making
     /// a key for every look).
@@ -381,7 +389,7 @@ pub struct OneMoment<'a> {
 type StatAnswer = Result<Option<FileStamp>, ReadError>;
 
 impl<'a> OneMoment<'a> {
-    pub fn new(files: &'a dyn AgentFiles) -> OneMoment<'a> {
+    pub(crate) fn new(files: &'a dyn AgentFiles) -> OneMoment<'a> {
         OneMoment {
             files,
             stats: Default::default(),
@@ -534,13 +542,13 @@ fn content_stamp(text: &str) -> FileStamp {
 /// An agent's files with the code its scripts had when a call started standing in for those
 /// scripts (an event's `code_at_start`): the run is matched to the version that ran, whatever
 /// the file holds by the time the event is recorded. Every other path is `files`'.
-pub struct CodeAtStart<'a> {
+pub(crate) struct CodeAtStart<'a> {
     code: Vec<(&'a str, &'a str, FileStamp)>,
     files: &'a dyn AgentFiles,
 }
 
 impl<'a> CodeAtStart<'a> {
-    pub fn new(
+    pub(crate) fn new(
         code: &'a std::collections::BTreeMap<String, String>,
         files: &'a dyn AgentFiles,
     ) -> CodeAtStart<'a> {

@@ -18,9 +18,10 @@ pub const DEFAULT_FAILING_STREAK: usize = 3;
 /// A quiet avatar alerts when its last run is this many usual gaps ago (as on the pages).
 pub const DEFAULT_QUIET_FACTOR: i64 = 3;
 /// A failed delivery is tried again after this, doubled with each attempt …
-pub const RETRY_BASE: Millis = 30_000;
+#[cfg(test)]
+pub(crate) const RETRY_BASE: Millis = 30_000;
 /// … up to this.
-pub const RETRY_CAP: Millis = 3_600_000;
+pub(crate) const RETRY_CAP: Millis = 3_600_000;
 /// Discord refuses a message's `content` over this many characters.
 const DISCORD_LIMIT: usize = 2_000;
 

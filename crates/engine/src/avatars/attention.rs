@@ -160,12 +160,12 @@ pub struct RunnerStopped {
 /// request is more than five heartbeats old and its spool held something then. A runner that
 /// ends with its spool delivered (a session's end) is no alarm: the quiet avatar rule covers
 /// an avatar that stops for longer than usual.
-pub fn runner_stopped(seen: &RunnerSeen, now: Millis) -> bool {
+pub(crate) fn runner_stopped(seen: &RunnerSeen, now: Millis) -> bool {
     now - seen.at > RUNNER_SILENT_AFTER && seen.backlog.is_some_and(|n| n > 0)
 }
 
 /// A failing streak in a script's runs (newest first), if its newest run failed.
-pub fn failing_streak(runs: &[ScriptRun]) -> Option<(usize, Option<Suspect>)> {
+pub(crate) fn failing_streak(runs: &[ScriptRun]) -> Option<(usize, Option<Suspect>)> {
     let streak = runs.iter().take_while(|r| !r.outcome.ok).count();
     if streak == 0 {
         return None;
@@ -187,7 +187,7 @@ pub fn failing_streak(runs: &[ScriptRun]) -> Option<(usize, Option<Suspect>)> {
 /// A streak's cause, the newest failure's first line, and how many of the streak (`runs`,
 /// newest first) failed with it; a failure that recorded no cause counts under "no cause
 /// recorded".
-pub fn streak_cause(runs: &[ScriptRun]) -> (String, usize) {
+pub(crate) fn streak_cause(runs: &[ScriptRun]) -> (String, usize) {
     let cause_of = |run: &ScriptRun| {
         run.outcome
             .failure
@@ -206,7 +206,7 @@ pub fn streak_cause(runs: &[ScriptRun]) -> (String, usize) {
 
 /// The 90th percentile of the gaps between `times` (any order); `None` with fewer than three
 /// runs, where nothing is usual yet.
-pub fn usual_gap(times: &mut [Millis]) -> Option<Millis> {
+pub(crate) fn usual_gap(times: &mut [Millis]) -> Option<Millis> {
     if times.len() < 3 {
         return None;
     }

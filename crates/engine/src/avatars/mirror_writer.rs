@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use crate::atomic_file::{Replace, write_atomic_with};
 
 /// The manifest in the mirror directory: a JSON map from wanted path to key.
-pub const MANIFEST: &str = ".manifest";
+pub(crate) const MANIFEST: &str = ".manifest";
 
 /// The mode of every mirror file: readable by everyone, writable by its owner only. `cp` gives
 /// a copy the source's mode (less the umask), and the spec's loop is "copy a family skill into
@@ -42,17 +42,17 @@ pub const MANIFEST: &str = ".manifest";
 /// editor refused it. The mirror itself stays unchanged by the folder's mode (0555: nothing
 /// is added, removed or renamed) and by the host guard, which denies the agent's own tools any
 /// write into `family-skills/`.
-pub const FILE_MODE: u32 = 0o644;
+pub(crate) const FILE_MODE: u32 = 0o644;
 
 /// The mode of the mirror directory and its sub-folders after a refresh.
-pub const DIR_MODE: u32 = 0o555;
+pub(crate) const DIR_MODE: u32 = 0o555;
 
 /// The mode of a folder while a refresh changes it.
 const OPEN_DIR_MODE: u32 = 0o755;
 
 /// The longest name of a mirror file or folder, in bytes; leaves room under the filesystem's
 /// 255-byte limit for the temp file's `.` + `.tmp-<pid>`.
-pub const MAX_NAME_BYTES: usize = 200;
+pub(crate) const MAX_NAME_BYTES: usize = 200;
 
 /// A larger manifest is treated as corrupt (2,000 entries take about 200 KB).
 const MAX_MANIFEST_BYTES: u64 = 64 * 1024 * 1024;

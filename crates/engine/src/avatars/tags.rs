@@ -29,11 +29,11 @@ pub const WIKI_FOLDERS: [(&str, &str); 5] = [
 /// The most pages read from one folder. rs-sdk's largest (items) holds one or two thousand; a
 /// folder of 100,000 is not a wiki's, and reading it all would make the vocabulary (and every
 /// process that compiles it) slow.
-pub const MAX_PAGES_PER_FOLDER: usize = 10_000;
+pub(crate) const MAX_PAGES_PER_FOLDER: usize = 10_000;
 
 /// How much of a page is read: its title is its first `# ` heading, at the top, and a large
 /// page must not cost its whole size.
-pub const PAGE_READ_BYTES: u64 = 64 * 1024;
+pub(crate) const PAGE_READ_BYTES: u64 = 64 * 1024;
 
 /// How many compiled vocabularies a process keeps (one per library it has opened, usually 1).
 const CACHED_VOCABULARIES: usize = 4;
@@ -372,7 +372,7 @@ pub fn vocabulary(store: &dyn Recording) -> Result<Arc<Vocabulary>, StoreError> 
 /// always works, so a typo would otherwise pass silently as a tag nothing else carries. Only
 /// kinds the library knows pages of are checked: a library whose wiki was never read knows no
 /// quests, so every quest tag would be "unknown".
-pub fn unknown_tags(
+pub(crate) fn unknown_tags(
     store: &dyn Store,
     vocabulary: &Vocabulary,
     tags: &[String],
@@ -407,7 +407,7 @@ pub fn unknown_tags(
 }
 
 /// The diagnostic for one unknown tag, naming where it was written.
-pub fn describe_unknown_tag(place: &str, tag: &str, meant: Option<&str>) -> String {
+pub(crate) fn describe_unknown_tag(place: &str, tag: &str, meant: Option<&str>) -> String {
     match meant {
         Some(meant) => format!(
             "{place}: tag `{tag}` is not in the vocabulary; did you mean `{meant}`? (a tag nothing else carries finds nothing)"

@@ -19,7 +19,7 @@ use crate::avatars::turn::{self, Boundary, MirrorPolicy, Offer, TurnError};
 use crate::workspace::{AgentFiles, LocalFiles};
 
 /// How many headed scripts not shared yet a wrap-up lists.
-pub const MAX_PROGRESS_LINES: usize = 3;
+pub(crate) const MAX_PROGRESS_LINES: usize = 3;
 
 /// What a wrap-up tells an agent.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -69,7 +69,7 @@ impl UnmeasuredRuns {
 }
 
 /// `1 run`, `3 runs`.
-pub fn runs_text(runs: i64) -> String {
+pub(crate) fn runs_text(runs: i64) -> String {
     if runs == 1 {
         "1 run".to_owned()
     } else {

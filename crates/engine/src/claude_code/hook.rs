@@ -25,14 +25,15 @@ use crate::workspace::{self, SANDBOX_ROOT};
 
 /// Pending-call notes older than this are swept away at a turn's end: their call never
 /// finished as far as the hooks could see.
-pub const STALE_PENDING_MILLIS: i64 = 24 * 60 * 60 * 1000;
+pub(crate) const STALE_PENDING_MILLIS: i64 = 24 * 60 * 60 * 1000;
 
 /// The variable that names the agent whose tool calls a hook sees: one settings file serves
 /// every bot of a checkout, so whoever starts the bot's Claude Code sets it.
-pub const AGENT_VARIABLE: &str = "MINDRUNE_AGENT";
+pub(crate) const AGENT_VARIABLE: &str = "MINDRUNE_AGENT";
 
+pub(crate) use super::payload::HookError;
+pub use super::payload::Payload;
 use super::payload::hook_error;
-pub use super::payload::{HookError, Payload};
 
 /// What a hook call asks of MindRune.
 #[derive(Debug, Clone, PartialEq)]
@@ -534,7 +535,7 @@ pub fn handle_workspace(
 
 /// The carried skills as a turn's added context: each one's name and when to use it, so a skill
 /// made live during the session is there on the next turn.
-pub fn carried_context(carried: &[String]) -> String {
+pub(crate) fn carried_context(carried: &[String]) -> String {
     if carried.is_empty() {
         return "MindRune carries no skills yet: look skills up with playbook_search.".into();
     }

@@ -11,5 +11,3 @@ pub mod answer;
 pub mod hook;
 mod payload;
 pub mod settings;
-
-pub use payload::{HookError, Payload};

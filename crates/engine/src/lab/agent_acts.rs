@@ -35,7 +35,7 @@ the package's bytes go in your answer, and the native apply step writes them aft
 ";
 
 /// The instructions of `act`: the host's note, then the package's contract text.
-pub fn instructions(act: Act) -> String {
+pub(crate) fn instructions(act: Act) -> String {
     let contract = match act {
         Act::Architecture => ARCHITECTURE_CONTRACT,
         Act::Author => AUTHOR_CONTRACT,
@@ -44,7 +44,7 @@ pub fn instructions(act: Act) -> String {
 }
 
 /// The answer's schema: `{"<output>": <Runx's schema of the contract>}`.
-pub fn answer_schema(act: Act) -> Value {
+pub(crate) fn answer_schema(act: Act) -> Value {
     let text = match act {
         Act::Architecture => DECISION_SCHEMA,
         Act::Author => DRAFT_SCHEMA,

@@ -78,14 +78,14 @@ fn manifest_journal(dir: &Path) -> Journal {
 }
 
 /// Whether an interrupted commit left its journal for this target.
-pub fn has_journal(repo_root: &Path, target_dir: &str) -> bool {
+pub(crate) fn has_journal(repo_root: &Path, target_dir: &str) -> bool {
     journal_dir(repo_root, target_dir).exists()
 }
 
 /// The per-target lock file `.runx/authoring/locks/<sha256(target_dir)>.lock`, as Runx names
 /// it. Held while a commit runs and while an interrupted one is rolled back, so two lab
 /// processes never interleave on one package. The lock is released when the file is dropped.
-pub fn lock(repo_root: &Path, target_dir: &str) -> Result<File, ApplyError> {
+pub(crate) fn lock(repo_root: &Path, target_dir: &str) -> Result<File, ApplyError> {
     create_contained_dir(repo_root, ".runx/authoring/locks")?;
     let path = contained(
         repo_root,
@@ -109,7 +109,7 @@ pub fn lock(repo_root: &Path, target_dir: &str) -> Result<File, ApplyError> {
 /// component may be a symlink (checked with `symlink_metadata`, one component at a time), so a
 /// write can never be redirected out of the workspace — not through the package, not through
 /// `.runx`, and not through a journal someone planted.
-pub fn contained(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError> {
+pub(crate) fn contained(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError> {
     let mut path = repo_root.to_path_buf();
     let mut parts = Path::new(relative).components().peekable();
     if parts.peek().is_none() {
@@ -156,7 +156,10 @@ pub fn contained(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError
 
 /// Creates a folder under the repo root (and its missing parents) without following a
 /// symlink anywhere on the way.
-pub fn create_contained_dir(repo_root: &Path, relative: &str) -> Result<PathBuf, ApplyError> {
+pub(crate) fn create_contained_dir(
+    repo_root: &Path,
+    relative: &str,
+) -> Result<PathBuf, ApplyError> {
     let path = contained(repo_root, relative)?;
     fs::create_dir_all(&path).map_err(io_error("create", &path))?;
     // A racing writer could have put a symlink in while the folders were made: check again.
@@ -231,7 +234,7 @@ fn check_manifest(manifest: &Manifest, target_dir: &str) -> Result<(), String> {
 
 /// Rolls back an apply that was interrupted, if its journal is there. The caller holds the
 /// target's [`lock`]. Returns whether anything was rolled back.
-pub fn recover(repo_root: &Path, target_dir: &str) -> Result<bool, ApplyError> {
+pub(crate) fn recover(repo_root: &Path, target_dir: &str) -> Result<bool, ApplyError> {
     let dir = journal_dir(repo_root, target_dir);
     let journal = manifest_journal(&dir);
     let manifest_path = journal.manifest();

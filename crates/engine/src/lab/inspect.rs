@@ -22,10 +22,10 @@ use super::harness::scratch;
 use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 
 /// The packet id of the authoring context.
-pub const AUTHORING_CONTEXT_SCHEMA: &str = "runx.skill_lab.authoring_context.v1";
+pub(crate) const AUTHORING_CONTEXT_SCHEMA: &str = "runx.skill_lab.authoring_context.v1";
 
 /// The native tools MindRune's Skill Lab and harness provide, as the catalog shows them.
-pub const NATIVE_TOOLS: [(&str, &str, &[&str]); 8] = [
+pub(crate) const NATIVE_TOOLS: [(&str, &str, &[&str]); 8] = [
     (
         "runx.skill.inspect",
         "Inspect a package target, its metrics and digest, and the workspace catalog.",
@@ -171,12 +171,6 @@ fn workspace_context(root: &Path, catalog: Value) -> Value {
         "catalog_skills": catalog,
         "core_tools": core_tools(),
     })
-}
-
-/// The package's `runx.skill.inspect.v1` inspection (`skill_path` is the folder it was read
-/// from), or Runx's `{status: invalid, error}` as repair context.
-pub fn inspection(files: &[SnapshotFile], skill_path: &Path) -> Value {
-    inspection_of(&parse(files, skill_path))
 }
 
 fn parse(files: &[SnapshotFile], skill_path: &Path) -> Parsed {

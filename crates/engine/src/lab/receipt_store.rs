@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::atomic_file::sync_dir;
 
 /// Overrides the receipt folder, as it does for Runx.
-pub const RECEIPT_DIR_ENV: &str = "RUNX_RECEIPT_DIR";
+pub(crate) const RECEIPT_DIR_ENV: &str = "RUNX_RECEIPT_DIR";
 /// Names the signing key file to use instead of the repository's own.
 pub const SIGNING_KEY_ENV: &str = "MINDRUNE_LAB_SIGNING_KEY";
 /// Receipts are a few kilobytes; anything far larger is not one and is not read into memory.

@@ -42,7 +42,7 @@ pub struct SealRequest {
 }
 
 /// The current time as Runx writes receipt timestamps (`2026-05-22T00:00:00.123Z`).
-pub fn now_timestamp() -> String {
+pub(crate) fn now_timestamp() -> String {
     let now = OffsetDateTime::now_utc();
     let now = now
         .replace_nanosecond(now.millisecond() as u32 * 1_000_000)
@@ -52,7 +52,10 @@ pub fn now_timestamp() -> String {
 }
 
 /// Builds the receipt draft for `request`, closed at `at`.
-pub fn draft(request: &SealRequest, at: &str) -> Result<ReceiptDraft, receipt::ReceiptError> {
+pub(crate) fn draft(
+    request: &SealRequest,
+    at: &str,
+) -> Result<ReceiptDraft, receipt::ReceiptError> {
     // The subject kind is open in Runx; its reference type is not. Runx's runtime names what
     // ran by a `harness` reference (`hrn_<graph>_<node>`), and so does the lab, for a run and a
     // replayed case alike.
@@ -114,7 +117,7 @@ pub fn draft(request: &SealRequest, at: &str) -> Result<ReceiptDraft, receipt::R
 }
 
 /// Seals `request` with `key` and stores it; returns the receipt id and its file.
-pub fn seal_into(
+pub(crate) fn seal_into(
     store: &ReceiptStore,
     key: &SigningKey,
     request: &SealRequest,
@@ -202,7 +205,7 @@ pub fn run_request(report: &RunReport) -> SealRequest {
 }
 
 /// The receipt a harness case seals, from its outcome.
-pub fn case_request(outcome: &CaseOutcome) -> SealRequest {
+pub(crate) fn case_request(outcome: &CaseOutcome) -> SealRequest {
     let disposition = match outcome.disposition.as_str() {
         "closed" => Disposition::Closed,
         "deferred" => Disposition::Deferred,

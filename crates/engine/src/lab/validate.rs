@@ -33,11 +33,11 @@ use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 const MAX_NESTING: usize = 2;
 
 /// Makes a fresh sealer for one harness replay: every replay gets its own throwaway store.
-pub type SealerFactory = dyn Fn() -> Box<dyn CaseSealer>;
+pub(crate) type SealerFactory = dyn Fn() -> Box<dyn CaseSealer>;
 
 /// Replays a loaded package's declared harness. `dir` is where the package lies: its declared
 /// packet schemas are looked up from there, as Runx looks them up ([`PacketCatalog`]).
-pub fn replay_package(
+pub(crate) fn replay_package(
     dir: &Path,
     files: &[SnapshotFile],
     package: &Package,
@@ -153,7 +153,7 @@ impl CandidateCheck for PackageValidator<'_> {
 }
 
 /// One line naming the count and the first few assertion errors.
-pub fn harness_failure(run: &HarnessRun) -> String {
+pub(crate) fn harness_failure(run: &HarnessRun) -> String {
     let errors = &run.report.assertion_errors;
     let shown: Vec<&str> = errors.iter().take(5).map(String::as_str).collect();
     let more = errors.len().saturating_sub(shown.len());

@@ -15,8 +15,8 @@ use super::ledger::{self, Card, CardKind, CardState};
 use super::{PlaybookError, Playbooks, Rule};
 
 /// Who answered a card: the human, or the runtime on its own under a policy of `auto`.
-pub const HUMAN: &str = "human";
-pub const AUTO: &str = "auto";
+pub(crate) const HUMAN: &str = "human";
+pub(crate) const AUTO: &str = "auto";
 
 /// The answer a card got.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,15 +12,15 @@ pub const CONFIG_FILE: &str = "playbooks.toml";
 pub const PERMISSIONS_FILE: &str = "permissions.yaml";
 
 /// The default for `max_waiting_drafts`: enough for a day's suggestions, few enough to read.
-pub const DEFAULT_MAX_WAITING_DRAFTS: usize = 5;
+pub(crate) const DEFAULT_MAX_WAITING_DRAFTS: usize = 5;
 /// The default for `carry_over_tool_calls`: a task closed as done after this many tool calls
 /// was worth writing down.
-pub const DEFAULT_CARRY_OVER_TOOL_CALLS: u32 = 8;
+pub(crate) const DEFAULT_CARRY_OVER_TOOL_CALLS: u32 = 8;
 
 /// The default for `fixer_budget_usd`: a few reads of a skill and a transcript, and one answer.
-pub const DEFAULT_FIXER_BUDGET_USD: f64 = 1.0;
+pub(crate) const DEFAULT_FIXER_BUDGET_USD: f64 = 1.0;
 /// The default for `fixer_timeout_secs`.
-pub const DEFAULT_FIXER_TIMEOUT_SECS: u64 = 600;
+pub(crate) const DEFAULT_FIXER_TIMEOUT_SECS: u64 = 600;
 
 /// Which fixer a report starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +151,7 @@ impl PlaybookConfig {
 }
 
 /// Reads `<workspace>/permissions.yaml`, or the shipped default when there is none.
-pub fn load_permissions(workspace: &Path) -> Result<Permissions, PlaybookError> {
+pub(crate) fn load_permissions(workspace: &Path) -> Result<Permissions, PlaybookError> {
     let path = workspace.join(PERMISSIONS_FILE);
     match std::fs::read_to_string(&path) {
         Ok(text) => Permissions::parse(&text).map_err(|err| PlaybookError::Config {

@@ -23,7 +23,7 @@ use std::path::Path;
 use serde_json::Value;
 
 /// The most of a turn record read: a day-long transcript fits many times over.
-pub const MAX_RECORD_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_RECORD_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What one turn cost, as far as its record says.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,7 +79,7 @@ impl Cost {
 
 /// The cost of the turns whose records are at `turns` (as the host named them; a relative one
 /// is taken from the workspace, as a report's `turn` is).
-pub fn of_turns<'a>(turns: impl IntoIterator<Item = &'a str>, workspace: &Path) -> Cost {
+pub(crate) fn of_turns<'a>(turns: impl IntoIterator<Item = &'a str>, workspace: &Path) -> Cost {
     let mut cost = Cost::default();
     for turn in turns {
         let path = workspace.join(turn);

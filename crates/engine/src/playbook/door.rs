@@ -406,7 +406,7 @@ pub(crate) fn set_aside_orphan_drafts(
 }
 
 /// The human's reason from a `REASON.md` (its text after the heading lines MindRune writes).
-pub fn reason_of(text: &str) -> String {
+pub(crate) fn reason_of(text: &str) -> String {
     text.lines()
         .filter(|line| !line.starts_with('#') && !line.starts_with("Turned down "))
         .collect::<Vec<_>>()

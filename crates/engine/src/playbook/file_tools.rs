@@ -19,7 +19,7 @@ use super::{PlaybookError, Playbooks, Rule, io_error};
 use crate::workspace::{self, ReadError};
 
 /// The largest file `workspace_read` returns.
-pub const MAX_READ_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_READ_BYTES: u64 = 1024 * 1024;
 /// The largest file `file_write` writes.
 pub const MAX_WRITE_BYTES: usize = 10 * 1024 * 1024;
 
@@ -331,7 +331,7 @@ fn identity(metadata: &fs::Metadata) -> (u64, u64) {
 
 /// Whether a clean workspace-relative path is one of MindRune's own: the `.mindrune/` folder,
 /// `playbooks.toml` or `permissions.yaml` (compared as a case-insensitive disk would).
-pub fn is_runtime_path(relative: &Path) -> bool {
+pub(crate) fn is_runtime_path(relative: &Path) -> bool {
     let names: Vec<String> = relative
         .components()
         .map(|component| {
@@ -352,7 +352,7 @@ pub fn is_runtime_path(relative: &Path) -> bool {
 
 /// Whether a clean workspace-relative path is in `skills/`, comparing the first component the
 /// way a case-insensitive disk would (and ignoring the trailing dots and spaces Windows drops).
-pub fn is_skills_path(relative: &Path) -> bool {
+pub(crate) fn is_skills_path(relative: &Path) -> bool {
     let Some(Component::Normal(first)) = relative.components().next() else {
         return false;
     };

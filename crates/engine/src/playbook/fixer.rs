@@ -243,7 +243,7 @@ pub fn run_command_masked(
 }
 
 /// What the token is written as in the fixer's log.
-pub const TOKEN_MASK: &str = "[MINDRUNE_FIXER_TOKEN]";
+pub(crate) const TOKEN_MASK: &str = "[MINDRUNE_FIXER_TOKEN]";
 
 /// Copies one of the fixer's outputs into its log with every occurrence of `token` masked. The
 /// last `token.len() - 1` bytes wait for the next read, so a token split across two reads is

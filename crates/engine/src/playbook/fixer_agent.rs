@@ -20,10 +20,10 @@ use super::{PlaybookError, Playbooks, Rule};
 use crate::agent::{self, Act, AgentFailure, AgentLimits, Attempt, Backend, READ_ONLY_TOOLS};
 
 /// The act's name.
-pub const ACT: &str = "skill-fixer";
+pub(crate) const ACT: &str = "skill-fixer";
 
 /// What the fixer is told: the spec's §5–6 reasoning, as its task.
-pub const INSTRUCTIONS: &str = "\
+pub(crate) const INSTRUCTIONS: &str = "\
 You are MindRune's skill fixer. An assistant followed a skill — a markdown procedure, SKILL.md, \
 whose frontmatter lists numbered `steps`, each naming the one tool it uses — and reported that \
 one step failed, was wrong, or is missing. You were not told what went wrong, because the agent \
@@ -63,7 +63,7 @@ and the human reviews a revision unless they chose otherwise.
 ";
 
 /// The answer's JSON Schema (what Claude Code's `--json-schema` holds the answer to).
-pub fn answer_schema() -> Value {
+pub(crate) fn answer_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -88,7 +88,7 @@ struct Answer {
 
 /// The fixer's admitted answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     Stop {
         reason: String,
     },

@@ -19,10 +19,10 @@ use serde_json::Value;
 use super::{PlaybookError, Playbooks, Rule, io_error, layout};
 
 /// Where the newest turn record is kept, under `.mindrune/`.
-pub const HOST_TURN_FILE: &str = "host-turn.json";
+pub(crate) const HOST_TURN_FILE: &str = "host-turn.json";
 
 /// The most of a transcript the observer reads (its end: the newest turns).
-pub const MAX_TRANSCRIPT_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_TRANSCRIPT_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What the host said last about its turn record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,7 +32,7 @@ pub struct HostTurn {
 }
 
 /// The session Claude Code runs an MCP server for names itself in the server's environment.
-pub const SESSION_VARIABLE: &str = "CLAUDE_CODE_SESSION_ID";
+pub(crate) const SESSION_VARIABLE: &str = "CLAUDE_CODE_SESSION_ID";
 
 /// The most sessions whose turn record is kept.
 const MAX_SESSIONS: usize = 64;

@@ -27,7 +27,7 @@ const JOURNAL: &str = "applying.json";
 /// One file operation, safe to repeat. Paths are relative to the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
-pub enum Step {
+pub(crate) enum Step {
     /// Write a file atomically with these exact contents.
     Write { path: String, text: String },
     /// Move a folder; done when `from` is gone and `to` is there.
@@ -38,7 +38,7 @@ pub enum Step {
 
 /// A card's answer and the file operations that carry it out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub card: i64,
     pub state: String,
     pub answered_by: String,
@@ -56,14 +56,14 @@ pub struct Entry {
 /// A card's row as it was filed, kept in the journal (see [`Entry::filed`]): its kind and the
 /// row itself, whose fields the journal holds beside `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct FiledCard {
+pub(crate) struct FiledCard {
     pub kind: String,
     #[serde(flatten)]
     pub card: ledger::NewCard,
 }
 
 impl FiledCard {
-    pub fn new(kind: ledger::CardKind, card: &ledger::NewCard) -> FiledCard {
+    pub(crate) fn new(kind: ledger::CardKind, card: &ledger::NewCard) -> FiledCard {
         FiledCard {
             kind: kind.as_str().to_string(),
             card: card.clone(),
@@ -81,7 +81,11 @@ fn journal(workspace: &Path) -> Journal {
 
 /// Writes the journal, does every step, and answers the card, inside the caller's locked
 /// transaction. The caller removes the journal with [`clear`] after the commit.
-pub fn apply(workspace: &Path, tx: &Transaction<'_>, entry: &Entry) -> Result<(), PlaybookError> {
+pub(crate) fn apply(
+    workspace: &Path,
+    tx: &Transaction<'_>,
+    entry: &Entry,
+) -> Result<(), PlaybookError> {
     let journal = journal(workspace);
     journal.arm(entry, None).map_err(|err| match err {
         JournalError::Io(source) => io_error("write", journal.manifest())(source),
@@ -179,7 +183,7 @@ fn remove_interrupted_temps(path: &Path) -> Result<(), PlaybookError> {
 
 /// Finishes a change a crash interrupted, inside the caller's locked transaction. Called at
 /// the start of every locked write of a workspace.
-pub fn recover(workspace: &Path, tx: &Transaction<'_>) -> Result<(), PlaybookError> {
+pub(crate) fn recover(workspace: &Path, tx: &Transaction<'_>) -> Result<(), PlaybookError> {
     let journal = journal(workspace);
     // The journal is written atomically, so it is whole or absent; anything else is not ours.
     let entry: Entry = match journal.read() {
@@ -204,12 +208,12 @@ pub fn recover(workspace: &Path, tx: &Transaction<'_>) -> Result<(), PlaybookErr
 }
 
 /// Whether an interrupted change waits to be finished.
-pub fn pending(workspace: &Path) -> bool {
+pub(crate) fn pending(workspace: &Path) -> bool {
     journal(workspace).pending()
 }
 
 /// Removes the journal once the ledger has committed.
-pub fn clear(workspace: &Path) -> Result<(), PlaybookError> {
+pub(crate) fn clear(workspace: &Path) -> Result<(), PlaybookError> {
     let journal = journal(workspace);
     journal
         .retire()

@@ -19,17 +19,17 @@ use mindrune_core::playbook::skill_file::{self, SkillFile, Status};
 use super::{PlaybookError, Rule, io_error};
 use crate::atomic_file::{Replace, write_atomic_with};
 
-pub const SKILLS: &str = "skills";
-pub const PENDING: &str = "pending";
-pub const REJECTED: &str = "rejected";
-pub const HISTORY: &str = "history";
-pub const SKILL_FILE: &str = "SKILL.md";
-pub const REASON_FILE: &str = "REASON.md";
-pub const CARRIED: &str = "carried.txt";
-pub const MAX_NAME_LEN: usize = 64;
+pub(crate) const SKILLS: &str = "skills";
+pub(crate) const PENDING: &str = "pending";
+pub(crate) const REJECTED: &str = "rejected";
+pub(crate) const HISTORY: &str = "history";
+pub(crate) const SKILL_FILE: &str = "SKILL.md";
+pub(crate) const REASON_FILE: &str = "REASON.md";
+pub(crate) const CARRIED: &str = "carried.txt";
+pub(crate) const MAX_NAME_LEN: usize = 64;
 
 /// Makes `skills/`, `skills/pending/`, `skills/rejected/` and `.mindrune/` when missing.
-pub fn prepare(workspace: &Path) -> Result<(), PlaybookError> {
+pub(crate) fn prepare(workspace: &Path) -> Result<(), PlaybookError> {
     for dir in [
         skills_dir(workspace),
         skills_dir(workspace).join(PENDING),
@@ -45,7 +45,7 @@ pub fn skills_dir(workspace: &Path) -> PathBuf {
     workspace.join(SKILLS)
 }
 
-pub fn ledger_path(workspace: &Path) -> PathBuf {
+pub(crate) fn ledger_path(workspace: &Path) -> PathBuf {
     workspace.join(".mindrune").join("playbooks.sqlite3")
 }
 
@@ -53,15 +53,15 @@ pub fn live_dir(workspace: &Path, name: &str) -> PathBuf {
     skills_dir(workspace).join(name)
 }
 
-pub fn pending_dir(workspace: &Path, name: &str) -> PathBuf {
+pub(crate) fn pending_dir(workspace: &Path, name: &str) -> PathBuf {
     skills_dir(workspace).join(PENDING).join(name)
 }
 
-pub fn rejected_dir(workspace: &Path, name: &str) -> PathBuf {
+pub(crate) fn rejected_dir(workspace: &Path, name: &str) -> PathBuf {
     skills_dir(workspace).join(REJECTED).join(name)
 }
 
-pub fn history_dir(workspace: &Path, name: &str, version: u32) -> PathBuf {
+pub(crate) fn history_dir(workspace: &Path, name: &str, version: u32) -> PathBuf {
     live_dir(workspace, name)
         .join(HISTORY)
         .join(version.to_string())
@@ -71,7 +71,7 @@ pub fn history_dir(workspace: &Path, name: &str, version: u32) -> PathBuf {
 /// starting with a letter or digit, at most 64 bytes, and not one of the folders `skills/`
 /// keeps for itself. Capitals are refused so that `Weekly` and `weekly` cannot be two skills on
 /// a case-insensitive disk.
-pub fn check_name(name: &str) -> Result<(), PlaybookError> {
+pub(crate) fn check_name(name: &str) -> Result<(), PlaybookError> {
     let refuse = |why: &str| {
         Err(PlaybookError::refused(
             Rule::BadName,
@@ -117,7 +117,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PlaybookError> {
 
 /// Moves a folder to a new place in one rename (both are under `skills/`, one filesystem), and
 /// fsyncs both parents so the move survives a crash.
-pub fn move_dir(from: &Path, to: &Path) -> Result<(), PlaybookError> {
+pub(crate) fn move_dir(from: &Path, to: &Path) -> Result<(), PlaybookError> {
     if let Some(parent) = to.parent() {
         fs::create_dir_all(parent).map_err(io_error("create", parent))?;
     }
@@ -192,7 +192,7 @@ impl OnDisk {
 }
 
 /// Reads one skill folder.
-pub fn load(dir: &Path, name: &str) -> Result<Option<OnDisk>, PlaybookError> {
+pub(crate) fn load(dir: &Path, name: &str) -> Result<Option<OnDisk>, PlaybookError> {
     let Some(text) = read_skill_text(dir)? else {
         return Ok(None);
     };
@@ -209,7 +209,7 @@ pub fn load(dir: &Path, name: &str) -> Result<Option<OnDisk>, PlaybookError> {
 
 /// Every skill in a folder of skill folders (`skills/` itself, or `skills/pending/`), in name
 /// order. Folders without a `SKILL.md`, symlinks and the reserved folders are skipped.
-pub fn list(folder: &Path) -> Result<Vec<OnDisk>, PlaybookError> {
+pub(crate) fn list(folder: &Path) -> Result<Vec<OnDisk>, PlaybookError> {
     let entries = match fs::read_dir(folder) {
         Ok(entries) => entries,
         Err(err) if err.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
@@ -267,7 +267,11 @@ pub fn carried(workspace: &Path) -> Result<Vec<String>, PlaybookError> {
 
 /// Adds a name to, or removes it from, `skills/carried.txt` (atomically; a no-op when it is
 /// already so).
-pub fn set_carried(workspace: &Path, name: &str, carried_now: bool) -> Result<(), PlaybookError> {
+pub(crate) fn set_carried(
+    workspace: &Path,
+    name: &str,
+    carried_now: bool,
+) -> Result<(), PlaybookError> {
     let mut names = carried(workspace)?;
     let present = names.iter().any(|carried| carried == name);
     match (present, carried_now) {

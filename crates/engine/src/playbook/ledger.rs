@@ -120,7 +120,7 @@ pub struct Card {
 
 /// A card about to be filed (also kept in the journal, see `journal::FiledCard`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct NewCard {
+pub(crate) struct NewCard {
     pub skill: String,
     pub filed_by: String,
     pub proposal: Option<String>,
@@ -185,7 +185,7 @@ fn usage_from_row(row: &Row<'_>) -> rusqlite::Result<UsageLine> {
 }
 
 /// The time now as RFC 3339 UTC, to the second.
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     let now = time::OffsetDateTime::now_utc()
         .replace_nanosecond(0)
         .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
@@ -357,7 +357,7 @@ impl From<rusqlite::Error> for PlaybookError {
     }
 }
 
-pub fn card_by_id(connection: &Connection, id: i64) -> rusqlite::Result<Option<Card>> {
+pub(crate) fn card_by_id(connection: &Connection, id: i64) -> rusqlite::Result<Option<Card>> {
     connection
         .query_row(
             &format!("SELECT {CARD_COLUMNS} FROM cards WHERE id = ?1"),
@@ -368,7 +368,7 @@ pub fn card_by_id(connection: &Connection, id: i64) -> rusqlite::Result<Option<C
 }
 
 /// Files a card in the waiting state and returns its id.
-pub fn file_card(
+pub(crate) fn file_card(
     tx: &Transaction<'_>,
     kind: CardKind,
     card: &NewCard,
@@ -395,7 +395,7 @@ pub fn file_card(
 
 /// Marks a card answered. Only a waiting card can be: the `WHERE` makes a second answer (even
 /// from another process) change nothing, and the caller checks the count.
-pub fn answer_card(
+pub(crate) fn answer_card(
     tx: &Transaction<'_>,
     id: i64,
     state: CardState,
@@ -413,7 +413,7 @@ pub fn answer_card(
 
 /// Writes what happened to a card that stays waiting (an approval that could not be applied
 /// and is left for the human to mend).
-pub fn note_card(tx: &Transaction<'_>, id: i64, outcome: &str) -> Result<(), PlaybookError> {
+pub(crate) fn note_card(tx: &Transaction<'_>, id: i64, outcome: &str) -> Result<(), PlaybookError> {
     tx.execute(
         "UPDATE cards SET outcome = ?2 WHERE id = ?1 AND state = 'waiting'",
         params![id, outcome],
@@ -422,7 +422,7 @@ pub fn note_card(tx: &Transaction<'_>, id: i64, outcome: &str) -> Result<(), Pla
 }
 
 /// Waiting cards of one kind for one skill (or any skill when `skill` is `None`).
-pub fn waiting_count(
+pub(crate) fn waiting_count(
     tx: &Connection,
     kind: CardKind,
     skill: Option<&str>,
@@ -437,7 +437,7 @@ pub fn waiting_count(
 
 /// Files again, under its own number, a card a crash took before its transaction committed
 /// (the apply journal kept it); a card already there is left as it is.
-pub fn refile_card(
+pub(crate) fn refile_card(
     tx: &Transaction<'_>,
     id: i64,
     kind: &str,
@@ -465,7 +465,10 @@ pub fn refile_card(
 }
 
 /// The newest waiting card that would create `skill`.
-pub fn waiting_create_card(connection: &Connection, skill: &str) -> rusqlite::Result<Option<i64>> {
+pub(crate) fn waiting_create_card(
+    connection: &Connection,
+    skill: &str,
+) -> rusqlite::Result<Option<i64>> {
     connection
         .query_row(
             "SELECT id FROM cards WHERE kind = 'create' AND skill = ?1 AND state = 'waiting' ORDER BY id DESC",
@@ -476,7 +479,7 @@ pub fn waiting_create_card(connection: &Connection, skill: &str) -> rusqlite::Re
 }
 
 /// The revision card filed for a report, if one was.
-pub fn revision_card_for_report(
+pub(crate) fn revision_card_for_report(
     connection: &Connection,
     report: i64,
 ) -> rusqlite::Result<Option<i64>> {
@@ -490,7 +493,7 @@ pub fn revision_card_for_report(
 }
 
 /// Keeps one more piece of evidence for a skill.
-pub fn add_evidence(tx: &Transaction<'_>, skill: &str, text: &str) -> rusqlite::Result<()> {
+pub(crate) fn add_evidence(tx: &Transaction<'_>, skill: &str, text: &str) -> rusqlite::Result<()> {
     tx.execute(
         "INSERT INTO evidence (at, skill, text) VALUES (?1, ?2, ?3)",
         params![now(), skill, text],
@@ -500,7 +503,7 @@ pub fn add_evidence(tx: &Transaction<'_>, skill: &str, text: &str) -> rusqlite::
 
 /// A correction the assistant reported, with the digest of the fixer's token when a fixer was
 /// started on it; returns the report's id.
-pub fn add_correction(
+pub(crate) fn add_correction(
     tx: &Transaction<'_>,
     skill: &str,
     revision: u32,
@@ -516,7 +519,7 @@ pub fn add_correction(
 }
 
 /// Writes why the fixer stopped on a report; whether there was such a report.
-pub fn note_fixer_stopped(
+pub(crate) fn note_fixer_stopped(
     tx: &Transaction<'_>,
     report: i64,
     reason: &str,
@@ -529,7 +532,7 @@ pub fn note_fixer_stopped(
 }
 
 /// The digest of the token the fixer of a report was given (`None`: no fixer was started).
-pub fn fixer_token_digest(
+pub(crate) fn fixer_token_digest(
     connection: &Connection,
     report: i64,
 ) -> rusqlite::Result<Option<String>> {
@@ -541,7 +544,10 @@ pub fn fixer_token_digest(
 }
 
 /// The fixer's notes on a skill's reports, oldest first: (report id, note).
-pub fn fixer_notes(connection: &Connection, skill: &str) -> rusqlite::Result<Vec<(i64, String)>> {
+pub(crate) fn fixer_notes(
+    connection: &Connection,
+    skill: &str,
+) -> rusqlite::Result<Vec<(i64, String)>> {
     let mut statement = connection.prepare(
         "SELECT id, fixer_note FROM usage WHERE skill = ?1 AND fixer_note IS NOT NULL ORDER BY id",
     )?;
@@ -551,7 +557,11 @@ pub fn fixer_notes(connection: &Connection, skill: &str) -> rusqlite::Result<Vec
 }
 
 /// Keeps a suggestion for the assistant; returns its id.
-pub fn add_suggestion(tx: &Transaction<'_>, source: &str, text: &str) -> rusqlite::Result<i64> {
+pub(crate) fn add_suggestion(
+    tx: &Transaction<'_>,
+    source: &str,
+    text: &str,
+) -> rusqlite::Result<i64> {
     tx.execute(
         "INSERT INTO suggestions (at, source, text) VALUES (?1, ?2, ?3)",
         params![now(), source, text],
@@ -560,7 +570,7 @@ pub fn add_suggestion(tx: &Transaction<'_>, source: &str, text: &str) -> rusqlit
 }
 
 /// How many suggestions the assistant has not been shown.
-pub fn unshown_suggestions(connection: &Connection) -> rusqlite::Result<i64> {
+pub(crate) fn unshown_suggestions(connection: &Connection) -> rusqlite::Result<i64> {
     connection.query_row(
         "SELECT count(*) FROM suggestions WHERE shown = 0",
         [],
@@ -569,7 +579,7 @@ pub fn unshown_suggestions(connection: &Connection) -> rusqlite::Result<i64> {
 }
 
 /// The suggestions not shown yet, oldest first, marked shown.
-pub fn take_unshown_suggestions(tx: &Transaction<'_>) -> rusqlite::Result<Vec<String>> {
+pub(crate) fn take_unshown_suggestions(tx: &Transaction<'_>) -> rusqlite::Result<Vec<String>> {
     let texts: Vec<String> = {
         let mut statement =
             tx.prepare("SELECT text FROM suggestions WHERE shown = 0 ORDER BY id")?;
@@ -582,7 +592,10 @@ pub fn take_unshown_suggestions(tx: &Transaction<'_>) -> rusqlite::Result<Vec<St
 }
 
 /// How many of the observer's suggestions have a text matching a `LIKE` pattern.
-pub fn observer_suggestions_like(connection: &Connection, pattern: &str) -> rusqlite::Result<i64> {
+pub(crate) fn observer_suggestions_like(
+    connection: &Connection,
+    pattern: &str,
+) -> rusqlite::Result<i64> {
     connection.query_row(
         "SELECT count(*) FROM suggestions WHERE source = 'observer' AND text LIKE ?1",
         [pattern],
@@ -591,7 +604,7 @@ pub fn observer_suggestions_like(connection: &Connection, pattern: &str) -> rusq
 }
 
 /// One row of the search index's bookkeeping (`skill_indexed`).
-pub struct IndexedSkill {
+pub(crate) struct IndexedSkill {
     pub name: String,
     /// The FTS row, or -1 for a skill that is known but not searchable (draft, retired,
     /// unreadable).
@@ -600,7 +613,7 @@ pub struct IndexedSkill {
 }
 
 /// A skill's searchable text, one FTS column each.
-pub struct SearchText<'a> {
+pub(crate) struct SearchText<'a> {
     pub name: &'a str,
     pub trigger: &'a str,
     pub use_when: &'a str,
@@ -610,10 +623,13 @@ pub struct SearchText<'a> {
 }
 
 /// A search result row: name, use_when, trigger and BM25 rank.
-pub type SearchRow = (String, String, String, f64);
+pub(crate) type SearchRow = (String, String, String, f64);
 
 /// Every indexed skill, by name, unranked (rank 0).
-pub fn search_all(connection: &Connection, limit: usize) -> rusqlite::Result<Vec<SearchRow>> {
+pub(crate) fn search_all(
+    connection: &Connection,
+    limit: usize,
+) -> rusqlite::Result<Vec<SearchRow>> {
     let mut statement = connection
         .prepare("SELECT name, use_when, trigger, 0.0 FROM skill_search ORDER BY name LIMIT ?1")?;
     statement
@@ -624,7 +640,7 @@ pub fn search_all(connection: &Connection, limit: usize) -> rusqlite::Result<Vec
 }
 
 /// The skills an FTS5 `MATCH` expression finds, best first.
-pub fn search_matching(
+pub(crate) fn search_matching(
     connection: &Connection,
     expression: &str,
     limit: usize,
@@ -640,7 +656,7 @@ pub fn search_matching(
         .collect()
 }
 
-pub fn indexed_skills(connection: &Connection) -> rusqlite::Result<Vec<IndexedSkill>> {
+pub(crate) fn indexed_skills(connection: &Connection) -> rusqlite::Result<Vec<IndexedSkill>> {
     let mut statement = connection.prepare("SELECT name, search_row, stamp FROM skill_indexed")?;
     statement
         .query_map([], |row| {
@@ -654,7 +670,7 @@ pub fn indexed_skills(connection: &Connection) -> rusqlite::Result<Vec<IndexedSk
 }
 
 /// Adds a skill's text to the search index; returns its FTS row.
-pub fn add_search_row(tx: &Transaction<'_>, text: &SearchText<'_>) -> rusqlite::Result<i64> {
+pub(crate) fn add_search_row(tx: &Transaction<'_>, text: &SearchText<'_>) -> rusqlite::Result<i64> {
     tx.execute(
         "INSERT INTO skill_search (name, trigger, use_when, not_when, steps, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         params![
@@ -669,13 +685,13 @@ pub fn add_search_row(tx: &Transaction<'_>, text: &SearchText<'_>) -> rusqlite::
     Ok(tx.last_insert_rowid())
 }
 
-pub fn remove_search_row(tx: &Transaction<'_>, search_row: i64) -> rusqlite::Result<()> {
+pub(crate) fn remove_search_row(tx: &Transaction<'_>, search_row: i64) -> rusqlite::Result<()> {
     tx.execute("DELETE FROM skill_search WHERE rowid = ?1", [search_row])?;
     Ok(())
 }
 
 /// Notes what the index holds of a skill, and the stamp of the file it was read from.
-pub fn note_indexed(
+pub(crate) fn note_indexed(
     tx: &Transaction<'_>,
     name: &str,
     fingerprint: &str,
@@ -689,7 +705,7 @@ pub fn note_indexed(
     Ok(())
 }
 
-pub fn forget_indexed(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<()> {
+pub(crate) fn forget_indexed(tx: &Transaction<'_>, name: &str) -> rusqlite::Result<()> {
     tx.execute("DELETE FROM skill_indexed WHERE name = ?1", [name])?;
     Ok(())
 }

@@ -32,10 +32,10 @@ pub mod door;
 pub mod file_tools;
 pub mod fixer;
 pub mod fixer_agent;
-pub mod host;
-pub mod journal;
+pub(crate) mod host;
+mod journal;
 pub mod layout;
-pub mod ledger;
+mod ledger;
 pub mod record;
 pub mod refine;
 pub mod report;
@@ -47,8 +47,9 @@ use std::path::{Path, PathBuf};
 use mindrune_core::playbook::permissions::Permissions;
 use mindrune_core::secrets::Scrubber;
 
-pub use config::PlaybookConfig;
-pub use ledger::{Card, CardKind, CardState, Ledger};
+pub(crate) use config::PlaybookConfig;
+pub(crate) use ledger::Ledger;
+pub use ledger::{Card, CardKind, CardState};
 
 /// The tools MindRune's own MCP server offers; every runtime that talks to it has them.
 pub const MCP_TOOLS: [&str; 8] = [

@@ -34,7 +34,7 @@ pub const MAX_QUERY_WORDS: usize = 64;
 /// The words of a query as FTS5 terms: lowercased, each once, in the order first seen. Linear in
 /// the query's length (one pass, a hash set). Refuses a query over [`MAX_QUERY_BYTES`] or with
 /// more than [`MAX_QUERY_WORDS`] distinct words, saying the bound and what to do.
-pub fn query_terms(query: &str) -> Result<Vec<String>, PlaybookError> {
+pub(crate) fn query_terms(query: &str) -> Result<Vec<String>, PlaybookError> {
     if query.len() > MAX_QUERY_BYTES {
         return Err(PlaybookError::refused(
             super::Rule::Invalid,

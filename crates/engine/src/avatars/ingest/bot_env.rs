@@ -5,7 +5,7 @@ use mindrune_core::secrets;
 use crate::workspace::{AgentFiles, MAX_SCRIPT_BYTES, ReadError};
 
 /// The largest `bot.env` read for its secrets; one larger is refused, not read in part.
-pub const MAX_BOT_ENV_BYTES: u64 = MAX_SCRIPT_BYTES;
+pub(crate) const MAX_BOT_ENV_BYTES: u64 = MAX_SCRIPT_BYTES;
 
 /// A bot's `bot.env` that exists but cannot be read: nothing of the bot's may be stored or
 /// sent until it can, since its password could not be scrubbed.

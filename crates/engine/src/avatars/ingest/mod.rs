@@ -21,7 +21,7 @@ use mindrune_store::{
 use crate::workspace::{self, AgentFiles, FileStamp, LocalFiles, MAX_SCRIPT_BYTES, SANDBOX_ROOT};
 
 /// How much of a run's output is kept with its use: the end, where rs-sdk prints its summary.
-pub const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
+pub(crate) const OUTPUT_TAIL_BYTES: usize = 16 * 1024;
 
 mod bot_env;
 mod calls;
@@ -31,7 +31,7 @@ mod previous;
 mod printed;
 mod together;
 
-pub use bot_env::{MAX_BOT_ENV_BYTES, UnreadableBotEnv, bot_env_secrets};
+pub use bot_env::{UnreadableBotEnv, bot_env_secrets};
 use calls::CallInput;
 pub use output::PreparedOutput;
 use output::{outcome_unknown, prepare_output};

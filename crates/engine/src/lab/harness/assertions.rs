@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// One failed comparison: where, and the two sides as JSON text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mismatch {
+pub(crate) struct Mismatch {
     pub path: String,
     pub expected: String,
     pub actual: String,
@@ -39,7 +39,7 @@ impl std::fmt::Display for Mismatch {
 }
 
 /// Runx's `subset`: the first mismatch, with its JSON path under `path`.
-pub fn subset(expected: &Value, actual: &Value, path: &str) -> Result<(), Mismatch> {
+pub(crate) fn subset(expected: &Value, actual: &Value, path: &str) -> Result<(), Mismatch> {
     match expected {
         Value::Object(expected_object) => {
             let Some(actual_object) = actual.as_object() else {
@@ -71,7 +71,7 @@ pub fn subset(expected: &Value, actual: &Value, path: &str) -> Result<(), Mismat
 }
 
 /// Runx's `exact`.
-pub fn exact(expected: &Value, actual: &Value, path: &str) -> Result<(), Mismatch> {
+pub(crate) fn exact(expected: &Value, actual: &Value, path: &str) -> Result<(), Mismatch> {
     if json_equal(expected, actual) {
         Ok(())
     } else {
@@ -81,7 +81,7 @@ pub fn exact(expected: &Value, actual: &Value, path: &str) -> Result<(), Mismatc
 
 /// JSON equality with numbers compared by value, because YAML `200` and a JavaScript `200`
 /// can arrive as different serde representations (integer and float) of the same number.
-pub fn json_equal(left: &Value, right: &Value) -> bool {
+pub(crate) fn json_equal(left: &Value, right: &Value) -> bool {
     match (left, right) {
         (Value::Number(a), Value::Number(b)) => match (a.as_i64(), b.as_i64()) {
             (Some(x), Some(y)) => x == y,
@@ -108,7 +108,7 @@ pub fn json_equal(left: &Value, right: &Value) -> bool {
 /// One step beyond Runx's literal text: a runtime packet `{data: X}` is also looked through
 /// when it stands where the answer has an object, because the harness itself wraps a declared
 /// `named_emits` output that way and an answer is not "lost" by being enveloped.
-pub fn observable(expected: &Value, actual: &Value) -> bool {
+pub(crate) fn observable(expected: &Value, actual: &Value) -> bool {
     if json_equal(expected, actual) || object_subset(expected, actual) {
         return true;
     }
@@ -144,7 +144,7 @@ fn object_subset(expected: &Value, actual: &Value) -> bool {
 }
 
 /// The inner value of a runtime `{data: ...}` envelope (optionally with a `schema`).
-pub fn unwrap_envelope(value: &Value) -> Option<&Value> {
+pub(crate) fn unwrap_envelope(value: &Value) -> Option<&Value> {
     let object = value.as_object()?;
     let data = object.get("data")?;
     let is_envelope = object.len() == 1
@@ -157,7 +157,7 @@ pub fn unwrap_envelope(value: &Value) -> Option<&Value> {
 
 /// Wrap a value in the canonical `{data: ...}` packet unless it already is one; Runx's
 /// `data_envelope` is idempotent in the same way.
-pub fn data_envelope(value: Value) -> Value {
+pub(crate) fn data_envelope(value: Value) -> Value {
     if unwrap_envelope(&value).is_some() {
         value
     } else {

@@ -26,11 +26,11 @@ const MAX_INLINE_INPUT_VALUE_BYTES: usize = 8 * 1024;
 const OUTPUT_LIMIT_BYTES: usize = 4 * 1024 * 1024;
 
 /// The host variables a child may inherit.
-pub const INHERITED: [&str; 4] = ["PATH", "LANG", "LC_ALL", "SHELL"];
+pub(crate) const INHERITED: [&str; 4] = ["PATH", "LANG", "LC_ALL", "SHELL"];
 
 /// What the process did.
 #[derive(Debug, Clone)]
-pub struct ProcessResult {
+pub(crate) struct ProcessResult {
     /// True when it exited 0 within the timeout and its output fit the capture limit.
     pub success: bool,
     pub stdout: String,
@@ -41,7 +41,7 @@ pub struct ProcessResult {
 
 /// The variable name Runx gives one input: ASCII alphanumerics upper-cased, every run of other
 /// characters collapsed to one `_` (none leading).
-pub fn input_env_name(key: &str) -> String {
+pub(crate) fn input_env_name(key: &str) -> String {
     let mut suffix = String::new();
     let mut pending = false;
     for ch in key.chars() {
@@ -59,7 +59,7 @@ pub fn input_env_name(key: &str) -> String {
 }
 
 /// How one input value is spelled in its variable.
-pub fn env_value(value: &Value) -> String {
+pub(crate) fn env_value(value: &Value) -> String {
     match value {
         Value::Null => String::new(),
         Value::String(text) => text.clone(),
@@ -77,7 +77,7 @@ fn resolve_template(template: &str, inputs: &Map<String, Value>) -> String {
 }
 
 /// Everything needed to spawn the runner's command.
-pub struct CliRequest<'a> {
+pub(crate) struct CliRequest<'a> {
     pub command: &'a str,
     pub args: &'a [String],
     /// The runner's `cwd`, relative to the package; it may not leave the scratch copy.
@@ -91,7 +91,7 @@ pub struct CliRequest<'a> {
 }
 
 /// The child's complete environment; exposed so tests can check the scrubbing directly.
-pub fn child_env(
+pub(crate) fn child_env(
     request: &CliRequest<'_>,
     host: impl Fn(&str) -> Option<String>,
 ) -> Result<BTreeMap<String, String>, String> {
@@ -151,10 +151,10 @@ fn working_dir(scratch: &Path, cwd: Option<&str>) -> Result<PathBuf, String> {
 
 /// What a replay's refusal of a cli-tool argument outside the package says (Runx runs the file
 /// beside the package; the Lab's replay holds a copy of the package alone).
-pub const ARG_OUTSIDE_PACKAGE: &str = "names a file outside the package";
+pub(crate) const ARG_OUTSIDE_PACKAGE: &str = "names a file outside the package";
 
 /// The second line of that refusal: where MindRune is stricter than Runx.
-pub const ARG_OUTSIDE_STRICTER: &str = "  Runx runs a cli-tool's file beside the package and accepts \
+pub(crate) const ARG_OUTSIDE_STRICTER: &str = "  Runx runs a cli-tool's file beside the package and accepts \
      it, MindRune is stricter: a replay holds the package alone, so a package must carry the \
      files it runs (move it inside the package)";
 
@@ -182,7 +182,7 @@ fn leaves_package(cwd: Option<&str>, arg: &str) -> bool {
 }
 
 /// Spawn, capture and wait, killing the child at the timeout.
-pub fn run(request: &CliRequest<'_>) -> Result<ProcessResult, String> {
+pub(crate) fn run(request: &CliRequest<'_>) -> Result<ProcessResult, String> {
     let env = child_env(request, |name| std::env::var(name).ok())?;
     let cwd = working_dir(request.scratch, request.cwd)?;
     let args: Vec<String> = request

@@ -30,13 +30,13 @@ use serde_json::Value as Json;
 use crate::child::{Limits, run_bounded};
 
 /// Runx's default wall limit for one JavaScript invocation.
-pub const DEFAULT_WALL: Duration = Duration::from_secs(2);
+pub(crate) const DEFAULT_WALL: Duration = Duration::from_secs(2);
 
 /// The widest wall limit a runner may declare through `timeout_seconds` (1 through 30).
-pub const MAX_TIMEOUT_SECONDS: u64 = 30;
+pub(crate) const MAX_TIMEOUT_SECONDS: u64 = 30;
 
 /// Runx gives each worker a 64 MiB heap; a module that needs more is outside its contract.
-pub const HEAP_BYTES: usize = 64 * 1024 * 1024;
+pub(crate) const HEAP_BYTES: usize = 64 * 1024 * 1024;
 
 /// A deep recursion must fail as a JavaScript error, not overflow the host thread's stack.
 const STACK_BYTES: usize = 1024 * 1024;
@@ -252,7 +252,7 @@ struct BundleLoader {
 }
 
 /// Resolve `specifier` imported from `base` against the bundle's root, or say why not.
-pub fn resolve_import(base: &str, specifier: &str) -> Result<String, String> {
+pub(crate) fn resolve_import(base: &str, specifier: &str) -> Result<String, String> {
     if !(specifier.starts_with("./") || specifier.starts_with("../")) {
         return Err(format!(
             "import {specifier:?} from {base:?} is not a relative path inside the bundle"
@@ -494,7 +494,7 @@ fn module_error(entry: &str, message: &str) -> JsError {
 
 /// What a worker process gets beyond the module's wall limit to start, read its request and
 /// write its answer before it is killed as if the wall had been reached.
-pub const WORKER_STARTUP: Duration = Duration::from_secs(1);
+pub(crate) const WORKER_STARTUP: Duration = Duration::from_secs(1);
 
 /// The most a worker may print. The answer is the export's JSON, which had to fit the module's
 /// heap as a string first; twice that leaves room for serde's re-escaping.
@@ -514,7 +514,7 @@ pub struct WorkerCommand {
 /// One invocation on the wire to the worker process: an owned [`JsInvocation`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WorkerRequest {
+pub(crate) struct WorkerRequest {
     /// Every module the worker may load, path → source.
     pub bundle: BTreeMap<String, String>,
     pub entry: String,
@@ -528,7 +528,7 @@ pub struct WorkerRequest {
 /// [`JsLimits`] on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WorkerLimits {
+pub(crate) struct WorkerLimits {
     pub wall_ms: u64,
     pub heap_bytes: usize,
 }
@@ -536,7 +536,7 @@ pub struct WorkerLimits {
 /// The worker's answer: `{"ok": <json>}` or `{"error": {"kind": …, "message": …}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WorkerResponse {
+pub(crate) enum WorkerResponse {
     Ok(Json),
     Error(WorkerError),
 }
@@ -544,7 +544,7 @@ pub enum WorkerResponse {
 /// A [`JsError`] on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WorkerError {
+pub(crate) struct WorkerError {
     pub kind: WorkerErrorKind,
     pub message: String,
 }
@@ -552,7 +552,7 @@ pub struct WorkerError {
 /// Which [`JsError`] variant a [`WorkerError`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WorkerErrorKind {
+pub(crate) enum WorkerErrorKind {
     ModuleRejected,
     Execution,
     WallLimit,
@@ -560,7 +560,7 @@ pub enum WorkerErrorKind {
 }
 
 impl WorkerRequest {
-    pub fn new(invocation: &JsInvocation<'_>) -> Self {
+    pub(crate) fn new(invocation: &JsInvocation<'_>) -> Self {
         Self {
             bundle: invocation.bundle.clone(),
             entry: invocation.entry.to_owned(),
@@ -574,7 +574,7 @@ impl WorkerRequest {
         }
     }
 
-    pub fn invocation(&self) -> JsInvocation<'_> {
+    pub(crate) fn invocation(&self) -> JsInvocation<'_> {
         JsInvocation {
             bundle: &self.bundle,
             entry: &self.entry,
@@ -590,7 +590,7 @@ impl WorkerRequest {
 }
 
 impl WorkerResponse {
-    pub fn new(result: Result<Json, JsError>) -> Self {
+    pub(crate) fn new(result: Result<Json, JsError>) -> Self {
         let (kind, message) = match result {
             Ok(value) => return Self::Ok(value),
             Err(err @ JsError::WallLimit(_)) => (WorkerErrorKind::WallLimit, err.to_string()),
@@ -603,7 +603,7 @@ impl WorkerResponse {
 
     /// Back to the in-process result; a wall limit is reported as the caller's `wall`, the
     /// same error the in-process path gives.
-    pub fn into_result(self, wall: Duration) -> Result<Json, JsError> {
+    pub(crate) fn into_result(self, wall: Duration) -> Result<Json, JsError> {
         match self {
             Self::Ok(value) => Ok(value),
             Self::Error(WorkerError { kind, message }) => Err(match kind {
@@ -637,7 +637,7 @@ pub fn serve_worker(request: &[u8]) -> Vec<u8> {
 }
 
 /// The local time zone a worker's `Date` uses.
-pub const WORKER_TIME_ZONE: &str = "UTC";
+pub(crate) const WORKER_TIME_ZONE: &str = "UTC";
 
 /// The host side: run `invocation` in a fresh `worker` process with an empty environment, an
 /// empty temporary working folder and the request on stdin, and kill its whole process group
@@ -645,7 +645,7 @@ pub const WORKER_TIME_ZONE: &str = "UTC";
 /// [`JsError::WallLimit`] the in-process interrupt handler gives, so a fixture sees one failure
 /// whichever stopped the module; unlike the interrupt handler, this also stops a builtin that
 /// loops in C.
-pub fn run_in_worker(
+pub(crate) fn run_in_worker(
     worker: &WorkerCommand,
     invocation: &JsInvocation<'_>,
 ) -> Result<Json, JsError> {

@@ -16,14 +16,14 @@
 //! scrubbed environment and an empty home. Native `runx.skill.*` tools are the caller's,
 //! through [`NativeTools`]; sealing a receipt per case is the caller's, through [`CaseSealer`].
 
-pub mod assertions;
-pub mod cli_tool;
+mod assertions;
+pub(crate) mod cli_tool;
 pub mod javascript;
-pub mod packet_inputs;
-pub mod packets;
+pub(crate) mod packet_inputs;
+mod packets;
 mod run;
-pub mod scratch;
-pub mod web;
+pub(crate) mod scratch;
+mod web;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 pub use packets::PacketCatalog;
-pub use run::run_case;
+pub(crate) use run::run_case;
 
 /// Native tools the caller implements (`runx.skill.inspect`, `plan`, `bind`, `apply`, ...).
 pub trait NativeTools {
@@ -351,7 +351,7 @@ pub fn run_harness(
 }
 
 /// Judge one outcome by its case's `expect` block; each error names the case and the path.
-pub fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<String> {
+pub(crate) fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<String> {
     let name = &outcome.name;
     let mut errors = Vec::new();
     let expect = case.get("expect").cloned().unwrap_or(Value::Null);

@@ -30,7 +30,7 @@ use super::packets::{PacketCatalog, schema_directories};
 /// The folders Runx reads packet schemas from when it admits a package's inputs: the
 /// harness's list (the package's `packets`, the source workspace's `packets` and
 /// `dist/packets`) and, the package being its own workspace there, `<package>/dist/packets`.
-pub fn input_schema_directories(package_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn input_schema_directories(package_dir: &Path) -> Vec<PathBuf> {
     let mut directories = schema_directories(package_dir);
     let own = package_dir.join("dist").join("packets");
     if !directories.contains(&own) {
@@ -41,7 +41,7 @@ pub fn input_schema_directories(package_dir: &Path) -> Vec<PathBuf> {
 
 /// Refuses a package (read from `package_dir`) whose packet-valued inputs Runx would not
 /// admit, in Runx's words without the `skill package validation failed: ` prefix.
-pub fn check_packet_inputs(package: &Package, package_dir: &Path) -> Result<(), String> {
+pub(crate) fn check_packet_inputs(package: &Package, package_dir: &Path) -> Result<(), String> {
     let profile = package.profile();
     let uses_packets = |inputs: &[InputDef]| inputs.iter().any(|input| input.packet.is_some());
     if !uses_packets(&package.skill().inputs)

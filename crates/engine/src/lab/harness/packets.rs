@@ -27,7 +27,7 @@ use super::assertions::{data_envelope, unwrap_envelope};
 
 /// Runx's field naming a JSON document's packet id; a document without it is not a packet
 /// schema.
-pub const PACKET_ID_FIELD: &str = "x-runx-packet-id";
+pub(crate) const PACKET_ID_FIELD: &str = "x-runx-packet-id";
 
 /// One packet schema found on disk.
 #[derive(Debug, Clone, PartialEq)]
@@ -139,7 +139,7 @@ impl PacketCatalog {
 
 /// Runx's search list for a package that is its own profile folder (the Lab's packages):
 /// `<package>/packets`, then `packets` and `dist/packets` of the source workspace, each once.
-pub fn schema_directories(package_dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn schema_directories(package_dir: &Path) -> Vec<PathBuf> {
     let workspace = source_workspace(package_dir);
     let mut directories: Vec<PathBuf> = Vec::new();
     for directory in [

@@ -66,7 +66,7 @@ fn text<'v>(value: &'v Value, key: &str) -> Option<&'v str> {
 
 /// Run one case in its own scratch copy of the package and describe what happened; expectations
 /// are judged separately ([`super::check_expectations`]).
-pub fn run_case(
+pub(crate) fn run_case(
     files: &[SnapshotFile],
     profile: &Value,
     case: &Value,

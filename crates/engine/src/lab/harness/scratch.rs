@@ -24,7 +24,7 @@ use tempfile::TempDir;
 
 /// What a scratch folder is for; its name's `<kind>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ScratchKind {
+pub(crate) enum ScratchKind {
     /// A case's copy of the package and its empty home.
     Case,
     /// The JavaScript worker's empty working folder.
@@ -50,13 +50,13 @@ const RANDOM_LEN: usize = 12;
 
 /// A new scratch folder of `kind` in the system temp folder, removed on drop. The first one a
 /// process makes sweeps the stale ones first.
-pub fn scratch_dir(kind: ScratchKind) -> io::Result<TempDir> {
+pub(crate) fn scratch_dir(kind: ScratchKind) -> io::Result<TempDir> {
     sweep_stale_once();
     scratch_dir_in(&tempfile::env::temp_dir(), kind)
 }
 
 /// A new scratch folder of `kind` in `parent`, named for this process.
-pub fn scratch_dir_in(parent: &Path, kind: ScratchKind) -> io::Result<TempDir> {
+pub(crate) fn scratch_dir_in(parent: &Path, kind: ScratchKind) -> io::Result<TempDir> {
     tempfile::Builder::new()
         .prefix(&format!("mindrune-{}-{}-", kind.name(), std::process::id()))
         .rand_bytes(RANDOM_LEN)
@@ -65,7 +65,7 @@ pub fn scratch_dir_in(parent: &Path, kind: ScratchKind) -> io::Result<TempDir> {
 
 /// Sweeps the system temp folder ([`sweep_stale_in`]) once per process: lab steps call it when
 /// they start, and so does the first scratch folder a process makes.
-pub fn sweep_stale_once() {
+pub(crate) fn sweep_stale_once() {
     static SWEPT: Once = Once::new();
     SWEPT.call_once(|| {
         let removed = sweep_stale_in(&tempfile::env::temp_dir());
@@ -81,7 +81,7 @@ pub fn sweep_stale_once() {
 /// Removes from `parent` every scratch folder whose process is gone, and returns their paths.
 /// Nothing that fails here is an error: a folder that cannot be removed is tried again by the
 /// next sweep.
-pub fn sweep_stale_in(parent: &Path) -> Vec<PathBuf> {
+pub(crate) fn sweep_stale_in(parent: &Path) -> Vec<PathBuf> {
     let Ok(entries) = fs::read_dir(parent) else {
         return Vec::new();
     };

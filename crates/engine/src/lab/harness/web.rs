@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 /// Runx's ceiling on `max_bytes` (`STANDARD_HTTP_RESPONSE_BYTES`, 8 MiB).
-pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const MAX_BYTES: u64 = 8 * 1024 * 1024;
 
 /// Runx stops following redirects after this many hops.
 const MAX_REDIRECTS: usize = 10;
@@ -83,7 +83,7 @@ fn safe_host(raw: &str) -> String {
 
 /// Exact hosts, `*` for any public host, and leading wildcards such as `*.example.com` (which
 /// match subdomains only, as the input's description says).
-pub fn host_allowed(host: &str, allowlist: &[String]) -> bool {
+pub(crate) fn host_allowed(host: &str, allowlist: &[String]) -> bool {
     allowlist.iter().any(|entry| {
         if entry == "*" {
             return is_public_host(host);
@@ -257,7 +257,7 @@ fn admit(
 }
 
 /// Run `web.fetch` against the supplied responses and return its claim `{fetch_result: ...}`.
-pub fn web_fetch(inputs: &Value, responses: &Map<String, Value>, fetched_at: &str) -> Value {
+pub(crate) fn web_fetch(inputs: &Value, responses: &Map<String, Value>, fetched_at: &str) -> Value {
     let result = fetch_result(inputs, responses, fetched_at);
     json!({ "fetch_result": result })
 }
@@ -448,7 +448,7 @@ fn success(
 }
 
 /// `http.read`: the supplied response for one exact URL, as `{http_response: ...}`.
-pub fn http_read(inputs: &Value, responses: &Map<String, Value>) -> Result<Value, String> {
+pub(crate) fn http_read(inputs: &Value, responses: &Map<String, Value>) -> Result<Value, String> {
     let url = inputs
         .get("url")
         .and_then(Value::as_str)

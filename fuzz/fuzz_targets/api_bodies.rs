@@ -8,10 +8,10 @@ use std::sync::OnceLock;
 use axum::body::Body;
 use axum::http::{Method, Request};
 use libfuzzer_sys::fuzz_target;
-use mindrune_server::app::router;
-use mindrune_server::state::AppState;
-use mindrune_server::secret::secret_digest;
-use mindrune_server::config::ServerConfig;
+use mindrune_server::router;
+use mindrune_server::AppState;
+use mindrune_server::secret_digest;
+use mindrune_server::ServerConfig;
 use mindrune_store::{SqliteStore, Store as _};
 use tower::ServiceExt as _;
 

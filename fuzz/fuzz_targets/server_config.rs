@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data)
-        && let Err(err) = mindrune_server::config::parse(text, "mindrune.toml")
+        && let Err(err) = mindrune_server::parse_config(text, "mindrune.toml")
     {
         let _ = err.to_string();
     }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use mindrune_server::secret::{new_secret, secret_digest};
+use mindrune_server::{new_secret, secret_digest};
 use mindrune_store::{OwnerId, PgStore, Store as _};
 use serde_json::json;
 

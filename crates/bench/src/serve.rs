@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use mindrune_engine::Recorder;
 use mindrune_engine::workspace::SnapshotFiles;
-use mindrune_server::secret::{new_secret, secret_digest};
+use mindrune_server::{new_secret, secret_digest};
 use mindrune_store::{Recording as _, SqliteStore, Store as _};
 use serde_json::json;
 

@@ -206,7 +206,7 @@ pub(crate) fn mcp(workspace: &Path) -> anyhow::Result<ExitCode> {
         .enable_all()
         .build()
         .context("cannot start the MCP server's runtime")?;
-    runtime.block_on(mindrune_server::mcp::serve_stdio(workspace))?;
+    runtime.block_on(mindrune_server::serve_stdio(workspace))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_server::config::{self, ServerConfig};
-use mindrune_server::secret::{new_secret, secret_digest};
+use mindrune_server::{ServerConfig, load_config};
+use mindrune_server::{new_secret, secret_digest};
 
 use std::io::Write as _;
 
@@ -22,7 +22,7 @@ pub(crate) fn serve(
     config: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     let mut settings = match config {
-        Some(path) => config::load(path)?,
+        Some(path) => load_config(path)?,
         None => ServerConfig::default(),
     };
     if let Some(addr) = addr {
@@ -34,7 +34,7 @@ pub(crate) fn serve(
     settings.check_playbooks(store.as_ref())?;
     // Every `[[alerts]]` entry names an owner of this library.
     settings.check_alerts(store.as_ref())?;
-    mindrune_server::app::run(store, settings, |addr| {
+    mindrune_server::run(store, settings, |addr| {
         // The one line a person starting the server needs; the rest goes to the log.
         eprintln!("mindrune: serving on http://{addr} (dashboard: http://{addr}/dashboard)");
         tracing::info!(%addr, "listening");

@@ -26,7 +26,7 @@ const DELIVERIES_PER_PASS: usize = 50;
 const ERROR_CHARS: usize = 300;
 
 /// Starts the loop when any `[[alerts]]` is configured; it ends when `stopping` turns true.
-pub fn spawn(
+pub(crate) fn spawn(
     state: AppState,
     mut stopping: watch::Receiver<bool>,
 ) -> Option<tokio::task::JoinHandle<()>> {
@@ -53,7 +53,7 @@ pub fn spawn(
 }
 
 /// One pass: for each owner with alerts, open and resolve, then deliver what is due.
-pub fn pass(state: &AppState, now: Millis) {
+pub(crate) fn pass(state: &AppState, now: Millis) {
     let store = state.store();
     let mut by_owner: BTreeMap<&str, Vec<&AlertRule>> = BTreeMap::new();
     for rule in &state.config().alerts {

@@ -31,7 +31,7 @@ use crate::wire::{
     WireBoundary, WireFile, WireRun, WrapUpRequest,
 };
 
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/v1/whoami", get(whoami))
         .route("/v1/events", post(post_events))

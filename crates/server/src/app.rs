@@ -24,7 +24,7 @@ use crate::state::AppState;
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The HSTS header sent when cookies are `Secure`: a year, as browsers' preload lists ask.
-pub const STRICT_TRANSPORT_SECURITY: &str = "max-age=31536000; includeSubDomains";
+pub(crate) const STRICT_TRANSPORT_SECURITY: &str = "max-age=31536000; includeSubDomains";
 
 /// Every route of the server.
 pub fn router(state: AppState) -> Router {
@@ -356,7 +356,7 @@ async fn refuse_busy(mut stream: tokio::net::TcpStream, body: &'static str) {
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -22,7 +22,7 @@ use crate::secret::secret_digest;
 use crate::state::AppState;
 
 /// The dashboard's session cookie.
-pub const SESSION_COOKIE: &str = "mindrune_session";
+pub(crate) const SESSION_COOKIE: &str = "mindrune_session";
 
 fn bearer(parts: &Parts) -> Option<&str> {
     let value = parts.headers.get(AUTHORIZATION)?.to_str().ok()?;
@@ -32,12 +32,12 @@ fn bearer(parts: &Parts) -> Option<&str> {
 
 /// A runner, by its token: the avatar it was started for.
 #[derive(Debug, Clone)]
-pub struct Runner {
+pub(crate) struct Runner {
     pub agent: Agent,
 }
 
 impl Runner {
-    pub fn owner(&self) -> OwnerId {
+    pub(crate) fn owner(&self) -> OwnerId {
         self.agent.owner
     }
 }
@@ -88,7 +88,7 @@ impl FromRequestParts<AppState> for Runner {
 
 /// The operator, by an operator token: reads the console, nothing else.
 #[derive(Debug, Clone, Copy)]
-pub struct Operator;
+pub(crate) struct Operator;
 
 impl FromRequestParts<AppState> for Operator {
     type Rejection = ApiError;
@@ -118,16 +118,16 @@ impl FromRequestParts<AppState> for Operator {
 }
 
 /// The console's cookie: the operator token itself, set by the console's login form.
-pub const OPERATOR_COOKIE: &str = "mindrune_operator";
+pub(crate) const OPERATOR_COOKIE: &str = "mindrune_operator";
 
 /// The value of a cookie of the request.
-pub fn cookie(parts: &Parts, name: &str, state: &AppState) -> Option<String> {
+pub(crate) fn cookie(parts: &Parts, name: &str, state: &AppState) -> Option<String> {
     crate::html::cookie_value(&parts.headers, name, state.config().cookies_secure())
 }
 
 /// An owner logged in to the dashboard.
 #[derive(Debug, Clone)]
-pub struct OwnerSession {
+pub(crate) struct OwnerSession {
     pub owner: OwnerId,
     /// The session's CSRF token: every form carries it, and a POST without it changes nothing.
     pub csrf_token: String,
@@ -137,7 +137,7 @@ pub struct OwnerSession {
 
 impl OwnerSession {
     /// Checks a form's CSRF token, in constant time.
-    pub fn check_csrf(&self, sent: &str) -> Result<(), ApiError> {
+    pub(crate) fn check_csrf(&self, sent: &str) -> Result<(), ApiError> {
         if bool::from(sent.as_bytes().ct_eq(self.csrf_token.as_bytes())) {
             Ok(())
         } else {

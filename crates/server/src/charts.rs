@@ -23,7 +23,7 @@ const TOP: f64 = 10.0;
 
 /// One bar of a runs chart: a day (or any label) with its ok and failed runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Bar {
+pub(crate) struct Bar {
     pub label: String,
     pub ok: u64,
     pub failed: u64,
@@ -31,7 +31,7 @@ pub struct Bar {
 
 /// One point of a line chart (a score after a run).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Point {
+pub(crate) struct Point {
     /// When, in milliseconds since the epoch: the point's place across the chart.
     pub at: i64,
     /// When, as shown (`2025-06-01 14:02`).
@@ -46,7 +46,7 @@ pub struct Point {
 /// The time a chart's horizontal axis covers, from its left end to its right, each with the
 /// label written under it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TimeAxis {
+pub(crate) struct TimeAxis {
     pub from: i64,
     pub to: i64,
     pub from_label: String,
@@ -55,7 +55,7 @@ pub struct TimeAxis {
 
 impl TimeAxis {
     /// From `from` (labelled with its time) to `now` (labelled "now").
-    pub fn until_now(from: i64, now: i64) -> TimeAxis {
+    pub(crate) fn until_now(from: i64, now: i64) -> TimeAxis {
         TimeAxis {
             from,
             to: now,
@@ -77,7 +77,7 @@ impl TimeAxis {
 
 /// One point of a line over time (an avatar's coins at an hour).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TimedPoint {
+pub(crate) struct TimedPoint {
     /// When, in milliseconds since the epoch: the point's place across the chart.
     pub at: i64,
     /// When, as shown (`2025-06-01 14:00`).
@@ -97,7 +97,7 @@ fn coord(x: f64) -> String {
 
 /// The smallest of 1, 2, 5 × 10ⁿ at or above `max` (at least 1): the top of a scale whose
 /// halves are round numbers.
-pub fn nice_ceiling(max: f64) -> f64 {
+pub(crate) fn nice_ceiling(max: f64) -> f64 {
     if !max.is_finite() || max <= 1.0 {
         return 1.0;
     }
@@ -191,13 +191,13 @@ fn empty(id: &str, class: &str, title: &str, message: &str) -> String {
 
 /// Stacked bars of ok and failed runs, one per label (a day), with the scale at the left and
 /// the numbers again in a table.
-pub fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> String {
+pub(crate) fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> String {
     stacked_bars(id, title, bars, ["ok", "failed"])
 }
 
 /// Stacked bars as [`runs_bars`], with other names for the two parts (`ok` is drawn below,
 /// `failed` above): `["from a family skill", "other"]`.
-pub fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> String {
+pub(crate) fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> String {
     let ok: u64 = bars.iter().map(|b| b.ok).sum();
     let failed: u64 = bars.iter().map(|b| b.failed).sum();
     if bars.is_empty() || ok + failed == 0 {
@@ -285,7 +285,13 @@ pub fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> St
 /// A line of values over `0..=max`, oldest first, each placed by its time on `axis` (a
 /// quiet stretch shows as one), failed runs marked with a cross, a labelled line wherever the
 /// version changes, and the values again in a table.
-pub fn score_line(id: &str, title: &str, points: &[Point], max: f64, axis: &TimeAxis) -> String {
+pub(crate) fn score_line(
+    id: &str,
+    title: &str,
+    points: &[Point],
+    max: f64,
+    axis: &TimeAxis,
+) -> String {
     if points.is_empty() {
         return empty(id, "line", title, "no runs in this time.");
     }
@@ -410,7 +416,7 @@ const NARROW: f64 = 320.0;
 /// A line of amounts over time (`unit`: `coins`), oldest first, placed by their time so a gap
 /// in the reports shows as one; the text alternative says the first, last, lowest and highest
 /// amounts in words, and the table lists them all.
-pub fn amount_line(
+pub(crate) fn amount_line(
     id: &str,
     title: &str,
     points: &[TimedPoint],
@@ -493,7 +499,7 @@ fn capitalized(word: &str) -> String {
 
 /// A small line of values over `0..=max`, oldest first, for a list: its `aria-label` says the
 /// first and the last value in words.
-pub fn sparkline(label: &str, values: &[f64], max: f64) -> String {
+pub(crate) fn sparkline(label: &str, values: &[f64], max: f64) -> String {
     const W: f64 = 100.0;
     const H: f64 = 24.0;
     if values.is_empty() {

@@ -11,7 +11,7 @@ use mindrune_store::{Store, StoreError};
 use serde::Deserialize;
 
 /// Where `mindrune serve` listens unless told otherwise.
-pub const DEFAULT_ADDR: &str = "127.0.0.1:7878";
+pub(crate) const DEFAULT_ADDR: &str = "127.0.0.1:7878";
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]

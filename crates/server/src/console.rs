@@ -41,7 +41,7 @@ const LOGIN_GUARD: LoginGuard = LoginGuard {
     path: "/console/login",
 };
 
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/console", get(console))
         .route("/console/login", get(login_page).post(login))

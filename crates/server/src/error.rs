@@ -8,9 +8,9 @@ use crate::wire::{ErrorBody, ErrorDetail};
 
 /// The longest message an error answer carries: a message that quotes what a client sent (a
 /// value of the wrong type, a path) must not send a hostile megabyte back.
-pub const MAX_MESSAGE_CHARS: usize = 2_000;
+pub(crate) const MAX_MESSAGE_CHARS: usize = 2_000;
 /// The longest field path an error answer names.
-pub const MAX_FIELD_CHARS: usize = 300;
+pub(crate) const MAX_FIELD_CHARS: usize = 300;
 
 /// `text` cut after `max` characters, saying how long it was.
 fn cut(text: String, max: usize) -> String {

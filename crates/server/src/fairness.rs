@@ -35,20 +35,20 @@ use crate::state::AppState;
 
 /// How many connections each peer holds now; a slot is given back when its [`PeerSlot`] drops.
 #[derive(Debug)]
-pub struct PeerConnections {
+pub(crate) struct PeerConnections {
     held: Mutex<HashMap<IpAddr, usize>>,
     limit: usize,
 }
 
 /// One connection of one peer, counted while it lives.
 #[derive(Debug)]
-pub struct PeerSlot {
+pub(crate) struct PeerSlot {
     peers: Arc<PeerConnections>,
     ip: IpAddr,
 }
 
 impl PeerConnections {
-    pub fn new(limit: usize) -> Arc<PeerConnections> {
+    pub(crate) fn new(limit: usize) -> Arc<PeerConnections> {
         Arc::new(PeerConnections {
             held: Mutex::new(HashMap::new()),
             limit,
@@ -56,7 +56,7 @@ impl PeerConnections {
     }
 
     /// A slot for a new connection from `ip`, or `None` when that peer holds its limit.
-    pub fn open(self: &Arc<Self>, ip: IpAddr) -> Option<PeerSlot> {
+    pub(crate) fn open(self: &Arc<Self>, ip: IpAddr) -> Option<PeerSlot> {
         let ip = ip.to_canonical();
         let mut held = self
             .held
@@ -74,7 +74,8 @@ impl PeerConnections {
     }
 
     /// How many connections `ip` holds now.
-    pub fn held_by(&self, ip: IpAddr) -> usize {
+    #[cfg(test)]
+    pub(crate) fn held_by(&self, ip: IpAddr) -> usize {
         let held = self
             .held
             .lock()
@@ -103,7 +104,7 @@ impl Drop for PeerSlot {
 
 /// What a route is for, as far as sharing the server goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RouteClass {
+pub(crate) enum RouteClass {
     /// `/health`, `/ready`, `/metrics`: cheap, and what tells an operator the server lives.
     Probe,
     /// `/v1/…`: the runners, each with its avatar's token.
@@ -113,7 +114,7 @@ pub enum RouteClass {
 }
 
 impl RouteClass {
-    pub fn of(path: &str) -> RouteClass {
+    pub(crate) fn of(path: &str) -> RouteClass {
         match path {
             "/health" | "/ready" | "/metrics" => RouteClass::Probe,
             _ if path.starts_with("/v1/") => RouteClass::Runner,
@@ -156,7 +157,7 @@ impl ClassLimits {
 
 /// The middleware: a request takes its class's share or hears 503 at once, and its body must
 /// arrive within `body_read_timeout_secs`.
-pub async fn fair_share(
+pub(crate) async fn fair_share(
     State(state): State<AppState>,
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -197,14 +198,14 @@ fn over_share(class: RouteClass, share: usize) -> Response {
 #[error(
     "the request body did not arrive within {secs} s (body_read_timeout_secs); nothing was stored — send it again at once, not byte by byte"
 )]
-pub struct BodyDeadline {
+pub(crate) struct BodyDeadline {
     pub secs: u64,
 }
 
 impl BodyDeadline {
     /// The deadline that ended `err`'s body, if one did (the error as a handler sees it, with
     /// the deadline somewhere in its sources).
-    pub fn in_error(err: &(dyn std::error::Error + 'static)) -> Option<BodyDeadline> {
+    pub(crate) fn in_error(err: &(dyn std::error::Error + 'static)) -> Option<BodyDeadline> {
         let mut current = Some(err);
         while let Some(err) = current {
             if let Some(deadline) = err.downcast_ref::<BodyDeadline>() {
@@ -215,7 +216,7 @@ impl BodyDeadline {
         None
     }
 
-    pub fn to_api_error(&self) -> ApiError {
+    pub(crate) fn to_api_error(self) -> ApiError {
         ApiError::request_timeout(self.to_string())
     }
 }
@@ -317,11 +318,11 @@ impl BodyBudget {
 /// beside it. With what the bodies become while they are recorded (about three times their
 /// size at the peak, measured by `load::one_token_s_costliest_requests_…`), this bounds what
 /// requests cost the server's memory: under 300 MB whatever one token, or all of them, send.
-pub const BODY_BUDGET_BYTES: usize = 40 * 1024 * 1024;
+pub(crate) const BODY_BUDGET_BYTES: usize = 40 * 1024 * 1024;
 
 /// Below this a body is read without waiting for the budget (and parsed on the request's own
 /// task: it is too small to hold a runtime thread).
-pub const SMALL_BODY_BYTES: usize = 64 * 1024;
+pub(crate) const SMALL_BODY_BYTES: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {

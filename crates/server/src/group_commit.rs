@@ -33,7 +33,7 @@ use crate::metrics::GroupMetrics;
 
 /// How long an idle lane waits for a second batch before it records a lone one (PostgreSQL's
 /// `commit_delay` is the same idea). Short against a request's own cost over HTTP.
-pub const GROUP_WAIT: Duration = Duration::from_micros(500);
+pub(crate) const GROUP_WAIT: Duration = Duration::from_micros(500);
 /// At most this many requests share one transaction…
 const MAX_GROUP_REQUESTS: usize = 8;
 /// …or this many events (a group holds the library's writer for its whole length).
@@ -41,12 +41,12 @@ const MAX_GROUP_EVENTS: usize = 2_000;
 
 /// What recording a request's batch answered: each event's result, or the library's error for
 /// the whole batch.
-pub type BatchAnswer = Result<Vec<Result<Recorded, IngestError>>, StoreError>;
+pub(crate) type BatchAnswer = Result<Vec<Result<Recorded, IngestError>>, StoreError>;
 
 /// A checked event of a runner's batch: the event, the files it came with, and its output
 /// prepared on the request's thread ([`Recorder::prepare`]; `None` when that failed, and the
 /// lane prepares it while recording).
-pub type CheckedEvent = (Event, SnapshotFiles, Option<PreparedOutput>);
+pub(crate) type CheckedEvent = (Event, SnapshotFiles, Option<PreparedOutput>);
 
 /// One request's checked batch, waiting on its lane.
 struct Job {

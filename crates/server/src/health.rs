@@ -16,7 +16,7 @@ use mindrune_store::{AgentId, Millis, OwnerId};
 use serde::{Deserialize, Serialize};
 
 /// How many minutes the ring keeps: the console shows the last hour.
-pub const MINUTES: usize = 60;
+pub(crate) const MINUTES: usize = 60;
 
 const MILLIS_PER_MINUTE: Millis = 60_000;
 

@@ -19,7 +19,7 @@ use mindrune_core::secrets::Scrubber;
 use crate::state::AppState;
 
 /// Escapes text for HTML element content and for quoted attribute values.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     for c in text.chars() {
         match c {
@@ -37,32 +37,32 @@ pub fn escape(text: &str) -> String {
 /// Text on its way to a page: scrubbed of the secrets it may hold (the owner's key and
 /// credential shapes), then escaped. What the store returns was scrubbed when it was saved;
 /// scrubbing again is cheap and keeps a page safe even if a row slipped through.
-pub struct Shown {
+pub(crate) struct Shown {
     scrubber: Scrubber,
 }
 
 impl Shown {
     /// Scrubs the given exact secrets (a login form's typed key) besides every credential shape
     /// (owners' keys among them: `mrk_` and 48 hex digits).
-    pub fn new(known: &[&str]) -> Shown {
+    pub(crate) fn new(known: &[&str]) -> Shown {
         Shown {
             scrubber: Scrubber::new(known),
         }
     }
 
     /// The text, scrubbed and escaped for HTML.
-    pub fn text(&self, text: &str) -> String {
+    pub(crate) fn text(&self, text: &str) -> String {
         escape(&self.scrubber.scrub(text).text)
     }
 
     /// The text, scrubbed but not escaped (for plain-text answers).
-    pub fn plain(&self, text: &str) -> String {
+    pub(crate) fn plain(&self, text: &str) -> String {
         self.scrubber.scrub(text).text.into_owned()
     }
 }
 
 /// `1 script`, `2 scripts`.
-pub fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
+pub(crate) fn count(n: impl Into<i64>, one: &str, many: &str) -> String {
     let n = n.into();
     format!("{n} {}", if n == 1 { one } else { many })
 }
@@ -81,11 +81,11 @@ pub(crate) fn grouped(n: i64) -> String {
 }
 
 /// Times and scores as the command line shows them (one implementation for both faces).
-pub use mindrune_engine::display::{ago, points, when};
+pub(crate) use mindrune_engine::display::{ago, points, when};
 
 /// A time shown as how long ago it was, with the exact time (UTC) on hover and for machines:
 /// `<time datetime="2026-12-07T06:47:00Z" title="2026-12-07 06:47 UTC">8 d ago</time>`.
-pub fn time_ago(at: Option<i64>, now: i64) -> String {
+pub(crate) fn time_ago(at: Option<i64>, now: i64) -> String {
     let Some(at) = at else {
         return "never".into();
     };
@@ -105,7 +105,7 @@ pub fn time_ago(at: Option<i64>, now: i64) -> String {
 
 /// A unified diff as HTML: scrubbed as a whole, then each line escaped and marked as added,
 /// removed, a hunk or a file header (the colours live in `app.css`).
-pub fn diff_html(diff: &str, shown: &Shown) -> String {
+pub(crate) fn diff_html(diff: &str, shown: &Shown) -> String {
     let diff = shown.plain(diff);
     let mut out = String::from("<pre class=\"diff\"><code>");
     for line in diff.split_inclusive('\n') {
@@ -131,7 +131,7 @@ pub fn diff_html(diff: &str, shown: &Shown) -> String {
 }
 
 /// What the page header offers besides the brand.
-pub enum Nav<'a> {
+pub(crate) enum Nav<'a> {
     /// The login pages: nothing to go to yet.
     None,
     /// An owner's pages: the family, the Inbox of playbook cards with the number waiting
@@ -148,7 +148,7 @@ pub enum Nav<'a> {
 
 /// A whole page: the shared head (viewport, stylesheet, script), the header and `main`.
 /// `title` and `body` must already be escaped.
-pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
+pub(crate) fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
     let mut out = String::with_capacity(body.len() + 2048);
     let _ = write!(
         out,
@@ -200,7 +200,7 @@ pub fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
 }
 
 /// An HTML answer. Pages hold a family's private data, so no cache keeps them.
-pub fn respond(status: StatusCode, html: String) -> Response {
+pub(crate) fn respond(status: StatusCode, html: String) -> Response {
     (
         status,
         [
@@ -217,7 +217,7 @@ pub fn respond(status: StatusCode, html: String) -> Response {
 
 /// A small error page: what happened, in words, and where to go next. `message` is plain
 /// text (it is escaped here).
-pub fn error_page(status: StatusCode, message: &str, back: (&str, &str)) -> Response {
+pub(crate) fn error_page(status: StatusCode, message: &str, back: (&str, &str)) -> Response {
     let title = status.canonical_reason().unwrap_or("Error");
     let body = format!(
         "<section class=\"card narrow\"><h1>{title}</h1><p>{message}</p>\
@@ -236,7 +236,13 @@ pub fn error_page(status: StatusCode, message: &str, back: (&str, &str)) -> Resp
 /// When `secure`, the cookie is named `__Host-<name>` with `Path=/`: a browser takes such a
 /// cookie only from this very origin over TLS, so neither a sibling subdomain nor a page over
 /// plain HTTP can plant one (the prefix demands `Secure`, no `Domain` and `Path=/`).
-pub fn cookie(name: &str, value: &str, path: &str, max_age_secs: u64, secure: bool) -> String {
+pub(crate) fn cookie(
+    name: &str,
+    value: &str,
+    path: &str,
+    max_age_secs: u64,
+    secure: bool,
+) -> String {
     if secure {
         format!(
             "__Host-{name}={value}; Path=/; Max-Age={max_age_secs}; HttpOnly; SameSite=Strict; Secure"
@@ -248,7 +254,7 @@ pub fn cookie(name: &str, value: &str, path: &str, max_age_secs: u64, secure: bo
 
 /// Adds `Set-Cookie` headers to an answer (a cookie that is not a valid header value, which
 /// `cookie` never makes, is left out).
-pub fn set_cookies(
+pub(crate) fn set_cookies(
     response: &mut axum::response::Response,
     cookies: impl IntoIterator<Item = String>,
 ) {
@@ -261,7 +267,7 @@ pub fn set_cookies(
 
 /// The value of a cookie of the request, by the name [`cookie`] gave it: `__Host-<name>` when
 /// `secure` (a plain `<name>` is then not read: anyone could have set it).
-pub fn cookie_value(headers: &HeaderMap, name: &str, secure: bool) -> Option<String> {
+pub(crate) fn cookie_value(headers: &HeaderMap, name: &str, secure: bool) -> Option<String> {
     let name = if secure {
         format!("__Host-{name}")
     } else {
@@ -280,7 +286,7 @@ pub fn cookie_value(headers: &HeaderMap, name: &str, secure: bool) -> Option<Str
 
 /// A static file served with a content-derived version in its URL, so browsers may keep it
 /// for a year and still see a new release's file at once.
-pub struct Asset {
+pub(crate) struct Asset {
     pub url: String,
     body: &'static str,
     content_type: &'static str,
@@ -332,7 +338,7 @@ static JS: LazyLock<Asset> = LazyLock::new(|| {
 });
 
 /// `/static/app.css` and `/static/app.js`.
-pub fn static_routes() -> Router<AppState> {
+pub(crate) fn static_routes() -> Router<AppState> {
     Router::new()
         .route("/static/app.css", get(|| async { CSS.response() }))
         .route("/static/app.js", get(|| async { JS.response() }))
@@ -341,7 +347,7 @@ pub fn static_routes() -> Router<AppState> {
 /// A webhook's address as the console and the log show it: without its user, password and
 /// query (where tokens live); Slack's and Discord's paths hold theirs, so only the path's
 /// first part is kept.
-pub fn shown_webhook(url: &str) -> String {
+pub(crate) fn shown_webhook(url: &str) -> String {
     let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
     let rest = rest.split(['?', '#']).next().unwrap_or("");
     let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));

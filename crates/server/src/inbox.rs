@@ -44,7 +44,7 @@ const MAX_REASON_CHARS: usize = 2000;
 /// How many answered cards of a workspace the Inbox shows below the waiting ones.
 const RECENTLY_ANSWERED: usize = 5;
 
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/dashboard/inbox", get(inbox_page))
         .route("/dashboard/inbox/{ws}/cards/{id}", get(card_page))

@@ -22,10 +22,10 @@ use crate::html::{cookie, cookie_value};
 use crate::secret::{new_secret, same_secret, secret_digest};
 
 /// How long a login page's pre-session stays valid.
-pub const PRE_SESSION_LIFETIME: Duration = Duration::from_secs(3600);
+pub(crate) const PRE_SESSION_LIFETIME: Duration = Duration::from_secs(3600);
 /// The most pre-sessions kept at once: a flood of login pages costs a bounded table; past it
 /// the oldest are forgotten (their visitors open the login page again).
-pub const MAX_PRE_SESSIONS: usize = 10_000;
+pub(crate) const MAX_PRE_SESSIONS: usize = 10_000;
 
 /// The pre-sessions this server opened: the digest of each cookie's id → the form's token.
 #[derive(Debug, Default)]
@@ -94,7 +94,7 @@ impl PreSessions {
 }
 
 /// One sign-in form's guard: the cookie's name and the path it is sent to.
-pub struct LoginGuard {
+pub(crate) struct LoginGuard {
     pub cookie_name: &'static str,
     pub path: &'static str,
 }
@@ -102,7 +102,7 @@ pub struct LoginGuard {
 impl LoginGuard {
     /// The form token for a login page: the one of the browser's live pre-session (so two open
     /// login tabs both work), else a new pre-session's, with the `Set-Cookie` that holds it.
-    pub fn token(
+    pub(crate) fn token(
         &self,
         pre_sessions: &PreSessions,
         headers: &HeaderMap,
@@ -126,7 +126,7 @@ impl LoginGuard {
 
     /// Whether a login POST comes from a pre-session this server opened and carries its token
     /// (compared in constant time).
-    pub fn check(
+    pub(crate) fn check(
         &self,
         pre_sessions: &PreSessions,
         headers: &HeaderMap,
@@ -140,7 +140,12 @@ impl LoginGuard {
 
     /// Closes the browser's pre-session once it served its login, and the `Set-Cookie` that
     /// removes its cookie.
-    pub fn clear(&self, pre_sessions: &PreSessions, headers: &HeaderMap, secure: bool) -> String {
+    pub(crate) fn clear(
+        &self,
+        pre_sessions: &PreSessions,
+        headers: &HeaderMap,
+        secure: bool,
+    ) -> String {
         if let Some(id) = cookie_value(headers, self.cookie_name, secure) {
             pre_sessions.close(&id);
         }

@@ -28,7 +28,7 @@ use crate::auth::Operator;
 use crate::error::ApiError;
 use crate::state::AppState;
 
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new().route("/metrics", get(metrics))
 }
 

@@ -23,13 +23,15 @@
 //! Everything is blocking and one request at a time: a runner serves one avatar, and its
 //! order of delivery is the order of the agent's calls.
 
-pub mod client;
-pub mod files;
+mod client;
+mod files;
 pub mod spool;
-pub mod state;
+mod state;
 
 mod deliver;
 mod mirror;
+
+pub use files::AgentFolder;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -39,28 +41,28 @@ use std::time::{Duration, Instant};
 use mindrune_engine::avatars::family::MIRROR_DIR;
 
 use self::client::{Client, Failure};
-use self::files::{AgentFolder, Fingerprint};
+use self::files::Fingerprint;
 use self::spool::{Spool, SpoolError};
 use self::state::StateWatch;
 use crate::wire::{self, WhoAmI};
 
 /// How often the inbox is looked at.
-pub const DEFAULT_POLL: Duration = Duration::from_millis(200);
+pub(crate) const DEFAULT_POLL: Duration = Duration::from_millis(200);
 /// How often a running runner asks for the family's view when nothing else brought one: a
 /// sibling's share or un-share reaches a bot mid-session within this (the spec: at most once a
 /// minute).
-pub const MIRROR_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const MIRROR_EVERY: Duration = Duration::from_secs(60);
 /// The first wait after the server was found away; it doubles up to [`MAX_BACKOFF`].
-pub const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+pub(crate) const FIRST_BACKOFF: Duration = Duration::from_millis(200);
 /// The longest wait between two tries while the server is away.
-pub const MAX_BACKOFF: Duration = Duration::from_secs(5);
+pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// The most bytes of events one batch carries: half the server's body limit, so the batch's
 /// own JSON around them never pushes it over.
-pub const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
+pub(crate) const MAX_BATCH_BYTES: u64 = 4 * 1024 * 1024;
 /// How long `--once` waits for a server that is away before it gives up: as long as one
 /// connection may take. A person or a script running `--once` wants an answer, not a wait for
 /// a server that may never come (the spool keeps everything for the next try).
-pub const ONCE_PATIENCE: Duration = client::CONNECT_TIMEOUT;
+pub(crate) const ONCE_PATIENCE: Duration = client::CONNECT_TIMEOUT;
 /// How often `--turn-every` and `--state-file` look at the files.
 const LOOK_EVERY: Duration = Duration::from_secs(1);
 

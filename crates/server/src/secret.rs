@@ -21,12 +21,12 @@ pub use mindrune_core::digest::secret_digest;
 
 /// Whether `secret` is the one whose stored digest is `digest`, in time that does not depend on
 /// where they differ (the dashboard's login against the owner's stored key digest).
-pub fn matches_digest(secret: &str, digest: &str) -> bool {
+pub(crate) fn matches_digest(secret: &str, digest: &str) -> bool {
     bool::from(secret_digest(secret).as_bytes().ct_eq(digest.as_bytes()))
 }
 
 /// Whether two secrets are equal, in time that does not depend on where they differ.
-pub fn same_secret(a: &str, b: &str) -> bool {
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
     let (a, b) = (secret_digest(a), secret_digest(b));
     bool::from(a.as_bytes().ct_eq(b.as_bytes()))
 }

@@ -44,11 +44,11 @@ struct Shared {
 
 /// Below this much free space on the library's disk the server answers not ready: SQLite needs
 /// room for its write-ahead log before a write can even start.
-pub const MIN_FREE_BYTES: u64 = 8 * 1024 * 1024;
+pub(crate) const MIN_FREE_BYTES: u64 = 8 * 1024 * 1024;
 
 /// How long a full disk reported by a write keeps `/ready` at "not ready" when the server
 /// cannot see that disk itself (PostgreSQL's): then traffic is let through again to find out.
-pub const DISK_FULL_HOLD: Duration = Duration::from_secs(30);
+pub(crate) const DISK_FULL_HOLD: Duration = Duration::from_secs(30);
 
 impl AppState {
     /// The state of a server over `store`. The store and its recorder live as long as the

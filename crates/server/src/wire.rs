@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 /// The protocol version, the first segment of every runner path.
-pub const API_VERSION: &str = "v1";
+pub(crate) const API_VERSION: &str = "v1";
 
 /// The most events one batch may carry.
 pub const MAX_BATCH_EVENTS: usize = 500;
@@ -27,21 +27,21 @@ pub const MAX_SMALL_BODY: usize = 1024 * 1024;
 /// The most files a turn or a wrap-up may list: an avatar's folder of scripts, with room to
 /// spare. A body is bounded by what it costs the server, not only by its bytes: a 60 MB list
 /// of one-character names would otherwise become a million map entries.
-pub const MAX_TURN_FILES: usize = 1_000;
+pub(crate) const MAX_TURN_FILES: usize = 1_000;
 /// The most files one event may name (the scripts one call ran).
-pub const MAX_EVENT_FILES: usize = 64;
+pub(crate) const MAX_EVENT_FILES: usize = 64;
 /// The most mirror keys a runner may say it holds.
-pub const MAX_MIRROR_KEYS: usize = 10_000;
+pub(crate) const MAX_MIRROR_KEYS: usize = 10_000;
 /// The longest file path or mirror key, in bytes (Linux's `PATH_MAX`).
-pub const MAX_PATH_BYTES: usize = 4_096;
+pub(crate) const MAX_PATH_BYTES: usize = 4_096;
 /// The most bytes of file paths (or mirror keys) one list may carry in all.
-pub const MAX_PATH_LIST_BYTES: usize = 256 * 1024;
+pub(crate) const MAX_PATH_LIST_BYTES: usize = 256 * 1024;
 /// How much of a path an error shows: enough to recognise it, never the whole of a hostile one.
-pub const SHOWN_PATH_CHARS: usize = 200;
+pub(crate) const SHOWN_PATH_CHARS: usize = 200;
 
 /// `path` as an error shows it: cut after [`SHOWN_PATH_CHARS`] characters, with `…` and its
 /// length when cut.
-pub fn shown_path(path: &str) -> String {
+pub(crate) fn shown_path(path: &str) -> String {
     match path.char_indices().nth(SHOWN_PATH_CHARS) {
         None => path.to_string(),
         Some((at, _)) => format!("{}… ({} bytes)", &path[..at], path.len()),
@@ -167,7 +167,7 @@ pub enum FileProblem {
 /// `POST /v1/events`: tool calls of the runner's avatar, oldest first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct EventBatch {
+pub(crate) struct EventBatch {
     pub events: Vec<WireEvent>,
 }
 
@@ -176,7 +176,7 @@ pub struct EventBatch {
 /// with the scripts it ran as the runner read them when the call finished.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WireEvent {
+pub(crate) struct WireEvent {
     pub event: serde_json::Value,
     /// Workspace-relative path (`bots/<bot>/<name>.ts`) → the file; at most
     /// [`MAX_EVENT_FILES`].
@@ -191,7 +191,7 @@ pub struct WireEvent {
 /// What happened to one event of a batch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum EventStatus {
+pub(crate) enum EventStatus {
     /// Stored now.
     Recorded,
     /// Stored before (a retried batch): nothing counted twice.
@@ -205,7 +205,7 @@ pub enum EventStatus {
 
 /// One script run an event recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WireRun {
+pub(crate) struct WireRun {
     /// `<agent>/<name>`.
     pub skill: String,
     pub version: i64,
@@ -215,7 +215,7 @@ pub struct WireRun {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventResult {
+pub(crate) struct EventResult {
     pub id: String,
     pub status: EventStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -228,14 +228,14 @@ pub struct EventResult {
 
 /// The answer to a batch: one result per event, in order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EventsAnswer {
+pub(crate) struct EventsAnswer {
     pub results: Vec<EventResult>,
 }
 
 /// Which boundary a turn request marks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum WireBoundary {
+pub(crate) enum WireBoundary {
     /// The agent's turn ended.
     TurnEnd,
     /// The agent is starting: every header is re-checked and the mirror always comes back.
@@ -245,7 +245,7 @@ pub enum WireBoundary {
 /// `POST /v1/turns`: a turn boundary with the avatar's file snapshot.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct TurnRequest {
+pub(crate) struct TurnRequest {
     pub boundary: WireBoundary,
     /// Every file directly in `bots/<bot>/` the runner reads: its scripts and `lab_log.md`
     /// (never `bot.env`), by workspace-relative path; at most [`MAX_TURN_FILES`].
@@ -260,7 +260,7 @@ pub struct TurnRequest {
 /// The answer to a turn boundary: what changed (the engine's turn report) and, when due, the
 /// mirror.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TurnAnswer {
+pub(crate) struct TurnAnswer {
     pub report: serde_json::Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mirror: Option<MirrorAnswer>,
@@ -270,7 +270,7 @@ pub struct TurnAnswer {
 /// manifest), so unchanged files come back without their content.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct MirrorRequest {
+pub(crate) struct MirrorRequest {
     /// At most [`MAX_MIRROR_KEYS`].
     #[serde(default, deserialize_with = "mirror_keys")]
     pub have: BTreeMap<String, String>,
@@ -279,7 +279,7 @@ pub struct MirrorRequest {
 /// One file of the avatar's `family-skills/`: `INDEX.md`, `LESSONS.md` or
 /// `<sibling>/<name>.ts`. `content` is left out when the runner already has this key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MirrorFile {
+pub(crate) struct MirrorFile {
     pub path: String,
     pub key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -288,7 +288,7 @@ pub struct MirrorFile {
 
 /// Everything the avatar's `family-skills/` should hold, and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MirrorAnswer {
+pub(crate) struct MirrorAnswer {
     pub files: Vec<MirrorFile>,
 }
 
@@ -296,20 +296,20 @@ pub struct MirrorAnswer {
 /// turn boundary (a wrap-up marks one). The answer is the engine's wrap-up as JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct WrapUpRequest {
+pub(crate) struct WrapUpRequest {
     #[serde(deserialize_with = "turn_files")]
     pub files: BTreeMap<String, WireFile>,
 }
 
 /// `GET /v1/instructions`: the agent's instruction text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InstructionsAnswer {
+pub(crate) struct InstructionsAnswer {
     pub text: String,
 }
 
 /// `GET /v1/whoami`: the avatar a runner's token stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct WhoAmI {
+pub(crate) struct WhoAmI {
     pub agent: String,
     pub api_version: String,
 }
@@ -317,7 +317,7 @@ pub struct WhoAmI {
 /// `POST /v1/state`: the avatar's latest game state, as the dashboard shows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AvatarStats {
+pub(crate) struct AvatarStats {
     /// RFC 3339 time the state was read; the server's clock when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
@@ -348,7 +348,7 @@ pub struct AvatarStats {
 
 /// Every error answer: a status code and this body.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ErrorBody {
+pub(crate) struct ErrorBody {
     pub error: ErrorDetail,
 }
 
@@ -374,7 +374,7 @@ pub const SPOOL_HEADER: &str = "x-mindrune-spool";
 /// How many times the avatar's Claude Code hooks could not do their job in the last 24 hours
 /// (the hook notes each in its relay folder, the runner's spool): sent by the runner with every
 /// request, so the console and `/metrics` show what the hooks said on a machine nobody watches.
-pub const HOOK_FAILURES_HEADER: &str = "x-mindrune-hook-failures";
+pub(crate) const HOOK_FAILURES_HEADER: &str = "x-mindrune-hook-failures";
 
 #[cfg(test)]
 mod tests {

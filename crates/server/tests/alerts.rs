@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_server::app::serve;
-use mindrune_server::config::{AlertRule, ServerConfig};
-use mindrune_server::secret::secret_digest;
-use mindrune_server::state::AppState;
+use mindrune_server::AppState;
+use mindrune_server::secret_digest;
+use mindrune_server::serve;
+use mindrune_server::{AlertRule, ServerConfig};
 use mindrune_store::Recording as _;
 use mindrune_store::{
     AgentId, AlertLedger as _, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader,

@@ -19,10 +19,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_server::app;
-use mindrune_server::config::ServerConfig;
-use mindrune_server::secret::{new_secret, secret_digest};
-use mindrune_server::state::AppState;
+
+use mindrune_server::AppState;
+use mindrune_server::ServerConfig;
+use mindrune_server::{new_secret, secret_digest};
 use mindrune_store::Recording as _;
 use mindrune_store::{SqliteStore, Standing, Store};
 use serde_json::{Value, json};
@@ -477,9 +477,7 @@ fn library() -> Library {
 
     let (assistant_home, assistant) = assistant();
     let config = ServerConfig {
-        playbooks: vec![mindrune_server::config::PlaybookWorkspace::new(
-            "ada", assistant,
-        )],
+        playbooks: vec![mindrune_server::PlaybookWorkspace::new("ada", assistant)],
         ..ServerConfig::default()
     };
     let state = AppState::new(Box::new(store), config);
@@ -595,9 +593,13 @@ fn the_dashboard_and_the_console_work_in_a_real_browser() {
         .unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = runtime.spawn(app::serve(library.state.clone(), listener, async {
-        let _ = stopped.await;
-    }));
+    let server = runtime.spawn(mindrune_server::serve(
+        library.state.clone(),
+        listener,
+        async {
+            let _ = stopped.await;
+        },
+    ));
 
     let driver = Driver::start();
     let mut shots = Vec::new();

@@ -1,5 +1,5 @@
 //! The owner's dashboard and the operator's console, in process: every request goes through
-//! the real router (`app::router`) over an in-memory library built with the `Store` API.
+//! the real router (`router`) over an in-memory library built with the `Store` API.
 //!
 //! Two families: ada's (avatar buzz: a shared script, a headed one at 3/5 runs, a private one
 //! with two versions, one whose name and goal are markup) and bob's (avatar rex, one script),
@@ -9,10 +9,10 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::BodyExt as _;
 use mindrune_engine::avatars::ingest::now_millis;
-use mindrune_server::app::{self, CONTENT_SECURITY_POLICY};
-use mindrune_server::config::ServerConfig;
-use mindrune_server::secret::{new_secret, secret_digest};
-use mindrune_server::state::AppState;
+use mindrune_server::AppState;
+use mindrune_server::CONTENT_SECURITY_POLICY;
+use mindrune_server::ServerConfig;
+use mindrune_server::{new_secret, secret_digest};
 use mindrune_store::Recording as _;
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
@@ -280,7 +280,7 @@ impl Served for World {
 }
 
 async fn send(world: &impl Served, request: Request<Body>) -> Answer {
-    let response = app::router(world.app_state().clone())
+    let response = mindrune_server::router(world.app_state().clone())
         .oneshot(request)
         .await
         .unwrap();
@@ -2294,7 +2294,7 @@ mod inbox {
     use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
     use mindrune_engine::playbook::report::Report;
     use mindrune_engine::playbook::{CardKind, CardState, Playbooks};
-    use mindrune_server::config::PlaybookWorkspace;
+    use mindrune_server::PlaybookWorkspace;
 
     use super::*;
 
@@ -3777,7 +3777,7 @@ async fn the_runs_list_pages_past_a_hundred_newest_first() {
 async fn a_runner_that_stopped_with_events_in_its_spool_needs_attention() {
     let world = world();
     let (cookie, _) = login(&world).await;
-    let contact = |minutes_ago: i64, backlog: u64| mindrune_server::health::RunnerContact {
+    let contact = |minutes_ago: i64, backlog: u64| mindrune_server::RunnerContact {
         owner: world.ada,
         agent: "buzz".into(),
         at: now_millis() - minutes_ago * 60_000,

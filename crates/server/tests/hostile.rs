@@ -1,6 +1,6 @@
 //! Hostile and broken surroundings: clients that open connections and never finish their
 //! headers, more connections than the server takes, a server reached beyond loopback, and a
-//! library whose disk is full. Each runs the real accept loop (`app::serve`) on a real socket,
+//! library whose disk is full. Each runs the real accept loop (`mindrune_server::serve`) on a real socket,
 //! or the router over a library on a real, small tmpfs.
 
 use std::io::{Read as _, Write as _};
@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use mindrune_server::app::{router, serve};
-use mindrune_server::config::ServerConfig;
-use mindrune_server::secret::secret_digest;
-use mindrune_server::state::AppState;
+use mindrune_server::AppState;
+use mindrune_server::ServerConfig;
+use mindrune_server::secret_digest;
+use mindrune_server::{router, serve};
 use mindrune_store::{SqliteStore, Store};
 use tower::ServiceExt as _;
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use mindrune_core::playbook::permissions::Permissions;
 use mindrune_engine::playbook::{CardState, Playbooks};
-use mindrune_server::mcp::PlaybookServer;
+use mindrune_server::PlaybookServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
     ElicitRequestParams, ElicitResult, ElicitationAction, Implementation, ProtocolVersion,

@@ -5,10 +5,10 @@ use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use mindrune_server::app::serve;
-use mindrune_server::config::ServerConfig;
-use mindrune_server::secret::secret_digest;
-use mindrune_server::state::AppState;
+use mindrune_server::AppState;
+use mindrune_server::ServerConfig;
+use mindrune_server::secret_digest;
+use mindrune_server::serve;
 use mindrune_store::{SqliteStore, Store};
 
 #[test]

@@ -260,9 +260,7 @@ fn scrubbed_for_relay(
         _ => None,
     });
     let scrubber = match &workspace {
-        Some(workspace) => {
-            mindrune_server::runner::files::AgentFolder { workspace, agent }.scrubber()?
-        }
+        Some(workspace) => mindrune_server::runner::AgentFolder { workspace, agent }.scrubber()?,
         None => mindrune_core::secrets::Scrubber::new(&[]),
     };
     let scrub = |text: &mut String| *text = scrubber.scrub(text).text.into_owned();

@@ -304,7 +304,7 @@ pub(crate) fn attention(
     // The runners' last requests as a server on this library saved them, if one ran.
     let runners = match store.server_health()? {
         Some((_, body)) => {
-            let seen = mindrune_server::health::Health::new(now);
+            let seen = mindrune_server::Health::new(now);
             match seen.restore(&body) {
                 Ok(()) => seen.runners_seen(owner.id),
                 Err(err) => {

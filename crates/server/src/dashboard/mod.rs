@@ -48,7 +48,7 @@ const LOGIN_GUARD: LoginGuard = LoginGuard {
 const MAX_NAME_CHARS: usize = 200;
 const MAX_KEY_CHARS: usize = 1024;
 
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/", get(root))
         .route("/dashboard", get(family_page))

@@ -10,7 +10,7 @@ use serde_json::Value;
 /// Arguments of `workspace_read`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadArgs {
+pub(crate) struct ReadArgs {
     /// The file to read, relative to the workspace (an absolute path inside it works too). A
     /// skill is `skills/<name>/SKILL.md`, or just `skills/<name>`.
     pub path: String,
@@ -23,7 +23,7 @@ pub struct ReadArgs {
 /// Arguments of `file_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WriteArgs {
+pub(crate) struct WriteArgs {
     /// The file to write, relative to the workspace; its folders are made. Anything under
     /// `skills/` is refused.
     pub path: String,
@@ -34,7 +34,7 @@ pub struct WriteArgs {
 /// Arguments of `file_copy` and `file_move`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CopyArgs {
+pub(crate) struct CopyArgs {
     /// The file to take, relative to the workspace.
     pub from: String,
     /// Where it goes, relative to the workspace; never under `skills/`.
@@ -44,7 +44,7 @@ pub struct CopyArgs {
 /// Who suggested a skill.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum SuggestedBy {
+pub(crate) enum SuggestedBy {
     /// You, on your own judgement.
     #[default]
     Assistant,
@@ -70,7 +70,7 @@ impl SuggestedBy {
 /// Arguments of `skill_create`. Version and status are set by the runtime, never here.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateArgs {
+pub(crate) struct CreateArgs {
     /// The skill's name, also its folder: lowercase letters, digits and `-` (e.g.
     /// `weekly-report`).
     pub name: String,
@@ -147,7 +147,7 @@ pub(super) fn steps_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schem
 /// What `skill_refine` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum RefineAction {
+pub(crate) enum RefineAction {
     /// A step of a skill you followed failed, turned out wrong, or is missing. Needs `skill`,
     /// `revision` and `step` (and `turn` when you know it). Never for a use that went well.
     Report,
@@ -184,7 +184,7 @@ impl RefineAction {
 /// Arguments of `skill_refine`. Which ones are needed depends on `action`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RefineArgs {
+pub(crate) struct RefineArgs {
     /// `report`, `revise`, `revert` or `retire`.
     pub action: RefineAction,
     /// The skill's name (report, revert, retire).
@@ -224,7 +224,7 @@ pub struct RefineArgs {
 /// Arguments of `playbook_search`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchArgs {
+pub(crate) struct SearchArgs {
     /// Words describing the work (e.g. "weekly report to the team"); empty lists every live
     /// skill by name.
     pub query: String,
@@ -236,7 +236,7 @@ pub struct SearchArgs {
 /// Arguments of `playbook_record`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// One skill's name; leave it out for every live skill.
     #[serde(default)]
     pub skill: Option<String>,
@@ -244,7 +244,7 @@ pub struct RecordArgs {
 
 /// The yes/no the human is asked through MCP elicitation.
 #[derive(Debug, Deserialize, JsonSchema)]
-pub struct Approval {
+pub(crate) struct Approval {
     /// Yes to let it happen, no to refuse it.
     pub approve: bool,
 }
@@ -327,19 +327,19 @@ impl<T: JsonSchema> JsonSchema for Args<T> {
 }
 
 /// The longest path a tool takes (`path`, `from`, `to`, `turn`), in bytes: Linux's `PATH_MAX`.
-pub const MAX_PATH_ARG_BYTES: usize = 4096;
+pub(crate) const MAX_PATH_ARG_BYTES: usize = 4096;
 /// The longest short text a tool takes (a skill's `trigger`, `use_when`, a list's item, `why`,
 /// any argument not named below), in bytes.
-pub const MAX_TEXT_ARG_BYTES: usize = 4096;
+pub(crate) const MAX_TEXT_ARG_BYTES: usize = 4096;
 /// The longest skill or fixer name, fingerprint or token, in bytes.
-pub const MAX_NAME_ARG_BYTES: usize = 256;
+pub(crate) const MAX_NAME_ARG_BYTES: usize = 256;
 /// The most items of a list argument (`steps`, `preconditions`, `evidence`, ...).
-pub const MAX_LIST_ARG_ITEMS: usize = 64;
+pub(crate) const MAX_LIST_ARG_ITEMS: usize = 64;
 /// The most arguments one call holds, and the longest argument name, in bytes.
-pub const MAX_ARGS: usize = 32;
-pub const MAX_ARG_NAME_BYTES: usize = 64;
+pub(crate) const MAX_ARGS: usize = 32;
+pub(crate) const MAX_ARG_NAME_BYTES: usize = 64;
 /// How much of an argument, path or tool name is echoed back in an answer or a log line.
-pub const ECHO_CHARS: usize = 200;
+pub(crate) const ECHO_CHARS: usize = 200;
 
 /// `text` cut to its first `chars` characters, with `…` when something was cut.
 pub(super) fn cut(text: &str, chars: usize) -> std::borrow::Cow<'_, str> {

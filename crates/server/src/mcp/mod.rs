@@ -74,15 +74,11 @@ use asking::{
 use proposal::proposal;
 use refine::{Refine, answered_answer, filed_answer};
 
-pub use args::{
-    Approval, CopyArgs, CreateArgs, ECHO_CHARS, MAX_ARG_NAME_BYTES, MAX_ARGS, MAX_LIST_ARG_ITEMS,
-    MAX_NAME_ARG_BYTES, MAX_PATH_ARG_BYTES, MAX_TEXT_ARG_BYTES, ReadArgs, RecordArgs, RefineAction,
-    RefineArgs, SearchArgs, SuggestedBy, WriteArgs,
-};
+pub(crate) use args::{Approval, CreateArgs, RefineArgs};
 
 /// The most hits `playbook_search` returns, and how many when the caller does not say.
-pub const MAX_SEARCH_LIMIT: u32 = 50;
-pub const DEFAULT_SEARCH_LIMIT: u32 = 10;
+pub(crate) const MAX_SEARCH_LIMIT: u32 = 50;
+pub(crate) const DEFAULT_SEARCH_LIMIT: u32 = 10;
 
 /// Why the MCP server could not start or stopped abnormally.
 #[derive(Debug, thiserror::Error)]

@@ -18,7 +18,7 @@ const MAX_ANSWER_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Why a request did not go through, sorted by what the runner does about it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Failure {
+pub(crate) enum Failure {
     /// The server could not be reached, or answered 5xx, 408 or 429: try again later.
     Away(String),
     /// The server refused the runner's token (401): nothing will go through until the runner
@@ -52,7 +52,7 @@ impl std::fmt::Display for Failure {
 }
 
 /// A runner's connection to its server.
-pub struct Client {
+pub(crate) struct Client {
     http: ureq::Agent,
     base: String,
     bearer: String,
@@ -65,7 +65,7 @@ pub struct Client {
 impl Client {
     /// A client for the server at `base` (`http://host:port`, no trailing path) with a runner
     /// token.
-    pub fn new(base: &str, token: &str) -> Client {
+    pub(crate) fn new(base: &str, token: &str) -> Client {
         let http: ureq::Agent = ureq::Agent::config_builder()
             // Every status comes back as an answer, so 4xx and 5xx can be told apart.
             .http_status_as_error(false)
@@ -83,12 +83,12 @@ impl Client {
         }
     }
 
-    pub fn base(&self) -> &str {
+    pub(crate) fn base(&self) -> &str {
         &self.base
     }
 
     /// Sets the spool backlog the next requests report.
-    pub fn note_backlog(&self, items: usize) {
+    pub(crate) fn note_backlog(&self, items: usize) {
         self.backlog.store(
             u64::try_from(items).unwrap_or(u64::MAX),
             std::sync::atomic::Ordering::Relaxed,
@@ -96,7 +96,7 @@ impl Client {
     }
 
     /// Sets the hook failures the next requests report.
-    pub fn note_hook_failures(&self, failures: usize) {
+    pub(crate) fn note_hook_failures(&self, failures: usize) {
         self.hook_failures.store(
             u64::try_from(failures).unwrap_or(u64::MAX),
             std::sync::atomic::Ordering::Relaxed,
@@ -116,7 +116,7 @@ impl Client {
     }
 
     /// `GET path`, its JSON answer decoded.
-    pub fn get<A: DeserializeOwned>(&self, path: &str) -> Result<A, Failure> {
+    pub(crate) fn get<A: DeserializeOwned>(&self, path: &str) -> Result<A, Failure> {
         let url = format!("{}{path}", self.base);
         let answer = self
             .http
@@ -129,12 +129,12 @@ impl Client {
     }
 
     /// `POST path` with a JSON body, its JSON answer decoded.
-    pub fn post<A: DeserializeOwned>(&self, path: &str, body: &[u8]) -> Result<A, Failure> {
+    pub(crate) fn post<A: DeserializeOwned>(&self, path: &str, body: &[u8]) -> Result<A, Failure> {
         decode(path, self.post_raw(path, body)?)
     }
 
     /// `POST path` with a JSON body, for an endpoint that answers without content.
-    pub fn post_empty(&self, path: &str, body: &[u8]) -> Result<(), Failure> {
+    pub(crate) fn post_empty(&self, path: &str, body: &[u8]) -> Result<(), Failure> {
         self.post_raw(path, body).map(|_| ())
     }
 

@@ -27,15 +27,15 @@ use crate::wire::{FileProblem, WireEvent, WireFile};
 /// The most of a call's output the runner keeps: the end, where rs-sdk prints its summary (the
 /// server keeps a shorter tail still). A bound keeps one chatty call from outgrowing the
 /// server's body limit and being refused whole.
-pub const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 
 /// The name of the lab log in a bot's folder.
-pub const LAB_LOG: &str = "lab_log.md";
+pub(crate) const LAB_LOG: &str = "lab_log.md";
 
 /// An outbox turn end: the snapshot of `bots/<agent>/` taken when the turn ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct OutboxTurn {
+pub(crate) struct OutboxTurn {
     pub files: BTreeMap<String, WireFile>,
 }
 

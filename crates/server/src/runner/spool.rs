@@ -41,13 +41,13 @@ pub const INSTRUCTIONS: &str = "instructions.md";
 /// A session of the agent is starting and wants `family-skills/` brought up to date first: the
 /// hook's `SessionStart` writes it (the time, as text) and waits; the runner fetches the mirror,
 /// writes it and the instructions, then removes it ([`ask_fresh_mirror`], [`fresh_mirror_asked`]).
-pub const FRESH_MIRROR: &str = "fresh-mirror-wanted";
+pub(crate) const FRESH_MIRROR: &str = "fresh-mirror-wanted";
 /// The Claude Code hook's failures, one JSON line each (`{"at": millis, …}`), which the hook
 /// writes where it keeps its notes: in relay mode, the spool's root.
 pub const HOOK_FAILURES: &str = "hook-failures.jsonl";
 
 /// How many hook failures the file in `root` holds at or after `since` (millis).
-pub fn hook_failures_since(root: &Path, since: i64) -> usize {
+pub(crate) fn hook_failures_since(root: &Path, since: i64) -> usize {
     #[derive(serde::Deserialize)]
     struct At {
         at: i64,
@@ -129,7 +129,7 @@ fn io<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -
 
 /// One item in a spool folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Item {
+pub(crate) struct Item {
     pub name: String,
     pub path: PathBuf,
     /// `None` when the name is not one a spool writer makes (the item is refused).
@@ -139,7 +139,7 @@ pub struct Item {
 }
 
 /// A fresh item name for `kind`, sorting after every name this process made before.
-pub fn item_name(kind: Kind) -> String {
+pub(crate) fn item_name(kind: Kind) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let millis = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -156,7 +156,7 @@ pub fn item_name(kind: Kind) -> String {
 /// same folder (`.NAME.tmp-PID`, which [`temp_writer`] reads back), written in full and fsynced,
 /// renamed over the name, then the folder fsynced so the rename survives a power loss. The temp
 /// file is removed when anything fails.
-pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), SpoolError> {
+pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), SpoolError> {
     let target = dir.join(name);
     let how = Replace {
         mode: None,
@@ -174,7 +174,7 @@ fn create_dir(path: &Path) -> Result<(), SpoolError> {
 }
 
 /// The event contract's object for a checked event: what the hook writes into the inbox.
-pub fn raw_event(event: &Event) -> RawEvent {
+pub(crate) fn raw_event(event: &Event) -> RawEvent {
     let (kind, command, cwd, script, code) = match &event.call {
         Call::Shell { command, cwd } => (
             EventKind::Shell,
@@ -214,7 +214,7 @@ pub fn raw_event(event: &Event) -> RawEvent {
 }
 
 /// The JSON object of a raw event without its empty fields.
-pub fn event_json(raw: &RawEvent) -> Result<serde_json::Value, SpoolError> {
+pub(crate) fn event_json(raw: &RawEvent) -> Result<serde_json::Value, SpoolError> {
     let mut value = serde_json::to_value(raw).map_err(|err| SpoolError::Encode(err.to_string()))?;
     if let serde_json::Value::Object(object) = &mut value {
         object.retain(|_, field| !field.is_null());
@@ -241,7 +241,7 @@ pub fn ask_fresh_mirror(root: &Path, now: i64) -> Result<String, SpoolError> {
 }
 
 /// The request of [`ask_fresh_mirror`] waiting in the spool at `root`, if any.
-pub fn fresh_mirror_asked(root: &Path) -> Option<String> {
+pub(crate) fn fresh_mirror_asked(root: &Path) -> Option<String> {
     fs::read_to_string(root.join(FRESH_MIRROR)).ok()
 }
 
@@ -252,7 +252,7 @@ pub fn fresh_mirror_done(root: &Path, stamp: &str) -> bool {
 }
 
 /// The runner answered the request `stamp`: it goes, unless a newer one replaced it meanwhile.
-pub fn answer_fresh_mirror(root: &Path, stamp: &str) {
+pub(crate) fn answer_fresh_mirror(root: &Path, stamp: &str) {
     if fresh_mirror_asked(root).as_deref() == Some(stamp) {
         let _ = fs::remove_file(root.join(FRESH_MIRROR));
     }
@@ -286,7 +286,7 @@ fn relay(root: &Path, kind: Kind, bytes: &[u8]) -> Result<PathBuf, SpoolError> {
 /// A runner's hold on its spool: the three folders, locked against a second runner (two
 /// runners taking the same inbox would each send what the other sent).
 #[derive(Debug)]
-pub struct Spool {
+pub(crate) struct Spool {
     root: PathBuf,
     inbox: PathBuf,
     outbox: PathBuf,
@@ -297,7 +297,7 @@ pub struct Spool {
 
 impl Spool {
     /// Opens (creating) the spool at `root` and locks it.
-    pub fn open(root: &Path) -> Result<Spool, SpoolError> {
+    pub(crate) fn open(root: &Path) -> Result<Spool, SpoolError> {
         let (inbox, outbox, rejected) = (root.join(INBOX), root.join(OUTBOX), root.join(REJECTED));
         for dir in [&inbox, &outbox, &rejected] {
             create_dir(dir)?;
@@ -329,54 +329,55 @@ impl Spool {
 
     /// Notes that the server just took something from the spool. Only a note for people (no
     /// decision reads it), so it is written plainly, without the fsyncs a spooled item gets.
-    pub fn note_delivery(&self, now: i64) {
+    pub(crate) fn note_delivery(&self, now: i64) {
         let path = self.root.join(LAST_DELIVERY);
         if let Err(err) = fs::write(&path, now.to_string()) {
             tracing::debug!("cannot note the delivery in {}: {err}", path.display());
         }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
-    pub fn inbox(&self) -> &Path {
+    pub(crate) fn inbox(&self) -> &Path {
         &self.inbox
     }
 
-    pub fn outbox(&self) -> &Path {
+    pub(crate) fn outbox(&self) -> &Path {
         &self.outbox
     }
 
-    pub fn rejected(&self) -> &Path {
+    #[cfg(test)]
+    pub(crate) fn rejected(&self) -> &Path {
         &self.rejected
     }
 
     /// The inbox's items, oldest first.
-    pub fn inbox_items(&self) -> Result<Vec<Item>, SpoolError> {
+    pub(crate) fn inbox_items(&self) -> Result<Vec<Item>, SpoolError> {
         list(&self.inbox)
     }
 
     /// The outbox's items, oldest first.
-    pub fn outbox_items(&self) -> Result<Vec<Item>, SpoolError> {
+    pub(crate) fn outbox_items(&self) -> Result<Vec<Item>, SpoolError> {
         list(&self.outbox)
     }
 
     /// Whether the outbox already holds an item of this name (the runner stopped between
     /// writing it and deleting its inbox file).
-    pub fn in_outbox(&self, name: &str) -> bool {
+    pub(crate) fn in_outbox(&self, name: &str) -> bool {
         fs::symlink_metadata(self.outbox.join(name)).is_ok()
     }
 
     /// Writes an item's outbox copy (atomically, under the same name).
-    pub fn put_outbox(&self, name: &str, bytes: &[u8]) -> Result<(), SpoolError> {
+    pub(crate) fn put_outbox(&self, name: &str, bytes: &[u8]) -> Result<(), SpoolError> {
         write_atomic(&self.outbox, name, bytes)
     }
 
     /// Deletes an item that is done with. A missing file is fine (gone already). The folder is
     /// not fsynced: should a power loss bring the file back, it is sent again, and the server
     /// recognises its events by their ids.
-    pub fn remove(&self, item: &Item) -> Result<(), SpoolError> {
+    pub(crate) fn remove(&self, item: &Item) -> Result<(), SpoolError> {
         match fs::remove_file(&item.path) {
             Ok(()) => Ok(()),
             Err(err) if err.kind() == ErrorKind::NotFound => Ok(()),
@@ -385,7 +386,7 @@ impl Spool {
     }
 
     /// Moves an item into `rejected/` with the reason in `<name>.error.txt` beside it.
-    pub fn reject(&self, item: &Item, reason: &str) -> Result<PathBuf, SpoolError> {
+    pub(crate) fn reject(&self, item: &Item, reason: &str) -> Result<PathBuf, SpoolError> {
         let note = format!(
             "{reason}\n\nThis item was not sent (again). Fix what the message says and move the \
              file back into {} to send it, or delete it.\n",

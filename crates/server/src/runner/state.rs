@@ -22,10 +22,10 @@ use crate::wire::AvatarStats;
 const MAX_STATE_BYTES: u64 = 16 * 1024 * 1024;
 
 /// The spool file that keeps the bank as last seen.
-pub const BANK_FILE: &str = "bank.json";
+pub(crate) const BANK_FILE: &str = "bank.json";
 
 /// Reads the state file when it changes and keeps what is due to be sent.
-pub struct StateWatch {
+pub(crate) struct StateWatch {
     path: PathBuf,
     bank_file: PathBuf,
     stamp: Option<(u64, Option<SystemTime>, u64)>,
@@ -36,7 +36,7 @@ pub struct StateWatch {
 
 impl StateWatch {
     /// Watches `path`; the bank as last seen is kept in `spool/bank.json`.
-    pub fn new(path: &Path, spool: &Path) -> StateWatch {
+    pub(crate) fn new(path: &Path, spool: &Path) -> StateWatch {
         let bank_file = spool.join(BANK_FILE);
         let bank = std::fs::read(&bank_file)
             .ok()
@@ -54,7 +54,7 @@ impl StateWatch {
     /// Reads the file again if it changed; a state worth sending becomes pending. A file that
     /// cannot be read or is not a state is reported once per change and otherwise ignored: the
     /// program writing it may be half-way through.
-    pub fn poll(&mut self) {
+    pub(crate) fn poll(&mut self) {
         let Ok(metadata) = std::fs::metadata(&self.path) else {
             return;
         };
@@ -120,12 +120,12 @@ impl StateWatch {
     }
 
     /// The state due to be sent, if any.
-    pub fn pending(&self) -> Option<&AvatarStats> {
+    pub(crate) fn pending(&self) -> Option<&AvatarStats> {
         self.pending.as_ref()
     }
 
     /// The pending state was delivered (or refused: it is not sent again until it changes).
-    pub fn done(&mut self) {
+    pub(crate) fn done(&mut self) {
         if let Some(stats) = self.pending.take() {
             self.sent = Some(stats);
         }
@@ -150,7 +150,7 @@ fn rfc3339(time: SystemTime) -> Option<String> {
 
 /// The stats of one `BotWorldState`. `bank` is the bank as last seen; it is updated when the
 /// state shows the bank open.
-pub fn stats_from_state(
+pub(crate) fn stats_from_state(
     value: &Value,
     bank: &mut Option<BTreeMap<String, i64>>,
 ) -> Result<AvatarStats, String> {

@@ -17,10 +17,9 @@ use mindrune_store::{PgStore, Store as _};
 use serde_json::json;
 
 use crate::measure::{Figures, micros};
-use crate::record::BATCH;
 use crate::report::{Row, number};
 use crate::workload::{
-    self, BARE_XP, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND, Workload,
+    self, BARE_XP, BATCH, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND, Workload,
     add_bench_agent,
 };
 

@@ -11,8 +11,8 @@ use serde_json::json;
 use crate::measure::micros;
 use crate::report::{Print, Row};
 use crate::workload::{
-    BARE_XP, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND, alternate, bare_call,
-    figures_json, setup_library, workload, write_figures,
+    BARE_XP, BATCH, SCRIPTS, TARGET_P99, TARGET_RATIO, TARGET_USES_PER_SECOND, alternate,
+    bare_call, figures_json, setup_library, workload, write_figures,
 };
 
 /// `mindrune bench record`: recording uses into SQLite beside bare SQLite inserts of the same
@@ -232,8 +232,6 @@ fn insert_bare(
     Ok(())
 }
 
-/// Uses per write group (and rows per bare transaction) in the batched figures.
-pub(crate) const BATCH: usize = 100;
 /// Issue 25's budget: batched recording at least half as fast as bare batched inserts.
 const TARGET_BATCHED_RATIO: f64 = 0.5;
 

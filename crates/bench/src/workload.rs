@@ -15,6 +15,9 @@ use crate::measure::{Figures, figures, micros};
 
 /// How many distinct scripts the benchmark agent runs.
 pub(crate) const SCRIPTS: usize = 20;
+/// Uses per write group (and rows per bare transaction) in the batched figures, for SQLite
+/// (`bench record`) and PostgreSQL (`crate::pg`) alike.
+pub(crate) const BATCH: usize = 100;
 /// How many alternating blocks the two measurements are split into.
 const BLOCKS: usize = 20;
 /// Targets from the design brief.

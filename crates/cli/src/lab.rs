@@ -13,15 +13,13 @@ use anyhow::Context as _;
 use clap::{Args, Subcommand};
 use mindrune_core::runx::receipt::{self, VerifyOptions};
 use mindrune_engine::agent::Backend;
-use mindrune_engine::lab::agent_acts::RunnerAgent;
 use mindrune_engine::lab::harness::javascript::{WorkerCommand, serve_worker};
 use mindrune_engine::lab::harness::{CaseProgress, CaseSealer, HarnessOptions};
-use mindrune_engine::lab::runners::{
-    self, Agent, AnswersFile, NoAgent, RunEnd, RunReport, RunRequest, Runner,
+use mindrune_engine::lab::{
+    Agent, AnswersFile, LabTools, LocalSigningKey, NoAgent, PackageValidator, ReceiptStore, RunEnd,
+    RunReport, RunRequest, Runner, RunnerAgent, SIGNING_KEY_ENV, StoreSealer, answers_template,
+    inspect_workspace, run_request, throwaway_sealer, validate_package,
 };
-use mindrune_engine::lab::seal::{self, StoreSealer, throwaway_sealer};
-use mindrune_engine::lab::validate::{LabTools, PackageValidator, validate_package};
-use mindrune_engine::lab::{inspect, receipt_store};
 use serde_json::{Value, json};
 
 use crate::progress::{Progress, Unit};
@@ -229,7 +227,7 @@ fn print_json(value: &Value) -> anyhow::Result<()> {
 }
 
 fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
-    let context = inspect::inspect_workspace(&target.repo_root, Some(&target.target_dir))?;
+    let context = inspect_workspace(&target.repo_root, Some(&target.target_dir))?;
     if json {
         print_json(&context)?;
         return Ok(ExitCode::SUCCESS);
@@ -298,7 +296,7 @@ fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
 
 fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<ExitCode> {
     let relative = mindrune_core::runx::admission::normalize_target_dir(&target.target_dir)?;
-    mindrune_engine::lab::apply::finish_interrupted_apply(&target.repo_root, &relative)?;
+    mindrune_engine::lab::finish_interrupted_apply(&target.repo_root, &relative)?;
     // Nested candidate checks (a skill-lab fixture that builds a package) seal into throwaway
     // stores; the package's own cases seal into the workspace's store, as Runx copies a
     // replay's verified receipts to `.runx/receipts`.
@@ -378,7 +376,7 @@ fn verify_command(
     allow_dev: bool,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let store = receipt_store::ReceiptStore::for_repo(repo_root)?;
+    let store = ReceiptStore::for_repo(repo_root)?;
     let stored = store.load(reference)?;
     let key = verifier_key(repo_root, allow_dev)?;
     let mut options = VerifyOptions::trusting(key.iter().map(|key| key.trusted_key()));
@@ -419,27 +417,21 @@ fn verify_command(
 /// repository's own. Verifying never makes a key: a fresh one could not have sealed anything.
 /// Without one, `--allow-local-development-signatures` still checks what Runx's local-development
 /// mode checks (digest, content id, a `sig:<digest>` pseudo-signature); otherwise it is refused.
-fn verifier_key(
-    repo_root: &Path,
-    allow_dev: bool,
-) -> anyhow::Result<Option<receipt_store::LocalSigningKey>> {
-    let (key_path, named) = match std::env::var_os(receipt_store::SIGNING_KEY_ENV) {
+fn verifier_key(repo_root: &Path, allow_dev: bool) -> anyhow::Result<Option<LocalSigningKey>> {
+    let (key_path, named) = match std::env::var_os(SIGNING_KEY_ENV) {
         Some(path) if !path.is_empty() => (repo_root.join(path), true),
-        _ => (
-            receipt_store::LocalSigningKey::default_path(repo_root),
-            false,
-        ),
+        _ => (LocalSigningKey::default_path(repo_root), false),
     };
     if allow_dev && !named && !key_path.exists() {
         return Ok(None);
     }
-    let key = receipt_store::LocalSigningKey::load(&key_path).with_context(|| {
+    let key = LocalSigningKey::load(&key_path).with_context(|| {
         format!(
             "receipts are verified with the key that sealed them, {} (set {} to name another; \
              pass --allow-local-development-signatures to check a Runx local-development \
              receipt's digest, content id and sig: pseudo-signature without a key)",
             key_path.display(),
-            receipt_store::SIGNING_KEY_ENV
+            SIGNING_KEY_ENV
         )
     })?;
     Ok(Some(key))
@@ -486,7 +478,7 @@ impl VerifyOutcome {
                 "signature_malformed: without a verifier key only a local-development \
                  pseudo-signature (sig:<digest>) can be checked, as in Runx, and this receipt \
                  carries an Ed25519 signature; verify it with the key that sealed it ({})",
-                receipt_store::SIGNING_KEY_ENV
+                SIGNING_KEY_ENV
             ));
         }
         let (verdict, reason) = match &result {
@@ -622,13 +614,13 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
     let sealers = throwaway_sealer;
     let options = harness_options()?;
     let mut validator = PackageValidator::new(&sealers, &options);
-    let report = runners::run(runner, &request, agent.as_mut(), &mut validator);
+    let report = mindrune_engine::lab::run(runner, &request, agent.as_mut(), &mut validator);
     // What each agent act took, on stderr: the result on stdout stays the contract's.
     for line in spent.lock().map(|lines| lines.clone()).unwrap_or_default() {
         eprintln!("agent {line}");
     }
     let (receipt_id, receipt_path) = sealer
-        .seal_request(&seal::run_request(&report))
+        .seal_request(&run_request(&report))
         .map_err(anyhow::Error::msg)?;
 
     let mut result = report.result_json();
@@ -707,7 +699,7 @@ fn print_run(
                 "The {} act needs an answer. Give one with --agent claude (Claude Code), --agent-cmd CMD (it receives the request on stdin) or --answers FILE shaped like:",
                 act.task()
             )?;
-            serde_json::to_writer_pretty(&mut out, &runners::answers_template(*act))?;
+            serde_json::to_writer_pretty(&mut out, &answers_template(*act))?;
             writeln!(out)?;
             if let Some(path) = request_file {
                 writeln!(out, "request   {}", path.display())?;

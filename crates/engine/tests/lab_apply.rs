@@ -13,9 +13,9 @@ use mindrune_core::runx::admission::{Mode, bind, plan};
 use mindrune_core::runx::contracts::{
     ApplyVerdict, ArchitectureDecision, ChangeBundle, ChangeDraft, parse_contract, to_json,
 };
-use mindrune_engine::lab::apply::{CandidateCheck, CandidateReport, apply_change};
-use mindrune_engine::lab::apply_error::ApplyError;
-use mindrune_engine::lab::snapshot_walk::{PackageSnapshot, snapshot_package};
+use mindrune_engine::lab::ApplyError;
+use mindrune_engine::lab::{CandidateCheck, CandidateReport, apply_change};
+use mindrune_engine::lab::{PackageSnapshot, snapshot_package};
 use serde_json::{Value, json};
 
 fn shared() -> PathBuf {
@@ -570,7 +570,7 @@ fn a_symlinked_parent_folder_is_refused() {
 
 #[test]
 fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
-    use mindrune_engine::lab::commit::{Operation, commit_verified};
+    use mindrune_engine::lab::{Operation, commit_verified};
     let (repo, target) = repo_with_package(&[]);
     let before = digest_of(&target);
     let operations = [
@@ -603,7 +603,7 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
 
     // The next lab step that reads the target rolls the commit back first.
     let context =
-        mindrune_engine::lab::inspect::inspect_workspace(repo.path(), Some("skills/demo")).unwrap();
+        mindrune_engine::lab::inspect_workspace(repo.path(), Some("skills/demo")).unwrap();
     assert_eq!(context["base_digest"], before.as_str());
     assert_eq!(digest_of(&target), before);
     assert!(
@@ -626,7 +626,7 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
     );
     assert_eq!(
         context,
-        mindrune_engine::lab::inspect::inspect_workspace(repo.path(), Some("skills/demo")).unwrap()
+        mindrune_engine::lab::inspect_workspace(repo.path(), Some("skills/demo")).unwrap()
     );
     let journals = repo.path().join(".runx/authoring/journal");
     assert_eq!(
@@ -638,7 +638,7 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
 
 #[test]
 fn a_failed_verification_rolls_every_path_back_at_once() {
-    use mindrune_engine::lab::commit::{Operation, commit_verified};
+    use mindrune_engine::lab::{Operation, commit_verified};
     let (repo, target) = repo_with_package(&[]);
     let before = digest_of(&target);
     let operations = [Operation {
@@ -680,8 +680,7 @@ fn a_planted_journal_that_names_paths_outside_the_package_is_not_trusted() {
         });
         fs::write(journal.join("manifest.json"), manifest.to_string()).unwrap();
         let err =
-            mindrune_engine::lab::inspect::inspect_workspace(repo.path(), Some("skills/demo"))
-                .unwrap_err();
+            mindrune_engine::lab::inspect_workspace(repo.path(), Some("skills/demo")).unwrap_err();
         assert!(err.to_string().contains("cannot be trusted"), "{err}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
         assert_eq!(

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use mindrune_core::runx::admission::{self, Mode};
 use mindrune_engine::lab::harness::HarnessOptions;
-use mindrune_engine::lab::seal::throwaway_sealer;
-use mindrune_engine::lab::validate::{LabTools, validate_package};
+use mindrune_engine::lab::throwaway_sealer;
+use mindrune_engine::lab::{LabTools, validate_package};
 use serde_json::Value;
 
 fn shared() -> PathBuf {

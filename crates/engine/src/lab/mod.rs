@@ -9,14 +9,29 @@
 //! commit of `apply`, which either leaves every byte as it was or lands the exact candidate the
 //! harness replayed.
 
-pub mod agent_acts;
-pub mod apply;
-pub mod apply_error;
-pub mod commit;
+mod agent_acts;
+mod apply;
+mod apply_error;
+mod commit;
 pub mod harness;
-pub mod inspect;
-pub mod receipt_store;
-pub mod runners;
-pub mod seal;
-pub mod snapshot_walk;
-pub mod validate;
+mod inspect;
+mod receipt_store;
+mod runners;
+mod seal;
+mod snapshot_walk;
+mod validate;
+
+// What the cli, the benches and the Lab's tests use; `harness` stays a namespace (with the
+// JavaScript worker's `harness::javascript`).
+pub use agent_acts::RunnerAgent;
+pub use apply::{CandidateCheck, CandidateReport, apply_change, finish_interrupted_apply};
+pub use apply_error::ApplyError;
+pub use commit::{Operation, commit_verified};
+pub use inspect::inspect_workspace;
+pub use receipt_store::{LocalSigningKey, ReceiptStore, SIGNING_KEY_ENV};
+pub use runners::{
+    Agent, AnswersFile, NoAgent, RunEnd, RunReport, RunRequest, Runner, answers_template, run,
+};
+pub use seal::{StoreSealer, run_request, throwaway_sealer};
+pub use snapshot_walk::{PackageSnapshot, snapshot_package};
+pub use validate::{LabTools, PackageValidator, validate_package};

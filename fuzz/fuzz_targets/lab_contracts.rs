@@ -6,7 +6,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mindrune_core::runx::admission::{Mode, admit_change, bind, plan, validate_change_contract};
-use mindrune_core::runx::contracts::{
+use mindrune_core::runx::{
     ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, parse_contract,
 };
 use mindrune_core::runx::receipt::{VerifyOptions, check_integrity, verify};

@@ -10,7 +10,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use mindrune_core::runx::inspect;
-use mindrune_core::runx::package::{inspect_package, load_package};
+use mindrune_core::runx::{inspect_package, load_package};
 use mindrune_core::runx::snapshot::SnapshotFile;
 
 const MANUAL: &[u8] = b"---\nname: demo\ndescription: Fuzzed package.\n---\n\n# Demo\n";

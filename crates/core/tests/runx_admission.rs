@@ -8,7 +8,7 @@ use mindrune_core::runx::admission::{
     self, Mode, Refusal, admit_change, assert_allowed_delete_path, assert_allowed_write_path, bind,
     plan, validate_change_contract,
 };
-use mindrune_core::runx::contracts::{
+use mindrune_core::runx::{
     ArchitectureDecision, ChangeBundle, ChangeDecision, ChangeDraft, Disposition, ProofKind,
     Visibility, parse_contract, to_json,
 };
@@ -171,7 +171,7 @@ fn plan_digest_binds_the_base_and_architecture() {
 #[test]
 fn plan_digest_is_the_stable_json_digest_of_base_and_architecture() {
     let planned = plan(&digest('a'), architecture("build", &[])).unwrap();
-    let expected = mindrune_core::runx::stable_json::stable_digest(&json!({
+    let expected = mindrune_core::runx::stable_digest(&json!({
         "base_digest": digest('a'),
         "architecture": to_json(&planned.architecture),
     }))

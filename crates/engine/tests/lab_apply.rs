@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
 use mindrune_core::runx::admission::{Mode, bind, plan};
-use mindrune_core::runx::contracts::{
+use mindrune_core::runx::{
     ApplyVerdict, ArchitectureDecision, ChangeBundle, ChangeDraft, parse_contract, to_json,
 };
 use mindrune_engine::lab::ApplyError;

@@ -6,11 +6,26 @@
 //! package folder from disk belongs to the crates that do I/O.
 
 pub mod admission;
-pub mod contracts;
+mod contracts;
 pub mod inspect;
-pub mod package;
+mod package;
 pub mod receipt;
-pub mod resources;
+mod resources;
 pub mod snapshot;
-pub mod stable_json;
+mod stable_json;
 mod yaml;
+
+// What the engine, the fuzz targets and the tests use of the contracts, the package model, the
+// resource budget and the canonical JSON; `admission`, `inspect`, `receipt` and `snapshot` stay
+// namespaces (their names — `plan`, `bind`, `verify`, `MAX_BYTES` — read as theirs).
+pub use contracts::{
+    ApplyResult, ApplyResultSchema, ApplyVerdict, ArchitectureDecision, ArchitecturePlan,
+    ChangeBundle, ChangeDecision, ChangeDraft, CheckStatus, DecisionSchema, Disposition,
+    DraftSchema, NonEmpty, PackageMetrics, ProofKind, ValidationCheck, ValidationResult,
+    ValidationSchema, Visibility, parse_contract, to_json,
+};
+pub use package::{
+    InputDef, PROFILE_FILE, Package, RUNX_VALIDATION_PREFIX, inspect_package, load_package,
+};
+pub use resources::{resource_usage, validate_resources};
+pub use stable_json::{canonicalize_text, stable_digest};

@@ -20,7 +20,7 @@ use mindrune_core::runx::admission::{
     self, AdmittedChange, Mode, Refusal, admit_change, package_delta, package_metrics,
     validate_change_contract, validate_resource_budget,
 };
-use mindrune_core::runx::contracts::{
+use mindrune_core::runx::{
     ApplyResult, ApplyResultSchema, ApplyVerdict, ArchitectureDecision, ChangeBundle,
     ChangeDecision, CheckStatus, NonEmpty, ValidationCheck, ValidationResult, ValidationSchema,
 };
@@ -268,8 +268,8 @@ fn validation_result(
     change: &ChangeBundle,
     base_digest: &str,
     candidate_digest: &str,
-    before: mindrune_core::runx::contracts::PackageMetrics,
-    after: mindrune_core::runx::contracts::PackageMetrics,
+    before: mindrune_core::runx::PackageMetrics,
+    after: mindrune_core::runx::PackageMetrics,
     report: &CandidateReport,
 ) -> ValidationResult {
     let check = |name: &str, detail: &str| ValidationCheck {

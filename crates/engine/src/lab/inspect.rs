@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 
 use mindrune_core::runx::admission::{self, metrics_json, package_metrics};
 use mindrune_core::runx::inspect as runx_inspect;
-use mindrune_core::runx::package::{Package, RUNX_VALIDATION_PREFIX, load_package};
 use mindrune_core::runx::snapshot::{IGNORED, SnapshotFile, absent_digest};
+use mindrune_core::runx::{Package, RUNX_VALIDATION_PREFIX, load_package};
 use serde_json::{Value, json};
 
 use super::apply::finish_interrupted_apply;

@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 
 use mindrune_core::runx::admission::{self, Mode, Refusal};
-use mindrune_core::runx::contracts::{
+use mindrune_core::runx::{
     ApplyResult, ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, DecisionSchema,
     DraftSchema, parse_contract, to_json,
 };

@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::contracts::ApplyVerdict;
+use mindrune_core::runx::ApplyVerdict;
 use mindrune_core::runx::receipt::{
     self, Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus, Disposition,
     Enforcement, Idempotency, IssuerType, ReceiptDraft, Reference, ReferenceType, Seal, SigningKey,

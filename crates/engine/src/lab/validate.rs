@@ -9,13 +9,13 @@
 use std::path::{Component, Path, PathBuf};
 
 use mindrune_core::runx::admission::{self, Mode};
-use mindrune_core::runx::contracts::{
+use mindrune_core::runx::inspect as runx_inspect;
+use mindrune_core::runx::snapshot::SnapshotFile;
+use mindrune_core::runx::{
     ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, parse_contract, to_json,
 };
-use mindrune_core::runx::inspect as runx_inspect;
-use mindrune_core::runx::package::{Package, RUNX_VALIDATION_PREFIX, load_package};
-use mindrune_core::runx::resources::{resource_usage, validate_resources};
-use mindrune_core::runx::snapshot::SnapshotFile;
+use mindrune_core::runx::{Package, RUNX_VALIDATION_PREFIX, load_package};
+use mindrune_core::runx::{resource_usage, validate_resources};
 use serde_json::{Value, json};
 
 use super::apply::{CandidateCheck, CandidateReport, apply_change};

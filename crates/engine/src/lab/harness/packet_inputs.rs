@@ -22,7 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::package::{InputDef, PROFILE_FILE, Package};
+use mindrune_core::runx::{InputDef, PROFILE_FILE, Package};
 use serde_json::Value;
 
 use super::packets::{PacketCatalog, schema_directories};
@@ -128,7 +128,7 @@ fn admit(
 mod tests {
     use std::fs;
 
-    use mindrune_core::runx::package::load_package;
+    use mindrune_core::runx::load_package;
     use mindrune_core::runx::snapshot::SnapshotFile;
 
     use super::*;

@@ -1,6 +1,7 @@
 //! `mindrune bench serve`: runners on loopback sending events to a real `mindrune serve`
 //! process, beside the same events recorded in-process (no HTTP) in the same run.
 
+use mindrune_store::{Directory as _, SkillRecords as _};
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -12,7 +13,7 @@ use anyhow::{Context as _, bail};
 use mindrune_engine::Recorder;
 use mindrune_engine::workspace::SnapshotFiles;
 use mindrune_server::secret::{new_secret, secret_digest};
-use mindrune_store::{Recording as _, SqliteStore, Store as _};
+use mindrune_store::{Recording as _, SqliteStore};
 use serde_json::json;
 
 use crate::measure::percentile;

@@ -660,7 +660,9 @@ pub struct SkillEntry {
     pub version_count: i64,
     /// Runs of all versions together.
     pub total_runs: i64,
-    /// The best-scoring older version, when it scored higher than the shown one.
+    /// The best-scoring other version, when it scored higher than the shown one, as of a clock:
+    /// set by `mindrune_engine::display::skills_as_of` (the one place that rule lives, since
+    /// scores age), `None` as the store reads the entry.
     pub best: Option<(i64, f64)>,
     /// Shared with the family (👪).
     pub family: bool,

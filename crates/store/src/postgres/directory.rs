@@ -9,7 +9,7 @@
 //! it, whatever the database's own collation.
 
 use crate::{DeletedAgent, Directory, rules};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use super::conn::Tx;
 use super::recording::Access;
@@ -91,17 +91,6 @@ fn set_agent_time(
         }
         Ok(())
     })
-}
-
-/// An entry's aliases as the column keeps them: newline-joined, so a line break inside one
-/// (which would split it) becomes a space.
-fn aliases_of(entry: &VocabularyEntry) -> String {
-    entry
-        .aliases
-        .iter()
-        .map(|alias| alias.replace(['\n', '\r'], " "))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 pub(super) fn vocabulary(store: &Access<'_>) -> Result<Vec<VocabularyEntry>> {
@@ -402,42 +391,20 @@ impl Directory for PgStore {
         entries: &[VocabularyEntry],
         now: Millis,
     ) -> Result<VocabularyChange> {
-        // By tag, first one given wins; sorted, so the digest does not depend on the order.
-        let mut wanted: BTreeMap<(String, String), &VocabularyEntry> = BTreeMap::new();
-        for entry in entries {
-            let tag = format!("{}:{}", entry.kind, entry.slug);
-            if mindrune_core::avatars::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str())
-            {
-                return Err(StoreError::Conflict(format!(
-                    "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
-                )));
-            }
-            wanted
-                .entry((entry.kind.clone(), entry.slug.clone()))
-                .or_insert(entry);
-        }
-        let mut canonical = String::new();
-        for ((kind, slug), entry) in &wanted {
-            canonical.push_str(&format!(
-                "{kind}\u{1f}{slug}\u{1f}{}\u{1f}{}\u{1f}{}\n",
-                entry.title,
-                entry.source.as_str(),
-                aliases_of(entry)
-            ));
-        }
-        let digest = mindrune_core::digest::sha256(canonical.as_bytes());
+        let replacement = rules::vocabulary::replacement(entries)?;
         // The new entries as columns, for one upsert of them all.
+        let wanted = &replacement.wanted;
         let mut kinds = Vec::with_capacity(wanted.len());
         let mut slugs = Vec::with_capacity(wanted.len());
         let mut titles = Vec::with_capacity(wanted.len());
         let mut sources = Vec::with_capacity(wanted.len());
         let mut aliases = Vec::with_capacity(wanted.len());
-        for ((kind, slug), entry) in &wanted {
+        for ((kind, slug), entry) in wanted {
             kinds.push(kind.as_str());
             slugs.push(slug.as_str());
             titles.push(entry.title.as_str());
             sources.push(entry.source.as_str());
-            aliases.push(aliases_of(entry));
+            aliases.push(rules::vocabulary::aliases_of(entry));
         }
         self.write_global(Some(VOCABULARY_LOCK), |tx| {
             let existing: HashSet<(String, String)> = tx
@@ -445,15 +412,10 @@ impl Directory for PgStore {
                 .iter()
                 .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
                 .collect::<PgResult<_>>()?;
-            let mut change = VocabularyChange::default();
-            let (mut gone_kinds, mut gone_slugs) = (Vec::new(), Vec::new());
-            for (kind, slug) in &existing {
-                if !wanted.contains_key(&(kind.clone(), slug.clone())) {
-                    gone_kinds.push(kind.as_str());
-                    gone_slugs.push(slug.as_str());
-                    change.removed.push(format!("{kind}:{slug}"));
-                }
-            }
+            let (gone_kinds, gone_slugs): (Vec<&str>, Vec<&str>) = replacement
+                .gone(&existing)
+                .map(|(kind, slug)| (kind.as_str(), slug.as_str()))
+                .unzip();
             if !gone_kinds.is_empty() {
                 tx.execute(
                     "DELETE FROM vocabulary
@@ -472,21 +434,13 @@ impl Directory for PgStore {
                     &[&kinds, &slugs, &titles, &sources, &aliases, &now],
                 )?;
             }
-            for (kind, slug) in wanted.keys() {
-                if existing.contains(&(kind.clone(), slug.clone())) {
-                    change.kept += 1;
-                } else {
-                    change.added.push(format!("{kind}:{slug}"));
-                }
-            }
             tx.execute(
                 "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, $1, $2, $3)
                  ON CONFLICT (id) DO UPDATE
                  SET digest = EXCLUDED.digest, entries = EXCLUDED.entries, built_at = EXCLUDED.built_at",
-                &[&digest, &(wanted.len() as i64), &now],
+                &[&replacement.digest, &(wanted.len() as i64), &now],
             )?;
-            change.removed.sort();
-            Ok(change)
+            Ok(replacement.change(&existing))
         })
     }
 

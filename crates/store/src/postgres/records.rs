@@ -345,10 +345,6 @@ impl SkillRecords for PgStore {
                             (SELECT COUNT(*) FROM versions c WHERE c.owner_id = $1 AND c.skill_id = s.skill_id),
                             (SELECT COALESCE(SUM(c.uses), 0)::bigint FROM versions c
                               WHERE c.owner_id = $1 AND c.skill_id = s.skill_id),
-                            (SELECT b.number FROM versions b WHERE b.owner_id = $1 AND b.skill_id = s.skill_id
-                                AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
-                            (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = $1 AND b.skill_id = s.skill_id
-                                AND b.version_id <> v.version_id AND b.score > v.score),
                             s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = $1
                                 AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
                      FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
@@ -360,15 +356,15 @@ impl SkillRecords for PgStore {
             )?;
             let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
             all(rows, |row| {
-                let best_number: Option<i64> = col(row, base + 2)?;
-                let best_score: Option<f64> = col(row, base + 3)?;
                 Ok(SkillEntry {
                     skill: skill_from(row)?,
                     version: version_from_at(row, SKILL_COLUMN_COUNT)?,
                     version_count: col(row, base)?,
                     total_runs: col(row, base + 1)?,
-                    best: best_number.zip(best_score),
-                    family: col(row, base + 4)?,
+                    // Which other version is best is asked at a clock:
+                    // `display::skills_as_of`.
+                    best: None,
+                    family: col(row, base + 2)?,
                 })
             })
         })

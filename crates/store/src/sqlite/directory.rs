@@ -386,40 +386,7 @@ impl Directory for SqliteStore {
         entries: &[crate::VocabularyEntry],
         now: Millis,
     ) -> Result<crate::VocabularyChange> {
-        // By tag, first one given wins; sorted, so the digest does not depend on the order.
-        let mut wanted: std::collections::BTreeMap<(String, String), &crate::VocabularyEntry> =
-            std::collections::BTreeMap::new();
-        for entry in entries {
-            let tag = format!("{}:{}", entry.kind, entry.slug);
-            if mindrune_core::avatars::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str())
-            {
-                return Err(StoreError::Conflict(format!(
-                    "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
-                )));
-            }
-            wanted
-                .entry((entry.kind.clone(), entry.slug.clone()))
-                .or_insert(entry);
-        }
-        // Aliases are kept newline-joined, so a line break inside one would split it.
-        let aliases_of = |entry: &crate::VocabularyEntry| {
-            entry
-                .aliases
-                .iter()
-                .map(|alias| alias.replace(['\n', '\r'], " "))
-                .collect::<Vec<_>>()
-                .join("\n")
-        };
-        let mut canonical = String::new();
-        for ((kind, slug), entry) in &wanted {
-            canonical.push_str(&format!(
-                "{kind}\u{1f}{slug}\u{1f}{}\u{1f}{}\u{1f}{}\n",
-                entry.title,
-                entry.source.as_str(),
-                aliases_of(entry)
-            ));
-        }
-        let digest = mindrune_core::digest::sha256(canonical.as_bytes());
+        let replacement = rules::vocabulary::replacement(entries)?;
         self.write(|tx, _| {
             let tx = tx.conn()?;
             let existing: std::collections::HashSet<(String, String)> = tx
@@ -429,53 +396,41 @@ impl Directory for SqliteStore {
                 .map_err(db_err)?
                 .collect::<rusqlite::Result<_>>()
                 .map_err(db_err)?;
-            let mut change = crate::VocabularyChange::default();
-            for (kind, slug) in &existing {
-                if !wanted.contains_key(&(kind.clone(), slug.clone())) {
-                    tx.execute(
-                        "DELETE FROM vocabulary WHERE kind = ?1 AND slug = ?2",
-                        params![kind, slug],
-                    )
-                    .map_err(db_err)?;
-                    change.removed.push(format!("{kind}:{slug}"));
-                }
+            for (kind, slug) in replacement.gone(&existing) {
+                tx.execute(
+                    "DELETE FROM vocabulary WHERE kind = ?1 AND slug = ?2",
+                    params![kind, slug],
+                )
+                .map_err(db_err)?;
             }
-            {
-                let mut upsert = tx
-                    .prepare_cached(
-                        "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                         ON CONFLICT (kind, slug) DO UPDATE
-                         SET title = excluded.title, source = excluded.source, aliases = excluded.aliases",
-                    )
+            let mut upsert = tx
+                .prepare_cached(
+                    "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (kind, slug) DO UPDATE
+                     SET title = excluded.title, source = excluded.source, aliases = excluded.aliases",
+                )
+                .map_err(db_err)?;
+            for ((kind, slug), entry) in &replacement.wanted {
+                upsert
+                    .execute(params![
+                        kind,
+                        slug,
+                        entry.title,
+                        entry.source.as_str(),
+                        rules::vocabulary::aliases_of(entry),
+                        now
+                    ])
                     .map_err(db_err)?;
-                for ((kind, slug), entry) in &wanted {
-                    upsert
-                        .execute(params![
-                            kind,
-                            slug,
-                            entry.title,
-                            entry.source.as_str(),
-                            aliases_of(entry),
-                            now
-                        ])
-                        .map_err(db_err)?;
-                    if existing.contains(&(kind.clone(), slug.clone())) {
-                        change.kept += 1;
-                    } else {
-                        change.added.push(format!("{kind}:{slug}"));
-                    }
-                }
             }
             tx.execute(
                 "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, ?1, ?2, ?3)
                  ON CONFLICT (id) DO UPDATE
                  SET digest = excluded.digest, entries = excluded.entries, built_at = excluded.built_at",
-                params![digest, wanted.len() as i64, now],
+                params![replacement.digest, replacement.wanted.len() as i64, now],
             )
             .map_err(db_err)?;
-            change.removed.sort();
-            Ok(change)
+            Ok(replacement.change(&existing))
         })
     }
 

@@ -340,10 +340,6 @@ impl SkillRecords for SqliteStore {
                 "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
                         (SELECT COUNT(*) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
                         (SELECT COALESCE(SUM(c.uses), 0) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
-                        (SELECT b.number FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
-                            AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
-                        (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
-                            AND b.version_id <> v.version_id AND b.score > v.score),
                         s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = s.owner_id
                             AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
                  FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
@@ -354,15 +350,15 @@ impl SkillRecords for SqliteStore {
         let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
         let entries = statement
             .query_map(params![owner.0, agent.map(|a| a.0)], |row| {
-                let best_number: Option<i64> = row.get(base + 2)?;
-                let best_score: Option<f64> = row.get(base + 3)?;
                 Ok(SkillEntry {
                     skill: skill_from(row)?,
                     version: version_from_at(row, SKILL_COLUMN_COUNT)?,
                     version_count: row.get(base)?,
                     total_runs: row.get(base + 1)?,
-                    best: best_number.zip(best_score),
-                    family: row.get(base + 4)?,
+                    // Which other version is best is asked at a clock:
+                    // `display::skills_as_of`.
+                    best: None,
+                    family: row.get(base + 2)?,
                 })
             })
             .map_err(db_err)?

@@ -1,13 +1,14 @@
 //! `mindrune bench mirror`: a turn boundary and a refresh of `family-skills/`.
 
 use mindrune_core::digest::secret_digest;
+use mindrune_store::{Directory as _, FamilySharing as _, SkillRecords as _};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use mindrune_engine::Recorder;
-use mindrune_store::{Recording as _, SqliteStore, Store};
+use mindrune_store::{Recording as _, SqliteStore};
 use serde_json::json;
 
 use crate::measure::{median, micros, time_it};

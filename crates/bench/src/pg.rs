@@ -8,12 +8,13 @@
 //! here, and uses/s and p99 are reported as figures. The scratch schema is dropped at the end,
 //! also when the benchmark fails.
 
+use mindrune_store::SkillRecords as _;
 use std::io::Write;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
 use mindrune_engine::Recorder;
-use mindrune_store::{PgStore, Store as _};
+use mindrune_store::PgStore;
 use serde_json::json;
 
 use crate::measure::{Figures, micros};

@@ -1,11 +1,12 @@
 //! `mindrune bench record`: recording a use beside bare inserts of the same rows.
 
+use mindrune_store::{Directory as _, SkillRecords as _};
 use std::io::Write;
 use std::time::Duration;
 
 use anyhow::Context as _;
 use mindrune_engine::Recorder;
-use mindrune_store::{SqliteStore, Store as _};
+use mindrune_store::SqliteStore;
 use serde_json::json;
 
 use crate::measure::micros;

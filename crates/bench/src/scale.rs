@@ -8,6 +8,7 @@
 //! the runners of the old concurrency test (25 per server), every write waiting for its one
 //! family lock.
 
+use mindrune_store::{Directory as _, SkillRecords as _};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

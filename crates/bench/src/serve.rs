@@ -1,6 +1,7 @@
 //! `mindrune bench serve`: runners on loopback sending events to a real `mindrune serve`
 //! process, beside the same events recorded in-process (no HTTP) in the same run.
 
+use mindrune_store::{Directory as _, SkillRecords as _};
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -9,10 +10,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use mindrune_core::avatars::event::Event;
 use mindrune_engine::Recorder;
-use mindrune_engine::workspace::SnapshotFiles;
+use mindrune_engine::workspace::{AgentFiles, SnapshotFiles};
 use mindrune_server::{new_secret, secret_digest};
-use mindrune_store::{Recording as _, SqliteStore, Store as _};
+use mindrune_store::{Recording as _, SqliteStore};
 use serde_json::json;
 
 use crate::measure::percentile;
@@ -22,6 +24,10 @@ use crate::runner_load::{self, RunnerLoad};
 /// The targets of group commit (issue 25): events/s over HTTP against the same events recorded
 /// in-process one at a time, in the same run…
 const TARGET_RATIO: f64 = 3.0;
+/// …and against the same events recorded in-process in write groups, one batch of each runner
+/// a group (issue 43: the write path's own limit, so what HTTP, the queue and the lanes cost
+/// shows apart from the write path's)…
+const TARGET_GROUP_RATIO: f64 = 0.45;
 /// …and the runners' request latency at the 99th percentile.
 const TARGET_P99: Duration = Duration::from_millis(50);
 
@@ -234,61 +240,21 @@ pub fn serve(
     latencies.sort();
     let events_per_second = acknowledged as f64 / elapsed.as_secs_f64();
 
-    // The baseline: the same kind of events recorded in-process, without HTTP, in this run.
+    // The baselines: the same kind of events recorded in-process, without HTTP, in this run:
+    // one at a time, and in write groups as the server's lane records them.
     let baseline_events = (acknowledged as usize).clamp(1_000, 20_000);
-    let baseline_store = SqliteStore::open(&dir.path().join("baseline.db"))?;
-    let owner = baseline_store.create_owner(
-        "bench",
-        &secret_digest("mrk_benchkey_0123456789abcdef0123456789abcdef"),
-        0,
-    )?;
-    for runner in 0..runners {
-        baseline_store.create_agent(
-            owner.id,
-            &format!("runner{runner:02}"),
-            workspace.to_str().context("temp path is not UTF-8")?,
-            0,
-        )?;
-    }
-    let recorder = Recorder::new(&baseline_store);
-    let loads: Vec<RunnerLoad> = (0..runners).map(runner_load).collect();
-    // Each event's line and files are made before the clock starts: what is timed is what the
-    // server does with a request's event (parse, record), not what a runner does to send it.
-    let mut prepared = Vec::with_capacity(baseline_events);
-    for i in 0..baseline_events {
-        let runner = i % runners;
-        let wire = wire_event(&loads[runner], (i / runners) as u64)?;
-        let mut event = wire["event"].clone();
-        event["agent"] = json!(format!("runner{runner:02}"));
-        let files: Vec<(String, String)> = wire["files"]
-            .as_object()
-            .into_iter()
-            .flatten()
-            .map(|(path, file)| {
-                let text = file["text"].as_str().unwrap_or_default().to_string();
-                (path.clone(), text)
-            })
-            .collect();
-        prepared.push((event.to_string(), files));
-    }
-    let baseline_began = Instant::now();
-    for (line, texts) in prepared {
-        let event = mindrune_core::avatars::event::parse_line(&line)
-            .map_err(|err| anyhow::anyhow!("bench event: {}", err.message))?;
-        let mut files = SnapshotFiles::new();
-        for (path, text) in texts {
-            let _ = files.insert(&path, Ok(text));
-        }
-        recorder.record_with(&event, &files)?;
-    }
-    let baseline_per_second = baseline_events as f64 / baseline_began.elapsed().as_secs_f64();
+    let events = baseline_events_of(runners, baseline_events)?;
+    let baseline_per_second = one_at_a_time(dir.path(), &workspace, runners, &events)?;
+    let grouped_per_second = in_write_groups(dir.path(), &workspace, runners, batch, &events)?;
     let ratio = events_per_second / baseline_per_second;
+    let group_ratio = events_per_second / grouped_per_second;
     let exactly_once = acknowledged == stored;
     let p50 = percentile(&latencies, 0.50);
     let p99 = percentile(&latencies, 0.99);
     let p999 = percentile(&latencies, 0.999);
     let slowest = latencies.last().copied().unwrap_or_default();
     let ratio_pass = ratio >= TARGET_RATIO;
+    let group_ratio_pass = group_ratio >= TARGET_GROUP_RATIO;
     let p99_pass = p99 < TARGET_P99;
 
     let mut out = std::io::stdout().lock();
@@ -311,6 +277,8 @@ pub fn serve(
                 "max_ms": slowest.as_secs_f64() * 1e3,
                 "baseline_in_process_events_per_second": baseline_per_second,
                 "ratio": ratio,
+                "baseline_in_process_write_groups_events_per_second": grouped_per_second,
+                "ratio_to_write_groups": group_ratio,
                 "server_peak_rss_mib": rss,
             }),
         )?;
@@ -340,6 +308,10 @@ pub fn serve(
             out,
             "  baseline            {baseline_per_second:.0} events/s recorded in-process (no HTTP), ratio {ratio:.2}×"
         )?;
+        writeln!(
+            out,
+            "  write-group baseline {grouped_per_second:.0} events/s recorded in-process in write groups of {runners} batches, ratio {group_ratio:.2}×"
+        )?;
         if let Some(rss) = rss {
             writeln!(out, "  server peak RSS     {rss:.1} MiB")?;
         }
@@ -354,6 +326,11 @@ pub fn serve(
             out,
             "  ratio   target ≥ {TARGET_RATIO}×      {}",
             verdict(ratio_pass)
+        )?;
+        writeln!(
+            out,
+            "  ratio to write groups   target ≥ {TARGET_GROUP_RATIO}×   {}",
+            verdict(group_ratio_pass)
         )?;
         writeln!(
             out,
@@ -375,6 +352,18 @@ pub fn serve(
                 "events/s",
             )
             .target(format!("ratio ≥ {TARGET_RATIO}×"), ratio_pass),
+        Row::new(
+            "serve",
+            "events recorded over HTTP, against write groups",
+            &size,
+        )
+        .figure(events_per_second, "events/s")
+        .baseline(
+            "same events recorded in-process in write groups",
+            grouped_per_second,
+            "events/s",
+        )
+        .target(format!("ratio ≥ {TARGET_GROUP_RATIO}×"), group_ratio_pass),
         Row::new("serve", "request latency p99", &size)
             .figure(p99.as_secs_f64() * 1e3, "ms")
             .target(format!("< {} ms", TARGET_P99.as_millis()), p99_pass),
@@ -391,6 +380,135 @@ pub fn serve(
         rows.push(row);
     }
     Ok((rows, exactly_once))
+}
+
+/// A baseline's event as a runner sends it: its line, and its files as (path, text).
+type BenchEvent = (String, Vec<(String, String)>);
+
+/// The baselines' events, made before any clock starts (what is timed is what the server does
+/// with a request's event, not what a runner does to send it): each event's line and files.
+fn baseline_events_of(runners: usize, count: usize) -> anyhow::Result<Vec<BenchEvent>> {
+    let loads: Vec<RunnerLoad> = (0..runners).map(runner_load).collect();
+    let mut events = Vec::with_capacity(count);
+    for i in 0..count {
+        let runner = i % runners;
+        let wire = wire_event(&loads[runner], (i / runners) as u64)?;
+        let mut event = wire["event"].clone();
+        event["agent"] = json!(format!("runner{runner:02}"));
+        let files: Vec<(String, String)> = wire["files"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(path, file)| {
+                let text = file["text"].as_str().unwrap_or_default().to_string();
+                (path.clone(), text)
+            })
+            .collect();
+        events.push((event.to_string(), files));
+    }
+    Ok(events)
+}
+
+/// A library of its own for a baseline, with the bench owner and the runners' agents.
+fn baseline_library(
+    dir: &Path,
+    name: &str,
+    workspace: &Path,
+    runners: usize,
+) -> anyhow::Result<(SqliteStore, mindrune_store::OwnerId)> {
+    let store = SqliteStore::open(&dir.join(name))?;
+    let owner = store.create_owner(
+        "bench",
+        &secret_digest("mrk_benchkey_0123456789abcdef0123456789abcdef"),
+        0,
+    )?;
+    for runner in 0..runners {
+        store.create_agent(
+            owner.id,
+            &format!("runner{runner:02}"),
+            workspace.to_str().context("temp path is not UTF-8")?,
+            0,
+        )?;
+    }
+    Ok((store, owner.id))
+}
+
+/// An event line parsed, with its files as a runner sends them.
+fn parsed(line: &str, texts: &[(String, String)]) -> anyhow::Result<(Event, SnapshotFiles)> {
+    let event = mindrune_core::avatars::event::parse_line(line)
+        .map_err(|err| anyhow::anyhow!("bench event: {}", err.message))?;
+    let mut files = SnapshotFiles::new();
+    for (path, text) in texts {
+        let _ = files.insert(path, Ok(text.clone()));
+    }
+    Ok((event, files))
+}
+
+/// Events/s of the events recorded in-process one at a time, each parsed in the clock.
+fn one_at_a_time(
+    dir: &Path,
+    workspace: &Path,
+    runners: usize,
+    events: &[BenchEvent],
+) -> anyhow::Result<f64> {
+    let (store, _) = baseline_library(dir, "baseline.db", workspace, runners)?;
+    let recorder = Recorder::new(&store);
+    let began = Instant::now();
+    for (line, texts) in events {
+        let (event, files) = parsed(line, texts)?;
+        recorder.record_with(&event, &files)?;
+    }
+    Ok(events.len() as f64 / began.elapsed().as_secs_f64())
+}
+
+/// Events/s of the events recorded in-process in write groups of one batch of `batch` events
+/// per runner, as a lane records what the runners sent at once: parsed, their outputs prepared
+/// (the server does both on the requests' threads) and their agents known before the clock, so
+/// what is timed is the write path alone.
+fn in_write_groups(
+    dir: &Path,
+    workspace: &Path,
+    runners: usize,
+    batch: usize,
+    events: &[BenchEvent],
+) -> anyhow::Result<f64> {
+    let (store, owner) = baseline_library(dir, "grouped.db", workspace, runners)?;
+    let recorder = Recorder::new(&store);
+    for agent in store.agents(owner)? {
+        recorder.know_agent(&agent);
+    }
+    let agents: Vec<_> = store.agents(owner)?;
+    let mut ready = Vec::with_capacity(events.len());
+    for (line, texts) in events {
+        let (event, files) = parsed(line, texts)?;
+        let agent = agents
+            .iter()
+            .find(|agent| agent.name == event.agent)
+            .context("a bench event names no runner")?;
+        let prepared = recorder.prepare(agent, &event, &files)?;
+        ready.push((event, files, prepared));
+    }
+    let group_size = runners * batch;
+    let began = Instant::now();
+    for group in ready.chunks(group_size) {
+        let batches: Vec<Vec<_>> = group
+            .chunks(batch)
+            .map(|events| {
+                events
+                    .iter()
+                    .map(|(event, files, prepared)| {
+                        (event, files as &dyn AgentFiles, Some(prepared))
+                    })
+                    .collect()
+            })
+            .collect();
+        for answer in recorder.record_together(&[owner], &batches) {
+            for recorded in answer? {
+                recorded?;
+            }
+        }
+    }
+    Ok(events.len() as f64 / began.elapsed().as_secs_f64())
 }
 
 /// Agents of the family in the memory benchmark's library.

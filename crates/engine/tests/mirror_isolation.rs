@@ -18,6 +18,7 @@
 //!   `.manifest`, and a second refresh rewrites nothing.
 
 use mindrune_core::digest::secret_digest;
+use mindrune_store::{Directory as _, FamilySharing as _};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
@@ -34,7 +35,7 @@ use mindrune_engine::now_millis;
 use mindrune_store::Recording as _;
 use mindrune_store::{
     Agent, HeaderState, NewLesson, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
-    SqliteStore, Store, VersionId,
+    SqliteStore, VersionId,
 };
 use proptest::prelude::*;
 use proptest::sample::select;

@@ -479,6 +479,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 mod tests {
     use super::*;
     use mindrune_core::digest::secret_digest;
+    use mindrune_store::Directory as _;
 
     #[test]
     fn an_empty_file_is_the_default() {

@@ -53,6 +53,9 @@ struct Job {
     agent: Agent,
     events: Vec<CheckedEvent>,
     answer: oneshot::Sender<Done>,
+    /// The request's span, which the group's span follows from: a request's log line and the
+    /// group that stored its events are found from each other.
+    span: tracing::Span,
 }
 
 /// What a lane sends back to a request: the answer, and the request's own events. Freeing them
@@ -104,6 +107,7 @@ impl GroupCommit {
             agent,
             events,
             answer,
+            span: tracing::Span::current(),
         })
         .map_err(|_| LaneStopped)?;
         let Done { answer, events } = answered.await.map_err(|_| LaneStopped)?;
@@ -122,8 +126,19 @@ fn run_lane(recorder: &'static Recorder<'static>, jobs: &Receiver<Job>, metrics:
         // From the group's first statement to its commit: what waiting for company cost is in
         // the requests' own time, not here.
         let started = Instant::now();
-        let events = group.iter().map(|job| job.events.len()).sum();
+        let events: usize = group.iter().map(|job| job.events.len()).sum();
         let owners: Vec<OwnerId> = group.iter().map(|job| job.agent.owner).collect();
+        // One span per group, following from each request's own.
+        let span = tracing::debug_span!(
+            "write_group",
+            requests = group.len(),
+            events,
+            failed_requests = tracing::field::Empty,
+        );
+        for job in &group {
+            span.follows_from(&job.span);
+        }
+        let entered = span.enter();
         let answers = {
             let batches: Vec<Vec<GroupedEvent<'_>>> = group
                 .iter()
@@ -152,7 +167,14 @@ fn run_lane(recorder: &'static Recorder<'static>, jobs: &Receiver<Job>, metrics:
                 batches.iter().map(|_| Err(err.clone())).collect()
             })
         };
-        metrics.observe(group.len(), events, started.elapsed().as_secs_f64());
+        let seconds = started.elapsed().as_secs_f64();
+        span.record(
+            "failed_requests",
+            answers.iter().filter(|answer| answer.is_err()).count(),
+        );
+        tracing::debug!(seconds, "write group ended");
+        drop(entered);
+        metrics.observe(group.len(), events, seconds);
         for (job, answer) in group.into_iter().zip(answers) {
             let Job {
                 events,

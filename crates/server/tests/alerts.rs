@@ -3,6 +3,7 @@
 //! ends the streak is posted once as a resolve, and a restart of the server on the same library
 //! sends nothing again. The webhooks are receivers on 127.0.0.1 in this test.
 
+use mindrune_store::Directory as _;
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::TcpListener;
 use std::path::Path;
@@ -18,7 +19,7 @@ use mindrune_server::{AlertRule, ServerConfig};
 use mindrune_store::Recording as _;
 use mindrune_store::{
     AgentId, AlertLedger as _, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader,
-    SqliteStore, Store, VersionId,
+    SqliteStore, VersionId,
 };
 
 /// A webhook on loopback: answers 500 to its first `failures` posts, then 200, and keeps every

@@ -13,6 +13,7 @@
 //! made here with `ureq`. Screenshots (desktop and a 390-px phone) are written as PNG files to
 //! `target/browser-screenshots/`.
 
+use mindrune_store::Directory as _;
 use std::net::TcpListener as StdListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -24,7 +25,7 @@ use mindrune_server::AppState;
 use mindrune_server::ServerConfig;
 use mindrune_server::{new_secret, secret_digest};
 use mindrune_store::Recording as _;
-use mindrune_store::{SqliteStore, Standing, Store};
+use mindrune_store::{SqliteStore, Standing};
 use serde_json::{Value, json};
 
 const OWNER_KEY: &str = "mrk_ada0b20e5e20123456789abcdef0123456789abcdef01234";

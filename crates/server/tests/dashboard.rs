@@ -13,10 +13,11 @@ use mindrune_server::AppState;
 use mindrune_server::CONTENT_SECURITY_POLICY;
 use mindrune_server::ServerConfig;
 use mindrune_server::{new_secret, secret_digest};
+use mindrune_store::Directory as _;
 use mindrune_store::Recording as _;
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
-    SqliteStore, Standing, Store, VersionId,
+    SqliteStore, Standing, VersionId,
 };
 use proptest::prelude::*;
 use tower::ServiceExt as _;

@@ -3,6 +3,7 @@
 //! library whose disk is full. Each runs the real accept loop (`mindrune_server::serve`) on a real socket,
 //! or the router over a library on a real, small tmpfs.
 
+use mindrune_store::Directory as _;
 use std::io::{Read as _, Write as _};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
@@ -16,7 +17,7 @@ use mindrune_server::AppState;
 use mindrune_server::ServerConfig;
 use mindrune_server::secret_digest;
 use mindrune_server::{router, serve};
-use mindrune_store::{SqliteStore, Store};
+use mindrune_store::SqliteStore;
 use tower::ServiceExt as _;
 
 /// A server on a free loopback port, stopped when dropped.

@@ -1,6 +1,7 @@
 //! A shutdown lets the requests in flight finish: a runner that is halfway through sending a
 //! batch when the server is told to stop still gets its answer, and its events are stored.
 
+use mindrune_store::{Directory as _, SkillRecords as _};
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::Duration;
@@ -9,7 +10,7 @@ use mindrune_server::AppState;
 use mindrune_server::ServerConfig;
 use mindrune_server::secret_digest;
 use mindrune_server::serve;
-use mindrune_store::{SqliteStore, Store};
+use mindrune_store::SqliteStore;
 
 #[test]
 fn a_batch_in_flight_at_shutdown_is_answered_and_stored() {

@@ -21,9 +21,13 @@ use serde::{Deserialize, Serialize};
 mod alerts;
 mod common;
 mod copy;
+mod directory;
+mod family_sharing;
 mod postgres;
 mod recording;
 mod rules;
+mod run_views;
+mod skill_records;
 mod sqlite;
 mod version_writes;
 
@@ -31,9 +35,13 @@ pub use alerts::{
     AlertDelivery, AlertEvent, AlertLedger, AlertSync, AlertTarget, DeliveryAttempt, RaisedAlert,
 };
 pub use copy::{CopyReport, TableCopy, copy_library};
+pub use directory::Directory;
+pub use family_sharing::FamilySharing;
 pub use postgres::{PgStore, redact_url, split_schema};
 pub use recording::Recording;
 pub use rules::origin_of_new_file;
+pub use run_views::RunViews;
+pub use skill_records::SkillRecords;
 pub use sqlite::SqliteStore;
 
 macro_rules! id_type {
@@ -652,7 +660,9 @@ pub struct SkillEntry {
     pub version_count: i64,
     /// Runs of all versions together.
     pub total_runs: i64,
-    /// The best-scoring older version, when it scored higher than the shown one.
+    /// The best-scoring other version, when it scored higher than the shown one, as of a clock:
+    /// set by `mindrune_engine::display::skills_as_of` (the one place that rule lives, since
+    /// scores age), `None` as the store reads the entry.
     pub best: Option<(i64, f64)>,
     /// Shared with the family (👪).
     pub family: bool,
@@ -885,32 +895,9 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// The library's storage. Synchronous: the CLI needs no runtime, and the server calls it from
 /// blocking tasks.
-pub trait Store: Recording + AlertLedger + Send + Sync {
-    /// Creates an owner account whose key has the digest `key_digest`
-    /// (`mindrune_core::digest::secret_digest` of the key); anything else is refused, so the
-    /// key itself is never stored.
-    fn create_owner(&self, name: &str, key_digest: &str, now: Millis) -> Result<Owner>;
-    /// Replaces an owner's key (a lost key): from now on only the key with the digest
-    /// `key_digest` opens the dashboard, and the old one stops working.
-    fn replace_owner_key(&self, owner: OwnerId, key_digest: &str) -> Result<()>;
-    /// Identity look-up by name (the CLI's way to name an owner).
-    fn owner_by_name(&self, name: &str) -> Result<Option<Owner>>;
-    fn owner(&self, owner: OwnerId) -> Result<Owner>;
-    /// Every owner account (for the operator's command line).
-    fn owners(&self) -> Result<Vec<Owner>>;
-
-    /// Adds an agent to an owner's family. Agent names are unique in the library, as avatar
-    /// names are in the game.
-    fn create_agent(
-        &self,
-        owner: OwnerId,
-        name: &str,
-        workspace: &str,
-        now: Millis,
-    ) -> Result<Agent>;
-    fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>>;
-    fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill>;
-    fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version>;
+pub trait Store:
+    Directory + Recording + SkillRecords + FamilySharing + RunViews + AlertLedger + Send + Sync
+{
     /// Runs `work` with a group's handle: every read and write made through it joins one
     /// transaction, which commits once `work` returns `Ok` and rolls back whole otherwise: many
     /// writes for the cost of one commit (a runner's batch, or several requests' batches at
@@ -933,225 +920,11 @@ pub trait Store: Recording + AlertLedger + Send + Sync {
     fn write_lanes(&self) -> usize {
         1
     }
-    fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>>;
-    /// Every snippet the agent ran at or after `since`, with its runs in that window, most
-    /// recently run first: the input of the near-repeat suggestions.
-    fn snippet_runs_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<Vec<SnippetRuns>>;
-
-    /// One entry per skill, optionally for one agent, best score first.
-    fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>>;
-    /// How many uses the owner's family has recorded (all versions).
-    fn use_count(&self, owner: OwnerId) -> Result<i64>;
-    /// The outputs of an agent's latest runs (scripts and inline code alike) and looks
-    /// (unrecorded calls of reason `look`) that happened before `before`, newest first, at most
-    /// `limit`: the next run is measured against the state they show (items, skill totals, the
-    /// game messages already seen).
-    fn recent_outputs(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<String>>;
-    /// A skill's latest failed runs (any version), newest first, at most `limit`.
-    fn recent_failures(
-        &self,
-        owner: OwnerId,
-        skill: SkillId,
-        limit: usize,
-    ) -> Result<Vec<FailedRun>>;
-
-    /// A skill's latest runs (any version), newest first, at most `limit`, with their
-    /// outcomes and outputs.
-    fn script_runs(&self, owner: OwnerId, skill: SkillId, limit: usize) -> Result<Vec<ScriptRun>> {
-        self.script_runs_where(owner, skill, &RunFilter::default(), limit, 0)
-    }
-    /// A skill's runs that pass `filter`, newest first: `limit` of them after skipping the
-    /// newest `offset` (a page of the runs list).
-    fn script_runs_where(
-        &self,
-        owner: OwnerId,
-        skill: SkillId,
-        filter: &RunFilter,
-        limit: usize,
-        offset: usize,
-    ) -> Result<Vec<ScriptRun>>;
-    /// One run of one of the family's scripts by its use's id, with the skill it ran; `None`
-    /// when the family has no such run (another family's id included).
-    fn script_run(&self, owner: OwnerId, use_id: i64) -> Result<Option<(SkillId, ScriptRun)>>;
-    /// An agent's skills whose file is gone (deleted or renamed), the latest gone first: they
-    /// are private now and keep their history.
-    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>>;
-    /// The family's script runs at or after `since`, counted per UTC day and avatar, oldest
-    /// day first.
-    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>>;
-    /// The family's runs with `from <= at < to`, one row per avatar (`None`: avatars deleted
-    /// since), for a period and the one before it ("since your last visit").
-    fn runs_between(&self, owner: OwnerId, from: Millis, to: Millis) -> Result<Vec<PeriodRuns>>;
-
-    /// Notes that an agent had a wrap-up.
-    fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
-    /// Sets where an agent's `family-skills/` is written, relative to its workspace (`None`:
-    /// the workspace's root).
-    fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()>;
-    /// How many script runs were recorded without their gains measured, by reason
-    /// (`uses.unmeasured`: "output cut by tail", "no state printed before it"), most first:
-    /// the runs of one avatar since a time (the wrap-up), or all runs of one skill (its page).
-    fn unmeasured_runs(&self, owner: OwnerId, scope: UnmeasuredScope)
-    -> Result<Vec<(String, i64)>>;
-    /// At which successful-run count each snippet group was last suggested to the agent as a
-    /// file (group key → runs), for suggestions made at or after `since` (an older suggestion
-    /// has left the window its count was taken over, so the cadence starts over).
-    fn snippet_suggestions(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<std::collections::HashMap<String, i64>>;
-    /// Remembers that a snippet group was suggested at this run count.
-    fn note_snippet_suggestion(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        group_key: &str,
-        runs: i64,
-        at: Millis,
-    ) -> Result<()>;
-
-    /// Switches eager family sharing (the lower bar) on or off for the owner's family.
-    fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()>;
-    /// Marks a skill's file as gone (deleted or renamed): a shared skill stops being shared;
-    /// its history is kept.
-    fn mark_file_gone(
-        &self,
-        owner: OwnerId,
-        skill: SkillId,
-        now: Millis,
-    ) -> Result<Option<SharingChange>>;
-    /// Shares every headed skill of the agent whose current version clears the family's bar
-    /// (the bar may have been lowered since the last run).
-    fn share_qualified(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        now: Millis,
-    ) -> Result<Vec<SharingChange>>;
-    /// Every skill the family shares now, with its versions' standing.
-    fn shared_skills(&self, owner: OwnerId) -> Result<Vec<SharedSkill>>;
-    /// How the family's other avatars use a skill (any version, or a copy of it).
-    fn sibling_use(&self, owner: OwnerId, skill: SkillId, since: Millis) -> Result<SiblingUse>;
-    /// Sharing changes of an agent's skills since a time, oldest first.
-    fn sharing_changes(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<Vec<SharingChange>>;
-    /// Makes an agent's lessons exactly these `Share:` lines (a line gone from the lab log is
-    /// un-shared; a line kept keeps its first-seen time).
-    fn replace_lessons(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        lessons: &[NewLesson],
-        now: Millis,
-    ) -> Result<LessonsChange>;
-    /// Every lesson of the family, newest first.
-    fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>>;
-    /// Notes that an agent's turn ended, or that its `family-skills/` was written.
-    fn note_turn_end(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
-    fn note_mirror_refresh(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()>;
-    /// Deletes an agent: its private scripts (with their history), snippets and lessons go;
-    /// its shared skills stay with the family, no longer linked to it.
-    fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent>;
-
-    // The topic-tag vocabulary. Global reference data (like a Citus reference table): the names
-    // of the game's pages, the same for every family and holding none of a family's data, so
-    // these methods take no OwnerId.
-
-    /// Makes the vocabulary exactly these entries, in one transaction: tags not there yet are
-    /// added (re-running after an rs-sdk update adds its new pages as new tags), tags no longer
-    /// given are removed, the others keep their first-seen time and take the new title,
-    /// source and aliases.
-    fn replace_vocabulary(
-        &self,
-        entries: &[VocabularyEntry],
-        now: Millis,
-    ) -> Result<VocabularyChange>;
-    /// Keeps the server's health counters (`body`: the server's JSON, opaque here), replacing
-    /// what was kept, so a restarted server shows what it counted before.
-    fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()>;
-    /// The server's health counters as last kept, with when: `None` before the first save.
-    fn server_health(&self) -> Result<Option<(Millis, String)>>;
     /// The free space of the disk holding the library, when this process can see that disk
     /// (SQLite's folder; not a PostgreSQL server's, which says so on a write instead).
     fn disk_space(&self) -> Option<DiskSpace> {
         None
     }
-
-    /// How many bytes the library takes: SQLite's file with its write-ahead log, the
-    /// PostgreSQL database's size. `None` when it cannot be told (an in-memory library).
-    fn database_size(&self) -> Result<Option<u64>>;
-
-    // The server's identities. Only digests of the secrets it issues are stored; the look-ups
-    // by digest are identity look-ups (they find the owner), like `agent_by_name`.
-
-    /// Keeps a runner token (its digest) issued for one avatar.
-    fn issue_runner_token(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        token_hash: &str,
-        now: Millis,
-    ) -> Result<()>;
-    /// The avatar a runner token was issued for; `None` when unknown or revoked.
-    fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>>;
-    /// Revokes every runner token of an avatar; returns how many were live.
-    fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize>;
-    /// Keeps an operator token (its digest): it reads the console and `/metrics`, every
-    /// family, read-only. Returns its id, by which it can be listed and revoked.
-    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<i64>;
-    /// Whether an operator token is known and not revoked.
-    fn operator_token_valid(&self, token_hash: &str) -> Result<bool>;
-    /// Every operator token, oldest first, revoked ones too.
-    fn operator_tokens(&self) -> Result<Vec<OperatorToken>>;
-    /// Revokes one operator token, by its digest or its id.
-    fn revoke_operator_token(
-        &self,
-        key: OperatorTokenKey<'_>,
-        now: Millis,
-    ) -> Result<OperatorRevoke>;
-    /// A family's recorded script runs, ok and failed, all time (from its versions' counts:
-    /// one read, cheap enough for every scrape of `/metrics`).
-    fn run_totals(&self, owner: OwnerId) -> Result<RunTotals>;
-    /// Starts a dashboard session for an owner.
-    fn create_session(
-        &self,
-        owner: OwnerId,
-        session_hash: &str,
-        csrf_token: &str,
-        now: Millis,
-        expires_at: Millis,
-    ) -> Result<()>;
-    /// A live session by its secret's digest; expired sessions are not found.
-    fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>>;
-    /// Ends a session (logout).
-    fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()>;
-    /// The avatar's wealth, one point per hour, of the hours starting at or after `since`;
-    /// oldest first.
-    fn wealth_history(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<Vec<WealthPoint>>;
-    /// How the family reused its family skills since a time.
-    fn family_reuse(&self, owner: OwnerId, since: Millis) -> Result<FamilyReuse>;
 
     /// Checks the family's stored run counts and scores against a recomputation from its
     /// recorded uses: one line per disagreement, none when every version agrees. A lost or

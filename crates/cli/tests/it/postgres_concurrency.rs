@@ -27,6 +27,7 @@
 //! cannot be reached the test fails: CI must not pass without it.
 
 use crate::util::{Rng, free_port};
+use mindrune_store::{Directory as _, FamilySharing as _, SkillRecords as _};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};

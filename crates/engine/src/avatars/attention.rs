@@ -350,7 +350,7 @@ pub(crate) fn hours(millis: Millis) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mindrune_store::{Outcome, Recording as _};
+    use mindrune_store::{Directory as _, Outcome, Recording as _, RunViews as _};
 
     fn run(version: i64, ok: bool, at: Millis, failure: Option<&str>) -> ScriptRun {
         ScriptRun {

@@ -426,7 +426,7 @@ fn dest_digest(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Recording as _;
+    use crate::{Directory as _, FamilySharing as _, Recording as _, SkillRecords as _};
     use rusqlite::types::ValueRef;
     use sha2::{Digest as _, Sha256};
     use std::cmp::Ordering;
@@ -700,7 +700,7 @@ mod tests {
         use crate::AlertLedger as _;
         use crate::{
             AgentId, HeaderState, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
-            ScriptSnapshot, SkillHeader, Store, VocabularyEntry, VocabularySource,
+            ScriptSnapshot, SkillHeader, VocabularyEntry, VocabularySource,
         };
         use mindrune_core::digest::secret_digest;
 

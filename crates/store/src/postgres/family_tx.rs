@@ -365,6 +365,7 @@ impl FamilyTx for Tx<'_> {
         owner: OwnerId,
         skill: SkillId,
         measure_key: &str,
+        min_uses: i64,
     ) -> PgResult<Vec<f64>> {
         self.query_of_versions(
             "SELECT v.rate_per_minute FROM skills s
@@ -373,8 +374,8 @@ impl FamilyTx for Tx<'_> {
                AND s.skill_id IN (SELECT peer.skill_id FROM skill_tags mine
                                   JOIN skill_tags peer ON peer.owner_id = mine.owner_id AND peer.tag = mine.tag
                                   WHERE mine.owner_id = $1 AND mine.skill_id = $2 AND peer.skill_id <> $2)
-               AND v.measure_key = $3 AND v.uses >= 3",
-            &[&owner.0, &skill.0, &measure_key],
+               AND v.measure_key = $3 AND v.uses >= $4",
+            &[&owner.0, &skill.0, &measure_key, &min_uses],
         )?
         .iter()
         .map(|row| col::<f64>(row, 0))

@@ -19,6 +19,7 @@
 //! holds its families' locks until it commits, also keeps rows for its own length
 //! (`Group::windows` in `mod.rs`).
 
+use crate::{Recording, SkillRecords};
 use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
 
@@ -125,10 +126,6 @@ pub(super) fn skill_at_path(
     })
 }
 
-pub(super) fn skill(store: &PgStore, owner: OwnerId, skill: SkillId) -> Result<Skill> {
-    store.read(|tx| tx.skill(owner, skill))
-}
-
 pub(super) fn skill_by_name(
     store: &Access<'_>,
     owner: OwnerId,
@@ -168,85 +165,6 @@ pub(super) fn versions_with_digest(
     })
 }
 
-pub(super) fn version(store: &PgStore, owner: OwnerId, version: VersionId) -> Result<Version> {
-    store.read(|tx| tx.version(owner, version))
-}
-
-pub(super) fn snippets(store: &PgStore, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            &format!(
-                "SELECT {SNIPPET_COLUMNS} FROM snippets
-                 WHERE owner_id = $1 AND agent_id = $2 ORDER BY last_used_at DESC, digest COLLATE \"C\""
-            ),
-            &[&owner.0, &agent.0],
-        )?;
-        all(rows, snippet_from)
-    })
-}
-
-pub(super) fn snippet_runs_since(
-    store: &PgStore,
-    owner: OwnerId,
-    agent: AgentId,
-    since: Millis,
-) -> Result<Vec<SnippetRuns>> {
-    store.read(|tx| {
-        let rows = tx.query(SNIPPET_RUNS_SINCE, &[&owner.0, &agent.0, &since])?;
-        all(rows, |r| {
-            Ok(SnippetRuns {
-                snippet: SnippetId(col(r, 0)?),
-                digest: col(r, 1)?,
-                code: col(r, 2)?,
-                ok: col(r, 3)?,
-                runs: col(r, 4)?,
-                last_run_at: col(r, 5)?,
-            })
-        })
-    })
-}
-
-pub(super) fn skills(
-    store: &PgStore,
-    owner: OwnerId,
-    agent: Option<AgentId>,
-) -> Result<Vec<SkillEntry>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            &format!(
-                "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
-                        (SELECT COUNT(*) FROM versions c WHERE c.owner_id = $1 AND c.skill_id = s.skill_id),
-                        (SELECT COALESCE(SUM(c.uses), 0)::bigint FROM versions c
-                          WHERE c.owner_id = $1 AND c.skill_id = s.skill_id),
-                        (SELECT b.number FROM versions b WHERE b.owner_id = $1 AND b.skill_id = s.skill_id
-                            AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
-                        (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = $1 AND b.skill_id = s.skill_id
-                            AND b.version_id <> v.version_id AND b.score > v.score),
-                        s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = $1
-                            AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
-                 FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-                 WHERE s.owner_id = $1 AND v.owner_id = $1 AND ($2::bigint IS NULL OR s.agent_id = $2)
-                   AND s.deleted_at IS NULL
-                 ORDER BY v.score DESC, s.agent_name COLLATE \"C\", s.name COLLATE \"C\""
-            ),
-            &[&owner.0, &agent.map(|a| a.0)],
-        )?;
-        let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
-        all(rows, |row| {
-            let best_number: Option<i64> = col(row, base + 2)?;
-            let best_score: Option<f64> = col(row, base + 3)?;
-            Ok(SkillEntry {
-                skill: skill_from(row)?,
-                version: version_from_at(row, SKILL_COLUMN_COUNT)?,
-                version_count: col(row, base)?,
-                total_runs: col(row, base + 1)?,
-                best: best_number.zip(best_score),
-                family: col(row, base + 4)?,
-            })
-        })
-    })
-}
-
 pub(super) fn versions(store: &Access<'_>, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
     store.read(|tx| {
         let rows = tx.query(
@@ -256,30 +174,6 @@ pub(super) fn versions(store: &Access<'_>, owner: OwnerId, skill: SkillId) -> Re
             &[&owner.0, &skill.0],
         )?;
         all(rows, version_from)
-    })
-}
-
-pub(super) fn use_count(store: &PgStore, owner: OwnerId) -> Result<i64> {
-    store.read(|tx| {
-        col(
-            &tx.query_one("SELECT COUNT(*) FROM uses WHERE owner_id = $1", &[&owner.0])?,
-            0,
-        )
-    })
-}
-
-pub(super) fn run_totals(store: &PgStore, owner: OwnerId) -> Result<RunTotals> {
-    store.read_one(|tx| {
-        let row = tx.query_one(
-            "SELECT COALESCE(SUM(ok), 0)::BIGINT, COALESCE(SUM(uses), 0)::BIGINT FROM versions
-             WHERE owner_id = $1",
-            &[&owner.0],
-        )?;
-        let (ok, runs): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
-        Ok(RunTotals {
-            ok,
-            failed: runs - ok,
-        })
     })
 }
 
@@ -345,47 +239,6 @@ pub(super) fn newest_output_at(
     })
 }
 
-pub(super) fn recent_failures(
-    store: &PgStore,
-    owner: OwnerId,
-    skill: SkillId,
-    limit: usize,
-) -> Result<Vec<FailedRun>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT v.number, u.at, u.failure FROM uses u
-             JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
-             WHERE u.owner_id = $1 AND v.skill_id = $2 AND NOT u.ok
-             ORDER BY u.at DESC, u.use_id DESC LIMIT $3",
-            &[&owner.0, &skill.0, &limit],
-        )?;
-        all(rows, |row| {
-            Ok(FailedRun {
-                version: col(row, 0)?,
-                at: col(row, 1)?,
-                failure: col(row, 2)?,
-            })
-        })
-    })
-}
-
-pub(super) fn snippet_suggestions(
-    store: &PgStore,
-    owner: OwnerId,
-    agent: AgentId,
-    since: Millis,
-) -> Result<HashMap<String, i64>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT group_key, suggested_runs FROM snippet_suggestions
-             WHERE owner_id = $1 AND agent_id = $2 AND suggested_at >= $3",
-            &[&owner.0, &agent.0, &since],
-        )?;
-        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
-    })
-}
-
 pub(super) fn note_unrecorded(
     store: &Access<'_>,
     owner: OwnerId,
@@ -408,34 +261,6 @@ pub(super) fn note_unrecorded(
             ],
         )?;
         Ok(added > 0)
-    })
-}
-
-pub(super) fn unmeasured_runs(
-    store: &PgStore,
-    owner: OwnerId,
-    scope: UnmeasuredScope,
-) -> Result<Vec<(String, i64)>> {
-    let (sql, id, since) = match scope {
-        UnmeasuredScope::AgentSince(agent, since) => (
-            "SELECT unmeasured, count(*) FROM uses
-             WHERE owner_id = $1 AND agent_id = $2 AND at >= $3 AND unmeasured IS NOT NULL
-             GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
-            agent.0,
-            since,
-        ),
-        UnmeasuredScope::Skill(skill) => (
-            "SELECT u.unmeasured, count(*) FROM uses u
-             JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
-             WHERE u.owner_id = $1 AND v.skill_id = $2 AND u.at >= $3 AND u.unmeasured IS NOT NULL
-             GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
-            skill.0,
-            Millis::MIN,
-        ),
-    };
-    store.read(|tx| {
-        let rows = tx.query(sql, &[&owner.0, &id, &since])?;
-        rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
     })
 }
 
@@ -469,23 +294,203 @@ pub(super) fn unrecorded_since(
     })
 }
 
-pub(super) fn note_snippet_suggestion(
-    store: &PgStore,
-    owner: OwnerId,
-    agent: AgentId,
-    group_key: &str,
-    runs: i64,
-    at: Millis,
-) -> Result<()> {
-    store.write(owner, |tx| {
-        // An unknown agent stores nothing, as on SQLite.
-        tx.execute(
-            "INSERT INTO snippet_suggestions (owner_id, agent_id, group_key, suggested_at, suggested_runs)
-             SELECT owner_id, agent_id, $3::text, $4::bigint, $5::bigint FROM agents WHERE owner_id = $1 AND agent_id = $2
-             ON CONFLICT (owner_id, agent_id, group_key)
-             DO UPDATE SET suggested_at = EXCLUDED.suggested_at, suggested_runs = EXCLUDED.suggested_runs",
-            &[&owner.0, &agent.0, &group_key, &at, &runs],
-        )?;
-        Ok(())
-    })
+impl SkillRecords for PgStore {
+    fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
+        self.read(|tx| tx.skill(owner, skill))
+    }
+
+    fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version> {
+        self.read(|tx| tx.version(owner, version))
+    }
+
+    fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
+        self.read(|tx| {
+            let rows = tx.query(
+                &format!(
+                    "SELECT {SNIPPET_COLUMNS} FROM snippets
+                     WHERE owner_id = $1 AND agent_id = $2 ORDER BY last_used_at DESC, digest COLLATE \"C\""
+                ),
+                &[&owner.0, &agent.0],
+            )?;
+            all(rows, snippet_from)
+        })
+    }
+
+    fn snippet_runs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SnippetRuns>> {
+        self.read(|tx| {
+            let rows = tx.query(SNIPPET_RUNS_SINCE, &[&owner.0, &agent.0, &since])?;
+            all(rows, |r| {
+                Ok(SnippetRuns {
+                    snippet: SnippetId(col(r, 0)?),
+                    digest: col(r, 1)?,
+                    code: col(r, 2)?,
+                    ok: col(r, 3)?,
+                    runs: col(r, 4)?,
+                    last_run_at: col(r, 5)?,
+                })
+            })
+        })
+    }
+
+    fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>> {
+        self.read(|tx| {
+            let rows = tx.query(
+                &format!(
+                    "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
+                            (SELECT COUNT(*) FROM versions c WHERE c.owner_id = $1 AND c.skill_id = s.skill_id),
+                            (SELECT COALESCE(SUM(c.uses), 0)::bigint FROM versions c
+                              WHERE c.owner_id = $1 AND c.skill_id = s.skill_id),
+                            s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = $1
+                                AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
+                     FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                     WHERE s.owner_id = $1 AND v.owner_id = $1 AND ($2::bigint IS NULL OR s.agent_id = $2)
+                       AND s.deleted_at IS NULL
+                     ORDER BY v.score DESC, s.agent_name COLLATE \"C\", s.name COLLATE \"C\""
+                ),
+                &[&owner.0, &agent.map(|a| a.0)],
+            )?;
+            let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
+            all(rows, |row| {
+                Ok(SkillEntry {
+                    skill: skill_from(row)?,
+                    version: version_from_at(row, SKILL_COLUMN_COUNT)?,
+                    version_count: col(row, base)?,
+                    total_runs: col(row, base + 1)?,
+                    // Which other version is best is asked at a clock:
+                    // `display::skills_as_of`.
+                    best: None,
+                    family: col(row, base + 2)?,
+                })
+            })
+        })
+    }
+
+    fn use_count(&self, owner: OwnerId) -> Result<i64> {
+        self.read(|tx| {
+            col(
+                &tx.query_one("SELECT COUNT(*) FROM uses WHERE owner_id = $1", &[&owner.0])?,
+                0,
+            )
+        })
+    }
+
+    fn recent_failures(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<FailedRun>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT v.number, u.at, u.failure FROM uses u
+                 JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+                 WHERE u.owner_id = $1 AND v.skill_id = $2 AND NOT u.ok
+                 ORDER BY u.at DESC, u.use_id DESC LIMIT $3",
+                &[&owner.0, &skill.0, &limit],
+            )?;
+            all(rows, |row| {
+                Ok(FailedRun {
+                    version: col(row, 0)?,
+                    at: col(row, 1)?,
+                    failure: col(row, 2)?,
+                })
+            })
+        })
+    }
+
+    fn snippet_suggestions(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<HashMap<String, i64>> {
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT group_key, suggested_runs FROM snippet_suggestions
+                 WHERE owner_id = $1 AND agent_id = $2 AND suggested_at >= $3",
+                &[&owner.0, &agent.0, &since],
+            )?;
+            rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+        })
+    }
+
+    fn note_snippet_suggestion(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        group_key: &str,
+        runs: i64,
+        at: Millis,
+    ) -> Result<()> {
+        self.write(owner, |tx| {
+            // An unknown agent stores nothing, as on SQLite.
+            tx.execute(
+                "INSERT INTO snippet_suggestions (owner_id, agent_id, group_key, suggested_at, suggested_runs)
+                 SELECT owner_id, agent_id, $3::text, $4::bigint, $5::bigint FROM agents WHERE owner_id = $1 AND agent_id = $2
+                 ON CONFLICT (owner_id, agent_id, group_key)
+                 DO UPDATE SET suggested_at = EXCLUDED.suggested_at, suggested_runs = EXCLUDED.suggested_runs",
+                &[&owner.0, &agent.0, &group_key, &at, &runs],
+            )?;
+            Ok(())
+        })
+    }
+
+    fn unmeasured_runs(
+        &self,
+        owner: OwnerId,
+        scope: UnmeasuredScope,
+    ) -> Result<Vec<(String, i64)>> {
+        let (sql, id, since) = match scope {
+            UnmeasuredScope::AgentSince(agent, since) => (
+                "SELECT unmeasured, count(*) FROM uses
+                 WHERE owner_id = $1 AND agent_id = $2 AND at >= $3 AND unmeasured IS NOT NULL
+                 GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
+                agent.0,
+                since,
+            ),
+            UnmeasuredScope::Skill(skill) => (
+                "SELECT u.unmeasured, count(*) FROM uses u
+                 JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+                 WHERE u.owner_id = $1 AND v.skill_id = $2 AND u.at >= $3 AND u.unmeasured IS NOT NULL
+                 GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
+                skill.0,
+                Millis::MIN,
+            ),
+        };
+        self.read(|tx| {
+            let rows = tx.query(sql, &[&owner.0, &id, &since])?;
+            rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
+        })
+    }
+
+    fn run_totals(&self, owner: OwnerId) -> Result<RunTotals> {
+        self.read_one(|tx| {
+            let row = tx.query_one(
+                "SELECT COALESCE(SUM(ok), 0)::BIGINT, COALESCE(SUM(uses), 0)::BIGINT FROM versions
+                 WHERE owner_id = $1",
+                &[&owner.0],
+            )?;
+            let (ok, runs): (i64, i64) = (col(&row, 0)?, col(&row, 1)?);
+            Ok(RunTotals {
+                ok,
+                failed: runs - ok,
+            })
+        })
+    }
+
+    fn recent_outputs(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        self.recent_outputs_since(owner, agent, None, before, limit)
+    }
 }

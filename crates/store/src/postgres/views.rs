@@ -3,66 +3,11 @@
 
 use super::rows::{all, col};
 use super::{PgResult, PgStore};
+use crate::RunViews;
 use crate::common::parse_map;
 use crate::{
     AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, RunFilter, ScriptRun, SkillId,
 };
-
-pub(super) fn script_runs(
-    store: &PgStore,
-    owner: OwnerId,
-    skill: SkillId,
-    filter: &RunFilter,
-    limit: usize,
-    offset: usize,
-) -> Result<Vec<ScriptRun>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let offset = i64::try_from(offset).unwrap_or(i64::MAX);
-    let agent = filter.agent.map(|a| a.0);
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
-                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id
-             FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
-             WHERE u.owner_id = $1 AND v.skill_id = $2
-               AND ($3::BOOLEAN IS NULL OR u.ok = $3::BOOLEAN)
-               AND ($4::BIGINT IS NULL OR v.number = $4::BIGINT)
-               AND ($5::BIGINT IS NULL OR u.agent_id = $5::BIGINT)
-             ORDER BY u.at DESC, u.use_id DESC LIMIT $6 OFFSET $7",
-            &[
-                &owner.0,
-                &skill.0,
-                &filter.ok,
-                &filter.version,
-                &agent,
-                &limit,
-                &offset,
-            ],
-        )?;
-        all(rows, run_from)
-    })
-}
-
-/// One run of a script by its use's id, with the skill it ran; `None` when the family has no
-/// such run.
-pub(super) fn script_run(
-    store: &PgStore,
-    owner: OwnerId,
-    use_id: i64,
-) -> Result<Option<(SkillId, ScriptRun)>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
-                    u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id,
-                    v.skill_id
-             FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
-             WHERE u.owner_id = $1 AND u.use_id = $2",
-            &[&owner.0, &use_id],
-        )?;
-        let found = all(rows, |row| Ok((SkillId(col(row, 15)?), run_from(row)?)))?;
-        Ok(found.into_iter().next())
-    })
-}
 
 fn run_from(row: &postgres::Row) -> PgResult<ScriptRun> {
     Ok(ScriptRun {
@@ -86,65 +31,119 @@ fn run_from(row: &postgres::Row) -> PgResult<ScriptRun> {
     })
 }
 
-pub(super) fn runs_per_day(store: &PgStore, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT u.at / $3 AS day, u.agent_id,
-                    COUNT(*) FILTER (WHERE u.ok), COUNT(*) FILTER (WHERE NOT u.ok)
-             FROM uses u WHERE u.owner_id = $1 AND u.at >= $2
-             GROUP BY day, u.agent_id ORDER BY day, u.agent_id NULLS FIRST",
-            &[&owner.0, &since, &DAY_MILLIS],
-        )?;
-        all(rows, |row| {
-            Ok(DayRuns {
-                day: col(row, 0)?,
-                agent: col::<Option<i64>>(row, 1)?.map(AgentId),
-                ok: col(row, 2)?,
-                failed: col(row, 3)?,
+impl RunViews for PgStore {
+    fn script_runs_where(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        filter: &RunFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<ScriptRun>> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let offset = i64::try_from(offset).unwrap_or(i64::MAX);
+        let agent = filter.agent.map(|a| a.0);
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
+                        u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id
+                 FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+                 WHERE u.owner_id = $1 AND v.skill_id = $2
+                   AND ($3::BOOLEAN IS NULL OR u.ok = $3::BOOLEAN)
+                   AND ($4::BIGINT IS NULL OR v.number = $4::BIGINT)
+                   AND ($5::BIGINT IS NULL OR u.agent_id = $5::BIGINT)
+                 ORDER BY u.at DESC, u.use_id DESC LIMIT $6 OFFSET $7",
+                &[
+                    &owner.0,
+                    &skill.0,
+                    &filter.ok,
+                    &filter.version,
+                    &agent,
+                    &limit,
+                    &offset,
+                ],
+            )?;
+            all(rows, run_from)
+        })
+    }
+
+    /// One run of a script by its use's id, with the skill it ran; `None` when the family has no
+    /// such run.
+    fn script_run(&self, owner: OwnerId, use_id: i64) -> Result<Option<(SkillId, ScriptRun)>> {
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT v.number, u.agent_id, u.at, u.ok, u.duration_ms, u.xp, u.items, u.goal_progress,
+                        u.deaths, u.stuck, u.items_lost, u.failure, u.output, u.unmeasured, u.use_id,
+                        v.skill_id
+                 FROM uses u JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+                 WHERE u.owner_id = $1 AND u.use_id = $2",
+                &[&owner.0, &use_id],
+            )?;
+            let found = all(rows, |row| Ok((SkillId(col(row, 15)?), run_from(row)?)))?;
+            Ok(found.into_iter().next())
+        })
+    }
+
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT s.skill_id FROM skills s
+                 WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.deleted_at IS NOT NULL
+                 ORDER BY s.deleted_at DESC, s.skill_id DESC",
+                &[&owner.0, &agent.0],
+            )?;
+            all(rows, |row| Ok(SkillId(col(row, 0)?)))
+        })
+    }
+
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<DayRuns>> {
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT u.at / $3 AS day, u.agent_id,
+                        COUNT(*) FILTER (WHERE u.ok), COUNT(*) FILTER (WHERE NOT u.ok)
+                 FROM uses u WHERE u.owner_id = $1 AND u.at >= $2
+                 GROUP BY day, u.agent_id ORDER BY day, u.agent_id NULLS FIRST",
+                &[&owner.0, &since, &DAY_MILLIS],
+            )?;
+            all(rows, |row| {
+                Ok(DayRuns {
+                    day: col(row, 0)?,
+                    agent: col::<Option<i64>>(row, 1)?.map(AgentId),
+                    ok: col(row, 2)?,
+                    failed: col(row, 3)?,
+                })
             })
         })
-    })
-}
+    }
 
-pub(super) fn runs_between(
-    store: &PgStore,
-    owner: OwnerId,
-    from: Millis,
-    to: Millis,
-) -> Result<Vec<crate::PeriodRuns>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT u.agent_id, COUNT(*) FILTER (WHERE u.ok), COUNT(*) FILTER (WHERE NOT u.ok)
-             FROM uses u WHERE u.owner_id = $1 AND u.at >= $2 AND u.at < $3
-             GROUP BY u.agent_id ORDER BY u.agent_id NULLS FIRST",
-            &[&owner.0, &from, &to],
-        )?;
-        all(rows, |row| {
-            Ok(crate::PeriodRuns {
-                agent: col::<Option<i64>>(row, 0)?.map(AgentId),
-                ok: col(row, 1)?,
-                failed: col(row, 2)?,
+    fn runs_between(
+        &self,
+        owner: OwnerId,
+        from: Millis,
+        to: Millis,
+    ) -> Result<Vec<crate::PeriodRuns>> {
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT u.agent_id, COUNT(*) FILTER (WHERE u.ok), COUNT(*) FILTER (WHERE NOT u.ok)
+                 FROM uses u WHERE u.owner_id = $1 AND u.at >= $2 AND u.at < $3
+                 GROUP BY u.agent_id ORDER BY u.agent_id NULLS FIRST",
+                &[&owner.0, &from, &to],
+            )?;
+            all(rows, |row| {
+                Ok(crate::PeriodRuns {
+                    agent: col::<Option<i64>>(row, 0)?.map(AgentId),
+                    ok: col(row, 1)?,
+                    failed: col(row, 2)?,
+                })
             })
         })
-    })
-}
+    }
 
-pub(super) fn gone_skills(store: &PgStore, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT s.skill_id FROM skills s
-             WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.deleted_at IS NOT NULL
-             ORDER BY s.deleted_at DESC, s.skill_id DESC",
-            &[&owner.0, &agent.0],
-        )?;
-        all(rows, |row| Ok(SkillId(col(row, 0)?)))
-    })
-}
-
-pub(super) fn database_size(store: &PgStore) -> Result<Option<u64>> {
-    store.read(|tx| {
-        let rows = tx.query("SELECT pg_database_size(current_database())", &[])?;
-        let bytes: i64 = col(&rows[0], 0)?;
-        Ok(u64::try_from(bytes).ok())
-    })
+    fn database_size(&self) -> Result<Option<u64>> {
+        self.read(|tx| {
+            let rows = tx.query("SELECT pg_database_size(current_database())", &[])?;
+            let bytes: i64 = col(&rows[0], 0)?;
+            Ok(u64::try_from(bytes).ok())
+        })
+    }
 }

@@ -29,6 +29,7 @@ pub(crate) mod recording;
 
 pub use recording::origin_of_new_file;
 pub(crate) mod sharing;
+pub(crate) mod vocabulary;
 
 /// The steps a backend offers inside one family's write transaction (and, for the audit, inside
 /// a read of one snapshot). Every step filters by the owner it is given.
@@ -147,12 +148,14 @@ pub(crate) trait FamilyTx {
         version: VersionId,
     ) -> Result<VecDeque<UseSample>, Self::Error>;
     /// The current rates of the family's comparable skills: another live skill sharing a tag
-    /// with this one, its current version on the same measure with at least 3 uses.
+    /// with this one, its current version on the same measure with at least `min_uses` uses
+    /// (`score::PEER_MIN_USES`).
     fn peer_rates(
         &mut self,
         owner: OwnerId,
         skill: SkillId,
         measure_key: &str,
+        min_uses: i64,
     ) -> Result<Vec<f64>, Self::Error>;
 
     /// What the family sees of the skill now (the default for a skill not found).

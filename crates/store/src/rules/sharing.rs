@@ -114,6 +114,6 @@ pub(crate) fn peer_median_rate<T: FamilyTx>(
     skill: SkillId,
     measure_key: &str,
 ) -> Result<Option<f64>, T::Error> {
-    let rates = tx.peer_rates(owner, skill, measure_key)?;
+    let rates = tx.peer_rates(owner, skill, measure_key, score::PEER_MIN_USES as i64)?;
     Ok(score::peer_median_rate(rates))
 }

@@ -1,5 +1,6 @@
 //! Owners, agents, tokens, sessions, avatar states and the topic-tag vocabulary on SQLite.
 
+use crate::{DeletedAgent, Directory, rules};
 use std::path::Path;
 
 use rusqlite::{OptionalExtension, params};
@@ -14,115 +15,6 @@ use crate::{
     wealth_since,
 };
 
-pub(super) fn create_owner(
-    store: &SqliteStore,
-    name: &str,
-    key_digest: &str,
-    now: Millis,
-) -> Result<Owner> {
-    crate::common::check_key_digest(key_digest)?;
-    let inner = store.lock();
-    let result = inner.conn.execute(
-        "INSERT INTO owners (name, key_digest, created_at) VALUES (?1, ?2, ?3)",
-        params![name, key_digest, now],
-    );
-    match result {
-        Ok(_) => {}
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-        {
-            let taken = name_taken(&inner.conn, "owners", name)?;
-            return Err(crate::common::name_taken("owner", name, &taken));
-        }
-        Err(e) => return Err(db_err(e)),
-    }
-    let id = inner.conn.last_insert_rowid();
-    Ok(Owner {
-        id: OwnerId(id),
-        name: name.into(),
-        key_digest: key_digest.into(),
-        eager_sharing: false,
-        created_at: now,
-    })
-}
-
-pub(super) fn owner_by_name(store: &SqliteStore, name: &str) -> Result<Option<Owner>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .query_row(
-            &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = ?1"),
-            [name],
-            owner_from,
-        )
-        .optional()
-        .map_err(db_err)
-}
-
-pub(super) fn owner(store: &SqliteStore, owner: OwnerId) -> Result<Owner> {
-    let inner = store.lock();
-    inner
-        .conn
-        .query_row(
-            &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = ?1"),
-            [owner.0],
-            owner_from,
-        )
-        .optional()
-        .map_err(db_err)?
-        .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))
-}
-
-pub(super) fn owners(store: &SqliteStore) -> Result<Vec<Owner>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare_cached(&format!("SELECT {OWNER_COLUMNS} FROM owners ORDER BY name"))
-        .map_err(db_err)?;
-    let owners = statement
-        .query_map([], owner_from)
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)?;
-    Ok(owners)
-}
-
-pub(super) fn create_agent(
-    store: &SqliteStore,
-    owner: OwnerId,
-    name: &str,
-    workspace: &str,
-    now: Millis,
-) -> Result<Agent> {
-    let inner = store.lock();
-    let result = inner.conn.execute(
-        "INSERT INTO agents (owner_id, name, workspace, created_at)
-         SELECT owner_id, ?2, ?3, ?4 FROM owners WHERE owner_id = ?1",
-        params![owner.0, name, workspace, now],
-    );
-    match result {
-        Ok(0) => Err(StoreError::NotFound(format!("owner {}", owner.0))),
-        Ok(_) => Ok(Agent {
-            id: AgentId(inner.conn.last_insert_rowid()),
-            owner,
-            name: name.into(),
-            workspace: workspace.into(),
-            created_at: now,
-            mirror_refreshed_at: None,
-            last_turn_at: None,
-            last_wrapup_at: None,
-            mirror: None,
-        }),
-        Err(rusqlite::Error::SqliteFailure(e, _))
-            if e.code == rusqlite::ErrorCode::ConstraintViolation =>
-        {
-            let taken = name_taken(&inner.conn, "agents", name)?;
-            Err(crate::common::name_taken("agent", name, &taken))
-        }
-        Err(e) => Err(db_err(e)),
-    }
-}
-
 pub(super) fn agent_by_name(store: &Access<'_>, name: &str) -> Result<Option<Agent>> {
     let inner = store.lock();
     inner
@@ -134,71 +26,6 @@ pub(super) fn agent_by_name(store: &Access<'_>, name: &str) -> Result<Option<Age
         .query_row([name], agent_from)
         .optional()
         .map_err(db_err)
-}
-
-pub(super) fn agents(store: &SqliteStore, owner: OwnerId) -> Result<Vec<Agent>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare_cached(&format!(
-            "SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 ORDER BY name"
-        ))
-        .map_err(db_err)?;
-    let agents = statement
-        .query_map([owner.0], agent_from)
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)?;
-    Ok(agents)
-}
-
-pub(super) fn note_wrapup(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    at: Millis,
-) -> Result<()> {
-    store.set_agent_time(owner, agent, "last_wrapup_at", at)
-}
-
-pub(super) fn set_agent_mirror(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    mirror: Option<&str>,
-) -> Result<()> {
-    let inner = store.lock();
-    let changed = inner
-        .conn
-        .execute(
-            "UPDATE agents SET mirror = ?3 WHERE owner_id = ?1 AND agent_id = ?2",
-            params![owner.0, agent.0, mirror],
-        )
-        .map_err(db_err)?;
-    if changed == 0 {
-        return Err(StoreError::NotFound(format!("agent {}", agent.0)));
-    }
-    Ok(())
-}
-
-pub(super) fn replace_owner_key(
-    store: &SqliteStore,
-    owner: OwnerId,
-    key_digest: &str,
-) -> Result<()> {
-    crate::common::check_key_digest(key_digest)?;
-    let inner = store.lock();
-    let changed = inner
-        .conn
-        .execute(
-            "UPDATE owners SET key_digest = ?2 WHERE owner_id = ?1",
-            params![owner.0, key_digest],
-        )
-        .map_err(db_err)?;
-    if changed == 0 {
-        return Err(StoreError::NotFound(format!("owner {}", owner.0)));
-    }
-    Ok(())
 }
 
 /// Turns every owner's key still stored as itself (a library made before keys were digested)
@@ -230,136 +57,6 @@ pub(super) fn digest_plain_owner_keys(tx: &rusqlite::Transaction<'_>) -> Result<
     tx.pragma_update(None, "secure_delete", false)
         .map_err(db_err)?;
     Ok(())
-}
-
-pub(super) fn set_eager_sharing(store: &SqliteStore, owner: OwnerId, eager: bool) -> Result<()> {
-    let inner = store.lock();
-    let changed = inner
-        .conn
-        .execute(
-            "UPDATE owners SET eager_sharing = ?2 WHERE owner_id = ?1",
-            params![owner.0, eager],
-        )
-        .map_err(db_err)?;
-    if changed == 0 {
-        return Err(StoreError::NotFound(format!("owner {}", owner.0)));
-    }
-    Ok(())
-}
-
-pub(super) fn note_turn_end(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    at: Millis,
-) -> Result<()> {
-    store.set_agent_time(owner, agent, "last_turn_at", at)
-}
-
-pub(super) fn note_mirror_refresh(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    at: Millis,
-) -> Result<()> {
-    store.set_agent_time(owner, agent, "mirror_refreshed_at", at)
-}
-
-pub(super) fn replace_vocabulary(
-    store: &SqliteStore,
-    entries: &[crate::VocabularyEntry],
-    now: Millis,
-) -> Result<crate::VocabularyChange> {
-    // By tag, first one given wins; sorted, so the digest does not depend on the order.
-    let mut wanted: std::collections::BTreeMap<(String, String), &crate::VocabularyEntry> =
-        std::collections::BTreeMap::new();
-    for entry in entries {
-        let tag = format!("{}:{}", entry.kind, entry.slug);
-        if mindrune_core::avatars::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
-            return Err(StoreError::Conflict(format!(
-                "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
-            )));
-        }
-        wanted
-            .entry((entry.kind.clone(), entry.slug.clone()))
-            .or_insert(entry);
-    }
-    // Aliases are kept newline-joined, so a line break inside one would split it.
-    let aliases_of = |entry: &crate::VocabularyEntry| {
-        entry
-            .aliases
-            .iter()
-            .map(|alias| alias.replace(['\n', '\r'], " "))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
-    let mut canonical = String::new();
-    for ((kind, slug), entry) in &wanted {
-        canonical.push_str(&format!(
-            "{kind}\u{1f}{slug}\u{1f}{}\u{1f}{}\u{1f}{}\n",
-            entry.title,
-            entry.source.as_str(),
-            aliases_of(entry)
-        ));
-    }
-    let digest = mindrune_core::digest::sha256(canonical.as_bytes());
-    store.write(|tx, _| {
-        let tx = tx.conn()?;
-        let existing: std::collections::HashSet<(String, String)> = tx
-            .prepare_cached("SELECT kind, slug FROM vocabulary")
-            .map_err(db_err)?
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .map_err(db_err)?
-            .collect::<rusqlite::Result<_>>()
-            .map_err(db_err)?;
-        let mut change = crate::VocabularyChange::default();
-        for (kind, slug) in &existing {
-            if !wanted.contains_key(&(kind.clone(), slug.clone())) {
-                tx.execute(
-                    "DELETE FROM vocabulary WHERE kind = ?1 AND slug = ?2",
-                    params![kind, slug],
-                )
-                .map_err(db_err)?;
-                change.removed.push(format!("{kind}:{slug}"));
-            }
-        }
-        {
-            let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-                     ON CONFLICT (kind, slug) DO UPDATE
-                     SET title = excluded.title, source = excluded.source, aliases = excluded.aliases",
-                )
-                .map_err(db_err)?;
-            for ((kind, slug), entry) in &wanted {
-                upsert
-                    .execute(params![
-                        kind,
-                        slug,
-                        entry.title,
-                        entry.source.as_str(),
-                        aliases_of(entry),
-                        now
-                    ])
-                    .map_err(db_err)?;
-                if existing.contains(&(kind.clone(), slug.clone())) {
-                    change.kept += 1;
-                } else {
-                    change.added.push(format!("{kind}:{slug}"));
-                }
-            }
-        }
-        tx.execute(
-            "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, ?1, ?2, ?3)
-             ON CONFLICT (id) DO UPDATE
-             SET digest = excluded.digest, entries = excluded.entries, built_at = excluded.built_at",
-            params![digest, wanted.len() as i64, now],
-        )
-        .map_err(db_err)?;
-        change.removed.sort();
-        Ok(change)
-    })
 }
 
 pub(super) fn vocabulary(store: &Access<'_>) -> Result<Vec<crate::VocabularyEntry>> {
@@ -412,242 +109,12 @@ pub(super) fn vocabulary_digest(store: &Access<'_>) -> Result<Option<String>> {
         .map_err(db_err)
 }
 
-pub(super) fn save_server_health(store: &SqliteStore, saved_at: Millis, body: &str) -> Result<()> {
-    store.write(|tx, _| {
-        tx.conn()?
-            .execute(
-                "INSERT INTO server_health (id, saved_at, body) VALUES (1, ?1, ?2)
-             ON CONFLICT (id) DO UPDATE SET saved_at = excluded.saved_at, body = excluded.body",
-                params![saved_at, body],
-            )
-            .map_err(db_err)?;
-        Ok(())
-    })
-}
-
-pub(super) fn server_health(store: &SqliteStore) -> Result<Option<(Millis, String)>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .query_row(
-            "SELECT saved_at, body FROM server_health WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()
-        .map_err(db_err)
-}
-
-pub(super) fn issue_runner_token(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    token_hash: &str,
-    now: Millis,
-) -> Result<()> {
-    let inner = store.lock();
-    let inserted = inner
-        .conn
-        .execute(
-            "INSERT INTO runner_tokens (owner_id, agent_id, token_hash, created_at)
-             SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2",
-            params![owner.0, agent.0, token_hash, now],
-        )
-        .map_err(db_err)?;
-    if inserted == 0 {
-        return Err(StoreError::NotFound(format!("agent {}", agent.0)));
-    }
-    Ok(())
-}
-
-pub(super) fn agent_by_runner_token(
-    store: &SqliteStore,
-    token_hash: &str,
-) -> Result<Option<Agent>> {
-    store.read_committed(|conn| {
-        conn.prepare_cached(&format!(
-            "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
-               (SELECT agent_id FROM runner_tokens WHERE token_hash = ?1 AND revoked_at IS NULL)"
-        ))
-        .map_err(db_err)?
-        .query_row([token_hash], agent_from)
-        .optional()
-        .map_err(db_err)
-    })
-}
-
-pub(super) fn revoke_runner_tokens(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    now: Millis,
-) -> Result<usize> {
-    let inner = store.lock();
-    inner
-        .conn
-        .execute(
-            "UPDATE runner_tokens SET revoked_at = ?3
-             WHERE owner_id = ?1 AND agent_id = ?2 AND revoked_at IS NULL",
-            params![owner.0, agent.0, now],
-        )
-        .map_err(db_err)
-}
-
-pub(super) fn issue_operator_token(
-    store: &SqliteStore,
-    token_hash: &str,
-    now: Millis,
-) -> Result<i64> {
-    let inner = store.lock();
-    inner
-        .conn
-        .execute(
-            "INSERT INTO operator_tokens (token_hash, created_at) VALUES (?1, ?2)",
-            params![token_hash, now],
-        )
-        .map_err(db_err)?;
-    Ok(inner.conn.last_insert_rowid())
-}
-
-pub(super) fn operator_token_valid(store: &SqliteStore, token_hash: &str) -> Result<bool> {
-    let inner = store.lock();
-    inner
-        .conn
-        .prepare_cached(
-            "SELECT 1 FROM operator_tokens WHERE token_hash = ?1 AND revoked_at IS NULL",
-        )
-        .map_err(db_err)?
-        .query_row([token_hash], |_| Ok(()))
-        .optional()
-        .map(|found| found.is_some())
-        .map_err(db_err)
-}
-
 fn operator_token_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<OperatorToken> {
     Ok(OperatorToken {
         id: row.get(0)?,
         created_at: row.get(1)?,
         revoked_at: row.get(2)?,
     })
-}
-
-pub(super) fn operator_tokens(store: &SqliteStore) -> Result<Vec<OperatorToken>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare("SELECT token_id, created_at, revoked_at FROM operator_tokens ORDER BY token_id")
-        .map_err(db_err)?;
-    statement
-        .query_map([], operator_token_from)
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
-}
-
-pub(super) fn revoke_operator_token(
-    store: &SqliteStore,
-    key: OperatorTokenKey<'_>,
-    now: Millis,
-) -> Result<OperatorRevoke> {
-    let inner = store.lock();
-    let found = match key {
-        OperatorTokenKey::Digest(digest) => inner.conn.query_row(
-            "SELECT token_id, created_at, revoked_at FROM operator_tokens WHERE token_hash = ?1",
-            [digest],
-            operator_token_from,
-        ),
-        OperatorTokenKey::Id(id) => inner.conn.query_row(
-            "SELECT token_id, created_at, revoked_at FROM operator_tokens WHERE token_id = ?1",
-            [id],
-            operator_token_from,
-        ),
-    }
-    .optional()
-    .map_err(db_err)?;
-    let Some(mut token) = found else {
-        return Ok(OperatorRevoke::Unknown);
-    };
-    if token.revoked_at.is_some() {
-        return Ok(OperatorRevoke::AlreadyRevoked(token));
-    }
-    // The store's lock is held since the read, so no other handle of this process revoked it
-    // meanwhile; `revoked_at IS NULL` keeps another process's earlier revocation time.
-    inner
-        .conn
-        .execute(
-            "UPDATE operator_tokens SET revoked_at = ?2 WHERE token_id = ?1 AND revoked_at IS NULL",
-            params![token.id, now],
-        )
-        .map_err(db_err)?;
-    token.revoked_at = Some(now);
-    Ok(OperatorRevoke::Revoked(token))
-}
-
-pub(super) fn create_session(
-    store: &SqliteStore,
-    owner: OwnerId,
-    session_hash: &str,
-    csrf_token: &str,
-    now: Millis,
-    expires_at: Millis,
-) -> Result<()> {
-    let inner = store.lock();
-    // Expired sessions are swept whenever a new one starts.
-    inner
-        .conn
-        .execute(
-            "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND expires_at <= ?2",
-            params![owner.0, now],
-        )
-        .map_err(db_err)?;
-    let inserted = inner
-        .conn
-        .execute(
-            "INSERT INTO dashboard_sessions (owner_id, session_hash, csrf_token, created_at, expires_at)
-             SELECT owner_id, ?2, ?3, ?4, ?5 FROM owners WHERE owner_id = ?1",
-            params![owner.0, session_hash, csrf_token, now, expires_at],
-        )
-        .map_err(db_err)?;
-    if inserted == 0 {
-        return Err(StoreError::NotFound(format!("owner {}", owner.0)));
-    }
-    Ok(())
-}
-
-pub(super) fn session(
-    store: &SqliteStore,
-    session_hash: &str,
-    now: Millis,
-) -> Result<Option<Session>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .prepare_cached(
-            "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
-             WHERE session_hash = ?1 AND expires_at > ?2",
-        )
-        .map_err(db_err)?
-        .query_row(params![session_hash, now], |r| {
-            Ok(Session {
-                owner: OwnerId(r.get(0)?),
-                csrf_token: r.get(1)?,
-                expires_at: r.get(2)?,
-            })
-        })
-        .optional()
-        .map_err(db_err)
-}
-
-pub(super) fn end_session(store: &SqliteStore, owner: OwnerId, session_hash: &str) -> Result<()> {
-    let inner = store.lock();
-    inner
-        .conn
-        .execute(
-            "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND session_hash = ?2",
-            params![owner.0, session_hash],
-        )
-        .map_err(db_err)?;
-    Ok(())
 }
 
 pub(super) fn save_avatar_state(
@@ -711,35 +178,6 @@ pub(super) fn save_avatar_state(
     })
 }
 
-pub(super) fn wealth_history(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    since: Millis,
-) -> Result<Vec<WealthPoint>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .prepare_cached(
-            "SELECT hour, coins, reported_at, total_xp, total_level FROM avatar_wealth
-             WHERE owner_id = ?1 AND agent_id = ?2 AND hour >= ?3
-             ORDER BY hour",
-        )
-        .map_err(db_err)?
-        .query_map(params![owner.0, agent.0, wealth_since(since)], |r| {
-            Ok(WealthPoint {
-                hour: r.get::<_, i64>(0)?.saturating_mul(1000),
-                coins: r.get(1)?,
-                reported_at: r.get(2)?,
-                total_xp: r.get(3)?,
-                total_level: r.get(4)?,
-            })
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<_>>()
-        .map_err(db_err)
-}
-
 pub(super) fn avatar_state(
     store: &Access<'_>,
     owner: OwnerId,
@@ -762,4 +200,489 @@ pub(super) fn avatar_state(
         })
         .optional()
         .map_err(db_err)
+}
+
+impl Directory for SqliteStore {
+    fn create_owner(&self, name: &str, key_digest: &str, now: Millis) -> Result<Owner> {
+        crate::common::check_key_digest(key_digest)?;
+        let inner = self.lock();
+        let result = inner.conn.execute(
+            "INSERT INTO owners (name, key_digest, created_at) VALUES (?1, ?2, ?3)",
+            params![name, key_digest, now],
+        );
+        match result {
+            Ok(_) => {}
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                let taken = name_taken(&inner.conn, "owners", name)?;
+                return Err(crate::common::name_taken("owner", name, &taken));
+            }
+            Err(e) => return Err(db_err(e)),
+        }
+        let id = inner.conn.last_insert_rowid();
+        Ok(Owner {
+            id: OwnerId(id),
+            name: name.into(),
+            key_digest: key_digest.into(),
+            eager_sharing: false,
+            created_at: now,
+        })
+    }
+
+    fn replace_owner_key(&self, owner: OwnerId, key_digest: &str) -> Result<()> {
+        crate::common::check_key_digest(key_digest)?;
+        let inner = self.lock();
+        let changed = inner
+            .conn
+            .execute(
+                "UPDATE owners SET key_digest = ?2 WHERE owner_id = ?1",
+                params![owner.0, key_digest],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+        }
+        Ok(())
+    }
+
+    fn owner_by_name(&self, name: &str) -> Result<Option<Owner>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = ?1"),
+                [name],
+                owner_from,
+            )
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn owner(&self, owner: OwnerId) -> Result<Owner> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = ?1"),
+                [owner.0],
+                owner_from,
+            )
+            .optional()
+            .map_err(db_err)?
+            .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))
+    }
+
+    fn owners(&self) -> Result<Vec<Owner>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!("SELECT {OWNER_COLUMNS} FROM owners ORDER BY name"))
+            .map_err(db_err)?;
+        let owners = statement
+            .query_map([], owner_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(owners)
+    }
+
+    fn create_agent(
+        &self,
+        owner: OwnerId,
+        name: &str,
+        workspace: &str,
+        now: Millis,
+    ) -> Result<Agent> {
+        let inner = self.lock();
+        let result = inner.conn.execute(
+            "INSERT INTO agents (owner_id, name, workspace, created_at)
+             SELECT owner_id, ?2, ?3, ?4 FROM owners WHERE owner_id = ?1",
+            params![owner.0, name, workspace, now],
+        );
+        match result {
+            Ok(0) => Err(StoreError::NotFound(format!("owner {}", owner.0))),
+            Ok(_) => Ok(Agent {
+                id: AgentId(inner.conn.last_insert_rowid()),
+                owner,
+                name: name.into(),
+                workspace: workspace.into(),
+                created_at: now,
+                mirror_refreshed_at: None,
+                last_turn_at: None,
+                last_wrapup_at: None,
+                mirror: None,
+            }),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ConstraintViolation =>
+            {
+                let taken = name_taken(&inner.conn, "agents", name)?;
+                Err(crate::common::name_taken("agent", name, &taken))
+            }
+            Err(e) => Err(db_err(e)),
+        }
+    }
+
+    fn agents(&self, owner: OwnerId) -> Result<Vec<Agent>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 ORDER BY name"
+            ))
+            .map_err(db_err)?;
+        let agents = statement
+            .query_map([owner.0], agent_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(agents)
+    }
+
+    fn note_wrapup(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        self.set_agent_time(owner, agent, "last_wrapup_at", at)
+    }
+
+    fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()> {
+        let inner = self.lock();
+        let changed = inner
+            .conn
+            .execute(
+                "UPDATE agents SET mirror = ?3 WHERE owner_id = ?1 AND agent_id = ?2",
+                params![owner.0, agent.0, mirror],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+        }
+        Ok(())
+    }
+
+    fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
+        let inner = self.lock();
+        let changed = inner
+            .conn
+            .execute(
+                "UPDATE owners SET eager_sharing = ?2 WHERE owner_id = ?1",
+                params![owner.0, eager],
+            )
+            .map_err(db_err)?;
+        if changed == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+        }
+        Ok(())
+    }
+
+    fn note_turn_end(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        self.set_agent_time(owner, agent, "last_turn_at", at)
+    }
+
+    fn note_mirror_refresh(&self, owner: OwnerId, agent: AgentId, at: Millis) -> Result<()> {
+        self.set_agent_time(owner, agent, "mirror_refreshed_at", at)
+    }
+
+    fn replace_vocabulary(
+        &self,
+        entries: &[crate::VocabularyEntry],
+        now: Millis,
+    ) -> Result<crate::VocabularyChange> {
+        let replacement = rules::vocabulary::replacement(entries)?;
+        self.write(|tx, _| {
+            let tx = tx.conn()?;
+            let existing: std::collections::HashSet<(String, String)> = tx
+                .prepare_cached("SELECT kind, slug FROM vocabulary")
+                .map_err(db_err)?
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(db_err)?
+                .collect::<rusqlite::Result<_>>()
+                .map_err(db_err)?;
+            for (kind, slug) in replacement.gone(&existing) {
+                tx.execute(
+                    "DELETE FROM vocabulary WHERE kind = ?1 AND slug = ?2",
+                    params![kind, slug],
+                )
+                .map_err(db_err)?;
+            }
+            let mut upsert = tx
+                .prepare_cached(
+                    "INSERT INTO vocabulary (kind, slug, title, source, aliases, added_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                     ON CONFLICT (kind, slug) DO UPDATE
+                     SET title = excluded.title, source = excluded.source, aliases = excluded.aliases",
+                )
+                .map_err(db_err)?;
+            for ((kind, slug), entry) in &replacement.wanted {
+                upsert
+                    .execute(params![
+                        kind,
+                        slug,
+                        entry.title,
+                        entry.source.as_str(),
+                        rules::vocabulary::aliases_of(entry),
+                        now
+                    ])
+                    .map_err(db_err)?;
+            }
+            tx.execute(
+                "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, ?1, ?2, ?3)
+                 ON CONFLICT (id) DO UPDATE
+                 SET digest = excluded.digest, entries = excluded.entries, built_at = excluded.built_at",
+                params![replacement.digest, replacement.wanted.len() as i64, now],
+            )
+            .map_err(db_err)?;
+            Ok(replacement.change(&existing))
+        })
+    }
+
+    fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()> {
+        self.write(|tx, _| {
+            tx.conn()?
+                .execute(
+                    "INSERT INTO server_health (id, saved_at, body) VALUES (1, ?1, ?2)
+                 ON CONFLICT (id) DO UPDATE SET saved_at = excluded.saved_at, body = excluded.body",
+                    params![saved_at, body],
+                )
+                .map_err(db_err)?;
+            Ok(())
+        })
+    }
+
+    fn server_health(&self) -> Result<Option<(Millis, String)>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                "SELECT saved_at, body FROM server_health WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn issue_runner_token(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        token_hash: &str,
+        now: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        let inserted = inner
+            .conn
+            .execute(
+                "INSERT INTO runner_tokens (owner_id, agent_id, token_hash, created_at)
+                 SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2",
+                params![owner.0, agent.0, token_hash, now],
+            )
+            .map_err(db_err)?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
+        }
+        Ok(())
+    }
+
+    fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>> {
+        self.read_committed(|conn| {
+            conn.prepare_cached(&format!(
+                "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
+                   (SELECT agent_id FROM runner_tokens WHERE token_hash = ?1 AND revoked_at IS NULL)"
+            ))
+            .map_err(db_err)?
+            .query_row([token_hash], agent_from)
+            .optional()
+            .map_err(db_err)
+        })
+    }
+
+    fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "UPDATE runner_tokens SET revoked_at = ?3
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND revoked_at IS NULL",
+                params![owner.0, agent.0, now],
+            )
+            .map_err(db_err)
+    }
+
+    fn issue_operator_token(&self, token_hash: &str, now: Millis) -> Result<i64> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "INSERT INTO operator_tokens (token_hash, created_at) VALUES (?1, ?2)",
+                params![token_hash, now],
+            )
+            .map_err(db_err)?;
+        Ok(inner.conn.last_insert_rowid())
+    }
+
+    fn operator_token_valid(&self, token_hash: &str) -> Result<bool> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(
+                "SELECT 1 FROM operator_tokens WHERE token_hash = ?1 AND revoked_at IS NULL",
+            )
+            .map_err(db_err)?
+            .query_row([token_hash], |_| Ok(()))
+            .optional()
+            .map(|found| found.is_some())
+            .map_err(db_err)
+    }
+
+    fn operator_tokens(&self) -> Result<Vec<OperatorToken>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare(
+                "SELECT token_id, created_at, revoked_at FROM operator_tokens ORDER BY token_id",
+            )
+            .map_err(db_err)?;
+        statement
+            .query_map([], operator_token_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)
+    }
+
+    fn revoke_operator_token(
+        &self,
+        key: OperatorTokenKey<'_>,
+        now: Millis,
+    ) -> Result<OperatorRevoke> {
+        let inner = self.lock();
+        let found = match key {
+            OperatorTokenKey::Digest(digest) => inner.conn.query_row(
+                "SELECT token_id, created_at, revoked_at FROM operator_tokens WHERE token_hash = ?1",
+                [digest],
+                operator_token_from,
+            ),
+            OperatorTokenKey::Id(id) => inner.conn.query_row(
+                "SELECT token_id, created_at, revoked_at FROM operator_tokens WHERE token_id = ?1",
+                [id],
+                operator_token_from,
+            ),
+        }
+        .optional()
+        .map_err(db_err)?;
+        let Some(mut token) = found else {
+            return Ok(OperatorRevoke::Unknown);
+        };
+        if token.revoked_at.is_some() {
+            return Ok(OperatorRevoke::AlreadyRevoked(token));
+        }
+        // The store's lock is held since the read, so no other handle of this process revoked it
+        // meanwhile; `revoked_at IS NULL` keeps another process's earlier revocation time.
+        inner
+            .conn
+            .execute(
+                "UPDATE operator_tokens SET revoked_at = ?2 WHERE token_id = ?1 AND revoked_at IS NULL",
+                params![token.id, now],
+            )
+            .map_err(db_err)?;
+        token.revoked_at = Some(now);
+        Ok(OperatorRevoke::Revoked(token))
+    }
+
+    fn create_session(
+        &self,
+        owner: OwnerId,
+        session_hash: &str,
+        csrf_token: &str,
+        now: Millis,
+        expires_at: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        // Expired sessions are swept whenever a new one starts.
+        inner
+            .conn
+            .execute(
+                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND expires_at <= ?2",
+                params![owner.0, now],
+            )
+            .map_err(db_err)?;
+        let inserted = inner
+            .conn
+            .execute(
+                "INSERT INTO dashboard_sessions (owner_id, session_hash, csrf_token, created_at, expires_at)
+                 SELECT owner_id, ?2, ?3, ?4, ?5 FROM owners WHERE owner_id = ?1",
+                params![owner.0, session_hash, csrf_token, now, expires_at],
+            )
+            .map_err(db_err)?;
+        if inserted == 0 {
+            return Err(StoreError::NotFound(format!("owner {}", owner.0)));
+        }
+        Ok(())
+    }
+
+    fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(
+                "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
+                 WHERE session_hash = ?1 AND expires_at > ?2",
+            )
+            .map_err(db_err)?
+            .query_row(params![session_hash, now], |r| {
+                Ok(Session {
+                    owner: OwnerId(r.get(0)?),
+                    csrf_token: r.get(1)?,
+                    expires_at: r.get(2)?,
+                })
+            })
+            .optional()
+            .map_err(db_err)
+    }
+
+    fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND session_hash = ?2",
+                params![owner.0, session_hash],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn wealth_history(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<WealthPoint>> {
+        let inner = self.lock();
+        inner
+            .conn
+            .prepare_cached(
+                "SELECT hour, coins, reported_at, total_xp, total_level FROM avatar_wealth
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND hour >= ?3
+                 ORDER BY hour",
+            )
+            .map_err(db_err)?
+            .query_map(params![owner.0, agent.0, wealth_since(since)], |r| {
+                Ok(WealthPoint {
+                    hour: r.get::<_, i64>(0)?.saturating_mul(1000),
+                    coins: r.get(1)?,
+                    reported_at: r.get(2)?,
+                    total_xp: r.get(3)?,
+                    total_level: r.get(4)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<_>>()
+            .map_err(db_err)
+    }
+
+    fn delete_agent(&self, owner: OwnerId, agent: AgentId) -> Result<DeletedAgent> {
+        let deleted = self.write(|tx, _| rules::family::delete_agent(tx, owner, agent));
+        // Cached windows of removed versions must not outlive them.
+        self.lock().windows.clear();
+        deleted
+    }
 }

@@ -536,6 +536,7 @@ impl FamilyTx for SqliteTx<'_> {
         owner: OwnerId,
         skill: SkillId,
         measure_key: &str,
+        min_uses: i64,
     ) -> Result<Vec<f64>> {
         let mut statement = self
             .conn_for_versions()?
@@ -551,11 +552,11 @@ impl FamilyTx for SqliteTx<'_> {
                                       CROSS JOIN skill_tags peer ON peer.owner_id = mine.owner_id AND peer.tag = mine.tag
                                       WHERE +mine.owner_id = ?1 AND mine.skill_id = ?2 AND peer.skill_id <> ?2)
                    AND +s.owner_id = ?1 AND s.deleted_at IS NULL
-                   AND v.measure_key = ?3 AND v.uses >= 3",
+                   AND v.measure_key = ?3 AND v.uses >= ?4",
             )
             .map_err(db_err)?;
         statement
-            .query_map(params![owner.0, skill.0, measure_key], |row| {
+            .query_map(params![owner.0, skill.0, measure_key, min_uses], |row| {
                 row.get::<_, f64>(0)
             })
             .map_err(db_err)?

@@ -1,6 +1,7 @@
 //! A family's skills, versions, uses and snippets on SQLite: looking them up, and an agent's
 //! inline snippets with the suggestions made from them. Recording is a rule (`crate::rules`).
 
+use crate::{Recording, SkillRecords};
 use std::collections::HashMap;
 
 use rusqlite::{OptionalExtension, params};
@@ -34,11 +35,6 @@ pub(super) fn skill_at_path(
         .query_row(params![owner.0, agent.0, path], skill_from)
         .optional()
         .map_err(db_err)
-}
-
-pub(super) fn skill(store: &SqliteStore, owner: OwnerId, skill: SkillId) -> Result<Skill> {
-    let inner = store.lock();
-    SqliteTx::new(&inner.conn).skill(owner, skill)
 }
 
 pub(super) fn skill_by_name(
@@ -84,103 +80,6 @@ pub(super) fn versions_with_digest(
     Ok(found)
 }
 
-pub(super) fn version(store: &SqliteStore, owner: OwnerId, version: VersionId) -> Result<Version> {
-    let inner = store.lock();
-    SqliteTx::new(&inner.conn).version(owner, version)
-}
-
-pub(super) fn snippets(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-) -> Result<Vec<Snippet>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare_cached(&format!(
-            "SELECT {SNIPPET_COLUMNS} FROM snippets
-             WHERE owner_id = ?1 AND agent_id = ?2 ORDER BY last_used_at DESC"
-        ))
-        .map_err(db_err)?;
-    let snippets = statement
-        .query_map(params![owner.0, agent.0], snippet_from)
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)?;
-    Ok(snippets)
-}
-
-pub(super) fn snippet_runs_since(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    since: Millis,
-) -> Result<Vec<SnippetRuns>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare_cached(SNIPPET_RUNS_SINCE)
-        .map_err(db_err)?;
-    let runs = statement
-        .query_map(params![owner.0, agent.0, since], |r| {
-            Ok(SnippetRuns {
-                snippet: SnippetId(r.get(0)?),
-                digest: r.get(1)?,
-                code: r.get(2)?,
-                ok: r.get(3)?,
-                runs: r.get(4)?,
-                last_run_at: r.get(5)?,
-            })
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)?;
-    Ok(runs)
-}
-
-pub(super) fn skills(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: Option<AgentId>,
-) -> Result<Vec<SkillEntry>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare_cached(&format!(
-            "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
-                    (SELECT COUNT(*) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
-                    (SELECT COALESCE(SUM(c.uses), 0) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
-                    (SELECT b.number FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
-                        AND b.version_id <> v.version_id AND b.score > v.score ORDER BY b.score DESC LIMIT 1),
-                    (SELECT MAX(b.score) FROM versions b WHERE b.owner_id = s.owner_id AND b.skill_id = s.skill_id
-                        AND b.version_id <> v.version_id AND b.score > v.score),
-                    s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = s.owner_id
-                        AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
-             FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             WHERE s.owner_id = ?1 AND (?2 IS NULL OR s.agent_id = ?2) AND s.deleted_at IS NULL
-             ORDER BY v.score DESC, s.agent_name, s.name"
-        ))
-        .map_err(db_err)?;
-    let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
-    let entries = statement
-        .query_map(params![owner.0, agent.map(|a| a.0)], |row| {
-            let best_number: Option<i64> = row.get(base + 2)?;
-            let best_score: Option<f64> = row.get(base + 3)?;
-            Ok(SkillEntry {
-                skill: skill_from(row)?,
-                version: version_from_at(row, SKILL_COLUMN_COUNT)?,
-                version_count: row.get(base)?,
-                total_runs: row.get(base + 1)?,
-                best: best_number.zip(best_score),
-                family: row.get(base + 4)?,
-            })
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)?;
-    Ok(entries)
-}
-
 pub(super) fn versions(store: &Access<'_>, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
     let inner = store.lock();
     let mut statement = inner
@@ -195,36 +94,6 @@ pub(super) fn versions(store: &Access<'_>, owner: OwnerId, skill: SkillId) -> Re
         .collect::<rusqlite::Result<Vec<_>>>()
         .map_err(db_err)?;
     Ok(versions)
-}
-
-pub(super) fn use_count(store: &SqliteStore, owner: OwnerId) -> Result<i64> {
-    let inner = store.lock();
-    inner
-        .conn
-        .query_row(
-            "SELECT COUNT(*) FROM uses WHERE owner_id = ?1",
-            [owner.0],
-            |r| r.get(0),
-        )
-        .map_err(db_err)
-}
-
-pub(super) fn run_totals(store: &SqliteStore, owner: OwnerId) -> Result<RunTotals> {
-    // The read-only connection: a scrape never waits for a write group.
-    store.read_committed(|conn| {
-        conn.prepare_cached(
-            "SELECT COALESCE(SUM(ok), 0), COALESCE(SUM(uses), 0) FROM versions WHERE owner_id = ?1",
-        )
-        .map_err(db_err)?
-        .query_row([owner.0], |r| {
-            let (ok, runs): (i64, i64) = (r.get(0)?, r.get(1)?);
-            Ok(RunTotals {
-                ok,
-                failed: runs - ok,
-            })
-        })
-        .map_err(db_err)
-    })
 }
 
 pub(super) fn recent_outputs(
@@ -339,83 +208,6 @@ pub(super) fn newest_output_at(
         .map_err(db_err)
 }
 
-pub(super) fn recent_failures(
-    store: &SqliteStore,
-    owner: OwnerId,
-    skill: SkillId,
-    limit: usize,
-) -> Result<Vec<FailedRun>> {
-    let inner = store.lock();
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let mut statement = inner
-        .conn
-        .prepare_cached(
-            "SELECT v.number, u.at, u.failure FROM uses u
-             JOIN versions v ON v.version_id = u.version_id
-             WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2 AND u.ok = 0
-             ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
-        )
-        .map_err(db_err)?;
-    let failures = statement
-        .query_map(params![owner.0, skill.0, limit], |r| {
-            Ok(FailedRun {
-                version: r.get(0)?,
-                at: r.get(1)?,
-                failure: r.get(2)?,
-            })
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)?;
-    Ok(failures)
-}
-
-pub(super) fn snippet_suggestions(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    since: Millis,
-) -> Result<HashMap<String, i64>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare_cached(
-            "SELECT group_key, suggested_runs FROM snippet_suggestions
-             WHERE owner_id = ?1 AND agent_id = ?2 AND suggested_at >= ?3",
-        )
-        .map_err(db_err)?;
-    let rows = statement
-        .query_map(params![owner.0, agent.0, since], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<HashMap<String, i64>>>()
-        .map_err(db_err)?;
-    Ok(rows)
-}
-
-pub(super) fn note_snippet_suggestion(
-    store: &SqliteStore,
-    owner: OwnerId,
-    agent: AgentId,
-    group_key: &str,
-    runs: i64,
-    at: Millis,
-) -> Result<()> {
-    let inner = store.lock();
-    inner
-        .conn
-        .execute(
-            "INSERT INTO snippet_suggestions (owner_id, agent_id, group_key, suggested_at, suggested_runs)
-             SELECT owner_id, agent_id, ?3, ?4, ?5 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
-             ON CONFLICT (owner_id, agent_id, group_key)
-             DO UPDATE SET suggested_at = excluded.suggested_at, suggested_runs = excluded.suggested_runs",
-            params![owner.0, agent.0, group_key, at, runs],
-        )
-        .map_err(db_err)?;
-    Ok(())
-}
-
 pub(super) fn note_unrecorded(
     store: &Access<'_>,
     owner: OwnerId,
@@ -440,39 +232,6 @@ pub(super) fn note_unrecorded(
         )
         .map_err(db_err)?;
     Ok(added > 0)
-}
-
-pub(super) fn unmeasured_runs(
-    store: &SqliteStore,
-    owner: OwnerId,
-    scope: UnmeasuredScope,
-) -> Result<Vec<(String, i64)>> {
-    let inner = store.lock_reading_uses();
-    let (sql, id, since) = match scope {
-        UnmeasuredScope::AgentSince(agent, since) => (
-            "SELECT unmeasured, count(*) FROM uses
-             WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 AND unmeasured IS NOT NULL
-             GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
-            agent.0,
-            since,
-        ),
-        UnmeasuredScope::Skill(skill) => (
-            "SELECT u.unmeasured, count(*) FROM uses u
-             JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
-             WHERE u.owner_id = ?1 AND v.skill_id = ?2 AND u.at >= ?3 AND u.unmeasured IS NOT NULL
-             GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
-            skill.0,
-            Millis::MIN,
-        ),
-    };
-    inner
-        .conn
-        .prepare_cached(sql)
-        .map_err(db_err)?
-        .query_map(params![owner.0, id, since], |r| Ok((r.get(0)?, r.get(1)?)))
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)
 }
 
 pub(super) fn unrecorded_since(
@@ -515,6 +274,248 @@ pub(super) fn unrecorded_since(
             })
         })
         .collect())
+}
+
+impl SkillRecords for SqliteStore {
+    fn skill(&self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
+        let inner = self.lock();
+        SqliteTx::new(&inner.conn).skill(owner, skill)
+    }
+
+    fn version(&self, owner: OwnerId, version: VersionId) -> Result<Version> {
+        let inner = self.lock();
+        SqliteTx::new(&inner.conn).version(owner, version)
+    }
+
+    fn snippets(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<Snippet>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SNIPPET_COLUMNS} FROM snippets
+                 WHERE owner_id = ?1 AND agent_id = ?2 ORDER BY last_used_at DESC"
+            ))
+            .map_err(db_err)?;
+        let snippets = statement
+            .query_map(params![owner.0, agent.0], snippet_from)
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(snippets)
+    }
+
+    fn snippet_runs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<SnippetRuns>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(SNIPPET_RUNS_SINCE)
+            .map_err(db_err)?;
+        let runs = statement
+            .query_map(params![owner.0, agent.0, since], |r| {
+                Ok(SnippetRuns {
+                    snippet: SnippetId(r.get(0)?),
+                    digest: r.get(1)?,
+                    code: r.get(2)?,
+                    ok: r.get(3)?,
+                    runs: r.get(4)?,
+                    last_run_at: r.get(5)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(runs)
+    }
+
+    fn skills(&self, owner: OwnerId, agent: Option<AgentId>) -> Result<Vec<SkillEntry>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS},
+                        (SELECT COUNT(*) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
+                        (SELECT COALESCE(SUM(c.uses), 0) FROM versions c WHERE c.owner_id = s.owner_id AND c.skill_id = s.skill_id),
+                        s.header = 'skill' AND EXISTS (SELECT 1 FROM versions x WHERE x.owner_id = s.owner_id
+                            AND x.skill_id = s.skill_id AND x.shared_at IS NOT NULL)
+                 FROM skills s JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
+                 WHERE s.owner_id = ?1 AND (?2 IS NULL OR s.agent_id = ?2) AND s.deleted_at IS NULL
+                 ORDER BY v.score DESC, s.agent_name, s.name"
+            ))
+            .map_err(db_err)?;
+        let base = SKILL_COLUMN_COUNT + VERSION_COLUMN_COUNT;
+        let entries = statement
+            .query_map(params![owner.0, agent.map(|a| a.0)], |row| {
+                Ok(SkillEntry {
+                    skill: skill_from(row)?,
+                    version: version_from_at(row, SKILL_COLUMN_COUNT)?,
+                    version_count: row.get(base)?,
+                    total_runs: row.get(base + 1)?,
+                    // Which other version is best is asked at a clock:
+                    // `display::skills_as_of`.
+                    best: None,
+                    family: row.get(base + 2)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(entries)
+    }
+
+    fn use_count(&self, owner: OwnerId) -> Result<i64> {
+        let inner = self.lock();
+        inner
+            .conn
+            .query_row(
+                "SELECT COUNT(*) FROM uses WHERE owner_id = ?1",
+                [owner.0],
+                |r| r.get(0),
+            )
+            .map_err(db_err)
+    }
+
+    fn recent_failures(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        limit: usize,
+    ) -> Result<Vec<FailedRun>> {
+        let inner = self.lock();
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT v.number, u.at, u.failure FROM uses u
+                 JOIN versions v ON v.version_id = u.version_id
+                 WHERE u.owner_id = ?1 AND v.owner_id = ?1 AND v.skill_id = ?2 AND u.ok = 0
+                 ORDER BY u.at DESC, u.use_id DESC LIMIT ?3",
+            )
+            .map_err(db_err)?;
+        let failures = statement
+            .query_map(params![owner.0, skill.0, limit], |r| {
+                Ok(FailedRun {
+                    version: r.get(0)?,
+                    at: r.get(1)?,
+                    failure: r.get(2)?,
+                })
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)?;
+        Ok(failures)
+    }
+
+    fn snippet_suggestions(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<HashMap<String, i64>> {
+        let inner = self.lock();
+        let mut statement = inner
+            .conn
+            .prepare_cached(
+                "SELECT group_key, suggested_runs FROM snippet_suggestions
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND suggested_at >= ?3",
+            )
+            .map_err(db_err)?;
+        let rows = statement
+            .query_map(params![owner.0, agent.0, since], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<HashMap<String, i64>>>()
+            .map_err(db_err)?;
+        Ok(rows)
+    }
+
+    fn note_snippet_suggestion(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        group_key: &str,
+        runs: i64,
+        at: Millis,
+    ) -> Result<()> {
+        let inner = self.lock();
+        inner
+            .conn
+            .execute(
+                "INSERT INTO snippet_suggestions (owner_id, agent_id, group_key, suggested_at, suggested_runs)
+                 SELECT owner_id, agent_id, ?3, ?4, ?5 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
+                 ON CONFLICT (owner_id, agent_id, group_key)
+                 DO UPDATE SET suggested_at = excluded.suggested_at, suggested_runs = excluded.suggested_runs",
+                params![owner.0, agent.0, group_key, at, runs],
+            )
+            .map_err(db_err)?;
+        Ok(())
+    }
+
+    fn unmeasured_runs(
+        &self,
+        owner: OwnerId,
+        scope: UnmeasuredScope,
+    ) -> Result<Vec<(String, i64)>> {
+        let inner = self.lock_reading_uses();
+        let (sql, id, since) = match scope {
+            UnmeasuredScope::AgentSince(agent, since) => (
+                "SELECT unmeasured, count(*) FROM uses
+                 WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 AND unmeasured IS NOT NULL
+                 GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
+                agent.0,
+                since,
+            ),
+            UnmeasuredScope::Skill(skill) => (
+                "SELECT u.unmeasured, count(*) FROM uses u
+                 JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
+                 WHERE u.owner_id = ?1 AND v.skill_id = ?2 AND u.at >= ?3 AND u.unmeasured IS NOT NULL
+                 GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
+                skill.0,
+                Millis::MIN,
+            ),
+        };
+        inner
+            .conn
+            .prepare_cached(sql)
+            .map_err(db_err)?
+            .query_map(params![owner.0, id, since], |r| Ok((r.get(0)?, r.get(1)?)))
+            .map_err(db_err)?
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .map_err(db_err)
+    }
+
+    fn run_totals(&self, owner: OwnerId) -> Result<RunTotals> {
+        // The read-only connection: a scrape never waits for a write group.
+        self.read_committed(|conn| {
+            conn.prepare_cached(
+                "SELECT COALESCE(SUM(ok), 0), COALESCE(SUM(uses), 0) FROM versions WHERE owner_id = ?1",
+            )
+            .map_err(db_err)?
+            .query_row([owner.0], |r| {
+                let (ok, runs): (i64, i64) = (r.get(0)?, r.get(1)?);
+                Ok(RunTotals {
+                    ok,
+                    failed: runs - ok,
+                })
+            })
+            .map_err(db_err)
+        })
+    }
+
+    fn recent_outputs(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        self.recent_outputs_since(owner, agent, None, before, limit)
+    }
 }
 
 #[cfg(test)]

@@ -2,6 +2,8 @@
 //! with their outcomes and outputs, and the family's runs per day. Free functions over the
 //! connection, so the backend's `impl Store` only delegates to them.
 
+use super::SqliteStore;
+use crate::RunViews;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::common::parse_map;
@@ -179,4 +181,46 @@ pub(crate) fn gone_skills(
 pub(crate) fn database_size(location: &str) -> Result<Option<u64>> {
     let size = |path: &str| std::fs::metadata(path).map(|m| m.len()).ok();
     Ok(size(location).map(|main| main + size(&format!("{location}-wal")).unwrap_or(0)))
+}
+
+impl RunViews for SqliteStore {
+    fn script_runs_where(
+        &self,
+        owner: OwnerId,
+        skill: SkillId,
+        filter: &crate::RunFilter,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<crate::ScriptRun>> {
+        script_runs(&self.lock().conn, owner, skill, filter, limit, offset)
+    }
+
+    fn script_run(
+        &self,
+        owner: OwnerId,
+        use_id: i64,
+    ) -> Result<Option<(SkillId, crate::ScriptRun)>> {
+        script_run(&self.lock().conn, owner, use_id)
+    }
+
+    fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
+        gone_skills(&self.lock().conn, owner, agent)
+    }
+
+    fn runs_per_day(&self, owner: OwnerId, since: Millis) -> Result<Vec<crate::DayRuns>> {
+        runs_per_day(&self.lock().conn, owner, since)
+    }
+
+    fn runs_between(
+        &self,
+        owner: OwnerId,
+        from: Millis,
+        to: Millis,
+    ) -> Result<Vec<crate::PeriodRuns>> {
+        runs_between(&self.lock().conn, owner, from, to)
+    }
+
+    fn database_size(&self) -> Result<Option<u64>> {
+        database_size(&self.location)
+    }
 }

@@ -12,6 +12,7 @@ mod hook;
 mod hostile;
 mod lab;
 mod lab_faults;
+mod lab_oracle_agent_outputs;
 mod lab_oracle_cases;
 mod lab_oracle_packet_inputs;
 mod lab_oracle_semantic_report;

@@ -20,24 +20,12 @@
 //! then the input's schema: a harness case's value for the input is checked against it before
 //! the runner starts, as any declared input schema is.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use mindrune_core::runx::package::{InputDef, PROFILE_FILE, Package};
 use serde_json::Value;
 
-use super::packets::{PacketCatalog, schema_directories};
-
-/// The folders Runx reads packet schemas from when it admits a package's inputs: the
-/// harness's list (the package's `packets`, the source workspace's `packets` and
-/// `dist/packets`) and, the package being its own workspace there, `<package>/dist/packets`.
-pub fn input_schema_directories(package_dir: &Path) -> Vec<PathBuf> {
-    let mut directories = schema_directories(package_dir);
-    let own = package_dir.join("dist").join("packets");
-    if !directories.contains(&own) {
-        directories.push(own);
-    }
-    directories
-}
+use super::packets::{PacketCatalog, input_schema_directories};
 
 /// Refuses a package (read from `package_dir`) whose packet-valued inputs Runx would not
 /// admit, in Runx's words without the `skill package validation failed: ` prefix.
@@ -127,6 +115,7 @@ fn admit(
 #[cfg(test)]
 mod tests {
     use std::fs;
+    use std::path::PathBuf;
 
     use mindrune_core::runx::package::load_package;
     use mindrune_core::runx::snapshot::SnapshotFile;

@@ -6,6 +6,7 @@
 //! package folder from disk belongs to the crates that do I/O.
 
 pub mod admission;
+pub mod closure;
 pub mod contracts;
 pub mod inspect;
 pub mod package;

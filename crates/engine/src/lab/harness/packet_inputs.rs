@@ -22,14 +22,16 @@
 
 use std::path::Path;
 
+use mindrune_core::runx::inspect::{PacketSchema, PacketSchemas};
 use mindrune_core::runx::package::{InputDef, PROFILE_FILE, Package};
 use serde_json::Value;
 
 use super::packets::{PacketCatalog, input_schema_directories};
 
 /// Refuses a package (read from `package_dir`) whose packet-valued inputs Runx would not
-/// admit, in Runx's words without the `skill package validation failed: ` prefix.
-pub fn check_packet_inputs(package: &Package, package_dir: &Path) -> Result<(), String> {
+/// admit, in Runx's words without the `skill package validation failed: ` prefix; else the
+/// schemas they were admitted with, for the inspection.
+pub fn check_packet_inputs(package: &Package, package_dir: &Path) -> Result<PacketSchemas, String> {
     let profile = package.profile();
     let uses_packets = |inputs: &[InputDef]| inputs.iter().any(|input| input.packet.is_some());
     if !uses_packets(&package.skill().inputs)
@@ -39,25 +41,38 @@ pub fn check_packet_inputs(package: &Package, package_dir: &Path) -> Result<(), 
             .iter()
             .any(|runner| uses_packets(&runner.inputs))
     {
-        return Ok(());
+        return Ok(PacketSchemas::new());
     }
     let absolute = std::fs::canonicalize(package_dir)
         .or_else(|_| std::path::absolute(package_dir))
         .unwrap_or_else(|_| package_dir.to_path_buf());
     let catalog = PacketCatalog::discover(input_schema_directories(&absolute));
-    admit(&catalog, "SKILL.md inputs", &package.skill().inputs)?;
-    admit(
+    let mut admitted = PacketSchemas::new();
+    let mut keep = |schemas: &[(String, String, Value)]| {
+        for (_, packet, schema) in schemas {
+            let digest = catalog.schema_digest(packet).unwrap_or_default();
+            let schema = schema.clone();
+            admitted.insert(packet.clone(), PacketSchema { schema, digest });
+        }
+    };
+    keep(&admit(
+        &catalog,
+        "SKILL.md inputs",
+        &package.skill().inputs,
+    )?);
+    keep(&admit(
         &catalog,
         &format!("{PROFILE_FILE} input_definitions"),
         &profile.input_definitions,
-    )?;
+    )?);
     let mut runners: Vec<_> = profile.runners.iter().collect();
     runners.sort_by(|a, b| a.name.cmp(&b.name));
     for runner in runners {
         let owner = format!("{PROFILE_FILE} runner {}", runner.name);
         let schemas = admit(&catalog, &owner, &runner.inputs)?;
+        keep(&schemas);
         for (index, example) in runner.examples.iter().enumerate() {
-            for (name, schema) in &schemas {
+            for (name, _, schema) in &schemas {
                 let Some(value) = example.get(name) else {
                     continue;
                 };
@@ -75,16 +90,16 @@ pub fn check_packet_inputs(package: &Package, package_dir: &Path) -> Result<(), 
             }
         }
     }
-    Ok(())
+    Ok(admitted)
 }
 
-/// The packet schema of each packet-valued input of `inputs`, in name order, or Runx's
+/// The packet id and schema of each packet-valued input of `inputs`, in name order, or Runx's
 /// refusal naming `owner`.
 fn admit(
     catalog: &PacketCatalog,
     owner: &str,
     inputs: &[InputDef],
-) -> Result<Vec<(String, Value)>, String> {
+) -> Result<Vec<(String, String, Value)>, String> {
     let mut inputs: Vec<&InputDef> = inputs.iter().collect();
     inputs.sort_by(|a, b| a.name.cmp(&b.name));
     let mut schemas = Vec::new();
@@ -107,7 +122,7 @@ fn admit(
         jsonschema::draft202012::meta::validate(schema).map_err(|err| {
             format!("{owner}: input '{name}' packet schema '{packet}' is invalid: {err}")
         })?;
-        schemas.push((name.clone(), schema.clone()));
+        schemas.push((name.clone(), packet.to_owned(), schema.clone()));
     }
     Ok(schemas)
 }

@@ -100,6 +100,13 @@ impl PacketCatalog {
         }
     }
 
+    /// The SHA-256 (`sha256:<hex>`) of the file holding the schema whose packet id is `id`,
+    /// as Runx binds an input's packet schema in an execution closure.
+    pub fn schema_digest(&self, id: &str) -> Option<String> {
+        let entry = self.entries.as_ref().ok()?.get(id)?;
+        Some(mindrune_core::digest::sha256(entry.source.as_bytes()))
+    }
+
     /// The schema of the packet-valued input whose packet id is `id`, if found: from the
     /// folders Runx admits inputs from, which may be more than those of output packets.
     pub fn input_schema(&self, id: &str) -> Result<Option<&Value>, String> {

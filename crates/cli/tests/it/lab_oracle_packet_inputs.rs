@@ -180,3 +180,23 @@ fn a_case_value_the_packet_schema_refuses_fails_the_harness_and_a_fitting_one_pa
         "{reason}"
     );
 }
+
+#[test]
+fn a_packet_schema_in_the_package_dist_packets_checks_case_values_below_a_workspace_marker() {
+    // Observed by hand from runx-cli 0.8.2 at 3c8315b9: with `pnpm-workspace.yaml` at the root
+    // and the schema at `skills/demo/dist/packets/plan.json`, `runx skill inspect` said `ok`,
+    // `runx harness` passed with `decision: go` and with `decision: 7` failed the case
+    // (`apply-plan: expected status sealed, got failure`).
+    let at = "skills/demo/dist/packets/plan.json";
+    let dir = workspace(true, "{decision: go}", "{decision: go}", Some((at, PLAN)));
+    let report = lab("validate", dir.path());
+    assert_eq!(report["verdict"], "tested", "{report}");
+    let dir = workspace(true, "{decision: go}", "{decision: 7}", Some((at, PLAN)));
+    let report = lab("validate", dir.path());
+    assert_eq!(report["verdict"], "validation_failed", "{report}");
+    let reason = report["harness"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("(input plan/decision: 7 is not of type \"string\")"),
+        "{reason}"
+    );
+}

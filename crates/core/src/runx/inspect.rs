@@ -6,12 +6,14 @@
 //! keeps them in a map), the operator journeys of every case and fixture (sorted by case), one
 //! runner inspection per runner, and for the default runner its inspection, readiness, examples
 //! and resume hint, and the catalog `semantic_report` (Runx's `CatalogSemanticReport`, made by
-//! the same analysis that refuses a public package at load). One of Runx's fields is a
-//! Runx-internal analysis MindRune does not reproduce and leaves out rather than imitate:
-//! `execution_closure` (the bound closure of every sub-skill and tool a runner reaches).
+//! the same analysis that refuses a public package at load). Each runner's `execution_closure`
+//! is [`closure::closure`]'s, left out where MindRune does not walk what the runner reaches.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
+use super::closure;
 use super::package::{InputDef, Package, Runner};
 use super::snapshot::SnapshotFile;
 use crate::digest;
@@ -35,8 +37,27 @@ pub(crate) fn package_digest(files: &[SnapshotFile]) -> String {
     digest::sha256(&bytes)
 }
 
-/// The inspection of a loaded package whose files are `files`, found at `skill_path`.
-pub fn inspect(package: &Package, files: &[SnapshotFile], skill_path: &str) -> Value {
+/// A packet schema a packet-valued input was admitted with (found by the caller in the
+/// folders Runx searches): the document, and the SHA-256 of its file as Runx binds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PacketSchema {
+    /// The schema document.
+    pub schema: Value,
+    /// `sha256:<hex>` of the file's bytes.
+    pub digest: String,
+}
+
+/// The admitted packet schemas, by packet id.
+pub type PacketSchemas = BTreeMap<String, PacketSchema>;
+
+/// The inspection of a loaded package whose files are `files`, found at `skill_path`, its
+/// packet-valued inputs admitted with `packets`.
+pub fn inspect(
+    package: &Package,
+    files: &[SnapshotFile],
+    skill_path: &str,
+    packets: &PacketSchemas,
+) -> Value {
     let skill = package.skill();
     let profile = package.profile();
     let manual = files
@@ -121,12 +142,24 @@ pub fn inspect(package: &Package, files: &[SnapshotFile], skill_path: &str) -> V
         Value::Array(
             runners
                 .iter()
-                .map(|runner| json!({"runner": inspect_runner(runner)}))
+                .map(|runner| {
+                    let mut inspection = Map::new();
+                    inspection.insert("runner".into(), inspect_runner(package, runner, packets));
+                    if let Some(closure) =
+                        closure::closure(package, runner, files, skill_path, packets)
+                    {
+                        inspection.insert("execution_closure".into(), closure);
+                    }
+                    Value::Object(inspection)
+                })
                 .collect(),
         ),
     );
     if let Some(runner) = package.default_runner() {
-        out.insert("runner".into(), inspect_runner(runner));
+        out.insert("runner".into(), inspect_runner(package, runner, packets));
+        if let Some(closure) = closure::closure(package, runner, files, skill_path, packets) {
+            out.insert("execution_closure".into(), closure);
+        }
         out.insert("readiness".into(), json!({"status": "ready"}));
         out.insert("examples".into(), examples(package, files, &runner.name));
         out.insert(
@@ -148,7 +181,7 @@ pub fn invalid(error: &str) -> Value {
     json!({"status": "invalid", "error": error})
 }
 
-fn inspect_runner(runner: &Runner) -> Value {
+fn inspect_runner(package: &Package, runner: &Runner, packets: &PacketSchemas) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), json!(runner.name));
     out.insert("type".into(), json!(runner.source.source_type));
@@ -156,8 +189,17 @@ fn inspect_runner(runner: &Runner) -> Value {
     let mut inputs: Vec<&InputDef> = runner.inputs.iter().collect();
     inputs.sort_by(|a, b| a.name.cmp(&b.name));
     out.insert(
+        "input_schema".into(),
+        input_schema(&inputs, &runner_examples(package, runner), packets),
+    );
+    out.insert(
         "inputs".into(),
-        Value::Array(inputs.into_iter().map(inspect_input).collect()),
+        Value::Array(
+            inputs
+                .into_iter()
+                .map(|input| inspect_input(input, packets))
+                .collect(),
+        ),
     );
     let outputs: Vec<Value> = runner
         .source
@@ -187,6 +229,7 @@ fn inspect_runner(runner: &Runner) -> Value {
         })
         .collect();
     out.insert("outputs".into(), Value::Array(outputs));
+    out.insert("requirements".into(), requirements(package, runner));
     for key in ["artifacts", "allowed_tools"] {
         if let Some(value) = runner.json.get(key).filter(|value| !value.is_null()) {
             out.insert(key.into(), value.clone());
@@ -201,13 +244,178 @@ fn inspect_runner(runner: &Runner) -> Value {
     Value::Object(out)
 }
 
-fn inspect_input(input: &InputDef) -> Value {
+fn inspect_input(input: &InputDef, packets: &PacketSchemas) -> Value {
     let mut out = Map::new();
     out.insert("name".into(), json!(input.name));
     out.insert("type".into(), json!(input.input_type));
     out.insert("required".into(), json!(input.required));
     if let Some(description) = &input.description {
         out.insert("description".into(), json!(description));
+    }
+    out.insert(
+        "schema".into(),
+        Value::Object(effective_schema(input, packets)),
+    );
+    Value::Object(out)
+}
+
+/// Runx's `effective_schema` of an input: its `schema` (a packet-valued input's is its
+/// packet's), with the packet id, the type (unless `json`), the description and the default
+/// laid over it.
+fn effective_schema(input: &InputDef, packets: &PacketSchemas) -> Map<String, Value> {
+    let packet = input
+        .packet
+        .as_ref()
+        .and_then(|packet| packets.get(packet))
+        .map(|packet| &packet.schema);
+    let mut schema = packet
+        .or(input.schema.as_ref())
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(packet) = &input.packet {
+        schema.insert("x-runx-packet-id".into(), json!(packet));
+    }
+    if input.input_type != "json" {
+        schema.insert("type".into(), json!(input.input_type));
+    }
+    if let Some(description) = &input.description {
+        schema.insert("description".into(), json!(description));
+    }
+    if let Some(default) = &input.default {
+        schema.insert("default".into(), default.clone());
+    }
+    schema
+}
+
+/// Runx's `input_contract_schema_with_examples`: a closed object of the inputs (sorted by
+/// name), requiring those required without a default, with the examples when there are any.
+fn input_schema(inputs: &[&InputDef], examples: &[Value], packets: &PacketSchemas) -> Value {
+    let properties: Map<String, Value> = inputs
+        .iter()
+        .map(|input| {
+            let schema = effective_schema(input, packets);
+            (input.name.clone(), Value::Object(schema))
+        })
+        .collect();
+    let required: Vec<&str> = inputs
+        .iter()
+        .filter(|input| input.required && input.default.is_none())
+        .map(|input| input.name.as_str())
+        .collect();
+    let mut schema = Map::new();
+    schema.insert("type".into(), json!("object"));
+    schema.insert("properties".into(), Value::Object(properties));
+    schema.insert("required".into(), json!(required));
+    schema.insert("additionalProperties".into(), json!(false));
+    if !examples.is_empty() {
+        schema.insert("examples".into(), json!(examples));
+    }
+    Value::Object(schema)
+}
+
+/// Runx's `effective_runner_examples`: the runner's own `examples`, else the inputs of the
+/// first inline case, then fixture (in path order), that selects the runner, expects `sealed`
+/// and has a standalone journey exercising it.
+fn runner_examples(package: &Package, runner: &Runner) -> Vec<Value> {
+    if !runner.examples.is_empty() {
+        return runner.examples.clone();
+    }
+    let runners = &package.profile().runners;
+    let selects = |selected: Option<&str>| {
+        selected.map_or(runner.default || runners.len() == 1, |name| {
+            name == runner.name
+        })
+    };
+    let usable = |json: &Value| {
+        json.pointer("/expect/status").and_then(Value::as_str) == Some("sealed")
+            && json
+                .get("operator_journeys")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|journey| {
+                    journey.get("mode").and_then(Value::as_str) == Some("standalone")
+                        && journey
+                            .get("exercises_runner")
+                            .and_then(Value::as_str)
+                            .is_none_or(|name| name == runner.name)
+                })
+    };
+    let cases = package
+        .harness_cases()
+        .iter()
+        .map(|case| (case.runner.as_deref(), &case.json));
+    let mut fixtures: Vec<_> = package.fixtures().iter().collect();
+    fixtures.sort_by(|a, b| a.path.cmp(&b.path));
+    let fixtures = fixtures
+        .into_iter()
+        .map(|fixture| (fixture.runner.as_deref(), &fixture.json));
+    cases
+        .chain(fixtures)
+        .find(|(selected, json)| selects(*selected) && usable(json))
+        .map(|(_, json)| vec![json.get("inputs").cloned().unwrap_or_else(|| json!({}))])
+        .unwrap_or_default()
+}
+
+/// Runx's `execution_requirements` of a runner: its `auth`, its scopes and its graph steps',
+/// its source's environment names, its credential's declaration and its `runtime`, each
+/// only when there is one.
+fn requirements(package: &Package, runner: &Runner) -> Value {
+    let mut out = Map::new();
+    if let Some(auth) = runner.json.get("auth").filter(|value| !value.is_null()) {
+        out.insert("auth".into(), auth.clone());
+    }
+    let mut scopes = runner.scopes.clone();
+    if let Some(graph) = &runner.source.graph {
+        for step in &graph.steps {
+            scopes.extend(step.scopes.iter().cloned());
+        }
+    }
+    if !scopes.is_empty() {
+        out.insert("scopes".into(), json!(scopes));
+    }
+    let mut environment = Map::new();
+    for key in ["required", "optional"] {
+        let names = runner
+            .json
+            .pointer(&format!("/environment/{key}"))
+            .and_then(Value::as_array)
+            .filter(|names| !names.is_empty());
+        if let Some(names) = names {
+            environment.insert(key.into(), Value::Array(names.clone()));
+        }
+    }
+    if !environment.is_empty() {
+        out.insert("environment".into(), Value::Object(environment));
+    }
+    let credential = runner.credential.as_ref().and_then(|name| {
+        let declared = package
+            .profile_json()
+            .pointer(&format!("/credentials/{name}"))?;
+        let mut credential = Map::new();
+        credential.insert("name".into(), json!(name));
+        credential.insert(
+            "provider".into(),
+            declared.get("provider").cloned().unwrap_or(Value::Null),
+        );
+        if let Some(audience) = declared.get("audience").filter(|value| !value.is_null()) {
+            credential.insert("audience".into(), audience.clone());
+        }
+        credential.insert(
+            "deliveries".into(),
+            declared
+                .get("deliveries")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+        );
+        Some(Value::Object(credential))
+    });
+    if let Some(credential) = credential {
+        out.insert("credential".into(), credential);
+    }
+    if let Some(runtime) = runner.json.get("runtime").filter(|value| !value.is_null()) {
+        out.insert("runtime".into(), runtime.clone());
     }
     Value::Object(out)
 }
@@ -307,7 +515,7 @@ mod tests {
     fn a_package_inspects_in_runx_shape() {
         let files = demo();
         let package = load_package(&files).unwrap();
-        let inspection = inspect(&package, &files, "skills/demo");
+        let inspection = inspect(&package, &files, "skills/demo", &PacketSchemas::new());
         assert_eq!(inspection["schema"], INSPECT_SCHEMA);
         assert_eq!(inspection["status"], "ok");
         assert_eq!(inspection["name"], "demo");
@@ -316,8 +524,54 @@ mod tests {
         assert_eq!(inspection["runner"]["name"], "note");
         assert_eq!(
             inspection["runner"]["inputs"],
-            json!([{"name": "topic", "type": "string", "required": true, "description": "What to note."}])
+            json!([{"name": "topic", "type": "string", "required": true, "description": "What to note.",
+                    "schema": {"description": "What to note.", "type": "string"}}])
         );
+        // The runner's input contract, requirements and execution closure, as runx-cli 0.8.2
+        // at 3c8315b9 printed them (by hand) for these two files at skills/demo: the example
+        // is the sealed standalone case's inputs; `zeta` has none.
+        assert_eq!(
+            inspection["runner"]["input_schema"],
+            json!({"additionalProperties": false, "examples": [{"topic": "x"}],
+                   "properties": {"topic": {"description": "What to note.", "type": "string"}},
+                   "required": ["topic"], "type": "object"})
+        );
+        assert_eq!(
+            inspection["runner"]["requirements"],
+            json!({"scopes": ["fs.read"]})
+        );
+        let zeta = &inspection["runner_inspections"][1];
+        assert_eq!(
+            zeta["runner"]["input_schema"],
+            json!({"additionalProperties": false, "properties": {}, "required": [], "type": "object"})
+        );
+        assert_eq!(zeta["runner"]["requirements"], json!({}));
+        let package_digest =
+            "sha256:ff00654021e2c86ea45512ac5b5ab78a73b54f5a7d0c0c601e089bef12265cd1";
+        assert_eq!(inspection["package_digest"], package_digest);
+        for (closure, runner, digest) in [
+            (
+                &inspection["execution_closure"],
+                "note",
+                "sha256:6cc13a062c62dd9203e77494810c8c64873b9682963c5634034801fe4f2343ff",
+            ),
+            (
+                &zeta["execution_closure"],
+                "zeta",
+                "sha256:f088c822a54c2220a3c5ab91f4a7f595269c3d34135d178bb91dd75410eb7072",
+            ),
+        ] {
+            assert_eq!(
+                closure,
+                &json!({"agent_acts": 1, "closure_digest": digest, "components": [],
+                    "declared_artifact": false, "direct_external_skill_edges": [],
+                    "fully_bound": true, "package_bindings": [{"package_digest": package_digest,
+                    "runner": runner, "skill": "demo", "source_files": ["SKILL.md", "X.yaml"],
+                    "source_path": "skills/demo"}], "profiles": [format!("X.yaml#{runner}")],
+                    "runtime_release": "0.8.2", "skill_edges": [], "summary": "1 agent act",
+                    "unresolved_skill_edges": []})
+            );
+        }
         assert_eq!(
             inspection["runner"]["outputs"],
             json!([{"name": "note", "type": "string"}])

@@ -6,6 +6,7 @@
 //! package folder from disk belongs to the crates that do I/O.
 
 pub mod admission;
+mod closure;
 mod contracts;
 pub mod inspect;
 mod package;

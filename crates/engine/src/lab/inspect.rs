@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use mindrune_core::runx::admission::{self, metrics_json, package_metrics};
-use mindrune_core::runx::inspect as runx_inspect;
+use mindrune_core::runx::inspect::{self as runx_inspect, PacketSchemas};
 use mindrune_core::runx::snapshot::{IGNORED, SnapshotFile, absent_digest};
 use mindrune_core::runx::{Package, RUNX_VALIDATION_PREFIX, load_package};
 use serde_json::{Value, json};
@@ -175,12 +175,17 @@ fn workspace_context(root: &Path, catalog: Value) -> Value {
 
 fn parse(files: &[SnapshotFile], skill_path: &Path) -> Parsed {
     let package = load_package(files).map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
-    check_packet_inputs(&package, skill_path)
+    let packets = check_packet_inputs(&package, skill_path)
         .map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
-    Ok(loaded(&package, files, skill_path))
+    Ok(loaded(&package, files, skill_path, &packets))
 }
 
-fn loaded(package: &Package, files: &[SnapshotFile], skill_path: &Path) -> Loaded {
+fn loaded(
+    package: &Package,
+    files: &[SnapshotFile],
+    skill_path: &Path,
+    packets: &PacketSchemas,
+) -> Loaded {
     let runners = &package.profile().runners;
     let graph = runners.iter().any(|runner| {
         runner
@@ -204,7 +209,12 @@ fn loaded(package: &Package, files: &[SnapshotFile], skill_path: &Path) -> Loade
     scopes.sort();
     scopes.dedup();
     Loaded {
-        inspection: runx_inspect::inspect(package, files, &skill_path.display().to_string()),
+        inspection: runx_inspect::inspect(
+            package,
+            files,
+            &skill_path.display().to_string(),
+            packets,
+        ),
         name: package
             .profile()
             .skill

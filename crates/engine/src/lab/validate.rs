@@ -385,11 +385,11 @@ pub fn validate_package(
         Err(err) => return Ok(failed(err.to_string(), None)),
     };
     let loaded = load_package(&snapshot.files).map_err(|err| err.to_string());
-    let package = match loaded.and_then(|package| {
-        check_packet_inputs(&package, dir)?;
-        Ok(package)
+    let (package, packets) = match loaded.and_then(|package| {
+        let packets = check_packet_inputs(&package, dir)?;
+        Ok((package, packets))
     }) {
-        Ok(package) => package,
+        Ok(loaded) => loaded,
         Err(err) => {
             return Ok(failed(
                 format!("{RUNX_VALIDATION_PREFIX}{err}"),
@@ -397,7 +397,12 @@ pub fn validate_package(
             ));
         }
     };
-    let inspection = runx_inspect::inspect(&package, &snapshot.files, &dir.display().to_string());
+    let inspection = runx_inspect::inspect(
+        &package,
+        &snapshot.files,
+        &dir.display().to_string(),
+        &packets,
+    );
     let safe = inspection
         .pointer("/capabilities/execution")
         .and_then(Value::as_str)

@@ -233,34 +233,46 @@ pub(super) fn check_source(
         }
         (None, None)
     };
+    // A runner's own source is refused in Runx's words (`X.yaml: source.agent is required.`).
+    let runner_source = context == SourceContext::Skill;
+    let refuse = |line: usize, field: String, message: String, runx: String| {
+        if runner_source {
+            check.err_runx(line, &field, message, format!("{}: {runx}", check.file))
+        } else {
+            check.err(line, &field, message)
+        }
+    };
     if source_type == "agent-task"
         && let Some(key) = ["command", "args"]
             .into_iter()
             .find(|key| has(entries, key))
     {
-        return Err(check.err(
+        return Err(refuse(
             line_of(entries, key),
-            &join(parent, key),
-            "an agent-task source runs no command; remove it",
+            join(parent, key),
+            "an agent-task source runs no command; remove it".to_owned(),
+            "agent-task sources must not declare source.command or source.args.".to_owned(),
         ));
     }
-    let needs_agent_task = source_type == "agent-task" && context == SourceContext::Skill;
+    let needs_agent_task = source_type == "agent-task" && runner_source;
     let agent = match check.opt_string(entries, "agent", parent)? {
         None if needs_agent_task => {
-            return Err(check.err(
+            return Err(refuse(
                 line,
-                &join(parent, "agent"),
-                "is required for an agent-task runner",
+                join(parent, "agent"),
+                "is required for an agent-task runner".to_owned(),
+                "source.agent is required.".to_owned(),
             ));
         }
         other => other.map(str::to_owned),
     };
     let task = match check.opt_string(entries, "task", parent)? {
         None if needs_agent_task || source_type == "a2a" => {
-            return Err(check.err(
+            return Err(refuse(
                 line,
-                &join(parent, "task"),
+                join(parent, "task"),
                 format!("is required for an {source_type} source"),
+                "source.task is required.".to_owned(),
             ));
         }
         other => other.map(str::to_owned),

@@ -1306,6 +1306,41 @@ runners:
         assert!(refused(&profile).to_string().contains("public result"));
     }
 
+    /// A graph runner's own refusals, first line as runx-cli 0.8.2 at 3c8315b9 printed it (by
+    /// hand, `runx skill inspect`, after `skill package validation failed: `).
+    #[test]
+    fn graph_runner_refusals_open_with_runx_text() {
+        for (from, to, runx) in [
+            (
+                "      result_from: [finish]\n",
+                "",
+                "X.yaml: runners.build.graph.result_from must name at least one intentional \
+                 public result producer",
+            ),
+            (
+                "    type: graph\n",
+                "    type: graph\n    outputs:\n      note: string\n",
+                "X.yaml: runners.build.outputs is ambiguous for a graph source; declare outputs \
+                 on the graph's terminal output-producing step",
+            ),
+            (
+                "    type: graph\n",
+                "    type: graph\n    environment:\n      required: [FOO]\n",
+                "X.yaml: runners.build.environment is ambiguous for a graph source; declare \
+                 environment requirements on the executable run step",
+            ),
+            (
+                "    type: graph\n",
+                "    type: graph\n    artifacts:\n      wrap_as: x\n",
+                "X.yaml: runners.build.artifacts is ambiguous for a graph source; declare the \
+                 packet on the graph's terminal output-producing step",
+            ),
+        ] {
+            let err = refused(&edit(from, to)).to_string();
+            assert_eq!(err.lines().next(), Some(runx), "{err}");
+        }
+    }
+
     #[test]
     fn when_takes_a_field_and_exactly_one_comparison() {
         let ok = edit(

@@ -301,11 +301,16 @@ pub(super) fn check_runner(
     if let Some(credential) = &credential {
         let at = line_of(runner, "credential");
         if source.source_type == "javascript" {
-            return Err(check.err(
+            return Err(check.err_runx(
                 at,
                 &join(&field, "credential"),
                 "a pure javascript source cannot hold a credential; route it through a native \
                  provider tool",
+                format!(
+                    "{}: {field}.credential is not valid for a pure javascript source; route \
+                     credentials through a native provider tool",
+                    check.file
+                ),
             ));
         }
         if !credentials.contains(credential) {
@@ -321,28 +326,36 @@ pub(super) fn check_runner(
         check_artifacts(check, artifact_entry, &join(&field, key))?;
     }
     if source.source_type == "graph" {
-        for (present, key, message) in [
+        // Runx's texts: `<field>.<key> is ambiguous for a graph source; <runx>`.
+        for (present, key, message, runx) in [
             (
                 artifacts.is_some(),
                 "artifacts",
+                "declare the packet on the graph's terminal output-producing step",
                 "declare the packet on the graph's terminal output-producing step",
             ),
             (
                 !source.environment.is_empty(),
                 "environment",
                 "declare environment on the executable run step",
+                "declare environment requirements on the executable run step",
             ),
             (
                 source.outputs.is_some(),
                 "outputs",
                 "declare outputs on the graph's terminal output-producing step",
+                "declare outputs on the graph's terminal output-producing step",
             ),
         ] {
             if present {
-                return Err(check.err(
+                return Err(check.err_runx(
                     line_of(runner, key),
                     &join(&field, key),
                     format!("is ambiguous on a graph runner; {message}"),
+                    format!(
+                        "{}: {field}.{key} is ambiguous for a graph source; {runx}",
+                        check.file
+                    ),
                 ));
             }
         }
@@ -351,10 +364,15 @@ pub(super) fn check_runner(
             .as_ref()
             .is_none_or(|graph| graph.result_from.is_empty())
         {
-            return Err(check.err(
+            return Err(check.err_runx(
                 line_of(runner, "graph"),
                 &format!("{field}.graph.result_from"),
                 "must name at least one step whose output is the runner's public result",
+                format!(
+                    "{}: {field}.graph.result_from must name at least one intentional public \
+                     result producer",
+                    check.file
+                ),
             ));
         }
     }

@@ -20,28 +20,21 @@
 //! then the input's schema: a harness case's value for the input is checked against it before
 //! the runner starts, as any declared input schema is.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use mindrune_core::runx::inspect::{PacketSchema, PacketSchemas};
 use mindrune_core::runx::{InputDef, PROFILE_FILE, Package};
 use serde_json::Value;
 
-use super::packets::{PacketCatalog, schema_directories};
-
-/// The folders Runx reads packet schemas from when it admits a package's inputs: the
-/// harness's list (the package's `packets`, the source workspace's `packets` and
-/// `dist/packets`) and, the package being its own workspace there, `<package>/dist/packets`.
-pub(crate) fn input_schema_directories(package_dir: &Path) -> Vec<PathBuf> {
-    let mut directories = schema_directories(package_dir);
-    let own = package_dir.join("dist").join("packets");
-    if !directories.contains(&own) {
-        directories.push(own);
-    }
-    directories
-}
+use super::packets::{PacketCatalog, input_schema_directories};
 
 /// Refuses a package (read from `package_dir`) whose packet-valued inputs Runx would not
-/// admit, in Runx's words without the `skill package validation failed: ` prefix.
-pub(crate) fn check_packet_inputs(package: &Package, package_dir: &Path) -> Result<(), String> {
+/// admit, in Runx's words without the `skill package validation failed: ` prefix; else the
+/// schemas they were admitted with, for the inspection.
+pub(crate) fn check_packet_inputs(
+    package: &Package,
+    package_dir: &Path,
+) -> Result<PacketSchemas, String> {
     let profile = package.profile();
     let uses_packets = |inputs: &[InputDef]| inputs.iter().any(|input| input.packet.is_some());
     if !uses_packets(&package.skill().inputs)
@@ -51,25 +44,38 @@ pub(crate) fn check_packet_inputs(package: &Package, package_dir: &Path) -> Resu
             .iter()
             .any(|runner| uses_packets(&runner.inputs))
     {
-        return Ok(());
+        return Ok(PacketSchemas::new());
     }
     let absolute = std::fs::canonicalize(package_dir)
         .or_else(|_| std::path::absolute(package_dir))
         .unwrap_or_else(|_| package_dir.to_path_buf());
     let catalog = PacketCatalog::discover(input_schema_directories(&absolute));
-    admit(&catalog, "SKILL.md inputs", &package.skill().inputs)?;
-    admit(
+    let mut admitted = PacketSchemas::new();
+    let mut keep = |schemas: &[(String, String, Value)]| {
+        for (_, packet, schema) in schemas {
+            let digest = catalog.schema_digest(packet).unwrap_or_default();
+            let schema = schema.clone();
+            admitted.insert(packet.clone(), PacketSchema { schema, digest });
+        }
+    };
+    keep(&admit(
+        &catalog,
+        "SKILL.md inputs",
+        &package.skill().inputs,
+    )?);
+    keep(&admit(
         &catalog,
         &format!("{PROFILE_FILE} input_definitions"),
         &profile.input_definitions,
-    )?;
+    )?);
     let mut runners: Vec<_> = profile.runners.iter().collect();
     runners.sort_by(|a, b| a.name.cmp(&b.name));
     for runner in runners {
         let owner = format!("{PROFILE_FILE} runner {}", runner.name);
         let schemas = admit(&catalog, &owner, &runner.inputs)?;
+        keep(&schemas);
         for (index, example) in runner.examples.iter().enumerate() {
-            for (name, schema) in &schemas {
+            for (name, _, schema) in &schemas {
                 let Some(value) = example.get(name) else {
                     continue;
                 };
@@ -87,16 +93,16 @@ pub(crate) fn check_packet_inputs(package: &Package, package_dir: &Path) -> Resu
             }
         }
     }
-    Ok(())
+    Ok(admitted)
 }
 
-/// The packet schema of each packet-valued input of `inputs`, in name order, or Runx's
+/// The packet id and schema of each packet-valued input of `inputs`, in name order, or Runx's
 /// refusal naming `owner`.
 fn admit(
     catalog: &PacketCatalog,
     owner: &str,
     inputs: &[InputDef],
-) -> Result<Vec<(String, Value)>, String> {
+) -> Result<Vec<(String, String, Value)>, String> {
     let mut inputs: Vec<&InputDef> = inputs.iter().collect();
     inputs.sort_by(|a, b| a.name.cmp(&b.name));
     let mut schemas = Vec::new();
@@ -119,7 +125,7 @@ fn admit(
         jsonschema::draft202012::meta::validate(schema).map_err(|err| {
             format!("{owner}: input '{name}' packet schema '{packet}' is invalid: {err}")
         })?;
-        schemas.push((name.clone(), schema.clone()));
+        schemas.push((name.clone(), packet.to_owned(), schema.clone()));
     }
     Ok(schemas)
 }
@@ -127,6 +133,7 @@ fn admit(
 #[cfg(test)]
 mod tests {
     use std::fs;
+    use std::path::PathBuf;
 
     use mindrune_core::runx::load_package;
     use mindrune_core::runx::snapshot::SnapshotFile;

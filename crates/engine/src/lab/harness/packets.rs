@@ -43,6 +43,9 @@ pub struct PacketCatalog {
     searched: Vec<PathBuf>,
     /// The schemas by id, or why the folders could not be read as a catalog.
     entries: Result<BTreeMap<String, Entry>, String>,
+    /// Where packet-valued inputs find their schemas, when that is another list of folders
+    /// (Runx admits inputs from [`input_schema_directories`]; outputs from this one's).
+    inputs: Option<Box<PacketCatalog>>,
 }
 
 impl Default for PacketCatalog {
@@ -57,18 +60,26 @@ impl PacketCatalog {
         Self {
             searched: Vec::new(),
             entries: Ok(BTreeMap::new()),
+            inputs: None,
         }
     }
 
     /// The catalog Runx would use for the package in `package_dir`, which is made absolute
     /// first (as Runx canonicalizes a package's folder): the search walks up from it, and the
     /// folders searched are named in full.
+    /// A packet-valued input's schema is looked up as when the package loaded
+    /// ([`input_schema_directories`]), so a case runs with the schema its package was admitted
+    /// with.
     pub fn for_package(package_dir: &Path) -> Self {
         let absolute =
             std::fs::canonicalize(package_dir).or_else(|_| std::path::absolute(package_dir));
-        Self::discover(schema_directories(
-            absolute.as_deref().unwrap_or(package_dir),
-        ))
+        let package_dir = absolute.as_deref().unwrap_or(package_dir);
+        let mut catalog = Self::discover(schema_directories(package_dir));
+        let input_directories = input_schema_directories(package_dir);
+        if input_directories != catalog.searched {
+            catalog.inputs = Some(Box::new(Self::discover(input_directories)));
+        }
+        catalog
     }
 
     /// Reads every `*.json` directly in each folder (in name order; a missing folder is
@@ -85,6 +96,23 @@ impl PacketCatalog {
         Self {
             searched: directories,
             entries: failure.map_or(Ok(entries), Err),
+            inputs: None,
+        }
+    }
+
+    /// The SHA-256 (`sha256:<hex>`) of the file holding the schema whose packet id is `id`,
+    /// as Runx binds an input's packet schema in an execution closure.
+    pub fn schema_digest(&self, id: &str) -> Option<String> {
+        let entry = self.entries.as_ref().ok()?.get(id)?;
+        Some(mindrune_core::digest::sha256(entry.source.as_bytes()))
+    }
+
+    /// The schema of the packet-valued input whose packet id is `id`, if found: from the
+    /// folders Runx admits inputs from, which may be more than those of output packets.
+    pub fn input_schema(&self, id: &str) -> Result<Option<&Value>, String> {
+        match &self.inputs {
+            Some(inputs) => inputs.schema(id),
+            None => self.schema(id),
         }
     }
 
@@ -150,6 +178,19 @@ pub(crate) fn schema_directories(package_dir: &Path) -> Vec<PathBuf> {
         if !directories.contains(&directory) {
             directories.push(directory);
         }
+    }
+    directories
+}
+
+/// The folders Runx reads packet schemas from when it admits a package's inputs: the
+/// harness's list (the package's `packets`, the source workspace's `packets` and
+/// `dist/packets`) and, the package being its own workspace there, `<package>/dist/packets`,
+/// which Runx searches whether or not a workspace marker lies above the package.
+pub(super) fn input_schema_directories(package_dir: &Path) -> Vec<PathBuf> {
+    let mut directories = schema_directories(package_dir);
+    let own = package_dir.join("dist").join("packets");
+    if !directories.contains(&own) {
+        directories.push(own);
     }
     directories
 }
@@ -329,6 +370,24 @@ mod tests {
                  {root}/packets, {root}/dist/packets"
             )
         );
+    }
+
+    #[test]
+    fn an_input_packet_schema_under_the_package_dist_packets_is_found_below_a_workspace_marker() {
+        let (_dir, package) = workspace();
+        fs::create_dir_all(package.join("dist/packets")).unwrap();
+        fs::write(package.join("dist/packets/plan.json"), PLAN).unwrap();
+        let catalog = PacketCatalog::for_package(&package);
+        // Inputs are admitted from the package's own dist/packets, as at load time...
+        assert_eq!(
+            catalog
+                .input_schema("runx.test.plan.v1")
+                .unwrap()
+                .map(|schema| schema["x-runx-packet-id"].clone()),
+            Some(json!("runx.test.plan.v1"))
+        );
+        // ...while an output packet is looked for in the harness's folders only.
+        assert_eq!(catalog.schema("runx.test.plan.v1"), Ok(None));
     }
 
     #[test]

@@ -346,11 +346,11 @@ fn check_input(
     }
     // A packet-valued input's schema is its packet's, admitted when the package loaded.
     let packet_schema = match spec.get("packet").and_then(Value::as_str) {
-        Some(packet) => Some(packets.schema(packet)?.ok_or_else(|| {
+        Some(packet) => Some(packets.input_schema(packet)?.ok_or_else(|| {
             format!(
                 "input {name} declares packet schema '{packet}', which the harness's packet \
-                 folders do not hold; put it in the package's packets/ or the workspace's \
-                 dist/packets/"
+                 folders do not hold; put it in the package's packets/ or dist/packets/, or \
+                 the workspace's"
             )
         })?),
         None => None,
@@ -427,6 +427,9 @@ fn declared_environment(
     }
 }
 
+/// Runx's refusal of an agent-mediated runner or step that declares no output.
+const AGENT_OUTPUTS_MISSING: &str = "agent-mediated runners must declare at least one output";
+
 /// Run a runner-level source or a step's `run` of the given type.
 fn run_source(kind: &str, source: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) -> End {
     match kind {
@@ -441,6 +444,15 @@ fn run_source(kind: &str, source: &Value, inputs: &Map<String, Value>, env: &mut
 }
 
 fn agent_act(source: &Value, env: &Env<'_>) -> End {
+    // Runx builds the agent act's envelope before it asks for an answer, and refuses a runner
+    // (or step) with no `outputs` there, whatever the caller answered.
+    if source
+        .get("outputs")
+        .and_then(Value::as_object)
+        .is_none_or(Map::is_empty)
+    {
+        return End::Failed(AGENT_OUTPUTS_MISSING.to_owned());
+    }
     let task = text(source, "task").unwrap_or("agent");
     let request_id = format!("agent_task.{task}.output");
     let Some(answer) = env

@@ -6,6 +6,7 @@
 //! alert again changes nothing, and a delivery row is unique per (alert, event, webhook): a
 //! restart re-derives the same rows and sends none twice.
 
+use crate::sqlite_and_postgres_sql::SharedSql;
 use crate::{Millis, OwnerId, Result};
 
 /// What an alert's delivery announces.
@@ -132,33 +133,44 @@ pub trait AlertLedger {
     fn alert_deliveries(&self, owner: OwnerId, undelivered: bool) -> Result<Vec<AlertDelivery>>;
 }
 
-pub(crate) const INSERT_ALERT: &str =
+pub(crate) static INSERT_ALERT: SharedSql = SharedSql::new(
     "INSERT INTO alerts (owner_id, alert_id, kind, subject, body, opened_at)
-     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING";
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+);
 
-pub(crate) const INSERT_OPEN: &str = "INSERT INTO alert_deliveries
+pub(crate) static INSERT_OPEN: SharedSql = SharedSql::new(
+    "INSERT INTO alert_deliveries
      (owner_id, alert_id, event, webhook, format, next_attempt_at)
-     VALUES ($1, $2, 'open', $3, $4, $5) ON CONFLICT DO NOTHING";
+     VALUES ($1, $2, 'open', $3, $4, $5) ON CONFLICT DO NOTHING",
+);
 
-pub(crate) const OPEN_ALERTS: &str =
-    "SELECT alert_id FROM alerts WHERE owner_id = $1 AND resolved_at IS NULL ORDER BY alert_id";
+pub(crate) static OPEN_ALERTS: SharedSql = SharedSql::new(
+    "SELECT alert_id FROM alerts WHERE owner_id = $1 AND resolved_at IS NULL ORDER BY alert_id",
+);
 
-pub(crate) const RESOLVE_ALERT: &str = "UPDATE alerts SET resolved_at = $3 WHERE owner_id = $1 AND alert_id = $2 AND resolved_at IS NULL";
+pub(crate) static RESOLVE_ALERT: SharedSql = SharedSql::new(
+    "UPDATE alerts SET resolved_at = $3 WHERE owner_id = $1 AND alert_id = $2 AND resolved_at IS NULL",
+);
 
 /// A resolve for each webhook the opening was queued for, due at once ($3) …
-pub(crate) const INSERT_RESOLVES: &str = "INSERT INTO alert_deliveries
+pub(crate) static INSERT_RESOLVES: SharedSql = SharedSql::new(
+    "INSERT INTO alert_deliveries
      (owner_id, alert_id, event, webhook, format, next_attempt_at)
      SELECT owner_id, alert_id, 'resolve', webhook, format, $3 FROM alert_deliveries
      WHERE owner_id = $1 AND alert_id = $2 AND event = 'open'
-     ON CONFLICT DO NOTHING";
+     ON CONFLICT DO NOTHING",
+);
 
 /// … or held to the webhook's quiet hours' end.
-pub(crate) const HOLD_RESOLVE: &str = "UPDATE alert_deliveries SET next_attempt_at = $4
-     WHERE owner_id = $1 AND alert_id = $2 AND webhook = $3 AND event = 'resolve' AND attempts = 0";
+pub(crate) static HOLD_RESOLVE: SharedSql = SharedSql::new(
+    "UPDATE alert_deliveries SET next_attempt_at = $4
+     WHERE owner_id = $1 AND alert_id = $2 AND webhook = $3 AND event = 'resolve' AND attempts = 0",
+);
 
 /// Deliveries due: not delivered, their time come, a resolve only after its opening reached
 /// that webhook. Its 14 columns are read alike by both backends' row readers.
-pub(crate) const DUE_DELIVERIES: &str = "SELECT d.alert_id, d.event, d.webhook, d.format,
+pub(crate) static DUE_DELIVERIES: SharedSql = SharedSql::new(
+    "SELECT d.alert_id, d.event, d.webhook, d.format,
      d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, a.kind,
      a.subject, a.body, a.opened_at, a.resolved_at
      FROM alert_deliveries d JOIN alerts a ON a.owner_id = d.owner_id AND a.alert_id = d.alert_id
@@ -167,28 +179,28 @@ pub(crate) const DUE_DELIVERIES: &str = "SELECT d.alert_id, d.event, d.webhook, 
             WHERE o.owner_id = $1 AND o.alert_id = d.alert_id AND o.webhook = d.webhook
               AND o.event = 'open' AND o.delivered_at IS NOT NULL))
      ORDER BY d.next_attempt_at, d.alert_id, d.event, d.webhook
-     LIMIT $3";
+     LIMIT $3",
+);
 
 /// Every delivery of the family (`$2` = 1: only those not delivered yet), the same columns.
-pub(crate) const DELIVERIES: &str = "SELECT d.alert_id, d.event, d.webhook, d.format,
+pub(crate) static DELIVERIES: SharedSql = SharedSql::new(
+    "SELECT d.alert_id, d.event, d.webhook, d.format,
      d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.delivered_at, a.kind,
      a.subject, a.body, a.opened_at, a.resolved_at
      FROM alert_deliveries d JOIN alerts a ON a.owner_id = d.owner_id AND a.alert_id = d.alert_id
      WHERE d.owner_id = $1 AND (CAST($2 AS BIGINT) = 0 OR d.delivered_at IS NULL)
-     ORDER BY a.opened_at, d.alert_id, d.event, d.webhook";
+     ORDER BY a.opened_at, d.alert_id, d.event, d.webhook",
+);
 
 /// The columns the two statements above read.
 pub(crate) const DELIVERY_COLUMN_COUNT: usize = 14;
 
-pub(crate) const NOTE_ATTEMPT: &str = "UPDATE alert_deliveries
+pub(crate) static NOTE_ATTEMPT: SharedSql = SharedSql::new(
+    "UPDATE alert_deliveries
      SET attempts = attempts + 1, delivered_at = $5, last_status = $6, last_error = $7,
          next_attempt_at = $8
-     WHERE owner_id = $1 AND alert_id = $2 AND event = $3 AND webhook = $4";
-
-/// `sql` with PostgreSQL's `$N` placeholders written as SQLite's `?N`.
-pub(crate) fn sqlite_sql(sql: &str) -> String {
-    sql.replace('$', "?")
-}
+     WHERE owner_id = $1 AND alert_id = $2 AND event = $3 AND webhook = $4",
+);
 
 /// The open alerts of `open` that `raised` no longer holds.
 pub(crate) fn gone<'a>(open: &'a [String], raised: &[RaisedAlert]) -> Vec<&'a String> {

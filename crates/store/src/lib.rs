@@ -29,6 +29,7 @@ mod rules;
 mod run_views;
 mod skill_records;
 mod sqlite;
+mod sqlite_and_postgres_sql;
 mod version_writes;
 
 pub use alerts::{

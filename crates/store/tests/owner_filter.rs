@@ -242,11 +242,12 @@ fn backend_sources(dir: &str) -> Vec<std::path::PathBuf> {
 #[test]
 fn every_postgres_statement_on_a_family_table_is_filtered_by_its_owner() {
     let mut problems = Vec::new();
-    // The backend's own SQL, and the alerts' statements written once for both (in
-    // PostgreSQL's placeholders; SQLite reads them as its own).
+    // The backend's own SQL, and the statements written once for both (in PostgreSQL's
+    // placeholders; SQLite takes them with its own).
     let checked: usize = backend_sources("postgres")
         .iter()
         .chain(&backend_sources("alerts.rs"))
+        .chain(&backend_sources("sqlite_and_postgres_sql.rs"))
         .map(|file| check_file(file, &mut problems))
         .sum();
     assert!(
@@ -259,11 +260,13 @@ fn every_postgres_statement_on_a_family_table_is_filtered_by_its_owner() {
 #[test]
 fn every_sqlite_statement_on_a_family_table_is_filtered_by_its_owner() {
     let mut problems = Vec::new();
-    // The backend's own SQL, and the statements the rules write once for both (in SQLite's
-    // placeholders; PostgreSQL's steps number them its way).
+    // The backend's own SQL, the statements the rules write once for both (in SQLite's
+    // placeholders; PostgreSQL's steps number them its way), and those both backends run
+    // alike.
     let checked: usize = backend_sources("sqlite")
         .iter()
         .chain(&backend_sources("rules"))
+        .chain(&backend_sources("sqlite_and_postgres_sql.rs"))
         .map(|file| check_file(file, &mut problems))
         .sum();
     assert!(

@@ -23,7 +23,7 @@ impl AlertLedger for PgStore {
             let mut sync = AlertSync::default();
             for alert in raised {
                 let new = tx.execute(
-                    shared::INSERT_ALERT,
+                    shared::INSERT_ALERT.postgres(),
                     &[
                         &owner.0,
                         &alert.id,
@@ -38,7 +38,7 @@ impl AlertLedger for PgStore {
                 }
                 for target in &alert.targets {
                     tx.execute(
-                        shared::INSERT_OPEN,
+                        shared::INSERT_OPEN.postgres(),
                         &[
                             &owner.0,
                             &alert.id,
@@ -50,16 +50,16 @@ impl AlertLedger for PgStore {
                 }
             }
             let open: Vec<String> = tx
-                .query(shared::OPEN_ALERTS, &[&owner.0])?
+                .query(shared::OPEN_ALERTS.postgres(), &[&owner.0])?
                 .iter()
                 .map(|row| col(row, 0))
                 .collect::<std::result::Result<_, _>>()?;
             for id in shared::gone(&open, raised) {
-                tx.execute(shared::RESOLVE_ALERT, &[&owner.0, id, &now])?;
-                tx.execute(shared::INSERT_RESOLVES, &[&owner.0, id, &now])?;
+                tx.execute(shared::RESOLVE_ALERT.postgres(), &[&owner.0, id, &now])?;
+                tx.execute(shared::INSERT_RESOLVES.postgres(), &[&owner.0, id, &now])?;
                 for target in targets.iter().filter(|t| t.not_before > now) {
                     tx.execute(
-                        shared::HOLD_RESOLVE,
+                        shared::HOLD_RESOLVE.postgres(),
                         &[&owner.0, id, &target.webhook, &target.not_before],
                     )?;
                 }
@@ -77,7 +77,7 @@ impl AlertLedger for PgStore {
     ) -> Result<Vec<AlertDelivery>> {
         let limit = limit as i64;
         self.read_one(|tx| {
-            tx.query(shared::DUE_DELIVERIES, &[&owner.0, &now, &limit])?
+            tx.query(shared::DUE_DELIVERIES.postgres(), &[&owner.0, &now, &limit])?
                 .iter()
                 .map(delivery_from)
                 .collect()
@@ -94,7 +94,7 @@ impl AlertLedger for PgStore {
     ) -> Result<()> {
         self.write(owner, |tx| {
             tx.execute(
-                shared::NOTE_ATTEMPT,
+                shared::NOTE_ATTEMPT.postgres(),
                 &[
                     &owner.0,
                     &alert_id,
@@ -113,7 +113,7 @@ impl AlertLedger for PgStore {
     fn alert_deliveries(&self, owner: OwnerId, undelivered: bool) -> Result<Vec<AlertDelivery>> {
         let only = i64::from(undelivered);
         self.read_one(|tx| {
-            tx.query(shared::DELIVERIES, &[&owner.0, &only])?
+            tx.query(shared::DELIVERIES.postgres(), &[&owner.0, &only])?
                 .iter()
                 .map(delivery_from)
                 .collect()

@@ -8,6 +8,7 @@
 //! and take a global write. Text is ordered with the `C` collation, byte by byte, as SQLite orders
 //! it, whatever the database's own collation.
 
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{DeletedAgent, Directory, rules};
 use std::collections::HashSet;
 
@@ -116,7 +117,7 @@ pub(super) fn vocabulary(store: &Access<'_>) -> Result<Vec<VocabularyEntry>> {
 
 pub(super) fn vocabulary_digest(store: &Access<'_>) -> Result<Option<String>> {
     store.read(|tx| {
-        tx.query_opt("SELECT digest FROM vocabulary_state WHERE id = 1", &[])?
+        tx.query_opt(sql::VOCABULARY_DIGEST.postgres(), &[])?
             .map(|row| col(&row, 0))
             .transpose()
     })
@@ -202,19 +203,15 @@ pub(super) fn avatar_state(
     agent: AgentId,
 ) -> Result<Option<AvatarState>> {
     store.read(|tx| {
-        tx.query_opt(
-            "SELECT agent_id, state, reported_at FROM avatar_states
-             WHERE owner_id = $1 AND agent_id = $2",
-            &[&owner.0, &agent.0],
-        )?
-        .map(|row| {
-            Ok(AvatarState {
-                agent: AgentId(col(&row, 0)?),
-                state: col(&row, 1)?,
-                reported_at: col(&row, 2)?,
+        tx.query_opt(sql::AVATAR_STATE.postgres(), &[&owner.0, &agent.0])?
+            .map(|row| {
+                Ok(AvatarState {
+                    agent: AgentId(col(&row, 0)?),
+                    state: col(&row, 1)?,
+                    reported_at: col(&row, 2)?,
+                })
             })
-        })
-        .transpose()
+            .transpose()
     })
 }
 
@@ -251,7 +248,7 @@ impl Directory for PgStore {
         crate::common::check_key_digest(key_digest)?;
         self.write(owner, |tx| {
             let changed = tx.execute(
-                "UPDATE owners SET key_digest = $2 WHERE owner_id = $1",
+                sql::SET_OWNER_KEY_DIGEST.postgres(),
                 &[&owner.0, &key_digest],
             )?;
             if changed == 0 {
@@ -352,7 +349,7 @@ impl Directory for PgStore {
     fn set_agent_mirror(&self, owner: OwnerId, agent: AgentId, mirror: Option<&str>) -> Result<()> {
         self.write(owner, |tx| {
             let changed = tx.execute(
-                "UPDATE agents SET mirror = $3 WHERE owner_id = $1 AND agent_id = $2",
+                sql::SET_AGENT_MIRROR.postgres(),
                 &[&owner.0, &agent.0, &mirror],
             )?;
             if changed == 0 {
@@ -367,10 +364,7 @@ impl Directory for PgStore {
 
     fn set_eager_sharing(&self, owner: OwnerId, eager: bool) -> Result<()> {
         self.write(owner, |tx| {
-            let changed = tx.execute(
-                "UPDATE owners SET eager_sharing = $2 WHERE owner_id = $1",
-                &[&owner.0, &eager],
-            )?;
+            let changed = tx.execute(sql::SET_EAGER_SHARING.postgres(), &[&owner.0, &eager])?;
             if changed == 0 {
                 return Err(StoreError::NotFound(format!("owner {}", owner.0)).into());
             }
@@ -408,7 +402,7 @@ impl Directory for PgStore {
         }
         self.write_global(Some(VOCABULARY_LOCK), |tx| {
             let existing: HashSet<(String, String)> = tx
-                .query("SELECT kind, slug FROM vocabulary", &[])?
+                .query(sql::VOCABULARY_TAGS.postgres(), &[])?
                 .iter()
                 .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
                 .collect::<PgResult<_>>()?;
@@ -435,9 +429,7 @@ impl Directory for PgStore {
                 )?;
             }
             tx.execute(
-                "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, $1, $2, $3)
-                 ON CONFLICT (id) DO UPDATE
-                 SET digest = EXCLUDED.digest, entries = EXCLUDED.entries, built_at = EXCLUDED.built_at",
+                sql::SAVE_VOCABULARY_STATE.postgres(),
                 &[&replacement.digest, &(wanted.len() as i64), &now],
             )?;
             Ok(replacement.change(&existing))
@@ -446,18 +438,14 @@ impl Directory for PgStore {
 
     fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()> {
         self.write_global(None, |tx| {
-            tx.execute(
-                "INSERT INTO server_health (id, saved_at, body) VALUES (1, $1, $2)
-                 ON CONFLICT (id) DO UPDATE SET saved_at = EXCLUDED.saved_at, body = EXCLUDED.body",
-                &[&saved_at, &body],
-            )?;
+            tx.execute(sql::SAVE_SERVER_HEALTH.postgres(), &[&saved_at, &body])?;
             Ok(())
         })
     }
 
     fn server_health(&self) -> Result<Option<(Millis, String)>> {
         self.read(|tx| {
-            tx.query_opt("SELECT saved_at, body FROM server_health WHERE id = 1", &[])?
+            tx.query_opt(sql::SERVER_HEALTH.postgres(), &[])?
                 .map(|row| Ok((col(&row, 0)?, col(&row, 1)?)))
                 .transpose()
         })
@@ -502,8 +490,7 @@ impl Directory for PgStore {
     fn revoke_runner_tokens(&self, owner: OwnerId, agent: AgentId, now: Millis) -> Result<usize> {
         self.write(owner, |tx| {
             let revoked = tx.execute(
-                "UPDATE runner_tokens SET revoked_at = $3
-                 WHERE owner_id = $1 AND agent_id = $2 AND revoked_at IS NULL",
+                sql::REVOKE_RUNNER_TOKENS.postgres(),
                 &[&owner.0, &agent.0, &now],
             )?;
             Ok(revoked as usize)
@@ -522,20 +509,14 @@ impl Directory for PgStore {
 
     fn operator_token_valid(&self, token_hash: &str) -> Result<bool> {
         self.read(|tx| {
-            let found = tx.query_opt(
-                "SELECT 1 FROM operator_tokens WHERE token_hash = $1 AND revoked_at IS NULL",
-                &[&token_hash],
-            )?;
+            let found = tx.query_opt(sql::OPERATOR_TOKEN_VALID.postgres(), &[&token_hash])?;
             Ok(found.is_some())
         })
     }
 
     fn operator_tokens(&self) -> Result<Vec<OperatorToken>> {
         self.read(|tx| {
-            let rows = tx.query(
-                "SELECT token_id, created_at, revoked_at FROM operator_tokens ORDER BY token_id",
-                &[],
-            )?;
+            let rows = tx.query(sql::OPERATOR_TOKENS.postgres(), &[])?;
             all(rows, operator_token_from)
         })
     }
@@ -587,7 +568,7 @@ impl Directory for PgStore {
         self.write(owner, |tx| {
             // Expired sessions are swept whenever a new one starts.
             tx.execute(
-                "DELETE FROM dashboard_sessions WHERE owner_id = $1 AND expires_at <= $2",
+                sql::DROP_EXPIRED_SESSIONS.postgres(),
                 &[&owner.0, &now],
             )?;
             let inserted = tx.execute(
@@ -604,28 +585,21 @@ impl Directory for PgStore {
 
     fn session(&self, session_hash: &str, now: Millis) -> Result<Option<Session>> {
         self.read(|tx| {
-            tx.query_opt(
-                "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
-                 WHERE session_hash = $1 AND expires_at > $2",
-                &[&session_hash, &now],
-            )?
-            .map(|row| {
-                Ok(Session {
-                    owner: OwnerId(col(&row, 0)?),
-                    csrf_token: col(&row, 1)?,
-                    expires_at: col(&row, 2)?,
+            tx.query_opt(sql::LIVE_SESSION.postgres(), &[&session_hash, &now])?
+                .map(|row| {
+                    Ok(Session {
+                        owner: OwnerId(col(&row, 0)?),
+                        csrf_token: col(&row, 1)?,
+                        expires_at: col(&row, 2)?,
+                    })
                 })
-            })
-            .transpose()
+                .transpose()
         })
     }
 
     fn end_session(&self, owner: OwnerId, session_hash: &str) -> Result<()> {
         self.write(owner, |tx| {
-            tx.execute(
-                "DELETE FROM dashboard_sessions WHERE owner_id = $1 AND session_hash = $2",
-                &[&owner.0, &session_hash],
-            )?;
+            tx.execute(sql::END_SESSION.postgres(), &[&owner.0, &session_hash])?;
             Ok(())
         })
     }

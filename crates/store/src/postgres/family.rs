@@ -7,6 +7,7 @@
 //! statement names the family (`owner_id`), and text is ordered with the `C` collation, byte by
 //! byte, as SQLite orders it.
 
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{FamilySharing, LessonsChange, NewLesson, rules};
 use std::collections::HashSet;
 
@@ -68,7 +69,7 @@ impl FamilySharing for PgStore {
     fn sibling_use(&self, owner: OwnerId, skill: SkillId, since: Millis) -> Result<SiblingUse> {
         self.read(|tx| {
             let author: Option<i64> = match tx.query_opt(
-                "SELECT agent_id FROM skills WHERE owner_id = $1 AND skill_id = $2",
+                sql::SKILL_AGENT.postgres(),
                 &[&owner.0, &skill.0],
             )? {
                 Some(row) => col(&row, 0)?,
@@ -125,10 +126,7 @@ impl FamilySharing for PgStore {
     ) -> Result<Vec<SharingChange>> {
         self.read(|tx| {
             let rows = tx.query(
-                "SELECT e.skill_id, s.agent_name || '/' || s.name, e.kind, e.version_number, e.reason, e.at
-                 FROM sharing_events e JOIN skills s ON s.skill_id = e.skill_id AND s.owner_id = e.owner_id
-                 WHERE e.owner_id = $1 AND e.agent_id = $2 AND e.at >= $3
-                 ORDER BY e.at, e.sharing_event_id",
+                sql::SHARING_CHANGES.postgres(),
                 &[&owner.0, &agent.0, &since],
             )?;
             all(rows, |row| {
@@ -147,13 +145,7 @@ impl FamilySharing for PgStore {
 
     fn lessons(&self, owner: OwnerId) -> Result<Vec<Lesson>> {
         self.read(|tx| {
-            let rows = tx.query(
-                "SELECT l.agent_id, a.name, l.text, l.line, l.first_seen_at
-                 FROM lessons l JOIN agents a ON a.agent_id = l.agent_id AND a.owner_id = l.owner_id
-                 WHERE l.owner_id = $1
-                 ORDER BY l.first_seen_at DESC, l.line DESC, l.lesson_id DESC",
-                &[&owner.0],
-            )?;
+            let rows = tx.query(sql::LESSONS.postgres(), &[&owner.0])?;
             all(rows, |row: &Row| {
                 Ok(Lesson {
                     agent: AgentId(col(row, 0)?),

@@ -22,6 +22,7 @@ use crate::rules::{
     FamilyTx, NewLessonRow, NewVersion, Rescore, ShareCandidate, SharingEvent, SkillForChange,
     UseInsert, VersionRow,
 };
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{
     Agent, AgentId, Millis, NewSnippetUse, NewUse, OwnerId, Skill, SkillHeader, SkillId, Snippet,
     StoreError, Version, VersionId,
@@ -78,7 +79,7 @@ impl FamilyTx for Tx<'_> {
 
     fn revive_skill(&mut self, owner: OwnerId, skill: SkillId, agent: AgentId) -> PgResult<()> {
         self.execute(
-            "UPDATE skills SET deleted_at = NULL, agent_id = $3 WHERE owner_id = $1 AND skill_id = $2",
+            sql::REVIVE_SKILL.postgres(),
             &[&owner.0, &skill.0, &agent.0],
         )?;
         Ok(())
@@ -107,7 +108,7 @@ impl FamilyTx for Tx<'_> {
         version: VersionId,
     ) -> PgResult<()> {
         self.execute(
-            "UPDATE skills SET current_version_id = $3 WHERE owner_id = $1 AND skill_id = $2",
+            sql::SET_CURRENT_VERSION.postgres(),
             &[&owner.0, &skill.0, &version.0],
         )?;
         Ok(())
@@ -125,18 +126,12 @@ impl FamilyTx for Tx<'_> {
 
     fn set_skill_tags(&mut self, owner: OwnerId, skill: SkillId, tags: &[String]) -> PgResult<()> {
         self.execute(
-            "UPDATE skills SET tags = $3 WHERE owner_id = $1 AND skill_id = $2",
+            sql::SET_SKILL_TAGS.postgres(),
             &[&owner.0, &skill.0, &tags.join("\n")],
         )?;
-        self.execute(
-            "DELETE FROM skill_tags WHERE owner_id = $1 AND skill_id = $2",
-            &[&owner.0, &skill.0],
-        )?;
+        self.execute(sql::CLEAR_SKILL_TAGS.postgres(), &[&owner.0, &skill.0])?;
         for tag in tags {
-            self.execute(
-                "INSERT INTO skill_tags (owner_id, skill_id, tag) VALUES ($1, $2, $3)",
-                &[&owner.0, &skill.0, tag],
-            )?;
+            self.execute(sql::INSERT_SKILL_TAG.postgres(), &[&owner.0, &skill.0, tag])?;
         }
         Ok(())
     }
@@ -149,9 +144,7 @@ impl FamilyTx for Tx<'_> {
         file_digest: Option<&str>,
     ) -> PgResult<()> {
         self.execute(
-            "UPDATE skills SET header = $3, goal = $4, preconditions = $5, params = $6, result = $7,
-                    from_skill = $8, topics = $9, file_digest = COALESCE($10, file_digest)
-             WHERE owner_id = $1 AND skill_id = $2",
+            sql::SET_HEADER.postgres(),
             &[
                 &owner.0,
                 &skill.0,
@@ -169,11 +162,7 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn mark_skill_gone(&mut self, owner: OwnerId, skill: SkillId, now: Millis) -> PgResult<bool> {
-        let changed = self.execute(
-            "UPDATE skills SET deleted_at = $3, file_digest = NULL
-             WHERE owner_id = $1 AND skill_id = $2 AND deleted_at IS NULL",
-            &[&owner.0, &skill.0, &now],
-        )?;
+        let changed = self.execute(sql::MARK_SKILL_GONE.postgres(), &[&owner.0, &skill.0, &now])?;
         Ok(changed > 0)
     }
 
@@ -208,10 +197,7 @@ impl FamilyTx for Tx<'_> {
 
     fn next_version_number(&mut self, owner: OwnerId, skill: SkillId) -> PgResult<i64> {
         col(
-            &self.query_one(
-                "SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE owner_id = $1 AND skill_id = $2",
-                &[&owner.0, &skill.0],
-            )?,
+            &self.query_one(sql::NEXT_VERSION_NUMBER.postgres(), &[&owner.0, &skill.0])?,
             0,
         )
     }
@@ -383,13 +369,7 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn sharing_state(&mut self, owner: OwnerId, skill: SkillId) -> PgResult<SharingState> {
-        let row = self.query_opt(
-            "SELECT s.header = 'skill' AND s.deleted_at IS NULL,
-                    (SELECT MAX(v.number) FROM versions v
-                      WHERE v.owner_id = s.owner_id AND v.skill_id = s.skill_id AND v.shared_at IS NOT NULL)
-             FROM skills s WHERE s.owner_id = $1 AND s.skill_id = $2",
-            &[&owner.0, &skill.0],
-        )?;
+        let row = self.query_opt(sql::SHARING_STATE.postgres(), &[&owner.0, &skill.0])?;
         let Some(row) = row else {
             return Ok(SharingState::default());
         };
@@ -406,15 +386,7 @@ impl FamilyTx for Tx<'_> {
         owner: OwnerId,
         skill: SkillId,
     ) -> PgResult<Option<ShareCandidate>> {
-        let candidate = self.query_opt(
-            "SELECT v.version_id, v.uses, v.score, o.eager_sharing
-             FROM skills s
-             JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             JOIN owners o ON o.owner_id = s.owner_id
-             WHERE s.owner_id = $1 AND s.skill_id = $2 AND s.header = 'skill' AND s.deleted_at IS NULL
-               AND v.shared_at IS NULL",
-            &[&owner.0, &skill.0],
-        )?;
+        let candidate = self.query_opt(sql::SHARE_CANDIDATE.postgres(), &[&owner.0, &skill.0])?;
         candidate
             .map(|row| {
                 Ok(ShareCandidate {
@@ -434,7 +406,7 @@ impl FamilyTx for Tx<'_> {
         at: Millis,
     ) -> PgResult<()> {
         self.execute(
-            "UPDATE versions SET shared_at = $3 WHERE owner_id = $1 AND version_id = $2",
+            sql::MARK_VERSION_SHARED.postgres(),
             &[&owner.0, &version.0, &at],
         )?;
         Ok(())
@@ -448,11 +420,7 @@ impl FamilyTx for Tx<'_> {
         score: f64,
     ) -> PgResult<Vec<SkillId>> {
         self.query(
-            "SELECT s.skill_id FROM skills s
-             JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.header = 'skill' AND s.deleted_at IS NULL
-               AND v.shared_at IS NULL AND v.uses >= $3 AND v.score >= $4
-             ORDER BY s.skill_id",
+            sql::UNSHARED_SKILLS_ABOVE.postgres(),
             &[&owner.0, &agent.0, &runs, &score],
         )?
         .iter()
@@ -466,10 +434,7 @@ impl FamilyTx for Tx<'_> {
         skill: SkillId,
     ) -> PgResult<SkillForChange> {
         let row = self.query_one(
-            "SELECT s.agent_id, s.agent_name || '/' || s.name, s.header, s.deleted_at IS NOT NULL,
-                    v.number, v.uses, v.score
-             FROM skills s LEFT JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-             WHERE s.owner_id = $1 AND s.skill_id = $2",
+            sql::SKILL_FOR_SHARING_CHANGE.postgres(),
             &[&owner.0, &skill.0],
         )?;
         let number: Option<i64> = col(&row, 4)?;
@@ -487,8 +452,7 @@ impl FamilyTx for Tx<'_> {
 
     fn log_sharing_change(&mut self, owner: OwnerId, change: &SharingEvent<'_>) -> PgResult<()> {
         self.execute(
-            "INSERT INTO sharing_events (owner_id, skill_id, agent_id, version_number, kind, reason, at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            sql::LOG_SHARING_CHANGE.postgres(),
             &[
                 &owner.0,
                 &change.skill.0,
@@ -503,12 +467,9 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn snippet_of_event(&mut self, owner: OwnerId, event_id: &str) -> PgResult<Option<i64>> {
-        self.query_opt(
-            "SELECT snippet_id FROM snippet_uses WHERE owner_id = $1 AND event_id = $2",
-            &[&owner.0, &event_id],
-        )?
-        .map(|row| col(&row, 0))
-        .transpose()
+        self.query_opt(sql::SNIPPET_OF_EVENT.postgres(), &[&owner.0, &event_id])?
+            .map(|row| col(&row, 0))
+            .transpose()
     }
 
     fn snippet_with_digest(
@@ -518,7 +479,7 @@ impl FamilyTx for Tx<'_> {
         digest: &str,
     ) -> PgResult<Option<i64>> {
         self.query_opt(
-            "SELECT snippet_id FROM snippets WHERE owner_id = $1 AND agent_id = $2 AND digest = $3",
+            sql::SNIPPET_WITH_DIGEST.postgres(),
             &[&owner.0, &agent.0, &digest],
         )?
         .map(|row| col(&row, 0))
@@ -556,10 +517,7 @@ impl FamilyTx for Tx<'_> {
     ) -> PgResult<()> {
         let outcome = &new_use.outcome;
         self.execute(
-            "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
-                                       goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
-                                       failure, unmeasured)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $4, $15, $16)",
+            sql::INSERT_SNIPPET_USE.postgres(),
             &[
                 &owner.0,
                 &snippet,
@@ -597,18 +555,15 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn lessons_of(&mut self, owner: OwnerId, agent: AgentId) -> PgResult<Vec<(String, String)>> {
-        self.query(
-            "SELECT digest, text FROM lessons WHERE owner_id = $1 AND agent_id = $2",
-            &[&owner.0, &agent.0],
-        )?
-        .iter()
-        .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
-        .collect()
+        self.query(sql::AGENT_LESSON_DIGESTS.postgres(), &[&owner.0, &agent.0])?
+            .iter()
+            .map(|row| Ok((col(row, 0)?, col(row, 1)?)))
+            .collect()
     }
 
     fn delete_lesson(&mut self, owner: OwnerId, agent: AgentId, digest: &str) -> PgResult<()> {
         self.execute(
-            "DELETE FROM lessons WHERE owner_id = $1 AND agent_id = $2 AND digest = $3",
+            sql::DELETE_LESSON.postgres(),
             &[&owner.0, &agent.0, &digest],
         )?;
         Ok(())
@@ -622,7 +577,7 @@ impl FamilyTx for Tx<'_> {
         line: i64,
     ) -> PgResult<()> {
         self.execute(
-            "UPDATE lessons SET line = $4 WHERE owner_id = $1 AND agent_id = $2 AND digest = $3",
+            sql::SET_LESSON_LINE.postgres(),
             &[&owner.0, &agent.0, &digest, &line],
         )?;
         Ok(())
@@ -635,8 +590,7 @@ impl FamilyTx for Tx<'_> {
         lesson: &NewLessonRow<'_>,
     ) -> PgResult<()> {
         self.execute(
-            "INSERT INTO lessons (owner_id, agent_id, digest, text, line, first_seen_at)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            sql::INSERT_LESSON.postgres(),
             &[
                 &owner.0,
                 &agent.0,
@@ -651,10 +605,7 @@ impl FamilyTx for Tx<'_> {
 
     fn agent_skill_count(&mut self, owner: OwnerId, agent: AgentId) -> PgResult<u64> {
         let count: i64 = col(
-            &self.query_one(
-                "SELECT COUNT(*) FROM skills WHERE owner_id = $1 AND agent_id = $2",
-                &[&owner.0, &agent.0],
-            )?,
+            &self.query_one(sql::AGENT_SKILL_COUNT.postgres(), &[&owner.0, &agent.0])?,
             0,
         )?;
         Ok(count.max(0) as u64)

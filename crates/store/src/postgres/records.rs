@@ -19,6 +19,7 @@
 //! holds its families' locks until it commits, also keeps rows for its own length
 //! (`Group::windows` in `mod.rs`).
 
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{Recording, SkillRecords};
 use std::collections::{HashMap, VecDeque};
 use std::sync::LazyLock;
@@ -272,8 +273,7 @@ pub(super) fn unrecorded_since(
 ) -> Result<Vec<UnrecordedCall>> {
     store.read(|tx| {
         let rows = tx.query(
-            "SELECT event_id, at, reason, detail, output FROM unrecorded_calls
-             WHERE owner_id = $1 AND agent_id = $2 AND at >= $3 ORDER BY at, event_id",
+            sql::UNRECORDED_SINCE.postgres(),
             &[&owner.0, &agent.0, &since],
         )?;
         let mut calls = Vec::with_capacity(rows.len());
@@ -371,12 +371,7 @@ impl SkillRecords for PgStore {
     }
 
     fn use_count(&self, owner: OwnerId) -> Result<i64> {
-        self.read(|tx| {
-            col(
-                &tx.query_one("SELECT COUNT(*) FROM uses WHERE owner_id = $1", &[&owner.0])?,
-                0,
-            )
-        })
+        self.read(|tx| col(&tx.query_one(sql::USE_COUNT.postgres(), &[&owner.0])?, 0))
     }
 
     fn recent_failures(
@@ -412,8 +407,7 @@ impl SkillRecords for PgStore {
     ) -> Result<HashMap<String, i64>> {
         self.read(|tx| {
             let rows = tx.query(
-                "SELECT group_key, suggested_runs FROM snippet_suggestions
-                 WHERE owner_id = $1 AND agent_id = $2 AND suggested_at >= $3",
+                sql::SNIPPET_SUGGESTIONS.postgres(),
                 &[&owner.0, &agent.0, &since],
             )?;
             rows.iter().map(|r| Ok((col(r, 0)?, col(r, 1)?))).collect()
@@ -447,18 +441,11 @@ impl SkillRecords for PgStore {
         scope: UnmeasuredScope,
     ) -> Result<Vec<(String, i64)>> {
         let (sql, id, since) = match scope {
-            UnmeasuredScope::AgentSince(agent, since) => (
-                "SELECT unmeasured, count(*) FROM uses
-                 WHERE owner_id = $1 AND agent_id = $2 AND at >= $3 AND unmeasured IS NOT NULL
-                 GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
-                agent.0,
-                since,
-            ),
+            UnmeasuredScope::AgentSince(agent, since) => {
+                (sql::UNMEASURED_RUNS_OF_AGENT.postgres(), agent.0, since)
+            }
             UnmeasuredScope::Skill(skill) => (
-                "SELECT u.unmeasured, count(*) FROM uses u
-                 JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
-                 WHERE u.owner_id = $1 AND v.skill_id = $2 AND u.at >= $3 AND u.unmeasured IS NOT NULL
-                 GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
+                sql::UNMEASURED_RUNS_OF_SKILL.postgres(),
                 skill.0,
                 Millis::MIN,
             ),

@@ -5,6 +5,7 @@ use super::rows::{all, col};
 use super::{PgResult, PgStore};
 use crate::RunViews;
 use crate::common::parse_map;
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{
     AgentId, DAY_MILLIS, DayRuns, Millis, Outcome, OwnerId, Result, RunFilter, ScriptRun, SkillId,
 };
@@ -86,12 +87,7 @@ impl RunViews for PgStore {
 
     fn gone_skills(&self, owner: OwnerId, agent: AgentId) -> Result<Vec<SkillId>> {
         self.read(|tx| {
-            let rows = tx.query(
-                "SELECT s.skill_id FROM skills s
-                 WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.deleted_at IS NOT NULL
-                 ORDER BY s.deleted_at DESC, s.skill_id DESC",
-                &[&owner.0, &agent.0],
-            )?;
+            let rows = tx.query(sql::GONE_SKILLS.postgres(), &[&owner.0, &agent.0])?;
             all(rows, |row| Ok(SkillId(col(row, 0)?)))
         })
     }

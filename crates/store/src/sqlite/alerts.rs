@@ -4,7 +4,8 @@
 use rusqlite::{Row, params};
 
 use super::{SqliteStore, db_err};
-use crate::alerts::{self as shared, sqlite_sql};
+use crate::alerts::{self as shared};
+use crate::sqlite_and_postgres_sql::SharedSql;
 use crate::{
     AlertDelivery, AlertEvent, AlertLedger, AlertSync, AlertTarget, DeliveryAttempt, Millis,
     OwnerId, RaisedAlert, Result,
@@ -23,7 +24,7 @@ impl AlertLedger for SqliteStore {
             let mut sync = AlertSync::default();
             for alert in raised {
                 let new = conn
-                    .prepare_cached(&sqlite_sql(shared::INSERT_ALERT))
+                    .prepare_cached(shared::INSERT_ALERT.sqlite())
                     .and_then(|mut s| {
                         s.execute(params![
                             owner.0,
@@ -39,7 +40,7 @@ impl AlertLedger for SqliteStore {
                     sync.opened.push(alert.id.clone());
                 }
                 for target in &alert.targets {
-                    conn.prepare_cached(&sqlite_sql(shared::INSERT_OPEN))
+                    conn.prepare_cached(shared::INSERT_OPEN.sqlite())
                         .and_then(|mut s| {
                             s.execute(params![
                                 owner.0,
@@ -53,23 +54,23 @@ impl AlertLedger for SqliteStore {
                 }
             }
             let open: Vec<String> = conn
-                .prepare_cached(&sqlite_sql(shared::OPEN_ALERTS))
+                .prepare_cached(shared::OPEN_ALERTS.sqlite())
                 .and_then(|mut s| {
                     s.query_map(params![owner.0], |r| r.get(0))?
                         .collect::<rusqlite::Result<_>>()
                 })
                 .map_err(db_err)?;
             for id in shared::gone(&open, raised) {
-                let run = |sql: &str, values: &[&dyn rusqlite::ToSql]| {
-                    conn.prepare_cached(&sqlite_sql(sql))
+                let run = |sql: &SharedSql, values: &[&dyn rusqlite::ToSql]| {
+                    conn.prepare_cached(sql.sqlite())
                         .and_then(|mut s| s.execute(values))
                         .map_err(db_err)
                 };
-                run(shared::RESOLVE_ALERT, params![owner.0, id, now])?;
-                run(shared::INSERT_RESOLVES, params![owner.0, id, now])?;
+                run(&shared::RESOLVE_ALERT, params![owner.0, id, now])?;
+                run(&shared::INSERT_RESOLVES, params![owner.0, id, now])?;
                 for target in targets.iter().filter(|t| t.not_before > now) {
                     run(
-                        shared::HOLD_RESOLVE,
+                        &shared::HOLD_RESOLVE,
                         params![owner.0, id, target.webhook, target.not_before],
                     )?;
                 }
@@ -88,7 +89,7 @@ impl AlertLedger for SqliteStore {
         let inner = self.lock();
         let mut statement = inner
             .conn
-            .prepare_cached(&sqlite_sql(shared::DUE_DELIVERIES))
+            .prepare_cached(shared::DUE_DELIVERIES.sqlite())
             .map_err(db_err)?;
         statement
             .query_map(params![owner.0, now, limit as i64], delivery_from)
@@ -106,7 +107,7 @@ impl AlertLedger for SqliteStore {
     ) -> Result<()> {
         self.write(|tx, _| {
             tx.conn()?
-                .prepare_cached(&sqlite_sql(shared::NOTE_ATTEMPT))
+                .prepare_cached(shared::NOTE_ATTEMPT.sqlite())
                 .and_then(|mut s| {
                     s.execute(params![
                         owner.0,
@@ -128,7 +129,7 @@ impl AlertLedger for SqliteStore {
         let inner = self.lock();
         let mut statement = inner
             .conn
-            .prepare_cached(&sqlite_sql(shared::DELIVERIES))
+            .prepare_cached(shared::DELIVERIES.sqlite())
             .map_err(db_err)?;
         statement
             .query_map(params![owner.0, i64::from(undelivered)], delivery_from)

@@ -1,5 +1,6 @@
 //! Owners, agents, tokens, sessions, avatar states and the topic-tag vocabulary on SQLite.
 
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{DeletedAgent, Directory, rules};
 use std::path::Path;
 
@@ -48,7 +49,7 @@ pub(super) fn digest_plain_owner_keys(tx: &rusqlite::Transaction<'_>) -> Result<
     for (id, stored) in plain {
         if !mindrune_core::digest::is_secret_digest(&stored) {
             tx.execute(
-                "UPDATE owners SET key_digest = ?2 WHERE owner_id = ?1",
+                sql::SET_OWNER_KEY_DIGEST.sqlite(),
                 params![id, mindrune_core::digest::secret_digest(&stored)],
             )
             .map_err(db_err)?;
@@ -100,11 +101,7 @@ pub(super) fn vocabulary_digest(store: &Access<'_>) -> Result<Option<String>> {
     let inner = store.lock();
     inner
         .conn
-        .query_row(
-            "SELECT digest FROM vocabulary_state WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )
+        .query_row(sql::VOCABULARY_DIGEST.sqlite(), [], |r| r.get(0))
         .optional()
         .map_err(db_err)
 }
@@ -186,10 +183,7 @@ pub(super) fn avatar_state(
     let inner = store.lock();
     inner
         .conn
-        .prepare_cached(
-            "SELECT agent_id, state, reported_at FROM avatar_states
-             WHERE owner_id = ?1 AND agent_id = ?2",
-        )
+        .prepare_cached(sql::AVATAR_STATE.sqlite())
         .map_err(db_err)?
         .query_row(params![owner.0, agent.0], |r| {
             Ok(AvatarState {
@@ -348,7 +342,7 @@ impl Directory for SqliteStore {
         let changed = inner
             .conn
             .execute(
-                "UPDATE agents SET mirror = ?3 WHERE owner_id = ?1 AND agent_id = ?2",
+                sql::SET_AGENT_MIRROR.sqlite(),
                 params![owner.0, agent.0, mirror],
             )
             .map_err(db_err)?;
@@ -362,10 +356,7 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         let changed = inner
             .conn
-            .execute(
-                "UPDATE owners SET eager_sharing = ?2 WHERE owner_id = ?1",
-                params![owner.0, eager],
-            )
+            .execute(sql::SET_EAGER_SHARING.sqlite(), params![owner.0, eager])
             .map_err(db_err)?;
         if changed == 0 {
             return Err(StoreError::NotFound(format!("owner {}", owner.0)));
@@ -390,7 +381,7 @@ impl Directory for SqliteStore {
         self.write(|tx, _| {
             let tx = tx.conn()?;
             let existing: std::collections::HashSet<(String, String)> = tx
-                .prepare_cached("SELECT kind, slug FROM vocabulary")
+                .prepare_cached(sql::VOCABULARY_TAGS.sqlite())
                 .map_err(db_err)?
                 .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
                 .map_err(db_err)?
@@ -424,9 +415,7 @@ impl Directory for SqliteStore {
                     .map_err(db_err)?;
             }
             tx.execute(
-                "INSERT INTO vocabulary_state (id, digest, entries, built_at) VALUES (1, ?1, ?2, ?3)
-                 ON CONFLICT (id) DO UPDATE
-                 SET digest = excluded.digest, entries = excluded.entries, built_at = excluded.built_at",
+                sql::SAVE_VOCABULARY_STATE.sqlite(),
                 params![replacement.digest, replacement.wanted.len() as i64, now],
             )
             .map_err(db_err)?;
@@ -437,11 +426,7 @@ impl Directory for SqliteStore {
     fn save_server_health(&self, saved_at: Millis, body: &str) -> Result<()> {
         self.write(|tx, _| {
             tx.conn()?
-                .execute(
-                    "INSERT INTO server_health (id, saved_at, body) VALUES (1, ?1, ?2)
-                 ON CONFLICT (id) DO UPDATE SET saved_at = excluded.saved_at, body = excluded.body",
-                    params![saved_at, body],
-                )
+                .execute(sql::SAVE_SERVER_HEALTH.sqlite(), params![saved_at, body])
                 .map_err(db_err)?;
             Ok(())
         })
@@ -451,11 +436,9 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         inner
             .conn
-            .query_row(
-                "SELECT saved_at, body FROM server_health WHERE id = 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            .query_row(sql::SERVER_HEALTH.sqlite(), [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
             .optional()
             .map_err(db_err)
     }
@@ -500,8 +483,7 @@ impl Directory for SqliteStore {
         inner
             .conn
             .execute(
-                "UPDATE runner_tokens SET revoked_at = ?3
-                 WHERE owner_id = ?1 AND agent_id = ?2 AND revoked_at IS NULL",
+                sql::REVOKE_RUNNER_TOKENS.sqlite(),
                 params![owner.0, agent.0, now],
             )
             .map_err(db_err)
@@ -523,9 +505,7 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         inner
             .conn
-            .prepare_cached(
-                "SELECT 1 FROM operator_tokens WHERE token_hash = ?1 AND revoked_at IS NULL",
-            )
+            .prepare_cached(sql::OPERATOR_TOKEN_VALID.sqlite())
             .map_err(db_err)?
             .query_row([token_hash], |_| Ok(()))
             .optional()
@@ -537,9 +517,7 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         let mut statement = inner
             .conn
-            .prepare(
-                "SELECT token_id, created_at, revoked_at FROM operator_tokens ORDER BY token_id",
-            )
+            .prepare(sql::OPERATOR_TOKENS.sqlite())
             .map_err(db_err)?;
         statement
             .query_map([], operator_token_from)
@@ -599,10 +577,7 @@ impl Directory for SqliteStore {
         // Expired sessions are swept whenever a new one starts.
         inner
             .conn
-            .execute(
-                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND expires_at <= ?2",
-                params![owner.0, now],
-            )
+            .execute(sql::DROP_EXPIRED_SESSIONS.sqlite(), params![owner.0, now])
             .map_err(db_err)?;
         let inserted = inner
             .conn
@@ -622,10 +597,7 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         inner
             .conn
-            .prepare_cached(
-                "SELECT owner_id, csrf_token, expires_at FROM dashboard_sessions
-                 WHERE session_hash = ?1 AND expires_at > ?2",
-            )
+            .prepare_cached(sql::LIVE_SESSION.sqlite())
             .map_err(db_err)?
             .query_row(params![session_hash, now], |r| {
                 Ok(Session {
@@ -642,10 +614,7 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         inner
             .conn
-            .execute(
-                "DELETE FROM dashboard_sessions WHERE owner_id = ?1 AND session_hash = ?2",
-                params![owner.0, session_hash],
-            )
+            .execute(sql::END_SESSION.sqlite(), params![owner.0, session_hash])
             .map_err(db_err)?;
         Ok(())
     }

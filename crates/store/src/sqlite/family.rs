@@ -1,6 +1,7 @@
 //! What a family shares on SQLite: the shared skills as siblings see them, how siblings use one
 //! skill, the sharing changes, the lessons of the lab logs and the family's reuse of its skills.
 
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{FamilySharing, LessonsChange, NewLesson, rules};
 use std::collections::HashMap;
 
@@ -64,7 +65,7 @@ impl FamilySharing for SqliteStore {
         let inner = self.lock();
         let conn = &inner.conn;
         let author: Option<i64> = conn
-            .prepare_cached("SELECT agent_id FROM skills WHERE owner_id = ?1 AND skill_id = ?2")
+            .prepare_cached(sql::SKILL_AGENT.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, skill.0], |r| r.get(0))
             .optional()
@@ -136,12 +137,7 @@ impl FamilySharing for SqliteStore {
         let inner = self.lock();
         let mut statement = inner
             .conn
-            .prepare_cached(
-                "SELECT e.skill_id, s.agent_name || '/' || s.name, e.kind, e.version_number, e.reason, e.at
-                 FROM sharing_events e JOIN skills s ON s.skill_id = e.skill_id AND s.owner_id = e.owner_id
-                 WHERE e.owner_id = ?1 AND e.agent_id = ?2 AND e.at >= ?3
-                 ORDER BY e.at, e.sharing_event_id",
-            )
+            .prepare_cached(sql::SHARING_CHANGES.sqlite())
             .map_err(db_err)?;
         let changes = statement
             .query_map(params![owner.0, agent.0, since], |r| {
@@ -165,12 +161,7 @@ impl FamilySharing for SqliteStore {
         let inner = self.lock();
         let mut statement = inner
             .conn
-            .prepare_cached(
-                "SELECT l.agent_id, a.name, l.text, l.line, l.first_seen_at
-                 FROM lessons l JOIN agents a ON a.agent_id = l.agent_id AND a.owner_id = l.owner_id
-                 WHERE l.owner_id = ?1
-                 ORDER BY l.first_seen_at DESC, l.line DESC, l.lesson_id DESC",
-            )
+            .prepare_cached(sql::LESSONS.sqlite())
             .map_err(db_err)?;
         let lessons = statement
             .query_map(params![owner.0], |r| {

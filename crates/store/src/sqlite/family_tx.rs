@@ -17,6 +17,7 @@ use crate::rules::{
     FamilyTx, NewLessonRow, NewVersion, Rescore, ShareCandidate, SharingEvent, SkillForChange,
     UseInsert, VersionRow,
 };
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{
     Agent, AgentId, Millis, NewSnippetUse, NewUse, OwnerId, Result, Skill, SkillHeader, SkillId,
     Snippet, StoreError, Version, VersionId,
@@ -255,7 +256,7 @@ impl FamilyTx for SqliteTx<'_> {
     fn revive_skill(&mut self, owner: OwnerId, skill: SkillId, agent: AgentId) -> Result<()> {
         self.conn()?
             .execute(
-                "UPDATE skills SET deleted_at = NULL, agent_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+                sql::REVIVE_SKILL.sqlite(),
                 params![owner.0, skill.0, agent.0],
             )
             .map_err(db_err)?;
@@ -287,9 +288,7 @@ impl FamilyTx for SqliteTx<'_> {
         version: VersionId,
     ) -> Result<()> {
         self.conn()?
-            .prepare_cached(
-                "UPDATE skills SET current_version_id = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
-            )
+            .prepare_cached(sql::SET_CURRENT_VERSION.sqlite())
             .map_err(db_err)?
             .execute(params![owner.0, skill.0, version.0])
             .map_err(db_err)?;
@@ -313,20 +312,17 @@ impl FamilyTx for SqliteTx<'_> {
     fn set_skill_tags(&mut self, owner: OwnerId, skill: SkillId, tags: &[String]) -> Result<()> {
         self.conn()?
             .execute(
-                "UPDATE skills SET tags = ?3 WHERE owner_id = ?1 AND skill_id = ?2",
+                sql::SET_SKILL_TAGS.sqlite(),
                 params![owner.0, skill.0, tags.join("\n")],
             )
             .map_err(db_err)?;
         self.conn()?
-            .execute(
-                "DELETE FROM skill_tags WHERE owner_id = ?1 AND skill_id = ?2",
-                params![owner.0, skill.0],
-            )
+            .execute(sql::CLEAR_SKILL_TAGS.sqlite(), params![owner.0, skill.0])
             .map_err(db_err)?;
         for tag in tags {
             self.conn()?
                 .execute(
-                    "INSERT INTO skill_tags (owner_id, skill_id, tag) VALUES (?1, ?2, ?3)",
+                    sql::INSERT_SKILL_TAG.sqlite(),
                     params![owner.0, skill.0, tag],
                 )
                 .map_err(db_err)?;
@@ -342,11 +338,7 @@ impl FamilyTx for SqliteTx<'_> {
         file_digest: Option<&str>,
     ) -> Result<()> {
         self.conn()?
-            .prepare_cached(
-                "UPDATE skills SET header = ?3, goal = ?4, preconditions = ?5, params = ?6, result = ?7,
-                        from_skill = ?8, topics = ?9, file_digest = COALESCE(?10, file_digest)
-                 WHERE owner_id = ?1 AND skill_id = ?2",
-            )
+            .prepare_cached(sql::SET_HEADER.sqlite())
             .map_err(db_err)?
             .execute(params![
                 owner.0,
@@ -368,8 +360,7 @@ impl FamilyTx for SqliteTx<'_> {
         let changed = self
             .conn()?
             .execute(
-                "UPDATE skills SET deleted_at = ?3, file_digest = NULL
-                 WHERE owner_id = ?1 AND skill_id = ?2 AND deleted_at IS NULL",
+                sql::MARK_SKILL_GONE.sqlite(),
                 params![owner.0, skill.0, now],
             )
             .map_err(db_err)?;
@@ -399,7 +390,7 @@ impl FamilyTx for SqliteTx<'_> {
     fn next_version_number(&mut self, owner: OwnerId, skill: SkillId) -> Result<i64> {
         self.conn()?
             .query_row(
-                "SELECT COALESCE(MAX(number), 0) + 1 FROM versions WHERE owner_id = ?1 AND skill_id = ?2",
+                sql::NEXT_VERSION_NUMBER.sqlite(),
                 params![owner.0, skill.0],
                 |r| r.get(0),
             )
@@ -566,12 +557,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn sharing_state(&mut self, owner: OwnerId, skill: SkillId) -> Result<SharingState> {
         self.conn()?
-            .prepare_cached(
-                "SELECT s.header = 'skill' AND s.deleted_at IS NULL,
-                        (SELECT MAX(v.number) FROM versions v
-                          WHERE v.owner_id = s.owner_id AND v.skill_id = s.skill_id AND v.shared_at IS NOT NULL)
-                 FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2",
-            )
+            .prepare_cached(sql::SHARING_STATE.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, skill.0], |r| {
                 let headed: bool = r.get(0)?;
@@ -592,14 +578,7 @@ impl FamilyTx for SqliteTx<'_> {
         skill: SkillId,
     ) -> Result<Option<ShareCandidate>> {
         self.conn()?
-            .prepare_cached(
-                "SELECT v.version_id, v.uses, v.score, o.eager_sharing
-                 FROM skills s
-                 JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-                 JOIN owners o ON o.owner_id = s.owner_id
-                 WHERE s.owner_id = ?1 AND s.skill_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
-                   AND v.shared_at IS NULL",
-            )
+            .prepare_cached(sql::SHARE_CANDIDATE.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, skill.0], |r| {
                 Ok(ShareCandidate {
@@ -620,9 +599,7 @@ impl FamilyTx for SqliteTx<'_> {
         at: Millis,
     ) -> Result<()> {
         self.conn()?
-            .prepare_cached(
-                "UPDATE versions SET shared_at = ?3 WHERE owner_id = ?1 AND version_id = ?2",
-            )
+            .prepare_cached(sql::MARK_VERSION_SHARED.sqlite())
             .map_err(db_err)?
             .execute(params![owner.0, version.0, at])
             .map_err(db_err)?;
@@ -637,13 +614,7 @@ impl FamilyTx for SqliteTx<'_> {
         score: f64,
     ) -> Result<Vec<SkillId>> {
         self.conn()?
-            .prepare_cached(
-                "SELECT s.skill_id FROM skills s
-                 JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-                 WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.header = 'skill' AND s.deleted_at IS NULL
-                   AND v.shared_at IS NULL AND v.uses >= ?3 AND v.score >= ?4
-                 ORDER BY s.skill_id",
-            )
+            .prepare_cached(sql::UNSHARED_SKILLS_ABOVE.sqlite())
             .map_err(db_err)?
             .query_map(params![owner.0, agent.0, runs, score], |r| {
                 r.get(0).map(SkillId)
@@ -659,12 +630,7 @@ impl FamilyTx for SqliteTx<'_> {
         skill: SkillId,
     ) -> Result<SkillForChange> {
         self.conn()?
-            .prepare_cached(
-                "SELECT s.agent_id, s.agent_name || '/' || s.name, s.header, s.deleted_at IS NOT NULL,
-                        v.number, v.uses, v.score
-                 FROM skills s LEFT JOIN versions v ON v.version_id = s.current_version_id AND v.owner_id = s.owner_id
-                 WHERE s.owner_id = ?1 AND s.skill_id = ?2",
-            )
+            .prepare_cached(sql::SKILL_FOR_SHARING_CHANGE.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, skill.0], |r| {
                 let number: Option<i64> = r.get(4)?;
@@ -684,10 +650,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn log_sharing_change(&mut self, owner: OwnerId, change: &SharingEvent<'_>) -> Result<()> {
         self.conn()?
-            .prepare_cached(
-                "INSERT INTO sharing_events (owner_id, skill_id, agent_id, version_number, kind, reason, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-            )
+            .prepare_cached(sql::LOG_SHARING_CHANGE.sqlite())
             .map_err(db_err)?
             .execute(params![
                 owner.0,
@@ -705,7 +668,7 @@ impl FamilyTx for SqliteTx<'_> {
     fn snippet_of_event(&mut self, owner: OwnerId, event_id: &str) -> Result<Option<i64>> {
         self.conn()?
             .query_row(
-                "SELECT snippet_id FROM snippet_uses WHERE owner_id = ?1 AND event_id = ?2",
+                sql::SNIPPET_OF_EVENT.sqlite(),
                 params![owner.0, event_id],
                 |r| r.get(0),
             )
@@ -721,7 +684,7 @@ impl FamilyTx for SqliteTx<'_> {
     ) -> Result<Option<i64>> {
         self.conn()?
             .query_row(
-                "SELECT snippet_id FROM snippets WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                sql::SNIPPET_WITH_DIGEST.sqlite(),
                 params![owner.0, agent.0, digest],
                 |r| r.get(0),
             )
@@ -761,10 +724,7 @@ impl FamilyTx for SqliteTx<'_> {
         let outcome = &new_use.outcome;
         self.conn()?
             .execute(
-                "INSERT INTO snippet_uses (owner_id, snippet_id, agent_id, at, ok, duration_ms, xp, items,
-                                           goal_progress, deaths, stuck, items_lost, output, event_id, recorded_at,
-                                           failure, unmeasured)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?4, ?15, ?16)",
+                sql::INSERT_SNIPPET_USE.sqlite(),
                 params![
                     owner.0,
                     snippet,
@@ -809,9 +769,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn lessons_of(&mut self, owner: OwnerId, agent: AgentId) -> Result<Vec<(String, String)>> {
         self.conn()?
-            .prepare_cached(
-                "SELECT digest, text FROM lessons WHERE owner_id = ?1 AND agent_id = ?2",
-            )
+            .prepare_cached(sql::AGENT_LESSON_DIGESTS.sqlite())
             .map_err(db_err)?
             .query_map(params![owner.0, agent.0], |r| Ok((r.get(0)?, r.get(1)?)))
             .map_err(db_err)?
@@ -822,7 +780,7 @@ impl FamilyTx for SqliteTx<'_> {
     fn delete_lesson(&mut self, owner: OwnerId, agent: AgentId, digest: &str) -> Result<()> {
         self.conn()?
             .execute(
-                "DELETE FROM lessons WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                sql::DELETE_LESSON.sqlite(),
                 params![owner.0, agent.0, digest],
             )
             .map_err(db_err)?;
@@ -838,7 +796,7 @@ impl FamilyTx for SqliteTx<'_> {
     ) -> Result<()> {
         self.conn()?
             .execute(
-                "UPDATE lessons SET line = ?4 WHERE owner_id = ?1 AND agent_id = ?2 AND digest = ?3",
+                sql::SET_LESSON_LINE.sqlite(),
                 params![owner.0, agent.0, digest, line],
             )
             .map_err(db_err)?;
@@ -853,8 +811,7 @@ impl FamilyTx for SqliteTx<'_> {
     ) -> Result<()> {
         self.conn()?
             .execute(
-                "INSERT INTO lessons (owner_id, agent_id, digest, text, line, first_seen_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                sql::INSERT_LESSON.sqlite(),
                 params![
                     owner.0,
                     agent.0,
@@ -872,7 +829,7 @@ impl FamilyTx for SqliteTx<'_> {
         let count: i64 = self
             .conn()?
             .query_row(
-                "SELECT COUNT(*) FROM skills WHERE owner_id = ?1 AND agent_id = ?2",
+                sql::AGENT_SKILL_COUNT.sqlite(),
                 params![owner.0, agent.0],
                 |r| r.get(0),
             )

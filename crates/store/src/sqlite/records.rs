@@ -1,6 +1,7 @@
 //! A family's skills, versions, uses and snippets on SQLite: looking them up, and an agent's
 //! inline snippets with the suggestions made from them. Recording is a rule (`crate::rules`).
 
+use crate::sqlite_and_postgres_sql as sql;
 use crate::{Recording, SkillRecords};
 use std::collections::HashMap;
 
@@ -243,10 +244,7 @@ pub(super) fn unrecorded_since(
     let inner = store.lock();
     let mut statement = inner
         .conn
-        .prepare_cached(
-            "SELECT event_id, at, reason, detail, output FROM unrecorded_calls
-             WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 ORDER BY at, event_id",
-        )
+        .prepare_cached(sql::UNRECORDED_SINCE.sqlite())
         .map_err(db_err)?;
     let rows = statement
         .query_map(params![owner.0, agent.0, since], |r| {
@@ -371,11 +369,7 @@ impl SkillRecords for SqliteStore {
         let inner = self.lock();
         inner
             .conn
-            .query_row(
-                "SELECT COUNT(*) FROM uses WHERE owner_id = ?1",
-                [owner.0],
-                |r| r.get(0),
-            )
+            .query_row(sql::USE_COUNT.sqlite(), [owner.0], |r| r.get(0))
             .map_err(db_err)
     }
 
@@ -419,10 +413,7 @@ impl SkillRecords for SqliteStore {
         let inner = self.lock();
         let mut statement = inner
             .conn
-            .prepare_cached(
-                "SELECT group_key, suggested_runs FROM snippet_suggestions
-                 WHERE owner_id = ?1 AND agent_id = ?2 AND suggested_at >= ?3",
-            )
+            .prepare_cached(sql::SNIPPET_SUGGESTIONS.sqlite())
             .map_err(db_err)?;
         let rows = statement
             .query_map(params![owner.0, agent.0, since], |r| {
@@ -463,21 +454,12 @@ impl SkillRecords for SqliteStore {
     ) -> Result<Vec<(String, i64)>> {
         let inner = self.lock_reading_uses();
         let (sql, id, since) = match scope {
-            UnmeasuredScope::AgentSince(agent, since) => (
-                "SELECT unmeasured, count(*) FROM uses
-                 WHERE owner_id = ?1 AND agent_id = ?2 AND at >= ?3 AND unmeasured IS NOT NULL
-                 GROUP BY unmeasured ORDER BY count(*) DESC, unmeasured",
-                agent.0,
-                since,
-            ),
-            UnmeasuredScope::Skill(skill) => (
-                "SELECT u.unmeasured, count(*) FROM uses u
-                 JOIN versions v ON v.owner_id = u.owner_id AND v.version_id = u.version_id
-                 WHERE u.owner_id = ?1 AND v.skill_id = ?2 AND u.at >= ?3 AND u.unmeasured IS NOT NULL
-                 GROUP BY u.unmeasured ORDER BY count(*) DESC, u.unmeasured",
-                skill.0,
-                Millis::MIN,
-            ),
+            UnmeasuredScope::AgentSince(agent, since) => {
+                (sql::UNMEASURED_RUNS_OF_AGENT.sqlite(), agent.0, since)
+            }
+            UnmeasuredScope::Skill(skill) => {
+                (sql::UNMEASURED_RUNS_OF_SKILL.sqlite(), skill.0, Millis::MIN)
+            }
         };
         inner
             .conn

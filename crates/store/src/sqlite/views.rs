@@ -4,6 +4,7 @@
 
 use super::SqliteStore;
 use crate::RunViews;
+use crate::sqlite_and_postgres_sql as sql;
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use crate::common::parse_map;
@@ -163,11 +164,7 @@ pub(crate) fn gone_skills(
     agent: AgentId,
 ) -> Result<Vec<SkillId>> {
     let mut statement = conn
-        .prepare_cached(
-            "SELECT s.skill_id FROM skills s
-             WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.deleted_at IS NOT NULL
-             ORDER BY s.deleted_at DESC, s.skill_id DESC",
-        )
+        .prepare_cached(sql::GONE_SKILLS.sqlite())
         .map_err(read_err)?;
     statement
         .query_map(params![owner.0, agent.0], |r| Ok(SkillId(r.get(0)?)))

@@ -108,3 +108,110 @@ pub trait Recording {
     /// read tells a process whether the vocabulary it compiled is still current.
     fn vocabulary_digest(&self) -> Result<Option<String>>;
 }
+
+/// A backend's store, which records each operation on its own through an access of its own (the
+/// same code a write group's handle runs, in a transaction of the operation's own).
+pub(crate) trait RecordsAlone {
+    type Access<'a>: Recording
+    where
+        Self: 'a;
+
+    fn alone(&self) -> Self::Access<'_>;
+}
+
+/// Every backend's store records through its own access: written once here for both.
+impl<T: RecordsAlone> Recording for T {
+    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
+        self.alone().agent_by_name(name)
+    }
+
+    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
+        self.alone().skill_at_path(owner, agent, path)
+    }
+
+    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
+        self.alone().skill_by_name(owner, agent_name, name)
+    }
+
+    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
+        self.alone().versions_with_digest(owner, digest)
+    }
+
+    fn match_script(
+        &self,
+        owner: OwnerId,
+        snapshot: &ScriptSnapshot,
+        now: Millis,
+    ) -> Result<Matched> {
+        self.alone().match_script(owner, snapshot, now)
+    }
+
+    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
+        self.alone().record_use(owner, new_use)
+    }
+
+    fn record_snippet_use(
+        &self,
+        owner: OwnerId,
+        new_use: &NewSnippetUse,
+    ) -> Result<RecordedSnippetUse> {
+        self.alone().record_snippet_use(owner, new_use)
+    }
+
+    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
+        self.alone().versions(owner, skill)
+    }
+
+    fn recent_outputs_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        after: Option<Millis>,
+        before: Millis,
+        limit: usize,
+    ) -> Result<Vec<String>> {
+        self.alone()
+            .recent_outputs_since(owner, agent, after, before, limit)
+    }
+
+    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {
+        self.alone().newest_output_at(owner, agent)
+    }
+
+    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
+        self.alone().note_unrecorded(owner, call)
+    }
+
+    fn unrecorded_since(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        since: Millis,
+    ) -> Result<Vec<UnrecordedCall>> {
+        self.alone().unrecorded_since(owner, agent, since)
+    }
+
+    fn save_avatar_state(
+        &self,
+        owner: OwnerId,
+        agent: AgentId,
+        state: &str,
+        standing: Option<Standing>,
+        reported_at: Millis,
+    ) -> Result<()> {
+        self.alone()
+            .save_avatar_state(owner, agent, state, standing, reported_at)
+    }
+
+    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
+        self.alone().avatar_state(owner, agent)
+    }
+
+    fn vocabulary(&self) -> Result<Vec<VocabularyEntry>> {
+        self.alone().vocabulary()
+    }
+
+    fn vocabulary_digest(&self) -> Result<Option<String>> {
+        self.alone().vocabulary_digest()
+    }
+}

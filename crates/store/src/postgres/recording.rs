@@ -12,6 +12,7 @@ use crate::{
 
 use super::conn::Tx;
 use super::{Group, PgResult, PgStore, Scope, directory, records};
+use crate::recording::RecordsAlone;
 
 /// Where an open write group's state waits between two pieces of its work: taken out by the
 /// piece that runs, put back when it ends.
@@ -22,7 +23,7 @@ pub(super) type GroupSlot = RefCell<Option<Group>>;
 /// [`Store::write_group`](crate::Store::write_group) gives its work), joining the group's
 /// transaction when the group holds the work's family (or the work only reads).
 #[derive(Clone, Copy)]
-pub(super) struct Access<'s> {
+pub(crate) struct Access<'s> {
     store: &'s PgStore,
     group: Option<&'s GroupSlot>,
 }
@@ -268,109 +269,10 @@ impl Recording for Access<'_> {
 }
 
 /// The store's own recording: each operation on its own.
-impl Recording for PgStore {
-    fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        Access::alone(self).agent_by_name(name)
-    }
+impl RecordsAlone for PgStore {
+    type Access<'a> = Access<'a>;
 
-    fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
-        Access::alone(self).skill_at_path(owner, agent, path)
-    }
-
-    fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
-        Access::alone(self).skill_by_name(owner, agent_name, name)
-    }
-
-    fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
-        Access::alone(self).versions_with_digest(owner, digest)
-    }
-
-    fn match_script(
-        &self,
-        owner: OwnerId,
-        snapshot: &ScriptSnapshot,
-        now: Millis,
-    ) -> Result<Matched> {
-        Access::alone(self).match_script(owner, snapshot, now)
-    }
-
-    fn record_use(&self, owner: OwnerId, new_use: &NewUse) -> Result<RecordedUse> {
-        Access::alone(self).record_use(owner, new_use)
-    }
-
-    fn expects_uses(&self) -> bool {
-        Access::alone(self).expects_uses()
-    }
-
-    fn expect_uses(
-        &self,
-        owner: OwnerId,
-        event_ids: &[&str],
-        versions: &[VersionId],
-    ) -> Result<()> {
-        Access::alone(self).expect_uses(owner, event_ids, versions)
-    }
-
-    fn record_snippet_use(
-        &self,
-        owner: OwnerId,
-        new_use: &NewSnippetUse,
-    ) -> Result<RecordedSnippetUse> {
-        Access::alone(self).record_snippet_use(owner, new_use)
-    }
-
-    fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
-        Access::alone(self).versions(owner, skill)
-    }
-
-    fn recent_outputs_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        after: Option<Millis>,
-        before: Millis,
-        limit: usize,
-    ) -> Result<Vec<String>> {
-        Access::alone(self).recent_outputs_since(owner, agent, after, before, limit)
-    }
-
-    fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {
-        Access::alone(self).newest_output_at(owner, agent)
-    }
-
-    fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
-        Access::alone(self).note_unrecorded(owner, call)
-    }
-
-    fn unrecorded_since(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        since: Millis,
-    ) -> Result<Vec<UnrecordedCall>> {
-        Access::alone(self).unrecorded_since(owner, agent, since)
-    }
-
-    fn save_avatar_state(
-        &self,
-        owner: OwnerId,
-        agent: AgentId,
-        state: &str,
-        standing: Option<Standing>,
-        reported_at: Millis,
-    ) -> Result<()> {
-        Access::alone(self).save_avatar_state(owner, agent, state, standing, reported_at)
-    }
-
-    fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
-        Access::alone(self).avatar_state(owner, agent)
-    }
-
-    fn vocabulary(&self) -> Result<Vec<VocabularyEntry>> {
-        Access::alone(self).vocabulary()
-    }
-
-    fn vocabulary_digest(&self) -> Result<Option<String>> {
-        Access::alone(self).vocabulary_digest()
+    fn alone(&self) -> Access<'_> {
+        Access::alone(self)
     }
 }

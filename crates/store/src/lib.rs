@@ -23,6 +23,7 @@ mod common;
 mod copy;
 mod directory;
 mod family_sharing;
+mod group_work;
 mod postgres;
 mod recording;
 mod rules;

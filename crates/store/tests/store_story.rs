@@ -37,6 +37,7 @@ support::on_every_backend! {
     two_handles_write_groups_in_turn_each_see_the_other_s_uses,
     uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time,
     a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing,
+    the_store_used_directly_inside_a_group_s_work_panics_instead_of_waiting_for_ever,
     a_group_reads_its_own_uses_and_knows_their_event_ids_before_they_are_written,
     another_thread_never_sees_a_group_s_writes_before_its_commit,
     a_library_from_a_newer_mindrune_is_refused_with_a_clear_error,
@@ -763,6 +764,45 @@ fn uses_recorded_in_write_groups_score_and_share_exactly_as_one_at_a_time(backen
     assert!(grouped.store.audit(grouped.owner).unwrap().is_empty());
     assert!(grouped.store.audit(other_owner).unwrap().is_empty());
     grouped.store.assert_integrity_ok();
+}
+
+/// Inside a write group's work only the group's handle may be used: the store itself would
+/// wait for the very group its caller runs (SQLite's connection, PostgreSQL's family lock). It
+/// says so at once instead of hanging, and the group stores nothing.
+fn the_store_used_directly_inside_a_group_s_work_panics_instead_of_waiting_for_ever(
+    backend: Backend,
+) {
+    let f = family(backend);
+    let v1 = f
+        .store
+        .match_script(f.owner, &snapshot(f.buzz, "buzz", "chop", "a();"), 1)
+        .unwrap()
+        .version
+        .id;
+    let store: &dyn Store = &*f.store;
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        store.write_group(&[f.owner], &mut |group| {
+            group.record_use(f.owner, &clean_run(v1, f.buzz, 100))?;
+            store.record_use(f.owner, &clean_run(v1, f.buzz, 101))?;
+            Ok(())
+        })
+    }));
+    let panic = outcome.expect_err("a direct use inside the group must not go through");
+    let message = panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or_default();
+    assert!(
+        message.contains("do the work through the group's handle"),
+        "{message}"
+    );
+    // The group rolled back, and the store works as before.
+    assert_eq!(f.store.version(f.owner, v1).unwrap().uses, 0);
+    f.store
+        .record_use(f.owner, &clean_run(v1, f.buzz, 102))
+        .unwrap();
+    assert_eq!(f.store.version(f.owner, v1).unwrap().uses, 1);
 }
 
 fn a_refused_write_leaves_its_group_and_a_failed_group_stores_nothing(backend: Backend) {

@@ -467,6 +467,7 @@ impl PgStore {
         begin: Option<&str>,
         mut work: impl FnMut(&mut Tx<'_>) -> PgResult<T>,
     ) -> Result<T> {
+        crate::group_work::refuse_inside_group_work();
         let mut conn = self.connection()?;
         let mut attempt = 0;
         let mut reconnected = false;
@@ -565,7 +566,10 @@ impl PgStore {
             writes: GroupWrites::default(),
         }));
         let ended = PgGroupEnd { slot: &slot };
-        let outcome = work(&Access::group(self, &slot));
+        let outcome = {
+            let _work = crate::group_work::GroupWork::begin();
+            work(&Access::group(self, &slot))
+        };
         let Some(mut group) = ended.take() else {
             return Err(StoreError::Database(
                 "the write group's connection was lost; nothing of the batch was stored".into(),

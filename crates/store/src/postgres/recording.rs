@@ -51,7 +51,14 @@ impl<'s> Access<'s> {
     ) -> Result<T> {
         match self.take_group(Scope::Family(owner)) {
             Some(group) => self.in_group(group, work),
-            None => self.store.write(owner, work),
+            None => {
+                // Through a group's handle, a write for a family the group does not hold runs
+                // beside it, on its own; the store's own access is refused inside group work.
+                let _beside = self
+                    .group
+                    .map(|_| crate::group_work::GroupWork::handle_runs_alone());
+                self.store.write(owner, work)
+            }
         }
     }
 

@@ -457,6 +457,7 @@ impl SqliteStore {
     /// keeps its row itself and knows what waits): a group's waiting writes stay waiting, and
     /// the rows kept stay good.
     fn lock_keeping_rows(&self) -> MutexGuard<'_, Inner> {
+        crate::group_work::refuse_inside_group_work();
         let mut guard = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         while guard.group {
             guard = self
@@ -592,7 +593,10 @@ impl Store for SqliteStore {
                 guard.group_data_version = Some(data_version);
             }
             drop(guard);
-            work(&Access::group(self))?;
+            {
+                let _work = crate::group_work::GroupWork::begin();
+                work(&Access::group(self))?;
+            }
             let mut guard = self.group_guard();
             if guard.group_lost.is_none() {
                 Self::write_waiting(&mut guard, |waiting, conn| waiting.write(conn));

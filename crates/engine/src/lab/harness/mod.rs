@@ -21,6 +21,7 @@ pub(crate) mod cli_tool;
 pub mod javascript;
 pub(crate) mod packet_inputs;
 mod packets;
+mod result_contract;
 mod run;
 pub(crate) mod scratch;
 mod web;

@@ -24,7 +24,7 @@ use super::harness::{
     CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, PacketCatalog,
     declared_cases, run_harness,
 };
-use super::inspect::inspect_workspace;
+use super::inspect::{inspect_workspace, load_nested};
 use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 
 /// How deep a harness may nest another apply (a skill-lab fixture that builds a package whose
@@ -402,6 +402,7 @@ pub fn validate_package(
         &snapshot.files,
         &dir.display().to_string(),
         &packets,
+        &load_nested,
     );
     let safe = inspection
         .pointer("/capabilities/execution")

@@ -13,6 +13,10 @@
 //! * a `skill:` step whose child runner declares `outputs` (a graph child: a `result_from`),
 //!   whose step `artifacts` declare so, or, with no step `artifacts`, whose child runner's
 //!   `artifacts` do.
+//!
+//! A sibling graph runner (`skill: .`) is judged first, at its own node path
+//! (`entry.<step>.<its step>`). A child package in another folder is not read here: the
+//! harness does not replay nested packages and fails such a step as unsupported.
 
 use serde_json::{Map, Value};
 
@@ -22,7 +26,40 @@ const TOOLS_WITHOUT_ARTIFACTS: [&str; 2] = ["evidence.index_sources", "evidence.
 /// Runx's refusal of the first result producer of `graph` without a semantic output contract,
 /// in Runx's words; `runners` are the package's runners (for `skill: .` steps).
 pub(super) fn refusal(graph: &Value, runners: Option<&Map<String, Value>>) -> Option<String> {
+    let mut expanding = Vec::new();
+    graph_refusal(graph, runners, "entry", &mut expanding)
+}
+
+/// [`refusal`] of the graph at `node` (Runx's node path). As Runx expands the steps first, a
+/// sibling graph runner a step names is judged (at `<node>.<step>`) before this graph's
+/// producers; `expanding` holds the sibling runners being judged, so a cycle ends.
+fn graph_refusal(
+    graph: &Value,
+    runners: Option<&Map<String, Value>>,
+    node: &str,
+    expanding: &mut Vec<String>,
+) -> Option<String> {
     let steps = graph.get("steps").and_then(Value::as_array)?;
+    for step in steps {
+        let (Some(id), Some(child)) = (
+            step.get("id").and_then(Value::as_str),
+            sibling_runner(step, runners),
+        ) else {
+            continue;
+        };
+        let name = step.get("runner").and_then(Value::as_str).unwrap_or("");
+        if expanding.iter().any(|runner| runner == name) {
+            continue;
+        }
+        if let Some(child_graph) = child.get("graph") {
+            expanding.push(name.to_owned());
+            let refused = graph_refusal(child_graph, runners, &format!("{node}.{id}"), expanding);
+            expanding.pop();
+            if refused.is_some() {
+                return refused;
+            }
+        }
+    }
     let result_from = graph.get("result_from").and_then(Value::as_array)?;
     result_from
         .iter()
@@ -35,10 +72,18 @@ pub(super) fn refusal(graph: &Value, runners: Option<&Map<String, Value>>) -> Op
         })
         .map(|id| {
             format!(
-                "graph result producer 'entry.{id}' declares no semantic output contract; add \
+                "graph result producer '{node}.{id}' declares no semantic output contract; add \
                  run.outputs or artifacts.wrap_as/named_emits before execution"
             )
         })
+}
+
+/// The sibling runner a `skill: .` step names.
+fn sibling_runner<'r>(step: &Value, runners: Option<&'r Map<String, Value>>) -> Option<&'r Value> {
+    (step.get("skill").and_then(Value::as_str) == Some("."))
+        .then(|| step.get("runner").and_then(Value::as_str))
+        .flatten()
+        .and_then(|name| runners?.get(name))
 }
 
 /// Runx's `declares_output_contract`: non-empty `outputs`, or artifacts with a `wrap_as` or
@@ -78,12 +123,8 @@ fn declares_result(step: &Value, runners: Option<&Map<String, Value>>) -> bool {
         return step_artifact_output
             || (!present(artifacts) && !TOOLS_WITHOUT_ARTIFACTS.contains(&tool));
     }
-    if let Some(skill) = step.get("skill").and_then(Value::as_str) {
-        let child = (skill == ".")
-            .then(|| step.get("runner").and_then(Value::as_str))
-            .flatten()
-            .and_then(|name| runners?.get(name));
-        let Some(child) = child else {
+    if step.get("skill").is_some() {
+        let Some(child) = sibling_runner(step, runners) else {
             // A child package outside this one is not replayed by the harness (it fails the
             // step as unsupported), so its contract is not judged here.
             return true;
@@ -111,6 +152,28 @@ mod tests {
 
     fn graph(step: serde_json::Value) -> serde_json::Value {
         json!({ "result_from": ["s"], "steps": [step] })
+    }
+
+    #[test]
+    fn a_sibling_graph_runner_is_judged_first_at_its_node_path() {
+        // runx-cli 0.8.2 (3c8315b9), by hand: `graph result producer 'entry.sub.deep' …`.
+        let runners = json!({
+            "inner": { "type": "graph", "graph": { "result_from": ["deep"], "steps": [
+                { "id": "deep", "run": { "type": "agent-task", "agent": "a", "task": "t" } },
+            ] } },
+            "loop": { "type": "graph", "graph": { "result_from": ["again"], "steps": [
+                { "id": "again", "skill": ".", "runner": "loop" },
+            ] } },
+        });
+        let step = json!({ "id": "sub", "skill": ".", "runner": "inner" });
+        let refused = refusal(&graph(step), runners.as_object()).unwrap();
+        assert!(
+            refused.starts_with("graph result producer 'entry.sub.deep' declares"),
+            "{refused}"
+        );
+        // A runner naming itself ends instead of recursing forever.
+        let step = json!({ "id": "s", "skill": ".", "runner": "loop" });
+        assert_eq!(refusal(&graph(step), runners.as_object()), None);
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! Before a graph runs, Runx refuses one whose `result_from` names a step declaring no
 //! semantic output contract (`runx-runtime/src/execution/operator_context.rs`,
 //! `validate_graph_result_contracts`): an inline source without `outputs`, a tool whose
-//! contract emits no artifact, a sibling runner without `outputs`, unless the step's
-//! `artifacts` has a `wrap_as` or `named_emits`; an approval is a result. At load, an inline
+//! contract emits no artifact, a sibling runner or another package's runner without
+//! `outputs`, unless the step's `artifacts` has a `wrap_as` or `named_emits`; an approval is
+//! a result. A child graph runner is judged first, at its own node path. At load, an inline
 //! agent-task step with `command` or `args` is refused in the graph parser's words. Observed
 //! from runx-cli 0.8.2 (`AutoMerchLab/runx` at commit
 //! `3c8315b9baf67b318895cb06151f68e42bc3fe3a`, built by hand with the nightly toolchain, run by
@@ -182,6 +183,47 @@ fn an_inline_agent_task_step_with_a_command_or_args_is_refused_at_load_in_runx_w
                 .as_str()
             ),
             "{error}"
+        );
+    }
+}
+
+/// `skills/other` beside `skills/gstep`: an agent-task default runner `main` declaring no
+/// outputs, and a graph runner `deepg` whose result producer `bare` declares none either.
+fn with_other_package(dir: &Path) {
+    let other = dir.join("skills/other");
+    fs::create_dir_all(&other).unwrap();
+    fs::write(
+        other.join("SKILL.md"),
+        "---\nname: other\ndescription: Note another topic.\n---\nNote it.\n",
+    )
+    .unwrap();
+    fs::write(
+        other.join("X.yaml"),
+        "skill: other\nversion: \"0.1.0\"\ncatalog:\n  kind: skill\n  audience: public\n  \
+         visibility: internal\n  role: canonical\nrunners:\n  main:\n    default: true\n    \
+         type: agent-task\n    agent: builder\n    task: other-note\n  deepg:\n    type: graph\n    \
+         graph:\n      name: deepg\n      result_from: [bare]\n      steps:\n        - id: bare\n          \
+         run:\n            type: agent-task\n            agent: builder\n            task: \
+         other-bare\n",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_result_producer_naming_another_package_is_judged_by_that_package_runner_in_runx_words() {
+    // Runx reads the package a `skill:` step names before the graph runs: `graph result
+    // producer 'entry.sub' …` for its default runner without outputs, `'entry.sub.bare'` when
+    // the step names its graph runner `deepg`, whose own producer declares none.
+    for (runner, node) in [("", "sub"), ("          runner: deepg\n", "sub.bare")] {
+        let steps = format!("        - id: sub\n          skill: ../other\n{runner}");
+        let dir = workspace("sub", &steps, "");
+        with_other_package(dir.path());
+        let report = lab("validate", dir.path());
+        assert_eq!(report["verdict"], "validation_failed", "{report}");
+        let reason = report["harness"]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("got \"failure\" ({})", refusal(node))),
+            "{runner}: {reason}"
         );
     }
 }

@@ -62,7 +62,12 @@ pub(crate) fn replay_package(
     } else {
         PacketCatalog::for_package(dir)
     };
-    let mut run = run_harness(files, profile, &cases, tools, sealer, &packets, options);
+    // A graph's result producers naming other package folders are read from this one's.
+    let options = HarnessOptions {
+        package_dir: Some(dir.to_path_buf()),
+        ..options.clone()
+    };
+    let mut run = run_harness(files, profile, &cases, tools, sealer, &packets, &options);
     for fixture in strays {
         run.report.case_count += 1;
         run.report.case_names.push(fixture.name.clone());

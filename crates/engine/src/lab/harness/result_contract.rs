@@ -14,50 +14,98 @@
 //!   whose step `artifacts` declare so, or, with no step `artifacts`, whose child runner's
 //!   `artifacts` do.
 //!
-//! A sibling graph runner (`skill: .`) is judged first, at its own node path
-//! (`entry.<step>.<its step>`). A child package in another folder is not read here: the
-//! harness does not replay nested packages and fails such a step as unsupported.
+//! A child runner that is a graph is judged first, at its own node path
+//! (`entry.<step>.<its step>`), as Runx expands the steps before it judges the producers: a
+//! sibling runner (`skill: .`), or the runner of the package in another folder the step
+//! names, read from the replayed package's folder ([`Scope::dir`]). A `$input` or registry
+//! reference, or a folder that does not load, is not judged here.
+
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
+
+use super::super::inspect::load_nested;
 
 /// The Runx native tools whose contract emits no artifact (`CapabilityArtifacts::None`).
 const TOOLS_WITHOUT_ARTIFACTS: [&str; 2] = ["evidence.index_sources", "evidence.verify_artifact"];
 
-/// Runx's refusal of the first result producer of `graph` without a semantic output contract,
-/// in Runx's words; `runners` are the package's runners (for `skill: .` steps).
-pub(super) fn refusal(graph: &Value, runners: Option<&Map<String, Value>>) -> Option<String> {
-    let mut expanding = Vec::new();
-    graph_refusal(graph, runners, "entry", &mut expanding)
+/// Where a graph's `skill:` steps are resolved: its package's runners and folder.
+#[derive(Clone, Copy)]
+pub(super) struct Scope<'a> {
+    /// The package's runners, by name.
+    pub(super) runners: Option<&'a Map<String, Value>>,
+    /// The package's folder; `None` reads no other package.
+    pub(super) dir: Option<&'a Path>,
 }
 
-/// [`refusal`] of the graph at `node` (Runx's node path). As Runx expands the steps first, a
-/// sibling graph runner a step names is judged (at `<node>.<step>`) before this graph's
-/// producers; `expanding` holds the sibling runners being judged, so a cycle ends.
+impl<'a> Scope<'a> {
+    /// The scope of the package whose profile (X.yaml as JSON) is `profile`, in `dir`.
+    pub(super) fn of(profile: &'a Value, dir: Option<&'a Path>) -> Self {
+        Scope {
+            runners: profile.get("runners").and_then(Value::as_object),
+            dir,
+        }
+    }
+}
+
+/// The runner a `skill:` step names, and the scope its own graph resolves in.
+struct Child {
+    runner: Value,
+    runners: Map<String, Value>,
+    dir: Option<PathBuf>,
+}
+
+/// Runx's refusal of the first result producer of `graph` (runner `runner_name` of the
+/// package `scope` describes) without a semantic output contract, in Runx's words.
+pub(super) fn refusal(graph: &Value, runner_name: &str, scope: Scope<'_>) -> Option<String> {
+    let mut expanding = vec![expansion_key(scope.dir, runner_name)];
+    graph_refusal(graph, scope, "entry", &mut expanding)
+}
+
+fn expansion_key(dir: Option<&Path>, runner: &str) -> String {
+    format!(
+        "{}#{runner}",
+        dir.map(Path::display)
+            .map(|d| d.to_string())
+            .unwrap_or_default()
+    )
+}
+
+/// [`refusal`] of the graph at `node` (Runx's node path); `expanding` holds the runners being
+/// judged, so a cycle ends.
 fn graph_refusal(
     graph: &Value,
-    runners: Option<&Map<String, Value>>,
+    scope: Scope<'_>,
     node: &str,
     expanding: &mut Vec<String>,
 ) -> Option<String> {
     let steps = graph.get("steps").and_then(Value::as_array)?;
-    for step in steps {
-        let (Some(id), Some(child)) = (
-            step.get("id").and_then(Value::as_str),
-            sibling_runner(step, runners),
-        ) else {
+    let children: Vec<Option<Child>> = steps.iter().map(|step| child(step, scope)).collect();
+    for (step, child) in steps.iter().zip(&children) {
+        let (Some(id), Some(child)) = (step.get("id").and_then(Value::as_str), child) else {
             continue;
         };
-        let name = step.get("runner").and_then(Value::as_str).unwrap_or("");
-        if expanding.iter().any(|runner| runner == name) {
+        let Some(child_graph) = child.runner.get("graph") else {
+            continue;
+        };
+        let name = child
+            .runner
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let key = expansion_key(child.dir.as_deref(), name);
+        if expanding.contains(&key) {
             continue;
         }
-        if let Some(child_graph) = child.get("graph") {
-            expanding.push(name.to_owned());
-            let refused = graph_refusal(child_graph, runners, &format!("{node}.{id}"), expanding);
-            expanding.pop();
-            if refused.is_some() {
-                return refused;
-            }
+        expanding.push(key);
+        let child_scope = Scope {
+            runners: Some(&child.runners),
+            dir: child.dir.as_deref(),
+        };
+        let refused = graph_refusal(child_graph, child_scope, &format!("{node}.{id}"), expanding);
+        expanding.pop();
+        if refused.is_some() {
+            return refused;
         }
     }
     let result_from = graph.get("result_from").and_then(Value::as_array)?;
@@ -67,8 +115,9 @@ fn graph_refusal(
         .find(|id| {
             steps
                 .iter()
-                .find(|step| step.get("id").and_then(Value::as_str) == Some(id))
-                .is_some_and(|step| !declares_result(step, runners))
+                .zip(&children)
+                .find(|(step, _)| step.get("id").and_then(Value::as_str) == Some(id))
+                .is_some_and(|(step, child)| !declares_result(step, child.as_ref()))
         })
         .map(|id| {
             format!(
@@ -78,12 +127,52 @@ fn graph_refusal(
         })
 }
 
-/// The sibling runner a `skill: .` step names.
-fn sibling_runner<'r>(step: &Value, runners: Option<&'r Map<String, Value>>) -> Option<&'r Value> {
-    (step.get("skill").and_then(Value::as_str) == Some("."))
-        .then(|| step.get("runner").and_then(Value::as_str))
-        .flatten()
-        .and_then(|name| runners?.get(name))
+/// The runner a `skill:` step names: a sibling (`.`), or that of the package in the folder
+/// it names (the named runner, else the one default, else the only one, as Runx selects).
+fn child(step: &Value, scope: Scope<'_>) -> Option<Child> {
+    let reference = step.get("skill")?.as_str()?;
+    let (runners, dir) = if reference == "." {
+        (scope.runners?.clone(), scope.dir.map(Path::to_path_buf))
+    } else {
+        let registry = ["registry:", "runx-registry:", "runx://skill/"]
+            .iter()
+            .any(|prefix| reference.starts_with(prefix));
+        if reference.starts_with('$') || registry {
+            return None;
+        }
+        let nested = load_nested(&scope.dir?.join(reference))?;
+        let runners = nested
+            .package
+            .profile_json()
+            .get("runners")?
+            .as_object()?
+            .clone();
+        (runners, Some(PathBuf::from(nested.source_path)))
+    };
+    let name = match step.get("runner").and_then(Value::as_str) {
+        Some(name) => name.to_owned(),
+        None => {
+            let defaults: Vec<&String> = runners
+                .iter()
+                .filter(|(_, runner)| runner.get("default").and_then(Value::as_bool) == Some(true))
+                .map(|(name, _)| name)
+                .collect();
+            match defaults.as_slice() {
+                [one] => (*one).clone(),
+                [] if runners.len() == 1 => runners.keys().next()?.clone(),
+                _ => return None,
+            }
+        }
+    };
+    let mut runner = runners.get(&name)?.clone();
+    if let Some(object) = runner.as_object_mut() {
+        object.insert("name".to_owned(), Value::String(name));
+    }
+    Some(Child {
+        runner,
+        runners,
+        dir,
+    })
 }
 
 /// Runx's `declares_output_contract`: non-empty `outputs`, or artifacts with a `wrap_as` or
@@ -106,7 +195,7 @@ fn present(value: Option<&Value>) -> bool {
     value.is_some_and(|value| !value.is_null())
 }
 
-fn declares_result(step: &Value, runners: Option<&Map<String, Value>>) -> bool {
+fn declares_result(step: &Value, child: Option<&Child>) -> bool {
     let artifacts = step.get("artifacts");
     let step_artifact_output = declares_output_contract(None, artifacts);
     if let Some(run) = step.get("run") {
@@ -124,11 +213,12 @@ fn declares_result(step: &Value, runners: Option<&Map<String, Value>>) -> bool {
             || (!present(artifacts) && !TOOLS_WITHOUT_ARTIFACTS.contains(&tool));
     }
     if step.get("skill").is_some() {
-        let Some(child) = sibling_runner(step, runners) else {
-            // A child package outside this one is not replayed by the harness (it fails the
-            // step as unsupported), so its contract is not judged here.
+        let Some(child) = child else {
+            // A `$input` or registry reference, or a folder that does not load: not judged
+            // here (the harness fails such a step as unsupported when it reaches it).
             return true;
         };
+        let child = &child.runner;
         let child_source_output = if child.get("type").and_then(Value::as_str) == Some("graph") {
             child
                 .pointer("/graph/result_from")
@@ -148,7 +238,14 @@ fn declares_result(step: &Value, runners: Option<&Map<String, Value>>) -> bool {
 mod tests {
     use serde_json::json;
 
-    use super::refusal;
+    use super::{Scope, refusal};
+
+    fn scope(runners: &serde_json::Value) -> Scope<'_> {
+        Scope {
+            runners: runners.as_object(),
+            dir: None,
+        }
+    }
 
     fn graph(step: serde_json::Value) -> serde_json::Value {
         json!({ "result_from": ["s"], "steps": [step] })
@@ -166,14 +263,14 @@ mod tests {
             ] } },
         });
         let step = json!({ "id": "sub", "skill": ".", "runner": "inner" });
-        let refused = refusal(&graph(step), runners.as_object()).unwrap();
+        let refused = refusal(&graph(step), "flow", scope(&runners)).unwrap();
         assert!(
             refused.starts_with("graph result producer 'entry.sub.deep' declares"),
             "{refused}"
         );
         // A runner naming itself ends instead of recursing forever.
         let step = json!({ "id": "s", "skill": ".", "runner": "loop" });
-        assert_eq!(refusal(&graph(step), runners.as_object()), None);
+        assert_eq!(refusal(&graph(step), "flow", scope(&runners)), None);
     }
 
     #[test]
@@ -183,7 +280,6 @@ mod tests {
             "typed": { "type": "agent-task", "agent": "a", "task": "t", "outputs": { "n": "string" } },
             "wrapped": { "type": "cli-tool", "command": "node", "artifacts": { "wrap_as": "p" } },
         });
-        let runners = runners.as_object();
         let agent = json!({ "type": "agent-task", "agent": "a", "task": "t" });
         let admitted = [
             json!({ "id": "s", "run": { "type": "approval" } }),
@@ -195,7 +291,11 @@ mod tests {
             json!({ "id": "s", "skill": ".", "runner": "wrapped" }),
         ];
         for step in admitted {
-            assert_eq!(refusal(&graph(step.clone()), runners), None, "{step}");
+            assert_eq!(
+                refusal(&graph(step.clone()), "flow", scope(&runners)),
+                None,
+                "{step}"
+            );
         }
         let refused = [
             json!({ "id": "s", "run": agent }),
@@ -207,7 +307,7 @@ mod tests {
         ];
         for step in refused {
             assert_eq!(
-                refusal(&graph(step.clone()), runners).as_deref(),
+                refusal(&graph(step.clone()), "flow", scope(&runners)).as_deref(),
                 Some(
                     "graph result producer 'entry.s' declares no semantic output contract; add \
                      run.outputs or artifacts.wrap_as/named_emits before execution"

@@ -772,8 +772,8 @@ fn run_graph(
     let graph_name = text(&graph, "name").unwrap_or(runner_name).to_owned();
     // Runx refuses a graph whose result producer declares no output contract before any step
     // runs.
-    let runners = profile.get("runners").and_then(Value::as_object);
-    if let Some(message) = result_contract::refusal(&graph, runners) {
+    let scope = result_contract::Scope::of(profile, env.options.package_dir.as_deref());
+    if let Some(message) = result_contract::refusal(&graph, runner_name, scope) {
         outcome.status = CaseStatus::Failure;
         outcome.error = Some(message);
         outcome.reason_code = format!("{graph_name}_{}", CaseStatus::Failure.disposition());

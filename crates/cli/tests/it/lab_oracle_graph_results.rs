@@ -227,3 +227,53 @@ fn a_result_producer_naming_another_package_is_judged_by_that_package_runner_in_
         );
     }
 }
+
+#[test]
+fn a_graph_step_naming_a_tool_that_resolves_nowhere_is_refused_before_the_graph_runs() {
+    // Runx: `… execution failed: skill run failed: operator context could not resolve required
+    // local tool 'foo.bar'` for a step `tool: foo.bar`, and `'zz.tool'` for a step's
+    // `allowed_tools: [zz.tool, fs.read]` (no manifest under any `tools` or `.runx/tools`).
+    let allowed = format!(
+        "{AGENT_NOTE}            outputs:\n              note: string\n          allowed_tools: \
+         [zz.tool, fs.read]\n"
+    );
+    for (result_from, steps, tool) in [
+        (
+            "read",
+            "        - id: read\n          tool: foo.bar\n".to_owned(),
+            "foo.bar",
+        ),
+        ("note", allowed, "zz.tool"),
+    ] {
+        let dir = workspace(result_from, &steps, "");
+        let report = lab("validate", dir.path());
+        let reason = report["harness"]["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!(
+                "got \"failure\" (operator context could not resolve required local tool \
+                 '{tool}')"
+            )),
+            "{reason}"
+        );
+    }
+}
+
+#[test]
+fn a_runner_own_allowed_tools_are_not_resolved_before_it_runs() {
+    // Runx: a graph runner declaring `allowed_tools: [qq.tool]` fails on its result producer
+    // (`graph result producer 'entry.note' …`), not on the tool.
+    let dir = workspace("note", AGENT_NOTE, "");
+    let profile = dir.path().join("skills/gstep/X.yaml");
+    let text = fs::read_to_string(&profile).unwrap();
+    let text = text.replace(
+        "    type: graph\n",
+        "    type: graph\n    allowed_tools: [qq.tool]\n",
+    );
+    fs::write(&profile, text).unwrap();
+    let report = lab("validate", dir.path());
+    let reason = report["harness"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains(&format!("got \"failure\" ({})", refusal("note"))),
+        "{reason}"
+    );
+}

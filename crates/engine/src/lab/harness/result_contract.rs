@@ -20,11 +20,63 @@
 //! names, read from the replayed package's folder ([`Scope::dir`]). A `$input` or registry
 //! reference, or a folder that does not load, is not judged here.
 
-use std::path::{Path, PathBuf};
+use std::collections::BTreeSet;
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
 use super::super::inspect::load_nested;
+
+/// Runx's native tools (`runx list tools` of runx-cli 0.8.2 at 3c8315b9, run by hand).
+const RUNX_NATIVE_TOOLS: [&str; 47] = [
+    "artifact.admit",
+    "artifact.read",
+    "cli.capture_help",
+    "command.execute",
+    "command.plan",
+    "control.capture_harness_context",
+    "control.prepare_handoff",
+    "data.append_event",
+    "data.compare",
+    "data.digest",
+    "data.list_stream_heads",
+    "data.read_events",
+    "data.read_projection",
+    "evidence.index_sources",
+    "evidence.verify_artifact",
+    "external_receipt.verify",
+    "fs.apply_bundle",
+    "fs.read",
+    "fs.read_bundle",
+    "fs.write",
+    "git.blob_digest",
+    "git.current_branch",
+    "git.diff_name_only",
+    "git.status",
+    "http.execute",
+    "http.query",
+    "http.read",
+    "payment.charge_challenge",
+    "payment.charge_plan",
+    "payment.charge_price",
+    "payment.charge_verification_request",
+    "payment.invoice_plan",
+    "payment.quote",
+    "payment.refund_plan",
+    "payment.reserve",
+    "policy.lint",
+    "provider.mutate",
+    "provider.read",
+    "receipt.attest",
+    "receipt.prove",
+    "receipt.query",
+    "runx.skill.apply",
+    "runx.skill.bind",
+    "runx.skill.inspect",
+    "runx.skill.plan",
+    "runx.skill.validate",
+    "web.fetch",
+];
 
 /// The Runx native tools whose contract emits no artifact (`CapabilityArtifacts::None`).
 const TOOLS_WITHOUT_ARTIFACTS: [&str; 2] = ["evidence.index_sources", "evidence.verify_artifact"];
@@ -55,11 +107,12 @@ struct Child {
     dir: Option<PathBuf>,
 }
 
-/// Runx's refusal of the first result producer of `graph` (runner `runner_name` of the
-/// package `scope` describes) without a semantic output contract, in Runx's words.
-pub(super) fn refusal(graph: &Value, runner_name: &str, scope: Scope<'_>) -> Option<String> {
+/// Runx's refusal of `runner` (named `runner_name`, of the package `scope` describes) before
+/// it runs, in Runx's words: a tool it names that resolves nowhere, or a graph result producer
+/// without a semantic output contract.
+pub(super) fn refusal(runner: &Value, runner_name: &str, scope: Scope<'_>) -> Option<String> {
     let mut expanding = vec![expansion_key(scope.dir, runner_name)];
-    graph_refusal(graph, scope, "entry", &mut expanding)
+    node_refusal(runner, scope, "entry", &mut expanding)
 }
 
 fn expansion_key(dir: Option<&Path>, runner: &str) -> String {
@@ -71,21 +124,31 @@ fn expansion_key(dir: Option<&Path>, runner: &str) -> String {
     )
 }
 
-/// [`refusal`] of the graph at `node` (Runx's node path); `expanding` holds the runners being
-/// judged, so a cycle ends.
-fn graph_refusal(
-    graph: &Value,
+/// [`refusal`] of the runner at `node` (Runx's node path), in Runx's order (the graph
+/// runner's tools, then each step's child, then the graph's producers); `expanding` holds the runners being judged,
+/// so a cycle ends.
+fn node_refusal(
+    runner: &Value,
     scope: Scope<'_>,
     node: &str,
     expanding: &mut Vec<String>,
 ) -> Option<String> {
+    // Runx refuses the graph runner's unresolved tools; those of a child runner it was seen to
+    // run regardless (runx-cli 0.8.2, by hand), so they are not judged here.
+    if let Some(dir) = scope.dir.filter(|_| node == "entry")
+        && let Some(tool) = tool_names(runner)
+            .into_iter()
+            .find(|tool| !tool_resolves(tool, dir))
+    {
+        return Some(format!(
+            "operator context could not resolve required local tool '{tool}'"
+        ));
+    }
+    let graph = runner.get("graph")?;
     let steps = graph.get("steps").and_then(Value::as_array)?;
     let children: Vec<Option<Child>> = steps.iter().map(|step| child(step, scope)).collect();
     for (step, child) in steps.iter().zip(&children) {
         let (Some(id), Some(child)) = (step.get("id").and_then(Value::as_str), child) else {
-            continue;
-        };
-        let Some(child_graph) = child.runner.get("graph") else {
             continue;
         };
         let name = child
@@ -102,7 +165,12 @@ fn graph_refusal(
             runners: Some(&child.runners),
             dir: child.dir.as_deref(),
         };
-        let refused = graph_refusal(child_graph, child_scope, &format!("{node}.{id}"), expanding);
+        let refused = node_refusal(
+            &child.runner,
+            child_scope,
+            &format!("{node}.{id}"),
+            expanding,
+        );
         expanding.pop();
         if refused.is_some() {
             return refused;
@@ -125,6 +193,62 @@ fn graph_refusal(
                  run.outputs or artifacts.wrap_as/named_emits before execution"
             )
         })
+}
+
+/// Runx's `referenced_tools` as it was seen to refuse them: each graph step's `tool` and
+/// `allowed_tools`, in name order (a runner's own `allowed_tools` naming an unknown tool ran
+/// regardless, runx-cli 0.8.2 by hand).
+fn tool_names(runner: &Value) -> BTreeSet<&str> {
+    let mut names = BTreeSet::new();
+    let steps = runner.pointer("/graph/steps").and_then(Value::as_array);
+    for step in steps.into_iter().flatten() {
+        names.extend(strings(step.get("allowed_tools")));
+        names.extend(step.get("tool").and_then(Value::as_str));
+    }
+    names
+}
+
+/// The strings of a JSON array (none when it is not one).
+fn strings(value: Option<&Value>) -> impl Iterator<Item = &str> {
+    value
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+}
+
+/// Whether Runx finds `tool` for a package in `dir`: one of its native tools, else a local
+/// manifest (`resolve_local_tool`): the path the name spells from the package folder, or
+/// `<segments>/manifest.json` under `RUNX_TOOL_ROOTS`, a `tools` folder or a `.runx/tools`
+/// folder. Every ancestor's folders are looked in (a superset of Runx's roots, which end at
+/// its workspace root), so a tool is refused only where Runx cannot find it either; a name
+/// Runx refuses otherwise (an absolute or `..` path) is left to the step.
+fn tool_resolves(tool: &str, dir: &Path) -> bool {
+    if RUNX_NATIVE_TOOLS.contains(&tool) {
+        return true;
+    }
+    let candidate = Path::new(tool);
+    if candidate.is_absolute() || candidate.components().any(|c| c == Component::ParentDir) {
+        return true;
+    }
+    let explicit = dir.join(candidate);
+    if explicit.is_file() || explicit.join("manifest.json").is_file() {
+        return true;
+    }
+    let segments: PathBuf = tool.split('.').filter(|s| !s.is_empty()).collect();
+    if segments.components().count() < 2 {
+        return false;
+    }
+    let configured = std::env::var_os("RUNX_TOOL_ROOTS")
+        .map(|roots| std::env::split_paths(&roots).collect::<Vec<_>>())
+        .unwrap_or_default();
+    let ancestors = dir
+        .ancestors()
+        .flat_map(|ancestor| [ancestor.join("tools"), ancestor.join(".runx/tools")]);
+    configured
+        .into_iter()
+        .chain(ancestors)
+        .any(|root| root.join(&segments).join("manifest.json").exists())
 }
 
 /// The runner a `skill:` step names: a sibling (`.`), or that of the package in the folder
@@ -247,8 +371,9 @@ mod tests {
         }
     }
 
+    /// A graph runner taking its result from its one step `s`.
     fn graph(step: serde_json::Value) -> serde_json::Value {
-        json!({ "result_from": ["s"], "steps": [step] })
+        json!({ "type": "graph", "graph": { "result_from": ["s"], "steps": [step] } })
     }
 
     #[test]

@@ -773,7 +773,7 @@ fn run_graph(
     // Runx refuses a graph whose result producer declares no output contract before any step
     // runs.
     let scope = result_contract::Scope::of(profile, env.options.package_dir.as_deref());
-    if let Some(message) = result_contract::refusal(&graph, runner_name, scope) {
+    if let Some(message) = result_contract::refusal(runner, runner_name, scope) {
         outcome.status = CaseStatus::Failure;
         outcome.error = Some(message);
         outcome.reason_code = format!("{graph_name}_{}", CaseStatus::Failure.disposition());

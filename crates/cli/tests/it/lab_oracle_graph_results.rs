@@ -277,3 +277,40 @@ fn a_runner_own_allowed_tools_are_not_resolved_before_it_runs() {
         "{reason}"
     );
 }
+
+#[test]
+fn a_step_tool_ref_that_is_no_catalog_name_is_refused_at_load_in_runx_words() {
+    // Runx (`runx harness skills/gstep --json`): `skill package validation failed: X.yaml:
+    // steps.0.tool "foobar" is not an admissible catalog tool ref: tool ref must include a
+    // namespace, for example fs.read.`, and for `allowed_tools: [fs.read, ../x]` on an
+    // agent-task step `… steps.0.allowed_tools entry "../x" is not an admissible agent tool
+    // ref: tool ref must not contain path traversal or separators.`
+    let allowed = format!(
+        "{AGENT_NOTE}            outputs:\n              note: string\n          allowed_tools: \
+         [fs.read, ../x]\n"
+    );
+    for (result_from, steps, runx) in [
+        (
+            "read",
+            "        - id: read\n          tool: foobar\n".to_owned(),
+            "steps.0.tool \"foobar\" is not an admissible catalog tool ref: tool ref must \
+             include a namespace, for example fs.read.",
+        ),
+        (
+            "note",
+            allowed,
+            "steps.0.allowed_tools entry \"../x\" is not an admissible agent tool ref: tool ref \
+             must not contain path traversal or separators.",
+        ),
+    ] {
+        let dir = workspace(result_from, &steps, "");
+        let inspection = lab("inspect", dir.path())["target_inspection"].clone();
+        assert_eq!(inspection["status"], "invalid", "{inspection}");
+        let error = inspection["error"].as_str().unwrap();
+        assert_eq!(
+            error.lines().next(),
+            Some(format!("skill package validation failed: X.yaml: {runx}").as_str()),
+            "{error}"
+        );
+    }
+}

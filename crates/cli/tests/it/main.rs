@@ -14,6 +14,8 @@ mod lab;
 mod lab_faults;
 mod lab_oracle_agent_outputs;
 mod lab_oracle_cases;
+mod lab_oracle_graph_results;
+mod lab_oracle_nested_closure;
 mod lab_oracle_packet_inputs;
 mod lab_oracle_runner_inspection;
 mod lab_oracle_semantic_report;

@@ -7,13 +7,14 @@
 //! runner inspection per runner, and for the default runner its inspection, readiness, examples
 //! and resume hint, and the catalog `semantic_report` (Runx's `CatalogSemanticReport`, made by
 //! the same analysis that refuses a public package at load). Each runner's `execution_closure`
-//! is [`closure::closure`]'s, left out where MindRune does not walk what the runner reaches.
+//! is [`closure::closure`]'s (local packages a graph names read with the caller's
+//! [`LoadNested`]), left out where Runx's inspection would fail.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::closure;
+use super::closure::{self, LoadNested};
 use super::package::{InputDef, Package, Runner};
 use super::snapshot::SnapshotFile;
 use crate::digest;
@@ -51,12 +52,14 @@ pub struct PacketSchema {
 pub type PacketSchemas = BTreeMap<String, PacketSchema>;
 
 /// The inspection of a loaded package whose files are `files`, found at `skill_path`, its
-/// packet-valued inputs admitted with `packets`.
+/// packet-valued inputs admitted with `packets`; the local packages its graphs name are read
+/// with `load`.
 pub fn inspect(
     package: &Package,
     files: &[SnapshotFile],
     skill_path: &str,
     packets: &PacketSchemas,
+    load: &LoadNested<'_>,
 ) -> Value {
     let skill = package.skill();
     let profile = package.profile();
@@ -146,7 +149,7 @@ pub fn inspect(
                     let mut inspection = Map::new();
                     inspection.insert("runner".into(), inspect_runner(package, runner, packets));
                     if let Some(closure) =
-                        closure::closure(package, runner, files, skill_path, packets)
+                        closure::closure(package, runner, files, skill_path, packets, load)
                     {
                         inspection.insert("execution_closure".into(), closure);
                     }
@@ -157,7 +160,7 @@ pub fn inspect(
     );
     if let Some(runner) = package.default_runner() {
         out.insert("runner".into(), inspect_runner(package, runner, packets));
-        if let Some(closure) = closure::closure(package, runner, files, skill_path, packets) {
+        if let Some(closure) = closure::closure(package, runner, files, skill_path, packets, load) {
             out.insert("execution_closure".into(), closure);
         }
         out.insert("readiness".into(), json!({"status": "ready"}));
@@ -515,7 +518,13 @@ mod tests {
     fn a_package_inspects_in_runx_shape() {
         let files = demo();
         let package = load_package(&files).unwrap();
-        let inspection = inspect(&package, &files, "skills/demo", &PacketSchemas::new());
+        let inspection = inspect(
+            &package,
+            &files,
+            "skills/demo",
+            &PacketSchemas::new(),
+            &|_| None,
+        );
         assert_eq!(inspection["schema"], INSPECT_SCHEMA);
         assert_eq!(inspection["status"], "ok");
         assert_eq!(inspection["name"], "demo");

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use mindrune_core::runx::admission::{self, metrics_json, package_metrics};
 use mindrune_core::runx::inspect::{self as runx_inspect, PacketSchemas};
 use mindrune_core::runx::snapshot::{IGNORED, SnapshotFile, absent_digest};
-use mindrune_core::runx::{Package, RUNX_VALIDATION_PREFIX, load_package};
+use mindrune_core::runx::{NestedPackage, Package, RUNX_VALIDATION_PREFIX, load_package};
 use serde_json::{Value, json};
 
 use super::apply::finish_interrupted_apply;
@@ -214,6 +214,7 @@ fn loaded(
             files,
             &skill_path.display().to_string(),
             packets,
+            &load_nested,
         ),
         name: package
             .profile()
@@ -225,6 +226,24 @@ fn loaded(
         fixtures: package.fixtures().len(),
         harness_cases: package.harness_cases().len(),
     }
+}
+
+/// Reads and loads the local package a graph step names (Runx loads it to walk its runner
+/// into the execution closure); `None` where it cannot be read or does not load.
+pub(crate) fn load_nested(dir: &Path) -> Option<NestedPackage> {
+    let canonical = fs::canonicalize(dir).ok()?;
+    let snapshot = snapshot_package(&canonical).ok()?;
+    if !snapshot.exists {
+        return None;
+    }
+    let package = load_package(&snapshot.files).ok()?;
+    let packets = check_packet_inputs(&package, &canonical).ok()?;
+    Some(NestedPackage {
+        package,
+        files: snapshot.files,
+        source_path: canonical.display().to_string(),
+        packets,
+    })
 }
 
 fn inspection_of(parsed: &Parsed) -> Value {

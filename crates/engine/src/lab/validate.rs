@@ -24,7 +24,7 @@ use super::harness::{
     CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, PacketCatalog,
     declared_cases, run_harness,
 };
-use super::inspect::inspect_workspace;
+use super::inspect::{inspect_workspace, load_nested};
 use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
 
 /// How deep a harness may nest another apply (a skill-lab fixture that builds a package whose
@@ -62,7 +62,12 @@ pub(crate) fn replay_package(
     } else {
         PacketCatalog::for_package(dir)
     };
-    let mut run = run_harness(files, profile, &cases, tools, sealer, &packets, options);
+    // A graph's result producers naming other package folders are read from this one's.
+    let options = HarnessOptions {
+        package_dir: Some(dir.to_path_buf()),
+        ..options.clone()
+    };
+    let mut run = run_harness(files, profile, &cases, tools, sealer, &packets, &options);
     for fixture in strays {
         run.report.case_count += 1;
         run.report.case_names.push(fixture.name.clone());
@@ -402,6 +407,7 @@ pub fn validate_package(
         &snapshot.files,
         &dir.display().to_string(),
         &packets,
+        &load_nested,
     );
     let safe = inspection
         .pointer("/capabilities/execution")

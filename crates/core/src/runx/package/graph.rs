@@ -163,13 +163,27 @@ pub(super) fn check_step(
     }
     let target = match targets.first().map(|entry| entry.key.as_str()) {
         Some("tool") => {
-            StepTarget::Tool(check.opt_non_empty(step, "tool", field)?.ok_or_else(|| {
+            let tool = check.opt_non_empty(step, "tool", field)?.ok_or_else(|| {
                 check.err(
                     line_of(step, "tool"),
                     &join(field, "tool"),
                     "must name a tool",
                 )
-            })?)
+            })?;
+            if let Err(reason) = admit_tool_ref(&tool) {
+                return Err(check.err_runx(
+                    line_of(step, "tool"),
+                    &join(field, "tool"),
+                    format!("is {tool:?}; name a catalog tool such as fs.read"),
+                    format!(
+                        "{}: steps.{}.tool {tool:?} is not an admissible catalog tool ref: \
+                         {reason}.",
+                        check.file,
+                        step_index(field)
+                    ),
+                ));
+            }
+            StepTarget::Tool(tool)
         }
         Some("skill") => {
             StepTarget::Skill(check.opt_non_empty(step, "skill", field)?.ok_or_else(|| {
@@ -222,6 +236,21 @@ pub(super) fn check_step(
     }
     let scopes = check.opt_non_blank_strings(step, "scopes", field, "scope")?;
     let allowed_tools = check.opt_strings(step, "allowed_tools", field)?;
+    for tool in allowed_tools.iter().flatten() {
+        if let Err(reason) = admit_tool_ref(tool) {
+            return Err(check.err_runx(
+                line_of(step, "allowed_tools"),
+                &join(field, "allowed_tools"),
+                format!("names {tool:?}; name catalog tools such as fs.read"),
+                format!(
+                    "{}: steps.{}.allowed_tools entry {tool:?} is not an admissible agent tool \
+                     ref: {reason}.",
+                    check.file,
+                    step_index(field)
+                ),
+            ));
+        }
+    }
     if let Some(entry) = get(step, "artifacts").filter(|e| !e.value.is_null()) {
         check_artifacts(check, entry, &join(field, "artifacts"))?;
     }
@@ -465,4 +494,49 @@ pub(super) fn check_mint(
         Some(message) => Err(check.err(line, &mint_field, message)),
         None => Ok(()),
     }
+}
+
+/// The index of the step at `field` (`….steps[<i>]`): Runx names a step `steps.<i>`.
+fn step_index(field: &str) -> &str {
+    field
+        .rsplit_once('[')
+        .and_then(|(_, rest)| rest.strip_suffix(']'))
+        .unwrap_or("0")
+}
+
+/// Runx's `admit_agent_tool_ref` (`runx-core/src/policy/tool_ref.rs`): a tool ref is a
+/// dotted catalog name with a namespace, not a path or a data file; `Err` is Runx's reason.
+fn admit_tool_ref(value: &str) -> Result<(), &'static str> {
+    let value = value.trim();
+    if value.is_empty() {
+        return Err("tool ref must not be empty");
+    }
+    if value.starts_with('/') || value.starts_with('\\') {
+        return Err("tool ref must not be an absolute path");
+    }
+    if value.contains('/') || value.contains('\\') || value.contains("..") {
+        return Err("tool ref must not contain path traversal or separators");
+    }
+    let lower = value.to_ascii_lowercase();
+    if [".json", ".yaml", ".yml", ".toml"]
+        .iter()
+        .any(|suffix| lower.ends_with(suffix))
+    {
+        return Err("tool ref must not look like a manifest or data file path");
+    }
+    let segments: Vec<&str> = value.split('.').collect();
+    if segments.len() < 2 {
+        return Err("tool ref must include a namespace, for example fs.read");
+    }
+    if segments.iter().any(|segment| {
+        segment.is_empty()
+            || !segment
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    }) {
+        return Err(
+            "tool ref segments must contain only letters, numbers, hyphens, or underscores",
+        );
+    }
+    Ok(())
 }

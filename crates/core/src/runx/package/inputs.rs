@@ -235,9 +235,22 @@ pub(super) fn check_source(
     };
     // A runner's own source is refused in Runx's words (`X.yaml: source.agent is required.`).
     let runner_source = context == SourceContext::Skill;
+    // An inline graph step's source is refused as Runx's graph parser words it (`X.yaml:
+    // steps.1.run is not a valid inline source: agent-task sources must not …`).
+    let step = inline_step_index(parent);
     let refuse = |line: usize, field: String, message: String, runx: String| {
         if runner_source {
             check.err_runx(line, &field, message, format!("{}: {runx}", check.file))
+        } else if let Some(index) = step {
+            check.err_runx(
+                line,
+                &field,
+                message,
+                format!(
+                    "{}: steps.{index}.run is not a valid inline source: {runx}",
+                    check.file
+                ),
+            )
         } else {
             check.err(line, &field, message)
         }
@@ -414,12 +427,7 @@ pub(super) fn check_javascript(
             "is {module:?}; write a relative .mjs or .js path inside the package, without '.', \
              '..' or backslashes"
         );
-        // Runx names an inline graph step by its index: `steps.<i>.run`.
-        let step = parent
-            .split_once(".graph.steps[")
-            .and_then(|(_, rest)| rest.strip_suffix("].run"))
-            .filter(|index| index.bytes().all(|b| b.is_ascii_digit()));
-        return Err(match step {
+        return Err(match inline_step_index(parent) {
             Some(index) => check.err_runx(
                 line_of(entries, "module"),
                 &module_field,
@@ -461,6 +469,15 @@ pub(super) fn check_javascript(
             ));
     }
     Ok((Some(module.to_owned()), export.map(str::to_owned)))
+}
+
+/// The index of the inline graph step whose `run` is `parent`: Runx names such a source
+/// `steps.<i>.run`.
+fn inline_step_index(parent: &str) -> Option<&str> {
+    parent
+        .split_once(".graph.steps[")
+        .and_then(|(_, rest)| rest.strip_suffix("].run"))
+        .filter(|index| index.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// `environment: {required: [...], optional: [...]}`: portable, distinct, non-secret names.

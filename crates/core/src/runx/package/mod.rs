@@ -25,6 +25,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use serde_json::Value;
+
 use super::snapshot::SnapshotFile;
 use super::yaml::YamlError;
 
@@ -526,9 +528,37 @@ fn process_script_path(value: &str) -> Option<&str> {
     normalized.then_some(path)
 }
 
-/// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool` runs (its
-/// execution sidecars) must be in the package, then every JavaScript module passes Runx's
-/// static module checks ([`javascript`]), or the package is invalid, in Runx's words.
+/// The command and arguments of the process a source starts: a `cli-tool`'s, or an `mcp`
+/// source's `server` (Runx's `collect_process_execution_files`); `json` is the source as
+/// written.
+fn process_values<'s>(source: &'s Source, json: &'s Value) -> Vec<&'s str> {
+    match source.source_type.as_str() {
+        "cli-tool" => source
+            .command
+            .iter()
+            .chain(&source.args)
+            .map(String::as_str)
+            .collect(),
+        "mcp" => {
+            let server = json.get("server");
+            let command = server
+                .and_then(|s| s.get("command"))
+                .and_then(Value::as_str);
+            let args = server
+                .and_then(|s| s.get("args"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str);
+            command.into_iter().chain(args).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool` or an `mcp`
+/// server runs (its execution sidecars) must be in the package, then every JavaScript module
+/// passes Runx's static module checks ([`javascript`]), or the package is invalid, in Runx's words.
 fn check_declared_files(
     profile: &ExecutionProfile,
     files: &[SnapshotFile],
@@ -538,23 +568,21 @@ fn check_declared_files(
         profile.runners.iter().flat_map(|runner| {
             let field = format!("runners.{}", runner.name);
             let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
-            std::iter::once((runner.line, field.clone(), &runner.source)).chain(steps.filter_map(
-                move |step| match &step.target {
+            std::iter::once((runner.line, field.clone(), &runner.source, &runner.json)).chain(
+                steps.filter_map(move |step| match &step.target {
                     StepTarget::Run(source) => Some((
                         step.line,
                         format!("{field}.graph.steps.{}.run", step.id),
                         source.as_ref(),
+                        step.json.get("run").unwrap_or(&Value::Null),
                     )),
                     _ => None,
-                },
-            ))
+                }),
+            )
         })
     };
-    for (line, field, source) in sources() {
-        if source.source_type != "cli-tool" {
-            continue;
-        }
-        for script in source.command.iter().chain(&source.args) {
+    for (line, field, source, json) in sources() {
+        for script in process_values(source, json) {
             if let Some(path) = process_script_path(script)
                 && !paths.contains(path)
             {
@@ -577,18 +605,16 @@ fn check_declared_files(
     let mut roots = BTreeSet::new();
     let mut declared_at: BTreeMap<String, (usize, String)> = BTreeMap::new();
     let mut execution_files = BTreeSet::new();
-    for (line, field, source) in sources() {
+    for (line, field, source, json) in sources() {
         if let Some(module) = &source.module {
             roots.insert(module.clone());
             declared_at
                 .entry(module.clone())
                 .or_insert_with(|| (line, format!("{field}.module")));
         }
-        if source.source_type == "cli-tool" {
-            for script in source.command.iter().chain(&source.args) {
-                if let Some(path) = process_script_path(script) {
-                    execution_files.insert(path.to_owned());
-                }
+        for script in process_values(source, json) {
+            if let Some(path) = process_script_path(script) {
+                execution_files.insert(path.to_owned());
             }
         }
     }

@@ -21,11 +21,12 @@ pub(crate) mod cli_tool;
 pub mod javascript;
 pub(crate) mod packet_inputs;
 mod packets;
+mod result_contract;
 mod run;
 pub(crate) mod scratch;
 mod web;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -180,6 +181,10 @@ pub struct HarnessOptions {
     /// Told of each case as the replay reaches it, for a progress display (the CLI draws a
     /// bar); `None` tells nobody.
     pub on_case: Option<CaseProgress>,
+    /// The folder of the package replayed, from which a graph's `skill:` steps naming other
+    /// folders are read when its result producers are admitted, as Runx reads them before a
+    /// graph runs; `None` reads no other package. Replaying a package from its folder sets it.
+    pub package_dir: Option<PathBuf>,
 }
 
 impl Default for HarnessOptions {
@@ -189,6 +194,7 @@ impl Default for HarnessOptions {
             cli_timeout: Duration::from_secs(60),
             js_worker: None,
             on_case: None,
+            package_dir: None,
         }
     }
 }

@@ -25,7 +25,7 @@ use super::assertions::{data_envelope, json_equal};
 use super::javascript::{JsInvocation, JsLimits, run_in_worker, run_module};
 use super::{
     CaseOutcome, CaseStatus, HarnessOptions, NativeTools, PacketCatalog, StepTrace, cli_tool,
-    scratch, web,
+    result_contract, scratch, web,
 };
 
 /// How one source or step ended.
@@ -191,7 +191,7 @@ fn execute(
     outcome.inputs = Value::Object(inputs.clone());
 
     if outcome.graph {
-        run_graph(runner, &runner_name, &inputs, &mut env, outcome);
+        run_graph(profile, runner, &runner_name, &inputs, &mut env, outcome);
     } else {
         let end = run_source(&kind, runner, &inputs, &mut env);
         let (status, output, error) = match end {
@@ -761,6 +761,7 @@ fn project(step: &Value, claim: &Value) -> Result<Map<String, Value>, String> {
 }
 
 fn run_graph(
+    profile: &Value,
     runner: &Value,
     runner_name: &str,
     inputs: &Map<String, Value>,
@@ -769,6 +770,15 @@ fn run_graph(
 ) {
     let graph = runner.get("graph").cloned().unwrap_or(Value::Null);
     let graph_name = text(&graph, "name").unwrap_or(runner_name).to_owned();
+    // Runx refuses a graph whose result producer declares no output contract before any step
+    // runs.
+    let scope = result_contract::Scope::of(profile, env.options.package_dir.as_deref());
+    if let Some(message) = result_contract::refusal(runner, runner_name, scope) {
+        outcome.status = CaseStatus::Failure;
+        outcome.error = Some(message);
+        outcome.reason_code = format!("{graph_name}_{}", CaseStatus::Failure.disposition());
+        return;
+    }
     let steps = graph
         .get("steps")
         .and_then(Value::as_array)

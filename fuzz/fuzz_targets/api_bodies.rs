@@ -12,7 +12,7 @@ use mindrune_server::router;
 use mindrune_server::AppState;
 use mindrune_server::secret_digest;
 use mindrune_server::ServerConfig;
-use mindrune_store::{SqliteStore, Store as _};
+use mindrune_store::{Directory as _, SqliteStore};
 use tower::ServiceExt as _;
 
 const TOKEN: &str = "mr_runner_fuzz";

@@ -42,7 +42,14 @@ fuzz_target!(|data: &[u8]| {
     }
     match load_package(&files) {
         Ok(package) => {
-            let inspection = inspect::inspect(&package, &files, "fuzz");
+            // No packet schemas and no nested packages: the fuzz input is one package alone.
+            let inspection = inspect::inspect(
+                &package,
+                &files,
+                "fuzz",
+                &inspect::PacketSchemas::new(),
+                &|_: &std::path::Path| None,
+            );
             assert_eq!(inspection["name"].as_str(), Some(package.name()));
             let summary = inspect_package(&package);
             assert_eq!(summary["skill"].as_str(), Some(package.name()));

@@ -15,7 +15,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -49,22 +48,7 @@ fn workspace(result_from: &str, steps: &str, extra: &str) -> tempfile::TempDir {
 }
 
 fn lab(verb: &str, root: &Path) -> Value {
-    let output = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
-        .args(["lab", verb, "--json", "--repo-root"])
-        .arg(root)
-        .args(["--target-dir", "skills/gstep"])
-        .env("MINDRUNE_HOME", root.join(".home"))
-        .env_remove("MINDRUNE_LOG")
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .current_dir(root)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "lab {verb} printed no JSON ({err}): {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+    crate::util::lab_json(verb, root, "skills/gstep")
 }
 
 const AGENT_NOTE: &str = "        - id: note\n          run:\n            type: agent-task\n            \

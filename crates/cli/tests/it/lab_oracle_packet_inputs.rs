@@ -10,7 +10,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -65,22 +64,7 @@ fn workspace(
 }
 
 fn lab(verb: &str, root: &Path) -> Value {
-    let output = Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
-        .args(["lab", verb, "--json", "--repo-root"])
-        .arg(root)
-        .args(["--target-dir", "skills/demo"])
-        .env("MINDRUNE_HOME", root.join(".home"))
-        .env_remove("MINDRUNE_LOG")
-        .env_remove("MINDRUNE_DATABASE_URL")
-        .current_dir(root)
-        .output()
-        .unwrap();
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
-        panic!(
-            "lab {verb} printed no JSON ({err}): {}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    })
+    crate::util::lab_json(verb, root, "skills/demo")
 }
 
 /// `lab inspect`'s decision and first line: `ok` and `""`, or `refused` and the reason.

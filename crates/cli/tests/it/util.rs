@@ -367,3 +367,24 @@ impl Drop for Server {
         let _ = self.child.wait();
     }
 }
+
+/// `mindrune lab VERB --json` on the package at `target` (relative to `root`, the repository
+/// root), with a home of its own under `root`: the JSON it printed.
+pub(crate) fn lab_json(verb: &str, root: &std::path::Path, target: &str) -> serde_json::Value {
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["lab", verb, "--json", "--repo-root"])
+        .arg(root)
+        .args(["--target-dir", target])
+        .env("MINDRUNE_HOME", root.join(".home"))
+        .env_remove("MINDRUNE_LOG")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .current_dir(root)
+        .output()
+        .unwrap();
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|err| {
+        panic!(
+            "lab {verb} printed no JSON ({err}): {}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}

@@ -5,12 +5,10 @@
 //! quiet week shows as a gap, and the runs bars are buckets of equal time (hours over 24 h,
 //! days over 7 and 30 days, days or weeks over all of it).
 
-use std::fmt::Write as _;
-
 use mindrune_store::{DAY_MILLIS, Millis};
 
 use crate::charts::Bar;
-use crate::html::escape;
+use crate::html::{Markup, html};
 
 const HOUR_MILLIS: Millis = 3_600_000;
 /// Over "all", more days than this are drawn a week to a bar, so the bars stay wide enough to
@@ -247,24 +245,16 @@ impl RangeQuery {
 
 /// The picker: a link per range to `href` with `range=` set (`href` may hold a query already),
 /// the current one marked; `anchor` brings the chart back into view.
-pub(crate) fn picker(current: ChartRange, href: &str, anchor: &str) -> String {
+pub(crate) fn picker(current: ChartRange, href: &str, anchor: &str) -> Markup {
     let joiner = if href.contains('?') { "&" } else { "?" };
-    let mut out =
-        String::from("<nav class=\"range-picker\" aria-label=\"Time the chart covers\"><ul>");
-    for range in ChartRange::ALL {
-        let link = escape(&format!("{href}{joiner}range={}#{anchor}", range.query()));
-        if range == current {
-            let _ = write!(
-                out,
-                "<li><a href=\"{link}\" aria-current=\"true\">{}</a></li>",
-                range.label()
-            );
-        } else {
-            let _ = write!(out, "<li><a href=\"{link}\">{}</a></li>", range.label());
-        }
+    html! {
+        nav.range-picker aria-label="Time the chart covers" { ul {
+            @for range in ChartRange::ALL {
+                li { a href={ (href) (joiner) "range=" (range.query()) "#" (anchor) }
+                    aria-current=[(range == current).then_some("true")] { (range.label()) } }
+            }
+        } }
     }
-    out.push_str("</ul></nav>");
-    out
 }
 
 #[cfg(test)]
@@ -331,13 +321,16 @@ mod tests {
             ChartRange::Week,
             "/dashboard/skills/3?result=failed",
             "score",
-        );
+        )
+        .into_string();
         assert!(html.contains(
             "<a href=\"/dashboard/skills/3?result=failed&amp;range=7d#score\" aria-current=\"true\">7 days</a>"
         ));
         assert_eq!(html.matches("<a ").count(), 4);
         assert!(
-            picker(ChartRange::All, "/dashboard", "runs").contains("/dashboard?range=24h#runs")
+            picker(ChartRange::All, "/dashboard", "runs")
+                .into_string()
+                .contains("/dashboard?range=24h#runs")
         );
     }
 }

@@ -94,7 +94,7 @@ fn login_response(
          <p class=\"small muted\">Issue a token with <code>mindrune token operator</code>.</p></section>",
         token = escape(&token),
     );
-    let mut response = html::respond(status, html::page("Console login", Nav::None, &body));
+    let mut response = html::respond(status, html::legacy_page("Console login", Nav::None, &body));
     html::set_cookies(&mut response, set_cookie);
     response
 }
@@ -571,7 +571,7 @@ async fn console(
                 failing_webhooks,
                 now,
             };
-            Ok(html::page(
+            Ok(html::legacy_page(
                 "Console",
                 Nav::Operator,
                 &console_html(&view, &shown_text),

@@ -1,19 +1,21 @@
-//! The pieces every HTML page of the dashboard and the console shares: escaping, the page
-//! layout, error pages, cookies and the static assets.
+//! The pieces every HTML page of the dashboard and the console shares: the page layout, error
+//! pages, text scrubbed on its way to a page, cookies and the static assets.
 //!
-//! Every dynamic string goes through [`Shown::text`] (scrubbed, then escaped) or [`escape`]
-//! before it reaches a page: pages are built with `format!`, so escaping is the one thing that
-//! keeps a script's name or goal from becoming markup. The Content-Security-Policy forbids
-//! inline scripts and styles as a second line of defence, so pages carry neither: behaviour
-//! lives in `static/app.js`, looks in `static/app.css`.
+//! Pages are built with maud's `html!`: every value it interpolates is escaped, so a script's
+//! name or goal cannot become markup whatever a handler forgets. Text still passes through
+//! [`Shown::plain`] first, which scrubs the secrets it may hold. `PreEscaped`, the one way
+//! around the escaping, is used only where the line before says `// Unescaped because:` and why
+//! (a test holds every file of the crate to that). The
+//! Content-Security-Policy forbids inline scripts and styles as a second line of defence, so
+//! pages carry neither: behaviour lives in `static/app.js`, looks in `static/app.css`.
 
-use std::fmt::Write as _;
 use std::sync::LazyLock;
 
 use axum::Router;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+pub(crate) use maud::{Markup, html};
 use mindrune_core::secrets::Scrubber;
 
 use crate::state::AppState;
@@ -35,8 +37,9 @@ pub(crate) fn escape(text: &str) -> String {
 }
 
 /// Text on its way to a page: scrubbed of the secrets it may hold (the owner's key and
-/// credential shapes), then escaped. What the store returns was scrubbed when it was saved;
-/// scrubbing again is cheap and keeps a page safe even if a row slipped through.
+/// credential shapes); maud escapes it where a page interpolates it. What the store returns
+/// was scrubbed when it was saved; scrubbing again is cheap and keeps a page safe even if a
+/// row slipped through.
 pub(crate) struct Shown {
     scrubber: Scrubber,
 }
@@ -55,7 +58,8 @@ impl Shown {
         escape(&self.scrubber.scrub(text).text)
     }
 
-    /// The text, scrubbed but not escaped (for plain-text answers).
+    /// The text, scrubbed: what a page interpolates (maud escapes it there) and what a
+    /// plain-text answer carries.
     pub(crate) fn plain(&self, text: &str) -> String {
         self.scrubber.scrub(text).text.into_owned()
     }
@@ -85,11 +89,10 @@ pub(crate) use mindrune_engine::display::{ago, points, when};
 
 /// A time shown as how long ago it was, with the exact time (UTC) on hover and for machines:
 /// `<time datetime="2026-12-07T06:47:00Z" title="2026-12-07 06:47 UTC">8 d ago</time>`.
-pub(crate) fn time_ago(at: Option<i64>, now: i64) -> String {
+pub(crate) fn time_ago(at: Option<i64>, now: i64) -> Markup {
     let Some(at) = at else {
-        return "never".into();
+        return html! { "never" };
     };
-    let exact = when(Some(at));
     let iso = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(at) * 1_000_000)
         .ok()
         .and_then(|t| {
@@ -97,19 +100,17 @@ pub(crate) fn time_ago(at: Option<i64>, now: i64) -> String {
                 .ok()
         })
         .unwrap_or_default();
-    format!(
-        "<time datetime=\"{iso}\" title=\"{exact} UTC\">{}</time>",
-        escape(&ago(at, now))
-    )
+    html! {
+        time datetime=(iso) title={ (when(Some(at))) " UTC" } { (ago(at, now)) }
+    }
 }
 
-/// A unified diff as HTML: scrubbed as a whole, then each line escaped and marked as added,
-/// removed, a hunk or a file header (the colours live in `app.css`).
-pub(crate) fn diff_html(diff: &str, shown: &Shown) -> String {
+/// A unified diff as HTML: scrubbed as a whole, then each line marked as added, removed, a
+/// hunk or a file header (the colours live in `app.css`).
+pub(crate) fn diff_html(diff: &str, shown: &Shown) -> Markup {
     let diff = shown.plain(diff);
-    let mut out = String::from("<pre class=\"diff\"><code>");
-    for line in diff.split_inclusive('\n') {
-        let class = if line.starts_with("+++") || line.starts_with("---") {
+    let class = |line: &str| {
+        if line.starts_with("+++") || line.starts_with("---") {
             "meta"
         } else if line.starts_with("@@") {
             "hunk"
@@ -119,15 +120,18 @@ pub(crate) fn diff_html(diff: &str, shown: &Shown) -> String {
             "del"
         } else {
             ""
-        };
-        if class.is_empty() {
-            out.push_str(&escape(line));
-        } else {
-            let _ = write!(out, "<span class=\"{class}\">{}</span>", escape(line));
         }
+    };
+    html! {
+        pre.diff { code {
+            @for line in diff.split_inclusive('\n') {
+                @match class(line) {
+                    "" => (line),
+                    class => span class=(class) { (line) },
+                }
+            }
+        } }
     }
-    out.push_str("</code></pre>");
-    out
 }
 
 /// What the page header offers besides the brand.
@@ -147,60 +151,74 @@ pub(crate) enum Nav<'a> {
 }
 
 /// A whole page: the shared head (viewport, stylesheet, script), the header and `main`.
-/// `title` and `body` must already be escaped.
-pub(crate) fn page(title: &str, nav: Nav<'_>, body: &str) -> String {
-    let mut out = String::with_capacity(body.len() + 2048);
-    let _ = write!(
-        out,
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <meta name=\"color-scheme\" content=\"light dark\">\n\
-         <meta name=\"referrer\" content=\"no-referrer\">\n\
-         <title>{title} · MindRune</title>\n\
-         <link rel=\"icon\" href=\"data:,\">\n\
-         <link rel=\"stylesheet\" href=\"{css}\">\n\
-         <script src=\"{js}\" defer></script>\n</head>\n<body>\n\
-         <header class=\"top\"><div class=\"top-inner\">",
-        css = CSS.url,
-        js = JS.url,
-    );
-    match nav {
-        Nav::None => out.push_str("<span class=\"brand\">MindRune</span>"),
-        Nav::Owner { owner, csrf, inbox } => {
-            let _ = write!(
-                out,
-                "<a class=\"brand\" href=\"/dashboard\">MindRune</a>\
-                 <nav aria-label=\"Account\">{inbox}<span class=\"who\">{owner}</span>\
-                 <form method=\"post\" action=\"/dashboard/logout\" class=\"inline\">\
-                 <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-                 <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
-                inbox = match inbox {
-                    None => String::new(),
-                    Some(0) => "<a href=\"/dashboard/inbox\">Inbox</a>".to_string(),
-                    Some(n) => format!(
-                        "<a href=\"/dashboard/inbox\">Inbox <span class=\"count\" aria-label=\"{n} waiting\">{n}</span></a>"
-                    ),
-                },
-                owner = escape(owner),
-                csrf = escape(csrf),
-            );
+pub(crate) fn page(title: &str, nav: Nav<'_>, body: Markup) -> Markup {
+    page_shell(title, nav, body)
+}
+
+fn page_shell(title: impl maud::Render, nav: Nav<'_>, body: impl maud::Render) -> Markup {
+    html! {
+        (maud::DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                meta name="referrer" content="no-referrer";
+                title { (title) " · MindRune" }
+                link rel="icon" href="data:,";
+                link rel="stylesheet" href=(CSS.url);
+                script src=(JS.url) defer {}
+            }
+            body {
+                header.top { div.top-inner { (nav_html(nav)) } }
+                main { (body) }
+            }
         }
-        Nav::Operator => out.push_str(
-            "<a class=\"brand\" href=\"/console\">MindRune</a>\
-             <nav aria-label=\"Console\"><span class=\"who\">Operator console · read-only</span>\
-             <form method=\"post\" action=\"/console/logout\" class=\"inline\">\
-             <button type=\"submit\" class=\"link\">Log out</button></form></nav>",
-        ),
     }
-    let _ = write!(
-        out,
-        "</div></header>\n<main>\n{body}\n</main>\n</body>\n</html>\n"
-    );
-    out
+}
+
+fn nav_html(nav: Nav<'_>) -> Markup {
+    match nav {
+        Nav::None => html! { span.brand { "MindRune" } },
+        Nav::Owner { owner, csrf, inbox } => html! {
+            a.brand href="/dashboard" { "MindRune" }
+            nav aria-label="Account" {
+                @match inbox {
+                    None => {},
+                    Some(0) => a href="/dashboard/inbox" { "Inbox" },
+                    Some(n) => a href="/dashboard/inbox" {
+                        "Inbox " span.count aria-label={ (n) " waiting" } { (n) }
+                    },
+                }
+                span.who { (owner) }
+                form method="post" action="/dashboard/logout" class="inline" {
+                    input type="hidden" name="csrf" value=(csrf);
+                    button type="submit" class="link" { "Log out" }
+                }
+            }
+        },
+        Nav::Operator => html! {
+            a.brand href="/console" { "MindRune" }
+            nav aria-label="Console" {
+                span.who { "Operator console · read-only" }
+                form method="post" action="/console/logout" class="inline" {
+                    button type="submit" class="link" { "Log out" }
+                }
+            }
+        },
+    }
+}
+
+/// A page built before the move to maud, from strings escaped by hand (`title` too): kept
+/// until the last such page is rewritten.
+pub(crate) fn legacy_page(title: &str, nav: Nav<'_>, body: &str) -> String {
+    // Unescaped because: the legacy pages escape their title and body by hand.
+    let (title, body) = (maud::PreEscaped(title), maud::PreEscaped(body));
+    page_shell(title, nav, body).into_string()
 }
 
 /// An HTML answer. Pages hold a family's private data, so no cache keeps them.
-pub(crate) fn respond(status: StatusCode, html: String) -> Response {
+pub(crate) fn respond(status: StatusCode, html: impl Into<String>) -> Response {
     (
         status,
         [
@@ -210,24 +228,22 @@ pub(crate) fn respond(status: StatusCode, html: String) -> Response {
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ],
-        html,
+        html.into(),
     )
         .into_response()
 }
 
-/// A small error page: what happened, in words, and where to go next. `message` is plain
-/// text (it is escaped here).
+/// A small error page: what happened, in words, and where to go next.
 pub(crate) fn error_page(status: StatusCode, message: &str, back: (&str, &str)) -> Response {
     let title = status.canonical_reason().unwrap_or("Error");
-    let body = format!(
-        "<section class=\"card narrow\"><h1>{title}</h1><p>{message}</p>\
-         <p><a href=\"{href}\">{label}</a></p></section>",
-        title = escape(title),
-        message = escape(message),
-        href = escape(back.0),
-        label = escape(back.1),
-    );
-    respond(status, page(&escape(title), Nav::None, &body))
+    let body = html! {
+        section.card.narrow {
+            h1 { (title) }
+            p { (message) }
+            p { a href=(back.0) { (back.1) } }
+        }
+    };
+    respond(status, page(title, Nav::None, body))
 }
 
 /// A `Set-Cookie` value: HttpOnly and SameSite=Strict always, `Secure` when the server sits
@@ -365,6 +381,40 @@ pub(crate) fn shown_webhook(url: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// maud escapes every interpolated value; `PreEscaped` is the way around it, so each use
+    /// must say why on the line before.
+    #[test]
+    fn every_unescaped_insertion_says_why() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        // Put together so that this test's own text is not a use.
+        let needle = ["Pre", "Escaped("].concat();
+        let mut unexplained = Vec::new();
+        let mut dirs = vec![src];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let lines: Vec<&str> = text.lines().collect();
+                for (i, line) in lines.iter().enumerate() {
+                    let code = line.split("//").next().unwrap_or("");
+                    if code.contains(&needle)
+                        && !(i > 0 && lines[i - 1].contains("// Unescaped because: "))
+                    {
+                        unexplained.push(format!("{}:{}", path.display(), i + 1));
+                    }
+                }
+            }
+        }
+        assert!(
+            unexplained.is_empty(),
+            "PreEscaped without a reason: {unexplained:?}"
+        );
+    }
 
     #[test]
     fn numbers_are_grouped_by_thousands() {

@@ -114,7 +114,7 @@ impl Mine {
 
     /// A whole page of the owner's. `title` and `body` are escaped already.
     fn page(&self, title: &str, csrf: &str, body: &str) -> String {
-        html::page(
+        html::legacy_page(
             title,
             Nav::Owner {
                 owner: &self.owner.name,
@@ -628,7 +628,7 @@ fn card_body(
             if diff.is_empty() {
                 body.push_str("<p class=\"muted\">No change against the live file.</p>");
             } else {
-                body.push_str(&diff_html(diff, shown));
+                body.push_str(&diff_html(diff, shown).into_string());
             }
             body.push_str("</section>");
         }
@@ -910,7 +910,8 @@ mod tests {
     #[test]
     fn diff_lines_are_escaped_and_marked() {
         let shown = Shown::new(&[]);
-        let html = diff_html("--- a\n+++ b\n@@ -1 +1 @@\n-<old>\n+<new>\n same\n", &shown);
+        let html =
+            diff_html("--- a\n+++ b\n@@ -1 +1 @@\n-<old>\n+<new>\n same\n", &shown).into_string();
         assert!(
             html.contains("<span class=\"del\">-&lt;old&gt;\n</span>"),
             "{html}"

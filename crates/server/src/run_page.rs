@@ -102,7 +102,7 @@ fn run_html(
                 from = old.number,
                 to = new.number,
             );
-            body.push_str(&version_diff_html(skill, old, new, &shown_text));
+            body.push_str(&version_diff_html(skill, old, new, &shown_text).into_string());
         }
         (None, Some(new)) => {
             let _ = write!(
@@ -151,7 +151,7 @@ async fn run_page(
             let now = mindrune_engine::avatars::ingest::now_millis();
             let body = run_html(id, &skill, &run, &versions, &agents, now);
             let shown_text = Shown::new(&[]);
-            Ok(Some(html::page(
+            Ok(Some(html::legacy_page(
                 &format!(
                     "{} run {}",
                     shown_text.text(&file_name(&skill)),

@@ -91,7 +91,7 @@ fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
          <ul class=\"facts\"><li class=\"version\">v{number} · {versions}</li>\
          <li class=\"score\">score {score}</li><li class=\"runs\">{runs}</li>{rate}</ul>",
         file = shown_text.text(&file),
-        tag = tag(skill, page.family),
+        tag = tag(skill, page.family).into_string(),
         number = version.number,
         versions = count(page.versions.len() as i64, "version", "versions"),
         score = points(version.score),
@@ -150,6 +150,7 @@ fn score_chart(out: &mut String, page: &ScriptPage, file: &str) {
             &format!("/dashboard/skills/{}", page.skill.id.0),
             "score-title"
         )
+        .into_string()
     );
     out.push_str(&crate::charts::score_line(
         "score-chart",
@@ -431,7 +432,7 @@ async fn script_page(
             };
             let shown_text = Shown::new(&[]);
             let body = script_html(&page, &shown_text);
-            Ok(Some(html::page(
+            Ok(Some(html::legacy_page(
                 &shown_text.text(&file_name(&page.skill)),
                 owner_nav(&app, &page.owner, &csrf),
                 &body,
@@ -514,8 +515,8 @@ async fn diff_page(
                 old_runs = count(old.uses, "run", "runs"),
                 new_runs = count(new.uses, "run", "runs"),
             );
-            body.push_str(&version_diff_html(&skill, old, new, &shown_text));
-            Ok(Some(html::page(
+            body.push_str(&version_diff_html(&skill, old, new, &shown_text).into_string());
+            Ok(Some(html::legacy_page(
                 &format!("{} v{from} → v{to}", shown_text.text(&file)),
                 owner_nav(&app, &owner, &csrf),
                 &body,
@@ -694,7 +695,7 @@ fn code_page(id: i64, number: i64, stem: &str, code: &str) -> String {
         file = html::escape(&format!("{stem}.ts")),
         code = html::escape(code),
     );
-    html::page(&title, html::Nav::None, &body)
+    html::legacy_page(&title, html::Nav::None, &body)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
 use mindrune_store::{DAY_MILLIS, HeaderState, ScriptRun, Skill, Version};
 
 use crate::charts::Point;
-use crate::html::{self, Shown, count, points, when};
+use crate::html::{self, Markup, Shown, count, html, points, when};
 use crate::icons;
 
 /// `2025-06-01`: a day of [`DayRuns`](mindrune_store::DayRuns) as the charts label it.
@@ -72,17 +72,17 @@ pub(crate) fn progress_line(file: &str, runs: i64, score: f64, bar: SharingBar) 
 }
 
 /// The script's tag: a file that is gone is private, whatever its header said.
-pub(crate) fn tag(skill: &Skill, family: bool) -> String {
+pub(crate) fn tag(skill: &Skill, family: bool) -> Markup {
     let (class, icon, words) = if skill.deleted_at.is_some() {
-        ("private", icons::LOCK, "Private")
+        ("private", icons::lock(), "Private")
     } else {
         match (family, skill.header.state) {
-            (true, _) => ("family", icons::FAMILY, "Family"),
-            (false, HeaderState::Skill) => ("private", icons::LOCK, "Not shared yet"),
-            (false, _) => ("private", icons::LOCK, "Private"),
+            (true, _) => ("family", icons::family(), "Family"),
+            (false, HeaderState::Skill) => ("private", icons::lock(), "Not shared yet"),
+            (false, _) => ("private", icons::lock(), "Private"),
         }
     };
-    format!("<span class=\"tag {class}\">{icon}{words}</span>")
+    html! { span class={ "tag " (class) } { (icon) (words) } }
 }
 
 /// How a script that is not a family skill gets there, in the wrap-up's words; `None` when it
@@ -171,7 +171,7 @@ pub(crate) fn version_diff_html(
     old: &mindrune_store::Version,
     new: &mindrune_store::Version,
     shown_text: &Shown,
-) -> String {
+) -> Markup {
     let file = file_name(skill);
     let diff = similar::TextDiff::from_lines(old.code.as_str(), new.code.as_str())
         .unified_diff()
@@ -182,7 +182,7 @@ pub(crate) fn version_diff_html(
         )
         .to_string();
     if diff.is_empty() {
-        "<p class=\"muted\">The two versions' code is the same.</p>".into()
+        html! { p.muted { "The two versions' code is the same." } }
     } else {
         html::diff_html(&diff, shown_text)
     }

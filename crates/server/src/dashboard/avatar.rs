@@ -48,7 +48,7 @@ pub(super) fn quests_in_all(store: &dyn Store) -> Result<Option<usize>, ApiError
 
 /// The avatar's coins over the picked time, with the range picker.
 fn wealth_chart(out: &mut String, view: &StatsView<'_>) {
-    out.push_str(&chart_range::picker(view.range, &view.href, "wealth-chart"));
+    out.push_str(&chart_range::picker(view.range, &view.href, "wealth-chart").into_string());
     if view.wealth.len() < 2 {
         let _ = write!(
             out,
@@ -407,7 +407,7 @@ pub(super) async fn avatar_page(
                 &csrf,
                 &shown_text,
             );
-            Ok(Some(html::page(
+            Ok(Some(html::legacy_page(
                 &shown_text.text(&agent.name),
                 owner_nav(&app, &owner, &csrf),
                 &body,

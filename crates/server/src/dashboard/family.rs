@@ -125,7 +125,7 @@ pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown)
             body,
             "<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per {unit}</h2>{picker}",
             unit = view.bar_unit,
-            picker = chart_range::picker(view.range, "/dashboard", "runs-title"),
+            picker = chart_range::picker(view.range, "/dashboard", "runs-title").into_string(),
         );
         body.push_str(&crate::charts::runs_bars(
             "family-runs",
@@ -218,7 +218,11 @@ pub(super) fn tile_html(out: &mut String, tile: &Tile<'_>, now: i64, shown_text:
         }),
         "newest",
     );
-    fact("Last ran", html::time_ago(tile.last_ran, now), "last-ran");
+    fact(
+        "Last ran",
+        html::time_ago(tile.last_ran, now).into_string(),
+        "last-ran",
+    );
     let _ = write!(
         out,
         "</dl><p class=\"counts small muted\">{} · {} family</p></a></li>",
@@ -253,7 +257,7 @@ pub(super) fn attention_html(
                      failed {runs}{family} (since {first}, \
                      <a href=\"/dashboard/runs/{run}\">the latest</a> {last}): \
                      <span class=\"cause\">{cause}</span>{share}",
-                    icon = icons::WARNING,
+                    icon = icons::warning().into_string(),
                     label = shown_text.text(&f.label),
                     runs = if f.streak == 1 {
                         "its last run".to_owned()
@@ -266,8 +270,8 @@ pub(super) fn attention_html(
                         format!(" ({} of {})", f.cause_count, f.streak)
                     },
                     family = if f.family { ", a family skill" } else { "" },
-                    first = html::time_ago(Some(f.first_seen), now),
-                    last = html::time_ago(Some(f.last_seen), now),
+                    first = html::time_ago(Some(f.first_seen), now).into_string(),
+                    last = html::time_ago(Some(f.last_seen), now).into_string(),
                     cause = shown_text.text(&f.cause),
                     run = f.last_failure,
                 );
@@ -292,7 +296,7 @@ pub(super) fn attention_html(
                     "<li class=\"quiet\"><a href=\"/dashboard/avatars/{id}\">{name}</a> has been quiet since {last}",
                     id = q.agent.0,
                     name = shown_text.text(&q.agent_name),
-                    last = html::time_ago(Some(q.last_run), now),
+                    last = html::time_ago(Some(q.last_run), now).into_string(),
                 );
             }
             Item::RunnerStopped(r) => {
@@ -300,10 +304,10 @@ pub(super) fn attention_html(
                     out,
                     "<li class=\"runner-stopped\">{icon} <a href=\"/dashboard/avatars/{id}\">{name}</a>'s runner \
                      stopped {last} with {backlog} still in its spool: nothing of {name} is recorded until it runs again",
-                    icon = icons::WARNING,
+                    icon = icons::warning().into_string(),
                     id = r.agent.0,
                     name = shown_text.text(&r.agent_name),
-                    last = html::time_ago(Some(r.last_contact), now),
+                    last = html::time_ago(Some(r.last_contact), now).into_string(),
                     backlog = count(r.backlog as i64, "event", "events"),
                 );
             }
@@ -321,7 +325,7 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
     out.push_str(
         "<section class=\"card changes\" aria-labelledby=\"changes-title\"><h2 id=\"changes-title\">Since your last visit</h2>",
     );
-    let since = html::time_ago(Some(view.since), view.now);
+    let since = html::time_ago(Some(view.since), view.now).into_string();
     if view.first_visit {
         let _ = write!(
             out,
@@ -346,7 +350,7 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
             "<li class=\"newly-shared\">{family_icon} \
              <a href=\"/dashboard/skills/{id}\">{label}</a>{version} is a family skill now: {reason}</li>",
             id = change.skill.0,
-            family_icon = icons::FAMILY,
+            family_icon = icons::family().into_string(),
             label = shown_text.text(&change.label),
             version = change.version.map(|v| format!(" v{v}")).unwrap_or_default(),
             reason = shown_text.text(&change.reason),
@@ -358,7 +362,7 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
             "<li class=\"newly-failing\">{warning_icon} \
              <a href=\"/dashboard/skills/{id}\">{label}</a> failed on its latest run: {cause}</li>",
             id = skill.0,
-            warning_icon = icons::WARNING,
+            warning_icon = icons::warning().into_string(),
             label = shown_text.text(label),
             cause = shown_text.text(cause.as_deref().unwrap_or("no cause recorded")),
         );
@@ -369,7 +373,7 @@ pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: 
             "<li class=\"un-shared\">{lock_icon} \
              <a href=\"/dashboard/skills/{id}\">{label}</a> is no longer shared: {reason}</li>",
             id = change.skill.0,
-            lock_icon = icons::LOCK,
+            lock_icon = icons::lock().into_string(),
             label = shown_text.text(&change.label),
             reason = shown_text.text(&change.reason),
         );
@@ -581,7 +585,7 @@ pub(super) async fn family_page(
             let view = family_view(store, &owner, &agents, &entries, &visit)?;
             let shown_text = Shown::new(&[]);
             let body = family_html(&view, &csrf, &shown_text);
-            Ok(html::page(
+            Ok(html::legacy_page(
                 "Your family",
                 owner_nav(&app, &owner, &csrf),
                 &body,

@@ -72,7 +72,7 @@ pub(super) fn login_response(
     );
     let mut response = html::respond(
         status,
-        html::page("Log in", Nav::None, &login_body(&token, name, problem)),
+        html::legacy_page("Log in", Nav::None, &login_body(&token, name, problem)),
     );
     html::set_cookies(&mut response, set_cookie);
     response

@@ -45,7 +45,7 @@ pub(super) fn script_html(
     let file = file_name(skill);
     // A headed script that has not cleared the bar is "not shared yet", the spec's words and
     // the CLI's (`mindrune skills`, `skill show`, the wrap-up); a file that is gone is private.
-    let tag = tag(skill, view.entry.family);
+    let tag = tag(skill, view.entry.family).into_string();
     let _ = write!(
         out,
         "<li class=\"card script{gone}\" id=\"skill-{id}\"><h3><a class=\"open-script\" href=\"/dashboard/skills/{id}\"><span class=\"file\">{file}</span></a>{tag}</h3>\

@@ -6,12 +6,11 @@
 //!
 //! Every chart carries its text alternative: `role="img"` with a `<title>` and a `<desc>` that
 //! says in a sentence what it shows, and (for the larger charts) the same numbers as a table
-//! behind a disclosure. Every text that reaches the SVG is escaped here; callers pass plain
-//! text.
+//! behind a disclosure. The charts are maud templates, so every text that reaches the SVG is
+//! escaped; callers pass plain text. SVG inside HTML closes no element by itself, so every
+//! shape is written with an end tag (`{}`), never as maud's void `;`.
 
-use std::fmt::Write as _;
-
-use crate::html::{escape, grouped};
+use crate::html::{Markup, grouped, html};
 
 /// The drawing area of the larger charts, in SVG units; the SVG scales to its box's width.
 const WIDTH: f64 = 640.0;
@@ -110,62 +109,72 @@ pub(crate) fn nice_ceiling(max: f64) -> f64 {
     10.0 * magnitude
 }
 
-/// The opening of a chart: a figure holding an SVG image with its title and description.
-fn open(out: &mut String, id: &str, class: &str, title: &str, desc: &str, width: f64, height: f64) {
-    let id = escape(id);
-    let _ = write!(
-        out,
-        "<figure class=\"chart {class}\" id=\"{id}\">\
-         <svg viewBox=\"0 0 {w} {h}\" role=\"img\" aria-labelledby=\"{id}-title {id}-desc\" \
-         preserveAspectRatio=\"none\" xmlns=\"http://www.w3.org/2000/svg\">\
-         <title id=\"{id}-title\">{title}</title><desc id=\"{id}-desc\">{desc}</desc>",
-        w = coord(width),
-        h = coord(height),
-        title = escape(title),
-        desc = escape(desc),
-    );
+/// A chart: a figure holding an SVG image with its title and description, what it draws
+/// (`drawing`), and after the image `after` (the caption and the table).
+fn figure(
+    id: &str,
+    class: &str,
+    title: &str,
+    desc: &str,
+    (width, height): (f64, f64),
+    drawing: Markup,
+    after: Markup,
+) -> Markup {
+    html! {
+        figure class={ "chart " (class) } id=(id) {
+            svg viewBox={ "0 0 " (coord(width)) " " (coord(height)) } role="img"
+                aria-labelledby={ (id) "-title " (id) "-desc" } preserveAspectRatio="none"
+                xmlns="http://www.w3.org/2000/svg" {
+                title id={ (id) "-title" } { (title) }
+                desc id={ (id) "-desc" } { (desc) }
+                (drawing)
+            }
+            (after)
+        }
+    }
 }
 
 /// The horizontal scale lines at 0, half and the top, with their numbers.
-fn scale(out: &mut String, top: f64) {
-    scale_across(out, top, WIDTH, coord);
+fn scale(top: f64) -> Markup {
+    scale_across(top, WIDTH, coord)
 }
 
 /// [`scale`] over a chart `width` wide, its numbers written by `number`.
-fn scale_across(out: &mut String, top: f64, width: f64, number: fn(f64) -> String) {
-    for fraction in [0.0, 0.5, 1.0] {
-        let y = TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - fraction);
-        let _ = write!(
-            out,
-            "<line class=\"grid\" x1=\"{x1}\" x2=\"{x2}\" y1=\"{y}\" y2=\"{y}\"/>\
-             <text class=\"axis\" x=\"{tx}\" y=\"{ty}\" text-anchor=\"end\">{value}</text>",
-            x1 = coord(LEFT),
-            x2 = coord(width),
-            y = coord(y),
-            tx = coord(LEFT - 4.0),
-            ty = coord(y + 4.0),
-            value = number(top * fraction),
-        );
+fn scale_across(top: f64, width: f64, number: fn(f64) -> String) -> Markup {
+    html! {
+        @for fraction in [0.0, 0.5, 1.0] {
+            @let y = TOP + (HEIGHT - TOP - BOTTOM) * (1.0 - fraction);
+            line class="grid" x1=(coord(LEFT)) x2=(coord(width)) y1=(coord(y)) y2=(coord(y)) {}
+            text class="axis" x=(coord(LEFT - 4.0)) y=(coord(y + 4.0)) text-anchor="end" {
+                (number(top * fraction))
+            }
+        }
     }
 }
 
 /// The first and last labels under the plot.
-fn ends(out: &mut String, first: &str, last: &str) {
-    ends_across(out, first, last, WIDTH);
+fn ends(first: &str, last: &str) -> Markup {
+    ends_across(first, last, WIDTH)
 }
 
 /// [`ends`] under a chart `width` wide.
-fn ends_across(out: &mut String, first: &str, last: &str, width: f64) {
+fn ends_across(first: &str, last: &str, width: f64) -> Markup {
     let y = coord(HEIGHT - 4.0);
-    let _ = write!(
-        out,
-        "<text class=\"axis\" x=\"{left}\" y=\"{y}\">{first}</text>\
-         <text class=\"axis\" x=\"{right}\" y=\"{y}\" text-anchor=\"end\">{last}</text>",
-        left = coord(LEFT),
-        right = coord(width),
-        first = escape(first),
-        last = escape(last),
-    );
+    html! {
+        text class="axis" x=(coord(LEFT)) y=(y) { (first) }
+        text class="axis" x=(coord(width)) y=(y) text-anchor="end" { (last) }
+    }
+}
+
+/// A chart's numbers again, as a table behind a disclosure: `head` the column headings,
+/// `rows` the rows' cells.
+fn table(head: Markup, rows: Markup) -> Markup {
+    html! {
+        details class="chart-table" {
+            summary { "As a table" }
+            table { thead { tr { (head) } } tbody { (rows) } }
+        }
+    }
 }
 
 /// A scale's number in few characters (`250k`, `1.5M`), so it fits left of a narrow plot.
@@ -180,106 +189,81 @@ fn compact(x: f64) -> String {
 }
 
 /// A chart with nothing to draw says so in words instead of drawing empty axes.
-fn empty(id: &str, class: &str, title: &str, message: &str) -> String {
-    format!(
-        "<figure class=\"chart {class} empty\" id=\"{id}\"><figcaption><strong>{title}</strong>: {message}</figcaption></figure>",
-        id = escape(id),
-        title = escape(title),
-        message = escape(message),
-    )
+fn empty(id: &str, class: &str, title: &str, message: &str) -> Markup {
+    html! {
+        figure class={ "chart " (class) " empty" } id=(id) {
+            figcaption { strong { (title) } ": " (message) }
+        }
+    }
 }
 
 /// Stacked bars of ok and failed runs, one per label (a day), with the scale at the left and
 /// the numbers again in a table.
-pub(crate) fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> String {
+pub(crate) fn runs_bars(id: &str, title: &str, bars: &[Bar]) -> Markup {
     stacked_bars(id, title, bars, ["ok", "failed"])
 }
 
 /// Stacked bars as [`runs_bars`], with other names for the two parts (`ok` is drawn below,
 /// `failed` above): `["from a family skill", "other"]`.
-pub(crate) fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> String {
+pub(crate) fn stacked_bars(id: &str, title: &str, bars: &[Bar], names: [&str; 2]) -> Markup {
     let ok: u64 = bars.iter().map(|b| b.ok).sum();
     let failed: u64 = bars.iter().map(|b| b.failed).sum();
     if bars.is_empty() || ok + failed == 0 {
         return empty(id, "bars", title, "no runs in this time.");
     }
     let [ok_name, failed_name] = names;
+    let (first, last) = (&bars[0].label, &bars[bars.len() - 1].label);
     let desc = format!(
-        "{} runs from {} to {}: {ok} {ok_name}, {failed} {failed_name}.",
+        "{} runs from {first} to {last}: {ok} {ok_name}, {failed} {failed_name}.",
         ok + failed,
-        bars[0].label,
-        bars[bars.len() - 1].label
     );
-    let mut out = String::with_capacity(bars.len() * 200 + 1024);
-    open(&mut out, id, "bars", title, &desc, WIDTH, HEIGHT);
     let top = nice_ceiling(
         bars.iter()
             .map(|b| (b.ok + b.failed) as f64)
             .fold(0.0, f64::max),
     );
-    scale(&mut out, top);
     let plot = HEIGHT - TOP - BOTTOM;
+    let base = TOP + plot;
     let slot = (WIDTH - LEFT) / bars.len() as f64;
     let width = (slot * 0.8).max(1.0);
-    for (i, bar) in bars.iter().enumerate() {
-        let x = LEFT + slot * i as f64 + (slot - width) / 2.0;
-        let ok_h = plot * bar.ok as f64 / top;
-        let failed_h = plot * bar.failed as f64 / top;
-        let base = TOP + plot;
-        let _ = write!(
-            out,
-            "<g class=\"bar\" data-label=\"{label}\" data-ok=\"{ok}\" data-failed=\"{failed}\">\
-             <title>{label}: {ok} {ok_name}, {failed} {failed_name}</title>",
-            label = escape(&bar.label),
-            ok_name = escape(ok_name),
-            failed_name = escape(failed_name),
-            ok = bar.ok,
-            failed = bar.failed,
-        );
-        if bar.ok > 0 {
-            let _ = write!(
-                out,
-                "<rect class=\"ok\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\"/>",
-                x = coord(x),
-                y = coord(base - ok_h),
-                w = coord(width),
-                h = coord(ok_h),
-            );
+    let drawing = html! {
+        (scale(top))
+        @for (i, bar) in bars.iter().enumerate() {
+            @let x = LEFT + slot * i as f64 + (slot - width) / 2.0;
+            @let ok_h = plot * bar.ok as f64 / top;
+            @let failed_h = plot * bar.failed as f64 / top;
+            g class="bar" data-label=(bar.label) data-ok=(bar.ok) data-failed=(bar.failed) {
+                title { (bar.label) ": " (bar.ok) " " (ok_name) ", " (bar.failed) " " (failed_name) }
+                @if bar.ok > 0 {
+                    rect class="ok" x=(coord(x)) y=(coord(base - ok_h)) width=(coord(width))
+                        height=(coord(ok_h)) {}
+                }
+                @if bar.failed > 0 {
+                    rect class="failed" x=(coord(x)) y=(coord(base - ok_h - failed_h))
+                        width=(coord(width)) height=(coord(failed_h)) {}
+                }
+            }
         }
-        if bar.failed > 0 {
-            let _ = write!(
-                out,
-                "<rect class=\"failed\" x=\"{x}\" y=\"{y}\" width=\"{w}\" height=\"{h}\"/>",
-                x = coord(x),
-                y = coord(base - ok_h - failed_h),
-                w = coord(width),
-                h = coord(failed_h),
-            );
+        (ends(first, last))
+    };
+    let after = html! {
+        figcaption {
+            span class="key ok" { (ok_name) } " " span class="key failed" { (failed_name) } " " (desc)
         }
-        out.push_str("</g>");
-    }
-    ends(&mut out, &bars[0].label, &bars[bars.len() - 1].label);
-    let _ = write!(
-        out,
-        "</svg><figcaption><span class=\"key ok\">{ok_name}</span> <span class=\"key failed\">{failed_name}</span> \
-         {desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
-         <table><thead><tr><th scope=\"col\">Day</th><th scope=\"col\" class=\"num\">{ok_name}</th>\
-         <th scope=\"col\" class=\"num\">{failed_name}</th></tr></thead><tbody>",
-        desc = escape(&desc),
-        ok_name = escape(ok_name),
-        failed_name = escape(failed_name),
-    );
-    for bar in bars.iter().filter(|b| b.ok + b.failed > 0) {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
-            escape(&bar.label),
-            bar.ok,
-            bar.failed
-        );
-    }
-    out.push_str("</tbody></table></details></figure>");
-    out
+        (table(
+            html! {
+                th scope="col" { "Day" }
+                th scope="col" class="num" { (ok_name) }
+                th scope="col" class="num" { (failed_name) }
+            },
+            html! {
+                @for bar in bars.iter().filter(|b| b.ok + b.failed > 0) {
+                    tr { td { (bar.label) } td class="num" { (bar.ok) } td class="num" { (bar.failed) } }
+                }
+            },
+        ))
+    };
+    figure(id, "bars", title, &desc, (WIDTH, HEIGHT), drawing, after)
 }
 
 /// A line of values over `0..=max`, oldest first, each placed by its time on `axis` (a
@@ -291,7 +275,7 @@ pub(crate) fn score_line(
     points: &[Point],
     max: f64,
     axis: &TimeAxis,
-) -> String {
+) -> Markup {
     if points.is_empty() {
         return empty(id, "line", title, "no runs in this time.");
     }
@@ -300,6 +284,76 @@ pub(crate) fn score_line(
     } else {
         1.0
     };
+    let desc = score_line_words(points);
+    let plot = HEIGHT - TOP - BOTTOM;
+    let x_of = |at: i64| axis.x(at, LEFT + 4.0, WIDTH - 4.0);
+    let y_of = |v: f64| TOP + plot * (1.0 - (v / max).clamp(0.0, 1.0));
+    let path: Vec<String> = points
+        .iter()
+        .map(|p| format!("{},{}", coord(x_of(p.at)), coord(y_of(p.value))))
+        .collect();
+    let drawing = html! {
+        (scale(max))
+        @for pair in points.windows(2).filter(|pair| pair[0].version != pair[1].version) {
+            // The new version's first run: the change happened by then.
+            @let x = x_of(pair[1].at);
+            g class="version-change" data-version=(pair[1].version) {
+                line x1=(coord(x)) x2=(coord(x)) y1=(coord(TOP)) y2=(coord(TOP + plot)) {}
+                text class="axis" x=(coord(x + 3.0)) y=(coord(TOP + 10.0)) { "v" (pair[1].version) }
+            }
+        }
+        polyline class="series" points=(path.join(" ")) {}
+        @for p in points {
+            @let (x, y) = (x_of(p.at), y_of(p.value));
+            @let tip = format!(
+                "{}: v{}, {}{}",
+                p.label,
+                p.version,
+                coord(p.value),
+                if p.failed { ", failed" } else { "" }
+            );
+            @if p.failed {
+                path class="dot failed" d={
+                    "M" (coord(x - 3.5)) "," (coord(y - 3.5)) "L" (coord(x + 3.5)) "," (coord(y + 3.5))
+                    "M" (coord(x - 3.5)) "," (coord(y + 3.5)) "L" (coord(x + 3.5)) "," (coord(y - 3.5))
+                } data-value=(coord(p.value)) { title { (tip) } }
+            } @else {
+                circle class="dot" cx=(coord(x)) cy=(coord(y)) r="2.5" data-value=(coord(p.value)) {
+                    title { (tip) }
+                }
+            }
+        }
+        (ends(&axis.from_label, &axis.to_label))
+    };
+    let after = html! {
+        figcaption {
+            span class="key dot-key" { "ok run" } " " span class="key cross-key" { "failed run" } " " (desc)
+        }
+        (table(
+            html! {
+                th scope="col" { "When (UTC)" }
+                th scope="col" { "Version" }
+                th scope="col" { "Run" }
+                th scope="col" class="num" { "Value" }
+            },
+            html! {
+                @for p in points.iter().rev() {
+                    tr {
+                        td { (p.label) }
+                        td { "v" (p.version) }
+                        td { @if p.failed { "failed" } @else { "ok" } }
+                        td class="num" { (coord(p.value)) }
+                    }
+                }
+            },
+        ))
+    };
+    figure(id, "line", title, &desc, (WIDTH, HEIGHT), drawing, after)
+}
+
+/// What a score line shows, in a sentence: its points, first and last values, failed runs and
+/// version changes.
+fn score_line_words(points: &[Point]) -> String {
     let last = &points[points.len() - 1];
     let changes = points
         .windows(2)
@@ -319,94 +373,12 @@ pub(crate) fn score_line(
         (changes, "version change", "version changes"),
     ] {
         if n > 0 {
-            let _ = write!(desc, ", {}", crate::html::count(n as i64, one, many));
+            desc.push_str(", ");
+            desc.push_str(&crate::html::count(n as i64, one, many));
         }
     }
     desc.push('.');
-    let mut out = String::with_capacity(points.len() * 60 + 1024);
-    open(&mut out, id, "line", title, &desc, WIDTH, HEIGHT);
-    scale(&mut out, max);
-    let plot = HEIGHT - TOP - BOTTOM;
-    let x_of = |at: i64| axis.x(at, LEFT + 4.0, WIDTH - 4.0);
-    let y_of = |v: f64| TOP + plot * (1.0 - (v / max).clamp(0.0, 1.0));
-    for pair in points.windows(2) {
-        if pair[0].version != pair[1].version {
-            // The new version's first run: the change happened by then.
-            let x = x_of(pair[1].at);
-            let _ = write!(
-                out,
-                "<g class=\"version-change\" data-version=\"{v}\"><line x1=\"{x}\" x2=\"{x}\" y1=\"{top}\" y2=\"{bottom}\"/>\
-                 <text class=\"axis\" x=\"{tx}\" y=\"{ty}\">v{v}</text></g>",
-                v = pair[1].version,
-                x = coord(x),
-                top = coord(TOP),
-                bottom = coord(TOP + plot),
-                tx = coord(x + 3.0),
-                ty = coord(TOP + 10.0),
-            );
-        }
-    }
-    let path: Vec<String> = points
-        .iter()
-        .map(|p| format!("{},{}", coord(x_of(p.at)), coord(y_of(p.value))))
-        .collect();
-    let _ = write!(
-        out,
-        "<polyline class=\"series\" points=\"{}\"/>",
-        path.join(" ")
-    );
-    for p in points {
-        let (x, y) = (x_of(p.at), y_of(p.value));
-        let tip = format!(
-            "{}: v{}, {}{}",
-            p.label,
-            p.version,
-            coord(p.value),
-            if p.failed { ", failed" } else { "" }
-        );
-        if p.failed {
-            let _ = write!(
-                out,
-                "<path class=\"dot failed\" d=\"M{l},{t}L{r},{b}M{l},{b}L{r},{t}\" data-value=\"{value}\"><title>{tip}</title></path>",
-                l = coord(x - 3.5),
-                r = coord(x + 3.5),
-                t = coord(y - 3.5),
-                b = coord(y + 3.5),
-                value = coord(p.value),
-                tip = escape(&tip),
-            );
-        } else {
-            let _ = write!(
-                out,
-                "<circle class=\"dot\" cx=\"{x}\" cy=\"{y}\" r=\"2.5\" data-value=\"{value}\"><title>{tip}</title></circle>",
-                x = coord(x),
-                y = coord(y),
-                value = coord(p.value),
-                tip = escape(&tip),
-            );
-        }
-    }
-    ends(&mut out, &axis.from_label, &axis.to_label);
-    let _ = write!(
-        out,
-        "</svg><figcaption><span class=\"key dot-key\">ok run</span> <span class=\"key cross-key\">failed run</span> \
-         {desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
-         <table><thead><tr><th scope=\"col\">When (UTC)</th><th scope=\"col\">Version</th>\
-         <th scope=\"col\">Run</th><th scope=\"col\" class=\"num\">Value</th></tr></thead><tbody>",
-        desc = escape(&desc),
-    );
-    for p in points.iter().rev() {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td>v{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
-            escape(&p.label),
-            p.version,
-            if p.failed { "failed" } else { "ok" },
-            coord(p.value)
-        );
-    }
-    out.push_str("</tbody></table></details></figure>");
-    out
+    desc
 }
 
 /// The width of [`amount_line`], drawn in a narrow column: its SVG units are close to the
@@ -422,7 +394,7 @@ pub(crate) fn amount_line(
     points: &[TimedPoint],
     unit: &str,
     axis: &TimeAxis,
-) -> String {
+) -> Markup {
     if points.is_empty() {
         return empty(id, "line", title, "nothing reported yet.");
     }
@@ -441,10 +413,7 @@ pub(crate) fn amount_line(
         amount(lowest),
         amount(highest),
     );
-    let mut out = String::with_capacity(points.len() * 40 + 1024);
-    open(&mut out, id, "line amounts", title, &desc, NARROW, HEIGHT);
     let top = nice_ceiling(highest.max(0) as f64);
-    scale_across(&mut out, top, NARROW, compact);
     let plot = HEIGHT - TOP - BOTTOM;
     let x_of = |at: i64| axis.x(at, LEFT, NARROW);
     let y_of = |v: i64| TOP + plot * (1.0 - (v as f64 / top).clamp(0.0, 1.0));
@@ -452,41 +421,38 @@ pub(crate) fn amount_line(
         .iter()
         .map(|p| format!("{},{}", coord(x_of(p.at)), coord(y_of(p.value))))
         .collect();
-    let _ = write!(
-        out,
-        "<polyline class=\"series\" points=\"{}\"/>",
-        path.join(" ")
-    );
-    for p in points {
-        let _ = write!(
-            out,
-            "<circle class=\"dot\" cx=\"{x}\" cy=\"{y}\" r=\"2.5\" data-value=\"{value}\"><title>{label}: {shown}</title></circle>",
-            x = coord(x_of(p.at)),
-            y = coord(y_of(p.value)),
-            value = p.value,
-            label = escape(&p.label),
-            shown = escape(&amount(p.value)),
-        );
-    }
-    ends_across(&mut out, &axis.from_label, &axis.to_label, NARROW);
-    let _ = write!(
-        out,
-        "</svg><figcaption>{desc}</figcaption><details class=\"chart-table\"><summary>As a table</summary>\
-         <table><thead><tr><th scope=\"col\">When (UTC)</th>\
-         <th scope=\"col\" class=\"num\">{unit}</th></tr></thead><tbody>",
-        desc = escape(&desc),
-        unit = escape(&capitalized(unit)),
-    );
-    for p in points.iter().rev() {
-        let _ = write!(
-            out,
-            "<tr><td>{}</td><td class=\"num\">{}</td></tr>",
-            escape(&p.label),
-            grouped(p.value)
-        );
-    }
-    out.push_str("</tbody></table></details></figure>");
-    out
+    let drawing = html! {
+        (scale_across(top, NARROW, compact))
+        polyline class="series" points=(path.join(" ")) {}
+        @for p in points {
+            circle class="dot" cx=(coord(x_of(p.at))) cy=(coord(y_of(p.value))) r="2.5"
+                data-value=(p.value) { title { (p.label) ": " (amount(p.value)) } }
+        }
+        (ends_across(&axis.from_label, &axis.to_label, NARROW))
+    };
+    let after = html! {
+        figcaption { (desc) }
+        (table(
+            html! {
+                th scope="col" { "When (UTC)" }
+                th scope="col" class="num" { (capitalized(unit)) }
+            },
+            html! {
+                @for p in points.iter().rev() {
+                    tr { td { (p.label) } td class="num" { (grouped(p.value)) } }
+                }
+            },
+        ))
+    };
+    figure(
+        id,
+        "line amounts",
+        title,
+        &desc,
+        (NARROW, HEIGHT),
+        drawing,
+        after,
+    )
 }
 
 fn capitalized(word: &str) -> String {
@@ -499,14 +465,11 @@ fn capitalized(word: &str) -> String {
 
 /// A small line of values over `0..=max`, oldest first, for a list: its `aria-label` says the
 /// first and the last value in words.
-pub(crate) fn sparkline(label: &str, values: &[f64], max: f64) -> String {
+pub(crate) fn sparkline(label: &str, values: &[f64], max: f64) -> Markup {
     const W: f64 = 100.0;
     const H: f64 = 24.0;
     if values.is_empty() {
-        return format!(
-            "<span class=\"sparkline empty small muted\">{}: no runs yet</span>",
-            escape(label)
-        );
+        return html! { span class="sparkline empty small muted" { (label) ": no runs yet" } };
     }
     let max = if max.is_finite() && max > 0.0 {
         max
@@ -533,18 +496,14 @@ pub(crate) fn sparkline(label: &str, values: &[f64], max: f64) -> String {
         .map(|(i, v)| format!("{},{}", coord(x_of(i)), coord(y_of(*v))))
         .collect();
     let last = values.len() - 1;
-    format!(
-        "<svg class=\"sparkline\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{words}\" \
-         preserveAspectRatio=\"none\" xmlns=\"http://www.w3.org/2000/svg\"><title>{words}</title>\
-         <polyline class=\"series\" points=\"{points}\"/>\
-         <circle class=\"dot\" cx=\"{cx}\" cy=\"{cy}\" r=\"2\"/></svg>",
-        w = coord(W),
-        h = coord(H),
-        words = escape(&words),
-        points = path.join(" "),
-        cx = coord(x_of(last)),
-        cy = coord(y_of(values[last])),
-    )
+    html! {
+        svg class="sparkline" viewBox={ "0 0 " (coord(W)) " " (coord(H)) } role="img"
+            aria-label=(words) preserveAspectRatio="none" xmlns="http://www.w3.org/2000/svg" {
+            title { (words) }
+            polyline class="series" points=(path.join(" ")) {}
+            circle class="dot" cx=(coord(x_of(last))) cy=(coord(y_of(values[last]))) r="2" {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -605,37 +564,38 @@ mod tests {
 
     #[test]
     fn every_text_is_escaped() {
-        let svg = runs_bars("c<1>", "<b>runs</b>", &[bar("a&\"b'<", 1, 0)]);
+        let svg = runs_bars("c<1>", "<b>runs</b>", &[bar("a&\"b'<", 1, 0)]).into_string();
         assert!(!svg.contains("<b>"), "{svg}");
         assert!(svg.contains("&lt;b&gt;runs&lt;/b&gt;"), "{svg}");
-        assert!(svg.contains("a&amp;&quot;b&#39;&lt;"), "{svg}");
+        assert!(svg.contains("a&amp;&quot;b'&lt;"), "{svg}");
         assert!(svg.contains("id=\"c&lt;1&gt;\""), "{svg}");
-        let line = score_line("l", "t", &[point("<x>", 1.0, 1)], 10.0, &hours(0, 0));
+        let line = score_line("l", "t", &[point("<x>", 1.0, 1)], 10.0, &hours(0, 0)).into_string();
         assert!(
             line.contains("&lt;x&gt;") && !line.contains("<x>"),
             "{line}"
         );
-        let spark = sparkline("\"><script>", &[1.0], 10.0);
+        let spark = sparkline("\"><script>", &[1.0], 10.0).into_string();
         assert!(!spark.contains("<script>"), "{spark}");
     }
 
     #[test]
     fn an_empty_series_says_so_in_words_and_draws_nothing() {
         for html in [
-            runs_bars("a", "Runs", &[]),
-            runs_bars("a", "Runs", &[bar("d", 0, 0)]),
-            score_line("b", "Score", &[], 1000.0, &hours(0, 1)),
+            runs_bars("a", "Runs", &[]).into_string(),
+            runs_bars("a", "Runs", &[bar("d", 0, 0)]).into_string(),
+            score_line("b", "Score", &[], 1000.0, &hours(0, 1)).into_string(),
         ] {
             assert!(!html.contains("<svg"), "{html}");
             assert!(html.contains("class=\"chart"), "{html}");
             assert!(html.contains("no runs"), "{html}");
         }
-        assert!(!sparkline("x", &[], 1000.0).contains("<svg"));
+        assert!(!sparkline("x", &[], 1000.0).into_string().contains("<svg"));
     }
 
     #[test]
     fn one_point_sits_in_the_middle_at_its_height() {
-        let line = score_line("s", "Score", &[point("t", 500.0, 3)], 1000.0, &hours(0, 0));
+        let line =
+            score_line("s", "Score", &[point("t", 500.0, 3)], 1000.0, &hours(0, 0)).into_string();
         assert_eq!(
             attributes(&line, "circle", "cx"),
             [coord_value(LEFT + 4.0 + (WIDTH - LEFT - 8.0) / 2.0)]
@@ -650,7 +610,7 @@ mod tests {
             line.contains("1 point from t to t: from 500 to 500."),
             "{line}"
         );
-        let spark = sparkline("x", &[250.0], 1000.0);
+        let spark = sparkline("x", &[250.0], 1000.0).into_string();
         assert!(spark.contains("cx=\"50\""), "{spark}");
     }
 
@@ -664,7 +624,8 @@ mod tests {
             "r",
             "Runs",
             &[bar("1", 3, 1), bar("2", 2, 0), bar("3", 0, 0)],
-        );
+        )
+        .into_string();
         // 4 runs at most: the scale's top is 5.
         assert!(svg.contains(">5</text>"), "{svg}");
         let heights = attributes(&svg, "rect", "height");
@@ -694,7 +655,8 @@ mod tests {
             ],
             1000.0,
             &hours(0, 4),
-        );
+        )
+        .into_string();
         assert_eq!(
             line.matches("class=\"version-change\"").count(),
             1,
@@ -720,7 +682,8 @@ mod tests {
             ],
             1000.0,
             &hours(0, 10),
-        );
+        )
+        .into_string();
         let xs = attributes(&line, "circle", "cx");
         assert_eq!(xs.len(), 3);
         let (first_gap, second_gap) = (xs[1] - xs[0], xs[2] - xs[1]);
@@ -743,7 +706,8 @@ mod tests {
             ],
             1000.0,
             &hours(0, 2),
-        );
+        )
+        .into_string();
         assert_eq!(
             line.matches("<path class=\"dot failed\"").count(),
             2,
@@ -771,7 +735,8 @@ mod tests {
             &[timed(0, 1_200), timed(1, 300), timed(4, 2_500_000)],
             "coins",
             &hours(0, 4),
-        );
+        )
+        .into_string();
         assert!(
             line.contains(
                 "3 points from h0 to h4: 1,200 coins at first and 2,500,000 coins at last; \
@@ -797,7 +762,9 @@ mod tests {
         );
         assert_eq!(line.matches("<tr><td>").count(), 3, "{line}");
         assert!(
-            amount_line("w", "Coins", &[], "coins", &hours(0, 1)).contains("nothing reported yet")
+            amount_line("w", "Coins", &[], "coins", &hours(0, 1))
+                .into_string()
+                .contains("nothing reported yet")
         );
     }
 
@@ -818,7 +785,7 @@ mod tests {
             values in proptest::collection::vec(-50.0f64..2000.0, 1..80),
         ) {
             let bars: Vec<Bar> = bars.iter().enumerate().map(|(i, (ok, failed))| bar(&i.to_string(), *ok, *failed)).collect();
-            let svg = runs_bars("r", "Runs", &bars);
+            let svg = runs_bars("r", "Runs", &bars).into_string();
             for (y, h) in attributes(&svg, "rect", "y").iter().zip(attributes(&svg, "rect", "height")) {
                 // Each coordinate is rounded to a tenth, so a sum may be off by two tenths.
                 prop_assert!(*y >= TOP - 0.1 && y + h <= HEIGHT - BOTTOM + 0.2, "{y} {h}");
@@ -829,7 +796,7 @@ mod tests {
                 .enumerate()
                 .map(|(i, v)| run(i as i64 - 5, *v, 1 + i as i64 / 10, i % 3 == 0))
                 .collect();
-            let line = score_line("s", "Score", &points, 1000.0, &hours(0, 40));
+            let line = score_line("s", "Score", &points, 1000.0, &hours(0, 40)).into_string();
             for cy in attributes(&line, "circle", "cy") {
                 prop_assert!((TOP - 0.1..=HEIGHT - BOTTOM + 0.1).contains(&cy), "{cy}");
             }

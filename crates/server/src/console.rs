@@ -267,12 +267,15 @@ fn health_html(
             failed: m.errors,
         })
         .collect();
-    out.push_str(&crate::charts::stacked_bars(
-        "health-minutes",
-        "Events and errors per minute, last hour (UTC)",
-        &bars,
-        ["events", "errors"],
-    ));
+    out.push_str(
+        &crate::charts::stacked_bars(
+            "health-minutes",
+            "Events and errors per minute, last hour (UTC)",
+            &bars,
+            ["events", "errors"],
+        )
+        .into_string(),
+    );
     out.push_str("<h3>Runners</h3>");
     if health.runners.is_empty() {
         out.push_str("<p class=\"muted\">No runner has called since this server started.</p>");
@@ -399,12 +402,15 @@ fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
         }
         body.push_str("</tbody></table></div>");
     }
-    body.push_str(&crate::charts::stacked_bars(
-        "reuse-chart",
-        &format!("Runs per day of every family, last {REUSE_DAYS} days (UTC)"),
-        &view.reuse_days,
-        ["from a family skill", "other runs"],
-    ));
+    body.push_str(
+        &crate::charts::stacked_bars(
+            "reuse-chart",
+            &format!("Runs per day of every family, last {REUSE_DAYS} days (UTC)"),
+            &view.reuse_days,
+            ["from a family skill", "other runs"],
+        )
+        .into_string(),
+    );
     body.push_str("</section>");
     // Family skills: one row per skill, at its latest shared version.
     let total: usize = families.iter().map(|f| f.shared.len()).sum();

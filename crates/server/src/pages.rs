@@ -28,7 +28,10 @@ pub(crate) fn error_page(err: &ApiError) -> Response {
 
 /// The answer for an owner's page built on a blocking thread: the page, "not found" naming
 /// `what` (another family's id is simply not there), or the error's page.
-pub(crate) fn page_or_not_found(page: Result<Option<String>, ApiError>, what: &str) -> Response {
+pub(crate) fn page_or_not_found(
+    page: Result<Option<impl Into<String>>, ApiError>,
+    what: &str,
+) -> Response {
     match page {
         Ok(Some(page)) => html::respond(StatusCode::OK, page),
         Ok(None) => not_found(what),

@@ -3,12 +3,10 @@
 //! paged 100 runs at a time through the store (`?result=failed&version=2&avatar=3&page=2`),
 //! each row linking to the run's own page (`run_page`).
 
-use std::fmt::Write as _;
-
 use mindrune_store::{Agent, AgentId, Millis, RunFilter, ScriptRun, SkillId, StoreError};
 use serde::Deserialize;
 
-use crate::html::{Shown, count, when};
+use crate::html::{Markup, Shown, count, html, when};
 
 /// `42 s`, `3 min 5 s`, `1 h 2 min`.
 pub(crate) fn duration(ms: u64) -> String {
@@ -180,7 +178,7 @@ pub(crate) fn read_run_list(
     })
 }
 
-/// The address of a page of a script's runs list, already escaped for an attribute.
+/// The address of a page of a script's runs list (maud escapes its `&` in the attribute).
 fn list_href(skill: SkillId, filter: &RunFilter, page: usize) -> String {
     let mut params = Vec::new();
     match filter.ok {
@@ -200,7 +198,7 @@ fn list_href(skill: SkillId, filter: &RunFilter, page: usize) -> String {
     let query = if params.is_empty() {
         String::new()
     } else {
-        format!("?{}", params.join("&amp;"))
+        format!("?{}", params.join("&"))
     };
     format!("/dashboard/skills/{}{query}#runs-title", skill.0)
 }
@@ -212,149 +210,113 @@ pub(crate) fn avatar_name(agents: &[Agent], agent: Option<AgentId>) -> Option<&s
 
 /// The filter form: plain GET, so it works without JavaScript.
 fn filter_form(
-    out: &mut String,
     skill: SkillId,
     wanted: &RunsWanted,
     versions: &[i64],
     agents: &[Agent],
-    shown_text: &Shown,
-) {
+    shown: &Shown,
+) -> Markup {
     let filter = &wanted.filter;
     let option = |value: &str, label: &str, selected: bool| {
-        format!(
-            "<option value=\"{value}\"{sel}>{label}</option>",
-            sel = if selected { " selected" } else { "" }
-        )
+        html! { option value=(value) selected[selected] { (label) } }
     };
-    let mut results = option("", "any result", filter.ok.is_none());
-    results.push_str(&option("ok", "ok", filter.ok == Some(true)));
-    results.push_str(&option("failed", "failed", filter.ok == Some(false)));
-    let mut version_options = option("", "any version", filter.version.is_none());
-    for n in versions {
-        version_options.push_str(&option(
-            &n.to_string(),
-            &format!("v{n}"),
-            filter.version == Some(*n),
-        ));
+    html! {
+        form method="get" action={ "/dashboard/skills/" (skill.0) "#runs-title" } class="run-filter" {
+            label for="runs-result" { "Show" } " "
+            select id="runs-result" name="result" {
+                (option("", "any result", filter.ok.is_none()))
+                (option("ok", "ok", filter.ok == Some(true)))
+                (option("failed", "failed", filter.ok == Some(false)))
+            } " "
+            label for="runs-version" { "of" } " "
+            select id="runs-version" name="version" {
+                (option("", "any version", filter.version.is_none()))
+                @for n in versions {
+                    (option(&n.to_string(), &format!("v{n}"), filter.version == Some(*n)))
+                }
+            } " "
+            label for="runs-avatar" { "by" } " "
+            select id="runs-avatar" name="avatar" {
+                (option("", "any avatar", filter.agent.is_none()))
+                @for agent in agents {
+                    (option(&agent.id.0.to_string(), &shown.plain(&agent.name), filter.agent == Some(agent.id)))
+                }
+            } " "
+            button type="submit" { "Filter" }
+            @if *filter != RunFilter::default() {
+                " " a href=(list_href(skill, &RunFilter::default(), 1)) { "all runs" }
+            }
+        }
     }
-    let mut avatar_options = option("", "any avatar", filter.agent.is_none());
-    for agent in agents {
-        avatar_options.push_str(&option(
-            &agent.id.0.to_string(),
-            &shown_text.text(&agent.name),
-            filter.agent == Some(agent.id),
-        ));
-    }
-    let _ = write!(
-        out,
-        "<form method=\"get\" action=\"/dashboard/skills/{id}#runs-title\" class=\"run-filter\">\
-         <label for=\"runs-result\">Show</label> <select id=\"runs-result\" name=\"result\">{results}</select> \
-         <label for=\"runs-version\">of</label> <select id=\"runs-version\" name=\"version\">{version_options}</select> \
-         <label for=\"runs-avatar\">by</label> <select id=\"runs-avatar\" name=\"avatar\">{avatar_options}</select> \
-         <button type=\"submit\">Filter</button>{clear}</form>",
-        id = skill.0,
-        clear = if *filter == RunFilter::default() {
-            String::new()
-        } else {
-            format!(
-                " <a href=\"{}\">all runs</a>",
-                list_href(skill, &RunFilter::default(), 1)
-            )
-        },
-    );
 }
 
 /// A script's runs list: the filter form, one page of runs (each linking to its own page)
 /// and the links to newer and older pages.
 pub(crate) fn runs_table(
-    out: &mut String,
     skill: SkillId,
     list: &RunList,
     versions: &[i64],
     agents: &[Agent],
-    shown_text: &Shown,
-) {
-    filter_form(out, skill, &list.wanted, versions, agents, shown_text);
-    if list.runs.is_empty() {
-        out.push_str(
-            "<p class=\"muted\" id=\"runs-none\">No runs match these filters on this page.</p>",
-        );
-    } else {
-        out.push_str(
-            "<div class=\"table-scroll\"><table class=\"runs stack\" id=\"runs\"><thead><tr>\
-             <th scope=\"col\">When (UTC)</th><th scope=\"col\">Version</th><th scope=\"col\">Avatar</th>\
-             <th scope=\"col\">Result</th><th scope=\"col\" class=\"num\">Duration</th>\
-             <th scope=\"col\">XP / items</th><th scope=\"col\">Damage</th>\
-             <th scope=\"col\">Cause and output</th></tr></thead><tbody>",
-        );
-        for run in &list.runs {
-            run_row(out, run, agents, shown_text);
-        }
-        out.push_str("</tbody></table></div>");
-    }
+    shown: &Shown,
+) -> Markup {
     let page = list.wanted.page;
-    let mut pages = Vec::new();
-    if page > 1 {
-        pages.push(format!(
-            "<a href=\"{}\" rel=\"prev\">← newer runs</a>",
-            list_href(skill, &list.wanted.filter, page - 1)
-        ));
-    }
-    if list.older {
-        pages.push(format!(
-            "<a href=\"{}\" rel=\"next\">older runs →</a>",
-            list_href(skill, &list.wanted.filter, page + 1)
-        ));
-    }
-    if !pages.is_empty() {
-        let _ = write!(
-            out,
-            "<p class=\"small run-pages\">Page {page} · {}</p>",
-            pages.join(" · ")
-        );
+    let newer = (page > 1).then(|| list_href(skill, &list.wanted.filter, page - 1));
+    let older = list
+        .older
+        .then(|| list_href(skill, &list.wanted.filter, page + 1));
+    html! {
+        (filter_form(skill, &list.wanted, versions, agents, shown))
+        @if list.runs.is_empty() {
+            p class="muted" id="runs-none" { "No runs match these filters on this page." }
+        } @else {
+            div class="table-scroll" { table class="runs stack" id="runs" {
+                thead { tr {
+                    th scope="col" { "When (UTC)" } th scope="col" { "Version" }
+                    th scope="col" { "Avatar" } th scope="col" { "Result" }
+                    th scope="col" class="num" { "Duration" } th scope="col" { "XP / items" }
+                    th scope="col" { "Damage" } th scope="col" { "Cause and output" }
+                } }
+                tbody { @for run in &list.runs { (run_row(run, agents, shown)) } }
+            } }
+        }
+        @if newer.is_some() || older.is_some() {
+            p class="small run-pages" {
+                "Page " (page)
+                @if let Some(href) = &newer { " · " a href=(href) rel="prev" { "← newer runs" } }
+                @if let Some(href) = &older { " · " a href=(href) rel="next" { "older runs →" } }
+            }
+        }
     }
 }
 
-fn run_row(out: &mut String, run: &ScriptRun, agents: &[Agent], shown_text: &Shown) {
+fn run_row(run: &ScriptRun, agents: &[Agent], shown: &Shown) -> Markup {
     let o = &run.outcome;
-    let mut cause = String::new();
-    if !o.ok {
-        cause.push_str(&shown_text.text(o.failure.as_deref().unwrap_or("no cause recorded")));
+    let output = run.output.as_deref().filter(|t| !t.trim().is_empty());
+    html! {
+        tr class={ "run " (if o.ok { "ok" } else { "failed" }) } {
+            td data-label="When" { a href={ "/dashboard/runs/" (run.id) } { (shown.plain(&when(Some(o.at)))) } }
+            td data-label="Version" { "v" (run.version) }
+            td data-label="Avatar" { (shown.plain(avatar_name(agents, run.agent).unwrap_or("a deleted avatar"))) }
+            td data-label="Result" { (result_html(o.ok)) }
+            td data-label="Duration" class="num" { (duration(o.duration_ms)) }
+            td data-label="XP / items" { (shown.plain(&gains(o))) }
+            td data-label="Damage" { (shown.plain(&damage(o))) }
+            td data-label="Cause" class="cause" {
+                @if !o.ok { (shown.plain(o.failure.as_deref().unwrap_or("no cause recorded"))) }
+                @if let Some(output) = output {
+                    details class="run-output" { summary { "Output" } pre { code { (shown.plain(output)) } } }
+                }
+                @if o.ok && output.is_none() { "–" }
+            }
+        }
     }
-    if let Some(output) = run.output.as_deref().filter(|t| !t.trim().is_empty()) {
-        let _ = write!(
-            cause,
-            "<details class=\"run-output\"><summary>Output</summary><pre><code>{}</code></pre></details>",
-            shown_text.text(output)
-        );
-    }
-    if cause.is_empty() {
-        cause.push('–');
-    }
-    let _ = write!(
-        out,
-        "<tr class=\"run {class}\"><td data-label=\"When\"><a href=\"/dashboard/runs/{id}\">{at}</a></td>\
-         <td data-label=\"Version\">v{version}</td><td data-label=\"Avatar\">{avatar}</td>\
-         <td data-label=\"Result\">{result}</td><td data-label=\"Duration\" class=\"num\">{duration}</td>\
-         <td data-label=\"XP / items\">{gains}</td><td data-label=\"Damage\">{damage}</td>\
-         <td data-label=\"Cause\" class=\"cause\">{cause}</td></tr>",
-        class = if o.ok { "ok" } else { "failed" },
-        id = run.id,
-        at = shown_text.text(&when(Some(o.at))),
-        version = run.version,
-        avatar = shown_text.text(avatar_name(agents, run.agent).unwrap_or("a deleted avatar")),
-        result = result_html(o.ok),
-        duration = duration(o.duration_ms),
-        gains = shown_text.text(&gains(o)),
-        damage = shown_text.text(&damage(o)),
-    );
 }
 
-pub(crate) fn result_html(ok: bool) -> &'static str {
+pub(crate) fn result_html(ok: bool) -> Markup {
     if ok {
-        "<span class=\"run-ok\">ok</span>"
+        html! { span class="run-ok" { "ok" } }
     } else {
-        "<span class=\"run-failed\">failed</span>"
+        html! { span class="run-failed" { "failed" } }
     }
 }
 
@@ -432,7 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn list_links_keep_the_filters_and_escape_their_ampersands() {
+    fn list_links_keep_the_filters() {
         let filter = RunFilter {
             ok: Some(false),
             version: Some(2),
@@ -440,7 +402,7 @@ mod tests {
         };
         assert_eq!(
             list_href(SkillId(7), &filter, 2),
-            "/dashboard/skills/7?result=failed&amp;version=2&amp;avatar=3&amp;page=2#runs-title"
+            "/dashboard/skills/7?result=failed&version=2&avatar=3&page=2#runs-title"
         );
         assert_eq!(
             list_href(SkillId(7), &RunFilter::default(), 1),

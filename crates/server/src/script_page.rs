@@ -6,8 +6,6 @@
 //! As on every owner page, the skill is looked up with the session's owner: another family's
 //! id is "not found". Code and outputs are text, escaped and scrubbed, never run.
 
-use std::fmt::Write as _;
-
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
@@ -22,7 +20,7 @@ use serde::Deserialize;
 use crate::chart_range::{self, ChartRange};
 use crate::charts::TimeAxis;
 use crate::error::ApiError;
-use crate::html::{self, Shown, count, points, when};
+use crate::html::{self, Markup, Shown, count, html, points, when};
 use crate::pages::{OwnerPage, error_page, not_found, owner_nav, page_or_not_found, parse_id};
 /// A run's duration in words; the console's "last contact" reads it too.
 pub(crate) use crate::runs::duration;
@@ -67,260 +65,213 @@ struct ScriptPage {
     now: Millis,
 }
 
-fn script_html(page: &ScriptPage, shown_text: &Shown) -> String {
+fn script_html(page: &ScriptPage, shown: &Shown) -> Markup {
     let skill = &page.skill;
     let version = &page.versions[page.shown];
     let bar = SharingBar::for_family(page.owner.eager_sharing);
     let file = file_name(skill);
-    let mut body = String::new();
-    match skill.agent {
-        Some(agent) => {
-            let _ = write!(
-                body,
-                "<p class=\"small\"><a href=\"/dashboard/avatars/{}\">← {}</a></p>",
-                agent.0,
-                shown_text.text(&skill.agent_name)
-            );
-        }
-        None => body.push_str("<p class=\"small\"><a href=\"/dashboard\">← Your family</a></p>"),
-    }
     let ok = page.runs.iter().filter(|r| r.outcome.ok).count();
-    let _ = write!(
-        body,
-        "<h1 class=\"script-title\"><span class=\"file\">{file}</span> {tag}</h1>\
-         <ul class=\"facts\"><li class=\"version\">v{number} · {versions}</li>\
-         <li class=\"score\">score {score}</li><li class=\"runs\">{runs}</li>{rate}</ul>",
-        file = shown_text.text(&file),
-        tag = tag(skill, page.family).into_string(),
-        number = version.number,
-        versions = count(page.versions.len() as i64, "version", "versions"),
-        score = points(version.score),
-        runs = count(page.total_runs, "run", "runs"),
-        rate = if page.runs.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "<li class=\"success-rate\">{}% ok of the last {}</li>",
-                (ok as f64 * 100.0 / page.runs.len() as f64).round(),
-                count(page.runs.len() as i64, "run", "runs")
-            )
-        },
-    );
-    if let Some(gone) = skill.deleted_at {
-        let _ = write!(
-            body,
-            "<p class=\"gone\">Its file is gone from <code>{path}</code> since {at} UTC: it is private now, \
-             and its runs, scores and versions stay here. A file with the same code brings it back.</p>",
-            path = shown_text.text(&skill.path),
-            at = shown_text.text(&when(Some(gone))),
-        );
-    } else if let Some(line) = sharing_way(skill, version, page.family, bar) {
-        let _ = write!(body, "<p class=\"progress\">{}</p>", shown_text.text(&line));
-    }
-    if let Some(goal) = skill
+    let goal = skill
         .header
         .goal
         .as_deref()
-        .filter(|g| !g.trim().is_empty())
-    {
-        let _ = write!(
-            body,
-            "<p class=\"goal\"><span class=\"muted\">Goal:</span> {}</p>",
-            shown_text.text(goal)
-        );
+        .filter(|g| !g.trim().is_empty());
+    html! {
+        @match skill.agent {
+            Some(agent) => p class="small" {
+                a href={ "/dashboard/avatars/" (agent.0) } { "← " (shown.plain(&skill.agent_name)) }
+            },
+            None => p class="small" { a href="/dashboard" { "← Your family" } },
+        }
+        h1 class="script-title" { span class="file" { (shown.plain(&file)) } " " (tag(skill, page.family)) }
+        ul class="facts" {
+            li class="version" { "v" (version.number) " · " (count(page.versions.len() as i64, "version", "versions")) }
+            li class="score" { "score " (points(version.score)) }
+            li class="runs" { (count(page.total_runs, "run", "runs")) }
+            @if !page.runs.is_empty() {
+                li class="success-rate" {
+                    ((ok as f64 * 100.0 / page.runs.len() as f64).round()) "% ok of the last "
+                    (count(page.runs.len() as i64, "run", "runs"))
+                }
+            }
+        }
+        @if let Some(gone) = skill.deleted_at {
+            p class="gone" {
+                "Its file is gone from " code { (shown.plain(&skill.path)) } " since "
+                (shown.plain(&when(Some(gone)))) " UTC: it is private now, and its runs, scores and \
+                versions stay here. A file with the same code brings it back."
+            }
+        } @else if let Some(line) = sharing_way(skill, version, page.family, bar) {
+            p class="progress" { (shown.plain(&line)) }
+        }
+        @if let Some(goal) = goal {
+            p class="goal" { span class="muted" { "Goal:" } " " (shown.plain(goal)) }
+        }
+        (score_chart(page, &file))
+        (runs_html(page, shown))
+        (versions_html(page, shown))
     }
-    score_chart(&mut body, page, &file);
-    runs_html(&mut body, page, shown_text);
-    versions_html(&mut body, page, shown_text);
-    body
 }
 
 /// The score over the chosen time, with the range picker; "all" starts at the oldest run read.
-fn score_chart(out: &mut String, page: &ScriptPage, file: &str) {
+fn score_chart(page: &ScriptPage, file: &str) -> Markup {
     let mut history = score_history(&page.skill, &page.versions, &page.runs);
     let oldest = history.first().map(|p| p.at);
     let from = page.range.start(page.now, oldest);
     history.retain(|p| p.at >= from);
     let axis = TimeAxis::until_now(from, page.now);
-    let _ = write!(
-        out,
-        "<section class=\"card\" aria-labelledby=\"score-title\"><h2 id=\"score-title\">Score over time</h2>{}",
-        chart_range::picker(
-            page.range,
-            &format!("/dashboard/skills/{}", page.skill.id.0),
-            "score-title"
-        )
-        .into_string()
-    );
-    out.push_str(&crate::charts::score_line(
-        "score-chart",
-        &format!(
-            "{file}: score after each run (0–1000), {}",
-            page.range.words()
-        ),
-        &history,
-        1000.0,
-        &axis,
-    ));
-    let _ = write!(
-        out,
-        "<p class=\"small muted\">Each point is the version's score replayed from its runs up to then, \
-         without the family's peers; a version's last point is its score as the library keeps it. \
-         A cross is a failed run; dashed lines mark a new version's first run.{}</p></section>",
-        if page.total_runs > page.runs.len() as i64 {
-            format!(" The chart reads the newest {} runs.", page.runs.len())
-        } else {
-            String::new()
+    html! {
+        section class="card" aria-labelledby="score-title" {
+            h2 id="score-title" { "Score over time" }
+            (chart_range::picker(
+                page.range,
+                &format!("/dashboard/skills/{}", page.skill.id.0),
+                "score-title"
+            ))
+            (crate::charts::score_line(
+                "score-chart",
+                &format!(
+                    "{file}: score after each run (0–1000), {}",
+                    page.range.words()
+                ),
+                &history,
+                1000.0,
+                &axis,
+            ))
+            p class="small muted" {
+                "Each point is the version's score replayed from its runs up to then, without the \
+                family's peers; a version's last point is its score as the library keeps it. A cross \
+                is a failed run; dashed lines mark a new version's first run."
+                @if page.total_runs > page.runs.len() as i64 {
+                    " The chart reads the newest " (page.runs.len()) " runs."
+                }
+            }
         }
-    );
+    }
 }
 
-fn runs_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
-    out.push_str(
-        "<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs</h2>",
-    );
-    if page.runs.is_empty() {
-        out.push_str("<p class=\"muted\">No recorded runs yet.</p>");
-        unmeasured_html(out, page, shown_text);
-        out.push_str("</section>");
-        return;
-    }
-    let _ = write!(
-        out,
-        "<p class=\"small muted\">{}, newest first, {RUNS_PER_PAGE} a page; each opens its own page.</p>",
-        count(page.total_runs, "run", "runs"),
-    );
-    unmeasured_html(out, page, shown_text);
+fn runs_html(page: &ScriptPage, shown: &Shown) -> Markup {
     let numbers: Vec<i64> = page.versions.iter().map(|v| v.number).collect();
-    runs_table(
-        out,
-        page.skill.id,
-        &page.list,
-        &numbers,
-        &page.agents,
-        shown_text,
-    );
-    out.push_str("</section>");
+    html! {
+        section class="card" aria-labelledby="runs-title" {
+            h2 id="runs-title" { "Runs" }
+            @if page.runs.is_empty() {
+                p class="muted" { "No recorded runs yet." }
+                (unmeasured_html(page, shown))
+            } @else {
+                p class="small muted" {
+                    (count(page.total_runs, "run", "runs")) ", newest first, " (RUNS_PER_PAGE)
+                    " a page; each opens its own page."
+                }
+                (unmeasured_html(page, shown))
+                (runs_table(page.skill.id, &page.list, &numbers, &page.agents, shown))
+            }
+        }
+    }
 }
 
 /// What the owner should know of the runs' numbers: how many runs were not measured and why,
 /// and how many had an outcome the output could not tell.
-fn unmeasured_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
-    if page.unmeasured.is_empty() && page.outcome_unknown == 0 {
-        return;
+fn unmeasured_html(page: &ScriptPage, shown: &Shown) -> Markup {
+    html! {
+        @if !page.unmeasured.is_empty() || page.outcome_unknown > 0 {
+            ul class="small unmeasured" id="unmeasured" {
+                @for unmeasured in &page.unmeasured {
+                    li { (shown.plain(&unmeasured.summary())) ": what they gained is unknown, not zero." }
+                }
+                @if page.outcome_unknown > 0 {
+                    li { (shown.plain(&outcome_unknown_summary(page.outcome_unknown))) "." }
+                }
+            }
+        }
     }
-    out.push_str("<ul class=\"small unmeasured\" id=\"unmeasured\">");
-    for unmeasured in &page.unmeasured {
-        let _ = write!(
-            out,
-            "<li>{}: what they gained is unknown, not zero.</li>",
-            shown_text.text(&unmeasured.summary())
-        );
-    }
-    if page.outcome_unknown > 0 {
-        let _ = write!(
-            out,
-            "<li>{}.</li>",
-            shown_text.text(&outcome_unknown_summary(page.outcome_unknown))
-        );
-    }
-    out.push_str("</ul>");
 }
 
-fn versions_html(out: &mut String, page: &ScriptPage, shown_text: &Shown) {
+fn versions_html(page: &ScriptPage, shown_text: &Shown) -> Markup {
     let skill = &page.skill;
     let shown = &page.versions[page.shown];
     let id = skill.id.0;
-    out.push_str(
-        "<section class=\"card\" aria-labelledby=\"versions-title\" id=\"versions\"><h2 id=\"versions-title\">Versions</h2>",
-    );
-    if let Some(best) = mindrune_engine::display::best_other(&page.versions, shown) {
-        let _ = write!(
-            out,
-            "<p class=\"best\">best: v{}, {}</p>",
-            best.number,
-            points(best.score)
-        );
-    }
-    out.push_str(
-        "<div class=\"table-scroll\"><table class=\"stack\"><thead><tr><th scope=\"col\">Version</th>\
-         <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">OK</th>\
-         <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Made (UTC)</th>\
-         <th scope=\"col\">Last used (UTC)</th><th scope=\"col\">Shared</th><th scope=\"col\">Code</th></tr></thead><tbody>",
-    );
-    for v in &page.versions {
-        let mut notes = Vec::new();
-        if Some(v.id) == skill.current_version && skill.deleted_at.is_none() {
-            notes.push("the file now");
+    html! {
+        section class="card" aria-labelledby="versions-title" id="versions" {
+            h2 id="versions-title" { "Versions" }
+            @if let Some(best) = mindrune_engine::display::best_other(&page.versions, shown) {
+                p class="best" { "best: v" (best.number) ", " (points(best.score)) }
+            }
+            div class="table-scroll" { table class="stack" {
+                thead { tr {
+                    th scope="col" { "Version" } th scope="col" class="num" { "Runs" }
+                    th scope="col" class="num" { "OK" } th scope="col" class="num" { "Score" }
+                    th scope="col" { "Made (UTC)" } th scope="col" { "Last used (UTC)" }
+                    th scope="col" { "Shared" } th scope="col" { "Code" }
+                } }
+                tbody { @for v in &page.versions { (version_row(page, v, shown_text)) } }
+            } }
+            @if page.versions.len() > 1 {
+                (diff_form(page))
+            }
+            details class="code" {
+                summary { "View code (v" (shown.number) ")" }
+                pre { code id={ "code-" (id) } { (shown_text.plain(&shown.code)) } }
+            }
         }
-        if v.id == shown.id && page.family {
-            notes.push("siblings get it");
+    }
+}
+
+fn version_row(page: &ScriptPage, v: &mindrune_store::Version, shown_text: &Shown) -> Markup {
+    let skill = &page.skill;
+    let id = skill.id.0;
+    let mut notes = Vec::new();
+    if Some(v.id) == skill.current_version && skill.deleted_at.is_none() {
+        notes.push("the file now");
+    }
+    if v.id == page.versions[page.shown].id && page.family {
+        notes.push("siblings get it");
+    }
+    // `shared_at` is history, never cleared: a version siblings no longer get since the agent
+    // un-shared the skill says so rather than "yes".
+    let shared = match (v.shared_at, page.family) {
+        (Some(_), true) => "yes",
+        (Some(_), false) => "before (un-shared)",
+        (None, _) => "–",
+    };
+    html! {
+        tr {
+            td data-label="Version" { "v" (v.number)
+                @if !notes.is_empty() { " " span class="muted small" { "(" (notes.join(", ")) ")" } } }
+            td data-label="Runs" class="num" { (v.uses) }
+            td data-label="OK" class="num" { (v.ok) }
+            td data-label="Score" class="num" { (points(v.score)) }
+            td data-label="Made" { (shown_text.plain(&when(Some(v.created_at)))) }
+            td data-label="Last used" { (shown_text.plain(&when(v.last_used_at))) }
+            td data-label="Shared" { (shared) }
+            td data-label="Code" {
+                a href={ "/dashboard/skills/" (id) "/code?version=" (v.number) } { "view" } " · "
+                a href={ "/dashboard/skills/" (id) "/code?version=" (v.number) "&download=1" } download { "download" }
+            }
         }
-        let notes = if notes.is_empty() {
-            String::new()
-        } else {
-            format!(" <span class=\"muted small\">({})</span>", notes.join(", "))
-        };
-        let _ = write!(
-            out,
-            "<tr><td data-label=\"Version\">v{number}{notes}</td><td data-label=\"Runs\" class=\"num\">{runs}</td>\
-             <td data-label=\"OK\" class=\"num\">{ok}</td><td data-label=\"Score\" class=\"num\">{score}</td>\
-             <td data-label=\"Made\">{made}</td><td data-label=\"Last used\">{last}</td>\
-             <td data-label=\"Shared\">{shared}</td>\
-             <td data-label=\"Code\"><a href=\"/dashboard/skills/{id}/code?version={number}\">view</a> · \
-             <a href=\"/dashboard/skills/{id}/code?version={number}&amp;download=1\" download>download</a></td></tr>",
-            number = v.number,
-            runs = v.uses,
-            ok = v.ok,
-            score = points(v.score),
-            made = shown_text.text(&when(Some(v.created_at))),
-            last = shown_text.text(&when(v.last_used_at)),
-            // `shared_at` is history, never cleared: a version siblings no longer get since
-            // the agent un-shared the skill says so rather than "yes".
-            shared = match (v.shared_at, page.family) {
-                (Some(_), true) => "yes",
-                (Some(_), false) => "before (un-shared)",
-                (None, _) => "–",
-            },
-        );
     }
-    out.push_str("</tbody></table></div>");
-    if page.versions.len() > 1 {
-        let newest = page.versions[0].number;
-        let before = page.versions[1].number;
-        let options = |selected: i64| {
-            page.versions
-                .iter()
-                .map(|v| {
-                    format!(
-                        "<option value=\"{n}\"{sel}>v{n}</option>",
-                        n = v.number,
-                        sel = if v.number == selected {
-                            " selected"
-                        } else {
-                            ""
-                        }
-                    )
-                })
-                .collect::<String>()
-        };
-        let _ = write!(
-            out,
-            "<form method=\"get\" action=\"/dashboard/skills/{id}/diff\" class=\"diff-form\">\
-             <label for=\"diff-from\">Compare</label> <select id=\"diff-from\" name=\"from\">{from}</select> \
-             <label for=\"diff-to\">with</label> <select id=\"diff-to\" name=\"to\">{to}</select> \
-             <button type=\"submit\">Show the diff</button></form>",
-            from = options(before),
-            to = options(newest),
-        );
+}
+
+/// The form that opens the diff of two versions, the newest against the one before it chosen.
+fn diff_form(page: &ScriptPage) -> Markup {
+    let newest = page.versions[0].number;
+    let before = page.versions[1].number;
+    let options = |selected: i64| {
+        html! {
+            @for v in &page.versions {
+                option value=(v.number) selected[v.number == selected] { "v" (v.number) }
+            }
+        }
+    };
+    html! {
+        form method="get" action={ "/dashboard/skills/" (page.skill.id.0) "/diff" } class="diff-form" {
+            label for="diff-from" { "Compare" } " "
+            select id="diff-from" name="from" { (options(before)) } " "
+            label for="diff-to" { "with" } " "
+            select id="diff-to" name="to" { (options(newest)) } " "
+            button type="submit" { "Show the diff" }
+        }
     }
-    let _ = write!(
-        out,
-        "<details class=\"code\"><summary>View code (v{number})</summary><pre><code id=\"code-{id}\">{code}</code></pre></details>\
-         </section>",
-        number = shown.number,
-        code = shown_text.text(&shown.code),
-    );
 }
 
 fn read_page(
@@ -426,16 +377,16 @@ async fn script_page(
     let csrf = session.csrf_token.clone();
     let app = state.clone();
     let page = state
-        .blocking(move || -> Result<Option<String>, ApiError> {
+        .blocking(move || -> Result<Option<Markup>, ApiError> {
             let Some(page) = read_page(store, owner_id, id, wanted, range)? else {
                 return Ok(None);
             };
-            let shown_text = Shown::new(&[]);
-            let body = script_html(&page, &shown_text);
-            Ok(Some(html::legacy_page(
-                &shown_text.text(&file_name(&page.skill)),
+            let shown = Shown::new(&[]);
+            let body = script_html(&page, &shown);
+            Ok(Some(html::page(
+                &shown.plain(&file_name(&page.skill)),
                 owner_nav(&app, &page.owner, &csrf),
-                &body,
+                body,
             )))
         })
         .await
@@ -486,7 +437,7 @@ async fn diff_page(
     let csrf = session.csrf_token.clone();
     let app = state.clone();
     let page = state
-        .blocking(move || -> Result<Option<String>, ApiError> {
+        .blocking(move || -> Result<Option<Markup>, ApiError> {
             let owner = store.owner(owner_id)?;
             let skill = match store.skill(owner_id, SkillId(id)) {
                 Ok(skill) => skill,
@@ -500,26 +451,22 @@ async fn diff_page(
             ) else {
                 return Ok(None);
             };
-            let shown_text = Shown::new(&[]);
-            let file = file_name(&skill);
+            let shown = Shown::new(&[]);
+            let file = shown.plain(&file_name(&skill));
             let now = mindrune_engine::avatars::ingest::now_millis();
-            let mut body = String::new();
-            let _ = write!(
-                body,
-                "<p class=\"small\"><a href=\"/dashboard/skills/{id}\">← {file}</a></p>\
-                 <h1>v{from} → v{to}</h1><p class=\"lead\">score {old_score} → {new_score} · \
-                 {old_runs} → {new_runs}</p>",
-                file = shown_text.text(&file),
-                old_score = points(old.score_at(now)),
-                new_score = points(new.score_at(now)),
-                old_runs = count(old.uses, "run", "runs"),
-                new_runs = count(new.uses, "run", "runs"),
-            );
-            body.push_str(&version_diff_html(&skill, old, new, &shown_text).into_string());
-            Ok(Some(html::legacy_page(
-                &format!("{} v{from} → v{to}", shown_text.text(&file)),
+            let body = html! {
+                p class="small" { a href={ "/dashboard/skills/" (id) } { "← " (file) } }
+                h1 { "v" (from) " → v" (to) }
+                p class="lead" {
+                    "score " (points(old.score_at(now))) " → " (points(new.score_at(now))) " · "
+                    (count(old.uses, "run", "runs")) " → " (count(new.uses, "run", "runs"))
+                }
+                (version_diff_html(&skill, old, new, &shown))
+            };
+            Ok(Some(html::page(
+                &format!("{file} v{from} → v{to}"),
                 owner_nav(&app, &owner, &csrf),
-                &body,
+                body,
             )))
         })
         .await
@@ -684,18 +631,19 @@ fn flag(value: Option<&str>) -> Option<bool> {
 /// A version's code as a page: its name and version as the title, a way back to the script,
 /// the code as escaped text that wraps (a phone reads it without scrolling sideways), and the
 /// file to download.
-fn code_page(id: i64, number: i64, stem: &str, code: &str) -> String {
-    let title = format!("{stem}.ts v{number}");
-    let body = format!(
-        "<p class=\"small\"><a href=\"/dashboard/skills/{id}\">← Back to {file}</a></p>\
-         <h1 class=\"script-title\"><span class=\"file\">{file}</span> v{number}</h1>\
-         <p><a href=\"/dashboard/skills/{id}/code?version={number}&amp;download=1\" download>Download</a> · \
-         <a href=\"/dashboard/skills/{id}/code?version={number}&amp;raw=1\">Plain text</a></p>\
-         <pre class=\"code-view\"><code>{code}</code></pre>",
-        file = html::escape(&format!("{stem}.ts")),
-        code = html::escape(code),
-    );
-    html::legacy_page(&title, html::Nav::None, &body)
+fn code_page(id: i64, number: i64, stem: &str, code: &str) -> Markup {
+    let file = format!("{stem}.ts");
+    let body = html! {
+        p class="small" { a href={ "/dashboard/skills/" (id) } { "← Back to " (file) } }
+        h1 class="script-title" { span class="file" { (file) } " v" (number) }
+        p {
+            a href={ "/dashboard/skills/" (id) "/code?version=" (number) "&download=1" } download { "Download" }
+            " · "
+            a href={ "/dashboard/skills/" (id) "/code?version=" (number) "&raw=1" } { "Plain text" }
+        }
+        pre class="code-view" { code { (code) } }
+    };
+    html::page(&format!("{file} v{number}"), html::Nav::None, body)
 }
 
 #[cfg(test)]

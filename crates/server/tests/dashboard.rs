@@ -3560,7 +3560,7 @@ async fn a_run_s_page_shows_its_cause_output_version_and_the_diff_before_it() {
         "{body}"
     );
     assert!(
-        body.contains("&lt;script&gt;alert(&#39;out&#39;)&lt;/script&gt;"),
+        body.contains("&lt;script&gt;alert('out')&lt;/script&gt;"),
         "{body}"
     );
     assert!(!body.contains("<script>alert"), "{body}");

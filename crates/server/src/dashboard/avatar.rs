@@ -69,13 +69,16 @@ fn wealth_chart(out: &mut String, view: &StatsView<'_>) {
                 value: p.coins,
             })
             .collect();
-        out.push_str(&charts::amount_line(
-            "wealth-chart",
-            &format!("Coins over {}", view.range.words()),
-            &points,
-            "coins",
-            &axis,
-        ));
+        out.push_str(
+            &charts::amount_line(
+                "wealth-chart",
+                &format!("Coins over {}", view.range.words()),
+                &points,
+                "coins",
+                &axis,
+            )
+            .into_string(),
+        );
     }
 }
 

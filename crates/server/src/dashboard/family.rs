@@ -127,15 +127,18 @@ pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown)
             unit = view.bar_unit,
             picker = chart_range::picker(view.range, "/dashboard", "runs-title").into_string(),
         );
-        body.push_str(&crate::charts::runs_bars(
-            "family-runs",
-            &format!(
-                "The family's runs per {}, {} (UTC)",
-                view.bar_unit,
-                view.range.words()
-            ),
-            &view.bars,
-        ));
+        body.push_str(
+            &crate::charts::runs_bars(
+                "family-runs",
+                &format!(
+                    "The family's runs per {}, {} (UTC)",
+                    view.bar_unit,
+                    view.range.words()
+                ),
+                &view.bars,
+            )
+            .into_string(),
+        );
         body.push_str("</section>");
     }
     let orphans = view

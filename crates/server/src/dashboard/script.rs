@@ -76,7 +76,8 @@ pub(super) fn script_html(
         let _ = write!(
             out,
             "<li class=\"trend\">{spark}</li><li class=\"success-rate\">{rate}% ok of the last {n}</li>",
-            spark = crate::charts::sparkline(&format!("{file}: score"), &values, 1000.0),
+            spark =
+                crate::charts::sparkline(&format!("{file}: score"), &values, 1000.0).into_string(),
             rate = (ok as f64 * 100.0 / view.recent.len() as f64).round(),
             n = count(view.recent.len() as i64, "run", "runs"),
         );

@@ -7,8 +7,6 @@
 //! The operator logs in with a token from `mindrune token operator` (kept in an HttpOnly,
 //! SameSite=Strict cookie for `/console`), or sends it as `Authorization: Bearer` (curl).
 
-use std::fmt::Write as _;
-
 use axum::Form;
 use axum::Router;
 use axum::extract::rejection::FormRejection;
@@ -24,7 +22,7 @@ use crate::auth::{OPERATOR_COOKIE, Operator};
 use crate::charts::Bar;
 use crate::error::ApiError;
 use crate::health::HealthView;
-use crate::html::{self, Nav, Shown, count, escape, points, when};
+use crate::html::{self, Markup, Nav, Shown, count, html, points, when};
 use crate::login_guard::LoginGuard;
 use crate::scripts::day_label;
 use crate::secret::secret_digest;
@@ -80,21 +78,23 @@ fn login_response(
         headers,
         state.config().cookies_secure(),
     );
-    let problem = problem
-        .map(|p| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(p)))
-        .unwrap_or_default();
-    let body = format!(
-        "<section class=\"card narrow\"><h1>Operator console</h1>\
-         <p class=\"muted\">Read-only: how families reuse their skills.</p>{problem}\
-         <form method=\"post\" action=\"/console/login\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
-         <label for=\"token\">Operator token</label>\
-         <input type=\"password\" id=\"token\" name=\"token\" autocomplete=\"off\" required maxlength=\"200\">\
-         <button type=\"submit\" class=\"primary\">Open the console</button></form>\
-         <p class=\"small muted\">Issue a token with <code>mindrune token operator</code>.</p></section>",
-        token = escape(&token),
-    );
-    let mut response = html::respond(status, html::legacy_page("Console login", Nav::None, &body));
+    let body = html! {
+        section class="card narrow" {
+            h1 { "Operator console" }
+            p class="muted" { "Read-only: how families reuse their skills." }
+            @if let Some(problem) = problem {
+                p class="error" role="alert" { (problem) }
+            }
+            form method="post" action="/console/login" {
+                input type="hidden" name="csrf" value=(token);
+                label for="token" { "Operator token" }
+                input type="password" id="token" name="token" autocomplete="off" required maxlength="200";
+                button type="submit" class="primary" { "Open the console" }
+            }
+            p class="small muted" { "Issue a token with " code { "mindrune token operator" } "." }
+        }
+    };
+    let mut response = html::respond(status, html::page("Console login", Nav::None, body));
     html::set_cookies(&mut response, set_cookie);
     response
 }
@@ -228,32 +228,7 @@ struct Library {
     disk: Option<mindrune_store::DiskSpace>,
 }
 
-fn health_html(
-    out: &mut String,
-    health: &HealthView,
-    library: &Library,
-    now: i64,
-    shown_text: &Shown,
-) {
-    let _ = write!(
-        out,
-        "<section class=\"card\" aria-labelledby=\"health-title\" id=\"health\"><h2 id=\"health-title\">Server health</h2>\
-         <p class=\"small muted\">Counted since {since} UTC and kept in the library, so a restart goes on from them; this server started {started} UTC.</p>\
-         <dl class=\"tile-facts health-facts\">\
-         <div class=\"events-rate\"><dt>Events per second, last hour</dt><dd>{rate:.3}</dd></div>\
-         <div class=\"errors\"><dt>Errors, last hour</dt><dd>{errors}</dd></div>\
-         <div class=\"database-size\"><dt>Database size</dt><dd>{size}</dd></div>\
-         <div class=\"disk-free\"><dt>Free on its disk</dt><dd>{disk}</dd></div></dl>",
-        started = shown_text.text(&when(Some(health.started_at))),
-        since = shown_text.text(&when(Some(health.counting_since))),
-        rate = health.events_per_second(),
-        errors = health.errors(),
-        size = library.size.map_or("unknown".into(), bytes),
-        disk = library
-            .disk
-            .as_ref()
-            .map_or("not visible from here".into(), |d| bytes(d.available)),
-    );
+fn health_html(health: &HealthView, library: &Library, now: i64, shown: &Shown) -> Markup {
     let bars: Vec<Bar> = health
         .minutes
         .iter()
@@ -267,64 +242,74 @@ fn health_html(
             failed: m.errors,
         })
         .collect();
-    out.push_str(
-        &crate::charts::stacked_bars(
-            "health-minutes",
-            "Events and errors per minute, last hour (UTC)",
-            &bars,
-            ["events", "errors"],
-        )
-        .into_string(),
-    );
-    out.push_str("<h3>Runners</h3>");
-    if health.runners.is_empty() {
-        out.push_str("<p class=\"muted\">No runner has called since this server started.</p>");
-    } else {
-        out.push_str(
-            "<div class=\"table-scroll\"><table class=\"stack\" id=\"runners\"><thead><tr>\
-             <th scope=\"col\">Avatar</th><th scope=\"col\">Last contact (UTC)</th>\
-             <th scope=\"col\" class=\"num\">Ago</th><th scope=\"col\" class=\"num\">Spool backlog</th>\
-             <th scope=\"col\" class=\"num\">Hook failures (24 h)</th></tr></thead><tbody>",
-        );
-        for (_, contact) in &health.runners {
-            let _ = write!(
-                out,
-                "<tr><td data-label=\"Avatar\">{agent}</td><td data-label=\"Last contact\">{at}</td>\
-                 <td data-label=\"Ago\" class=\"num\">{ago}</td><td data-label=\"Spool backlog\" class=\"num\">{backlog}</td>\
-                 <td data-label=\"Hook failures (24 h)\" class=\"num\">{failures}</td></tr>",
-                agent = shown_text.text(&contact.agent),
-                at = shown_text.text(&when(Some(contact.at))),
-                ago = crate::script_page::duration(u64::try_from(now - contact.at).unwrap_or(0)),
-                backlog = contact.backlog.map_or("not reported".into(), |n| count(
-                    i64::try_from(n).unwrap_or(i64::MAX),
-                    "item",
-                    "items"
-                )),
-                failures = contact
-                    .hook_failures
-                    .map_or("not reported".into(), |n| n.to_string()),
-            );
+    html! {
+        section class="card" aria-labelledby="health-title" id="health" {
+            h2 id="health-title" { "Server health" }
+            p class="small muted" {
+                "Counted since " (shown.plain(&when(Some(health.counting_since))))
+                " UTC and kept in the library, so a restart goes on from them; this server started "
+                (shown.plain(&when(Some(health.started_at)))) " UTC."
+            }
+            dl class="tile-facts health-facts" {
+                div class="events-rate" { dt { "Events per second, last hour" } dd { (format!("{:.3}", health.events_per_second())) } }
+                div class="errors" { dt { "Errors, last hour" } dd { (health.errors()) } }
+                div class="database-size" { dt { "Database size" } dd { (library.size.map_or("unknown".into(), bytes)) } }
+                div class="disk-free" { dt { "Free on its disk" } dd {
+                    (library.disk.as_ref().map_or("not visible from here".into(), |d| bytes(d.available)))
+                } }
+            }
+            (crate::charts::stacked_bars(
+                "health-minutes",
+                "Events and errors per minute, last hour (UTC)",
+                &bars,
+                ["events", "errors"],
+            ))
+            h3 { "Runners" }
+            @if health.runners.is_empty() {
+                p class="muted" { "No runner has called since this server started." }
+            } @else {
+                div class="table-scroll" { table class="stack" id="runners" {
+                    thead { tr {
+                        th scope="col" { "Avatar" } th scope="col" { "Last contact (UTC)" }
+                        th scope="col" class="num" { "Ago" } th scope="col" class="num" { "Spool backlog" }
+                        th scope="col" class="num" { "Hook failures (24 h)" }
+                    } }
+                    tbody { @for (_, contact) in &health.runners { (runner_row(contact, now, shown)) } }
+                } }
+            }
+            h3 { "Requests refused" }
+            @if health.refused.is_empty() {
+                p class="muted" { "None since this server started." }
+            } @else {
+                div class="table-scroll" { table class="stack" id="refused" {
+                    thead { tr { th scope="col" { "Why" } th scope="col" class="num" { "Requests" } } }
+                    tbody { @for (reason, n) in &health.refused {
+                        tr { td data-label="Why" { (shown.plain(reason)) } td data-label="Requests" class="num" { (n) } }
+                    } }
+                } }
+            }
         }
-        out.push_str("</tbody></table></div>");
     }
-    out.push_str("<h3>Requests refused</h3>");
-    if health.refused.is_empty() {
-        out.push_str("<p class=\"muted\">None since this server started.</p>");
-    } else {
-        out.push_str(
-            "<div class=\"table-scroll\"><table class=\"stack\" id=\"refused\"><thead><tr>\
-             <th scope=\"col\">Why</th><th scope=\"col\" class=\"num\">Requests</th></tr></thead><tbody>",
-        );
-        for (reason, n) in &health.refused {
-            let _ = write!(
-                out,
-                "<tr><td data-label=\"Why\">{}</td><td data-label=\"Requests\" class=\"num\">{n}</td></tr>",
-                shown_text.text(reason)
-            );
+}
+
+fn runner_row(contact: &crate::health::RunnerContact, now: i64, shown: &Shown) -> Markup {
+    let backlog = contact.backlog.map_or("not reported".into(), |n| {
+        count(i64::try_from(n).unwrap_or(i64::MAX), "item", "items")
+    });
+    let failures = contact
+        .hook_failures
+        .map_or("not reported".into(), |n| n.to_string());
+    html! {
+        tr {
+            td data-label="Avatar" { (shown.plain(&contact.agent)) }
+            td data-label="Last contact" { (shown.plain(&when(Some(contact.at)))) }
+            td data-label="Ago" class="num" {
+                (crate::script_page::duration(u64::try_from(now - contact.at).unwrap_or(0)))
+            }
+            td data-label="Spool backlog" class="num" { (backlog) }
+            td data-label="Hook failures (24 h)" class="num" { (failures) }
         }
-        out.push_str("</tbody></table></div>");
     }
-    out.push_str("</section>");
 }
 
 // -------------------------------------------------------------------------------------------
@@ -359,127 +344,127 @@ struct ConsoleView {
     now: i64,
 }
 
-fn console_html(view: &ConsoleView, shown_text: &Shown) -> String {
+fn console_html(view: &ConsoleView, shown: &Shown) -> Markup {
     let families = &view.families;
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<h1>Avatars &amp; world</h1><p class=\"lead\">{} · read-only</p>",
-        count(families.len() as i64, "family", "families")
-    );
-    health_html(&mut body, &view.health, &view.library, view.now, shown_text);
-    alerts_html(&mut body, &view.failing_webhooks, view.now);
-    // Family skill reuse.
-    let _ = write!(
-        body,
-        "<section class=\"card\" aria-labelledby=\"reuse-title\"><h2 id=\"reuse-title\">Family skill reuse</h2>\
-         <p class=\"small muted\">Per family, the last {REUSE_DAYS} days. A run from a family skill ran a \
-         sibling's skill or the avatar's own copy built on one.</p>"
-    );
-    if families.is_empty() {
-        body.push_str("<p class=\"muted\">No families yet.</p>");
-    } else {
-        body.push_str(
-            "<div class=\"table-scroll\"><table class=\"stack\" id=\"reuse\"><thead><tr>\
-             <th scope=\"col\">Family (owner)</th><th scope=\"col\" class=\"num\">Avatars</th>\
-             <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">From a family skill</th>\
-             <th scope=\"col\" class=\"num\">Share</th><th scope=\"col\" class=\"num\">Skills reused by a sibling</th>\
-             </tr></thead><tbody>",
-        );
-        for family in families {
-            let _ = write!(
-                body,
-                "<tr><td data-label=\"Family\">{owner}</td><td data-label=\"Avatars\" class=\"num\">{avatars}</td>\
-                 <td data-label=\"Runs\" class=\"num\">{runs}</td><td data-label=\"From a family skill\" class=\"num\">{from}</td>\
-                 <td data-label=\"Share\" class=\"num\">{share}</td><td data-label=\"Reused by a sibling\" class=\"num\">{reused}</td></tr>",
-                owner = shown_text.text(&family.owner.name),
-                avatars = family.avatars,
-                runs = family.reuse.runs,
-                from = family.reuse.runs_from_family,
-                share = share(family.reuse.runs_from_family, family.reuse.runs),
-                reused = family.reuse.skills_reused,
-            );
-        }
-        body.push_str("</tbody></table></div>");
+    html! {
+        h1 { "Avatars & world" }
+        p class="lead" { (count(families.len() as i64, "family", "families")) " · read-only" }
+        (health_html(&view.health, &view.library, view.now, shown))
+        (alerts_html(&view.failing_webhooks, view.now))
+        (reuse_html(view, shown))
+        (family_skills_html(families, shown))
     }
-    body.push_str(
-        &crate::charts::stacked_bars(
-            "reuse-chart",
-            &format!("Runs per day of every family, last {REUSE_DAYS} days (UTC)"),
-            &view.reuse_days,
-            ["from a family skill", "other runs"],
-        )
-        .into_string(),
-    );
-    body.push_str("</section>");
-    // Family skills: one row per skill, at its latest shared version.
+}
+
+/// Family skill reuse: a row per family, then the runs per day of all of them.
+fn reuse_html(view: &ConsoleView, shown: &Shown) -> Markup {
+    html! {
+        section class="card" aria-labelledby="reuse-title" {
+            h2 id="reuse-title" { "Family skill reuse" }
+            p class="small muted" {
+                "Per family, the last " (REUSE_DAYS) " days. A run from a family skill ran a \
+                sibling's skill or the avatar's own copy built on one."
+            }
+            @if view.families.is_empty() {
+                p class="muted" { "No families yet." }
+            } @else {
+                div class="table-scroll" { table class="stack" id="reuse" {
+                    thead { tr {
+                        th scope="col" { "Family (owner)" } th scope="col" class="num" { "Avatars" }
+                        th scope="col" class="num" { "Runs" } th scope="col" class="num" { "From a family skill" }
+                        th scope="col" class="num" { "Share" } th scope="col" class="num" { "Skills reused by a sibling" }
+                    } }
+                    tbody { @for family in &view.families {
+                        tr {
+                            td data-label="Family" { (shown.plain(&family.owner.name)) }
+                            td data-label="Avatars" class="num" { (family.avatars) }
+                            td data-label="Runs" class="num" { (family.reuse.runs) }
+                            td data-label="From a family skill" class="num" { (family.reuse.runs_from_family) }
+                            td data-label="Share" class="num" { (share(family.reuse.runs_from_family, family.reuse.runs)) }
+                            td data-label="Reused by a sibling" class="num" { (family.reuse.skills_reused) }
+                        }
+                    } }
+                } }
+            }
+            (crate::charts::stacked_bars(
+                "reuse-chart",
+                &format!("Runs per day of every family, last {REUSE_DAYS} days (UTC)"),
+                &view.reuse_days,
+                ["from a family skill", "other runs"],
+            ))
+        }
+    }
+}
+
+/// Family skills: one row per skill, at its latest shared version, its versions behind a
+/// disclosure.
+fn family_skills_html(families: &[FamilyRows], shown: &Shown) -> Markup {
     let total: usize = families.iter().map(|f| f.shared.len()).sum();
-    let _ = write!(
-        body,
-        "<section class=\"card\" aria-labelledby=\"skills-title\"><h2 id=\"skills-title\">Family skills</h2>\
-         <p class=\"small muted\">{}: one row per skill, at its latest shared version.</p>",
-        count(total as i64, "shared skill", "shared skills")
-    );
-    if total == 0 {
-        body.push_str("<p class=\"muted\">No skill is shared yet.</p>");
-    } else {
-        body.push_str(
-            "<div class=\"table-scroll\"><table class=\"stack\" id=\"family-skills\"><thead><tr>\
-             <th scope=\"col\">Owner</th><th scope=\"col\">Avatar</th><th scope=\"col\">Skill</th>\
-             <th scope=\"col\">Version</th><th scope=\"col\" class=\"num\">Runs</th>\
-             <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Versions</th></tr></thead><tbody>",
-        );
-        for family in families {
-            for shared in &family.shared {
-                let latest = shared
-                    .versions
-                    .iter()
-                    .filter(|v| v.shared_at.is_some())
-                    .max_by_key(|v| v.number);
-                let Some(latest) = latest else { continue };
-                let avatar = if shared.skill.agent.is_some() {
-                    shown_text.text(&shared.skill.agent_name)
-                } else {
-                    format!(
-                        "{} <span class=\"muted small\">(deleted)</span>",
-                        shown_text.text(&shared.skill.agent_name)
-                    )
-                };
-                let _ = write!(
-                    body,
-                    "<tr><td data-label=\"Owner\">{owner}</td><td data-label=\"Avatar\">{avatar}</td>\
-                     <td data-label=\"Skill\">{skill}</td><td data-label=\"Version\">v{number}</td>\
-                     <td data-label=\"Runs\" class=\"num\">{runs}</td><td data-label=\"Score\" class=\"num\">{score}</td><td>\
-                     <details><summary>Versions ({n})</summary><table class=\"stack\"><thead><tr><th scope=\"col\">Version</th>\
-                     <th scope=\"col\" class=\"num\">Runs</th><th scope=\"col\" class=\"num\">OK</th>\
-                     <th scope=\"col\" class=\"num\">Score</th><th scope=\"col\">Shared</th></tr></thead><tbody>",
-                    owner = shown_text.text(&family.owner.name),
-                    skill = shown_text.text(&shared.skill.name),
-                    number = latest.number,
-                    runs = latest.uses,
-                    score = points(latest.score),
-                    n = shared.versions.len(),
-                );
-                for v in &shared.versions {
-                    let _ = write!(
-                        body,
-                        "<tr><td data-label=\"Version\">v{}</td><td data-label=\"Runs\" class=\"num\">{}</td>\
-                         <td data-label=\"OK\" class=\"num\">{}</td><td data-label=\"Score\" class=\"num\">{}</td>\
-                         <td data-label=\"Shared\">{}</td></tr>",
-                        v.number,
-                        v.uses,
-                        v.ok,
-                        points(v.score),
-                        if v.shared_at.is_some() { "yes" } else { "–" }
-                    );
-                }
-                body.push_str("</tbody></table></details></td></tr>");
+    html! {
+        section class="card" aria-labelledby="skills-title" {
+            h2 id="skills-title" { "Family skills" }
+            p class="small muted" {
+                (count(total as i64, "shared skill", "shared skills")) ": one row per skill, at its latest shared version."
+            }
+            @if total == 0 {
+                p class="muted" { "No skill is shared yet." }
+            } @else {
+                div class="table-scroll" { table class="stack" id="family-skills" {
+                    thead { tr {
+                        th scope="col" { "Owner" } th scope="col" { "Avatar" } th scope="col" { "Skill" }
+                        th scope="col" { "Version" } th scope="col" class="num" { "Runs" }
+                        th scope="col" class="num" { "Score" } th scope="col" { "Versions" }
+                    } }
+                    tbody { @for family in families { @for shared in &family.shared {
+                        (shared_row(&family.owner, shared, shown))
+                    } } }
+                } }
             }
         }
-        body.push_str("</tbody></table></div>");
     }
-    body.push_str("</section>");
-    body
+}
+
+fn shared_row(owner: &Owner, shared: &SharedSkill, shown: &Shown) -> Markup {
+    let latest = shared
+        .versions
+        .iter()
+        .filter(|v| v.shared_at.is_some())
+        .max_by_key(|v| v.number);
+    let Some(latest) = latest else {
+        return html! {};
+    };
+    html! {
+        tr {
+            td data-label="Owner" { (shown.plain(&owner.name)) }
+            td data-label="Avatar" {
+                (shown.plain(&shared.skill.agent_name))
+                @if shared.skill.agent.is_none() { " " span class="muted small" { "(deleted)" } }
+            }
+            td data-label="Skill" { (shown.plain(&shared.skill.name)) }
+            td data-label="Version" { "v" (latest.number) }
+            td data-label="Runs" class="num" { (latest.uses) }
+            td data-label="Score" class="num" { (points(latest.score)) }
+            td { details {
+                summary { "Versions (" (shared.versions.len()) ")" }
+                table class="stack" {
+                    thead { tr {
+                        th scope="col" { "Version" } th scope="col" class="num" { "Runs" }
+                        th scope="col" class="num" { "OK" } th scope="col" class="num" { "Score" }
+                        th scope="col" { "Shared" }
+                    } }
+                    tbody { @for v in &shared.versions {
+                        tr {
+                            td data-label="Version" { "v" (v.number) }
+                            td data-label="Runs" class="num" { (v.uses) }
+                            td data-label="OK" class="num" { (v.ok) }
+                            td data-label="Score" class="num" { (points(v.score)) }
+                            td data-label="Shared" { @if v.shared_at.is_some() { "yes" } @else { "–" } }
+                        }
+                    } }
+                }
+            } }
+        }
+    }
 }
 
 async fn console(
@@ -510,7 +495,7 @@ async fn console(
     let since = now - REUSE_DAYS * 24 * 3600 * 1000;
     let health = state.health().view(now);
     let page = state
-        .blocking(move || -> Result<String, ApiError> {
+        .blocking(move || -> Result<Markup, ApiError> {
             let owners = store.owners()?;
             let today = now.div_euclid(DAY_MILLIS);
             let first_day = today - (REUSE_DAYS - 1);
@@ -577,10 +562,10 @@ async fn console(
                 failing_webhooks,
                 now,
             };
-            Ok(html::legacy_page(
+            Ok(html::page(
                 "Console",
                 Nav::Operator,
-                &console_html(&view, &shown_text),
+                console_html(&view, &shown_text),
             ))
         })
         .await
@@ -650,25 +635,14 @@ fn failing_webhooks(
 
 /// The console's "Alerts" section: every webhook that answers badly, with why and when it is
 /// tried again; a line saying all is well otherwise.
-fn alerts_html(out: &mut String, failing: &[FailingWebhook], now: Millis) {
-    use std::fmt::Write as _;
-    out.push_str(
-        "<section class=\"card\" aria-labelledby=\"alerts-title\" id=\"alerts\"><h2 id=\"alerts-title\">Alerts</h2>",
-    );
-    if failing.is_empty() {
-        out.push_str("<p class=\"small muted\">Every webhook took its alerts.</p></section>");
-        return;
-    }
-    out.push_str(
-        "<table><thead><tr><th>Owner</th><th>Webhook</th><th>Last answer</th><th>Attempts</th><th>Waiting</th><th>Next try</th></tr></thead><tbody>",
-    );
-    for f in failing {
-        let answer = match (&f.last_status, &f.last_error) {
-            (_, Some(error)) => error.clone(),
-            (Some(status), None) => status.to_string(),
-            (None, None) => "no answer".into(),
-        };
-        let next = if f.next_attempt_at <= now {
+fn alerts_html(failing: &[FailingWebhook], now: Millis) -> Markup {
+    let answer = |f: &FailingWebhook| match (&f.last_status, &f.last_error) {
+        (_, Some(error)) => error.clone(),
+        (Some(status), None) => status.to_string(),
+        (None, None) => "no answer".into(),
+    };
+    let next = |f: &FailingWebhook| {
+        if f.next_attempt_at <= now {
             "now".to_string()
         } else {
             let seconds = (f.next_attempt_at - now) / 1000;
@@ -677,19 +651,29 @@ fn alerts_html(out: &mut String, failing: &[FailingWebhook], now: Millis) {
                 60..3_600 => format!("in {} min", seconds / 60),
                 _ => format!("in {} h", seconds / 3_600),
             }
-        };
-        let _ = write!(
-            out,
-            "<tr class=\"failing-webhook\"><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            html::escape(&f.owner),
-            html::escape(&f.webhook),
-            html::escape(&answer),
-            f.attempts,
-            f.waiting,
-            html::escape(&next),
-        );
+        }
+    };
+    html! {
+        section class="card" aria-labelledby="alerts-title" id="alerts" {
+            h2 id="alerts-title" { "Alerts" }
+            @if failing.is_empty() {
+                p class="small muted" { "Every webhook took its alerts." }
+            } @else {
+                table {
+                    thead { tr {
+                        th { "Owner" } th { "Webhook" } th { "Last answer" } th { "Attempts" }
+                        th { "Waiting" } th { "Next try" }
+                    } }
+                    tbody { @for f in failing {
+                        tr class="failing-webhook" {
+                            td { (f.owner) } td { code { (f.webhook) } } td { (answer(f)) }
+                            td { (f.attempts) } td { (f.waiting) } td { (next(f)) }
+                        }
+                    } }
+                }
+            }
+        }
     }
-    out.push_str("</tbody></table></section>");
 }
 
 #[cfg(test)]
@@ -712,8 +696,7 @@ mod tests {
 
     #[test]
     fn the_console_lists_a_failing_webhook_escaped() {
-        let mut out = String::new();
-        alerts_html(&mut out, &[], 0);
+        let out = alerts_html(&[], 0).into_string();
         assert!(out.contains("Every webhook took its alerts."));
         let failing = FailingWebhook {
             owner: "ada<b>".into(),
@@ -724,8 +707,7 @@ mod tests {
             next_attempt_at: 90_000,
             waiting: 1,
         };
-        let mut out = String::new();
-        alerts_html(&mut out, &[failing], 30_000);
+        let out = alerts_html(&[failing], 30_000).into_string();
         assert!(out.contains("ada&lt;b&gt;"), "{out}");
         assert!(out.contains("https://hooks.example.com/x/…"), "{out}");
         assert!(!out.contains("token") && !out.contains("u:p"), "{out}");

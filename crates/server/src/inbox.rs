@@ -34,7 +34,7 @@ use serde::Deserialize;
 
 use crate::auth::OwnerSession;
 use crate::error::ApiError;
-use crate::html::{self, Nav, Shown, diff_html, escape};
+use crate::html::{self, Markup, Nav, Shown, diff_html, html};
 use crate::pages::{CarriesCsrf, CsrfForm, OwnerPage, checked_form, error_page, parse_id};
 use crate::state::AppState;
 
@@ -112,9 +112,9 @@ impl Mine {
         self.workspaces.iter().find(|known| known.key == key)
     }
 
-    /// A whole page of the owner's. `title` and `body` are escaped already.
-    fn page(&self, title: &str, csrf: &str, body: &str) -> String {
-        html::legacy_page(
+    /// A whole page of the owner's.
+    fn page(&self, title: &str, csrf: &str, body: Markup) -> Markup {
+        html::page(
             title,
             Nav::Owner {
                 owner: &self.owner.name,
@@ -226,41 +226,32 @@ fn proposes(card: &Card) -> String {
     line.chars().take(300).collect()
 }
 
-fn card_row(out: &mut String, key: &str, card: &Card, shown: &Shown, csrf: &str) {
-    let _ = write!(
-        out,
-        "<li class=\"inbox-card\" id=\"card-{key}-{id}\"><h3><a href=\"{href}\">#{id} \
-         <span class=\"skill\">{skill}</span></a> <span class=\"tag kind\">{kind}</span></h3>\
-         <p class=\"proposes\">{proposes}</p>\
-         <p class=\"small muted\">Filed by {by}, {at} UTC</p>",
-        id = card.id,
-        href = card_path(key, card.id),
-        skill = shown.text(&card.skill),
-        kind = card.kind.as_str(),
-        proposes = shown.text(&proposes(card)),
-        by = shown.text(&card.filed_by),
-        at = shown.text(&stamp(&card.filed_at)),
-    );
-    if card.state != CardState::Waiting {
-        let _ = write!(
-            out,
-            "<p class=\"small\">{}</p>",
-            shown.text(&answer_line(card))
-        );
-    } else {
-        // Approve from the list; turning down asks for a reason, on the card's page.
-        let _ = write!(
-            out,
-            "<div class=\"actions\"><form method=\"post\" action=\"{href}/approve\" class=\"approve inline\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <button type=\"submit\" class=\"primary\">Approve #{id}</button></form>\
-             <a class=\"button\" href=\"{href}\">Read it, or turn it down</a></div>",
-            href = card_path(key, card.id),
-            csrf = escape(csrf),
-            id = card.id,
-        );
+fn card_row(key: &str, card: &Card, shown: &Shown, csrf: &str) -> Markup {
+    let href = card_path(key, card.id);
+    html! {
+        li class="inbox-card" id={ "card-" (key) "-" (card.id) } {
+            h3 {
+                a href=(href) { "#" (card.id) " " span class="skill" { (shown.plain(&card.skill)) } }
+                " " span class="tag kind" { (card.kind.as_str()) }
+            }
+            p class="proposes" { (shown.plain(&proposes(card))) }
+            p class="small muted" {
+                "Filed by " (shown.plain(&card.filed_by)) ", " (shown.plain(&stamp(&card.filed_at))) " UTC"
+            }
+            @if card.state != CardState::Waiting {
+                p class="small" { (shown.plain(&answer_line(card))) }
+            } @else {
+                // Approve from the list; turning down asks for a reason, on the card's page.
+                div class="actions" {
+                    form method="post" action={ (href) "/approve" } class="approve inline" {
+                        input type="hidden" name="csrf" value=(csrf);
+                        button type="submit" class="primary" { "Approve #" (card.id) }
+                    }
+                    a class="button" href=(href) { "Read it, or turn it down" }
+                }
+            }
+        }
     }
-    out.push_str("</li>");
 }
 
 /// How a card was answered, in a sentence (plain text).
@@ -294,26 +285,19 @@ struct InboxQuery {
     card: Option<String>,
 }
 
-/// One workspace's section of the Inbox, with the notice of a card just answered in it.
+/// One workspace's section of the Inbox, with the notice of a card just answered in it, and
+/// how many of its cards wait.
 fn workspace_section(
-    out: &mut String,
     workspace: &Workspace,
     shown: &Shown,
     notice_card: Option<i64>,
     csrf: &str,
-) -> usize {
+) -> (Markup, usize) {
     let key = &workspace.key;
-    let _ = write!(
-        out,
-        "<section class=\"card workspace\" aria-labelledby=\"ws-{key}\">\
-         <h2 id=\"ws-{key}\">{name}</h2><p class=\"small muted fingerprint\">{path}</p>",
-        name = shown.text(&workspace.name),
-        path = shown.text(&workspace.path.display().to_string()),
-    );
     let cards =
         Playbooks::open(&workspace.path).and_then(|playbooks| playbooks.ledger().cards(false));
-    let cards = match cards {
-        Ok(cards) => cards,
+    let (cards, problem) = match cards {
+        Ok(cards) => (cards, None),
         Err(err) => {
             let message = match &err {
                 PlaybookError::Io { .. } | PlaybookError::Ledger { .. } => {
@@ -322,70 +306,66 @@ fn workspace_section(
                 }
                 _ => format!("This workspace could not be opened: {err}"),
             };
-            let _ = write!(
-                out,
-                "<p class=\"error\" role=\"alert\">{}</p></section>",
-                shown.text(&message)
-            );
-            return 0;
+            (Vec::new(), Some(message))
         }
     };
-    if let Some(card) = notice_card.and_then(|id| cards.iter().find(|card| card.id == id)) {
-        let (class, what) = match card.state {
-            CardState::Applied => ("notice", format!("Card #{} approved: ", card.id)),
-            CardState::Rejected => ("notice", format!("Card #{} turned down: ", card.id)),
-            CardState::Refused => (
-                "error",
-                format!("Card #{} was approved but could not be applied: ", card.id),
-            ),
-            // An approval that could not be applied to a draft: the card waits, saying why.
-            CardState::Waiting if card.outcome.is_some() => (
-                "error",
-                format!("Card #{} was approved but could not go live: ", card.id),
-            ),
-            CardState::Waiting => ("", String::new()),
-        };
-        if !class.is_empty() {
-            let _ = write!(
-                out,
-                "<p class=\"{class}\" role=\"status\">{}{} <a href=\"{}\">Show the card</a></p>",
-                shown.text(&what),
-                shown.text(card.outcome.as_deref().unwrap_or_default()),
-                card_path(key, card.id),
-            );
-        }
-    }
     let waiting: Vec<&Card> = cards
         .iter()
         .filter(|card| card.state == CardState::Waiting)
         .collect();
-    if waiting.is_empty() {
-        out.push_str("<p class=\"muted\">Nothing waits for you here.</p>");
-    } else {
-        out.push_str("<ul class=\"inbox-cards\">");
-        for card in &waiting {
-            card_row(out, key, card, shown, csrf);
-        }
-        out.push_str("</ul>");
-    }
     let answered: Vec<&Card> = cards
         .iter()
         .filter(|card| card.state != CardState::Waiting)
         .take(RECENTLY_ANSWERED)
         .collect();
-    if !answered.is_empty() {
-        let _ = write!(
-            out,
-            "<details class=\"answered\"><summary>Answered lately ({})</summary><ul class=\"inbox-cards\">",
-            answered.len()
-        );
-        for card in answered {
-            card_row(out, key, card, shown, csrf);
+    let notice = notice_card.and_then(|id| cards.iter().find(|card| card.id == id));
+    let section = html! {
+        section class="card workspace" aria-labelledby={ "ws-" (key) } {
+            h2 id={ "ws-" (key) } { (shown.plain(&workspace.name)) }
+            p class="small muted fingerprint" { (shown.plain(&workspace.path.display().to_string())) }
+            @if let Some(problem) = &problem {
+                p class="error" role="alert" { (shown.plain(problem)) }
+            } @else {
+                @if let Some(card) = notice { (notice_html(key, card, shown)) }
+                @if waiting.is_empty() {
+                    p class="muted" { "Nothing waits for you here." }
+                } @else {
+                    ul class="inbox-cards" { @for card in &waiting { (card_row(key, card, shown, csrf)) } }
+                }
+                @if !answered.is_empty() {
+                    details class="answered" {
+                        summary { "Answered lately (" (answered.len()) ")" }
+                        ul class="inbox-cards" { @for card in &answered { (card_row(key, card, shown, csrf)) } }
+                    }
+                }
+            }
         }
-        out.push_str("</ul></details>");
+    };
+    (section, waiting.len())
+}
+
+/// The notice of a card just answered: what became of it.
+fn notice_html(key: &str, card: &Card, shown: &Shown) -> Markup {
+    let (class, what) = match card.state {
+        CardState::Applied => ("notice", format!("Card #{} approved: ", card.id)),
+        CardState::Rejected => ("notice", format!("Card #{} turned down: ", card.id)),
+        CardState::Refused => (
+            "error",
+            format!("Card #{} was approved but could not be applied: ", card.id),
+        ),
+        // An approval that could not be applied to a draft: the card waits, saying why.
+        CardState::Waiting if card.outcome.is_some() => (
+            "error",
+            format!("Card #{} was approved but could not go live: ", card.id),
+        ),
+        CardState::Waiting => return html! {},
+    };
+    html! {
+        p class=(class) role="status" {
+            (shown.plain(&what)) (shown.plain(card.outcome.as_deref().unwrap_or_default()))
+            " " a href=(card_path(key, card.id)) { "Show the card" }
+        }
     }
-    out.push_str("</section>");
-    waiting.len()
 }
 
 async fn inbox_page(
@@ -403,30 +383,29 @@ async fn inbox_page(
                 return Ok(no_inbox());
             }
             let notice_card = query.card.as_deref().and_then(parse_id);
-            let mut sections = String::new();
+            let mut sections = Vec::new();
             let mut waiting = 0;
             for workspace in &mine.workspaces {
                 let notice = notice_card.filter(|_| query.ws.as_deref() == Some(&workspace.key));
-                waiting += workspace_section(
-                    &mut sections,
-                    workspace,
-                    &mine.shown,
-                    notice,
-                    &session.csrf_token,
-                );
+                let (section, waits) =
+                    workspace_section(workspace, &mine.shown, notice, &session.csrf_token);
+                sections.push(section);
+                waiting += waits;
             }
-            let mut body = String::new();
-            let _ = write!(
-                body,
-                "<h1>Inbox</h1><p class=\"lead\">{} from your assistants' playbooks</p>{sections}\
-                 <p class=\"small muted\">The same cards as <code>mindrune inbox</code>; \
-                 an answer here is the same as <code>mindrune card approve</code> or \
-                 <code>reject</code>.</p>",
-                html::count(waiting as i64, "card waits", "cards wait"),
-            );
+            let body = html! {
+                h1 { "Inbox" }
+                p class="lead" {
+                    (html::count(waiting as i64, "card waits", "cards wait")) " from your assistants' playbooks"
+                }
+                @for section in sections { (section) }
+                p class="small muted" {
+                    "The same cards as " code { "mindrune inbox" } "; an answer here is the same as "
+                    code { "mindrune card approve" } " or " code { "reject" } "."
+                }
+            };
             Ok(html::respond(
                 StatusCode::OK,
-                mine.page("Inbox", &session.csrf_token, &body),
+                mine.page("Inbox", &session.csrf_token, body),
             ))
         })
         .await;
@@ -551,114 +530,98 @@ fn card_body(
     shown: &Shown,
     problem: Option<&str>,
     reason: &str,
-) -> String {
+) -> Markup {
     let card = &view.card;
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<p class=\"small\"><a href=\"/dashboard/inbox\">← Your Inbox</a></p>\
-         <h1>Card #{id} · <span class=\"skill\">{skill}</span></h1>\
-         <p class=\"lead\"><span class=\"tag kind\">{kind}</span> {proposes}</p>\
-         <section class=\"card\" aria-label=\"About this card\">\
-         <ul class=\"facts card-facts\"><li>{state}</li><li>Filed by {by}, {at} UTC</li>",
-        id = card.id,
-        skill = shown.text(&card.skill),
-        kind = card.kind.as_str(),
-        proposes = shown.text(&proposes(card)),
-        state = card.state.as_str(),
-        by = shown.text(&card.filed_by),
-        at = shown.text(&stamp(&card.filed_at)),
-    );
-    if let Some(version) = card.base_version {
-        let _ = write!(body, "<li>Against v{version}</li>");
-    }
-    body.push_str("</ul>");
-    if let Some(fingerprint) = &card.fingerprint {
-        let _ = write!(
-            body,
-            "<p class=\"small muted fingerprint\">Written against {}</p>",
-            shown.text(fingerprint)
-        );
-    }
-    if let Some(report) = &view.report {
-        let _ = write!(body, "<p>{}</p>", shown.text(report));
-    }
-    if let Some(why) = card.why.as_deref().filter(|why| !why.trim().is_empty()) {
-        let _ = write!(
-            body,
-            "<p class=\"why\"><span class=\"muted\">Why:</span> {}</p>",
-            shown.text(why)
-        );
-    }
-    if !view.owes.is_empty() {
-        let _ = write!(
-            body,
-            "<p class=\"owes\"><span class=\"muted\">Still owes:</span> {}</p>",
-            shown.text(&view.owes.join(", "))
-        );
-    }
-    if card.state != CardState::Waiting {
-        let _ = write!(
-            body,
-            "<p class=\"answered-line\">{}</p>",
-            shown.text(&answer_line(card))
-        );
-    }
-    body.push_str("</section>");
-    match &view.shows {
-        Shows::File(text) => {
-            let _ = write!(
-                body,
-                "<section class=\"card\" aria-labelledby=\"proposal-title\"><h2 id=\"proposal-title\">The proposed SKILL.md</h2>\
-                 <pre><code>{}</code></pre></section>",
-                shown.text(text)
-            );
+    html! {
+        p class="small" { a href="/dashboard/inbox" { "← Your Inbox" } }
+        h1 { "Card #" (card.id) " · " span class="skill" { (shown.plain(&card.skill)) } }
+        p class="lead" { span class="tag kind" { (card.kind.as_str()) } " " (shown.plain(&proposes(card))) }
+        (card_facts(view, shown))
+        @match &view.shows {
+            Shows::File(text) => section class="card" aria-labelledby="proposal-title" {
+                h2 id="proposal-title" { "The proposed SKILL.md" }
+                pre { code { (shown.plain(text)) } }
+            },
+            Shows::Diff { diff, refused } => section class="card" aria-labelledby="proposal-title" {
+                h2 id="proposal-title" { "The change to the live SKILL.md" }
+                @if let Some(refused) = refused {
+                    p class="error" role="alert" { "Approving it now would be refused: " (shown.plain(refused)) }
+                }
+                @if diff.is_empty() {
+                    p class="muted" { "No change against the live file." }
+                } @else {
+                    (diff_html(diff, shown))
+                }
+            },
+            Shows::Nothing => {},
         }
-        Shows::Diff { diff, refused } => {
-            body.push_str(
-                "<section class=\"card\" aria-labelledby=\"proposal-title\"><h2 id=\"proposal-title\">The change to the live SKILL.md</h2>",
-            );
-            if let Some(refused) = refused {
-                let _ = write!(
-                    body,
-                    "<p class=\"error\" role=\"alert\">Approving it now would be refused: {}</p>",
-                    shown.text(refused)
-                );
-            }
-            if diff.is_empty() {
-                body.push_str("<p class=\"muted\">No change against the live file.</p>");
-            } else {
-                body.push_str(&diff_html(diff, shown).into_string());
-            }
-            body.push_str("</section>");
+        @if card.state == CardState::Waiting {
+            (answer_forms(&card_path(key, card.id), card.kind, csrf, shown, problem, reason))
         }
-        Shows::Nothing => {}
     }
-    if card.state == CardState::Waiting {
-        let action = card_path(key, card.id);
-        let problem = problem
-            .map(|p| format!("<p class=\"error\" role=\"alert\">{}</p>", shown.text(p)))
-            .unwrap_or_default();
-        let _ = write!(
-            body,
-            "<section class=\"card answer\" aria-labelledby=\"answer-title\"><h2 id=\"answer-title\">Your answer</h2>\
-             {problem}\
-             <form method=\"post\" action=\"{action}/approve\" class=\"approve\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <p class=\"small muted\">{does}</p>\
-             <button type=\"submit\" class=\"primary\">Approve</button></form>\
-             <form method=\"post\" action=\"{action}/reject\" class=\"reject\">\
-             <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-             <label for=\"reason\">Or turn it down, saying why</label>\
-             <textarea id=\"reason\" name=\"reason\" rows=\"3\" required maxlength=\"{MAX_REASON_CHARS}\">{reason}</textarea>\
-             <p class=\"small muted\">Your reason is kept with the card; for a new skill, the door repeats it if the same name is proposed again.</p>\
-             <button type=\"submit\">Turn down</button></form></section>",
-            csrf = escape(csrf),
-            does = escape(approving_does(card.kind)),
-            reason = shown.text(reason),
-        );
+}
+
+/// The card's facts: its state, who filed it and when, what it is written against and why.
+fn card_facts(view: &CardView, shown: &Shown) -> Markup {
+    let card = &view.card;
+    html! {
+        section class="card" aria-label="About this card" {
+            ul class="facts card-facts" {
+                li { (card.state.as_str()) }
+                li { "Filed by " (shown.plain(&card.filed_by)) ", " (shown.plain(&stamp(&card.filed_at))) " UTC" }
+                @if let Some(version) = card.base_version { li { "Against v" (version) } }
+            }
+            @if let Some(fingerprint) = &card.fingerprint {
+                p class="small muted fingerprint" { "Written against " (shown.plain(fingerprint)) }
+            }
+            @if let Some(report) = &view.report { p { (shown.plain(report)) } }
+            @if let Some(why) = card.why.as_deref().filter(|why| !why.trim().is_empty()) {
+                p class="why" { span class="muted" { "Why:" } " " (shown.plain(why)) }
+            }
+            @if !view.owes.is_empty() {
+                p class="owes" { span class="muted" { "Still owes:" } " " (shown.plain(&view.owes.join(", "))) }
+            }
+            @if card.state != CardState::Waiting {
+                p class="answered-line" { (shown.plain(&answer_line(card))) }
+            }
+        }
     }
-    body
+}
+
+/// The two answers to a waiting card: approve, or turn down with a reason.
+fn answer_forms(
+    action: &str,
+    kind: CardKind,
+    csrf: &str,
+    shown: &Shown,
+    problem: Option<&str>,
+    reason: &str,
+) -> Markup {
+    html! {
+        section class="card answer" aria-labelledby="answer-title" {
+            h2 id="answer-title" { "Your answer" }
+            @if let Some(problem) = problem {
+                p class="error" role="alert" { (shown.plain(problem)) }
+            }
+            form method="post" action={ (action) "/approve" } class="approve" {
+                input type="hidden" name="csrf" value=(csrf);
+                p class="small muted" { (approving_does(kind)) }
+                button type="submit" class="primary" { "Approve" }
+            }
+            form method="post" action={ (action) "/reject" } class="reject" {
+                input type="hidden" name="csrf" value=(csrf);
+                label for="reason" { "Or turn it down, saying why" }
+                textarea id="reason" name="reason" rows="3" required maxlength=(MAX_REASON_CHARS) {
+                    (shown.plain(reason))
+                }
+                p class="small muted" {
+                    "Your reason is kept with the card; for a new skill, the door repeats it if the \
+                    same name is proposed again."
+                }
+                button type="submit" { "Turn down" }
+            }
+        }
+    }
 }
 
 /// Finds the card `id` of the workspace `key` among the session owner's and shows it, or says
@@ -693,9 +656,9 @@ fn card_response(
     let title = format!(
         "Card #{} · {}",
         view.card.id,
-        mine.shown.text(&view.card.skill)
+        mine.shown.plain(&view.card.skill)
     );
-    html::respond(status, mine.page(&title, csrf, &body))
+    html::respond(status, mine.page(&title, csrf, body))
 }
 
 async fn card_page(

@@ -12,16 +12,11 @@ use crate::sqlite_and_postgres_sql as sql;
 use crate::{DeletedAgent, Directory, rules};
 use std::collections::HashSet;
 
-use super::conn::Tx;
-use super::recording::Access;
-
 use super::rows::{AGENT_COLUMNS, OWNER_COLUMNS, agent_from, all, col, owner_from};
 use super::{Fail, PgResult, PgStore, VOCABULARY_LOCK, is_unique_violation};
-use crate::common::lines_of;
 use crate::{
-    Agent, AgentId, AvatarState, Millis, OperatorRevoke, OperatorToken, OperatorTokenKey, Owner,
-    OwnerId, Result, Session, StoreError, VocabularyChange, VocabularyEntry, VocabularySource,
-    WEALTH_HISTORY_MILLIS, WealthPoint, wealth_hour, wealth_since,
+    Agent, AgentId, Millis, OperatorRevoke, OperatorToken, OperatorTokenKey, Owner, OwnerId,
+    Result, Session, StoreError, VocabularyChange, VocabularyEntry, WealthPoint, wealth_since,
 };
 
 /// Turns a unique constraint's failure into the store's conflict, leaving other failures as
@@ -41,18 +36,6 @@ fn owner_taken(name: &str, taken: &str) -> StoreError {
 
 fn agent_taken(name: &str, taken: &str) -> StoreError {
     crate::common::name_taken("agent", name, taken)
-}
-
-pub(super) fn agent_by_name(store: &Access<'_>, name: &str) -> Result<Option<Agent>> {
-    store.read(|tx| {
-        tx.query_opt(
-            &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"),
-            &[&name],
-        )?
-        .as_ref()
-        .map(agent_from)
-        .transpose()
-    })
 }
 
 /// The agent times a note may set (a column name, never the caller's text).
@@ -94,124 +77,11 @@ fn set_agent_time(
     })
 }
 
-pub(super) fn vocabulary(store: &Access<'_>) -> Result<Vec<VocabularyEntry>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            "SELECT kind, slug, title, source, aliases FROM vocabulary
-             ORDER BY kind COLLATE \"C\", slug COLLATE \"C\"",
-            &[],
-        )?;
-        all(rows, |row| {
-            let source: &str = col(row, 3)?;
-            Ok(VocabularyEntry {
-                kind: col(row, 0)?,
-                slug: col(row, 1)?,
-                title: col(row, 2)?,
-                // Only MindRune writes the column; an unknown value reads as a wiki page.
-                source: VocabularySource::parse(source).unwrap_or(VocabularySource::Wiki),
-                aliases: lines_of(col(row, 4)?),
-            })
-        })
-    })
-}
-
-pub(super) fn vocabulary_digest(store: &Access<'_>) -> Result<Option<String>> {
-    store.read(|tx| {
-        tx.query_opt(sql::VOCABULARY_DIGEST.postgres(), &[])?
-            .map(|row| col(&row, 0))
-            .transpose()
-    })
-}
-
 fn operator_token_from(row: &postgres::Row) -> PgResult<OperatorToken> {
     Ok(OperatorToken {
         id: col(row, 0)?,
         created_at: col(row, 1)?,
         revoked_at: col(row, 2)?,
-    })
-}
-
-/// Whether an owner's agent does not exist (an update that changed nothing, told apart from
-/// one that had nothing to change).
-fn agent_missing(tx: &mut Tx<'_>, owner: OwnerId, agent: AgentId) -> PgResult<bool> {
-    let found = tx.query_opt(
-        "SELECT 1 FROM agents WHERE owner_id = $1 AND agent_id = $2",
-        &[&owner.0, &agent.0],
-    )?;
-    Ok(found.is_none())
-}
-
-pub(super) fn save_avatar_state(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-    state: &str,
-    standing: Option<crate::Standing>,
-    reported_at: Millis,
-) -> Result<()> {
-    store.write(owner, |tx| {
-        let changed = tx.execute(
-            "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
-             SELECT owner_id, agent_id, $3::text, $4::bigint FROM agents
-             WHERE owner_id = $1 AND agent_id = $2
-             ON CONFLICT (owner_id, agent_id) DO UPDATE
-             SET state = EXCLUDED.state, reported_at = EXCLUDED.reported_at
-             WHERE EXCLUDED.reported_at >= avatar_states.reported_at",
-            &[&owner.0, &agent.0, &state, &reported_at],
-        )?;
-        // A state older than the one kept changes nothing; an unknown agent is an error.
-        if changed == 0 && agent_missing(tx, owner, agent)? {
-            return Err(StoreError::NotFound(format!("agent {}", agent.0)).into());
-        }
-        let Some(standing) = standing else {
-            return Ok(());
-        };
-        // A late report still fills its own hour, but never replaces a newer one of that hour.
-        tx.execute(
-            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at, total_xp, total_level)
-             SELECT owner_id, agent_id, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint FROM agents
-             WHERE owner_id = $1 AND agent_id = $2
-             ON CONFLICT (owner_id, agent_id, hour) DO UPDATE
-             SET coins = EXCLUDED.coins, reported_at = EXCLUDED.reported_at,
-                 total_xp = EXCLUDED.total_xp, total_level = EXCLUDED.total_level
-             WHERE EXCLUDED.reported_at >= avatar_wealth.reported_at",
-            &[
-                &owner.0,
-                &agent.0,
-                &wealth_hour(reported_at),
-                &standing.coins,
-                &reported_at,
-                &standing.total_xp,
-                &standing.total_level,
-            ],
-        )?;
-        // Measured from the avatar's newest point, not the clock, so a late report from long
-        // ago is dropped at once and a quiet avatar keeps its last months.
-        tx.execute(
-            "DELETE FROM avatar_wealth WHERE owner_id = $1 AND agent_id = $2 AND hour < (
-                 SELECT MAX(hour) FROM avatar_wealth WHERE owner_id = $1 AND agent_id = $2
-             ) - $3::bigint",
-            &[&owner.0, &agent.0, &(WEALTH_HISTORY_MILLIS / 1000)],
-        )?;
-        Ok(())
-    })
-}
-
-pub(super) fn avatar_state(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-) -> Result<Option<AvatarState>> {
-    store.read(|tx| {
-        tx.query_opt(sql::AVATAR_STATE.postgres(), &[&owner.0, &agent.0])?
-            .map(|row| {
-                Ok(AvatarState {
-                    agent: AgentId(col(&row, 0)?),
-                    state: col(&row, 1)?,
-                    reported_at: col(&row, 2)?,
-                })
-            })
-            .transpose()
     })
 }
 

@@ -11,8 +11,15 @@ use crate::{
 };
 
 use super::conn::Tx;
-use super::{Group, PgResult, PgStore, Scope, directory, records};
+use super::rows::{
+    AGENT_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMNS, agent_from, all, col,
+    skill_from, version_from, version_from_at,
+};
+use super::{Group, PgResult, PgStore, Scope};
+use crate::common::lines_of;
 use crate::recording::RecordsAlone;
+use crate::sqlite_and_postgres_sql as sql;
+use crate::{StoreError, UnrecordedReason, VocabularySource, WEALTH_HISTORY_MILLIS, wealth_hour};
 
 /// Where an open write group's state waits between two pieces of its work: taken out by the
 /// piece that runs, put back when it ends.
@@ -114,19 +121,58 @@ impl<'s> Access<'s> {
 
 impl Recording for Access<'_> {
     fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
-        directory::agent_by_name(self, name)
+        self.read(|tx| {
+            tx.query_opt(
+                &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"),
+                &[&name],
+            )?
+            .as_ref()
+            .map(agent_from)
+            .transpose()
+        })
     }
 
     fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
-        records::skill_at_path(self, owner, agent, path)
+        self.read(|tx| {
+            tx.query_opt(
+                &format!(
+                    "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.path = $3"
+                ),
+                &[&owner.0, &agent.0, &path],
+            )?
+            .map(|row| skill_from(&row))
+            .transpose()
+        })
     }
 
     fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
-        records::skill_by_name(self, owner, agent_name, name)
+        self.read(|tx| {
+            tx.query_opt(
+                &format!(
+                    "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_name = $2 AND s.name = $3
+                     ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
+                ),
+                &[&owner.0, &agent_name, &name],
+            )?
+            .map(|row| skill_from(&row))
+            .transpose()
+        })
     }
 
     fn versions_with_digest(&self, owner: OwnerId, digest: &str) -> Result<Vec<(Skill, Version)>> {
-        records::versions_with_digest(self, owner, digest)
+        self.read(|tx| {
+            let rows = tx.query(
+                &format!(
+                    "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS} FROM versions v
+                     JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
+                     WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.digest = $2 ORDER BY v.version_id"
+                ),
+                &[&owner.0, &digest],
+            )?;
+            all(rows, |row| {
+                Ok((skill_from(row)?, version_from_at(row, SKILL_COLUMN_COUNT)?))
+            })
+        })
     }
 
     fn match_script(
@@ -220,7 +266,15 @@ impl Recording for Access<'_> {
     }
 
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
-        records::versions(self, owner, skill)
+        self.read(|tx| {
+            let rows = tx.query(
+                &format!(
+                    "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.skill_id = $2 ORDER BY v.number DESC"
+                ),
+                &[&owner.0, &skill.0],
+            )?;
+            all(rows, version_from)
+        })
     }
 
     fn recent_outputs_since(
@@ -231,15 +285,75 @@ impl Recording for Access<'_> {
         before: Millis,
         limit: usize,
     ) -> Result<Vec<String>> {
-        records::recent_outputs(self, owner, agent, after, before, limit)
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.read_one(|tx| {
+            let rows = tx.query(
+                // Each side cut to its newest few first, as on SQLite, so no run reads the
+                // agent's whole history.
+                "SELECT output FROM (
+                     (SELECT output, at, use_id, 0 AS kind FROM uses
+                      WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5 AND output IS NOT NULL
+                      ORDER BY at DESC, use_id DESC LIMIT $4)
+                     UNION ALL
+                     (SELECT output, at, use_id, 1 AS kind FROM snippet_uses
+                      WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5 AND output IS NOT NULL
+                      ORDER BY at DESC, use_id DESC LIMIT $4)
+                     UNION ALL
+                     -- Looks (`bun sdk/cli.ts NAME`) print a state too; they have no row id, and
+                     -- two of one avatar at the same millisecond are ordered by their event id.
+                     (SELECT output, at, 0 AS use_id, 2 AS kind FROM unrecorded_calls
+                      WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5
+                        AND reason = 'look' AND output IS NOT NULL
+                      ORDER BY at DESC, event_id DESC LIMIT $4)
+                 ) runs ORDER BY at DESC, kind, use_id DESC LIMIT $4",
+                &[&owner.0, &agent.0, &before, &limit, &after.unwrap_or(Millis::MIN)],
+            )?;
+            all(rows, |row| col::<String>(row, 0))
+        })
     }
 
     fn newest_output_at(&self, owner: OwnerId, agent: AgentId) -> Result<Option<Millis>> {
-        records::newest_output_at(self, owner, agent)
+        self.read_one(|tx| {
+            let rows = tx.query(
+                "SELECT max(at) FROM (
+                     (SELECT at FROM uses
+                      WHERE owner_id = $1 AND agent_id = $2 AND output IS NOT NULL
+                      ORDER BY at DESC, use_id DESC LIMIT 1)
+                     UNION ALL
+                     (SELECT at FROM snippet_uses
+                      WHERE owner_id = $1 AND agent_id = $2 AND output IS NOT NULL
+                      ORDER BY at DESC, use_id DESC LIMIT 1)
+                     UNION ALL
+                     (SELECT at FROM unrecorded_calls
+                      WHERE owner_id = $1 AND agent_id = $2 AND reason = 'look' AND output IS NOT NULL
+                      ORDER BY at DESC LIMIT 1)
+                 ) runs",
+                &[&owner.0, &agent.0],
+            )?;
+            let newest = all(rows, |row| col::<Option<Millis>>(row, 0))?;
+            Ok(newest.into_iter().next().flatten())
+        })
     }
 
     fn note_unrecorded(&self, owner: OwnerId, call: &UnrecordedCall) -> Result<bool> {
-        records::note_unrecorded(self, owner, call)
+        self.write(owner, |tx| {
+            // An unknown agent stores nothing, as on SQLite.
+            let added = tx.execute(
+                "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail, output)
+                 SELECT owner_id, agent_id, $3::text, $4::bigint, $5::text, $6::text, $7::text FROM agents WHERE owner_id = $1 AND agent_id = $2
+                 ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
+                &[
+                    &owner.0,
+                    &call.agent.0,
+                    &call.event_id,
+                    &call.at,
+                    &call.reason.as_str(),
+                    &call.detail,
+                    &call.output,
+                ],
+            )?;
+            Ok(added > 0)
+        })
     }
 
     fn unrecorded_since(
@@ -248,7 +362,27 @@ impl Recording for Access<'_> {
         agent: AgentId,
         since: Millis,
     ) -> Result<Vec<UnrecordedCall>> {
-        records::unrecorded_since(self, owner, agent, since)
+        self.read(|tx| {
+            let rows = tx.query(
+                sql::UNRECORDED_SINCE.postgres(),
+                &[&owner.0, &agent.0, &since],
+            )?;
+            let mut calls = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let reason: String = col(row, 2)?;
+                if let Some(reason) = UnrecordedReason::parse(&reason) {
+                    calls.push(UnrecordedCall {
+                        agent,
+                        event_id: col(row, 0)?,
+                        at: col(row, 1)?,
+                        reason,
+                        detail: col(row, 3)?,
+                        output: col(row, 4)?,
+                    });
+                }
+            }
+            Ok(calls)
+        })
     }
 
     fn save_avatar_state(
@@ -259,19 +393,95 @@ impl Recording for Access<'_> {
         standing: Option<Standing>,
         reported_at: Millis,
     ) -> Result<()> {
-        directory::save_avatar_state(self, owner, agent, state, standing, reported_at)
+        self.write(owner, |tx| {
+            let changed = tx.execute(
+                "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
+                 SELECT owner_id, agent_id, $3::text, $4::bigint FROM agents
+                 WHERE owner_id = $1 AND agent_id = $2
+                 ON CONFLICT (owner_id, agent_id) DO UPDATE
+                 SET state = EXCLUDED.state, reported_at = EXCLUDED.reported_at
+                 WHERE EXCLUDED.reported_at >= avatar_states.reported_at",
+                &[&owner.0, &agent.0, &state, &reported_at],
+            )?;
+            // A state older than the one kept changes nothing; an unknown agent is an error.
+            if changed == 0 && agent_missing(tx, owner, agent)? {
+                return Err(StoreError::NotFound(format!("agent {}", agent.0)).into());
+            }
+            let Some(standing) = standing else {
+                return Ok(());
+            };
+            // A late report still fills its own hour, but never replaces a newer one of that hour.
+            tx.execute(
+                "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at, total_xp, total_level)
+                 SELECT owner_id, agent_id, $3::bigint, $4::bigint, $5::bigint, $6::bigint, $7::bigint FROM agents
+                 WHERE owner_id = $1 AND agent_id = $2
+                 ON CONFLICT (owner_id, agent_id, hour) DO UPDATE
+                 SET coins = EXCLUDED.coins, reported_at = EXCLUDED.reported_at,
+                     total_xp = EXCLUDED.total_xp, total_level = EXCLUDED.total_level
+                 WHERE EXCLUDED.reported_at >= avatar_wealth.reported_at",
+                &[
+                    &owner.0,
+                    &agent.0,
+                    &wealth_hour(reported_at),
+                    &standing.coins,
+                    &reported_at,
+                    &standing.total_xp,
+                    &standing.total_level,
+                ],
+            )?;
+            // Measured from the avatar's newest point, not the clock, so a late report from long
+            // ago is dropped at once and a quiet avatar keeps its last months.
+            tx.execute(
+                "DELETE FROM avatar_wealth WHERE owner_id = $1 AND agent_id = $2 AND hour < (
+                     SELECT MAX(hour) FROM avatar_wealth WHERE owner_id = $1 AND agent_id = $2
+                 ) - $3::bigint",
+                &[&owner.0, &agent.0, &(WEALTH_HISTORY_MILLIS / 1000)],
+            )?;
+            Ok(())
+        })
     }
 
     fn avatar_state(&self, owner: OwnerId, agent: AgentId) -> Result<Option<AvatarState>> {
-        directory::avatar_state(self, owner, agent)
+        self.read(|tx| {
+            tx.query_opt(sql::AVATAR_STATE.postgres(), &[&owner.0, &agent.0])?
+                .map(|row| {
+                    Ok(AvatarState {
+                        agent: AgentId(col(&row, 0)?),
+                        state: col(&row, 1)?,
+                        reported_at: col(&row, 2)?,
+                    })
+                })
+                .transpose()
+        })
     }
 
     fn vocabulary(&self) -> Result<Vec<VocabularyEntry>> {
-        directory::vocabulary(self)
+        self.read(|tx| {
+            let rows = tx.query(
+                "SELECT kind, slug, title, source, aliases FROM vocabulary
+                 ORDER BY kind COLLATE \"C\", slug COLLATE \"C\"",
+                &[],
+            )?;
+            all(rows, |row| {
+                let source: &str = col(row, 3)?;
+                Ok(VocabularyEntry {
+                    kind: col(row, 0)?,
+                    slug: col(row, 1)?,
+                    title: col(row, 2)?,
+                    // Only MindRune writes the column; an unknown value reads as a wiki page.
+                    source: VocabularySource::parse(source).unwrap_or(VocabularySource::Wiki),
+                    aliases: lines_of(col(row, 4)?),
+                })
+            })
+        })
     }
 
     fn vocabulary_digest(&self) -> Result<Option<String>> {
-        directory::vocabulary_digest(self)
+        self.read(|tx| {
+            tx.query_opt(sql::VOCABULARY_DIGEST.postgres(), &[])?
+                .map(|row| col(&row, 0))
+                .transpose()
+        })
     }
 }
 
@@ -282,4 +492,14 @@ impl RecordsAlone for PgStore {
     fn alone(&self) -> Access<'_> {
         Access::alone(self)
     }
+}
+
+/// Whether an owner's agent does not exist (an update that changed nothing, told apart from
+/// one that had nothing to change).
+fn agent_missing(tx: &mut Tx<'_>, owner: OwnerId, agent: AgentId) -> PgResult<bool> {
+    let found = tx.query_opt(
+        "SELECT 1 FROM agents WHERE owner_id = $1 AND agent_id = $2",
+        &[&owner.0, &agent.0],
+    )?;
+    Ok(found.is_none())
 }

@@ -27,19 +27,18 @@ use std::sync::LazyLock;
 use postgres::Row;
 
 use super::conn::Tx;
-use super::recording::Access;
 use mindrune_core::score::{self, UseSample};
 
 use super::rows::{
     SAMPLE_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMN_COUNT,
     VERSION_COLUMNS, VERSION_ROW_COLUMNS, all, col, sample_at, skill_from, snippet_from,
-    version_from, version_from_at, version_row_at,
+    version_from_at, version_row_at,
 };
 use super::{PgResult, PgStore};
 use crate::rules::{FamilyTx, VersionRow};
 use crate::{
     AgentId, FailedRun, Millis, OwnerId, Result, RunTotals, Skill, SkillEntry, SkillId, Snippet,
-    SnippetId, SnippetRuns, UnmeasuredScope, UnrecordedCall, UnrecordedReason, Version, VersionId,
+    SnippetId, SnippetRuns, UnmeasuredScope, Version, VersionId,
 };
 
 /// Each snippet of an agent run since a time, with its runs since then, most recently run
@@ -107,191 +106,6 @@ pub(super) fn versions_with_windows(
         }
     }
     Ok(read)
-}
-
-pub(super) fn skill_at_path(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-    path: &str,
-) -> Result<Option<Skill>> {
-    store.read(|tx| {
-        tx.query_opt(
-            &format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.path = $3"
-            ),
-            &[&owner.0, &agent.0, &path],
-        )?
-        .map(|row| skill_from(&row))
-        .transpose()
-    })
-}
-
-pub(super) fn skill_by_name(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent_name: &str,
-    name: &str,
-) -> Result<Option<Skill>> {
-    store.read(|tx| {
-        tx.query_opt(
-            &format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_name = $2 AND s.name = $3
-                 ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
-            ),
-            &[&owner.0, &agent_name, &name],
-        )?
-        .map(|row| skill_from(&row))
-        .transpose()
-    })
-}
-
-pub(super) fn versions_with_digest(
-    store: &Access<'_>,
-    owner: OwnerId,
-    digest: &str,
-) -> Result<Vec<(Skill, Version)>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            &format!(
-                "SELECT {SKILL_COLUMNS}, {VERSION_COLUMNS} FROM versions v
-                 JOIN skills s ON s.skill_id = v.skill_id AND s.owner_id = v.owner_id
-                 WHERE v.owner_id = $1 AND s.owner_id = $1 AND v.digest = $2 ORDER BY v.version_id"
-            ),
-            &[&owner.0, &digest],
-        )?;
-        all(rows, |row| {
-            Ok((skill_from(row)?, version_from_at(row, SKILL_COLUMN_COUNT)?))
-        })
-    })
-}
-
-pub(super) fn versions(store: &Access<'_>, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            &format!(
-                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.skill_id = $2 ORDER BY v.number DESC"
-            ),
-            &[&owner.0, &skill.0],
-        )?;
-        all(rows, version_from)
-    })
-}
-
-pub(super) fn recent_outputs(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-    after: Option<Millis>,
-    before: Millis,
-    limit: usize,
-) -> Result<Vec<String>> {
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    store.read_one(|tx| {
-        let rows = tx.query(
-            // Each side cut to its newest few first, as on SQLite, so no run reads the
-            // agent's whole history.
-            "SELECT output FROM (
-                 (SELECT output, at, use_id, 0 AS kind FROM uses
-                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5 AND output IS NOT NULL
-                  ORDER BY at DESC, use_id DESC LIMIT $4)
-                 UNION ALL
-                 (SELECT output, at, use_id, 1 AS kind FROM snippet_uses
-                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5 AND output IS NOT NULL
-                  ORDER BY at DESC, use_id DESC LIMIT $4)
-                 UNION ALL
-                 -- Looks (`bun sdk/cli.ts NAME`) print a state too; they have no row id, and
-                 -- two of one avatar at the same millisecond are ordered by their event id.
-                 (SELECT output, at, 0 AS use_id, 2 AS kind FROM unrecorded_calls
-                  WHERE owner_id = $1 AND agent_id = $2 AND at < $3 AND at > $5
-                    AND reason = 'look' AND output IS NOT NULL
-                  ORDER BY at DESC, event_id DESC LIMIT $4)
-             ) runs ORDER BY at DESC, kind, use_id DESC LIMIT $4",
-            &[&owner.0, &agent.0, &before, &limit, &after.unwrap_or(Millis::MIN)],
-        )?;
-        all(rows, |row| col::<String>(row, 0))
-    })
-}
-
-pub(super) fn newest_output_at(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-) -> Result<Option<Millis>> {
-    store.read_one(|tx| {
-        let rows = tx.query(
-            "SELECT max(at) FROM (
-                 (SELECT at FROM uses
-                  WHERE owner_id = $1 AND agent_id = $2 AND output IS NOT NULL
-                  ORDER BY at DESC, use_id DESC LIMIT 1)
-                 UNION ALL
-                 (SELECT at FROM snippet_uses
-                  WHERE owner_id = $1 AND agent_id = $2 AND output IS NOT NULL
-                  ORDER BY at DESC, use_id DESC LIMIT 1)
-                 UNION ALL
-                 (SELECT at FROM unrecorded_calls
-                  WHERE owner_id = $1 AND agent_id = $2 AND reason = 'look' AND output IS NOT NULL
-                  ORDER BY at DESC LIMIT 1)
-             ) runs",
-            &[&owner.0, &agent.0],
-        )?;
-        let newest = all(rows, |row| col::<Option<Millis>>(row, 0))?;
-        Ok(newest.into_iter().next().flatten())
-    })
-}
-
-pub(super) fn note_unrecorded(
-    store: &Access<'_>,
-    owner: OwnerId,
-    call: &UnrecordedCall,
-) -> Result<bool> {
-    store.write(owner, |tx| {
-        // An unknown agent stores nothing, as on SQLite.
-        let added = tx.execute(
-            "INSERT INTO unrecorded_calls (owner_id, agent_id, event_id, at, reason, detail, output)
-             SELECT owner_id, agent_id, $3::text, $4::bigint, $5::text, $6::text, $7::text FROM agents WHERE owner_id = $1 AND agent_id = $2
-             ON CONFLICT (owner_id, agent_id, event_id) DO NOTHING",
-            &[
-                &owner.0,
-                &call.agent.0,
-                &call.event_id,
-                &call.at,
-                &call.reason.as_str(),
-                &call.detail,
-                &call.output,
-            ],
-        )?;
-        Ok(added > 0)
-    })
-}
-
-pub(super) fn unrecorded_since(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-    since: Millis,
-) -> Result<Vec<UnrecordedCall>> {
-    store.read(|tx| {
-        let rows = tx.query(
-            sql::UNRECORDED_SINCE.postgres(),
-            &[&owner.0, &agent.0, &since],
-        )?;
-        let mut calls = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let reason: String = col(row, 2)?;
-            if let Some(reason) = UnrecordedReason::parse(&reason) {
-                calls.push(UnrecordedCall {
-                    agent,
-                    event_id: col(row, 0)?,
-                    at: col(row, 1)?,
-                    reason,
-                    detail: col(row, 3)?,
-                    output: col(row, 4)?,
-                });
-            }
-        }
-        Ok(calls)
-    })
 }
 
 impl SkillRecords for PgStore {

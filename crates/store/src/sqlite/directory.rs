@@ -6,28 +6,13 @@ use std::path::Path;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::recording::Access;
 use super::rows::{agent_from, owner_from};
-use super::{SqliteStore, agent_missing, db_err, name_taken};
-use crate::common::{AGENT_COLUMNS, OWNER_COLUMNS, lines_of};
+use super::{SqliteStore, db_err, name_taken};
+use crate::common::{AGENT_COLUMNS, OWNER_COLUMNS};
 use crate::{
-    Agent, AgentId, AvatarState, Millis, OperatorRevoke, OperatorToken, OperatorTokenKey, Owner,
-    OwnerId, Result, Session, StoreError, WEALTH_HISTORY_MILLIS, WealthPoint, wealth_hour,
-    wealth_since,
+    Agent, AgentId, Millis, OperatorRevoke, OperatorToken, OperatorTokenKey, Owner, OwnerId,
+    Result, Session, StoreError, WealthPoint, wealth_since,
 };
-
-pub(super) fn agent_by_name(store: &Access<'_>, name: &str) -> Result<Option<Agent>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .prepare_cached(&format!(
-            "SELECT {AGENT_COLUMNS} FROM agents WHERE name = ?1"
-        ))
-        .map_err(db_err)?
-        .query_row([name], agent_from)
-        .optional()
-        .map_err(db_err)
-}
 
 /// Turns every owner's key still stored as itself (a library made before keys were digested)
 /// into its digest. Runs inside the migration's transaction, so the rename and the rewrite land
@@ -60,33 +45,6 @@ pub(super) fn digest_plain_owner_keys(tx: &rusqlite::Transaction<'_>) -> Result<
     Ok(())
 }
 
-pub(super) fn vocabulary(store: &Access<'_>) -> Result<Vec<crate::VocabularyEntry>> {
-    let inner = store.lock();
-    let mut statement = inner
-        .conn
-        .prepare_cached(
-            "SELECT kind, slug, title, source, aliases FROM vocabulary ORDER BY kind, slug",
-        )
-        .map_err(db_err)?;
-    let entries = statement
-        .query_map([], |r| {
-            let source: String = r.get(3)?;
-            Ok(crate::VocabularyEntry {
-                kind: r.get(0)?,
-                slug: r.get(1)?,
-                title: r.get(2)?,
-                // Only MindRune writes the column; an unknown value reads as a wiki page.
-                source: crate::VocabularySource::parse(&source)
-                    .unwrap_or(crate::VocabularySource::Wiki),
-                aliases: lines_of(r.get(4)?),
-            })
-        })
-        .map_err(db_err)?
-        .collect::<rusqlite::Result<Vec<_>>>()
-        .map_err(db_err)?;
-    Ok(entries)
-}
-
 pub(super) fn disk_space(store: &SqliteStore) -> Option<crate::DiskSpace> {
     let file = Path::new(&store.location);
     let folder = file.parent().filter(|f| !f.as_os_str().is_empty())?;
@@ -97,103 +55,12 @@ pub(super) fn disk_space(store: &SqliteStore) -> Option<crate::DiskSpace> {
     })
 }
 
-pub(super) fn vocabulary_digest(store: &Access<'_>) -> Result<Option<String>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .query_row(sql::VOCABULARY_DIGEST.sqlite(), [], |r| r.get(0))
-        .optional()
-        .map_err(db_err)
-}
-
 fn operator_token_from(row: &rusqlite::Row<'_>) -> rusqlite::Result<OperatorToken> {
     Ok(OperatorToken {
         id: row.get(0)?,
         created_at: row.get(1)?,
         revoked_at: row.get(2)?,
     })
-}
-
-pub(super) fn save_avatar_state(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-    state: &str,
-    standing: Option<crate::Standing>,
-    reported_at: Millis,
-) -> Result<()> {
-    store.write(|tx, _| {
-        let conn = tx.conn()?;
-        let changed = conn
-            .prepare_cached(
-                "INSERT INTO avatar_states (owner_id, agent_id, state, reported_at)
-                 SELECT owner_id, agent_id, ?3, ?4 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
-                 ON CONFLICT (agent_id) DO UPDATE SET state = excluded.state, reported_at = excluded.reported_at
-                 WHERE excluded.reported_at >= avatar_states.reported_at",
-            )
-            .map_err(db_err)?
-            .execute(params![owner.0, agent.0, state, reported_at])
-            .map_err(db_err)?;
-        // A state older than the one kept changes nothing; an unknown agent is an error.
-        if changed == 0 && agent_missing(conn, owner, agent)? {
-            return Err(StoreError::NotFound(format!("agent {}", agent.0)));
-        }
-        let Some(standing) = standing else {
-            return Ok(());
-        };
-        // A late report still fills its own hour, but never replaces a newer one of that hour.
-        conn.prepare_cached(
-            "INSERT INTO avatar_wealth (owner_id, agent_id, hour, coins, reported_at, total_xp, total_level)
-             SELECT owner_id, agent_id, ?3, ?4, ?5, ?6, ?7 FROM agents WHERE owner_id = ?1 AND agent_id = ?2
-             ON CONFLICT (owner_id, agent_id, hour) DO UPDATE
-             SET coins = excluded.coins, reported_at = excluded.reported_at,
-                 total_xp = excluded.total_xp, total_level = excluded.total_level
-             WHERE excluded.reported_at >= avatar_wealth.reported_at",
-        )
-        .map_err(db_err)?
-        .execute(params![
-            owner.0,
-            agent.0,
-            wealth_hour(reported_at),
-            standing.coins,
-            reported_at,
-            standing.total_xp,
-            standing.total_level
-        ])
-        .map_err(db_err)?;
-        // Measured from the avatar's newest point, not the clock, so a late report from long
-        // ago is dropped at once and a quiet avatar keeps its last months.
-        conn.prepare_cached(
-            "DELETE FROM avatar_wealth WHERE owner_id = ?1 AND agent_id = ?2 AND hour < (
-                 SELECT MAX(hour) FROM avatar_wealth WHERE owner_id = ?1 AND agent_id = ?2
-             ) - ?3",
-        )
-        .map_err(db_err)?
-        .execute(params![owner.0, agent.0, WEALTH_HISTORY_MILLIS / 1000])
-        .map_err(db_err)?;
-        Ok(())
-    })
-}
-
-pub(super) fn avatar_state(
-    store: &Access<'_>,
-    owner: OwnerId,
-    agent: AgentId,
-) -> Result<Option<AvatarState>> {
-    let inner = store.lock();
-    inner
-        .conn
-        .prepare_cached(sql::AVATAR_STATE.sqlite())
-        .map_err(db_err)?
-        .query_row(params![owner.0, agent.0], |r| {
-            Ok(AvatarState {
-                agent: AgentId(r.get(0)?),
-                state: r.get(1)?,
-                reported_at: r.get(2)?,
-            })
-        })
-        .optional()
-        .map_err(db_err)
 }
 
 impl Directory for SqliteStore {

@@ -20,22 +20,6 @@ use mindrune_core::secrets::Scrubber;
 
 use crate::state::AppState;
 
-/// Escapes text for HTML element content and for quoted attribute values.
-pub(crate) fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + text.len() / 8);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 /// Text on its way to a page: scrubbed of the secrets it may hold (the owner's key and
 /// credential shapes); maud escapes it where a page interpolates it. What the store returns
 /// was scrubbed when it was saved; scrubbing again is cheap and keeps a page safe even if a
@@ -51,11 +35,6 @@ impl Shown {
         Shown {
             scrubber: Scrubber::new(known),
         }
-    }
-
-    /// The text, scrubbed and escaped for HTML.
-    pub(crate) fn text(&self, text: &str) -> String {
-        escape(&self.scrubber.scrub(text).text)
     }
 
     /// The text, scrubbed: what a page interpolates (maud escapes it there) and what a
@@ -209,16 +188,8 @@ fn nav_html(nav: Nav<'_>) -> Markup {
     }
 }
 
-/// A page built before the move to maud, from strings escaped by hand (`title` too): kept
-/// until the last such page is rewritten.
-pub(crate) fn legacy_page(title: &str, nav: Nav<'_>, body: &str) -> String {
-    // Unescaped because: the legacy pages escape their title and body by hand.
-    let (title, body) = (maud::PreEscaped(title), maud::PreEscaped(body));
-    page_shell(title, nav, body).into_string()
-}
-
 /// An HTML answer. Pages hold a family's private data, so no cache keeps them.
-pub(crate) fn respond(status: StatusCode, html: impl Into<String>) -> Response {
+pub(crate) fn respond(status: StatusCode, html: Markup) -> Response {
     (
         status,
         [
@@ -228,7 +199,7 @@ pub(crate) fn respond(status: StatusCode, html: impl Into<String>) -> Response {
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
         ],
-        html.into(),
+        html.into_string(),
     )
         .into_response()
 }
@@ -438,20 +409,37 @@ mod tests {
     }
 
     #[test]
-    fn markup_characters_are_escaped() {
-        assert_eq!(
-            escape("<script>alert('x & \"y\"')</script>"),
-            "&lt;script&gt;alert(&#39;x &amp; &quot;y&quot;&#39;)&lt;/script&gt;"
-        );
-        assert_eq!(escape("chop-oaks é 👪"), "chop-oaks é 👪");
+    fn shown_text_is_scrubbed_and_then_escaped_where_a_page_puts_it() {
+        let shown = Shown::new(&["mrk_secret_owner_key_123"]);
+        let text = shown.plain("<b>key mrk_secret_owner_key_123</b>");
+        assert!(!text.contains("mrk_secret_owner_key_123"), "{text}");
+        let page = html! { p { (text) } }.into_string();
+        assert!(page.starts_with("<p>&lt;b&gt;key "), "{page}");
+        assert!(page.ends_with("&lt;/b&gt;</p>"), "{page}");
     }
 
     #[test]
-    fn shown_text_is_scrubbed_before_it_is_escaped() {
-        let shown = Shown::new(&["mrk_secret_owner_key_123"]);
-        let text = shown.text("<b>key mrk_secret_owner_key_123</b>");
-        assert!(!text.contains("mrk_secret_owner_key_123"), "{text}");
-        assert!(text.starts_with("&lt;b&gt;"), "{text}");
+    fn a_page_escapes_its_title_and_the_owner_s_name() {
+        let page = page(
+            "<i>x</i>",
+            Nav::Owner {
+                owner: "a\"<b>",
+                csrf: "t",
+                inbox: Some(2),
+            },
+            html! { p { "body" } },
+        )
+        .into_string();
+        assert!(
+            page.contains("<title>&lt;i&gt;x&lt;/i&gt; · MindRune</title>"),
+            "{page}"
+        );
+        assert!(
+            page.contains("<span class=\"who\">a&quot;&lt;b&gt;</span>"),
+            "{page}"
+        );
+        assert!(page.contains("aria-label=\"2 waiting\">2</span>"), "{page}");
+        assert!(page.starts_with("<!DOCTYPE html>"), "{page}");
     }
 
     #[test]

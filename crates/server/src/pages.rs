@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::auth::OwnerSession;
 use crate::error::ApiError;
-use crate::html::{self, Nav};
+use crate::html::{self, Markup, Nav};
 use crate::state::AppState;
 
 /// The largest dashboard form body: a name, a key and a token fit many times over.
@@ -28,10 +28,7 @@ pub(crate) fn error_page(err: &ApiError) -> Response {
 
 /// The answer for an owner's page built on a blocking thread: the page, "not found" naming
 /// `what` (another family's id is simply not there), or the error's page.
-pub(crate) fn page_or_not_found(
-    page: Result<Option<impl Into<String>>, ApiError>,
-    what: &str,
-) -> Response {
+pub(crate) fn page_or_not_found(page: Result<Option<Markup>, ApiError>, what: &str) -> Response {
     match page {
         Ok(Some(page)) => html::respond(StatusCode::OK, page),
         Ok(None) => not_found(what),

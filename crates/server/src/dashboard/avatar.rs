@@ -1,7 +1,5 @@
 //! An avatar's page: its stats beside its scripts.
 
-use std::fmt::Write as _;
-
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
@@ -13,7 +11,7 @@ use super::script::{SPARK_RUNS, ScriptView, script_html, sharing_html};
 use crate::chart_range::{self, ChartRange, RangeQuery};
 use crate::charts::{self, TimeAxis, TimedPoint};
 use crate::error::ApiError;
-use crate::html::{self, Shown, count, grouped, when};
+use crate::html::{self, Markup, Shown, count, grouped, html, when};
 use crate::pages::{OwnerPage, not_found, owner_nav, page_or_not_found, parse_id};
 use crate::scripts::shown_index;
 use crate::state::AppState;
@@ -47,180 +45,176 @@ pub(super) fn quests_in_all(store: &dyn Store) -> Result<Option<usize>, ApiError
 }
 
 /// The avatar's coins over the picked time, with the range picker.
-fn wealth_chart(out: &mut String, view: &StatsView<'_>) {
-    out.push_str(&chart_range::picker(view.range, &view.href, "wealth-chart").into_string());
+fn wealth_chart(view: &StatsView<'_>) -> Markup {
+    let picker = chart_range::picker(view.range, &view.href, "wealth-chart");
     if view.wealth.len() < 2 {
-        let _ = write!(
-            out,
-            "<p class=\"small muted\" id=\"wealth-chart\">Not enough reports in {} for a chart.</p>",
-            view.range.words()
-        );
-    } else {
-        let from = view
-            .range
-            .start(view.now, view.wealth.first().map(|p| p.hour));
-        let axis = TimeAxis::until_now(from, view.now);
-        let points: Vec<TimedPoint> = view
-            .wealth
-            .iter()
-            .map(|p| TimedPoint {
-                at: p.hour,
-                label: when(Some(p.hour)),
-                value: p.coins,
-            })
-            .collect();
-        out.push_str(
-            &charts::amount_line(
-                "wealth-chart",
-                &format!("Coins over {}", view.range.words()),
-                &points,
-                "coins",
-                &axis,
-            )
-            .into_string(),
-        );
+        return html! {
+            (picker)
+            p class="small muted" id="wealth-chart" {
+                "Not enough reports in " (view.range.words()) " for a chart."
+            }
+        };
+    }
+    let from = view
+        .range
+        .start(view.now, view.wealth.first().map(|p| p.hour));
+    let axis = TimeAxis::until_now(from, view.now);
+    let points: Vec<TimedPoint> = view
+        .wealth
+        .iter()
+        .map(|p| TimedPoint {
+            at: p.hour,
+            label: when(Some(p.hour)),
+            value: p.coins,
+        })
+        .collect();
+    let chart = charts::amount_line(
+        "wealth-chart",
+        &format!("Coins over {}", view.range.words()),
+        &points,
+        "coins",
+        &axis,
+    );
+    html! {
+        (picker)
+        (chart)
     }
 }
 
-pub(super) fn stats_html(out: &mut String, view: &StatsView<'_>, shown_text: &Shown) {
-    out.push_str(
-        "<aside class=\"card stats\" aria-labelledby=\"stats-title\"><h2 id=\"stats-title\">Stats</h2>",
-    );
-    let Some(state) = view.state else {
-        out.push_str(
-            "<p class=\"muted\">No state reported yet: its runner sends the avatar's levels, \
-             quests, wealth, gear and bank as it plays.</p></aside>",
-        );
-        return;
-    };
-    let stats: AvatarStats = match serde_json::from_str(&state.state) {
-        Ok(stats) => stats,
-        Err(_) => {
-            out.push_str(
-                "<p class=\"muted\">The last reported state could not be read; the runner's next report replaces it.</p></aside>",
-            );
-            return;
-        }
-    };
-    if stats.printed {
-        // No state file: what the run printed is all there is, and it shows no bank or quests.
-        let _ = write!(
-            out,
-            "<p class=\"small muted state-source\">From the last run's printed state, {} UTC; \
-             bank and quests not printed: as last reported.</p>",
-            shown_text.text(&when(Some(state.reported_at)))
-        );
-    } else {
-        let _ = write!(
-            out,
-            "<p class=\"small muted\">As its runner last reported it, {} UTC.</p>",
-            shown_text.text(&when(Some(state.reported_at)))
-        );
-    }
-    // Levels, as the game's skills panel shows them.
-    if stats.levels.is_empty() {
-        out.push_str("<h3>Skills</h3><p class=\"muted\">None reported.</p>");
-    } else {
-        let total: u64 = stats.levels.values().map(|l| u64::from(*l)).sum();
-        let _ = write!(
-            out,
-            "<h3>Skills <span class=\"muted small\">Total level {total}</span></h3><ul class=\"skills-grid\" aria-label=\"Levels\">"
-        );
-        for (skill, level) in &stats.levels {
-            let _ = write!(
-                out,
-                "<li><span class=\"skill-name\" title=\"{name}\">{name}</span><span class=\"level\">{level}</span>",
-                name = shown_text.text(skill)
-            );
-            // Runners older than the XP field send levels only.
-            if let Some(xp) = stats.xp.get(skill) {
-                let _ = write!(
-                    out,
-                    "<span class=\"xp small muted\">{} XP</span>",
-                    grouped(i64::try_from(*xp).unwrap_or(i64::MAX))
-                );
+pub(super) fn stats_html(view: &StatsView<'_>, shown_text: &Shown) -> Markup {
+    let stats = view
+        .state
+        .map(|state| (state, serde_json::from_str::<AvatarStats>(&state.state)));
+    html! {
+        aside class="card stats" aria-labelledby="stats-title" {
+            h2 id="stats-title" { "Stats" }
+            @match stats {
+                None => p class="muted" {
+                    "No state reported yet: its runner sends the avatar's levels, quests, \
+                     wealth, gear and bank as it plays."
+                },
+                Some((_, Err(_))) => p class="muted" {
+                    "The last reported state could not be read; the runner's next report \
+                     replaces it."
+                },
+                Some((state, Ok(stats))) => (reported_html(view, state, &stats, shown_text)),
             }
-            out.push_str("</li>");
         }
-        out.push_str("</ul>");
     }
-    // Quests, of all there are when the library knows how many.
+}
+
+/// The stats column of a state that could be read.
+fn reported_html(
+    view: &StatsView<'_>,
+    state: &AvatarState,
+    stats: &AvatarStats,
+    shown_text: &Shown,
+) -> Markup {
+    let reported = shown_text.plain(&when(Some(state.reported_at)));
+    html! {
+        @if stats.printed {
+            // No state file: what the run printed is all there is, and it shows no bank or
+            // quests.
+            p class="small muted state-source" {
+                "From the last run's printed state, " (reported) " UTC; bank and quests not \
+                 printed: as last reported."
+            }
+        } @else {
+            p class="small muted" { "As its runner last reported it, " (reported) " UTC." }
+        }
+        (levels_html(stats, shown_text))
+        (quests_html(view, stats, shown_text))
+        // Wealth, now and over the last days.
+        h3 { "Wealth" }
+        @match stats.wealth {
+            Some(coins) => p class="wealth" {
+                (grouped(coins)) " coins " span class="muted small" { "(carried and banked)" }
+            },
+            None => p class="muted" { "Not reported." },
+        }
+        (wealth_chart(view))
+        h3 { "Gear" }
+        @if stats.gear.is_empty() {
+            p class="muted" { "Nothing equipped." }
+        } @else {
+            ul class="gear" {
+                @for item in &stats.gear { li { (shown_text.plain(item)) } }
+            }
+        }
+        h3 { "Bank" }
+        @if stats.bank.is_empty() {
+            p class="muted" { "Empty, or not seen yet." }
+        } @else {
+            div class="table-scroll" { table class="bank" {
+                thead { tr {
+                    th scope="col" { "Item" }
+                    th scope="col" class="num" { "Count" }
+                } }
+                tbody {
+                    @for (item, n) in &stats.bank {
+                        tr { td { (shown_text.plain(item)) } td class="num" { (grouped(*n)) } }
+                    }
+                }
+            } }
+        }
+    }
+}
+
+/// Levels, as the game's skills panel shows them.
+fn levels_html(stats: &AvatarStats, shown_text: &Shown) -> Markup {
+    let total: u64 = stats.levels.values().map(|l| u64::from(*l)).sum();
+    html! {
+        @if stats.levels.is_empty() {
+            h3 { "Skills" }
+            p class="muted" { "None reported." }
+        } @else {
+            h3 { "Skills " span class="muted small" { "Total level " (total) } }
+            ul class="skills-grid" aria-label="Levels" {
+                @for (skill, level) in &stats.levels {
+                    @let name = shown_text.plain(skill);
+                    li {
+                        span class="skill-name" title=(name) { (name) }
+                        span class="level" { (level) }
+                        // Runners older than the XP field send levels only.
+                        @if let Some(xp) = stats.xp.get(skill) {
+                            span class="xp small muted" {
+                                (grouped(i64::try_from(*xp).unwrap_or(i64::MAX))) " XP"
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Quests, of all there are when the library knows how many.
+fn quests_html(view: &StatsView<'_>, stats: &AvatarStats, shown_text: &Shown) -> Markup {
     let done = stats.quests.len();
-    match view.quests_in_all {
-        // A vocabulary built without rs-sdk's list may know fewer quests than were done.
-        Some(all) => {
-            let _ = write!(
-                out,
-                "<h3>Quests <span class=\"muted small\">{done} of {} done</span></h3>",
-                all.max(done)
-            );
+    html! {
+        h3 {
+            "Quests "
+            span class="muted small" {
+                (done)
+                // A vocabulary built without rs-sdk's list may know fewer quests than were done.
+                @if let Some(all) = view.quests_in_all { " of " (all.max(done)) }
+                " done"
+            }
         }
-        None => {
-            let _ = write!(
-                out,
-                "<h3>Quests <span class=\"muted small\">{done} done</span></h3>"
-            );
+        @if stats.quests.is_empty() {
+            p class="muted" { "None done yet." }
+        } @else {
+            ul class="quests" {
+                @for quest in &stats.quests { li { (shown_text.plain(quest)) } }
+            }
+        }
+        @if view.quests_in_all.is_none() {
+            p class="small muted quests-hint" {
+                "Run " code { "mindrune tags build" } " with the rs-sdk checkout to see how \
+                 many quests there are in all."
+            }
         }
     }
-    if stats.quests.is_empty() {
-        out.push_str("<p class=\"muted\">None done yet.</p>");
-    } else {
-        out.push_str("<ul class=\"quests\">");
-        for quest in &stats.quests {
-            let _ = write!(out, "<li>{}</li>", shown_text.text(quest));
-        }
-        out.push_str("</ul>");
-    }
-    if view.quests_in_all.is_none() {
-        out.push_str(
-            "<p class=\"small muted quests-hint\">Run <code>mindrune tags build</code> with the \
-             rs-sdk checkout to see how many quests there are in all.</p>",
-        );
-    }
-    // Wealth, now and over the last days.
-    out.push_str("<h3>Wealth</h3>");
-    match stats.wealth {
-        Some(coins) => {
-            let _ = write!(
-                out,
-                "<p class=\"wealth\">{} coins <span class=\"muted small\">(carried and banked)</span></p>",
-                grouped(coins)
-            );
-        }
-        None => out.push_str("<p class=\"muted\">Not reported.</p>"),
-    }
-    wealth_chart(out, view);
-    // Gear.
-    out.push_str("<h3>Gear</h3>");
-    if stats.gear.is_empty() {
-        out.push_str("<p class=\"muted\">Nothing equipped.</p>");
-    } else {
-        out.push_str("<ul class=\"gear\">");
-        for item in &stats.gear {
-            let _ = write!(out, "<li>{}</li>", shown_text.text(item));
-        }
-        out.push_str("</ul>");
-    }
-    // Bank.
-    out.push_str("<h3>Bank</h3>");
-    if stats.bank.is_empty() {
-        out.push_str("<p class=\"muted\">Empty, or not seen yet.</p>");
-    } else {
-        out.push_str(
-            "<div class=\"table-scroll\"><table class=\"bank\"><thead><tr><th scope=\"col\">Item</th>\
-             <th scope=\"col\" class=\"num\">Count</th></tr></thead><tbody>",
-        );
-        for (item, n) in &stats.bank {
-            let _ = write!(
-                out,
-                "<tr><td>{}</td><td class=\"num\">{}</td></tr>",
-                shown_text.text(item),
-                grouped(*n)
-            );
-        }
-        out.push_str("</tbody></table></div>");
-    }
-    out.push_str("</aside>");
 }
 
 /// What an avatar's page shows beside its scripts and stats: what needs attention for it, at
@@ -238,52 +232,41 @@ pub(super) fn avatar_html(
     extras: &AvatarExtras<'_>,
     csrf: &str,
     shown_text: &Shown,
-) -> String {
+) -> Markup {
     let bar = SharingBar::for_family(owner.eager_sharing);
     let family = scripts.iter().filter(|s| s.entry.family).count();
     // Counted as the family tile counts them: the scripts whose file is there.
     let gone = scripts.iter().filter(|s| s.gone).count();
-    let mut body = String::new();
-    let _ = write!(
-        body,
-        "<p class=\"small\"><a href=\"/dashboard\">← Your family</a></p>\
-         <h1>{name}</h1><p class=\"lead\">{scripts} · {family} family{gone}</p>",
-        name = shown_text.text(&agent.name),
-        scripts = count((scripts.len() - gone) as i64, "script", "scripts"),
-        gone = if gone > 0 {
-            format!(" · {gone} whose file is gone")
-        } else {
-            String::new()
-        },
-    );
-    // Its own part of the family's "Needs attention", when there is any.
-    if !extras.attention.is_empty() {
-        attention_html(&mut body, extras.attention, extras.now, shown_text);
-    }
-    body.push_str("<div class=\"avatar-layout\"><section aria-labelledby=\"scripts-title\"><h2 id=\"scripts-title\">Scripts</h2>");
-    if scripts.is_empty() {
-        let _ = write!(
-            body,
-            "<p class=\"card muted\">No scripts yet. A script in <code>bots/{}/</code> shows here after its first recorded run.</p>",
-            shown_text.text(&agent.name)
-        );
-    } else {
-        body.push_str("<ul class=\"scripts\">");
-        for view in scripts {
-            script_html(&mut body, view, bar, shown_text);
+    let name = shown_text.plain(&agent.name);
+    html! {
+        p class="small" { a href="/dashboard" { "← Your family" } }
+        h1 { (name) }
+        p class="lead" {
+            (count((scripts.len() - gone) as i64, "script", "scripts")) " · " (family) " family"
+            @if gone > 0 { " · " (gone) " whose file is gone" }
         }
-        body.push_str("</ul>");
+        // Its own part of the family's "Needs attention", when there is any.
+        @if !extras.attention.is_empty() {
+            (attention_html(extras.attention, extras.now, shown_text))
+        }
+        div class="avatar-layout" {
+            section aria-labelledby="scripts-title" {
+                h2 id="scripts-title" { "Scripts" }
+                @if scripts.is_empty() {
+                    p class="card muted" {
+                        "No scripts yet. A script in " code { "bots/" (name) "/" }
+                        " shows here after its first recorded run."
+                    }
+                } @else {
+                    ul class="scripts" {
+                        @for view in scripts { (script_html(view, bar, shown_text)) }
+                    }
+                }
+            }
+            (stats_html(stats, shown_text))
+        }
+        (sharing_html(owner, csrf, &format!("/dashboard/avatars/{}", agent.id.0)))
     }
-    body.push_str("</section>");
-    stats_html(&mut body, stats, shown_text);
-    body.push_str("</div>");
-    sharing_html(
-        &mut body,
-        owner,
-        csrf,
-        &format!("/dashboard/avatars/{}", agent.id.0),
-    );
-    body
 }
 
 pub(super) async fn avatar_page(
@@ -306,7 +289,7 @@ pub(super) async fn avatar_page(
     let app = state.clone();
     let runners = state.health().runners_seen(owner_id);
     let page = state
-        .blocking(move || -> Result<Option<String>, ApiError> {
+        .blocking(move || -> Result<Option<Markup>, ApiError> {
             let owner = store.owner(owner_id)?;
             // The avatar is looked for among the session owner's own: another family's id is
             // simply not there.
@@ -410,10 +393,10 @@ pub(super) async fn avatar_page(
                 &csrf,
                 &shown_text,
             );
-            Ok(Some(html::legacy_page(
-                &shown_text.text(&agent.name),
+            Ok(Some(html::page(
+                &shown_text.plain(&agent.name),
                 owner_nav(&app, &owner, &csrf),
-                &body,
+                body,
             )))
         })
         .await

@@ -1,7 +1,5 @@
 //! The family page: a tile per avatar, the runs chart, and what changed since the last visit.
 
-use std::fmt::Write as _;
-
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -12,7 +10,7 @@ use mindrune_store::{Agent, DAY_MILLIS, Owner, SkillEntry, SkillId};
 use super::script::sharing_html;
 use crate::chart_range::{self, ChartRange, RangeQuery};
 use crate::error::ApiError;
-use crate::html::{self, Shown, count, grouped, points};
+use crate::html::{self, Markup, Shown, count, grouped, html, points};
 use crate::icons;
 use crate::pages::{OwnerPage, error_page, owner_nav};
 use crate::scripts::file_name;
@@ -96,337 +94,308 @@ pub(super) struct FamilyView<'a> {
     pub(super) attention: Vec<mindrune_engine::avatars::attention::Item>,
 }
 
-pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown) -> String {
-    let mut body = String::new();
+pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown) -> Markup {
     let family_total = view.entries.iter().filter(|e| e.family).count();
-    let _ = write!(
-        body,
-        "<h1>Your family</h1><p class=\"lead\">{} · {} · {}</p>",
-        count(view.tiles.len() as i64, "avatar", "avatars"),
-        count(view.entries.len() as i64, "script", "scripts"),
-        count(family_total as i64, "family skill", "family skills"),
-    );
-    if view.tiles.is_empty() {
-        body.push_str(
-            "<section class=\"card\"><h2>No avatars yet</h2><p>Add one with \
-             <code>mindrune agent add NAME --owner OWNER --workspace DIR</code>, or set up an \
-             rs-sdk checkout with <code>mindrune setup</code>. Its scripts show here after their \
-             first recorded run.</p></section>",
-        );
-    } else {
-        attention_html(&mut body, &view.attention, view.now, shown_text);
-        changes_html(&mut body, view, shown_text);
-        body.push_str("<h2>Avatars</h2><ul class=\"avatars\">");
-        for tile in &view.tiles {
-            tile_html(&mut body, tile, view.now, shown_text);
-        }
-        body.push_str("</ul>");
-        let _ = write!(
-            body,
-            "<section class=\"card\" aria-labelledby=\"runs-title\"><h2 id=\"runs-title\">Runs per {unit}</h2>{picker}",
-            unit = view.bar_unit,
-            picker = chart_range::picker(view.range, "/dashboard", "runs-title").into_string(),
-        );
-        body.push_str(
-            &crate::charts::runs_bars(
-                "family-runs",
-                &format!(
-                    "The family's runs per {}, {} (UTC)",
-                    view.bar_unit,
-                    view.range.words()
-                ),
-                &view.bars,
-            )
-            .into_string(),
-        );
-        body.push_str("</section>");
-    }
     let orphans = view
         .entries
         .iter()
         .filter(|e| e.skill.agent.is_none())
         .count();
-    if orphans > 0 {
-        let _ = write!(
-            body,
-            "<p class=\"small muted\">{} of deleted avatars stay with the family.</p>",
-            count(orphans as i64, "skill", "skills")
-        );
+    html! {
+        h1 { "Your family" }
+        p class="lead" {
+            (count(view.tiles.len() as i64, "avatar", "avatars")) " · "
+            (count(view.entries.len() as i64, "script", "scripts")) " · "
+            (count(family_total as i64, "family skill", "family skills"))
+        }
+        @if view.tiles.is_empty() {
+            section class="card" {
+                h2 { "No avatars yet" }
+                p {
+                    "Add one with " code { "mindrune agent add NAME --owner OWNER --workspace DIR" }
+                    ", or set up an rs-sdk checkout with " code { "mindrune setup" }
+                    ". Its scripts show here after their first recorded run."
+                }
+            }
+        } @else {
+            (attention_html(&view.attention, view.now, shown_text))
+            (changes_html(view, shown_text))
+            h2 { "Avatars" }
+            ul class="avatars" {
+                @for tile in &view.tiles { (tile_html(tile, view.now, shown_text)) }
+            }
+            (runs_chart(view))
+        }
+        @if orphans > 0 {
+            p class="small muted" {
+                (count(orphans as i64, "skill", "skills"))
+                " of deleted avatars stay with the family."
+            }
+        }
+        (sharing_html(view.owner, csrf, "/dashboard"))
     }
-    sharing_html(&mut body, view.owner, csrf, "/dashboard");
-    body
 }
 
-pub(super) fn tile_html(out: &mut String, tile: &Tile<'_>, now: i64, shown_text: &Shown) {
-    let _ = write!(
-        out,
-        "<li><a class=\"card tile\" href=\"/dashboard/avatars/{id}\" data-avatar=\"{name}\">\
-         <span class=\"name\">{name}</span><dl class=\"tile-facts\">",
-        id = tile.agent.id.0,
-        name = shown_text.text(&tile.agent.name),
-    );
-    let mut fact = |label: &str, value: String, class: &str| {
-        let _ = write!(
-            out,
-            "<div class=\"{class}\"><dt>{label}</dt><dd>{value}</dd></div>"
-        );
-    };
-    let stats = tile.stats.as_ref();
-    fact(
-        "Total level",
-        stats
-            .filter(|s| !s.levels.is_empty())
-            .map_or("–".into(), |s| {
-                grouped(s.levels.values().map(|l| i64::from(*l)).sum())
-            }),
-        "total-level",
-    );
-    fact(
-        "Wealth",
-        stats
-            .and_then(|s| s.wealth)
-            .map_or("–".into(), |coins| format!("{} coins", grouped(coins))),
-        "wealth",
-    );
-    fact(
-        "Today",
-        format!(
-            "{}{}",
-            count(tile.runs_today, "run", "runs"),
-            if tile.failed_today > 0 {
-                format!(
-                    ", <span class=\"failed-count\">{} failed</span>",
-                    tile.failed_today
-                )
-            } else {
-                String::new()
-            }
+/// The family's runs per hour, day or week, with the range picker.
+fn runs_chart(view: &FamilyView<'_>) -> Markup {
+    let chart = crate::charts::runs_bars(
+        "family-runs",
+        &format!(
+            "The family's runs per {}, {} (UTC)",
+            view.bar_unit,
+            view.range.words()
         ),
-        "today",
+        &view.bars,
     );
-    fact(
-        "Best",
-        tile.best.as_ref().map_or("–".into(), |(file, score)| {
-            format!(
-                "<span class=\"file\">{}</span> ({score})",
-                shown_text.text(file)
-            )
-        }),
-        "best",
-    );
-    fact(
-        "Newest",
-        tile.newest.as_ref().map_or("–".into(), |file| {
-            format!("<span class=\"file\">{}</span>", shown_text.text(file))
-        }),
-        "newest",
-    );
-    fact(
-        "Last ran",
-        html::time_ago(tile.last_ran, now).into_string(),
-        "last-ran",
-    );
-    let _ = write!(
-        out,
-        "</dl><p class=\"counts small muted\">{} · {} family</p></a></li>",
-        count(tile.scripts as i64, "script", "scripts"),
-        tile.family,
-    );
+    html! {
+        section class="card" aria-labelledby="runs-title" {
+            h2 id="runs-title" { "Runs per " (view.bar_unit) }
+            (chart_range::picker(view.range, "/dashboard", "runs-title"))
+            (chart)
+        }
+    }
+}
+
+/// One fact of a tile: `<div class="wealth"><dt>Wealth</dt><dd>…</dd></div>`.
+fn fact(label: &str, value: Markup, class: &str) -> Markup {
+    html! { div class=(class) { dt { (label) } dd { (value) } } }
+}
+
+pub(super) fn tile_html(tile: &Tile<'_>, now: i64, shown_text: &Shown) -> Markup {
+    let name = shown_text.plain(&tile.agent.name);
+    let stats = tile.stats.as_ref();
+    let level = stats
+        .filter(|s| !s.levels.is_empty())
+        .map(|s| grouped(s.levels.values().map(|l| i64::from(*l)).sum()));
+    let wealth = stats.and_then(|s| s.wealth);
+    html! {
+        li { a class="card tile" href={ "/dashboard/avatars/" (tile.agent.id.0) }
+            data-avatar=(name) {
+            span class="name" { (name) }
+            dl class="tile-facts" {
+                (fact("Total level", html! { (level.as_deref().unwrap_or("–")) }, "total-level"))
+                (fact("Wealth", html! {
+                    @match wealth { Some(coins) => { (grouped(coins)) " coins" }, None => "–", }
+                }, "wealth"))
+                (fact("Today", html! {
+                    (count(tile.runs_today, "run", "runs"))
+                    @if tile.failed_today > 0 {
+                        ", " span class="failed-count" { (tile.failed_today) " failed" }
+                    }
+                }, "today"))
+                (fact("Best", html! {
+                    @match &tile.best {
+                        Some((file, score)) => {
+                            span class="file" { (shown_text.plain(file)) } " (" (score) ")"
+                        },
+                        None => "–",
+                    }
+                }, "best"))
+                (fact("Newest", html! {
+                    @match &tile.newest {
+                        Some(file) => span class="file" { (shown_text.plain(file)) },
+                        None => "–",
+                    }
+                }, "newest"))
+                (fact("Last ran", html::time_ago(tile.last_ran, now), "last-ran"))
+            }
+            p class="counts small muted" {
+                (count(tile.scripts as i64, "script", "scripts")) " · " (tile.family) " family"
+            }
+        } }
+    }
 }
 
 /// "Needs attention", first on the page: each item with its facts, its links and what to do.
 pub(super) fn attention_html(
-    out: &mut String,
     items: &[mindrune_engine::avatars::attention::Item],
     now: i64,
     shown_text: &Shown,
-) {
-    use mindrune_engine::avatars::attention::Item;
-    out.push_str(
-        "<section class=\"card attention\" aria-labelledby=\"attention-title\"><h2 id=\"attention-title\">Needs attention</h2>",
-    );
-    if items.is_empty() {
-        out.push_str("<p class=\"muted\">Nothing: no script is failing now and no avatar is quieter than usual.</p></section>");
-        return;
-    }
-    out.push_str("<ul class=\"attention-list\">");
-    for item in items {
-        match item {
-            Item::Failing(f) => {
-                let id = f.skill.0;
-                let _ = write!(
-                    out,
-                    "<li class=\"failing-now\">{icon} <a href=\"/dashboard/skills/{id}\">{label}</a> \
-                     failed {runs}{family} (since {first}, \
-                     <a href=\"/dashboard/runs/{run}\">the latest</a> {last}): \
-                     <span class=\"cause\">{cause}</span>{share}",
-                    icon = icons::warning().into_string(),
-                    label = shown_text.text(&f.label),
-                    runs = if f.streak == 1 {
-                        "its last run".to_owned()
-                    } else {
-                        format!("its last {} runs", f.streak)
-                    },
-                    share = if f.streak == 1 {
-                        String::new()
-                    } else {
-                        format!(" ({} of {})", f.cause_count, f.streak)
-                    },
-                    family = if f.family { ", a family skill" } else { "" },
-                    first = html::time_ago(Some(f.first_seen), now).into_string(),
-                    last = html::time_ago(Some(f.last_seen), now).into_string(),
-                    cause = shown_text.text(&f.cause),
-                    run = f.last_failure,
-                );
-                if !f.failing_for.is_empty() {
-                    let _ = write!(out, "; failing for {} sibling(s) too", f.failing_for.len());
+) -> Markup {
+    html! {
+        section class="card attention" aria-labelledby="attention-title" {
+            h2 id="attention-title" { "Needs attention" }
+            @if items.is_empty() {
+                p class="muted" {
+                    "Nothing: no script is failing now and no avatar is quieter than usual."
                 }
-                if let Some(s) = f.suspect {
-                    let _ = write!(
-                        out,
-                        "<br><span class=\"suspect\">Suspect: v{v}, the change before the streak. \
-                         <a href=\"/dashboard/skills/{id}/diff?from={good}&amp;to={v}\">What changed (v{good} → v{v})</a> · \
-                         <a href=\"/dashboard/skills/{id}/code?version={good}\">v{good}'s code</a> · \
-                         <a href=\"/dashboard/skills/{id}/code?version={good}&amp;download=1\" download>download v{good}</a></span>",
-                        v = s.version,
-                        good = s.last_good,
-                    );
+            } @else {
+                ul class="attention-list" {
+                    @for item in items { (attention_item(item, now, shown_text)) }
                 }
-            }
-            Item::Quiet(q) => {
-                let _ = write!(
-                    out,
-                    "<li class=\"quiet\"><a href=\"/dashboard/avatars/{id}\">{name}</a> has been quiet since {last}",
-                    id = q.agent.0,
-                    name = shown_text.text(&q.agent_name),
-                    last = html::time_ago(Some(q.last_run), now).into_string(),
-                );
-            }
-            Item::RunnerStopped(r) => {
-                let _ = write!(
-                    out,
-                    "<li class=\"runner-stopped\">{icon} <a href=\"/dashboard/avatars/{id}\">{name}</a>'s runner \
-                     stopped {last} with {backlog} still in its spool: nothing of {name} is recorded until it runs again",
-                    icon = icons::warning().into_string(),
-                    id = r.agent.0,
-                    name = shown_text.text(&r.agent_name),
-                    last = html::time_ago(Some(r.last_contact), now).into_string(),
-                    backlog = count(r.backlog as i64, "event", "events"),
-                );
             }
         }
-        let _ = write!(
-            out,
-            "<br><span class=\"next small\">Next: {}</span></li>",
-            shown_text.text(&item.next_step())
-        );
     }
-    out.push_str("</ul></section>");
 }
 
-pub(super) fn changes_html(out: &mut String, view: &FamilyView<'_>, shown_text: &Shown) {
-    out.push_str(
-        "<section class=\"card changes\" aria-labelledby=\"changes-title\"><h2 id=\"changes-title\">Since your last visit</h2>",
-    );
-    let since = html::time_ago(Some(view.since), view.now).into_string();
-    if view.first_visit {
-        let _ = write!(
-            out,
-            "<p class=\"small muted\">Your first visit: the last 24 hours (since {since}). From \
-             your next visit on, this covers what happened since then.</p>"
-        );
-    } else {
-        let _ = write!(out, "<p class=\"small muted\">Since {since}.</p>");
+/// One item of "Needs attention".
+fn attention_item(
+    item: &mindrune_engine::avatars::attention::Item,
+    now: i64,
+    shown_text: &Shown,
+) -> Markup {
+    use mindrune_engine::avatars::attention::Item;
+    let class = match item {
+        Item::Failing(_) => "failing-now",
+        Item::Quiet(_) => "quiet",
+        Item::RunnerStopped(_) => "runner-stopped",
+    };
+    html! {
+        li class=(class) {
+            @match item {
+                Item::Failing(f) => (failing_html(f, now, shown_text)),
+                Item::Quiet(q) => {
+                    a href={ "/dashboard/avatars/" (q.agent.0) } {
+                        (shown_text.plain(&q.agent_name))
+                    }
+                    " has been quiet since " (html::time_ago(Some(q.last_run), now))
+                },
+                Item::RunnerStopped(r) => {
+                    @let name = shown_text.plain(&r.agent_name);
+                    (icons::warning()) " "
+                    a href={ "/dashboard/avatars/" (r.agent.0) } { (name) }
+                    "'s runner stopped " (html::time_ago(Some(r.last_contact), now)) " with "
+                    (count(r.backlog as i64, "event", "events"))
+                    " still in its spool: nothing of " (name) " is recorded until it runs again"
+                },
+            }
+            br;
+            span class="next small" { "Next: " (shown_text.plain(&item.next_step())) }
+        }
     }
-    period_html(out, &view.period);
+}
+
+/// A failing script's item: how long it has failed, why, and the version that broke it.
+fn failing_html(
+    f: &mindrune_engine::avatars::attention::Failing,
+    now: i64,
+    shown_text: &Shown,
+) -> Markup {
+    let id = f.skill.0;
+    html! {
+        (icons::warning()) " "
+        a href={ "/dashboard/skills/" (id) } { (shown_text.plain(&f.label)) }
+        " failed "
+        @if f.streak == 1 { "its last run" } @else { "its last " (f.streak) " runs" }
+        @if f.family { ", a family skill" }
+        " (since " (html::time_ago(Some(f.first_seen), now)) ", "
+        a href={ "/dashboard/runs/" (f.last_failure) } { "the latest" }
+        " " (html::time_ago(Some(f.last_seen), now)) "): "
+        span class="cause" { (shown_text.plain(&f.cause)) }
+        @if f.streak != 1 { " (" (f.cause_count) " of " (f.streak) ")" }
+        @if !f.failing_for.is_empty() {
+            "; failing for " (f.failing_for.len()) " sibling(s) too"
+        }
+        @if let Some(s) = f.suspect {
+            br;
+            span class="suspect" {
+                "Suspect: v" (s.version) ", the change before the streak. "
+                a href={
+                    "/dashboard/skills/" (id) "/diff?from=" (s.last_good) "&to=" (s.version)
+                } {
+                    "What changed (v" (s.last_good) " → v" (s.version) ")"
+                }
+                " · "
+                a href={ "/dashboard/skills/" (id) "/code?version=" (s.last_good) } {
+                    "v" (s.last_good) "'s code"
+                }
+                " · "
+                a href={
+                    "/dashboard/skills/" (id) "/code?version=" (s.last_good) "&download=1"
+                } download {
+                    "download v" (s.last_good)
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn changes_html(view: &FamilyView<'_>, shown_text: &Shown) -> Markup {
+    let since = html::time_ago(Some(view.since), view.now);
     let c = &view.changes;
-    if c.shared.is_empty() && c.unshared.is_empty() && c.failing.is_empty() {
-        out.push_str(
-            "<p class=\"muted\">No script was shared, un-shared or started failing.</p></section>",
-        );
-        return;
+    html! {
+        section class="card changes" aria-labelledby="changes-title" {
+            h2 id="changes-title" { "Since your last visit" }
+            @if view.first_visit {
+                p class="small muted" {
+                    "Your first visit: the last 24 hours (since " (since) "). From your next \
+                     visit on, this covers what happened since then."
+                }
+            } @else {
+                p class="small muted" { "Since " (since) "." }
+            }
+            (period_html(&view.period))
+            @if c.shared.is_empty() && c.unshared.is_empty() && c.failing.is_empty() {
+                p class="muted" { "No script was shared, un-shared or started failing." }
+            } @else {
+                ul class="change-list" {
+                    @for change in &c.shared {
+                        li class="newly-shared" {
+                            (icons::family()) " "
+                            a href={ "/dashboard/skills/" (change.skill.0) } {
+                                (shown_text.plain(&change.label))
+                            }
+                            @if let Some(v) = change.version { " v" (v) }
+                            " is a family skill now: " (shown_text.plain(&change.reason))
+                        }
+                    }
+                    @for (skill, label, cause) in &c.failing {
+                        li class="newly-failing" {
+                            (icons::warning()) " "
+                            a href={ "/dashboard/skills/" (skill.0) } { (shown_text.plain(label)) }
+                            " failed on its latest run: "
+                            (shown_text.plain(cause.as_deref().unwrap_or("no cause recorded")))
+                        }
+                    }
+                    @for change in &c.unshared {
+                        li class="un-shared" {
+                            (icons::lock()) " "
+                            a href={ "/dashboard/skills/" (change.skill.0) } {
+                                (shown_text.plain(&change.label))
+                            }
+                            " is no longer shared: " (shown_text.plain(&change.reason))
+                        }
+                    }
+                }
+            }
+        }
     }
-    out.push_str("<ul class=\"change-list\">");
-    for change in &c.shared {
-        let _ = write!(
-            out,
-            "<li class=\"newly-shared\">{family_icon} \
-             <a href=\"/dashboard/skills/{id}\">{label}</a>{version} is a family skill now: {reason}</li>",
-            id = change.skill.0,
-            family_icon = icons::family().into_string(),
-            label = shown_text.text(&change.label),
-            version = change.version.map(|v| format!(" v{v}")).unwrap_or_default(),
-            reason = shown_text.text(&change.reason),
-        );
-    }
-    for (skill, label, cause) in &c.failing {
-        let _ = write!(
-            out,
-            "<li class=\"newly-failing\">{warning_icon} \
-             <a href=\"/dashboard/skills/{id}\">{label}</a> failed on its latest run: {cause}</li>",
-            id = skill.0,
-            warning_icon = icons::warning().into_string(),
-            label = shown_text.text(label),
-            cause = shown_text.text(cause.as_deref().unwrap_or("no cause recorded")),
-        );
-    }
-    for change in &c.unshared {
-        let _ = write!(
-            out,
-            "<li class=\"un-shared\">{lock_icon} \
-             <a href=\"/dashboard/skills/{id}\">{label}</a> is no longer shared: {reason}</li>",
-            id = change.skill.0,
-            lock_icon = icons::lock().into_string(),
-            label = shown_text.text(&change.label),
-            reason = shown_text.text(&change.reason),
-        );
-    }
-    out.push_str("</ul></section>");
 }
 
 /// The period's numbers against the period before it: `111 runs (+12)`, `12 failed (−3)`, and
 /// the family's standing against the period's start: `1,234,567 XP (+12,345)`, `total level 231
 /// (+3)`, `wealth 1,250,000 coins (+40,000)`.
-fn period_html(out: &mut String, period: &Period) {
+fn period_html(period: &Period) -> Markup {
     let delta = |now: i64, before: i64| match now - before {
         0 => "±0".to_string(),
         d if d > 0 => format!("+{}", grouped(d)),
         d => format!("−{}", grouped(-d)),
     };
-    let _ = write!(
-        out,
-        "<ul class=\"period\"><li class=\"period-runs\">{} ({} on the period before)</li>\
-         <li class=\"period-failed\">{} failed ({})</li>",
-        count(period.runs, "run", "runs"),
-        delta(period.runs, period.runs_before),
-        grouped(period.failed),
-        delta(period.failed, period.failed_before),
-    );
-    if let Some((then, now)) = period.xp {
-        let _ = write!(
-            out,
-            "<li class=\"period-xp\">{} XP ({})</li>",
-            grouped(now),
-            delta(now, then)
-        );
+    html! {
+        ul class="period" {
+            li class="period-runs" {
+                (count(period.runs, "run", "runs")) " ("
+                (delta(period.runs, period.runs_before)) " on the period before)"
+            }
+            li class="period-failed" {
+                (grouped(period.failed)) " failed ("
+                (delta(period.failed, period.failed_before)) ")"
+            }
+            @if let Some((then, now)) = period.xp {
+                li class="period-xp" { (grouped(now)) " XP (" (delta(now, then)) ")" }
+            }
+            @if let Some((then, now)) = period.level {
+                li class="period-levels" {
+                    "total level " (grouped(now)) " (" (delta(now, then)) ")"
+                }
+            }
+            @if let Some((then, now)) = period.wealth {
+                li class="period-wealth" {
+                    "wealth " (grouped(now)) " coins (" (delta(now, then)) ")"
+                }
+            }
+        }
     }
-    if let Some((then, now)) = period.level {
-        let _ = write!(
-            out,
-            "<li class=\"period-levels\">total level {} ({})</li>",
-            grouped(now),
-            delta(now, then)
-        );
-    }
-    if let Some((then, now)) = period.wealth {
-        let _ = write!(
-            out,
-            "<li class=\"period-wealth\">wealth {} coins ({})</li>",
-            grouped(now),
-            delta(now, then)
-        );
-    }
-    out.push_str("</ul>");
 }
 
 /// What one look at the family page asks: when the owner last looked (from the cookie), the
@@ -575,7 +544,7 @@ pub(super) async fn family_page(
     let now = now_millis();
     let runners = state.health().runners_seen(owner_id);
     let page = state
-        .blocking(move || -> Result<String, ApiError> {
+        .blocking(move || -> Result<Markup, ApiError> {
             let owner = store.owner(owner_id)?;
             let agents = store.agents(owner_id)?;
             let entries = mindrune_engine::display::skills_as_of(store, owner_id, None, now)?;
@@ -588,10 +557,10 @@ pub(super) async fn family_page(
             let view = family_view(store, &owner, &agents, &entries, &visit)?;
             let shown_text = Shown::new(&[]);
             let body = family_html(&view, &csrf, &shown_text);
-            Ok(html::legacy_page(
+            Ok(html::page(
                 "Your family",
                 owner_nav(&app, &owner, &csrf),
-                &body,
+                body,
             ))
         })
         .await

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use super::{LOGIN_GUARD, MAX_KEY_CHARS, MAX_NAME_CHARS};
 use crate::auth::{OwnerSession, SESSION_COOKIE};
 use crate::error::ApiError;
-use crate::html::{self, Nav, Shown, escape};
+use crate::html::{self, Markup, Nav, Shown, html};
 use crate::pages::{CsrfForm, checked_form, error_page, form_error};
 use crate::secret::{matches_digest, new_secret, secret_digest};
 use crate::state::AppState;
@@ -31,31 +31,30 @@ pub(super) struct LoginForm {
     pub(super) csrf: String,
 }
 
-pub(super) fn login_body(token: &str, name: &str, problem: Option<&str>) -> String {
-    let problem = problem
-        .map(|p| format!("<p class=\"error\" role=\"alert\">{}</p>", escape(p)))
-        .unwrap_or_default();
-    format!(
-        "<section class=\"card narrow\">\
-         <h1>Log in to your dashboard</h1>\
-         <p class=\"muted\">Your avatars' scripts, skills and stats. Only you see them.</p>\
-         {problem}\
-         <form method=\"post\" action=\"/dashboard/login\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{token}\">\
-         <label for=\"name\">Owner name</label>\
-         <input type=\"text\" id=\"name\" name=\"name\" value=\"{name}\" autocomplete=\"username\" \
-         autocapitalize=\"none\" spellcheck=\"false\" required maxlength=\"{MAX_NAME_CHARS}\">\
-         <label for=\"key\">Owner key</label>\
-         <input type=\"password\" id=\"key\" name=\"key\" autocomplete=\"current-password\" required \
-         maxlength=\"{MAX_KEY_CHARS}\">\
-         <button type=\"submit\" class=\"primary\">Log in</button>\
-         </form>\
-         <p class=\"small muted\">Your owner key was printed when the account was made \
-         (<code>mindrune owner add</code>).</p>\
-         </section>",
-        token = escape(token),
-        name = escape(name),
-    )
+pub(super) fn login_body(token: &str, name: &str, problem: Option<&str>) -> Markup {
+    html! {
+        section class="card narrow" {
+            h1 { "Log in to your dashboard" }
+            p class="muted" { "Your avatars' scripts, skills and stats. Only you see them." }
+            @if let Some(problem) = problem {
+                p class="error" role="alert" { (problem) }
+            }
+            form method="post" action="/dashboard/login" {
+                input type="hidden" name="csrf" value=(token);
+                label for="name" { "Owner name" }
+                input type="text" id="name" name="name" value=(name) autocomplete="username"
+                    autocapitalize="none" spellcheck="false" required maxlength=(MAX_NAME_CHARS);
+                label for="key" { "Owner key" }
+                input type="password" id="key" name="key" autocomplete="current-password" required
+                    maxlength=(MAX_KEY_CHARS);
+                button type="submit" class="primary" { "Log in" }
+            }
+            p class="small muted" {
+                "Your owner key was printed when the account was made ("
+                code { "mindrune owner add" } ")."
+            }
+        }
+    }
 }
 
 pub(super) fn login_response(
@@ -72,7 +71,7 @@ pub(super) fn login_response(
     );
     let mut response = html::respond(
         status,
-        html::legacy_page("Log in", Nav::None, &login_body(&token, name, problem)),
+        html::page("Log in", Nav::None, login_body(&token, name, problem)),
     );
     html::set_cookies(&mut response, set_cookie);
     response

@@ -1,33 +1,59 @@
 //! The SQL both backends run alike, written once with PostgreSQL's `$N` placeholders; SQLite
 //! gets each statement with `?N` instead, made once on first use (to SQLite `$N` is a *named*
 //! parameter numbered by first appearance, so `SET x = $3 WHERE owner_id = $1` would bind the
-//! wrong values). What differs (a PostgreSQL cast or collation, SQL built with `format!`) stays
-//! in each backend's own file.
+//! wrong values). A statement whose column list is one of `common.rs`'s is built once, on first
+//! use. What differs (a PostgreSQL cast or collation, a statement built from a backend's own
+//! parts) stays in each backend's own file.
 
 use std::sync::OnceLock;
 
+use crate::common::{
+    AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMNS,
+};
+
 /// One statement both backends run.
 pub(crate) struct SharedSql {
-    postgres: &'static str,
+    written: Written,
+    built: OnceLock<String>,
     sqlite: OnceLock<String>,
+}
+
+/// How a statement is written: as one literal, or built from the shared column lists.
+enum Written {
+    Literal(&'static str),
+    Built(fn() -> String),
 }
 
 impl SharedSql {
     pub(crate) const fn new(postgres: &'static str) -> SharedSql {
         SharedSql {
-            postgres,
+            written: Written::Literal(postgres),
+            built: OnceLock::new(),
+            sqlite: OnceLock::new(),
+        }
+    }
+
+    /// A statement built (once, on first use) from the column lists of `common.rs`.
+    pub(crate) const fn built(postgres: fn() -> String) -> SharedSql {
+        SharedSql {
+            written: Written::Built(postgres),
+            built: OnceLock::new(),
             sqlite: OnceLock::new(),
         }
     }
 
     /// The statement as PostgreSQL takes it.
-    pub(crate) fn postgres(&self) -> &'static str {
-        self.postgres
+    pub(crate) fn postgres(&self) -> &str {
+        match self.written {
+            Written::Literal(text) => text,
+            Written::Built(build) => self.built.get_or_init(build),
+        }
     }
 
     /// The statement as SQLite takes it: each `$N` written `?N`.
     pub(crate) fn sqlite(&self) -> &str {
-        self.sqlite.get_or_init(|| self.postgres.replace('$', "?"))
+        self.sqlite
+            .get_or_init(|| self.postgres().replace('$', "?"))
     }
 }
 
@@ -201,6 +227,59 @@ pub(crate) static GONE_SKILLS: SharedSql = SharedSql::new(
      ORDER BY s.deleted_at DESC, s.skill_id DESC",
 );
 
+// Statements whose column lists are the shared constants of `common.rs`: written once, built
+// on first use.
+pub(crate) static AGENT_BY_NAME: SharedSql =
+    SharedSql::built(|| format!("SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"));
+pub(crate) static SKILL_AT_PATH: SharedSql = SharedSql::built(|| {
+    format!(
+        "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.path = $3"
+    )
+});
+pub(crate) static SKILL_BY_NAME: SharedSql = SharedSql::built(|| {
+    format!(
+        "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_name = $2 AND s.name = $3
+                 ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
+    )
+});
+pub(crate) static VERSIONS_OF_SKILL: SharedSql = SharedSql::built(|| {
+    format!(
+        "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.skill_id = $2 ORDER BY v.number DESC"
+    )
+});
+pub(crate) static OWNER_BY_NAME: SharedSql =
+    SharedSql::built(|| format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = $1"));
+pub(crate) static OWNER_BY_ID: SharedSql =
+    SharedSql::built(|| format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = $1"));
+pub(crate) static AGENT_OF_RUNNER_TOKEN: SharedSql = SharedSql::built(|| {
+    format!(
+        "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
+                   (SELECT agent_id FROM runner_tokens WHERE token_hash = $1 AND revoked_at IS NULL)"
+    )
+});
+pub(crate) static SKILL_OF_AGENT_NAME_AT_PATH: SharedSql = SharedSql::built(|| {
+    format!(
+        "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_name = $2 AND s.path = $3"
+    )
+});
+pub(crate) static SKILL_BY_ID: SharedSql = SharedSql::built(|| {
+    format!("SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.skill_id = $2")
+});
+pub(crate) static VERSION_WITH_DIGEST: SharedSql = SharedSql::built(|| {
+    format!(
+        "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.skill_id = $2 AND v.digest = $3"
+    )
+});
+pub(crate) static SNIPPET_BY_ID: SharedSql = SharedSql::built(|| {
+    format!("SELECT {SNIPPET_COLUMNS} FROM snippets WHERE owner_id = $1 AND snippet_id = $2")
+});
+pub(crate) static VERSION_BY_ID: SharedSql = SharedSql::built(|| {
+    format!("SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.version_id = $2")
+});
+pub(crate) static AGENT_OF_OWNER: SharedSql = SharedSql::built(|| {
+    format!("SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = $1 AND agent_id = $2")
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,6 +332,19 @@ mod tests {
         ("SHARING_CHANGES", &SHARING_CHANGES),
         ("LESSONS", &LESSONS),
         ("GONE_SKILLS", &GONE_SKILLS),
+        ("AGENT_BY_NAME", &AGENT_BY_NAME),
+        ("SKILL_AT_PATH", &SKILL_AT_PATH),
+        ("SKILL_BY_NAME", &SKILL_BY_NAME),
+        ("VERSIONS_OF_SKILL", &VERSIONS_OF_SKILL),
+        ("OWNER_BY_NAME", &OWNER_BY_NAME),
+        ("OWNER_BY_ID", &OWNER_BY_ID),
+        ("AGENT_OF_RUNNER_TOKEN", &AGENT_OF_RUNNER_TOKEN),
+        ("SKILL_OF_AGENT_NAME_AT_PATH", &SKILL_OF_AGENT_NAME_AT_PATH),
+        ("SKILL_BY_ID", &SKILL_BY_ID),
+        ("VERSION_WITH_DIGEST", &VERSION_WITH_DIGEST),
+        ("SNIPPET_BY_ID", &SNIPPET_BY_ID),
+        ("VERSION_BY_ID", &VERSION_BY_ID),
+        ("AGENT_OF_OWNER", &AGENT_OF_OWNER),
     ];
 
     #[test]

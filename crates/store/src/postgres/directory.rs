@@ -130,23 +130,17 @@ impl Directory for PgStore {
 
     fn owner_by_name(&self, name: &str) -> Result<Option<Owner>> {
         self.read(|tx| {
-            tx.query_opt(
-                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = $1"),
-                &[&name],
-            )?
-            .as_ref()
-            .map(owner_from)
-            .transpose()
+            tx.query_opt(sql::OWNER_BY_NAME.postgres(), &[&name])?
+                .as_ref()
+                .map(owner_from)
+                .transpose()
         })
     }
 
     fn owner(&self, owner: OwnerId) -> Result<Owner> {
         self.read(|tx| {
             let row = tx
-                .query_opt(
-                    &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = $1"),
-                    &[&owner.0],
-                )?
+                .query_opt(sql::OWNER_BY_ID.postgres(), &[&owner.0])?
                 .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))?;
             owner_from(&row)
         })
@@ -344,16 +338,10 @@ impl Directory for PgStore {
 
     fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>> {
         self.read_one(|tx| {
-            tx.query_opt(
-                &format!(
-                    "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
-                       (SELECT agent_id FROM runner_tokens WHERE token_hash = $1 AND revoked_at IS NULL)"
-                ),
-                &[&token_hash],
-            )?
-            .as_ref()
-            .map(agent_from)
-            .transpose()
+            tx.query_opt(sql::AGENT_OF_RUNNER_TOKEN.postgres(), &[&token_hash])?
+                .as_ref()
+                .map(agent_from)
+                .transpose()
         })
     }
 

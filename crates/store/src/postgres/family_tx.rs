@@ -13,8 +13,8 @@ use mindrune_core::score::{self, UseSample};
 use super::conn::Tx;
 use super::records::{VERSIONS_WITH_WINDOWS, read_window, versions_with_windows};
 use super::rows::{
-    AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMNS, VERSION_ROW_COLUMNS,
-    agent_from, all, col, skill_from, snippet_from, version_from, version_row_at,
+    VERSION_ROW_COLUMNS, agent_from, all, col, skill_from, snippet_from, version_from,
+    version_row_at,
 };
 use super::{Fail, PgResult};
 use crate::common::{SharingState, StoredVersion, json_map};
@@ -38,10 +38,7 @@ impl FamilyTx for Tx<'_> {
     type Error = Fail;
 
     fn agent(&mut self, owner: OwnerId, agent: AgentId) -> PgResult<Agent> {
-        let row = self.query_opt(
-            &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = $1 AND agent_id = $2"),
-            &[&owner.0, &agent.0],
-        )?;
+        let row = self.query_opt(sql::AGENT_OF_OWNER.postgres(), &[&owner.0, &agent.0])?;
         match row {
             Some(row) => agent_from(&row),
             None => Err(StoreError::NotFound(format!("agent {}", agent.0)).into()),
@@ -55,9 +52,7 @@ impl FamilyTx for Tx<'_> {
         path: &str,
     ) -> PgResult<Option<Skill>> {
         self.query_opt(
-            &format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_name = $2 AND s.path = $3"
-            ),
+            sql::SKILL_OF_AGENT_NAME_AT_PATH.postgres(),
             &[&owner.0, &agent_name, &path],
         )?
         .map(|row| skill_from(&row))
@@ -65,12 +60,7 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn skill(&mut self, owner: OwnerId, skill: SkillId) -> PgResult<Skill> {
-        let row = self.query_opt(
-            &format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.skill_id = $2"
-            ),
-            &[&owner.0, &skill.0],
-        )?;
+        let row = self.query_opt(sql::SKILL_BY_ID.postgres(), &[&owner.0, &skill.0])?;
         match row {
             Some(row) => skill_from(&row),
             None => Err(StoreError::NotFound(format!("skill {}", skill.0)).into()),
@@ -167,12 +157,7 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn version(&mut self, owner: OwnerId, version: VersionId) -> PgResult<Version> {
-        let row = self.query_opt(
-            &format!(
-                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.version_id = $2"
-            ),
-            &[&owner.0, &version.0],
-        )?;
+        let row = self.query_opt(sql::VERSION_BY_ID.postgres(), &[&owner.0, &version.0])?;
         match row {
             Some(row) => version_from(&row),
             None => Err(StoreError::NotFound(format!("version {}", version.0)).into()),
@@ -186,9 +171,7 @@ impl FamilyTx for Tx<'_> {
         digest: &str,
     ) -> PgResult<Option<Version>> {
         self.query_opt(
-            &format!(
-                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.skill_id = $2 AND v.digest = $3"
-            ),
+            sql::VERSION_WITH_DIGEST.postgres(),
             &[&owner.0, &skill.0, &digest],
         )?
         .map(|row| version_from(&row))
@@ -546,12 +529,7 @@ impl FamilyTx for Tx<'_> {
     }
 
     fn snippet(&mut self, owner: OwnerId, snippet: i64) -> PgResult<Snippet> {
-        snippet_from(&self.query_one(
-            &format!(
-                "SELECT {SNIPPET_COLUMNS} FROM snippets WHERE owner_id = $1 AND snippet_id = $2"
-            ),
-            &[&owner.0, &snippet],
-        )?)
+        snippet_from(&self.query_one(sql::SNIPPET_BY_ID.postgres(), &[&owner.0, &snippet])?)
     }
 
     fn lessons_of(&mut self, owner: OwnerId, agent: AgentId) -> PgResult<Vec<(String, String)>> {

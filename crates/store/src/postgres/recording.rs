@@ -12,8 +12,8 @@ use crate::{
 
 use super::conn::Tx;
 use super::rows::{
-    AGENT_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMNS, agent_from, all, col,
-    skill_from, version_from, version_from_at,
+    SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMNS, agent_from, all, col, skill_from,
+    version_from, version_from_at,
 };
 use super::{Group, PgResult, PgStore, Scope};
 use crate::common::lines_of;
@@ -122,36 +122,25 @@ impl<'s> Access<'s> {
 impl Recording for Access<'_> {
     fn agent_by_name(&self, name: &str) -> Result<Option<Agent>> {
         self.read(|tx| {
-            tx.query_opt(
-                &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE name = $1"),
-                &[&name],
-            )?
-            .as_ref()
-            .map(agent_from)
-            .transpose()
+            tx.query_opt(sql::AGENT_BY_NAME.postgres(), &[&name])?
+                .as_ref()
+                .map(agent_from)
+                .transpose()
         })
     }
 
     fn skill_at_path(&self, owner: OwnerId, agent: AgentId, path: &str) -> Result<Option<Skill>> {
         self.read(|tx| {
-            tx.query_opt(
-                &format!(
-                    "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_id = $2 AND s.path = $3"
-                ),
-                &[&owner.0, &agent.0, &path],
-            )?
-            .map(|row| skill_from(&row))
-            .transpose()
+            tx.query_opt(sql::SKILL_AT_PATH.postgres(), &[&owner.0, &agent.0, &path])?
+                .map(|row| skill_from(&row))
+                .transpose()
         })
     }
 
     fn skill_by_name(&self, owner: OwnerId, agent_name: &str, name: &str) -> Result<Option<Skill>> {
         self.read(|tx| {
             tx.query_opt(
-                &format!(
-                    "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = $1 AND s.agent_name = $2 AND s.name = $3
-                     ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
-                ),
+                sql::SKILL_BY_NAME.postgres(),
                 &[&owner.0, &agent_name, &name],
             )?
             .map(|row| skill_from(&row))
@@ -267,12 +256,7 @@ impl Recording for Access<'_> {
 
     fn versions(&self, owner: OwnerId, skill: SkillId) -> Result<Vec<Version>> {
         self.read(|tx| {
-            let rows = tx.query(
-                &format!(
-                    "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = $1 AND v.skill_id = $2 ORDER BY v.number DESC"
-                ),
-                &[&owner.0, &skill.0],
-            )?;
+            let rows = tx.query(sql::VERSIONS_OF_SKILL.postgres(), &[&owner.0, &skill.0])?;
             all(rows, version_from)
         })
     }

@@ -111,11 +111,7 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         inner
             .conn
-            .query_row(
-                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE name = ?1"),
-                [name],
-                owner_from,
-            )
+            .query_row(sql::OWNER_BY_NAME.sqlite(), [name], owner_from)
             .optional()
             .map_err(db_err)
     }
@@ -124,11 +120,7 @@ impl Directory for SqliteStore {
         let inner = self.lock();
         inner
             .conn
-            .query_row(
-                &format!("SELECT {OWNER_COLUMNS} FROM owners WHERE owner_id = ?1"),
-                [owner.0],
-                owner_from,
-            )
+            .query_row(sql::OWNER_BY_ID.sqlite(), [owner.0], owner_from)
             .optional()
             .map_err(db_err)?
             .ok_or_else(|| StoreError::NotFound(format!("owner {}", owner.0)))
@@ -334,14 +326,11 @@ impl Directory for SqliteStore {
 
     fn agent_by_runner_token(&self, token_hash: &str) -> Result<Option<Agent>> {
         self.read_committed(|conn| {
-            conn.prepare_cached(&format!(
-                "SELECT {AGENT_COLUMNS} FROM agents WHERE agent_id =
-                   (SELECT agent_id FROM runner_tokens WHERE token_hash = ?1 AND revoked_at IS NULL)"
-            ))
-            .map_err(db_err)?
-            .query_row([token_hash], agent_from)
-            .optional()
-            .map_err(db_err)
+            conn.prepare_cached(sql::AGENT_OF_RUNNER_TOKEN.sqlite())
+                .map_err(db_err)?
+                .query_row([token_hash], agent_from)
+                .optional()
+                .map_err(db_err)
         })
     }
 

@@ -9,10 +9,7 @@ use super::db_err;
 use super::group_writes::{self, GroupWaiting};
 use super::rows::{agent_from, skill_from, snippet_from, version_from};
 use super::version_writes;
-use crate::common::{
-    AGENT_COLUMNS, SKILL_COLUMNS, SNIPPET_COLUMNS, SharingState, StoredVersion, VERSION_COLUMNS,
-    json_map, parse_map,
-};
+use crate::common::{SharingState, StoredVersion, json_map, parse_map};
 use crate::rules::{
     FamilyTx, NewLessonRow, NewVersion, Rescore, ShareCandidate, SharingEvent, SkillForChange,
     UseInsert, VersionRow,
@@ -232,9 +229,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn skill_at(&mut self, owner: OwnerId, agent_name: &str, path: &str) -> Result<Option<Skill>> {
         self.conn()?
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.path = ?3"
-            ))
+            .prepare_cached(sql::SKILL_OF_AGENT_NAME_AT_PATH.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, agent_name, path], skill_from)
             .optional()
@@ -243,9 +238,7 @@ impl FamilyTx for SqliteTx<'_> {
 
     fn skill(&mut self, owner: OwnerId, skill: SkillId) -> Result<Skill> {
         self.conn()?
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.skill_id = ?2"
-            ))
+            .prepare_cached(sql::SKILL_BY_ID.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, skill.0], skill_from)
             .optional()
@@ -378,9 +371,7 @@ impl FamilyTx for SqliteTx<'_> {
         digest: &str,
     ) -> Result<Option<Version>> {
         self.conn()?
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 AND v.digest = ?3"
-            ))
+            .prepare_cached(sql::VERSION_WITH_DIGEST.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, skill.0, digest], version_from)
             .optional()
@@ -758,9 +749,7 @@ impl FamilyTx for SqliteTx<'_> {
     fn snippet(&mut self, owner: OwnerId, snippet: i64) -> Result<Snippet> {
         self.conn()?
             .query_row(
-                &format!(
-                    "SELECT {SNIPPET_COLUMNS} FROM snippets WHERE owner_id = ?1 AND snippet_id = ?2"
-                ),
+                sql::SNIPPET_BY_ID.sqlite(),
                 params![owner.0, snippet],
                 snippet_from,
             )
@@ -884,9 +873,7 @@ pub(crate) fn load_version(
     version: VersionId,
 ) -> Result<Version> {
     conn.query_row(
-        &format!(
-            "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.version_id = ?2"
-        ),
+        sql::VERSION_BY_ID.sqlite(),
         params![owner.0, version.0],
         version_from,
     )
@@ -897,7 +884,7 @@ pub(crate) fn load_version(
 
 pub(crate) fn load_agent(conn: &Connection, owner: OwnerId, agent: AgentId) -> Result<Agent> {
     conn.query_row(
-        &format!("SELECT {AGENT_COLUMNS} FROM agents WHERE owner_id = ?1 AND agent_id = ?2"),
+        sql::AGENT_OF_OWNER.sqlite(),
         params![owner.0, agent.0],
         agent_from,
     )

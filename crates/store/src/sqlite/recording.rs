@@ -17,7 +17,7 @@ use super::rows::{agent_from, skill_from, version_from, version_from_at};
 use super::{
     CachedWindow, Inner, SqliteStore, UseCache, WINDOW_CACHE_LIMIT, agent_missing, db_err,
 };
-use crate::common::{AGENT_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMNS, lines_of};
+use crate::common::{SKILL_COLUMN_COUNT, SKILL_COLUMNS, VERSION_COLUMNS, lines_of};
 use crate::recording::RecordsAlone;
 use crate::sqlite_and_postgres_sql as sql;
 use crate::{StoreError, UnrecordedReason, WEALTH_HISTORY_MILLIS, wealth_hour};
@@ -79,9 +79,7 @@ impl Recording for Access<'_> {
         let inner = self.lock();
         inner
             .conn
-            .prepare_cached(&format!(
-                "SELECT {AGENT_COLUMNS} FROM agents WHERE name = ?1"
-            ))
+            .prepare_cached(sql::AGENT_BY_NAME.sqlite())
             .map_err(db_err)?
             .query_row([name], agent_from)
             .optional()
@@ -92,9 +90,7 @@ impl Recording for Access<'_> {
         let inner = self.lock();
         inner
             .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_id = ?2 AND s.path = ?3"
-            ))
+            .prepare_cached(sql::SKILL_AT_PATH.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, agent.0, path], skill_from)
             .optional()
@@ -105,10 +101,7 @@ impl Recording for Access<'_> {
         let inner = self.lock();
         inner
             .conn
-            .prepare_cached(&format!(
-                "SELECT {SKILL_COLUMNS} FROM skills s WHERE s.owner_id = ?1 AND s.agent_name = ?2 AND s.name = ?3
-                 ORDER BY s.deleted_at IS NOT NULL, s.skill_id DESC LIMIT 1"
-            ))
+            .prepare_cached(sql::SKILL_BY_NAME.sqlite())
             .map_err(db_err)?
             .query_row(params![owner.0, agent_name, name], skill_from)
             .optional()
@@ -200,9 +193,7 @@ impl Recording for Access<'_> {
         let inner = self.lock();
         let mut statement = inner
             .conn
-            .prepare_cached(&format!(
-                "SELECT {VERSION_COLUMNS} FROM versions v WHERE v.owner_id = ?1 AND v.skill_id = ?2 ORDER BY v.number DESC"
-            ))
+            .prepare_cached(sql::VERSIONS_OF_SKILL.sqlite())
             .map_err(db_err)?;
         let versions = statement
             .query_map(params![owner.0, skill.0], version_from)

@@ -30,6 +30,7 @@ use serde_json::{Map, Value};
 use mindrune_core::runx::unsupported_runner;
 
 use super::super::inspect::load_nested;
+use super::HarnessOptions;
 
 /// Runx's native tools (`runx list tools` of runx-cli 0.8.2 at 3c8315b9, run by hand).
 const RUNX_NATIVE_TOOLS: [&str; 47] = [
@@ -98,16 +99,13 @@ pub(super) struct Scope<'a> {
 }
 
 impl<'a> Scope<'a> {
-    /// The scope of the package whose profile (X.yaml as JSON) is `profile`, in `dir`.
-    pub(super) fn of(
-        profile: &'a Value,
-        dir: Option<&'a Path>,
-        workspace: Option<&'a Path>,
-    ) -> Self {
+    /// The scope of the package whose profile (X.yaml as JSON) is `profile`, replayed with
+    /// `options` (its folder and workspace).
+    pub(super) fn of(profile: &'a Value, options: &'a HarnessOptions) -> Self {
         Scope {
             runners: profile.get("runners").and_then(Value::as_object),
-            dir,
-            workspace,
+            dir: options.package_dir.as_deref(),
+            workspace: options.workspace_root.as_deref(),
         }
     }
 }

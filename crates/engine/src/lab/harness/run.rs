@@ -794,11 +794,7 @@ fn run_graph(
     let graph_name = text(&graph, "name").unwrap_or(runner_name).to_owned();
     // Runx refuses a graph whose result producer declares no output contract before any step
     // runs.
-    let scope = result_contract::Scope::of(
-        profile,
-        env.options.package_dir.as_deref(),
-        env.options.workspace_root.as_deref(),
-    );
+    let scope = result_contract::Scope::of(profile, env.options);
     if let Some(message) = result_contract::refusal(runner, runner_name, scope) {
         outcome.status = CaseStatus::Failure;
         outcome.error = Some(message);

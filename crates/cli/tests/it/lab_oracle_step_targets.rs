@@ -12,7 +12,8 @@
 //! (`resolve_local_manifest`, `resolve_tool_roots`), `runx-runtime/src/services/tool_roots.rs`
 //! (`inferred_tool_roots`), `runx-runtime/src/execution/graph.rs` (`select_step_runner`),
 //! `runx-runtime/src/skill_package.rs` (`resolve_skill_package_directory`) and
-//! `runx-runtime/src/services/skill_packages/validation.rs` (`validate_candidate`). The
+//! `runx-runtime/src/services/skill_packages/` (`validation.rs`, `validate_candidate`;
+//! `staging.rs`, `isolated_harness_env`). The
 //! missing folder's and missing runner's inspection texts were also seen from a real run
 //! (`runx skill inspect skills/outer --json`, by hand on 2026-12-07); no Runx binary or recipe
 //! is kept.
@@ -201,21 +202,37 @@ fn a_local_tool_manifest_declaring_artifacts_is_admitted_and_the_lab_says_it_doe
 
 #[test]
 fn a_local_tool_manifest_outside_runx_tool_roots_is_not_found_in_runx_words() {
-    // Runx's roots are `RUNX_TOOL_ROOTS` with the package's `tools` and the `tools` beside its
-    // `skills` folder, the workspace's `tools`, and `.runx/tools` from the package up to the
-    // workspace: a `tools` folder in `skills/` is none of them, nor is one above the
-    // workspace.
+    // Runx's validator's roots are the workspace's `tools`, the package's `tools` and the
+    // `tools` beside its `skills` folder, and `.runx/tools` from the package up to the
+    // workspace (`isolated_harness_env`, `inferred_tool_roots`, `resolve_tool_roots`): a
+    // `tools` folder in `skills/` is none of them, nor is one above the workspace, nor one the
+    // operator's `RUNX_TOOL_ROOTS` names (the validator's harness drops it).
+    let refusal =
+        "got \"failure\" (operator context could not resolve required local tool 'foo.bar')";
     let dir = workspace("t", TOOL_STEP, "");
+    let artifacts = json!({"wrap_as": "bar_packet"});
     write_tool(
         &dir.path().join("skills/tools/foo/bar"),
-        Some(json!({"wrap_as": "bar_packet"})),
+        Some(artifacts.clone()),
     );
-    let report = lab("validate", dir.path());
+    let reason = harness_reason(&lab("validate", dir.path()));
+    assert!(reason.contains(refusal), "{reason}");
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    write_tool(&elsewhere.path().join("foo/bar"), Some(artifacts));
+    let root = dir.path();
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["lab", "validate", "--json", "--repo-root"])
+        .arg(root)
+        .args(["--target-dir", "skills/gstep"])
+        .env("MINDRUNE_HOME", root.join(".home"))
+        .env("RUNX_TOOL_ROOTS", elsewhere.path())
+        .env_remove("MINDRUNE_LOG")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let reason = harness_reason(&report);
-    assert!(
-        reason.contains(
-            "got \"failure\" (operator context could not resolve required local tool 'foo.bar')"
-        ),
-        "{reason}"
-    );
+    assert!(reason.contains(refusal), "RUNX_TOOL_ROOTS: {reason}");
 }

@@ -319,33 +319,21 @@ pub(super) fn resolve_tool(
     Ok(Some(Tool::Local(path, json)))
 }
 
-/// Runx's tool roots for a package in `dir`, each an existing folder, once, in order: the
-/// `RUNX_TOOL_ROOTS` folders, with the package's `tools` folder and, for a package in a
-/// `skills` folder, the `tools` folder beside that `skills` folder added
-/// (`services/tool_roots.rs`, `inferred_tool_roots`); then the workspace's `tools` folder;
-/// then `.runx/tools` in the package folder and each folder above it up to the workspace,
-/// when the package is inside the workspace (`resolve_tool_roots`). The workspace is the
-/// folder Runx runs in; without one, Runx's own choice: the nearest folder at or above the
-/// package holding `pnpm-workspace.yaml` or `.runx/project.json`, else the package folder.
+/// Runx's tool roots for a package in `dir` as its validator's harness has them (`skill
+/// validate` and `skill apply`, whose harness runs in `isolated_harness_env`: `RUNX_CWD` the
+/// workspace, `RUNX_TOOL_ROOTS` only the workspace's `tools`, the operator's own dropped), each
+/// an existing folder, once, in order: the workspace's `tools` folder, then the package's
+/// `tools` folder and, for a package in a `skills` folder, the `tools` folder beside that
+/// `skills` folder (`services/tool_roots.rs`, `inferred_tool_roots`, added to
+/// `RUNX_TOOL_ROOTS`), then `.runx/tools` in the package folder and each folder above it up to
+/// the workspace, when the package is inside the workspace (`tool_catalogs/inspect.rs`,
+/// `resolve_tool_roots`). Without a workspace, Runx's own choice: the nearest folder at or
+/// above the package holding `pnpm-workspace.yaml` or `.runx/project.json`, else the package
+/// folder.
 fn tool_roots(dir: &Path, workspace: Option<&Path>) -> Vec<PathBuf> {
     // Runx's package folder is canonical.
     let canonical = std::fs::canonicalize(dir);
     let dir = canonical.as_deref().unwrap_or(dir);
-    let mut candidates: Vec<PathBuf> = std::env::var_os("RUNX_TOOL_ROOTS")
-        .map(|roots| {
-            std::env::split_paths(&roots)
-                .filter(|path| !path.as_os_str().is_empty())
-                .collect()
-        })
-        .unwrap_or_default();
-    candidates.push(dir.join("tools"));
-    if let Some(parent) = dir
-        .parent()
-        .filter(|parent| parent.file_name().and_then(|name| name.to_str()) == Some("skills"))
-        .and_then(Path::parent)
-    {
-        candidates.push(parent.join("tools"));
-    }
     let root = workspace.map_or_else(
         || {
             dir.ancestors()
@@ -358,7 +346,14 @@ fn tool_roots(dir: &Path, workspace: Option<&Path>) -> Vec<PathBuf> {
         },
         Path::to_path_buf,
     );
-    candidates.push(root.join("tools"));
+    let mut candidates = vec![root.join("tools"), dir.join("tools")];
+    if let Some(parent) = dir
+        .parent()
+        .filter(|parent| parent.file_name().and_then(|name| name.to_str()) == Some("skills"))
+        .and_then(Path::parent)
+    {
+        candidates.push(parent.join("tools"));
+    }
     if dir.starts_with(&root) {
         let between = dir
             .ancestors()

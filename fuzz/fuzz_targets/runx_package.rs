@@ -48,9 +48,18 @@ fuzz_target!(|data: &[u8]| {
                 &files,
                 "fuzz",
                 &inspect::PacketSchemas::new(),
-                &|_: &std::path::Path| None,
+                &|path: &std::path::Path| Err(format!("{} is not read here", path.display())),
             );
-            assert_eq!(inspection["name"].as_str(), Some(package.name()));
+            // A step naming another folder, or a runner its package lacks, fails the whole
+            // inspection, as Runx's does.
+            match inspect::failure_message(&inspection) {
+                Some(message) => assert!(
+                    message.ends_with(" is not read here")
+                        || message.starts_with("runner selection '"),
+                    "{message}"
+                ),
+                None => assert_eq!(inspection["name"].as_str(), Some(package.name())),
+            }
             let summary = inspect_package(&package);
             assert_eq!(summary["skill"].as_str(), Some(package.name()));
             assert_eq!(

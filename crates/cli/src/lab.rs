@@ -172,8 +172,9 @@ pub(crate) fn lab(command: LabCommand) -> anyhow::Result<ExitCode> {
 
 /// How the lab replays a harness: JavaScript modules run in `mindrune lab js-worker`
 /// processes, the only way to stop a module looping inside a builtin at its wall limit. On a
-/// terminal a bar shows which case of how many is replaying.
-fn harness_options() -> anyhow::Result<HarnessOptions> {
+/// terminal a bar shows which case of how many is replaying. The repository root is the
+/// workspace Runx would run in (where it looks for local tool manifests).
+fn harness_options(repo_root: &std::path::Path) -> anyhow::Result<HarnessOptions> {
     let program = std::env::current_exe()
         .context("cannot find the running mindrune program for the JavaScript worker")?;
     Ok(HarnessOptions {
@@ -182,6 +183,9 @@ fn harness_options() -> anyhow::Result<HarnessOptions> {
             args: vec!["lab".to_owned(), "js-worker".to_owned()],
         }),
         on_case: Some(case_bar()),
+        workspace_root: Some(
+            std::fs::canonicalize(repo_root).unwrap_or_else(|_| repo_root.to_path_buf()),
+        ),
         ..HarnessOptions::default()
     })
 }
@@ -301,7 +305,7 @@ fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<
     // stores; the package's own cases seal into the workspace's store, as Runx copies a
     // replay's verified receipts to `.runx/receipts`.
     let nested = throwaway_sealer;
-    let options = harness_options()?;
+    let options = harness_options(&target.repo_root)?;
     let mut tools = LabTools::new(&nested, &options);
     let repo_root = target.repo_root.clone();
     // Open the store and key once up front, so a problem with either is reported as such.
@@ -612,7 +616,7 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
     // The store and key first: a run that could not seal its receipt must not write anything.
     let sealer = StoreSealer::for_repo(&repo_root).map_err(anyhow::Error::msg)?;
     let sealers = throwaway_sealer;
-    let options = harness_options()?;
+    let options = harness_options(&repo_root)?;
     let mut validator = PackageValidator::new(&sealers, &options);
     let report = mindrune_engine::lab::run(runner, &request, agent.as_mut(), &mut validator);
     // What each agent act took, on stderr: the result on stdout stays the contract's.

@@ -348,21 +348,23 @@ fn runners_reaching_local_skill_folders_and_mcp_carry_runx_execution_closures() 
 }
 
 #[test]
-fn a_graph_naming_a_local_folder_that_is_no_package_gets_no_closure() {
+fn a_graph_naming_a_local_folder_that_is_no_package_fails_the_whole_inspection() {
     // Runx: `runx skill inspect skills/outer --json` fails as a whole (`skill_error`: `runtime
     // I/O failed while reading <…>/skills/outer/../other: No such file or directory (os error
-    // 2)`). The Lab still inspects the package and leaves out the closures that would need the
-    // missing folder, rather than print one Runx would not (see docs/lab.md, not done yet).
+    // 2)`), the step's reference joined to the canonical package folder as written.
     let dir = workspace();
     fs::remove_dir_all(dir.path().join("skills/other")).unwrap();
+    let outer = fs::canonicalize(dir.path().join("skills/outer")).unwrap();
     let inspection = inspect(dir.path());
-    assert_eq!(inspection["status"], "ok", "{inspection}");
-    let closures: Vec<&str> = inspection["runner_inspections"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|entry| entry.get("execution_closure").is_some())
-        .map(|entry| entry["runner"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(closures, ["inner", "remote"]);
+    assert_eq!(
+        inspection,
+        serde_json::json!({"status": "failure", "error": {
+            "message": format!(
+                "runtime I/O failed while reading {}/../other: No such file or directory (os \
+                 error 2)",
+                outer.display()
+            ),
+            "code": "skill_error",
+        }})
+    );
 }

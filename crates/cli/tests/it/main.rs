@@ -19,6 +19,7 @@ mod lab_oracle_nested_closure;
 mod lab_oracle_packet_inputs;
 mod lab_oracle_runner_inspection;
 mod lab_oracle_semantic_report;
+mod lab_oracle_step_targets;
 mod lab_runx_interop;
 mod live_runs;
 mod load;

@@ -7,8 +7,9 @@
 //! step naming a local skill folder (`.` for a sibling runner, `../other` for another package)
 //! is followed into that package's runner, which the caller loads ([`LoadNested`]: this crate
 //! does no I/O), and binds it too; a packet-valued input binds its admitted schema's digest.
-//! [`closure`] answers `None` where Runx's inspection would fail: a nested package that does
-//! not load, a runner it does not have, a packet schema that was not admitted.
+//! [`closure`] fails, in Runx's words, where Runx's `skill inspect` fails as a whole (a
+//! folder a step names that is no package, a runner it does not have) and answers `None`
+//! where the closure cannot be bound otherwise (a packet schema that was not admitted).
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -35,9 +36,18 @@ pub struct NestedPackage {
     pub packets: PacketSchemas,
 }
 
-/// Reads and loads the package in a folder (an absolute path, lexically normalised); `None`
-/// where it cannot be read or does not load.
-pub type LoadNested<'a> = dyn Fn(&Path) -> Option<NestedPackage> + 'a;
+/// Reads and loads the package in a folder: the step's reference joined to the naming
+/// package's folder as written (`<folder>/../other`, as Runx names it in its errors); why it
+/// cannot be read or does not load, in Runx's words, otherwise (`runtime I/O failed while
+/// reading <folder>/../other: No such file or directory (os error 2)`).
+pub type LoadNested<'a> = dyn Fn(&Path) -> Result<NestedPackage, String> + 'a;
+
+/// Runx's refusal of a step's runner selection (`select_step_runner`, an
+/// `UnsupportedRunnerSelection`): the runner named, or `default` when none is named and the
+/// package has no single default or only runner.
+pub fn unsupported_runner(runner: &str) -> String {
+    format!("runner selection '{runner}' is not supported by the native runtime yet")
+}
 
 /// One package a closure is bound to; ordered as Runx's `ExecutionPackageBinding` set.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
@@ -72,6 +82,8 @@ struct Walk<'l> {
     unresolved: BTreeSet<String>,
     agent_acts: u64,
     declared_artifact: bool,
+    /// Why Runx's inspection fails as a whole, once a step's package or runner fails.
+    failure: Option<String>,
 }
 
 impl Walk<'_> {
@@ -225,7 +237,13 @@ impl Walk<'_> {
         let nested = if Path::new(&directory) == Path::new(bound.source_path) {
             bound
         } else {
-            loaded = (self.load)(Path::new(&directory))?;
+            loaded = match (self.load)(&Path::new(bound.source_path).join(reference)) {
+                Ok(loaded) => loaded,
+                Err(message) => {
+                    self.failure = Some(message);
+                    return None;
+                }
+            };
             Bound {
                 package: &loaded.package,
                 files: &loaded.files,
@@ -236,15 +254,19 @@ impl Walk<'_> {
         // Runx's `select_step_runner`: the named runner, else the one default, else the only one.
         let runners = &nested.package.profile().runners;
         let selected = match runner {
-            Some(name) => runners.iter().find(|r| r.name == name)?,
+            Some(name) => runners.iter().find(|r| r.name == name),
             None => {
                 let defaults: Vec<&Runner> = runners.iter().filter(|r| r.default).collect();
                 match defaults.as_slice() {
-                    [one] => one,
-                    [] if runners.len() == 1 => runners.first()?,
-                    _ => return None,
+                    [one] => Some(*one),
+                    [] if runners.len() == 1 => runners.first(),
+                    _ => None,
                 }
             }
+        };
+        let Some(selected) = selected else {
+            self.failure = Some(unsupported_runner(runner.unwrap_or("default")));
+            return None;
         };
         let name = &nested.package.skill().name;
         self.skill_edges.insert(format!("{name}#{}", selected.name));
@@ -286,7 +308,8 @@ fn normalize(path: &Path, absolute: bool) -> Option<String> {
 
 /// The `execution_closure` Runx prints for `runner` of `package` (whose files are `files`,
 /// found at `source_path`, its packet-valued inputs admitted with `packets`), local packages
-/// its graph names read with `load`; `None` where Runx's inspection would fail.
+/// its graph names read with `load`: Runx's error where its whole inspection fails, `None`
+/// where the closure cannot be bound.
 pub(super) fn closure(
     package: &Package,
     runner: &Runner,
@@ -294,7 +317,7 @@ pub(super) fn closure(
     source_path: &str,
     packets: &PacketSchemas,
     load: &LoadNested<'_>,
-) -> Option<Value> {
+) -> Result<Option<Value>, String> {
     let mut walk = Walk {
         load,
         root: PathBuf::from(source_path),
@@ -307,6 +330,7 @@ pub(super) fn closure(
         unresolved: BTreeSet::new(),
         agent_acts: 0,
         declared_artifact: false,
+        failure: None,
     };
     let bound = Bound {
         package,
@@ -314,7 +338,9 @@ pub(super) fn closure(
         source_path,
         packets,
     };
-    walk.runner(bound, runner, PROFILE_FILE, true)?;
+    if walk.runner(bound, runner, PROFILE_FILE, true).is_none() {
+        return walk.failure.map_or(Ok(None), Err);
+    }
     let components: Vec<&String> = walk.components.iter().collect();
     let unresolved: Vec<&String> = walk.unresolved.iter().collect();
     let mut canonical = b"runx.execution-closure.v1\0".to_vec();
@@ -357,7 +383,7 @@ pub(super) fn closure(
             out
         })
         .collect();
-    Some(json!({
+    Ok(Some(json!({
         "closure_digest": digest::sha256(&canonical),
         "runtime_release": RUNTIME_RELEASE,
         "fully_bound": unresolved.is_empty(),
@@ -372,7 +398,7 @@ pub(super) fn closure(
         "agent_acts": walk.agent_acts,
         "declared_artifact": walk.declared_artifact,
         "profiles": walk.profiles,
-    }))
+    })))
 }
 
 /// Runx's `execution_summary`: the components, then the agent acts.

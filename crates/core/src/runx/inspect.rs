@@ -8,7 +8,8 @@
 //! and resume hint, and the catalog `semantic_report` (Runx's `CatalogSemanticReport`, made by
 //! the same analysis that refuses a public package at load). Each runner's `execution_closure`
 //! is [`closure::closure`]'s (local packages a graph names read with the caller's
-//! [`LoadNested`]), left out where Runx's inspection would fail.
+//! [`LoadNested`]), left out where it cannot be bound; a step's package or runner that fails
+//! fails the whole inspection, as Runx's does ([`skill_error`]).
 
 use std::collections::BTreeMap;
 
@@ -140,18 +141,26 @@ pub fn inspect(
         json!(runners.iter().map(|r| r.name.as_str()).collect::<Vec<_>>()),
     );
     out.insert("operator_journeys".into(), operator_journeys(package));
+    // Runx binds every runner's closure first: a step's package or runner that fails fails
+    // the whole inspection (a `skill_error`).
+    let mut closures = Vec::new();
+    for runner in &runners {
+        match closure::closure(package, runner, files, skill_path, packets, load) {
+            Ok(closure) => closures.push(closure),
+            Err(message) => return skill_error(&message),
+        }
+    }
     out.insert(
         "runner_inspections".into(),
         Value::Array(
             runners
                 .iter()
-                .map(|runner| {
+                .zip(&closures)
+                .map(|(runner, closure)| {
                     let mut inspection = Map::new();
                     inspection.insert("runner".into(), inspect_runner(package, runner, packets));
-                    if let Some(closure) =
-                        closure::closure(package, runner, files, skill_path, packets, load)
-                    {
-                        inspection.insert("execution_closure".into(), closure);
+                    if let Some(closure) = closure {
+                        inspection.insert("execution_closure".into(), closure.clone());
                     }
                     Value::Object(inspection)
                 })
@@ -160,7 +169,12 @@ pub fn inspect(
     );
     if let Some(runner) = package.default_runner() {
         out.insert("runner".into(), inspect_runner(package, runner, packets));
-        if let Some(closure) = closure::closure(package, runner, files, skill_path, packets, load) {
+        let closure = runners
+            .iter()
+            .zip(&closures)
+            .find(|(candidate, _)| candidate.name == runner.name)
+            .and_then(|(_, closure)| closure.clone());
+        if let Some(closure) = closure {
             out.insert("execution_closure".into(), closure);
         }
         out.insert("readiness".into(), json!({"status": "ready"}));
@@ -177,6 +191,21 @@ pub fn inspect(
         );
     }
     Value::Object(out)
+}
+
+/// What `runx skill inspect --json` prints when the inspection fails as a whole:
+/// `{status: failure, error: {message, code: skill_error}}` (runx-cli `skill.rs`,
+/// `skill_json_failure_output`).
+pub fn skill_error(message: &str) -> Value {
+    json!({"status": "failure", "error": {"message": message, "code": "skill_error"}})
+}
+
+/// The message of an inspection that failed as a whole ([`skill_error`]), if it did.
+pub fn failure_message(inspection: &Value) -> Option<&str> {
+    if inspection.get("status").and_then(Value::as_str) != Some("failure") {
+        return None;
+    }
+    inspection.pointer("/error/message").and_then(Value::as_str)
 }
 
 /// Runx's `{status: invalid, error}` for a target that does not load.
@@ -523,7 +552,7 @@ mod tests {
             &files,
             "skills/demo",
             &PacketSchemas::new(),
-            &|_| None,
+            &|path| Err(format!("{} is not read here", path.display())),
         );
         assert_eq!(inspection["schema"], INSPECT_SCHEMA);
         assert_eq!(inspection["status"], "ok");

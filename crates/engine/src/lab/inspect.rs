@@ -229,16 +229,30 @@ fn loaded(
 }
 
 /// Reads and loads the local package a graph step names (Runx loads it to walk its runner
-/// into the execution closure); `None` where it cannot be read or does not load.
-pub(crate) fn load_nested(dir: &Path) -> Option<NestedPackage> {
-    let canonical = fs::canonicalize(dir).ok()?;
-    let snapshot = snapshot_package(&canonical).ok()?;
+/// into the execution closure, and to expand it before a graph runs); `dir` is the step's
+/// reference joined to the naming package's folder as written. Where it fails: Runx's words
+/// for a folder that cannot be read (`resolve_skill_package_directory`: `runtime I/O failed
+/// while reading <dir>: <error>`), else why the Lab does not load the package.
+pub(crate) fn load_nested(dir: &Path) -> Result<NestedPackage, String> {
+    fs::symlink_metadata(dir)
+        .map_err(|err| format!("runtime I/O failed while reading {}: {err}", dir.display()))?;
+    let canonical = fs::canonicalize(dir).map_err(|err| {
+        format!(
+            "runtime I/O failed while resolving skill package directory {}: {err}",
+            dir.display()
+        )
+    })?;
+    let snapshot = snapshot_package(&canonical).map_err(|err| err.to_string())?;
     if !snapshot.exists {
-        return None;
+        return Err(format!(
+            "{} is no skill package folder",
+            canonical.display()
+        ));
     }
-    let package = load_package(&snapshot.files).ok()?;
-    let packets = check_packet_inputs(&package, &canonical).ok()?;
-    Some(NestedPackage {
+    let package =
+        load_package(&snapshot.files).map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
+    let packets = check_packet_inputs(&package, &canonical)?;
+    Ok(NestedPackage {
         package,
         files: snapshot.files,
         source_path: canonical.display().to_string(),

@@ -409,6 +409,23 @@ pub fn validate_package(
         &packets,
         &load_nested,
     );
+    // Runx's validator inspects the candidate before its harness: an inspection failing as a
+    // whole (a step's package or runner that fails) fails the validation
+    // (`services/skill_packages/validation.rs`, `validate_candidate`).
+    if let Some(message) = runx_inspect::failure_message(&inspection) {
+        return Ok(report(
+            "validation_failed",
+            json!({"status": "failed", "error": message}),
+            json!({
+                "attempted": true,
+                "status": "failed",
+                "reason": format!(
+                    "skill 'runx.skill.apply' failed: skill inspection failed: {message}"
+                ),
+            }),
+            Some(&snapshot.digest),
+        ));
+    }
     let safe = inspection
         .pointer("/capabilities/execution")
         .and_then(Value::as_str)

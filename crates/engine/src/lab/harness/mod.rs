@@ -185,6 +185,11 @@ pub struct HarnessOptions {
     /// folders are read when its result producers are admitted, as Runx reads them before a
     /// graph runs; `None` reads no other package. Replaying a package from its folder sets it.
     pub package_dir: Option<PathBuf>,
+    /// The folder Runx would run in (its `RUNX_CWD`): the workspace whose `tools` and
+    /// `.runx/tools` folders hold the local tool manifests a graph step names. The CLI sets
+    /// the repository root; `None` takes the nearest folder at or above the package marked as
+    /// a Runx workspace, else the package's own folder, as Runx does without one.
+    pub workspace_root: Option<PathBuf>,
 }
 
 impl Default for HarnessOptions {
@@ -195,6 +200,7 @@ impl Default for HarnessOptions {
             js_worker: None,
             on_case: None,
             package_dir: None,
+            workspace_root: None,
         }
     }
 }

@@ -17,15 +17,20 @@
 //! A child runner that is a graph is judged first, at its own node path
 //! (`entry.<step>.<its step>`), as Runx expands the steps before it judges the producers: a
 //! sibling runner (`skill: .`), or the runner of the package in another folder the step
-//! names, read from the replayed package's folder ([`Scope::dir`]). A `$input` or registry
-//! reference, or a folder that does not load, is not judged here.
+//! names, read from the replayed package's folder ([`Scope::dir`]). A folder that is no
+//! package, a runner the package lacks, and a runner already being expanded (a cycle) are
+//! refused in Runx's words, at the step, in step order. A `$input` or registry reference is
+//! not judged here.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use mindrune_core::runx::unsupported_runner;
+
 use super::super::inspect::load_nested;
+use super::HarnessOptions;
 
 /// Runx's native tools (`runx list tools` of runx-cli 0.8.2 at 3c8315b9, run by hand).
 const RUNX_NATIVE_TOOLS: [&str; 47] = [
@@ -88,14 +93,19 @@ pub(super) struct Scope<'a> {
     pub(super) runners: Option<&'a Map<String, Value>>,
     /// The package's folder; `None` reads no other package.
     pub(super) dir: Option<&'a Path>,
+    /// The folder Runx runs in (its `RUNX_CWD`), whose `tools` folder and the `.runx/tools`
+    /// folders between it and the package hold local tool manifests ([`resolve_tool`]).
+    pub(super) workspace: Option<&'a Path>,
 }
 
 impl<'a> Scope<'a> {
-    /// The scope of the package whose profile (X.yaml as JSON) is `profile`, in `dir`.
-    pub(super) fn of(profile: &'a Value, dir: Option<&'a Path>) -> Self {
+    /// The scope of the package whose profile (X.yaml as JSON) is `profile`, replayed with
+    /// `options` (its folder and workspace).
+    pub(super) fn of(profile: &'a Value, options: &'a HarnessOptions) -> Self {
         Scope {
             runners: profile.get("runners").and_then(Value::as_object),
-            dir,
+            dir: options.package_dir.as_deref(),
+            workspace: options.workspace_root.as_deref(),
         }
     }
 }
@@ -108,73 +118,90 @@ struct Child {
 }
 
 /// Runx's refusal of `runner` (named `runner_name`, of the package `scope` describes) before
-/// it runs, in Runx's words: a tool it names that resolves nowhere, or a graph result producer
-/// without a semantic output contract.
+/// it runs, in Runx's words: a tool it names that resolves nowhere, a step's package or runner
+/// that fails to load, a cycle of runners, or a graph result producer without a semantic
+/// output contract.
 pub(super) fn refusal(runner: &Value, runner_name: &str, scope: Scope<'_>) -> Option<String> {
-    let mut expanding = vec![expansion_key(scope.dir, runner_name)];
+    let mut expanding = vec![identity(scope.dir, runner_name)];
     node_refusal(runner, scope, "entry", &mut expanding)
 }
 
-fn expansion_key(dir: Option<&Path>, runner: &str) -> String {
+/// Runx's `node_identity` of a local runner: `local:<canonical folder>:<runner>`.
+fn identity(dir: Option<&Path>, runner: &str) -> String {
+    let dir = dir.map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf()));
     format!(
-        "{}#{runner}",
-        dir.map(Path::display)
+        "local:{}:{runner}",
+        dir.as_deref()
+            .map(Path::display)
             .map(|d| d.to_string())
             .unwrap_or_default()
     )
 }
 
 /// [`refusal`] of the runner at `node` (Runx's node path), in Runx's order (the graph
-/// runner's tools, then each step's child, then the graph's producers); `expanding` holds the runners being judged,
-/// so a cycle ends.
+/// runner's tools, then each step's child, then the graph's producers); `expanding` holds the
+/// identities of the runners being expanded, so a cycle is refused as Runx refuses it.
 fn node_refusal(
     runner: &Value,
     scope: Scope<'_>,
     node: &str,
     expanding: &mut Vec<String>,
 ) -> Option<String> {
-    // Runx refuses the graph runner's unresolved tools; those of a child runner it was seen to
-    // run regardless (runx-cli 0.8.2, by hand), so they are not judged here.
-    if let Some(dir) = scope.dir.filter(|_| node == "entry")
-        && let Some(tool) = tool_names(runner)
-            .into_iter()
-            .find(|tool| !tool_resolves(tool, dir))
-    {
-        return Some(format!(
-            "operator context could not resolve required local tool '{tool}'"
-        ));
+    let mut tools = BTreeMap::new();
+    if let Some(dir) = scope.dir {
+        for tool in tool_names(runner) {
+            match resolve_tool(tool, dir, scope.workspace) {
+                Ok(Some(found)) => {
+                    tools.insert(tool, found.declares_artifact_output());
+                }
+                // Runx refuses the graph runner's unresolved tools; those of a child runner it
+                // was seen to run regardless (runx-cli 0.8.2, by hand), so they are not judged
+                // here.
+                Ok(None) if node == "entry" => {
+                    return Some(format!(
+                        "operator context could not resolve required local tool '{tool}'"
+                    ));
+                }
+                Ok(None) => {}
+                Err(message) => return Some(message),
+            }
+        }
     }
     let graph = runner.get("graph")?;
     let steps = graph.get("steps").and_then(Value::as_array)?;
-    let children: Vec<Option<Child>> = steps.iter().map(|step| child(step, scope)).collect();
-    for (step, child) in steps.iter().zip(&children) {
-        let (Some(id), Some(child)) = (step.get("id").and_then(Value::as_str), child) else {
-            continue;
+    let mut children: Vec<Option<Child>> = Vec::with_capacity(steps.len());
+    for step in steps {
+        let child = match child(step, scope) {
+            Ok(child) => child,
+            Err(message) => return Some(message),
         };
-        let name = child
-            .runner
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let key = expansion_key(child.dir.as_deref(), name);
-        if expanding.contains(&key) {
-            continue;
+        if let (Some(id), Some(child)) = (step.get("id").and_then(Value::as_str), &child) {
+            let name = child
+                .runner
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            let key = identity(child.dir.as_deref(), name);
+            let path = format!("{node}.{id}");
+            if expanding.contains(&key) {
+                // Runx's `expand_runner_node`.
+                return Some(format!(
+                    "operator context chain contains a cycle at {path} ({key})"
+                ));
+            }
+            expanding.push(key);
+            let child_scope = Scope {
+                runners: Some(&child.runners),
+                dir: child.dir.as_deref(),
+                workspace: scope.workspace,
+            };
+            let refused = node_refusal(&child.runner, child_scope, &path, expanding);
+            expanding.pop();
+            if refused.is_some() {
+                return refused;
+            }
         }
-        expanding.push(key);
-        let child_scope = Scope {
-            runners: Some(&child.runners),
-            dir: child.dir.as_deref(),
-        };
-        let refused = node_refusal(
-            &child.runner,
-            child_scope,
-            &format!("{node}.{id}"),
-            expanding,
-        );
-        expanding.pop();
-        if refused.is_some() {
-            return refused;
-        }
+        children.push(child);
     }
     let result_from = graph.get("result_from").and_then(Value::as_array)?;
     result_from
@@ -185,7 +212,7 @@ fn node_refusal(
                 .iter()
                 .zip(&children)
                 .find(|(step, _)| step.get("id").and_then(Value::as_str) == Some(id))
-                .is_some_and(|(step, child)| !declares_result(step, child.as_ref()))
+                .is_some_and(|(step, child)| !declares_result(step, child.as_ref(), &tools))
         })
         .map(|id| {
             format!(
@@ -217,64 +244,170 @@ fn strings(value: Option<&Value>) -> impl Iterator<Item = &str> {
         .filter_map(Value::as_str)
 }
 
-/// Whether Runx finds `tool` for a package in `dir`: one of its native tools, else a local
-/// manifest (`resolve_local_tool`): the path the name spells from the package folder, or
-/// `<segments>/manifest.json` under `RUNX_TOOL_ROOTS`, a `tools` folder or a `.runx/tools`
-/// folder. Every ancestor's folders are looked in (a superset of Runx's roots, which end at
-/// its workspace root), so a tool is refused only where Runx cannot find it either; a name
-/// Runx refuses otherwise (an absolute or `..` path) is left to the step.
-fn tool_resolves(tool: &str, dir: &Path) -> bool {
-    if RUNX_NATIVE_TOOLS.contains(&tool) {
-        return true;
-    }
-    let candidate = Path::new(tool);
-    if candidate.is_absolute() || candidate.components().any(|c| c == Component::ParentDir) {
-        return true;
-    }
-    let explicit = dir.join(candidate);
-    if explicit.is_file() || explicit.join("manifest.json").is_file() {
-        return true;
-    }
-    let segments: PathBuf = tool.split('.').filter(|s| !s.is_empty()).collect();
-    if segments.components().count() < 2 {
-        return false;
-    }
-    let configured = std::env::var_os("RUNX_TOOL_ROOTS")
-        .map(|roots| std::env::split_paths(&roots).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let ancestors = dir
-        .ancestors()
-        .flat_map(|ancestor| [ancestor.join("tools"), ancestor.join(".runx/tools")]);
-    configured
-        .into_iter()
-        .chain(ancestors)
-        .any(|root| root.join(&segments).join("manifest.json").exists())
+/// A tool Runx finds for a package: one of its native tools, or a local manifest.
+pub(super) enum Tool {
+    Native(&'static str),
+    /// A local tool manifest: its path and its JSON.
+    Local(PathBuf, Value),
 }
 
-/// The runner a `skill:` step names: a sibling (`.`), or that of the package in the folder
-/// it names (the named runner, else the one default, else the only one, as Runx selects).
-fn child(step: &Value, scope: Scope<'_>) -> Option<Child> {
-    let reference = step.get("skill")?.as_str()?;
+impl Tool {
+    /// Runx's `declared_artifact_output` of the tool: every native tool's contract but two
+    /// emits artifacts; a local manifest's `artifacts` must have a `wrap_as` or `named_emits`.
+    fn declares_artifact_output(&self) -> bool {
+        match self {
+            Tool::Native(name) => !TOOLS_WITHOUT_ARTIFACTS.contains(name),
+            Tool::Local(_, manifest) => declares_output_contract(None, manifest.get("artifacts")),
+        }
+    }
+}
+
+/// Where Runx finds `tool` for the package in `dir` when it builds the operator context
+/// (`execution/operator_context.rs`, `load_tools` and `resolve_referenced_local_tool`, with
+/// `tool_catalogs/inspect.rs`, `resolve_local_manifest`): one of its native tools; else the
+/// file, or `manifest.json` in the folder, the name spells from the package folder (a name
+/// that is absolute or has `..` is refused); else, for a name of two or more dot-separated
+/// segments, `<segments>/manifest.json` under the first of its tool roots holding it
+/// ([`tool_roots`]). `Ok(None)` where it is nowhere; Runx's error where the name or the
+/// manifest is refused. Runx validates the whole manifest; the Lab reads it as JSON and
+/// refuses only a graph source, as Runx does.
+pub(super) fn resolve_tool(
+    tool: &str,
+    dir: &Path,
+    workspace: Option<&Path>,
+) -> Result<Option<Tool>, String> {
+    if let Some(native) = RUNX_NATIVE_TOOLS.iter().find(|native| **native == tool) {
+        return Ok(Some(Tool::Native(native)));
+    }
+    let refused =
+        |error: String| format!("operator context could not resolve tool '{tool}': {error}");
+    let candidate = Path::new(tool);
+    if candidate.is_absolute() || candidate.components().any(|c| c == Component::ParentDir) {
+        return Err(refused(
+            "Explicit tool manifest paths must be relative and must not contain '..'.".to_owned(),
+        ));
+    }
+    let explicit = dir.join(candidate);
+    let manifest = if explicit.is_file() {
+        Some(explicit)
+    } else if explicit.join("manifest.json").is_file() {
+        Some(explicit.join("manifest.json"))
+    } else {
+        let segments: PathBuf = tool.split('.').filter(|s| !s.is_empty()).collect();
+        if segments.components().count() < 2 {
+            return Ok(None);
+        }
+        tool_roots(dir, workspace)
+            .into_iter()
+            .map(|root| root.join(&segments).join("manifest.json"))
+            .find(|manifest| manifest.exists())
+    };
+    let Some(path) = manifest else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|err| refused(format!("reading tool manifest {}: {err}", path.display())))?;
+    let json: Value = serde_json::from_str(&text).map_err(|err| {
+        refused(format!(
+            "{}: Tool manifest JSON is invalid: {err}",
+            path.display()
+        ))
+    })?;
+    if json.pointer("/source/type").and_then(Value::as_str) == Some("graph") {
+        return Err(format!("local tool '{tool}' cannot use a graph source"));
+    }
+    Ok(Some(Tool::Local(path, json)))
+}
+
+/// Runx's tool roots for a package in `dir` as its validator's harness has them (`skill
+/// validate` and `skill apply`, whose harness runs in `isolated_harness_env`: `RUNX_CWD` the
+/// workspace, `RUNX_TOOL_ROOTS` only the workspace's `tools`, the operator's own dropped), each
+/// an existing folder, once, in order: the workspace's `tools` folder, then the package's
+/// `tools` folder and, for a package in a `skills` folder, the `tools` folder beside that
+/// `skills` folder (`services/tool_roots.rs`, `inferred_tool_roots`, added to
+/// `RUNX_TOOL_ROOTS`), then `.runx/tools` in the package folder and each folder above it up to
+/// the workspace, when the package is inside the workspace (`tool_catalogs/inspect.rs`,
+/// `resolve_tool_roots`). Without a workspace, Runx's own choice: the nearest folder at or
+/// above the package holding `pnpm-workspace.yaml` or `.runx/project.json`, else the package
+/// folder.
+fn tool_roots(dir: &Path, workspace: Option<&Path>) -> Vec<PathBuf> {
+    // Runx's package folder is canonical.
+    let canonical = std::fs::canonicalize(dir);
+    let dir = canonical.as_deref().unwrap_or(dir);
+    let root = workspace.map_or_else(
+        || {
+            dir.ancestors()
+                .find(|folder| {
+                    folder.join("pnpm-workspace.yaml").exists()
+                        || folder.join(".runx/project.json").exists()
+                })
+                .unwrap_or(dir)
+                .to_path_buf()
+        },
+        Path::to_path_buf,
+    );
+    let mut candidates = vec![root.join("tools"), dir.join("tools")];
+    if let Some(parent) = dir
+        .parent()
+        .filter(|parent| parent.file_name().and_then(|name| name.to_str()) == Some("skills"))
+        .and_then(Path::parent)
+    {
+        candidates.push(parent.join("tools"));
+    }
+    if dir.starts_with(&root) {
+        let between = dir
+            .ancestors()
+            .take_while(|folder| folder.starts_with(&root));
+        candidates.extend(between.map(|folder| folder.join(".runx/tools")));
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for candidate in candidates {
+        if candidate.is_dir() && !roots.contains(&candidate) {
+            roots.push(candidate);
+        }
+    }
+    roots
+}
+
+/// The runner a `skill:` step names, in Runx's order (`load_step_skill`): a sibling (`.`), or
+/// that of the package in the folder it names, which must load (else Runx's error); then the
+/// named runner, else the one default, else the only one (else Runx's
+/// `UnsupportedRunnerSelection`). `None` for a `$input` or registry reference, or where no
+/// folder is known.
+fn child(step: &Value, scope: Scope<'_>) -> Result<Option<Child>, String> {
+    let Some(reference) = step.get("skill").and_then(Value::as_str) else {
+        return Ok(None);
+    };
     let (runners, dir) = if reference == "." {
-        (scope.runners?.clone(), scope.dir.map(Path::to_path_buf))
+        let Some(runners) = scope.runners else {
+            return Ok(None);
+        };
+        (runners.clone(), scope.dir.map(Path::to_path_buf))
     } else {
         let registry = ["registry:", "runx-registry:", "runx://skill/"]
             .iter()
             .any(|prefix| reference.starts_with(prefix));
-        if reference.starts_with('$') || registry {
-            return None;
-        }
-        let nested = load_nested(&scope.dir?.join(reference))?;
+        let Some(dir) = scope
+            .dir
+            .filter(|_| !reference.starts_with('$') && !registry)
+        else {
+            return Ok(None);
+        };
+        // Runx joins the reference to its canonical package folder, and names that path.
+        let base = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let nested = load_nested(&base.join(reference))?;
         let runners = nested
             .package
             .profile_json()
-            .get("runners")?
-            .as_object()?
-            .clone();
+            .get("runners")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         (runners, Some(PathBuf::from(nested.source_path)))
     };
-    let name = match step.get("runner").and_then(Value::as_str) {
-        Some(name) => name.to_owned(),
+    let requested = step.get("runner").and_then(Value::as_str);
+    let name = match requested {
+        Some(name) => Some(name.to_owned()),
         None => {
             let defaults: Vec<&String> = runners
                 .iter()
@@ -282,21 +415,25 @@ fn child(step: &Value, scope: Scope<'_>) -> Option<Child> {
                 .map(|(name, _)| name)
                 .collect();
             match defaults.as_slice() {
-                [one] => (*one).clone(),
-                [] if runners.len() == 1 => runners.keys().next()?.clone(),
-                _ => return None,
+                [one] => Some((*one).clone()),
+                [] if runners.len() == 1 => runners.keys().next().cloned(),
+                _ => None,
             }
         }
     };
-    let mut runner = runners.get(&name)?.clone();
+    let Some((name, mut runner)) =
+        name.and_then(|name| runners.get(&name).cloned().map(|runner| (name, runner)))
+    else {
+        return Err(unsupported_runner(requested.unwrap_or("default")));
+    };
     if let Some(object) = runner.as_object_mut() {
         object.insert("name".to_owned(), Value::String(name));
     }
-    Some(Child {
+    Ok(Some(Child {
         runner,
         runners,
         dir,
-    })
+    }))
 }
 
 /// Runx's `declares_output_contract`: non-empty `outputs`, or artifacts with a `wrap_as` or
@@ -319,7 +456,9 @@ fn present(value: Option<&Value>) -> bool {
     value.is_some_and(|value| !value.is_null())
 }
 
-fn declares_result(step: &Value, child: Option<&Child>) -> bool {
+/// Whether `step` declares a semantic output contract (Runx's `step_declares_result`);
+/// `tools` holds the resolved tools' `declared_artifact_output`, by name.
+fn declares_result(step: &Value, child: Option<&Child>, tools: &BTreeMap<&str, bool>) -> bool {
     let artifacts = step.get("artifacts");
     let step_artifact_output = declares_output_contract(None, artifacts);
     if let Some(run) = step.get("run") {
@@ -333,13 +472,18 @@ fn declares_result(step: &Value, child: Option<&Child>) -> bool {
         return declares_output_contract(run.get("outputs"), artifacts);
     }
     if let Some(tool) = step.get("tool").and_then(Value::as_str) {
-        return step_artifact_output
-            || (!present(artifacts) && !TOOLS_WITHOUT_ARTIFACTS.contains(&tool));
+        // A tool left unresolved (a child runner's, not judged) counts as Runx's native tools
+        // do.
+        let tool_output = tools
+            .get(tool)
+            .copied()
+            .unwrap_or(!TOOLS_WITHOUT_ARTIFACTS.contains(&tool));
+        return step_artifact_output || (!present(artifacts) && tool_output);
     }
     if step.get("skill").is_some() {
         let Some(child) = child else {
-            // A `$input` or registry reference, or a folder that does not load: not judged
-            // here (the harness fails such a step as unsupported when it reaches it).
+            // A `$input` or registry reference: not judged here (the harness fails such a
+            // step as unsupported when it reaches it).
             return true;
         };
         let child = &child.runner;
@@ -368,6 +512,7 @@ mod tests {
         Scope {
             runners: runners.as_object(),
             dir: None,
+            workspace: None,
         }
     }
 
@@ -393,9 +538,13 @@ mod tests {
             refused.starts_with("graph result producer 'entry.sub.deep' declares"),
             "{refused}"
         );
-        // A runner naming itself ends instead of recursing forever.
+        // A runner naming itself is refused where Runx finds the cycle
+        // (`execution/operator_context.rs`, `expand_runner_node`).
         let step = json!({ "id": "s", "skill": ".", "runner": "loop" });
-        assert_eq!(refusal(&graph(step), "flow", scope(&runners)), None);
+        assert_eq!(
+            refusal(&graph(step), "flow", scope(&runners)).as_deref(),
+            Some("operator context chain contains a cycle at entry.s.again (local::loop)")
+        );
     }
 
     #[test]
@@ -440,5 +589,79 @@ mod tests {
                 "{step}"
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod step_target_tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::{Scope, refusal};
+
+    /// The refusal of a graph runner `flow` taking its result from its one step `step`, of a
+    /// package in `dir` whose other runners are `runners`.
+    fn refused(dir: &Path, step: serde_json::Value, runners: &serde_json::Value) -> Option<String> {
+        let runner = json!({ "type": "graph", "graph": { "result_from": ["s"], "steps": [step] } });
+        let scope = Scope {
+            runners: runners.as_object(),
+            dir: Some(dir),
+            workspace: Some(dir),
+        };
+        refusal(&runner, "flow", scope)
+    }
+
+    #[test]
+    fn a_step_naming_a_folder_that_is_no_package_is_refused_with_runx_io_error() {
+        // runx-runtime `skill_package.rs`, `resolve_skill_package_directory`: `runtime I/O
+        // failed while reading <folder>/../other: …` (`RuntimeError::io`), seen by hand from
+        // runx-cli 0.8.2 as well.
+        let dir = tempfile::tempdir().unwrap();
+        let step = json!({ "id": "s", "skill": "../other" });
+        assert_eq!(
+            refused(dir.path(), step, &json!({})),
+            Some(format!(
+                "runtime I/O failed while reading {}/../other: No such file or directory (os \
+                 error 2)",
+                dir.path().display()
+            ))
+        );
+    }
+
+    #[test]
+    fn a_step_naming_a_runner_the_package_lacks_is_refused_in_runx_words() {
+        // runx-runtime `execution/graph.rs`, `select_step_runner`: the runner named, else
+        // `default` where no single default or only runner is there.
+        let dir = tempfile::tempdir().unwrap();
+        let agent = json!({ "type": "agent-task", "agent": "a", "task": "t" });
+        let runners = json!({ "one": agent, "two": agent });
+        let named = json!({ "id": "s", "skill": ".", "runner": "nosuch" });
+        assert_eq!(
+            refused(dir.path(), named, &runners).as_deref(),
+            Some("runner selection 'nosuch' is not supported by the native runtime yet")
+        );
+        let unnamed = json!({ "id": "s", "skill": "." });
+        assert_eq!(
+            refused(dir.path(), unnamed, &runners).as_deref(),
+            Some("runner selection 'default' is not supported by the native runtime yet")
+        );
+    }
+
+    #[test]
+    fn a_sibling_naming_the_graph_itself_is_refused_as_a_cycle_at_its_step() {
+        // runx-runtime `execution/operator_context.rs`, `expand_runner_node` and
+        // `node_identity`.
+        let dir = tempfile::tempdir().unwrap();
+        let step = json!({ "id": "s", "skill": ".", "runner": "flow" });
+        let runners = json!({ "flow": { "type": "graph", "graph": { "steps": [step] } } });
+        let canonical = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(
+            refused(dir.path(), step, &runners),
+            Some(format!(
+                "operator context chain contains a cycle at entry.s (local:{}:flow)",
+                canonical.display()
+            ))
+        );
     }
 }

@@ -643,10 +643,32 @@ fn run_tool(tool: &str, inputs: &Map<String, Value>, env: &mut Env<'_>) -> End {
             Err(message) => End::Failed(format!("fs.read: {message}")),
         },
         _ => match env.tools.call(tool, &inputs_value, &env.scratch) {
-            None => End::Failed(format!("tool {tool:?} is not available in the harness")),
+            None => End::Failed(unavailable_tool(tool, env.options)),
             Some(Ok(claim)) => End::Done(claim),
             Some(Err(message)) => End::Failed(format!("{tool}: {message}")),
         },
+    }
+}
+
+/// Why the harness cannot run `tool`: Runx runs a local tool manifest's source, which the
+/// Lab's replay does not (see docs/lab.md, differences); any other tool is one of Runx's
+/// native tools the Lab does not provide.
+fn unavailable_tool(tool: &str, options: &HarnessOptions) -> String {
+    let local =
+        options.package_dir.as_deref().and_then(|dir| {
+            match result_contract::resolve_tool(tool, dir, options.workspace_root.as_deref()) {
+                Ok(Some(result_contract::Tool::Local(path, _))) => Some(path),
+                _ => None,
+            }
+        });
+    match local {
+        Some(path) => format!(
+            "tool {tool:?} is a local tool ({}), which Runx runs from its manifest; the Lab's \
+             replay runs only the native tools it provides, so this step needs Runx \
+             (`runx harness`) or a native tool",
+            path.display()
+        ),
+        None => format!("tool {tool:?} is not available in the harness"),
     }
 }
 
@@ -772,7 +794,7 @@ fn run_graph(
     let graph_name = text(&graph, "name").unwrap_or(runner_name).to_owned();
     // Runx refuses a graph whose result producer declares no output contract before any step
     // runs.
-    let scope = result_contract::Scope::of(profile, env.options.package_dir.as_deref());
+    let scope = result_contract::Scope::of(profile, env.options);
     if let Some(message) = result_contract::refusal(runner, runner_name, scope) {
         outcome.status = CaseStatus::Failure;
         outcome.error = Some(message);

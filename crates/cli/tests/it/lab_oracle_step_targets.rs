@@ -1,0 +1,238 @@
+//! What Runx does with the targets of a graph's steps before the graph runs: the package a
+//! `skill:` step names must load and have the runner it names, a runner must not name itself
+//! (or a runner already being expanded), and a `tool:` step's tool is one of Runx's native
+//! tools or a local tool manifest, found in Runx's tool roots only, whose `artifacts` say
+//! whether the step declares a result.
+//!
+//! The expected texts are Runx's own, from the source of runx-cli 0.8.2 (`AutoMerchLab/runx`
+//! at commit `3c8315b9baf67b318895cb06151f68e42bc3fe3a`), each cited where it is asserted:
+//! `runx-runtime/src/execution/operator_context.rs` (the preflight a graph passes before any
+//! step runs: `expand_runner_node`, `load_tools`, `resolve_referenced_local_tool`,
+//! `validate_graph_result_contracts`), `runx-runtime/src/tool_catalogs/inspect.rs`
+//! (`resolve_local_manifest`, `resolve_tool_roots`), `runx-runtime/src/services/tool_roots.rs`
+//! (`inferred_tool_roots`), `runx-runtime/src/execution/graph.rs` (`select_step_runner`),
+//! `runx-runtime/src/skill_package.rs` (`resolve_skill_package_directory`) and
+//! `runx-runtime/src/services/skill_packages/` (`validation.rs`, `validate_candidate`;
+//! `staging.rs`, `isolated_harness_env`). The
+//! missing folder's and missing runner's inspection texts were also seen from a real run
+//! (`runx skill inspect skills/outer --json`, by hand on 2026-12-07); no Runx binary or recipe
+//! is kept.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+/// A workspace holding `skills/gstep`, whose graph runner `flow` takes its result from
+/// `result_from` and runs `steps` (YAML at the steps' indentation), with `extra` runners after
+/// it, and one case that expects the graph to seal.
+fn workspace(result_from: &str, steps: &str, extra: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let package = dir.path().join("skills/gstep");
+    fs::create_dir_all(&package).unwrap();
+    fs::write(
+        package.join("SKILL.md"),
+        "---\nname: gstep\ndescription: Note a topic.\n---\nNote the topic.\n",
+    )
+    .unwrap();
+    fs::write(
+        package.join("X.yaml"),
+        format!(
+            "skill: gstep\nversion: \"0.1.0\"\ncatalog:\n  kind: skill\n  audience: public\n  \
+             visibility: internal\n  role: canonical\nharness:\n  cases:\n    - name: smoke\n      \
+             runner: flow\n      inputs:\n        topic: x\n      expect:\n        status: \
+             sealed\nrunners:\n  flow:\n    default: true\n    type: graph\n    inputs:\n      \
+             topic:\n        type: string\n        required: true\n        description: What to \
+             note.\n    graph:\n      name: flow\n      result_from: [{result_from}]\n      \
+             steps:\n{steps}{extra}"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+fn lab(verb: &str, root: &Path) -> Value {
+    crate::util::lab_json(verb, root, "skills/gstep")
+}
+
+/// The package's canonical folder, as Runx names it in its errors.
+fn package_dir(root: &Path) -> String {
+    fs::canonicalize(root.join("skills/gstep"))
+        .unwrap()
+        .display()
+        .to_string()
+}
+
+/// The harness's reason for the failed `smoke` case.
+fn harness_reason(report: &Value) -> String {
+    report["harness"]["reason"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no harness reason: {report}"))
+        .to_owned()
+}
+
+/// A local tool manifest for `foo.bar` (a `cli-tool`), with `artifacts` when given.
+fn write_tool(folder: &Path, artifacts: Option<Value>) {
+    fs::create_dir_all(folder).unwrap();
+    let mut manifest = json!({
+        "schema": "runx.tool.manifest.v1",
+        "name": "foo.bar",
+        "source": { "type": "cli-tool", "command": "node", "args": ["./run.mjs"] },
+        "inputs": {},
+    });
+    if let Some(artifacts) = artifacts {
+        manifest["artifacts"] = artifacts;
+    }
+    fs::write(folder.join("manifest.json"), manifest.to_string()).unwrap();
+}
+
+const TOOL_STEP: &str = "        - id: t\n          tool: foo.bar\n";
+
+#[test]
+fn a_step_naming_a_folder_that_is_no_package_fails_inspection_and_validation_in_runx_words() {
+    let dir = workspace("sub", "        - id: sub\n          skill: ../other\n", "");
+    let root = dir.path();
+    // `resolve_skill_package_directory`: `RuntimeError::io(format!("reading {}", path))`, the
+    // step's reference joined to the canonical package folder as written.
+    let message = format!(
+        "runtime I/O failed while reading {}/../other: No such file or directory (os error 2)",
+        package_dir(root)
+    );
+    let context = lab("inspect", root);
+    assert_eq!(
+        context["target_inspection"],
+        json!({"status": "failure", "error": {"message": message, "code": "skill_error"}}),
+    );
+    // `validate_candidate` inspects before the harness: `skill inspection failed: …`, as a
+    // `SkillFailed` of `runx.skill.apply`.
+    let report = lab("validate", root);
+    assert_eq!(report["verdict"], "validation_failed", "{report}");
+    assert_eq!(
+        report["inspect"],
+        json!({"status": "failed", "error": message})
+    );
+    assert_eq!(
+        harness_reason(&report),
+        format!("skill 'runx.skill.apply' failed: skill inspection failed: {message}")
+    );
+}
+
+#[test]
+fn a_step_naming_a_runner_its_package_lacks_fails_inspection_in_runx_words() {
+    // `select_step_runner`: `RuntimeError::UnsupportedRunnerSelection`.
+    let message = "runner selection 'nosuch' is not supported by the native runtime yet";
+    let dir = workspace(
+        "sub",
+        "        - id: sub\n          skill: .\n          runner: nosuch\n",
+        "",
+    );
+    let context = lab("inspect", dir.path());
+    assert_eq!(
+        context["target_inspection"],
+        json!({"status": "failure", "error": {"message": message, "code": "skill_error"}}),
+    );
+    let report = lab("validate", dir.path());
+    assert_eq!(report["verdict"], "validation_failed", "{report}");
+    assert_eq!(report["inspect"]["error"], message);
+}
+
+#[test]
+fn a_sibling_runner_naming_its_own_graph_is_refused_as_a_cycle_in_runx_words() {
+    // `expand_runner_node`: `operator context chain contains a cycle at {node_path}
+    // ({identity})`, the identity `local:<canonical folder>:<runner>` (`node_identity`); Runx's
+    // harness prints it after `execution failed: skill run failed: `.
+    let dir = workspace(
+        "again",
+        "        - id: again\n          skill: .\n          runner: flow\n",
+        "",
+    );
+    let report = lab("validate", dir.path());
+    assert_eq!(report["verdict"], "validation_failed", "{report}");
+    let expected = format!(
+        "got \"failure\" (operator context chain contains a cycle at entry.again (local:{}:flow))",
+        package_dir(dir.path())
+    );
+    let reason = harness_reason(&report);
+    assert!(reason.contains(&expected), "{reason}");
+}
+
+#[test]
+fn a_local_tool_manifest_without_artifacts_declares_no_result_in_runx_words() {
+    // `load_tools` reads a local manifest's `artifacts` for `declared_artifact_output`; with
+    // none, `validate_graph_result_contracts` refuses the producer.
+    let dir = workspace("t", TOOL_STEP, "");
+    write_tool(&dir.path().join("tools/foo/bar"), None);
+    let report = lab("validate", dir.path());
+    let reason = harness_reason(&report);
+    assert!(
+        reason.contains(
+            "got \"failure\" (graph result producer 'entry.t' declares no semantic output \
+             contract; add run.outputs or artifacts.wrap_as/named_emits before execution)"
+        ),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_local_tool_manifest_declaring_artifacts_is_admitted_and_the_lab_says_it_does_not_run_it() {
+    // Runx admits the producer and runs the tool's source; the Lab's replay runs native tools
+    // only and says so (docs/lab.md, differences from Runx).
+    for folder in [
+        "tools/foo/bar",
+        "skills/gstep/tools/foo/bar",
+        "skills/gstep/.runx/tools/foo/bar",
+        "skills/.runx/tools/foo/bar",
+        ".runx/tools/foo/bar",
+    ] {
+        let dir = workspace("t", TOOL_STEP, "");
+        let manifest = dir.path().join(folder);
+        write_tool(&manifest, Some(json!({"wrap_as": "bar_packet"})));
+        let report = lab("validate", dir.path());
+        let reason = harness_reason(&report);
+        let manifest = fs::canonicalize(manifest.join("manifest.json")).unwrap();
+        assert!(
+            reason.contains(&format!(
+                "step t: tool \"foo.bar\" is a local tool ({}), which Runx runs from its manifest",
+                manifest.display()
+            )),
+            "{folder}: {reason}"
+        );
+    }
+}
+
+#[test]
+fn a_local_tool_manifest_outside_runx_tool_roots_is_not_found_in_runx_words() {
+    // Runx's validator's roots are the workspace's `tools`, the package's `tools` and the
+    // `tools` beside its `skills` folder, and `.runx/tools` from the package up to the
+    // workspace (`isolated_harness_env`, `inferred_tool_roots`, `resolve_tool_roots`): a
+    // `tools` folder in `skills/` is none of them, nor is one above the workspace, nor one the
+    // operator's `RUNX_TOOL_ROOTS` names (the validator's harness drops it).
+    let refusal =
+        "got \"failure\" (operator context could not resolve required local tool 'foo.bar')";
+    let dir = workspace("t", TOOL_STEP, "");
+    let artifacts = json!({"wrap_as": "bar_packet"});
+    write_tool(
+        &dir.path().join("skills/tools/foo/bar"),
+        Some(artifacts.clone()),
+    );
+    let reason = harness_reason(&lab("validate", dir.path()));
+    assert!(reason.contains(refusal), "{reason}");
+
+    let elsewhere = tempfile::tempdir().unwrap();
+    write_tool(&elsewhere.path().join("foo/bar"), Some(artifacts));
+    let root = dir.path();
+    let output = std::process::Command::new(assert_cmd::cargo::cargo_bin("mindrune"))
+        .args(["lab", "validate", "--json", "--repo-root"])
+        .arg(root)
+        .args(["--target-dir", "skills/gstep"])
+        .env("MINDRUNE_HOME", root.join(".home"))
+        .env("RUNX_TOOL_ROOTS", elsewhere.path())
+        .env_remove("MINDRUNE_LOG")
+        .env_remove("MINDRUNE_DATABASE_URL")
+        .current_dir(root)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let reason = harness_reason(&report);
+    assert!(reason.contains(refusal), "RUNX_TOOL_ROOTS: {reason}");
+}

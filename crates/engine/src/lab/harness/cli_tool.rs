@@ -88,6 +88,8 @@ pub(crate) struct CliRequest<'a> {
     pub scratch: &'a Path,
     pub home: &'a Path,
     pub timeout: Duration,
+    /// The source's `input_mode: stdin`: Runx also writes the input object to its stdin.
+    pub stdin: bool,
 }
 
 /// The child's complete environment; exposed so tests can check the scrubbing directly.
@@ -203,7 +205,12 @@ pub(crate) fn run(request: &CliRequest<'_>) -> Result<ProcessResult, String> {
         max_output: OUTPUT_LIMIT_BYTES,
     };
     // Its own process group, killed whole at exit or timeout: nothing it starts outlives it.
-    let done = run_bounded(command, None, true, limits)
+    let stdin = if request.stdin {
+        Some(serde_json::to_vec(request.inputs).map_err(|err| err.to_string())?)
+    } else {
+        None
+    };
+    let done = run_bounded(command, stdin, true, limits)
         .map_err(|err| format!("spawning {:?}: {err}", request.command))?;
     let over = done.overflowed;
     let exit_code = done.status.and_then(|status| status.code());
@@ -266,6 +273,7 @@ mod tests {
             scratch: Path::new("/scratch"),
             home: Path::new("/home-x"),
             timeout: Duration::from_secs(1),
+            stdin: false,
         };
         let env = child_env(&request, |name| match name {
             "PATH" => Some("/bin".to_owned()),

@@ -19,6 +19,7 @@
 mod assertions;
 pub(crate) mod cli_tool;
 pub mod javascript;
+pub(crate) mod local_tool;
 pub(crate) mod packet_inputs;
 mod packets;
 mod result_contract;
@@ -185,8 +186,8 @@ pub struct HarnessOptions {
     /// folders are read when its result producers are admitted, as Runx reads them before a
     /// graph runs; `None` reads no other package. Replaying a package from its folder sets it.
     pub package_dir: Option<PathBuf>,
-    /// The folder Runx would run in (its `RUNX_CWD`): the workspace whose `tools` and
-    /// `.runx/tools` folders hold the local tool manifests a graph step names. The CLI sets
+    /// The folder Runx would run in (its `RUNX_CWD`): the workspace whose `tools` folder holds
+    /// local tool manifests a graph step names. The CLI sets
     /// the repository root; `None` takes the nearest folder at or above the package marked as
     /// a Runx workspace, else the package's own folder, as Runx does without one.
     pub workspace_root: Option<PathBuf>,

@@ -93,8 +93,8 @@ pub(super) struct Scope<'a> {
     pub(super) runners: Option<&'a Map<String, Value>>,
     /// The package's folder; `None` reads no other package.
     pub(super) dir: Option<&'a Path>,
-    /// The folder Runx runs in (its `RUNX_CWD`), whose `tools` folder and the `.runx/tools`
-    /// folders between it and the package hold local tool manifests ([`resolve_tool`]).
+    /// The folder Runx runs in (its `RUNX_CWD`), whose `tools` folder holds local tool
+    /// manifests ([`resolve_tool`]).
     pub(super) workspace: Option<&'a Path>,
 }
 
@@ -325,11 +325,12 @@ pub(super) fn resolve_tool(
 /// an existing folder, once, in order: the workspace's `tools` folder, then the package's
 /// `tools` folder and, for a package in a `skills` folder, the `tools` folder beside that
 /// `skills` folder (`services/tool_roots.rs`, `inferred_tool_roots`, added to
-/// `RUNX_TOOL_ROOTS`), then `.runx/tools` in the package folder and each folder above it up to
-/// the workspace, when the package is inside the workspace (`tool_catalogs/inspect.rs`,
-/// `resolve_tool_roots`). Without a workspace, Runx's own choice: the nearest folder at or
-/// above the package holding `pnpm-workspace.yaml` or `.runx/project.json`, else the package
-/// folder.
+/// `RUNX_TOOL_ROOTS`). No `.runx/tools` folder: `resolve_tool_roots` walks them from the
+/// package up to the workspace, but the real binary's harness and validator resolve none, in
+/// the package, in `skills` or in the workspace (runx-cli 0.8.2, run by hand on 2026-12-07:
+/// `operator context could not resolve required local tool 'foo.bar'`). Without a workspace,
+/// Runx's own choice: the nearest folder at or above the package holding
+/// `pnpm-workspace.yaml` or `.runx/project.json`, else the package folder.
 fn tool_roots(dir: &Path, workspace: Option<&Path>) -> Vec<PathBuf> {
     // Runx's package folder is canonical.
     let canonical = std::fs::canonicalize(dir);
@@ -353,12 +354,6 @@ fn tool_roots(dir: &Path, workspace: Option<&Path>) -> Vec<PathBuf> {
         .and_then(Path::parent)
     {
         candidates.push(parent.join("tools"));
-    }
-    if dir.starts_with(&root) {
-        let between = dir
-            .ancestors()
-            .take_while(|folder| folder.starts_with(&root));
-        candidates.extend(between.map(|folder| folder.join(".runx/tools")));
     }
     let mut roots: Vec<PathBuf> = Vec::new();
     for candidate in candidates {

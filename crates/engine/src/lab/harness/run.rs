@@ -25,7 +25,7 @@ use super::assertions::{data_envelope, json_equal};
 use super::javascript::{JsInvocation, JsLimits, run_in_worker, run_module};
 use super::{
     CaseOutcome, CaseStatus, HarnessOptions, NativeTools, PacketCatalog, StepTrace, cli_tool,
-    result_contract, scratch, web,
+    local_tool, result_contract, scratch, web,
 };
 
 /// How one source or step ended.
@@ -574,6 +574,7 @@ fn cli(source: &Value, inputs: &Map<String, Value>, env: &Env<'_>) -> End {
         scratch: &env.scratch,
         home: &env.home,
         timeout,
+        stdin: text(source, "input_mode") == Some("stdin"),
     });
     match result {
         Ok(result) if result.success => End::Done(parse_json_maybe(&result.stdout)),
@@ -601,11 +602,39 @@ pub(super) fn parse_json_maybe(stdout: &str) -> Value {
     serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
 }
 
-/// Built-in tools first, then the caller's.
-fn run_tool(tool: &str, inputs: &Map<String, Value>, env: &mut Env<'_>) -> End {
+/// Built-in tools first, then the caller's, then a local tool manifest in the package.
+fn run_tool(
+    tool: &str,
+    step: &Value,
+    inputs: &Map<String, Value>,
+    env: &mut Env<'_>,
+) -> (End, Producer) {
+    if let Some(end) = native_tool(tool, inputs, env) {
+        return (end, Producer::NativeTool);
+    }
+    match local_tool::prepare(tool, step, inputs, env.options) {
+        None => (
+            End::Failed(format!("tool {tool:?} is not available in the harness")),
+            Producer::NativeTool,
+        ),
+        Some(Err(message)) => (End::Failed(message), Producer::LocalTool(None)),
+        // Run through the harness's own sources, the output wrapped by the manifest's
+        // `artifacts` as Runx's dispatcher wraps it.
+        Some(Ok(local)) => {
+            let end = match run_source(&local.kind, &local.source, &local.inputs, env) {
+                End::Done(output) => End::Done(local_tool::wrap(output, local.artifacts.as_ref())),
+                other => other,
+            };
+            (end, Producer::LocalTool(local.artifacts))
+        }
+    }
+}
+
+/// The harness's own tools, then the caller's; `None` where neither has `tool`.
+fn native_tool(tool: &str, inputs: &Map<String, Value>, env: &mut Env<'_>) -> Option<End> {
     let responses = object(env.caller.get("http_responses"));
     let inputs_value = Value::Object(inputs.clone());
-    match tool {
+    let end = match tool {
         "web.fetch" => {
             let claim = web::web_fetch(&inputs_value, &responses, &env.options.created_at);
             match claim
@@ -642,34 +671,17 @@ fn run_tool(tool: &str, inputs: &Map<String, Value>, env: &mut Env<'_>) -> End {
             Ok(claim) => End::Done(claim),
             Err(message) => End::Failed(format!("fs.read: {message}")),
         },
-        _ => match env.tools.call(tool, &inputs_value, &env.scratch) {
-            None => End::Failed(unavailable_tool(tool, env.options)),
-            Some(Ok(claim)) => End::Done(claim),
-            Some(Err(message)) => End::Failed(format!("{tool}: {message}")),
-        },
-    }
-}
-
-/// Why the harness cannot run `tool`: Runx runs a local tool manifest's source, which the
-/// Lab's replay does not (see docs/lab.md, differences); any other tool is one of Runx's
-/// native tools the Lab does not provide.
-fn unavailable_tool(tool: &str, options: &HarnessOptions) -> String {
-    let local =
-        options.package_dir.as_deref().and_then(|dir| {
-            match result_contract::resolve_tool(tool, dir, options.workspace_root.as_deref()) {
-                Ok(Some(result_contract::Tool::Local(path, _))) => Some(path),
-                _ => None,
-            }
-        });
-    match local {
-        Some(path) => format!(
-            "tool {tool:?} is a local tool ({}), which Runx runs from its manifest; the Lab's \
-             replay runs only the native tools it provides, so this step needs Runx \
-             (`runx harness`) or a native tool",
-            path.display()
-        ),
-        None => format!("tool {tool:?} is not available in the harness"),
-    }
+        _ => {
+            return env
+                .tools
+                .call(tool, &inputs_value, &env.scratch)
+                .map(|result| match result {
+                    Ok(claim) => End::Done(claim),
+                    Err(message) => End::Failed(format!("{tool}: {message}")),
+                });
+        }
+    };
+    Some(end)
 }
 
 /// `fs.read` of one file inside the case's scratch package, never outside it (symlinks are
@@ -745,12 +757,21 @@ fn split_edge(reference: &str) -> Option<(&str, &str)> {
         .filter(|(step, path)| !step.is_empty() && !path.is_empty())
 }
 
+/// What a step's claim came from, for its projection: a native tool exposes every key, a local
+/// tool's manifest `artifacts` stand in for a step declaring none (Runx's
+/// `build_step_output_projection`, `step.artifacts.or(extra_artifacts)`).
+enum Producer {
+    Source,
+    NativeTool,
+    LocalTool(Option<Value>),
+}
+
 /// The addressable outputs of a finished step (see the module comment).
-fn project(step: &Value, claim: &Value) -> Result<Map<String, Value>, String> {
+fn project(step: &Value, claim: &Value, producer: &Producer) -> Result<Map<String, Value>, String> {
     let empty = Map::new();
     let claim_object = claim.as_object().unwrap_or(&empty);
     let mut outputs = Map::new();
-    if step.get("tool").is_some() {
+    if matches!(producer, Producer::NativeTool) {
         for (name, value) in claim_object {
             outputs.insert(name.clone(), data_envelope(value.clone()));
         }
@@ -763,7 +784,12 @@ fn project(step: &Value, claim: &Value) -> Result<Map<String, Value>, String> {
             outputs.insert(name.clone(), value.clone());
         }
     }
-    if let Some(artifacts) = step.get("artifacts").filter(|_| !claim_object.is_empty()) {
+    let tool_artifacts = match producer {
+        Producer::LocalTool(artifacts) => artifacts.as_ref(),
+        _ => None,
+    };
+    let artifacts = step.get("artifacts").or(tool_artifacts);
+    if let Some(artifacts) = artifacts.filter(|_| !claim_object.is_empty()) {
         if let Some(wrap_as) = text(artifacts, "wrap_as") {
             let value = claim_object
                 .get(wrap_as)
@@ -839,26 +865,7 @@ fn run_graph(
                 break;
             }
         };
-        let end = if let Some(tool) = text(step, "tool") {
-            run_tool(tool, &step_inputs, env)
-        } else if let Some(run) = step.get("run") {
-            match run {
-                Value::String(kind) if kind == "approval" => approval(&Value::Null, &step_id, env),
-                Value::Object(_) => {
-                    let kind = text(run, "type").unwrap_or("");
-                    if kind == "approval" {
-                        approval(run, &step_id, env)
-                    } else {
-                        run_source(kind, run, &step_inputs, env)
-                    }
-                }
-                _ => End::Failed("run must be an inline source or approval".to_owned()),
-            }
-        } else if step.get("skill").is_some() {
-            End::Failed("nested skill steps are not supported by the harness".to_owned())
-        } else {
-            End::Failed("step declares none of tool, run or skill".to_owned())
-        };
+        let (end, producer) = run_step(step, &step_id, &step_inputs, env);
         last_ran = Some(step_id.clone());
         let (trace, claim, stop) = match end {
             End::Done(claim) => ("succeeded", Some(claim), None),
@@ -888,7 +895,8 @@ fn run_graph(
             } else {
                 Ok(())
             };
-            match project(step, &claim).and_then(|projected| packets.map(|()| projected)) {
+            match project(step, &claim, &producer).and_then(|projected| packets.map(|()| projected))
+            {
                 Ok(projected) => {
                     outputs.insert(step_id.clone(), Value::Object(projected));
                 }
@@ -943,6 +951,37 @@ fn run_graph(
     outcome.step_outputs = outputs;
     outcome.status = status;
     outcome.reason_code = format!("{graph_name}_{}", status.disposition());
+}
+
+/// Run one graph step that is not skipped: its tool, inline source or approval.
+fn run_step(
+    step: &Value,
+    step_id: &str,
+    inputs: &Map<String, Value>,
+    env: &mut Env<'_>,
+) -> (End, Producer) {
+    if let Some(tool) = text(step, "tool") {
+        return run_tool(tool, step, inputs, env);
+    }
+    let end = if let Some(run) = step.get("run") {
+        match run {
+            Value::String(kind) if kind == "approval" => approval(&Value::Null, step_id, env),
+            Value::Object(_) => {
+                let kind = text(run, "type").unwrap_or("");
+                if kind == "approval" {
+                    approval(run, step_id, env)
+                } else {
+                    run_source(kind, run, inputs, env)
+                }
+            }
+            _ => End::Failed("run must be an inline source or approval".to_owned()),
+        }
+    } else if step.get("skill").is_some() {
+        End::Failed("nested skill steps are not supported by the harness".to_owned())
+    } else {
+        End::Failed("step declares none of tool, run or skill".to_owned())
+    };
+    (end, Producer::Source)
 }
 
 fn should_skip(when: &Value, outputs: &Map<String, Value>, skipped: &[String]) -> bool {
@@ -1111,12 +1150,12 @@ mod tests {
             "run": {"type": "agent-task", "outputs": {"draft": "object"}},
             "artifacts": {"named_emits": {"draft": "draft"}, "wrap_as": "packet"},
         });
-        let projected = project(&step, &json!({"draft": {"a": 1}}));
+        let projected = project(&step, &json!({"draft": {"a": 1}}), &Producer::Source);
         assert_eq!(
             projected.map(Value::Object),
             Ok(json!({"draft": {"data": {"a": 1}}, "packet": {"data": {"draft": {"a": 1}}}}))
         );
-        assert!(project(&step, &json!({"other": 1})).is_err());
+        assert!(project(&step, &json!({"other": 1}), &Producer::Source).is_err());
     }
 
     #[test]

@@ -73,7 +73,7 @@ impl Shape {
 
     /// The key a group of near-repeats is remembered by: `shape:sha256:<hex>`, which cannot be
     /// mistaken for a snippet's own digest (`sha256:<hex>`).
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!("shape:{}", digest::sha256(self.text.as_bytes()))
     }
 }
@@ -81,7 +81,7 @@ impl Shape {
 /// What kind of literal a placeholder stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum LiteralKind {
+pub(crate) enum LiteralKind {
     Number,
     /// A string literal or one text part of a template literal.
     String,
@@ -91,19 +91,19 @@ pub enum LiteralKind {
 /// One literal value of a snippet, as written.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 pub struct Literal {
-    pub kind: LiteralKind,
+    pub(crate) kind: LiteralKind,
     /// The literal as written: `3_200`, `'oak'`, `/^oak$/i`; a template's text part between
     /// backticks (`` `Pos ` ``).
-    pub value: String,
+    pub(crate) value: String,
     /// Where it is in the code, in bytes (the whole token; a template's whole part).
     #[serde(skip)]
-    pub span: std::ops::Range<usize>,
+    pub(crate) span: std::ops::Range<usize>,
 }
 
 /// The object a method was called on: the two globals `execute_code` gives a snippet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Receiver {
+pub(crate) enum Receiver {
     /// `bot`: rs-sdk's high-level actions (`BotActions`).
     Bot,
     /// `sdk`: rs-sdk's low-level state access and raw actions (`BotSDK`).
@@ -112,9 +112,9 @@ pub enum Receiver {
 
 /// One use of a method of `bot` or `sdk` (`bot.walkTo`, `sdk.getState`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct Call {
-    pub receiver: Receiver,
-    pub method: String,
+pub(crate) struct Call {
+    pub(crate) receiver: Receiver,
+    pub(crate) method: String,
 }
 
 impl Call {
@@ -126,7 +126,7 @@ impl Call {
     /// one. `sdk.*` methods read state except the raw `send…` dispatches (less `sendWait`,
     /// which waits, and `sendScreenshot`/`sendFindPath`, which only look) and the few helpers
     /// that click or talk (`say`, `dm`, `clickDialogByText`, `clickInterfaceOption`).
-    pub fn acts_in_game(&self) -> bool {
+    pub(crate) fn acts_in_game(&self) -> bool {
         let method = self.method.as_str();
         match self.receiver {
             Receiver::Bot => !["get", "find", "is", "has", "count", "waitFor"]
@@ -149,24 +149,25 @@ pub struct Analysis {
     /// Every literal in source order; near-repeats have the same number and kinds of literals,
     /// so the values line up position by position.
     pub literals: Vec<Literal>,
-    pub calls: Vec<Call>,
+    pub(crate) calls: Vec<Call>,
 }
 
 impl Analysis {
     /// Whether the snippet calls at least one method that acts in the game.
-    pub fn acts_in_game(&self) -> bool {
+    pub(crate) fn acts_in_game(&self) -> bool {
         self.calls.iter().any(Call::acts_in_game)
     }
 
+    #[cfg(test)]
     /// The literal values in order, as written.
-    pub fn literal_values(&self) -> Vec<String> {
+    pub(crate) fn literal_values(&self) -> Vec<String> {
         self.literals.iter().map(|l| l.value.clone()).collect()
     }
 
     /// A file name for the snippet, made of the first game actions it calls (`walk-to`,
     /// `chop-tree`, `walk-to-chop-tree`): only `[a-z0-9-]`, never empty. A raw `sdk.send…`
     /// call is named without its `send`.
-    pub fn slug(&self) -> String {
+    pub(crate) fn slug(&self) -> String {
         let mut methods: Vec<&str> = Vec::new();
         for call in self.calls.iter().filter(|c| c.acts_in_game()) {
             let name = match call.receiver {

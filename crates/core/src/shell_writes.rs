@@ -71,12 +71,12 @@ pub enum Reach {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Arg<'a> {
     /// As written.
-    pub raw: &'a str,
+    pub(crate) raw: &'a str,
     /// After quote removal, when the shell would pass it on unchanged (no variable,
     /// substitution or `~`); it may still hold glob characters.
-    pub literal: Option<&'a str>,
+    pub(crate) literal: Option<&'a str>,
     /// Whether unquoted glob characters make it a pattern.
-    pub glob: bool,
+    pub(crate) glob: bool,
 }
 
 impl Arg<'_> {

@@ -43,31 +43,31 @@ pub(crate) const READ_ONLY_TOOLS: [&str; 3] = ["Read", "Grep", "Glob"];
 pub(crate) struct Act {
     /// The act's name (`skill-fixer`, `skill-lab-architecture`), for messages and
     /// `MINDRUNE_AGENT_ACT`.
-    pub name: String,
+    pub(crate) name: String,
     /// What the agent is to do: the act's task contract.
-    pub instructions: String,
+    pub(crate) instructions: String,
     /// The act's request: pointers and inputs, as JSON.
-    pub request: Value,
+    pub(crate) request: Value,
     /// The JSON Schema the answer must meet.
-    pub schema: Value,
+    pub(crate) schema: Value,
     /// The folder the agent runs in.
-    pub workdir: PathBuf,
+    pub(crate) workdir: PathBuf,
     /// Folders it may read besides its working folder.
-    pub read_dirs: Vec<PathBuf>,
+    pub(crate) read_dirs: Vec<PathBuf>,
     /// The tools it has (Claude Code's names); every other tool is absent.
-    pub tools: Vec<String>,
-    pub limits: AgentLimits,
+    pub(crate) tools: Vec<String>,
+    pub(crate) limits: AgentLimits,
     /// More variables for a command backend's environment (`MINDRUNE_LAB_ACT`).
-    pub command_env: Vec<(String, String)>,
+    pub(crate) command_env: Vec<(String, String)>,
 }
 
 /// An act's limits, over both of its attempts together.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AgentLimits {
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// US dollars the model calls may cost (Claude Code's own count); a command backend reports
     /// no cost and is held to the time only.
-    pub max_usd: f64,
+    pub(crate) max_usd: f64,
 }
 
 /// Which agent to start.
@@ -112,25 +112,25 @@ pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
 pub struct Attempt {
     /// What it answered; `None` when it printed nothing (a command with no answer) or ended
     /// without one (Claude Code never called its answer tool).
-    pub answer: Option<Value>,
+    pub(crate) answer: Option<Value>,
     /// The model calls' cost, when the backend counts it.
-    pub cost_usd: Option<f64>,
-    pub duration: Duration,
+    pub(crate) cost_usd: Option<f64>,
+    pub(crate) duration: Duration,
     /// Model turns, when the backend counts them.
-    pub turns: Option<u64>,
+    pub(crate) turns: Option<u64>,
     /// Why there is no answer, when there is none.
-    pub why_none: Option<String>,
+    pub(crate) why_none: Option<String>,
     /// Tool calls the backend denied (outside the allow-list).
-    pub denied: Vec<String>,
+    pub(crate) denied: Vec<String>,
 }
 
 /// An act answered and admitted.
 #[derive(Debug)]
 pub(crate) struct Answered<T> {
-    pub value: T,
+    pub(crate) value: T,
     /// The raw answer that was admitted.
-    pub answer: Value,
-    pub attempts: Vec<Attempt>,
+    pub(crate) answer: Value,
+    pub(crate) attempts: Vec<Attempt>,
 }
 
 fn total_cost(attempts: &[Attempt]) -> f64 {
@@ -173,8 +173,8 @@ impl AgentFailure {
 /// The refusal of a first answer, handed to the second attempt.
 #[derive(Debug, Clone)]
 pub(crate) struct Refusal {
-    pub answer: Option<Value>,
-    pub error: String,
+    pub(crate) answer: Option<Value>,
+    pub(crate) error: String,
 }
 
 /// Runs `act` on `backend`: at most two attempts, each answer held to the act's schema and

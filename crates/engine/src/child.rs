@@ -32,7 +32,7 @@ pub struct Finished {
     pub stderr: Vec<u8>,
     pub timed_out: bool,
     /// It printed more than [`Limits::max_output`] on stdout or stderr.
-    pub overflowed: bool,
+    pub(crate) overflowed: bool,
 }
 
 /// Runs `command` with `stdin` as its input (closed at once when `None`), capturing stdout and,

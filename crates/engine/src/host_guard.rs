@@ -115,7 +115,7 @@ impl HostGuard {
 
     /// The guard of an avatar `agent` working in the checkout `project`; `library` is
     /// MindRune's library (or the relay folder) when the hook knows it.
-    pub fn for_avatar(project: &Path, agent: &str, library: &[&Path]) -> HostGuard {
+    pub(crate) fn for_avatar(project: &Path, agent: &str, library: &[&Path]) -> HostGuard {
         let root = resolve(project);
         let mut guard = HostGuard {
             places: Vec::new(),
@@ -303,7 +303,7 @@ impl HostGuard {
     }
 
     /// The verdict on one shell line started in `cwd`.
-    pub fn check_line(&self, line: &str, cwd: &Path) -> Verdict {
+    pub(crate) fn check_line(&self, line: &str, cwd: &Path) -> Verdict {
         let cwd_text = cwd.to_string_lossy();
         let root_text = self.root.to_string_lossy();
         let writes = shell_line_writes(

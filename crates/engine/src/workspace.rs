@@ -648,14 +648,6 @@ impl SnapshotFiles {
         Ok(())
     }
 
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
     fn get(&self, relative: &str) -> Result<Option<&SnapshotFile>, ReadError> {
         // Paths are kept clean: one already clean (as the recorder asks for them) is looked up
         // as it is, without a cleaned copy.

@@ -49,26 +49,26 @@ pub struct RunOutput {
     pub xp_line_seen: bool,
     /// The last state section says the player is dead: a `| DEAD` segment on its `Pos (…)` line
     /// (runner summary) or a `Status: DEAD` line (full world state).
-    pub dead: bool,
+    pub(crate) dead: bool,
     /// `"Name: msg"` of the last `── Error ──` section: its first line only, at most
     /// [`ERROR_MAX_CHARS`] characters.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
     /// `success`, `error`, `timeout` or `cancelled` from the last `── Execution (…) ──` header.
     pub execution_status: Option<String>,
     /// Milliseconds from the last `── Execution (status, 1234ms) ──` header.
     pub elapsed_ms: Option<u64>,
     /// The run probably ended stuck: `blocking_ui.is_some() || cant_reach`.
-    pub stuck_hint: bool,
+    pub(crate) stuck_hint: bool,
     /// A state section (`State`, `World State` or `Terminal World State`) was found.
     pub state_seen: bool,
     /// What blocks the next script, from the last state section: the text after `[!] ` in the
     /// summary form, or the open-UI headings (`Dialog`, `Modal Open`, `Interface`, `Shop`,
     /// `Trade`, `Grand Exchange`) of the full form, joined with `", "`.
-    pub blocking_ui: Option<String>,
+    pub(crate) blocking_ui: Option<String>,
     /// A recent game message of the last state section (`> …` lines of the summary, `- …` lines
     /// under `## Recent Messages` of the full form) says "can't reach" / "cannot reach"
     /// (any case, straight or curly apostrophe), as in the game's "I can't reach that!".
-    pub cant_reach: bool,
+    pub(crate) cant_reach: bool,
     /// The output ends in a failure: its last `── Execution (…) ──` header says anything but
     /// `success`, or an `── Error ──` section comes after the last `── Result ──`. Both runners
     /// print the error this way also when the process exits 0 (the fork runner on a throw or a
@@ -87,10 +87,10 @@ pub struct RunOutput {
     /// [full state](RunOutput::full_state) an empty list means nothing is.
     pub equipment: Vec<String>,
     /// `Position: (3222, 3218) Level 0` of the full form's `## Player`: x, z and the plane.
-    pub position: Option<(i64, i64, i64)>,
+    pub(crate) position: Option<(i64, i64, i64)>,
     /// Hitpoints now and at most, from the `Hitpoints` line of `## Skills` (the current level
     /// is the boosted one: `Hitpoints: 5/10` is 5 of 10; `Hitpoints: 10` is 10 of 10).
-    pub hitpoints: Option<(u32, u32)>,
+    pub(crate) hitpoints: Option<(u32, u32)>,
     /// The player's name from `Name: Woody (Combat 3)` of the full form's `## Player`.
     pub player_name: Option<String>,
     /// The inventory of the last state section: the summary's `Inv N/28: …` line or the full
@@ -99,7 +99,7 @@ pub struct RunOutput {
     /// The last game messages of the last state section, newest first, with the summary's
     /// repeat count (`(x2)`) removed. They are the game's last messages, not this run's: they
     /// carry over from earlier runs.
-    pub messages: Vec<String>,
+    pub(crate) messages: Vec<String>,
     /// The output holds a section that tells how the run ended: `── Result ──`, `── Error ──` or
     /// `── Execution (…) ──`. Without one (the output was cut by `| tail`, or it is the middle
     /// of a state dump), the output cannot say whether the run worked.
@@ -108,18 +108,18 @@ pub struct RunOutput {
     /// on (`chop at (3217, 3231): Timed out waiting for tree chop` gives `Timed out waiting
     /// for tree chop`): what the game did not do. Only a cause's detail: a run that printed one
     /// and returned its Result still worked.
-    pub sdk_timeout: Option<String>,
+    pub(crate) sdk_timeout: Option<String>,
 }
 
 /// An inventory as a runner printed it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inventory {
     /// Slots in use (`Inv 23/28`, or 28 less `## Inventory (5 empty slots)`).
-    pub slots: Option<u32>,
+    pub(crate) slots: Option<u32>,
     /// Item name → count, as listed (`Logs x5` → 5).
     pub items: BTreeMap<String, u32>,
     /// Every item is listed: the summary did not end in `+N more`.
-    pub complete: bool,
+    pub(crate) complete: bool,
 }
 
 /// Parses the printed output of a `runScript` run or an `execute_code` call. Never panics.
@@ -797,7 +797,7 @@ pub struct RunFacts {
     pub stuck: bool,
     /// The game messages this run added, newest first (all of them when there is no previous
     /// run to tell the carried-over ones by).
-    pub new_messages: Vec<String>,
+    pub(crate) new_messages: Vec<String>,
     /// Why the run failed, for the person reading its record: the error line, and the game
     /// message that explains it when this run showed one (`You do not have an axe…`).
     pub failure: Option<String>,

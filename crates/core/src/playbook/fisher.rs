@@ -17,13 +17,13 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct Table {
     /// Reads of the live revision that ended in a reported correction.
-    pub a: u64,
+    pub(crate) a: u64,
     /// Clean reads of the live revision.
-    pub b: u64,
+    pub(crate) b: u64,
     /// Reads of the previous revision that ended in a reported correction.
-    pub c: u64,
+    pub(crate) c: u64,
     /// Clean reads of the previous revision.
-    pub d: u64,
+    pub(crate) d: u64,
 }
 
 /// The three p-values of Fisher's exact test on a [`Table`].
@@ -31,13 +31,13 @@ pub(crate) struct Table {
 pub(crate) struct FisherResult {
     /// The probability, with the margins fixed, of a table at most as likely as the observed
     /// one.
-    pub p_two_sided: f64,
+    pub(crate) p_two_sided: f64,
     /// The lower tail of `a`: small when the live revision has fewer corrections than chance
     /// would give it.
-    pub p_less: f64,
+    pub(crate) p_less: f64,
     /// The upper tail of `a`: small when the live revision has more corrections than chance
     /// would give it.
-    pub p_greater: f64,
+    pub(crate) p_greater: f64,
 }
 
 /// What the record says about the live revision against the one it replaced.

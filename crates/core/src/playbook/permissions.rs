@@ -44,7 +44,7 @@ pub enum Act {
 
 impl Act {
     /// Every act, in the order of the spec's table and of the rendered file.
-    pub const ALL: [Act; 5] = [
+    pub(crate) const ALL: [Act; 5] = [
         Act::Create,
         Act::Report,
         Act::Revise,
@@ -64,13 +64,14 @@ impl Act {
     }
 
     /// The act whose key is exactly `name` (lowercase), if there is one.
-    pub fn from_name(name: &str) -> Option<Act> {
+    pub(crate) fn from_name(name: &str) -> Option<Act> {
         Act::ALL.into_iter().find(|act| act.as_str() == name)
     }
 
+    #[cfg(test)]
     /// Whether `policy` is one this act accepts: `report` files no card, so it cannot wait on
     /// one, and `retire` is always the human's call, so it never applies itself.
-    pub fn allows(self, policy: Policy) -> bool {
+    pub(crate) fn allows(self, policy: Policy) -> bool {
         !matches!(
             (self, policy),
             (Act::Report, Policy::Card) | (Act::Retire, Policy::Auto)
@@ -102,7 +103,7 @@ pub enum Policy {
 
 impl Policy {
     /// Every policy, in the order the file's header explains them.
-    pub const ALL: [Policy; 3] = [Policy::Ask, Policy::Card, Policy::Auto];
+    pub(crate) const ALL: [Policy; 3] = [Policy::Ask, Policy::Card, Policy::Auto];
 
     /// The policy's word in `permissions.yaml`.
     pub fn as_str(self) -> &'static str {
@@ -114,7 +115,7 @@ impl Policy {
     }
 
     /// The policy whose word is exactly `word` (lowercase), if there is one.
-    pub fn from_name(word: &str) -> Option<Policy> {
+    pub(crate) fn from_name(word: &str) -> Option<Policy> {
         Policy::ALL
             .into_iter()
             .find(|policy| policy.as_str() == word)
@@ -190,8 +191,9 @@ impl Permissions {
         self.policies[act.index()]
     }
 
+    #[cfg(test)]
     /// Whether these are exactly the permissions of the mode built for unattended work.
-    pub fn is_unattended_mode(&self) -> bool {
+    pub(crate) fn is_unattended_mode(&self) -> bool {
         *self == Self::unattended()
     }
 

@@ -20,15 +20,15 @@ pub struct Turn {
     /// 1-based, in the order of the transcript.
     pub number: usize,
     /// The prompt's text (its first line or so is what a human recognises).
-    pub prompt: String,
-    pub calls: Vec<ToolCall>,
+    pub(crate) prompt: String,
+    pub(crate) calls: Vec<ToolCall>,
 }
 
 /// One tool call of the assistant.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolCall {
-    pub name: String,
-    pub input: Value,
+pub(crate) struct ToolCall {
+    pub(crate) name: String,
+    pub(crate) input: Value,
 }
 
 /// A line that was not read, and why.

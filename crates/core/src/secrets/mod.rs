@@ -167,7 +167,7 @@ const MAX_RESCANS: usize = 4;
 
 /// The kind of a detected secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SecretKind {
+pub(crate) enum SecretKind {
     /// One of the exact values given to [`Scrubber::new`].
     KnownSecret,
     /// A literal assigned to a credential-looking name.
@@ -238,9 +238,9 @@ impl SecretKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
     /// 1-based line number in the scrubbed text.
-    pub line: usize,
+    pub(crate) line: usize,
     /// What was redacted.
-    pub kind: SecretKind,
+    pub(crate) kind: SecretKind,
 }
 
 /// The scrubbed text and what was removed from it.
@@ -396,7 +396,7 @@ impl Scrubber {
     }
 
     /// Whether `text` holds anything [`Scrubber::scrub`] would redact.
-    pub fn contains_secret(&self, text: &str) -> bool {
+    pub(crate) fn contains_secret(&self, text: &str) -> bool {
         !self.scrub(text).findings.is_empty()
     }
 

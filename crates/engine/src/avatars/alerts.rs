@@ -81,7 +81,7 @@ impl QuietHours {
     }
 
     /// When a delivery due at `at` may go: `at`, or the end of the quiet hours it falls in.
-    pub fn release(self, at: Millis) -> Millis {
+    pub(crate) fn release(self, at: Millis) -> Millis {
         if !self.contains(at) {
             return at;
         }
@@ -168,11 +168,11 @@ pub struct Alert {
     pub kind: &'static str,
     /// The script (`buzz/chop.ts`) or the avatar.
     pub subject: String,
-    pub title: String,
-    pub detail: String,
-    pub next_step: String,
+    pub(crate) title: String,
+    pub(crate) detail: String,
+    pub(crate) next_step: String,
     /// The dashboard page: a path, or an address when the dashboard's is configured.
-    pub url: String,
+    pub(crate) url: String,
 }
 
 impl Alert {

@@ -39,7 +39,7 @@ pub enum Item {
 impl Item {
     /// How much harm it does, for the order: a failing family skill hurts every sibling that
     /// runs it, a long streak more than one failure, a quiet avatar less than a broken script.
-    pub fn harm(&self) -> i64 {
+    pub(crate) fn harm(&self) -> i64 {
         match self {
             Item::Failing(f) => {
                 let siblings = if f.family {
@@ -94,7 +94,7 @@ pub struct Failing {
     /// `<avatar>/<name>.ts`.
     pub label: String,
     /// The avatar whose script it is.
-    pub agent: Option<AgentId>,
+    pub(crate) agent: Option<AgentId>,
     /// A family skill (its siblings run it too).
     pub family: bool,
     pub streak: usize,
@@ -108,11 +108,11 @@ pub struct Failing {
     /// The newest failure's use id (its run page).
     pub last_failure: i64,
     /// The streak's first failure's use id, as far as the runs read reach.
-    pub first_failure: i64,
+    pub(crate) first_failure: i64,
     /// The use id of the newest run that went well, before the streak (0 when none ever did):
     /// with the skill, what names the streak, however long it grows past the runs read (an
     /// alert's stable id).
-    pub streak_after: i64,
+    pub(crate) streak_after: i64,
     /// The siblings whose runs of it are in the streak.
     pub failing_for: Vec<AgentId>,
     /// The version change before the streak, when there is one.
@@ -132,10 +132,10 @@ pub struct Quiet {
     pub agent: AgentId,
     pub agent_name: String,
     pub last_run: Millis,
-    pub quiet_for: Millis,
+    pub(crate) quiet_for: Millis,
     /// The 90th percentile of the gaps between its runs over the last 30 days: session
     /// breaks count, the minutes between runs of one session do not make it small.
-    pub usual_gap: Millis,
+    pub(crate) usual_gap: Millis,
 }
 
 /// A runner's last request to the server, as the server saw it.

@@ -40,7 +40,7 @@ pub enum FamilyError {
 
 impl FamilyError {
     /// Whether the library's or the mirror's disk is full.
-    pub fn is_disk_full(&self) -> bool {
+    pub(crate) fn is_disk_full(&self) -> bool {
         match self {
             FamilyError::Store(err) => err.is_disk_full(),
             FamilyError::Mirror(crate::avatars::mirror_writer::MirrorError::Io {
@@ -76,19 +76,19 @@ impl Default for MirrorOutcome {
 
 /// One sibling's shared skill at the version siblings get.
 #[derive(Debug, Clone, PartialEq)]
-pub struct MirroredSkill {
+pub(crate) struct MirroredSkill {
     /// `<agent>/<name>.ts` inside the mirror.
-    pub path: String,
-    pub shared: SharedSkill,
-    pub version: VersionSummary,
+    pub(crate) path: String,
+    pub(crate) shared: SharedSkill,
+    pub(crate) version: VersionSummary,
 }
 
 /// The library's answer for one agent: what its `family-skills/` holds.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FamilyAnswer {
     pub index: String,
-    pub lessons: String,
-    pub skills: Vec<MirroredSkill>,
+    pub(crate) lessons: String,
+    pub(crate) skills: Vec<MirroredSkill>,
     /// The owner's key digest: a new key (`mindrune owner key`) rewrites every file once.
     scrub_key: String,
 }

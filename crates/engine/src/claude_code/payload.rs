@@ -7,8 +7,8 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 #[error("{}{message}", field.as_ref().map(|f| format!("hook field `{f}`: ")).unwrap_or_default())]
 pub struct HookError {
-    pub field: Option<String>,
-    pub message: String,
+    pub(crate) field: Option<String>,
+    pub(crate) message: String,
 }
 
 pub(crate) fn hook_error(field: &str, message: impl Into<String>) -> HookError {
@@ -43,17 +43,17 @@ impl Payload {
     }
 
     /// `PreToolUse`, `PostToolUse`, `Stop`, …
-    pub fn event(&self) -> &str {
+    pub(crate) fn event(&self) -> &str {
         &self.event
     }
 
     /// The whole object, as Claude Code sent it.
-    pub fn value(&self) -> &Value {
+    pub(crate) fn value(&self) -> &Value {
         &self.value
     }
 
     /// A text field of the object.
-    pub fn text(&self, field: &str) -> Option<&str> {
+    pub(crate) fn text(&self, field: &str) -> Option<&str> {
         self.value.get(field).and_then(Value::as_str)
     }
 }

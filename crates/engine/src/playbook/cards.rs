@@ -21,7 +21,7 @@ pub(crate) const AUTO: &str = "auto";
 /// The answer a card got.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answered {
-    pub card: i64,
+    pub(crate) card: i64,
     pub state: CardState,
     /// What happened, in a sentence ("weekly-report is live as v1 and carried on every turn").
     pub outcome: String,

@@ -24,7 +24,7 @@ pub(crate) const DEFAULT_FIXER_TIMEOUT_SECS: u64 = 600;
 
 /// Which fixer a report starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fixer {
+pub(crate) enum Fixer {
     /// MindRune's own fixer on Claude Code (`mindrune refine fix`): read-only tools, one
     /// schema-checked answer that MindRune files.
     Claude,
@@ -35,19 +35,19 @@ pub enum Fixer {
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlaybookConfig {
     /// The tools the assistant's runtime has besides MindRune's own MCP tools.
-    pub tools: Vec<String>,
+    pub(crate) tools: Vec<String>,
     /// The home tree: every path a skill names must be inside it.
-    pub home: PathBuf,
+    pub(crate) home: PathBuf,
     /// The fixer started in the background for each report: MindRune's own on Claude Code
     /// (`fixer = "claude"`, the default when `claude` is on PATH), or a shell command. `None`
     /// (`fixer = "none"`, or no Claude Code): the correction is recorded only.
-    pub fixer: Option<Fixer>,
+    pub(crate) fixer: Option<Fixer>,
     /// What one run of MindRune's own fixer may cost (US dollars, Claude Code's count).
-    pub fixer_budget_usd: f64,
+    pub(crate) fixer_budget_usd: f64,
     /// How long one run of MindRune's own fixer may take.
-    pub fixer_timeout_secs: u64,
+    pub(crate) fixer_timeout_secs: u64,
     /// When nobody attends a `skill_create` call, it stops once this many drafts wait.
-    pub max_waiting_drafts: usize,
+    pub(crate) max_waiting_drafts: usize,
     /// A task its checks closed as done that took at least this many tool calls suggests a skill.
     pub carry_over_tool_calls: u32,
 }
@@ -68,7 +68,7 @@ struct RawConfig {
 impl PlaybookConfig {
     /// Reads `<workspace>/playbooks.toml`, or the defaults when there is none. The home tree
     /// defaults to `$HOME`, and to the workspace's parent when `$HOME` is unset.
-    pub fn load(workspace: &Path) -> Result<PlaybookConfig, PlaybookError> {
+    pub(crate) fn load(workspace: &Path) -> Result<PlaybookConfig, PlaybookError> {
         let path = workspace.join(CONFIG_FILE);
         let raw = match std::fs::read_to_string(&path) {
             Ok(text) => {

@@ -47,7 +47,7 @@ pub struct Cost {
 
 impl Cost {
     /// One line for the record, given how many distinct turns the skill was read in.
-    pub fn render(&self, turns: usize) -> String {
+    pub(crate) fn render(&self, turns: usize) -> String {
         if self.reported == 0 {
             return format!(
                 "cost: not reported by the host for any of its {turns} turns (a turn record with token usage or tool calls, such as Claude Code's transcript, gives it)"

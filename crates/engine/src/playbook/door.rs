@@ -41,16 +41,6 @@ impl Suggester {
             Suggester::CarryOver => "carry-over",
         }
     }
-
-    pub fn parse(text: &str) -> Option<Suggester> {
-        match text {
-            "assistant" => Some(Suggester::Assistant),
-            "human" => Some(Suggester::Human),
-            "observer" => Some(Suggester::Observer),
-            "carry-over" => Some(Suggester::CarryOver),
-            _ => None,
-        }
-    }
 }
 
 /// A proposed skill: its name, its fields and procedure (version and status are the runtime's

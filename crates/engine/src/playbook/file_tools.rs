@@ -74,7 +74,7 @@ impl Playbooks {
     /// A read of a file by the host's own tool (Claude Code's `Read`): when it is a live skill's
     /// `SKILL.md`, the same usage line `workspace_read` writes (the skill, the revision on disk,
     /// whether the read went through, the turn record). Returns the skill's name, if it was one.
-    pub fn note_host_read(
+    pub(crate) fn note_host_read(
         &self,
         path: &Path,
         ok: bool,

@@ -26,9 +26,9 @@ pub(crate) const MAX_TRANSCRIPT_BYTES: u64 = 32 * 1024 * 1024;
 
 /// What the host said last about its turn record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HostTurn {
-    pub transcript_path: String,
-    pub session_id: Option<String>,
+pub(crate) struct HostTurn {
+    pub(crate) transcript_path: String,
+    pub(crate) session_id: Option<String>,
 }
 
 /// The session Claude Code runs an MCP server for names itself in the server's environment.
@@ -47,7 +47,7 @@ struct HostTurns {
 
 /// What a hook call did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum HostHook {
+pub(crate) enum HostHook {
     /// The turn record was noted.
     Noted,
     /// A turn ended: the observer read the transcript; `suggestion` is the one it left.
@@ -65,7 +65,7 @@ fn host_turn_path(workspace: &Path) -> PathBuf {
 
 impl Playbooks {
     /// Handles one Claude Code hook call of the assistant's session (its JSON on stdin).
-    pub fn host_hook(&self, value: &Value) -> Result<HostHook, PlaybookError> {
+    pub(crate) fn host_hook(&self, value: &Value) -> Result<HostHook, PlaybookError> {
         let event = value
             .get("hook_event_name")
             .and_then(Value::as_str)
@@ -114,7 +114,7 @@ impl Playbooks {
 
     /// The turn record of this process's host session ([`SESSION_VARIABLE`], which Claude
     /// Code gives the MCP servers it starts) when its hooks named one, else the newest.
-    pub fn host_turn(&self) -> Option<HostTurn> {
+    pub(crate) fn host_turn(&self) -> Option<HostTurn> {
         let turns = self.host_turns();
         let session = std::env::var(SESSION_VARIABLE).ok();
         session
@@ -138,11 +138,8 @@ impl Playbooks {
 
     /// The observer on one transcript: one suggestion when the last turn redid the same steps
     /// as an earlier one and those steps were not suggested before.
-    pub fn observe(&self, transcript_path: &Path) -> Result<HostHook, PlaybookError> {
-        self.observe_turn(transcript_path, None)
-    }
-
-    /// [`Playbooks::observe`] at a `Stop` whose payload names the turn's last message: the real
+    ///
+    /// At a `Stop` whose payload names the turn's last message (`last_message`), the real
     /// Claude Code calls `Stop` before its transcript holds the turn's last entries (its
     /// writes lag the hook by 40–100 ms on a busy 2-core machine, and the observer then read
     /// the turn without its last steps and suggested nothing), so the transcript is read

@@ -39,27 +39,27 @@ pub(crate) enum Step {
 /// A card's answer and the file operations that carry it out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Entry {
-    pub card: i64,
-    pub state: String,
-    pub answered_by: String,
-    pub reason: Option<String>,
-    pub outcome: String,
-    pub steps: Vec<Step>,
+    pub(crate) card: i64,
+    pub(crate) state: String,
+    pub(crate) answered_by: String,
+    pub(crate) reason: Option<String>,
+    pub(crate) outcome: String,
+    pub(crate) steps: Vec<Step>,
     /// The card itself, when it is filed in the very transaction that answers it (a change
     /// applied on its own under `auto`): a crash before the commit loses the row with the
     /// answer, so finishing the journal files it again, or the files would change with no card
     /// saying so.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filed: Option<FiledCard>,
+    pub(crate) filed: Option<FiledCard>,
 }
 
 /// A card's row as it was filed, kept in the journal (see [`Entry::filed`]): its kind and the
 /// row itself, whose fields the journal holds beside `kind`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct FiledCard {
-    pub kind: String,
+    pub(crate) kind: String,
     #[serde(flatten)]
-    pub card: ledger::NewCard,
+    pub(crate) card: ledger::NewCard,
 }
 
 impl FiledCard {

@@ -170,23 +170,23 @@ pub fn read_skill_text(dir: &Path) -> Result<Option<String>, PlaybookError> {
 /// One skill found on disk, with its parse (or why it does not parse).
 #[derive(Debug, Clone)]
 pub struct OnDisk {
-    pub name: String,
-    pub dir: PathBuf,
-    pub text: String,
-    pub parsed: Result<SkillFile, String>,
+    pub(crate) name: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) text: String,
+    pub(crate) parsed: Result<SkillFile, String>,
 }
 
 impl OnDisk {
-    pub fn status(&self) -> Option<Status> {
+    pub(crate) fn status(&self) -> Option<Status> {
         self.parsed.as_ref().ok().and_then(|skill| skill.status)
     }
 
-    pub fn version(&self) -> Option<u32> {
+    pub(crate) fn version(&self) -> Option<u32> {
         self.parsed.as_ref().ok().and_then(|skill| skill.version)
     }
 
     /// The fingerprint of the exact file: what a revision must have been written against.
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         mindrune_core::digest::sha256(self.text.as_bytes())
     }
 }

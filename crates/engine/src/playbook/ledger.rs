@@ -121,21 +121,21 @@ pub struct Card {
 /// A card about to be filed (also kept in the journal, see `journal::FiledCard`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct NewCard {
-    pub skill: String,
-    pub filed_by: String,
-    pub proposal: Option<String>,
-    pub fingerprint: Option<String>,
-    pub base_version: Option<u32>,
-    pub restore_version: Option<u32>,
-    pub report_id: Option<i64>,
-    pub why: Option<String>,
+    pub(crate) skill: String,
+    pub(crate) filed_by: String,
+    pub(crate) proposal: Option<String>,
+    pub(crate) fingerprint: Option<String>,
+    pub(crate) base_version: Option<u32>,
+    pub(crate) restore_version: Option<u32>,
+    pub(crate) report_id: Option<i64>,
+    pub(crate) why: Option<String>,
 }
 
 /// One line of the usage log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageLine {
     pub id: i64,
-    pub at: String,
+    pub(crate) at: String,
     pub skill: String,
     pub revision: Option<u32>,
     /// `read` or `correction`.
@@ -194,7 +194,7 @@ pub(crate) fn now() -> String {
 }
 
 impl Ledger {
-    pub fn open(path: &Path) -> Result<Ledger, PlaybookError> {
+    pub(crate) fn open(path: &Path) -> Result<Ledger, PlaybookError> {
         let fail = |source| PlaybookError::Ledger {
             path: path.to_path_buf(),
             source,
@@ -214,10 +214,6 @@ impl Ledger {
         };
         ledger.migrate()?;
         Ok(ledger)
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn fail(&self) -> impl Fn(rusqlite::Error) -> PlaybookError + '_ {
@@ -241,7 +237,7 @@ impl Ledger {
 
     /// Runs `work` in one write transaction that holds the workspace lock: committed when it
     /// returns `Ok`, rolled back otherwise. File changes under `skills/` happen inside it.
-    pub fn locked<T>(
+    pub(crate) fn locked<T>(
         &self,
         work: impl FnOnce(&Transaction<'_>) -> Result<T, PlaybookError>,
     ) -> Result<T, PlaybookError> {
@@ -258,7 +254,7 @@ impl Ledger {
     }
 
     /// Runs a read.
-    pub fn read<T>(
+    pub(crate) fn read<T>(
         &self,
         work: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T, PlaybookError> {
@@ -318,7 +314,7 @@ impl Ledger {
     }
 
     /// Writes one line of the usage log on its own (a read).
-    pub fn log_read(
+    pub(crate) fn log_read(
         &self,
         skill: &str,
         revision: Option<u32>,
@@ -605,21 +601,21 @@ pub(crate) fn observer_suggestions_like(
 
 /// One row of the search index's bookkeeping (`skill_indexed`).
 pub(crate) struct IndexedSkill {
-    pub name: String,
+    pub(crate) name: String,
     /// The FTS row, or -1 for a skill that is known but not searchable (draft, retired,
     /// unreadable).
-    pub search_row: i64,
-    pub stamp: String,
+    pub(crate) search_row: i64,
+    pub(crate) stamp: String,
 }
 
 /// A skill's searchable text, one FTS column each.
 pub(crate) struct SearchText<'a> {
-    pub name: &'a str,
-    pub trigger: &'a str,
-    pub use_when: &'a str,
-    pub not_when: &'a str,
-    pub steps: &'a str,
-    pub body: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) trigger: &'a str,
+    pub(crate) use_when: &'a str,
+    pub(crate) not_when: &'a str,
+    pub(crate) steps: &'a str,
+    pub(crate) body: &'a str,
 }
 
 /// A search result row: name, use_when, trigger and BM25 rank.

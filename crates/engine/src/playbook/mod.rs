@@ -259,7 +259,7 @@ impl Playbooks {
     }
 
     /// The tools this runtime has: the configured ones and MindRune's own MCP tools.
-    pub fn runtime_tools(&self) -> Vec<String> {
+    pub(crate) fn runtime_tools(&self) -> Vec<String> {
         let mut tools: Vec<String> = self.config.tools.clone();
         for tool in MCP_TOOLS {
             if !tools.iter().any(|known| known == tool) {

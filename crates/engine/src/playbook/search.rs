@@ -18,7 +18,7 @@ pub struct SearchHit {
     pub when: String,
     pub carried: bool,
     /// BM25 (lower is a better match; FTS5's sign convention).
-    pub rank: f64,
+    pub(crate) rank: f64,
     /// The fields it owes (left out, or blank), reported wherever it is read.
     pub owed: Vec<&'static str>,
 }

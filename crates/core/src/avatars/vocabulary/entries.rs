@@ -78,8 +78,8 @@ impl Entry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Skipped {
     /// What was left out: a line (`line 12`), an entry (`item:Foo`), a name.
-    pub what: String,
-    pub why: String,
+    pub(crate) what: String,
+    pub(crate) why: String,
 }
 
 impl fmt::Display for Skipped {

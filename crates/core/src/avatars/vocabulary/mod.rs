@@ -71,9 +71,8 @@ pub(crate) const MAX_ALIASES: usize = 16;
 /// Single words this long or shorter (`man`, `cow`, `imp`) are everyday words.
 const SHORT_WORD_BYTES: usize = 3;
 
-/// The topic-tag vocabulary, compiled. Build it with [`VocabularyBuilder`],
-/// [`Vocabulary::from_entries`] or [`Vocabulary::from_wiki_listing`]; share it (it is
-/// immutable and `Send + Sync`).
+/// The topic-tag vocabulary, compiled. Build it with [`Vocabulary::from_entries`] (in this
+/// crate, also `VocabularyBuilder`); share it (it is immutable and `Send + Sync`).
 pub struct Vocabulary {
     entries: Vec<Entry>,
     /// `kind:slug` of each entry, by entry index.
@@ -118,9 +117,10 @@ impl Vocabulary {
         builder.build()
     }
 
+    #[cfg(test)]
     /// The compiled-in entries plus a listing of wiki pages (`kind:slug[|Title]` lines, see
     /// [`parse_listing`]).
-    pub fn from_wiki_listing(listing: &str) -> (Vocabulary, Vec<Skipped>) {
+    pub(crate) fn from_wiki_listing(listing: &str) -> (Vocabulary, Vec<Skipped>) {
         let (entries, mut skipped) = parse_listing(listing, Source::Wiki);
         let (vocabulary, more) = Vocabulary::from_entries(entries);
         skipped.extend(more);
@@ -137,6 +137,8 @@ impl Vocabulary {
         self.entries.len()
     }
 
+    /// Whether it knows no tag. Public beside [`Vocabulary::len`], which other crates use
+    /// (clippy's `len_without_is_empty`).
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -168,7 +170,7 @@ impl Vocabulary {
 
     /// The tag one name means, everyday names included (a header's `Tags: goblin` names the
     /// goblin), or `None` when the name is unknown or could mean two things.
-    pub fn tag_for_name(&self, name: &str) -> Option<&str> {
+    pub(crate) fn tag_for_name(&self, name: &str) -> Option<&str> {
         let key = name_key(name);
         let index = *self.by_key.get(key.as_str())?;
         match self.resolutions.get(index as usize)? {

@@ -110,7 +110,7 @@ pub enum Status {
 
 impl Status {
     /// Every status, in the order of its life.
-    pub const ALL: [Status; 4] = [
+    pub(crate) const ALL: [Status; 4] = [
         Status::Draft,
         Status::Active,
         Status::Retired,
@@ -128,7 +128,7 @@ impl Status {
     }
 
     /// Reads the word the file holds, written in lowercase.
-    pub fn parse(word: &str) -> Option<Status> {
+    pub(crate) fn parse(word: &str) -> Option<Status> {
         Status::ALL
             .into_iter()
             .find(|status| status.as_str() == word)
@@ -142,7 +142,7 @@ pub struct Diagnostic {
     /// The 1-based line in the whole file; 0 when the diagnostic is about something absent.
     pub line: usize,
     /// The field it is about.
-    pub field: String,
+    pub(crate) field: String,
     pub message: String,
 }
 
@@ -234,7 +234,7 @@ pub struct CheckContext<'a> {
 /// The kinds of gap that block a skill, in the order the spec lists them (and
 /// [`blocking_checks`] returns them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BlockerKind {
+pub(crate) enum BlockerKind {
     UnknownTool,
     ForbiddenTool,
     StepKey,
@@ -247,11 +247,11 @@ pub enum BlockerKind {
 /// One gap that blocks a skill from being written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocker {
-    pub kind: BlockerKind,
+    pub(crate) kind: BlockerKind,
     /// The 1-based line in the whole file, 0 if unknown.
     pub line: usize,
     /// The field the line belongs to, or `body`.
-    pub field: String,
+    pub(crate) field: String,
     pub message: String,
 }
 

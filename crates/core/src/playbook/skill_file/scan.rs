@@ -28,12 +28,12 @@ pub(super) enum Kind {
 
 #[derive(Debug, Clone)]
 pub(super) struct Token {
-    pub kind: Kind,
+    pub(crate) kind: Kind,
     /// 1-based line within the fragment.
-    pub line: usize,
+    pub(crate) line: usize,
     /// A scalar's text when it fits on one line (only keys need it).
-    pub text: Option<String>,
-    pub plain: bool,
+    pub(crate) text: Option<String>,
+    pub(crate) plain: bool,
 }
 
 impl Token {

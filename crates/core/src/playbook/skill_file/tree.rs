@@ -29,9 +29,9 @@ pub(super) enum Node {
 }
 
 pub(super) struct Entry {
-    pub line: usize,
-    pub key: Node,
-    pub value: Node,
+    pub(crate) line: usize,
+    pub(crate) key: Node,
+    pub(crate) value: Node,
 }
 
 impl Node {

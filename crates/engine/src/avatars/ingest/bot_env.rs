@@ -14,10 +14,10 @@ pub(crate) const MAX_BOT_ENV_BYTES: u64 = MAX_SCRIPT_BYTES;
     "cannot read {relative} ({reason}): MindRune will not record {bot}'s runs until it can read it to scrub the bot's password; {fix}"
 )]
 pub struct UnreadableBotEnv {
-    pub relative: String,
-    pub bot: String,
-    pub reason: ReadError,
-    pub fix: &'static str,
+    pub(crate) relative: String,
+    pub(crate) bot: String,
+    pub(crate) reason: ReadError,
+    pub(crate) fix: &'static str,
 }
 
 /// The secrets in `bots/<bot>/bot.env` (see [`secrets::secrets_in_bot_env_bytes`]): read as

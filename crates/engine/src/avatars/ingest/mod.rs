@@ -73,14 +73,14 @@ pub struct RunRecorded {
     /// `<agent>/<name>` of the skill the run counted for.
     pub skill: String,
     pub version: i64,
-    pub new_skill: bool,
+    pub(crate) new_skill: bool,
     pub new_version: bool,
     /// `false` when the event id was already recorded (a retry).
     pub added: bool,
     pub ok: bool,
     /// Why the run failed, when its output said (scrubbed).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub failure: Option<String>,
+    pub(crate) failure: Option<String>,
     pub score: f64,
     pub uses: i64,
     /// The run (or the file's new header) changed what the family sees of the skill.
@@ -90,9 +90,9 @@ pub struct RunRecorded {
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct SnippetRecorded {
-    pub digest: String,
-    pub uses: i64,
-    pub ok: i64,
+    pub(crate) digest: String,
+    pub(crate) uses: i64,
+    pub(crate) ok: i64,
     pub added: bool,
 }
 

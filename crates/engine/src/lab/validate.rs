@@ -177,14 +177,17 @@ pub(crate) fn harness_failure(run: &HarnessRun) -> String {
 
 /// The second line of a harness failure Runx would not have: a cli-tool running a file outside
 /// the package (`args: [../run.mjs]`) or a graph step running a local tool whose manifest lies
-/// outside it (the workspace's `tools`), which Runx runs and MindRune refuses (D5).
+/// outside it (the workspace's `tools`), or a graph step naming another package's runner
+/// (`skill: ../other`), which Runx runs and MindRune refuses (D5).
 fn stricter_note(errors: &[String]) -> String {
-    use super::harness::{cli_tool, local_tool};
+    use super::harness::{cli_tool, local_tool, run};
     let holds = |needle: &str| errors.iter().any(|error| error.contains(needle));
     if holds(cli_tool::ARG_OUTSIDE_PACKAGE) {
         format!("\n{}", cli_tool::ARG_OUTSIDE_STRICTER)
     } else if holds(local_tool::TOOL_OUTSIDE_PACKAGE) {
         format!("\n{}", local_tool::TOOL_OUTSIDE_STRICTER)
+    } else if holds(run::nested::SKILL_OUTSIDE_PACKAGE) {
+        format!("\n{}", run::nested::SKILL_OUTSIDE_STRICTER)
     } else {
         String::new()
     }

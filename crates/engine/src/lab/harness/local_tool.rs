@@ -188,6 +188,16 @@ fn tool_inputs(
     declared: Option<&Value>,
     supplied: &Map<String, Value>,
 ) -> Result<Map<String, Value>, String> {
+    declared_inputs("tool", declared, supplied)
+}
+
+/// Runx's `materialize_declared_inputs` for `owner` (`tool`, or `runner` for a nested
+/// runner's, `materialize_nested_runner_inputs`): undeclared inputs are dropped.
+pub(super) fn declared_inputs(
+    owner: &str,
+    declared: Option<&Value>,
+    supplied: &Map<String, Value>,
+) -> Result<Map<String, Value>, String> {
     let mut inputs = Map::new();
     let Some(declared) = declared.and_then(Value::as_object) else {
         return Ok(inputs);
@@ -195,7 +205,7 @@ fn tool_inputs(
     for (name, spec) in declared {
         let required = spec.get("required").and_then(Value::as_bool) == Some(true);
         let refuse =
-            |message: String| format!("tool input contract failed at '/{name}': {message}");
+            |message: String| format!("{owner} input contract failed at '/{name}': {message}");
         let value = supplied
             .get(name)
             .or_else(|| spec.get("default"))
@@ -209,7 +219,7 @@ fn tool_inputs(
         };
         if value.is_null() {
             if required {
-                return Err(refuse(format!("tool input '{name}' is required")));
+                return Err(refuse(format!("{owner} input '{name}' is required")));
             }
             continue;
         }
@@ -226,7 +236,7 @@ fn tool_inputs(
         };
         if !fits {
             return Err(refuse(format!(
-                "tool input '{name}' must be {kind}, received {}",
+                "{owner} input '{name}' must be {kind}, received {}",
                 json_type(&value)
             )));
         }
@@ -236,7 +246,7 @@ fn tool_inputs(
             if let Some(error) = validator.iter_errors(&value).next() {
                 let at = error.instance_path().to_string();
                 return Err(format!(
-                    "tool input contract failed at '/{name}{at}': value does not satisfy the \
+                    "{owner} input contract failed at '/{name}{at}': value does not satisfy the \
                      declared schema at '{}'",
                     error.schema_path()
                 ));

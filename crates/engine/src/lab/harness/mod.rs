@@ -23,7 +23,7 @@ pub(crate) mod local_tool;
 pub(crate) mod packet_inputs;
 mod packets;
 mod result_contract;
-mod run;
+pub(crate) mod run;
 pub(crate) mod scratch;
 mod web;
 

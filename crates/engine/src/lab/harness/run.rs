@@ -41,8 +41,15 @@ enum End {
     Failed(String),
 }
 
+mod acts;
+pub(crate) mod nested;
+
+use acts::{agent_act, agent_act_as, approval, request_id_part};
+
 /// What a case runs against.
 struct Env<'a> {
+    /// The package's execution profile (X.yaml as JSON), whose runners a `skill: .` step runs.
+    profile: &'a Value,
     bundle: BTreeMap<String, String>,
     scratch: PathBuf,
     home: PathBuf,
@@ -155,6 +162,7 @@ fn execute(
     copy_package(files, &scratch)?;
 
     let mut env = Env {
+        profile,
         bundle: javascript_bundle(files),
         scratch,
         home,
@@ -427,9 +435,6 @@ fn declared_environment(
     }
 }
 
-/// Runx's refusal of an agent-mediated runner or step that declares no output.
-const AGENT_OUTPUTS_MISSING: &str = "agent-mediated runners must declare at least one output";
-
 /// Run a runner-level source or a step's `run` of the given type.
 fn run_source(kind: &str, source: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) -> End {
     match kind {
@@ -440,64 +445,6 @@ fn run_source(kind: &str, source: &Value, inputs: &Map<String, Value>, env: &mut
         other => End::Failed(format!(
             "source type {other:?} is not supported by the harness"
         )),
-    }
-}
-
-fn agent_act(source: &Value, env: &Env<'_>) -> End {
-    // Runx builds the agent act's envelope before it asks for an answer, and refuses a runner
-    // (or step) with no `outputs` there, whatever the caller answered.
-    if source
-        .get("outputs")
-        .and_then(Value::as_object)
-        .is_none_or(Map::is_empty)
-    {
-        return End::Failed(AGENT_OUTPUTS_MISSING.to_owned());
-    }
-    let task = text(source, "task").unwrap_or("agent");
-    let request_id = format!("agent_task.{task}.output");
-    let Some(answer) = env
-        .caller
-        .get("answers")
-        .and_then(|answers| answers.get(&request_id))
-    else {
-        return End::NeedsAgent(format!("awaiting agent answer {request_id}"));
-    };
-    // An answer may close itself with another disposition (`closure.disposition`), as Runx
-    // lets a replayed agent act defer or fail.
-    match answer
-        .pointer("/closure/disposition")
-        .and_then(Value::as_str)
-    {
-        None | Some("closed") => End::Done(answer.clone()),
-        Some("deferred") => End::NeedsAgent(format!("agent act {request_id} deferred")),
-        Some("blocked") => {
-            End::PolicyDenied(answer.clone(), format!("agent act {request_id} blocked"))
-        }
-        Some("declined") => End::Declined(format!("agent act {request_id} declined")),
-        Some(other) => End::Failed(format!("agent act {request_id} closed with {other}")),
-    }
-}
-
-fn approval(source: &Value, gate: &str, env: &Env<'_>) -> End {
-    let gate = text(source, "gate")
-        .or_else(|| text(source, "id"))
-        .unwrap_or(gate);
-    // Human authority comes only from `caller.approvals`, the host-attested decisions; an
-    // agent's `answers` never stand in for it (Runx: "approvals holds host-attested human
-    // decisions"; an agent-authored approval must fail).
-    let answer = env
-        .caller
-        .get("approvals")
-        .and_then(|approvals| approvals.get(gate));
-    let approved = match answer {
-        None => return End::NeedsAgent(format!("awaiting approval {gate}")),
-        Some(Value::Bool(value)) => *value,
-        Some(_) => return End::Failed(format!("approval answer for {gate} is not a boolean")),
-    };
-    if approved {
-        End::Done(json!({ "approval": { "gate": gate, "approved": true } }))
-    } else {
-        End::Declined(format!("approval {gate} was declined"))
     }
 }
 
@@ -764,6 +711,25 @@ enum Producer {
     Source,
     NativeTool,
     LocalTool(Option<Value>),
+    /// A runner of the package (`skill: .`): its `outputs` and `artifacts` stand in for a step
+    /// declaring none (Runx's `invoke_regular_skill_step` and `run_agent_skill_step`).
+    Runner {
+        outputs: Option<Value>,
+        artifacts: Option<Value>,
+    },
+    /// A graph runner of the package: the step exposes its own artifacts and every key of the
+    /// nested graph's result (Runx's `adopt_nested_graph_result`).
+    NestedGraph,
+}
+
+impl Producer {
+    /// The runner's `artifacts`, which a step declaring none has as its own.
+    fn artifacts(&self) -> Option<&Value> {
+        match self {
+            Self::Runner { artifacts, .. } => artifacts.as_ref(),
+            _ => None,
+        }
+    }
 }
 
 /// The addressable outputs of a finished step (see the module comment).
@@ -776,16 +742,28 @@ fn project(step: &Value, claim: &Value, producer: &Producer) -> Result<Map<Strin
             outputs.insert(name.clone(), data_envelope(value.clone()));
         }
     }
-    if let Some(declared) = step.pointer("/run/outputs").and_then(Value::as_object) {
-        for name in declared.keys() {
-            let value = claim_object.get(name).ok_or_else(|| {
-                format!("declared run output {name:?} was not returned by the step")
-            })?;
+    let runner_outputs = match producer {
+        Producer::Runner { outputs, .. } => outputs.as_ref(),
+        _ => None,
+    };
+    let declared = step.pointer("/run/outputs").or(runner_outputs);
+    if let Some(declared) = declared.and_then(Value::as_object) {
+        for (name, field) in declared {
+            let Some(value) = claim_object.get(name) else {
+                // Runx's `OutputField::is_required`: required unless it says otherwise.
+                if field.get("required").and_then(Value::as_bool) == Some(false) {
+                    continue;
+                }
+                return Err(format!(
+                    "declared run output {name:?} was not returned by the step"
+                ));
+            };
             outputs.insert(name.clone(), value.clone());
         }
     }
     let tool_artifacts = match producer {
         Producer::LocalTool(artifacts) => artifacts.as_ref(),
+        Producer::Runner { artifacts, .. } => artifacts.as_ref(),
         _ => None,
     };
     let artifacts = step.get("artifacts").or(tool_artifacts);
@@ -803,6 +781,11 @@ fn project(step: &Value, claim: &Value, producer: &Producer) -> Result<Map<Strin
                     outputs.insert(name.clone(), data_envelope(value.clone()));
                 }
             }
+        }
+    }
+    if matches!(producer, Producer::NestedGraph) {
+        for (name, value) in claim_object {
+            outputs.insert(name.clone(), value.clone());
         }
     }
     Ok(outputs)
@@ -827,6 +810,28 @@ fn run_graph(
         outcome.reason_code = format!("{graph_name}_{}", CaseStatus::Failure.disposition());
         return;
     }
+    let run = graph_steps(&graph, inputs, env);
+    outcome.steps = run.steps;
+    outcome.error = run.error;
+    outcome.output = run.output;
+    outcome.step_outputs = run.outputs;
+    outcome.status = run.status;
+    outcome.reason_code = format!("{graph_name}_{}", run.status.disposition());
+}
+
+/// What a graph's steps did: its status, result, each step's addressable outputs, the trace
+/// and why it stopped.
+struct GraphRun {
+    status: CaseStatus,
+    output: Value,
+    outputs: Map<String, Value>,
+    steps: Vec<StepTrace>,
+    error: Option<String>,
+}
+
+/// Run `graph`'s steps in order on the runner `inputs`, up to the first that does not succeed,
+/// and take its result from `result_from` (else the last step that ran).
+fn graph_steps(graph: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) -> GraphRun {
     let steps = graph
         .get("steps")
         .and_then(Value::as_array)
@@ -836,18 +841,20 @@ fn run_graph(
     let mut skipped: Vec<String> = Vec::new();
     let mut status = CaseStatus::Sealed;
     let mut last_ran: Option<String> = None;
+    let mut trail: Vec<StepTrace> = Vec::new();
+    let mut error: Option<String> = None;
 
     for step in &steps {
         let Some(step_id) = text(step, "id").map(str::to_owned) else {
             status = CaseStatus::Failure;
-            outcome.error = Some("a graph step has no id".to_owned());
+            error = Some("a graph step has no id".to_owned());
             break;
         };
         if let Some(when) = step.get("when")
             && should_skip(when, &outputs, &skipped)
         {
             skipped.push(step_id.clone());
-            outcome.steps.push(StepTrace {
+            trail.push(StepTrace {
                 step_id,
                 status: "skipped".to_owned(),
             });
@@ -856,12 +863,12 @@ fn run_graph(
         let step_inputs = match step_inputs(step, inputs, &outputs) {
             Ok(step_inputs) => step_inputs,
             Err(message) => {
-                outcome.steps.push(StepTrace {
+                trail.push(StepTrace {
                     step_id: step_id.clone(),
                     status: "failed".to_owned(),
                 });
                 status = CaseStatus::Failure;
-                outcome.error = Some(format!("step {step_id}: {message}"));
+                error = Some(format!("step {step_id}: {message}"));
                 break;
             }
         };
@@ -891,7 +898,8 @@ fn run_graph(
         if let Some(claim) = claim {
             // Runx checks the packets of a succeeded step only, after its declared outputs.
             let packets = if trace == "succeeded" {
-                env.packets.verify(step.get("artifacts"), &claim)
+                env.packets
+                    .verify(step.get("artifacts").or(producer.artifacts()), &claim)
             } else {
                 Ok(())
             };
@@ -907,12 +915,12 @@ fn run_graph(
                 }
             }
         }
-        outcome.steps.push(StepTrace {
+        trail.push(StepTrace {
             step_id: step_id.clone(),
             status: trace.to_owned(),
         });
         if let Some(message) = stop {
-            outcome.error = Some(format!("step {step_id}: {message}"));
+            error = Some(format!("step {step_id}: {message}"));
             break;
         }
     }
@@ -943,14 +951,17 @@ fn run_graph(
             }
         }
     }
-    outcome.output = if any {
-        Value::Object(result)
-    } else {
-        Value::Null
-    };
-    outcome.step_outputs = outputs;
-    outcome.status = status;
-    outcome.reason_code = format!("{graph_name}_{}", status.disposition());
+    GraphRun {
+        status,
+        output: if any {
+            Value::Object(result)
+        } else {
+            Value::Null
+        },
+        outputs,
+        steps: trail,
+        error,
+    }
 }
 
 /// Run one graph step that is not skipped: its tool, inline source or approval.
@@ -977,7 +988,7 @@ fn run_step(
             _ => End::Failed("run must be an inline source or approval".to_owned()),
         }
     } else if step.get("skill").is_some() {
-        End::Failed("nested skill steps are not supported by the harness".to_owned())
+        return nested::run(step, inputs, env);
     } else {
         End::Failed("step declares none of tool, run or skill".to_owned())
     };

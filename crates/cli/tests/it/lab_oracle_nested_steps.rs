@@ -19,7 +19,10 @@
 //! 2026-12-07, from the workspace root: `runx harness skills/gstep --json` for each case's
 //! status, assertion errors and trace, `runx skill skills/gstep -i topic=x --json` for the
 //! texts and results), each test's comment says what; the cli-tool, graph, agent-task, agent,
-//! failure, needs-agent and other-package layouts were all run. NOT OBSERVED: the JavaScript
+//! failure, needs-agent (a sibling agent runner unanswered, and a sibling graph stopping on an
+//! inner agent act) and other-package layouts were all run. (An `approval` runner is no
+//! sibling to test: Runx refuses the package at load, `source.type approval is not a supported
+//! source type.`, as the Lab does.) NOT OBSERVED: the JavaScript
 //! sibling (the hand-built binary has no `runx-js-worker` beside it, so Runx failed it with
 //! `runx-js-worker is not installed beside the Runx binary`); its expected output follows
 //! the cli-tool's, read from the same source path (`invoke_regular_skill_step`). No Runx
@@ -349,4 +352,24 @@ fn a_step_naming_another_package_is_refused_where_runx_runs_it() {
             && second.contains("MindRune is stricter"),
         "{reason}"
     );
+}
+
+#[test]
+fn a_sibling_graph_stopping_on_an_unanswered_agent_act_needs_the_agent() {
+    // OBSERVED: `runx harness` fails the case, `smoke: harness expectation mismatch at
+    // expect.status: expected sealed, actual needs_agent`.
+    let inner = "  inner:\n    type: graph\n    inputs:\n      topic:\n        type: string\n        \
+         required: true\n    graph:\n      name: inner\n      result_from: [a]\n      steps:\n        \
+         - id: a\n          run:\n            type: agent-task\n            agent: builder\n            \
+         task: inner-note\n            outputs:\n              note: string\n";
+    let dir = workspace(
+        "      expect:\n        status: sealed\n",
+        "        - id: sub\n          skill: .\n          runner: inner\n",
+        "sub",
+        inner,
+        &[],
+    );
+    let report = validate(dir.path());
+    assert_eq!(report["verdict"], "validation_failed", "{report}");
+    assert!(reason(&report).contains("got \"needs_agent\""), "{report}");
 }

@@ -18,7 +18,7 @@
 //! OBSERVED from the real binary (runx-cli 0.8.2 at 3c8315b9, built by hand, run on
 //! 2026-12-07, from the workspace root: `runx harness skills/gstep --json` for each case's
 //! status, assertion errors and trace, `runx skill skills/gstep -i topic=x --json` for the
-//! texts and results), each test's comment says what; the cli-tool, graph, agent-task, agent,
+//! texts and results, then `runx resume <run> - --json` with an agent's answer on stdin), each test's comment says what; the cli-tool, graph, agent-task, agent,
 //! failure, needs-agent (a sibling agent runner unanswered, and a sibling graph stopping on an
 //! inner agent act) and other-package layouts were all run. (An `approval` runner is no
 //! sibling to test: Runx refuses the package at load, `source.type approval is not a supported
@@ -372,4 +372,29 @@ fn a_sibling_graph_stopping_on_an_unanswered_agent_act_needs_the_agent() {
     let report = validate(dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
     assert!(reason(&report).contains("got \"needs_agent\""), "{report}");
+}
+
+#[test]
+fn a_sibling_agent_answer_outside_the_runners_outputs_fails_in_runx_words() {
+    // OBSERVED: `runx harness` fails the case answered `{note: done, extra: 1}` (`actual
+    // failure`); `runx skill` then `runx resume <run> -` with that answer gives `skill 'asker'
+    // failed: runner output contract violation at $.extra: Additional properties are not
+    // allowed ('extra' was unexpected)`.
+    let dir = agent("agent.asker.output", "agent", "");
+    let profile = dir.path().join("skills/gstep/X.yaml");
+    let text = fs::read_to_string(&profile).unwrap().replacen(
+        "            note: done\n      expect",
+        "            note: done\n            extra: 1\n      expect",
+        1,
+    );
+    fs::write(&profile, text).unwrap();
+    let report = validate(dir.path());
+    assert_eq!(report["verdict"], "validation_failed", "{report}");
+    assert!(
+        reason(&report).contains(
+            "skill 'asker' failed: runner output contract violation at $.extra: Additional \
+             properties are not allowed ('extra' was unexpected)"
+        ),
+        "{report}"
+    );
 }

@@ -9,7 +9,8 @@
 //! * a graph runner runs its steps on them and the step exposes every key of its result
 //!   (`run_nested_graph_skill_step`, `adopt_nested_graph_result`), its own steps not in the
 //!   trace; an agent runner is answered from `caller.answers` as `agent.<runner>.output`, an
-//!   agent-task runner as `agent_task.<task>.output` (`agent_act_invocation_id`); any other
+//!   agent-task runner as `agent_task.<task>.output` (`agent_act_invocation_id`), the answer
+//!   held to the runner's `outputs` (`verified_agent_metadata_with_artifacts`); any other
 //!   source runs as the runner's own, its output held to the runner's `outputs`
 //!   (`verified_runner_metadata_with_artifacts`); the runner's `outputs` and `artifacts`
 //!   address the step's outputs where the step declares none (`build_step_output_projection`).
@@ -69,29 +70,38 @@ pub(super) fn run(step: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) 
     };
     match kind {
         "graph" => (nested_graph(runner, &inputs, env), Producer::NestedGraph),
-        "agent" => {
-            let request_id = format!("agent.{}.output", request_id_part(name));
-            (agent_act_as(runner, &request_id, env), producer)
-        }
-        "agent-task" => {
-            let task = text(runner, "task").unwrap_or(name);
-            let request_id = format!("agent_task.{}.output", request_id_part(task));
-            (agent_act_as(runner, &request_id, env), producer)
+        "agent" | "agent-task" => {
+            let request_id = if kind == "agent" {
+                format!("agent.{}.output", request_id_part(name))
+            } else {
+                let task = text(runner, "task").unwrap_or(name);
+                format!("agent_task.{}.output", request_id_part(task))
+            };
+            let end = agent_act_as(runner, &request_id, env);
+            (held_to_outputs(end, name, runner), producer)
         }
         _ => {
-            let end = match super::run_source(kind, runner, &inputs, env) {
-                End::Done(output) => {
-                    match output_contract_violation(runner.get("outputs"), &output) {
-                        Some(violation) => End::Failed(format!(
-                            "skill '{name}' failed: runner output contract violation at {violation}"
-                        )),
-                        None => End::Done(output),
-                    }
-                }
-                other => other,
-            };
-            (end, producer)
+            let end = super::run_source(kind, runner, &inputs, env);
+            (held_to_outputs(end, name, runner), producer)
         }
+    }
+}
+
+/// A runner's successful output held to its declared `outputs` (an agent's answer without its
+/// `closure`, Runx's `agent_output_contract_payload`), failing as Runx fails it.
+fn held_to_outputs(end: End, name: &str, runner: &Value) -> End {
+    let End::Done(output) = end else {
+        return end;
+    };
+    let mut payload = output.clone();
+    if let Some(fields) = payload.as_object_mut() {
+        fields.remove("closure");
+    }
+    match output_contract_violation(runner.get("outputs"), &payload) {
+        Some(violation) => End::Failed(format!(
+            "skill '{name}' failed: runner output contract violation at {violation}"
+        )),
+        None => End::Done(output),
     }
 }
 
@@ -222,6 +232,15 @@ mod tests {
         )
         .unwrap_or_default();
         assert!(extra.starts_with("$.env_extra: "), "{extra}");
+        // OBSERVED from runx-cli 0.8.2, a nested agent runner answered `{note, extra}`.
+        assert_eq!(
+            output_contract_violation(
+                Some(&json!({"note": "string"})),
+                &json!({"note": "d", "extra": 1})
+            )
+            .as_deref(),
+            Some("$.extra: Additional properties are not allowed ('extra' was unexpected)")
+        );
         let optional = json!({"note": {"type": "string", "required": false}});
         assert_eq!(output_contract_violation(Some(&optional), &json!({})), None);
     }

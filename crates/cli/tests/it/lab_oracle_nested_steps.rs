@@ -16,7 +16,10 @@
 //! `runx-contracts/src/output.rs` (`validate_output_value`).
 //!
 //! OBSERVED from the real binary (runx-cli 0.8.2 at 3c8315b9, built by hand, run on
-//! 2026-12-07, from the workspace root: `runx harness skills/gstep --json` for each case's
+//! 2026-12-07, from the workspace root: each verdict asserted here (`tested` or
+//! `validation_failed`) from `runx.skill.validate` run as the one step of a graph skill with
+//! `allow_execute_harness: true`, whose harness reason is Runx's assertion error below;
+//! `runx harness skills/gstep --json` for each case's
 //! status, assertion errors and trace, `runx skill skills/gstep -i topic=x --json` for the
 //! texts and results, then `runx resume <run> - --json` with an agent's answer on stdin), each test's comment says what; the cli-tool, graph, agent-task, agent,
 //! failure, needs-agent (a sibling agent runner unanswered, and a sibling graph stopping on an

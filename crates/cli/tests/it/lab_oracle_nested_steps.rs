@@ -401,3 +401,29 @@ fn a_sibling_agent_answer_outside_the_runners_outputs_fails_in_runx_words() {
         "{report}"
     );
 }
+
+#[test]
+fn a_sibling_runners_artifacts_expose_its_packet_at_the_steps_packet_data() {
+    // OBSERVED: `runx harness` passes the case and the validator says `tested`: the runner's
+    // `artifacts: {wrap_as: note_packet}` makes its whole output the step's
+    // `sub.note_packet.data`, read by a later step through `context`.
+    let noter = "  noter:\n    type: cli-tool\n    command: node\n    args: [./run.cjs]\n    \
+         inputs:\n      topic:\n        type: string\n        required: true\n    outputs:\n      \
+         note: string\n      inputs: object\n    artifacts:\n      wrap_as: note_packet\n";
+    let steps = "        - id: sub\n          skill: .\n          runner: noter\n        - id: use\n          \
+         context:\n            got: sub.note_packet.data\n          run:\n            type: cli-tool\n            \
+         command: node\n            args: [./echo.cjs]\n            outputs:\n              seen: object\n";
+    let case = "      expect:\n        status: sealed\n        output:\n          exact:\n            \
+         seen:\n              note: noted x\n              inputs:\n                topic: x\n";
+    let echo = "process.stdout.write(JSON.stringify({ seen: \
+         JSON.parse(process.env.RUNX_INPUTS_JSON).got }));\n";
+    let dir = workspace(
+        case,
+        steps,
+        "use",
+        noter,
+        &[("run.cjs", RUN_CJS), ("echo.cjs", echo)],
+    );
+    let report = validate(dir.path());
+    assert_eq!(report["verdict"], "tested", "{report}");
+}

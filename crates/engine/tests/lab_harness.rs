@@ -217,7 +217,8 @@ fn web_fetch_fixtures_replay_from_supplied_responses() {
     // Runx counts inline graph cases and `kind: graph` fixtures; these are `kind: skill`
     // fixtures of a graph runner.
     assert_eq!(run.report.graph_case_count, 0);
-    assert_eq!(run.report.receipt_ids.len(), 4);
+    // Runx seals no receipt for the case whose inputs fail its runner's contract.
+    assert_eq!(run.report.receipt_ids.len(), 3);
 
     let missing = outcome(&run, "fetch-missing-url-fails-preflight");
     assert_eq!(missing.status, CaseStatus::Failure);
@@ -398,17 +399,27 @@ fn a_broken_expectation_names_the_case_and_the_json_path() {
         .cloned()
         .expect("fixture");
     case["expect"]["step_outputs"]["validate"]["subset"]["decision"] = json!("ready");
-    case["expect"]["steps"] = json!(["interpret"]);
+    let mut both = case.clone();
+    both["expect"]["steps"] = json!(["interpret"]);
+    // As Runx's harness, only the first mismatch is reported: `expect.steps` is judged before
+    // `expect.step_outputs`.
+    let run = replay(&package, &[both]);
+    assert_eq!(run.report.status, HarnessStatus::Failed);
+    assert_eq!(
+        run.report.assertion_errors,
+        [
+            "invented-period-stops: harness expectation mismatch at expect.steps: expected interpret, actual interpret,validate"
+        ]
+    );
     let run = replay(&package, &[case]);
     assert_eq!(run.report.status, HarnessStatus::Failed);
     assert_eq!(
         run.report.assertion_errors,
         [
-            "invented-period-stops: steps: expected [\"interpret\"], got [\"interpret\",\"validate\"]",
-            "invented-period-stops: step_outputs.validate.decision: expected \"ready\", got \"needs_more_evidence\"",
+            "invented-period-stops: harness expectation mismatch at expect.step_outputs.validate.subset.decision: expected \"ready\", actual \"needs_more_evidence\""
         ]
     );
-    assert_eq!(run.report.assertion_error_count, 2);
+    assert_eq!(run.report.assertion_error_count, 1);
 }
 
 #[test]
@@ -809,5 +820,6 @@ fn graph_runs_native_tools_approvals_and_when_branches() {
             .map(|s| s.status.as_str()),
         Some("skipped")
     );
-    assert_eq!(sealer.sealed.len(), 5);
+    // Runx seals no receipt for the two cases left waiting on an agent.
+    assert_eq!(sealer.sealed.len(), 3);
 }

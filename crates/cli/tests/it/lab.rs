@@ -685,21 +685,28 @@ fn validate_replays_the_read_only_real_packages_and_calls_them_tested() {
     assert_eq!(validation["verdict"], "validation_failed", "{validation}");
     let reason = validation["harness"]["reason"].as_str().unwrap();
     assert!(reason.starts_with("native harness failed: "), "{reason}");
+    // As Runx's report, each names its status only; the step's error is in its receipt.
     assert_eq!(
         reason
             .matches(
-                "skill 'agent' failed: packet output 'weather_forecast_packet' for \
-                 'runx.context.weather_forecast.v1': declared packet schema was not found; \
-                 searched "
+                ": harness expectation mismatch at expect.status: expected sealed, actual failure"
             )
             .count(),
         3,
         "{reason}"
     );
+    let receipts = crate::util::sealed_receipts(workspace.root());
+    assert!(
+        receipts.contains(
+            "skill 'agent' failed: packet output 'weather_forecast_packet' for \
+             'runx.context.weather_forecast.v1': declared packet schema was not found; searched "
+        ),
+        "{reason}"
+    );
     let root = fs::canonicalize(workspace.root()).unwrap();
     let root = root.display();
     assert!(
-        reason.contains(&format!(
+        receipts.contains(&format!(
             "searched {root}/skills/weather-forecast/packets, {root}/packets, {root}/dist/packets"
         )),
         "{reason}"
@@ -1139,7 +1146,7 @@ fn a_candidate_failing_its_own_harness_is_refused_naming_the_case_and_path_and_n
     assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
     assert!(
         out.contains(
-            "apply refused: skill package validation failed: harness failed with 1 assertion error: claimed-without-evidence-holds: output.decision: expected \"pass\", got \"hold\"\n"
+            "apply refused: skill package validation failed: harness failed with 1 assertion error: claimed-without-evidence-holds: harness expectation mismatch at expect.output.subset.decision: expected \"pass\", actual \"hold\"\n"
         ),
         "{out}"
     );
@@ -1162,7 +1169,7 @@ fn a_candidate_failing_its_own_harness_is_refused_naming_the_case_and_path_and_n
     let out = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
     assert!(
-        out.contains("harness failed with 1 assertion error: duplicate-id-refused: output: expected {\"decision\":\"hold\""),
+        out.contains("harness failed with 1 assertion error: duplicate-id-refused: harness expectation mismatch at expect.output.exact: expected {\"decision\":\"hold\""),
         "{out}"
     );
     assert_eq!(tree(&workspace.path("skills")), skills_before);
@@ -1457,9 +1464,19 @@ fn every_receipt_the_lab_writes_parses_under_runx_closed_lists() {
             GATE_OBJECTIVE,
         ],
     );
+    let mut case_receipts = Vec::new();
     for target in [GATE, "skills/web-fetch", "skills/weather-forecast"] {
-        workspace.json(0, &["validate", "--target-dir", target]);
+        let validation = workspace.json(0, &["validate", "--target-dir", target]);
+        case_receipts.push(
+            validation["harness"]["receipt_ids"]
+                .as_array()
+                .unwrap()
+                .len(),
+        );
     }
+    // Runx seals no receipt for a case stopped at its inputs: web-fetch's missing-url case and
+    // weather-forecast's missing-evidence case.
+    assert_eq!(case_receipts, [2, 3, 3]);
 
     let store = workspace.path(".runx/receipts");
     let receipts: Vec<(String, Value)> = workspace
@@ -1471,7 +1488,7 @@ fn every_receipt_the_lab_writes_parses_under_runx_closed_lists() {
             (name, serde_json::from_str(&text).unwrap())
         })
         .collect();
-    assert!(receipts.len() >= 3 + 2 + 4 + 4, "{}", receipts.len());
+    assert!(receipts.len() >= 3 + 2 + 3 + 3, "{}", receipts.len());
     let mut subjects = BTreeSet::new();
     for (name, receipt) in &receipts {
         assert_eq!(receipt["schema"], "runx.receipt.v1", "{name}");
@@ -1748,27 +1765,26 @@ fn a_module_looping_inside_a_builtin_fails_its_case_at_the_wall_limit_instead_of
     assert_eq!(validation["verdict"], "validation_failed", "{validation}");
     let harness = &validation["harness"];
     assert_eq!(harness["case_count"], 2);
-    assert_eq!(harness["assertion_error_count"], 2, "{harness}");
-    let errors: Vec<&str> = harness["assertion_errors"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|error| error.as_str().unwrap())
-        .collect();
-    assert!(
-        errors.iter().all(|error| error.starts_with("spins: ")),
-        "only the spinning case fails: {errors:?}"
+    // As Runx's report, the first mismatch only; the step's error is in the case's receipt.
+    assert_eq!(
+        harness["assertion_errors"],
+        json!([
+            "spins: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ]),
+        "only the spinning case fails: {harness}"
     );
     assert!(
-        errors.iter().any(|error| error
-            .contains("javascript builtin-spin.mjs#run: wall limit of 1000 ms reached")),
-        "{errors:?}"
+        crate::util::sealed_receipts(workspace.root())
+            .contains("javascript builtin-spin.mjs#run: wall limit of 1000 ms reached"),
+        "{harness}"
     );
 
     let (output, _) = run_within(&workspace, &["validate", "--target-dir", target], limit);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stdout(&output).contains("wall limit of 1000 ms reached"),
+        stdout(&output).contains(
+            "spins: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
         "{}",
         stdout(&output)
     );

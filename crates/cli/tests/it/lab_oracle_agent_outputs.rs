@@ -69,8 +69,17 @@ fn an_agent_task_runner_without_outputs_loads_but_fails_its_case_in_runx_words()
         assert_eq!(report["verdict"], "validation_failed", "{report}");
         let reason = report["harness"]["reason"].as_str().unwrap();
         assert!(
-            reason.contains("agent-mediated runners must declare at least one output"),
+            reason.contains(
+                "smoke: expected status sealed, execution failed: skill 'note' failed: \
+                 agent-mediated runners must declare at least one output"
+            ),
             "{reason}"
+        );
+        // Runx seals no receipt for a run that failed as a whole.
+        assert_eq!(
+            report["harness"]["receipt_ids"],
+            serde_json::json!([]),
+            "{report}"
         );
     }
 }

@@ -91,7 +91,10 @@ fn a_result_producer_without_an_output_contract_is_refused_before_the_graph_runs
         assert_eq!(report["verdict"], "validation_failed", "{what}: {report}");
         let reason = report["harness"]["reason"].as_str().unwrap();
         assert!(
-            reason.contains(&format!("got \"failure\" ({})", refusal(step))),
+            reason.contains(&format!(
+                "smoke: expected status sealed, execution failed: skill run failed: {}",
+                refusal(step)
+            )),
             "{what}: {reason}"
         );
     }
@@ -206,7 +209,10 @@ fn a_result_producer_naming_another_package_is_judged_by_that_package_runner_in_
         assert_eq!(report["verdict"], "validation_failed", "{report}");
         let reason = report["harness"]["reason"].as_str().unwrap();
         assert!(
-            reason.contains(&format!("got \"failure\" ({})", refusal(node))),
+            reason.contains(&format!(
+                "smoke: expected status sealed, execution failed: skill run failed: {}",
+                refusal(node)
+            )),
             "{runner}: {reason}"
         );
     }
@@ -234,8 +240,8 @@ fn a_graph_step_naming_a_tool_that_resolves_nowhere_is_refused_before_the_graph_
         let reason = report["harness"]["reason"].as_str().unwrap();
         assert!(
             reason.contains(&format!(
-                "got \"failure\" (operator context could not resolve required local tool \
-                 '{tool}')"
+                "smoke: expected status sealed, execution failed: skill run failed: operator context \
+                 could not resolve required local tool '{tool}'"
             )),
             "{reason}"
         );
@@ -257,7 +263,10 @@ fn a_runner_own_allowed_tools_are_not_resolved_before_it_runs() {
     let report = lab("validate", dir.path());
     let reason = report["harness"]["reason"].as_str().unwrap();
     assert!(
-        reason.contains(&format!("got \"failure\" ({})", refusal("note"))),
+        reason.contains(&format!(
+            "smoke: expected status sealed, execution failed: skill run failed: {}",
+            refusal("note")
+        )),
         "{reason}"
     );
 }

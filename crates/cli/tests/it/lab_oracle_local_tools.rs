@@ -119,7 +119,15 @@ fn a_tool_missing_a_required_input_fails_in_runx_words() {
     );
     let reason = reason(&validate(dir.path()));
     assert!(
-        reason.contains("tool input contract failed at '/other': tool input 'other' is required"),
+        reason.contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
+        "{reason}"
+    );
+    // The report names the status only, as Runx's; the step's error is in the case's receipt.
+    assert!(
+        crate::util::sealed_receipts(dir.path())
+            .contains("tool input contract failed at '/other': tool input 'other' is required"),
         "{reason}"
     );
 }
@@ -135,7 +143,15 @@ fn a_tool_needing_a_scope_the_step_does_not_declare_fails_in_runx_words() {
     );
     let reason = reason(&validate(dir.path()));
     assert!(
-        reason.contains("skill 'foo.bar' failed: missing required scope declaration(s): foo.write"),
+        reason.contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
+        "{reason}"
+    );
+    // The report names the status only, as Runx's; the step's error is in the case's receipt.
+    assert!(
+        crate::util::sealed_receipts(dir.path())
+            .contains("skill 'foo.bar' failed: missing required scope declaration(s): foo.write"),
         "{reason}"
     );
     // Declared on the step, the scope admits the tool.
@@ -165,9 +181,16 @@ fn a_javascript_tool_in_a_tools_folder_is_refused_as_runx_cannot_load_it() {
     );
     fs::write(folder.join("tool.mjs"), "export default () => ({});\n").unwrap();
     let reason = reason(&validate(dir.path()));
-    let folder = fs::canonicalize(&folder).unwrap();
     assert!(
-        reason.contains(&format!(
+        reason.contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
+        "{reason}"
+    );
+    let folder = fs::canonicalize(&folder).unwrap();
+    // The report names the status only, as Runx's; the step's error is in the case's receipt.
+    assert!(
+        crate::util::sealed_receipts(dir.path()).contains(&format!(
             "skill package validation failed: {}: skill package directory must contain \
              SKILL.md or an owned X.yaml profile",
             folder.display()

@@ -155,7 +155,12 @@ fn a_sibling_graph_runner_gives_its_result_and_only_the_outer_step_is_traced() {
     );
     let report = validate(dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
-    assert!(reason(&report).contains("[\"sub\"]"), "{report}");
+    assert!(
+        reason(&report).contains(
+            "smoke: harness expectation mismatch at expect.steps: expected sub,zzz, actual sub"
+        ),
+        "{report}"
+    );
 }
 
 /// A case answering `key` with `{note: done}` and expecting that as output; an agent runner
@@ -201,7 +206,13 @@ fn a_sibling_agent_runner_is_answered_under_its_runner_name_else_it_needs_the_ag
     assert_eq!(report["verdict"], "tested", "{report}");
     let report = validate(agent("agent.gstep.output", "agent", "").path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
-    assert!(reason(&report).contains("got \"needs_agent\""), "{report}");
+    assert!(
+        reason(&report).contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual \
+             needs_agent"
+        ),
+        "{report}"
+    );
 }
 
 /// A cli-tool runner `noter` printing `boom` on stderr and exiting 3, declaring `topic` and an
@@ -228,10 +239,18 @@ fn failing(required: bool) -> tempfile::TempDir {
 fn a_nested_runner_missing_a_required_input_fails_in_runx_words() {
     // OBSERVED: `runx harness` fails the case (`actual failure`); `runx skill` gives the step's
     // error `runner input contract failed at '/other': runner input 'other' is required`.
-    let report = validate(failing(true).path());
+    // The report names the status only, as Runx's; the step's error is in the case's receipt.
+    let dir = failing(true);
+    let report = validate(dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
     assert!(
-        reason(&report)
+        reason(&report).contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
+        "{report}"
+    );
+    assert!(
+        crate::util::sealed_receipts(dir.path())
             .contains("runner input contract failed at '/other': runner input 'other' is required"),
         "{report}"
     );
@@ -241,11 +260,21 @@ fn a_nested_runner_missing_a_required_input_fails_in_runx_words() {
 fn a_nested_runner_failing_fails_the_case() {
     // OBSERVED: `runx harness` fails the case (`actual failure`); Runx words the step's error
     // `skill 'sub' failed: boom`, the Lab `cli-tool node exited 3: boom`.
-    let report = validate(failing(false).path());
+    let dir = failing(false);
+    let report = validate(dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
     let reason = reason(&report);
-    assert!(reason.contains("got \"failure\""), "{reason}");
-    assert!(reason.contains("boom"), "{reason}");
+    assert!(
+        reason.contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
+        "{reason}"
+    );
+    // The report names the status only, as Runx's; the step's error is in the case's receipt.
+    assert!(
+        crate::util::sealed_receipts(dir.path()).contains("boom"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -270,6 +299,13 @@ fn a_nested_runner_output_outside_its_declared_outputs_fails_in_runx_words() {
     assert_eq!(report["verdict"], "validation_failed", "{report}");
     assert!(
         reason(&report).contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
+        "{report}"
+    );
+    // The report names the status only, as Runx's; the step's error is in the case's receipt.
+    assert!(
+        crate::util::sealed_receipts(dir.path()).contains(
             "skill 'noter' failed: runner output contract violation at $.env_extra: null is not \
              of type \"string\""
         ),
@@ -374,7 +410,13 @@ fn a_sibling_graph_stopping_on_an_unanswered_agent_act_needs_the_agent() {
     );
     let report = validate(dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
-    assert!(reason(&report).contains("got \"needs_agent\""), "{report}");
+    assert!(
+        reason(&report).contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual \
+             needs_agent"
+        ),
+        "{report}"
+    );
 }
 
 #[test]
@@ -395,6 +437,13 @@ fn a_sibling_agent_answer_outside_the_runners_outputs_fails_in_runx_words() {
     assert_eq!(report["verdict"], "validation_failed", "{report}");
     assert!(
         reason(&report).contains(
+            "smoke: harness expectation mismatch at expect.status: expected sealed, actual failure"
+        ),
+        "{report}"
+    );
+    // The report names the status only, as Runx's; the step's error is in the case's receipt.
+    assert!(
+        crate::util::sealed_receipts(dir.path()).contains(
             "skill 'asker' failed: runner output contract violation at $.extra: Additional \
              properties are not allowed ('extra' was unexpected)"
         ),

@@ -158,10 +158,16 @@ fn a_case_value_the_packet_schema_refuses_fails_the_harness_and_a_fitting_one_pa
     let dir = workspace(true, "{decision: go}", "{decision: 7}", Some((at, PLAN)));
     let report = lab("validate", dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
-    let reason = report["harness"]["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("(input plan/decision: 7 is not of type \"string\")"),
-        "{reason}"
+    // As Runx's report: the status only, and no receipt for a case stopped at its inputs.
+    assert_eq!(
+        report["harness"]["assertion_errors"],
+        serde_json::json!(["apply-plan: expected status sealed, got failure"]),
+        "{report}"
+    );
+    assert_eq!(
+        report["harness"]["receipt_ids"],
+        serde_json::json!([]),
+        "{report}"
     );
 }
 
@@ -178,9 +184,15 @@ fn a_packet_schema_in_the_package_dist_packets_checks_case_values_below_a_worksp
     let dir = workspace(true, "{decision: go}", "{decision: 7}", Some((at, PLAN)));
     let report = lab("validate", dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
-    let reason = report["harness"]["reason"].as_str().unwrap();
-    assert!(
-        reason.contains("(input plan/decision: 7 is not of type \"string\")"),
-        "{reason}"
+    // As Runx's report: the status only, and no receipt for a case stopped at its inputs.
+    assert_eq!(
+        report["harness"]["assertion_errors"],
+        serde_json::json!(["apply-plan: expected status sealed, got failure"]),
+        "{report}"
+    );
+    assert_eq!(
+        report["harness"]["receipt_ids"],
+        serde_json::json!([]),
+        "{report}"
     );
 }

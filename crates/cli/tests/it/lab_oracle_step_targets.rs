@@ -25,8 +25,8 @@
 //! validation reports (`verdict`, `inspect.error`, `harness.reason`) exactly as asserted; the
 //! cycle's text (`runx harness skills/gstep --json`), the result producer's text and the
 //! unresolved tool's text, inside Runx's frame `smoke: expected status sealed, execution
-//! failed: skill run failed: <text>` (the Lab frames it `smoke: status: expected "sealed",
-//! got "failure" (<text>)` and seals a receipt where Runx seals none); a manifest in the
+//! failed: skill run failed: <text>`, which the Lab's report says too, sealing no receipt
+//! (see lab_oracle_harness_report.rs); a manifest in the
 //! workspace's `tools` with `wrap_as` is run by Runx (see lab_oracle_local_tools.rs). READ
 //! FROM SOURCE only: the `RUNX_TOOL_ROOTS` case.
 
@@ -161,7 +161,8 @@ fn a_sibling_runner_naming_its_own_graph_is_refused_as_a_cycle_in_runx_words() {
     let report = lab("validate", dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");
     let expected = format!(
-        "got \"failure\" (operator context chain contains a cycle at entry.again (local:{}:flow))",
+        "smoke: expected status sealed, execution failed: skill run failed: operator context \
+         chain contains a cycle at entry.again (local:{}:flow)",
         package_dir(dir.path())
     );
     let reason = harness_reason(&report);
@@ -178,8 +179,9 @@ fn a_local_tool_manifest_without_artifacts_declares_no_result_in_runx_words() {
     let reason = harness_reason(&report);
     assert!(
         reason.contains(
-            "got \"failure\" (graph result producer 'entry.t' declares no semantic output \
-             contract; add run.outputs or artifacts.wrap_as/named_emits before execution)"
+            "smoke: expected status sealed, execution failed: skill run failed: graph result \
+             producer 'entry.t' declares no semantic output contract; add run.outputs or \
+             artifacts.wrap_as/named_emits before execution"
         ),
         "{reason}"
     );
@@ -194,8 +196,8 @@ fn a_local_tool_manifest_outside_runx_tool_roots_is_not_found_in_runx_words() {
     // any `.runx/tools` (the workspace's, `skills/`'s or the package's), which
     // `resolve_tool_roots` reads but the real binary's validator and `runx harness` do not
     // find; and `skills/tools` gives the same text.
-    let refusal =
-        "got \"failure\" (operator context could not resolve required local tool 'foo.bar')";
+    let refusal = "smoke: expected status sealed, execution failed: skill run failed: operator \
+                   context could not resolve required local tool 'foo.bar'";
     let artifacts = json!({"wrap_as": "bar_packet"});
     for folder in [
         "skills/tools/foo/bar",

@@ -15,6 +15,7 @@ mod lab_faults;
 mod lab_oracle_agent_outputs;
 mod lab_oracle_cases;
 mod lab_oracle_graph_results;
+mod lab_oracle_harness_report;
 mod lab_oracle_local_tools;
 mod lab_oracle_nested_closure;
 mod lab_oracle_nested_steps;

@@ -388,3 +388,37 @@ pub(crate) fn lab_json(verb: &str, root: &std::path::Path, target: &str) -> serd
         )
     })
 }
+
+/// Every receipt sealed into the workspace's store at `root` (`.runx/receipts`), as one text:
+/// where a harness report names no step's error, the case's receipt still carries it.
+pub(crate) fn sealed_receipts(root: &std::path::Path) -> String {
+    fn walk(dir: &std::path::Path, text: &mut String) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, text);
+            } else if let Ok(contents) = std::fs::read_to_string(&path) {
+                // Each string the receipt holds, unescaped, one a line.
+                match serde_json::from_str::<serde_json::Value>(&contents) {
+                    Ok(value) => strings(&value, text),
+                    Err(_) => text.push_str(&contents),
+                }
+                text.push('\n');
+            }
+        }
+    }
+    fn strings(value: &serde_json::Value, text: &mut String) {
+        match value {
+            serde_json::Value::String(string) => {
+                text.push_str(string);
+                text.push('\n');
+            }
+            serde_json::Value::Array(items) => items.iter().for_each(|item| strings(item, text)),
+            serde_json::Value::Object(map) => map.values().for_each(|item| strings(item, text)),
+            _ => {}
+        }
+    }
+    let mut text = String::new();
+    walk(&root.join(".runx/receipts"), &mut text);
+    text
+}

@@ -107,6 +107,21 @@ impl CaseStatus {
     }
 }
 
+/// Why Runx would stop a case before any step ran: its report then names no receipt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CaseStop {
+    /// The case's inputs do not meet the runner's declared inputs
+    /// (`materialize_complete_runner_inputs`): `expected status sealed, got failure`.
+    Inputs,
+    /// The run was refused before it started (a result producer without a contract, a cycle,
+    /// an unresolved tool): `expected status sealed, execution failed: skill run failed: …`.
+    Refused,
+    /// The run failed as a whole (an agent runner declaring no output):
+    /// `expected status sealed, execution failed: skill '<runner>' failed: …`.
+    Failed,
+}
+
 /// One step of a graph run, in execution order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepTrace {
@@ -136,6 +151,8 @@ pub struct CaseOutcome {
     pub state: String,
     /// Why the run did not seal, when it did not.
     pub error: Option<String>,
+    /// Set when Runx would have stopped the case before it ran; no receipt is sealed then.
+    pub stop: Option<CaseStop>,
     /// Filled in by [`run_harness`] once the sealer has returned.
     pub receipt_id: Option<String>,
     /// Filled in by [`run_harness`] from the case's `expect`.
@@ -320,14 +337,18 @@ pub fn run_harness(
                 .unwrap_or("unnamed"),
         );
         let mut outcome = run_case(files, profile, case, tools, packets, options);
-        match sealer.seal(&outcome) {
-            Ok(id) => {
-                report.receipt_ids.push(id.clone());
-                outcome.receipt_id = Some(id);
+        // Runx seals nothing for a case it stopped before it ran, nor for one left waiting on
+        // an agent (its output names no `receipt_id`).
+        if outcome.stop.is_none() && outcome.status != CaseStatus::NeedsAgent {
+            match sealer.seal(&outcome) {
+                Ok(id) => {
+                    report.receipt_ids.push(id.clone());
+                    outcome.receipt_id = Some(id);
+                }
+                Err(err) => outcome
+                    .assertion_errors
+                    .push(format!("{}: receipt: sealing failed: {err}", outcome.name)),
             }
-            Err(err) => outcome
-                .assertion_errors
-                .push(format!("{}: receipt: sealing failed: {err}", outcome.name)),
         }
         outcome
             .assertion_errors
@@ -363,53 +384,106 @@ pub fn run_harness(
     }
 }
 
-/// Judge one outcome by its case's `expect` block; each error names the case and the path.
+/// Judge one outcome by its case's `expect` block as Runx's harness does
+/// (`runx-runtime/src/execution/skill_front/inline_harness.rs`): the first mismatch only,
+/// worded `<case>: harness expectation mismatch at <field>: expected <x>, actual <y>`; a case
+/// Runx stops before it runs is worded apart (`inline_harness_execution_error`,
+/// `inline_harness_status_error`).
 pub(crate) fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<String> {
-    let name = &outcome.name;
-    let mut errors = Vec::new();
+    first_mismatch(case, outcome)
+        .map(|error| format!("{}: {error}", outcome.name))
+        .into_iter()
+        .collect()
+}
+
+fn mismatch(
+    field: &str,
+    expected: impl std::fmt::Display,
+    actual: impl std::fmt::Display,
+) -> String {
+    format!("harness expectation mismatch at {field}: expected {expected}, actual {actual}")
+}
+
+fn first_mismatch(case: &Value, outcome: &CaseOutcome) -> Option<String> {
     let expect = case.get("expect").cloned().unwrap_or(Value::Null);
-    let mut push = |path: String, expected: String, actual: String| {
-        errors.push(format!("{name}: {path}: expected {expected}, got {actual}"));
-    };
+    let declared = expect.get("status").and_then(Value::as_str);
+    match outcome.stop {
+        Some(CaseStop::Inputs) => {
+            return declared
+                .filter(|status| *status != "failure")
+                .map(|status| format!("expected status {status}, got failure"));
+        }
+        Some(stop @ (CaseStop::Refused | CaseStop::Failed)) => {
+            let error = outcome.error.as_deref().unwrap_or_default();
+            let error = if stop == CaseStop::Refused {
+                format!("skill run failed: {error}")
+            } else {
+                error.to_owned()
+            };
+            return match declared {
+                Some("failure") => None,
+                Some(status) => Some(format!(
+                    "expected status {status}, execution failed: {error}"
+                )),
+                None => Some(error),
+            };
+        }
+        None => {}
+    }
 
     // A case that names no status expects the run to seal: a failing case must never pass
     // because its author left the line out.
-    let expected = expect
-        .get("status")
-        .and_then(Value::as_str)
-        .unwrap_or("sealed");
+    let expected = declared.unwrap_or("sealed");
     if expected != outcome.status.as_str() {
-        let detail = outcome
-            .error
-            .as_ref()
-            .map(|err| format!(" ({err})"))
-            .unwrap_or_default();
-        push(
-            "status".to_owned(),
-            Value::from(expected).to_string(),
-            format!("{}{detail}", Value::from(outcome.status.as_str())),
-        );
+        let mut error = mismatch("expect.status", expected, outcome.status.as_str());
+        // Where the Lab refuses what Runx runs (a file, tool or package outside the package),
+        // Runx has no wording: the refusal is named, for the validator's note on it.
+        if let Some(refusal) = outcome.error.as_deref().filter(|error| {
+            [
+                cli_tool::ARG_OUTSIDE_PACKAGE,
+                local_tool::TOOL_OUTSIDE_PACKAGE,
+                run::nested::SKILL_OUTSIDE_PACKAGE,
+            ]
+            .iter()
+            .any(|marker| error.contains(marker))
+        }) {
+            error.push_str(&format!(" ({refusal})"));
+        }
+        return Some(error);
     }
 
-    if let Some(receipt) = expect.get("receipt").and_then(Value::as_object) {
-        check_receipt(receipt, outcome, &mut push);
+    if let Some(receipt) = expect.get("receipt").and_then(Value::as_object)
+        && let Some(error) = check_receipt(receipt, outcome)
+    {
+        return Some(error);
     }
 
     if let Some(steps) = expect.get("steps").and_then(Value::as_array)
         && !steps.is_empty()
     {
-        let actual: Vec<Value> = outcome
+        let actual: Vec<&str> = outcome
             .steps
             .iter()
             .filter(|step| step.status != "skipped")
-            .map(|step| Value::from(step.step_id.as_str()))
+            .map(|step| step.step_id.as_str())
             .collect();
-        if steps != &actual {
-            push(
-                "steps".to_owned(),
-                Value::Array(steps.clone()).to_string(),
-                Value::Array(actual).to_string(),
-            );
+        if !steps
+            .iter()
+            .map(Value::as_str)
+            .eq(actual.iter().copied().map(Some))
+        {
+            let expected: Vec<String> = steps
+                .iter()
+                .map(|step| {
+                    step.as_str()
+                        .map_or_else(|| step.to_string(), str::to_owned)
+                })
+                .collect();
+            return Some(mismatch(
+                "expect.steps",
+                expected.join(","),
+                actual.join(","),
+            ));
         }
     }
 
@@ -421,17 +495,18 @@ pub(crate) fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<Str
                 .iter()
                 .any(|seen| assertions::observable(answer, seen))
             {
-                push(
-                    format!("caller.answers.{request_id}"),
-                    "the supplied answer to be observable in the run's output".to_owned(),
-                    "no step or result that contains it".to_owned(),
-                );
+                return Some(format!(
+                    "caller.answers.{request_id}: expected the supplied answer to be observable \
+                     in the run's output, got no step or result that contains it"
+                ));
             }
         }
     }
 
-    if let Some(expectation) = expect.get("output") {
-        json_expectation(expectation, &outcome.output, "output", &mut push);
+    if let Some(expectation) = expect.get("output")
+        && let Some(error) = json_expectation(expectation, &outcome.output, "expect.output")
+    {
+        return Some(error);
     }
     if let Some(per_step) = expect.get("step_outputs").and_then(Value::as_object) {
         for (step_id, expectation) in per_step {
@@ -440,53 +515,45 @@ pub(crate) fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<Str
                 .get(step_id)
                 .cloned()
                 .unwrap_or(Value::Null);
-            json_expectation(
+            if let Some(error) = json_expectation(
                 expectation,
                 &actual,
-                &format!("step_outputs.{step_id}"),
-                &mut push,
-            );
+                &format!("expect.step_outputs.{step_id}"),
+            ) {
+                return Some(error);
+            }
         }
     }
-    errors
+    None
 }
 
-fn json_expectation(
-    expectation: &Value,
-    actual: &Value,
-    path: &str,
-    push: &mut impl FnMut(String, String, String),
-) {
+fn json_expectation(expectation: &Value, actual: &Value, path: &str) -> Option<String> {
     let exact = expectation.get("exact");
     let subset = expectation.get("subset");
     if exact.is_none() && subset.is_none() {
-        push(
-            path.to_owned(),
-            "an exact or subset expectation".to_owned(),
-            expectation.to_string(),
-        );
+        return Some(format!(
+            "{path}: expected an exact or subset expectation, got {expectation}"
+        ));
     }
-    if let Some(expected) = exact
-        && let Err(mismatch) = assertions::exact(expected, actual, path)
-    {
-        push(mismatch.path, mismatch.expected, mismatch.actual);
-    }
-    if let Some(expected) = subset
-        && let Err(mismatch) = assertions::subset(expected, actual, path)
-    {
-        push(mismatch.path, mismatch.expected, mismatch.actual);
-    }
+    let failed = exact
+        .and_then(|expected| assertions::exact(expected, actual, &format!("{path}.exact")).err())
+        .or_else(|| {
+            subset.and_then(|expected| {
+                assertions::subset(expected, actual, &format!("{path}.subset")).err()
+            })
+        });
+    failed.map(|m| mismatch(&m.path, m.expected, m.actual))
 }
 
 /// The receipt fields a replay can judge without the sealed receipt's bytes: the schema (the
 /// sealer writes `runx.receipt.v1`), the seal's state, disposition and reason code, the number
 /// of child (step) receipts and, once sealed, the receipt id. Digest and signature fields are
 /// the receipt store's to verify and are not second-guessed here.
-fn check_receipt(
-    receipt: &Map<String, Value>,
-    outcome: &CaseOutcome,
-    push: &mut impl FnMut(String, String, String),
-) {
+fn check_receipt(receipt: &Map<String, Value>, outcome: &CaseOutcome) -> Option<String> {
+    let mut errors = Vec::new();
+    let mut push = |path: String, expected: String, actual: String| {
+        errors.push(format!("{path}: expected {expected}, got {actual}"));
+    };
     let text = |key: &str| receipt.get(key).and_then(Value::as_str);
     let schema = text("schema").unwrap_or("runx.receipt.v1");
     if schema != "runx.receipt.v1" {
@@ -534,6 +601,7 @@ fn check_receipt(
             Value::from(actual).to_string(),
         );
     }
+    errors.into_iter().next()
 }
 
 #[cfg(test)]

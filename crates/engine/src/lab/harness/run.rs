@@ -24,8 +24,8 @@ use serde_json::{Map, Value, json};
 use super::assertions::{data_envelope, json_equal};
 use super::javascript::{JsInvocation, JsLimits, run_in_worker, run_module};
 use super::{
-    CaseOutcome, CaseStatus, HarnessOptions, NativeTools, PacketCatalog, StepTrace, cli_tool,
-    local_tool, result_contract, scratch, web,
+    CaseOutcome, CaseStatus, CaseStop, HarnessOptions, NativeTools, PacketCatalog, StepTrace,
+    cli_tool, local_tool, result_contract, scratch, web,
 };
 
 /// How one source or step ended.
@@ -95,6 +95,7 @@ pub(crate) fn run_case(
         disposition: String::new(),
         state: String::new(),
         error: None,
+        stop: None,
         receipt_id: None,
         assertion_errors: Vec::new(),
     };
@@ -193,6 +194,7 @@ fn execute(
             outcome.status = CaseStatus::Failure;
             outcome.reason_code = "preflight_failed".to_owned();
             outcome.error = Some(message);
+            outcome.stop = Some(CaseStop::Inputs);
             return Ok(());
         }
     };
@@ -217,6 +219,17 @@ fn execute(
         outcome.status = status;
         outcome.output = output;
         outcome.error = error;
+        // Runx refuses an agent runner declaring no output as it builds the act, failing the
+        // run itself: `skill '<runner>' failed: …`, and no receipt.
+        if (kind == "agent" || kind == "agent-task")
+            && outcome.error.as_deref() == Some(acts::AGENT_OUTPUTS_MISSING)
+        {
+            outcome.error = Some(format!(
+                "skill '{runner_name}' failed: {}",
+                acts::AGENT_OUTPUTS_MISSING
+            ));
+            outcome.stop = Some(CaseStop::Failed);
+        }
         let prefix = if kind == "agent" || kind == "agent-task" {
             "agent_act"
         } else {
@@ -807,6 +820,7 @@ fn run_graph(
     if let Some(message) = result_contract::refusal(runner, runner_name, scope) {
         outcome.status = CaseStatus::Failure;
         outcome.error = Some(message);
+        outcome.stop = Some(CaseStop::Refused);
         outcome.reason_code = format!("{graph_name}_{}", CaseStatus::Failure.disposition());
         return;
     }

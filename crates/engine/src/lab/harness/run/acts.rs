@@ -6,7 +6,8 @@ use serde_json::{Map, Value, json};
 use super::{End, Env, text};
 
 /// Runx's refusal of an agent-mediated runner or step that declares no output.
-const AGENT_OUTPUTS_MISSING: &str = "agent-mediated runners must declare at least one output";
+pub(super) const AGENT_OUTPUTS_MISSING: &str =
+    "agent-mediated runners must declare at least one output";
 
 pub(super) fn agent_act(source: &Value, env: &Env<'_>) -> End {
     let task = text(source, "task").unwrap_or("agent");

@@ -14,8 +14,6 @@
 //! 2026-12-07) with `runx harness skills/gstep --json` on the files written below; no Runx
 //! binary or recipe is kept.
 
-use std::fs;
-
 use serde_json::Value;
 
 /// The runners every case below picks from: `flow` (an agent-task step `note` declaring
@@ -38,23 +36,10 @@ const ANSWERED: &str =
 /// `mindrune lab validate` on `skills/gstep` holding the one case `name`, run by `runner` with
 /// `inputs`, `caller` and `expect` (YAML at the case's indentation): its harness report.
 fn harness(name: &str, runner: &str, inputs: &str, caller: &str, expect: &str) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let package = dir.path().join("skills/gstep");
-    fs::create_dir_all(&package).unwrap();
-    fs::write(
-        package.join("SKILL.md"),
-        "---\nname: gstep\ndescription: Note a topic.\n---\nNote the topic.\n",
-    )
-    .unwrap();
-    fs::write(
-        package.join("X.yaml"),
-        format!(
-            "skill: gstep\nversion: \"0.1.0\"\ncatalog:\n  kind: skill\n  audience: public\n  \
-             visibility: internal\n  role: canonical\nharness:\n  cases:\n    - name: {name}\n      \
+    let dir = crate::util::gstep_package(&format!(
+        "    - name: {name}\n      \
              runner: {runner}\n      inputs: {inputs}\n{caller}      expect:\n{expect}{RUNNERS}"
-        ),
-    )
-    .unwrap();
+    ));
     let report = crate::util::lab_json("validate", dir.path(), "skills/gstep");
     assert_eq!(report["harness"]["attempted"], true, "{report}");
     report["harness"].clone()

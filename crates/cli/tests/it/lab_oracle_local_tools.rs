@@ -24,28 +24,14 @@ use serde_json::{Value, json};
 /// `tool` (with the step's `scopes`, if any) and takes its result from it; its one case
 /// expects the graph to seal with `expect_output` (YAML at the case's `output:` indentation).
 fn workspace(tool: &str, scopes: &str, expect_output: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let package = dir.path().join("skills/gstep");
-    fs::create_dir_all(&package).unwrap();
-    fs::write(
-        package.join("SKILL.md"),
-        "---\nname: gstep\ndescription: Note a topic.\n---\nNote the topic.\n",
-    )
-    .unwrap();
-    fs::write(
-        package.join("X.yaml"),
-        format!(
-            "skill: gstep\nversion: \"0.1.0\"\ncatalog:\n  kind: skill\n  audience: public\n  \
-             visibility: internal\n  role: canonical\nharness:\n  cases:\n    - name: smoke\n      \
+    crate::util::gstep_package(&format!(
+        "    - name: smoke\n      \
              runner: flow\n      inputs:\n        topic: x\n      expect:\n        status: \
              sealed\n        output:\n          exact:\n{expect_output}runners:\n  flow:\n    \
              default: true\n    type: graph\n    inputs:\n      topic:\n        type: string\n        \
              required: true\n        description: What to note.\n    graph:\n      name: flow\n      \
              result_from: [t]\n      steps:\n        - id: t\n          tool: {tool}\n{scopes}"
-        ),
-    )
-    .unwrap();
-    dir
+    ))
 }
 
 /// The output the case expects of `run.cjs` given `topic: x`, wrapped as `bar_packet`.

@@ -47,26 +47,14 @@ fn workspace(
     runners: &str,
     files: &[(&str, &str)],
 ) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let package = dir.path().join("skills/gstep");
-    fs::create_dir_all(&package).unwrap();
-    fs::write(
-        package.join("SKILL.md"),
-        "---\nname: gstep\ndescription: Note a topic.\n---\nNote the topic.\n",
-    )
-    .unwrap();
-    fs::write(
-        package.join("X.yaml"),
-        format!(
-            "skill: gstep\nversion: \"0.1.0\"\ncatalog:\n  kind: skill\n  audience: public\n  \
-             visibility: internal\n  role: canonical\nharness:\n  cases:\n    - name: smoke\n      \
+    let dir = crate::util::gstep_package(&format!(
+        "    - name: smoke\n      \
              runner: flow\n      inputs:\n        topic: x\n{case}runners:\n  flow:\n    \
              default: true\n    type: graph\n    inputs:\n      topic:\n        type: string\n        \
              required: true\n        description: What to note.\n    graph:\n      name: flow\n      \
              result_from: [{result_from}]\n      steps:\n{steps}{runners}"
-        ),
-    )
-    .unwrap();
+    ));
+    let package = dir.path().join("skills/gstep");
     for (name, text) in files {
         fs::write(package.join(name), text).unwrap();
     }

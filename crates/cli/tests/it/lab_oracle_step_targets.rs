@@ -39,28 +39,14 @@ use serde_json::{Value, json};
 /// `result_from` and runs `steps` (YAML at the steps' indentation), with `extra` runners after
 /// it, and one case that expects the graph to seal.
 fn workspace(result_from: &str, steps: &str, extra: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let package = dir.path().join("skills/gstep");
-    fs::create_dir_all(&package).unwrap();
-    fs::write(
-        package.join("SKILL.md"),
-        "---\nname: gstep\ndescription: Note a topic.\n---\nNote the topic.\n",
-    )
-    .unwrap();
-    fs::write(
-        package.join("X.yaml"),
-        format!(
-            "skill: gstep\nversion: \"0.1.0\"\ncatalog:\n  kind: skill\n  audience: public\n  \
-             visibility: internal\n  role: canonical\nharness:\n  cases:\n    - name: smoke\n      \
+    crate::util::gstep_package(&format!(
+        "    - name: smoke\n      \
              runner: flow\n      inputs:\n        topic: x\n      expect:\n        status: \
              sealed\nrunners:\n  flow:\n    default: true\n    type: graph\n    inputs:\n      \
              topic:\n        type: string\n        required: true\n        description: What to \
              note.\n    graph:\n      name: flow\n      result_from: [{result_from}]\n      \
              steps:\n{steps}{extra}"
-        ),
-    )
-    .unwrap();
-    dir
+    ))
 }
 
 fn lab(verb: &str, root: &Path) -> Value {

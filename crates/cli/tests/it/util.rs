@@ -422,3 +422,26 @@ pub(crate) fn sealed_receipts(root: &std::path::Path) -> String {
     walk(&root.join(".runx/receipts"), &mut text);
     text
 }
+
+/// A workspace holding the test package `skills/gstep` ("Note a topic."), its X.yaml the
+/// shared head (skill, version, an internal catalog entry, `harness:` and `cases:`) followed by
+/// `cases_and_runners`: the cases at their list's indentation, then `runners:`.
+pub(crate) fn gstep_package(cases_and_runners: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let package = dir.path().join("skills/gstep");
+    std::fs::create_dir_all(&package).unwrap();
+    std::fs::write(
+        package.join("SKILL.md"),
+        "---\nname: gstep\ndescription: Note a topic.\n---\nNote the topic.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        package.join("X.yaml"),
+        format!(
+            "skill: gstep\nversion: \"0.1.0\"\ncatalog:\n  kind: skill\n  audience: public\n  \
+             visibility: internal\n  role: canonical\nharness:\n  cases:\n{cases_and_runners}"
+        ),
+    )
+    .unwrap();
+    dir
+}

@@ -401,23 +401,8 @@ fn child(step: &Value, scope: Scope<'_>) -> Result<Option<Child>, String> {
         (runners, Some(PathBuf::from(nested.source_path)))
     };
     let requested = step.get("runner").and_then(Value::as_str);
-    let name = match requested {
-        Some(name) => Some(name.to_owned()),
-        None => {
-            let defaults: Vec<&String> = runners
-                .iter()
-                .filter(|(_, runner)| runner.get("default").and_then(Value::as_bool) == Some(true))
-                .map(|(name, _)| name)
-                .collect();
-            match defaults.as_slice() {
-                [one] => Some((*one).clone()),
-                [] if runners.len() == 1 => runners.keys().next().cloned(),
-                _ => None,
-            }
-        }
-    };
-    let Some((name, mut runner)) =
-        name.and_then(|name| runners.get(&name).cloned().map(|runner| (name, runner)))
+    let Some((name, mut runner)) = select_step_runner(&runners, requested)
+        .map(|(name, runner)| (name.to_owned(), runner.clone()))
     else {
         return Err(unsupported_runner(requested.unwrap_or("default")));
     };
@@ -429,6 +414,26 @@ fn child(step: &Value, scope: Scope<'_>) -> Result<Option<Child>, String> {
         runners,
         dir,
     }))
+}
+
+/// The runner a `skill:` step runs (Runx's `select_step_runner`): the one it names, else the
+/// package's one default, else its only runner; `None` where none of these is there.
+pub(super) fn select_step_runner<'p>(
+    runners: &'p Map<String, Value>,
+    requested: Option<&str>,
+) -> Option<(&'p str, &'p Value)> {
+    if let Some(name) = requested {
+        return runners.get_key_value(name).map(|(k, v)| (k.as_str(), v));
+    }
+    let defaults: Vec<_> = runners
+        .iter()
+        .filter(|(_, runner)| runner.get("default").and_then(Value::as_bool) == Some(true))
+        .collect();
+    match defaults.as_slice() {
+        [(name, runner)] => Some((name.as_str(), *runner)),
+        [] if runners.len() == 1 => runners.iter().next().map(|(k, v)| (k.as_str(), v)),
+        _ => None,
+    }
 }
 
 /// Runx's `declares_output_contract`: non-empty `outputs`, or artifacts with a `wrap_as` or

@@ -105,22 +105,10 @@ fn held_to_outputs(end: End, name: &str, runner: &Value) -> End {
     }
 }
 
-/// The package's runner a `skill: .` step names: `requested`, else the one default, else the
-/// only runner (Runx's `select_step_runner`).
+/// The package's runner a `skill: .` step names (Runx's `select_step_runner`).
 fn sibling<'p>(profile: &'p Value, requested: Option<&str>) -> Option<(&'p str, &'p Value)> {
     let runners = profile.get("runners").and_then(Value::as_object)?;
-    if let Some(name) = requested {
-        return runners.get_key_value(name).map(|(k, v)| (k.as_str(), v));
-    }
-    let defaults: Vec<_> = runners
-        .iter()
-        .filter(|(_, runner)| runner.get("default").and_then(Value::as_bool) == Some(true))
-        .collect();
-    match defaults.as_slice() {
-        [(name, runner)] => Some((name.as_str(), *runner)),
-        [] if runners.len() == 1 => runners.iter().next().map(|(k, v)| (k.as_str(), v)),
-        _ => None,
-    }
+    super::result_contract::select_step_runner(runners, requested)
 }
 
 /// A graph runner's steps run on the nested runner's inputs; the step ends as the graph did,

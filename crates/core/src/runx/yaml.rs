@@ -150,6 +150,51 @@ impl YamlNode {
         }
     }
 
+    /// A node made from a plain JSON value, every part of it placed at `line` (for a text
+    /// whose positions are not known).
+    pub(crate) fn from_json(value: &Value, line: usize) -> Self {
+        let value = match value {
+            Value::Null => YamlValue::Null,
+            Value::Bool(value) => YamlValue::Bool(*value),
+            Value::Number(value) => YamlValue::Number(value.clone()),
+            Value::String(value) => YamlValue::String(value.clone()),
+            Value::Array(items) => YamlValue::Sequence(
+                items
+                    .iter()
+                    .map(|item| Self::from_json(item, line))
+                    .collect(),
+            ),
+            Value::Object(map) => YamlValue::Mapping(
+                map.iter()
+                    .map(|(key, value)| YamlEntry {
+                        key: key.clone(),
+                        line,
+                        column: 1,
+                        value: Self::from_json(value, line),
+                    })
+                    .collect(),
+            ),
+        };
+        Self {
+            line,
+            column: 1,
+            value,
+        }
+    }
+
+    /// Orders every mapping's entries by key, as a JSON reader that keeps its objects sorted
+    /// (Runx's) walks them.
+    pub(crate) fn sort_keys(&mut self) {
+        match &mut self.value {
+            YamlValue::Sequence(items) => items.iter_mut().for_each(Self::sort_keys),
+            YamlValue::Mapping(entries) => {
+                entries.sort_by(|a, b| a.key.cmp(&b.key));
+                entries.iter_mut().for_each(|entry| entry.value.sort_keys());
+            }
+            _ => {}
+        }
+    }
+
     /// The entries when the node is a mapping.
     pub(crate) fn as_mapping(&self) -> Option<&[YamlEntry]> {
         match &self.value {

@@ -169,7 +169,7 @@ fn is_package_module(path: &str, files: &BTreeMap<&str, &[u8]>) -> bool {
     !has_nested_manual_boundary(path, files)
 }
 
-fn has_nested_manual_boundary(path: &str, files: &BTreeMap<&str, &[u8]>) -> bool {
+pub(super) fn has_nested_manual_boundary(path: &str, files: &BTreeMap<&str, &[u8]>) -> bool {
     let Some((directory, _)) = path.rsplit_once('/') else {
         return false;
     };
@@ -247,6 +247,55 @@ fn module_imports(path: &str, source: &str) -> Result<Vec<(String, usize)>, Modu
     let tokens = tokenize(path, source)?;
     reject_effectful_module_tokens(path, source, &tokens)?;
     imports_from_tokens(path, source, &tokens)
+}
+
+/// The static dependencies of a process-backed (tool) module, with the line of each: its
+/// imports and its `require("…")` calls, which must name a plain string (Runx's
+/// `process_module_imports`). A process may use Node's APIs, so no effect is refused.
+pub(super) fn process_module_imports(
+    path: &str,
+    source: &str,
+) -> Result<Vec<(String, usize)>, ModuleRefusal> {
+    let tokens = tokenize(path, source)?;
+    let mut imports = imports_from_tokens(path, source, &tokens)?;
+    for (index, (token, byte)) in tokens.iter().enumerate() {
+        if !matches!(token, Token::Ident(name) if name == "require")
+            || (index > 0 && punct(&tokens, index - 1) == Some('.'))
+            || punct(&tokens, index + 1) != Some('(')
+        {
+            continue;
+        }
+        let line = Some(line_of(source, *byte));
+        match (tokens.get(index + 2), punct(&tokens, index + 3)) {
+            (
+                Some((
+                    Token::String {
+                        value,
+                        escaped: false,
+                    },
+                    _,
+                )),
+                Some(')'),
+            ) => imports.push((value.clone(), line_of(source, *byte))),
+            (Some((Token::String { escaped: true, .. }, _)), _) => {
+                return Err(refusal(
+                    path,
+                    "CommonJS require specifiers must not use string escapes",
+                    line,
+                ));
+            }
+            _ => {
+                return Err(refusal(
+                    path,
+                    "process-backed JavaScript may use only static require(\"specifier\") dependencies",
+                    line,
+                ));
+            }
+        }
+    }
+    imports.sort();
+    imports.dedup_by(|a, b| a.0 == b.0);
+    Ok(imports)
 }
 
 fn ident(tokens: &[(Token, usize)], index: usize) -> Option<&str> {

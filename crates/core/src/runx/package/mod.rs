@@ -42,6 +42,7 @@ mod javascript;
 mod manual;
 mod model;
 mod profile;
+mod tools;
 pub(crate) use fixtures::parse_fixture;
 pub use inspection::inspect_package;
 use manual::{check_manual_ownership, parse_manual};
@@ -463,7 +464,16 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
         .position(|line| line.starts_with("catalog:"))
         .map_or(1, |index| index + 1);
     catalog::check_catalog_semantics(&manual.frontmatter.name, &profile, &fixtures, catalog_line)?;
-    check_declared_files(&profile, files)?;
+    let contents: BTreeMap<&str, &[u8]> = files
+        .iter()
+        .map(|file| (file.path.as_str(), file.contents.as_slice()))
+        .collect();
+    let tools = tools::check_package_tools(&contents)?;
+    let tool_files: BTreeSet<String> = tools
+        .into_iter()
+        .flat_map(|tool| std::iter::once(tool.manifest_path).chain(tool.source_files))
+        .collect();
+    check_declared_files(&profile, &contents, tool_files)?;
     Ok(Package {
         manual,
         profile,
@@ -559,11 +569,14 @@ fn process_values<'s>(source: &'s Source, json: &'s Value) -> Vec<&'s str> {
 /// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool` or an `mcp`
 /// server runs (its execution sidecars) must be in the package, then every JavaScript module
 /// passes Runx's static module checks ([`javascript`]), or the package is invalid, in Runx's words.
+/// `tool_files` are the files the package's tools run (their manifests and sources), which are
+/// execution files too.
 fn check_declared_files(
     profile: &ExecutionProfile,
-    files: &[SnapshotFile],
+    contents: &BTreeMap<&str, &[u8]>,
+    tool_files: BTreeSet<String>,
 ) -> Result<(), PackageError> {
-    let paths: BTreeSet<&str> = files.iter().map(|file| file.path.as_str()).collect();
+    let paths: BTreeSet<&str> = contents.keys().copied().collect();
     let sources = || {
         profile.runners.iter().flat_map(|runner| {
             let field = format!("runners.{}", runner.name);
@@ -604,7 +617,7 @@ fn check_declared_files(
     // imports, then every module nothing reaches.
     let mut roots = BTreeSet::new();
     let mut declared_at: BTreeMap<String, (usize, String)> = BTreeMap::new();
-    let mut execution_files = BTreeSet::new();
+    let mut execution_files = tool_files;
     for (line, field, source, json) in sources() {
         if let Some(module) = &source.module {
             roots.insert(module.clone());
@@ -618,11 +631,7 @@ fn check_declared_files(
             }
         }
     }
-    let contents: BTreeMap<&str, &[u8]> = files
-        .iter()
-        .map(|file| (file.path.as_str(), file.contents.as_slice()))
-        .collect();
-    javascript::validate_modules(&contents, &roots, &execution_files).map_err(|refusal| {
+    javascript::validate_modules(contents, &roots, &execution_files).map_err(|refusal| {
         if refusal.message == "declared JavaScript module is missing" {
             let (line, field) = declared_at
                 .get(&refusal.path)

@@ -506,7 +506,7 @@ fn step_index(field: &str) -> &str {
 
 /// Runx's `admit_agent_tool_ref` (`runx-core/src/policy/tool_ref.rs`): a tool ref is a
 /// dotted catalog name with a namespace, not a path or a data file; `Err` is Runx's reason.
-fn admit_tool_ref(value: &str) -> Result<(), &'static str> {
+pub(super) fn admit_tool_ref(value: &str) -> Result<(), &'static str> {
     let value = value.trim();
     if value.is_empty() {
         return Err("tool ref must not be empty");

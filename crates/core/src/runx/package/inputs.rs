@@ -60,9 +60,27 @@ pub(super) fn check_input(
     field: &str,
 ) -> Result<InputDef, PackageError> {
     check.closed(record, field, "input", &INPUT_FIELDS)?;
-    let input_type = check
-        .opt_one_of(record, "type", field, &INPUT_TYPES)?
-        .unwrap_or_else(|| "string".to_owned());
+    // Refused in Runx's words (`runx-parser` `validate_inputs`), which name the input's whole
+    // path as the Lab does.
+    let input_type = match get(record, "type").filter(|entry| !entry.value.is_null()) {
+        None => "string".to_owned(),
+        Some(entry) => {
+            let value = check.string(entry, &join(field, "type"))?;
+            if !INPUT_TYPES.contains(&value) {
+                return Err(check.err_runx(
+                    entry.line,
+                    &join(field, "type"),
+                    format!("is {value:?}; use one of: {}", INPUT_TYPES.join(", ")),
+                    format!(
+                        "{}: {field}.type must be one of array, boolean, integer, json, number, \
+                         object, or string",
+                        check.file
+                    ),
+                ));
+            }
+            value.to_owned()
+        }
+    };
     let default = get(record, "default").map(|entry| entry.value.to_json());
     let packet = check.opt_non_empty(record, "packet", field)?;
     let schema = check.opt_mapping(record, "schema", field)?;
@@ -438,7 +456,18 @@ pub(super) fn check_javascript(
                     check.file
                 ),
             ),
-            None => check.err(line_of(entries, "module"), &module_field, message),
+            // A runner's own source: Runx's source validator names the field `source.module`
+            // whatever the runner.
+            None => check.err_runx(
+                line_of(entries, "module"),
+                &module_field,
+                message,
+                format!(
+                    "{}: source.module must be a portable relative .mjs or .js path without '.', \
+                     '..', or backslash segments.",
+                    check.file
+                ),
+            ),
         });
     }
     let export = check.opt_string(entries, "export", parent)?;

@@ -42,6 +42,7 @@ mod javascript;
 mod manual;
 mod model;
 mod profile;
+mod references;
 mod tools;
 pub(crate) use fixtures::parse_fixture;
 pub use inspection::inspect_package;
@@ -318,9 +319,9 @@ const MAX_SETUP_RECEIPTS: usize = 32;
 /// line; otherwise as `<file>:<line>: <field path>: <message>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PackageError {
-    /// SKILL.md or X.yaml is not among the files.
+    /// SKILL.md is not among the files.
     #[error(
-        "{file}: required package file is missing\n  a Runx package needs both SKILL.md and X.yaml"
+        "{file}: required package file is missing\n  a Runx package needs its SKILL.md, the operator manual"
     )]
     MissingFile {
         /// The missing file's name.
@@ -390,6 +391,38 @@ impl PackageError {
         }
     }
 
+    /// The same refusal about the package nested at `prefix`: every path it names is taken
+    /// from there, as Runx's `with_path_prefix` does for a nested package's refusal.
+    fn with_path_prefix(self, prefix: &str) -> Self {
+        let qualify = |path: &str| format!("{prefix}/{path}");
+        match self {
+            Self::MissingFile { file } => Self::MissingFile {
+                file: qualify(&file),
+            },
+            Self::NotText { file, line } => Self::NotText {
+                file: qualify(&file),
+                line,
+            },
+            Self::Yaml(mut err) => {
+                err.file = qualify(&err.file);
+                Self::Yaml(err)
+            }
+            Self::Invalid {
+                file,
+                line,
+                field,
+                message,
+                runx,
+            } => Self::Invalid {
+                file: qualify(&file),
+                line,
+                field,
+                message,
+                runx: runx.map(|runx| qualify(&runx)),
+            },
+        }
+    }
+
     /// The field path, when the refusal is about one field.
     pub fn field(&self) -> Option<&str> {
         match self {
@@ -422,15 +455,18 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     let skill_file = find(SKILL_FILE).ok_or_else(|| PackageError::MissingFile {
         file: SKILL_FILE.to_owned(),
     })?;
-    let profile_file = find(PROFILE_FILE).ok_or_else(|| PackageError::MissingFile {
-        file: PROFILE_FILE.to_owned(),
-    })?;
+    // Runx needs only the manual: a package without X.yaml (a context skill, an operator
+    // manual) has no runner, and nothing of a profile to check.
+    let profile_file = find(PROFILE_FILE);
 
     let (manual, frontmatter) = parse_manual(text(skill_file)?)?;
     check_manual_ownership(&frontmatter)?;
 
     let paths: BTreeSet<&str> = files.iter().map(|file| file.path.as_str()).collect();
-    let profile = parse_profile(text(profile_file)?, &paths)?;
+    let profile = match profile_file {
+        Some(file) => parse_profile(text(file)?, &paths)?,
+        None => ExecutionProfile::absent(),
+    };
     if let Some(skill) = &profile.skill
         && *skill != manual.frontmatter.name
     {
@@ -459,21 +495,49 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     for file in fixture_files {
         fixtures.push(parse_fixture(&file.path, text(file)?, Some(&runner_names))?);
     }
-    let catalog_line = text(profile_file)?
-        .lines()
-        .position(|line| line.starts_with("catalog:"))
+    let catalog_line = profile_file
+        .and_then(|file| std::str::from_utf8(&file.contents).ok())
+        .and_then(|text| text.lines().position(|line| line.starts_with("catalog:")))
         .map_or(1, |index| index + 1);
     catalog::check_catalog_semantics(&manual.frontmatter.name, &profile, &fixtures, catalog_line)?;
     let contents: BTreeMap<&str, &[u8]> = files
         .iter()
         .map(|file| (file.path.as_str(), file.contents.as_slice()))
         .collect();
+    let context_references = references::context_references(&profile)?;
+    let fixture_texts: BTreeMap<&str, &str> = files
+        .iter()
+        .filter(|file| is_fixture_path(&file.path))
+        .filter_map(|file| {
+            Some((
+                file.path.as_str(),
+                std::str::from_utf8(&file.contents).ok()?,
+            ))
+        })
+        .collect();
+    references::check_setup_receipts(&fixtures, &contents, &fixture_texts)?;
     let tools = tools::check_package_tools(&contents)?;
+    references::check_context_skill_sources(&context_references, &contents)?;
     let tool_files: BTreeSet<String> = tools
         .into_iter()
         .flat_map(|tool| std::iter::once(tool.manifest_path).chain(tool.source_files))
         .collect();
     check_declared_files(&profile, &contents, tool_files)?;
+    references::check_operator_references(&contents)?;
+    for prefix in references::nested_package_prefixes(&contents) {
+        let inner = format!("{prefix}/");
+        let nested: Vec<SnapshotFile> = files
+            .iter()
+            .filter_map(|file| {
+                let path = file.path.strip_prefix(&inner)?;
+                Some(SnapshotFile {
+                    path: path.to_owned(),
+                    ..file.clone()
+                })
+            })
+            .collect();
+        load_package(&nested).map_err(|err| err.with_path_prefix(prefix))?;
+    }
     Ok(Package {
         manual,
         profile,
@@ -1015,15 +1079,39 @@ runners:
     }
 
     #[test]
-    fn missing_skill_md_or_x_yaml_is_named() {
+    fn a_package_needs_its_manual_and_loads_without_a_profile_as_runx_does() {
         let err = load_package(&files(&[("X.yaml", PROFILE)])).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "SKILL.md: required package file is missing\n  a Runx package needs both SKILL.md and X.yaml"
+            "SKILL.md: required package file is missing\n  a Runx package needs its SKILL.md, the operator manual"
         );
-        let err = load_package(&files(&[("SKILL.md", MANUAL)])).unwrap_err();
-        assert_eq!(err.file(), "X.yaml");
-        assert!(err.to_string().contains("needs both SKILL.md and X.yaml"));
+        // Runx inspects a manual alone as `ok`, with no runner.
+        let package = load_package(&files(&[("SKILL.md", MANUAL)])).unwrap();
+        assert!(package.profile().runners.is_empty());
+        assert!(package.default_runner().is_none());
+    }
+
+    #[test]
+    fn a_nested_package_is_loaded_whole_and_its_refusal_names_its_folder() {
+        let mut nested = files(&[("SKILL.md", MANUAL), ("X.yaml", PROFILE)]);
+        nested.extend(bare_files(&[
+            ("context/helper/SKILL.md", MANUAL),
+            ("context/helper/references/notes.md", "notes\n"),
+        ]));
+        load_package(&nested).unwrap();
+        nested.extend(bare_files(&[(
+            "context/helper/X.yaml",
+            "skill: other\nrunners:\n  main:\n    type: agent\n",
+        )]));
+        let err = load_package(&nested).unwrap_err().to_string();
+        assert_eq!(
+            err.lines().next(),
+            Some(
+                "context/helper/X.yaml.skill: manifest skill \"other\" does not match SKILL.md name \"demo\""
+            ),
+            "{err}"
+        );
+        assert!(err.contains("at context/helper/X.yaml:1: skill"), "{err}");
     }
 
     #[test]

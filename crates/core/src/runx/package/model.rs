@@ -274,6 +274,23 @@ pub struct ExecutionProfile {
     pub(super) skill_line: usize,
 }
 
+impl ExecutionProfile {
+    /// The profile of a package without X.yaml: no runner, no catalog, no harness.
+    pub(crate) fn absent() -> Self {
+        Self {
+            skill: None,
+            version: None,
+            catalog: None,
+            credentials: Vec::new(),
+            input_definitions: Vec::new(),
+            runners: Vec::new(),
+            harness: None,
+            json: Value::Null,
+            skill_line: 1,
+        }
+    }
+}
+
 /// A standalone fixture under `fixtures/`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fixture {

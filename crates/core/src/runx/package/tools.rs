@@ -22,6 +22,7 @@ use serde_json::Value;
 
 use super::PackageError;
 use super::check::{Check, get, line_of};
+use super::graph::admit_tool_ref;
 use super::inputs::{SourceContext, check_inputs, check_source};
 use super::javascript::{has_nested_manual_boundary, process_module_imports};
 use super::manual::check_artifacts;
@@ -445,41 +446,6 @@ fn check_identity(check: &Check<'_>, document: &YamlNode, name: &str) -> Result<
     Ok(())
 }
 
-/// Runx's `admit_agent_tool_ref`: why `value` is not a catalog tool reference, if it is not.
-fn admit_tool_ref(value: &str) -> Result<(), &'static str> {
-    let value = value.trim();
-    if value.is_empty() {
-        return Err("tool ref must not be empty");
-    }
-    if value.starts_with('/') || value.starts_with('\\') {
-        return Err("tool ref must not be an absolute path");
-    }
-    if value.contains('/') || value.contains('\\') || value.contains("..") {
-        return Err("tool ref must not contain path traversal or separators");
-    }
-    let lower = value.to_ascii_lowercase();
-    if [".json", ".yaml", ".yml", ".toml"]
-        .iter()
-        .any(|extension| lower.ends_with(extension))
-    {
-        return Err("tool ref must not look like a manifest or data file path");
-    }
-    let segments: Vec<&str> = value.split('.').collect();
-    if segments.len() < 2 {
-        return Err("tool ref must include a namespace, for example fs.read");
-    }
-    let catalog_byte = |byte: u8| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_';
-    if segments
-        .iter()
-        .any(|segment| segment.is_empty() || !segment.bytes().all(catalog_byte))
-    {
-        return Err(
-            "tool ref segments must contain only letters, numbers, hyphens, or underscores",
-        );
-    }
-    Ok(())
-}
-
 /// One value of the source that may name a package file.
 struct SourceEntry<'a> {
     field: String,
@@ -888,6 +854,7 @@ runners:
         );
     }
 
+    // Every expected line in these tests is the real runx-cli 0.8.2's (`runx skill inspect`).
     #[test]
     fn manifest_fields_are_refused_in_runx_words_and_order() {
         let at = |rest: &str| format!("{MANIFEST_PATH}: {rest}");
@@ -961,6 +928,23 @@ runners:
                     1,
                 ),
                 at("inputs must be an object."),
+            ),
+            (
+                with("{\"type\": \"string\"}", "{\"type\": \"text\"}"),
+                at(
+                    "inputs.text.type must be one of array, boolean, integer, json, number, \
+                    object, or string",
+                ),
+            ),
+            (
+                with(
+                    "\"type\": \"cli-tool\",\n    \"command\": \"node\",\n    \"args\": [\"./run.mjs\"]",
+                    "\"type\": \"javascript\", \"module\": \"./tool.mjs\"",
+                ),
+                at(
+                    "source.module must be a portable relative .mjs or .js path without '.', \
+                    '..', or backslash segments.",
+                ),
             ),
         ];
         for (manifest, expected) in cases {
@@ -1057,14 +1041,29 @@ runners:
     }
 
     #[test]
-    fn a_manifest_of_a_nested_package_or_outside_tools_is_not_the_package_s() {
+    fn a_manifest_outside_tools_is_no_tool_and_a_nested_package_s_is_checked_with_it() {
+        let data = package(&[
+            (MANIFEST_PATH, MANIFEST),
+            ("data/manifest.json", "not json"),
+        ]);
+        load_package(&data).unwrap();
+        // Runx loads a nested package whole, and names its files from the outer package.
         let nested = package(&[
+            (MANIFEST_PATH, MANIFEST),
             ("sub/SKILL.md", MANUAL),
             ("sub/tools/demo/echo/manifest.json", "not json"),
-            ("data/manifest.json", "not json either"),
-            (MANIFEST_PATH, MANIFEST),
         ]);
-        load_package(&nested).unwrap();
+        assert_eq!(
+            load_package(&nested)
+                .unwrap_err()
+                .to_string()
+                .lines()
+                .next(),
+            Some(
+                "sub/tools/demo/echo/manifest.json: tool_manifest: JSON parse failed: Tool \
+                 manifest JSON is invalid: expected ident at line 1 column 2"
+            )
+        );
     }
 
     #[test]

@@ -1,0 +1,391 @@
+//! What a package's files refer to beyond its runners, checked at load as Runx checks it
+//! (`runx-parser` `package/validate/references.rs`, `support.rs`, `path.rs`), in Runx's words:
+//!
+//! - each agent step's `context_skills` names each reference once, and a reference that is
+//!   not a registry one is a relative path inside the package to a folder whose SKILL.md is
+//!   a valid manual;
+//! - each receipt a fixture's `setup.receipts` seeds is a file of the package;
+//! - each operator reference (`references/**/*.md`) is UTF-8 text.
+//!
+//! Nested packages (a folder below the root with its own SKILL.md) are loaded whole by
+//! [`super::load_package`] itself.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::javascript::has_nested_manual_boundary;
+use super::manual::{check_manual_ownership, parse_manual};
+use super::model::{ExecutionProfile, Fixture};
+use super::{PROFILE_FILE, PackageError};
+
+/// One `context_skills` reference of a graph step, where Runx names it.
+pub(super) struct ContextReference {
+    /// Runx's field: `X.yaml.runners.<name>.source.graph.steps[<index>].context_skills`.
+    field: String,
+    /// The line of the step in X.yaml.
+    line: usize,
+    reference: String,
+}
+
+/// Runx's `collect_step_context_refs` over every runner's graph (runners by name, as Runx
+/// keeps them): the references, or the first one a step declares twice.
+pub(super) fn context_references(
+    profile: &ExecutionProfile,
+) -> Result<Vec<ContextReference>, PackageError> {
+    let mut runners: Vec<_> = profile.runners.iter().collect();
+    runners.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut references = Vec::new();
+    for runner in runners {
+        let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
+        for (index, step) in steps.enumerate() {
+            let field = format!(
+                "{PROFILE_FILE}.runners.{}.source.graph.steps[{index}].context_skills",
+                runner.name
+            );
+            let mut seen = BTreeSet::new();
+            let declared = step.json.get("context_skills").and_then(|v| v.as_array());
+            for reference in declared.into_iter().flatten().filter_map(|v| v.as_str()) {
+                if !seen.insert(reference) {
+                    return Err(PackageError::Invalid {
+                        file: PROFILE_FILE.to_owned(),
+                        line: step.line,
+                        field: format!(
+                            "runners.{}.graph.steps.{}.context_skills",
+                            runner.name, step.id
+                        ),
+                        message: format!("names {reference:?} twice; list each skill once"),
+                        runx: Some(format!(
+                            "{field}: context skill ref {reference:?} is declared more than once"
+                        )),
+                    });
+                }
+                references.push(ContextReference {
+                    field: field.clone(),
+                    line: step.line,
+                    reference: reference.to_owned(),
+                });
+            }
+        }
+    }
+    Ok(references)
+}
+
+/// Runx's `validate_context_skill_sources`: each reference that is a path resolves to a
+/// folder of the package whose SKILL.md is a valid manual.
+pub(super) fn check_context_skill_sources(
+    references: &[ContextReference],
+    files: &BTreeMap<&str, &[u8]>,
+) -> Result<(), PackageError> {
+    for reference in references {
+        let at = |message: String, runx: String| PackageError::Invalid {
+            file: PROFILE_FILE.to_owned(),
+            line: reference.line,
+            field: reference.field.trim_start_matches("X.yaml.").to_owned(),
+            message,
+            runx: Some(runx),
+        };
+        let manual_path = match context_manual_path(&reference.reference) {
+            Ok(Some(path)) => path,
+            Ok(None) => continue,
+            Err(problem) => {
+                return Err(at(
+                    "name a skill folder of the package by its relative path, or a registry \
+                     skill (registry:…)"
+                        .to_owned(),
+                    format!(
+                        "{PROFILE_FILE}: context skill ref {:?} {problem}",
+                        reference.reference
+                    ),
+                ));
+            }
+        };
+        let Some(contents) = files.get(manual_path.as_str()) else {
+            return Err(at(
+                format!("names a folder without SKILL.md; add {manual_path} or fix the reference"),
+                format!(
+                    "{}: context skill ref {:?} does not resolve to {manual_path}",
+                    reference.field, reference.reference
+                ),
+            ));
+        };
+        let invalid = |inner: String| PackageError::Invalid {
+            file: manual_path.clone(),
+            line: 1,
+            field: "(manual)".to_owned(),
+            message: "the context skill's manual must be a valid SKILL.md".to_owned(),
+            runx: Some(format!(
+                "{manual_path}: context skill manual is invalid: {inner}"
+            )),
+        };
+        let text = std::str::from_utf8(contents).map_err(|error| PackageError::Invalid {
+            file: manual_path.clone(),
+            line: 1,
+            field: "(file)".to_owned(),
+            message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
+            runx: Some(format!(
+                "{manual_path}: parser input must be UTF-8: {error}"
+            )),
+        })?;
+        let (_, frontmatter) = parse_manual(text).map_err(|err| invalid(first_line(&err)))?;
+        check_manual_ownership(&frontmatter).map_err(|err| invalid(first_line(&err)))?;
+    }
+    Ok(())
+}
+
+/// Runx's `normalize_context_ref`: the manual a reference names (`None` for a registry
+/// reference), or why it names none (Runx's words after the reference).
+fn context_manual_path(reference: &str) -> Result<Option<String>, &'static str> {
+    if ["registry:", "runx-registry:", "runx://skill/"]
+        .iter()
+        .any(|prefix| reference.starts_with(prefix))
+    {
+        return Ok(None);
+    }
+    if reference.trim() != reference
+        || reference.is_empty()
+        || reference.starts_with('/')
+        || reference.contains('\\')
+    {
+        return Err("must be a relative POSIX path or registry ref");
+    }
+    let segments: Vec<&str> = reference.split('/').filter(|s| *s != ".").collect();
+    if segments.is_empty() || segments.iter().any(|s| s.is_empty() || *s == "..") {
+        return Err("must not traverse the package");
+    }
+    if segments.contains(&"graph") {
+        return Err("must not target an internal graph stage");
+    }
+    Ok(Some(format!("{}/SKILL.md", segments.join("/"))))
+}
+
+/// Runx's part of `collect_harness_fixture_references`: every receipt a fixture seeds is a
+/// file of the package (fixtures in path order).
+pub(super) fn check_setup_receipts(
+    fixtures: &[Fixture],
+    files: &BTreeMap<&str, &[u8]>,
+    fixture_texts: &BTreeMap<&str, &str>,
+) -> Result<(), PackageError> {
+    for fixture in fixtures {
+        let receipts = fixture
+            .json
+            .pointer("/setup/receipts")
+            .and_then(|v| v.as_array());
+        for receipt in receipts.into_iter().flatten().filter_map(|v| v.as_str()) {
+            if !files.contains_key(receipt) {
+                let line = fixture_texts
+                    .get(fixture.path.as_str())
+                    .and_then(|text| text.lines().position(|line| line.contains(receipt)))
+                    .map_or(1, |index| index + 1);
+                return Err(PackageError::Invalid {
+                    file: fixture.path.clone(),
+                    line,
+                    field: "setup.receipts".to_owned(),
+                    message: format!(
+                        "names {receipt}, which is not in the package; add the receipt or remove it"
+                    ),
+                    runx: Some(format!(
+                        "{}: setup receipt {receipt:?} is missing from the skill package",
+                        fixture.path
+                    )),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runx's `validate_operator_reference_files`: the operator references
+/// (`references/**/*.md` and any `…/references/…/*.md` of the package) are UTF-8 text.
+pub(super) fn check_operator_references(files: &BTreeMap<&str, &[u8]>) -> Result<(), PackageError> {
+    for (path, contents) in files {
+        let reference = (path.starts_with("references/") || path.contains("/references/"))
+            && path.ends_with(".md")
+            && !has_nested_manual_boundary(path, files);
+        if !reference {
+            continue;
+        }
+        if let Err(error) = std::str::from_utf8(contents) {
+            let valid = contents.get(..error.valid_up_to()).unwrap_or_default();
+            return Err(PackageError::Invalid {
+                file: (*path).to_owned(),
+                line: 1 + valid.iter().filter(|byte| **byte == b'\n').count(),
+                field: "(file)".to_owned(),
+                message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
+                runx: Some(format!("{path}: parser input must be UTF-8: {error}")),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The folders below the root that hold a SKILL.md and are not inside another such folder:
+/// the packages nested in this one, each loaded whole (Runx's
+/// `immediate_nested_manual_prefixes`).
+pub(super) fn nested_package_prefixes<'f>(files: &BTreeMap<&'f str, &[u8]>) -> Vec<&'f str> {
+    files
+        .keys()
+        .filter_map(|path| path.strip_suffix("/SKILL.md"))
+        .filter(|prefix| {
+            let segments: Vec<&str> = prefix.split('/').collect();
+            (1..segments.len()).all(|length| {
+                !files.contains_key(format!("{}/SKILL.md", segments[..length].join("/")).as_str())
+            })
+        })
+        .collect()
+}
+
+/// The first line of a refusal as Runx would show it (its own text where the Lab has it).
+fn first_line(err: &PackageError) -> String {
+    err.to_string()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::load_package;
+    use super::*;
+    use crate::runx::snapshot::SnapshotFile;
+
+    const MANUAL: &str = "---\nname: demo\ndescription: A demo skill.\n---\n\n# Demo\n\nUse it.\n";
+
+    /// A graph whose one agent step reads the context skills `refs`.
+    fn agent_profile(refs: &str) -> String {
+        format!(
+            "skill: demo\nrunners:\n  main:\n    default: true\n    type: graph\n    graph:\n      \
+             name: demo\n      result_from: [think]\n      steps:\n        - id: think\n          \
+             run:\n            type: agent-task\n            agent: builder\n            task: \
+             demo-think\n          context_skills: [{refs}]\n"
+        )
+    }
+
+    fn first_line(files: &[(&str, &[u8])]) -> Option<String> {
+        let files: Vec<SnapshotFile> = files
+            .iter()
+            .map(|(path, contents)| SnapshotFile {
+                path: (*path).to_owned(),
+                mode: 0o100_644,
+                contents: contents.to_vec(),
+            })
+            .collect();
+        load_package(&files).err().map(|err| {
+            err.to_string()
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+    }
+
+    // Every expected line below is the real runx-cli 0.8.2's (`runx skill inspect`).
+    #[test]
+    fn context_skills_name_manuals_of_the_package_once_each() {
+        let manual = MANUAL.as_bytes();
+        let with = |refs: &str, extra: &[(&str, &[u8])]| {
+            let profile = agent_profile(refs);
+            let mut files: Vec<(&str, &[u8])> =
+                vec![("SKILL.md", manual), ("X.yaml", profile.as_bytes())];
+            files.extend_from_slice(extra);
+            first_line(&files)
+        };
+        assert_eq!(with("ctx/a", &[("ctx/a/SKILL.md", manual)]), None);
+        assert_eq!(with("\"registry:acme/x\"", &[]), None);
+        assert_eq!(
+            with("ctx/a, ctx/a", &[("ctx/a/SKILL.md", manual)]).as_deref(),
+            Some(
+                "X.yaml.runners.main.source.graph.steps[0].context_skills: context skill ref \
+                 \"ctx/a\" is declared more than once"
+            )
+        );
+        assert_eq!(
+            with("ctx/b", &[]).as_deref(),
+            Some(
+                "X.yaml.runners.main.source.graph.steps[0].context_skills: context skill ref \
+                 \"ctx/b\" does not resolve to ctx/b/SKILL.md"
+            )
+        );
+        assert_eq!(
+            with("../b", &[]).as_deref(),
+            Some("X.yaml: context skill ref \"../b\" must not traverse the package")
+        );
+        assert_eq!(
+            with("x/graph", &[]).as_deref(),
+            Some("X.yaml: context skill ref \"x/graph\" must not target an internal graph stage")
+        );
+        assert_eq!(
+            with("ctx/a", &[("ctx/a/SKILL.md", b"no frontmatter\n")]).as_deref(),
+            Some(
+                "ctx/a/SKILL.md: context skill manual is invalid: SKILL.md: skill: Skill markdown \
+                 must start with YAML frontmatter delimited by ---."
+            )
+        );
+    }
+
+    #[test]
+    fn a_seeded_receipt_and_an_operator_reference_are_checked_as_runx_checks_them() {
+        let profile = "skill: demo\nrunners:\n  main:\n    default: true\n    type: agent\n";
+        let fixture = "name: a\nkind: skill\ntarget: ..\nsetup:\n  receipts: \
+                       [receipts/gone.json]\nexpect:\n  status: sealed\n";
+        assert_eq!(
+            first_line(&[
+                ("SKILL.md", MANUAL.as_bytes()),
+                ("X.yaml", profile.as_bytes()),
+                ("fixtures/a.yaml", fixture.as_bytes()),
+            ])
+            .as_deref(),
+            Some(
+                "fixtures/a.yaml: setup receipt \"receipts/gone.json\" is missing from the skill \
+                 package"
+            )
+        );
+        assert_eq!(
+            first_line(&[
+                ("SKILL.md", MANUAL.as_bytes()),
+                ("X.yaml", profile.as_bytes()),
+                ("references/notes.md", b"ok\n\xff\n"),
+            ])
+            .as_deref(),
+            Some(
+                "references/notes.md: parser input must be UTF-8: invalid utf-8 sequence of 1 \
+                 bytes from index 3"
+            )
+        );
+    }
+
+    #[test]
+    fn a_context_reference_is_a_registry_ref_or_a_folder_inside_the_package() {
+        assert_eq!(context_manual_path("registry:acme/x"), Ok(None));
+        assert_eq!(
+            context_manual_path("./skills/helper"),
+            Ok(Some("skills/helper/SKILL.md".to_owned()))
+        );
+        assert_eq!(
+            context_manual_path("../sibling"),
+            Err("must not traverse the package")
+        );
+        assert_eq!(
+            context_manual_path("/abs"),
+            Err("must be a relative POSIX path or registry ref")
+        );
+        assert_eq!(
+            context_manual_path("x/graph/y"),
+            Err("must not target an internal graph stage")
+        );
+    }
+
+    #[test]
+    fn nested_packages_are_the_outermost_folders_with_a_manual() {
+        let files: BTreeMap<&str, &[u8]> = [
+            "SKILL.md",
+            "a/SKILL.md",
+            "a/b/SKILL.md",
+            "c/d/SKILL.md",
+            "c/other.md",
+        ]
+        .into_iter()
+        .map(|path| (path, &b""[..]))
+        .collect();
+        assert_eq!(nested_package_prefixes(&files), vec!["a", "c/d"]);
+    }
+}

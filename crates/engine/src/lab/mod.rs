@@ -13,13 +13,22 @@ mod agent_acts;
 mod apply;
 mod apply_error;
 mod commit;
-pub mod harness;
+mod harness;
 mod inspect;
 mod receipt_store;
 mod runners;
 mod seal;
 mod snapshot_walk;
 mod validate;
+
+// What the crate's root names of these files.
+pub use harness::javascript::{
+    JsError, JsInvocation, JsLimits, WorkerCommand, run_module, serve_worker,
+};
+pub use harness::{
+    CaseOutcome, CaseProgress, CaseSealer, CaseStatus, HarnessOptions, HarnessRun, HarnessStatus,
+    NativeTools, NoNativeTools, PacketCatalog, declared_cases, run_harness,
+};
 
 // What the cli, the benches and the Lab's tests use; `harness` stays a namespace (with the
 // JavaScript worker's `harness::javascript`).

@@ -127,9 +127,7 @@ impl HostGuard {
         };
         guard.keep(root.join(crate::MIRROR_DIR), Kept::Mirror);
         guard.keep(
-            root.join("bots")
-                .join(agent)
-                .join(crate::MIRROR_DIR),
+            root.join("bots").join(agent).join(crate::MIRROR_DIR),
             Kept::Mirror,
         );
         guard.keep(

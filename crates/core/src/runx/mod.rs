@@ -45,7 +45,7 @@ pub use snapshot::{
 // What the engine, the fuzz targets and the tests use of the contracts, the package model, the
 // resource budget and the canonical JSON; `admission`, `inspect`, `receipt` and `snapshot` stay
 // namespaces (their names — `plan`, `bind`, `verify`, `MAX_BYTES` — read as theirs).
-pub use closure::{LoadNested, NestedPackage, unsupported_runner};
+pub use closure::{NestedPackage, unsupported_runner};
 pub use contracts::{
     ApplyResult, ApplyResultSchema, ApplyVerdict, ArchitectureDecision, ArchitecturePlan,
     ChangeBundle, ChangeDecision, ChangeDraft, CheckStatus, DecisionSchema, Disposition,

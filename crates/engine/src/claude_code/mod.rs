@@ -13,11 +13,11 @@ mod payload;
 mod settings;
 
 // What the crate's root names of these files.
-#[cfg(test)]
-pub(crate) use hook::tests as hook_tests;
 pub use answer::{
     deny as deny_answer, prompt_context, session_context, session_context_warned, system_message,
 };
+#[cfg(test)]
+pub(crate) use hook::tests as hook_tests;
 pub use hook::{
     AvatarHook, HookAction, Payload, WorkspaceAction, agent_name, handle as handle_hook,
     handle_workspace,

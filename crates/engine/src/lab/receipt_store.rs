@@ -21,7 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use mindrune_core::{
     ReceiptError, SigningKey, TrustedKey, VerifyingKey, check_receipt_integrity, receipt_file_name,
-    receipt_id_from_file_name, receipt_key_id, seal_receipt, verify_receipt,
+    receipt_id_from_file_name, receipt_key_id,
 };
 use serde_json::Value;
 
@@ -593,7 +593,7 @@ mod tests {
     use super::*;
     use mindrune_core::{
         Authority, Enforcement, Idempotency, ReceiptDisposition, ReceiptDraft, Reference,
-        ReferenceType, Seal, Subject, VerifyOptions,
+        ReferenceType, Seal, Subject, VerifyOptions, seal_receipt, verify_receipt,
     };
     use serde_json::json;
 

@@ -43,8 +43,6 @@ mod search;
 mod suggest;
 
 // What the crate's root names of these files.
-pub(crate) use host::HostHook;
-pub(crate) use layout::SKILLS;
 pub use cards::{Answered, preview as preview_card};
 pub use config::{CONFIG_FILE, PERMISSIONS_FILE};
 pub use cost::parse as parse_turn_cost;
@@ -52,6 +50,8 @@ pub use door::{Attendance, Created, Proposal, Suggester};
 pub use file_tools::MAX_WRITE_BYTES;
 pub use fixer::{FixerStart, run_command_masked};
 pub use fixer_agent::{Fixed, FixerError};
+pub(crate) use host::HostHook;
+pub(crate) use layout::SKILLS;
 pub use layout::{
     carried, live_dir, read_skill_text, skills_dir, write_atomic as write_playbook_atomic,
 };

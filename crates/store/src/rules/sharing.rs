@@ -5,8 +5,8 @@
 //! Architecture invariant: a version becomes shared only in [`share_if_qualified`], inside the
 //! transaction of the use or the match that made it qualify.
 
-use mindrune_core::SharingBar;
 use mindrune_core::PEER_MIN_USES;
+use mindrune_core::SharingBar;
 
 use super::{FamilyTx, SharingEvent};
 use crate::common::{SharingState, sharing_change};

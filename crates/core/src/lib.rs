@@ -33,7 +33,7 @@ mod shell_writes;
 // The crate's public surface: every item another crate, a test, a bench, a fuzz target or a doc
 // example names, by area; its modules are private.
 
-// Shared mechanisms: digests, script headers, near-repeat code, the score, secrets and the shell line readers.
+// Shared mechanisms: digests, script headers, near repeats, the score, secrets, shell lines.
 pub use digest::{
     code_without_header, is_secret_digest, script_digest, secret_digest, sha256, sha256_text,
     snippet_digest,
@@ -75,7 +75,7 @@ pub use playbook::{
     render_skill, tool_sequence,
 };
 
-// Runx and the Skill Lab: contracts, the package model, admission, inspection, receipts and snapshots.
+// Runx and the Skill Lab: contracts, packages, admission, inspection, receipts, snapshots.
 pub use runx::{
     AdmittedChange, ApplyResult, ApplyResultSchema, ApplyVerdict, ArchitectureDecision,
     ArchitecturePlan, Authority, ChangeBundle, ChangeDecision, ChangeDraft, CheckStatus,

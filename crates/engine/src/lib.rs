@@ -20,7 +20,8 @@ mod workspace;
 // The crate's public surface: every item another crate, a test, a bench, a fuzz target or a doc
 // example names, by area; its modules are private.
 
-// Shared mechanisms: the agent backends, atomic files, bounded children, display words, the host guard and the workspace.
+// Shared mechanisms: agent backends, atomic files, bounded children, display words, the host
+// guard and the workspace (`io_disk_full` is below).
 pub use agent::{Backend, attempts_line};
 pub use atomic_file::{Replace, sync_dir, write_atomic, write_atomic_with};
 pub use child::{Limits as ChildLimits, run_bounded};

@@ -15,7 +15,7 @@ mod sharing;
 mod topics;
 mod vocabulary;
 
-// What the crate's root names of these files.
+// What the crate root's `pub use` list takes from these files.
 pub use event::{
     Call, Event, EventError, EventKind, MAX_SCRIPTS_AT_START, RawEvent, check as check_event,
     check_control_characters, parse_line,

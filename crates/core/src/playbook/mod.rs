@@ -10,7 +10,7 @@ mod permissions;
 mod skill_file;
 mod transcript;
 
-// What the crate's root names of these files.
+// What the crate root's `pub use` list takes from these files.
 pub use fisher::{Comparison, MIN_READS, Verdict, compare_revisions};
 pub use observer::{
     MAX_STEPS, MIN_STEPS, MIN_TURNS, describe as describe_repeat, redone_in_last_turn,

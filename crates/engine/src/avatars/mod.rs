@@ -15,7 +15,7 @@ mod tags;
 mod turn;
 mod wrapup;
 
-// What the crate's root names of these files.
+// What the crate root's `pub use` list takes from these files.
 pub use alerts::{
     AlertFormat, DEFAULT_FAILING_STREAK, DEFAULT_QUIET_FACTOR, QuietHours, Thresholds, alert_for,
     body as alert_body, first_attempt_at, retry_at,

@@ -12,7 +12,7 @@ mod hook;
 mod payload;
 mod settings;
 
-// What the crate's root names of these files.
+// What the crate root's `pub use` list takes from these files.
 pub use answer::{
     deny as deny_answer, prompt_context, session_context, session_context_warned, system_message,
 };

@@ -42,7 +42,7 @@ mod report;
 mod search;
 mod suggest;
 
-// What the crate's root names of these files.
+// What the crate root's `pub use` list takes from these files.
 pub use cards::{Answered, preview as preview_card};
 pub use config::{CONFIG_FILE, PERMISSIONS_FILE};
 pub use cost::parse as parse_turn_cost;

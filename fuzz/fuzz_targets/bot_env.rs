@@ -3,9 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::secrets::{
-    MIN_KNOWN_SECRET_CHARS, REDACTED, Scrubber, secrets_in_bot_env_bytes,
-};
+use mindrune_core::{MIN_KNOWN_SECRET_CHARS, REDACTED, Scrubber, secrets_in_bot_env_bytes};
 
 fuzz_target!(|data: &[u8]| {
     let values = secrets_in_bot_env_bytes(data);

@@ -5,11 +5,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::runx::admission::{Mode, admit_change, bind, plan, validate_change_contract};
-use mindrune_core::runx::{
-    ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, parse_contract,
-};
-use mindrune_core::runx::receipt::{VerifyOptions, check_integrity, verify};
+use mindrune_core::{Mode, admit_change, bind_change, plan_change, validate_change_contract};
+use mindrune_core::{ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, parse_contract};
+use mindrune_core::{VerifyOptions, check_receipt_integrity, verify_receipt};
 use serde_json::Value;
 
 const BASE: &str = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
@@ -18,15 +16,15 @@ fuzz_target!(|data: &[u8]| {
     let Ok(value) = serde_json::from_slice::<Value>(data) else {
         return;
     };
-    let _ = check_integrity(&value);
-    let _ = verify(&value, &VerifyOptions::default());
+    let _ = check_receipt_integrity(&value);
+    let _ = verify_receipt(&value, &VerifyOptions::default());
     if let Ok(decision) = parse_contract::<ArchitectureDecision>("architecture_decision", &value) {
-        let _ = plan(BASE, decision);
+        let _ = plan_change(BASE, decision);
     }
     if let Ok(plan) = parse_contract::<ArchitecturePlan>("architecture_plan", &value) {
         if let Some(draft) = value.get("draft") {
             if let Ok(draft) = parse_contract::<ChangeDraft>("change_draft", draft) {
-                let _ = bind(&plan, draft);
+                let _ = bind_change(&plan, draft);
             }
         }
     }

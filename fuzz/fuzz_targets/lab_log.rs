@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::avatars::lessons::{self, LessonView, MAX_LESSON_CHARS};
+use mindrune_core::{LessonView, MAX_LESSON_CHARS, lesson_view, render_line, share_lines};
 
 /// A character that would start a new line in a mirror file (or in an editor).
 fn breaks_a_line(c: char) -> bool {
@@ -12,7 +12,7 @@ fn breaks_a_line(c: char) -> bool {
 
 /// Views a lesson and renders it, checking both are one line.
 fn view_and_render(text: &str, is_shared: &dyn Fn(&str) -> bool) {
-    let view: LessonView = lessons::view(text, is_shared);
+    let view: LessonView = lesson_view(text, is_shared);
     assert!(!view.text.contains(breaks_a_line), "{view:?}");
     for tag in &view.tags {
         assert!(!tag.contains(breaks_a_line), "{view:?}");
@@ -30,7 +30,7 @@ fn view_and_render(text: &str, is_shared: &dyn Fn(&str) -> bool) {
             "{view:?}"
         );
     }
-    let line = lessons::render_line(&view, "pickles");
+    let line = render_line(&view, "pickles");
     assert!(!line.contains(breaks_a_line), "{line:?}");
     assert!(
         line.starts_with("- ") && line.ends_with("(pickles)"),
@@ -42,7 +42,7 @@ fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     // Some references are shared family skills, some are not.
     let is_shared = |reference: &str| reference.len().is_multiple_of(2);
-    let (shared, diagnostics) = lessons::share_lines(&text);
+    let (shared, diagnostics) = share_lines(&text);
     let line_count = text.lines().count();
     let mut previous = 0;
     for lesson in &shared {

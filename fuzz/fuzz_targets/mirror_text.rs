@@ -4,10 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::avatars::mirror_text::{
-    self, INDEX_CAP, LESSONS_CAP, LessonEntry, OwnSharedSkill, SiblingSkill, SkillFileHeader,
-};
-use mindrune_core::{digest, header};
+use mindrune_core::{INDEX_CAP, LESSONS_CAP, LessonEntry, OwnSharedSkill, SiblingSkill, SkillFileHeader, render_index, render_lessons, render_skill_file};
+use mindrune_core::{code_without_header, parse_header};
 
 /// A valid skill name made from the input's name characters (`x` when none are left).
 fn name_from(text: &str) -> String {
@@ -80,14 +78,14 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let is_shared = |reference: &str| !reference.len().is_multiple_of(3);
 
-    let index = mirror_text::render_index(reader, &own, &siblings, &lessons, &is_shared);
+    let index = render_index(reader, &own, &siblings, &lessons, &is_shared);
     assert!(
         index.len() <= INDEX_CAP,
         "INDEX.md is {} bytes",
         index.len()
     );
     assert!(index.ends_with('\n') && !index.contains('\r'));
-    let lessons_md = mirror_text::render_lessons(reader, &lessons, &is_shared);
+    let lessons_md = render_lessons(reader, &lessons, &is_shared);
     assert!(
         lessons_md.len() <= LESSONS_CAP,
         "LESSONS.md is {} bytes",
@@ -98,10 +96,10 @@ fuzz_target!(|data: &[u8]| {
     // A skill file: any header values, a valid name, and code as the library stores it (the
     // code of a file without its header, so no leading blank line and `\n` line ends).
     let name = name_from(part(0));
-    let code = digest::code_without_header(parts.last().map_or("", String::as_str));
+    let code = code_without_header(parts.last().map_or("", String::as_str));
     let tags: Vec<String> = parts.iter().skip(5).take(70).cloned().collect();
     let topics: Vec<String> = parts.iter().skip(2).take(6).cloned().collect();
-    let file = mirror_text::render_skill_file(
+    let file = render_skill_file(
         &SkillFileHeader {
             name: &name,
             goal: Some(part(1)),
@@ -114,11 +112,11 @@ fuzz_target!(|data: &[u8]| {
         },
         &code,
     );
-    let (parsed, diagnostics) = header::parse(&file);
+    let (parsed, diagnostics) = parse_header(&file);
     assert!(diagnostics.is_empty(), "{diagnostics:?}\n{file}");
     let parsed = parsed.expect("a rendered header parses");
     assert_eq!(parsed.name, name);
     assert_eq!(parsed.from.as_deref(), Some("pickles/mine-iron"));
     assert!(!parsed.private);
-    assert_eq!(digest::code_without_header(&file), code);
+    assert_eq!(code_without_header(&file), code);
 });

@@ -4,15 +4,15 @@
 use std::collections::HashMap;
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::digest::snippet_digest;
-use mindrune_core::near_repeat::{RecentSnippet, analyze, suggestions};
+use mindrune_core::snippet_digest;
+use mindrune_core::{RecentSnippet, analyze_near_repeat, suggestions};
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let analysis = analyze(text);
-    assert_eq!(analysis, analyze(text), "tokenizing is deterministic");
+    let analysis = analyze_near_repeat(text);
+    assert_eq!(analysis, analyze_near_repeat(text), "tokenizing is deterministic");
     if let Some(analysis) = &analysis {
         let placeholders = analysis
             .shape
@@ -49,6 +49,6 @@ fuzz_target!(|data: &[u8]| {
             "{}",
             suggestion.slug
         );
-        assert!(suggestion.quote.lines().count() <= mindrune_core::near_repeat::MAX_QUOTE_LINES);
+        assert!(suggestion.quote.lines().count() <= mindrune_core::MAX_QUOTE_LINES);
     }
 });

@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::playbook::permissions::Permissions;
+use mindrune_core::Permissions;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

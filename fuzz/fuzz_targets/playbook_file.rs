@@ -3,8 +3,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::playbook::skill_file::{self, CheckContext, SkillFile};
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::{CheckContext, SkillFile, parse_skill_file, blocking_checks, render_skill};
+use mindrune_core::Scrubber;
 
 /// Step lines say where the steps were in the text that was read, so they are left out of the
 /// comparison between a file and its rendering.
@@ -17,7 +17,7 @@ fn without_lines(mut skill: SkillFile) -> SkillFile {
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    match skill_file::parse(&text) {
+    match parse_skill_file(&text) {
         Ok((skill, _diagnostics)) => {
             let tools = ["workspace_read".to_owned(), "file_write".to_owned()];
             let scrubber = Scrubber::new(&[]);
@@ -27,9 +27,9 @@ fuzz_target!(|data: &[u8]| {
                 workspace: "/home/alice/workspace",
                 scrubber: &scrubber,
             };
-            let _ = skill_file::blocking_checks(&text, &skill, &ctx);
-            let rendered = skill_file::render(&skill);
-            let back = skill_file::parse(&rendered).map(|(skill, _)| without_lines(skill));
+            let _ = blocking_checks(&text, &skill, &ctx);
+            let rendered = render_skill(&skill);
+            let back = parse_skill_file(&rendered).map(|(skill, _)| without_lines(skill));
             assert_eq!(back, Ok(without_lines(skill)), "{rendered}");
         }
         Err(err) => {

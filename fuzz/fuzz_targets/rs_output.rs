@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::avatars::rs_output::{measure_against, parse_run_output};
+use mindrune_core::{measure_against, parse_run_output};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {

@@ -9,9 +9,9 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::runx::inspect;
-use mindrune_core::runx::{inspect_package, load_package};
-use mindrune_core::runx::snapshot::SnapshotFile;
+use mindrune_core::{inspect_packets, PacketSchemas, failure_message};
+use mindrune_core::{inspect_package, load_package};
+use mindrune_core::SnapshotFile;
 
 const MANUAL: &[u8] = b"---\nname: demo\ndescription: Fuzzed package.\n---\n\n# Demo\n";
 
@@ -43,16 +43,16 @@ fuzz_target!(|data: &[u8]| {
     match load_package(&files) {
         Ok(package) => {
             // No packet schemas and no nested packages: the fuzz input is one package alone.
-            let inspection = inspect::inspect(
+            let inspection = inspect_packets(
                 &package,
                 &files,
                 "fuzz",
-                &inspect::PacketSchemas::new(),
+                &PacketSchemas::new(),
                 &|path: &std::path::Path| Err(format!("{} is not read here", path.display())),
             );
             // A step naming another folder, or a runner its package lacks, fails the whole
             // inspection, as Runx's does.
-            match inspect::failure_message(&inspection) {
+            match failure_message(&inspection) {
                 Some(message) => assert!(
                     message.ends_with(" is not read here")
                         || message.starts_with("runner selection '"),

@@ -5,7 +5,7 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = mindrune_core::header::parse(text);
-        let _ = mindrune_core::digest::script_digest(text);
+        let _ = mindrune_core::parse_header(text);
+        let _ = mindrune_core::script_digest(text);
     }
 });

@@ -2,7 +2,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::shell_line::{ShellContext, classify_shell_line};
+use mindrune_core::{ShellContext, classify_shell_line};
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {

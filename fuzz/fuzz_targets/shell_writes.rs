@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::shell_line::{ShellContext, shell_line_writes};
-use mindrune_core::shell_writes::Target;
+use mindrune_core::{ShellContext, shell_line_writes};
+use mindrune_core::Target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {

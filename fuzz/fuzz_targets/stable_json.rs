@@ -3,7 +3,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::runx::canonicalize_text;
+use mindrune_core::canonicalize_text;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::avatars::topics;
-use mindrune_core::avatars::vocabulary::Vocabulary;
+use mindrune_core::{exact_tags, normalize_tag};
+use mindrune_core::Vocabulary;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
@@ -15,9 +15,9 @@ fuzz_target!(|data: &[u8]| {
         .into_iter()
         .map(|t| t.into_owned())
         .collect();
-    let exact = topics::exact_tags(&text);
+    let exact = exact_tags(&text);
     for tag in &tags {
-        assert_eq!(topics::normalize_tag(tag).as_ref(), Some(tag), "{tags:?}");
+        assert_eq!(normalize_tag(tag).as_ref(), Some(tag), "{tags:?}");
         assert!(
             vocabulary.contains_tag(tag) || exact.contains(tag),
             "{tag} is neither known nor written: {text:?}"
@@ -33,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
     // A header's Tags: entry is one word.
     for word in text.split_whitespace().take(32) {
         if let Some(tag) = vocabulary.tag_for_word(word) {
-            assert_eq!(topics::normalize_tag(&tag), Some(tag));
+            assert_eq!(normalize_tag(&tag), Some(tag));
         }
     }
 });

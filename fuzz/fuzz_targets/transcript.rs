@@ -5,11 +5,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_core::playbook::{observer, transcript};
+use mindrune_core::{redone_in_last_turn, MIN_STEPS, MAX_STEPS, MIN_TURNS, describe_repeat, parse_transcript};
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    let read = transcript::parse(&text);
+    let read = parse_transcript(&text);
     let lines = text.lines().count();
     for diagnostic in &read.diagnostics {
         assert!(diagnostic.line >= 1 && diagnostic.line <= lines, "{diagnostic:?}");
@@ -17,12 +17,12 @@ fuzz_target!(|data: &[u8]| {
     for (index, turn) in read.turns.iter().enumerate() {
         assert_eq!(turn.number, index + 1);
     }
-    if let Some(repeat) = observer::redone_in_last_turn(&read.turns) {
-        assert!(repeat.steps.len() >= observer::MIN_STEPS);
-        assert!(repeat.steps.len() <= observer::MAX_STEPS);
-        assert!(repeat.turns.len() >= observer::MIN_TURNS);
+    if let Some(repeat) = redone_in_last_turn(&read.turns) {
+        assert!(repeat.steps.len() >= MIN_STEPS);
+        assert!(repeat.steps.len() <= MAX_STEPS);
+        assert!(repeat.turns.len() >= MIN_TURNS);
         assert_eq!(repeat.turns.last(), read.turns.last().map(|t| &t.number));
-        let described = observer::describe(&repeat, &read.turns);
+        let described = describe_repeat(&repeat, &read.turns);
         assert!(described.contains(&repeat.key));
     }
 });

@@ -3,11 +3,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mindrune_engine::playbook::cost;
+use mindrune_engine::parse_turn_cost;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
-    if let Some(turn) = cost::parse(&text) {
+    if let Some(turn) = parse_turn_cost(&text) {
         assert!(turn.tokens.is_some() || turn.tool_calls.is_some(), "{turn:?}");
     }
 });

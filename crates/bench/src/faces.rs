@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use mindrune_core::playbook::skill_file::{SkillFile, Step};
-use mindrune_core::runx::snapshot::{MAX_BYTES, MAX_FILES};
-use mindrune_engine::lab::inspect_workspace;
-use mindrune_engine::lab::snapshot_package;
-use mindrune_engine::playbook::Playbooks;
-use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
+use mindrune_core::{SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES};
+use mindrune_core::{SkillFile, Step};
+use mindrune_engine::Playbooks;
+use mindrune_engine::inspect_workspace;
+use mindrune_engine::snapshot_package;
+use mindrune_engine::{Attendance, Created, Proposal, Suggester};
 use serde_json::json;
 
 use crate::measure::{Dice, median, percentile, time_it};
@@ -214,14 +214,14 @@ fn ledger_export(size: usize, dice: &mut Dice) -> Vec<u8> {
 /// the walk's order without hashing, in the same run.
 pub fn lab(files: usize, mebibytes: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     anyhow::ensure!(
-        (8..=MAX_FILES).contains(&files),
-        "--files must be from 8 to {MAX_FILES} (Runx's limit)"
+        (8..=SNAPSHOT_MAX_FILES).contains(&files),
+        "--files must be from 8 to {SNAPSHOT_MAX_FILES} (Runx's limit)"
     );
     let bytes = mebibytes as u64 * 1024 * 1024;
     anyhow::ensure!(
-        mebibytes >= 1 && bytes <= MAX_BYTES,
+        mebibytes >= 1 && bytes <= SNAPSHOT_MAX_BYTES,
         "--mebibytes must be from 1 to {} (Runx's limit)",
-        MAX_BYTES / 1024 / 1024
+        SNAPSHOT_MAX_BYTES / 1024 / 1024
     );
     let repo = tempfile::tempdir().context("cannot make a temporary folder")?;
     let package = repo.path().join(LAB_TARGET);
@@ -259,9 +259,9 @@ pub fn lab(files: usize, mebibytes: usize, print: Print) -> anyhow::Result<Vec<R
         // Detail only: hashing the bytes already in memory, no disk.
         hashes.push(
             time_it(|| {
-                Ok(std::hint::black_box(
-                    mindrune_core::runx::snapshot::snapshot_digest(&first.files),
-                ))
+                Ok(std::hint::black_box(mindrune_core::snapshot_digest(
+                    &first.files,
+                )))
             })?
             .0,
         );
@@ -702,7 +702,7 @@ fn search_workspace(home: &Path, skills: usize) -> anyhow::Result<(Playbooks, Du
     fs::create_dir_all(&workspace)?;
     let tools: Vec<String> = RUNTIME_TOOLS.iter().map(|t| format!("{t:?}")).collect();
     fs::write(
-        workspace.join(mindrune_engine::playbook::config::CONFIG_FILE),
+        workspace.join(mindrune_engine::CONFIG_FILE),
         format!(
             "tools = [{}]\nhome = {:?}\n",
             tools.join(", "),
@@ -710,8 +710,8 @@ fn search_workspace(home: &Path, skills: usize) -> anyhow::Result<(Playbooks, Du
         ),
     )?;
     fs::write(
-        workspace.join(mindrune_engine::playbook::config::PERMISSIONS_FILE),
-        mindrune_core::playbook::permissions::Permissions::shipped_default().render(),
+        workspace.join(mindrune_engine::PERMISSIONS_FILE),
+        mindrune_core::Permissions::shipped_default().render(),
     )?;
     let playbooks = Playbooks::open(&workspace)?;
     let mut dice = Dice(0x2545_f491_4f6c_dd1d);
@@ -780,9 +780,9 @@ fn naive_search(skills_dir: &Path, query: &str, limit: usize) -> anyhow::Result<
 /// words repeated), each beside a 64-byte query of the same words (the ratio grows with the
 /// length, no faster), and a 1 MB query, refused before any work.
 ///
-/// [`MAX_QUERY_BYTES`]: mindrune_engine::playbook::search::MAX_QUERY_BYTES
-fn query_lengths(playbooks: &mindrune_engine::playbook::Playbooks) -> anyhow::Result<Vec<Row>> {
-    use mindrune_engine::playbook::search::{MAX_QUERY_BYTES, MAX_QUERY_WORDS};
+/// [`MAX_QUERY_BYTES`]: mindrune_engine::MAX_QUERY_BYTES
+fn query_lengths(playbooks: &mindrune_engine::Playbooks) -> anyhow::Result<Vec<Row>> {
+    use mindrune_engine::{MAX_QUERY_BYTES, MAX_QUERY_WORDS};
     let words: Vec<String> = (0..MAX_QUERY_WORDS)
         .map(|i| {
             let topic = TOPICS[i % TOPICS.len()].0;
@@ -838,7 +838,7 @@ pub fn search(skills: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     let home = tempfile::tempdir().context("cannot make a temporary folder")?;
     let home_path = home.path().canonicalize()?;
     let (playbooks, created) = search_workspace(&home_path, skills)?;
-    let skills_dir = mindrune_engine::playbook::layout::skills_dir(playbooks.workspace());
+    let skills_dir = mindrune_engine::skills_dir(playbooks.workspace());
     let mut sizes = Vec::new();
     for entry in fs::read_dir(&skills_dir)? {
         if let Ok(meta) = fs::metadata(entry?.path().join("SKILL.md")) {

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use mindrune_engine::host_guard::{HostGuard, Verdict};
+use mindrune_engine::{HostGuard, Verdict};
 use serde_json::{Value, json};
 
 use crate::measure::{percentile, time_it};

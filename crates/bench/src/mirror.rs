@@ -1,6 +1,6 @@
 //! `mindrune bench mirror`: a turn boundary and a refresh of `family-skills/`.
 
-use mindrune_core::digest::secret_digest;
+use mindrune_core::secret_digest;
 use mindrune_store::{Directory as _, FamilySharing as _, SkillRecords as _};
 use std::io::Write;
 use std::path::Path;
@@ -48,8 +48,8 @@ fn read_tree(dir: &Path) -> std::io::Result<usize> {
     reason = "a benchmark script: set up, time, check and report each step in order, read top to bottom"
 )]
 pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
-    use mindrune_engine::avatars::family;
-    use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
+    use mindrune_engine::{Boundary, MirrorPolicy, turn_boundary};
+    use mindrune_engine::{MirrorOutcome, refresh_mirror};
     use mindrune_store::{HeaderState, NewLesson, NewUse, Outcome, ScriptSnapshot, SkillHeader};
 
     let dir = tempfile::tempdir().context("cannot make a temporary folder")?;
@@ -77,8 +77,7 @@ pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
         recorder.record_line(&line)?;
     }
     // One turn boundary as the benchmark times it: the scan alone (the mirror is part 2).
-    let turn_end =
-        || turn::turn_boundary(&store, "bench", Boundary::TurnEnd, MirrorPolicy::Skip, None);
+    let turn_end = || turn_boundary(&store, "bench", Boundary::TurnEnd, MirrorPolicy::Skip, None);
     let (first_turn, first) = time_it(|| Ok(turn_end()?))?;
     anyhow::ensure!(
         first.checked == TURN_SCRIPTS,
@@ -131,14 +130,14 @@ pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
     for (a, agent) in agents.iter().enumerate() {
         for k in 0..SKILLS_PER_AGENT {
             let code = script_source(a * SKILLS_PER_AGENT + k);
-            let code = mindrune_core::digest::code_without_header(&code);
+            let code = mindrune_core::code_without_header(&code);
             let matched = store.match_script(
                 owner.id,
                 &ScriptSnapshot {
                     agent: agent.id,
                     path: format!("bots/{}/skill-{k}.ts", agent.name),
                     name: format!("skill-{k}"),
-                    digest: mindrune_core::digest::sha256(code.as_bytes()),
+                    digest: mindrune_core::sha256(code.as_bytes()),
                     code,
                     tags: vec![topics[k % topics.len()].to_string()],
                     header: SkillHeader {
@@ -194,17 +193,16 @@ pub fn mirror(print: Print) -> anyhow::Result<Vec<Row>> {
     let uses = store.use_count(owner.id)?;
     let reader = &agents[0];
     let out_dir = dir.path().join("family/agent0/family-skills");
-    let (refresh_first, first) =
-        time_it(|| Ok(family::refresh_mirror(&store, reader, Some(&out_dir))?))?;
+    let (refresh_first, first) = time_it(|| Ok(refresh_mirror(&store, reader, Some(&out_dir))?))?;
     let written = match &first {
-        family::MirrorOutcome::Refreshed { written, .. } => written.len(),
-        family::MirrorOutcome::Skipped { .. } => 0,
+        MirrorOutcome::Refreshed { written, .. } => written.len(),
+        MirrorOutcome::Skipped { .. } => 0,
     };
     let mut steady = Vec::new();
     let mut baseline = Vec::new();
     let mut bytes = 0;
     for _ in 0..REPEATS {
-        steady.push(time_it(|| Ok(family::refresh_mirror(&store, reader, Some(&out_dir))?))?.0);
+        steady.push(time_it(|| Ok(refresh_mirror(&store, reader, Some(&out_dir))?))?.0);
         let (took, read) = time_it(|| Ok(read_tree(&out_dir)?))?;
         bytes = read;
         baseline.push(took);

@@ -65,13 +65,12 @@ pub fn record(uses: usize, postgres: Option<&str>, print: Print) -> anyhow::Resu
     }
     conn.execute_batch("PRAGMA foreign_keys = ON;")?;
     let rows = &work.events;
-    let bare_insert =
-        |i: usize, event: &mindrune_core::avatars::event::Event| -> anyhow::Result<()> {
-            let tx = conn.unchecked_transaction()?;
-            insert_bare(&tx, baseline_owner.id.0, i, event)?;
-            tx.commit()?;
-            Ok(())
-        };
+    let bare_insert = |i: usize, event: &mindrune_core::Event| -> anyhow::Result<()> {
+        let tx = conn.unchecked_transaction()?;
+        insert_bare(&tx, baseline_owner.id.0, i, event)?;
+        tx.commit()?;
+        Ok(())
+    };
 
     // The two run in alternating blocks, so whatever else the machine does slows both alike.
     let (mindrune, bare) = alternate(
@@ -213,7 +212,7 @@ fn insert_bare(
     conn: &rusqlite::Connection,
     owner: i64,
     i: usize,
-    event: &mindrune_core::avatars::event::Event,
+    event: &mindrune_core::Event,
 ) -> rusqlite::Result<()> {
     conn.prepare_cached(
         "INSERT INTO uses (owner_id, version_id, agent_id, at, ok, duration_ms, xp, items, goal_progress,

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use aho_corasick::AhoCorasick;
 use anyhow::Context as _;
-use mindrune_core::near_repeat;
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::Scrubber;
+use mindrune_core::near_repeat_shape;
 use mindrune_store::{NewSnippetUse, Outcome, Recording as _};
 use serde_json::json;
 
@@ -295,7 +295,7 @@ pub fn secrets(megabytes: usize, print: Print) -> anyhow::Result<Vec<Row>> {
     let scrubber = Scrubber::new(&[BOT_PASSWORD, OWNER_KEY]);
     let plain = AhoCorasick::builder()
         .ascii_case_insensitive(true)
-        .build(mindrune_core::secrets::trigger_literals())?;
+        .build(mindrune_core::trigger_literals())?;
     let small_mb = (megabytes / 10).max(1);
     let passes = megabytes.div_ceil(small_mb);
     let small = Input::new(&scrubber, small_mb);
@@ -479,7 +479,7 @@ pub fn near_repeat(snippets: usize, print: Print) -> anyhow::Result<Vec<Row>> {
                 agent.owner,
                 &NewSnippetUse {
                     agent: agent.id,
-                    digest: mindrune_core::digest::snippet_digest(&code),
+                    digest: mindrune_core::snippet_digest(&code),
                     code: code.clone(),
                     outcome: Outcome {
                         at: now - 1 - (dice.next() % window as u64) as i64,
@@ -496,26 +496,15 @@ pub fn near_repeat(snippets: usize, print: Print) -> anyhow::Result<Vec<Row>> {
         codes.insert(code);
     }
     let codes: Vec<String> = codes.into_iter().collect();
-    let (first, suggested) = time_it(|| {
-        Ok(mindrune_engine::avatars::snippets::advice(
-            &store, &agent, now,
-        )?)
-    })?;
+    let (first, suggested) = time_it(|| Ok(mindrune_engine::snippet_advice(&store, &agent, now)?))?;
     let (mut lookups, mut tokenizing) = (Vec::new(), Vec::new());
     for _ in 0..LOOKUPS {
-        lookups.push(
-            time_it(|| {
-                Ok(mindrune_engine::avatars::snippets::advice(
-                    &store, &agent, now,
-                )?)
-            })?
-            .0,
-        );
+        lookups.push(time_it(|| Ok(mindrune_engine::snippet_advice(&store, &agent, now)?))?.0);
         tokenizing.push(
             time_it(|| {
                 Ok(codes
                     .iter()
-                    .filter_map(|code| near_repeat::shape(code))
+                    .filter_map(|code| near_repeat_shape(code))
                     .count())
             })?
             .0,

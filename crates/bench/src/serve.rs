@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use mindrune_core::avatars::event::Event;
+use mindrune_core::Event;
 use mindrune_engine::Recorder;
-use mindrune_engine::workspace::{AgentFiles, SnapshotFiles};
+use mindrune_engine::{AgentFiles, SnapshotFiles};
 use mindrune_server::{new_secret, secret_digest};
 use mindrune_store::{Recording as _, SqliteStore};
 use serde_json::json;
@@ -435,7 +435,7 @@ fn baseline_library(
 
 /// An event line parsed, with its files as a runner sends them.
 fn parsed(line: &str, texts: &[(String, String)]) -> anyhow::Result<(Event, SnapshotFiles)> {
-    let event = mindrune_core::avatars::event::parse_line(line)
+    let event = mindrune_core::parse_line(line)
         .map_err(|err| anyhow::anyhow!("bench event: {}", err.message))?;
     let mut files = SnapshotFiles::new();
     for (path, text) in texts {
@@ -547,14 +547,14 @@ fn memory_library(home: &Path, workspace: &Path, uses: usize) -> anyhow::Result<
             }
             for k in 0..MEMORY_SKILLS_PER_AGENT {
                 let text = script(a, k);
-                let code = mindrune_core::digest::code_without_header(&text);
+                let code = mindrune_core::code_without_header(&text);
                 let matched = store.match_script(
                     owner.id,
                     &ScriptSnapshot {
                         agent: agent.id,
                         path: format!("bots/{name}/chop-{k}.ts"),
                         name: format!("chop-{k}"),
-                        digest: mindrune_core::digest::sha256(code.as_bytes()),
+                        digest: mindrune_core::sha256(code.as_bytes()),
                         code,
                         tags: vec!["skill:woodcutting".into()],
                         header: SkillHeader {

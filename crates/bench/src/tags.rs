@@ -21,10 +21,7 @@ const TAG_BLOCKS: usize = 10;
 /// Free text as agents write it: goals, preconditions, lab-log runs and prose, `Share:`
 /// lessons and a little code, naming the vocabulary's pages by title (in any case), by
 /// nickname and by exact tag, among everyday words. One line each, at least `bytes` in all.
-fn free_text_lines(
-    vocabulary: &mindrune_core::avatars::vocabulary::Vocabulary,
-    bytes: usize,
-) -> Vec<String> {
+fn free_text_lines(vocabulary: &mindrune_core::Vocabulary, bytes: usize) -> Vec<String> {
     let entries = vocabulary.entries();
     let title = |dice: &mut Dice| {
         let entry = dice.pick(entries);
@@ -163,7 +160,7 @@ fn free_text_lines(
 /// Writes a wiki tree of one page per `kind:slug` line, as rs-sdk's generators write pages: a
 /// `# Title` heading and a detail table. Returns how many pages were written.
 fn write_wiki(listing: &str, dir: &Path) -> anyhow::Result<usize> {
-    use mindrune_core::avatars::vocabulary::{Source, parse_listing};
+    use mindrune_core::{Source, parse_listing};
 
     let (entries, _) = parse_listing(listing, Source::Wiki);
     let folder = |kind: &str| match kind {
@@ -195,8 +192,8 @@ fn write_wiki(listing: &str, dir: &Path) -> anyhow::Result<usize> {
     reason = "a benchmark script: each mapping and its baseline timed side by side, in order"
 )]
 pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Result<Vec<Row>> {
-    use mindrune_core::avatars::vocabulary::Vocabulary;
-    use mindrune_engine::avatars::tags as engine_tags;
+    use mindrune_core::Vocabulary;
+    use mindrune_engine::build_from_wiki;
 
     anyhow::ensure!(megabytes >= 1, "--megabytes must be at least 1");
     // The project's shared data: `$MINDRUNE_SHARED`, else `../shared` beside the checkout.
@@ -222,7 +219,7 @@ pub fn tags(pages: Option<&Path>, megabytes: usize, print: Print) -> anyhow::Res
     let mut plain_builds = Vec::with_capacity(TAG_BUILDS);
     let mut vocabulary = None;
     for _ in 0..TAG_BUILDS {
-        let (read_took, read) = time_it(|| Ok(engine_tags::build_from_wiki(dir.path())?))?;
+        let (read_took, read) = time_it(|| Ok(build_from_wiki(dir.path())?))?;
         anyhow::ensure!(
             read.skipped.is_empty() && read.entries.len() == written,
             "the generated wiki did not read back whole: {:?}",

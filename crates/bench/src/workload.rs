@@ -2,7 +2,7 @@
 //! how its two measurements alternate; the PostgreSQL and scan benchmarks reuse the library
 //! and scripts.
 
-use mindrune_core::digest::secret_digest;
+use mindrune_core::secret_digest;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -135,7 +135,7 @@ pub(crate) fn add_bench_agent(
 pub(crate) struct Workload {
     pub(crate) dir: tempfile::TempDir,
     pub(crate) lines: Vec<String>,
-    pub(crate) events: Vec<mindrune_core::avatars::event::Event>,
+    pub(crate) events: Vec<mindrune_core::Event>,
 }
 
 pub(crate) fn workload(uses: usize) -> anyhow::Result<Workload> {
@@ -157,15 +157,15 @@ pub(crate) fn workload(uses: usize) -> anyhow::Result<Workload> {
     let lines: Vec<String> = (0..uses).map(|i| event_line(i, start)).collect();
     let events = lines
         .iter()
-        .map(|line| mindrune_core::avatars::event::parse_line(line).map_err(anyhow::Error::new))
+        .map(|line| mindrune_core::parse_line(line).map_err(anyhow::Error::new))
         .collect::<anyhow::Result<_>>()?;
     Ok(Workload { dir, lines, events })
 }
 
 /// The `call` column of a bare baseline's row.
-pub(crate) fn bare_call(event: &mindrune_core::avatars::event::Event) -> &str {
+pub(crate) fn bare_call(event: &mindrune_core::Event) -> &str {
     match &event.call {
-        mindrune_core::avatars::event::Call::Shell { command, .. } => command.as_str(),
+        mindrune_core::Call::Shell { command, .. } => command.as_str(),
         _ => "",
     }
 }
@@ -182,7 +182,7 @@ pub(crate) fn alternate_groups(
     work: &Workload,
     recorder: &mindrune_engine::Recorder<'_>,
     batch: usize,
-    mut bare: impl FnMut(usize, &[mindrune_core::avatars::event::Event]) -> anyhow::Result<()>,
+    mut bare: impl FnMut(usize, &[mindrune_core::Event]) -> anyhow::Result<()>,
 ) -> anyhow::Result<(f64, f64)> {
     let lines: Vec<&str> = work.lines.iter().map(String::as_str).collect();
     let (mut mindrune, mut bare_time) = (Duration::ZERO, Duration::ZERO);

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Duration;
 
-use mindrune_core::secrets::{self, Scrubber};
-use mindrune_engine::claude_code::hook::{self, AvatarHook, HookAction, Payload};
-use mindrune_engine::claude_code::settings::{hook_option, hook_program, shell_word};
-use mindrune_engine::{child, now_millis, workspace};
+use mindrune_core::{Scrubber, secrets_in_bot_env_bytes};
+use mindrune_engine::{AvatarHook, HookAction, Payload, handle_hook};
+use mindrune_engine::{ChildLimits, list_contained, names_not_utf8, now_millis, run_bounded};
+use mindrune_engine::{hook_option, hook_program, shell_word};
 use mindrune_store::{Agent, Store};
 use serde::Serialize;
 
@@ -447,7 +447,7 @@ impl Doctor<'_> {
             Some(dir) => dir.to_path_buf(),
             None => self.project.clone(),
         };
-        match mindrune_engine::playbook::Playbooks::open_existing(&workspace) {
+        match mindrune_engine::Playbooks::open_existing(&workspace) {
             Ok(_) => self.checks.push(Check::ok(
                 "workspace",
                 format!("{} opens, its ledger current", workspace.display()),
@@ -526,11 +526,11 @@ impl Doctor<'_> {
             .display()
             .to_string();
         let who = agent.map(|a| format!("{a}: ")).unwrap_or_default();
-        let finished = child::run_bounded(
+        let finished = run_bounded(
             command,
             Some(input.to_string().into_bytes()),
             true,
-            child::Limits {
+            ChildLimits {
                 timeout: HOOK_TIMEOUT,
                 max_output: 1024 * 1024,
             },
@@ -595,7 +595,7 @@ impl Doctor<'_> {
         let name = "bot run";
         let workspace = Path::new(&agent.workspace);
         let bot_dir = format!("bots/{}", agent.name);
-        let script = workspace::list_contained(workspace, &bot_dir)
+        let script = list_contained(workspace, &bot_dir)
             .ok()
             .flatten()
             .unwrap_or_default()
@@ -629,7 +629,7 @@ impl Doctor<'_> {
                 project: Some(workspace),
                 kept: &[],
             };
-            hook::handle(&payload, &hook).map_err(|e| e.to_string())
+            handle_hook(&payload, &hook).map_err(|e| e.to_string())
         });
         match decoded {
             Ok(HookAction::Record(event)) if event.agent == agent.name => {
@@ -681,7 +681,7 @@ impl Doctor<'_> {
                 return;
             }
         };
-        let values = secrets::secrets_in_bot_env_bytes(&bytes);
+        let values = secrets_in_bot_env_bytes(&bytes);
         let refs: Vec<&str> = values.iter().map(String::as_str).collect();
         let scrubber = Scrubber::new(&refs);
         let leaked = values
@@ -723,7 +723,7 @@ impl Doctor<'_> {
     /// Names in the bot's folder that no event, skill or page can carry.
     fn names(&mut self, agent: &Agent) {
         let bot_dir = format!("bots/{}", agent.name);
-        let odd = workspace::names_not_utf8(Path::new(&agent.workspace), &bot_dir);
+        let odd = names_not_utf8(Path::new(&agent.workspace), &bot_dir);
         if !odd.is_empty() {
             self.checks.push(Check::fail(
                 "file names",
@@ -750,7 +750,7 @@ impl Doctor<'_> {
             agent
                 .mirror
                 .as_deref()
-                .unwrap_or(mindrune_engine::avatars::family::MIRROR_DIR),
+                .unwrap_or(mindrune_engine::MIRROR_DIR),
         );
         let written = std::fs::metadata(dir.join("INDEX.md"))
             .and_then(|m| m.modified())

@@ -11,15 +11,19 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use mindrune_core::runx::receipt::{self, VerifyOptions};
-use mindrune_engine::agent::Backend;
-use mindrune_engine::lab::harness::javascript::{WorkerCommand, serve_worker};
-use mindrune_engine::lab::harness::{CaseProgress, CaseSealer, HarnessOptions};
-use mindrune_engine::lab::{
+use mindrune_core::{
+    LOCAL_DEVELOPMENT_SIGNATURE_PREFIX, RUNX_VERIFY_KID_ENV, RUNX_VERIFY_PUBLIC_KEY_ENV,
+    SignatureCheck, VerifiedReceipt, VerifyOptions, check_receipt_integrity, public_key_base64,
+    verify_receipt,
+};
+use mindrune_engine::Backend;
+use mindrune_engine::{
     Agent, AnswersFile, LabTools, LocalSigningKey, NoAgent, PackageValidator, ReceiptStore, RunEnd,
     RunReport, RunRequest, Runner, RunnerAgent, SIGNING_KEY_ENV, StoreSealer, answers_template,
     inspect_workspace, run_request, throwaway_sealer, validate_package,
 };
+use mindrune_engine::{CaseProgress, CaseSealer, HarnessOptions};
+use mindrune_engine::{WorkerCommand, serve_worker};
 use serde_json::{Value, json};
 
 use crate::progress::{Progress, Unit};
@@ -299,8 +303,8 @@ fn inspect_command(target: &Target, json: bool) -> anyhow::Result<ExitCode> {
 }
 
 fn validate_command(target: &Target, allow: bool, json: bool) -> anyhow::Result<ExitCode> {
-    let relative = mindrune_core::runx::admission::normalize_target_dir(&target.target_dir)?;
-    mindrune_engine::lab::finish_interrupted_apply(&target.repo_root, &relative)?;
+    let relative = mindrune_core::normalize_target_dir(&target.target_dir)?;
+    mindrune_engine::finish_interrupted_apply(&target.repo_root, &relative)?;
     // Nested candidate checks (a skill-lab fixture that builds a package) seal into throwaway
     // stores; the package's own cases seal into the workspace's store, as Runx copies a
     // replay's verified receipts to `.runx/receipts`.
@@ -388,7 +392,7 @@ fn verify_command(
     let outcome = VerifyOutcome::of(&stored.receipt, &options);
     let public_key = key
         .as_ref()
-        .map(|key| receipt::public_key_base64(&key.verifying_key()));
+        .map(|key| public_key_base64(&key.verifying_key()));
     if json {
         let mut value = match &outcome.result {
             Ok(verified) => json!({
@@ -447,7 +451,7 @@ struct VerifyOutcome {
     /// id hold, the signature is Runx's `sig:` pseudo-signature, which names no signer: what
     /// `runx history` says of its own receipts without a verifier) or `invalid`.
     verdict: &'static str,
-    result: Result<receipt::VerifiedReceipt, String>,
+    result: Result<VerifiedReceipt, String>,
     /// Runx's `signature.mode`: `production` with a key, `local-development` without.
     signature_mode: &'static str,
     reason: Option<String>,
@@ -463,10 +467,10 @@ impl VerifyOutcome {
         let keyless = options.trusted_keys.is_empty();
         let pseudo = stored["signature"]["value"]
             .as_str()
-            .is_some_and(|value| value.starts_with(receipt::LOCAL_DEVELOPMENT_SIGNATURE_PREFIX));
+            .is_some_and(|value| value.starts_with(LOCAL_DEVELOPMENT_SIGNATURE_PREFIX));
         let mut dev_options = VerifyOptions::trusting([]);
         dev_options.allow_local_development_signatures = true;
-        let runx_without_verifier = if pseudo && receipt::verify(stored, &dev_options).is_ok() {
+        let runx_without_verifier = if pseudo && verify_receipt(stored, &dev_options).is_ok() {
             "unverified"
         } else {
             "invalid"
@@ -476,8 +480,8 @@ impl VerifyOutcome {
         } else {
             "production"
         };
-        let mut result = receipt::verify(stored, options).map_err(|err| err.to_string());
-        if keyless && !pseudo && result.is_err() && receipt::check_integrity(stored).is_ok() {
+        let mut result = verify_receipt(stored, options).map_err(|err| err.to_string());
+        if keyless && !pseudo && result.is_err() && check_receipt_integrity(stored).is_ok() {
             result = Err(format!(
                 "signature_malformed: without a verifier key only a local-development \
                  pseudo-signature (sig:<digest>) can be checked, as in Runx, and this receipt \
@@ -486,7 +490,7 @@ impl VerifyOutcome {
             ));
         }
         let (verdict, reason) = match &result {
-            Ok(verified) if verified.signature == receipt::SignatureCheck::LocalDevelopment => (
+            Ok(verified) if verified.signature == SignatureCheck::LocalDevelopment => (
                 "unverified",
                 Some(format!(
                     "digest and content id hold; the signature is a local-development \
@@ -533,9 +537,9 @@ fn print_verify_text(
                 writeln!(
                     out,
                     "  runx verify  {}={} {}={} runx verify --receipt {} --json",
-                    receipt::RUNX_VERIFY_KID_ENV,
+                    RUNX_VERIFY_KID_ENV,
                     verified.kid,
-                    receipt::RUNX_VERIFY_PUBLIC_KEY_ENV,
+                    RUNX_VERIFY_PUBLIC_KEY_ENV,
                     public_key,
                     path.display()
                 )?;
@@ -552,7 +556,7 @@ fn print_verify_text(
 }
 
 fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
-    let relative = mindrune_core::runx::admission::normalize_target_dir(&args.target.target_dir)?;
+    let relative = mindrune_core::normalize_target_dir(&args.target.target_dir)?;
     let repo_root = std::fs::canonicalize(&args.target.repo_root).with_context(|| {
         format!(
             "cannot open the workspace {}",
@@ -618,7 +622,7 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
     let sealers = throwaway_sealer;
     let options = harness_options(&repo_root)?;
     let mut validator = PackageValidator::new(&sealers, &options);
-    let report = mindrune_engine::lab::run(runner, &request, agent.as_mut(), &mut validator);
+    let report = mindrune_engine::run_lab(runner, &request, agent.as_mut(), &mut validator);
     // What each agent act took, on stderr: the result on stdout stays the contract's.
     for line in spent.lock().map(|lines| lines.clone()).unwrap_or_default() {
         eprintln!("agent {line}");
@@ -656,7 +660,7 @@ fn run(runner: Runner, args: RunArgs) -> anyhow::Result<ExitCode> {
                 std::fs::create_dir_all(path.parent().unwrap_or(&repo_root))
                     .with_context(|| format!("cannot create {}", path.display()))?;
                 let bytes = serde_json::to_vec_pretty(request)?;
-                mindrune_engine::atomic_file::write_atomic(&path, &bytes, 0o644)
+                mindrune_engine::write_atomic(&path, &bytes, 0o644)
                     .with_context(|| format!("cannot write {}", path.display()))?;
                 Some(path)
             }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use mindrune_engine::avatars::turn::Boundary;
+use mindrune_engine::Boundary;
 
 mod commands;
 mod doctor;

@@ -7,8 +7,12 @@ use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
-use mindrune_core::playbook::permissions::Permissions;
-use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, Playbooks};
+use mindrune_core::Permissions;
+use mindrune_engine::{
+    Attendance, CONFIG_FILE, Card, CardKind, CardState, Created, DoneTask, PERMISSIONS_FILE,
+    PlaybookError, Playbooks, Proposal, SkillRecord, Suggester, live_dir, preview_card,
+    render_records, run_command_masked, write_playbook_atomic,
+};
 
 /// The assistant's workspace (its skills are WORKSPACE/skills/).
 #[derive(Debug, Args)]
@@ -278,8 +282,8 @@ pub(crate) fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<Exi
                 let mut value = card_json(&card);
                 let proposal = card.proposal.as_deref().unwrap_or_default();
                 let owes: Vec<&str> = match card.kind {
-                    CardKind::Create => mindrune_core::playbook::skill_file::parse(proposal)
-                        .map(|(skill, _)| mindrune_core::playbook::skill_file::owed_fields(&skill))
+                    CardKind::Create => mindrune_core::parse_skill_file(proposal)
+                        .map(|(skill, _)| mindrune_core::owed_fields(&skill))
                         .unwrap_or_default(),
                     _ => Vec::new(),
                 };
@@ -318,7 +322,7 @@ pub(crate) fn card(workspace: &Path, command: CardCommand) -> anyhow::Result<Exi
 }
 
 /// `playbook record --json`: one skill's record, with the field names its help line lists.
-fn record_json(record: &playbook::record::SkillRecord) -> serde_json::Value {
+fn record_json(record: &SkillRecord) -> serde_json::Value {
     serde_json::json!({
         "name": record.name,
         "status": record.status.map(|status| status.as_str()),
@@ -363,10 +367,10 @@ fn card_diff(playbooks: &Playbooks, card: &Card) -> Option<String> {
         return None;
     }
     let proposal = card.proposal.as_deref().unwrap_or_default();
-    let live_path = playbook::layout::live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
+    let live_path = live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
     let live = std::fs::read_to_string(&live_path).unwrap_or_default();
     let landing = if card.state == CardState::Waiting {
-        playbook::cards::preview(playbooks, card).ok()?
+        preview_card(playbooks, card).ok()?
     } else {
         proposal.to_string()
     };
@@ -442,8 +446,8 @@ fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
     match card.kind {
         CardKind::Create => {
             // A field left out does not block a skill; the human sees what it still owes.
-            if let Ok((skill, _)) = mindrune_core::playbook::skill_file::parse(proposal) {
-                let owed = mindrune_core::playbook::skill_file::owed_fields(&skill);
+            if let Ok((skill, _)) = mindrune_core::parse_skill_file(proposal) {
+                let owed = mindrune_core::owed_fields(&skill);
                 if !owed.is_empty() {
                     let _ = writeln!(out, "owes: {}", owed.join(", "));
                 }
@@ -452,14 +456,13 @@ fn show_card(playbooks: &Playbooks, card: &Card) -> anyhow::Result<String> {
             out.push_str(proposal);
         }
         CardKind::Revise | CardKind::Revert => {
-            let live_path =
-                playbook::layout::live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
+            let live_path = live_dir(playbooks.workspace(), &card.skill).join("SKILL.md");
             let live = std::fs::read_to_string(&live_path).unwrap_or_default();
             // The diff is against what would land, rendered with its next version, so the
             // human approves exactly what goes live; a waiting card that could no longer be
             // applied says so instead.
             let landing = if card.state == CardState::Waiting {
-                match playbook::cards::preview(playbooks, card) {
+                match preview_card(playbooks, card) {
                     Ok(text) => text,
                     Err(err) => {
                         let _ = writeln!(out, "approving it now would be refused: {err}");
@@ -518,7 +521,7 @@ pub(crate) fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result
             token,
             command,
         } => {
-            let status = playbook::fixer::run_command_masked(&command, &log, token.trim())
+            let status = run_command_masked(&command, &log, token.trim())
                 .with_context(|| format!("cannot run the fixer `{command}`"))?;
             return Ok(match status.code() {
                 Some(0) => ExitCode::SUCCESS,
@@ -550,8 +553,8 @@ pub(crate) fn refine(workspace: &Path, command: RefineCommand) -> anyhow::Result
 
 /// The agent named on the command line: `claude` is Claude Code on PATH, anything else a
 /// command line.
-pub(crate) fn agent_backend(agent: &str) -> anyhow::Result<mindrune_engine::agent::Backend> {
-    use mindrune_engine::agent::Backend;
+pub(crate) fn agent_backend(agent: &str) -> anyhow::Result<mindrune_engine::Backend> {
+    use mindrune_engine::Backend;
     if agent.trim() == "claude" {
         return Backend::claude_on_path().context(
             "Claude Code (`claude`) is not on PATH; install it (npm install -g @anthropic-ai/claude-code) or name an agent command",
@@ -564,12 +567,12 @@ pub(crate) fn agent_backend(agent: &str) -> anyhow::Result<mindrune_engine::agen
 
 /// `refine fix`: MindRune's own fixer, whose log is the report's fixer log.
 fn fix(playbooks: &Playbooks, report: i64, token: &str, agent: &str) -> anyhow::Result<ExitCode> {
-    use mindrune_engine::playbook::fixer_agent::{Fixed, FixerError};
+    use mindrune_engine::{Fixed, FixerError};
     let backend = agent_backend(agent)?;
     println!("report #{report}: {} reads the record", backend.describe());
     match playbooks.fix_with_agent(report, token, &backend) {
         Ok(run) => {
-            let cost = mindrune_engine::agent::attempts_line(&run.attempts);
+            let cost = mindrune_engine::attempts_line(&run.attempts);
             match run.fixed {
                 Fixed::Stopped { reason } => {
                     println!("report #{report}: the fixer stopped without a revision: {reason}");
@@ -591,7 +594,7 @@ fn fix(playbooks: &Playbooks, report: i64, token: &str, agent: &str) -> anyhow::
             Ok(ExitCode::SUCCESS)
         }
         Err(FixerError::Agent(failure)) => {
-            let cost = mindrune_engine::agent::attempts_line(failure.attempts());
+            let cost = mindrune_engine::attempts_line(failure.attempts());
             eprintln!(
                 "report #{report}: the fixer's answer was not admitted: {failure}; nothing was filed"
             );
@@ -612,22 +615,22 @@ pub(crate) fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Re
         PlaybookCommand::Propose { name, file } => {
             let text = std::fs::read_to_string(&file)
                 .with_context(|| format!("cannot read {}", file.display()))?;
-            let (skill, _) = mindrune_core::playbook::skill_file::parse(&text)
+            let (skill, _) = mindrune_core::parse_skill_file(&text)
                 .map_err(|err| anyhow::anyhow!("{}: {err}", file.display()))?;
-            let proposal = playbook::door::Proposal {
+            let proposal = Proposal {
                 name,
                 skill,
-                suggested_by: playbook::door::Suggester::Human,
+                suggested_by: Suggester::Human,
                 accepted_as_done: false,
             };
             match playbooks
-                .create(&proposal, playbook::door::Attendance::Attended)
+                .create(&proposal, Attendance::Attended)
                 .map_err(refusal)?
             {
-                playbook::door::Created::EvidenceAdded { skill } => {
+                Created::EvidenceAdded { skill } => {
                     println!("added as evidence to {skill}, which already has these steps")
                 }
-                playbook::door::Created::Filed {
+                Created::Filed {
                     card,
                     answered: None,
                 } => {
@@ -636,7 +639,7 @@ pub(crate) fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Re
                         proposal.name
                     )
                 }
-                playbook::door::Created::Filed {
+                Created::Filed {
                     card,
                     answered: Some(answered),
                 } => println!(
@@ -657,7 +660,7 @@ pub(crate) fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Re
                 let rows: Vec<serde_json::Value> = records.iter().map(record_json).collect();
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {
-                print!("{}", playbook::record::render(&records));
+                print!("{}", render_records(&records));
             }
         }
         PlaybookCommand::Search { words } => {
@@ -689,7 +692,7 @@ pub(crate) fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Re
             tool_calls,
             checks_passed,
         } => {
-            let done = playbook::suggest::DoneTask {
+            let done = DoneTask {
                 task,
                 tool_calls,
                 checks_passed,
@@ -708,10 +711,7 @@ pub(crate) fn playbook(workspace: &Path, command: PlaybookCommand) -> anyhow::Re
 
 fn init(workspace: &Path, unattended: bool) -> anyhow::Result<ExitCode> {
     let (workspace, wrote) = init_workspace(workspace, unattended)?;
-    for file in [
-        playbook::config::PERMISSIONS_FILE,
-        playbook::config::CONFIG_FILE,
-    ] {
+    for file in [PERMISSIONS_FILE, CONFIG_FILE] {
         let path = workspace.join(file);
         if !wrote.contains(&path) {
             println!("{} exists; left as it is", path.display());
@@ -739,8 +739,8 @@ pub(crate) fn init_workspace(
     let workspace = &workspace
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", workspace.display()))?;
-    let permissions = workspace.join(playbook::config::PERMISSIONS_FILE);
-    let config = workspace.join(playbook::config::CONFIG_FILE);
+    let permissions = workspace.join(PERMISSIONS_FILE);
+    let config = workspace.join(CONFIG_FILE);
     let mode = if unattended {
         Permissions::unattended()
     } else {
@@ -754,7 +754,7 @@ pub(crate) fn init_workspace(
         if path.exists() {
             continue;
         }
-        playbook::layout::write_atomic(path, text.as_bytes())?;
+        write_playbook_atomic(path, text.as_bytes())?;
         wrote.push(path.clone());
     }
     // Opening makes skills/ and the ledger, and checks both files read back.

@@ -6,12 +6,12 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 
-use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
+use mindrune_core::{SharingBar, VersionStanding, version_for_siblings};
+use mindrune_engine::MirrorOutcome;
 use mindrune_engine::Recorded;
-use mindrune_engine::avatars::family::MirrorOutcome;
-use mindrune_engine::avatars::turn::{Offer, TurnReport};
-use mindrune_engine::avatars::wrapup::{WrapUp, outcome_unknown_summary};
-use mindrune_engine::display::{points, when};
+use mindrune_engine::{Offer, TurnReport};
+use mindrune_engine::{WrapUp, outcome_unknown_summary};
+use mindrune_engine::{points, when};
 use mindrune_store::{
     FailedRun, HeaderState, SharingChange, SharingKind, Skill, SkillEntry, Version, VersionId,
 };
@@ -209,11 +209,11 @@ fn table(
 /// `mindrune attention`: one paragraph per item, most harmful first, each with what to do next.
 pub(crate) fn attention(
     out: &mut impl Write,
-    items: &[mindrune_engine::avatars::attention::Item],
+    items: &[mindrune_engine::AttentionItem],
     now: i64,
 ) -> std::io::Result<()> {
-    use mindrune_engine::avatars::attention::Item;
-    use mindrune_engine::display::ago;
+    use mindrune_engine::AttentionItem;
+    use mindrune_engine::ago;
     if items.is_empty() {
         return writeln!(
             out,
@@ -222,7 +222,7 @@ pub(crate) fn attention(
     }
     for item in items {
         match item {
-            Item::Failing(f) => {
+            AttentionItem::Failing(f) => {
                 writeln!(
                     out,
                     "✗ {} failing: {} in a row since {} (last {}){}",
@@ -241,13 +241,13 @@ pub(crate) fn attention(
                     writeln!(out, "  failing for {} sibling(s) too", f.failing_for.len())?;
                 }
             }
-            Item::Quiet(q) => writeln!(
+            AttentionItem::Quiet(q) => writeln!(
                 out,
                 "… {} quiet: its last run was {}",
                 q.agent_name,
                 ago(q.last_run, now)
             )?,
-            Item::RunnerStopped(r) => writeln!(
+            AttentionItem::RunnerStopped(r) => writeln!(
                 out,
                 "✗ {}'s runner stopped {} with {} event(s) still in its spool",
                 r.agent_name,
@@ -359,7 +359,7 @@ fn best_other<'a>(skill: &Skill, versions: &'a [Version]) -> Option<&'a Version>
     let current = versions
         .iter()
         .find(|v| Some(v.id) == skill.current_version)?;
-    mindrune_engine::display::best_other(versions, current)
+    mindrune_engine::best_other(versions, current)
 }
 
 /// Where a skill stands with the family, in a sentence for its owner.
@@ -378,7 +378,7 @@ fn sharing_sentence(skill: &Skill, versions: &[Version], bar: SharingBar) -> Str
         }
         HeaderState::Skill if !shared.is_empty() => {
             let standings: Vec<VersionStanding> = versions.iter().map(Into::into).collect();
-            let siblings_get = sharing::version_for_siblings(&standings, bar)
+            let siblings_get = version_for_siblings(&standings, bar)
                 .map(|i| format!("; siblings get v{}", versions[i].number))
                 .unwrap_or_default();
             format!(

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::now_millis;
 use mindrune_server::{ServerConfig, load_config};
 use mindrune_server::{new_secret, secret_digest};
 

@@ -14,14 +14,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use mindrune_core::avatars::vocabulary::{Entry, Vocabulary};
-use mindrune_core::digest::secret_digest;
-use mindrune_core::header::is_valid_name;
-use mindrune_engine::avatars::tags::{self, TagsError, WikiRead};
-use mindrune_engine::claude_code::settings::{
-    self as claude_settings, HOOK_EVENTS, hook_command_start, shell_word,
-};
+use mindrune_core::is_valid_name;
+use mindrune_core::secret_digest;
+use mindrune_core::{Entry, Vocabulary};
 use mindrune_engine::now_millis;
+use mindrune_engine::{
+    HOOK_EVENTS, HookEvents, fresh_settings, hook_command_start, merge_settings, shell_word,
+};
+use mindrune_engine::{TagsError, WikiRead, Written, build_from_wiki, write_vocabulary};
 use mindrune_store::Store;
 
 use crate::commands::thousands;
@@ -54,10 +54,7 @@ fn hook_command(binary: &str, checkout: &Path, library: &Path) -> String {
 /// folder, where its agent already works (the scan of `bots/<bot>/` reads only the files
 /// directly in it, so the mirror is never taken for the bot's scripts).
 fn bot_mirror(bot: &str) -> String {
-    format!(
-        "bots/{bot}/{}",
-        mindrune_engine::avatars::family::MIRROR_DIR
-    )
+    format!("bots/{bot}/{}", mindrune_engine::MIRROR_DIR)
 }
 
 /// Lines of the checkout's `.git/info/exclude` that keep what MindRune writes out of the user's
@@ -82,10 +79,7 @@ impl ExcludePlan {
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(err) => return Err(err).with_context(|| format!("cannot read {}", path.display())),
         };
-        let mut wanted = vec![format!(
-            "/bots/*/{}/",
-            mindrune_engine::avatars::family::MIRROR_DIR
-        )];
+        let mut wanted = vec![format!("/bots/*/{}/", mindrune_engine::MIRROR_DIR)];
         if let Ok(inside) = library.strip_prefix(checkout)
             && !inside.as_os_str().is_empty()
         {
@@ -199,7 +193,7 @@ enum VocabularyPlan {
 /// What applying the plan did, for the report.
 struct Done {
     owner_key: Option<String>,
-    vocabulary: Option<tags::Written>,
+    vocabulary: Option<Written>,
 }
 
 impl Plan {
@@ -347,7 +341,7 @@ impl Plan {
             write_atomically(&self.settings.path, text.as_bytes())?;
         }
         if let VocabularyPlan::Write { read, .. } = &self.vocabulary {
-            done.vocabulary = Some(tags::write_vocabulary(store, read, now_millis())?);
+            done.vocabulary = Some(write_vocabulary(store, read, now_millis())?);
         }
         Ok(done)
     }
@@ -514,7 +508,7 @@ impl Plan {
         writeln!(
             out,
             "Each bot sees its family's skills in its own folder, bots/<bot>/{}/ (the bots share this checkout, so one folder at its root would hold whichever bot's view was written last).",
-            mindrune_engine::avatars::family::MIRROR_DIR
+            mindrune_engine::MIRROR_DIR
         )?;
         if let Some(exclude) = &self.exclude {
             changed = true;
@@ -769,11 +763,7 @@ fn plan_settings(binary: &str, checkout: &Path, library: &Path) -> anyhow::Resul
 }
 
 /// The settings of `project` with MindRune's hook `command` on `events`.
-fn plan_hooks(
-    project: &Path,
-    events: &claude_settings::Events,
-    command: &str,
-) -> anyhow::Result<SettingsPlan> {
+fn plan_hooks(project: &Path, events: &HookEvents, command: &str) -> anyhow::Result<SettingsPlan> {
     let folder = project.join(".claude");
     let path = folder.join("settings.json");
     if let Ok(meta) = std::fs::metadata(&folder)
@@ -787,9 +777,10 @@ fn plan_hooks(
     let old = read_text(&path, "MindRune's hooks")?;
     let merged = match old.as_deref() {
         // An empty file is no settings yet.
-        Some(text) if !text.trim().is_empty() => claude_settings::merge(text, events, command)
-            .map_err(|err| settings_error(&path, &err))?,
-        _ => claude_settings::fresh(events, command),
+        Some(text) if !text.trim().is_empty() => {
+            merge_settings(text, events, command).map_err(|err| settings_error(&path, &err))?
+        }
+        _ => fresh_settings(events, command),
     };
     Ok(SettingsPlan {
         path,
@@ -859,7 +850,7 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     std::fs::create_dir_all(folder)
         .with_context(|| format!("cannot create {}", folder.display()))?;
     let mode = std::fs::metadata(&target).map_or(0o644, |meta| meta.permissions().mode() & 0o7777);
-    mindrune_engine::atomic_file::write_atomic(&target, bytes, mode)
+    mindrune_engine::write_atomic(&target, bytes, mode)
         .with_context(|| format!("cannot write {}", target.display()))
 }
 
@@ -872,7 +863,7 @@ fn plan_vocabulary(checkout: &Path, store: Option<&dyn Store>) -> anyhow::Result
     if !wiki.is_dir() {
         return Ok(VocabularyPlan::NoWiki);
     }
-    let mut read = match tags::build_from_wiki(&wiki) {
+    let mut read = match build_from_wiki(&wiki) {
         Ok(read) => read,
         Err(err @ TagsError::NotAWiki(_)) => {
             // Not a reason to leave the bots and hooks unset: say so and go on.

@@ -3,7 +3,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use mindrune_core::shell_line::{ShellContext, ShellRuns, classify_shell_line};
+use mindrune_core::{ShellContext, ShellRuns, classify_shell_line};
 
 /// Classifies on another thread and fails (instead of hanging) if it takes too long.
 fn classify_in_time(line: &'static str) -> ShellRuns {
@@ -49,8 +49,8 @@ fn a_heredoc_whose_delimiter_is_only_white_space_is_refused_not_looped_on() {
 
 #[test]
 fn a_mirrored_skill_file_gives_back_code_whose_file_had_cr_cr_lf_line_ends() {
-    use mindrune_core::avatars::mirror_text::{SkillFileHeader, render_skill_file};
-    use mindrune_core::digest::code_without_header;
+    use mindrune_core::code_without_header;
+    use mindrune_core::{SkillFileHeader, render_skill_file};
 
     // The `mirror_text` target's round trip fails on this input (its last part is the code).
     let code = code_without_header("a\r\r\nb");
@@ -67,10 +67,10 @@ fn a_mirrored_skill_file_gives_back_code_whose_file_had_cr_cr_lf_line_ends() {
 }
 
 /// Tokenizes a snippet on another thread and fails (instead of hanging) if it takes too long.
-fn analyze_in_time(code: &'static str) -> Option<mindrune_core::near_repeat::Analysis> {
+fn analyze_in_time(code: &'static str) -> Option<mindrune_core::NearRepeatAnalysis> {
     let (send, receive) = mpsc::channel();
     std::thread::spawn(move || {
-        let _ = send.send(mindrune_core::near_repeat::analyze(code));
+        let _ = send.send(mindrune_core::analyze_near_repeat(code));
     });
     receive
         .recv_timeout(Duration::from_secs(10))

@@ -4,13 +4,14 @@
 
 use std::path::PathBuf;
 
-use mindrune_core::runx::admission::{
-    self, Mode, Refusal, admit_change, assert_allowed_delete_path, assert_allowed_write_path, bind,
-    plan, validate_change_contract,
-};
-use mindrune_core::runx::{
+use mindrune_core::{
     ArchitectureDecision, ChangeBundle, ChangeDecision, ChangeDraft, Disposition, ProofKind,
     Visibility, parse_contract, to_json,
+};
+use mindrune_core::{
+    Mode, Refusal, admit_change, assert_allowed_delete_path, assert_allowed_write_path,
+    bind_change, metrics_json, normalize_package_file, normalize_target_dir, package_metrics,
+    plan_change, reject_secret_material, validate_change_contract,
 };
 use serde_json::{Value, json};
 
@@ -142,8 +143,8 @@ fn bundle(
     writes: &[(&str, &str)],
     deletes: &[&str],
 ) -> ChangeBundle {
-    let plan = plan(base, architecture).unwrap();
-    bind(&plan, draft(decision, writes, deletes)).unwrap()
+    let plan = plan_change(base, architecture).unwrap();
+    bind_change(&plan, draft(decision, writes, deletes)).unwrap()
 }
 
 fn refusal<T: std::fmt::Debug>(result: Result<T, Refusal>) -> String {
@@ -152,14 +153,14 @@ fn refusal<T: std::fmt::Debug>(result: Result<T, Refusal>) -> String {
 
 #[test]
 fn plan_digest_binds_the_base_and_architecture() {
-    let first = plan(&digest('a'), architecture("build", &[])).unwrap();
-    let second = plan(&digest('b'), architecture("build", &[])).unwrap();
+    let first = plan_change(&digest('a'), architecture("build", &[])).unwrap();
+    let second = plan_change(&digest('b'), architecture("build", &[])).unwrap();
     assert_ne!(first.plan_digest, second.plan_digest);
     let mut other = architecture("build", &[]);
     other.objective = "Another objective.".into();
     assert_ne!(
         first.plan_digest,
-        plan(&digest('a'), other).unwrap().plan_digest
+        plan_change(&digest('a'), other).unwrap().plan_digest
     );
     assert_matches_schema("skill-architecture-plan.schema.json", &to_json(&first));
     assert_matches_schema(
@@ -170,8 +171,8 @@ fn plan_digest_binds_the_base_and_architecture() {
 
 #[test]
 fn plan_digest_is_the_stable_json_digest_of_base_and_architecture() {
-    let planned = plan(&digest('a'), architecture("build", &[])).unwrap();
-    let expected = mindrune_core::runx::stable_digest(&json!({
+    let planned = plan_change(&digest('a'), architecture("build", &[])).unwrap();
+    let expected = mindrune_core::stable_digest(&json!({
         "base_digest": digest('a'),
         "architecture": to_json(&planned.architecture),
     }))
@@ -188,11 +189,11 @@ fn plan_digest_is_the_stable_json_digest_of_base_and_architecture() {
 #[test]
 fn plan_refuses_a_malformed_base_digest() {
     assert_eq!(
-        refusal(plan("sha256:abc", architecture("build", &[]))),
+        refusal(plan_change("sha256:abc", architecture("build", &[]))),
         "base_digest must contain exactly 64 hexadecimal characters"
     );
     assert_eq!(
-        refusal(plan("abc", architecture("build", &[]))),
+        refusal(plan_change("abc", architecture("build", &[]))),
         "base_digest must be a sha256-prefixed digest"
     );
 }
@@ -202,7 +203,7 @@ fn public_architecture_needs_an_operator_contract_and_each_journey_proof() {
     let mut missing_identity = architecture("build", &[]);
     missing_identity.identity = None;
     assert_eq!(
-        refusal(plan(&digest('a'), missing_identity)),
+        refusal(plan_change(&digest('a'), missing_identity)),
         "build and extension architectures require an identity decision"
     );
     for missing in [
@@ -213,19 +214,19 @@ fn public_architecture_needs_an_operator_contract_and_each_journey_proof() {
         let mut incomplete = architecture("build", &[]);
         incomplete.proof_plan.retain(|proof| proof.kind != missing);
         assert_eq!(
-            refusal(plan(&digest('a'), incomplete)),
+            refusal(plan_change(&digest('a'), incomplete)),
             "public architectures require selection_trial, standalone_operator_journey, and composed_operator_journey proofs",
         );
     }
     let mut internal = architecture("extend_existing", &[]);
     internal.identity.as_mut().unwrap().visibility = Visibility::Internal;
     internal.direct_use = None;
-    assert!(plan(&digest('a'), internal).is_ok());
+    assert!(plan_change(&digest('a'), internal).is_ok());
 
     let mut internal_with_triggers = architecture("extend_existing", &[]);
     internal_with_triggers.identity.as_mut().unwrap().visibility = Visibility::Internal;
     assert_eq!(
-        refusal(plan(&digest('a'), internal_with_triggers)),
+        refusal(plan_change(&digest('a'), internal_with_triggers)),
         "internal architectures must not declare a public direct_use trigger contract"
     );
 }
@@ -235,7 +236,7 @@ fn needs_core_must_name_a_missing_capability_and_nothing_else_may() {
     let mut needs_core = architecture("needs_core", &[]);
     needs_core.native_reuse.missing_capabilities.clear();
     assert_eq!(
-        refusal(plan(&digest('a'), needs_core)),
+        refusal(plan_change(&digest('a'), needs_core)),
         "needs_core architecture must identify at least one missing native capability"
     );
     let mut build = architecture("build", &[]);
@@ -244,13 +245,13 @@ fn needs_core_must_name_a_missing_capability_and_nothing_else_may() {
         .missing_capabilities
         .push("runx.x".into());
     assert_eq!(
-        refusal(plan(&digest('a'), build)),
+        refusal(plan_change(&digest('a'), build)),
         "missing native capabilities require a needs_core architecture decision"
     );
     let mut no_skill = architecture("no_skill", &[]);
     no_skill.identity = architecture("build", &[]).identity;
     assert_eq!(
-        refusal(plan(&digest('a'), no_skill)),
+        refusal(plan_change(&digest('a'), no_skill)),
         "no_skill and needs_core architectures must not invent a package identity or operator contract"
     );
 }
@@ -263,7 +264,7 @@ fn native_lanes_must_reuse_a_selected_capability() {
     }))
     .unwrap();
     assert_eq!(
-        refusal(plan(&digest('a'), decision.clone())),
+        refusal(plan_change(&digest('a'), decision.clone())),
         "native behavior 'fetch' must reference a selected capability"
     );
     decision
@@ -271,22 +272,22 @@ fn native_lanes_must_reuse_a_selected_capability() {
         .selected_capabilities
         .push("web.fetch".into());
     assert_eq!(
-        refusal(plan(&digest('a'), decision.clone())),
+        refusal(plan_change(&digest('a'), decision.clone())),
         "selected native capabilities must be present in inspected_capabilities"
     );
     decision
         .native_reuse
         .inspected_capabilities
         .push("web.fetch".into());
-    assert!(plan(&digest('a'), decision).is_ok());
+    assert!(plan_change(&digest('a'), decision).is_ok());
 }
 
 #[test]
 fn bind_owns_integrity_fields_and_rejects_a_tampered_plan() {
-    let planned = plan(&digest('a'), architecture("build", &[])).unwrap();
+    let planned = plan_change(&digest('a'), architecture("build", &[])).unwrap();
     let draft = draft("write", &[("SKILL.md", "---\nname: demo\n---\n")], &[]);
     assert!(to_json(&draft).get("base_digest").is_none());
-    let bundle = bind(&planned, draft.clone()).unwrap();
+    let bundle = bind_change(&planned, draft.clone()).unwrap();
     assert_eq!(bundle.base_digest, planned.base_digest);
     assert_eq!(bundle.plan_digest, planned.plan_digest);
     assert_eq!(bundle.architecture, planned.architecture);
@@ -296,35 +297,41 @@ fn bind_owns_integrity_fields_and_rejects_a_tampered_plan() {
     let mut tampered = planned.clone();
     tampered.plan_digest = digest('f').as_str().into();
     assert_eq!(
-        refusal(bind(&tampered, draft.clone())),
+        refusal(bind_change(&tampered, draft.clone())),
         "architecture plan digest does not bind its base and decision"
     );
     let mut swapped = planned;
     swapped.architecture.objective = "A different decision under the old digest.".into();
     assert_eq!(
-        refusal(bind(&swapped, draft)),
+        refusal(bind_change(&swapped, draft)),
         "architecture plan digest does not bind its base and decision"
     );
 }
 
 #[test]
 fn bind_refuses_a_draft_that_disagrees_with_the_plan() {
-    let planned = plan(&digest('a'), architecture("no_skill", &[])).unwrap();
+    let planned = plan_change(&digest('a'), architecture("no_skill", &[])).unwrap();
     assert_eq!(
-        refusal(bind(&planned, draft("write", &[("SKILL.md", "x")], &[]))),
+        refusal(bind_change(
+            &planned,
+            draft("write", &[("SKILL.md", "x")], &[])
+        )),
         "change decision conflicts with the architecture disposition"
     );
     assert_eq!(
-        refusal(bind(&planned, draft("no_skill", &[("SKILL.md", "x")], &[]))),
+        refusal(bind_change(
+            &planned,
+            draft("no_skill", &[("SKILL.md", "x")], &[])
+        )),
         "non-write bundles must not contain writes or deletes"
     );
-    let build = plan(&digest('a'), architecture("build", &[])).unwrap();
+    let build = plan_change(&digest('a'), architecture("build", &[])).unwrap();
     assert_eq!(
-        refusal(bind(&build, draft("write", &[], &[]))),
+        refusal(bind_change(&build, draft("write", &[], &[]))),
         "a write decision must contain at least one write or delete"
     );
     assert_eq!(
-        refusal(bind(&build, draft("write", &[], &["old.md"]))),
+        refusal(bind_change(&build, draft("write", &[], &["old.md"]))),
         "bundle deletes must exactly match architecture deletions"
     );
 }
@@ -487,12 +494,12 @@ fn admission_refuses_escapes_skill_md_deletion_secrets_and_non_fixtures_in_harne
             decision.disposition = Disposition::ExtendExisting;
             decision.identity = architecture("extend_existing", &[]).identity;
         }
-        let planned = plan(&digest('a'), decision).unwrap();
-        let bundle = bind(&planned, draft("write", writes, deletes)).unwrap();
+        let planned = plan_change(&digest('a'), decision).unwrap();
+        let bundle = bind_change(&planned, draft("write", writes, deletes)).unwrap();
         assert_eq!(refusal(admit_change(&bundle, mode, |_| false)), expected);
     }
-    let planned = plan(&digest('a'), architecture("build", &[])).unwrap();
-    let nitro = bind(
+    let planned = plan_change(&digest('a'), architecture("build", &[])).unwrap();
+    let nitro = bind_change(
         &planned,
         draft("write", &[("SKILL.md", "token=nskey_live_abc")], &[]),
     )
@@ -505,13 +512,13 @@ fn admission_refuses_escapes_skill_md_deletion_secrets_and_non_fixtures_in_harne
 
 #[test]
 fn admission_normalizes_paths_and_refuses_a_path_twice() {
-    let planned = plan(&digest('a'), architecture("build", &[])).unwrap();
-    let ok = bind(&planned, draft("write", &[("fixtures//a.yaml", "x")], &[])).unwrap();
+    let planned = plan_change(&digest('a'), architecture("build", &[])).unwrap();
+    let ok = bind_change(&planned, draft("write", &[("fixtures//a.yaml", "x")], &[])).unwrap();
     assert_eq!(
         admit_change(&ok, Mode::Build, |_| false).unwrap().writes[0].0,
         "fixtures/a.yaml"
     );
-    let twice = bind(
+    let twice = bind_change(
         &planned,
         draft("write", &[("a.md", "x"), ("./a.md", "y")], &[]),
     )
@@ -539,16 +546,10 @@ fn package_paths_refuse_ignored_names_control_characters_and_overlong_names() {
             "\"a\\0b\" has a control character; package paths are printable",
         ),
     ] {
-        assert_eq!(
-            refusal(admission::normalize_package_file(bad)),
-            message,
-            "{bad:?}"
-        );
+        assert_eq!(refusal(normalize_package_file(bad)), message, "{bad:?}");
     }
     let long = "x".repeat(201);
-    assert!(
-        refusal(admission::normalize_package_file(&long)).ends_with("may be at most 200 bytes")
-    );
+    assert!(refusal(normalize_package_file(&long)).ends_with("may be at most 200 bytes"));
     assert_eq!(
         refusal(assert_allowed_write_path(
             "docs/Readme.md",
@@ -565,7 +566,7 @@ fn a_credential_the_scrubber_knows_is_refused_in_any_package_file() {
         "aws_secret_access_key = {}",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzQ4r8vTq2Lk"
     );
-    let refused = refusal(admission::reject_secret_material("fixtures/a.yaml", &aws));
+    let refused = refusal(reject_secret_material("fixtures/a.yaml", &aws));
     assert!(
         refused.starts_with("refusing secret-like material in fixtures/a.yaml\n"),
         "{refused}"
@@ -583,10 +584,7 @@ fn a_credential_the_scrubber_knows_is_refused_in_any_package_file() {
 fn a_private_key_in_yaml_comments_is_refused_as_mindrune_stricter_than_runx() {
     let fixture =
         "name: smoke\n# -----BEGIN PRIVATE KEY-----\n# MIIBfixture\n# -----END PRIVATE KEY-----\n";
-    let refused = refusal(admission::reject_secret_material(
-        "fixtures/smoke.yaml",
-        fixture,
-    ));
+    let refused = refusal(reject_secret_material("fixtures/smoke.yaml", fixture));
     let mut lines = refused.lines();
     assert_eq!(
         lines.next(),
@@ -605,7 +603,7 @@ fn a_private_key_in_yaml_comments_is_refused_as_mindrune_stricter_than_runx() {
 #[test]
 fn a_github_token_is_refused_as_mindrune_stricter_than_runx() {
     let token = format!("token: ghp_{}", "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3z5A");
-    let refused = refusal(admission::reject_secret_material("notes/token.md", &token));
+    let refused = refusal(reject_secret_material("notes/token.md", &token));
     let mut lines = refused.lines();
     assert_eq!(
         lines.next(),
@@ -619,7 +617,7 @@ fn a_github_token_is_refused_as_mindrune_stricter_than_runx() {
     );
     // Runx's own two rules keep Runx's one line.
     assert_eq!(
-        refusal(admission::reject_secret_material(
+        refusal(reject_secret_material(
             "notes/provider.md",
             "key nskey_live_abc"
         )),
@@ -641,10 +639,7 @@ fn the_real_packages_carry_nothing_secret_like() {
             }
             let text = std::fs::read_to_string(&path).unwrap();
             let name = path.display().to_string();
-            assert!(
-                admission::reject_secret_material(&name, &text).is_ok(),
-                "{name}"
-            );
+            assert!(reject_secret_material(&name, &text).is_ok(), "{name}");
             checked += 1;
         }
     }
@@ -653,10 +648,7 @@ fn the_real_packages_carry_nothing_secret_like() {
 
 #[test]
 fn target_dir_must_be_a_repo_relative_child() {
-    assert_eq!(
-        admission::normalize_target_dir("skills/demo").unwrap(),
-        "skills/demo"
-    );
+    assert_eq!(normalize_target_dir("skills/demo").unwrap(), "skills/demo");
     for (bad, message) in [
         (
             "",
@@ -674,23 +666,19 @@ fn target_dir_must_be_a_repo_relative_child() {
         ("/abs", "target_dir must stay inside repo_root"),
         ("./demo", "target_dir must stay inside repo_root"),
     ] {
-        assert_eq!(
-            refusal(admission::normalize_target_dir(bad)),
-            message,
-            "{bad:?}"
-        );
+        assert_eq!(refusal(normalize_target_dir(bad)), message, "{bad:?}");
     }
 }
 
 #[test]
 fn metrics_classify_lines_as_runx_does() {
-    use mindrune_core::runx::snapshot::SnapshotFile;
+    use mindrune_core::SnapshotFile;
     let file = |path: &str, contents: &str| SnapshotFile {
         path: path.into(),
         mode: 0o100644,
         contents: contents.as_bytes().to_vec(),
     };
-    let metrics = admission::package_metrics(&[
+    let metrics = package_metrics(&[
         file("SKILL.md", "a\nb\n"),
         file("run.mjs", "x\ny"),
         file("fixtures/a.yaml", "1\n2\n3\n"),
@@ -706,7 +694,7 @@ fn metrics_classify_lines_as_runx_does() {
         (4, 4, 3, 1)
     );
     assert_eq!((metrics.executable_files, metrics.executable_lines), (2, 3));
-    assert_eq!(admission::metrics_json(&metrics)["text_lines"], 8);
+    assert_eq!(metrics_json(&metrics)["text_lines"], 8);
 }
 
 #[test]
@@ -730,12 +718,12 @@ fn the_real_skill_lab_fixture_answers_parse_and_plan() {
             "skill-architecture-decision.schema.json",
             &to_json(&decision),
         );
-        let plan =
-            plan(&digest('a'), decision).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+        let plan = plan_change(&digest('a'), decision)
+            .unwrap_or_else(|err| panic!("{}: {err}", path.display()));
         if let Some(draft) = answers["agent_task.skill-lab-author.output"].get("change_draft") {
             let draft: ChangeDraft = parse_contract("change_draft", draft).unwrap();
             let bundle =
-                bind(&plan, draft).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
+                bind_change(&plan, draft).unwrap_or_else(|err| panic!("{}: {err}", path.display()));
             assert_ne!(
                 bundle.decision == ChangeDecision::Write,
                 bundle.writes.is_empty() && bundle.deletes.is_empty()
@@ -810,13 +798,13 @@ fn plan_and_bind_typed_input_refusals_are_runx_text() {
     );
 
     // The admission refusals were already Runx's words.
-    let planned = plan(&digest('a'), architecture("build", &[])).unwrap();
+    let planned = plan_change(&digest('a'), architecture("build", &[])).unwrap();
     assert_eq!(
-        refusal(bind(&planned, draft("write", &[], &[]))),
+        refusal(bind_change(&planned, draft("write", &[], &[]))),
         runx_of("bind-write-without-files")
     );
     assert_eq!(
-        refusal(plan("sha256:abc", architecture("build", &[]))),
+        refusal(plan_change("sha256:abc", architecture("build", &[]))),
         runx_of("plan-bad-base")
     );
 }

@@ -6,7 +6,7 @@
 //! secret of the first file or of a gitleaks rule or trufflehog detector, or any false positive
 //! of the first file not marked `benign-fp-accepted`.
 
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::Scrubber;
 
 /// The known secrets the corpus is scrubbed with (also named in the corpus file's header).
 pub const OWNER_KEY: &str = "mrk_e330ccb17b3f6f8b137ddda52a76d045cc89778fb6167222";
@@ -342,7 +342,7 @@ fn accepted_false_positives_are_still_false_positives() {
 /// library) is refused when a Skill Lab draft would write it into a package file.
 #[test]
 fn every_credential_shape_is_refused_in_a_skill_package_write() {
-    use mindrune_core::runx::admission::reject_secret_material;
+    use mindrune_core::reject_secret_material;
     let mut missed = Vec::new();
     let mut checked = 0;
     for case in cases().iter().filter(|c| c.expect == Expect::Secret) {

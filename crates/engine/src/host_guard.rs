@@ -26,8 +26,8 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use mindrune_core::shell_line::{ShellContext, shell_line_writes};
-use mindrune_core::shell_writes::{Reach, Target};
+use mindrune_core::{Reach, Target};
+use mindrune_core::{ShellContext, shell_line_writes};
 use serde_json::Value;
 
 /// What a kept place is, which says why it is kept and what to do instead.
@@ -96,17 +96,17 @@ impl HostGuard {
             unreadable: Vec::new(),
             unreadable_names: Vec::new(),
         };
-        guard.keep(root.join(crate::playbook::layout::SKILLS), Kept::Skills);
+        guard.keep(root.join(crate::playbook::SKILLS), Kept::Skills);
         guard.keep(
             root.join(".mindrune"),
             Kept::Own("its folder: the ledger, the apply journal, the fixer's logs"),
         );
         guard.keep(
-            root.join(crate::playbook::config::CONFIG_FILE),
+            root.join(crate::CONFIG_FILE),
             Kept::Own("the playbook settings, which name the fixer and the mode"),
         );
         guard.keep(
-            root.join(crate::playbook::config::PERMISSIONS_FILE),
+            root.join(crate::PERMISSIONS_FILE),
             Kept::Own("the permissions, which say what waits for your human"),
         );
         guard.keep_host_settings(project.unwrap_or(workspace));
@@ -125,11 +125,9 @@ impl HostGuard {
             unreadable: Vec::new(),
             unreadable_names: Vec::new(),
         };
-        guard.keep(root.join(crate::avatars::family::MIRROR_DIR), Kept::Mirror);
+        guard.keep(root.join(crate::MIRROR_DIR), Kept::Mirror);
         guard.keep(
-            root.join("bots")
-                .join(agent)
-                .join(crate::avatars::family::MIRROR_DIR),
+            root.join("bots").join(agent).join(crate::MIRROR_DIR),
             Kept::Mirror,
         );
         guard.keep(
@@ -538,9 +536,9 @@ impl HostGuard {
     fn rule_for_needle(&self, needle: &str) -> &'static str {
         if needle.starts_with("bots/") {
             "is another bot's own folder"
-        } else if needle.contains(crate::avatars::family::MIRROR_DIR) {
+        } else if needle.contains(crate::MIRROR_DIR) {
             "is read-only"
-        } else if needle == crate::playbook::layout::SKILLS {
+        } else if needle == crate::playbook::SKILLS {
             "only skill_create and skill_refine write"
         } else {
             "only your human changes"
@@ -921,7 +919,7 @@ mod tests {
         let library = checkout.join(".mindrune");
         let guard = HostGuard::for_avatar(&checkout, "buzz", &[&library]);
         let mut judged = 0;
-        for (why, payload) in crate::claude_code::hook::tests::captured() {
+        for (why, payload) in crate::claude_code::hook_tests::captured() {
             if payload["hook_event_name"] != "PreToolUse" {
                 continue;
             }

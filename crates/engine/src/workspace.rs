@@ -530,7 +530,7 @@ impl SnapshotFile {
 /// has no mtime or inode, so the content's digest stands in for both, and an unchanged file is
 /// still recognised without being matched again.
 fn content_stamp(text: &str) -> FileStamp {
-    let digest = mindrune_core::digest::sha256(text.as_bytes());
+    let digest = mindrune_core::sha256(text.as_bytes());
     let hex = digest.trim_start_matches("sha256:");
     FileStamp {
         len: text.len() as u64,

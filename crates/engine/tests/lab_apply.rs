@@ -9,13 +9,13 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::admission::{Mode, bind, plan};
-use mindrune_core::runx::{
+use mindrune_core::{
     ApplyVerdict, ArchitectureDecision, ChangeBundle, ChangeDraft, parse_contract, to_json,
 };
-use mindrune_engine::lab::ApplyError;
-use mindrune_engine::lab::{CandidateCheck, CandidateReport, apply_change};
-use mindrune_engine::lab::{PackageSnapshot, snapshot_package};
+use mindrune_core::{Mode, bind_change, plan_change};
+use mindrune_engine::ApplyError;
+use mindrune_engine::{CandidateCheck, CandidateReport, apply_change};
+use mindrune_engine::{PackageSnapshot, snapshot_package};
 use serde_json::{Value, json};
 
 fn shared() -> PathBuf {
@@ -94,7 +94,7 @@ fn write_draft(writes: &[(&str, &str)], deletes: &[&str]) -> ChangeDraft {
 }
 
 fn bundle_for(base: &str, decision: ArchitectureDecision, draft: ChangeDraft) -> ChangeBundle {
-    bind(&plan(base, decision).unwrap(), draft).unwrap()
+    bind_change(&plan_change(base, decision).unwrap(), draft).unwrap()
 }
 
 /// A candidate check that accepts any package with SKILL.md and X.yaml, and can run a side
@@ -570,7 +570,7 @@ fn a_symlinked_parent_folder_is_refused() {
 
 #[test]
 fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
-    use mindrune_engine::lab::{Operation, commit_verified};
+    use mindrune_engine::{Operation, commit_verified};
     let (repo, target) = repo_with_package(&[]);
     let before = digest_of(&target);
     let operations = [
@@ -602,8 +602,7 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
     );
 
     // The next lab step that reads the target rolls the commit back first.
-    let context =
-        mindrune_engine::lab::inspect_workspace(repo.path(), Some("skills/demo")).unwrap();
+    let context = mindrune_engine::inspect_workspace(repo.path(), Some("skills/demo")).unwrap();
     assert_eq!(context["base_digest"], before.as_str());
     assert_eq!(digest_of(&target), before);
     assert!(
@@ -626,7 +625,7 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
     );
     assert_eq!(
         context,
-        mindrune_engine::lab::inspect_workspace(repo.path(), Some("skills/demo")).unwrap()
+        mindrune_engine::inspect_workspace(repo.path(), Some("skills/demo")).unwrap()
     );
     let journals = repo.path().join(".runx/authoring/journal");
     assert_eq!(
@@ -638,7 +637,7 @@ fn a_commit_interrupted_after_its_writes_is_rolled_back_by_the_next_step() {
 
 #[test]
 fn a_failed_verification_rolls_every_path_back_at_once() {
-    use mindrune_engine::lab::{Operation, commit_verified};
+    use mindrune_engine::{Operation, commit_verified};
     let (repo, target) = repo_with_package(&[]);
     let before = digest_of(&target);
     let operations = [Operation {
@@ -661,7 +660,7 @@ fn a_planted_journal_that_names_paths_outside_the_package_is_not_trusted() {
     let outside = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink(outside.path(), repo.path().join("linkout")).unwrap();
     fs::write(repo.path().join("keep.md"), "mine\n").unwrap();
-    let hex = mindrune_core::digest::sha256(b"skills/demo");
+    let hex = mindrune_core::sha256(b"skills/demo");
     let journal = repo
         .path()
         .join(".runx/authoring/journal")
@@ -679,8 +678,7 @@ fn a_planted_journal_that_names_paths_outside_the_package_is_not_trusted() {
             "entries": [entry], "created_dirs": []
         });
         fs::write(journal.join("manifest.json"), manifest.to_string()).unwrap();
-        let err =
-            mindrune_engine::lab::inspect_workspace(repo.path(), Some("skills/demo")).unwrap_err();
+        let err = mindrune_engine::inspect_workspace(repo.path(), Some("skills/demo")).unwrap_err();
         assert!(err.to_string().contains("cannot be trusted"), "{err}");
         assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
         assert_eq!(

@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mindrune_core::runx::snapshot::{SnapshotFile, sort_in_walk_order};
-use mindrune_engine::lab::harness::javascript::{JsError, JsInvocation, JsLimits, run_module};
-use mindrune_engine::lab::harness::{
+use mindrune_core::{SnapshotFile, sort_in_walk_order};
+use mindrune_engine::{
     CaseOutcome, CaseSealer, CaseStatus, HarnessOptions, HarnessRun, HarnessStatus, NoNativeTools,
     PacketCatalog, declared_cases, run_harness,
 };
+use mindrune_engine::{JsError, JsInvocation, JsLimits, run_module};
 use serde_json::{Value, json};
 
 fn shared_dir() -> PathBuf {
@@ -157,7 +157,7 @@ struct MemorySealer {
 impl CaseSealer for MemorySealer {
     fn seal(&mut self, case: &CaseOutcome) -> Result<String, String> {
         let body = serde_json::to_vec(case).map_err(|err| err.to_string())?;
-        let id = mindrune_core::digest::sha256(&body);
+        let id = mindrune_core::sha256(&body);
         self.sealed.push(case.name.clone());
         Ok(id)
     }
@@ -233,7 +233,7 @@ fn web_fetch_fixtures_replay_from_supplied_responses() {
     assert_eq!(result["policy"]["allowlist_checked"], json!(["*"]));
     assert_eq!(
         result["content_digest"],
-        json!(mindrune_core::digest::sha256(
+        json!(mindrune_core::sha256(
             b"HTTP Semantics defines interoperable request and response behavior."
         ))
     );
@@ -727,7 +727,7 @@ struct FakeSkillTools {
     calls: Vec<String>,
 }
 
-impl mindrune_engine::lab::harness::NativeTools for FakeSkillTools {
+impl mindrune_engine::NativeTools for FakeSkillTools {
     fn call(
         &mut self,
         tool: &str,

@@ -8,10 +8,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::admission::{self, Mode};
-use mindrune_engine::lab::harness::HarnessOptions;
-use mindrune_engine::lab::throwaway_sealer;
-use mindrune_engine::lab::{LabTools, validate_package};
+use mindrune_core::{
+    Mode, assert_allowed_write_path, normalize_package_file, reject_secret_material,
+};
+use mindrune_engine::HarnessOptions;
+use mindrune_engine::throwaway_sealer;
+use mindrune_engine::{LabTools, validate_package};
 use serde_json::Value;
 
 fn shared() -> PathBuf {
@@ -208,10 +210,10 @@ fn apply_path_aux_and_secret_refusals_lead_with_runx_words() {
             .to_owned()
     };
     let admit = |path: &str, contents: &str| -> String {
-        admission::normalize_package_file(path)
+        normalize_package_file(path)
             .and_then(|relative| {
-                admission::assert_allowed_write_path(&relative, false, Mode::Build)?;
-                admission::reject_secret_material(&relative, contents)?;
+                assert_allowed_write_path(&relative, false, Mode::Build)?;
+                reject_secret_material(&relative, contents)?;
                 Ok(relative)
             })
             .unwrap_err()

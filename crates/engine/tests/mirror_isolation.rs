@@ -3,7 +3,7 @@
 //!
 //! Every case builds two owners' families directly through the `Store` API (as the engine
 //! would, but with secrets planted in what the store is given: the mirror must scrub them
-//! again), writes every agent's mirror with `family::refresh_mirror`, and reads the files back:
+//! again), writes every agent's mirror with `refresh_mirror`, and reads the files back:
 //!
 //! * `INDEX.md` and `LESSONS.md` stay within their caps;
 //! * nothing that belongs to the other owner (its agents' names, the marker words planted in
@@ -17,21 +17,21 @@
 //! * the mirror holds only `INDEX.md`, `LESSONS.md`, those skill files and the writer's own
 //!   `.manifest`, and a second refresh rewrites nothing.
 
-use mindrune_core::digest::secret_digest;
+use mindrune_core::secret_digest;
 use mindrune_store::{Directory as _, FamilySharing as _};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::avatars::mirror_text::{INDEX_CAP, LESSONS_CAP};
-use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
-use mindrune_core::avatars::topics;
-use mindrune_core::digest;
-use mindrune_core::header;
-use mindrune_core::secrets::Scrubber;
-use mindrune_engine::avatars::family::{self, MirrorOutcome};
+use mindrune_core::Scrubber;
+use mindrune_core::parse_header;
+use mindrune_core::{INDEX_CAP, LESSONS_CAP};
+use mindrune_core::{SharingBar, VersionStanding, version_for_siblings};
+use mindrune_core::{code_without_header, sha256};
+use mindrune_core::{exact_tags, normalize_tag};
 use mindrune_engine::now_millis;
+use mindrune_engine::{MIRROR_DIR, MirrorOutcome, refresh_mirror};
 use mindrune_store::Recording as _;
 use mindrune_store::{
     Agent, HeaderState, NewLesson, NewUse, Outcome, OwnerId, ScriptSnapshot, SkillHeader, SkillId,
@@ -570,10 +570,10 @@ fn header_topics(tags: &[String], goal: Option<&str>, preconditions: Option<&str
     let from_words = [goal, preconditions]
         .into_iter()
         .flatten()
-        .flat_map(topics::exact_tags);
+        .flat_map(exact_tags);
     for topic in tags
         .iter()
-        .filter_map(|tag| topics::normalize_tag(tag))
+        .filter_map(|tag| normalize_tag(tag))
         .chain(from_words)
     {
         if !found.contains(&topic) {
@@ -732,13 +732,12 @@ fn build_owner(
                 secrets.extend(rendered.secrets.iter().cloned());
                 // Code as the engine stores it: without a header, `\n` line ends (but here
                 // not scrubbed: the mirror must scrub it again).
-                let code =
-                    digest::code_without_header(&format!("{}\nawait done();\n", rendered.text));
+                let code = code_without_header(&format!("{}\nawait done();\n", rendered.text));
                 let snapshot = ScriptSnapshot {
                     agent: agent.id,
                     path: format!("bots/{}/{name}.ts", agent.name),
                     name: name.to_string(),
-                    digest: digest::sha256(code.as_bytes()),
+                    digest: sha256(code.as_bytes()),
                     code,
                     tags: tags.clone(),
                     header: SkillHeader {
@@ -990,15 +989,15 @@ fn check_mirror(
                 shared: v.shared_at.is_some(),
             })
             .collect();
-        let chosen = sharing::version_for_siblings(&standings, SharingBar::STANDARD)
+        let chosen = version_for_siblings(&standings, SharingBar::STANDARD)
             .ok_or_else(|| fail(format!("{label} is mirrored but no version was shared")))?;
-        let (parsed, _) = header::parse(file);
+        let (parsed, _) = parse_header(file);
         let parsed = parsed.ok_or_else(|| fail(format!("{path}: the header does not parse")))?;
         prop_assert_eq!(parsed.name.as_str(), name);
         prop_assert_eq!(parsed.from.as_deref(), Some(label));
         prop_assert!(!parsed.private, "{path} reads as @private");
         prop_assert_eq!(
-            digest::code_without_header(file),
+            code_without_header(file),
             scrubber.scrub(&versions[chosen].code).text.into_owned(),
             "{} is not the scrubbed code of v{}",
             path,
@@ -1094,16 +1093,16 @@ fn run_case(specs: &[FamilySpec; 2], seeds: (u64, u64)) -> Result<(), TestCaseEr
     ];
     for world in &worlds {
         for agent in &world.agents {
-            let dir = Path::new(&agent.workspace).join(family::MIRROR_DIR);
-            family::refresh_mirror(&store, agent, Some(&dir)).unwrap();
+            let dir = Path::new(&agent.workspace).join(MIRROR_DIR);
+            refresh_mirror(&store, agent, Some(&dir)).unwrap();
         }
     }
     for (owner_index, world) in worlds.iter().enumerate() {
         for agent in &world.agents {
-            let dir = Path::new(&agent.workspace).join(family::MIRROR_DIR);
+            let dir = Path::new(&agent.workspace).join(MIRROR_DIR);
             check_mirror(&store, &worlds, owner_index, agent, &dir)?;
             // Nothing changed, so a second refresh writes nothing.
-            match family::refresh_mirror(&store, agent, Some(&dir)).unwrap() {
+            match refresh_mirror(&store, agent, Some(&dir)).unwrap() {
                 MirrorOutcome::Refreshed {
                     written, removed, ..
                 } => {
@@ -1173,7 +1172,7 @@ fn sibling_mirror_of_a_skill_with(tags: &[&str], goal: &str) -> BTreeMap<String,
                 agent: agents[0].id,
                 path: "bots/zq1/chop-oaks.ts".into(),
                 name: "chop-oaks".into(),
-                digest: digest::sha256(code.as_bytes()),
+                digest: sha256(code.as_bytes()),
                 code,
                 tags: tags.clone(),
                 header: SkillHeader {
@@ -1211,8 +1210,8 @@ fn sibling_mirror_of_a_skill_with(tags: &[&str], goal: &str) -> BTreeMap<String,
             )
             .unwrap();
     }
-    let dir = Path::new(&agents[1].workspace).join(family::MIRROR_DIR);
-    family::refresh_mirror(&store, &agents[1], Some(&dir)).unwrap();
+    let dir = Path::new(&agents[1].workspace).join(MIRROR_DIR);
+    refresh_mirror(&store, &agents[1], Some(&dir)).unwrap();
     read_tree(&dir).0
 }
 

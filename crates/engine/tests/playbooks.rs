@@ -4,11 +4,11 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::playbook::permissions::Permissions;
-use mindrune_core::playbook::skill_file::{self, Status};
-use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
-use mindrune_engine::playbook::report::Report;
-use mindrune_engine::playbook::{CardKind, CardState, Playbooks, Rule};
+use mindrune_core::Permissions;
+use mindrune_core::{Status, owed_fields, parse_skill_file};
+use mindrune_engine::Report;
+use mindrune_engine::{Attendance, Created, Proposal, Suggester};
+use mindrune_engine::{CardKind, CardState, Playbooks, Rule};
 
 const TOOLS: &str = r#"tools = ["shell", "web_search", "calendar_read"]"#;
 
@@ -91,7 +91,7 @@ impl Workspace {
         name: &str,
         text: &str,
         attendance: Attendance,
-    ) -> Result<Created, mindrune_engine::playbook::PlaybookError> {
+    ) -> Result<Created, mindrune_engine::PlaybookError> {
         self.playbooks.create(&proposal(name, text), attendance)
     }
 
@@ -100,17 +100,15 @@ impl Workspace {
     }
 
     fn fingerprint(&self, name: &str) -> String {
-        mindrune_core::digest::sha256(self.live_text(name).as_bytes())
+        mindrune_core::sha256(self.live_text(name).as_bytes())
     }
 
     fn refusal(
         &self,
-        result: Result<impl std::fmt::Debug, mindrune_engine::playbook::PlaybookError>,
+        result: Result<impl std::fmt::Debug, mindrune_engine::PlaybookError>,
     ) -> (Rule, String) {
         match result {
-            Err(mindrune_engine::playbook::PlaybookError::Refused { rule, message }) => {
-                (rule, message)
-            }
+            Err(mindrune_engine::PlaybookError::Refused { rule, message }) => (rule, message),
             other => panic!("expected a refusal, got {other:?}"),
         }
     }
@@ -146,7 +144,7 @@ const READ_WRITE: &str = "  - do: Read this week's notes\n    tool: workspace_re
 const READ_SEARCH: &str = "  - do: Read the question\n    tool: workspace_read\n  - do: Look it up\n    tool: web_search\n";
 
 fn proposal(name: &str, text: &str) -> Proposal {
-    let (skill, _) = skill_file::parse(text).unwrap();
+    let (skill, _) = parse_skill_file(text).unwrap();
     Proposal {
         name: name.to_string(),
         skill,
@@ -412,8 +410,8 @@ fn a_skill_that_leaves_fields_out_still_enters_and_owes_them() {
     let ws = Workspace::new(false);
     let text = "---\nsteps:\n  - do: Look it up\n    tool: web_search\n---\nLook it up.\n";
     ws.live("lookup", text);
-    let (skill, _) = skill_file::parse(&ws.live_text("lookup")).unwrap();
-    let owed = skill_file::owed_fields(&skill);
+    let (skill, _) = parse_skill_file(&ws.live_text("lookup")).unwrap();
+    let owed = owed_fields(&skill);
     assert!(
         owed.contains(&"trigger") && owed.contains(&"evidence"),
         "{owed:?}"
@@ -454,13 +452,13 @@ fn approving_a_draft_moves_it_live_marks_it_active_and_carries_it() {
     let answered = ws.playbooks.approve(1).unwrap();
     assert_eq!(answered.state, CardState::Applied);
     assert!(!ws.skills().join("pending/weekly-report").exists());
-    let (skill, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (skill, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(
         (skill.status, skill.version),
         (Some(Status::Active), Some(1))
     );
     assert_eq!(
-        mindrune_engine::playbook::layout::carried(&ws.dir).unwrap(),
+        mindrune_engine::carried(&ws.dir).unwrap(),
         ["weekly-report"]
     );
 }
@@ -553,7 +551,7 @@ fn revise(
     report: i64,
     text: &str,
     fingerprint: &str,
-) -> Result<mindrune_engine::playbook::refine::Filed, mindrune_engine::playbook::PlaybookError> {
+) -> Result<mindrune_engine::Filed, mindrune_engine::PlaybookError> {
     ws.playbooks
         .revise(report, text, fingerprint, &token(ws, report), "fixer")
 }
@@ -667,7 +665,7 @@ fn a_revision_goes_live_as_the_next_version_and_keeps_the_old_one_in_history() {
     assert_eq!(ws.live_text("weekly-report"), v1);
     let answered = ws.playbooks.approve(filed.card).unwrap();
     assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
-    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.version, Some(2));
     assert!(ws.live_text("weekly-report").contains("newest week first"));
     assert_eq!(
@@ -800,7 +798,7 @@ fn two_revisions_of_one_skill_applied_at_once_land_one_after_the_other() {
         states.contains(&CardState::Applied) && states.contains(&CardState::Refused),
         "{results:?}"
     );
-    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.version, Some(2));
 }
 
@@ -832,8 +830,8 @@ fn a_revert_makes_a_kept_version_live_again_as_a_new_version_number() {
         "{}",
         answered.outcome
     );
-    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
-    let (old, _) = skill_file::parse(&v1).unwrap();
+    let (live, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
+    let (old, _) = parse_skill_file(&v1).unwrap();
     assert_eq!(live.version, Some(3));
     assert_eq!(live.steps, old.steps);
     assert_eq!(
@@ -864,13 +862,9 @@ fn retiring_is_held_for_the_human_even_in_unattended_mode() {
     );
     let answered = ws.playbooks.approve(filed.card).unwrap();
     assert_eq!(answered.state, CardState::Applied);
-    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.status, Some(Status::Retired));
-    assert!(
-        mindrune_engine::playbook::layout::carried(&ws.dir)
-            .unwrap()
-            .is_empty()
-    );
+    assert!(mindrune_engine::carried(&ws.dir).unwrap().is_empty());
 }
 
 #[test]
@@ -895,10 +889,10 @@ fn reverting_a_retired_skill_brings_it_back_active_and_carried() {
     let revert = ws.playbooks.revert("weekly-report", 1, "human").unwrap();
     let answered = ws.playbooks.approve(revert.card).unwrap();
     assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
-    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.status, Some(Status::Active));
     assert_eq!(
-        mindrune_engine::playbook::layout::carried(&ws.dir).unwrap(),
+        mindrune_engine::carried(&ws.dir).unwrap(),
         ["weekly-report"]
     );
 }
@@ -1088,7 +1082,7 @@ fn the_record_says_whether_the_live_revision_did_better_than_the_one_it_replaced
     let records = ws.playbooks.record(Some("weekly-report")).unwrap();
     assert_eq!(
         records[0].comparison.map(|c| c.verdict),
-        Some(mindrune_core::playbook::fisher::Verdict::TooEarly)
+        Some(mindrune_core::Verdict::TooEarly)
     );
     // v2: 10 reads, none corrected.
     for _ in 0..10 {
@@ -1108,9 +1102,9 @@ fn the_record_says_whether_the_live_revision_did_better_than_the_one_it_replaced
     );
     assert_eq!(
         record.comparison.map(|c| c.verdict),
-        Some(mindrune_core::playbook::fisher::Verdict::Better)
+        Some(mindrune_core::Verdict::Better)
     );
-    let text = mindrune_engine::playbook::record::render(&records);
+    let text = mindrune_engine::render_records(&records);
     assert!(
         text.contains("v2 did better than v1, the one it replaced (Fisher's exact test"),
         "{text}"
@@ -1171,7 +1165,7 @@ fn search_follows_hand_edits_and_removals_without_rereading_unchanged_skills() {
 
 #[test]
 fn a_task_closed_as_done_after_enough_tool_calls_suggests_a_skill() {
-    use mindrune_engine::playbook::suggest::DoneTask;
+    use mindrune_engine::DoneTask;
     let ws = Workspace::with_config(false, "carry_over_tool_calls = 5");
     let done = |calls, passed| DoneTask {
         task: "set up the CI".into(),
@@ -1250,10 +1244,10 @@ fn reverting_a_retired_skill_that_was_never_revised_brings_it_back() {
     let revert = ws.playbooks.revert("weekly-report", 1, "human").unwrap();
     let answered = ws.playbooks.approve(revert.card).unwrap();
     assert_eq!(answered.state, CardState::Applied, "{}", answered.outcome);
-    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
     assert_eq!((live.status, live.version), (Some(Status::Active), Some(2)));
     assert_eq!(
-        mindrune_engine::playbook::layout::carried(&ws.dir).unwrap(),
+        mindrune_engine::carried(&ws.dir).unwrap(),
         ["weekly-report"]
     );
 }
@@ -1363,7 +1357,7 @@ fn a_hand_lowered_version_never_overwrites_history() {
         fs::read_to_string(ws.skills().join("weekly-report/history/2/SKILL.md")).unwrap(),
         edited
     );
-    let (live, _) = skill_file::parse(&ws.live_text("weekly-report")).unwrap();
+    let (live, _) = parse_skill_file(&ws.live_text("weekly-report")).unwrap();
     assert_eq!(live.version, Some(3));
 }
 
@@ -1533,7 +1527,7 @@ fn the_record_shows_what_the_turns_that_used_a_skill_cost_when_the_host_reports_
     let records = ws.playbooks.record(Some("weekly-report")).unwrap();
     let cost = records[0].cost;
     assert_eq!((cost.reported, cost.tokens, cost.tool_calls), (2, 2200, 6));
-    let rendered = mindrune_engine::playbook::record::render(&records);
+    let rendered = mindrune_engine::render_records(&records);
     assert!(
         rendered.contains("cost: 2 of 3 turns reported by the host: 2200 tokens (1100 a turn), 6 tool calls (3.0 a turn)"),
         "{rendered}"
@@ -1568,7 +1562,7 @@ fn a_hand_written_skills_owed_fields_are_reported_wherever_it_is_read() {
     assert_eq!(hits[0].owed, owed);
     let records = ws.playbooks.record(Some("hand-made")).unwrap();
     assert_eq!(records[0].owed, owed);
-    let rendered = mindrune_engine::playbook::record::render(&records);
+    let rendered = mindrune_engine::render_records(&records);
     assert!(
         rendered.contains("  owes: not_when, preconditions, forbidden-tools, expected_result, failure_modes, evidence (left out; the skill still loads)"),
         "{rendered}"

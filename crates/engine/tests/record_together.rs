@@ -14,13 +14,13 @@
 //! in a schema of its own, dropped after), whose groups keep their uses and rescores waiting in
 //! memory and look a batch's event ids and versions up together.
 
-use mindrune_core::digest::secret_digest;
+use mindrune_core::secret_digest;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::avatars::event::{Event, parse_line};
+use mindrune_core::{Event, parse_line};
 use mindrune_engine::Recorder;
-use mindrune_engine::avatars::ingest::{GroupedEvent, PreparedOutput};
-use mindrune_engine::workspace::{AgentFiles, LocalFiles};
+use mindrune_engine::{AgentFiles, LocalFiles};
+use mindrune_engine::{GroupedEvent, PreparedOutput};
 use mindrune_store::{PgStore, SqliteStore, Store};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use mindrune_engine::avatars::alerts::{self, AlertFormat};
-use mindrune_engine::avatars::attention::needs_attention;
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::needs_attention;
+use mindrune_engine::now_millis;
+use mindrune_engine::{AlertFormat, alert_body, alert_for, first_attempt_at, retry_at};
 use mindrune_store::{
     AlertDelivery, AlertTarget, DeliveryAttempt, Millis, OwnerId, RaisedAlert, Store, StoreError,
 };
@@ -82,7 +82,7 @@ fn sync(
     name: &str,
     rules: &[&AlertRule],
     now: Millis,
-    runners: &[mindrune_engine::avatars::attention::RunnerSeen],
+    runners: &[mindrune_engine::RunnerSeen],
 ) -> Result<(), StoreError> {
     let items = needs_attention(store, owner, None, now, runners)?;
     let targets: Vec<AlertTarget> = rules
@@ -90,13 +90,13 @@ fn sync(
         .map(|rule| AlertTarget {
             webhook: rule.webhook.clone(),
             format: rule.format.as_str().to_string(),
-            not_before: alerts::first_attempt_at(now, rule.quiet_hours),
+            not_before: first_attempt_at(now, rule.quiet_hours),
         })
         .collect();
     let mut raised: Vec<RaisedAlert> = Vec::new();
     for item in &items {
         for (rule, target) in rules.iter().zip(&targets) {
-            let Some(alert) = alerts::alert_for(
+            let Some(alert) = alert_for(
                 name,
                 item,
                 &rule.thresholds(),
@@ -180,13 +180,13 @@ fn post(
     rule: &AlertRule,
     base: Millis,
 ) -> DeliveryAttempt {
-    let body = alerts::body(owner, delivery, AlertFormat::parse(&delivery.format));
+    let body = alert_body(owner, delivery, AlertFormat::parse(&delivery.format));
     let answer = agent
         .post(&delivery.webhook)
         .header("Content-Type", "application/json")
         .send(body.as_bytes());
     let now = now_millis();
-    let retry = alerts::retry_at(now, delivery.attempts + 1, base, rule.quiet_hours);
+    let retry = retry_at(now, delivery.attempts + 1, base, rule.quiet_hours);
     let cut = |text: String| text.chars().take(ERROR_CHARS).collect::<String>();
     match answer {
         Ok(answer) if answer.status().is_success() => DeliveryAttempt {

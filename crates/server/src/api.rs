@@ -10,14 +10,16 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, http::header::CONTENT_LENGTH};
-use mindrune_core::avatars::event::{Event, RawEvent};
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_core::secrets::Scrubber;
-use mindrune_engine::avatars::family::{self, MirrorOutcome};
-use mindrune_engine::avatars::ingest::{IngestError, now_millis};
-use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy, TurnError};
-use mindrune_engine::avatars::wrapup;
-use mindrune_engine::workspace::{ReadError, SnapshotFiles};
+use mindrune_core::Scrubber;
+use mindrune_core::SharingBar;
+use mindrune_core::{Event, RawEvent};
+use mindrune_engine::wrap_up_with;
+use mindrune_engine::{
+    Boundary, MIRROR_REFRESH_INTERVAL_MS, MirrorPolicy, TurnError, turn_boundary_with,
+};
+use mindrune_engine::{FamilyError, MirrorOutcome, mirror_plan};
+use mindrune_engine::{IngestError, now_millis};
+use mindrune_engine::{ReadError, SnapshotFiles};
 use mindrune_store::{Agent, Standing, Store};
 use serde::de::DeserializeOwned;
 
@@ -165,7 +167,7 @@ fn check_event(index: usize, value: serde_json::Value, agent: &Agent) -> Result<
             let field = (path != "." && !path.is_empty()).then_some(path);
             ApiError::bad_field(at(field.as_deref()), message)
         })?;
-    let event = mindrune_core::avatars::event::check(raw)
+    let event = mindrune_core::check_event(raw)
         .map_err(|err| ApiError::bad_field(at(err.field.as_deref()), err.message))?;
     if event.id.as_deref().is_none_or(str::is_empty) {
         return Err(ApiError::bad_field(
@@ -204,7 +206,7 @@ fn snapshot(
                 FileProblem::TooLarge => ReadError::TooLarge {
                     path: path.clone(),
                     size: 0,
-                    limit: mindrune_engine::workspace::MAX_SCRIPT_BYTES,
+                    limit: mindrune_engine::MAX_SCRIPT_BYTES,
                 },
             }),
         };
@@ -343,7 +345,7 @@ async fn post_events(
     }
     let refused = refusals.len() as u64;
     state.health().note_events(
-        mindrune_engine::avatars::ingest::now_millis(),
+        mindrune_engine::now_millis(),
         results.len() as u64 - refused,
         refused,
     );
@@ -369,8 +371,8 @@ fn mirror_answer(
     agent: &Agent,
     have: &BTreeMap<String, String>,
 ) -> Result<MirrorAnswer, ApiError> {
-    let plan = family::mirror_plan(store, agent).map_err(|err| match err {
-        family::FamilyError::Store(err) => ApiError::from(err),
+    let plan = mirror_plan(store, agent).map_err(|err| match err {
+        FamilyError::Store(err) => ApiError::from(err),
         other => ApiError::internal("the mirror could not be made", other),
     })?;
     let mut files = Vec::with_capacity(plan.wanted.len());
@@ -411,7 +413,7 @@ async fn post_turn(
                 WireBoundary::TurnEnd => Boundary::TurnEnd,
                 WireBoundary::Start => Boundary::Start,
             };
-            let mut report = turn::turn_boundary_with(
+            let mut report = turn_boundary_with(
                 recorder,
                 &agent.name,
                 &files,
@@ -424,7 +426,7 @@ async fn post_turn(
             let due = boundary == Boundary::Start
                 || agent
                     .mirror_refreshed_at
-                    .is_none_or(|at| now - at >= turn::MIRROR_REFRESH_INTERVAL_MS);
+                    .is_none_or(|at| now - at >= MIRROR_REFRESH_INTERVAL_MS);
             let mirror = match (&request.mirror, due) {
                 (Some(mirror), true) => {
                     report.mirror = MirrorOutcome::Skipped {
@@ -504,8 +506,8 @@ async fn post_wrapup(
     let answer = state
         .blocking(move || {
             recorder.know_agent(&agent);
-            let wrapup = wrapup::wrap_up_with(recorder, agent, &files, MirrorPolicy::Skip)
-                .map_err(turn_error)?;
+            let wrapup =
+                wrap_up_with(recorder, agent, &files, MirrorPolicy::Skip).map_err(turn_error)?;
             serde_json::to_value(&wrapup)
                 .map_err(|err| ApiError::internal("the wrap-up could not be written", err))
         })
@@ -523,11 +525,11 @@ async fn instructions(
         .blocking(move || store.owner(owner).map(|o| o.eager_sharing))
         .await??;
     Ok(Json(InstructionsAnswer {
-        text: mindrune_core::avatars::instructions::text(
+        text: mindrune_core::instructions_text(
             &runner.agent.name,
             SharingBar::for_family(eager),
             eager,
-            mindrune_engine::avatars::family::mirror_relative(&runner.agent),
+            mindrune_engine::mirror_relative(&runner.agent),
         ),
     }))
 }

@@ -119,9 +119,7 @@ async fn track_storage(
         ));
         state.metrics().note_request_refused(status.as_u16(), area);
     } else if status.is_server_error() {
-        state
-            .health()
-            .note_error(mindrune_engine::avatars::ingest::now_millis());
+        state.health().note_error(mindrune_engine::now_millis());
     }
     response
 }
@@ -311,7 +309,7 @@ async fn save_health(state: &AppState) {
         return;
     };
     let store = state.store();
-    let now = mindrune_engine::avatars::ingest::now_millis();
+    let now = mindrune_engine::now_millis();
     let saved = tokio::task::spawn_blocking(move || store.save_server_health(now, &body)).await;
     if !matches!(saved, Ok(Ok(()))) {
         state.health().touch();

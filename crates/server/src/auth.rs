@@ -72,7 +72,7 @@ impl FromRequestParts<AppState> for Runner {
                     crate::health::RunnerContact {
                         owner: agent.owner,
                         agent: agent.name.clone(),
-                        at: mindrune_engine::avatars::ingest::now_millis(),
+                        at: mindrune_engine::now_millis(),
                         backlog,
                         hook_failures,
                     },
@@ -160,7 +160,7 @@ impl FromRequestParts<AppState> for OwnerSession {
         let digest = secret_digest(&secret);
         let store = state.store();
         let lookup = digest.clone();
-        let now = mindrune_engine::avatars::ingest::now_millis();
+        let now = mindrune_engine::now_millis();
         let session = state
             .blocking(move || store.session(&lookup, now))
             .await??;

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mindrune_engine::avatars::alerts::{
+use mindrune_engine::{
     AlertFormat, DEFAULT_FAILING_STREAK, DEFAULT_QUIET_FACTOR, QuietHours, Thresholds,
 };
 use mindrune_store::{Store, StoreError};
@@ -478,7 +478,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mindrune_core::digest::secret_digest;
+    use mindrune_core::secret_digest;
     use mindrune_store::Directory as _;
 
     #[test]

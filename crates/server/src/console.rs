@@ -14,7 +14,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::now_millis;
 use mindrune_store::{DAY_MILLIS, FamilyReuse, Millis, Owner, SharedSkill, Store, StoreError};
 use serde::Deserialize;
 

@@ -21,11 +21,9 @@
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::time::{Duration, Instant};
 
-use mindrune_core::avatars::event::Event;
-use mindrune_engine::avatars::ingest::{
-    GroupedEvent, IngestError, PreparedOutput, Recorded, Recorder,
-};
-use mindrune_engine::workspace::{AgentFiles, SnapshotFiles};
+use mindrune_core::Event;
+use mindrune_engine::{AgentFiles, SnapshotFiles};
+use mindrune_engine::{GroupedEvent, IngestError, PreparedOutput, Recorded, Recorder};
 use mindrune_store::{Agent, OwnerId, StoreError};
 use tokio::sync::oneshot;
 

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use mindrune_engine::avatars::attention::RunnerSeen;
+use mindrune_engine::RunnerSeen;
 use mindrune_store::{AgentId, Millis, OwnerId};
 use serde::{Deserialize, Serialize};
 

@@ -16,7 +16,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 pub(crate) use maud::{Markup, html};
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::Scrubber;
 
 use crate::state::AppState;
 
@@ -64,7 +64,7 @@ pub(crate) fn grouped(n: i64) -> String {
 }
 
 /// Times and scores as the command line shows them (one implementation for both faces).
-pub(crate) use mindrune_engine::display::{ago, points, when};
+pub(crate) use mindrune_engine::{ago, points, when};
 
 /// A time shown as how long ago it was, with the exact time (UTC) on hover and for machines:
 /// `<time datetime="2026-12-07T06:47:00Z" title="2026-12-07 06:47 UTC">8 d ago</time>`.
@@ -281,7 +281,7 @@ pub(crate) struct Asset {
 
 impl Asset {
     fn new(path: &str, body: &'static str, content_type: &'static str) -> Asset {
-        let digest = mindrune_core::digest::sha256(body.as_bytes());
+        let digest = mindrune_core::sha256(body.as_bytes());
         let short = digest.trim_start_matches("sha256:");
         Asset {
             url: format!("{path}?v={}", &short[..12.min(short.len())]),

@@ -27,8 +27,11 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use mindrune_core::playbook::skill_file;
-use mindrune_engine::playbook::{self, Card, CardKind, CardState, PlaybookError, Playbooks, Rule};
+use mindrune_core::{owed_fields, parse_skill_file};
+use mindrune_engine::{
+    Card, CardKind, CardState, PlaybookError, Playbooks, Rule, live_dir, preview_card,
+    read_skill_text,
+};
 use mindrune_store::{Owner, OwnerId};
 use serde::Deserialize;
 
@@ -69,7 +72,7 @@ struct Workspace {
 /// The key of a workspace in addresses: the start of its path's SHA-256, so an address stays
 /// the same when the configuration's entries are reordered, and shows nothing of the path.
 fn workspace_key(path: &FsPath) -> String {
-    let digest = mindrune_core::digest::sha256(path.to_string_lossy().as_bytes());
+    let digest = mindrune_core::sha256(path.to_string_lossy().as_bytes());
     digest
         .trim_start_matches("sha256:")
         .chars()
@@ -194,7 +197,7 @@ fn proposes(card: &Card) -> String {
             let trigger = card
                 .proposal
                 .as_deref()
-                .and_then(|text| skill_file::parse(text).ok())
+                .and_then(|text| parse_skill_file(text).ok())
                 .and_then(|(skill, _)| skill.trigger)
                 .map(|trigger| trigger.lines().next().unwrap_or_default().to_string())
                 .filter(|trigger| !trigger.trim().is_empty());
@@ -460,22 +463,19 @@ fn card_view(playbooks: &Playbooks, card: Card) -> Result<CardView, PlaybookErro
     let mut owes = Vec::new();
     let shows = match card.kind {
         CardKind::Create => {
-            if let Ok((skill, _)) = skill_file::parse(&proposal) {
-                owes = skill_file::owed_fields(&skill);
+            if let Ok((skill, _)) = parse_skill_file(&proposal) {
+                owes = owed_fields(&skill);
             }
             Shows::File(proposal)
         }
         CardKind::Revise | CardKind::Revert => {
-            let live = playbook::layout::read_skill_text(&playbook::layout::live_dir(
-                playbooks.workspace(),
-                &card.skill,
-            ))
-            .ok()
-            .flatten()
-            .unwrap_or_default();
+            let live = read_skill_text(&live_dir(playbooks.workspace(), &card.skill))
+                .ok()
+                .flatten()
+                .unwrap_or_default();
             let mut refused = None;
             let landing = if card.state == CardState::Waiting {
-                match playbook::cards::preview(playbooks, &card) {
+                match preview_card(playbooks, &card) {
                     Ok(text) => text,
                     Err(err) => {
                         refused = Some(err.to_string());

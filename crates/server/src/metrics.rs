@@ -236,7 +236,7 @@ fn encode(state: &AppState, library: &LibraryView) -> Result<String, std::fmt::E
         );
     }
 
-    let now = mindrune_engine::avatars::ingest::now_millis();
+    let now = mindrune_engine::now_millis();
     let health = state.health().view(now);
     let contact: Family<Labels, Gauge<f64, AtomicU64>> = Family::default();
     let backlog: Family<Labels, Gauge> = Family::default();

@@ -172,12 +172,12 @@ pub(crate) fn inbox_waiting<'a>(
     let mut waiting = 0;
     for path in workspaces {
         any = true;
-        if let Ok(cards) = mindrune_engine::playbook::Playbooks::open(path)
+        if let Ok(cards) = mindrune_engine::Playbooks::open(path)
             .and_then(|playbooks| playbooks.ledger().cards(false))
         {
             waiting += cards
                 .iter()
-                .filter(|card| card.state == mindrune_engine::playbook::CardState::Waiting)
+                .filter(|card| card.state == mindrune_engine::CardState::Waiting)
                 .count();
         }
     }

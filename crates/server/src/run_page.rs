@@ -144,7 +144,7 @@ async fn run_page(
             };
             let versions = store.versions(owner_id, skill.id)?;
             let agents = store.agents(owner_id)?;
-            let now = mindrune_engine::avatars::ingest::now_millis();
+            let now = mindrune_engine::now_millis();
             let body = run_html(id, &skill, &run, &versions, &agents, now);
             let shown = Shown::new(&[]);
             Ok(Some(html::page(

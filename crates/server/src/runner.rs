@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::avatars::family::MIRROR_DIR;
+use mindrune_engine::MIRROR_DIR;
 
 use self::client::{Client, Failure};
 use self::files::Fingerprint;
@@ -591,7 +591,7 @@ mod tests {
     use super::files::OutboxTurn;
     use super::*;
     use crate::wire::WireEvent;
-    use mindrune_engine::avatars::mirror_writer;
+    use mindrune_engine::held_keys;
 
     #[test]
     fn the_backoff_doubles_from_200_ms_to_5_s() {
@@ -640,7 +640,7 @@ mod tests {
         let stop = AtomicBool::new(false);
         let mut made = Vec::new();
         for n in 0..3 {
-            let event = mindrune_core::avatars::event::parse_line(
+            let event = mindrune_core::parse_line(
                 &serde_json::json!({"id": format!("c{n}"), "agent": "buzz", "command": "bun bots/buzz/chop.ts", "ok": true}).to_string(),
             )
             .unwrap();
@@ -821,7 +821,7 @@ mod tests {
         config.server = url.to_string();
         config.once = true;
         for id in ids {
-            let event = mindrune_core::avatars::event::parse_line(
+            let event = mindrune_core::parse_line(
                 &serde_json::json!({"id": id, "agent": "buzz", "command": "bun bots/buzz/chop.ts", "ok": true}).to_string(),
             )
             .unwrap();
@@ -962,7 +962,7 @@ mod tests {
             "# index\n"
         );
         assert_eq!(
-            mirror_writer::held_keys(&mirror),
+            held_keys(&mirror),
             [
                 ("INDEX.md".to_string(), "k1".to_string()),
                 ("pickles/chop.ts".to_string(), "k2".to_string())

@@ -12,8 +12,8 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_engine::avatars::wrapup::{UnmeasuredRuns, outcome_unknown_summary};
+use mindrune_core::SharingBar;
+use mindrune_engine::{UnmeasuredRuns, outcome_unknown_summary};
 use mindrune_store::{Millis, SkillId, StoreError, UnmeasuredScope, UnrecordedReason};
 use serde::Deserialize;
 
@@ -194,7 +194,7 @@ fn versions_html(page: &ScriptPage, shown_text: &Shown) -> Markup {
     html! {
         section class="card" aria-labelledby="versions-title" id="versions" {
             h2 id="versions-title" { "Versions" }
-            @if let Some(best) = mindrune_engine::display::best_other(&page.versions, shown) {
+            @if let Some(best) = mindrune_engine::best_other(&page.versions, shown) {
                 p class="best" { "best: v" (best.number) ", " (points(best.score)) }
             }
             div class="table-scroll" { table class="stack" {
@@ -295,7 +295,7 @@ fn read_page(
     };
     let total_runs = versions.iter().map(|v| v.uses).sum();
     // Scores as of now (chosen above on their stored standing), as the avatar page shows them.
-    let now = mindrune_engine::avatars::ingest::now_millis();
+    let now = mindrune_engine::now_millis();
     for version in &mut versions {
         version.score = version.score_at(now);
     }
@@ -453,7 +453,7 @@ async fn diff_page(
             };
             let shown = Shown::new(&[]);
             let file = shown.plain(&file_name(&skill));
-            let now = mindrune_engine::avatars::ingest::now_millis();
+            let now = mindrune_engine::now_millis();
             let body = html! {
                 p class="small" { a href={ "/dashboard/skills/" (id) } { "← " (file) } }
                 h1 { "v" (from) " → v" (to) }

@@ -2,8 +2,8 @@
 //! its file's name, how far it is from the sharing bar, its score over its runs, and the diff
 //! of two of its versions.
 
-use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
-use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
+use mindrune_core::{Measure, ScoreInput, UseSample, score};
+use mindrune_core::{SharingBar, VersionStanding, version_for_siblings};
 use mindrune_store::{DAY_MILLIS, HeaderState, ScriptRun, Skill, Version};
 
 use crate::charts::Point;
@@ -35,7 +35,7 @@ pub(crate) fn shown_index(
 ) -> Option<usize> {
     if family {
         let standings: Vec<VersionStanding> = versions.iter().map(Into::into).collect();
-        if let Some(index) = sharing::version_for_siblings(&standings, bar) {
+        if let Some(index) = version_for_siblings(&standings, bar) {
             return Some(index);
         }
     }
@@ -122,7 +122,7 @@ pub(crate) fn score_history(skill: &Skill, versions: &[Version], runs: &[ScriptR
         let window = windows.entry(run.version).or_default();
         window.insert(0, sample(run));
         let measure = Measure::choose(&skill.tags, window);
-        let replayed = score::score(&ScoreInput {
+        let replayed = score(&ScoreInput {
             window,
             measure: &measure,
             peer_median_rate: None,
@@ -237,7 +237,7 @@ mod tests {
         let history = score_history(&skill, &versions, &runs);
         let numbers: Vec<i64> = history.iter().map(|p| p.version).collect();
         assert_eq!(numbers, [1, 1, 1, 2]);
-        let first = score::score(&ScoreInput {
+        let first = score(&ScoreInput {
             window: &[sample(&runs[3])],
             measure: &Measure::choose(&[], &[sample(&runs[3])]),
             peer_median_rate: None,

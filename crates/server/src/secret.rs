@@ -17,7 +17,7 @@ pub fn new_secret(prefix: &str) -> String {
 }
 
 /// The stored form of a secret: the library's one rule, shared with the owner's key.
-pub use mindrune_core::digest::secret_digest;
+pub use mindrune_core::secret_digest;
 
 /// Whether `secret` is the one whose stored digest is `digest`, in time that does not depend on
 /// where they differ (the dashboard's login against the owner's stored key digest).

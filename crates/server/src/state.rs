@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::StatusCode;
-use mindrune_engine::avatars::ingest::Recorder;
+use mindrune_engine::Recorder;
 use mindrune_store::Store;
 
 use crate::config::ServerConfig;
@@ -59,7 +59,7 @@ impl AppState {
         let recorder: &'static Recorder<'static> = Box::leak(Box::new(Recorder::new(store)));
         let metrics = Metrics::default();
         let config_max_connections = config.max_connections;
-        let health = Health::new(mindrune_engine::avatars::ingest::now_millis());
+        let health = Health::new(mindrune_engine::now_millis());
         AppState {
             shared: Arc::new(Shared {
                 store,

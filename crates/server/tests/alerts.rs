@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::now_millis;
 use mindrune_server::AppState;
 use mindrune_server::secret_digest;
 use mindrune_server::serve;
@@ -114,7 +114,7 @@ fn snapshot(agent: AgentId, code: &str) -> ScriptSnapshot {
         agent,
         path: "bots/buzz/chop.ts".into(),
         name: "chop".into(),
-        digest: mindrune_core::digest::sha256(code.as_bytes()),
+        digest: mindrune_core::sha256(code.as_bytes()),
         code: code.into(),
         tags: vec![],
         header: SkillHeader {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::now_millis;
 
 use mindrune_server::AppState;
 use mindrune_server::ServerConfig;
@@ -367,7 +367,7 @@ struct Library {
 /// ada's personal assistant: a playbook workspace whose draft `weekly-report` waits on card #1,
 /// filed through the engine's door.
 fn assistant() -> (tempfile::TempDir, PathBuf) {
-    use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
+    use mindrune_engine::{Attendance, Created, Proposal, Suggester};
     let home = tempfile::tempdir().unwrap();
     let home_path = home.path().canonicalize().unwrap();
     let dir = home_path.join("assistant");
@@ -380,11 +380,11 @@ fn assistant() -> (tempfile::TempDir, PathBuf) {
     write(
         &dir,
         "permissions.yaml",
-        &mindrune_core::playbook::permissions::Permissions::shipped_default().render(),
+        &mindrune_core::Permissions::shipped_default().render(),
     );
     let text = "---\ntrigger: the human asks for the weekly report\nuse_when: a week of notes exists\nnot_when: a single day's summary\npreconditions:\n  - notes/ holds this week's files\nsteps:\n  - do: Read this week's notes\n    tool: workspace_read\n  - do: Write the report to reports/weekly.md\n    tool: file_write\nexpected_result: reports/weekly.md exists\nfailure_modes:\n  - last week's notes get included\nevidence:\n  - the 2026-11-20 report\n---\nRead the notes, then write the report.\n";
-    let (skill, _) = mindrune_core::playbook::skill_file::parse(text).unwrap();
-    let playbooks = mindrune_engine::playbook::Playbooks::open(&dir).unwrap();
+    let (skill, _) = mindrune_core::parse_skill_file(text).unwrap();
+    let playbooks = mindrune_engine::Playbooks::open(&dir).unwrap();
     let proposal = Proposal {
         name: "weekly-report".into(),
         skill,

@@ -8,7 +8,7 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::BodyExt as _;
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::now_millis;
 use mindrune_server::AppState;
 use mindrune_server::CONTENT_SECURITY_POLICY;
 use mindrune_server::ServerConfig;
@@ -57,7 +57,7 @@ fn snapshot(
         agent,
         path: format!("bots/{bot}/{name}.ts"),
         name: name.into(),
-        digest: mindrune_core::digest::sha256(code.as_bytes()),
+        digest: mindrune_core::sha256(code.as_bytes()),
         code: code.into(),
         tags: vec![],
         header,
@@ -990,10 +990,10 @@ async fn every_view_shows_one_score_for_an_idle_skill_at_one_clock() {
     let stored = store.versions(ada.id, chop.skill.id).unwrap()[0]
         .score
         .round() as i64;
-    let entries = mindrune_engine::display::skills_as_of(&store, ada.id, None, now).unwrap();
-    let shown = mindrune_engine::display::points(entries[0].version.score);
+    let entries = mindrune_engine::skills_as_of(&store, ada.id, None, now).unwrap();
+    let shown = mindrune_engine::points(entries[0].version.score);
     assert!(stored - shown >= 10, "drifted from {stored} to {shown}");
-    let sibling = mindrune_engine::avatars::family::answer(&store, &pickles).unwrap();
+    let sibling = mindrune_engine::family_answer(&store, &pickles).unwrap();
     let index_line = sibling
         .index
         .lines()
@@ -1402,7 +1402,7 @@ async fn quests_are_counted_of_all_only_once_the_vocabulary_is_built() {
             })
             .collect();
     store.replace_vocabulary(&quests, now_millis()).unwrap();
-    let all = mindrune_engine::avatars::tags::vocabulary(store)
+    let all = mindrune_engine::load_vocabulary(store)
         .unwrap()
         .counts_by_kind()["quest"];
     assert!(all >= 3, "{all}");
@@ -2372,11 +2372,11 @@ mod inbox {
     use std::fs;
     use std::path::{Path, PathBuf};
 
-    use mindrune_core::playbook::permissions::Permissions;
-    use mindrune_core::playbook::skill_file;
-    use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
-    use mindrune_engine::playbook::report::Report;
-    use mindrune_engine::playbook::{CardKind, CardState, Playbooks};
+    use mindrune_core::Permissions;
+    use mindrune_core::{Status, parse_skill_file};
+    use mindrune_engine::Report;
+    use mindrune_engine::{Attendance, Created, Proposal, Suggester};
+    use mindrune_engine::{CardKind, CardState, Playbooks};
     use mindrune_server::PlaybookWorkspace;
 
     use super::*;
@@ -2432,7 +2432,7 @@ mod inbox {
         /// Files a draft through the door, as the assistant's `skill_create` does; the card
         /// waits for the human.
         fn propose(&self, name: &str, text: &str) -> i64 {
-            let (skill, _) = skill_file::parse(text).unwrap();
+            let (skill, _) = parse_skill_file(text).unwrap();
             let proposal = Proposal {
                 name: name.into(),
                 skill,
@@ -2452,7 +2452,7 @@ mod inbox {
             }
         }
 
-        fn card(&self, id: i64) -> mindrune_engine::playbook::Card {
+        fn card(&self, id: i64) -> mindrune_engine::Card {
             self.playbooks.ledger().card(id).unwrap().unwrap()
         }
 
@@ -2642,9 +2642,9 @@ mod inbox {
         // Live as the engine makes it: moved out of pending/, active at v1, answered by the human.
         let skills = world.ada.skills();
         assert!(!skills.join("pending/weekly-report").exists());
-        let (live, _) = skill_file::parse(&world.ada.live_text("weekly-report")).unwrap();
+        let (live, _) = parse_skill_file(&world.ada.live_text("weekly-report")).unwrap();
         assert_eq!(live.version, Some(1));
-        assert_eq!(live.status, Some(skill_file::Status::Active));
+        assert_eq!(live.status, Some(Status::Active));
         let card = world.ada.card(world.card);
         assert_eq!(card.state, CardState::Applied);
         assert_eq!(card.answered_by.as_deref(), Some("human"));
@@ -2872,7 +2872,7 @@ mod inbox {
             "Write the report to reports/weekly.md",
             "Write the report to reports/weekly.md, newest week first",
         );
-        let fingerprint = mindrune_core::digest::sha256(live.as_bytes());
+        let fingerprint = mindrune_core::sha256(live.as_bytes());
         let card = ada
             .playbooks
             .revise(report, &revised, &fingerprint, &token, "fixer")
@@ -2922,7 +2922,7 @@ mod inbox {
         )
         .await;
         assert_eq!(answer.status, StatusCode::SEE_OTHER, "{}", answer.body);
-        let (now, _) = skill_file::parse(&ada.live_text("weekly-report")).unwrap();
+        let (now, _) = parse_skill_file(&ada.live_text("weekly-report")).unwrap();
         assert_eq!(now.version, Some(2));
         assert!(
             ada.skills()
@@ -3143,7 +3143,7 @@ async fn the_family_page_shows_tiles_the_runs_chart_and_what_changed_since_the_l
     assert!(
         tile.contains(&format!(
             "title=\"{} UTC\">",
-            mindrune_engine::display::when(Some(last_ran))
+            mindrune_engine::when(Some(last_ran))
         )) && tile.contains(" ago</time>"),
         "{tile}"
     );

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mindrune_core::playbook::permissions::Permissions;
-use mindrune_engine::playbook::{CardState, Playbooks};
+use mindrune_core::Permissions;
+use mindrune_engine::{CardState, Playbooks};
 use mindrune_server::PlaybookServer;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ClientConfig,
@@ -302,7 +302,7 @@ async fn lists_the_eight_tools_each_with_its_argument_schema() {
     let tools = session.client.list_all_tools().await.expect("tools/list");
     let mut names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
     names.sort_unstable();
-    let mut expected = mindrune_engine::playbook::MCP_TOOLS.to_vec();
+    let mut expected = mindrune_engine::MCP_TOOLS.to_vec();
     expected.sort_unstable();
     assert_eq!(names, expected);
 
@@ -1008,7 +1008,7 @@ async fn retire_and_revert_file_cards_and_the_fixer_files_as_fixer() {
         .unwrap_or_else(|| panic!("a report number in {said}"));
     let live = std::fs::read_to_string(workspace.path.join("skills/weekly-report/SKILL.md"))
         .expect("live");
-    let fingerprint = mindrune_core::digest::sha256(live.as_bytes());
+    let fingerprint = mindrune_core::sha256(live.as_bytes());
     let corrected = live.replace("Send it to the team", "Send it to the team's list");
     assert_ne!(corrected, live);
     let said = refused(

@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use mindrune_core::score::{self, UseSample};
+use mindrune_core::{Measure, SCORE_WINDOW, ScoreInput, UseSample, score};
 
 use crate::{AgentId, HeaderState, Outcome, SharingKind};
 
@@ -75,9 +75,9 @@ pub(crate) fn insert_sample(window: &mut VecDeque<UseSample>, sample: UseSample)
         .position(|s| s.at <= sample.at)
         .unwrap_or(window.len());
     window.insert(position, sample);
-    window.truncate(score::WINDOW);
+    window.truncate(SCORE_WINDOW);
     if !window.as_slices().1.is_empty() {
-        let mut laid_out = VecDeque::with_capacity(score::WINDOW + score::WINDOW / 4 + 1);
+        let mut laid_out = VecDeque::with_capacity(SCORE_WINDOW + SCORE_WINDOW / 4 + 1);
         // Pushed in front from the oldest, the samples fill the buffer from its end down.
         while let Some(oldest) = window.pop_back() {
             laid_out.push_front(oldest);
@@ -126,8 +126,8 @@ pub(crate) fn audit_version(
     }
     if counted_uses > 0 {
         let tags = lines_of(stored.tags.clone());
-        let measure = score::Measure::choose(&tags, window);
-        let recomputed = score::score(&score::ScoreInput {
+        let measure = Measure::choose(&tags, window);
+        let recomputed = score(&ScoreInput {
             window,
             measure: &measure,
             peer_median_rate: if tags.is_empty() {
@@ -208,7 +208,7 @@ pub(crate) fn name_taken(kind: &str, name: &str, taken: &str) -> crate::StoreErr
 /// Refuses to store an owner's key that is not a digest: the key itself must never reach the
 /// library, and a caller that passed it by mistake is told so at once.
 pub(crate) fn check_key_digest(key_digest: &str) -> Result<(), crate::StoreError> {
-    if mindrune_core::digest::is_secret_digest(key_digest) {
+    if mindrune_core::is_secret_digest(key_digest) {
         Ok(())
     } else {
         Err(crate::StoreError::Conflict(
@@ -239,23 +239,23 @@ mod tests {
 
     #[test]
     fn a_window_stays_one_slice_newest_first_and_cut_to_the_score_s_as_samples_come() {
-        let mut window: VecDeque<UseSample> = (0..score::WINDOW as i64)
+        let mut window: VecDeque<UseSample> = (0..SCORE_WINDOW as i64)
             .rev()
             .map(|at| sample(at * 10))
             .collect();
-        for step in 0..5 * score::WINDOW as i64 {
+        for step in 0..5 * SCORE_WINDOW as i64 {
             // Mostly a newer use, now and then a replayed older one.
             let at = if step % 7 == 3 {
                 10 * step - 15
             } else {
-                10 * (score::WINDOW as i64 + step)
+                10 * (SCORE_WINDOW as i64 + step)
             };
             let position = insert_sample(&mut window, sample(at));
             assert!(
                 window.as_slices().1.is_empty(),
                 "step {step}: the window wraps"
             );
-            assert!(window.len() <= score::WINDOW);
+            assert!(window.len() <= SCORE_WINDOW);
             assert!(
                 window
                     .iter()

@@ -10,7 +10,7 @@ use crate::{
 /// Who and what the library knows, and how they sign in.
 pub trait Directory {
     /// Creates an owner account whose key has the digest `key_digest`
-    /// (`mindrune_core::digest::secret_digest` of the key); anything else is refused, so the
+    /// (`mindrune_core::secret_digest` of the key); anything else is refused, so the
     /// key itself is never stored.
     fn create_owner(&self, name: &str, key_digest: &str, now: Millis) -> Result<Owner>;
     /// Replaces an owner's key (a lost key): from now on only the key with the digest

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use mindrune_core::score::ScoreBreakdown;
+use mindrune_core::ScoreBreakdown;
 use serde::{Deserialize, Serialize};
 
 mod alerts;
@@ -83,7 +83,7 @@ pub type Millis = i64;
 pub struct Owner {
     pub id: OwnerId,
     pub name: String,
-    /// The digest of the owner's key (`mindrune_core::digest::secret_digest`), never the key:
+    /// The digest of the owner's key (`mindrune_core::secret_digest`), never the key:
     /// the key is shown once when it is made, and the library keeps nothing an agent reading
     /// the file could log in with.
     pub key_digest: String,
@@ -383,7 +383,7 @@ fn score_as_of(
     now: Millis,
 ) -> f64 {
     match (breakdown, last_used_at) {
-        (Some(breakdown), Some(at)) => mindrune_core::score::aged_total(
+        (Some(breakdown), Some(at)) => mindrune_core::aged_total(
             breakdown,
             uses,
             inherited,
@@ -395,9 +395,9 @@ fn score_as_of(
 }
 
 /// A version as the choice of the siblings' version reads it.
-impl From<&VersionSummary> for mindrune_core::avatars::sharing::VersionStanding {
+impl From<&VersionSummary> for mindrune_core::VersionStanding {
     fn from(v: &VersionSummary) -> Self {
-        mindrune_core::avatars::sharing::VersionStanding {
+        mindrune_core::VersionStanding {
             number: v.number,
             runs: v.uses,
             score: v.score,
@@ -406,9 +406,9 @@ impl From<&VersionSummary> for mindrune_core::avatars::sharing::VersionStanding 
     }
 }
 
-impl From<&Version> for mindrune_core::avatars::sharing::VersionStanding {
+impl From<&Version> for mindrune_core::VersionStanding {
     fn from(v: &Version) -> Self {
-        mindrune_core::avatars::sharing::VersionStanding {
+        mindrune_core::VersionStanding {
             number: v.number,
             runs: v.uses,
             score: v.score,
@@ -637,9 +637,9 @@ pub struct SnippetRuns {
 }
 
 /// A snippet's window as the near-repeat suggestions take it.
-impl From<SnippetRuns> for mindrune_core::near_repeat::RecentSnippet {
+impl From<SnippetRuns> for mindrune_core::RecentSnippet {
     fn from(runs: SnippetRuns) -> Self {
-        mindrune_core::near_repeat::RecentSnippet {
+        mindrune_core::RecentSnippet {
             digest: runs.digest,
             code: runs.code,
             ok_runs: runs.ok,
@@ -663,7 +663,7 @@ pub struct SkillEntry {
     /// Runs of all versions together.
     pub total_runs: i64,
     /// The best-scoring other version, when it scored higher than the shown one, as of a clock:
-    /// set by `mindrune_engine::display::skills_as_of` (the one place that rule lives, since
+    /// set by `mindrune_engine::skills_as_of` (the one place that rule lives, since
     /// scores age), `None` as the store reads the entry.
     pub best: Option<(i64, f64)>,
     /// Shared with the family (👪).
@@ -936,9 +936,7 @@ pub trait Store:
 
 /// One tag of the topic-tag vocabulary and the names that mean it (kind, slug, title, source,
 /// aliases).
-pub use mindrune_core::avatars::vocabulary::{
-    Entry as VocabularyEntry, Source as VocabularySource,
-};
+pub use mindrune_core::{Entry as VocabularyEntry, Source as VocabularySource};
 
 /// What replacing the vocabulary changed, by tag (`quest:restless-ghost`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

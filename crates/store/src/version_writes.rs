@@ -107,7 +107,7 @@ impl Waiting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mindrune_core::score::ScoreBreakdown;
+    use mindrune_core::ScoreBreakdown;
 
     fn rescore(ok: bool, score: f64, at: Millis) -> Rescore {
         Rescore {

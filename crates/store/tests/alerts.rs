@@ -6,7 +6,7 @@
 #[allow(dead_code, unused_imports)]
 mod support;
 
-use mindrune_core::digest::secret_digest;
+use mindrune_core::secret_digest;
 use mindrune_store::{AlertEvent, AlertTarget, DeliveryAttempt, RaisedAlert};
 use support::{Backend, on_every_backend};
 

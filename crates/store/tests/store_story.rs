@@ -8,7 +8,7 @@
 
 mod support;
 
-use mindrune_core::digest::secret_digest;
+use mindrune_core::secret_digest;
 use mindrune_store::{
     AgentId, HeaderState, Lineage, NewLesson, NewSnippetUse, NewUse, OperatorRevoke, OperatorToken,
     OperatorTokenKey, Outcome, OwnerId, RunFilter, RunTotals, ScriptSnapshot, SharingKind,
@@ -107,7 +107,7 @@ fn snapshot(agent: AgentId, bot: &str, name: &str, code: &str) -> ScriptSnapshot
         agent,
         path: format!("bots/{bot}/{name}.ts"),
         name: name.into(),
-        digest: mindrune_core::digest::sha256(code.as_bytes()),
+        digest: mindrune_core::sha256(code.as_bytes()),
         code: code.into(),
         tags: vec![],
         header: SkillHeader::default(),
@@ -398,7 +398,7 @@ fn tags_are_kept_and_peers_sharing_one_feed_the_effectiveness(backend: Backend) 
     );
     assert_eq!(
         scored.measure_key,
-        mindrune_core::score::Measure::Xp(vec!["mining".into()]).key()
+        mindrune_core::Measure::Xp(vec!["mining".into()]).key()
     );
 }
 
@@ -1331,14 +1331,14 @@ fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets(bac
     let f = family(backend);
     let day: i64 = 24 * 60 * 60 * 1000;
     let now = 30 * day;
-    let since = now - mindrune_core::near_repeat::WINDOW_MS;
+    let since = now - mindrune_core::NEAR_REPEAT_WINDOW_MS;
     let run = |store: &dyn Store, owner, agent, code: &str, at: i64, ok: bool| {
         store
             .record_snippet_use(
                 owner,
                 &NewSnippetUse {
                     agent,
-                    digest: mindrune_core::digest::snippet_digest(code),
+                    digest: mindrune_core::snippet_digest(code),
                     code: code.into(),
                     outcome: Outcome {
                         at,
@@ -1380,7 +1380,7 @@ fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets(bac
         [(west, 2, 3, now), (east, 1, 1, now - day)],
         "most recently run first, counted in the window only"
     );
-    assert_eq!(runs[0].digest, mindrune_core::digest::snippet_digest(west));
+    assert_eq!(runs[0].digest, mindrune_core::snippet_digest(west));
     assert!(
         f.store
             .snippet_runs_since(other, f.buzz, since)
@@ -1390,9 +1390,8 @@ fn snippet_runs_since_count_only_the_window_and_only_the_agents_own_snippets(bac
     );
 
     // Mapped to the core's input, the window gives one near-repeat group of 3 successful runs.
-    let recent: Vec<mindrune_core::near_repeat::RecentSnippet> =
-        runs.into_iter().map(Into::into).collect();
-    let suggestions = mindrune_core::near_repeat::suggestions("buzz", &recent, &Default::default());
+    let recent: Vec<mindrune_core::RecentSnippet> = runs.into_iter().map(Into::into).collect();
+    let suggestions = mindrune_core::suggestions("buzz", &recent, &Default::default());
     assert_eq!(suggestions.len(), 1);
     assert!(suggestions[0].near_repeat);
     assert_eq!(suggestions[0].count, 3);

@@ -7,7 +7,7 @@
 #[allow(dead_code, unused_macros, unused_imports)]
 mod support;
 
-use mindrune_core::digest::secret_digest;
+use mindrune_core::secret_digest;
 use mindrune_store::{
     AgentId, HeaderState, NewUse, Outcome, OwnerId, RecordedUse, Recording, ScriptSnapshot,
     SkillHeader, VersionId,
@@ -74,7 +74,7 @@ fn library(backend: Backend) -> Library {
                 agent,
                 path: format!("bots/buzz/{name}.ts"),
                 name: name.to_string(),
-                digest: mindrune_core::digest::sha256(code.as_bytes()),
+                digest: mindrune_core::sha256(code.as_bytes()),
                 code,
                 tags: if i == 0 {
                     vec![]
@@ -240,7 +240,7 @@ fn mine_with_header(library: &Library, state: HeaderState) -> ScriptSnapshot {
         agent: library.agent,
         path: "bots/buzz/mine.ts".into(),
         name: "mine".into(),
-        digest: mindrune_core::digest::sha256(code.as_bytes()),
+        digest: mindrune_core::sha256(code.as_bytes()),
         code,
         tags: vec!["skill:woodcutting".into()],
         header: SkillHeader {
@@ -347,7 +347,7 @@ fn an_agent_removed_after_a_group_is_no_longer_its_familys_for_the_next_group_s_
                 agent: bee,
                 path: "bots/bee/row.ts".into(),
                 name: "row".into(),
-                digest: mindrune_core::digest::sha256(code.as_bytes()),
+                digest: mindrune_core::sha256(code.as_bytes()),
                 code,
                 tags: vec![],
                 header: SkillHeader::default(),

@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_engine::avatars::family;
-use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
-use mindrune_engine::claude_code::answer;
-use mindrune_engine::claude_code::hook::{self, AvatarHook, HookAction, Payload};
+use mindrune_core::SharingBar;
+use mindrune_engine::mirror_relative;
+use mindrune_engine::{
+    AvatarHook, HookAction, Payload, WorkspaceAction, agent_name, handle_hook, handle_workspace,
+};
+use mindrune_engine::{Boundary, MirrorPolicy, turn_boundary};
 use mindrune_engine::{Recorder, now_millis};
+use mindrune_engine::{deny_answer, prompt_context, session_context, session_context_warned};
 use mindrune_store::Store;
 
 use super::{find_agent, hook_failures};
@@ -42,7 +44,7 @@ pub(crate) fn hook_claude_code(
         std::io::stdin()
             .read_to_string(&mut input)
             .context("cannot read the hook input")?;
-        let agent = hook::agent_name(agent)?;
+        let agent = agent_name(agent)?;
         let payload = Payload::parse(&input)?;
         let project = claude_project_dir();
         // The guard keeps the library and the relay folder out of every host call's reach, as
@@ -59,7 +61,7 @@ pub(crate) fn hook_claude_code(
             Some(relay) => from_project_dir(relay).join(mindrune_server::runner::spool::PENDING),
             None => hook_failures::notes_dir(&home),
         };
-        let action = hook::handle(
+        let action = handle_hook(
             &payload,
             &AvatarHook {
                 agent,
@@ -73,7 +75,7 @@ pub(crate) fn hook_claude_code(
             // only writes a file and never waits for the network or needs a library.
             let relay = from_project_dir(relay);
             match action {
-                HookAction::Deny(reason) => return print_hook_answer(&answer::deny(&reason)),
+                HookAction::Deny(reason) => return print_hook_answer(&deny_answer(&reason)),
                 HookAction::Record(event) => {
                     // The spool is on disk: the bot's own secrets (its bot.env) are scrubbed
                     // before the event touches it, as the runner scrubs what it sends.
@@ -102,16 +104,16 @@ pub(crate) fn hook_claude_code(
                         );
                         eprintln!("mindrune hook: {stale}");
                         text = format!("{text}\n\n{stale}");
-                        return print_hook_answer(&answer::session_context_warned(&text, &stale));
+                        return print_hook_answer(&session_context_warned(&text, &stale));
                     }
-                    print_hook_answer(&answer::session_context(&text))?;
+                    print_hook_answer(&session_context(&text))?;
                 }
                 HookAction::Started | HookAction::Ignored(_) => {}
             }
             return Ok(());
         }
         match action {
-            HookAction::Deny(reason) => print_hook_answer(&answer::deny(&reason))?,
+            HookAction::Deny(reason) => print_hook_answer(&deny_answer(&reason))?,
             HookAction::Record(event) => {
                 let store = library::open(&home)?;
                 let recorded = Recorder::new(&*store).record(&event)?;
@@ -124,7 +126,7 @@ pub(crate) fn hook_claude_code(
                 // turn boundary: scan, share, un-share, lessons, and the mirror when it is due.
                 // The report goes to stderr, which Claude Code shows only in its verbose mode.
                 let store = library::open(&home)?;
-                let report = turn::turn_boundary(
+                let report = turn_boundary(
                     &*store,
                     agent,
                     Boundary::TurnEnd,
@@ -143,13 +145,11 @@ pub(crate) fn hook_claude_code(
                 // the agent reads it, then what it is told becomes its context.
                 let store = library::open(&home)?;
                 let report =
-                    turn::turn_boundary(&*store, agent, Boundary::Start, MirrorPolicy::Now, None)?;
+                    turn_boundary(&*store, agent, Boundary::Start, MirrorPolicy::Now, None)?;
                 let mut text = Vec::new();
                 render::turn_report(&mut text, &report, true)?;
                 eprint!("{}", String::from_utf8_lossy(&text));
-                print_hook_answer(&answer::session_context(&session_instructions(
-                    &*store, agent,
-                )?))?;
+                print_hook_answer(&session_context(&session_instructions(&*store, agent)?))?;
             }
             HookAction::Started | HookAction::Ignored(_) => {}
         }
@@ -219,21 +219,21 @@ pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<Exi
         let workspace = from_project_dir(workspace);
         let project = claude_project_dir();
         let payload = Payload::parse(&input)?;
-        match hook::handle_workspace(&payload, &workspace, project.as_deref())? {
-            hook::WorkspaceAction::Deny(reason) => {
-                print_hook_answer(&answer::deny(&reason))?;
+        match handle_workspace(&payload, &workspace, project.as_deref())? {
+            WorkspaceAction::Deny(reason) => {
+                print_hook_answer(&deny_answer(&reason))?;
             }
-            hook::WorkspaceAction::Context(text) => {
-                print_hook_answer(&answer::prompt_context(&text))?;
+            WorkspaceAction::Context(text) => {
+                print_hook_answer(&prompt_context(&text))?;
             }
-            hook::WorkspaceAction::Observed(Some(id)) => {
+            WorkspaceAction::Observed(Some(id)) => {
                 // stderr: Claude Code shows it in its verbose mode; stdout would be context.
                 eprintln!("mindrune: the observer left suggestion #{id} for the assistant");
             }
-            hook::WorkspaceAction::Observed(None)
-            | hook::WorkspaceAction::ReadNoted(_)
-            | hook::WorkspaceAction::Allow
-            | hook::WorkspaceAction::Ignored(_) => {}
+            WorkspaceAction::Observed(None)
+            | WorkspaceAction::ReadNoted(_)
+            | WorkspaceAction::Allow
+            | WorkspaceAction::Ignored(_) => {}
         }
         Ok(())
     })();
@@ -251,17 +251,17 @@ pub(crate) fn hook_claude_code_workspace(workspace: &Path) -> anyhow::Result<Exi
 /// from its command, code and output. A bot.env that is there but cannot be read is an error:
 /// the call is not written to the spool, since its password could not be scrubbed.
 fn scrubbed_for_relay(
-    mut event: mindrune_core::avatars::event::Event,
+    mut event: mindrune_core::Event,
     agent: &str,
-) -> anyhow::Result<mindrune_core::avatars::event::Event> {
-    use mindrune_core::avatars::event::Call;
+) -> anyhow::Result<mindrune_core::Event> {
+    use mindrune_core::Call;
     let workspace = claude_project_dir().or_else(|| match &event.call {
         Call::Shell { cwd: Some(cwd), .. } => Some(PathBuf::from(cwd)),
         _ => None,
     });
     let scrubber = match &workspace {
         Some(workspace) => mindrune_server::runner::AgentFolder { workspace, agent }.scrubber()?,
-        None => mindrune_core::secrets::Scrubber::new(&[]),
+        None => mindrune_core::Scrubber::new(&[]),
     };
     let scrub = |text: &mut String| *text = scrubber.scrub(text).text.into_owned();
     match &mut event.call {
@@ -282,10 +282,10 @@ fn scrubbed_for_relay(
 pub(super) fn session_instructions(store: &dyn Store, agent: &str) -> anyhow::Result<String> {
     let agent = find_agent(store, agent)?;
     let owner = store.owner(agent.owner)?;
-    Ok(mindrune_core::avatars::instructions::text(
+    Ok(mindrune_core::instructions_text(
         &agent.name,
         SharingBar::for_family(owner.eager_sharing),
         owner.eager_sharing,
-        family::mirror_relative(&agent),
+        mirror_relative(&agent),
     ))
 }

@@ -62,7 +62,7 @@ pub(crate) fn hook_failed(input: &str, err: &anyhow::Error, notes: &Path) -> Exi
         let message = format!(
             "MindRune's hook could not do its job ({event}): {error}. Until this is fixed MindRune records nothing for this session and its guard may not run; `mindrune doctor` checks every link and names the fix."
         );
-        let answer = mindrune_engine::claude_code::answer::system_message(&message);
+        let answer = mindrune_engine::system_message(&message);
         let mut out = std::io::stdout().lock();
         if serde_json::to_writer(&mut out, &answer).is_ok() && writeln!(out).is_ok() {
             // Claude Code reads a hook's JSON only when it exits 0.

@@ -5,12 +5,12 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_core::digest::secret_digest;
-use mindrune_core::header::is_valid_name;
-use mindrune_engine::avatars::family;
-use mindrune_engine::avatars::turn::{self, Boundary, MirrorPolicy};
+use mindrune_core::SharingBar;
+use mindrune_core::is_valid_name;
+use mindrune_core::secret_digest;
 use mindrune_engine::now_millis;
+use mindrune_engine::{Boundary, MirrorPolicy, TurnError};
+use mindrune_engine::{FamilyError, default_dir, empty_mirror, refresh_mirror};
 use mindrune_store::Store;
 
 use crate::library::{self, resolve_owner};
@@ -172,7 +172,7 @@ pub(crate) fn agent_add(
     if !workspace.is_dir() {
         bail!("the workspace {} is not a folder", workspace.display());
     }
-    if let Some(why) = mindrune_engine::workspace::system_folder(&workspace) {
+    if let Some(why) = mindrune_engine::system_folder(&workspace) {
         bail!("the workspace {why}; nothing was added");
     }
     let workspace_text = workspace
@@ -211,7 +211,7 @@ pub(crate) fn agent_list(home: &Path, owner: Option<&str>, json: bool) -> anyhow
                     "name": agent.name,
                     "owner": owner.name,
                     "workspace": agent.workspace,
-                    "mirror": family::default_dir(agent),
+                    "mirror": default_dir(agent),
                     "created_at": agent.created_at,
                     "last_turn_at": agent.last_turn_at,
                 })
@@ -275,12 +275,8 @@ pub(crate) fn skills(
 ) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let (owner, agent) = family_scope(&*store, agent, owner)?;
-    let entries = mindrune_engine::display::skills_as_of(
-        &*store,
-        owner.id,
-        agent.as_ref().map(|a| a.id),
-        now,
-    )?;
+    let entries =
+        mindrune_engine::skills_as_of(&*store, owner.id, agent.as_ref().map(|a| a.id), now)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &render::skills_json(&entries))?;
@@ -319,7 +315,7 @@ pub(crate) fn attention(
         }
         None => Vec::new(),
     };
-    let items = mindrune_engine::avatars::attention::needs_attention(
+    let items = mindrune_engine::needs_attention(
         &*store,
         owner.id,
         agent.as_ref().map(|a| a.id),
@@ -381,13 +377,13 @@ pub(crate) fn skill_show(
     let bar = SharingBar::for_family(store.owner(agent.owner)?.eager_sharing);
     let failures = store.recent_failures(agent.owner, found.id, render::FAILURES_SHOWN)?;
     // Runs whose gains are unknown (not zero), as the script page says them.
-    let unmeasured: Vec<mindrune_engine::avatars::wrapup::UnmeasuredRuns> = store
+    let unmeasured: Vec<mindrune_engine::UnmeasuredRuns> = store
         .unmeasured_runs(
             agent.owner,
             mindrune_store::UnmeasuredScope::Skill(found.id),
         )?
         .into_iter()
-        .map(|(reason, runs)| mindrune_engine::avatars::wrapup::UnmeasuredRuns { reason, runs })
+        .map(|(reason, runs)| mindrune_engine::UnmeasuredRuns { reason, runs })
         .collect();
     let mut out = std::io::stdout().lock();
     if json {
@@ -473,7 +469,7 @@ pub(crate) fn turn_boundary(
         Err(err) if let (Boundary::Start, Some(dir)) = (boundary, out_dir) => {
             // Better an empty family-skills/ than a stale one: the agent must not act on
             // skills the library may have un-shared.
-            family::empty_mirror(dir)?;
+            empty_mirror(dir)?;
             return Err(err.context(format!(
                 "the library cannot answer, so {} was emptied",
                 dir.display()
@@ -485,7 +481,7 @@ pub(crate) fn turn_boundary(
         Boundary::Start => MirrorPolicy::Now,
         Boundary::TurnEnd => MirrorPolicy::WhenDue,
     };
-    let report = match turn::turn_boundary(&*store, agent, boundary, policy, out_dir) {
+    let report = match mindrune_engine::turn_boundary(&*store, agent, boundary, policy, out_dir) {
         Ok(report) => report,
         Err(err) if boundary == Boundary::Start && err.is_disk_full() => {
             // The library answered, or would have: only a disk is short. Emptying the mirror
@@ -496,16 +492,13 @@ pub(crate) fn turn_boundary(
                     .agent_by_name(agent)
                     .ok()
                     .flatten()
-                    .map(|a| family::default_dir(&a)),
+                    .map(|a| default_dir(&a)),
             };
             let kept = dir.map_or_else(
                 || "family-skills/".to_string(),
                 |dir| dir.display().to_string(),
             );
-            let disk = if matches!(
-                &err,
-                turn::TurnError::Mirror(family::FamilyError::Mirror(_))
-            ) {
+            let disk = if matches!(&err, TurnError::Mirror(FamilyError::Mirror(_))) {
                 format!("the disk holding {kept}")
             } else {
                 format!(
@@ -526,11 +519,11 @@ pub(crate) fn turn_boundary(
                     .agent_by_name(agent)
                     .ok()
                     .flatten()
-                    .map(|a| family::default_dir(&a)),
+                    .map(|a| default_dir(&a)),
             };
             let err = anyhow::Error::new(err);
             return Err(match dir {
-                Some(dir) => match family::empty_mirror(&dir) {
+                Some(dir) => match empty_mirror(&dir) {
                     Ok(_) => err.context(format!(
                         "the library at {} cannot answer for `{agent}`, so {} was emptied",
                         library::database(home),
@@ -577,7 +570,7 @@ pub(crate) fn mirror(
 ) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
     let agent = find_agent(&*store, agent)?;
-    let outcome = family::refresh_mirror(&*store, &agent, out_dir)?;
+    let outcome = refresh_mirror(&*store, &agent, out_dir)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &outcome)?;
@@ -597,7 +590,7 @@ pub(crate) fn instructions(home: &Path, agent: &str) -> anyhow::Result<ExitCode>
 
 pub(crate) fn wrapup(home: &Path, agent: &str, json: bool) -> anyhow::Result<ExitCode> {
     let store = library::open(home)?;
-    let wrap = mindrune_engine::avatars::wrapup::wrap_up(&*store, agent)?;
+    let wrap = mindrune_engine::wrap_up(&*store, agent)?;
     let mut out = std::io::stdout().lock();
     if json {
         serde_json::to_writer_pretty(&mut out, &wrap)?;

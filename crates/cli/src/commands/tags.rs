@@ -16,16 +16,16 @@ const TAGS_LISTED: usize = 20;
 
 /// `mindrune tags build --wiki DIR`.
 pub(crate) fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result<ExitCode> {
-    use mindrune_engine::avatars::tags;
+    use mindrune_engine::{WIKI_FOLDERS, build_from_wiki, write_vocabulary};
 
     let store = library::open(home)?;
     let progress = Progress::spinner(&format!("reading the wiki at {}", wiki.display()));
-    let read = tags::build_from_wiki(wiki)?;
+    let read = build_from_wiki(wiki)?;
     progress.say(&format!(
         "building the vocabulary of {} pages",
         thousands(read.entries.len())
     ));
-    let written = tags::write_vocabulary(&*store, &read, now_millis())?;
+    let written = write_vocabulary(&*store, &read, now_millis())?;
     drop(progress);
     let mut out = std::io::stdout().lock();
     if json {
@@ -62,7 +62,7 @@ pub(crate) fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result
             source("losthq"),
             source("places")
         )?;
-        for kind in mindrune_core::avatars::topics::TOPIC_KINDS {
+        for kind in mindrune_core::TOPIC_KINDS {
             let count = written.counts.get(kind).copied().unwrap_or(0);
             writeln!(out, "  {kind:<6}{:>7}", thousands(count))?;
         }
@@ -93,7 +93,7 @@ pub(crate) fn tags_build(home: &Path, wiki: &Path, json: bool) -> anyhow::Result
             writeln!(out, "Kept {} tags.", thousands(written.change.kept))?;
         }
         for name in &read.missing {
-            let kind = tags::WIKI_FOLDERS
+            let kind = WIKI_FOLDERS
                 .iter()
                 .find(|(folder, _)| folder == name)
                 .map_or("its", |(_, kind)| kind);
@@ -139,13 +139,13 @@ pub(crate) fn tags_map(home: &Path, text: &[String]) -> anyhow::Result<ExitCode>
         }
     };
     let vocabulary = if library::exists(home) {
-        mindrune_engine::avatars::tags::vocabulary(&*library::open(home)?)?
+        mindrune_engine::load_vocabulary(&*library::open(home)?)?
     } else {
         eprintln!(
             "note: no MindRune library at {}; mapping with the built-in places and LostHQ pages only",
             library::database(home)
         );
-        mindrune_core::avatars::vocabulary::Vocabulary::builtin()
+        mindrune_core::Vocabulary::builtin()
     };
     let mut out = std::io::stdout().lock();
     for tag in vocabulary.map(&text) {

@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, bail};
-use mindrune_engine::claude_code::settings::{
-    self as claude_settings, WORKSPACE_HOOK_EVENTS, hook_command_start,
+use mindrune_engine::CONFIG_FILE;
+use mindrune_engine::{
+    WORKSPACE_HOOK_EVENTS, enable_mcpjson_server, hook_command_start, merge_mcp_server,
 };
-use mindrune_engine::playbook;
 
 use super::{SettingsPlan, file_diff, moved_note, plan_hooks, read_text, shell_word, this_binary};
 
@@ -97,7 +97,7 @@ impl Plan {
             .to_str()
             .with_context(|| format!("the path {} is not UTF-8", workspace.display()))?
             .to_string();
-        let init = !workspace.join(playbook::config::CONFIG_FILE).exists();
+        let init = !workspace.join(CONFIG_FILE).exists();
         let binary = this_binary()?;
         let settings = plan_hooks(
             &project,
@@ -241,20 +241,18 @@ impl McpPlan {
         let path = project.join(".mcp.json");
         let old = read_text(&path, "MindRune's MCP server")?;
         let args = ["mcp".to_string(), "--workspace".into(), workspace.into()];
-        let merged = claude_settings::merge_mcp_server(old.as_deref(), SERVER_NAME, binary, &args)
+        let merged = merge_mcp_server(old.as_deref(), SERVER_NAME, binary, &args)
             .map_err(|err| json_error(&path, &err, "MindRune's MCP server cannot be added"))?;
         let approval_path = project.join(".claude").join("settings.local.json");
         let approval_old = read_text(&approval_path, "the approval of MindRune's MCP server")?;
         let approval_new =
-            claude_settings::enable_mcpjson_server(approval_old.as_deref(), SERVER_NAME).map_err(
-                |err| {
-                    json_error(
-                        &approval_path,
-                        &err,
-                        "MindRune's MCP server cannot be approved there",
-                    )
-                },
-            )?;
+            enable_mcpjson_server(approval_old.as_deref(), SERVER_NAME).map_err(|err| {
+                json_error(
+                    &approval_path,
+                    &err,
+                    "MindRune's MCP server cannot be approved there",
+                )
+            })?;
         Ok(McpPlan {
             path,
             old,
@@ -321,18 +319,15 @@ mod tests {
     fn the_mcp_server_goes_into_the_user_s_mcp_json_once() {
         let args = ["mcp".to_string(), "--workspace".into(), "/ws".into()];
         let text = "{\n  \"mcpServers\": {\n    \"other\": {\"command\": \"x\"}\n  }\n}\n";
-        let once =
-            claude_settings::merge_mcp_server(Some(text), SERVER_NAME, "mindrune", &args).unwrap();
+        let once = merge_mcp_server(Some(text), SERVER_NAME, "mindrune", &args).unwrap();
         let new = once.text.unwrap();
         assert!(new.starts_with("{\n  \"mcpServers\": {\n    \"other\": {\"command\": \"x\"},\n    \"mindrune\": {\n"), "{new}");
         let parsed: serde_json::Value = serde_json::from_str(&new).unwrap();
         assert_eq!(parsed["mcpServers"]["mindrune"]["args"][2], "/ws");
-        let twice =
-            claude_settings::merge_mcp_server(Some(&new), SERVER_NAME, "mindrune", &args).unwrap();
+        let twice = merge_mcp_server(Some(&new), SERVER_NAME, "mindrune", &args).unwrap();
         assert!(twice.text.is_none(), "a second run changed the file");
         let moved = ["mcp".to_string(), "--workspace".into(), "/ws2".into()];
-        let updated =
-            claude_settings::merge_mcp_server(Some(&new), SERVER_NAME, "mindrune", &moved).unwrap();
+        let updated = merge_mcp_server(Some(&new), SERVER_NAME, "mindrune", &moved).unwrap();
         assert!(updated.updated);
         let parsed: serde_json::Value = serde_json::from_str(&updated.text.unwrap()).unwrap();
         assert_eq!(parsed["mcpServers"]["mindrune"]["args"][2], "/ws2");
@@ -343,21 +338,19 @@ mod tests {
     fn local_settings_of_another_shape_are_refused_and_a_listed_server_changes_nothing() {
         for text in ["[1]", "{\"enabledMcpjsonServers\": \"mindrune\"}"] {
             assert!(
-                claude_settings::enable_mcpjson_server(Some(text), SERVER_NAME).is_err(),
+                enable_mcpjson_server(Some(text), SERVER_NAME).is_err(),
                 "{text}"
             );
         }
         let listed = "{\"enabledMcpjsonServers\": [\"mindrune\"]}";
         assert_eq!(
-            claude_settings::enable_mcpjson_server(Some(listed), SERVER_NAME).unwrap(),
+            enable_mcpjson_server(Some(listed), SERVER_NAME).unwrap(),
             None
         );
-        let added = claude_settings::enable_mcpjson_server(
-            Some("{\"enabledMcpjsonServers\": [\"gh\"]}"),
-            SERVER_NAME,
-        )
-        .unwrap()
-        .unwrap();
+        let added =
+            enable_mcpjson_server(Some("{\"enabledMcpjsonServers\": [\"gh\"]}"), SERVER_NAME)
+                .unwrap()
+                .unwrap();
         let parsed: serde_json::Value = serde_json::from_str(&added).unwrap();
         assert_eq!(
             parsed["enabledMcpjsonServers"],
@@ -368,17 +361,9 @@ mod tests {
     #[test]
     fn an_mcp_json_that_is_no_object_is_refused() {
         let args = ["mcp".to_string()];
+        assert!(merge_mcp_server(Some("[]"), SERVER_NAME, "mindrune", &args).is_err());
         assert!(
-            claude_settings::merge_mcp_server(Some("[]"), SERVER_NAME, "mindrune", &args).is_err()
-        );
-        assert!(
-            claude_settings::merge_mcp_server(
-                Some("{\"mcpServers\": 1}"),
-                SERVER_NAME,
-                "mindrune",
-                &args
-            )
-            .is_err()
+            merge_mcp_server(Some("{\"mcpServers\": 1}"), SERVER_NAME, "mindrune", &args).is_err()
         );
     }
 }

@@ -133,11 +133,11 @@ fn runx_package_digest(dir: &Path) -> String {
         }
     }
     if !dir.exists() {
-        return mindrune_core::digest::sha256(b"absent");
+        return mindrune_core::sha256(b"absent");
     }
     let mut bytes = b"directory\0".to_vec();
     walk(dir, "", &mut bytes);
-    mindrune_core::digest::sha256(&bytes)
+    mindrune_core::sha256(&bytes)
 }
 
 fn is_sha256_digest(value: &str) -> bool {

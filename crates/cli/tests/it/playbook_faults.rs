@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use mindrune_engine::playbook::Playbooks;
-use mindrune_engine::playbook::fixer::FixerStart;
-use mindrune_engine::playbook::report::Report;
+use mindrune_engine::FixerStart;
+use mindrune_engine::Playbooks;
+use mindrune_engine::Report;
 
 use crate::util::Rng;
 
@@ -342,7 +342,7 @@ fn reported(home: &Home, name: &str, unattended: bool) -> Reported {
         workspace,
         report,
         token,
-        fingerprint: mindrune_core::digest::sha256(&live),
+        fingerprint: mindrune_core::sha256(&live),
     }
 }
 

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_core::SharingBar;
 use mindrune_store::Recording as _;
 use mindrune_store::{HeaderState, PgStore, Store as _};
 use serde_json::{Value, json};

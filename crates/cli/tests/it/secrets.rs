@@ -485,9 +485,9 @@ fn every_rule_of_the_world_s_scanners_stays_out_of_every_output_path() {
 /// owner's key is caught by its shape.
 #[test]
 fn a_playbook_skill_carrying_any_planted_secret_is_refused_at_the_door() {
-    use mindrune_core::playbook::skill_file;
-    use mindrune_engine::playbook::door::{Attendance, Created, Proposal, Suggester};
-    use mindrune_engine::playbook::{Playbooks, Rule};
+    use mindrune_core::parse_skill_file;
+    use mindrune_engine::{Attendance, Created, Proposal, Suggester};
+    use mindrune_engine::{Playbooks, Rule};
 
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().canonicalize().unwrap();
@@ -556,7 +556,7 @@ fn a_playbook_skill_carrying_any_planted_secret_is_refused_at_the_door() {
     {
         let playbooks = Playbooks::open(&workspace).unwrap();
         for (name, text) in &proposals {
-            let (skill, _) = skill_file::parse(text)
+            let (skill, _) = parse_skill_file(text)
                 .unwrap_or_else(|err| panic!("{name} does not parse: {err}\n{text}"));
             let proposal = Proposal {
                 name: name.clone(),
@@ -677,7 +677,7 @@ fn owner_add_prints_the_key_once_and_the_library_keeps_only_its_digest() {
     assert!(!library_holds(&lib, &key), "the library holds the key");
     assert_eq!(
         stored_key_digest(&lib, "zed"),
-        mindrune_core::digest::secret_digest(&key)
+        mindrune_core::secret_digest(&key)
     );
     // Nothing shows it again: not a listing, not a second look at the library.
     let listed = lib.ok(&["owner", "list", "--json"]);
@@ -696,8 +696,8 @@ fn owner_key_issues_a_new_key_and_the_old_one_stops_working() {
     assert_eq!(new.len(), 52, "{new}");
     // Only the new key's digest is kept: the old key no longer matches, neither key is stored.
     let stored = stored_key_digest(&lib, "zed");
-    assert_eq!(stored, mindrune_core::digest::secret_digest(&new));
-    assert_ne!(stored, mindrune_core::digest::secret_digest(&old));
+    assert_eq!(stored, mindrune_core::secret_digest(&new));
+    assert_ne!(stored, mindrune_core::secret_digest(&old));
     assert!(!library_holds(&lib, &new) && !library_holds(&lib, &old));
 
     let unknown = lib.run(&["owner", "key", "nobody"]);

@@ -40,7 +40,7 @@ pub struct NestedPackage {
 /// package's folder as written (`<folder>/../other`, as Runx names it in its errors); why it
 /// cannot be read or does not load, in Runx's words, otherwise (`runtime I/O failed while
 /// reading <folder>/../other: No such file or directory (os error 2)`).
-pub type LoadNested<'a> = dyn Fn(&Path) -> Result<NestedPackage, String> + 'a;
+pub(crate) type LoadNested<'a> = dyn Fn(&Path) -> Result<NestedPackage, String> + 'a;
 
 /// Runx's refusal of a step's runner selection (`select_step_runner`, an
 /// `UnsupportedRunnerSelection`): the runner named, or `default` when none is named and the

@@ -196,7 +196,7 @@ pub fn inspect(
 /// What `runx skill inspect --json` prints when the inspection fails as a whole:
 /// `{status: failure, error: {message, code: skill_error}}` (runx-cli `skill.rs`,
 /// `skill_json_failure_output`).
-pub fn skill_error(message: &str) -> Value {
+pub(crate) fn skill_error(message: &str) -> Value {
     json!({"status": "failure", "error": {"message": message, "code": "skill_error"}})
 }
 

@@ -7,7 +7,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::Scrubber;
 use mindrune_store::{AlertDelivery, AlertEvent, Millis};
 use serde::Deserialize;
 

@@ -412,7 +412,7 @@ mod tests {
 
     #[test]
     fn a_streak_longer_than_the_runs_read_keeps_its_name_the_run_before_it() {
-        use mindrune_core::digest::sha256;
+        use mindrune_core::sha256;
         use mindrune_store::{NewUse, ScriptSnapshot, SkillHeader, SqliteStore};
         let store = SqliteStore::open_in_memory().unwrap();
         let owner = store.create_owner("ada", &sha256(b"k"), 0).unwrap().id;

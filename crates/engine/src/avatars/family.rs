@@ -9,13 +9,14 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use mindrune_core::avatars::mirror_text::{
-    self, LessonEntry, OwnSharedSkill, SiblingSkill, SkillFileHeader,
+use mindrune_core::Scrubber;
+use mindrune_core::is_valid_name;
+use mindrune_core::sha256;
+use mindrune_core::{
+    LessonEntry, OwnSharedSkill, SiblingSkill, SkillFileHeader, render_index, render_lessons,
+    render_skill_file,
 };
-use mindrune_core::avatars::sharing::{self, SharingBar, VersionStanding};
-use mindrune_core::digest;
-use mindrune_core::header;
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::{SharingBar, VersionStanding, version_for_siblings};
 use mindrune_store::{
     Agent, Millis, Owner, OwnerId, SharedSkill, Skill, Store, StoreError, VersionId, VersionSummary,
 };
@@ -137,7 +138,7 @@ fn answer_with(
     let mut paths = HashSet::new();
     for skill in shared {
         let standings: Vec<VersionStanding> = skill.versions.iter().map(Into::into).collect();
-        let Some(index) = sharing::version_for_siblings(&standings, bar) else {
+        let Some(index) = version_for_siblings(&standings, bar) else {
             continue;
         };
         let version = skill.versions[index].clone();
@@ -156,8 +157,8 @@ fn answer_with(
         let path = format!("{}/{}.ts", skill.skill.agent_name, skill.skill.name);
         // Names come from file names the library accepted; one that could not be a mirror
         // path (or a second skill at the same path) is left out rather than written oddly.
-        if !header::is_valid_name(&skill.skill.agent_name)
-            || !header::is_valid_name(&skill.skill.name)
+        if !is_valid_name(&skill.skill.agent_name)
+            || !is_valid_name(&skill.skill.name)
             || !paths.insert(path.clone())
         {
             continue;
@@ -190,8 +191,8 @@ fn answer_with(
             line: lesson.line,
         })
         .collect();
-    let index = mirror_text::render_index(&reader.name, &own, &siblings, &lessons, &is_shared);
-    let lessons = mirror_text::render_lessons(&reader.name, &lessons, &is_shared);
+    let index = render_index(&reader.name, &own, &siblings, &lessons, &is_shared);
+    let lessons = render_lessons(&reader.name, &lessons, &is_shared);
     Ok(FamilyAnswer {
         index,
         lessons,
@@ -225,7 +226,7 @@ fn file_header(skill: &MirroredSkill, scrubber: &Scrubber) -> String {
         "{}/{}",
         skill.shared.skill.agent_name, skill.shared.skill.name
     );
-    mirror_text::render_skill_file(
+    render_skill_file(
         &SkillFileHeader {
             name: &skill.shared.skill.name,
             goal: goal.as_deref(),
@@ -319,17 +320,17 @@ pub fn mirror_plan<'s>(
     let mut wanted = vec![
         Wanted {
             path: "INDEX.md".into(),
-            key: digest::sha256(answer.index.as_bytes()),
+            key: sha256(answer.index.as_bytes()),
         },
         Wanted {
             path: "LESSONS.md".into(),
-            key: digest::sha256(answer.lessons.as_bytes()),
+            key: sha256(answer.lessons.as_bytes()),
         },
     ];
     let mut headers: HashMap<String, (String, VersionId)> = HashMap::new();
     for skill in &answer.skills {
         let header = file_header(skill, &scrubber);
-        let key = digest::sha256(
+        let key = sha256(
             format!(
                 "{MIRROR_FORMAT}\n{}\n{}\n{header}",
                 answer.scrub_key, skill.version.digest

@@ -4,7 +4,7 @@
 //! history of the last 7 days and remembers at which run count each group was suggested, so a
 //! suggestion comes again only when the code was run inline twice as often since.
 
-use mindrune_core::near_repeat::{self, RecentSnippet, Suggestion};
+use mindrune_core::{NEAR_REPEAT_WINDOW_MS, RecentSnippet, Suggestion, suggestions};
 use mindrune_store::{Agent, Millis, Store, StoreError};
 
 /// The suggestions due for an agent now, remembered as made.
@@ -13,14 +13,14 @@ pub fn advice(
     agent: &Agent,
     now: Millis,
 ) -> Result<Vec<Suggestion>, StoreError> {
-    let since = now - near_repeat::WINDOW_MS;
+    let since = now - NEAR_REPEAT_WINDOW_MS;
     let recent: Vec<RecentSnippet> = store
         .snippet_runs_since(agent.owner, agent.id, since)?
         .into_iter()
         .map(RecentSnippet::from)
         .collect();
     let last = store.snippet_suggestions(agent.owner, agent.id, since)?;
-    let due = near_repeat::suggestions(&agent.name, &recent, &last);
+    let due = suggestions(&agent.name, &recent, &last);
     for suggestion in &due {
         store.note_snippet_suggestion(
             agent.owner,

@@ -12,8 +12,8 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mindrune_core::avatars::topics;
-use mindrune_core::avatars::vocabulary::{Entry, Source, Vocabulary};
+use mindrune_core::normalize_tag;
+use mindrune_core::{Entry, Source, Vocabulary};
 use mindrune_store::{Millis, Recording, Store, StoreError, VocabularyChange};
 
 /// The wiki's page folders and the kind of tag each page becomes (rs-sdk's `wiki/search.ts`
@@ -206,7 +206,7 @@ fn read_folder(path: &Path, kind: &str, read: &mut WikiRead) {
         };
         let slug = stem.to_ascii_lowercase();
         let tag = format!("{kind}:{slug}");
-        if topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
+        if normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
             read.skipped.push(format!(
                 "{}: the name is not a slug (letters, digits and single hyphens, as rs-sdk's generators name pages); skipped",
                 shown(&name)
@@ -380,7 +380,7 @@ pub(crate) fn unknown_tags(
     let mut unknown = Vec::new();
     let mut wiki_read = None;
     for tag in tags {
-        let Some(tag) = mindrune_core::avatars::topics::normalize_tag(tag) else {
+        let Some(tag) = mindrune_core::normalize_tag(tag) else {
             continue;
         };
         if vocabulary.contains_tag(&tag) || unknown.iter().any(|(t, _)| *t == tag) {

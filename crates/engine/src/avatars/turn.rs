@@ -12,10 +12,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use mindrune_core::avatars::lessons;
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_core::digest;
-use mindrune_core::header;
+use mindrune_core::SharingBar;
+use mindrune_core::sha256;
+use mindrune_core::{is_valid_name, parse_header};
+use mindrune_core::{leading_tags_end, share_lines};
 use mindrune_store::{
     Agent, HeaderState, LessonsChange, Millis, NewLesson, SharingChange, SharingKind, SkillEntry,
     Store, UnrecordedReason,
@@ -219,7 +219,7 @@ struct Scan<'a, 'r> {
     recorder: &'a Recorder<'r>,
     agent: &'a Agent,
     files: &'a dyn AgentFiles,
-    scrubber: &'a mindrune_core::secrets::Scrubber,
+    scrubber: &'a mindrune_core::Scrubber,
     boundary: Boundary,
     /// The agent's skills by path, as the library knew them before the scan.
     known: &'a HashMap<String, SkillEntry>,
@@ -250,8 +250,7 @@ fn scan_scripts(
     let mut vocabulary = None;
     for name in names.iter().filter(|n| n.ends_with(".ts")) {
         let relative = format!("{bot_dir}/{name}");
-        if workspace::script_of_bot(&relative).is_none_or(|(_, stem)| !header::is_valid_name(stem))
-        {
+        if workspace::script_of_bot(&relative).is_none_or(|(_, stem)| !is_valid_name(stem)) {
             continue;
         }
         report.checked += 1;
@@ -270,7 +269,7 @@ fn check_script(
     scan: &Scan<'_, '_>,
     name: &str,
     relative: &str,
-    vocabulary: &mut Option<std::sync::Arc<mindrune_core::avatars::vocabulary::Vocabulary>>,
+    vocabulary: &mut Option<std::sync::Arc<mindrune_core::Vocabulary>>,
     report: &mut TurnReport,
 ) -> Result<bool, TurnError> {
     let Scan {
@@ -291,8 +290,8 @@ fn check_script(
             return Ok(false);
         }
     };
-    let (parsed, diagnostics) = header::parse(&source);
-    let file_digest = digest::sha256(source.as_bytes());
+    let (parsed, diagnostics) = parse_header(&source);
+    let file_digest = sha256(source.as_bytes());
     let skill = known.get(relative);
     let unchanged = skill.is_some_and(|s| s.skill.file_digest.as_deref() == Some(&file_digest));
     // Reported at every boundary while the problem lasts, even when a run read the file
@@ -466,7 +465,7 @@ fn sync_lessons(
     store: &dyn Store,
     agent: &Agent,
     files: &dyn AgentFiles,
-    scrubber: &mindrune_core::secrets::Scrubber,
+    scrubber: &mindrune_core::Scrubber,
     now: Millis,
     report: &mut TurnReport,
 ) -> Result<LessonsChange, TurnError> {
@@ -481,7 +480,7 @@ fn sync_lessons(
             String::new()
         }
     };
-    let (lines, diagnostics) = lessons::share_lines(&text);
+    let (lines, diagnostics) = share_lines(&text);
     for diagnostic in diagnostics {
         report.diagnostics.push(format!(
             "{relative}:{}: {}",
@@ -497,7 +496,7 @@ fn sync_lessons(
     };
     if let Some(vocabulary) = &vocabulary {
         for line in &lines {
-            let written = mindrune_core::avatars::topics::exact_tags(&line.text);
+            let written = mindrune_core::exact_tags(&line.text);
             for (tag, meant) in tags::unknown_tags(store, vocabulary, &written)? {
                 report.diagnostics.push(tags::describe_unknown_tag(
                     &format!("{relative}:{}", line.line),
@@ -526,8 +525,8 @@ fn sync_lessons(
 /// A lesson scrubbed in two parts: its leading tags, and its text after them as a line of its
 /// own, so that `Share: [tag] PASSWORD="…"` is caught as the .env line it is after its tags
 /// (an assignment like that is a credential only where a line starts).
-fn scrub_lesson(scrubber: &mindrune_core::secrets::Scrubber, text: &str) -> String {
-    let (tags, rest) = text.split_at(lessons::leading_tags_end(text));
+fn scrub_lesson(scrubber: &mindrune_core::Scrubber, text: &str) -> String {
+    let (tags, rest) = text.split_at(leading_tags_end(text));
     format!("{}{}", scrubber.scrub(tags).text, scrubber.scrub(rest).text)
 }
 

@@ -7,7 +7,7 @@
 //! scripts could be shared with a header, and which inline code it keeps running and should
 //! save as a file.
 
-use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_core::SharingBar;
 use mindrune_store::{
     SharingChange, SharingKind, SkillEntry, Store, UnmeasuredScope, UnrecordedReason,
 };
@@ -39,7 +39,7 @@ pub struct WrapUp {
     /// Proven scripts without a header, with the header to add.
     pub offers: Vec<Offer>,
     /// Inline code run again and again, with the file it should become.
-    pub suggestions: Vec<mindrune_core::near_repeat::Suggestion>,
+    pub suggestions: Vec<mindrune_core::Suggestion>,
     /// Files skipped or read with a problem.
     pub diagnostics: Vec<String>,
     /// The agent's runs since the last wrap-up that went unrecorded because they ran in the

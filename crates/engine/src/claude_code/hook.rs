@@ -14,13 +14,13 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::avatars::event::{Call, Event, MAX_SCRIPTS_AT_START};
-use mindrune_core::shell_line::{self, ShellContext};
+use mindrune_core::{Call, Event, MAX_SCRIPTS_AT_START};
+use mindrune_core::{ShellContext, classify_shell_line};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use time::OffsetDateTime;
 
-use crate::avatars::ingest::now_millis;
+use crate::now_millis;
 use crate::workspace::{self, SANDBOX_ROOT};
 
 /// Pending-call notes older than this are swept away at a turn's end: their call never
@@ -162,7 +162,7 @@ fn capture_scripts(
                 return code;
             };
             let roots = [SANDBOX_ROOT, root_text];
-            shell_line::classify_shell_line(
+            classify_shell_line(
                 command,
                 &ShellContext {
                     cwd,
@@ -491,7 +491,7 @@ pub fn handle_workspace(
     let hosted = opened.host_hook(value).map_err(playbook_error)?;
     match event_name {
         "Stop" => Ok(match hosted {
-            crate::playbook::host::HostHook::Observed { suggestion, .. } => {
+            crate::playbook::HostHook::Observed { suggestion, .. } => {
                 WorkspaceAction::Observed(suggestion)
             }
             _ => WorkspaceAction::Observed(None),

@@ -7,7 +7,23 @@
 //! The facts behind each rule were seen with the real Claude Code
 //! (`shared/data/claude-code/README.md`; its captured payloads are `hook`'s fixtures).
 
-pub mod answer;
-pub mod hook;
+mod answer;
+mod hook;
 mod payload;
-pub mod settings;
+mod settings;
+
+// What the crate root's `pub use` list takes from these files.
+pub use answer::{
+    deny as deny_answer, prompt_context, session_context, session_context_warned, system_message,
+};
+#[cfg(test)]
+pub(crate) use hook::tests as hook_tests;
+pub use hook::{
+    AvatarHook, HookAction, Payload, WorkspaceAction, agent_name, handle as handle_hook,
+    handle_workspace,
+};
+pub use settings::{
+    Events as HookEvents, HOOK_EVENTS, WORKSPACE_HOOK_EVENTS, enable_mcpjson_server,
+    fresh as fresh_settings, hook_command_start, hook_option, hook_program,
+    merge as merge_settings, merge_mcp_server, shell_word,
+};

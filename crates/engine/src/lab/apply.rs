@@ -16,11 +16,12 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mindrune_core::runx::admission::{
-    self, AdmittedChange, Mode, Refusal, admit_change, package_delta, package_metrics,
-    validate_change_contract, validate_resource_budget,
+use mindrune_core::{
+    AdmittedChange, Mode, Refusal, admit_change, bundle_digest, normalize_target_dir,
+    package_delta, package_metrics, unchanged_result, validate_change_contract, validate_digest,
+    validate_resource_budget,
 };
-use mindrune_core::runx::{
+use mindrune_core::{
     ApplyResult, ApplyResultSchema, ApplyVerdict, ArchitectureDecision, ChangeBundle,
     ChangeDecision, CheckStatus, NonEmpty, ValidationCheck, ValidationResult, ValidationSchema,
 };
@@ -68,7 +69,7 @@ impl Target {
         if !repo_root.is_dir() {
             return Err(Refusal("skill workspace must be a directory".into()).into());
         }
-        let relative = admission::normalize_target_dir(target_dir)?;
+        let relative = normalize_target_dir(target_dir)?;
         let path = repo_root.join(&relative);
         refuse_symlinked_ancestors(&repo_root, &relative)?;
         finish_interrupted_apply(&repo_root, &relative)?;
@@ -173,7 +174,7 @@ pub fn apply_change(
     })?;
     refuse_non_files(&target, &admitted)?;
     if change.decision != ChangeDecision::Write {
-        return Ok(admission::unchanged_result(
+        return Ok(unchanged_result(
             &target.relative,
             change,
             &target.before.digest,
@@ -268,8 +269,8 @@ fn validation_result(
     change: &ChangeBundle,
     base_digest: &str,
     candidate_digest: &str,
-    before: mindrune_core::runx::PackageMetrics,
-    after: mindrune_core::runx::PackageMetrics,
+    before: mindrune_core::PackageMetrics,
+    after: mindrune_core::PackageMetrics,
     report: &CandidateReport,
 ) -> ValidationResult {
     let check = |name: &str, detail: &str| ValidationCheck {
@@ -320,7 +321,7 @@ struct ApplicationRecord {
 const APPLICATION_RECORD_SCHEMA: &str = "runx.skill.application_record.v1";
 
 fn application_record_relative(plan_digest: &str) -> Result<String, Refusal> {
-    admission::validate_digest("plan_digest", plan_digest)?;
+    validate_digest("plan_digest", plan_digest)?;
     let hex = plan_digest.trim_start_matches("sha256:");
     Ok(format!(".runx/authoring/applications/{hex}.json"))
 }
@@ -345,7 +346,7 @@ fn recorded_application_matches(
         && record.target_dir == target.relative
         && record.base_digest == change.base_digest.as_str()
         && record.plan_digest == change.plan_digest.as_str()
-        && record.bundle_digest == admission::bundle_digest(change)?
+        && record.bundle_digest == bundle_digest(change)?
         && record.package_digest == target.before.digest)
 }
 
@@ -466,7 +467,7 @@ fn commit(
         target_dir: target.relative.clone(),
         base_digest: change.base_digest.to_string(),
         plan_digest: change.plan_digest.to_string(),
-        bundle_digest: admission::bundle_digest(change)?,
+        bundle_digest: bundle_digest(change)?,
         package_digest: candidate_digest.to_owned(),
     };
     let record_text = format!(

@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::admission::Refusal;
+use mindrune_core::Refusal;
 
 use super::snapshot_walk::SnapshotError;
 

@@ -19,8 +19,8 @@ use std::io;
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Component, Path, PathBuf};
 
-use mindrune_core::digest;
-use mindrune_core::runx::admission::Refusal;
+use mindrune_core::Refusal;
+use mindrune_core::sha256;
 use serde::{Deserialize, Serialize};
 
 use super::apply_error::{ApplyError, io_error};
@@ -58,7 +58,7 @@ struct Entry {
 }
 
 fn target_hex(target_dir: &str) -> String {
-    digest::sha256(target_dir.as_bytes())
+    sha256(target_dir.as_bytes())
         .trim_start_matches("sha256:")
         .to_owned()
 }

@@ -9,10 +9,10 @@ use std::borrow::Cow;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::admission::{self, metrics_json, package_metrics};
-use mindrune_core::runx::inspect::{self as runx_inspect, PacketSchemas};
-use mindrune_core::runx::snapshot::{IGNORED, SnapshotFile, absent_digest};
-use mindrune_core::runx::{NestedPackage, Package, RUNX_VALIDATION_PREFIX, load_package};
+use mindrune_core::{NestedPackage, Package, RUNX_VALIDATION_PREFIX, load_package};
+use mindrune_core::{PacketSchemas, inspect_packets, invalid_inspection};
+use mindrune_core::{SNAPSHOT_IGNORED, SnapshotFile, absent_digest};
+use mindrune_core::{metrics_json, normalize_target_dir, package_metrics};
 use serde_json::{Value, json};
 
 use super::apply::finish_interrupted_apply;
@@ -120,7 +120,7 @@ fn inspect_with(
         object.insert("target_metrics".into(), metrics_json(&package_metrics(&[])));
         return Ok(context);
     };
-    let relative = admission::normalize_target_dir(target_dir)?;
+    let relative = normalize_target_dir(target_dir)?;
     finish_interrupted_apply(&root, &relative)?;
     let target_path = root.join(&relative);
     let snapshot = read(&target_path)?;
@@ -209,7 +209,7 @@ fn loaded(
     scopes.sort();
     scopes.dedup();
     Loaded {
-        inspection: runx_inspect::inspect(
+        inspection: inspect_packets(
             package,
             files,
             &skill_path.display().to_string(),
@@ -263,7 +263,7 @@ pub(crate) fn load_nested(dir: &Path) -> Result<NestedPackage, String> {
 fn inspection_of(parsed: &Parsed) -> Value {
     match parsed {
         Ok(loaded) => loaded.inspection.clone(),
-        Err(error) => runx_inspect::invalid(error),
+        Err(error) => invalid_inspection(error),
     }
 }
 
@@ -308,7 +308,7 @@ fn catalog_skills(
             .collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, kind) in names {
-            if IGNORED.contains(&name.as_str()) || name.starts_with(".runx-candidate-") {
+            if SNAPSHOT_IGNORED.contains(&name.as_str()) || name.starts_with(".runx-candidate-") {
                 continue;
             }
             if kind.is_dir() {

@@ -13,7 +13,7 @@ mod agent_acts;
 mod apply;
 mod apply_error;
 mod commit;
-pub mod harness;
+mod harness;
 mod inspect;
 mod receipt_store;
 mod runners;
@@ -21,12 +21,19 @@ mod seal;
 mod snapshot_walk;
 mod validate;
 
-// What the cli, the benches and the Lab's tests use; `harness` stays a namespace (with the
-// JavaScript worker's `harness::javascript`).
+// What the crate root's `pub use` list takes from these files: what the cli, the benches and the
+// Lab's tests use, the harness's and its JavaScript worker's (`harness::javascript`) included.
 pub use agent_acts::RunnerAgent;
 pub use apply::{CandidateCheck, CandidateReport, apply_change, finish_interrupted_apply};
 pub use apply_error::ApplyError;
 pub use commit::{Operation, commit_verified};
+pub use harness::javascript::{
+    JsError, JsInvocation, JsLimits, WorkerCommand, run_module, serve_worker,
+};
+pub use harness::{
+    CaseOutcome, CaseProgress, CaseSealer, CaseStatus, HarnessOptions, HarnessRun, HarnessStatus,
+    NativeTools, NoNativeTools, PacketCatalog, declared_cases, run_harness,
+};
 pub use inspect::inspect_workspace;
 pub use receipt_store::{LocalSigningKey, ReceiptStore, SIGNING_KEY_ENV};
 pub use runners::{

@@ -19,9 +19,9 @@ use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _, PermissionsExt 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use mindrune_core::runx::receipt::{
-    self, ReceiptError, SigningKey, TrustedKey, VerifyingKey, receipt_file_name,
-    receipt_id_from_file_name,
+use mindrune_core::{
+    ReceiptError, SigningKey, TrustedKey, VerifyingKey, check_receipt_integrity, receipt_file_name,
+    receipt_id_from_file_name, receipt_key_id,
 };
 use serde_json::Value;
 
@@ -163,12 +163,11 @@ impl ReceiptStore {
     /// checks the signature). Storing the same receipt again is a no-op; a different receipt
     /// under the same name is refused.
     pub fn store(&self, receipt: &Value) -> Result<PathBuf, ReceiptStoreError> {
-        let integrity = receipt::check_integrity(receipt).map_err(|source| {
-            ReceiptStoreError::Inconsistent {
+        let integrity =
+            check_receipt_integrity(receipt).map_err(|source| ReceiptStoreError::Inconsistent {
                 id: receipt["id"].as_str().unwrap_or("(no id)").to_owned(),
                 source,
-            }
-        })?;
+            })?;
         let path = self.path_for(&integrity.id)?;
         if let Some(existing) = read_existing(&path)? {
             return same_or_conflict(existing, receipt, path);
@@ -526,7 +525,7 @@ impl LocalSigningKey {
 
     /// The `issuer.kid` receipts signed with this key carry.
     pub fn kid(&self) -> String {
-        receipt::key_id(&self.verifying_key())
+        receipt_key_id(&self.verifying_key())
     }
 
     /// This key as a verifier trusts it.
@@ -592,9 +591,9 @@ fn place_without_replacing(temp: &Path, path: &Path) -> io::Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mindrune_core::runx::receipt::{
-        Authority, Disposition, Enforcement, Idempotency, ReceiptDraft, Reference, ReferenceType,
-        Seal, Subject, VerifyOptions,
+    use mindrune_core::{
+        Authority, Enforcement, Idempotency, ReceiptDisposition, ReceiptDraft, Reference,
+        ReferenceType, Seal, Subject, VerifyOptions, seal_receipt, verify_receipt,
     };
     use serde_json::json;
 
@@ -616,7 +615,7 @@ mod tests {
                 enforcement,
             ),
             Seal::terminal(
-                Disposition::Closed,
+                ReceiptDisposition::Closed,
                 "graph_closed",
                 summary,
                 "2026-05-22T00:00:01Z",
@@ -626,7 +625,7 @@ mod tests {
     }
 
     fn sealed(summary: &str) -> Value {
-        receipt::seal(&draft(summary), &SigningKey::from_bytes(&[7; 32])).unwrap()
+        seal_receipt(&draft(summary), &SigningKey::from_bytes(&[7; 32])).unwrap()
     }
 
     fn names(dir: &Path) -> Vec<String> {
@@ -848,10 +847,10 @@ mod tests {
         assert_eq!(again.verifying_key(), made.verifying_key());
         assert!(format!("{again:?}").contains(&again.kid()));
 
-        let receipt = receipt::seal(&draft("signed"), made.signing_key()).unwrap();
+        let receipt = seal_receipt(&draft("signed"), made.signing_key()).unwrap();
         let store = ReceiptStore::open(ReceiptStore::default_dir(root.path())).unwrap();
         let stored = store.load(store.store(&receipt).unwrap()).unwrap();
-        let verified = receipt::verify(
+        let verified = verify_receipt(
             &stored.receipt,
             &VerifyOptions::trusting([again.trusted_key()]),
         )

@@ -13,11 +13,11 @@
 
 use std::path::PathBuf;
 
-use mindrune_core::runx::admission::{self, Mode, Refusal};
-use mindrune_core::runx::{
+use mindrune_core::{
     ApplyResult, ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, DecisionSchema,
     DraftSchema, parse_contract, to_json,
 };
+use mindrune_core::{Mode, Refusal, bind_change, plan_change};
 use serde_json::{Value, json};
 
 use super::apply::{CandidateCheck, apply_change};
@@ -341,7 +341,7 @@ fn run_steps(
             &unwrap_answer(Act::Architecture, answer.clone()),
         )
         .map_err(|err| err.to_string())?;
-        admission::plan(&base_digest, decision)
+        plan_change(&base_digest, decision)
             .map(|_| ())
             .map_err(|Refusal(reason)| format!("the native plan step refused it: {reason}"))
     };
@@ -356,7 +356,7 @@ fn run_steps(
     passed(report, "architect");
 
     // plan
-    let plan = admission::plan(&base_digest, decision)
+    let plan = plan_change(&base_digest, decision)
         .map_err(|Refusal(reason)| fail(report, "plan", reason))?;
     passed(report, "plan");
     report.plan = Some(plan.clone());
@@ -379,7 +379,7 @@ fn run_steps(
             &unwrap_answer(Act::Author, answer.clone()),
         )
         .map_err(|err| err.to_string())?;
-        admission::bind(&plan, draft)
+        bind_change(&plan, draft)
             .map(|_| ())
             .map_err(|Refusal(reason)| format!("the native bind step refused it: {reason}"))
     };
@@ -395,7 +395,7 @@ fn run_steps(
 
     // bind
     let bundle =
-        admission::bind(&plan, draft).map_err(|Refusal(reason)| fail(report, "bind", reason))?;
+        bind_change(&plan, draft).map_err(|Refusal(reason)| fail(report, "bind", reason))?;
     passed(report, "bind");
     report.bundle = Some(bundle.clone());
 

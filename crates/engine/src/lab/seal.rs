@@ -7,11 +7,11 @@
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::ApplyVerdict;
-use mindrune_core::runx::receipt::{
-    self, Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus, Disposition,
-    Enforcement, Idempotency, IssuerType, ReceiptDraft, Reference, ReferenceType, Seal, SigningKey,
-    Subject,
+use mindrune_core::ApplyVerdict;
+use mindrune_core::{
+    Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus, Enforcement,
+    Idempotency, IssuerType, ReceiptDisposition, ReceiptDraft, ReceiptError, Reference,
+    ReferenceType, Seal, SigningKey, Subject, seal_receipt,
 };
 use serde_json::{Map, Value, json};
 use time::OffsetDateTime;
@@ -32,7 +32,7 @@ pub struct SealRequest {
     pub subject_uri: String,
     pub inputs: Value,
     pub output: Value,
-    pub disposition: Disposition,
+    pub disposition: ReceiptDisposition,
     pub reason_code: String,
     pub summary: String,
     /// Named criteria and whether each held (a step, an expectation).
@@ -52,10 +52,7 @@ pub(crate) fn now_timestamp() -> String {
 }
 
 /// Builds the receipt draft for `request`, closed at `at`.
-pub(crate) fn draft(
-    request: &SealRequest,
-    at: &str,
-) -> Result<ReceiptDraft, receipt::ReceiptError> {
+pub(crate) fn draft(request: &SealRequest, at: &str) -> Result<ReceiptDraft, ReceiptError> {
     // The subject kind is open in Runx; its reference type is not. Runx's runtime names what
     // ran by a `harness` reference (`hrn_<graph>_<node>`), and so does the lab, for a run and a
     // replayed case alike.
@@ -124,7 +121,7 @@ pub(crate) fn seal_into(
 ) -> Result<(String, PathBuf), String> {
     let at = now_timestamp();
     let sealed = draft(request, &at)
-        .and_then(|draft| receipt::seal(&draft, key))
+        .and_then(|draft| seal_receipt(&draft, key))
         .map_err(|err| format!("cannot seal the receipt: {err}"))?;
     let id = sealed["id"].as_str().unwrap_or_default().to_owned();
     let path = store.store(&sealed).map_err(|err| err.to_string())?;
@@ -135,12 +132,12 @@ pub(crate) fn seal_into(
 pub fn run_request(report: &RunReport) -> SealRequest {
     let (disposition, reason_code, summary) = match &report.end {
         RunEnd::Planned => (
-            Disposition::Closed,
+            ReceiptDisposition::Closed,
             "skill_lab_planned".to_owned(),
             "architecture plan bound to the inspected base digest".to_owned(),
         ),
         RunEnd::Applied(result) => (
-            Disposition::Closed,
+            ReceiptDisposition::Closed,
             match result.verdict {
                 ApplyVerdict::ValidatedAndApplied => "skill_lab_applied",
                 ApplyVerdict::Unchanged => "skill_lab_unchanged",
@@ -159,16 +156,16 @@ pub fn run_request(report: &RunReport) -> SealRequest {
             ),
         ),
         RunEnd::NeedsAgent { act, .. } => (
-            Disposition::Deferred,
+            ReceiptDisposition::Deferred,
             "skill_lab_needs_agent".to_owned(),
             format!("waiting for an answer to the {} act", act.task()),
         ),
         RunEnd::Failed { step, reason } => (
             // A refusal by a native step blocks the change; anything else failed.
             if matches!(*step, "plan" | "bind" | "apply") {
-                Disposition::Blocked
+                ReceiptDisposition::Blocked
             } else {
-                Disposition::Failed
+                ReceiptDisposition::Failed
             },
             format!("skill_lab_{step}_refused"),
             format!("{step}: {reason}"),
@@ -207,11 +204,11 @@ pub fn run_request(report: &RunReport) -> SealRequest {
 /// The receipt a harness case seals, from its outcome.
 pub(crate) fn case_request(outcome: &CaseOutcome) -> SealRequest {
     let disposition = match outcome.disposition.as_str() {
-        "closed" => Disposition::Closed,
-        "deferred" => Disposition::Deferred,
-        "blocked" => Disposition::Blocked,
-        "declined" => Disposition::Declined,
-        _ => Disposition::Failed,
+        "closed" => ReceiptDisposition::Closed,
+        "deferred" => ReceiptDisposition::Deferred,
+        "blocked" => ReceiptDisposition::Blocked,
+        "declined" => ReceiptDisposition::Declined,
+        _ => ReceiptDisposition::Failed,
     };
     let criteria = outcome
         .steps

@@ -8,8 +8,9 @@ use std::io;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use mindrune_core::runx::snapshot::{
-    self, IGNORED, MAX_BYTES, MAX_FILES, SnapshotFile, absent_digest,
+use mindrune_core::{
+    SNAPSHOT_IGNORED, SNAPSHOT_MAX_BYTES, SNAPSHOT_MAX_FILES, SnapshotFile, absent_digest,
+    snapshot_digest,
 };
 
 /// A package folder as read from disk.
@@ -55,11 +56,11 @@ pub enum SnapshotError {
     #[error("skill package entry {path:?} has a name that is not UTF-8; rename it")]
     NonUtf8Name { path: String },
     #[error(
-        "skill package exceeds validation limit ({MAX_FILES} files, {MAX_BYTES} bytes): more than {MAX_FILES} files"
+        "skill package exceeds validation limit ({SNAPSHOT_MAX_FILES} files, {SNAPSHOT_MAX_BYTES} bytes): more than {SNAPSHOT_MAX_FILES} files"
     )]
     TooManyFiles,
     #[error(
-        "skill package exceeds validation limit ({MAX_FILES} files, {MAX_BYTES} bytes): more than {MAX_BYTES} bytes"
+        "skill package exceeds validation limit ({SNAPSHOT_MAX_FILES} files, {SNAPSHOT_MAX_BYTES} bytes): more than {SNAPSHOT_MAX_BYTES} bytes"
     )]
     TooLarge,
     #[error("cannot read {}: {source}", .path.display())]
@@ -96,7 +97,7 @@ pub fn snapshot_package(dir: &Path) -> Result<PackageSnapshot, SnapshotError> {
         bytes: 0,
     };
     walk.folder(dir, "")?;
-    let digest = snapshot::snapshot_digest(&walk.files);
+    let digest = snapshot_digest(&walk.files);
     Ok(PackageSnapshot {
         exists: true,
         files: walk.files,
@@ -124,7 +125,7 @@ impl Walk {
                     path: format!("{prefix}{}", name.to_string_lossy()),
                 });
             };
-            if IGNORED.contains(&name.as_str()) {
+            if SNAPSHOT_IGNORED.contains(&name.as_str()) {
                 continue;
             }
             entries.push(name);
@@ -146,11 +147,11 @@ impl Walk {
             if !kind.is_file() {
                 return Err(SnapshotError::SpecialFile { path: relative });
             }
-            if self.files.len() >= MAX_FILES {
+            if self.files.len() >= SNAPSHOT_MAX_FILES {
                 return Err(SnapshotError::TooManyFiles);
             }
             self.bytes = self.bytes.saturating_add(meta.size());
-            if self.bytes > MAX_BYTES {
+            if self.bytes > SNAPSHOT_MAX_BYTES {
                 return Err(SnapshotError::TooLarge);
             }
             let contents = fs::read(&path).map_err(io_err(&path))?;
@@ -196,7 +197,7 @@ mod tests {
         // "a" < "a.md" by bytes, so the folder a/ is walked before the file a.md.
         assert_eq!(paths, ["a/z.md", "a.md", "b"]);
         assert_eq!(snap.files[0].mode & 0o170000, 0o100000);
-        assert_eq!(snap.digest, snapshot::snapshot_digest(&snap.files));
+        assert_eq!(snap.digest, snapshot_digest(&snap.files));
     }
 
     #[test]
@@ -214,7 +215,7 @@ mod tests {
     #[test]
     fn a_package_with_501_files_is_refused() {
         let dir = tempfile::tempdir().unwrap();
-        for index in 0..=MAX_FILES {
+        for index in 0..=SNAPSHOT_MAX_FILES {
             write(dir.path(), &format!("fixtures/f{index:03}.yaml"), "x");
         }
         let err = snapshot_package(dir.path()).unwrap_err();

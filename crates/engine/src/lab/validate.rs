@@ -8,14 +8,14 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use mindrune_core::runx::admission::{self, Mode};
-use mindrune_core::runx::inspect as runx_inspect;
-use mindrune_core::runx::snapshot::SnapshotFile;
-use mindrune_core::runx::{
+use mindrune_core::SnapshotFile;
+use mindrune_core::{
     ArchitectureDecision, ArchitecturePlan, ChangeBundle, ChangeDraft, parse_contract, to_json,
 };
-use mindrune_core::runx::{Package, RUNX_VALIDATION_PREFIX, load_package};
-use mindrune_core::runx::{resource_usage, validate_resources};
+use mindrune_core::{Mode, bind_change, normalize_target_dir, plan_change};
+use mindrune_core::{Package, RUNX_VALIDATION_PREFIX, load_package};
+use mindrune_core::{failure_message, inspect_packets};
+use mindrune_core::{resource_usage, validate_resources};
 use serde_json::{Value, json};
 
 use super::apply::{CandidateCheck, CandidateReport, apply_change};
@@ -267,7 +267,7 @@ impl NativeTools for LabTools<'_> {
                 let decision: ArchitectureDecision =
                     parse_contract("architecture_decision", field(inputs, "architecture")?)
                         .map_err(|err| err.to_string())?;
-                let plan = admission::plan(base, decision).map_err(|err| err.0)?;
+                let plan = plan_change(base, decision).map_err(|err| err.0)?;
                 Ok(json!({"architecture_plan": to_json(&plan)}))
             })(),
             "runx.skill.bind" => (|| {
@@ -277,7 +277,7 @@ impl NativeTools for LabTools<'_> {
                 let draft: ChangeDraft =
                     parse_contract("change_draft", field(inputs, "change_draft")?)
                         .map_err(|err| err.to_string())?;
-                let bundle = admission::bind(&plan, draft).map_err(|err| err.0)?;
+                let bundle = bind_change(&plan, draft).map_err(|err| err.0)?;
                 Ok(json!({"change_bundle": to_json(&bundle)}))
             })(),
             "runx.skill.apply" => (|| {
@@ -320,7 +320,7 @@ impl NativeTools for LabTools<'_> {
                 let target = if requested == "." {
                     String::new()
                 } else {
-                    admission::normalize_target_dir(requested).map_err(|err| err.0)?
+                    normalize_target_dir(requested).map_err(|err| err.0)?
                 };
                 let allow = inputs
                     .get("allow_execute_harness")
@@ -407,7 +407,7 @@ pub fn validate_package(
             ));
         }
     };
-    let inspection = runx_inspect::inspect(
+    let inspection = inspect_packets(
         &package,
         &snapshot.files,
         &dir.display().to_string(),
@@ -417,7 +417,7 @@ pub fn validate_package(
     // Runx's validator inspects the candidate before its harness: an inspection failing as a
     // whole (a step's package or runner that fails) fails the validation
     // (`services/skill_packages/validation.rs`, `validate_candidate`).
-    if let Some(message) = runx_inspect::failure_message(&inspection) {
+    if let Some(message) = failure_message(&inspection) {
         return Ok(report(
             "validation_failed",
             json!({"status": "failed", "error": message}),

@@ -6,8 +6,8 @@
 
 use rusqlite::Transaction;
 
-use mindrune_core::playbook::permissions::{Act, Policy};
-use mindrune_core::playbook::skill_file::{self, Status};
+use mindrune_core::{Act, Policy};
+use mindrune_core::{Status, render_skill};
 
 use super::journal::{self, Entry, Step};
 use super::layout;
@@ -253,7 +253,7 @@ fn go_live(playbooks: &Playbooks, name: &str) -> Result<Plan, PlaybookError> {
         },
         Step::Write {
             path: live_file(name),
-            text: skill_file::render(&skill),
+            text: render_skill(&skill),
         },
         Step::Carry {
             name: name.to_string(),
@@ -332,7 +332,7 @@ fn replace_live(playbooks: &Playbooks, card: &Card) -> Result<Plan, PlaybookErro
         },
         Step::Write {
             path: live_file(name),
-            text: skill_file::render(&skill),
+            text: render_skill(&skill),
         },
     ];
     let mut outcome = match (card.kind, card.restore_version) {
@@ -399,7 +399,7 @@ fn retire(playbooks: &Playbooks, name: &str) -> Result<Plan, PlaybookError> {
     let steps = vec![
         Step::Write {
             path: live_file(name),
-            text: skill_file::render(&skill),
+            text: render_skill(&skill),
         },
         Step::Carry {
             name: name.to_string(),

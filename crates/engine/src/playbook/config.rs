@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::playbook::permissions::Permissions;
+use mindrune_core::Permissions;
 use serde::Deserialize;
 
 use super::PlaybookError;

@@ -12,7 +12,9 @@
 
 use rusqlite::Connection;
 
-use mindrune_core::playbook::skill_file::{self, SkillFile, Status};
+use mindrune_core::{
+    CheckContext, SkillFile, Status, blocking_checks, parse_skill_file, render_skill, tool_sequence,
+};
 
 use super::cards::{self, Answered};
 use super::layout::{self, OnDisk};
@@ -194,13 +196,13 @@ impl Playbooks {
             ));
         }
         // 2. The same sequence of tools as an existing skill.
-        let tools = skill_file::tool_sequence(&proposal.skill);
+        let tools = tool_sequence(&proposal.skill);
         if !tools.is_empty() {
             for existing in self.comparable_skills()? {
                 let Ok(parsed) = &existing.parsed else {
                     continue;
                 };
-                if skill_file::tool_sequence(parsed) != tools {
+                if tool_sequence(parsed) != tools {
                     continue;
                 }
                 let is_live = existing.dir.parent() == Some(&layout::skills_dir(&self.workspace));
@@ -230,7 +232,7 @@ impl Playbooks {
                 let Ok(parsed) = &retired.parsed else {
                     continue;
                 };
-                if skill_file::tool_sequence(parsed) != tools {
+                if tool_sequence(parsed) != tools {
                     continue;
                 }
                 let version = retired
@@ -277,7 +279,7 @@ impl Playbooks {
         skill: &SkillFile,
         what: &str,
     ) -> Result<String, PlaybookError> {
-        let text = skill_file::render(skill);
+        let text = render_skill(skill);
         self.checked_text(&text, what, Some(skill))?;
         Ok(text)
     }
@@ -290,7 +292,7 @@ impl Playbooks {
         what: &str,
         expected: Option<&SkillFile>,
     ) -> Result<SkillFile, PlaybookError> {
-        let (parsed, _) = skill_file::parse(text).map_err(|err| {
+        let (parsed, _) = parse_skill_file(text).map_err(|err| {
             PlaybookError::refused(
                 Rule::Unreadable,
                 format!("{what} does not read back cleanly: {err}"),
@@ -317,13 +319,13 @@ impl Playbooks {
         let tools = self.runtime_tools();
         let home = self.config.home.to_string_lossy();
         let workspace = self.workspace.to_string_lossy();
-        let context = skill_file::CheckContext {
+        let context = CheckContext {
             runtime_tools: &tools,
             home: &home,
             workspace: &workspace,
             scrubber: &self.scrubber,
         };
-        let blockers = skill_file::blocking_checks(text, &parsed, &context);
+        let blockers = blocking_checks(text, &parsed, &context);
         if !blockers.is_empty() {
             let lines: Vec<String> = blockers
                 .iter()

@@ -12,7 +12,7 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
-use mindrune_core::playbook::skill_file;
+use mindrune_core::{owed_fields, parse_skill_file};
 
 use super::layout;
 use super::{PlaybookError, Playbooks, Rule, io_error};
@@ -60,10 +60,10 @@ impl Playbooks {
             let parsed = result
                 .as_ref()
                 .ok()
-                .and_then(|text| skill_file::parse(text).ok());
+                .and_then(|text| parse_skill_file(text).ok());
             let revision = parsed.as_ref().and_then(|(skill, _)| skill.version);
             if let Some((skill, _)) = &parsed {
-                owed = skill_file::owed_fields(skill);
+                owed = owed_fields(skill);
             }
             self.ledger
                 .log_read(&name, revision, result.is_ok(), turn)?;
@@ -93,7 +93,7 @@ impl Playbooks {
         };
         let revision = fs::read_to_string(&resolved)
             .ok()
-            .and_then(|text| skill_file::parse(&text).ok())
+            .and_then(|text| parse_skill_file(&text).ok())
             .and_then(|(skill, _)| skill.version);
         self.ledger.log_read(&name, revision, ok, turn)?;
         Ok(Some(name))

@@ -316,7 +316,7 @@ mod tests {
         )
         .unwrap();
         let playbooks = Playbooks::open(&ws).unwrap();
-        let (skill, _) = mindrune_core::playbook::skill_file::parse(SKILL).unwrap();
+        let (skill, _) = mindrune_core::parse_skill_file(SKILL).unwrap();
         let proposal = Proposal {
             name: "weekly".into(),
             skill,

@@ -12,7 +12,7 @@
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::playbook::{observer, transcript};
+use mindrune_core::{describe_repeat, parse_transcript, redone_in_last_turn};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -167,8 +167,8 @@ impl Playbooks {
                 text = read_tail(transcript_path)?;
             }
         }
-        let read = transcript::parse(&text);
-        let Some(repeat) = observer::redone_in_last_turn(&read.turns) else {
+        let read = parse_transcript(&text);
+        let Some(repeat) = redone_in_last_turn(&read.turns) else {
             return Ok(HostHook::Observed {
                 suggestion: None,
                 diagnostics: read.diagnostics.len(),
@@ -179,7 +179,7 @@ impl Playbooks {
             .ledger
             .read(|connection| super::ledger::observer_suggestions_like(connection, &pattern))?;
         let suggestion = if suggested == 0 {
-            Some(self.observer_suggests(&observer::describe(&repeat, &read.turns))?)
+            Some(self.observer_suggests(&describe_repeat(&repeat, &read.turns))?)
         } else {
             None
         };

@@ -14,7 +14,7 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::playbook::skill_file::{self, SkillFile, Status};
+use mindrune_core::{MAX_SKILL_BYTES, SkillFile, Status, parse_skill_file};
 
 use super::{PlaybookError, Rule, io_error};
 use crate::atomic_file::{Replace, write_atomic_with};
@@ -147,14 +147,14 @@ pub fn read_skill_text(dir: &Path) -> Result<Option<String>, PlaybookError> {
             format!("{} is not a plain file", path.display()),
         ));
     }
-    if metadata.len() > skill_file::MAX_SKILL_BYTES as u64 {
+    if metadata.len() > MAX_SKILL_BYTES as u64 {
         return Err(PlaybookError::refused(
             Rule::Unreadable,
             format!(
                 "{} is {} bytes, over the {}-byte limit for a skill file",
                 path.display(),
                 metadata.len(),
-                skill_file::MAX_SKILL_BYTES
+                MAX_SKILL_BYTES
             ),
         ));
     }
@@ -187,7 +187,7 @@ impl OnDisk {
 
     /// The fingerprint of the exact file: what a revision must have been written against.
     pub(crate) fn fingerprint(&self) -> String {
-        mindrune_core::digest::sha256(self.text.as_bytes())
+        mindrune_core::sha256(self.text.as_bytes())
     }
 }
 
@@ -196,7 +196,7 @@ pub(crate) fn load(dir: &Path, name: &str) -> Result<Option<OnDisk>, PlaybookErr
     let Some(text) = read_skill_text(dir)? else {
         return Ok(None);
     };
-    let parsed = skill_file::parse(&text)
+    let parsed = parse_skill_file(&text)
         .map(|(skill, _)| skill)
         .map_err(|err| err.to_string());
     Ok(Some(OnDisk {

@@ -25,27 +25,46 @@
 //! [`cards`], and both do it inside [`ledger::Ledger::locked`], after the blocking checks of
 //! `mindrune_core::playbook::skill_file`.
 
-pub mod cards;
-pub mod config;
-pub mod cost;
-pub mod door;
-pub mod file_tools;
-pub mod fixer;
-pub mod fixer_agent;
-pub(crate) mod host;
+mod cards;
+mod config;
+mod cost;
+mod door;
+mod file_tools;
+mod fixer;
+mod fixer_agent;
+mod host;
 mod journal;
-pub mod layout;
+mod layout;
 mod ledger;
-pub mod record;
-pub mod refine;
-pub mod report;
-pub mod search;
-pub mod suggest;
+mod record;
+mod refine;
+mod report;
+mod search;
+mod suggest;
+
+// What the crate root's `pub use` list takes from these files.
+pub use cards::{Answered, preview as preview_card};
+pub use config::{CONFIG_FILE, PERMISSIONS_FILE};
+pub use cost::parse as parse_turn_cost;
+pub use door::{Attendance, Created, Proposal, Suggester};
+pub use file_tools::MAX_WRITE_BYTES;
+pub use fixer::{FixerStart, run_command_masked};
+pub use fixer_agent::{Fixed, FixerError};
+pub(crate) use host::HostHook;
+pub(crate) use layout::SKILLS;
+pub use layout::{
+    carried, live_dir, read_skill_text, skills_dir, write_atomic as write_playbook_atomic,
+};
+pub use record::{SkillRecord, render as render_records};
+pub use refine::Filed;
+pub use report::Report;
+pub use search::{MAX_QUERY_BYTES, MAX_QUERY_WORDS};
+pub use suggest::DoneTask;
 
 use std::path::{Path, PathBuf};
 
-use mindrune_core::playbook::permissions::Permissions;
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::Permissions;
+use mindrune_core::Scrubber;
 
 pub(crate) use config::PlaybookConfig;
 pub(crate) use ledger::Ledger;

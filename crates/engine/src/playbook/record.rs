@@ -9,8 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
-use mindrune_core::playbook::fisher::{self, Comparison, Verdict};
-use mindrune_core::playbook::skill_file::Status;
+use mindrune_core::Status;
+use mindrune_core::{Comparison, MIN_READS, Verdict, compare_revisions};
 
 use super::cost;
 use super::layout;
@@ -103,7 +103,7 @@ impl Playbooks {
                 (Some(live), Some(previous)) => {
                     let live = revisions.get(&live).cloned().unwrap_or_default();
                     let previous = revisions.get(&previous).cloned().unwrap_or_default();
-                    Some(fisher::compare_revisions(
+                    Some(compare_revisions(
                         live.reads,
                         live.corrections,
                         previous.reads,
@@ -115,7 +115,7 @@ impl Playbooks {
             let owed = skill
                 .parsed
                 .as_ref()
-                .map(mindrune_core::playbook::skill_file::owed_fields)
+                .map(mindrune_core::owed_fields)
                 .unwrap_or_default();
             let cost = cost::of_turns(turns.iter().map(String::as_str), &self.workspace);
             records.push(SkillRecord {
@@ -211,7 +211,7 @@ pub fn render(records: &[SkillRecord]) -> String {
                     }
                     Verdict::TooEarly => format!(
                         "too early to say whether v{live} did better than v{previous} (each needs {} reads)",
-                        fisher::MIN_READS
+                        MIN_READS
                     ),
                 };
                 format!("{said} ({}{p})", comparison.test)

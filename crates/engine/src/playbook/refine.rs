@@ -1,11 +1,11 @@
 //! `skill_refine`: the one way an existing skill changes. `report` records a correction and
 //! starts the fixer; `revise`, `revert` and `retire` each file a card.
 
-use mindrune_core::playbook::permissions::{Act, Policy};
-use mindrune_core::playbook::skill_file::Status;
+use mindrune_core::Status;
+use mindrune_core::{Act, Policy};
 
 use super::cards::{self, Answered};
-use mindrune_core::digest;
+use mindrune_core::sha256;
 
 use super::fixer::{self, FixerStart};
 use super::layout::{self, OnDisk};
@@ -55,9 +55,7 @@ impl Playbooks {
         } else {
             None
         };
-        let digest = token
-            .as_deref()
-            .map(|token| digest::sha256(token.as_bytes()));
+        let digest = token.as_deref().map(|token| sha256(token.as_bytes()));
         let id = self.ledger.locked(|tx| {
             Ok(ledger::add_correction(
                 tx,
@@ -389,7 +387,7 @@ impl Playbooks {
         let expected = self
             .ledger
             .read(|connection| ledger::fixer_token_digest(connection, report))?;
-        if expected.is_none() || expected != Some(digest::sha256(token.as_bytes())) {
+        if expected.is_none() || expected != Some(sha256(token.as_bytes())) {
             return Err(PlaybookError::refused(
                 Rule::Invalid,
                 format!(

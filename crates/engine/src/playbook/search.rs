@@ -6,7 +6,7 @@
 //! or retired is dropped. Only active skills are found; drafts and retired skills are not
 //! there to be followed.
 
-use mindrune_core::playbook::skill_file::{SkillFile, Status};
+use mindrune_core::{SkillFile, Status};
 
 use super::{PlaybookError, Playbooks};
 use super::{layout, ledger};
@@ -89,7 +89,7 @@ impl Playbooks {
                     .ok()
                     .flatten()
                     .and_then(|skill| skill.parsed.ok())
-                    .map(|skill| mindrune_core::playbook::skill_file::owed_fields(&skill))
+                    .map(|skill| mindrune_core::owed_fields(&skill))
                     .unwrap_or_default(),
                 carried: carried.contains(&name),
                 when: if use_when.trim().is_empty() {

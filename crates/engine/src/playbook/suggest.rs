@@ -100,9 +100,7 @@ impl Playbooks {
         Ok(
             super::layout::list(&super::layout::skills_dir(&self.workspace))?
                 .into_iter()
-                .filter(|skill| {
-                    skill.status() == Some(mindrune_core::playbook::skill_file::Status::Active)
-                })
+                .filter(|skill| skill.status() == Some(mindrune_core::Status::Active))
                 .map(|skill| skill.name)
                 .filter(|name| !carried.contains(name))
                 .collect(),

@@ -3,7 +3,7 @@
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::response::Response;
-use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_core::SharingBar;
 use mindrune_store::{Agent, AgentId, AvatarState, Owner, SkillEntry, Store, WealthPoint};
 
 use super::family::attention_html;
@@ -40,7 +40,7 @@ pub(super) fn quests_in_all(store: &dyn Store) -> Result<Option<usize>, ApiError
     if store.vocabulary_digest()?.is_none() {
         return Ok(None);
     }
-    let vocabulary = mindrune_engine::avatars::tags::vocabulary(store)?;
+    let vocabulary = mindrune_engine::load_vocabulary(store)?;
     Ok(vocabulary.counts_by_kind().get("quest").copied())
 }
 
@@ -220,7 +220,7 @@ fn quests_html(view: &StatsView<'_>, stats: &AvatarStats, shown_text: &Shown) ->
 /// What an avatar's page shows beside its scripts and stats: what needs attention for it, at
 /// the page's clock.
 pub(super) struct AvatarExtras<'a> {
-    pub(super) attention: &'a [mindrune_engine::avatars::attention::Item],
+    pub(super) attention: &'a [mindrune_engine::AttentionItem],
     pub(super) now: i64,
 }
 
@@ -308,7 +308,7 @@ pub(super) async fn avatar_page(
                     .cmp(&a.family)
                     .then_with(|| a.skill.name.cmp(&b.skill.name))
             });
-            let now = mindrune_engine::avatars::ingest::now_millis();
+            let now = mindrune_engine::now_millis();
             for entry in entries {
                 let mut versions = store.versions(owner_id, entry.skill.id)?;
                 let Some(shown) = shown_index(&entry.skill, &versions, entry.family, bar) else {
@@ -373,13 +373,8 @@ pub(super) async fn avatar_page(
                 href: format!("/dashboard/avatars/{}", agent.id.0),
             };
             let shown_text = Shown::new(&[]);
-            let attention = mindrune_engine::avatars::attention::needs_attention(
-                store,
-                owner_id,
-                Some(agent.id),
-                now,
-                &runners,
-            )?;
+            let attention =
+                mindrune_engine::needs_attention(store, owner_id, Some(agent.id), now, &runners)?;
             let extras = AvatarExtras {
                 attention: &attention,
                 now,

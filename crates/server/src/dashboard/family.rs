@@ -4,7 +4,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::now_millis;
 use mindrune_store::{Agent, DAY_MILLIS, Owner, SkillEntry, SkillId};
 
 use super::script::sharing_html;
@@ -91,7 +91,7 @@ pub(super) struct FamilyView<'a> {
     pub(super) period: Period,
     pub(super) changes: Changes,
     /// What needs attention, most harmful first.
-    pub(super) attention: Vec<mindrune_engine::avatars::attention::Item>,
+    pub(super) attention: Vec<mindrune_engine::AttentionItem>,
 }
 
 pub(super) fn family_html(view: &FamilyView<'_>, csrf: &str, shown_text: &Shown) -> Markup {
@@ -208,7 +208,7 @@ pub(super) fn tile_html(tile: &Tile<'_>, now: i64, shown_text: &Shown) -> Markup
 
 /// "Needs attention", first on the page: each item with its facts, its links and what to do.
 pub(super) fn attention_html(
-    items: &[mindrune_engine::avatars::attention::Item],
+    items: &[mindrune_engine::AttentionItem],
     now: i64,
     shown_text: &Shown,
 ) -> Markup {
@@ -229,28 +229,24 @@ pub(super) fn attention_html(
 }
 
 /// One item of "Needs attention".
-fn attention_item(
-    item: &mindrune_engine::avatars::attention::Item,
-    now: i64,
-    shown_text: &Shown,
-) -> Markup {
-    use mindrune_engine::avatars::attention::Item;
+fn attention_item(item: &mindrune_engine::AttentionItem, now: i64, shown_text: &Shown) -> Markup {
+    use mindrune_engine::AttentionItem;
     let class = match item {
-        Item::Failing(_) => "failing-now",
-        Item::Quiet(_) => "quiet",
-        Item::RunnerStopped(_) => "runner-stopped",
+        AttentionItem::Failing(_) => "failing-now",
+        AttentionItem::Quiet(_) => "quiet",
+        AttentionItem::RunnerStopped(_) => "runner-stopped",
     };
     html! {
         li class=(class) {
             @match item {
-                Item::Failing(f) => (failing_html(f, now, shown_text)),
-                Item::Quiet(q) => {
+                AttentionItem::Failing(f) => (failing_html(f, now, shown_text)),
+                AttentionItem::Quiet(q) => {
                     a href={ "/dashboard/avatars/" (q.agent.0) } {
                         (shown_text.plain(&q.agent_name))
                     }
                     " has been quiet since " (html::time_ago(Some(q.last_run), now))
                 },
-                Item::RunnerStopped(r) => {
+                AttentionItem::RunnerStopped(r) => {
                     @let name = shown_text.plain(&r.agent_name);
                     (icons::warning()) " "
                     a href={ "/dashboard/avatars/" (r.agent.0) } { (name) }
@@ -266,11 +262,7 @@ fn attention_item(
 }
 
 /// A failing script's item: how long it has failed, why, and the version that broke it.
-fn failing_html(
-    f: &mindrune_engine::avatars::attention::Failing,
-    now: i64,
-    shown_text: &Shown,
-) -> Markup {
+fn failing_html(f: &mindrune_engine::Failing, now: i64, shown_text: &Shown) -> Markup {
     let id = f.skill.0;
     html! {
         (icons::warning()) " "
@@ -404,7 +396,7 @@ pub(super) struct Visit<'a> {
     pub(super) last_visit: Option<i64>,
     pub(super) range: ChartRange,
     pub(super) now: i64,
-    pub(super) runners: &'a [mindrune_engine::avatars::attention::RunnerSeen],
+    pub(super) runners: &'a [mindrune_engine::RunnerSeen],
 }
 
 /// Reads everything the family page shows.
@@ -519,9 +511,7 @@ pub(super) fn family_view<'a>(
         now,
         period,
         changes,
-        attention: mindrune_engine::avatars::attention::needs_attention(
-            store, owner.id, None, now, runners,
-        )?,
+        attention: mindrune_engine::needs_attention(store, owner.id, None, now, runners)?,
     })
 }
 
@@ -547,7 +537,7 @@ pub(super) async fn family_page(
         .blocking(move || -> Result<Markup, ApiError> {
             let owner = store.owner(owner_id)?;
             let agents = store.agents(owner_id)?;
-            let entries = mindrune_engine::display::skills_as_of(store, owner_id, None, now)?;
+            let entries = mindrune_engine::skills_as_of(store, owner_id, None, now)?;
             let visit = Visit {
                 last_visit: since,
                 range,

@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::extract::rejection::FormRejection;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Redirect, Response};
-use mindrune_engine::avatars::ingest::now_millis;
+use mindrune_engine::now_millis;
 use serde::Deserialize;
 
 use super::{LOGIN_GUARD, MAX_KEY_CHARS, MAX_NAME_CHARS};

@@ -1,6 +1,6 @@
 //! What a script entry shows: its code, versions, runs and sharing.
 
-use mindrune_core::avatars::sharing::SharingBar;
+use mindrune_core::SharingBar;
 use mindrune_store::{HeaderState, Owner, SkillEntry, Version};
 
 use crate::html::{Markup, Shown, count, html, points, when};
@@ -175,7 +175,7 @@ pub(super) fn versions_html(view: &ScriptView, shown_text: &Shown) -> Markup {
     html! {
         details class="versions" {
             summary { "Versions (" (view.versions.len()) ")" }
-            @if let Some(best) = mindrune_engine::display::best_other(&view.versions, shown) {
+            @if let Some(best) = mindrune_engine::best_other(&view.versions, shown) {
                 p class="best" { "best: v" (best.number) ", " (points(best.score)) }
             }
             div class="table-scroll" { table class="stack" {

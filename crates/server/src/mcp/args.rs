@@ -1,7 +1,7 @@
 //! The tools' arguments. Their doc comments are the schema descriptions the assistant reads.
 
-use mindrune_core::playbook::permissions::Act;
-use mindrune_engine::playbook::door::Suggester;
+use mindrune_core::Act;
+use mindrune_engine::Suggester;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -265,9 +265,7 @@ pub(super) struct CallPrint(pub(super) String);
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Args<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        let print = CallPrint(mindrune_core::digest::sha256(
-            canonical_json(&value).as_bytes(),
-        ));
+        let print = CallPrint(mindrune_core::sha256(canonical_json(&value).as_bytes()));
         Ok(Args(
             serde_path_to_error::deserialize(value).map_err(|err| {
                 // serde's message may quote a value: only its start is echoed.
@@ -352,9 +350,9 @@ pub(super) fn cut(text: &str, chars: usize) -> std::borrow::Cow<'_, str> {
 /// The bound of one argument: the longest string (at any depth under it) in bytes, and the
 /// most items of a list.
 fn bound_of(tool: &str, argument: &str) -> usize {
-    use mindrune_core::playbook::skill_file::MAX_SKILL_BYTES;
-    use mindrune_engine::playbook::file_tools::MAX_WRITE_BYTES;
-    use mindrune_engine::playbook::search::MAX_QUERY_BYTES;
+    use mindrune_core::MAX_SKILL_BYTES;
+    use mindrune_engine::MAX_QUERY_BYTES;
+    use mindrune_engine::MAX_WRITE_BYTES;
     match (tool, argument) {
         ("file_write", "content") => MAX_WRITE_BYTES,
         (_, "content" | "procedure") => MAX_SKILL_BYTES,

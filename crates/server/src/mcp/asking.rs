@@ -1,7 +1,7 @@
 //! A tool's answer, and asking the human (elicitation or an input-required round) under `ask`.
 
-use mindrune_core::playbook::permissions::Act;
-use mindrune_engine::playbook::PlaybookError;
+use mindrune_core::Act;
+use mindrune_engine::PlaybookError;
 use rmcp::model::{ElicitResult, ElicitationAction, InputRequiredResult};
 use serde_json::Value;
 

@@ -1,7 +1,7 @@
 //! `mindrune mcp`: the playbook skills' MCP face, a stdio server with the assistant's eight tools
 //! (`workspace_read`, `file_write`, `file_copy`, `file_move`, `skill_create`, `skill_refine`,
 //! `playbook_search`, `playbook_record`). Each is a thin layer on
-//! [`mindrune_engine::playbook::Playbooks`]: the engine is synchronous (SQLite inside), so every
+//! [`mindrune_engine::Playbooks`]: the engine is synchronous (SQLite inside), so every
 //! call runs on Tokio's blocking pool.
 //!
 //! Results are text. A rule saying no ([`PlaybookError::Refused`]) and a machine failure alike
@@ -49,10 +49,10 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 
-use mindrune_core::playbook::permissions::{Act, Policy};
-use mindrune_engine::playbook::door::{Attendance, Created};
-use mindrune_engine::playbook::fixer::FixerStart;
-use mindrune_engine::playbook::{PlaybookError, Playbooks};
+use mindrune_core::{Act, Policy};
+use mindrune_engine::FixerStart;
+use mindrune_engine::{Attendance, Created};
+use mindrune_engine::{PlaybookError, Playbooks};
 use rmcp::ServiceExt as _;
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{

@@ -1,7 +1,7 @@
 //! The proposal a `skill_create` call makes, read from the assistant's free JSON.
 
-use mindrune_core::playbook::skill_file::{SkillFile, Step};
-use mindrune_engine::playbook::door::Proposal;
+use mindrune_core::{SkillFile, Step};
+use mindrune_engine::Proposal;
 use serde_json::Value;
 
 use super::args::CreateArgs;

@@ -1,9 +1,9 @@
 //! A `skill_refine` call: its action's arguments, and the answers to what it filed.
 
-use mindrune_engine::playbook::CardState;
-use mindrune_engine::playbook::cards::Answered;
-use mindrune_engine::playbook::refine::Filed;
-use mindrune_engine::playbook::report::Report;
+use mindrune_engine::Answered;
+use mindrune_engine::CardState;
+use mindrune_engine::Filed;
+use mindrune_engine::Report;
 
 use super::args::{RefineAction, RefineArgs};
 use super::asking::Answer;

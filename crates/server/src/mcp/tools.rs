@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use mindrune_engine::playbook::record;
+use mindrune_engine::render_records;
 use rmcp::handler::server::tool::{InputResponses as ToolInputResponses, RequestState};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
@@ -290,7 +290,7 @@ impl PlaybookServer {
                         "there is no live skill named {} in skills/",
                         skill.unwrap_or_default()
                     )),
-                    Ok(records) => Answer::ok(record::render(&records).trim_end()),
+                    Ok(records) => Answer::ok(render_records(&records).trim_end()),
                     Err(answer) => answer,
                 }
             }

@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use mindrune_engine::avatars::mirror_writer;
+use mindrune_engine::held_keys;
 use serde::Serialize;
 
 use super::client::Failure;
@@ -319,7 +319,7 @@ impl Runner<'_> {
             boundary: WireBoundary::TurnEnd,
             files: turn.files,
             mirror: Some(MirrorRequest {
-                have: mirror_writer::held_keys(&self.mirror_dir),
+                have: held_keys(&self.mirror_dir),
             }),
         };
         let body = serde_json::to_vec(&request)

@@ -3,7 +3,7 @@
 //! The server never sees the agent's disk: the runner sends, with each call, the scripts it ran
 //! as they were when the call finished, and with each turn end the files directly in
 //! `bots/<agent>/` (its scripts and `lab_log.md`, never `bot.env`). Every read goes through
-//! [`workspace::read_contained_limited`] (no symlink or `..` leads out of the workspace, sizes
+//! [`read_contained_limited`] (no symlink or `..` leads out of the workspace, sizes
 //! are bounded), and everything that leaves the machine is scrubbed first with the bot's own
 //! secrets from `bot.env`, so its password never reaches the server.
 
@@ -11,14 +11,15 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::SystemTime;
 
-use mindrune_core::avatars::event::{Call, Event, RawEvent};
-use mindrune_core::secrets::Scrubber;
-use mindrune_core::shell_line::{self, ShellContext};
-use mindrune_engine::avatars::ingest::{UnreadableBotEnv, bot_env_secrets};
-use mindrune_engine::avatars::turn::MAX_LAB_LOG_BYTES;
-use mindrune_engine::workspace::{
-    self, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT, read_contained_limited,
+use mindrune_core::Scrubber;
+use mindrune_core::{Call, Event, RawEvent};
+use mindrune_core::{ShellContext, classify_shell_line};
+use mindrune_engine::MAX_LAB_LOG_BYTES;
+use mindrune_engine::{
+    LocalFiles, MAX_SCRIPT_BYTES, ReadError, SANDBOX_ROOT, list_contained, names_not_utf8,
+    read_contained_limited, script_of_bot, stat_contained_limited, workspace_relative,
 };
+use mindrune_engine::{UnreadableBotEnv, bot_env_secrets};
 use serde::{Deserialize, Serialize};
 
 use super::spool::{Kind, event_json};
@@ -57,7 +58,7 @@ impl AgentFolder<'_> {
     /// that exists but cannot be read is an error, and nothing is to be spooled or sent until
     /// it can (the bot's password could not be scrubbed from it).
     pub fn scrubber(&self) -> Result<Scrubber, UnreadableBotEnv> {
-        let known = bot_env_secrets(&workspace::LocalFiles(self.workspace), self.agent)?;
+        let known = bot_env_secrets(&LocalFiles(self.workspace), self.agent)?;
         let refs: Vec<&str> = known.iter().map(String::as_str).collect();
         Ok(Scrubber::new(&refs))
     }
@@ -70,7 +71,7 @@ impl AgentFolder<'_> {
             Call::Shell { command, cwd } => {
                 let workspace = self.workspace.to_string_lossy();
                 let roots = [SANDBOX_ROOT, workspace.as_ref()];
-                shell_line::classify_shell_line(
+                classify_shell_line(
                     command,
                     &ShellContext {
                         cwd: cwd.as_deref(),
@@ -79,14 +80,14 @@ impl AgentFolder<'_> {
                 )
                 .runs
             }
-            Call::ExecuteScript { script } => workspace::workspace_relative(script, self.workspace)
+            Call::ExecuteScript { script } => workspace_relative(script, self.workspace)
                 .into_iter()
                 .collect(),
             Call::ExecuteCode { .. } => Vec::new(),
         };
         candidates
             .into_iter()
-            .filter(|path| workspace::script_of_bot(path).is_some_and(|(bot, _)| bot == self.agent))
+            .filter(|path| script_of_bot(path).is_some_and(|(bot, _)| bot == self.agent))
             .collect()
     }
 
@@ -120,9 +121,9 @@ impl AgentFolder<'_> {
 
     /// The names a snapshot holds, as the folder lists them now.
     fn snapshot_names(&self) -> Vec<String> {
-        match workspace::list_contained(self.workspace, &self.bot_dir()) {
+        match list_contained(self.workspace, &self.bot_dir()) {
             Ok(Some(names)) => {
-                for name in workspace::names_not_utf8(self.workspace, &self.bot_dir()) {
+                for name in names_not_utf8(self.workspace, &self.bot_dir()) {
                     tracing::warn!(
                         "{}/{name}: its name is not UTF-8, so it is not sent and MindRune cannot record or share it; rename it",
                         self.bot_dir()
@@ -151,7 +152,7 @@ impl AgentFolder<'_> {
         let mut entries = Vec::new();
         for name in self.snapshot_names() {
             let relative = format!("{}/{name}", self.bot_dir());
-            let stamp = workspace::stat_contained_limited(self.workspace, &relative, u64::MAX)
+            let stamp = stat_contained_limited(self.workspace, &relative, u64::MAX)
                 .ok()
                 .flatten();
             entries.push((name, stamp.map(|s| (s.len, s.modified, s.inode))));
@@ -197,7 +198,7 @@ impl AgentFolder<'_> {
         let mut raw: RawEvent = serde_json::from_slice(bytes).map_err(|err| {
             format!("not an event of the event contract ({err}); the hook writes these files, so check what else writes into the inbox")
         })?;
-        let event: Event = mindrune_core::avatars::event::check(raw.clone())
+        let event: Event = mindrune_core::check_event(raw.clone())
             .map_err(|err| format!("not a valid event: {err}"))?;
         if event.agent != self.agent {
             return Err(format!(
@@ -236,7 +237,7 @@ impl AgentFolder<'_> {
         if let Some(script) = &raw.script
             && Path::new(script).is_absolute()
             && !Path::new(script).starts_with(SANDBOX_ROOT)
-            && let Some(relative) = workspace::workspace_relative(script, self.workspace)
+            && let Some(relative) = workspace_relative(script, self.workspace)
         {
             raw.script = Some(relative);
         }

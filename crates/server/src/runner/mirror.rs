@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::time::Instant;
 
-use mindrune_engine::avatars::mirror_writer::{self, MirrorError, Wanted};
+use mindrune_engine::{MirrorError, Wanted, held_keys, write_empty_mirror, write_mirror};
 
 use super::client::Failure;
 use super::spool;
@@ -30,7 +30,7 @@ impl Runner<'_> {
             boundary: WireBoundary::Start,
             files: folder.snapshot(&scrubber),
             mirror: Some(MirrorRequest {
-                have: mirror_writer::held_keys(&self.mirror_dir),
+                have: held_keys(&self.mirror_dir),
             }),
         };
         let body = serde_json::to_vec(&request)
@@ -90,7 +90,7 @@ impl Runner<'_> {
     /// would show siblings' skills that may no longer be shared.
     pub(super) fn empty_mirror(&mut self) {
         self.mirror_emptied = true;
-        match mirror_writer::empty(&self.mirror_dir) {
+        match write_empty_mirror(&self.mirror_dir) {
             Ok(report) => tracing::warn!(
                 removed = report.removed.len(),
                 "emptied {} until the server answers (better empty than stale)",
@@ -108,7 +108,7 @@ impl Runner<'_> {
         // Tried now, whatever the answer: a refusal is not asked again at every poll.
         self.last_mirror = Instant::now();
         let body = serde_json::to_vec(&MirrorRequest {
-            have: mirror_writer::held_keys(&self.mirror_dir),
+            have: held_keys(&self.mirror_dir),
         })
         .map_err(|err| Halt::Away(format!("cannot encode a mirror request: {err}")))?;
         match self.client.post::<MirrorAnswer>("/v1/mirror", &body) {
@@ -143,7 +143,7 @@ impl Runner<'_> {
             .iter()
             .filter_map(|file| Some((file.path.as_str(), file.content.as_deref()?)))
             .collect();
-        let written = mirror_writer::refresh(&self.mirror_dir, &wanted, &mut |item| {
+        let written = write_mirror(&self.mirror_dir, &wanted, &mut |item| {
             contents
                 .get(item.path.as_str())
                 .map(|content| (*content).to_string())

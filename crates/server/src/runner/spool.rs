@@ -24,8 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use mindrune_core::avatars::event::{Call, Event, EventKind, RawEvent};
-use mindrune_engine::atomic_file::{self, Replace, write_atomic_with};
+use mindrune_core::{Call, Event, EventKind, RawEvent};
+use mindrune_engine::{Replace, write_atomic_with};
 
 /// Where the hook puts items for the runner.
 pub const INBOX: &str = "inbox";
@@ -166,7 +166,7 @@ pub(crate) fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), S
 }
 
 fn sync_dir(dir: &Path) -> Result<(), SpoolError> {
-    atomic_file::sync_dir(dir).map_err(io("sync", dir))
+    mindrune_engine::sync_dir(dir).map_err(io("sync", dir))
 }
 
 fn create_dir(path: &Path) -> Result<(), SpoolError> {
@@ -504,7 +504,7 @@ fn list(dir: &Path) -> Result<Vec<Item>, SpoolError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mindrune_core::avatars::event::parse_line;
+    use mindrune_core::parse_line;
 
     fn shell_event(id: Option<&str>) -> Event {
         parse_line(

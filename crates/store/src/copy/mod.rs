@@ -702,7 +702,7 @@ mod tests {
             AgentId, HeaderState, NewLesson, NewSnippetUse, NewUse, Outcome, OwnerId,
             ScriptSnapshot, SkillHeader, VocabularyEntry, VocabularySource,
         };
-        use mindrune_core::digest::secret_digest;
+        use mindrune_core::secret_digest;
 
         /// A test's own schema, dropped when the test ends (also when it failed).
         struct Dest {
@@ -783,7 +783,7 @@ mod tests {
                 agent,
                 path: format!("bots/{bot}/{name}.ts"),
                 name: name.into(),
-                digest: mindrune_core::digest::sha256(code.as_bytes()),
+                digest: mindrune_core::sha256(code.as_bytes()),
                 code,
                 tags: vec!["item:oak-logs".into(), "skill:woodcutting".into()],
                 header: SkillHeader {
@@ -900,7 +900,7 @@ mod tests {
                             owner,
                             &NewSnippetUse {
                                 agent,
-                                digest: mindrune_core::digest::sha256(code.as_bytes()),
+                                digest: mindrune_core::sha256(code.as_bytes()),
                                 code,
                                 outcome: outcome(at, n),
                                 output: None,

@@ -177,6 +177,6 @@ impl TableDigest {
     /// The row count and the digest as `sha256:<hex>`.
     pub(super) fn finish(self) -> (u64, String) {
         let hash = self.hasher.finalize();
-        (self.rows, mindrune_core::digest::sha256_text(&hash))
+        (self.rows, mindrune_core::sha256_text(&hash))
     }
 }

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use mindrune_core::score::{self, UseSample};
+use mindrune_core::{SCORE_WINDOW, UseSample};
 
 use super::conn::Tx;
 use super::records::{VERSIONS_WITH_WINDOWS, read_window, versions_with_windows};
@@ -232,7 +232,7 @@ impl FamilyTx for Tx<'_> {
         let rows = self.query_of_version(
             version.0,
             &VERSIONS_WITH_WINDOWS,
-            &[&owner.0, &vec![version.0], &(score::WINDOW as i64)],
+            &[&owner.0, &vec![version.0], &(SCORE_WINDOW as i64)],
         )?;
         Ok(versions_with_windows(&rows)?
             .into_iter()

@@ -24,7 +24,7 @@ use postgres::{Config, NoTls};
 
 use conn::{Manager, Tx};
 use group_writes::GroupWrites;
-use mindrune_core::score;
+use mindrune_core::SCORE_WINDOW;
 use recording::{Access, GroupSlot};
 
 use crate::rules;
@@ -270,7 +270,7 @@ impl Group {
         }
         let rows = self.look_up(
             &records::VERSIONS_WITH_WINDOWS,
-            &[&owner.0, &unknown, &(score::WINDOW as i64)],
+            &[&owner.0, &unknown, &(SCORE_WINDOW as i64)],
         )?;
         for (version, row, samples) in records::versions_with_windows(&rows)? {
             let window = rules::KnownWindow::unmeasured(row, samples);
@@ -755,10 +755,10 @@ fn digest_plain_owner_keys(tx: &mut postgres::Transaction<'_>) -> PgResult<()> {
     for row in rows {
         let id: i64 = row.try_get(0)?;
         let stored: String = row.try_get(1)?;
-        if !mindrune_core::digest::is_secret_digest(&stored) {
+        if !mindrune_core::is_secret_digest(&stored) {
             tx.execute(
                 "UPDATE owners SET key_digest = $2 WHERE owner_id = $1",
-                &[&id, &mindrune_core::digest::secret_digest(&stored)],
+                &[&id, &mindrune_core::secret_digest(&stored)],
             )?;
         }
     }
@@ -789,7 +789,7 @@ impl Store for PgStore {
 mod tests {
     use super::*;
     use crate::Directory as _;
-    use mindrune_core::digest::secret_digest;
+    use mindrune_core::secret_digest;
 
     #[test]
     fn a_password_never_appears_in_a_message() {

@@ -27,7 +27,7 @@ use std::sync::LazyLock;
 use postgres::Row;
 
 use super::conn::Tx;
-use mindrune_core::score::{self, UseSample};
+use mindrune_core::{SCORE_WINDOW, UseSample};
 
 use super::rows::{
     SAMPLE_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS, VERSION_COLUMN_COUNT,
@@ -64,7 +64,7 @@ pub(super) fn read_window(
             "SELECT {SAMPLE_COLUMNS} FROM uses WHERE owner_id = $1 AND version_id = $2
              ORDER BY at DESC, use_id DESC LIMIT $3"
         ),
-        &[&owner.0, &version.0, &(score::WINDOW as i64)],
+        &[&owner.0, &version.0, &(SCORE_WINDOW as i64)],
     )?;
     all(rows, |row| sample_at(row, 0))
 }

@@ -5,7 +5,7 @@ use postgres::Row;
 use postgres::types::FromSql;
 
 use super::PgResult;
-use mindrune_core::score::UseSample;
+use mindrune_core::UseSample;
 
 pub(crate) use crate::common::{
     AGENT_COLUMNS, OWNER_COLUMNS, SKILL_COLUMN_COUNT, SKILL_COLUMNS, SNIPPET_COLUMNS,

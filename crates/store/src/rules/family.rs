@@ -19,7 +19,7 @@ pub(crate) fn replace_lessons<T: FamilyTx>(
     let mut wanted: HashMap<String, &NewLesson> = HashMap::new();
     for lesson in lessons {
         wanted
-            .entry(mindrune_core::digest::sha256(lesson.text.as_bytes()))
+            .entry(mindrune_core::sha256(lesson.text.as_bytes()))
             .or_insert(lesson);
     }
     let existing: HashMap<String, String> = tx.lessons_of(owner, agent)?.into_iter().collect();

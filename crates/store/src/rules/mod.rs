@@ -16,7 +16,7 @@
 
 use std::collections::VecDeque;
 
-use mindrune_core::score::UseSample;
+use mindrune_core::UseSample;
 
 use crate::common::SharingState;
 use crate::{
@@ -311,7 +311,7 @@ pub(crate) struct Rescore {
     /// The new score and its parts: the row's `score` and `rate_per_minute` are its total and
     /// rate, its `breakdown` column the whole as JSON ([`Rescore::breakdown_json`], made only when
     /// the row is written: a write group writes a version's row once for all its uses).
-    pub breakdown: mindrune_core::score::ScoreBreakdown,
+    pub breakdown: mindrune_core::ScoreBreakdown,
     pub measure_key: String,
     /// The use's time: `last_used_at` becomes the later of it and the stored one.
     pub at: Millis,

@@ -3,8 +3,8 @@
 
 use std::collections::VecDeque;
 
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_core::score::{self, Measure, ScoreInput, UseSample};
+use mindrune_core::SharingBar;
+use mindrune_core::{Measure, ScoreInput, UseSample, inherited_from_parent, score_measured};
 
 use super::sharing::{note_sharing_change, peer_median_rate, share_if_qualified};
 use super::{FamilyTx, KnownWindow, NewVersion, Rescore, UseInsert, VersionRow};
@@ -110,9 +110,7 @@ pub(crate) fn match_script<T: FamilyTx>(
                 (None, _) => None,
             };
             let number = tx.next_version_number(owner, skill_id)?;
-            let inherited = parent
-                .as_ref()
-                .map(|(p, _)| score::inherited_from_parent(p.score));
+            let inherited = parent.as_ref().map(|(p, _)| inherited_from_parent(p.score));
             tx.insert_version(
                 owner,
                 &NewVersion {
@@ -269,7 +267,7 @@ pub(crate) fn record_use<T: FamilyTx>(
     } else {
         (row.peer_rate, row.peer_checked_uses)
     };
-    let breakdown = score::score_measured(
+    let breakdown = score_measured(
         &ScoreInput {
             window: contiguous,
             measure: &measure,

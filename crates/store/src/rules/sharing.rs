@@ -5,8 +5,8 @@
 //! Architecture invariant: a version becomes shared only in [`share_if_qualified`], inside the
 //! transaction of the use or the match that made it qualify.
 
-use mindrune_core::avatars::sharing::SharingBar;
-use mindrune_core::score;
+use mindrune_core::PEER_MIN_USES;
+use mindrune_core::SharingBar;
 
 use super::{FamilyTx, SharingEvent};
 use crate::common::{SharingState, sharing_change};
@@ -114,6 +114,6 @@ pub(crate) fn peer_median_rate<T: FamilyTx>(
     skill: SkillId,
     measure_key: &str,
 ) -> Result<Option<f64>, T::Error> {
-    let rates = tx.peer_rates(owner, skill, measure_key, score::PEER_MIN_USES as i64)?;
-    Ok(score::peer_median_rate(rates))
+    let rates = tx.peer_rates(owner, skill, measure_key, PEER_MIN_USES as i64)?;
+    Ok(mindrune_core::peer_median_rate(rates))
 }

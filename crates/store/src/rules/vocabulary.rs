@@ -21,7 +21,7 @@ pub(crate) fn replacement(entries: &[VocabularyEntry]) -> Result<Replacement<'_>
     let mut wanted: BTreeMap<(String, String), &VocabularyEntry> = BTreeMap::new();
     for entry in entries {
         let tag = format!("{}:{}", entry.kind, entry.slug);
-        if mindrune_core::avatars::topics::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
+        if mindrune_core::normalize_tag(&tag).as_deref() != Some(tag.as_str()) {
             return Err(StoreError::Conflict(format!(
                 "vocabulary entry `{tag}` is not a tag (kind:slug, lower case); nothing was changed"
             )));
@@ -39,7 +39,7 @@ pub(crate) fn replacement(entries: &[VocabularyEntry]) -> Result<Replacement<'_>
             aliases_of(entry)
         ));
     }
-    let digest = mindrune_core::digest::sha256(canonical.as_bytes());
+    let digest = mindrune_core::sha256(canonical.as_bytes());
     Ok(Replacement { wanted, digest })
 }
 

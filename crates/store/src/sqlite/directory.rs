@@ -32,10 +32,10 @@ pub(super) fn digest_plain_owner_keys(tx: &rusqlite::Transaction<'_>) -> Result<
     tx.pragma_update(None, "secure_delete", true)
         .map_err(db_err)?;
     for (id, stored) in plain {
-        if !mindrune_core::digest::is_secret_digest(&stored) {
+        if !mindrune_core::is_secret_digest(&stored) {
             tx.execute(
                 sql::SET_OWNER_KEY_DIGEST.sqlite(),
-                params![id, mindrune_core::digest::secret_digest(&stored)],
+                params![id, mindrune_core::secret_digest(&stored)],
             )
             .map_err(db_err)?;
         }

@@ -2,7 +2,7 @@
 
 use std::collections::{HashSet, VecDeque};
 
-use mindrune_core::score::{self, UseSample};
+use mindrune_core::{SCORE_WINDOW, UseSample};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::db_err;
@@ -907,7 +907,7 @@ pub(crate) fn read_window(
         )
         .map_err(db_err)?;
     let rows = statement
-        .query_map(params![owner.0, version.0, score::WINDOW as i64], |row| {
+        .query_map(params![owner.0, version.0, SCORE_WINDOW as i64], |row| {
             Ok(UseSample {
                 at: row.get::<_, i64>(0)?.div_euclid(1000),
                 ok: row.get(1)?,

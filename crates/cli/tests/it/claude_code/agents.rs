@@ -513,7 +513,7 @@ fn the_claude_fixer_revises_a_wrong_procedure_stops_on_one_not_followed_and_file
     let sent = serde_json::to_string(&assistant.model.requests()).unwrap();
     for word in hex_words(&sent) {
         assert!(
-            !digests.contains(&mindrune_core::digest::sha256(word.as_bytes())),
+            !digests.contains(&mindrune_core::sha256(word.as_bytes())),
             "a fixer token reached the model"
         );
     }

@@ -1,6 +1,6 @@
 //! A bot's `bot.env`, read for the secrets every word recorded of the bot is scrubbed of.
 
-use mindrune_core::secrets;
+use mindrune_core::secrets_in_bot_env_bytes;
 
 use crate::workspace::{AgentFiles, MAX_SCRIPT_BYTES, ReadError};
 
@@ -20,13 +20,13 @@ pub struct UnreadableBotEnv {
     pub(crate) fix: &'static str,
 }
 
-/// The secrets in `bots/<bot>/bot.env` (see [`secrets::secrets_in_bot_env_bytes`]): read as
+/// The secrets in `bots/<bot>/bot.env` (see [`secrets_in_bot_env_bytes`]): read as
 /// bytes, so no encoding turns the scrub off. A missing file has none; one that exists but
 /// cannot be read (a folder, a symlink, no permission, too large) is an error.
 pub fn bot_env_secrets(files: &dyn AgentFiles, bot: &str) -> Result<Vec<String>, UnreadableBotEnv> {
     let relative = format!("bots/{bot}/bot.env");
     match files.read_bytes(&relative, MAX_BOT_ENV_BYTES) {
-        Ok(Some(bytes)) => Ok(secrets::secrets_in_bot_env_bytes(&bytes)),
+        Ok(Some(bytes)) => Ok(secrets_in_bot_env_bytes(&bytes)),
         Ok(None) => Ok(Vec::new()),
         Err(reason) => {
             let fix = match reason {

@@ -2,10 +2,10 @@
 //! state, no use of a skill), inline code (the snippet history), a script run by
 //! `execute_script`, or the scripts a shell line ran.
 
-use mindrune_core::avatars::event::{Call, Event};
-use mindrune_core::digest;
-use mindrune_core::secrets::Scrubber;
-use mindrune_core::shell_line;
+use mindrune_core::Scrubber;
+use mindrune_core::look_target;
+use mindrune_core::snippet_digest;
+use mindrune_core::{Call, Event};
 use mindrune_store::{Agent, Millis, NewSnippetUse, Outcome, UnrecordedReason};
 
 use super::matching::RunInput;
@@ -73,7 +73,7 @@ impl Ingest<'_> {
         };
         let agent = call.agent;
         let runs = self.classify(agent, command, cwd.as_deref());
-        let Some(bot) = shell_line::look_target(command, &runs) else {
+        let Some(bot) = look_target(command, &runs) else {
             return Ok(false);
         };
         let parsed_output = &call.output.parsed;
@@ -131,7 +131,7 @@ impl Ingest<'_> {
         let code = call.scrubber.scrub(code).text.into_owned();
         let new_use = NewSnippetUse {
             agent: agent.id,
-            digest: digest::snippet_digest(&code),
+            digest: snippet_digest(&code),
             code,
             outcome,
             output: call.output.stored.clone(),
@@ -314,8 +314,7 @@ impl Ingest<'_> {
             };
             self.record_run(agent, call.files, call.scrubber, run, recorded)?;
         }
-        Ok(!recorded.runs.is_empty()
-            && !mindrune_core::avatars::rs_output::command_cuts_output(command))
+        Ok(!recorded.runs.is_empty() && !mindrune_core::command_cuts_output(command))
     }
 
     /// Of the files a shell line ran, the scripts of this avatar's bot. A script of another bot,

@@ -4,10 +4,10 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use mindrune_core::avatars::rs_output::RunOutput;
-use mindrune_core::digest;
-use mindrune_core::header;
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::RunOutput;
+use mindrune_core::Scrubber;
+use mindrune_core::{Header, parse_header};
+use mindrune_core::{code_without_header, sha256};
 use mindrune_store::{
     Agent, HeaderState, NewUse, Outcome, Recording, ScriptSnapshot, SkillHeader, StoreError,
     UnrecordedReason, VersionId,
@@ -97,7 +97,7 @@ impl Ingest<'_> {
                 }
             }
             Err(Some(source)) => {
-                let file_digest = digest::sha256(source.as_bytes());
+                let file_digest = sha256(source.as_bytes());
                 let same_content = self
                     .caches()
                     .files
@@ -166,9 +166,9 @@ impl Ingest<'_> {
         file_digest: String,
     ) -> Result<KnownFile, IngestError> {
         let owner = agent.owner;
-        let (parsed, _diagnostics) = header::parse(source);
-        let code = digest::code_without_header(source);
-        let code_digest = digest::sha256(code.as_bytes());
+        let (parsed, _diagnostics) = parse_header(source);
+        let code = code_without_header(source);
+        let code_digest = sha256(code.as_bytes());
         let name = workspace::script_of_bot(relative)
             .map_or("", |(_, name)| name)
             .to_string();
@@ -301,7 +301,7 @@ impl Ingest<'_> {
 /// What a header says, as the library keeps it: its state decides sharing; its words are
 /// scrubbed like the code.
 pub(crate) fn skill_header(
-    parsed: Option<&header::Header>,
+    parsed: Option<&Header>,
     scrubber: &Scrubber,
     store: &dyn Recording,
 ) -> Result<SkillHeader, StoreError> {
@@ -315,7 +315,7 @@ pub(crate) fn skill_header(
     };
     // Topics are read from the scrubbed words: a secret in a goal or a tag must not come back
     // as a lower-cased topic.
-    let clean = header::Header {
+    let clean = Header {
         goal: scrub(&parsed.goal),
         preconditions: scrub(&parsed.preconditions),
         params: scrub(&parsed.params),
@@ -342,17 +342,14 @@ pub(crate) fn skill_header(
 fn scrubbed_tags(tags: &[String], scrubber: &Scrubber) -> Vec<String> {
     tags.iter()
         .map(|tag| scrubber.scrub(tag).text.into_owned())
-        .filter(|tag| !tag.is_empty() && tag != mindrune_core::secrets::REDACTED)
+        .filter(|tag| !tag.is_empty() && tag != mindrune_core::REDACTED)
         .collect()
 }
 
 /// Topic tags of a header, by the library's vocabulary: each `Tags:` entry as an exact tag or
 /// a name (`lumby`, `cooks-assistant`, everyday names too: the author chose it as a tag), then
 /// the tags of the goal's and preconditions' free text (exact tags and names).
-fn header_topics(
-    parsed: &header::Header,
-    store: &dyn Recording,
-) -> Result<Vec<String>, StoreError> {
+fn header_topics(parsed: &Header, store: &dyn Recording) -> Result<Vec<String>, StoreError> {
     let vocabulary = tags::vocabulary(store)?;
     let mut topics: Vec<String> = Vec::new();
     let words = [parsed.goal.as_deref(), parsed.preconditions.as_deref()];

@@ -10,9 +10,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use mindrune_core::avatars::event::{Call, Event};
-use mindrune_core::secrets::Scrubber;
-use mindrune_core::shell_line::{self, ShellContext, ShellRuns};
+use mindrune_core::Scrubber;
+use mindrune_core::{Call, Event};
+use mindrune_core::{ShellContext, ShellRuns, classify_shell_line};
 use mindrune_store::{
     Agent, Millis, Recording, SharingChange, Store, StoreError, UnrecordedCall, UnrecordedReason,
     VersionId,
@@ -183,11 +183,9 @@ impl<'s> Recorder<'s> {
 
     /// Parses and records one event line.
     pub fn record_line(&self, line: &str) -> Result<Recorded, IngestError> {
-        let event = mindrune_core::avatars::event::parse_line(line).map_err(|err| {
-            IngestError::Invalid {
-                field: err.field,
-                message: err.message,
-            }
+        let event = mindrune_core::parse_line(line).map_err(|err| IngestError::Invalid {
+            field: err.field,
+            message: err.message,
         })?;
         self.record(&event)
     }
@@ -291,7 +289,7 @@ impl Ingest<'_> {
         prepared: Option<&PreparedOutput>,
     ) -> Result<Recorded, IngestError> {
         // Events built here rather than parsed (a hook's) meet the same rule as a parsed line.
-        mindrune_core::avatars::event::check_control_characters(
+        mindrune_core::check_control_characters(
             event.id.as_deref(),
             &event.agent,
             &event.call,
@@ -485,7 +483,7 @@ impl Ingest<'_> {
             return runs.clone();
         }
         let roots = [SANDBOX_ROOT, agent.workspace.as_str()];
-        let runs = Arc::new(shell_line::classify_shell_line(
+        let runs = Arc::new(classify_shell_line(
             command,
             &ShellContext {
                 cwd,

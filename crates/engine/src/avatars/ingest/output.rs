@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use mindrune_core::avatars::event::{Call, Event};
-use mindrune_core::avatars::rs_output::{self, RunOutput};
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::Scrubber;
+use mindrune_core::{Call, Event};
+use mindrune_core::{RunOutput, command_cuts_output, measure_against, parse_run_output};
 use mindrune_store::{Millis, Outcome};
 
 use super::{IngestError, OUTPUT_TAIL_BYTES};
@@ -23,7 +23,7 @@ pub(super) fn outcome_unknown(event: &Event, parsed: Option<&RunOutput>) -> bool
         (Call::ExecuteCode { .. }, _) | (_, None) => false,
         (call, Some(out)) => {
             let piped = match call {
-                Call::Shell { command, .. } => rs_output::command_cuts_output(command),
+                Call::Shell { command, .. } => command_cuts_output(command),
                 _ => false,
             };
             let mid_state = !out.state_seen
@@ -79,7 +79,7 @@ pub(super) fn measure(
             ));
         }
     };
-    let facts = output.map(|out| rs_output::measure_against(out, previous));
+    let facts = output.map(|out| measure_against(out, previous));
     let mut outcome = Outcome {
         at,
         ok,
@@ -142,7 +142,7 @@ pub(super) fn prepare_output(event: &Event, scrubber: &Scrubber) -> PreparedOutp
     let Some(raw) = event.output.as_deref() else {
         return PreparedOutput::default();
     };
-    let parsed = Arc::new(rs_output::parse_run_output(raw));
+    let parsed = Arc::new(parse_run_output(raw));
     let stored = scrub_tail(scrubber, raw);
     let stored_parse = (stored == raw).then(|| parsed.clone());
     PreparedOutput {

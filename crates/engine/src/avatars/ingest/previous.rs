@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use mindrune_core::avatars::rs_output::{self, RunOutput};
+use mindrune_core::{RunOutput, parse_run_output};
 use mindrune_store::{Agent, Millis, UnrecordedReason};
 
 use super::{Ingest, IngestError};
@@ -28,7 +28,7 @@ struct GroupOutput {
 impl GroupOutput {
     fn parsed(&self) -> Arc<RunOutput> {
         self.parsed
-            .get_or_init(|| Arc::new(rs_output::parse_run_output(&self.text)))
+            .get_or_init(|| Arc::new(parse_run_output(&self.text)))
             .clone()
     }
 }
@@ -75,7 +75,7 @@ impl Ingest<'_> {
         let Some(first) = newest.first() else {
             return Ok(None);
         };
-        let first = rs_output::parse_run_output(first);
+        let first = parse_run_output(first);
         Ok(first.state_readable().then(|| Arc::new(first)))
     }
 

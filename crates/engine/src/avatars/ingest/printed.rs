@@ -12,8 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use mindrune_core::avatars::rs_output::RunOutput;
-use mindrune_core::secrets::Scrubber;
+use mindrune_core::RunOutput;
+use mindrune_core::Scrubber;
 use mindrune_store::{Agent, Millis, Standing};
 use serde::{Deserialize, Serialize};
 
@@ -155,7 +155,7 @@ impl Ingest<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mindrune_core::avatars::rs_output::parse_run_output;
+    use mindrune_core::parse_run_output;
 
     const DUMP: &str = "── World State ──\n# World State\n## Player\nName: Woody (Combat 3)\n\
         Position: (3222, 3218) Level 0\n\n## Skills\nAttack: 2/5 (388 xp)\nWoodcutting: 20 (3,125 xp)\n\n\

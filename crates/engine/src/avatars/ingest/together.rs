@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use mindrune_core::avatars::event::{Event, EventError};
+use mindrune_core::{Event, EventError};
 use mindrune_store::{Agent, OwnerId, StoreError, VersionId};
 
 use super::{GroupedEvent, Ingest, IngestError, Recorded, Recorder};
@@ -98,7 +98,7 @@ impl Recorder<'_> {
         // locks and for recording it.
         let events: Vec<Result<Event, EventError>> = lines
             .iter()
-            .map(|line| mindrune_core::avatars::event::parse_line(line))
+            .map(|line| mindrune_core::parse_line(line))
             .collect();
         let agents: Vec<Option<std::sync::Arc<Agent>>> = events
             .iter()

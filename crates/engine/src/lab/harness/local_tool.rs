@@ -19,7 +19,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use mindrune_core::runx::snapshot::IGNORED;
+use mindrune_core::SNAPSHOT_IGNORED as IGNORED;
 use serde_json::{Map, Value};
 
 use super::assertions::data_envelope;

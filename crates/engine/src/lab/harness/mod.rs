@@ -18,7 +18,7 @@
 
 mod assertions;
 pub(crate) mod cli_tool;
-pub mod javascript;
+pub(crate) mod javascript;
 pub(crate) mod local_tool;
 pub(crate) mod packet_inputs;
 mod packets;
@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mindrune_core::runx::snapshot::SnapshotFile;
+use mindrune_core::SnapshotFile;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 

@@ -22,8 +22,8 @@
 
 use std::path::Path;
 
-use mindrune_core::runx::inspect::{PacketSchema, PacketSchemas};
-use mindrune_core::runx::{InputDef, PROFILE_FILE, Package};
+use mindrune_core::{InputDef, PROFILE_FILE, Package};
+use mindrune_core::{PacketSchema, PacketSchemas};
 use serde_json::Value;
 
 use super::packets::{PacketCatalog, input_schema_directories};
@@ -135,8 +135,8 @@ mod tests {
     use std::fs;
     use std::path::PathBuf;
 
-    use mindrune_core::runx::load_package;
-    use mindrune_core::runx::snapshot::SnapshotFile;
+    use mindrune_core::SnapshotFile;
+    use mindrune_core::load_package;
 
     use super::*;
 

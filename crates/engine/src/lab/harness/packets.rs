@@ -104,7 +104,7 @@ impl PacketCatalog {
     /// as Runx binds an input's packet schema in an execution closure.
     pub fn schema_digest(&self, id: &str) -> Option<String> {
         let entry = self.entries.as_ref().ok()?.get(id)?;
-        Some(mindrune_core::digest::sha256(entry.source.as_bytes()))
+        Some(mindrune_core::sha256(entry.source.as_bytes()))
     }
 
     /// The schema of the packet-valued input whose packet id is `id`, if found: from the

@@ -27,7 +27,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use mindrune_core::runx::unsupported_runner;
+use mindrune_core::unsupported_runner;
 
 use super::super::inspect::load_nested;
 use super::HarnessOptions;

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mindrune_core::runx::snapshot::SnapshotFile;
+use mindrune_core::SnapshotFile;
 use serde_json::{Map, Value, json};
 
 use super::assertions::{data_envelope, json_equal};
@@ -673,7 +673,7 @@ fn fs_read(inputs: &Map<String, Value>, scratch: &Path) -> Result<Value, String>
             "path": path,
             "contents": contents,
             "bytes": bytes.len(),
-            "content_digest": mindrune_core::digest::sha256(&bytes),
+            "content_digest": mindrune_core::sha256(&bytes),
         }
     }))
 }

@@ -430,7 +430,7 @@ fn success(
         "decision": "ready",
         "final_url": final_url,
         "status": response.status,
-        "content_digest": mindrune_core::digest::sha256(body),
+        "content_digest": mindrune_core::sha256(body),
         "extract_mode": mode.name(),
         "extracted": extracted,
         "provenance": {
@@ -464,7 +464,7 @@ pub(crate) fn http_read(inputs: &Value, responses: &Map<String, Value>) -> Resul
             "status": response.status,
             "headers": response.headers,
             "body": body,
-            "content_digest": mindrune_core::digest::sha256(&response.body),
+            "content_digest": mindrune_core::sha256(&response.body),
         }
     }))
 }

@@ -49,7 +49,7 @@ pub(super) fn run(step: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) 
     let profile = env.profile;
     let requested = text(step, "runner");
     let Some((name, runner)) = sibling(profile, requested) else {
-        let message = mindrune_core::runx::unsupported_runner(requested.unwrap_or("default"));
+        let message = mindrune_core::unsupported_runner(requested.unwrap_or("default"));
         return (End::Failed(message), Producer::Source);
     };
     let declared = runner.get("inputs").and_then(Value::as_object).map(|map| {

@@ -14,12 +14,9 @@ use postgres::types::ToSql;
 use postgres::{Client, Config, NoTls, Row, Statement};
 
 use super::group_writes::{GroupWrites, OwnWrites, Waiting};
+use super::statements::prepared;
 use crate::rules::Rescore;
 use crate::{NewUse, OwnerId};
-
-/// Statements kept per connection; past this the cache starts over (some SQL is built per call,
-/// such as a list of placeholders, and must not grow it without bound).
-const STATEMENT_CACHE_LIMIT: usize = 256;
 
 /// One pooled connection and the statements prepared on it.
 pub(crate) struct Conn {
@@ -126,23 +123,6 @@ impl Conn {
         let statement = prepared(&mut self.client, &mut self.statements, sql)?;
         self.client.query(&statement, params)
     }
-}
-
-/// `sql` prepared on `client`, once per connection.
-pub(crate) fn prepared(
-    client: &mut Client,
-    statements: &mut HashMap<String, Statement>,
-    sql: &str,
-) -> Result<Statement, postgres::Error> {
-    if let Some(statement) = statements.get(sql) {
-        return Ok(statement.clone());
-    }
-    let statement = client.prepare(sql)?;
-    if statements.len() >= STATEMENT_CACHE_LIMIT {
-        statements.clear();
-    }
-    statements.insert(sql.to_string(), statement.clone());
-    Ok(statement)
 }
 
 /// What a [`Tx`] is the handle of, so it commits or rolls back the right thing.

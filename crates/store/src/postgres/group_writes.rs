@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 
 use postgres::{Client, Statement};
 
-use super::conn::prepared;
+use super::statements::prepared;
 use crate::common::json_map;
 use crate::version_writes::VersionWrites;
 use crate::{NewUse, OwnerId};

@@ -40,6 +40,7 @@ mod group_writes;
 mod recording;
 mod records;
 mod rows;
+mod statements;
 mod views;
 
 /// The migration that renames `owners.api_key` to `key_digest`; right after it runs, the keys

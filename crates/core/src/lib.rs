@@ -82,7 +82,7 @@ pub use runx::{
     Commitment, CommitmentScope, CriterionBinding, CriterionStatus, DecisionSchema, Disposition,
     DraftSchema, Enforcement, Idempotency, InputDef, IssuerType,
     LOCAL_DEVELOPMENT_SIGNATURE_PREFIX, Mode, NestedPackage, NonEmpty, PROFILE_FILE, Package,
-    PackageMetrics, PacketSchema, PacketSchemas, ProofKind, RUNX_VALIDATION_PREFIX,
+    PackageMetrics, PackageTool, PacketSchema, PacketSchemas, ProofKind, RUNX_VALIDATION_PREFIX,
     RUNX_VERIFY_KID_ENV, RUNX_VERIFY_PUBLIC_KEY_ENV, ReceiptDisposition, ReceiptDraft,
     ReceiptError, Reference, ReferenceType, Refusal, SNAPSHOT_IGNORED, SNAPSHOT_MAX_BYTES,
     SNAPSHOT_MAX_FILES, Seal, SignatureCheck, SigningKey, SnapshotFile, Subject, TrustedKey,

@@ -40,7 +40,8 @@ pub use inspect::{
     invalid as invalid_inspection,
 };
 pub use package::{
-    InputDef, PROFILE_FILE, Package, RUNX_VALIDATION_PREFIX, inspect_package, load_package,
+    InputDef, PROFILE_FILE, Package, PackageTool, RUNX_VALIDATION_PREFIX, inspect_package,
+    load_package,
 };
 pub use receipt::{
     Authority, Commitment, CommitmentScope, CriterionBinding, CriterionStatus,

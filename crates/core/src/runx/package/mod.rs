@@ -50,6 +50,7 @@ use manual::{check_manual_ownership, parse_manual};
 pub(crate) use model::{ExecutionProfile, JsModule, Runner, Source, StepTarget};
 pub use model::{InputDef, Package};
 use profile::parse_profile;
+pub use tools::PackageTool;
 
 /// The operator manual every package has.
 pub(crate) const SKILL_FILE: &str = "SKILL.md";
@@ -519,8 +520,9 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     let tools = tools::check_package_tools(&contents)?;
     references::check_context_skill_sources(&context_references, &contents)?;
     let tool_files: BTreeSet<String> = tools
-        .into_iter()
-        .flat_map(|tool| std::iter::once(tool.manifest_path).chain(tool.source_files))
+        .iter()
+        .flat_map(|tool| std::iter::once(&tool.manifest_path).chain(&tool.source_files))
+        .cloned()
         .collect();
     check_declared_files(&profile, &contents, tool_files)?;
     references::check_operator_references(&contents)?;
@@ -542,6 +544,7 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
         manual,
         profile,
         fixtures,
+        tools,
     })
 }
 

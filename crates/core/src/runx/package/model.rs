@@ -329,9 +329,16 @@ pub struct Package {
     pub(super) manual: SkillManual,
     pub(super) profile: ExecutionProfile,
     pub(super) fixtures: Vec<Fixture>,
+    pub(super) tools: Vec<super::PackageTool>,
 }
 
 impl Package {
+    /// The local tools the package carries (`tools/<namespace>/<tool>/manifest.json`), in
+    /// path order.
+    pub fn tools(&self) -> &[super::PackageTool] {
+        &self.tools
+    }
+
     /// SKILL.md.
     pub fn manual(&self) -> &SkillManual {
         &self.manual

@@ -20,12 +20,12 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::PackageError;
 use super::check::{Check, get, line_of};
 use super::graph::admit_tool_ref;
 use super::inputs::{SourceContext, check_inputs, check_source};
 use super::javascript::{has_nested_manual_boundary, process_module_imports};
 use super::manual::check_artifacts;
+use super::{InputDef, PackageError};
 use crate::runx::yaml::{self, YamlEntry, YamlNode, YamlValue};
 
 /// A manifest's top-level fields, in Runx's order (which its refusal lists).
@@ -56,12 +56,14 @@ enum ToolManifestSchema {
 }
 
 /// A tool the package carries: its manifest and the package files its source runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PackageTool {
+#[derive(Debug, Clone, PartialEq)]
+pub struct PackageTool {
     /// The manifest's package path (`tools/demo/echo/manifest.json`).
     pub manifest_path: String,
     /// The tool's name (`demo.echo`).
     pub name: String,
+    /// Its declared inputs.
+    pub inputs: Vec<InputDef>,
     /// The package files its source names, with the JavaScript they import.
     pub source_files: BTreeSet<String>,
 }
@@ -91,7 +93,7 @@ fn check_tool(
     let text = text_file(path, contents)?;
     let document = parse_manifest(path, text)?;
     let check = Check { file: path };
-    let name = check_manifest(&check, &document)?;
+    let (name, inputs) = check_manifest(&check, &document)?;
     check_identity(&check, &document, &name)?;
     let source = document
         .entry("source")
@@ -102,6 +104,7 @@ fn check_tool(
     Ok(PackageTool {
         manifest_path: path.to_owned(),
         name,
+        inputs,
         source_files,
     })
 }
@@ -153,8 +156,11 @@ fn parse_manifest(path: &str, text: &str) -> Result<YamlNode, PackageError> {
     Ok(node)
 }
 
-/// Runx's `validate_tool_manifest`: the tool's name, or the first refusal.
-fn check_manifest(check: &Check<'_>, document: &YamlNode) -> Result<String, PackageError> {
+/// Runx's `validate_tool_manifest`: the tool's name and inputs, or the first refusal.
+fn check_manifest(
+    check: &Check<'_>,
+    document: &YamlNode,
+) -> Result<(String, Vec<InputDef>), PackageError> {
     let entries = document.as_mapping().unwrap_or_default();
     if let Some(entry) = entries
         .iter()
@@ -194,13 +200,16 @@ fn check_manifest(check: &Check<'_>, document: &YamlNode) -> Result<String, Pack
             return Err(not_a_string(check, entry, key));
         }
     }
-    if let Some(entry) = non_null(entries, "inputs") {
-        let inputs = entry
-            .value
-            .as_mapping()
-            .ok_or_else(|| not_an_object(check, entry))?;
-        check_inputs(check, inputs, "inputs", &[])?;
-    }
+    let inputs = match non_null(entries, "inputs") {
+        None => Vec::new(),
+        Some(entry) => {
+            let inputs = entry
+                .value
+                .as_mapping()
+                .ok_or_else(|| not_an_object(check, entry))?;
+            check_inputs(check, inputs, "inputs", &[])?
+        }
+    };
     check_scopes(check, entries)?;
     check_retry(check, entries)?;
     check_idempotency(check, entries)?;
@@ -218,7 +227,7 @@ fn check_manifest(check: &Check<'_>, document: &YamlNode) -> Result<String, Pack
     if let Some(entry) = non_null(entries, "artifacts") {
         check_artifacts(check, entry, "artifacts")?;
     }
-    Ok(name)
+    Ok((name, inputs))
 }
 
 fn check_schema(check: &Check<'_>, entries: &[YamlEntry]) -> Result<(), PackageError> {

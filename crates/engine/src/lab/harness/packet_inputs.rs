@@ -3,7 +3,8 @@
 //!
 //! An input declared `type: json` with `packet: <id>` has no schema of its own: the packet
 //! catalog owns it. So a package declaring one loads only when, for every such input (SKILL.md's
-//! inputs, X.yaml's `input_definitions`, then each runner by name, each input by name):
+//! inputs, X.yaml's `input_definitions`, then each runner by name, each input by name, then
+//! each local tool of the package by its manifest's path):
 //!
 //! - a `*.json` document whose `x-runx-packet-id` is the id is found, in `<package>/packets`,
 //!   `packets` and `dist/packets` of the source workspace, or `<package>/dist/packets`
@@ -43,6 +44,10 @@ pub(crate) fn check_packet_inputs(
             .runners
             .iter()
             .any(|runner| uses_packets(&runner.inputs))
+        && !package
+            .tools()
+            .iter()
+            .any(|tool| uses_packets(&tool.inputs))
     {
         return Ok(PacketSchemas::new());
     }
@@ -92,6 +97,14 @@ pub(crate) fn check_packet_inputs(
                 }
             }
         }
+    }
+    // Then the package's local tools, by manifest path.
+    for tool in package.tools() {
+        keep(&admit(
+            &catalog,
+            &format!("tool {}", tool.manifest_path),
+            &tool.inputs,
+        )?);
     }
     Ok(admitted)
 }
@@ -177,6 +190,43 @@ mod tests {
         });
         let package = load_package(&files).unwrap();
         (dir, package_dir, package)
+    }
+
+    #[test]
+    fn a_local_tool_s_packet_input_is_admitted_as_a_runner_s_is() {
+        // The line is the real runx-cli 0.8.2's (`runx skill inspect`).
+        let dir = tempfile::tempdir().unwrap();
+        let package_dir = dir.path().join("demo");
+        let manifest = r#"{"schema": "runx.tool.manifest.v1", "name": "demo.plan",
+ "source": {"type": "cli-tool", "command": "node", "args": ["./run.mjs"]},
+ "inputs": {"plan": {"type": "json", "packet": "runx.test.plan.v1"}}}"#;
+        let profile = "skill: demo\nrunners:\n  main:\n    default: true\n    type: graph\n    \
+                       graph:\n      name: demo\n      result_from: [plan]\n      steps:\n        \
+                       - id: plan\n          tool: demo.plan\n";
+        let files = [
+            (
+                "SKILL.md",
+                "---\nname: demo\ndescription: A demo.\n---\n\nUse it.\n",
+            ),
+            ("X.yaml", profile),
+            ("tools/demo/plan/manifest.json", manifest),
+            ("tools/demo/plan/run.mjs", ""),
+        ]
+        .map(|(path, text)| SnapshotFile {
+            path: path.to_owned(),
+            mode: 0o100_644,
+            contents: text.as_bytes().to_vec(),
+        });
+        let package = load_package(&files).unwrap();
+        assert_eq!(
+            check_packet_inputs(&package, &package_dir).unwrap_err(),
+            "tool tools/demo/plan/manifest.json: input 'plan' declares missing packet schema \
+             'runx.test.plan.v1'"
+        );
+        fs::create_dir_all(package_dir.join("packets")).unwrap();
+        fs::write(package_dir.join("packets/plan.json"), PLAN).unwrap();
+        let admitted = check_packet_inputs(&package, &package_dir).unwrap();
+        assert!(admitted.contains_key("runx.test.plan.v1"));
     }
 
     #[test]

@@ -47,7 +47,7 @@ fn refusal(path: &str, message: impl Into<String>, line: Option<usize>) -> Modul
 
 impl ModuleRefusal {
     /// As a package refusal: Runx's text first, MindRune's `at file:line` second.
-    pub(super) fn into_error(self, declared_at: Option<(usize, String)>) -> PackageError {
+    pub(super) fn into_error(self, declared_at: Option<(String, usize, String)>) -> PackageError {
         let runx = format!("{}: {}", self.path, self.message);
         let (file, line, field, message) = match (self.line, declared_at) {
             (Some(line), _) => (
@@ -56,12 +56,7 @@ impl ModuleRefusal {
                 "module".to_owned(),
                 module_hint(&self.message),
             ),
-            (None, Some((line, field))) => (
-                super::PROFILE_FILE.to_owned(),
-                line,
-                field,
-                module_hint(&self.message),
-            ),
+            (None, Some((file, line, field))) => (file, line, field, module_hint(&self.message)),
             (None, None) => (
                 self.path.clone(),
                 1,

@@ -516,7 +516,8 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
             ))
         })
         .collect();
-    references::check_setup_receipts(&fixtures, &contents, &fixture_texts)?;
+    let fixture_graphs =
+        references::check_fixture_references(&fixtures, &contents, &fixture_texts)?;
     let tools = tools::check_package_tools(&contents)?;
     references::check_context_skill_sources(&context_references, &contents)?;
     let tool_files: BTreeSet<String> = tools
@@ -524,7 +525,7 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
         .flat_map(|tool| std::iter::once(&tool.manifest_path).chain(&tool.source_files))
         .cloned()
         .collect();
-    check_declared_files(&profile, &contents, tool_files)?;
+    check_declared_files(&profile, &fixture_graphs, &contents, tool_files)?;
     references::check_operator_references(&contents)?;
     for prefix in references::nested_package_prefixes(&contents) {
         let inner = format!("{prefix}/");
@@ -637,39 +638,55 @@ fn process_values<'s>(source: &'s Source, json: &'s Value) -> Vec<&'s str> {
 /// server runs (its execution sidecars) must be in the package, then every JavaScript module
 /// passes Runx's static module checks ([`javascript`]), or the package is invalid, in Runx's words.
 /// `tool_files` are the files the package's tools run (their manifests and sources), which are
-/// execution files too.
+/// execution files too; `fixture_graphs` are the graph files `kind: graph` fixtures run, whose
+/// steps declare files relative to the graph file's folder.
 fn check_declared_files(
     profile: &ExecutionProfile,
+    fixture_graphs: &[references::FixtureGraph],
     contents: &BTreeMap<&str, &[u8]>,
     tool_files: BTreeSet<String>,
 ) -> Result<(), PackageError> {
     let paths: BTreeSet<&str> = contents.keys().copied().collect();
-    let sources = || {
-        profile.runners.iter().flat_map(|runner| {
-            let field = format!("runners.{}", runner.name);
-            let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
-            std::iter::once((runner.line, field.clone(), &runner.source, &runner.json)).chain(
-                steps.filter_map(move |step| match &step.target {
-                    StepTarget::Run(source) => Some((
-                        step.line,
-                        format!("{field}.graph.steps.{}.run", step.id),
-                        source.as_ref(),
-                        step.json.get("run").unwrap_or(&Value::Null),
-                    )),
-                    _ => None,
-                }),
-            )
-        })
+    let mut sources: Vec<DeclaredSource<'_>> = Vec::new();
+    for runner in &profile.runners {
+        let field = format!("runners.{}", runner.name);
+        sources.push(DeclaredSource {
+            file: PROFILE_FILE,
+            folder: "",
+            line: runner.line,
+            field: field.clone(),
+            source: &runner.source,
+            json: &runner.json,
+        });
+        let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
+        sources.extend(steps.filter_map(|step| {
+            DeclaredSource::step(PROFILE_FILE, "", &format!("{field}.graph"), step)
+        }));
+    }
+    for graph in fixture_graphs {
+        sources.extend(
+            graph.graph.steps.iter().filter_map(|step| {
+                DeclaredSource::step(&graph.path, graph.folder(), "graph", step)
+            }),
+        );
+    }
+    let in_folder = |folder: &str, path: &str| {
+        if folder.is_empty() {
+            path.to_owned()
+        } else {
+            format!("{folder}/{path}")
+        }
     };
-    for (line, field, source, json) in sources() {
-        for script in process_values(source, json) {
+    for declared in &sources {
+        for script in process_values(declared.source, declared.json) {
             if let Some(path) = process_script_path(script)
-                && !paths.contains(path)
+                && !paths.contains(in_folder(declared.folder, path).as_str())
             {
+                let path = in_folder(declared.folder, path);
                 return Err(PackageError::Invalid {
-                    file: PROFILE_FILE.to_owned(),
-                    line,
-                    field: field.clone(),
+                    file: declared.file.to_owned(),
+                    line: declared.line,
+                    field: declared.field.clone(),
                     message: format!(
                         "runs {path}, which is not in the package; add the file or change the command"
                     ),
@@ -683,29 +700,35 @@ fn check_declared_files(
     // Runx's module checks: each declared module (breadth first, in path order) and its
     // imports, then every module nothing reaches.
     let mut roots = BTreeSet::new();
-    let mut declared_at: BTreeMap<String, (usize, String)> = BTreeMap::new();
+    let mut declared_at: BTreeMap<String, (String, usize, String)> = BTreeMap::new();
     let mut execution_files = tool_files;
-    for (line, field, source, json) in sources() {
-        if let Some(module) = &source.module {
+    for declared in &sources {
+        if let Some(module) = &declared.source.module {
+            let module = in_folder(declared.folder, module);
             roots.insert(module.clone());
-            declared_at
-                .entry(module.clone())
-                .or_insert_with(|| (line, format!("{field}.module")));
+            declared_at.entry(module).or_insert_with(|| {
+                (
+                    declared.file.to_owned(),
+                    declared.line,
+                    format!("{}.module", declared.field),
+                )
+            });
         }
-        for script in process_values(source, json) {
+        for script in process_values(declared.source, declared.json) {
             if let Some(path) = process_script_path(script) {
-                execution_files.insert(path.to_owned());
+                execution_files.insert(in_folder(declared.folder, path));
             }
         }
     }
     javascript::validate_modules(contents, &roots, &execution_files).map_err(|refusal| {
         if refusal.message == "declared JavaScript module is missing" {
-            let (line, field) = declared_at
-                .get(&refusal.path)
-                .cloned()
-                .unwrap_or((1, "module".to_owned()));
+            let (file, line, field) = declared_at.get(&refusal.path).cloned().unwrap_or((
+                PROFILE_FILE.to_owned(),
+                1,
+                "module".to_owned(),
+            ));
             return PackageError::Invalid {
-                file: PROFILE_FILE.to_owned(),
+                file,
                 line,
                 field,
                 message: format!(
@@ -719,6 +742,42 @@ fn check_declared_files(
         refusal.into_error(at)
     })?;
     Ok(())
+}
+
+/// A source that declares files: a runner's, or an inline step's of a runner's graph or of a
+/// graph file a fixture runs.
+struct DeclaredSource<'p> {
+    /// The file it is written in (X.yaml, or the graph file).
+    file: &'p str,
+    /// The folder its paths are read from (the graph file's; the root for X.yaml).
+    folder: &'p str,
+    line: usize,
+    field: String,
+    source: &'p Source,
+    /// The source as written.
+    json: &'p Value,
+}
+
+impl<'p> DeclaredSource<'p> {
+    /// An inline step's source of the graph at `graph_field`.
+    fn step(
+        file: &'p str,
+        folder: &'p str,
+        graph_field: &str,
+        step: &'p model::GraphStep,
+    ) -> Option<Self> {
+        match &step.target {
+            StepTarget::Run(source) => Some(Self {
+                file,
+                folder,
+                line: step.line,
+                field: format!("{graph_field}.steps.{}.run", step.id),
+                source: source.as_ref(),
+                json: step.json.get("run").unwrap_or(&Value::Null),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// Runx's first load-time check: every file's path is a relative POSIX path without empty,

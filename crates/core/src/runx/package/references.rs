@@ -4,7 +4,9 @@
 //! - each agent step's `context_skills` names each reference once, and a reference that is
 //!   not a registry one is a relative path inside the package to a folder whose SKILL.md is
 //!   a valid manual;
-//! - each receipt a fixture's `setup.receipts` seeds is a file of the package;
+//! - each receipt a fixture's `setup.receipts` seeds is a file of the package, and a `kind:
+//!   graph` fixture's `target` is a graph file of the package (read from the fixture's folder)
+//!   that checks as a graph, whose steps' scripts and modules are declared files;
 //! - each operator reference (`references/**/*.md`) is UTF-8 text.
 //!
 //! Nested packages (a folder below the root with its own SKILL.md) are loaded whole by
@@ -12,10 +14,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::check::Check;
+use super::graph::check_graph;
 use super::javascript::has_nested_manual_boundary;
 use super::manual::{check_manual_ownership, parse_manual};
-use super::model::{ExecutionProfile, Fixture};
+use super::model::{ExecutionProfile, Fixture, Graph};
 use super::{PROFILE_FILE, PackageError};
+use crate::runx::yaml::{self, YamlEntry};
 
 /// One `context_skills` reference of a graph step, where Runx names it.
 pub(super) struct ContextReference {
@@ -157,37 +162,186 @@ fn context_manual_path(reference: &str) -> Result<Option<String>, &'static str> 
     Ok(Some(format!("{}/SKILL.md", segments.join("/"))))
 }
 
-/// Runx's part of `collect_harness_fixture_references`: every receipt a fixture seeds is a
-/// file of the package (fixtures in path order).
-pub(super) fn check_setup_receipts(
+/// The graph file a `kind: graph` fixture runs, checked.
+pub(super) struct FixtureGraph {
+    /// Its package path (`graphs/flow.yaml`).
+    pub(super) path: String,
+    pub(super) graph: Graph,
+}
+
+impl FixtureGraph {
+    /// The folder its steps' paths are read from.
+    pub(super) fn folder(&self) -> &str {
+        self.path.rsplit_once('/').map_or("", |(folder, _)| folder)
+    }
+}
+
+/// Runx's `collect_harness_fixture_references` (fixtures in path order): every receipt a
+/// fixture seeds is a file of the package, and a `kind: graph` fixture's `target` is a graph
+/// file of the package, read from the fixture's folder, that parses and checks as a graph.
+pub(super) fn check_fixture_references(
     fixtures: &[Fixture],
     files: &BTreeMap<&str, &[u8]>,
     fixture_texts: &BTreeMap<&str, &str>,
-) -> Result<(), PackageError> {
+) -> Result<Vec<FixtureGraph>, PackageError> {
+    let mut graphs = Vec::new();
     for fixture in fixtures {
-        let receipts = fixture
-            .json
-            .pointer("/setup/receipts")
-            .and_then(|v| v.as_array());
-        for receipt in receipts.into_iter().flatten().filter_map(|v| v.as_str()) {
-            if !files.contains_key(receipt) {
-                let line = fixture_texts
-                    .get(fixture.path.as_str())
-                    .and_then(|text| text.lines().position(|line| line.contains(receipt)))
-                    .map_or(1, |index| index + 1);
-                return Err(PackageError::Invalid {
-                    file: fixture.path.clone(),
-                    line,
-                    field: "setup.receipts".to_owned(),
-                    message: format!(
-                        "names {receipt}, which is not in the package; add the receipt or remove it"
-                    ),
-                    runx: Some(format!(
-                        "{}: setup receipt {receipt:?} is missing from the skill package",
-                        fixture.path
-                    )),
-                });
+        check_setup_receipts(fixture, files, fixture_texts)?;
+        if fixture.kind == "graph" {
+            graphs.push(check_graph_target(fixture, files, fixture_texts)?);
+        }
+    }
+    Ok(graphs)
+}
+
+fn check_graph_target(
+    fixture: &Fixture,
+    files: &BTreeMap<&str, &[u8]>,
+    fixture_texts: &BTreeMap<&str, &str>,
+) -> Result<FixtureGraph, PackageError> {
+    let reference = fixture.target.as_str();
+    let line = fixture_texts
+        .get(fixture.path.as_str())
+        .and_then(|text| text.lines().position(|line| line.starts_with("target:")))
+        .map_or(1, |index| index + 1);
+    let refuse = |message: &str, runx: String| PackageError::Invalid {
+        file: fixture.path.clone(),
+        line,
+        field: "target".to_owned(),
+        message: message.to_owned(),
+        runx: Some(format!("{}: {runx}", fixture.path)),
+    };
+    let hint = "a graph fixture's target is the graph file it runs, relative to the fixture";
+    if reference.trim() != reference
+        || reference.is_empty()
+        || reference.starts_with('/')
+        || reference.contains('\\')
+    {
+        return Err(refuse(
+            hint,
+            format!("graph target {reference:?} must be a relative POSIX path"),
+        ));
+    }
+    let mut segments: Vec<&str> = fixture
+        .path
+        .rsplit_once('/')
+        .map(|(folder, _)| folder.split('/').filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default();
+    for segment in reference.split('/') {
+        match segment {
+            "." => {}
+            ".." => {
+                if segments.pop().is_none() {
+                    return Err(refuse(
+                        hint,
+                        format!("graph target {reference:?} escapes the skill package"),
+                    ));
+                }
             }
+            "" => {
+                return Err(refuse(
+                    hint,
+                    format!("graph target {reference:?} contains an empty path segment"),
+                ));
+            }
+            name => segments.push(name),
+        }
+    }
+    let path = segments.join("/");
+    if let Some(problem) = super::javascript::package_path_problem(&path) {
+        return Err(refuse(hint, format!("{path}: {problem}")));
+    }
+    let Some(contents) = files.get(path.as_str()) else {
+        return Err(refuse(
+            "names a graph file that is not in the package; add it or fix the target",
+            format!("graph target {reference:?} resolves to missing file {path}"),
+        ));
+    };
+    let text = std::str::from_utf8(contents).map_err(|error| PackageError::Invalid {
+        file: path.clone(),
+        line: 1,
+        field: "(file)".to_owned(),
+        message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
+        runx: Some(format!("{path}: parser input must be UTF-8: {error}")),
+    })?;
+    let graph = check_graph_file(&path, text)?;
+    Ok(FixtureGraph { path, graph })
+}
+
+/// A graph file: Runx's graph document (`parse_graph_yaml`, `validate_graph`), checked with
+/// the checks a runner's graph gets; its first two fields refused in Runx's words.
+fn check_graph_file(path: &str, text: &str) -> Result<Graph, PackageError> {
+    let node = yaml::parse(path, text)?;
+    let check = Check { file: path };
+    let runx = |line: usize, field: &str, message: &str, runx: &str| {
+        check.err_runx(line, field, message, format!("{path}: {runx}"))
+    };
+    let Some(entries) = node.as_mapping() else {
+        return Err(runx(
+            node.line,
+            "(document)",
+            "a graph file is a mapping with a name and steps",
+            "graph: Graph YAML must parse to an object.",
+        ));
+    };
+    match entries.iter().find(|entry| entry.key == "name") {
+        Some(entry) if entry.value.as_str().is_some_and(|name| !name.is_empty()) => {}
+        _ => {
+            return Err(runx(
+                1,
+                "name",
+                "is required: the graph's name",
+                "name is required.",
+            ));
+        }
+    }
+    if let Some(steps) = entries.iter().find(|entry| entry.key == "steps")
+        && steps.value.as_sequence().is_none()
+    {
+        return Err(runx(
+            steps.line,
+            "steps",
+            "must be a list of steps",
+            "steps must be an array.",
+        ));
+    }
+    let entry = YamlEntry {
+        key: "graph".to_owned(),
+        line: 1,
+        column: 1,
+        value: node.clone(),
+    };
+    check_graph(&check, &entry, "graph")
+}
+
+/// Runx's check that every receipt a fixture seeds is a file of the package.
+fn check_setup_receipts(
+    fixture: &Fixture,
+    files: &BTreeMap<&str, &[u8]>,
+    fixture_texts: &BTreeMap<&str, &str>,
+) -> Result<(), PackageError> {
+    let receipts = fixture
+        .json
+        .pointer("/setup/receipts")
+        .and_then(|v| v.as_array());
+    for receipt in receipts.into_iter().flatten().filter_map(|v| v.as_str()) {
+        if !files.contains_key(receipt) {
+            let line = fixture_texts
+                .get(fixture.path.as_str())
+                .and_then(|text| text.lines().position(|line| line.contains(receipt)))
+                .map_or(1, |index| index + 1);
+            return Err(PackageError::Invalid {
+                file: fixture.path.clone(),
+                line,
+                field: "setup.receipts".to_owned(),
+                message: format!(
+                    "names {receipt}, which is not in the package; add the receipt or remove it"
+                ),
+                runx: Some(format!(
+                    "{}: setup receipt {receipt:?} is missing from the skill package",
+                    fixture.path
+                )),
+            });
         }
     }
     Ok(())
@@ -278,7 +432,7 @@ mod tests {
         })
     }
 
-    // Every expected line below is the real runx-cli 0.8.2's (`runx skill inspect`).
+    // Every expected line in these tests is the real runx-cli 0.8.2's (`runx skill inspect`).
     #[test]
     fn context_skills_name_manuals_of_the_package_once_each() {
         let manual = MANUAL.as_bytes();
@@ -320,6 +474,79 @@ mod tests {
                  must start with YAML frontmatter delimited by ---."
             )
         );
+    }
+
+    #[test]
+    fn a_graph_fixture_runs_a_graph_file_of_the_package_whose_steps_declare_files() {
+        let profile = "skill: demo\nrunners:\n  main:\n    default: true\n    type: cli-tool\n    \
+                       command: node\n    args: [./run.mjs]\n";
+        let fixture = |target: &str| {
+            format!("name: g\nkind: graph\ntarget: {target}\nexpect:\n  status: sealed\n")
+        };
+        let graph = "name: flow\nsteps:\n  - id: a\n    run:\n      type: cli-tool\n      \
+                     command: node\n      args: [./step.mjs]\n";
+        let with = |target: &str, extra: &[(&str, &str)]| {
+            let fixture = fixture(target);
+            let mut files: Vec<(&str, &[u8])> = vec![
+                ("SKILL.md", MANUAL.as_bytes()),
+                ("X.yaml", profile.as_bytes()),
+                ("run.mjs", b""),
+                ("fixtures/g.yaml", fixture.as_bytes()),
+            ];
+            files.extend(extra.iter().map(|(path, text)| (*path, text.as_bytes())));
+            first_line(&files)
+        };
+        // The graph file's step scripts are read from its folder: no unreachable module.
+        let ok = [("graphs/flow.yaml", graph), ("graphs/step.mjs", "")];
+        assert_eq!(with("../graphs/flow.yaml", &ok), None);
+        let module = "name: flow\nsteps:\n  - id: a\n    run:\n      type: javascript\n      \
+                      module: m.mjs\n";
+        let with_module = [
+            ("graphs/flow.yaml", module),
+            ("graphs/m.mjs", "export default () => ({});\n"),
+        ];
+        assert_eq!(with("../graphs/flow.yaml", &with_module), None);
+        for (target, extra, expected) in [
+            (
+                "../graphs/flow.yaml",
+                &[][..],
+                "fixtures/g.yaml: graph target \"../graphs/flow.yaml\" resolves to missing file \
+                 graphs/flow.yaml",
+            ),
+            (
+                "../../x.yaml",
+                &[],
+                "fixtures/g.yaml: graph target \"../../x.yaml\" escapes the skill package",
+            ),
+            (
+                "/x.yaml",
+                &[],
+                "fixtures/g.yaml: graph target \"/x.yaml\" must be a relative POSIX path",
+            ),
+            (
+                "..//graphs/flow.yaml",
+                &[],
+                "fixtures/g.yaml: graph target \"..//graphs/flow.yaml\" contains an empty path \
+                 segment",
+            ),
+            (
+                "../graphs/flow.yaml",
+                &[("graphs/flow.yaml", graph)],
+                "graphs/step.mjs: declared execution sidecar is missing from the skill package",
+            ),
+            (
+                "../graphs/flow.yaml",
+                &[("graphs/flow.yaml", "name: flow\nsteps: 3\n")],
+                "graphs/flow.yaml: steps must be an array.",
+            ),
+            (
+                "../graphs/flow.yaml",
+                &[("graphs/flow.yaml", "steps:\n  - id: a\n    tool: fs.read\n")],
+                "graphs/flow.yaml: name is required.",
+            ),
+        ] {
+            assert_eq!(with(target, extra).as_deref(), Some(expected), "{target}");
+        }
     }
 
     #[test]

@@ -138,7 +138,7 @@ fn a_retried_step_that_fails_once_then_succeeds_is_traced_twice_and_keeps_its_la
     let (a, _counter) = flaky_step("a", "1", false, Some(2));
     let dir = workspace(
         &[],
-        &[a.clone()],
+        std::slice::from_ref(&a),
         "a",
         "        status: sealed\n        steps: [zzz]\n",
     );

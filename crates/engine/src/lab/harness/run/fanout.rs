@@ -169,8 +169,11 @@ fn gate(escalate: bool, reason: String) -> Decision {
     }
 }
 
-/// Runx's `evaluate_fanout_sync`: `results` are each branch's id, state and outputs.
-fn decide(policy: &Policy, results: &[(&str, Branch, Option<&Map<String, Value>>)]) -> Decision {
+/// One branch as the sync point sees it: its id, state and outputs.
+type BranchResult<'a> = (&'a str, Branch, Option<&'a Map<String, Value>>);
+
+/// Runx's `evaluate_fanout_sync` over each branch's result.
+fn decide(policy: &Policy, results: &[BranchResult<'_>]) -> Decision {
     let branches = results.len();
     let count = |state: Branch| results.iter().filter(|(_, s, _)| *s == state).count();
     let (successes, failures) = (count(Branch::Succeeded), count(Branch::Failed));

@@ -24,8 +24,8 @@ use serde_json::{Map, Value, json};
 use super::assertions::{data_envelope, json_equal};
 use super::javascript::{JsInvocation, JsLimits, run_in_worker, run_module};
 use super::{
-    CaseOutcome, CaseStatus, CaseStop, HarnessOptions, NativeTools, PacketCatalog, StepTrace,
-    cli_tool, local_tool, result_contract, scratch, web,
+    CaseOutcome, CaseStatus, CaseStop, HarnessOptions, NativeTools, PacketCatalog, cli_tool,
+    local_tool, result_contract, scratch, web,
 };
 
 /// How one source or step ended.
@@ -42,7 +42,11 @@ enum End {
 }
 
 mod acts;
+mod fanout;
+mod graph;
 pub(crate) mod nested;
+
+use graph::graph_steps;
 
 use acts::{agent_act, agent_act_as, approval, request_id_part};
 
@@ -830,152 +834,8 @@ fn run_graph(
     outcome.output = run.output;
     outcome.step_outputs = run.outputs;
     outcome.status = run.status;
+    outcome.stop = run.stop;
     outcome.reason_code = format!("{graph_name}_{}", run.status.disposition());
-}
-
-/// What a graph's steps did: its status, result, each step's addressable outputs, the trace
-/// and why it stopped.
-struct GraphRun {
-    status: CaseStatus,
-    output: Value,
-    outputs: Map<String, Value>,
-    steps: Vec<StepTrace>,
-    error: Option<String>,
-}
-
-/// Run `graph`'s steps in order on the runner `inputs`, up to the first that does not succeed,
-/// and take its result from `result_from` (else the last step that ran).
-fn graph_steps(graph: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) -> GraphRun {
-    let steps = graph
-        .get("steps")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let mut outputs: Map<String, Value> = Map::new();
-    let mut skipped: Vec<String> = Vec::new();
-    let mut status = CaseStatus::Sealed;
-    let mut last_ran: Option<String> = None;
-    let mut trail: Vec<StepTrace> = Vec::new();
-    let mut error: Option<String> = None;
-
-    for step in &steps {
-        let Some(step_id) = text(step, "id").map(str::to_owned) else {
-            status = CaseStatus::Failure;
-            error = Some("a graph step has no id".to_owned());
-            break;
-        };
-        if let Some(when) = step.get("when")
-            && should_skip(when, &outputs, &skipped)
-        {
-            skipped.push(step_id.clone());
-            trail.push(StepTrace {
-                step_id,
-                status: "skipped".to_owned(),
-            });
-            continue;
-        }
-        let step_inputs = match step_inputs(step, inputs, &outputs) {
-            Ok(step_inputs) => step_inputs,
-            Err(message) => {
-                trail.push(StepTrace {
-                    step_id: step_id.clone(),
-                    status: "failed".to_owned(),
-                });
-                status = CaseStatus::Failure;
-                error = Some(format!("step {step_id}: {message}"));
-                break;
-            }
-        };
-        let (end, producer) = run_step(step, &step_id, &step_inputs, env);
-        last_ran = Some(step_id.clone());
-        let (trace, claim, stop) = match end {
-            End::Done(claim) => ("succeeded", Some(claim), None),
-            End::PolicyDenied(claim, message) => {
-                status = CaseStatus::PolicyDenied;
-                ("policy_denied", Some(claim), Some(message))
-            }
-            End::NeedsAgent(message) => {
-                status = CaseStatus::NeedsAgent;
-                ("needs_agent", None, Some(message))
-            }
-            End::Declined(message) => {
-                status = CaseStatus::Failure;
-                ("declined", None, Some(message))
-            }
-            End::Failed(message) => {
-                status = CaseStatus::Failure;
-                ("failed", None, Some(message))
-            }
-        };
-        let mut trace = trace;
-        let mut stop = stop;
-        if let Some(claim) = claim {
-            // Runx checks the packets of a succeeded step only, after its declared outputs.
-            let packets = if trace == "succeeded" {
-                env.packets
-                    .verify(step.get("artifacts").or(producer.artifacts()), &claim)
-            } else {
-                Ok(())
-            };
-            match project(step, &claim, &producer).and_then(|projected| packets.map(|()| projected))
-            {
-                Ok(projected) => {
-                    outputs.insert(step_id.clone(), Value::Object(projected));
-                }
-                Err(message) => {
-                    status = CaseStatus::Failure;
-                    trace = "failed";
-                    stop = Some(message);
-                }
-            }
-        }
-        trail.push(StepTrace {
-            step_id: step_id.clone(),
-            status: trace.to_owned(),
-        });
-        if let Some(message) = stop {
-            error = Some(format!("step {step_id}: {message}"));
-            break;
-        }
-    }
-
-    let result_from: Vec<String> = graph
-        .get("result_from")
-        .and_then(Value::as_array)
-        .map(|items| {
-            items
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    let producers: Vec<&String> = if result_from.is_empty() {
-        last_ran.iter().collect()
-    } else {
-        result_from.iter().collect()
-    };
-    let mut result = Map::new();
-    let mut any = false;
-    for producer in producers {
-        if let Some(Value::Object(map)) = outputs.get(producer.as_str()) {
-            any = true;
-            for (key, value) in map {
-                result.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    GraphRun {
-        status,
-        output: if any {
-            Value::Object(result)
-        } else {
-            Value::Null
-        },
-        outputs,
-        steps: trail,
-        error,
-    }
 }
 
 /// Run one graph step that is not skipped: its tool, inline source or approval.
@@ -1009,76 +869,9 @@ fn run_step(
     (end, Producer::Source)
 }
 
-fn should_skip(when: &Value, outputs: &Map<String, Value>, skipped: &[String]) -> bool {
-    let Some(field) = text(when, "field") else {
-        return false;
-    };
-    let Some((source, path)) = field.split_once('.') else {
-        return false;
-    };
-    if skipped.iter().any(|step| step == source) {
-        return true;
-    }
-    let Some(value) = outputs
-        .get(source)
-        .and_then(Value::as_object)
-        .and_then(|map| resolve_path(map, path))
-    else {
-        return false;
-    };
-    if let Some(expected) = when.get("equals") {
-        !json_equal(value, expected)
-    } else if let Some(disallowed) = when.get("not_equals") {
-        json_equal(value, disallowed)
-    } else {
-        false
-    }
-}
-
-fn step_inputs(
-    step: &Value,
-    graph_inputs: &Map<String, Value>,
-    outputs: &Map<String, Value>,
-) -> Result<Map<String, Value>, String> {
-    let context = object(step.get("context"));
-    let mut inputs = graph_inputs.clone();
-    for name in context.keys() {
-        inputs.remove(name);
-    }
-    for (key, value) in object(step.get("inputs")) {
-        match materialize(&value, graph_inputs) {
-            Some(value) => {
-                inputs.insert(key, value);
-            }
-            None => {
-                inputs.remove(&key);
-            }
-        }
-    }
-    for (name, reference) in context {
-        let reference = reference
-            .as_str()
-            .ok_or_else(|| format!("context {name} is not a <step>.<output> reference"))?;
-        let (source, path) = split_edge(reference).ok_or_else(|| {
-            format!("context {name} ({reference}) is not a <step>.<output> reference")
-        })?;
-        let produced = outputs
-            .get(source)
-            .and_then(Value::as_object)
-            .ok_or_else(|| format!("context source step {source} has not run"))?;
-        let value = resolve_path(produced, path).ok_or_else(|| {
-            format!(
-                "context {name} ({reference}) does not resolve; {source} has {:?}",
-                produced.keys().collect::<Vec<_>>()
-            )
-        })?;
-        inputs.insert(name, value.clone());
-    }
-    Ok(inputs)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::graph::{should_skip, step_inputs};
     use super::*;
 
     #[test]

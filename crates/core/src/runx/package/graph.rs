@@ -3,6 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::check::{Check, get, has, line_of};
+use super::fanout::{check_fanout_groups, check_fanout_steps};
 use super::inputs::{SourceContext, check_source};
 use super::manual::{check_artifacts, check_retry};
 use super::model::{Graph, GraphStep, StepTarget, When};
@@ -30,7 +31,6 @@ pub(super) fn check_graph(
     let charter_from = check
         .opt_string(graph, "charter_from", field)?
         .map(str::to_owned);
-    check.opt_mapping(graph, "fanout", field)?;
     check.opt_mapping(graph, "policy", field)?;
     let result_from = check
         .opt_strings(graph, "result_from", field)?
@@ -50,6 +50,7 @@ pub(super) fn check_graph(
             format!("must be a list of steps, not {}", steps_entry.value.kind()),
         )
     })?;
+    let fanout = check_fanout_groups(check, graph, field)?;
     let mut ids = BTreeSet::new();
     let mut steps = Vec::new();
     for (index, node) in raw_steps.iter().enumerate() {
@@ -63,6 +64,7 @@ pub(super) fn check_graph(
         ids.insert(step.id.clone());
         steps.push(step);
     }
+    check_fanout_steps(check, &fanout, &steps, field)?;
     let result_line = line_of(graph, "result_from");
     let mut seen = BTreeSet::new();
     for (index, id) in result_from.iter().enumerate() {

@@ -33,6 +33,7 @@ use super::yaml::YamlError;
 mod catalog;
 mod check;
 mod closure;
+mod fanout;
 mod fixtures;
 mod graph;
 mod harness;

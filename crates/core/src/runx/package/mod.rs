@@ -127,7 +127,7 @@ pub(crate) const RUNNER_FIELDS: [&str; 47] = [
 
 /// The keys of an executable source (`SOURCE_FIELDS`): a runner's `source:` block, an inline
 /// graph step's `run:` block, or the runner fields that make up its source when it has no
-/// `source:` block.
+/// `source:` block. In Runx's order, which its unknown-field refusal lists.
 pub(crate) const SOURCE_FIELDS: [&str; 22] = [
     "act",
     "agent",
@@ -138,8 +138,8 @@ pub(crate) const SOURCE_FIELDS: [&str; 22] = [
     "command",
     "cwd",
     "environment",
-    "export",
     "external_adapter",
+    "export",
     "graph",
     "input_mode",
     "module",

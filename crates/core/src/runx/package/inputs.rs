@@ -489,7 +489,14 @@ pub(super) fn check_javascript(
     let module_field = join(parent, "module");
     let module = check
         .opt_string(entries, "module", parent)?
-        .ok_or_else(|| check.err(line, &module_field, "is required for a javascript source"))?;
+        .ok_or_else(|| {
+            check.err_field(
+                line,
+                &module_field,
+                "is required for a javascript source",
+                "is required.",
+            )
+        })?;
     let segments: Vec<&str> = module.split('/').collect();
     if module.starts_with('/')
         || module.contains('\\')
@@ -536,10 +543,11 @@ pub(super) fn check_javascript(
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '$'));
         if !start || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$')) {
-            return Err(check.err(
+            return Err(check.err_field(
                 line_of(entries, "export"),
                 &join(parent, "export"),
                 format!("is {name:?}; write a JavaScript identifier, or leave it out for the default export"),
+                "must be a JavaScript identifier.",
             ));
         }
     }

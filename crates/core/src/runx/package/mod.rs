@@ -46,7 +46,7 @@ mod references;
 mod tools;
 pub(crate) use fixtures::parse_fixture;
 pub use inspection::inspect_package;
-use manual::{check_manual_ownership, parse_manual};
+use manual::parse_package_manual;
 pub(crate) use model::{ExecutionProfile, JsModule, Runner, Source, StepTarget};
 pub use model::{InputDef, Package};
 use profile::parse_profile;
@@ -460,8 +460,7 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     // manual) has no runner, and nothing of a profile to check.
     let profile_file = find(PROFILE_FILE);
 
-    let (manual, frontmatter) = parse_manual(text(skill_file)?)?;
-    check_manual_ownership(&frontmatter)?;
+    let (manual, _) = parse_package_manual(text(skill_file)?)?;
 
     let paths: BTreeSet<&str> = files.iter().map(|file| file.path.as_str()).collect();
     let profile = match profile_file {

@@ -1,7 +1,9 @@
 //! The field checks of one YAML file: each helper reports against the file and the line of
 //! the entry it reads, with Runx's closed field sets and its error texts.
 
-use super::{PROFILE_FILE, PackageError, SKILL_FILE, SOURCE_FIELDS, invalid, invalid_as_runx, join};
+use super::{
+    PROFILE_FILE, PackageError, SKILL_FILE, SOURCE_FIELDS, invalid, invalid_as_runx, join,
+};
 use crate::runx::yaml::{YamlEntry, YamlNode, YamlValue};
 
 /// The field checks of one file: every helper reports against `file`.
@@ -43,9 +45,12 @@ impl Check<'_> {
         runx: &str,
     ) -> PackageError {
         match self.runx_field(field) {
-            Some(name) => {
-                self.err_runx(line, field, message, format!("{}: {name} {runx}", self.file))
-            }
+            Some(name) => self.err_runx(
+                line,
+                field,
+                message,
+                format!("{}: {name} {runx}", self.file),
+            ),
             None => self.err(line, field, message),
         }
     }
@@ -301,20 +306,22 @@ impl Check<'_> {
             .iter()
             .enumerate()
             .map(|(index, item)| {
-                item.as_str().map(str::to_owned).ok_or_else(|| match self.runx_field(&field) {
-                    // Runx names the list, not the entry.
-                    Some(name) => self.err_runx(
-                        item.line,
-                        &format!("{field}[{index}]"),
-                        format!("must be a string, not {}; quote it", item.kind()),
-                        format!("{}: {name} must be an array of strings.", self.file),
-                    ),
-                    None => self.err(
-                        item.line,
-                        &format!("{field}[{index}]"),
-                        format!("must be a string, not {}; quote it", item.kind()),
-                    ),
-                })
+                item.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| match self.runx_field(&field) {
+                        // Runx names the list, not the entry.
+                        Some(name) => self.err_runx(
+                            item.line,
+                            &format!("{field}[{index}]"),
+                            format!("must be a string, not {}; quote it", item.kind()),
+                            format!("{}: {name} must be an array of strings.", self.file),
+                        ),
+                        None => self.err(
+                            item.line,
+                            &format!("{field}[{index}]"),
+                            format!("must be a string, not {}; quote it", item.kind()),
+                        ),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)

@@ -296,8 +296,7 @@ pub(super) fn check_source(
                 line_of(entries, key),
                 join(parent, key),
                 "module and export are only for type: javascript sources".to_owned(),
-                "source.module and source.export are only valid for javascript sources."
-                    .to_owned(),
+                "source.module and source.export are only valid for javascript sources.".to_owned(),
             ));
         }
         (None, None)
@@ -328,14 +327,16 @@ pub(super) fn check_source(
     check.opt_string(entries, "cwd", parent)?;
     if source_type == "mcp" {
         let server_field = join(parent, "server");
-        let server = check.opt_mapping(entries, "server", parent)?.ok_or_else(|| {
-            refuse_known(
-                line,
-                server_field.clone(),
-                "is required for an mcp source".to_owned(),
-                "source.server is required.".to_owned(),
-            )
-        })?;
+        let server = check
+            .opt_mapping(entries, "server", parent)?
+            .ok_or_else(|| {
+                refuse_known(
+                    line,
+                    server_field.clone(),
+                    "is required for an mcp source".to_owned(),
+                    "source.server is required.".to_owned(),
+                )
+            })?;
         check.required(server, "command", &server_field, line_of(entries, "server"))?;
         check.opt_strings(server, "args", &server_field)?;
         if check.opt_string(entries, "tool", parent)?.is_none() {
@@ -617,7 +618,9 @@ pub(super) fn check_environment(
                     at,
                     &join(&field, key),
                     format!("{name} is reserved for the Runx runtime; pick another name"),
-                    |at| format!("{at} cannot request runtime-reserved environment variable {name}"),
+                    |at| {
+                        format!("{at} cannot request runtime-reserved environment variable {name}")
+                    },
                 ));
             }
             if names.contains(&name) {

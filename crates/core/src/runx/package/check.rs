@@ -1,8 +1,10 @@
 //! The field checks of one YAML file: each helper reports against the file and the line of
 //! the entry it reads, with Runx's closed field sets and its error texts.
 
-use super::{PackageError, invalid, invalid_as_runx, join};
-use crate::runx::yaml::{YamlEntry, YamlNode};
+use super::{
+    PROFILE_FILE, PackageError, SKILL_FILE, SOURCE_FIELDS, invalid, invalid_as_runx, join,
+};
+use crate::runx::yaml::{YamlEntry, YamlNode, YamlValue};
 
 /// The field checks of one file: every helper reports against `file`.
 pub(super) struct Check<'a> {
@@ -32,6 +34,73 @@ impl Check<'_> {
         }
     }
 
+    /// A refusal of `field` that Runx's generic field readers word as `<field> <runx>` (its
+    /// `JsonFieldReader`: `must be a string.`, `is required.`, ...), where the Lab knows Runx's
+    /// name for the field ([`Check::runx_field`]); elsewhere the Lab's own words only.
+    pub(super) fn err_field(
+        &self,
+        line: usize,
+        field: &str,
+        message: impl Into<String>,
+        runx: &str,
+    ) -> PackageError {
+        match self.runx_field(field) {
+            Some(name) => self.err_runx(
+                line,
+                field,
+                message,
+                format!("{}: {name} {runx}", self.file),
+            ),
+            None => self.err(line, field, message),
+        }
+    }
+
+    /// A refusal Runx words as `runx` (without the file) where the Lab knows Runx's name for
+    /// `field` ([`Check::runx_field`]); elsewhere the Lab's own words only.
+    pub(super) fn err_said(
+        &self,
+        line: usize,
+        field: &str,
+        message: impl Into<String>,
+        runx: impl FnOnce(&str) -> String,
+    ) -> PackageError {
+        match self.runx_field(field) {
+            Some(name) => {
+                let runx = runx(&name);
+                self.err_runx(line, field, message, format!("{}: {runx}", self.file))
+            }
+            None => self.err(line, field, message),
+        }
+    }
+
+    /// Runx's name for the Lab's `field`, for the files whose field paths the Lab has matched
+    /// to runx-cli 0.8.2's: X.yaml's (a runner's source fields, flattened or in a `source:`
+    /// block, are Runx's `source.<key>`; a graph's inner fields are not matched yet) and
+    /// SKILL.md's frontmatter.
+    pub(super) fn runx_field(&self, field: &str) -> Option<String> {
+        if self.file == SKILL_FILE {
+            return Some(field.to_owned());
+        }
+        if self.file != PROFILE_FILE {
+            return None;
+        }
+        let Some(rest) = field.strip_prefix("runners.") else {
+            return Some(field.to_owned());
+        };
+        let Some((_, tail)) = rest.split_once('.') else {
+            return Some(field.to_owned());
+        };
+        let tail = tail.strip_prefix("source.").unwrap_or(tail);
+        let key = tail.split(['.', '[']).next().unwrap_or_default();
+        if key == "graph" && tail != "graph" {
+            return None;
+        }
+        if SOURCE_FIELDS.contains(&key) {
+            return Some(format!("source.{tail}"));
+        }
+        Some(field.to_owned())
+    }
+
     /// The entries of a mapping, or a refusal saying what it is instead.
     pub(super) fn mapping<'n>(
         &self,
@@ -39,10 +108,11 @@ impl Check<'_> {
         field: &str,
     ) -> Result<&'n [YamlEntry], PackageError> {
         node.as_mapping().ok_or_else(|| {
-            self.err(
+            self.err_field(
                 node.line,
                 field,
                 format!("must be a mapping, not {}", node.kind()),
+                "must be an object.",
             )
         })
     }
@@ -116,10 +186,11 @@ impl Check<'_> {
         field: &str,
     ) -> Result<&'n str, PackageError> {
         entry.value.as_str().ok_or_else(|| {
-            self.err(
+            self.err_field(
                 entry.line,
                 field,
                 format!("must be a string, not {}; quote it", entry.value.kind()),
+                "must be a string.",
             )
         })
     }
@@ -146,10 +217,11 @@ impl Check<'_> {
     ) -> Result<Option<String>, PackageError> {
         let field = join(parent, key);
         match self.opt_string(entries, key, parent)? {
-            Some(value) if value.trim().is_empty() => Err(self.err(
+            Some(value) if value.trim().is_empty() => Err(self.err_field(
                 line_of(entries, key),
                 &field,
                 "must not be empty; write a value or remove the field",
+                "must not be empty.",
             )),
             other => Ok(other.map(str::to_owned)),
         }
@@ -164,7 +236,7 @@ impl Check<'_> {
         line: usize,
     ) -> Result<String, PackageError> {
         self.opt_non_empty(entries, key, parent)?
-            .ok_or_else(|| self.err(line, &join(parent, key), "is required"))
+            .ok_or_else(|| self.err_field(line, &join(parent, key), "is required", "is required."))
     }
 
     pub(super) fn opt_bool(
@@ -177,10 +249,11 @@ impl Check<'_> {
             None => Ok(None),
             Some(entry) if entry.value.is_null() => Ok(None),
             Some(entry) => entry.value.as_bool().map(Some).ok_or_else(|| {
-                self.err(
+                self.err_field(
                     entry.line,
                     &join(parent, key),
                     format!("must be true or false, not {}", entry.value.kind()),
+                    "must be a boolean.",
                 )
             }),
         }
@@ -196,10 +269,15 @@ impl Check<'_> {
             None => Ok(None),
             Some(entry) if entry.value.is_null() => Ok(None),
             Some(entry) => entry.value.as_u64().map(Some).ok_or_else(|| {
-                self.err(
+                self.err_field(
                     entry.line,
                     &join(parent, key),
                     "must be a whole number of at least 0",
+                    if matches!(entry.value.value, YamlValue::Number(_)) {
+                        "must be a positive integer."
+                    } else {
+                        "must be a finite number."
+                    },
                 )
             }),
         }
@@ -217,23 +295,33 @@ impl Check<'_> {
         };
         let field = join(parent, key);
         let items = entry.value.as_sequence().ok_or_else(|| {
-            self.err(
+            self.err_field(
                 entry.line,
                 &field,
                 format!("must be a list of strings, not {}", entry.value.kind()),
+                "must be an array of strings.",
             )
         })?;
         items
             .iter()
             .enumerate()
             .map(|(index, item)| {
-                item.as_str().map(str::to_owned).ok_or_else(|| {
-                    self.err(
-                        item.line,
-                        &format!("{field}[{index}]"),
-                        format!("must be a string, not {}; quote it", item.kind()),
-                    )
-                })
+                item.as_str()
+                    .map(str::to_owned)
+                    .ok_or_else(|| match self.runx_field(&field) {
+                        // Runx names the list, not the entry.
+                        Some(name) => self.err_runx(
+                            item.line,
+                            &format!("{field}[{index}]"),
+                            format!("must be a string, not {}; quote it", item.kind()),
+                            format!("{}: {name} must be an array of strings.", self.file),
+                        ),
+                        None => self.err(
+                            item.line,
+                            &format!("{field}[{index}]"),
+                            format!("must be a string, not {}; quote it", item.kind()),
+                        ),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
@@ -249,11 +337,21 @@ impl Check<'_> {
     ) -> Result<Vec<String>, PackageError> {
         let values = self.opt_strings(entries, key, parent)?.unwrap_or_default();
         if let Some(index) = values.iter().position(|value| value.trim().is_empty()) {
-            return Err(self.err(
-                line_of(entries, key),
-                &format!("{}[{index}]", join(parent, key)),
-                format!("must be a non-empty {what}; remove the blank entry"),
-            ));
+            let field = join(parent, key);
+            let message = format!("must be a non-empty {what}; remove the blank entry");
+            let at = format!("{field}[{index}]");
+            return Err(match self.runx_field(&field).filter(|_| what == "scope") {
+                Some(name) => self.err_runx(
+                    line_of(entries, key),
+                    &at,
+                    message,
+                    format!(
+                        "{}: {name} must contain only non-empty scope strings",
+                        self.file
+                    ),
+                ),
+                None => self.err(line_of(entries, key), &at, message),
+            });
         }
         Ok(values)
     }
@@ -283,10 +381,11 @@ impl Check<'_> {
         if allowed.contains(&value) {
             Ok(value)
         } else {
-            Err(self.err(
+            Err(self.err_field(
                 entry.line,
                 field,
                 format!("is {value:?}; use one of: {}", allowed.join(", ")),
+                &format!("must be {}.", either(allowed)),
             ))
         }
     }
@@ -304,6 +403,16 @@ impl Check<'_> {
                 .one_of(entry, &join(parent, key), allowed)
                 .map(|value| Some(value.to_owned())),
         }
+    }
+}
+
+/// Runx's list of choices: `a or b`, `a, b, or c`.
+fn either(allowed: &[&str]) -> String {
+    match allowed {
+        [] => String::new(),
+        [only] => (*only).to_owned(),
+        [a, b] => format!("{a} or {b}"),
+        [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
     }
 }
 

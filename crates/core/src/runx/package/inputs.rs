@@ -34,10 +34,11 @@ pub(super) fn check_inputs(
             }
             let name = check.required(record, "definition", &field, entry.line)?;
             let Some(definition) = definitions.iter().find(|def| def.name == name) else {
-                return Err(check.err(
+                return Err(check.err_said(
                     line_of(record, "definition"),
                     &join(&field, "definition"),
                     format!("names {name:?}, which input_definitions does not declare"),
+                    |at| format!("{at} references unknown input_definitions.{name}"),
                 ));
             };
             inputs.push(InputDef {
@@ -59,7 +60,8 @@ pub(super) fn check_input(
     record: &[YamlEntry],
     field: &str,
 ) -> Result<InputDef, PackageError> {
-    check.closed(record, field, "input", &INPUT_FIELDS)?;
+    let runx_field = check.runx_field(field);
+    check.closed_as(record, field, "input", &INPUT_FIELDS, runx_field.as_deref())?;
     // Refused in Runx's words (`runx-parser` `validate_inputs`), which name the input's whole
     // path as the Lab does.
     let input_type = match get(record, "type").filter(|entry| !entry.value.is_null()) {
@@ -88,21 +90,33 @@ pub(super) fn check_input(
         let at = line_of(record, "packet");
         let packet_field = join(field, "packet");
         if input_type != "json" {
-            return Err(check.err(at, &packet_field, format!("needs {field}.type to be json")));
+            return Err(check.err_said(
+                at,
+                &packet_field,
+                format!("needs {field}.type to be json"),
+                |_| format!("{field}.packet requires {field}.type to be json"),
+            ));
         }
         if schema.is_some() {
-            return Err(check.err(
+            return Err(check.err_said(
                 at,
                 &packet_field,
                 "packet and schema are exclusive: the packet catalog owns the schema; remove \
                  schema",
+                |_| {
+                    format!(
+                        "{field}.packet and {field}.schema are mutually exclusive; the packet \
+                         catalog owns the schema"
+                    )
+                },
             ));
         }
         if default.is_some() {
-            return Err(check.err(
+            return Err(check.err_said(
                 at,
                 &packet_field,
                 "a packet input cannot have a default; remove it",
+                |_| format!("{field}.packet cannot declare a default packet value"),
             ));
         }
     }
@@ -112,19 +126,21 @@ pub(super) fn check_input(
                 .into_iter()
                 .find(|key| has(schema, key))
             {
-                return Err(check.err(
+                return Err(check.err_said(
                     line_of(schema, duplicate),
                     &join(&join(field, "schema"), duplicate),
                     format!("duplicates {field}.{duplicate}; keep it on the input, not in schema"),
+                    |_| format!("{field}.schema.{duplicate} duplicates {field}.{duplicate}"),
                 ));
             }
             if let Some(examples) = get(schema, "examples")
                 && examples.value.as_sequence().is_none()
             {
-                return Err(check.err(
+                return Err(check.err_said(
                     examples.line,
                     &join(&join(field, "schema"), "examples"),
                     "must be a list",
+                    |_| format!("{field}.schema.examples must be an array"),
                 ));
             }
         }
@@ -133,10 +149,11 @@ pub(super) fn check_input(
                 && packet.is_none()
                 && !accepts(&input_type, value)
             {
-                return Err(check.err(
+                return Err(check.err_said(
                     line_of(record, "default"),
                     &join(field, "default"),
                     format!("must match the declared type {input_type}"),
+                    |_| format!("{field}.default must match declared type {input_type}"),
                 ));
             }
         }
@@ -191,66 +208,6 @@ pub(super) fn check_source(
     let type_field = join(parent, "type");
     let source_type = check.required(entries, "type", parent, line)?;
     let type_line = line_of(entries, "type");
-    match source_type.as_str() {
-        "http" => {
-            return Err(check.err(
-                type_line,
-                &type_field,
-                "http was removed; compose http.read, http.query or http.execute as a graph step",
-            ));
-        }
-        "catalog" => {
-            return Err(check.err(
-                type_line,
-                &type_field,
-                "catalog was removed; call catalog tools from a graph tool step",
-            ));
-        }
-        _ => {}
-    }
-    if closed {
-        check.closed(entries, parent, "source", &SOURCE_FIELDS)?;
-    }
-    if !SOURCE_TYPES.contains(&source_type.as_str()) {
-        return Err(check.err(
-            type_line,
-            &type_field,
-            format!(
-                "{source_type:?} is not a Runx source type; use one of: {}",
-                SOURCE_TYPES.join(", ")
-            ),
-        ));
-    }
-    let args = check
-        .opt_strings(entries, "args", parent)?
-        .unwrap_or_default();
-    check.opt_one_of(entries, "input_mode", parent, &["args", "stdin", "none"])?;
-    let timeout_seconds = check.opt_u64(entries, "timeout_seconds", parent)?;
-    let command = check
-        .opt_string(entries, "command", parent)?
-        .map(str::to_owned);
-    if source_type == "cli-tool" && command.is_none() {
-        return Err(check.err(
-            line,
-            &join(parent, "command"),
-            "is required for a cli-tool source",
-        ));
-    }
-    let (module, export) = if source_type == "javascript" {
-        check_javascript(check, entries, line, parent, timeout_seconds)?
-    } else {
-        if let Some(key) = ["module", "export"]
-            .into_iter()
-            .find(|key| has(entries, key))
-        {
-            return Err(check.err(
-                line_of(entries, key),
-                &join(parent, key),
-                "module and export are only for type: javascript sources",
-            ));
-        }
-        (None, None)
-    };
     // A runner's own source is refused in Runx's words (`X.yaml: source.agent is required.`).
     let runner_source = context == SourceContext::Skill;
     // An inline graph step's source is refused as Runx's graph parser words it (`X.yaml:
@@ -273,6 +230,77 @@ pub(super) fn check_source(
             check.err(line, &field, message)
         }
     };
+    // The refusals matched to Runx's words only where the Lab knows the file's field paths
+    // (X.yaml, SKILL.md, an inline step), not a tool manifest's.
+    let worded = step.is_some() || (runner_source && check.runx_field(parent).is_some());
+    let refuse_known = |line: usize, field: String, message: String, runx: String| {
+        if worded {
+            refuse(line, field, message, runx)
+        } else {
+            check.err(line, &field, message)
+        }
+    };
+    match source_type.as_str() {
+        "http" => {
+            return Err(refuse_known(
+                type_line,
+                type_field,
+                "http was removed; compose http.read, http.query or http.execute as a graph step"
+                    .to_owned(),
+                "source.type http was removed; compose http.read, http.query, or http.execute \
+                 in a graph."
+                    .to_owned(),
+            ));
+        }
+        "catalog" => {
+            return Err(refuse_known(
+                type_line,
+                type_field,
+                "catalog was removed; call catalog tools from a graph tool step".to_owned(),
+                "source.type catalog was removed; invoke catalog tools from a graph tool step."
+                    .to_owned(),
+            ));
+        }
+        _ => {}
+    }
+    if closed {
+        // Runx names a `source:` block's unknown field by the Lab's path
+        // (`runners.main.source.zeta is not supported; allowed fields: …`).
+        let runx_parent = check.runx_field(parent).map(|_| parent);
+        check.closed_as(entries, parent, "source", &SOURCE_FIELDS, runx_parent)?;
+    }
+    let args = check
+        .opt_strings(entries, "args", parent)?
+        .unwrap_or_default();
+    check.opt_one_of(entries, "input_mode", parent, &["args", "stdin", "none"])?;
+    let timeout_seconds = check.opt_u64(entries, "timeout_seconds", parent)?;
+    let command = check
+        .opt_string(entries, "command", parent)?
+        .map(str::to_owned);
+    if source_type == "cli-tool" && command.is_none() {
+        return Err(refuse_known(
+            line,
+            join(parent, "command"),
+            "is required for a cli-tool source".to_owned(),
+            "source.command is required.".to_owned(),
+        ));
+    }
+    let (module, export) = if source_type == "javascript" {
+        check_javascript(check, entries, line, parent, timeout_seconds)?
+    } else {
+        if let Some(key) = ["module", "export"]
+            .into_iter()
+            .find(|key| has(entries, key))
+        {
+            return Err(refuse_known(
+                line_of(entries, key),
+                join(parent, key),
+                "module and export are only for type: javascript sources".to_owned(),
+                "source.module and source.export are only valid for javascript sources.".to_owned(),
+            ));
+        }
+        (None, None)
+    };
     if source_type == "agent-task"
         && let Some(key) = ["command", "args"]
             .into_iter()
@@ -283,6 +311,53 @@ pub(super) fn check_source(
             join(parent, key),
             "an agent-task source runs no command; remove it".to_owned(),
             "agent-task sources must not declare source.command or source.args.".to_owned(),
+        ));
+    }
+    if !SOURCE_TYPES.contains(&source_type.as_str()) {
+        return Err(refuse_known(
+            type_line,
+            type_field,
+            format!(
+                "{source_type:?} is not a Runx source type; use one of: {}",
+                SOURCE_TYPES.join(", ")
+            ),
+            format!("source.type {source_type} is not a supported source type."),
+        ));
+    }
+    check.opt_string(entries, "cwd", parent)?;
+    if source_type == "mcp" {
+        let server_field = join(parent, "server");
+        let server = check
+            .opt_mapping(entries, "server", parent)?
+            .ok_or_else(|| {
+                refuse_known(
+                    line,
+                    server_field.clone(),
+                    "is required for an mcp source".to_owned(),
+                    "source.server is required.".to_owned(),
+                )
+            })?;
+        check.required(server, "command", &server_field, line_of(entries, "server"))?;
+        check.opt_strings(server, "args", &server_field)?;
+        if check.opt_string(entries, "tool", parent)?.is_none() {
+            return Err(refuse_known(
+                line,
+                join(parent, "tool"),
+                "is required for an mcp source".to_owned(),
+                "source.tool is required.".to_owned(),
+            ));
+        }
+    }
+    if source_type == "a2a"
+        && check
+            .opt_string(entries, "agent_card_url", parent)?
+            .is_none()
+    {
+        return Err(refuse_known(
+            line,
+            join(parent, "agent_card_url"),
+            "is required for an a2a source".to_owned(),
+            "source.agent_card_url is required.".to_owned(),
         ));
     }
     let needs_agent_task = source_type == "agent-task" && runner_source;
@@ -308,28 +383,6 @@ pub(super) fn check_source(
         }
         other => other.map(str::to_owned),
     };
-    if source_type == "mcp" {
-        let server_field = join(parent, "server");
-        let server = check
-            .opt_mapping(entries, "server", parent)?
-            .ok_or_else(|| check.err(line, &server_field, "is required for an mcp source"))?;
-        check.required(server, "command", &server_field, line_of(entries, "server"))?;
-        check.opt_strings(server, "args", &server_field)?;
-        if check.opt_string(entries, "tool", parent)?.is_none() {
-            return Err(check.err(line, &join(parent, "tool"), "is required for an mcp source"));
-        }
-    }
-    if source_type == "a2a"
-        && check
-            .opt_string(entries, "agent_card_url", parent)?
-            .is_none()
-    {
-        return Err(check.err(
-            line,
-            &join(parent, "agent_card_url"),
-            "is required for an a2a source",
-        ));
-    }
     for (key, kind) in [
         ("external_adapter", "external-adapter"),
         ("thread_outbox_provider", "thread-outbox-provider"),
@@ -351,10 +404,11 @@ pub(super) fn check_source(
         }
     }
     if has(entries, "pages") && source_type != "javascript" {
-        return Err(check.err(
+        return Err(refuse_known(
             line_of(entries, "pages"),
-            &join(parent, "pages"),
-            "pages is only valid for deterministic javascript sources",
+            join(parent, "pages"),
+            "pages is only valid for deterministic javascript sources".to_owned(),
+            "source.pages is only valid for deterministic javascript sources.".to_owned(),
         ));
     }
     let outputs = match check.opt_mapping(entries, "outputs", parent)? {
@@ -365,8 +419,14 @@ pub(super) fn check_source(
     let graph = if source_type == "graph" {
         let graph_field = join(parent, "graph");
         let graph_entry = get(entries, "graph").filter(|entry| !entry.value.is_null());
-        let graph_entry = graph_entry
-            .ok_or_else(|| check.err(line, &graph_field, "is required for a graph source"))?;
+        let graph_entry = graph_entry.ok_or_else(|| {
+            refuse_known(
+                line,
+                graph_field.clone(),
+                "is required for a graph source".to_owned(),
+                "source.graph is required.".to_owned(),
+            )
+        })?;
         Some(check_graph(check, graph_entry, &graph_field)?)
     } else {
         None
@@ -430,7 +490,14 @@ pub(super) fn check_javascript(
     let module_field = join(parent, "module");
     let module = check
         .opt_string(entries, "module", parent)?
-        .ok_or_else(|| check.err(line, &module_field, "is required for a javascript source"))?;
+        .ok_or_else(|| {
+            check.err_field(
+                line,
+                &module_field,
+                "is required for a javascript source",
+                "is required.",
+            )
+        })?;
     let segments: Vec<&str> = module.split('/').collect();
     if module.starts_with('/')
         || module.contains('\\')
@@ -477,10 +544,11 @@ pub(super) fn check_javascript(
             .next()
             .is_some_and(|c| c.is_ascii_alphabetic() || matches!(c, '_' | '$'));
         if !start || !chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$')) {
-            return Err(check.err(
+            return Err(check.err_field(
                 line_of(entries, "export"),
                 &join(parent, "export"),
                 format!("is {name:?}; write a JavaScript identifier, or leave it out for the default export"),
+                "must be a JavaScript identifier.",
             ));
         }
     }
@@ -538,24 +606,29 @@ pub(super) fn check_environment(
                 && chars.all(|c| c == '_' || c.is_ascii_alphanumeric());
             let at = line_of(environment, key);
             if !portable {
-                return Err(check.err(
+                return Err(check.err_said(
                     at,
                     &join(&field, key),
                     format!("{name:?} is not a portable environment variable name (letters, digits, '_')"),
+                    |at| format!("{at} entry {name:?} must be a portable environment variable name"),
                 ));
             }
             if name.starts_with("RUNX_") {
-                return Err(check.err(
+                return Err(check.err_said(
                     at,
                     &join(&field, key),
                     format!("{name} is reserved for the Runx runtime; pick another name"),
+                    |at| {
+                        format!("{at} cannot request runtime-reserved environment variable {name}")
+                    },
                 ));
             }
             if names.contains(&name) {
-                return Err(check.err(
+                return Err(check.err_said(
                     at,
                     &join(&field, key),
                     format!("repeats {name}; list it once"),
+                    |at| format!("{at} repeats environment variable {name:?}"),
                 ));
             }
             names.push(name);

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::check::{Check, get, has, line_of};
 use super::inputs::{SourceContext, check_inputs, check_source};
 use super::model::{SkillFrontmatter, SkillManual};
-use super::{MANUAL_EXECUTION_FIELDS, PackageError, SKILL_FILE, invalid, invalid_as_runx, join};
+use super::{MANUAL_EXECUTION_FIELDS, PackageError, SKILL_FILE, invalid_as_runx, join};
 use crate::runx::yaml::{self, YamlEntry, YamlNode, YamlValue};
 
 /// Reads SKILL.md on its own, as Runx's `validate_skill` does: the frontmatter block must be
@@ -22,6 +22,16 @@ pub(crate) fn parse_skill_md(text: &str) -> Result<SkillManual, PackageError> {
 
 /// [`parse_skill_md`], also handing back the frontmatter tree for the package checks.
 pub(super) fn parse_manual(text: &str) -> Result<(SkillManual, YamlNode), PackageError> {
+    parse_manual_owned(text, false)
+}
+
+/// [`parse_manual`] inside a package: as Runx does, the execution fields SKILL.md may not hold
+/// ([`check_manual_ownership`]) are refused before their values are checked.
+pub(super) fn parse_package_manual(text: &str) -> Result<(SkillManual, YamlNode), PackageError> {
+    parse_manual_owned(text, true)
+}
+
+fn parse_manual_owned(text: &str, package: bool) -> Result<(SkillManual, YamlNode), PackageError> {
     let file = SKILL_FILE;
     let check = Check { file };
     let (frontmatter, body) = split_frontmatter(text).ok_or_else(|| {
@@ -40,15 +50,24 @@ pub(super) fn parse_manual(text: &str) -> Result<(SkillManual, YamlNode), Packag
         YamlValue::Mapping(entries) => entries.as_slice(),
         YamlValue::Null => &[],
         _ => {
-            return Err(invalid(
+            return Err(invalid_as_runx(
                 file,
                 node.line,
                 "frontmatter",
                 format!("must be a mapping of fields, not {}", node.kind()),
+                "skill_frontmatter: Skill frontmatter must parse to an object.",
             ));
         }
     };
-    let name = check.required(entries, "name", "", 1)?;
+    if package {
+        check_manual_ownership(&node)?;
+    }
+    // As Runx's `required_string`: only an empty name is missing; a blank one is a name (which
+    // X.yaml's `skill` must then match).
+    let name = match check.opt_string(entries, "name", "")? {
+        Some(name) if !name.is_empty() => name.to_owned(),
+        _ => return Err(check.err_field(1, "name", "is required", "is required.")),
+    };
     let description = check
         .opt_string(entries, "description", "")?
         .map(str::to_owned);
@@ -73,13 +92,14 @@ pub(super) fn parse_manual(text: &str) -> Result<(SkillManual, YamlNode), Packag
         None => None,
         Some(entry) if entry.value.is_null() => None,
         Some(entry) => Some(entry.value.as_mapping().ok_or_else(|| {
-            check.err(
+            check.err_runx(
                 entry.line,
                 "runx",
                 format!(
                     "runx must be a mapping when present, not {}",
                     entry.value.kind()
                 ),
+                format!("{file}: runx must be an object when present."),
             )
         })?),
     };
@@ -283,10 +303,11 @@ pub(super) fn check_retry(
     if let Some(attempts) = check.opt_u64(retry, "max_attempts", field)?
         && attempts == 0
     {
-        return Err(check.err(
+        return Err(check.err_field(
             line_of(retry, "max_attempts"),
             &join(field, "max_attempts"),
             "must be a positive whole number (1 means no retry)",
+            "must be a positive integer.",
         ));
     }
     Ok(())

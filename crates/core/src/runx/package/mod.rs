@@ -47,7 +47,7 @@ mod references;
 mod tools;
 pub(crate) use fixtures::parse_fixture;
 pub use inspection::inspect_package;
-use manual::{check_manual_ownership, parse_manual};
+use manual::parse_package_manual;
 pub(crate) use model::{ExecutionProfile, JsModule, Runner, Source, StepTarget};
 pub use model::{InputDef, Package};
 use profile::parse_profile;
@@ -128,7 +128,7 @@ pub(crate) const RUNNER_FIELDS: [&str; 47] = [
 
 /// The keys of an executable source (`SOURCE_FIELDS`): a runner's `source:` block, an inline
 /// graph step's `run:` block, or the runner fields that make up its source when it has no
-/// `source:` block.
+/// `source:` block. In Runx's order, which its unknown-field refusal lists.
 pub(crate) const SOURCE_FIELDS: [&str; 22] = [
     "act",
     "agent",
@@ -139,8 +139,8 @@ pub(crate) const SOURCE_FIELDS: [&str; 22] = [
     "command",
     "cwd",
     "environment",
-    "export",
     "external_adapter",
+    "export",
     "graph",
     "input_mode",
     "module",
@@ -461,8 +461,7 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     // manual) has no runner, and nothing of a profile to check.
     let profile_file = find(PROFILE_FILE);
 
-    let (manual, frontmatter) = parse_manual(text(skill_file)?)?;
-    check_manual_ownership(&frontmatter)?;
+    let (manual, _) = parse_package_manual(text(skill_file)?)?;
 
     let paths: BTreeSet<&str> = files.iter().map(|file| file.path.as_str()).collect();
     let profile = match profile_file {
@@ -1189,12 +1188,15 @@ runners:
             ),
             "{err}"
         );
+        // The real runx-cli 0.8.2's first lines.
         let err = with("---\ndescription: no name\n---\n").unwrap_err();
-        assert_eq!(err.to_string(), "SKILL.md:1: name: is required");
+        assert_eq!(
+            err.to_string(),
+            "SKILL.md: name is required.\n  at SKILL.md:1: name: is required"
+        );
         let err = with("---\nname: \"\"\n---\n").unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with("SKILL.md:2: name: must not be empty"),
+            err.to_string().starts_with("SKILL.md: name is required.\n"),
             "{err}"
         );
         let err = with("---\nname: demo\nrunx: research\n---\n").unwrap_err();
@@ -1669,9 +1671,15 @@ runners:
     fn catalog_enums_are_closed() {
         let profile = edit("audience: public", "audience: everyone");
         let err = refused(&profile);
+        // The real runx-cli 0.8.2's first line.
         assert_eq!(
-            err.to_string().split(": is").next(),
-            Some("X.yaml:5: catalog.audience")
+            err.to_string().lines().next(),
+            Some("X.yaml: catalog.audience must be public, builder, operator, or system.")
+        );
+        assert!(
+            err.to_string()
+                .contains("\n  at X.yaml:5: catalog.audience: is"),
+            "{err}"
         );
         let profile = edit(
             "  role: canonical\n",
@@ -1691,8 +1699,436 @@ runners:
                 .to_string()
                 .contains("capability metadata comes together")
         );
+        assert_eq!(
+            refused(&profile).to_string().lines().next(),
+            Some(
+                "X.yaml: catalog capability metadata must declare execution, completion, \
+                 requires_adapter, and approval together."
+            )
+        );
         let profile = edit("  role: canonical\n", "  role: canonical\n  owner: me\n");
         assert_eq!(refused(&profile).field(), Some("catalog.owner"));
+    }
+
+    /// X.yaml's refusals: each first line is the real runx-cli 0.8.2's for the same package
+    /// (`runx skill inspect`), the second MindRune's place and hint.
+    #[test]
+    fn profile_refusals_are_worded_as_runx() {
+        const R: &str = "skill: demo\nrunners:\n  main:\n    default: true\n    type: agent\n";
+        const S: &str = "skill: demo\nrunners:\n  main:\n    default: true\n";
+        const I: &str = "skill: demo\nrunners:\n  main:\n    default: true\n    type: agent\n    inputs:\n      topic:\n";
+        const CAT: &str = "catalog:\n  kind: skill\n  audience: public\n  role: canonical\n";
+        let cases: Vec<(String, &str)> = vec![
+            (
+                "- a\n".into(),
+                "X.yaml: runner_manifest: Runner manifest YAML must parse to an object.",
+            ),
+            ("skill: demo\n".into(), "X.yaml: runners is required."),
+            (
+                "runners: [a]\n".into(),
+                "X.yaml: runners must be an object.",
+            ),
+            (
+                "runners:\n  main: 3\n".into(),
+                "X.yaml: runners.main must be an object.",
+            ),
+            (
+                "skill: 3\nrunners:\n  main:\n    type: agent\n".into(),
+                "X.yaml: skill must be a string.",
+            ),
+            (
+                "skill: ' '\nrunners:\n  main:\n    type: agent\n".into(),
+                "X.yaml.skill: manifest skill \" \" does not match SKILL.md name \"demo\"",
+            ),
+            (
+                format!("version: 3\n{R}"),
+                "X.yaml: version must be a string.",
+            ),
+            (format!("runx: [a]\n{R}"), "X.yaml: runx must be an object."),
+            (
+                format!("catalog: [a]\n{R}"),
+                "X.yaml: catalog must be an object.",
+            ),
+            (
+                format!("catalog:\n  audience: public\n  role: canonical\n{R}"),
+                "X.yaml: catalog.kind is required.",
+            ),
+            (
+                format!("{}{R}", CAT.replace("kind: skill", "kind: tool")),
+                "X.yaml: catalog.kind must be skill or graph.",
+            ),
+            (
+                format!("{}{R}", CAT.replace("kind: skill", "kind: 3")),
+                "X.yaml: catalog.kind must be a string.",
+            ),
+            (
+                format!(
+                    "{}  part_of: [x]\n{R}",
+                    CAT.replace("canonical", "graph-stage")
+                ),
+                "X.yaml: catalog.role cannot be graph-stage when visibility is public.",
+            ),
+            (
+                format!("{}{R}", CAT.replace("canonical", "branded")),
+                "X.yaml: catalog.canonical_skill is required when catalog.role is branded.",
+            ),
+            (
+                format!(
+                    "{}  visibility: internal\n{R}",
+                    CAT.replace("canonical", "graph-stage")
+                ),
+                "X.yaml: catalog.part_of is required when catalog.role is graph-stage.",
+            ),
+            (
+                format!("{CAT}  zeta: 1\n{R}"),
+                "X.yaml: catalog.zeta is not supported; allowed fields: approval, audience, canonical_skill, completion, execution, kind, part_of, provider, requires_adapter, role, runtime_path, visibility.",
+            ),
+            (
+                format!("{CAT}  part_of: x\n{R}"),
+                "X.yaml: catalog.part_of must be an array of strings.",
+            ),
+            (
+                format!(
+                    "{CAT}  execution: plan\n  completion: plan\n  approval: none\n  requires_adapter: 'yes'\n{R}"
+                ),
+                "X.yaml: catalog.requires_adapter must be a boolean.",
+            ),
+            (
+                format!("credentials: [a]\n{R}"),
+                "X.yaml: credentials must be an object.",
+            ),
+            (
+                format!("credentials:\n  gh: 3\n{R}"),
+                "X.yaml: credentials.gh must be an object.",
+            ),
+            (
+                format!("{R}    credential: gh\n"),
+                "X.yaml: runners.main.credential references undeclared credential gh",
+            ),
+            (
+                format!("{R}    credential: ' '\n"),
+                "X.yaml: runners.main.credential must not be empty.",
+            ),
+            (
+                format!("input_definitions: [a]\n{R}"),
+                "X.yaml: input_definitions must be an object.",
+            ),
+            (
+                format!("input_definitions:\n  topic: 3\n{R}"),
+                "X.yaml: input_definitions.topic must be an object.",
+            ),
+            (
+                format!("{R}  other:\n    default: true\n    type: agent\n"),
+                "X.yaml.runners: runner selection is ambiguous: declare at most one default runner",
+            ),
+            (
+                "skill: demo\nrunners:\n  main:\n    default: 'yes'\n    type: agent\n".into(),
+                "X.yaml: runners.main.default must be a boolean.",
+            ),
+            (
+                format!("{R}    inputs: [a]\n"),
+                "X.yaml: runners.main.inputs must be an object.",
+            ),
+            (
+                format!("{R}    scopes: a.read\n"),
+                "X.yaml: runners.main.scopes must be an array of strings.",
+            ),
+            (
+                format!("{R}    scopes: [a.read, ' ']\n"),
+                "X.yaml: runners.main.scopes must contain only non-empty scope strings",
+            ),
+            (
+                format!("{R}    scopes: [3]\n"),
+                "X.yaml: runners.main.scopes must be an array of strings.",
+            ),
+            (
+                format!("{R}    mutating: 'yes'\n"),
+                "X.yaml: runners.main.mutating must be a boolean.",
+            ),
+            (
+                format!("{R}    runx:\n      allowed_tools: x\n"),
+                "X.yaml: runners.main.runx.allowed_tools must be an array of strings.",
+            ),
+            (
+                format!("{R}    runx: 3\n"),
+                "X.yaml: runners.main.runx must be an object.",
+            ),
+            (
+                format!("{R}    source: [a]\n"),
+                "X.yaml: runners.main.source must be an object.",
+            ),
+            (
+                format!("{R}    examples: {{a: 1}}\n"),
+                "X.yaml: runners.main.examples must be an array.",
+            ),
+            (
+                format!(
+                    "{R}    inputs:\n      topic:\n        type: string\n    examples:\n      - other: x\n"
+                ),
+                "X.yaml: runners.main.examples[0] does not match the runner input contract: Additional properties are not allowed ('other' was unexpected)",
+            ),
+            (
+                format!(
+                    "{R}    inputs:\n      topic:\n        type: string\n        required: true\n    examples:\n      - {{}}\n"
+                ),
+                "X.yaml: runners.main.examples[0] does not match the runner input contract: \"topic\" is a required property",
+            ),
+            (
+                format!("{R}    examples:\n      - 3\n"),
+                "X.yaml: runners.main.examples[0] must be an object.",
+            ),
+            (
+                format!("{R}    retry:\n      max_attempts: 0\n"),
+                "X.yaml: runners.main.retry.max_attempts must be a positive integer.",
+            ),
+            (
+                format!("{R}    retry:\n      max_attempts: '2'\n"),
+                "X.yaml: runners.main.retry.max_attempts must be a finite number.",
+            ),
+            (
+                format!("{R}    retry: 3\n"),
+                "X.yaml: runners.main.retry must be an object.",
+            ),
+            (
+                format!("{R}    idempotency:\n      key: ' '\n"),
+                "X.yaml: runners.main.idempotency.key must not be empty.",
+            ),
+            (
+                format!("{R}    idempotency: 3\n"),
+                "X.yaml: runners.main.idempotency must be an object.",
+            ),
+            (
+                format!("{R}    artifacts: 3\n"),
+                "X.yaml: runners.main.artifacts must be an object.",
+            ),
+            (
+                format!("{S}    scopes: [a]\n"),
+                "X.yaml: source.type is required.",
+            ),
+            (
+                format!("{S}    type: foo\n"),
+                "X.yaml: source.type foo is not a supported source type.",
+            ),
+            (
+                format!("{S}    type: 3\n"),
+                "X.yaml: source.type must be a string.",
+            ),
+            (
+                format!("{S}    type: http\n"),
+                "X.yaml: source.type http was removed; compose http.read, http.query, or http.execute in a graph.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n"),
+                "X.yaml: source.command is required.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: 3\n"),
+                "X.yaml: source.command must be a string.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: echo\n    args: hi\n"),
+                "X.yaml: source.args must be an array of strings.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: echo\n    timeout_seconds: soon\n"),
+                "X.yaml: source.timeout_seconds must be a finite number.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: echo\n    timeout_seconds: -1\n"),
+                "X.yaml: source.timeout_seconds must be a positive integer.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: echo\n    input_mode: pipe\n"),
+                "X.yaml: source.input_mode must be args, stdin, or none.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: echo\n    cwd: 3\n"),
+                "X.yaml: source.cwd must be a string.",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: echo\n    module: a.mjs\n"),
+                "X.yaml: source.module and source.export are only valid for javascript sources.",
+            ),
+            (
+                format!("{S}    source:\n      type: cli-tool\n"),
+                "X.yaml: source.command is required.",
+            ),
+            (
+                format!("{S}    source:\n      command: echo\n"),
+                "X.yaml: source.type is required.",
+            ),
+            (
+                format!("{S}    source:\n      type: agent\n      zeta: 1\n"),
+                "X.yaml: runners.main.source.zeta is not supported; allowed fields: act, agent, agent_card_url, agent_identity, args, arguments, command, cwd, environment, external_adapter, export, graph, input_mode, module, outputs, pages, server, task, thread_outbox_provider, timeout_seconds, tool, type.",
+            ),
+            (
+                format!("{S}    type: mcp\n    tool: t\n"),
+                "X.yaml: source.server is required.",
+            ),
+            (
+                format!("{S}    type: mcp\n    server:\n      command: x\n"),
+                "X.yaml: source.tool is required.",
+            ),
+            (
+                format!("{S}    type: a2a\n"),
+                "X.yaml: source.agent_card_url is required.",
+            ),
+            (
+                format!("{S}    type: javascript\n"),
+                "X.yaml: source.module is required.",
+            ),
+            (
+                format!("{S}    type: javascript\n    module: a.mjs\n    export: 1abc\n"),
+                "X.yaml: source.export must be a JavaScript identifier.",
+            ),
+            (
+                format!("{S}    type: graph\n"),
+                "X.yaml: source.graph is required.",
+            ),
+            (
+                format!(
+                    "{S}    type: cli-tool\n    command: echo\n    environment:\n      required: ['a-b']\n"
+                ),
+                "X.yaml: source.environment.required entry \"a-b\" must be a portable environment variable name",
+            ),
+            (
+                format!(
+                    "{S}    type: cli-tool\n    command: echo\n    environment:\n      required: [RUNX_A]\n"
+                ),
+                "X.yaml: source.environment.required cannot request runtime-reserved environment variable RUNX_A",
+            ),
+            (
+                format!(
+                    "{S}    type: cli-tool\n    command: echo\n    environment:\n      required: [A]\n      optional: [A]\n"
+                ),
+                "X.yaml: source.environment.optional repeats environment variable \"A\"",
+            ),
+            (
+                format!("{S}    type: cli-tool\n    command: echo\n    environment: [A]\n"),
+                "X.yaml: source.environment must be an object.",
+            ),
+            (
+                format!("{S}    type: agent\n    pages: {{}}\n"),
+                "X.yaml: source.pages is only valid for deterministic javascript sources.",
+            ),
+            (
+                format!("{S}    type: agent\n    outputs: [a]\n"),
+                "X.yaml: source.outputs must be an object.",
+            ),
+            (
+                format!("{R}    inputs:\n      topic: 3\n"),
+                "X.yaml: runners.main.inputs.topic must be an object.",
+            ),
+            (
+                format!("{I}        type: 3\n"),
+                "X.yaml: runners.main.inputs.topic.type must be a string.",
+            ),
+            (
+                format!("{I}        type: string\n        required: 'yes'\n"),
+                "X.yaml: runners.main.inputs.topic.required must be a boolean.",
+            ),
+            (
+                format!("{I}        type: string\n        description: 3\n"),
+                "X.yaml: runners.main.inputs.topic.description must be a string.",
+            ),
+            (
+                format!("{I}        type: string\n        zeta: 1\n"),
+                "X.yaml: runners.main.inputs.topic.zeta is not supported; allowed fields: type, required, description, default, artifact, packet, schema.",
+            ),
+            (
+                format!("{I}        type: number\n        default: abc\n"),
+                "X.yaml: runners.main.inputs.topic.default must match declared type number",
+            ),
+            (
+                format!("{I}        definition: nope\n"),
+                "X.yaml: runners.main.inputs.topic.definition references unknown input_definitions.nope",
+            ),
+            (
+                format!("{I}        type: string\n        packet: a.b.v1\n"),
+                "X.yaml: runners.main.inputs.topic.packet requires runners.main.inputs.topic.type to be json",
+            ),
+            (
+                format!("{I}        type: json\n        packet: a.b.v1\n        default: {{}}\n"),
+                "X.yaml: runners.main.inputs.topic.packet cannot declare a default packet value",
+            ),
+            (
+                format!("{I}        type: json\n        schema: [a]\n"),
+                "X.yaml: runners.main.inputs.topic.schema must be an object.",
+            ),
+        ];
+        for (profile, first) in cases {
+            let err = refused(&profile).to_string();
+            assert_eq!(err.lines().next(), Some(first), "{profile}\n{err}");
+            assert!(
+                err.lines()
+                    .nth(1)
+                    .is_some_and(|line| line.starts_with("  at X.yaml:")),
+                "{err}"
+            );
+        }
+        // Runx reads a runner's own `allowed_tools` without checking it.
+        load(&format!("{R}    allowed_tools: x\n")).unwrap();
+    }
+
+    /// SKILL.md's refusals: each first line is the real runx-cli 0.8.2's for the same package.
+    #[test]
+    fn manual_refusals_are_worded_as_runx() {
+        const FM: &str = "---\nname: demo\ndescription: A demo skill.\n";
+        let profile = "skill: demo\nrunners:\n  main:\n    default: true\n    type: agent\n";
+        for (manual, first) in [
+            (
+                "---\n- a\n---\n# Demo\n".to_owned(),
+                "SKILL.md: skill_frontmatter: Skill frontmatter must parse to an object.",
+            ),
+            (
+                "---\nname: 3\ndescription: d\n---\n# Demo\n".to_owned(),
+                "SKILL.md: name must be a string.",
+            ),
+            (
+                "---\nname: ''\ndescription: d\n---\n# Demo\n".to_owned(),
+                "SKILL.md: name is required.",
+            ),
+            (
+                "---\nname: ' '\ndescription: d\n---\n# Demo\n".to_owned(),
+                "X.yaml.skill: manifest skill \"demo\" does not match SKILL.md name \" \"",
+            ),
+            (
+                format!("{FM}runx: [a]\n---\n# Demo\n"),
+                "SKILL.md: runx must be an object when present.",
+            ),
+            (
+                format!("{FM}runx:\n  mutating: 'yes'\n---\n# Demo\n"),
+                "SKILL.md.runx.mutating: execution metadata belongs in X.yaml; SKILL.md.runx may contain only catalog category and tags",
+            ),
+            (
+                format!("{FM}runx:\n  retry:\n    max_attempts: 0\n---\n# Demo\n"),
+                "SKILL.md.runx.retry: execution metadata belongs in X.yaml; SKILL.md.runx may contain only catalog category and tags",
+            ),
+            (
+                format!("{FM}mutating: 'yes'\n---\n# Demo\n"),
+                "SKILL.md.mutating: execution metadata belongs in X.yaml; SKILL.md is the operator manual",
+            ),
+        ] {
+            let err = load_package(&files(&[("SKILL.md", &manual), ("X.yaml", profile)]))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(err.lines().next(), Some(first), "{manual}\n{err}");
+        }
+    }
+
+    /// An inline graph step's source: the first line is the real runx-cli 0.8.2's.
+    #[test]
+    fn inline_step_source_type_is_worded_as_runx() {
+        let profile = edit(
+            "            type: javascript\n            module: finish.mjs\n",
+            "            type: foo\n",
+        );
+        assert_eq!(
+            refused(&profile).to_string().lines().next(),
+            Some(
+                "X.yaml: steps.2.run is not a valid inline source: source.type foo is not a supported source type."
+            )
+        );
     }
 
     #[test]

@@ -24,12 +24,16 @@ pub(super) fn parse_profile(
     let entries = match &root.value {
         YamlValue::Mapping(entries) => entries.as_slice(),
         _ => {
-            return Err(check.err(
+            return Err(check.err_runx(
                 root.line,
                 "(document)",
                 format!(
                     "X.yaml must be a mapping with at least runners, not {}",
                     root.kind()
+                ),
+                format!(
+                    "{}: runner_manifest: Runner manifest YAML must parse to an object.",
+                    check.file
                 ),
             ));
         }
@@ -41,7 +45,8 @@ pub(super) fn parse_profile(
         &PROFILE_FIELDS,
         Some("runner_manifest"),
     )?;
-    let skill = check.opt_non_empty(entries, "skill", "")?;
+    // A blank `skill` is refused as Runx refuses it: it does not match SKILL.md's name.
+    let skill = check.opt_string(entries, "skill", "")?.map(str::to_owned);
     let version = check.opt_string(entries, "version", "")?.map(str::to_owned);
     check.opt_mapping(entries, "runx", "")?;
     let catalog = match check.opt_mapping(entries, "catalog", "")? {
@@ -69,10 +74,11 @@ pub(super) fn parse_profile(
         }
     };
     let runners_entry = get(entries, "runners").ok_or_else(|| {
-        check.err(
+        check.err_runx(
             root.line,
             "runners",
             "is required: declare at least one runner",
+            format!("{}: runners is required.", check.file),
         )
     })?;
     let runner_entries = check.mapping(&runners_entry.value, "runners")?;
@@ -94,12 +100,16 @@ pub(super) fn parse_profile(
     }
     let defaults: Vec<&Runner> = runners.iter().filter(|runner| runner.default).collect();
     if let [first, second, ..] = defaults.as_slice() {
-        return Err(check.err(
+        return Err(check.err_runx(
             second.line,
             &join(&join("runners", &second.name), "default"),
             format!(
                 "{} and {} both say default: true; keep one default runner",
                 first.name, second.name
+            ),
+            format!(
+                "{}.runners: runner selection is ambiguous: declare at most one default runner",
+                check.file
             ),
         ));
     }
@@ -127,15 +137,16 @@ pub(super) fn check_catalog(
     line: usize,
 ) -> Result<Catalog, PackageError> {
     let field = "catalog";
-    check.closed(catalog, field, "catalog", &CATALOG_FIELDS)?;
+    check.closed_as(catalog, field, "catalog", &CATALOG_FIELDS, Some(field))?;
     let required = |key: &str, allowed: &[&str]| {
         check
             .opt_one_of(catalog, key, field, allowed)?
             .ok_or_else(|| {
-                check.err(
+                check.err_runx(
                     line,
                     &join(field, key),
                     format!("is required: one of {}", allowed.join(", ")),
+                    format!("{}: {field}.{key} is required.", check.file),
                 )
             })
     };
@@ -160,10 +171,14 @@ pub(super) fn check_catalog(
         "graph-stage" | "runtime-path" | "harness-fixture"
     );
     if visibility == "public" && staged {
-        return Err(check.err(
+        return Err(check.err_runx(
             line_of(catalog, "role"),
             "catalog.role",
             format!("cannot be {role} when visibility is public; set visibility: internal"),
+            format!(
+                "{}: catalog.role cannot be {role} when visibility is public.",
+                check.file
+            ),
         ));
     }
     let canonical_skill = check
@@ -199,11 +214,16 @@ pub(super) fn check_catalog(
         approval.is_some(),
     ];
     if present.iter().any(|p| *p) && !present.iter().all(|p| *p) {
-        return Err(check.err(
+        return Err(check.err_runx(
             line,
             field,
             "capability metadata comes together: declare execution, completion, \
              requires_adapter and approval, or none of them",
+            format!(
+                "{}: catalog capability metadata must declare execution, completion, \
+                 requires_adapter, and approval together.",
+                check.file
+            ),
         ));
     }
     if role == "branded" {
@@ -212,15 +232,27 @@ pub(super) fn check_catalog(
             ("provider", &provider),
         ] {
             if value.is_none() {
-                return Err(check.err(line, &join(field, key), "is required when role is branded"));
+                return Err(check.err_runx(
+                    line,
+                    &join(field, key),
+                    "is required when role is branded",
+                    format!(
+                        "{}: catalog.{key} is required when catalog.role is branded.",
+                        check.file
+                    ),
+                ));
             }
         }
     }
     if staged && part_of.is_empty() {
-        return Err(check.err(
+        return Err(check.err_runx(
             line,
             "catalog.part_of",
             format!("is required when role is {role}: name the skill it belongs to"),
+            format!(
+                "{}: catalog.part_of is required when catalog.role is {role}.",
+                check.file
+            ),
         ));
     }
     Ok(Catalog {
@@ -314,10 +346,14 @@ pub(super) fn check_runner(
             ));
         }
         if !credentials.contains(credential) {
-            return Err(check.err(
+            return Err(check.err_runx(
                 at,
                 &join(&field, "credential"),
                 format!("names {credential:?}, which credentials does not declare"),
+                format!(
+                    "{}: {field}.credential references undeclared credential {credential}",
+                    check.file
+                ),
             ));
         }
     }
@@ -385,13 +421,14 @@ pub(super) fn check_runner(
     if let Some(mutating) = get(runner, "mutating").filter(|e| !e.value.is_null())
         && mutating.value.as_bool().is_none()
     {
-        return Err(check.err(
+        return Err(check.err_field(
             mutating.line,
             &join(&field, "mutating"),
             "must be true or false",
+            "must be a boolean.",
         ));
     }
-    check.opt_strings(runner, "allowed_tools", &field)?;
+    // Runx reads only `runx.allowed_tools`; a runner's own `allowed_tools` is not checked.
     check.opt_strings(runx, "allowed_tools", &join(&field, "runx"))?;
     let examples = check_examples(check, runner, &field, &inputs)?;
     Ok(Runner {
@@ -419,10 +456,11 @@ pub(super) fn check_examples(
     };
     let examples_field = join(field, "examples");
     let items = entry.value.as_sequence().ok_or_else(|| {
-        check.err(
+        check.err_runx(
             entry.line,
             &examples_field,
             "must be a list of complete input objects",
+            format!("{}: {examples_field} must be an array.", check.file),
         )
     })?;
     let mut examples = Vec::new();
@@ -433,22 +471,32 @@ pub(super) fn check_examples(
             .iter()
             .find(|e| !inputs.iter().any(|input| input.name == e.key))
         {
-            return Err(check.err(
+            return Err(check.err_runx(
                 unknown.line,
                 &join(&at, &unknown.key),
                 format!("is not an input of runner {field}; examples may only use declared inputs"),
+                format!(
+                    "{}: {at} does not match the runner input contract: Additional properties \
+                     are not allowed ('{}' was unexpected)",
+                    check.file, unknown.key
+                ),
             ));
         }
         if let Some(missing) = inputs
             .iter()
             .find(|input| input.required && !has(example, &input.name))
         {
-            return Err(check.err(
+            return Err(check.err_runx(
                 item.line,
                 &at,
                 format!(
                     "leaves out the required input {}; an example is a complete input object",
                     missing.name
+                ),
+                format!(
+                    "{}: {at} does not match the runner input contract: \"{}\" is a required \
+                     property",
+                    check.file, missing.name
                 ),
             ));
         }

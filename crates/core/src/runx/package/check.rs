@@ -75,7 +75,7 @@ impl Check<'_> {
 
     /// Runx's name for the Lab's `field`, for the files whose field paths the Lab has matched
     /// to runx-cli 0.8.2's: X.yaml's (a runner's source fields, flattened or in a `source:`
-    /// block, are Runx's `source.<key>`; a graph's inner fields are not matched yet) and
+    /// block, are Runx's `source.<key>`; a graph's fields as [`graph_field`] names them) and
     /// SKILL.md's frontmatter.
     pub(super) fn runx_field(&self, field: &str) -> Option<String> {
         if self.file == SKILL_FILE {
@@ -93,7 +93,7 @@ impl Check<'_> {
         let tail = tail.strip_prefix("source.").unwrap_or(tail);
         let key = tail.split(['.', '[']).next().unwrap_or_default();
         if key == "graph" && tail != "graph" {
-            return None;
+            return graph_field(&tail["graph.".len()..]);
         }
         if SOURCE_FIELDS.contains(&key) {
             return Some(format!("source.{tail}"));
@@ -413,6 +413,28 @@ fn either(allowed: &[&str]) -> String {
         [only] => (*only).to_owned(),
         [a, b] => format!("{a} or {b}"),
         [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
+    }
+}
+
+/// Runx's name for a field inside a runner's graph (`field` is the Lab's path below
+/// `graph.`): Runx's graph validator names the graph's own fields bare (`name`), a step by its
+/// index (`steps.0.tool`), and an inline step's source as `steps.0.run is not a valid inline
+/// source: source.<key>`. `None` for what is not matched to Runx's wording.
+fn graph_field(field: &str) -> Option<String> {
+    let Some(rest) = field.strip_prefix("steps[") else {
+        return (!field.contains('.') && !field.contains('[')).then(|| field.to_owned());
+    };
+    let (index, rest) = rest.split_once(']')?;
+    let step = format!("steps.{index}");
+    match rest.strip_prefix('.') {
+        None if rest.is_empty() => Some(step),
+        None => None,
+        Some(inner) => match inner.strip_prefix("run.") {
+            Some(source) => Some(format!(
+                "{step}.run is not a valid inline source: source.{source}"
+            )),
+            None => Some(format!("{step}.{inner}")),
+        },
     }
 }
 

@@ -266,8 +266,18 @@ pub(super) fn check_source(
     if closed {
         // Runx names a `source:` block's unknown field by the Lab's path
         // (`runners.main.source.zeta is not supported; allowed fields: …`).
-        let runx_parent = check.runx_field(parent).map(|_| parent);
-        check.closed_as(entries, parent, "source", &SOURCE_FIELDS, runx_parent)?;
+        // An inline step's source is named as Runx's graph parser names it
+        // (`steps.0.run is not a valid inline source: source.zeta is not supported; …`).
+        let inline = inline_step_index(parent)
+            .map(|index| format!("steps.{index}.run is not a valid inline source: source"));
+        let runx_parent = inline.or_else(|| check.runx_field(parent).map(|_| parent.to_owned()));
+        check.closed_as(
+            entries,
+            parent,
+            "source",
+            &SOURCE_FIELDS,
+            runx_parent.as_deref(),
+        )?;
     }
     let args = check
         .opt_strings(entries, "args", parent)?

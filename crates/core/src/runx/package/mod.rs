@@ -1710,6 +1710,102 @@ runners:
         assert_eq!(refused(&profile).field(), Some("catalog.owner"));
     }
 
+    /// A runner graph's own fields and its steps' fields: each first line is the real
+    /// runx-cli 0.8.2's (`runx skill inspect`), which names the graph's fields bare, a step by
+    /// its index and an inline step's source as `steps.N.run is not a valid inline source: …`.
+    #[test]
+    fn graph_and_step_refusals_are_worded_as_runx() {
+        let graph = |name: &str, step: &str| {
+            format!(
+                "skill: demo\nrunners:\n  main:\n    default: true\n    type: graph\n    graph:\n\
+                 {name}      result_from: [a]\n      steps:\n{step}"
+            )
+        };
+        let named = |step: &str| graph("      name: demo\n", step);
+        let run = |fields: &str| {
+            named(&format!(
+                "        - id: a\n          run:\n            type: cli-tool\n            command: \
+                 node\n{fields}"
+            ))
+        };
+        let inline = "X.yaml: steps.0.run is not a valid inline source: ";
+        let cases: Vec<(String, String)> = vec![
+            (
+                graph("", "        - id: a\n          tool: fs.read\n"),
+                "X.yaml: name is required.".into(),
+            ),
+            (
+                graph(
+                    "      name: 3\n",
+                    "        - id: a\n          tool: fs.read\n",
+                ),
+                "X.yaml: name must be a string.".into(),
+            ),
+            (
+                named("        - 3\n"),
+                "X.yaml: steps.0 must be an object.".into(),
+            ),
+            (
+                named("        - tool: fs.read\n"),
+                "X.yaml: steps.0.id is required.".into(),
+            ),
+            (
+                named("        - id: 3\n          tool: fs.read\n"),
+                "X.yaml: steps.0.id must be a string.".into(),
+            ),
+            (
+                named("        - id: a\n          tool: 3\n"),
+                "X.yaml: steps.0.tool must be a string.".into(),
+            ),
+            (
+                named("        - id: a\n          tool: fs.read\n          context: [x]\n"),
+                "X.yaml: steps.0.context must be an object.".into(),
+            ),
+            (
+                named("        - id: a\n          tool: fs.read\n          scopes: x\n"),
+                "X.yaml: steps.0.scopes must be an array of strings.".into(),
+            ),
+            (
+                named("        - id: a\n          tool: fs.read\n          mutation: yes\n"),
+                "X.yaml: steps.0.mutation must be a boolean.".into(),
+            ),
+            (
+                named("        - id: a\n          run:\n            command: node\n"),
+                format!("{inline}source.type is required."),
+            ),
+            (
+                named(
+                    "        - id: a\n          run:\n            type: cli-tool\n            command: 3\n",
+                ),
+                format!("{inline}source.command must be a string."),
+            ),
+            (
+                run("            args: x\n"),
+                format!("{inline}source.args must be an array of strings."),
+            ),
+            (
+                run("            timeout_seconds: x\n"),
+                format!("{inline}source.timeout_seconds must be a finite number."),
+            ),
+            (
+                run("            environment: [x]\n"),
+                format!("{inline}source.environment must be an object."),
+            ),
+            (
+                run("            zeta: 1\n"),
+                format!(
+                    "{inline}source.zeta is not supported; allowed fields: {}.",
+                    SOURCE_FIELDS.join(", ")
+                ),
+            ),
+        ];
+        for (profile, expected) in cases {
+            let files = bare_files(&[("SKILL.md", MANUAL), ("X.yaml", &profile)]);
+            let err = load_package(&files).unwrap_err().to_string();
+            assert_eq!(err.lines().next(), Some(expected.as_str()), "{profile}");
+        }
+    }
+
     /// X.yaml's refusals: each first line is the real runx-cli 0.8.2's for the same package
     /// (`runx skill inspect`), the second MindRune's place and hint.
     #[test]

@@ -421,8 +421,7 @@ fn refuse(check: &Check<'_>, line: usize, field: &str, message: &str, runx: &str
 
 #[cfg(test)]
 mod tests {
-    use super::super::load_package;
-    use crate::runx::snapshot::SnapshotFile;
+    use super::super::first_refusal_line;
 
     /// A graph runner whose steps `b1` and `b2` are branches (of `g` and `b2_group`), `extra`
     /// steps after them, then `c`; `fanout` is the graph's `fanout:` block.
@@ -446,26 +445,14 @@ mod tests {
     }
 
     fn first_line(profile: &str) -> Option<String> {
-        let files = [
+        first_refusal_line(&[
             (
                 "SKILL.md",
-                "---\nname: demo\ndescription: A demo.\n---\n\nUse it.\n",
+                b"---\nname: demo\ndescription: A demo.\n---\n\nUse it.\n",
             ),
-            ("X.yaml", profile),
-            ("s.cjs", "console.log('{}')\n"),
-        ]
-        .map(|(path, text)| SnapshotFile {
-            path: path.to_owned(),
-            mode: 0o100_644,
-            contents: text.as_bytes().to_vec(),
-        });
-        load_package(&files).err().map(|err| {
-            err.to_string()
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        })
+            ("X.yaml", profile.as_bytes()),
+            ("s.cjs", b"console.log('{}')\n"),
+        ])
     }
 
     fn groups(body: &str) -> String {

@@ -549,6 +549,28 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
     })
 }
 
+/// The first line of the refusal of the package made of `files` (path, bytes), or `None` when
+/// it loads: what the tests compare with the real Runx's first line.
+#[cfg(test)]
+pub(super) fn first_refusal_line(files: &[(&str, &[u8])]) -> Option<String> {
+    let files: Vec<SnapshotFile> = files
+        .iter()
+        .map(|(path, contents)| SnapshotFile {
+            path: (*path).to_owned(),
+            mode: 0o100_644,
+            contents: contents.to_vec(),
+        })
+        .collect();
+    let err = load_package(&files).err()?;
+    Some(
+        err.to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
 /// Whether Runx reads the path as a fixture: YAML under `fixtures/`.
 fn is_fixture_path(path: &str) -> bool {
     path.starts_with("fixtures/") && (path.ends_with(".yaml") || path.ends_with(".yml"))

@@ -398,9 +398,7 @@ fn first_line(err: &PackageError) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::load_package;
     use super::*;
-    use crate::runx::snapshot::SnapshotFile;
 
     const MANUAL: &str = "---\nname: demo\ndescription: A demo skill.\n---\n\n# Demo\n\nUse it.\n";
 
@@ -414,23 +412,7 @@ mod tests {
         )
     }
 
-    fn first_line(files: &[(&str, &[u8])]) -> Option<String> {
-        let files: Vec<SnapshotFile> = files
-            .iter()
-            .map(|(path, contents)| SnapshotFile {
-                path: (*path).to_owned(),
-                mode: 0o100_644,
-                contents: contents.to_vec(),
-            })
-            .collect();
-        load_package(&files).err().map(|err| {
-            err.to_string()
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        })
-    }
+    use super::super::first_refusal_line as first_line;
 
     // Every expected line in these tests is the real runx-cli 0.8.2's (`runx skill inspect`).
     #[test]

@@ -35,10 +35,12 @@ fuzz_target!(|data: &[u8]| {
         file("tools/demo/echo/run.mjs", script),
     ];
     if let Err(err) = load_package(&files) {
-        // Runx's first line opens with the place: one of the package's files, the manifest's
-        // `name`, or a field of the tool's source.
+        // The first line opens with the place: one of the package's files (with its line,
+        // where the refusal is the Lab's own words), the manifest's `name`, or a field of the
+        // tool's source (Runx's words).
         let text = err.to_string();
         let place = text.split(": ").next().unwrap_or_default();
+        let place = place.split(':').next().unwrap_or_default();
         let named = files.iter().any(|file| file.path == place)
             || place == format!("{MANIFEST}.name")
             || place.starts_with("source.");

@@ -78,7 +78,9 @@ impl Check<'_> {
     /// block, are Runx's `source.<key>`; a graph's fields as [`graph_field`] names them) and
     /// SKILL.md's frontmatter.
     pub(super) fn runx_field(&self, field: &str) -> Option<String> {
-        if self.file == SKILL_FILE {
+        // A local tool's manifest: Runx's tool validator names its fields as the Lab does
+        // (`source.type`, `inputs.text.type`).
+        if self.file == SKILL_FILE || is_tool_manifest(self.file) {
             return Some(field.to_owned());
         }
         if self.file != PROFILE_FILE {
@@ -414,6 +416,11 @@ fn either(allowed: &[&str]) -> String {
         [a, b] => format!("{a} or {b}"),
         [rest @ .., last] => format!("{}, or {last}", rest.join(", ")),
     }
+}
+
+/// Whether `file` is a local tool's manifest (`…/tools/…/manifest.json`).
+fn is_tool_manifest(file: &str) -> bool {
+    file.ends_with("/manifest.json") && file.split('/').any(|segment| segment == "tools")
 }
 
 /// Runx's name for a field inside a runner's graph (`field` is the Lab's path below

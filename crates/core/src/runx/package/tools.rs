@@ -955,6 +955,25 @@ runners:
                     '..', or backslash segments.",
                 ),
             ),
+            (
+                with("\"cli-tool\"", "\"cLi-tool\""),
+                at("source.type cLi-tool is not a supported source type."),
+            ),
+            (
+                with("\"command\": \"node\",", ""),
+                at("source.command is required."),
+            ),
+            (
+                with("[\"./run.mjs\"]", "\"./run.mjs\""),
+                at("source.args must be an array of strings."),
+            ),
+            (
+                with(
+                    "{\"type\": \"string\"}",
+                    "{\"type\": \"string\", \"required\": \"yes\"}",
+                ),
+                at("inputs.text.required must be a boolean."),
+            ),
         ];
         for (manifest, expected) in cases {
             assert_eq!(first_line(&manifest, &[]), expected, "{manifest}");

@@ -586,6 +586,22 @@ fn text(file: &SnapshotFile) -> Result<&str, PackageError> {
     })
 }
 
+/// Runx's `text_file`: a file Runx reads as text (a tool manifest or script, a context
+/// skill's manual, a graph file, an operator reference) is UTF-8, else the package is refused
+/// in Runx's words, with the line of the first bad byte second.
+fn text_file<'a>(path: &str, contents: &'a [u8]) -> Result<&'a str, PackageError> {
+    std::str::from_utf8(contents).map_err(|error| {
+        let valid = contents.get(..error.valid_up_to()).unwrap_or_default();
+        PackageError::Invalid {
+            file: path.to_owned(),
+            line: 1 + valid.iter().filter(|byte| **byte == b'\n').count(),
+            field: "(file)".to_owned(),
+            message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
+            runx: Some(format!("{path}: parser input must be UTF-8: {error}")),
+        }
+    })
+}
+
 fn invalid(file: &str, line: usize, field: &str, message: impl Into<String>) -> PackageError {
     PackageError::Invalid {
         file: file.to_owned(),

@@ -19,7 +19,7 @@ use super::graph::check_graph;
 use super::javascript::has_nested_manual_boundary;
 use super::manual::{check_manual_ownership, parse_manual};
 use super::model::{ExecutionProfile, Fixture, Graph};
-use super::{PROFILE_FILE, PackageError};
+use super::{PROFILE_FILE, PackageError, text_file};
 use crate::runx::yaml::{self, YamlEntry};
 
 /// One `context_skills` reference of a graph step, where Runx names it.
@@ -121,15 +121,7 @@ pub(super) fn check_context_skill_sources(
                 "{manual_path}: context skill manual is invalid: {inner}"
             )),
         };
-        let text = std::str::from_utf8(contents).map_err(|error| PackageError::Invalid {
-            file: manual_path.clone(),
-            line: 1,
-            field: "(file)".to_owned(),
-            message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
-            runx: Some(format!(
-                "{manual_path}: parser input must be UTF-8: {error}"
-            )),
-        })?;
+        let text = text_file(&manual_path, contents)?;
         let (_, frontmatter) = parse_manual(text).map_err(|err| invalid(first_line(&err)))?;
         check_manual_ownership(&frontmatter).map_err(|err| invalid(first_line(&err)))?;
     }
@@ -257,13 +249,7 @@ fn check_graph_target(
             format!("graph target {reference:?} resolves to missing file {path}"),
         ));
     };
-    let text = std::str::from_utf8(contents).map_err(|error| PackageError::Invalid {
-        file: path.clone(),
-        line: 1,
-        field: "(file)".to_owned(),
-        message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
-        runx: Some(format!("{path}: parser input must be UTF-8: {error}")),
-    })?;
+    let text = text_file(&path, contents)?;
     let graph = check_graph_file(&path, text)?;
     Ok(FixtureGraph { path, graph })
 }
@@ -357,16 +343,7 @@ pub(super) fn check_operator_references(files: &BTreeMap<&str, &[u8]>) -> Result
         if !reference {
             continue;
         }
-        if let Err(error) = std::str::from_utf8(contents) {
-            let valid = contents.get(..error.valid_up_to()).unwrap_or_default();
-            return Err(PackageError::Invalid {
-                file: (*path).to_owned(),
-                line: 1 + valid.iter().filter(|byte| **byte == b'\n').count(),
-                field: "(file)".to_owned(),
-                message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
-                runx: Some(format!("{path}: parser input must be UTF-8: {error}")),
-            });
-        }
+        text_file(path, contents)?;
     }
     Ok(())
 }

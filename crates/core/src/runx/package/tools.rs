@@ -25,7 +25,7 @@ use super::graph::admit_tool_ref;
 use super::inputs::{SourceContext, check_inputs, check_source};
 use super::javascript::{has_nested_manual_boundary, process_module_imports};
 use super::manual::check_artifacts;
-use super::{InputDef, PackageError};
+use super::{InputDef, PackageError, text_file};
 use crate::runx::yaml::{self, YamlEntry, YamlNode, YamlValue};
 
 /// A manifest's top-level fields, in Runx's order (which its refusal lists).
@@ -106,20 +106,6 @@ fn check_tool(
         name,
         inputs,
         source_files,
-    })
-}
-
-/// Runx's `text_file`.
-fn text_file<'a>(path: &str, contents: &'a [u8]) -> Result<&'a str, PackageError> {
-    std::str::from_utf8(contents).map_err(|error| {
-        let valid = contents.get(..error.valid_up_to()).unwrap_or_default();
-        PackageError::Invalid {
-            file: path.to_owned(),
-            line: 1 + valid.iter().filter(|byte| **byte == b'\n').count(),
-            field: "(file)".to_owned(),
-            message: "the file is not UTF-8 text; save it as UTF-8".to_owned(),
-            runx: Some(format!("{path}: parser input must be UTF-8: {error}")),
-        }
     })
 }
 

@@ -9,6 +9,9 @@ use crate::runx::yaml::{YamlEntry, YamlNode, YamlValue};
 /// The field checks of one file: every helper reports against `file`.
 pub(super) struct Check<'a> {
     pub(super) file: &'a str,
+    /// The file is a graph file a `kind: graph` fixture runs: its fields are a graph's, named
+    /// by the Lab below `graph.` and by Runx as in a runner's graph ([`graph_field`]).
+    pub(super) graph_file: bool,
 }
 
 impl Check<'_> {
@@ -82,6 +85,9 @@ impl Check<'_> {
         // (`source.type`, `inputs.text.type`).
         if self.file == SKILL_FILE || is_tool_manifest(self.file) {
             return Some(field.to_owned());
+        }
+        if self.graph_file {
+            return graph_field(field.strip_prefix("graph.")?);
         }
         if self.file != PROFILE_FILE {
             return None;

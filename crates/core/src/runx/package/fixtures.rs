@@ -15,7 +15,10 @@ pub(crate) fn parse_fixture(
     text: &str,
     runners: Option<&BTreeSet<&str>>,
 ) -> Result<Fixture, PackageError> {
-    let check = Check { file: path };
+    let check = Check {
+        file: path,
+        graph_file: false,
+    };
     let root = yaml::parse(path, text)?;
     let fixture = check.mapping(&root, "(document)")?;
     check.closed(fixture, "", "fixture", &FIXTURE_FIELDS)?;

@@ -19,10 +19,11 @@ pub(super) fn check_graph(
     let graph = check.mapping(&entry.value, field)?;
     for key in ["sync", "schedule", "schedules"] {
         if has(graph, key) {
-            return Err(check.err(
+            return Err(check.err_said(
                 line_of(graph, key),
                 &join(field, key),
                 "is not supported by the local sequential graph runner; remove it",
+                |name| format!("{name} is not supported by the local sequential graph runner."),
             ));
         }
     }
@@ -36,20 +37,27 @@ pub(super) fn check_graph(
         .opt_strings(graph, "result_from", field)?
         .unwrap_or_default();
     let steps_field = join(field, "steps");
-    let steps_entry = get(graph, "steps").ok_or_else(|| {
-        check.err(
-            entry.line,
-            &steps_field,
-            "is required: list the graph's steps",
-        )
-    })?;
+    let not_a_list = |line: usize, message: String| {
+        check.err_said(line, &steps_field, message, |name| {
+            format!("{name} must be an array.")
+        })
+    };
+    let steps_entry = get(graph, "steps")
+        .ok_or_else(|| not_a_list(entry.line, "is required: list the graph's steps".to_owned()))?;
     let raw_steps = steps_entry.value.as_sequence().ok_or_else(|| {
-        check.err(
+        not_a_list(
             steps_entry.line,
-            &steps_field,
             format!("must be a list of steps, not {}", steps_entry.value.kind()),
         )
     })?;
+    if raw_steps.is_empty() {
+        return Err(check.err_said(
+            steps_entry.line,
+            &steps_field,
+            "must list at least one step",
+            |name| format!("{name} must contain at least one step."),
+        ));
+    }
     let fanout = check_fanout_groups(check, graph, field)?;
     let mut ids = BTreeSet::new();
     let mut steps = Vec::new();
@@ -68,22 +76,31 @@ pub(super) fn check_graph(
     let result_line = line_of(graph, "result_from");
     let mut seen = BTreeSet::new();
     for (index, id) in result_from.iter().enumerate() {
-        let at = format!("{field}.result_from[{index}]");
+        // Runx names the entry `result_from.<index>`; the Lab's own line names `[index]`.
+        let refuse = |message: String, runx: String| {
+            check.err_said(
+                result_line,
+                &join(field, "result_from"),
+                format!("[{index}] {message}"),
+                |_| runx,
+            )
+        };
         if id.trim().is_empty() {
-            return Err(check.err(result_line, &at, "must not be empty; name a step id"));
+            return Err(refuse(
+                "must not be empty; name a step id".to_owned(),
+                format!("result_from.{index} must not be empty."),
+            ));
         }
         if !ids.contains(id) {
-            return Err(check.err(
-                result_line,
-                &at,
+            return Err(refuse(
                 format!("names {id:?}, which is not a step of this graph"),
+                format!("result_from.{index} references unknown step '{id}'."),
             ));
         }
         if !seen.insert(id) {
-            return Err(check.err(
-                result_line,
-                &at,
+            return Err(refuse(
                 format!("repeats {id:?}; list each step once"),
+                format!("result_from contains duplicate step '{id}'."),
             ));
         }
     }
@@ -95,23 +112,33 @@ pub(super) fn check_graph(
     })
 }
 
-/// Step keys Runx refuses, with what to do instead.
-pub(super) fn rejected_step_field(key: &str) -> Option<&'static str> {
-    match key {
-        "instructions" => Some(
-            "model instructions belong in SKILL.md, not X.yaml (write them in the agent task's \
-             section of SKILL.md)",
-        ),
-        "effect_family" => Some(
-            "is not supported: Runx derives effect ownership from the resolved target; remove it",
-        ),
-        "sync" | "stage" => Some(
-            "is not supported by the local sequential graph runner; remove it (reference a nested \
-             graph as a skill: step)",
-        ),
-        _ => None,
-    }
-}
+/// Step keys Runx refuses, in the order it checks them, with what to do instead and Runx's
+/// words after the field's name.
+pub(super) const REJECTED_STEP_FIELDS: [(&str, &str, &str); 4] = [
+    (
+        "instructions",
+        "model instructions belong in SKILL.md, not X.yaml (write them in the agent task's \
+         section of SKILL.md)",
+        "is not supported; put agent operating instructions in the owning SKILL.md",
+    ),
+    (
+        "effect_family",
+        "is not supported: Runx derives effect ownership from the resolved target; remove it",
+        "is not supported; effect ownership is derived from the resolved target",
+    ),
+    (
+        "sync",
+        "is not supported by the local sequential graph runner; remove it (reference a nested \
+         graph as a skill: step)",
+        "is not supported by the local sequential graph runner.",
+    ),
+    (
+        "stage",
+        "is not supported by the local sequential graph runner; remove it (reference a nested \
+         graph as a skill: step)",
+        "is not supported by the local sequential graph runner.",
+    ),
+];
 
 pub(super) fn check_step(
     check: &Check<'_>,
@@ -121,29 +148,43 @@ pub(super) fn check_step(
     charter: bool,
 ) -> Result<GraphStep, PackageError> {
     let step = check.mapping(node, field)?;
-    if let Some((entry, message)) = step
-        .iter()
-        .find_map(|entry| rejected_step_field(&entry.key).map(|message| (entry, message)))
-    {
-        return Err(check.err(entry.line, &join(field, &entry.key), message));
+    // Runx's step checks in its order: refused fields, the mode, more than one target, the id,
+    // then no target.
+    let said = |line: usize, at: &str, message: String, runx: &dyn Fn(&str) -> String| {
+        check.err_said(line, at, message, |name| runx(name))
+    };
+    for (key, message, runx) in REJECTED_STEP_FIELDS {
+        if let Some(entry) = get(step, key) {
+            return Err(said(
+                entry.line,
+                &join(field, key),
+                message.to_owned(),
+                &|name| format!("{name} {runx}"),
+            ));
+        }
     }
     let mode = check.opt_string(step, "mode", field)?;
     match mode {
         None | Some("sequential") => {}
         Some("fanout") => {
-            if check.opt_string(step, "fanout_group", field)?.is_none() {
-                return Err(check.err(
+            if get(step, "fanout_group")
+                .and_then(|entry| entry.value.as_str())
+                .is_none()
+            {
+                return Err(said(
                     line_of(step, "mode"),
                     &join(field, "fanout_group"),
-                    "is required when mode is fanout",
+                    "is required when mode is fanout".to_owned(),
+                    &|name| format!("{name} is required when mode is fanout."),
                 ));
             }
         }
         Some(other) => {
-            return Err(check.err(
+            return Err(said(
                 line_of(step, "mode"),
                 &join(field, "mode"),
                 format!("is {other:?}; the local graph runner supports sequential and fanout"),
+                &|name| format!("{name} '{other}' is not supported by the local graph runner."),
             ));
         }
     }
@@ -151,16 +192,29 @@ pub(super) fn check_step(
         .into_iter()
         .filter_map(|key| get(step, key))
         .collect();
-    if targets.len() != 1 {
-        let at = targets.get(1).map_or(node.line, |entry| entry.line);
-        return Err(check.err(at, field, "must declare exactly one of tool, skill or run"));
+    if targets.len() > 1 {
+        return Err(said(
+            targets[1].line,
+            field,
+            "must declare exactly one of tool, skill or run".to_owned(),
+            &|name| format!("{name} must not declare more than one of run, skill, or tool."),
+        ));
     }
     let id = check.required(step, "id", field, node.line)?;
     if previous.contains(&id) {
-        return Err(check.err(
+        return Err(said(
             line_of(step, "id"),
             &join(field, "id"),
             format!("{id:?} is used by an earlier step; ids must be unique"),
+            &|name| format!("{name} '{id}' must be unique."),
+        ));
+    }
+    if targets.is_empty() {
+        return Err(said(
+            node.line,
+            field,
+            "must declare exactly one of tool, skill or run".to_owned(),
+            &|name| format!("{name} must declare exactly one of skill, tool, or run."),
         ));
     }
     let target = match targets.first().map(|entry| entry.key.as_str()) {
@@ -200,10 +254,11 @@ pub(super) fn check_step(
     };
     let runner = check.opt_non_empty(step, "runner", field)?;
     if runner.is_some() && !matches!(target, StepTarget::Skill(_)) {
-        return Err(check.err(
+        return Err(said(
             line_of(step, "runner"),
             &join(field, "runner"),
-            "is only valid for nested skill steps; remove it",
+            "is only valid for nested skill steps; remove it".to_owned(),
+            &|name| format!("{name} is only valid for nested skill steps."),
         ));
     }
     let context = check_context(check, step, field, previous)?;
@@ -216,10 +271,11 @@ pub(super) fn check_step(
         _ => false,
     };
     if !context_skills.is_empty() && !agent_step {
-        return Err(check.err(
+        return Err(said(
             line_of(step, "context_skills"),
             &join(field, "context_skills"),
-            "is only valid for agent-task steps or nested skills",
+            "is only valid for agent-task steps or nested skills".to_owned(),
+            &|name| format!("{name} is only valid for agent-task steps or nested agent skills."),
         ));
     }
     if let Some(inputs) = check.opt_mapping(step, "inputs", field)? {
@@ -228,10 +284,26 @@ pub(super) fn check_step(
             let at = join(&inputs_field, &entry.key);
             check_binding(check, &entry.value, &at, previous)?;
             if context.contains_key(&entry.key) {
-                return Err(check.err(
+                // Runx names every such input, sorted (its inputs are a `BTreeMap`).
+                let mut both: Vec<&str> = inputs
+                    .iter()
+                    .map(|entry| entry.key.as_str())
+                    .filter(|key| context.contains_key(*key))
+                    .collect();
+                both.sort_unstable();
+                return Err(said(
                     entry.line,
-                    &at,
-                    "is bound through both inputs and context; keep one",
+                    field,
+                    format!(
+                        "binds {} through both inputs and context; keep one",
+                        entry.key
+                    ),
+                    &|step| {
+                        format!(
+                            "{step} binds the same input through both inputs and context: {}.",
+                            both.join(", ")
+                        )
+                    },
                 ));
             }
         }
@@ -300,10 +372,26 @@ pub(super) fn check_run(
     let run = check.mapping(&entry.value, &run_field)?;
     if get(run, "type").and_then(|e| e.value.as_str()) == Some("approval") {
         if let Some(extra) = run.iter().find(|e| e.key != "type") {
-            return Err(check.err(
+            // Runx names every other field, sorted (its object is a `BTreeMap`).
+            let mut fields: Vec<&str> = run
+                .iter()
+                .map(|e| e.key.as_str())
+                .filter(|key| *key != "type")
+                .collect();
+            fields.sort_unstable();
+            return Err(check.err_said(
                 extra.line,
-                &join(&run_field, &extra.key),
-                "an approval gate takes only type: approval; remove this field",
+                &run_field,
+                format!(
+                    "an approval gate takes only type: approval; remove {}",
+                    fields.join(", ")
+                ),
+                |step| {
+                    format!(
+                        "{step} approval control accepts only type; unsupported fields: {}",
+                        fields.join(", ")
+                    )
+                },
             ));
         }
         return Ok(StepTarget::Approval);
@@ -320,14 +408,21 @@ pub(super) fn check_run(
         source.source_type.as_str(),
         "agent-task" | "cli-tool" | "javascript"
     ) {
-        return Err(check.err(
+        return Err(check.err_said(
             line_of(run, "type"),
-            &join(&run_field, "type"),
+            &run_field,
             format!(
-                "{} is not an inline graph source (use agent-task, cli-tool or javascript, or a \
-                 skill or tool step for adapters)",
+                "type {} is not an inline graph source (use agent-task, cli-tool or javascript, \
+                 or a skill or tool step for adapters)",
                 source.source_type
             ),
+            |step| {
+                format!(
+                    "{step}.type '{}' is not an inline graph source; use a skill or tool target \
+                     for supervised adapters",
+                    source.source_type
+                )
+            },
         ));
     }
     Ok(StepTarget::Run(Box::new(source)))
@@ -348,17 +443,26 @@ pub(super) fn check_context(
     {
         let at = join(&context_field, &entry.key);
         let reference = check.string(entry, &at)?;
+        let syntax = || {
+            check.err_said(
+                entry.line,
+                &at,
+                "must be written <step-id>.<output-field>",
+                |name| format!("{name} must use '<step-id>.<output-field>' syntax."),
+            )
+        };
         let Some((from, output)) = reference.split_once('.') else {
-            return Err(check.err(entry.line, &at, "must be written <step-id>.<output-field>"));
+            return Err(syntax());
         };
         if from.is_empty() || output.is_empty() {
-            return Err(check.err(entry.line, &at, "must be written <step-id>.<output-field>"));
+            return Err(syntax());
         }
         if !previous.contains(from) {
-            return Err(check.err(
+            return Err(check.err_said(
                 entry.line,
                 &at,
                 format!("reads step {from:?}, which is not an earlier step of this graph"),
+                |name| format!("{name} references unknown or later step '{from}'."),
             ));
         }
         context.insert(entry.key.clone(), reference.to_owned());
@@ -377,23 +481,39 @@ pub(super) fn check_binding(
     match &node.value {
         YamlValue::String(value) => {
             if let Some(name) = legacy_binding(value) {
-                return Err(check.err(
+                return Err(check.err_said(
                     node.line,
                     field,
                     format!(
                         "uses the retired {{{{...}}}} binding {value:?}; write \"$input.{name}\""
                     ),
+                    |at| {
+                        format!(
+                            "{} uses retired graph input binding {value:?}; use \"$input.{name}\".",
+                            runx_entry(at)
+                        )
+                    },
                 ));
             }
             if let Some((from, output)) = value.split_once('.')
                 && !output.is_empty()
                 && previous.contains(from)
             {
-                return Err(check.err(
-                        node.line,
-                        field,
-                        format!("{value:?} looks like a step output; move it to context to read an earlier step's output"),
-                    ));
+                return Err(check.err_said(
+                    node.line,
+                    field,
+                    format!(
+                        "{value:?} looks like a step output; move it to context to read an \
+                         earlier step's output"
+                    ),
+                    |at| {
+                        format!(
+                            "{} looks like step output reference {value:?}; move it to context if \
+                             you meant to read a previous step output.",
+                            runx_entry(at)
+                        )
+                    },
+                ));
             }
             Ok(())
         }
@@ -405,6 +525,12 @@ pub(super) fn check_binding(
         }),
         _ => Ok(()),
     }
+}
+
+/// Runx's name of an entry inside an input's value: a list's item by `.<index>`, as its JSON
+/// walk names it (`steps.0.inputs.list.1`), where the Lab's own line says `list[1]`.
+fn runx_entry(field: &str) -> String {
+    field.replace('[', ".").replace(']', "")
 }
 
 /// The name in a retired `{{ name }}` binding.
@@ -541,4 +667,195 @@ pub(super) fn admit_tool_ref(value: &str) -> Result<(), &'static str> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::first_refusal_line;
+
+    const MANUAL: &[u8] = b"---\nname: demo\ndescription: A demo.\n---\n\nUse it.\n";
+
+    /// The graph as a graph runner's in X.yaml, and as the graph file a `kind: graph` fixture
+    /// runs: the first refusal lines of both packages.
+    fn refusals(graph: &str) -> (Option<String>, Option<String>) {
+        let indented: String = graph
+            .lines()
+            .map(|line| format!("      {line}\n"))
+            .collect();
+        let runner = format!(
+            "skill: demo\nrunners:\n  main:\n    default: true\n    type: graph\n    graph:\n\
+             {indented}"
+        );
+        let in_profile = first_refusal_line(&[("SKILL.md", MANUAL), ("X.yaml", runner.as_bytes())]);
+        let in_file = first_refusal_line(&[
+            ("SKILL.md", MANUAL),
+            (
+                "X.yaml",
+                b"skill: demo\nrunners:\n  main:\n    default: true\n    type: cli-tool\n    \
+                  command: node\n    args: [run.mjs]\n",
+            ),
+            ("run.mjs", b"console.log('{}');\n"),
+            (
+                "fixtures/g.yaml",
+                b"kind: graph\nname: g\ntarget: ../graphs/flow.yaml\n",
+            ),
+            ("graphs/flow.yaml", graph.as_bytes()),
+        ]);
+        (in_profile, in_file)
+    }
+
+    /// Every line is the real runx-cli 0.8.2's (`runx skill inspect`) for both layouts, after
+    /// the file's name: a graph's own fields, its steps' fields and the rules between steps.
+    #[test]
+    fn a_graphs_refusals_are_worded_as_runx_in_x_yaml_and_in_a_graph_file() {
+        for (graph, runx) in [
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: 3\n",
+                "steps.0.tool must be a string.",
+            ),
+            (
+                "name: flow\nsteps:\n  - tool: fs.read\n",
+                "steps.0.id is required.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: a\n    tool: fs.read\n",
+                "steps.1.id 'a' must be unique.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    run:\n      type: cli-tool\n      command: 3\n",
+                "steps.0.run is not a valid inline source: source.command must be a string.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    run:\n      type: cli-tool\n      command: node\n      zeta: 1\n",
+                "steps.0.run is not a valid inline source: source.zeta is not supported; allowed fields: act, agent, agent_card_url, agent_identity, args, arguments, command, cwd, environment, external_adapter, export, graph, input_mode, module, outputs, pages, server, task, thread_outbox_provider, timeout_seconds, tool, type.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    run:\n      type: approval\n      b: 1\n",
+                "steps.0.run approval control accepts only type; unsupported fields: b",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n",
+                "steps.0 must declare exactly one of skill, tool, or run.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    skill: .\n",
+                "steps.0 must not declare more than one of run, skill, or tool.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    context:\n      x: b.y\n",
+                "steps.0.context.x references unknown or later step 'b'.",
+            ),
+            (
+                "name: flow\nresult_from: [zz]\nsteps:\n  - id: a\n    tool: fs.read\n",
+                "result_from.0 references unknown step 'zz'.",
+            ),
+            (
+                "name: flow\nsteps: []\n",
+                "steps must contain at least one step.",
+            ),
+            ("name: flow\nsteps:\n  - 3\n", "steps.0 must be an object."),
+            (
+                "name: flow\nsteps:\n  - id: 3\n    tool: fs.read\n",
+                "steps.0.id must be a string.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    when: 3\n",
+                "steps.0.when must be an object.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    retry: {max_attempts: 0}\n",
+                "steps.0.retry.max_attempts must be a positive integer.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    label: 3\n",
+                "steps.0.label must be a string.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    mutation: yes-please\n",
+                "steps.0.mutation must be a boolean.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    scopes: 3\n",
+                "steps.0.scopes must be an array of strings.",
+            ),
+            (
+                "name: flow\nfanout: 3\nsteps:\n  - id: a\n    tool: fs.read\n",
+                "fanout must be an object.",
+            ),
+            (
+                "name: 3\nsteps:\n  - id: a\n    tool: fs.read\n",
+                "name must be a string.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    mode: parallel\n",
+                "steps.0.mode 'parallel' is not supported by the local graph runner.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    mode: fanout\n",
+                "steps.0.fanout_group is required when mode is fanout.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    stage: 1\n    instructions: x\n",
+                "steps.0.instructions is not supported; put agent operating instructions in the owning SKILL.md",
+            ),
+            (
+                "name: flow\nschedule: 1\nsync: 1\nsteps:\n  - id: a\n    tool: fs.read\n",
+                "sync is not supported by the local sequential graph runner.",
+            ),
+            ("name: flow\n", "steps must be an array."),
+            ("name: flow\nsteps: {}\n", "steps must be an array."),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    runner: x\n",
+                "steps.0.runner is only valid for nested skill steps.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    context_skills: [x]\n",
+                "steps.0.context_skills is only valid for agent-task steps or nested agent skills.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: b\n    tool: fs.read\n    context:\n      z: a.x\n      y: a.x\n    inputs:\n      z: 1\n      y: 2\n",
+                "steps.1 binds the same input through both inputs and context: y, z.",
+            ),
+            (
+                "name: flow\nresult_from: [a, a]\nsteps:\n  - id: a\n    tool: fs.read\n",
+                "result_from contains duplicate step 'a'.",
+            ),
+            (
+                "name: flow\nresult_from: [' ']\nsteps:\n  - id: a\n    tool: fs.read\n",
+                "result_from.0 must not be empty.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: b\n    tool: fs.read\n    context:\n      x: a.\n",
+                "steps.1.context.x must use '<step-id>.<output-field>' syntax.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: b\n    tool: fs.read\n    context:\n      x: a\n",
+                "steps.1.context.x must use '<step-id>.<output-field>' syntax.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    inputs:\n      x: '{{ name }}'\n",
+                "steps.0.inputs.x uses retired graph input binding \"{{ name }}\"; use \"$input.name\".",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    inputs:\n      x:\n        - ok\n        - y: '{{name}}'\n",
+                "steps.0.inputs.x.1.y uses retired graph input binding \"{{name}}\"; use \"$input.name\".",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: b\n    tool: fs.read\n    inputs:\n      x: [1, a.out]\n",
+                "steps.1.inputs.x.1 looks like step output reference \"a.out\"; move it to context if you meant to read a previous step output.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    run:\n      type: approval\n      z: 1\n      b: 1\n",
+                "steps.0.run approval control accepts only type; unsupported fields: b, z",
+            ),
+        ] {
+            let (in_profile, in_file) = refusals(graph);
+            assert_eq!(in_profile, Some(format!("X.yaml: {runx}")), "{graph}");
+            assert_eq!(
+                in_file,
+                Some(format!("graphs/flow.yaml: {runx}")),
+                "{graph}"
+            );
+        }
+    }
 }

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::adapters;
 use super::check::{Check, get, has, line_of};
 use super::graph::check_graph;
 use super::model::{InputDef, Source};
@@ -393,26 +394,9 @@ pub(super) fn check_source(
         }
         other => other.map(str::to_owned),
     };
-    for (key, kind) in [
-        ("external_adapter", "external-adapter"),
-        ("thread_outbox_provider", "thread-outbox-provider"),
-    ] {
-        if source_type == kind {
-            if check.opt_mapping(entries, key, parent)?.is_none() {
-                return Err(check.err(
-                    line,
-                    &join(parent, key),
-                    format!("is required for a {kind} source"),
-                ));
-            }
-        } else if has(entries, key) {
-            return Err(check.err(
-                line_of(entries, key),
-                &join(parent, key),
-                format!("is only valid for {kind} sources"),
-            ));
-        }
-    }
+    let external_adapter =
+        adapters::check_external_adapter(entries, line, parent, &source_type, &refuse_known)?;
+    adapters::check_thread_outbox_provider(entries, line, parent, &source_type, &refuse_known)?;
     if has(entries, "pages") && source_type != "javascript" {
         return Err(refuse_known(
             line_of(entries, "pages"),
@@ -453,6 +437,7 @@ pub(super) fn check_source(
         outputs,
         environment,
         graph,
+        external_adapter,
     })
 }
 
@@ -581,9 +566,12 @@ pub(super) fn check_javascript(
 /// The index of the inline graph step whose `run` is `parent`: Runx names such a source
 /// `steps.<i>.run`.
 fn inline_step_index(parent: &str) -> Option<&str> {
+    // A runner's graph (`runners.main.graph.steps[0].run`) or a graph file's
+    // (`graph.steps[0].run`).
     parent
-        .split_once(".graph.steps[")
-        .and_then(|(_, rest)| rest.strip_suffix("].run"))
+        .strip_prefix("graph.steps[")
+        .or_else(|| parent.split_once(".graph.steps[").map(|(_, rest)| rest))
+        .and_then(|rest| rest.strip_suffix("].run"))
         .filter(|index| index.bytes().all(|b| b.is_ascii_digit()))
 }
 

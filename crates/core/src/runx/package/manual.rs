@@ -33,7 +33,10 @@ pub(super) fn parse_package_manual(text: &str) -> Result<(SkillManual, YamlNode)
 
 fn parse_manual_owned(text: &str, package: bool) -> Result<(SkillManual, YamlNode), PackageError> {
     let file = SKILL_FILE;
-    let check = Check { file };
+    let check = Check {
+        file,
+        graph_file: false,
+    };
     let (frontmatter, body) = split_frontmatter(text).ok_or_else(|| {
         invalid_as_runx(
             file,

@@ -30,6 +30,7 @@ use serde_json::Value;
 use super::snapshot::SnapshotFile;
 use super::yaml::YamlError;
 
+mod adapters;
 mod catalog;
 mod check;
 mod closure;
@@ -45,6 +46,7 @@ mod model;
 mod profile;
 mod references;
 mod tools;
+use adapters::{ExternalAdapter, ExternalAdapterManifest};
 pub(crate) use fixtures::parse_fixture;
 pub use inspection::inspect_package;
 use manual::parse_package_manual;
@@ -506,6 +508,9 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
         .map(|file| (file.path.as_str(), file.contents.as_slice()))
         .collect();
     let context_references = references::context_references(&profile)?;
+    // Runx reads the runners' adapter manifests with their references, before the fixtures'.
+    let mut runner_sources = declared_sources(&profile, &[]);
+    read_adapter_manifests(&mut runner_sources, &contents)?;
     let fixture_texts: BTreeMap<&str, &str> = files
         .iter()
         .filter(|file| is_fixture_path(&file.path))
@@ -518,6 +523,9 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
         .collect();
     let fixture_graphs =
         references::check_fixture_references(&fixtures, &contents, &fixture_texts)?;
+    let no_runners = ExecutionProfile::absent();
+    let mut fixture_sources = declared_sources(&no_runners, &fixture_graphs);
+    read_adapter_manifests(&mut fixture_sources, &contents)?;
     let tools = tools::check_package_tools(&contents)?;
     references::check_context_skill_sources(&context_references, &contents)?;
     let tool_files: BTreeSet<String> = tools
@@ -525,7 +533,8 @@ pub fn load_package(files: &[SnapshotFile]) -> Result<Package, PackageError> {
         .flat_map(|tool| std::iter::once(&tool.manifest_path).chain(&tool.source_files))
         .cloned()
         .collect();
-    check_declared_files(&profile, &fixture_graphs, &contents, tool_files)?;
+    runner_sources.append(&mut fixture_sources);
+    check_declared_files(&runner_sources, &contents, tool_files)?;
     references::check_operator_references(&contents)?;
     for prefix in references::nested_package_prefixes(&contents) {
         let inner = format!("{prefix}/");
@@ -672,67 +681,164 @@ fn process_values<'s>(source: &'s Source, json: &'s Value) -> Vec<&'s str> {
     }
 }
 
-/// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool` or an `mcp`
-/// server runs (its execution sidecars) must be in the package, then every JavaScript module
-/// passes Runx's static module checks ([`javascript`]), or the package is invalid, in Runx's words.
-/// `tool_files` are the files the package's tools run (their manifests and sources), which are
-/// execution files too; `fixture_graphs` are the graph files `kind: graph` fixtures run, whose
-/// steps declare files relative to the graph file's folder.
-fn check_declared_files(
-    profile: &ExecutionProfile,
-    fixture_graphs: &[references::FixtureGraph],
-    contents: &BTreeMap<&str, &[u8]>,
-    tool_files: BTreeSet<String>,
-) -> Result<(), PackageError> {
-    let paths: BTreeSet<&str> = contents.keys().copied().collect();
-    let mut sources: Vec<DeclaredSource<'_>> = Vec::new();
+/// The sources that declare files, in Runx's order of reading them: each runner of X.yaml and
+/// the inline steps of its graph, then the inline steps of each graph file a `kind: graph`
+/// fixture runs.
+fn declared_sources<'p>(
+    profile: &'p ExecutionProfile,
+    fixture_graphs: &'p [references::FixtureGraph],
+) -> Vec<DeclaredSource<'p>> {
+    let mut sources = Vec::new();
     for runner in &profile.runners {
         let field = format!("runners.{}", runner.name);
+        let runx_field = format!("{PROFILE_FILE}.runners.{}.source", runner.name);
+        let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
         sources.push(DeclaredSource {
             file: PROFILE_FILE,
             folder: "",
             line: runner.line,
             field: field.clone(),
+            runx_field: runx_field.clone(),
             source: &runner.source,
             json: &runner.json,
+            adapter_files: Vec::new(),
         });
-        let steps = runner.source.graph.iter().flat_map(|graph| &graph.steps);
-        sources.extend(steps.filter_map(|step| {
-            DeclaredSource::step(PROFILE_FILE, "", &format!("{field}.graph"), step)
+        sources.extend(steps.enumerate().filter_map(|(index, step)| {
+            DeclaredSource::step(
+                PROFILE_FILE,
+                "",
+                &format!("{field}.graph"),
+                &format!("{runx_field}.graph.steps[{index}].run"),
+                step,
+            )
         }));
     }
     for graph in fixture_graphs {
         sources.extend(
-            graph.graph.steps.iter().filter_map(|step| {
-                DeclaredSource::step(&graph.path, graph.folder(), "graph", step)
-            }),
+            graph
+                .graph
+                .steps
+                .iter()
+                .enumerate()
+                .filter_map(|(index, step)| {
+                    DeclaredSource::step(
+                        &graph.path,
+                        graph.folder(),
+                        "graph",
+                        &format!("{}.target.graph.steps[{index}].run", graph.fixture),
+                        step,
+                    )
+                }),
         );
     }
-    let in_folder = |folder: &str, path: &str| {
-        if folder.is_empty() {
-            path.to_owned()
-        } else {
-            format!("{folder}/{path}")
-        }
-    };
-    for declared in &sources {
-        for script in process_values(declared.source, declared.json) {
-            if let Some(path) = process_script_path(script)
-                && !paths.contains(in_folder(declared.folder, path).as_str())
-            {
-                let path = in_folder(declared.folder, path);
-                return Err(PackageError::Invalid {
-                    file: declared.file.to_owned(),
-                    line: declared.line,
-                    field: declared.field.clone(),
-                    message: format!(
-                        "runs {path}, which is not in the package; add the file or change the command"
-                    ),
-                    runx: Some(format!(
-                        "{path}: declared execution sidecar is missing from the skill package"
-                    )),
-                });
+    sources
+}
+
+/// Runx's `collect_external_adapter_files`: an `external-adapter` source's manifest file must
+/// be a file of the package (read from the source's folder) holding a valid manifest; the
+/// manifest (a file, or inline) names the process it starts, whose scripts are execution files
+/// read from the manifest's folder. Records them in each source's `adapter_files`.
+fn read_adapter_manifests(
+    sources: &mut [DeclaredSource<'_>],
+    contents: &BTreeMap<&str, &[u8]>,
+) -> Result<(), PackageError> {
+    for declared in sources {
+        let (manifest, folder) = match &declared.source.external_adapter {
+            None => continue,
+            Some(ExternalAdapter::Inline(manifest)) => {
+                (manifest.as_ref().clone(), declared.folder.to_owned())
             }
+            Some(ExternalAdapter::Path(path)) => {
+                let manifest_path = in_folder(declared.folder, path);
+                let Some(bytes) = contents.get(manifest_path.as_str()) else {
+                    return Err(PackageError::Invalid {
+                        file: declared.file.to_owned(),
+                        line: declared.line,
+                        field: format!("{}.external_adapter.manifest_path", declared.field),
+                        message: format!(
+                            "names {manifest_path}, which is not in the package; add the \
+                             manifest or fix the path"
+                        ),
+                        runx: Some(format!(
+                            "{}: external-adapter manifest {manifest_path:?} is missing",
+                            declared.runx_field
+                        )),
+                    });
+                };
+                let manifest = ExternalAdapterManifest::from_file(bytes).map_err(|runx| {
+                    PackageError::Invalid {
+                        file: manifest_path.clone(),
+                        line: 1,
+                        field: "(manifest)".to_owned(),
+                        message: "is not a runx.external_adapter.manifest.v1 manifest; fix what \
+                                  Runx names"
+                            .to_owned(),
+                        runx: Some(format!("{manifest_path}: {runx}")),
+                    }
+                })?;
+                let folder = manifest_path
+                    .rsplit_once('/')
+                    .map_or("", |(folder, _)| folder)
+                    .to_owned();
+                declared.adapter_files.push(manifest_path);
+                (manifest, folder)
+            }
+        };
+        declared.adapter_files.extend(
+            manifest
+                .process_values()
+                .filter_map(process_script_path)
+                .map(|path| in_folder(&folder, path)),
+        );
+    }
+    Ok(())
+}
+
+/// `path` read from `folder` of the package.
+fn in_folder(folder: &str, path: &str) -> String {
+    if folder.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{folder}/{path}")
+    }
+}
+
+/// Runx's load-time checks of the files X.yaml declares: every script a `cli-tool`, an `mcp`
+/// server or an external adapter runs (its execution sidecars) must be in the package, then
+/// every JavaScript module passes Runx's static module checks ([`javascript`]), or the package
+/// is invalid, in Runx's words. `sources` are [`declared_sources`] with their adapter files
+/// read; `tool_files` are the files the package's tools run (their manifests and sources),
+/// which are execution files too.
+fn check_declared_files(
+    sources: &[DeclaredSource<'_>],
+    contents: &BTreeMap<&str, &[u8]>,
+    tool_files: BTreeSet<String>,
+) -> Result<(), PackageError> {
+    let paths: BTreeSet<&str> = contents.keys().copied().collect();
+    let scripts = |declared: &DeclaredSource<'_>| -> Vec<String> {
+        process_values(declared.source, declared.json)
+            .into_iter()
+            .filter_map(process_script_path)
+            .map(|path| in_folder(declared.folder, path))
+            .chain(declared.adapter_files.iter().cloned())
+            .collect()
+    };
+    for declared in sources {
+        if let Some(path) = scripts(declared)
+            .into_iter()
+            .find(|path| !paths.contains(path.as_str()))
+        {
+            return Err(PackageError::Invalid {
+                file: declared.file.to_owned(),
+                line: declared.line,
+                field: declared.field.clone(),
+                message: format!(
+                    "runs {path}, which is not in the package; add the file or change the command"
+                ),
+                runx: Some(format!(
+                    "{path}: declared execution sidecar is missing from the skill package"
+                )),
+            });
         }
     }
     // Runx's module checks: each declared module (breadth first, in path order) and its
@@ -740,7 +846,7 @@ fn check_declared_files(
     let mut roots = BTreeSet::new();
     let mut declared_at: BTreeMap<String, (String, usize, String)> = BTreeMap::new();
     let mut execution_files = tool_files;
-    for declared in &sources {
+    for declared in sources {
         if let Some(module) = &declared.source.module {
             let module = in_folder(declared.folder, module);
             roots.insert(module.clone());
@@ -752,11 +858,7 @@ fn check_declared_files(
                 )
             });
         }
-        for script in process_values(declared.source, declared.json) {
-            if let Some(path) = process_script_path(script) {
-                execution_files.insert(in_folder(declared.folder, path));
-            }
-        }
+        execution_files.extend(scripts(declared));
     }
     javascript::validate_modules(contents, &roots, &execution_files).map_err(|refusal| {
         if refusal.message == "declared JavaScript module is missing" {
@@ -792,8 +894,14 @@ struct DeclaredSource<'p> {
     line: usize,
     field: String,
     source: &'p Source,
+    /// Runx's name of the source in its reference refusals
+    /// (`X.yaml.runners.main.source.graph.steps[0].run`).
+    runx_field: String,
     /// The source as written.
     json: &'p Value,
+    /// The files its external adapter's manifest names: the manifest file, then the scripts
+    /// its process runs ([`read_adapter_manifests`]).
+    adapter_files: Vec<String>,
 }
 
 impl<'p> DeclaredSource<'p> {
@@ -802,6 +910,7 @@ impl<'p> DeclaredSource<'p> {
         file: &'p str,
         folder: &'p str,
         graph_field: &str,
+        runx_field: &str,
         step: &'p model::GraphStep,
     ) -> Option<Self> {
         match &step.target {
@@ -810,8 +919,10 @@ impl<'p> DeclaredSource<'p> {
                 folder,
                 line: step.line,
                 field: format!("{graph_field}.steps.{}.run", step.id),
+                runx_field: runx_field.to_owned(),
                 source: source.as_ref(),
                 json: step.json.get("run").unwrap_or(&Value::Null),
+                adapter_files: Vec::new(),
             }),
             _ => None,
         }
@@ -1447,9 +1558,12 @@ runners:
         );
         let err = refused(&profile);
         let line = line_of_text(&profile, "instructions:");
+        // Runx's words first (checked with runx-cli 0.8.2), the Lab's place and advice second.
         assert!(
             err.to_string().starts_with(&format!(
-                "X.yaml:{line}: runners.build.graph.steps[2].instructions: model instructions belong in SKILL.md, not X.yaml"
+                "X.yaml: steps.2.instructions is not supported; put agent operating instructions \
+                 in the owning SKILL.md\n  at X.yaml:{line}: runners.build.graph.steps[2].instructions: \
+                 model instructions belong in SKILL.md, not X.yaml"
             )),
             "{err}"
         );

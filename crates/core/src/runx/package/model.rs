@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+use super::adapters::ExternalAdapter;
 use super::push_module;
 
 /// SKILL.md's frontmatter, checked.
@@ -138,6 +139,8 @@ pub struct Source {
     pub environment: Vec<String>,
     /// The graph of a `graph` source.
     pub graph: Option<Graph>,
+    /// The manifest of an `external-adapter` source, inline or as a path.
+    pub(crate) external_adapter: Option<ExternalAdapter>,
 }
 
 /// A runner of X.yaml.

@@ -19,7 +19,10 @@ pub(super) fn parse_profile(
     text: &str,
     paths: &BTreeSet<&str>,
 ) -> Result<ExecutionProfile, PackageError> {
-    let check = Check { file: PROFILE_FILE };
+    let check = Check {
+        file: PROFILE_FILE,
+        graph_file: false,
+    };
     let root = yaml::parse(PROFILE_FILE, text)?;
     let entries = match &root.value {
         YamlValue::Mapping(entries) => entries.as_slice(),

@@ -156,6 +156,8 @@ fn context_manual_path(reference: &str) -> Result<Option<String>, &'static str> 
 
 /// The graph file a `kind: graph` fixture runs, checked.
 pub(super) struct FixtureGraph {
+    /// The fixture that runs it (`fixtures/flow.yaml`).
+    pub(super) fixture: String,
     /// Its package path (`graphs/flow.yaml`).
     pub(super) path: String,
     pub(super) graph: Graph,
@@ -251,14 +253,21 @@ fn check_graph_target(
     };
     let text = text_file(&path, contents)?;
     let graph = check_graph_file(&path, text)?;
-    Ok(FixtureGraph { path, graph })
+    Ok(FixtureGraph {
+        fixture: fixture.path.clone(),
+        path,
+        graph,
+    })
 }
 
 /// A graph file: Runx's graph document (`parse_graph_yaml`, `validate_graph`), checked with
 /// the checks a runner's graph gets; its first two fields refused in Runx's words.
 fn check_graph_file(path: &str, text: &str) -> Result<Graph, PackageError> {
     let node = yaml::parse(path, text)?;
-    let check = Check { file: path };
+    let check = Check {
+        file: path,
+        graph_file: true,
+    };
     let runx = |line: usize, field: &str, message: &str, runx: &str| {
         check.err_runx(line, field, message, format!("{path}: {runx}"))
     };
@@ -272,6 +281,14 @@ fn check_graph_file(path: &str, text: &str) -> Result<Graph, PackageError> {
     };
     match entries.iter().find(|entry| entry.key == "name") {
         Some(entry) if entry.value.as_str().is_some_and(|name| !name.is_empty()) => {}
+        Some(entry) if !entry.value.is_null() && entry.value.as_str().is_none() => {
+            return Err(runx(
+                entry.line,
+                "name",
+                "must be a string: the graph's name",
+                "name must be a string.",
+            ));
+        }
         _ => {
             return Err(runx(
                 1,

@@ -92,7 +92,10 @@ fn check_tool(
 ) -> Result<PackageTool, PackageError> {
     let text = text_file(path, contents)?;
     let document = parse_manifest(path, text)?;
-    let check = Check { file: path };
+    let check = Check {
+        file: path,
+        graph_file: false,
+    };
     let (name, inputs) = check_manifest(&check, &document)?;
     check_identity(&check, &document, &name)?;
     let source = document

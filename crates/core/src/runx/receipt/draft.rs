@@ -1,7 +1,7 @@
 //! The draft: what a caller knows when a path ends — references, disposition, criteria, act,
 //! authority, intent, closure, seal and lineage — as the typed fields a receipt is sealed from.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::ReceiptError;
@@ -28,7 +28,7 @@ pub struct Reference {
 /// What a reference points at: Runx's closed list (`runx-contracts` `ReferenceType`, serde
 /// snake_case). `runx verify` refuses a receipt naming any other type (`receipt_parse_error:
 /// unknown variant`), so the type is an enum here and a receipt cannot be sealed with another.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReferenceType {
     GithubIssue,

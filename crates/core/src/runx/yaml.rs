@@ -627,10 +627,7 @@ impl<'a> Builder<'a> {
                 file: file.to_owned(),
                 line,
                 column,
-                message: format!(
-                    "duplicate key {value} (first at line {first}); Runx refuses duplicate keys, \
-                     keep one"
-                ),
+                message: format!("duplicate key {value} (first at line {first}); keep one"),
                 runx: is_profile(file).then(|| RunxRefusal::DuplicateKey(value).message(line)),
             });
         }

@@ -177,6 +177,9 @@ fn parse(files: &[SnapshotFile], skill_path: &Path) -> Parsed {
     let package = load_package(files).map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
     let packets = check_packet_inputs(&package, skill_path)
         .map_err(|err| format!("{RUNX_VALIDATION_PREFIX}{err}"))?;
+    if let Some(refusal) = package.runner_selection_refusal() {
+        return Err(refusal.to_owned());
+    }
     Ok(loaded(&package, files, skill_path, &packets))
 }
 

@@ -5,15 +5,45 @@ use std::collections::BTreeSet;
 use super::check::{Check, get, line_of};
 use super::harness::{check_caller, check_expect, check_journeys};
 use super::model::Fixture;
+use super::references::stricter_yaml;
+use super::yaml_as_runx::{FixtureStrings, read_fixture};
 use super::{FIXTURE_FIELDS, MAX_SETUP_RECEIPTS, PackageError, invalid_as_runx};
 use crate::runx::yaml;
 
 /// Reads one standalone fixture. When `runners` is given, a fixture that targets this package
 /// (`target: ..`) must name one of them.
+///
+/// Runx reads a fixture with serde ([`read_fixture`]); what it refuses is refused here in its
+/// words, with the Lab's place and advice second when its own checks find the same fault. Its
+/// string fields are taken as serde reads them (`target: 3` is the folder `3`).
 pub(crate) fn parse_fixture(
     path: &str,
     text: &str,
     runners: Option<&BTreeSet<&str>>,
+) -> Result<Fixture, PackageError> {
+    let runx = read_fixture(text);
+    let lab = check_fixture(path, text, runners, runx.strings.as_ref());
+    match (runx.refusal, lab) {
+        (None, Err(PackageError::Yaml(err))) => Err(stricter_yaml(err, "fixture")),
+        (None, lab) => lab,
+        (Some(runx), Err(err)) => Err(err.opening_with_runx(format!("{path}: {runx}"))),
+        (Some(runx), Ok(_)) => Err(PackageError::Invalid {
+            file: path.to_owned(),
+            line: 1,
+            field: "(fixture)".to_owned(),
+            message: "Runx's fixture reader refuses it; fix what the line above names".to_owned(),
+            runx: Some(format!("{path}: {runx}")),
+        }),
+    }
+}
+
+/// The Lab's own checks of a fixture; `strings` are its string fields as Runx's serde read
+/// them, when it could.
+fn check_fixture(
+    path: &str,
+    text: &str,
+    runners: Option<&BTreeSet<&str>>,
+    strings: Option<&FixtureStrings>,
 ) -> Result<Fixture, PackageError> {
     let check = Check {
         file: path,
@@ -39,7 +69,10 @@ pub(crate) fn parse_fixture(
     if get(fixture, "name").is_none() {
         return Err(missing("name", "is required"));
     }
-    let name = check.required(fixture, "name", "", root.line)?;
+    let name = match strings {
+        Some(strings) => strings.name.clone(),
+        None => check.required(fixture, "name", "", root.line)?,
+    };
     let kind = check
         .opt_one_of(
             fixture,
@@ -60,10 +93,13 @@ pub(crate) fn parse_fixture(
             "mcp fixtures are not supported by the Runx harness yet; use a skill fixture",
         ));
     }
-    let target = check
-        .opt_string(fixture, "target", "")?
-        .unwrap_or_default()
-        .to_owned();
+    let target = match strings {
+        Some(strings) => strings.target.clone(),
+        None => check
+            .opt_string(fixture, "target", "")?
+            .unwrap_or_default()
+            .to_owned(),
+    };
     if target.is_empty() && kind != "agent_task" {
         return Err(check.err(
             root.line,
@@ -71,7 +107,10 @@ pub(crate) fn parse_fixture(
             "is required: the package folder relative to the fixture (.. for this package)",
         ));
     }
-    let runner = check.opt_non_empty(fixture, "runner", "")?;
+    let runner = match strings {
+        Some(strings) => strings.runner.clone(),
+        None => check.opt_non_empty(fixture, "runner", "")?,
+    };
     if let (Some(runner), Some(runners), "..") = (&runner, runners, target.as_str())
         && !runners.contains(runner.as_str())
     {

@@ -46,6 +46,7 @@ mod model;
 mod profile;
 mod references;
 mod tools;
+mod yaml_as_runx;
 use adapters::{ExternalAdapter, ExternalAdapterManifest};
 pub(crate) use fixtures::parse_fixture;
 pub use inspection::inspect_package;
@@ -424,6 +425,34 @@ impl PackageError {
                 message,
                 runx: runx.map(|runx| qualify(&runx)),
             },
+        }
+    }
+
+    /// The same refusal opening with Runx's words for it (`runx`, the file's name first), the
+    /// Lab's own place and words second.
+    fn opening_with_runx(self, runx: String) -> Self {
+        match self {
+            Self::Invalid {
+                file,
+                line,
+                field,
+                message,
+                ..
+            } => Self::Invalid {
+                file,
+                line,
+                field,
+                message,
+                runx: Some(runx),
+            },
+            Self::Yaml(err) => Self::Invalid {
+                file: err.file,
+                line: err.line,
+                field: format!("(column {})", err.column),
+                message: err.message,
+                runx: Some(runx),
+            },
+            other => other,
         }
     }
 
@@ -2470,9 +2499,14 @@ metadata:
         let err = with_fixture(&fixture).unwrap_err();
         assert_eq!(err.file(), "fixtures/smoke.yaml");
         let line = line_of_text(&fixture, "notes:");
+        // Runx's serde refusal first (runx-cli 0.8.2's words), the Lab's place second.
         assert!(
             err.to_string().starts_with(&format!(
-                "fixtures/smoke.yaml:{line}: notes: unknown fixture field"
+                "fixtures/smoke.yaml: invalid harness fixture: failed to parse harness fixture \
+                 YAML: yaml: YAML parse failed: unknown field `notes`, expected one of `name`, \
+                 `kind`, `target`, `runner`, `setup`, `inputs`, `env`, `caller`, `expect`, \
+                 `operator_journeys`, `metadata` at line {line} column 1\n  at \
+                 fixtures/smoke.yaml:{line}: notes: unknown fixture field"
             )),
             "{err}"
         );
@@ -2537,7 +2571,7 @@ metadata:
         assert_eq!(
             err.to_string(),
             format!(
-                "X.yaml: runner_manifest: YAML parse failed: duplicate mapping key \"skill\" in X.yaml at line {line}; keep profile keys unique.\n  at X.yaml:{line}:1: duplicate key skill (first at line 1); Runx refuses duplicate keys, keep one"
+                "X.yaml: runner_manifest: YAML parse failed: duplicate mapping key \"skill\" in X.yaml at line {line}; keep profile keys unique.\n  at X.yaml:{line}:1: duplicate key skill (first at line 1); keep one"
             )
         );
         // The other constructs Runx's profile subset names, with the line Runx reports.

@@ -399,6 +399,16 @@ impl Package {
             .or_else(|| (runners.len() == 1).then(|| runners.first()).flatten())
     }
 
+    /// Runx's refusal of a package whose X.yaml names no runner a run without a runner name
+    /// would get (no runner, or several and none `default: true`): its validator loads such a
+    /// package, and `runx skill inspect` refuses it when it resolves the default runner's
+    /// credentials. `None` when there is such a runner, or no X.yaml at all.
+    pub fn runner_selection_refusal(&self) -> Option<&'static str> {
+        let has_profile = !self.profile.json.is_null();
+        (has_profile && self.default_runner().is_none())
+            .then_some("skill manifest has no default runner")
+    }
+
     /// Runx's `semantic_report` of the package: what its catalog promises against what its
     /// default runner's execution closure reaches, and which journey proofs its harness holds
     /// (`runx skill inspect`'s `CatalogSemanticReport`; see `catalog.rs`).

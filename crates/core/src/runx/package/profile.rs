@@ -76,7 +76,10 @@ pub(super) fn parse_profile(
             checked
         }
     };
-    let runners_entry = get(entries, "runners").ok_or_else(|| {
+    // A null `runners` is absent to Runx; an empty one passes its validator (Runx refuses it
+    // only when a command must pick the default runner: `Package::runner_selection_refusal`).
+    let runners_entry = get(entries, "runners").filter(|entry| !entry.value.is_null());
+    let runners_entry = runners_entry.ok_or_else(|| {
         check.err_runx(
             root.line,
             "runners",
@@ -85,13 +88,6 @@ pub(super) fn parse_profile(
         )
     })?;
     let runner_entries = check.mapping(&runners_entry.value, "runners")?;
-    if runner_entries.is_empty() {
-        return Err(check.err(
-            runners_entry.line,
-            "runners",
-            "is empty: declare at least one runner",
-        ));
-    }
     let mut runners = Vec::new();
     for entry in runner_entries {
         runners.push(check_runner(

@@ -19,8 +19,9 @@ use super::graph::check_graph;
 use super::javascript::has_nested_manual_boundary;
 use super::manual::{check_manual_ownership, parse_manual};
 use super::model::{ExecutionProfile, Fixture, Graph};
+use super::yaml_as_runx::read_graph_document;
 use super::{PROFILE_FILE, PackageError, text_file};
-use crate::runx::yaml::{self, YamlEntry};
+use crate::runx::yaml::{self, YamlEntry, YamlError};
 
 /// One `context_skills` reference of a graph step, where Runx names it.
 pub(super) struct ContextReference {
@@ -263,7 +264,25 @@ fn check_graph_target(
 /// A graph file: Runx's graph document (`parse_graph_yaml`, `validate_graph`), checked with
 /// the checks a runner's graph gets; its first two fields refused in Runx's words.
 fn check_graph_file(path: &str, text: &str) -> Result<Graph, PackageError> {
-    let node = yaml::parse(path, text)?;
+    // Runx reads the file with serde_norway: what it cannot read is refused in its words, the
+    // Lab's place second. What it reads and the Lab's stricter reader refuses (an anchor, a
+    // duplicate key) is refused in the Lab's words, saying so.
+    let node = match (read_graph_document(text), yaml::parse(path, text)) {
+        (Ok(()), Ok(node)) => node,
+        (Err(runx), Err(err)) => {
+            return Err(PackageError::Yaml(err).opening_with_runx(format!("{path}: {runx}")));
+        }
+        (Err(runx), Ok(_)) => {
+            return Err(PackageError::Invalid {
+                file: path.to_owned(),
+                line: 1,
+                field: "(document)".to_owned(),
+                message: "Runx's YAML reader refuses it; fix what the line above names".to_owned(),
+                runx: Some(format!("{path}: {runx}")),
+            });
+        }
+        (Ok(()), Err(err)) => return Err(stricter_yaml(err, "graph file")),
+    };
     let check = Check {
         file: path,
         graph_file: true,
@@ -315,6 +334,18 @@ fn check_graph_file(path: &str, text: &str) -> Result<Graph, PackageError> {
         value: node.clone(),
     };
     check_graph(&check, &entry, "graph")
+}
+
+/// A refusal of YAML that Runx reads (an anchor, an alias, a tag, a duplicate key in a fixture
+/// or a graph file): the Lab's own words, and a second line saying that Runx reads it and why
+/// the Lab does not.
+pub(super) fn stricter_yaml(mut err: YamlError, what: &str) -> PackageError {
+    err.message.push_str(&format!(
+        "\n  Runx reads this {what}; MindRune is stricter: it reads every YAML file of a package \
+         as Runx reads X.yaml, without anchors, aliases, tags or duplicate keys, so that each \
+         value is written once and means one thing"
+    ));
+    PackageError::Yaml(err)
 }
 
 /// Runx's check that every receipt a fixture seeds is a file of the package.

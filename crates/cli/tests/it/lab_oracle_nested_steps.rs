@@ -247,7 +247,8 @@ fn a_nested_runner_missing_a_required_input_fails_in_runx_words() {
 #[test]
 fn a_nested_runner_failing_fails_the_case() {
     // OBSERVED: `runx harness` fails the case (`actual failure`); Runx words the step's error
-    // `skill 'sub' failed: boom`, the Lab `cli-tool node exited 3: boom`.
+    // `skill 'sub' failed: boom`, as the run's result does in the Lab too
+    // (`lab_oracle_failures`); the Lab's receipt keeps `cli-tool node exited 3: boom`.
     let dir = failing(false);
     let report = validate(dir.path());
     assert_eq!(report["verdict"], "validation_failed", "{report}");

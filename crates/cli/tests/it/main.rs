@@ -14,6 +14,7 @@ mod lab;
 mod lab_faults;
 mod lab_oracle_agent_outputs;
 mod lab_oracle_cases;
+mod lab_oracle_failures;
 mod lab_oracle_fanout_retry;
 mod lab_oracle_graph_results;
 mod lab_oracle_harness_report;

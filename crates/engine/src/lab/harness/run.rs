@@ -39,6 +39,58 @@ enum End {
     /// A human declined an approval gate.
     Declined(String),
     Failed(String),
+    /// A failure whose words Runx's run result holds apart from the Lab's.
+    FailedAs(Failure),
+}
+
+/// A failed source in both tongues: the Lab's words are its receipts' `error`, Runx's are
+/// what a harness case's `expect.output` reads.
+struct Failure {
+    message: String,
+    runx: RunxWords,
+    /// What the source printed, read as a result: a failed runner's result in Runx is its
+    /// stdout (`""` when it printed nothing).
+    stdout: Value,
+}
+
+/// How Runx words a failed step in the failed graph run's result (`public_failure_projection`
+/// of the error that ended the run).
+#[derive(Clone)]
+enum RunxWords {
+    /// The step's own diagnostic: `skill '<step>' failed: <it>` (`commit_step_run`).
+    Step(String),
+    /// A nested graph's failure, the whole message of its run: `graph step '<step>' has
+    /// invalid run configuration: <it>`.
+    Configuration(String),
+}
+
+impl End {
+    /// A failure Runx words as the Lab does: its run's result reads
+    /// `skill '<step>' failed: <message>`.
+    fn runx_words(&self) -> Option<RunxWords> {
+        match self {
+            Self::Failed(message) => Some(RunxWords::Step(message.clone())),
+            Self::FailedAs(failure) => Some(failure.runx.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl RunxWords {
+    /// The message of the failed run's result, the step being `step_id`.
+    fn message(&self, step_id: &str) -> String {
+        match self {
+            Self::Step(why) => format!("skill '{step_id}' failed: {why}"),
+            Self::Configuration(run) => {
+                format!("graph step '{step_id}' has invalid run configuration: {run}")
+            }
+        }
+    }
+}
+
+/// Runx's result of a run that failed: `{"code": "runtime_error", "message": …}`.
+pub(super) fn failure_projection(message: &str) -> Value {
+    json!({ "code": "runtime_error", "message": message })
 }
 
 mod acts;
@@ -219,6 +271,7 @@ fn execute(
             End::Declined(message) | End::Failed(message) => {
                 (CaseStatus::Failure, Value::Null, Some(message))
             }
+            End::FailedAs(failure) => (CaseStatus::Failure, failure.stdout, Some(failure.message)),
         };
         outcome.status = status;
         outcome.output = output;
@@ -546,13 +599,23 @@ fn cli(source: &Value, inputs: &Map<String, Value>, env: &Env<'_>) -> End {
             "cli-tool {command} exceeded its {} s timeout",
             timeout.as_secs()
         )),
-        Ok(result) => End::Failed(format!(
-            "cli-tool {command} exited {}: {}",
-            result
-                .exit_code
-                .map_or_else(|| "by signal".to_owned(), |code| code.to_string()),
-            result.stderr.trim()
-        )),
+        // Runx's diagnostic is the process's stderr as printed, else its exit code as Rust
+        // debug-prints an `Option<i32>` (`StepOutcome::failure_message`).
+        Ok(result) => End::FailedAs(Failure {
+            message: format!(
+                "cli-tool {command} exited {}: {}",
+                result
+                    .exit_code
+                    .map_or_else(|| "by signal".to_owned(), |code| code.to_string()),
+                result.stderr.trim()
+            ),
+            runx: RunxWords::Step(if result.stderr.trim().is_empty() {
+                format!("process failed with exit code {:?}", result.exit_code)
+            } else {
+                result.stderr.clone()
+            }),
+            stdout: parse_json_maybe(&result.stdout),
+        }),
         Err(message) => End::Failed(message),
     }
 }

@@ -284,13 +284,20 @@ pub(super) fn run_group(
             states[index].1 += 1;
             states[index].0 = match (ran.stop, ran.status) {
                 (None, _) => Branch::Succeeded,
-                (Some(_), CaseStatus::Failure) => Branch::Failed,
+                (Some(_), CaseStatus::Failure) => {
+                    // Runx's checkpoint holds a failed step's contract as `{}`: that is what
+                    // its `expect.step_outputs` reads once the group has proceeded past it.
+                    walk.outputs
+                        .insert(ids[index].clone(), Value::Object(Map::new()));
+                    Branch::Failed
+                }
                 // A branch waiting on an agent or denied by policy ends the run as a step does.
                 (Some(message), status) => {
                     return Err(Halt {
                         status,
                         error: format!("step {}: {message}", ids[index]),
                         stop: None,
+                        result: None,
                     });
                 }
             };
@@ -312,15 +319,18 @@ pub(super) fn run_group(
                 status: CaseStatus::Failure,
                 error: format!("graph step '{first}' failed planning: {reason}"),
                 stop: Some(CaseStop::Failed),
+                result: None,
             });
         }
         Decision::Pause(reason) => ("paused", reason),
         Decision::Escalate(reason) => ("escalated", reason),
     };
     walk.trace(first, "failed");
+    let error = format!("graph step '{first}' {word}: {reason}");
     Err(Halt {
         status: CaseStatus::Failure,
-        error: format!("graph step '{first}' {word}: {reason}"),
+        result: Some(error.clone()),
+        error,
         stop: None,
     })
 }

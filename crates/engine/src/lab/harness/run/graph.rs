@@ -12,7 +12,10 @@
 use serde_json::{Map, Value};
 
 use super::super::{CaseStatus, CaseStop, StepTrace};
-use super::{End, Env, fanout, materialize, object, resolve_path, run_step, split_edge};
+use super::{
+    End, Env, RunxWords, failure_projection, fanout, materialize, object, resolve_path, run_step,
+    split_edge,
+};
 use super::{json_equal, project, text};
 
 /// What a graph's steps did: its status, result, each step's addressable outputs, the trace
@@ -26,6 +29,8 @@ pub(in crate::lab::harness) struct GraphRun {
     /// Set when Runx fails the run itself rather than sealing it (a fanout group's failed
     /// planning: `graph step '<id>' failed planning: …`).
     pub(in crate::lab::harness) stop: Option<CaseStop>,
+    /// Runx's message for a run it failed, which is also its result's.
+    pub(in crate::lab::harness) failure: Option<String>,
 }
 
 /// The walk so far: each step's addressable outputs, the steps skipped, the trace and the last
@@ -52,6 +57,9 @@ pub(super) struct Halt {
     pub(super) status: CaseStatus,
     pub(super) error: String,
     pub(super) stop: Option<CaseStop>,
+    /// The message of Runx's result for a run it failed ([`super::failure_projection`]);
+    /// `None` leaves the result to the steps that produced one.
+    pub(super) result: Option<String>,
 }
 
 /// How one attempt of a step ended.
@@ -63,6 +71,8 @@ pub(super) struct Attempt {
     pub(super) stop: Option<String>,
     /// False when the step never ran (its inputs did not resolve): no retry then.
     pub(super) ran: bool,
+    /// The message of Runx's result should this failure end the run.
+    pub(super) result: Option<String>,
 }
 
 impl Attempt {
@@ -145,17 +155,20 @@ pub(in crate::lab::harness) fn graph_steps(
             }
         }
     }
-    let (status, error, stop) = match halt {
-        Some(halt) => (halt.status, Some(halt.error), halt.stop),
-        None => (CaseStatus::Sealed, None, None),
+    let (status, error, stop, failure) = match halt {
+        Some(halt) => (halt.status, Some(halt.error), halt.stop, halt.result),
+        None => (CaseStatus::Sealed, None, None, None),
+    };
+    // Runx's failed run answers with the error that ended it, whatever `result_from` holds.
+    let output = match &failure {
+        Some(message) => failure_projection(message),
+        None if any => Value::Object(result),
+        None => Value::Null,
     };
     GraphRun {
         status,
-        output: if any {
-            Value::Object(result)
-        } else {
-            Value::Null
-        },
+        output,
+        failure,
         outputs: walk.outputs,
         steps: walk.trail,
         error,
@@ -169,6 +182,7 @@ pub(super) fn step_id(step: &Value) -> Result<String, Halt> {
         status: CaseStatus::Failure,
         error: "a graph step has no id".to_owned(),
         stop: None,
+        result: None,
     })
 }
 
@@ -202,6 +216,7 @@ fn serial_step(
                 status: attempt.status,
                 error: format!("step {step_id}: {message}"),
                 stop: None,
+                result: attempt.result,
             });
         }
     }
@@ -223,6 +238,7 @@ pub(super) fn attempt(
             return Attempt {
                 trace: "failed",
                 status: CaseStatus::Failure,
+                result: Some(RunxWords::Step(message.clone()).message(step_id)),
                 stop: Some(message),
                 ran: false,
             };
@@ -230,6 +246,7 @@ pub(super) fn attempt(
     };
     let (end, producer) = run_step(step, step_id, &step_inputs, env);
     walk.last_ran = Some(step_id.to_owned());
+    let mut runx = end.runx_words();
     let (mut trace, mut status, claim, mut stop) = match end {
         End::Done(claim) => ("succeeded", CaseStatus::Sealed, Some(claim), None),
         End::PolicyDenied(claim, message) => (
@@ -241,6 +258,7 @@ pub(super) fn attempt(
         End::NeedsAgent(message) => ("needs_agent", CaseStatus::NeedsAgent, None, Some(message)),
         End::Declined(message) => ("declined", CaseStatus::Failure, None, Some(message)),
         End::Failed(message) => ("failed", CaseStatus::Failure, None, Some(message)),
+        End::FailedAs(failure) => ("failed", CaseStatus::Failure, None, Some(failure.message)),
     };
     if let Some(claim) = claim {
         // Runx checks the packets of a succeeded step only, after its declared outputs.
@@ -258,6 +276,7 @@ pub(super) fn attempt(
             Err(message) => {
                 status = CaseStatus::Failure;
                 trace = "failed";
+                runx = Some(RunxWords::Step(message.clone()));
                 stop = Some(message);
             }
         }
@@ -268,6 +287,9 @@ pub(super) fn attempt(
         status,
         stop,
         ran: true,
+        result: runx
+            .filter(|_| trace == "failed")
+            .map(|words| words.message(step_id)),
     }
 }
 

@@ -20,7 +20,10 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::super::{CaseStatus, local_tool};
-use super::{End, Env, Producer, agent_act_as, graph_steps, input_spec, request_id_part, text};
+use super::{
+    End, Env, Failure, Producer, RunxWords, agent_act_as, graph_steps, input_spec, request_id_part,
+    text,
+};
 
 /// What a replay's refusal of a step naming another package says.
 pub(crate) const SKILL_OUTSIDE_PACKAGE: &str = "names a skill package outside the package";
@@ -123,7 +126,11 @@ fn nested_graph(runner: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) 
         CaseStatus::Sealed => End::Done(run.output),
         CaseStatus::NeedsAgent => End::NeedsAgent(error),
         CaseStatus::PolicyDenied => End::PolicyDenied(run.output, error),
-        _ => End::Failed(error),
+        _ => End::FailedAs(Failure {
+            runx: RunxWords::Configuration(run.failure.unwrap_or_else(|| error.clone())),
+            message: error,
+            stdout: Value::Null,
+        }),
     }
 }
 

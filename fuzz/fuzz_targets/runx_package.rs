@@ -5,7 +5,8 @@
 //! a NUL and one fixture's bytes. When SKILL.md is left out a minimal valid manual stands in, so
 //! the fuzzer spends its time in X.yaml rather than on the frontmatter. Every `.js`/`.mjs` word
 //! X.yaml mentions gets a module file, so a declared module does not stop every input at the
-//! missing-module check before the inspection runs.
+//! missing-module check before the inspection runs. When X.yaml names a `.json` file (an
+//! external adapter's `manifest_path`), the third part is that file instead of a fixture.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -28,10 +29,16 @@ fuzz_target!(|data: &[u8]| {
     let profile = parts.next().unwrap_or_default();
     let manual = parts.next().unwrap_or(MANUAL);
     let mut files = vec![file("SKILL.md", manual), file("X.yaml", profile)];
-    if let Some(fixture) = parts.next() {
-        files.push(file("fixtures/case.yaml", fixture));
-    }
+    let third = parts.next();
     let text = String::from_utf8_lossy(profile);
+    let json_file = text
+        .split(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | ',' | '"'))
+        .find(|word| word.ends_with(".json") && !word.starts_with('/'));
+    match (third, json_file) {
+        (Some(bytes), Some(json)) => files.push(file(json, bytes)),
+        (Some(bytes), None) => files.push(file("fixtures/case.yaml", bytes)),
+        (None, _) => {}
+    }
     for word in text.split(|c: char| c.is_whitespace() || matches!(c, '[' | ']' | ',' | '"')) {
         let word = word.strip_prefix("./").unwrap_or(word);
         if (word.ends_with(".mjs") || word.ends_with(".js"))
@@ -39,6 +46,7 @@ fuzz_target!(|data: &[u8]| {
         {
             files.push(file(word, b"export default () => ({});\n"));
         }
+
     }
     match load_package(&files) {
         Ok(package) => {

@@ -233,10 +233,14 @@ pub(super) fn read_fixture(text: &str) -> FixtureReading {
     }
 }
 
-/// The first of Runx's `validate_fixture` checks that `fixture` fails, in Runx's words.
+/// The first of Runx's `validate_fixture` checks that `fixture` fails, in Runx's words, in
+/// its order: the name, the kind, the target, the runner, the caller's HTTP and provider
+/// responses, the seeded receipts, the expectation, the operator journeys.
 fn validate_fixture(fixture: &RawHarnessFixture, target: &str) -> Result<(), String> {
     let invalid = |message: String| format!("{INVALID_FIXTURE}{message}");
     let empty = |field: &str| invalid(format!("harness fixture {field} must not be empty"));
+    let field_said =
+        |field: &str, message: &str| invalid(format!("invalid harness fixture {field}: {message}"));
     if fixture.name.is_empty() {
         return Err(empty("name"));
     }
@@ -251,7 +255,299 @@ fn validate_fixture(fixture: &RawHarnessFixture, target: &str) -> Result<(), Str
     if fixture.runner.as_deref() == Some("") {
         return Err(empty("runner"));
     }
-    check_setup_receipts(&fixture.setup.receipts).map_err(invalid)
+    if fixture.caller.contains_key("web_responses") {
+        return Err(field_said(
+            "caller.web_responses",
+            "was renamed to caller.http_responses",
+        ));
+    }
+    check_http_responses(fixture.caller.get("http_responses"))
+        .and_then(|()| check_provider_responses(fixture.caller.get("provider_responses")))
+        .and_then(|()| check_setup_receipts(&fixture.setup.receipts))
+        .and_then(|()| check_expectation(&fixture.expect))
+        .and_then(|()| fixture.operator_journeys.iter().try_for_each(check_journey))
+        .map_err(invalid)
+}
+
+/// Runx's `HarnessHttpResponseFixture`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HarnessHttpResponseFixture {
+    status: u16,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    body: String,
+}
+
+/// Runx's `parse_harness_http_responses`: exact responses by absolute HTTP(S) URL.
+fn check_http_responses(value: Option<&Value>) -> Result<(), String> {
+    const FIELD: &str = "caller.http_responses";
+    let Some(value) = value else {
+        return Ok(());
+    };
+    let said = |field: &str, message: &str| format!("invalid harness fixture {field}: {message}");
+    let responses: BTreeMap<String, HarnessHttpResponseFixture> =
+        serde_json::from_value(value.clone()).map_err(|error| said(FIELD, &error.to_string()))?;
+    if responses.is_empty() {
+        return Err(said(
+            FIELD,
+            "must contain at least one exact response when declared",
+        ));
+    }
+    if responses.len() > 32 {
+        return Err(said(FIELD, "must contain at most 32 responses"));
+    }
+    for (url, response) in &responses {
+        let field = format!("{FIELD}.{url}");
+        if url.len() > 2048
+            || url.chars().any(char::is_whitespace)
+            || !(url.starts_with("https://") || url.starts_with("http://"))
+        {
+            return Err(said(
+                &field,
+                "key must be an exact absolute HTTP(S) URL no longer than 2048 characters",
+            ));
+        }
+        if !(100..=599).contains(&response.status) {
+            return Err(said(
+                &format!("{field}.status"),
+                "must be an HTTP status from 100 through 599",
+            ));
+        }
+        if response.headers.len() > 64 {
+            return Err(said(
+                &format!("{field}.headers"),
+                "must contain at most 64 headers",
+            ));
+        }
+        let unbounded = |text: &str, limit: usize| {
+            text.len() > limit || text.contains('\r') || text.contains('\n')
+        };
+        if response
+            .headers
+            .iter()
+            .any(|(name, value)| name.is_empty() || unbounded(name, 256) || unbounded(value, 8192))
+        {
+            return Err(said(
+                &format!("{field}.headers"),
+                "header names and values must be bounded single-line strings",
+            ));
+        }
+        if response.body.len() > 1_048_576 {
+            return Err(said(
+                &format!("{field}.body"),
+                "must be no larger than 1048576 UTF-8 bytes",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runx's `HarnessProviderResponsesFixture` and its parts.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HarnessProviderResponsesFixture {
+    principal_id: String,
+    grants: Vec<HarnessProviderGrantFixture>,
+    operations: Vec<HarnessProviderOperationFixture>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HarnessProviderGrantFixture {
+    grant_id: String,
+    provider: String,
+    scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum HarnessProviderAccess {
+    Read,
+    Mutate,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "its fields are read only by serde, for Runx's checks"
+)]
+struct HarnessProviderOperationFixture {
+    grant_id: String,
+    operation: String,
+    target: String,
+    access: HarnessProviderAccess,
+    result: Value,
+}
+
+/// Runx's `parse_harness_provider_responses`: one principal, 1 to 16 grants with distinct ids,
+/// 1 to 32 distinct operations each on a declared grant.
+fn check_provider_responses(value: Option<&Value>) -> Result<(), String> {
+    const FIELD: &str = "caller.provider_responses";
+    let Some(value) = value else {
+        return Ok(());
+    };
+    let said = |field: &str, message: &str| format!("invalid harness fixture {field}: {message}");
+    let fixture: HarnessProviderResponsesFixture =
+        serde_json::from_value(value.clone()).map_err(|error| said(FIELD, &error.to_string()))?;
+    if fixture.principal_id.trim().is_empty() || fixture.principal_id.len() > 256 {
+        return Err(said(
+            &format!("{FIELD}.principal_id"),
+            "must be a non-empty principal id no longer than 256 characters",
+        ));
+    }
+    if fixture.grants.is_empty() || fixture.grants.len() > 16 {
+        return Err(said(
+            &format!("{FIELD}.grants"),
+            "must contain between 1 and 16 grants",
+        ));
+    }
+    if fixture.operations.is_empty() || fixture.operations.len() > 32 {
+        return Err(said(
+            &format!("{FIELD}.operations"),
+            "must contain between 1 and 32 operations",
+        ));
+    }
+    let mut grants = BTreeSet::new();
+    for (index, grant) in fixture.grants.iter().enumerate() {
+        let field = format!("{FIELD}.grants[{index}]");
+        if grant.grant_id.trim().is_empty()
+            || grant.provider.trim().is_empty()
+            || grant.scopes.is_empty()
+            || grant.scopes.iter().any(|scope| scope.trim().is_empty())
+        {
+            return Err(said(
+                &field,
+                "grant_id, provider, and every declared scope must be non-empty",
+            ));
+        }
+        if !grants.insert(grant.grant_id.as_str()) {
+            return Err(said(
+                &field,
+                &format!("duplicates grant id {:?}", grant.grant_id),
+            ));
+        }
+    }
+    let mut operations = BTreeSet::new();
+    for (index, operation) in fixture.operations.iter().enumerate() {
+        let field = format!("{FIELD}.operations[{index}]");
+        if !grants.contains(operation.grant_id.as_str()) {
+            return Err(said(
+                &format!("{field}.grant_id"),
+                "must reference a declared harness grant",
+            ));
+        }
+        if operation.operation.trim().is_empty() || operation.target.trim().is_empty() {
+            return Err(said(&field, "operation and target must be non-empty"));
+        }
+        let identity = (
+            operation.grant_id.as_str(),
+            operation.operation.as_str(),
+            operation.target.as_str(),
+            operation.access,
+        );
+        if !operations.insert(identity) {
+            return Err(said(
+                &field,
+                "duplicates an earlier grant, operation, target, and access tuple",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The receipt fields Runx retired (an expectation naming one is refused as retired, any
+/// other unknown one as unknown).
+const RETIRED_RECEIPT_FIELDS: [&str; 7] = [
+    "kind",
+    "skill_name",
+    "source_type",
+    "graph_name",
+    "owner",
+    "skill_execution",
+    "graph_execution",
+];
+
+/// Runx's `validate_expectation`: a receipt expectation names only known fields, and each
+/// output expectation says `exact` or `subset`.
+fn check_expectation(expect: &RawHarnessExpectation) -> Result<(), String> {
+    if let Some(field) = expect
+        .receipt
+        .as_ref()
+        .and_then(|receipt| receipt.extra.keys().next())
+    {
+        let kind = if RETIRED_RECEIPT_FIELDS.contains(&field.as_str()) {
+            "retired"
+        } else {
+            "unknown"
+        };
+        return Err(format!(
+            "{kind} receipt expectation field expect.receipt.{field}"
+        ));
+    }
+    let outputs = expect
+        .output
+        .iter()
+        .map(|output| ("expect.output".to_owned(), output))
+        .chain(
+            expect
+                .step_outputs
+                .iter()
+                .map(|(step, output)| (format!("expect.step_outputs.{step}"), output)),
+        );
+    for (field, output) in outputs {
+        if output.exact.is_none() && output.subset.is_none() {
+            return Err(format!(
+                "harness fixture {field}.exact or {field}.subset is required"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Runx's `validate_operator_journey`.
+fn check_journey(claim: &OperatorJourneyClaim) -> Result<(), String> {
+    for (field, value) in [
+        ("operator_journey.request", &claim.request),
+        ("operator_journey.expected_outcome", &claim.expected_outcome),
+    ] {
+        if value.trim().is_empty() {
+            return Err(format!("harness fixture {field} is required"));
+        }
+    }
+    let said = |field: &str, message: &str| format!("invalid harness fixture {field}: {message}");
+    if claim
+        .confusors
+        .iter()
+        .chain(&claim.prior_evidence)
+        .chain(&claim.must_not_repeat)
+        .any(|value| value.trim().is_empty())
+    {
+        return Err(said(
+            "operator_journey",
+            "confusors, prior_evidence, and must_not_repeat entries must not be empty",
+        ));
+    }
+    if claim
+        .exercises_runner
+        .as_deref()
+        .is_some_and(|runner| runner.trim().is_empty())
+    {
+        return Err(said(
+            "operator_journey.exercises_runner",
+            "must be a non-empty runner name when declared",
+        ));
+    }
+    if matches!(claim.mode, OperatorJourneyMode::Composed)
+        && (claim.prior_evidence.is_empty() || claim.must_not_repeat.is_empty())
+    {
+        return Err(said(
+            "operator_journey",
+            "composed journeys require prior_evidence and must_not_repeat assertions",
+        ));
+    }
+    Ok(())
 }
 
 /// Runx's `validate_setup`: at most [`MAX_SETUP_RECEIPTS`] seeded receipts, each a normalized
@@ -581,6 +877,95 @@ mod tests {
                 refusal: None,
             }
         );
+    }
+
+    #[test]
+    fn a_fixtures_caller_expectation_and_journeys_are_held_to_runxs_checks() {
+        for (body, says) in [
+            (
+                "caller:\n  web_responses: {}\n",
+                "invalid harness fixture caller.web_responses: was renamed to caller.http_responses",
+            ),
+            (
+                "caller:\n  http_responses: {}\n",
+                "invalid harness fixture caller.http_responses: must contain at least one exact response when declared",
+            ),
+            (
+                "caller:\n  provider_responses: {principal_id: p}\n",
+                "invalid harness fixture caller.provider_responses: missing field `grants`",
+            ),
+            (
+                "caller:\n  provider_responses: {principal_id: p, grants: [], operations: []}\n",
+                "invalid harness fixture caller.provider_responses.grants: must contain between 1 and 16 grants",
+            ),
+            (
+                "caller:\n  provider_responses:\n    principal_id: p\n    grants: [{grant_id: g, provider: x, scopes: []}]\n    operations: [{grant_id: g, operation: o, target: t, access: read, result: 1}]\n",
+                "invalid harness fixture caller.provider_responses.grants[0]: grant_id, provider, and every declared scope must be non-empty",
+            ),
+            (
+                "caller:\n  provider_responses:\n    principal_id: p\n    grants: [{grant_id: g, provider: x, scopes: [s]}]\n    operations: [{grant_id: h, operation: o, target: t, access: read, result: 1}]\n",
+                "invalid harness fixture caller.provider_responses.operations[0].grant_id: must reference a declared harness grant",
+            ),
+            (
+                "expect:\n  receipt:\n    skill_name: x\n",
+                "retired receipt expectation field expect.receipt.skill_name",
+            ),
+            (
+                "expect:\n  receipt:\n    zeta: x\n",
+                "unknown receipt expectation field expect.receipt.zeta",
+            ),
+            (
+                "expect:\n  output: {}\n",
+                "harness fixture expect.output.exact or expect.output.subset is required",
+            ),
+            (
+                "expect:\n  step_outputs:\n    a: {}\n",
+                "harness fixture expect.step_outputs.a.exact or expect.step_outputs.a.subset is required",
+            ),
+            (
+                "operator_journeys:\n  - mode: standalone\n    request: ' '\n    expected_outcome: o\n",
+                "harness fixture operator_journey.request is required",
+            ),
+            (
+                "operator_journeys:\n  - mode: composed\n    request: r\n    expected_outcome: o\n",
+                "invalid harness fixture operator_journey: composed journeys require prior_evidence and must_not_repeat assertions",
+            ),
+            (
+                "operator_journeys:\n  - mode: standalone\n    request: r\n    expected_outcome: o\n    exercises_runner: ' '\n",
+                "invalid harness fixture operator_journey.exercises_runner: must be a non-empty runner name when declared",
+            ),
+            (
+                "operator_journeys:\n  - mode: standalone\n    request: r\n    expected_outcome: o\n    confusors: ['']\n",
+                "invalid harness fixture operator_journey: confusors, prior_evidence, and must_not_repeat entries must not be empty",
+            ),
+            (
+                "caller:\n  http_responses:\n    'ftp://x': {status: 200, body: ''}\n",
+                "invalid harness fixture caller.http_responses.ftp://x: key must be an exact absolute HTTP(S) URL no longer than 2048 characters",
+            ),
+            (
+                "caller:\n  http_responses:\n    'https://x.y/': {status: 99, body: ''}\n",
+                "invalid harness fixture caller.http_responses.https://x.y/.status: must be an HTTP status from 100 through 599",
+            ),
+            (
+                "caller:\n  http_responses:\n    'https://x.y/': {status: 200, body: '', zeta: 1}\n",
+                "invalid harness fixture caller.http_responses: unknown field `zeta`, expected one of `status`, `headers`, `body`",
+            ),
+            (
+                "caller:\n  http_responses:\n    'https://x.y/': {status: 200}\n",
+                "invalid harness fixture caller.http_responses: missing field `body`",
+            ),
+            (
+                "caller:\n  http_responses:\n    'https://x.y/': {status: 200, body: '', headers: {'': x}}\n",
+                "invalid harness fixture caller.http_responses.https://x.y/.headers: header names and values must be bounded single-line strings",
+            ),
+        ] {
+            let text = format!("kind: skill\nname: f\ntarget: ..\n{body}");
+            assert_eq!(
+                read_fixture(&text).refusal,
+                Some(format!("invalid harness fixture: {says}")),
+                "{body}"
+            );
+        }
     }
 
     #[test]

@@ -17,16 +17,13 @@
 //! `runx harness skills/gstep --json` from the workspace root (a `pnpm-workspace.yaml` there,
 //! `HOME` and `RUNX_HOME` a scratch folder) on the layouts below, each case expecting an
 //! output it cannot have so that Runx names the actual one; each test quotes what it said.
-//! NOT matched yet: a step whose output misses a declared field, where Runx's result reads
-//! `graph step 'b' has invalid run configuration: graph step 'b' has invalid run
-//! configuration: skill 'b' failed: declared run output "note" was not returned`.
 
 use serde_json::Value;
 
 /// `bad.cjs` prints `boom` on stderr and exits 3; `quiet.cjs` exits 3 saying nothing;
 /// `half.cjs` prints `{"note":"half"}` on stdout, then fails as `bad.cjs` does; `ok.cjs <id>`
-/// prints `{note: "ok <id>", score: 0}`.
-const SCRIPTS: [(&str, &str); 4] = [
+/// prints `{note: "ok <id>", score: 0}`; `other.cjs` prints `{other: 1}`, no `note`.
+const SCRIPTS: [(&str, &str); 5] = [
     (
         "bad.cjs",
         "process.stderr.write(\"boom\\n\"); process.exit(3);\n",
@@ -40,6 +37,10 @@ const SCRIPTS: [(&str, &str); 4] = [
     (
         "ok.cjs",
         "process.stdout.write(JSON.stringify({note: `ok ${process.argv[2]}`, score: 0}));\n",
+    ),
+    (
+        "other.cjs",
+        "process.stdout.write(JSON.stringify({other: 1}));\n",
     ),
 ];
 
@@ -145,6 +146,24 @@ fn a_step_failing_silently_is_named_by_its_exit_code_as_runx_prints_it() {
         exact_mismatch(
             "{\"code\":\"runtime_error\",\"message\":\"skill 'b' failed: process failed with \
              exit code Some(3)\"}"
+        )
+    );
+}
+
+#[test]
+fn a_step_missing_a_declared_output_fails_the_run_as_an_invalid_run_configuration_twice_over() {
+    // OBSERVED (`b` running `other.cjs`, declaring `outputs: {note: string}`): `actual
+    // {"code":"runtime_error","message":"graph step 'b' has invalid run configuration: graph
+    // step 'b' has invalid run configuration: skill 'b' failed: declared run output \"note\"
+    // was not returned"}`.
+    let runners = graph("flow", "b", &[("b", &run(&cli("other.cjs", "", NOTE)))]);
+    let dir = workspace("flow", FAILED_EXACT, &runners);
+    assert_eq!(
+        error(&dir),
+        exact_mismatch(
+            "{\"code\":\"runtime_error\",\"message\":\"graph step 'b' has invalid run \
+             configuration: graph step 'b' has invalid run configuration: skill 'b' failed: \
+             declared run output \\\"note\\\" was not returned\"}"
         )
     );
 }

@@ -22,6 +22,7 @@ mod lab_oracle_local_tools;
 mod lab_oracle_nested_closure;
 mod lab_oracle_nested_steps;
 mod lab_oracle_packet_inputs;
+mod lab_oracle_run_contracts;
 mod lab_oracle_runner_inspection;
 mod lab_oracle_semantic_report;
 mod lab_oracle_step_targets;

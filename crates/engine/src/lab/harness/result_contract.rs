@@ -117,11 +117,37 @@ struct Child {
     dir: Option<PathBuf>,
 }
 
+/// How Runx's run error words a refusal made before any step runs.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refusal {
+    /// The operator context's own refusal (`SkillRunError::Invalid`), which the run error
+    /// puts after `skill run failed: `.
+    Invalid(String),
+    /// A step's run configuration refused as a runtime error (`RuntimeError::InvalidRunStep`),
+    /// which the run error words as it is.
+    Runtime(String),
+}
+
+#[cfg(test)]
+impl Refusal {
+    /// Runx's words, without what the run error puts before them.
+    pub(super) fn message(&self) -> &str {
+        match self {
+            Self::Invalid(message) | Self::Runtime(message) => message,
+        }
+    }
+}
+
+/// What Runx says where a non-agent runner is given context skills: they are read to an agent
+/// only, so Runx refuses them as it expands the step, before the run starts.
+const CONTEXT_SKILLS_NOT_AGENT: &str =
+    "context_skills is only supported for agent and agent-task steps";
+
 /// Runx's refusal of `runner` (named `runner_name`, of the package `scope` describes) before
 /// it runs, in Runx's words: a tool it names that resolves nowhere, a step's package or runner
-/// that fails to load, a cycle of runners, or a graph result producer without a semantic
-/// output contract.
-pub(super) fn refusal(runner: &Value, runner_name: &str, scope: Scope<'_>) -> Option<String> {
+/// that fails to load, context skills given to a step whose runner is no agent, a cycle of
+/// runners, or a graph result producer without a semantic output contract.
+pub(super) fn refusal(runner: &Value, runner_name: &str, scope: Scope<'_>) -> Option<Refusal> {
     let mut expanding = vec![identity(scope.dir, runner_name)];
     node_refusal(runner, scope, "entry", &mut expanding)
 }
@@ -146,7 +172,7 @@ fn node_refusal(
     scope: Scope<'_>,
     node: &str,
     expanding: &mut Vec<String>,
-) -> Option<String> {
+) -> Option<Refusal> {
     let mut tools = BTreeMap::new();
     if let Some(dir) = scope.dir {
         for tool in tool_names(runner) {
@@ -158,12 +184,12 @@ fn node_refusal(
                 // was seen to run regardless (runx-cli 0.8.2, by hand), so they are not judged
                 // here.
                 Ok(None) if node == "entry" => {
-                    return Some(format!(
+                    return Some(Refusal::Invalid(format!(
                         "operator context could not resolve required local tool '{tool}'"
-                    ));
+                    )));
                 }
                 Ok(None) => {}
-                Err(message) => return Some(message),
+                Err(message) => return Some(Refusal::Invalid(message)),
             }
         }
     }
@@ -173,8 +199,20 @@ fn node_refusal(
     for step in steps {
         let child = match child(step, scope) {
             Ok(child) => child,
-            Err(message) => return Some(message),
+            Err(message) => return Some(Refusal::Invalid(message)),
         };
+        if let (Some(id), Some(child)) = (step.get("id").and_then(Value::as_str), &child)
+            && strings(step.get("context_skills")).next().is_some()
+            && !matches!(
+                child.runner.get("type").and_then(Value::as_str),
+                Some("agent" | "agent-task")
+            )
+        {
+            // Runx's `expand_graph_step`, after the step's runner and its context load.
+            return Some(Refusal::Runtime(format!(
+                "graph step '{id}' has invalid run configuration: {CONTEXT_SKILLS_NOT_AGENT}"
+            )));
+        }
         if let (Some(id), Some(child)) = (step.get("id").and_then(Value::as_str), &child) {
             let name = child
                 .runner
@@ -185,9 +223,9 @@ fn node_refusal(
             let path = format!("{node}.{id}");
             if expanding.contains(&key) {
                 // Runx's `expand_runner_node`.
-                return Some(format!(
+                return Some(Refusal::Invalid(format!(
                     "operator context chain contains a cycle at {path} ({key})"
-                ));
+                )));
             }
             expanding.push(key);
             let child_scope = Scope {
@@ -215,10 +253,10 @@ fn node_refusal(
                 .is_some_and(|(step, child)| !declares_result(step, child.as_ref(), &tools))
         })
         .map(|id| {
-            format!(
+            Refusal::Invalid(format!(
                 "graph result producer '{node}.{id}' declares no semantic output contract; add \
                  run.outputs or artifacts.wrap_as/named_emits before execution"
-            )
+            ))
         })
 }
 
@@ -506,7 +544,12 @@ fn declares_result(step: &Value, child: Option<&Child>, tools: &BTreeMap<&str, b
 mod tests {
     use serde_json::json;
 
-    use super::{Scope, refusal};
+    use super::Scope;
+
+    /// The words of [`super::refusal`], whatever the run error puts before them.
+    fn refusal(runner: &serde_json::Value, runner_name: &str, scope: Scope<'_>) -> Option<String> {
+        super::refusal(runner, runner_name, scope).map(|refused| refused.message().to_owned())
+    }
 
     fn scope(runners: &serde_json::Value) -> Scope<'_> {
         Scope {
@@ -598,7 +641,12 @@ mod step_target_tests {
 
     use serde_json::json;
 
-    use super::{Scope, refusal};
+    use super::Scope;
+
+    /// The words of [`super::refusal`], whatever the run error puts before them.
+    fn refusal(runner: &serde_json::Value, runner_name: &str, scope: Scope<'_>) -> Option<String> {
+        super::refusal(runner, runner_name, scope).map(|refused| refused.message().to_owned())
+    }
 
     /// The refusal of a graph runner `flow` taking its result from its one step `step`, of a
     /// package in `dir` whose other runners are `runners`.

@@ -260,6 +260,23 @@ fn execute(
         run_graph(profile, runner, &runner_name, &inputs, &mut env, outcome);
     } else {
         let end = run_source(&kind, runner, &inputs, &mut env);
+        // Runx holds a runner's process or module output to its declared `outputs` before
+        // anything is sealed, failing the run itself (`invoke_source_adapter`).
+        let violation = match &end {
+            End::Done(claim) if matches!(kind.as_str(), "cli-tool" | "javascript") => runner
+                .get("outputs")
+                .and_then(|declared| nested::output_contract_violation(Some(declared), claim)),
+            _ => None,
+        };
+        if let Some(violation) = violation {
+            outcome.status = CaseStatus::Failure;
+            outcome.error = Some(format!(
+                "skill '{runner_name}' failed: runner output contract violation at {violation}"
+            ));
+            outcome.stop = Some(CaseStop::Failed);
+            outcome.reason_code = format!("process_{}", outcome.status.disposition());
+            return Ok(());
+        }
         let (status, output, error) = match end {
             // A runner's own packets are checked like a step's, once it succeeded.
             End::Done(claim) => match env.packets.verify(runner.get("artifacts"), &claim) {
@@ -363,9 +380,19 @@ fn preflight(
     supplied: &Map<String, Value>,
     packets: &PacketCatalog,
 ) -> Result<Map<String, Value>, String> {
+    // Runx admits a case's inputs as a complete invocation of the runner
+    // (`materialize_complete_runner_inputs`), refusing an input it does not declare before it
+    // looks at the declared ones: ambient inputs are no part of a runner's contract.
+    let declared = runner.get("inputs").and_then(Value::as_object);
+    if let Some(name) = supplied
+        .keys()
+        .find(|name| declared.is_none_or(|declared| !declared.contains_key(*name)))
+    {
+        return Err(format!("runner input '{name}' is not declared"));
+    }
     let mut inputs = supplied.clone();
     let mut missing = Vec::new();
-    if let Some(declared) = runner.get("inputs").and_then(Value::as_object) {
+    if let Some(declared) = declared {
         for (name, spec) in declared {
             let spec = input_spec(profile, spec);
             let present = inputs.get(name).is_some_and(|value| !value.is_null());
@@ -834,9 +861,7 @@ fn project(step: &Value, claim: &Value, producer: &Producer) -> Result<Map<Strin
                 if field.get("required").and_then(Value::as_bool) == Some(false) {
                     continue;
                 }
-                return Err(format!(
-                    "declared run output {name:?} was not returned by the step"
-                ));
+                return Err(format!("declared run output {name:?} was not returned"));
             };
             outputs.insert(name.clone(), value.clone());
         }
@@ -884,10 +909,14 @@ fn run_graph(
     // Runx refuses a graph whose result producer declares no output contract before any step
     // runs.
     let scope = result_contract::Scope::of(profile, env.options);
-    if let Some(message) = result_contract::refusal(runner, runner_name, scope) {
+    if let Some(refused) = result_contract::refusal(runner, runner_name, scope) {
+        let (stop, message) = match refused {
+            result_contract::Refusal::Invalid(message) => (CaseStop::Refused, message),
+            result_contract::Refusal::Runtime(message) => (CaseStop::Failed, message),
+        };
         outcome.status = CaseStatus::Failure;
         outcome.error = Some(message);
-        outcome.stop = Some(CaseStop::Refused);
+        outcome.stop = Some(stop);
         outcome.reason_code = format!("{graph_name}_{}", CaseStatus::Failure.disposition());
         return;
     }

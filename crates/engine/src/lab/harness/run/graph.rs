@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 
 use super::super::{CaseStatus, CaseStop, StepTrace};
 use super::{
-    End, Env, RunxWords, failure_projection, fanout, materialize, object, resolve_path, run_step,
-    split_edge,
+    End, Env, Producer, RunxWords, failure_projection, fanout, materialize, object, resolve_path,
+    run_step, split_edge,
 };
 use super::{json_equal, project, text};
 
@@ -261,22 +261,16 @@ pub(super) fn attempt(
         End::FailedAs(failure) => ("failed", CaseStatus::Failure, None, Some(failure.message)),
     };
     if let Some(claim) = claim {
-        // Runx checks the packets of a succeeded step only, after its declared outputs.
-        let packets = if trace == "succeeded" {
-            env.packets
-                .verify(step.get("artifacts").or(producer.artifacts()), &claim)
-        } else {
-            Ok(())
-        };
-        match project(step, &claim, &producer).and_then(|projected| packets.map(|()| projected)) {
+        let succeeded = trace == "succeeded";
+        match verified_outputs(step, step_id, &claim, &producer, succeeded, env) {
             Ok(projected) => {
                 walk.outputs
                     .insert(step_id.to_owned(), Value::Object(projected));
             }
-            Err(message) => {
+            Err((message, words)) => {
                 status = CaseStatus::Failure;
                 trace = "failed";
-                runx = Some(RunxWords::Step(message.clone()));
+                runx = Some(words);
                 stop = Some(message);
             }
         }
@@ -291,6 +285,56 @@ pub(super) fn attempt(
             .filter(|_| trace == "failed")
             .map(|words| words.message(step_id)),
     }
+}
+
+/// A finished step's addressable outputs, checked in Runx's order: the declared outputs it
+/// returned (`build_step_output_projection`), then, for a succeeded inline source, its whole
+/// output against its declared `outputs` (`verified_runner_metadata_with_artifacts`), then its
+/// packets. The first failure is in the Lab's words and Runx's: the first two are errors of
+/// the step's handler, which Runx's engine words as an invalid run configuration of the step
+/// (`RuntimeError::at_graph_step`), twice over where the handler already did.
+fn verified_outputs(
+    step: &Value,
+    step_id: &str,
+    claim: &Value,
+    producer: &Producer,
+    succeeded: bool,
+    env: &Env<'_>,
+) -> Result<Map<String, Value>, (String, RunxWords)> {
+    let projected = project(step, claim, producer).map_err(|missing| {
+        let words = format!(
+            "graph step '{step_id}' has invalid run configuration: skill '{step_id}' failed: \
+             {missing}"
+        );
+        (missing, RunxWords::Configuration(words))
+    })?;
+    if !succeeded {
+        return Ok(projected);
+    }
+    if let Some(violation) = inline_contract_violation(step, producer, claim) {
+        let words = format!("skill '{step_id}' failed: {violation}");
+        return Err((violation, RunxWords::Configuration(words)));
+    }
+    env.packets
+        .verify(step.get("artifacts").or(producer.artifacts()), claim)
+        .map_err(|message| (message.clone(), RunxWords::Step(message)))?;
+    Ok(projected)
+}
+
+/// Where an inline `run:` process or module declares `outputs`, its output must be exactly
+/// their object, as a runner's is: Runx verifies an inline step's output as it verifies a
+/// runner's. Agents answer through another contract, so they are not judged here.
+fn inline_contract_violation(step: &Value, producer: &Producer, claim: &Value) -> Option<String> {
+    if !matches!(producer, Producer::Source) {
+        return None;
+    }
+    let run = step.get("run").filter(|run| run.is_object())?;
+    let declared = run.get("outputs")?;
+    if !matches!(text(run, "type"), Some("cli-tool" | "javascript")) {
+        return None;
+    }
+    super::nested::output_contract_violation(Some(declared), claim)
+        .map(|violation| format!("runner output contract violation at {violation}"))
 }
 
 pub(super) fn should_skip(when: &Value, outputs: &Map<String, Value>, skipped: &[String]) -> bool {

@@ -138,7 +138,7 @@ fn nested_graph(runner: &Value, inputs: &Map<String, Value>, env: &mut Env<'_>) 
 /// closed object of the declared fields, each required unless it says `required: false`;
 /// `Some("<path>: <message>")` at the first violation, the path as Runx writes it (`$`,
 /// `$.<field>` for a missing or unexpected field).
-fn output_contract_violation(outputs: Option<&Value>, output: &Value) -> Option<String> {
+pub(super) fn output_contract_violation(outputs: Option<&Value>, output: &Value) -> Option<String> {
     let schema = output_value_schema(outputs);
     let validator = jsonschema::draft202012::options().build(&schema).ok()?;
     let error = validator.iter_errors(output).next()?;

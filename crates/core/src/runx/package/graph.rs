@@ -550,23 +550,24 @@ pub(super) fn check_when(
     field: &str,
 ) -> Result<Option<When>, PackageError> {
     let when_field = join(field, "when");
+    // Runx reads `field`, `equals` and `not_equals` and ignores any other key of `when`.
     let Some(when) = check.opt_mapping(step, "when", field)? else {
         return Ok(None);
     };
-    check.closed(
-        when,
-        &when_field,
-        "when",
-        &["field", "equals", "not_equals"],
-    )?;
     let line = line_of(step, "when");
     let equals = get(when, "equals").map(|e| e.value.to_json());
     let not_equals = get(when, "not_equals").map(|e| e.value.to_json());
     if equals.is_some() == not_equals.is_some() {
-        return Err(check.err(
+        let runx = if equals.is_some() {
+            "must not declare both equals and not_equals."
+        } else {
+            "must declare equals or not_equals."
+        };
+        return Err(check.err_said(
             line,
             &when_field,
             "must declare exactly one of equals or not_equals",
+            |name| format!("{name} {runx}"),
         ));
     }
     Ok(Some(When {
@@ -577,7 +578,8 @@ pub(super) fn check_when(
 }
 
 /// `mint_authority: {source}` needs the graph's `charter_from`, and each source draws from one
-/// place: `static_scopes` from the step's scopes, `requested_scope` from `requested_scope_from`.
+/// place: `static_scopes` from the step's scopes, `requested_scope` from `requested_scope_from`
+/// (Runx's `validate_mint_authority`, in its words).
 pub(super) fn check_mint(
     check: &Check<'_>,
     step: &[YamlEntry],
@@ -589,37 +591,60 @@ pub(super) fn check_mint(
     let mint_field = join(field, "mint_authority");
     let Some(mint) = check.opt_mapping(step, "mint_authority", field)? else {
         if requested.is_some() {
-            return Err(check.err(
+            return Err(check.err_said(
                 line_of(step, "requested_scope_from"),
                 &join(field, "requested_scope_from"),
                 "is only valid with a mint_authority directive",
+                |name| format!("{name} is only valid with a mint_authority directive."),
             ));
         }
         return Ok(());
     };
     let line = line_of(step, "mint_authority");
     if !charter {
-        return Err(check.err(line, &mint_field, "needs the graph to declare charter_from"));
-    }
-    let source = check
-        .opt_one_of(
-            mint,
-            "source",
+        return Err(check.err_said(
+            line,
             &mint_field,
-            &["static_scopes", "requested_scope"],
-        )?
-        .ok_or_else(|| check.err(line, &join(&mint_field, "source"), "is required"))?;
-    let problem = match (source.as_str(), scopes.is_empty(), requested.is_some()) {
-        ("static_scopes", true, _) => Some("static_scopes needs a non-empty scopes list"),
-        ("static_scopes", _, true) => Some("static_scopes must not declare requested_scope_from"),
-        ("requested_scope", _, false) => Some("requested_scope needs requested_scope_from"),
-        ("requested_scope", false, _) => {
-            Some("requested_scope must not declare a static scopes list")
-        }
+            "needs the graph to declare charter_from",
+            |name| format!("{name} requires the graph to declare charter_from."),
+        ));
+    }
+    let source_field = join(&mint_field, "source");
+    let source = match get(mint, "source").filter(|entry| !entry.value.is_null()) {
+        None => return Err(check.err_field(line, &source_field, "is required", "is required.")),
+        Some(entry) => check.string(entry, &source_field)?,
+    };
+    if !matches!(source, "static_scopes" | "requested_scope") {
+        return Err(check.err_said(
+            line_of(mint, "source"),
+            &source_field,
+            format!("is {source:?}; use static_scopes or requested_scope"),
+            |name| format!("{name} '{source}' must be static_scopes or requested_scope."),
+        ));
+    }
+    let problem = match (source, scopes.is_empty(), requested.is_some()) {
+        ("static_scopes", true, _) => Some((
+            "static_scopes needs a non-empty scopes list",
+            "static_scopes requires a non-empty scopes list.",
+        )),
+        ("static_scopes", _, true) => Some((
+            "static_scopes must not declare requested_scope_from",
+            "static_scopes must not declare requested_scope_from.",
+        )),
+        ("requested_scope", _, false) => Some((
+            "requested_scope needs requested_scope_from",
+            "requested_scope requires requested_scope_from.",
+        )),
+        ("requested_scope", false, _) => Some((
+            "requested_scope must not declare a static scopes list",
+            "requested_scope must not declare a static scopes list.",
+        )),
         _ => None,
     };
     match problem {
-        Some(message) => Err(check.err(line, &mint_field, message)),
+        Some((message, runx)) => Err(check.err_said(line, &mint_field, message, |name| {
+            format!("{name} source {runx}")
+        })),
         None => Ok(()),
     }
 }
@@ -843,6 +868,50 @@ mod tests {
             (
                 "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: b\n    tool: fs.read\n    inputs:\n      x: [1, a.out]\n",
                 "steps.1.inputs.x.1 looks like step output reference \"a.out\"; move it to context if you meant to read a previous step output.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: b\n    tool: fs.read\n    when: {field: a.x, equals: 1, not_equals: 2}\n",
+                "steps.1.when must not declare both equals and not_equals.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n  - id: b\n    tool: fs.read\n    when: {field: a.x}\n",
+                "steps.1.when must declare equals or not_equals.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    when: {equals: 1}\n",
+                "steps.0.when.field is required.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    scopes: [s]\n    mint_authority: {source: static_scopes}\n",
+                "steps.0.mint_authority requires the graph to declare charter_from.",
+            ),
+            (
+                "name: flow\nsteps:\n  - id: a\n    tool: fs.read\n    requested_scope_from: x\n",
+                "steps.0.requested_scope_from is only valid with a mint_authority directive.",
+            ),
+            (
+                "name: flow\ncharter_from: c\nsteps:\n  - id: a\n    tool: fs.read\n    mint_authority: {}\n",
+                "steps.0.mint_authority.source is required.",
+            ),
+            (
+                "name: flow\ncharter_from: c\nsteps:\n  - id: a\n    tool: fs.read\n    mint_authority: {source: both}\n",
+                "steps.0.mint_authority.source 'both' must be static_scopes or requested_scope.",
+            ),
+            (
+                "name: flow\ncharter_from: c\nsteps:\n  - id: a\n    tool: fs.read\n    mint_authority: {source: static_scopes}\n",
+                "steps.0.mint_authority source static_scopes requires a non-empty scopes list.",
+            ),
+            (
+                "name: flow\ncharter_from: c\nsteps:\n  - id: a\n    tool: fs.read\n    scopes: [s]\n    requested_scope_from: x\n    mint_authority: {source: static_scopes}\n",
+                "steps.0.mint_authority source static_scopes must not declare requested_scope_from.",
+            ),
+            (
+                "name: flow\ncharter_from: c\nsteps:\n  - id: a\n    tool: fs.read\n    mint_authority: {source: requested_scope}\n",
+                "steps.0.mint_authority source requested_scope requires requested_scope_from.",
+            ),
+            (
+                "name: flow\ncharter_from: c\nsteps:\n  - id: a\n    tool: fs.read\n    scopes: [s]\n    requested_scope_from: x\n    mint_authority: {source: requested_scope}\n",
+                "steps.0.mint_authority source requested_scope must not declare a static scopes list.",
             ),
             (
                 "name: flow\nsteps:\n  - id: a\n    run:\n      type: approval\n      z: 1\n      b: 1\n",

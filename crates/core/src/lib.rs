@@ -95,5 +95,5 @@ pub use runx::{
     receipt_id_from_file_name, receipt_key_id, reject_secret_material, resource_usage,
     seal_receipt, snapshot_digest, sort_in_walk_order, stable_digest, to_json, unchanged_result,
     unsupported_runner, validate_change_contract, validate_digest, validate_resource_budget,
-    validate_resources, verify_receipt,
+    validate_resources, verify_receipt, yaml_document_json,
 };

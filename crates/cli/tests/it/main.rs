@@ -16,6 +16,7 @@ mod lab_oracle_agent_outputs;
 mod lab_oracle_cases;
 mod lab_oracle_failures;
 mod lab_oracle_fanout_retry;
+mod lab_oracle_graph_fixtures;
 mod lab_oracle_graph_results;
 mod lab_oracle_harness_report;
 mod lab_oracle_local_tools;

@@ -58,3 +58,11 @@ pub use snapshot::{
     SnapshotFile, absent_digest, snapshot_digest, sort_in_walk_order,
 };
 pub use stable_json::{canonicalize_text, stable_digest};
+
+/// A package's YAML document as JSON, read with the same YAML subset its load-time checks
+/// used, so a replay sees the document those checks passed.
+pub fn yaml_document_json(file: &str, text: &str) -> Result<serde_json::Value, String> {
+    yaml::parse(file, text)
+        .map(|node| node.to_json())
+        .map_err(|err| err.to_string())
+}

@@ -21,8 +21,8 @@ use serde_json::{Value, json};
 use super::apply::{CandidateCheck, CandidateReport, apply_change};
 use super::harness::packet_inputs::check_packet_inputs;
 use super::harness::{
-    CaseSealer, HarnessOptions, HarnessRun, HarnessStatus, NativeTools, PacketCatalog,
-    declared_cases, run_harness,
+    CaseSealer, FIXTURE_PATH_KEY, HarnessOptions, HarnessRun, HarnessStatus, NativeTools,
+    PacketCatalog, declared_cases, run_harness,
 };
 use super::inspect::{inspect_workspace, load_nested};
 use super::snapshot_walk::{PackageSnapshot, SnapshotError, snapshot_package};
@@ -53,7 +53,18 @@ pub(crate) fn replay_package(
     });
     let fixtures: Vec<(String, Value)> = fixtures
         .into_iter()
-        .map(|fixture| (fixture.path.clone(), fixture.json.clone()))
+        .map(|fixture| {
+            let mut json = fixture.json.clone();
+            // A graph fixture's `target` is read from the fixture's own folder, and Runx names
+            // the fixture file in every error it reports for it.
+            if let Some(doc) = json.as_object_mut() {
+                doc.insert(
+                    FIXTURE_PATH_KEY.to_owned(),
+                    Value::String(fixture.path.clone()),
+                );
+            }
+            (fixture.path.clone(), json)
+        })
         .collect();
     let profile = package.profile_json();
     let cases = declared_cases(profile, &fixtures);

@@ -39,6 +39,10 @@ use serde_json::{Map, Value};
 pub use packets::PacketCatalog;
 pub(crate) use run::run_case;
 
+/// The key under which a fixture document carries its path in the package: `$` keeps it off
+/// every key a fixture may declare.
+pub(crate) const FIXTURE_PATH_KEY: &str = "$fixture_path";
+
 /// Native tools the caller implements (`runx.skill.inspect`, `plan`, `bind`, `apply`, ...).
 pub trait NativeTools {
     /// Run `tool` with the step's materialised inputs inside the case's scratch copy of the

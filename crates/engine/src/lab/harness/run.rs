@@ -206,6 +206,13 @@ fn execute(
     options: &HarnessOptions,
     outcome: &mut CaseOutcome,
 ) -> Result<(), String> {
+    if case.get("kind").and_then(Value::as_str) == Some("graph")
+        && let Some(target) = text(case, "target")
+    {
+        return graph_fixture(
+            files, profile, case, target, tools, packets, options, outcome,
+        );
+    }
     let (runner_name, runner) = select_runner(profile, text(case, "runner"))?;
     outcome.runner = runner_name.clone();
     let kind = text(runner, "type").unwrap_or("").to_owned();
@@ -313,6 +320,108 @@ fn execute(
     }
     drop(workspace);
     Ok(())
+}
+
+/// Replay a `kind: graph` fixture as Runx does: the graph file its `target` names, read from
+/// the fixture's folder, runs on the fixture's `inputs` as given (no runner declares them), its
+/// inline processes in the graph file's folder, and its result is only what `result_from`
+/// names.
+#[allow(clippy::too_many_arguments)]
+fn graph_fixture(
+    files: &[SnapshotFile],
+    profile: &Value,
+    case: &Value,
+    target: &str,
+    tools: &mut dyn NativeTools,
+    packets: &PacketCatalog,
+    options: &HarnessOptions,
+    outcome: &mut CaseOutcome,
+) -> Result<(), String> {
+    outcome.graph = true;
+    let fixture_path = text(case, super::FIXTURE_PATH_KEY).unwrap_or("fixtures/fixture.yaml");
+    let graph_path = package_relative(fixture_path, target)
+        .ok_or_else(|| format!("graph target {target:?} escapes the skill package"))?;
+    let file = files
+        .iter()
+        .find(|file| file.path == graph_path)
+        .ok_or_else(|| format!("graph target {target:?} resolves to missing file {graph_path}"))?;
+    let text_of = std::str::from_utf8(&file.contents)
+        .map_err(|err| format!("{graph_path}: not UTF-8: {err}"))?;
+    let mut graph = mindrune_core::yaml_document_json(&graph_path, text_of)?;
+    let graph_dir = Path::new(&graph_path)
+        .parent()
+        .map(|dir| dir.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !graph_dir.is_empty()
+        && let Some(steps) = graph.get_mut("steps").and_then(Value::as_array_mut)
+    {
+        for run in steps
+            .iter_mut()
+            .filter_map(|step| step.get_mut("run"))
+            .filter_map(Value::as_object_mut)
+        {
+            run.entry("cwd")
+                .or_insert_with(|| Value::String(graph_dir.clone()));
+        }
+    }
+
+    let workspace = scratch::scratch_dir(scratch::ScratchKind::Case)
+        .map_err(|err| format!("creating the scratch workspace: {err}"))?;
+    let scratch = workspace.path().join("package");
+    let home = workspace.path().join("home");
+    std::fs::create_dir_all(&home).map_err(|err| format!("creating the scratch home: {err}"))?;
+    copy_package(files, &scratch)?;
+    let mut env = Env {
+        profile,
+        bundle: javascript_bundle(files),
+        scratch,
+        home,
+        caller: object(case.get("caller")),
+        case_env: BTreeMap::new(),
+        tools,
+        packets,
+        options,
+    };
+    let inputs = object(case.get("inputs"));
+    outcome.inputs = Value::Object(inputs.clone());
+    let graph_name = text(&graph, "name").unwrap_or("graph").to_owned();
+    let run = graph_steps(&graph, &inputs, &mut env);
+    outcome.steps = run.steps;
+    outcome.error = run.error;
+    outcome.step_outputs = run.outputs;
+    outcome.status = run.status;
+    outcome.stop = run.stop;
+    // Runx's graph run answers nothing where `result_from` names no step, not even the last
+    // step's outputs.
+    let has_producers = graph
+        .get("result_from")
+        .and_then(Value::as_array)
+        .is_some_and(|producers| !producers.is_empty());
+    outcome.output = if has_producers || run.status != CaseStatus::Sealed {
+        run.output
+    } else {
+        Value::Null
+    };
+    outcome.reason_code = format!("{graph_name}_{}", run.status.disposition());
+    drop(workspace);
+    Ok(())
+}
+
+/// `target` read from the folder of the package file `from`, as a package-relative path;
+/// `None` when it leaves the package.
+fn package_relative(from: &str, target: &str) -> Option<String> {
+    let mut parts: Vec<&str> = from.split('/').collect();
+    parts.pop();
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            part => parts.push(part),
+        }
+    }
+    Some(parts.join("/"))
 }
 
 /// Write the package into the scratch folder with each file's recorded permission bits.

@@ -25,6 +25,36 @@ pub(crate) fn parse_fixture(
     let lab = check_fixture(path, text, runners, runx.strings.as_ref());
     match (runx.refusal, lab) {
         (None, Err(PackageError::Yaml(err))) => Err(stricter_yaml(err, "fixture")),
+        (
+            None,
+            Err(PackageError::Invalid {
+                file,
+                line,
+                field,
+                message,
+                runx: None,
+            }),
+        ) => {
+            // Runx reads the fixture: the refusal is the Lab's own, and says why.
+            let why = if field.starts_with("caller") {
+                "a caller field the replay does not read, or one of another shape, would be \
+                 ignored, so a misspelt answer or approval is refused rather than silently dropped"
+            } else if field == "runner" {
+                "Runx fails the case when it runs; the Lab refuses the package at load, naming \
+                 the runner X.yaml lacks"
+            } else {
+                "the Lab holds a fixture to the shape its replay reads"
+            };
+            Err(PackageError::Invalid {
+                file,
+                line,
+                field,
+                message: format!(
+                    "{message}\n  Runx reads this fixture; MindRune is stricter: {why}"
+                ),
+                runx: None,
+            })
+        }
         (None, lab) => lab,
         (Some(runx), Err(err)) => Err(err.opening_with_runx(format!("{path}: {runx}"))),
         (Some(runx), Ok(_)) => Err(PackageError::Invalid {
@@ -157,7 +187,10 @@ fn check_fixture(
         }
     }
     check.opt_mapping(fixture, "inputs", "")?;
-    check.string_map(fixture, "env", "")?;
+    // A scalar is a string to Runx's serde (`X: 1` is "1", and the replay passes it so).
+    if strings.is_none() {
+        check.string_map(fixture, "env", "")?;
+    }
     check_caller(&check, fixture, "")?;
     if let Some(expect) = check.opt_mapping(fixture, "expect", "")? {
         check_expect(&check, expect, "expect")?;

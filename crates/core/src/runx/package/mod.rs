@@ -1726,14 +1726,24 @@ runners:
                 .to_string()
                 .contains("exactly one of equals or not_equals")
         );
+        // Runx reads only field, equals and not_equals: another key is ignored, and a `when`
+        // without a comparison is refused in its words (runx-cli 0.8.2).
         let other = edit(
             "          tool: fs.read\n",
             "          tool: fs.read\n          when: {field: mode, matches: a}\n",
         );
-        assert_eq!(
-            refused(&other).field(),
-            Some("runners.build.graph.steps[0].when.matches")
+        assert!(
+            refused(&other)
+                .to_string()
+                .starts_with("X.yaml: steps.0.when must declare equals or not_equals.\n"),
+            "{}",
+            refused(&other)
         );
+        let extra = edit(
+            "          tool: fs.read\n",
+            "          tool: fs.read\n          when: {field: mode, equals: a, matches: b}\n",
+        );
+        assert!(load(&extra).is_ok());
     }
 
     #[test]

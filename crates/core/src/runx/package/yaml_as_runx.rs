@@ -1050,6 +1050,26 @@ mod tests {
             ),
             "{anchored}"
         );
+        // A scalar env value is a string to serde, as to Runx.
+        let env = load(&[(
+            "fixtures/f.yaml",
+            b"kind: skill\nname: f\ntarget: ..\nenv:\n  X: 1\n",
+        )]);
+        assert_eq!(env, None);
+        // A caller field Runx's reader takes and ignores: the Lab refuses it and says why.
+        let caller = load(&[(
+            "fixtures/f.yaml",
+            b"kind: skill\nname: f\ntarget: ..\ncaller:\n  prompts: {a: b}\n",
+        )])
+        .unwrap();
+        assert!(
+            caller.starts_with(
+                "fixtures/f.yaml:5: caller.prompts: unknown caller field; remove it or use one \
+                 of: answers, approvals, http_responses, provider_responses\n  Runx reads this \
+                 fixture; MindRune is stricter: "
+            ),
+            "{caller}"
+        );
         // `target: 3` is the folder "3" to serde, as to Runx.
         let fixture = load(&[("fixtures/f.yaml", b"kind: skill\nname: f\ntarget: 3\n")]);
         assert_eq!(fixture, None);

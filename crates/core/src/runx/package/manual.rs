@@ -8,6 +8,8 @@ use serde_json::Value;
 use super::check::{Check, get, has, line_of};
 use super::inputs::{SourceContext, check_inputs, check_source};
 use super::model::{SkillFrontmatter, SkillManual};
+use super::references::stricter_yaml;
+use super::yaml_as_runx::read_frontmatter;
 use super::{MANUAL_EXECUTION_FIELDS, PackageError, SKILL_FILE, invalid_as_runx, join};
 use crate::runx::yaml::{self, YamlEntry, YamlNode, YamlValue};
 
@@ -47,8 +49,28 @@ fn parse_manual_owned(text: &str, package: bool) -> Result<(SkillManual, YamlNod
             "skill: Skill markdown must start with YAML frontmatter delimited by ---.",
         )
     })?;
-    // The frontmatter's first line is SKILL.md's second line.
-    let node = yaml::parse_at(file, frontmatter, 2)?;
+    // The frontmatter's first line is SKILL.md's second line. Runx reads it with serde_norway:
+    // what it cannot read is refused in its words first; what it reads and the Lab's stricter
+    // reader refuses says so.
+    let node = match (
+        read_frontmatter(frontmatter),
+        yaml::parse_at(file, frontmatter, 2),
+    ) {
+        (Ok(()), Ok(node)) => node,
+        (Err(runx), Err(err)) => {
+            return Err(PackageError::Yaml(err).opening_with_runx(format!("{file}: {runx}")));
+        }
+        (Err(runx), Ok(_)) => {
+            return Err(invalid_as_runx(
+                file,
+                2,
+                "frontmatter",
+                "Runx's YAML reader refuses it; fix what the line above names",
+                runx,
+            ));
+        }
+        (Ok(()), Err(err)) => return Err(stricter_yaml(err, "manual's frontmatter")),
+    };
     let entries = match &node.value {
         YamlValue::Mapping(entries) => entries.as_slice(),
         YamlValue::Null => &[],

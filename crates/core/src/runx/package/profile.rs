@@ -9,8 +9,10 @@ use super::harness::check_harness;
 use super::inputs::{SourceContext, check_input, check_inputs, check_source};
 use super::manual::{check_artifacts, check_idempotency, check_retry, first, post_run_reflect};
 use super::model::{Catalog, ExecutionProfile, InputDef, Runner};
+use super::yaml_as_runx::{parity_subset_refusal, read_profile_document};
 use super::{
-    CATALOG_FIELDS, PROFILE_FIELDS, PROFILE_FILE, PackageError, RUNNER_FIELDS, SOURCE_FIELDS, join,
+    CATALOG_FIELDS, PROFILE_FIELDS, PROFILE_FILE, PackageError, RUNNER_FIELDS, SOURCE_FIELDS,
+    invalid_as_runx, join,
 };
 use crate::runx::yaml::{self, YamlEntry, YamlValue};
 
@@ -23,7 +25,39 @@ pub(super) fn parse_profile(
         file: PROFILE_FILE,
         graph_file: false,
     };
-    let root = yaml::parse(PROFILE_FILE, text)?;
+    // Runx scans the text for ambiguous YAML first, then refuses its profile subset (anchors,
+    // duplicate keys, document markers: the Lab's reader words those as Runx does), then reads
+    // it with serde_norway: a syntax error opens with serde's words.
+    let root = match yaml::parse(PROFILE_FILE, text) {
+        Ok(root) => match parity_subset_refusal(text) {
+            None => root,
+            Some(runx) => {
+                return Err(invalid_as_runx(
+                    PROFILE_FILE,
+                    1,
+                    "(document)",
+                    "Runx reads this YAML as ambiguous; quote the value or key it names",
+                    runx,
+                ));
+            }
+        },
+        Err(err) => {
+            let ambiguous = parity_subset_refusal(text);
+            return Err(
+                match (err.runx.is_some() && ambiguous.is_none(), ambiguous) {
+                    (true, _) => PackageError::Yaml(err),
+                    (false, Some(runx)) => {
+                        PackageError::Yaml(err).opening_with_runx(format!("{PROFILE_FILE}: {runx}"))
+                    }
+                    (false, None) => match read_profile_document(text) {
+                        Err(runx) => PackageError::Yaml(err)
+                            .opening_with_runx(format!("{PROFILE_FILE}: {runx}")),
+                        Ok(()) => PackageError::Yaml(err),
+                    },
+                },
+            );
+        }
+    };
     let entries = match &root.value {
         YamlValue::Mapping(entries) => entries.as_slice(),
         _ => {

@@ -595,6 +595,39 @@ pub(super) fn read_graph_document(text: &str) -> Result<(), String> {
         .map_err(|error| format!("graph: YAML parse failed: {error}"))
 }
 
+/// Reads SKILL.md's frontmatter as Runx's `parse_skill_markdown` does (its ambiguity scan, then
+/// serde_norway into any value; the object check comes after), or Runx's refusal text after
+/// the file's name. Its lines are the frontmatter's own, as Runx counts them.
+pub(super) fn read_frontmatter(frontmatter: &str) -> Result<(), String> {
+    parity_subset(frontmatter)
+        .and_then(|()| {
+            serde_norway::from_str::<Value>(frontmatter)
+                .map(drop)
+                .map_err(|error| error.to_string())
+        })
+        .map_err(|error| format!("skill_frontmatter: YAML parse failed: {error}"))
+}
+
+/// What Runx says of X.yaml's text before its profile checks, when the Lab's reader refused it
+/// with no Runx words of its own (a YAML syntax error): Runx's ambiguity scan, or serde_norway's
+/// refusal, after the file's name.
+pub(super) fn read_profile_document(text: &str) -> Result<(), String> {
+    parity_subset(text)
+        .and_then(|()| {
+            serde_norway::from_str::<Value>(text)
+                .map(drop)
+                .map_err(|error| error.to_string())
+        })
+        .map_err(|error| format!("runner_manifest: YAML parse failed: {error}"))
+}
+
+/// Runx's refusal of X.yaml's text by its ambiguity scan, when it makes one.
+pub(super) fn parity_subset_refusal(text: &str) -> Option<String> {
+    parity_subset(text)
+        .err()
+        .map(|error| format!("runner_manifest: YAML parse failed: {error}"))
+}
+
 /// Runx's `assert_yaml_parity_subset`, a scan of the text line by line before any YAML reader
 /// sees it: an explicit mapping key (`? k`), a plain key holding a `:` (`a:b: c`), or a plain
 /// value holding `: ` (`k: a: b`) is "ambiguous", outside block scalars and comments. Written
@@ -1080,6 +1113,88 @@ mod tests {
                  empty\n  at fixtures/f.yaml:1: target: is required"
             ),
             "{fixture}"
+        );
+    }
+
+    #[test]
+    fn a_manuals_and_a_profiles_yaml_errors_open_with_runxs_words() {
+        let load = |manual: &str, profile: &str| {
+            let files: Vec<SnapshotFile> = [("SKILL.md", manual), ("X.yaml", profile)]
+                .into_iter()
+                .map(|(path, text)| SnapshotFile {
+                    path: path.to_owned(),
+                    mode: 0o100_644,
+                    contents: text.as_bytes().to_vec(),
+                })
+                .collect();
+            load_package(&files).err().map(|err| {
+                err.to_string()
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+        };
+        let manual = "---\nname: demo\ndescription: A demo.\n---\n\nUse it.\n";
+        let profile = "skill: demo\nrunners: {}\n";
+        // Every line is runx-cli 0.8.2's; a frontmatter's lines are its own, as Runx counts.
+        for (bad_manual, runx) in [
+            (
+                "---\nname: demo\ndescription: [\n---\n\nUse it.\n",
+                "SKILL.md: skill_frontmatter: YAML parse failed: did not find expected node \
+                 content at line 3 column 1, while parsing a flow node",
+            ),
+            (
+                "---\nname: demo\ndescription: a: b\n---\n\nUse it.\n",
+                "SKILL.md: skill_frontmatter: YAML parse failed: ambiguous YAML construct at \
+                 line 2; quote the value or key: a: b",
+            ),
+            (
+                "---\nname: demo\n\tdescription: x\n---\n\nUse it.\n",
+                "SKILL.md: skill_frontmatter: YAML parse failed: found a tab character that \
+                 violates indentation at line 2 column 1, while scanning a plain scalar at line 1 \
+                 column 7",
+            ),
+        ] {
+            assert_eq!(
+                load(bad_manual, profile).as_deref(),
+                Some(runx),
+                "{bad_manual}"
+            );
+        }
+        for (bad_profile, runx) in [
+            (
+                "skill: demo\nrunners: [\n",
+                "X.yaml: runner_manifest: YAML parse failed: did not find expected node content \
+                 at line 3 column 1, while parsing a flow node",
+            ),
+            (
+                "skill: demo\nversion: a: b\nrunners: {}\n",
+                "X.yaml: runner_manifest: YAML parse failed: ambiguous YAML construct at line 2; \
+                 quote the value or key: a: b",
+            ),
+            (
+                "skill: demo\nrunners:\n\tmain: {}\n",
+                "X.yaml: runner_manifest: YAML parse failed: found character that cannot start \
+                 any token at line 3 column 1, while scanning for the next token",
+            ),
+        ] {
+            assert_eq!(
+                load(manual, bad_profile).as_deref(),
+                Some(runx),
+                "{bad_profile}"
+            );
+        }
+        // Runx reads an anchor in a manual's frontmatter; the Lab says it is stricter.
+        let anchored = load(
+            "---\nname: &a demo\ndescription: A demo.\n---\n\nUse it.\n",
+            profile,
+        );
+        assert_eq!(
+            anchored.as_deref(),
+            Some(
+                "SKILL.md:2:7: anchors are not allowed in Runx YAML (remove &a and repeat the value)"
+            )
         );
     }
 

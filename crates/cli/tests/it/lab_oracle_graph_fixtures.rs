@@ -327,3 +327,32 @@ fn a_passing_skill_fixture_beside_a_failing_one_is_the_only_one_listed() {
     let h = format!("{}/skills/demo/fixtures/h.yaml: ", dir.path().display());
     assert!(errors[0].starts_with(&h), "{report}");
 }
+
+#[test]
+fn a_skill_fixture_whose_run_fails_before_sealing_fails_even_expecting_failure() {
+    // OBSERVED (runner `con` declaring `outputs: {missing: string}` while `ok.cjs` prints
+    // `{note, inputs}`, expecting `failure`): `<fixture path>: skill 'con' failed: runner
+    // output contract violation at $.inputs: Additional properties are not allowed ('inputs',
+    // 'note' were unexpected)`, the fixture unlisted; an inline case expecting `failure`
+    // passes there.
+    let dir = skill_workspace("runner: con\nexpect:\n  status: failure\n");
+    let package = dir.path().join("skills/demo");
+    let profile = std::fs::read_to_string(package.join("X.yaml")).unwrap();
+    std::fs::write(
+        package.join("X.yaml"),
+        format!(
+            "{profile}  con:\n    type: cli-tool\n    command: node\n    args: [./ok.cjs, con]\n    \
+             outputs:\n      missing: string\n"
+        ),
+    )
+    .unwrap();
+    let (report, errors) = harness(&dir);
+    assert_eq!(
+        errors,
+        [
+            "<fixture>: skill 'con' failed: runner output contract violation at $.inputs: \
+             Additional properties are not allowed ('inputs', 'note' were unexpected)"
+        ]
+    );
+    assert_unlisted(&report);
+}

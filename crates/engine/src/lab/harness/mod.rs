@@ -357,6 +357,10 @@ pub fn run_harness(
         // the fixture fails whatever its `expect.status` (`run_graph_fixture`).
         let graph_fixture_failed =
             graph_fixture && outcome.stop.is_none() && outcome.status == CaseStatus::Failure;
+        // A run that fails before it seals fails a fixture file the same way, where an inline
+        // case expecting `failure` passes (`run_skill_fixture` returns the error).
+        let fixture_failed =
+            graph_fixture_failed || (fixture.is_some() && outcome.stop == Some(CaseStop::Failed));
         // Runx seals nothing for a case it stopped before it ran, nor for one left waiting on
         // an agent (its output names no `receipt_id`).
         if outcome.stop.is_none()
@@ -371,13 +375,16 @@ pub fn run_harness(
             }
         }
         match &fixture {
-            Some(path) if graph_fixture_failed => {
+            Some(path) if fixture_failed => {
+                // A failed graph's result holds its error in Runx's words; the Lab's `error`
+                // keeps its receipt's.
                 let message = outcome
                     .output
                     .get("message")
                     .and_then(Value::as_str)
+                    .filter(|_| graph_fixture_failed)
                     .or(outcome.error.as_deref())
-                    .unwrap_or("graph run failed");
+                    .unwrap_or("the run failed");
                 outcome
                     .assertion_errors
                     .push(format!("{}: {message}", path.display()));
@@ -469,6 +476,12 @@ fn fixture_error(path: &Path, error: &str, outcome: &CaseOutcome, graph_fixture:
     } else {
         outcome.reason_code.clone()
     };
+    // Where the Lab does not know Runx's words for a failure (a wall limit, a packet check),
+    // its own stand in rather than an empty field.
+    let skill_failure = outcome.runx_failure.as_deref().or(outcome
+        .error
+        .as_deref()
+        .filter(|_| outcome.status == CaseStatus::Failure));
     let skill_value = match &outcome.output {
         Value::Null => String::new(),
         Value::String(text) => text.clone(),
@@ -480,7 +493,7 @@ fn fixture_error(path: &Path, error: &str, outcome: &CaseOutcome, graph_fixture:
         outcome.receipt_id.as_deref().unwrap_or_default(),
         truncate_diagnostic(&outcome.runx_summary),
         truncate_diagnostic(&skill_value),
-        truncate_diagnostic(outcome.runx_failure.as_deref().unwrap_or_default()),
+        truncate_diagnostic(skill_failure.unwrap_or_default()),
     )
 }
 

@@ -142,11 +142,23 @@ fn assert_unlisted(report: &Value) {
 fn a_two_step_graph_fixture_with_context_runs_its_graph_file_and_passes() {
     // OBSERVED (`result_from: [b]`, `b` reading `a.note`; expecting `sealed`, `steps: [a, b]`,
     // `step_outputs.a.subset: {note: ok a}`, `output.subset: {note: ok b, inputs: {prev: ok
-    // a}}`): `"status": "passed"`, `case_names: ["g"]`, `graph_case_count: 1`, one receipt.
+    // a}}`): `"status": "passed"`, `case_names: ["g"]`, `graph_case_count: 1`, one receipt;
+    // a mismatch on this graph quotes its receipt's `reason=graph_closed`, not `flow_closed`.
     let graph = format!("result_from: [b]\nsteps:\n{}", two_steps());
     let expect = "  status: sealed\n  steps: [a, b]\n  step_outputs:\n    a: {subset: {note: ok \
                   a}}\n  output:\n    subset: {note: ok b, inputs: {prev: ok a}}\n";
-    let (report, errors) = harness(&workspace(&graph, expect));
+    let dir = workspace(&graph, expect);
+    let (report, errors) = harness(&dir);
+    assert_eq!(
+        report["receipt_ids"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    let receipts = crate::util::sealed_receipts(dir.path());
+    assert!(
+        receipts.lines().any(|line| line == "graph_closed"),
+        "{receipts}"
+    );
     assert_eq!(errors, Vec::<String>::new(), "{report}");
     assert_eq!(report["status"], "passed", "{report}");
     assert_eq!(report["case_names"], serde_json::json!(["g"]), "{report}");

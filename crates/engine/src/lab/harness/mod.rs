@@ -390,8 +390,7 @@ pub fn run_harness(
                     .push(format!("{}: {message}", path.display()));
             }
             Some(path) => outcome.assertion_errors.extend(
-                first_mismatch(case, &outcome)
-                    .map(|error| fixture_error(path, &error, &outcome, graph_fixture)),
+                first_mismatch(case, &outcome).map(|error| fixture_error(path, &error, &outcome)),
             ),
             None => outcome
                 .assertion_errors
@@ -461,7 +460,7 @@ fn fixture_file_path(path: &str, options: &HarnessOptions) -> PathBuf {
 /// A fixture file's failed expectation as Runx words it (`HarnessExpectationFailure`): the
 /// fixture's path, then what the run's receipt and result said. The receipt is the Lab's own,
 /// the one it sealed for this replay; none is named where the Lab sealed none.
-fn fixture_error(path: &Path, error: &str, outcome: &CaseOutcome, graph_fixture: bool) -> String {
+fn fixture_error(path: &Path, error: &str, outcome: &CaseOutcome) -> String {
     let path = path.display();
     if outcome.receipt_id.is_none() {
         return format!("{path}: {error}");
@@ -470,12 +469,6 @@ fn fixture_error(path: &Path, error: &str, outcome: &CaseOutcome, graph_fixture:
     if let Some(first) = disposition.get_mut(..1) {
         first.make_ascii_uppercase();
     }
-    // Runx's graph run seals only a closed graph, always for the same reason.
-    let reason = if graph_fixture {
-        format!("graph_{}", outcome.disposition)
-    } else {
-        outcome.reason_code.clone()
-    };
     // Where the Lab does not know Runx's words for a failure (a wall limit, a packet check),
     // its own stand in rather than an empty field.
     let skill_failure = outcome.runx_failure.as_deref().or(outcome
@@ -488,9 +481,10 @@ fn fixture_error(path: &Path, error: &str, outcome: &CaseOutcome, graph_fixture:
         value => value.to_string(),
     };
     format!(
-        "{path}: {error}; receipt={}; disposition={disposition}; reason={reason}; summary={}; \
+        "{path}: {error}; receipt={}; disposition={disposition}; reason={}; summary={}; \
          skill_value={}; skill_failure={}",
         outcome.receipt_id.as_deref().unwrap_or_default(),
+        outcome.reason_code,
         truncate_diagnostic(&outcome.runx_summary),
         truncate_diagnostic(&skill_value),
         truncate_diagnostic(skill_failure.unwrap_or_default()),

@@ -1146,7 +1146,7 @@ fn a_candidate_failing_its_own_harness_is_refused_naming_the_case_and_path_and_n
     assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
     assert!(
         out.contains(
-            "apply refused: skill package validation failed: harness failed with 1 assertion error: claimed-without-evidence-holds: harness expectation mismatch at expect.output.subset.decision: expected \"pass\", actual \"hold\"\n"
+            "/fixtures/claimed-without-evidence-holds.yaml: harness expectation mismatch at expect.output.subset.decision: expected \"pass\", actual \"hold\"; receipt=sha256:"
         ),
         "{out}"
     );
@@ -1169,7 +1169,7 @@ fn a_candidate_failing_its_own_harness_is_refused_naming_the_case_and_path_and_n
     let out = stdout(&output);
     assert_eq!(output.status.code(), Some(1), "{out}{}", stderr(&output));
     assert!(
-        out.contains("harness failed with 1 assertion error: duplicate-id-refused: harness expectation mismatch at expect.output.exact: expected {\"decision\":\"hold\""),
+        out.contains("/fixtures/duplicate-id-refused.yaml: harness expectation mismatch at expect.output.exact: expected {\"decision\":\"hold\""),
         "{out}"
     );
     assert_eq!(tree(&workspace.path("skills")), skills_before);
@@ -1765,14 +1765,32 @@ fn a_module_looping_inside_a_builtin_fails_its_case_at_the_wall_limit_instead_of
     assert_eq!(validation["verdict"], "validation_failed", "{validation}");
     let harness = &validation["harness"];
     assert_eq!(harness["case_count"], 2);
-    // As Runx's report, the first mismatch only; the step's error is in the case's receipt.
+    // As Runx's report of a fixture file, the first mismatch only, after the fixture's path
+    // and followed by what its receipt says; the failing fixture is not listed.
+    let errors = harness["assertion_errors"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(errors.len(), 1, "only the spinning case fails: {harness}");
+    let error = errors[0].as_str().unwrap_or_default();
+    let (head, tail) = error.split_once("; receipt=sha256:").unwrap_or_default();
     assert_eq!(
-        harness["assertion_errors"],
-        json!([
-            "spins: harness expectation mismatch at expect.status: expected sealed, actual failure"
-        ]),
-        "only the spinning case fails: {harness}"
+        head,
+        format!(
+            "{}: harness expectation mismatch at expect.status: expected sealed, actual \
+             failure",
+            dir.join("fixtures/spins.yaml").display()
+        ),
+        "{harness}"
     );
+    assert!(
+        tail.contains(
+            "; disposition=Failed; reason=process_failed; summary=step spin completed; \
+             skill_value=; skill_failure="
+        ),
+        "{harness}"
+    );
+    assert_eq!(harness["case_names"], json!(["doubles"]), "{harness}");
     assert!(
         crate::util::sealed_receipts(workspace.root())
             .contains("javascript builtin-spin.mjs#run: wall limit of 1000 ms reached"),
@@ -1783,7 +1801,8 @@ fn a_module_looping_inside_a_builtin_fails_its_case_at_the_wall_limit_instead_of
     assert_eq!(output.status.code(), Some(1));
     assert!(
         stdout(&output).contains(
-            "spins: harness expectation mismatch at expect.status: expected sealed, actual failure"
+            "fixtures/spins.yaml: harness expectation mismatch at expect.status: expected sealed, \
+             actual failure; receipt="
         ),
         "{}",
         stdout(&output)

@@ -10,10 +10,13 @@
 //! OBSERVED from the release binary, run on 2026-12-08 with `runx harness skills/demo --json`
 //! from the workspace root (a `pnpm-workspace.yaml` there, `HOME` and `RUNX_HOME` a scratch
 //! folder) on the layouts below; each test quotes what it said. Runx words a fixture file's
-//! failures apart from an inline case's (`<absolute fixture path>: harness expectation
-//! mismatch at …; receipt=…; disposition=Closed; reason=graph_closed; summary=graph flow
-//! completed; skill_value=…; skill_failure=`), which the Lab does not yet: these tests pin the
-//! mismatch itself, after the Lab's `g: `.
+//! failures apart from an inline case's: `<absolute fixture path>: harness expectation
+//! mismatch at …; receipt=<its receipt id>; disposition=Closed; reason=graph_closed;
+//! summary=graph flow completed; skill_value=<the result>; skill_failure=`, and lists a failing
+//! fixture in neither `case_names`, `graph_case_count` nor `receipt_ids`. The path and the
+//! receipt id are the run's own: the Lab names the fixture under the package folder it was
+//! given and the receipt it sealed, which these tests read back as `<fixture>` and
+//! `sha256:…`.
 
 use serde_json::Value;
 
@@ -82,8 +85,10 @@ fn workspace(graph: &str, expect: &str) -> tempfile::TempDir {
     dir
 }
 
-/// The harness report, and its assertion errors.
+/// The harness report, and its assertion errors with the fixture's absolute path read back
+/// as `<fixture>` and each receipt id as `sha256:…`.
 fn harness(dir: &tempfile::TempDir) -> (Value, Vec<String>) {
+    let fixture = format!("{}/skills/demo/fixtures/g.yaml", dir.path().display());
     let report = crate::util::lab_json("validate", dir.path(), "skills/demo");
     let harness = report["harness"].clone();
     assert_eq!(harness["attempted"], true, "{report}");
@@ -93,22 +98,67 @@ fn harness(dir: &tempfile::TempDir) -> (Value, Vec<String>) {
             errors
                 .iter()
                 .filter_map(Value::as_str)
-                .map(str::to_owned)
+                .map(|error| without_receipt_id(&error.replace(&fixture, "<fixture>")))
                 .collect()
         })
         .unwrap_or_default();
     (harness, errors)
 }
 
+/// `error` with the id after `receipt=` read back as `sha256:…`, once it is seen to be one.
+fn without_receipt_id(error: &str) -> String {
+    let Some((head, tail)) = error.split_once("; receipt=sha256:") else {
+        return error.to_owned();
+    };
+    let (id, rest) = tail.split_at(64);
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{error}");
+    format!("{head}; receipt=sha256:…{rest}")
+}
+
+/// Each error cut before its `skill_value`: the Lab hands a graph step the fixture's `inputs`
+/// beside its `context` (`{"prev":"ok a","topic":"x"}`) where Runx hands it its `context`
+/// only, so a graph fixture's result differs there.
+fn up_to_skill_value(errors: &[String]) -> Vec<&str> {
+    errors
+        .iter()
+        .map(|error| {
+            error
+                .split_once("; skill_value=")
+                .map_or(error.as_str(), |(head, _)| head)
+        })
+        .collect()
+}
+
+/// A failing fixture is in none of the report's lists.
+fn assert_unlisted(report: &Value) {
+    assert_eq!(report["case_count"], 1, "{report}");
+    assert_eq!(report["case_names"], serde_json::json!([]), "{report}");
+    assert_eq!(report["receipt_ids"], serde_json::json!([]), "{report}");
+    assert_eq!(report["graph_case_count"], 0, "{report}");
+    assert_eq!(report["status"], "failed", "{report}");
+}
+
 #[test]
 fn a_two_step_graph_fixture_with_context_runs_its_graph_file_and_passes() {
     // OBSERVED (`result_from: [b]`, `b` reading `a.note`; expecting `sealed`, `steps: [a, b]`,
     // `step_outputs.a.subset: {note: ok a}`, `output.subset: {note: ok b, inputs: {prev: ok
-    // a}}`): `"status": "passed"`, `case_names: ["g"]`, `graph_case_count: 1`, one receipt.
+    // a}}`): `"status": "passed"`, `case_names: ["g"]`, `graph_case_count: 1`, one receipt;
+    // a mismatch on this graph quotes its receipt's `reason=graph_closed`, not `flow_closed`.
     let graph = format!("result_from: [b]\nsteps:\n{}", two_steps());
     let expect = "  status: sealed\n  steps: [a, b]\n  step_outputs:\n    a: {subset: {note: ok \
                   a}}\n  output:\n    subset: {note: ok b, inputs: {prev: ok a}}\n";
-    let (report, errors) = harness(&workspace(&graph, expect));
+    let dir = workspace(&graph, expect);
+    let (report, errors) = harness(&dir);
+    assert_eq!(
+        report["receipt_ids"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    let receipts = crate::util::sealed_receipts(dir.path());
+    assert!(
+        receipts.lines().any(|line| line == "graph_closed"),
+        "{receipts}"
+    );
     assert_eq!(errors, Vec::<String>::new(), "{report}");
     assert_eq!(report["status"], "passed", "{report}");
     assert_eq!(report["case_names"], serde_json::json!(["g"]), "{report}");
@@ -117,14 +167,22 @@ fn a_two_step_graph_fixture_with_context_runs_its_graph_file_and_passes() {
 
 #[test]
 fn a_graph_fixture_trace_is_the_graph_files_steps() {
-    // OBSERVED (expecting `steps: [a, c]`): `harness expectation mismatch at expect.steps:
-    // expected a,c, actual a,b; receipt=…`.
+    // OBSERVED (expecting `steps: [a, c]`): `<fixture path>: harness expectation mismatch at
+    // expect.steps: expected a,c, actual a,b; receipt=sha256:…; disposition=Closed;
+    // reason=graph_closed; summary=graph flow completed; skill_value={"inputs":{"prev":"ok
+    // a"},"note":"ok b"}; skill_failure=`, with empty `case_names` and `receipt_ids` and a
+    // `graph_case_count` of 0.
     let graph = format!("result_from: [b]\nsteps:\n{}", two_steps());
-    let (_, errors) = harness(&workspace(&graph, "  status: sealed\n  steps: [a, c]\n"));
+    let (report, errors) = harness(&workspace(&graph, "  status: sealed\n  steps: [a, c]\n"));
     assert_eq!(
-        errors,
-        ["g: harness expectation mismatch at expect.steps: expected a,c, actual a,b"]
+        up_to_skill_value(&errors),
+        [
+            "<fixture>: harness expectation mismatch at expect.steps: expected a,c, actual a,b; \
+             receipt=sha256:…; disposition=Closed; reason=graph_closed; summary=graph flow \
+             completed"
+        ]
     );
+    assert_unlisted(&report);
 }
 
 #[test]
@@ -135,14 +193,16 @@ fn a_graph_fixture_output_subset_mismatch_names_the_first_differing_key() {
     // `context`, not the fixture's `topic`.
     let graph = format!("result_from: [b]\nsteps:\n{}", two_steps());
     let expect = "  status: sealed\n  output:\n    subset: {note: ok b, inputs: {prev: nope}}\n";
-    let (_, errors) = harness(&workspace(&graph, expect));
+    let (report, errors) = harness(&workspace(&graph, expect));
     assert_eq!(
-        errors,
+        up_to_skill_value(&errors),
         [
-            "g: harness expectation mismatch at expect.output.subset.inputs.prev: expected \
-             \"nope\", actual \"ok a\""
+            "<fixture>: harness expectation mismatch at expect.output.subset.inputs.prev: \
+             expected \"nope\", actual \"ok a\"; receipt=sha256:…; disposition=Closed; \
+             reason=graph_closed; summary=graph flow completed"
         ]
     );
+    assert_unlisted(&report);
 }
 
 #[test]
@@ -152,30 +212,159 @@ fn a_graph_fixture_without_result_from_answers_null_not_its_last_step() {
     // null; …; skill_value=`.
     let graph = format!("steps:\n{}", step("a", "a", ""));
     let expect = "  status: sealed\n  output:\n    exact: {note: nope}\n";
-    let (_, errors) = harness(&workspace(&graph, expect));
+    let (report, errors) = harness(&workspace(&graph, expect));
     assert_eq!(
         errors,
         [
-            "g: harness expectation mismatch at expect.output.exact: expected \
-             {\"note\":\"nope\"}, actual null"
+            "<fixture>: harness expectation mismatch at expect.output.exact: expected \
+             {\"note\":\"nope\"}, actual null; receipt=sha256:…; disposition=Closed; \
+             reason=graph_closed; summary=graph flow completed; skill_value=; skill_failure="
         ]
     );
+    assert_unlisted(&report);
 }
 
 #[test]
-fn a_graph_fixture_whose_step_exits_non_zero_fails_with_runxs_message() {
-    // OBSERVED (`a`, then `b` running `ok.cjs fail`, expecting `failure`): `<fixture path>:
-    // skill 'b' failed: boom`, no case name and no receipt: Runx fails the fixture itself.
-    // The Lab seals a failed case whose result carries that message.
+fn a_graph_fixture_whose_step_exits_non_zero_fails_whatever_its_expected_status() {
+    // OBSERVED (`a`, then `b` running `ok.cjs fail`), expecting `status: failure` and again
+    // expecting `status: sealed`: both `<fixture path>: skill 'b' failed: boom`, no case name,
+    // no receipt and a `graph_case_count` of 0: Runx fails the fixture itself.
     let graph = format!("steps:\n{}{}", step("a", "a", ""), step("b", "fail", ""));
-    let expect = "  status: failure\n  output:\n    exact: {note: nope}\n";
-    let (_, errors) = harness(&workspace(&graph, expect));
+    for status in ["failure", "sealed"] {
+        let (report, errors) = harness(&workspace(&graph, &format!("  status: {status}\n")));
+        assert_eq!(errors, ["<fixture>: skill 'b' failed: boom"], "{status}");
+        assert_unlisted(&report);
+    }
+}
+
+/// [`workspace`] whose `fixtures/g.yaml` is instead the `kind: skill` fixture `fixture`, with
+/// the runner `bad` (`ok.cjs fail`) beside `solo`.
+fn skill_workspace(fixture: &str) -> tempfile::TempDir {
+    let dir = workspace("steps: []\n", "  status: sealed\n");
+    let package = dir.path().join("skills/demo");
+    let profile = std::fs::read_to_string(package.join("X.yaml")).unwrap();
+    std::fs::write(
+        package.join("X.yaml"),
+        format!(
+            "{profile}  bad:\n    type: cli-tool\n    command: node\n    args: [./ok.cjs, fail]\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        package.join("fixtures/g.yaml"),
+        format!("name: g\nkind: skill\ntarget: ..\n{fixture}"),
+    )
+    .unwrap();
+    dir
+}
+
+#[test]
+fn a_skill_fixture_mismatch_names_its_path_and_its_runners_receipt() {
+    // OBSERVED (runner `solo` on `topic: x`, expecting `output.subset: {note: nope}`): `<fixture
+    // path>: harness expectation mismatch at expect.output.subset.note: expected "nope", actual
+    // "ok solo"; receipt=sha256:…; disposition=Closed; reason=process_closed; summary=step solo
+    // completed; skill_value={"inputs":{"topic":"x"},"note":"ok solo"}; skill_failure=`, and
+    // the fixture in none of the report's lists.
+    let dir = skill_workspace(
+        "runner: solo\ninputs:\n  topic: x\nexpect:\n  status: sealed\n  output:\n    subset: \
+         {note: nope}\n",
+    );
+    let (report, errors) = harness(&dir);
     assert_eq!(
         errors,
         [
-            "g: harness expectation mismatch at expect.output.exact: expected \
-             {\"note\":\"nope\"}, actual {\"code\":\"runtime_error\",\"message\":\"skill 'b' \
-             failed: boom\"}"
+            "<fixture>: harness expectation mismatch at expect.output.subset.note: expected \
+             \"nope\", actual \"ok solo\"; receipt=sha256:…; disposition=Closed; \
+             reason=process_closed; summary=step solo completed; \
+             skill_value={\"inputs\":{\"topic\":\"x\"},\"note\":\"ok solo\"}; skill_failure="
         ]
     );
+    assert_unlisted(&report);
+}
+
+#[test]
+fn a_failed_skill_fixtures_mismatch_quotes_its_stderr_as_skill_failure() {
+    // OBSERVED (runner `bad`, exiting 3 after `boom` on stderr), expecting `failure` and
+    // `output.exact: {note: nope}`: `<fixture path>: harness expectation mismatch at
+    // expect.output.exact: expected {"note":"nope"}, actual ""; receipt=sha256:…;
+    // disposition=Failed; reason=process_failed; summary=step bad completed; skill_value=;
+    // skill_failure=boom`; expecting `sealed`: `… at expect.status: expected sealed, actual
+    // failure; …` with the same tail. Unlike a graph fixture's, the failed run is sealed.
+    let dir = skill_workspace(
+        "runner: bad\nexpect:\n  status: failure\n  output:\n    exact: {note: nope}\n",
+    );
+    let (report, errors) = harness(&dir);
+    let tail = "receipt=sha256:…; disposition=Failed; reason=process_failed; summary=step bad \
+                completed; skill_value=; skill_failure=boom";
+    assert_eq!(
+        errors,
+        [format!(
+            "<fixture>: harness expectation mismatch at expect.output.exact: expected \
+             {{\"note\":\"nope\"}}, actual \"\"; {tail}"
+        )]
+    );
+    assert_unlisted(&report);
+    let dir = skill_workspace("runner: bad\nexpect:\n  status: sealed\n");
+    let (report, errors) = harness(&dir);
+    assert_eq!(
+        errors,
+        [format!(
+            "<fixture>: harness expectation mismatch at expect.status: expected sealed, actual \
+             failure; {tail}"
+        )]
+    );
+    assert_unlisted(&report);
+}
+
+#[test]
+fn a_passing_skill_fixture_beside_a_failing_one_is_the_only_one_listed() {
+    // OBSERVED (`fixtures/g.yaml` passing on runner `solo`, `fixtures/h.yaml` failing on
+    // `bad` while expecting `sealed`): `case_count: 2`, `case_names: ["g"]`, one receipt id,
+    // one assertion error naming `h.yaml`.
+    let dir = skill_workspace("runner: solo\nexpect:\n  status: sealed\n");
+    std::fs::write(
+        dir.path().join("skills/demo/fixtures/h.yaml"),
+        "name: h\nkind: skill\ntarget: ..\nrunner: bad\nexpect:\n  status: sealed\n",
+    )
+    .unwrap();
+    let (report, errors) = harness(&dir);
+    assert_eq!(report["case_count"], 2, "{report}");
+    assert_eq!(report["case_names"], serde_json::json!(["g"]), "{report}");
+    assert_eq!(
+        report["receipt_ids"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert_eq!(errors.len(), 1, "{report}");
+    let h = format!("{}/skills/demo/fixtures/h.yaml: ", dir.path().display());
+    assert!(errors[0].starts_with(&h), "{report}");
+}
+
+#[test]
+fn a_skill_fixture_whose_run_fails_before_sealing_fails_even_expecting_failure() {
+    // OBSERVED (runner `con` declaring `outputs: {missing: string}` while `ok.cjs` prints
+    // `{note, inputs}`, expecting `failure`): `<fixture path>: skill 'con' failed: runner
+    // output contract violation at $.inputs: Additional properties are not allowed ('inputs',
+    // 'note' were unexpected)`, the fixture unlisted; an inline case expecting `failure`
+    // passes there.
+    let dir = skill_workspace("runner: con\nexpect:\n  status: failure\n");
+    let package = dir.path().join("skills/demo");
+    let profile = std::fs::read_to_string(package.join("X.yaml")).unwrap();
+    std::fs::write(
+        package.join("X.yaml"),
+        format!(
+            "{profile}  con:\n    type: cli-tool\n    command: node\n    args: [./ok.cjs, con]\n    \
+             outputs:\n      missing: string\n"
+        ),
+    )
+    .unwrap();
+    let (report, errors) = harness(&dir);
+    assert_eq!(
+        errors,
+        [
+            "<fixture>: skill 'con' failed: runner output contract violation at $.inputs: \
+             Additional properties are not allowed ('inputs', 'note' were unexpected)"
+        ]
+    );
+    assert_unlisted(&report);
 }

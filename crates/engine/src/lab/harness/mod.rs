@@ -153,6 +153,12 @@ pub struct CaseOutcome {
     pub reason_code: String,
     pub disposition: String,
     pub state: String,
+    /// What Runx's receipt of this run would say of it (`step <runner> completed`, `graph
+    /// <name> completed`), which a fixture file's mismatch quotes.
+    pub runx_summary: String,
+    /// A failed runner's diagnostic in Runx's words (its stderr), which a fixture file's
+    /// mismatch quotes as `skill_failure`.
+    pub runx_failure: Option<String>,
     /// Why the run did not seal, when it did not.
     pub error: Option<String>,
     /// Set when Runx would have stopped the case before it ran; no receipt is sealed then.
@@ -341,32 +347,73 @@ pub fn run_harness(
                 .unwrap_or("unnamed"),
         );
         let mut outcome = run_case(files, profile, case, tools, packets, options);
+        let fixture = case
+            .get(FIXTURE_PATH_KEY)
+            .and_then(Value::as_str)
+            .map(|path| fixture_file_path(path, options));
+        let graph_fixture =
+            fixture.is_some() && case.get("kind").and_then(Value::as_str) == Some("graph");
+        // Runx's graph fixture run returns the failed step's error instead of a sealed run, so
+        // the fixture fails whatever its `expect.status` (`run_graph_fixture`).
+        let graph_fixture_failed =
+            graph_fixture && outcome.stop.is_none() && outcome.status == CaseStatus::Failure;
+        // A run that fails before it seals fails a fixture file the same way, where an inline
+        // case expecting `failure` passes (`run_skill_fixture` returns the error).
+        let fixture_failed =
+            graph_fixture_failed || (fixture.is_some() && outcome.stop == Some(CaseStop::Failed));
         // Runx seals nothing for a case it stopped before it ran, nor for one left waiting on
         // an agent (its output names no `receipt_id`).
-        if outcome.stop.is_none() && outcome.status != CaseStatus::NeedsAgent {
+        if outcome.stop.is_none()
+            && outcome.status != CaseStatus::NeedsAgent
+            && !graph_fixture_failed
+        {
             match sealer.seal(&outcome) {
-                Ok(id) => {
-                    report.receipt_ids.push(id.clone());
-                    outcome.receipt_id = Some(id);
-                }
+                Ok(id) => outcome.receipt_id = Some(id),
                 Err(err) => outcome
                     .assertion_errors
                     .push(format!("{}: receipt: sealing failed: {err}", outcome.name)),
             }
         }
-        outcome
-            .assertion_errors
-            .extend(check_expectations(case, &outcome));
-        report.case_names.push(outcome.name.clone());
-        // As Runx counts them: an inline case whose runner is a graph, or a fixture file of
-        // `kind: graph` (a fixture of `kind: skill` running a graph runner is not one). Only
-        // a fixture document has a `kind`.
-        let graph_case = match case.get("kind").and_then(Value::as_str) {
-            Some(kind) => kind == "graph",
-            None => outcome.graph,
-        };
-        if graph_case {
-            report.graph_case_count += 1;
+        match &fixture {
+            Some(path) if fixture_failed => {
+                // A failed graph's result holds its error in Runx's words; the Lab's `error`
+                // keeps its receipt's.
+                let message = outcome
+                    .output
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .filter(|_| graph_fixture_failed)
+                    .or(outcome.error.as_deref())
+                    .unwrap_or("the run failed");
+                outcome
+                    .assertion_errors
+                    .push(format!("{}: {message}", path.display()));
+            }
+            Some(path) => outcome.assertion_errors.extend(
+                first_mismatch(case, &outcome).map(|error| fixture_error(path, &error, &outcome)),
+            ),
+            None => outcome
+                .assertion_errors
+                .extend(check_expectations(case, &outcome)),
+        }
+        // Runx lists a fixture file only once its replay passed (`replay_conventional_fixtures`);
+        // an inline case is listed whatever its verdict.
+        let listed = fixture.is_none() || outcome.assertion_errors.is_empty();
+        if listed {
+            report.case_names.push(outcome.name.clone());
+            report
+                .receipt_ids
+                .extend(outcome.receipt_id.iter().cloned());
+            // As Runx counts them: an inline case whose runner is a graph, or a fixture file
+            // of `kind: graph` (a fixture of `kind: skill` running a graph runner is not one).
+            // Only a fixture document has a `kind`.
+            let graph_case = match case.get("kind").and_then(Value::as_str) {
+                Some(kind) => kind == "graph",
+                None => outcome.graph,
+            };
+            if graph_case {
+                report.graph_case_count += 1;
+            }
         }
         report
             .assertion_errors
@@ -398,6 +445,64 @@ pub(crate) fn check_expectations(case: &Value, outcome: &CaseOutcome) -> Vec<Str
         .map(|error| format!("{}: {error}", outcome.name))
         .into_iter()
         .collect()
+}
+
+/// Where Runx names a fixture file in its errors: its absolute path. The Lab names the copy it
+/// replayed, from the package folder it was given.
+fn fixture_file_path(path: &str, options: &HarnessOptions) -> PathBuf {
+    let path = options
+        .package_dir
+        .as_ref()
+        .map_or_else(|| PathBuf::from(path), |dir| dir.join(path));
+    std::path::absolute(&path).unwrap_or(path)
+}
+
+/// A fixture file's failed expectation as Runx words it (`HarnessExpectationFailure`): the
+/// fixture's path, then what the run's receipt and result said. The receipt is the Lab's own,
+/// the one it sealed for this replay; none is named where the Lab sealed none.
+fn fixture_error(path: &Path, error: &str, outcome: &CaseOutcome) -> String {
+    let path = path.display();
+    if outcome.receipt_id.is_none() {
+        return format!("{path}: {error}");
+    }
+    let mut disposition = outcome.disposition.clone();
+    if let Some(first) = disposition.get_mut(..1) {
+        first.make_ascii_uppercase();
+    }
+    // Where the Lab does not know Runx's words for a failure (a wall limit, a packet check),
+    // its own stand in rather than an empty field.
+    let skill_failure = outcome.runx_failure.as_deref().or(outcome
+        .error
+        .as_deref()
+        .filter(|_| outcome.status == CaseStatus::Failure));
+    let skill_value = match &outcome.output {
+        Value::Null => String::new(),
+        Value::String(text) => text.clone(),
+        value => value.to_string(),
+    };
+    format!(
+        "{path}: {error}; receipt={}; disposition={disposition}; reason={}; summary={}; \
+         skill_value={}; skill_failure={}",
+        outcome.receipt_id.as_deref().unwrap_or_default(),
+        outcome.reason_code,
+        truncate_diagnostic(&outcome.runx_summary),
+        truncate_diagnostic(&skill_value),
+        truncate_diagnostic(skill_failure.unwrap_or_default()),
+    )
+}
+
+/// Runx trims each diagnostic and cuts it at 800 bytes (`truncate_diagnostic`).
+fn truncate_diagnostic(value: &str) -> String {
+    const LIMIT: usize = 800;
+    let trimmed = value.trim();
+    if trimmed.len() <= LIMIT {
+        return trimmed.to_owned();
+    }
+    let mut end = LIMIT;
+    while !trimmed.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...[truncated]", &trimmed[..end])
 }
 
 fn mismatch(

@@ -64,6 +64,14 @@ enum RunxWords {
     Configuration(String),
 }
 
+impl RunxWords {
+    fn text(&self) -> &str {
+        match self {
+            Self::Step(text) | Self::Configuration(text) => text,
+        }
+    }
+}
+
 impl End {
     /// A failure Runx words as the Lab does: its run's result reads
     /// `skill '<step>' failed: <message>`.
@@ -150,6 +158,8 @@ pub(crate) fn run_case(
         reason_code: String::new(),
         disposition: String::new(),
         state: String::new(),
+        runx_summary: String::new(),
+        runx_failure: None,
         error: None,
         stop: None,
         receipt_id: None,
@@ -295,8 +305,12 @@ fn execute(
             End::Declined(message) | End::Failed(message) => {
                 (CaseStatus::Failure, Value::Null, Some(message))
             }
-            End::FailedAs(failure) => (CaseStatus::Failure, failure.stdout, Some(failure.message)),
+            End::FailedAs(failure) => {
+                outcome.runx_failure = Some(failure.runx.text().to_owned());
+                (CaseStatus::Failure, failure.stdout, Some(failure.message))
+            }
         };
+        outcome.runx_summary = format!("step {runner_name} completed");
         outcome.status = status;
         outcome.output = output;
         outcome.error = error;
@@ -385,6 +399,7 @@ fn graph_fixture(
     let inputs = object(case.get("inputs"));
     outcome.inputs = Value::Object(inputs.clone());
     let graph_name = text(&graph, "name").unwrap_or("graph").to_owned();
+    outcome.runx_summary = format!("graph {graph_name} completed");
     let run = graph_steps(&graph, &inputs, &mut env);
     outcome.steps = run.steps;
     outcome.error = run.error;
@@ -402,7 +417,9 @@ fn graph_fixture(
     } else {
         Value::Null
     };
-    outcome.reason_code = format!("{graph_name}_{}", run.status.disposition());
+    // Runx's graph fixture receipt gives the same reason whatever the graph is named
+    // (`reason=graph_closed` for `name: flow`).
+    outcome.reason_code = format!("graph_{}", run.status.disposition());
     drop(workspace);
     Ok(())
 }

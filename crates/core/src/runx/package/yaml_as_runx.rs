@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 
-use super::MAX_SETUP_RECEIPTS;
+use super::{MAX_SETUP_RECEIPTS, RETIRED_RECEIPT_FIELDS};
 
 /// Runx's `JsonObject`.
 type JsonObject = BTreeMap<String, Value>;
@@ -456,18 +456,6 @@ fn check_provider_responses(value: Option<&Value>) -> Result<(), String> {
     }
     Ok(())
 }
-
-/// The receipt fields Runx retired (an expectation naming one is refused as retired, any
-/// other unknown one as unknown).
-const RETIRED_RECEIPT_FIELDS: [&str; 7] = [
-    "kind",
-    "skill_name",
-    "source_type",
-    "graph_name",
-    "owner",
-    "skill_execution",
-    "graph_execution",
-];
 
 /// Runx's `validate_expectation`: a receipt expectation names only known fields, and each
 /// output expectation says `exact` or `subset`.

@@ -228,12 +228,7 @@ fn execute(
     let kind = text(runner, "type").unwrap_or("").to_owned();
     outcome.graph = kind == "graph";
 
-    let workspace = scratch::scratch_dir(scratch::ScratchKind::Case)
-        .map_err(|err| format!("creating the scratch workspace: {err}"))?;
-    let scratch = workspace.path().join("package");
-    let home = workspace.path().join("home");
-    std::fs::create_dir_all(&home).map_err(|err| format!("creating the scratch home: {err}"))?;
-    copy_package(files, &scratch)?;
+    let (workspace, scratch, home) = case_workspace(files)?;
 
     let mut env = Env {
         profile,
@@ -379,12 +374,7 @@ fn graph_fixture(
         }
     }
 
-    let workspace = scratch::scratch_dir(scratch::ScratchKind::Case)
-        .map_err(|err| format!("creating the scratch workspace: {err}"))?;
-    let scratch = workspace.path().join("package");
-    let home = workspace.path().join("home");
-    std::fs::create_dir_all(&home).map_err(|err| format!("creating the scratch home: {err}"))?;
-    copy_package(files, &scratch)?;
+    let (workspace, scratch, home) = case_workspace(files)?;
     let mut env = Env {
         profile,
         bundle: javascript_bundle(files),
@@ -442,6 +432,18 @@ fn package_relative(from: &str, target: &str) -> Option<String> {
 }
 
 /// Write the package into the scratch folder with each file's recorded permission bits.
+/// A case's scratch workspace: the folder (removed when dropped), the copy of the package in
+/// it, and the empty home the case's processes get.
+fn case_workspace(files: &[SnapshotFile]) -> Result<(tempfile::TempDir, PathBuf, PathBuf), String> {
+    let workspace = scratch::scratch_dir(scratch::ScratchKind::Case)
+        .map_err(|err| format!("creating the scratch workspace: {err}"))?;
+    let scratch = workspace.path().join("package");
+    let home = workspace.path().join("home");
+    std::fs::create_dir_all(&home).map_err(|err| format!("creating the scratch home: {err}"))?;
+    copy_package(files, &scratch)?;
+    Ok((workspace, scratch, home))
+}
+
 fn copy_package(files: &[SnapshotFile], root: &Path) -> Result<(), String> {
     std::fs::create_dir_all(root).map_err(|err| format!("creating {}: {err}", root.display()))?;
     for file in files {

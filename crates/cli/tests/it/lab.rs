@@ -622,7 +622,8 @@ fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
     let out = workspace.expect(0, &["inspect", "--target-dir", "skills/web-fetch"]);
     assert!(out.contains(&format!("  invalid      {error}\n")), "{out}");
 
-    // A YAML syntax error names its line and column.
+    // A YAML syntax error opens with Runx's words (serde_norway's, as runx-cli 0.8.2 printed
+    // them for this file), then names its line and column.
     fs::write(
         workspace.path("skills/web-fetch/X.yaml"),
         "skill: web-fetch\nrunners:\n  fetch: [1\n",
@@ -631,7 +632,11 @@ fn inspect_of_an_invalid_profile_is_repair_context_naming_file_and_line() {
     let context = workspace.inspect("skills/web-fetch");
     let error = context["target_inspection"]["error"].as_str().unwrap();
     assert!(
-        error.starts_with("skill package validation failed: X.yaml:4:1: invalid YAML"),
+        error.starts_with(
+            "skill package validation failed: X.yaml: runner_manifest: YAML parse failed: did \
+             not find expected ',' or ']' at line 4 column 1, while parsing a flow sequence at \
+             line 3 column 10\n  at X.yaml:4: column 1: invalid YAML"
+        ),
         "{error}"
     );
 

@@ -200,7 +200,7 @@ pub(super) fn check_external_adapter(
     refuse: Refuse<'_>,
 ) -> Result<Option<ExternalAdapter>, PackageError> {
     let field = join(parent, "external_adapter");
-    let Some(declaration) = declaration(
+    let Some((node, entries)) = declaration(
         entries,
         line,
         &field,
@@ -211,7 +211,6 @@ pub(super) fn check_external_adapter(
     else {
         return Ok(None);
     };
-    let (node, entries) = declaration;
     closed(
         entries,
         &field,

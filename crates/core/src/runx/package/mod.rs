@@ -448,7 +448,7 @@ impl PackageError {
             Self::Yaml(err) => Self::Invalid {
                 file: err.file,
                 line: err.line,
-                field: format!("(column {})", err.column),
+                field: format!("column {}", err.column),
                 message: err.message,
                 runx: Some(runx),
             },

@@ -1058,7 +1058,7 @@ mod tests {
             Some(
                 "graphs/flow.yaml: graph: YAML parse failed: did not find expected node content \
                  at line 3 column 1, while parsing a flow node\n  at graphs/flow.yaml:3: \
-                 (column 1): invalid YAML: while parsing a node, did not find expected node \
+                 column 1: invalid YAML: while parsing a node, did not find expected node \
                  content (check the indentation and the brackets or quotes on this line)"
             )
         );

@@ -16,6 +16,8 @@ use serde::de::IgnoredAny;
 use serde_json::Value;
 
 use super::{MAX_SETUP_RECEIPTS, RETIRED_RECEIPT_FIELDS};
+// Runx's `ClosureDisposition`: the receipt's own closed list, read here as a fixture expects it.
+use crate::runx::receipt::Disposition;
 
 /// Runx's `JsonObject`.
 type JsonObject = BTreeMap<String, Value>;
@@ -97,19 +99,6 @@ enum ReceiptSchema {
     V1,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "snake_case")]
-enum ClosureDisposition {
-    Closed,
-    Deferred,
-    Superseded,
-    Declined,
-    Blocked,
-    Failed,
-    Killed,
-    TimedOut,
-}
-
 fn default_receipt_schema() -> ReceiptSchema {
     ReceiptSchema::V1
 }
@@ -127,7 +116,7 @@ struct RawReceiptExpectation {
     receipt_digest: Option<String>,
     harness_id: Option<String>,
     state: Option<String>,
-    disposition: Option<ClosureDisposition>,
+    disposition: Option<Disposition>,
     reason_code: Option<String>,
     #[serde(default)]
     act_ids: Vec<String>,

@@ -239,9 +239,12 @@ impl Reference {
     }
 }
 
-/// How a path ended (`seal.disposition`, `closure.disposition`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// How a path ended (`seal.disposition`, `closure.disposition`); Runx's `ClosureDisposition`,
+/// also read from a fixture's `expect.receipt.disposition`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+// Runx's name, which serde's refusals of a non-string value name (`expected enum
+// ClosureDisposition`); the JSON of a variant is its snake_case name either way.
+#[serde(rename = "ClosureDisposition", rename_all = "snake_case")]
 pub enum Disposition {
     Closed,
     Deferred,
